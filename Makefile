@@ -1,0 +1,17 @@
+# sts -- developer tasks.  Everything runs with the machine's python3.
+PYTHON ?= python3
+
+.PHONY: test demo bench e2e
+
+# The one test command: README, CI and developers all run this.
+test:
+	$(PYTHON) -m pytest -q tests
+
+demo:
+	$(PYTHON) sts.py demo
+
+bench:
+	$(PYTHON) tests/bench.py
+
+e2e:
+	$(PYTHON) -m pytest -q tests/e2e
