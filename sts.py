@@ -731,10 +731,64 @@ def handle_event(event: ControlEvent, store: Store,
 
 
 ###############################################################################
-# Inspection and CLI
+# Install, uninstall and doctor
 #
-# Owns the read-side commands (status, runtime, explain, label), the hook
-# runner with its fail-open / fail-closed rules (core.md 10-C1, A3) and main().
+# Owns wiring sts into each host's configuration: the hook command form of
+# decisions.md 1, merging JSON configs without losing the user's keys,
+# backups, idempotence, the shims' copies, and the doctor's checks.
+###############################################################################
+
+
+def hook_command(host: str, python: str = "python3") -> str:
+    """The import-form hook command (decisions.md 1) for this copy of sts.py."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % here
+    return '%s -I -S -c "%s" %s' % (python, code, host)  # TODO(install): quoting per format
+
+
+def cmd_install(args: List[str]) -> int:
+    """python3 sts.py install <host> [--scope user|project] [--dry-run]"""
+    sys.stderr.write("sts: install is not built yet\n")
+    return 2  # TODO(install)
+
+
+def cmd_uninstall(args: List[str]) -> int:
+    """python3 sts.py uninstall <host> [--scope user|project] [--dry-run]"""
+    sys.stderr.write("sts: uninstall is not built yet\n")
+    return 2  # TODO(install)
+
+
+def cmd_doctor(args: List[str]) -> int:
+    """python3 sts.py doctor: one OK/WARN/FAIL line per check."""
+    sys.stderr.write("sts: doctor is not built yet\n")
+    return 2  # TODO(install)
+
+
+###############################################################################
+# Inspection
+#
+# Owns the read side: status, runtime, explain and label, both as prompt
+# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  Only
+# these read audit logs; a tool-call hook never does.
+###############################################################################
+
+
+def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
+    """Text answer to an inspection command typed in a prompt, for session `key`."""
+    return "Stop That Shit status"  # TODO(inspection)
+
+
+def cmd_inspect(args: List[str], store: Store) -> int:
+    """status|runtime|explain|label from the terminal, with --session ID, --all, --json."""
+    sys.stderr.write("sts: inspection is not built yet\n")
+    return 2  # TODO(inspection)
+
+
+###############################################################################
+# CLI
+#
+# Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
+# A3) and main().
 ###############################################################################
 
 
