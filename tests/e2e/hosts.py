@@ -1,0 +1,320 @@
+"""How each real host is configured and started for one e2e run.
+
+Every host gets the same treatment: a fresh HOME and XDG folders under the
+run folder, a provider that points at the fake model on 127.0.0.1:<port>,
+sts wired in the host's own way, and quiet/offline settings.  `configure()`
+writes the files and returns the command line and environment.
+
+Two wirings:
+  "sts"    the real guard: the decisions.md 1 import-form hook command for
+           Codex and Claude Code, the shims from host_shims/ for the others
+           (until `python3 sts.py install <host>` lands, written here directly);
+  "probe"  tests/e2e/probe/: a stand-in that denies calls mentioning
+           `e2e-deny`, used to prove the harness itself on every host.
+"""
+import json
+import os
+import shlex
+import shutil
+import sys
+
+import install
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PROBE = os.path.join(HERE, "probe")
+PROBE_STS = os.path.join(PROBE, "probe_sts.py")
+SHIMS = os.path.join(REPO, "host_shims")
+MODEL = "fake-model"
+
+
+class WiringError(RuntimeError):
+    """A file the wiring needs (shim, plugin) is missing: the case fails."""
+
+
+class Run:
+    """Paths and facts of one run, shared by the config writers."""
+
+    def __init__(self, root: str, host: str, wiring: str, port: int, prompt: str,
+                 contract: str = ""):
+        self.root = root
+        self.host = host
+        self.wiring = wiring
+        self.port = port
+        self.prompt = prompt      # the whole user prompt, directive included
+        self.contract = contract  # the directive arguments alone (OMP's --sts-contract)
+        self.home = os.path.join(root, "home")
+        self.work = os.path.join(root, "work")
+        self.sts_home = os.path.join(root, "sts-home")
+        self.tmp = os.path.join(root, "tmp")
+        self.xdg = {name: os.path.join(root, "xdg", name)
+                    for name in ("config", "data", "cache", "state")}
+        for d in [self.home, self.work, self.tmp] + list(self.xdg.values()):
+            os.makedirs(d, exist_ok=True)
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d/v1" % self.port
+
+
+def sts_hook_command(host: str) -> str:
+    """decisions.md 1: the import form, with the path quoted for a Python string."""
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % REPO
+    return "python3 -I -S -c %s %s" % (shlex.quote(code), host)
+
+
+def hook_command(run: Run) -> str:
+    if run.wiring == "probe":
+        return "python3 %s %s" % (shlex.quote(PROBE_STS), run.host)
+    return sts_hook_command(run.host)
+
+
+def base_env(run: Run) -> dict:
+    """A small, explicit environment: nothing of the caller's leaks in but PATH and locale."""
+    path = os.pathsep.join([install.bin_dir(run.host), os.path.dirname(sys.executable),
+                            os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")])
+    env = {"PATH": path, "HOME": run.home, "USER": "e2e", "LOGNAME": "e2e",
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "TERM": "dumb", "NO_COLOR": "1",
+           "TMPDIR": run.tmp, "STS_HOME": run.sts_home, "CI": "1",
+           "XDG_CONFIG_HOME": run.xdg["config"], "XDG_DATA_HOME": run.xdg["data"],
+           "XDG_CACHE_HOME": run.xdg["cache"], "XDG_STATE_HOME": run.xdg["state"]}
+    for key in ("LC_ALL", "TZ", "SSL_CERT_FILE"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    # What the shims need to find the guard (adapters.md 9.1).
+    env["STS_PYTHON"] = "python3"
+    env["STS_PY"] = PROBE_STS if run.wiring == "probe" else os.path.join(REPO, "sts.py")
+    env["STS_E2E_HOST"] = run.host
+    return env
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _shim(relpath: str) -> str:
+    path = os.path.join(SHIMS, relpath)
+    if not os.path.exists(path):
+        raise WiringError("sts shim missing: host_shims/%s (not on this branch yet?)" % relpath)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Codex CLI
+# ---------------------------------------------------------------------------
+
+CODEX_DELEGATION_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
+                            "collaborationspawn_agent|collaborationwait_agent)$")
+
+
+def configure_codex(run: Run):
+    codex_home = os.path.join(run.home, ".codex")
+    cmd = hook_command(run)
+
+    def group(timeout, matcher=None):
+        g = {"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}
+        if matcher is not None:
+            g["matcher"] = matcher
+        return [g]
+
+    hooks = {"SessionStart": group(5), "UserPromptSubmit": group(5),
+             "PreToolUse": group(10, ".*"), "PostToolUse": group(5, CODEX_DELEGATION_MATCHER)}
+    _write(os.path.join(codex_home, "hooks.json"), json.dumps({"hooks": hooks}, indent=2))
+    _write(os.path.join(codex_home, "config.toml"), """\
+model = "gpt-5.5"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake model on loopback"
+base_url = "%s"
+env_key = "FAKE_MODEL_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[features]
+hooks = true
+plugins = false
+remote_plugin = false
+apps = false
+in_app_updates = false
+""" % run.base_url)
+    env = base_env(run)
+    env.update(CODEX_HOME=codex_home, FAKE_MODEL_KEY="sk-e2e")
+    # `codex exec` runs only trusted hooks and skips untrusted ones without a word.
+    # Trust is normally given in the TUI (or persisted through `codex app-server`);
+    # a headless test run has neither, so it passes the documented bypass flag.
+    argv = [install.binary("codex"), "exec", "--skip-git-repo-check", "--json",
+            "-C", run.work, "--dangerously-bypass-hook-trust", run.prompt]
+    return argv, env
+
+
+# ---------------------------------------------------------------------------
+# Claude Code
+# ---------------------------------------------------------------------------
+
+def configure_claude(run: Run):
+    cfg = os.path.join(run.home, ".claude")
+    cmd = hook_command(run)
+
+    def group(timeout, matcher=None):
+        g = {"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}
+        if matcher is not None:
+            g["matcher"] = matcher
+        return [g]
+
+    hooks = {"SessionStart": group(5), "UserPromptSubmit": group(5),
+             "PreToolUse": group(10, "*"), "PostToolUse": group(5, "*"),
+             "PostToolUseFailure": group(5, "*"), "PermissionDenied": group(5, "*"),
+             "SubagentStart": group(5), "SessionEnd": group(5)}
+    _write(os.path.join(cfg, "settings.json"), json.dumps({"hooks": hooks}, indent=2))
+    env = base_env(run)
+    env.update(CLAUDE_CONFIG_DIR=cfg, ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % run.port,
+               ANTHROPIC_API_KEY="sk-e2e", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+               DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1")
+    # Claude's own permission system must not be what stops a write: allow the
+    # tools the scenarios use, so a missing file can only mean the hook denied it.
+    argv = [install.binary("claude"), "-p", run.prompt, "--output-format", "stream-json",
+            "--verbose", "--model", "claude-sonnet-4-5",
+            "--allowedTools", "Bash", "Write", "Edit", "Read", "Agent"]
+    return argv, env
+
+
+# ---------------------------------------------------------------------------
+# OpenCode
+# ---------------------------------------------------------------------------
+
+def configure_opencode(run: Run):
+    conf = os.path.join(run.xdg["config"], "opencode")
+    plugin_dir = os.path.join(conf, "plugin")
+    os.makedirs(plugin_dir, exist_ok=True)
+    if run.wiring == "probe":
+        shutil.copy(os.path.join(PROBE, "opencode-probe.js"), plugin_dir)
+    else:
+        shutil.copy(_shim("opencode/stop-that-shit.js"), plugin_dir)
+    # OpenCode npm-installs @opencode-ai/plugin into each config folder before it
+    # loads plugins (a minute of retries offline) unless this is already there.
+    os.makedirs(os.path.join(conf, "node_modules"), exist_ok=True)
+    deps = {"@opencode-ai/plugin": install.PINS["opencode"][2]}
+    _write(os.path.join(conf, "package.json"), json.dumps({"dependencies": deps}))
+    _write(os.path.join(conf, "package-lock.json"), json.dumps(
+        {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}}))
+    _write(os.path.join(conf, "opencode.json"), json.dumps({
+        "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+        "model": "fake/" + MODEL, "small_model": "fake/" + MODEL,
+        "permission": {"external_directory": "allow"},
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible", "name": "Fake",
+            "options": {"baseURL": run.base_url, "apiKey": "sk-e2e"},
+            "models": {MODEL: {"name": "Fake model", "tool_call": True,
+                               "limit": {"context": 128000, "output": 4096}}}}}}, indent=2))
+    env = base_env(run)
+    for flag in ("MODELS_FETCH", "AUTOUPDATE", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE",
+                 "CLAUDE_CODE"):
+        env["OPENCODE_DISABLE_" + flag] = "1"
+    argv = [install.binary("opencode"), "run", "--print-logs", "--log-level", "INFO",
+            "-m", "fake/" + MODEL, run.prompt]
+    return argv, env
+
+
+# ---------------------------------------------------------------------------
+# Pi and Oh My Pi
+# ---------------------------------------------------------------------------
+
+def _pi_extension(run: Run) -> str:
+    if run.wiring == "probe":
+        return os.path.join(PROBE, "pi-probe.js")
+    return _shim("%s/stop-that-shit.js" % run.host)
+
+
+def configure_pi(run: Run):
+    agent = os.path.join(run.home, ".pi", "agent")
+    _write(os.path.join(agent, "models.json"), json.dumps({"providers": {"fake": {
+        "baseUrl": run.base_url, "api": "openai-completions", "apiKey": "sk-e2e",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": MODEL, "reasoning": False, "contextWindow": 128000,
+                    "maxTokens": 4096}]}}}, indent=2))
+    env = base_env(run)
+    env["PI_OFFLINE"] = "1"
+    argv = [install.binary("pi"), "-p", "--no-session", "--provider", "fake", "--model", MODEL,
+            "-e", _pi_extension(run), run.prompt]
+    return argv, env
+
+
+def configure_omp(run: Run):
+    agent = os.path.join(run.home, ".omp", "agent")
+    _write(os.path.join(agent, "models.yml"), """\
+providers:
+  fake:
+    baseUrl: %s
+    api: openai-completions
+    apiKey: sk-e2e
+    models:
+      - id: %s
+        reasoning: false
+        contextWindow: 128000
+        maxTokens: 4096
+""" % (run.base_url, MODEL))
+    # `task` blocks until its subagents end (the default runs them as background
+    # jobs, which `omp -p` abandons when it exits).
+    _write(os.path.join(agent, "config.yml"), "async:\n  enabled: false\n")
+    env = base_env(run)
+    env["PI_OFFLINE"] = "1"
+    argv = [install.binary("omp"), "-p", "--no-session", "--no-title", "--no-lsp",
+            "--model", "fake/" + MODEL, "-e", _pi_extension(run)]
+    if run.wiring == "sts" and run.contract:
+        # `omp -p` emits no input event: the shim's flag is the only way to arm it.
+        argv += ["--sts-contract", run.contract]
+    argv.append(run.prompt)
+    return argv, env
+
+
+# ---------------------------------------------------------------------------
+# Hermes Agent
+# ---------------------------------------------------------------------------
+
+def configure_hermes(run: Run):
+    hermes_home = os.path.join(run.root, "hermes-home")
+    plugins = os.path.join(hermes_home, "plugins")
+    os.makedirs(plugins, exist_ok=True)
+    if run.wiring == "probe":
+        name = "sts-e2e-probe"
+        shutil.copytree(os.path.join(PROBE, "hermes", name), os.path.join(plugins, name))
+    else:
+        name = "stop-that-shit"
+        shutil.copytree(_shim("hermes/stop-that-shit"), os.path.join(plugins, name))
+    _write(os.path.join(hermes_home, "config.yaml"), """\
+model:
+  provider: custom
+  base_url: %s
+  default: %s
+  api_key: sk-e2e
+  context_length: 128000
+plugins:
+  enabled: [%s]
+security:
+  tirith_enabled: false
+  allow_lazy_installs: false
+""" % (run.base_url, MODEL, name))
+    env = base_env(run)
+    env.update(HERMES_HOME=hermes_home, HERMES_DISABLE_LAZY_INSTALLS="1", TIRITH_ENABLED="false")
+    argv = [install.binary("hermes"), "chat", "-Q", "--yolo", "-q", run.prompt]
+    return argv, env
+
+
+CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
+             "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
+             "hermes": configure_hermes}
+
+
+def configure(run: Run):
+    """Write the host's config for this run; -> (argv, env)."""
+    return CONFIGURE[run.host](run)

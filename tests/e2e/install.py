@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Pinned installs of the six real host CLIs into one cache folder.
+
+    python3 tests/e2e/install.py [HOST ...]     # default: all six, in parallel
+
+The cache folder is STS_E2E_CACHE (default ~/.cache/sts-e2e).  Each host lives
+in <cache>/<host>-<version>/ and is reused when its stamp file says the
+install finished.  A fresh install goes into a temporary sibling folder that
+is renamed into place only after it succeeded, so a crash never leaves a
+half-install that looks finished.  npm and pip keep their download caches
+inside the cache folder too, so deleting it gives a truly cold install.
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+# host -> (kind, packages to install, version shown in reports, binary inside the folder)
+PINS = {
+    "codex": ("npm", ["@openai/codex@0.171.0"], "0.171.0", "node_modules/.bin/codex"),
+    "claude": ("npm", ["@anthropic-ai/claude-code@2.1.332"], "2.1.332", "node_modules/.bin/claude"),
+    "opencode": ("npm", ["opencode-ai@1.18.33"], "1.18.33", "node_modules/.bin/opencode"),
+    "pi": ("npm", ["@mariozechner/pi-coding-agent@0.73.1"], "0.73.1", "node_modules/.bin/pi"),
+    "omp": ("npm", ["@oh-my-pi/pi-coding-agent@18.2.3", "bun@1.4.5"], "18.2.3", "node_modules/.bin/omp"),
+    "hermes": ("pip", ["hermes-agent==0.19.0"], "0.19.0", "venv/bin/hermes"),
+}
+HOSTS = list(PINS)
+INSTALL_TIMEOUT = int(os.environ.get("STS_E2E_INSTALL_TIMEOUT", "900"))
+
+
+class InstallError(RuntimeError):
+    """A host could not be installed; its cases fail with this message."""
+
+
+def cache_root() -> str:
+    return os.path.abspath(os.path.expanduser(
+        os.environ.get("STS_E2E_CACHE") or "~/.cache/sts-e2e"))
+
+
+def host_dir(host: str) -> str:
+    return os.path.join(cache_root(), "%s-%s" % (host, PINS[host][2]))
+
+
+def binary(host: str) -> str:
+    return os.path.join(host_dir(host), PINS[host][3])
+
+
+def bin_dir(host: str) -> str:
+    """Folder to put first on PATH (OMP needs `bun` from there)."""
+    return os.path.dirname(binary(host))
+
+
+def _stamp(folder: str) -> str:
+    return os.path.join(folder, "sts-e2e-installed.json")
+
+
+def installed(host: str) -> bool:
+    folder = host_dir(host)
+    try:
+        with open(_stamp(folder)) as fh:
+            stamp = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return stamp.get("packages") == PINS[host][1] and os.access(binary(host), os.X_OK)
+
+
+def _run(cmd, log, env=None):
+    with open(log, "ab") as out:
+        out.write(("$ %s\n" % " ".join(cmd)).encode())
+        out.flush()
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=env, timeout=INSTALL_TIMEOUT)
+    if proc.returncode != 0:
+        with open(log, "rb") as fh:
+            tail = fh.read()[-3000:].decode("utf-8", "replace")
+        raise InstallError("%s exited %d; log %s:\n%s" % (cmd[0], proc.returncode, log, tail))
+
+
+def install(host: str) -> dict:
+    """Install one host unless present.  Returns {host, version, seconds, cached}."""
+    kind, packages, version, _ = PINS[host]
+    folder = host_dir(host)
+    if installed(host):
+        return {"host": host, "version": version, "seconds": 0.0, "cached": True}
+    root = cache_root()
+    os.makedirs(root, exist_ok=True)
+    tmp = "%s.tmp-%d" % (folder, os.getpid())
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    log = os.path.join(root, "install-%s.log" % host)
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(os.environ)
+    t0 = time.monotonic()
+    try:
+        if kind == "npm":
+            with open(os.path.join(tmp, "package.json"), "w") as fh:
+                json.dump({"name": "sts-e2e-%s" % host, "private": True}, fh)
+            env["npm_config_cache"] = os.path.join(root, "npm-cache")
+            _run(["npm", "install", "--prefix", tmp, "--no-audit", "--no-fund",
+                  "--loglevel", "error"] + packages, log, env)
+        else:
+            _run([sys.executable, "-m", "venv", os.path.join(tmp, "venv")], log, env)
+            env["PIP_CACHE_DIR"] = os.path.join(root, "pip-cache")
+            _run([os.path.join(tmp, "venv", "bin", "python"), "-m", "pip", "install",
+                  "--quiet", "--disable-pip-version-check"] + packages, log, env)
+        # venv scripts carry the absolute interpreter path: rebuild them in place
+        # after the rename would be fragile, so venv hosts are renamed, then fixed.
+        shutil.rmtree(folder, ignore_errors=True)
+        os.rename(tmp, folder)
+        if kind == "pip":
+            _fix_venv_paths(tmp, folder)
+        if not os.access(binary(host), os.X_OK):
+            raise InstallError("%s: %s missing after install" % (host, binary(host)))
+        with open(_stamp(folder), "w") as fh:
+            json.dump({"packages": packages, "version": version,
+                       "seconds": round(time.monotonic() - t0, 1)}, fh)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InstallError("%s: install ran past %d s; log %s" % (host, INSTALL_TIMEOUT, log))
+    except Exception:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"host": host, "version": version, "seconds": round(time.monotonic() - t0, 1),
+            "cached": False}
+
+
+def _fix_venv_paths(old: str, new: str) -> None:
+    """A venv records its own absolute path in scripts and pyvenv.cfg; rewrite it."""
+    vbin = os.path.join(new, "venv", "bin")
+    for name in os.listdir(vbin):
+        path = os.path.join(vbin, name)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if old.encode() in data:
+            with open(path, "wb") as fh:
+                fh.write(data.replace(old.encode(), new.encode()))
+    cfg = os.path.join(new, "venv", "pyvenv.cfg")
+    if os.path.exists(cfg):
+        with open(cfg) as fh:
+            text = fh.read()
+        with open(cfg, "w") as fh:
+            fh.write(text.replace(old, new))
+
+
+def install_all(hosts, workers: int = 3) -> dict:
+    """Install hosts in parallel.  Returns host -> result dict or InstallError."""
+    out = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futs = {pool.submit(install, h): h for h in hosts}
+        for fut in concurrent.futures.as_completed(futs):
+            host = futs[fut]
+            try:
+                out[host] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - reported per host
+                out[host] = exc if isinstance(exc, InstallError) else InstallError(
+                    "%s: %s: %s" % (host, type(exc).__name__, exc))
+    return out
+
+
+def main(argv=None) -> int:
+    hosts = (argv if argv is not None else sys.argv[1:]) or HOSTS
+    bad = [h for h in hosts if h not in PINS]
+    if bad:
+        sys.stderr.write("unknown host(s): %s; known: %s\n" % (", ".join(bad), ", ".join(HOSTS)))
+        return 2
+    t0 = time.monotonic()
+    results = install_all(hosts)
+    failed = 0
+    for host in hosts:
+        r = results[host]
+        if isinstance(r, Exception):
+            failed += 1
+            print("FAIL install %-8s %s" % (host, r))
+        else:
+            print("OK   install %-8s %-8s %6.1fs%s" % (host, r["version"], r["seconds"],
+                                                        " (cached)" if r["cached"] else ""))
+    print("install wall time %.1fs, cache %s" % (time.monotonic() - t0, cache_root()))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The e2e scenarios: what the fake model does, and what must be observed.
+
+A scenario is host-neutral: a directive, a task, an action ("write a file",
+"run this shell command", "launch a subagent") and expectations about the
+file system and the request log.  `HOST_TOOLS` turns an action into each
+host's own tool call; `script()` builds the fake model's script for a run.
+"""
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+SUBAGENT_MARK = "SUBAGENT-E2E"
+LS_MARK = "e2e-seed-7f3c.txt"
+
+
+def _write_call(host: str, path: str, content: str) -> dict:
+    if host == "codex":
+        return {"tool": "apply_patch",
+                "input": "*** Begin Patch\n*** Add File: %s\n+%s\n*** End Patch\n" % (path, content)}
+    if host == "claude":
+        return {"tool": "Write", "args": {"file_path": path, "content": content + "\n"}}
+    if host == "opencode":
+        return {"tool": "write", "args": {"filePath": path, "content": content + "\n"}}
+    if host == "hermes":
+        return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
+    return {"tool": "write", "args": {"path": path, "content": content + "\n"}}  # pi, omp
+
+
+def _shell_call(host: str, command: str) -> dict:
+    if host == "codex":
+        return {"tool": "exec_command", "args": {"cmd": command}}
+    if host == "claude":
+        return {"tool": "Bash", "args": {"command": command, "description": "e2e step"}}
+    if host == "opencode":
+        return {"tool": "bash", "args": {"command": command, "description": "e2e step"}}
+    if host == "hermes":
+        return {"tool": "terminal", "args": {"command": command}}
+    return {"tool": "bash", "args": {"command": command}}  # pi, omp
+
+
+def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
+    """Parent launches one subagent; the subagent writes sub.txt.  None: no such tool."""
+    target = os.path.join(work, "sub.txt")
+    goal = "%s: write %s" % (SUBAGENT_MARK, target)
+    child_write = dict(_write_call(host, target, "by-subagent"), **{"if": SUBAGENT_MARK})
+    if host == "claude":
+        return [{"tool": "Agent", "unless": SUBAGENT_MARK,
+                 "args": {"description": "e2e helper", "prompt": goal,
+                          "subagent_type": "general-purpose"}}, child_write]
+    if host == "opencode":
+        return [{"tool": "task", "unless": SUBAGENT_MARK,
+                 "args": {"description": "e2e helper", "prompt": goal,
+                          "subagent_type": "general"}}, child_write]
+    if host == "omp":  # an OMP subagent must end with a `yield` call
+        return [{"tool": "task", "unless": SUBAGENT_MARK,
+                 "args": {"context": "e2e", "tasks": [{"name": "E2E", "task": goal}]}},
+                child_write,
+                {"tool": "yield", "if": SUBAGENT_MARK, "step": 1, "args": {"data": {"done": True}}}]
+    if host == "hermes":
+        return [{"tool": "delegate_task", "unless": SUBAGENT_MARK,
+                 "args": {"goal": goal, "context": "e2e"}}, child_write]
+    if host == "codex":
+        return [{"tool": "spawn_agent", "unless": SUBAGENT_MARK,
+                 "args": {"message": goal}}, child_write]
+    return None  # pi: no built-in subagent tool
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    directive: str = ""              # the words after $stop-that-shit ("" = no directive)
+    task: str = "do the task"
+    wiring: str = "sts"              # "sts" or "probe"
+    absent: List[str] = field(default_factory=list)    # files (in work/) that must not exist
+    present: List[str] = field(default_factory=list)   # files that must exist
+    deny_text: Optional[str] = None  # must reach the model in a tool result
+    allow: bool = False              # no deny text may reach the model
+    results_contain: List[str] = field(default_factory=list)
+    no_subagent: bool = False        # no request may carry the subagent's prompt
+    subagent_ran: bool = False
+    git: bool = False                # make work/ a git repository
+    audit: Optional[str] = None      # "observed_blocked" | "observed_ran" (sts wiring)
+    hosts: Optional[List[str]] = None  # None = every host that has the tool
+
+    def prompt(self) -> str:
+        if self.wiring == "probe" or not self.directive:
+            return self.task
+        return "$stop-that-shit %s -- %s" % (self.directive, self.task)
+
+    def steps(self, host: str, work: str) -> Optional[List[dict]]:
+        return STEPS[self.name](host, work)
+
+
+STEPS = {}
+
+
+def _steps(name):
+    def register(fn):
+        STEPS[name] = fn
+        return fn
+    return register
+
+
+@_steps("probe-deny")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "e2e-deny.txt"), "denied-by-probe")]
+
+
+@_steps("probe-allow")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "e2e-allow.txt"), "allowed-by-probe")]
+
+
+@_steps("review-write")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "written")]
+
+
+@_steps("change-write")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "written")]
+
+
+@_steps("files-boundary")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "b.txt"), "outside")]
+
+
+@_steps("hash-shell")
+def _(host, work):
+    return [_shell_call(host, "sha256sum %s > %s" % (LS_MARK, os.path.join(work, "sum.txt")))]
+
+
+@_steps("agents-zero")
+def _(host, work):
+    return _agent_calls(host, work)
+
+
+@_steps("agents-control")
+def _(host, work):
+    calls = _agent_calls(host, work)
+    if calls and host == "hermes":
+        # Hermes runs a top-level delegation in the background and `chat -q` does
+        # not wait for it: keep the parent busy until the child has written.
+        calls.append(dict(_shell_call(host, "sleep 8"), unless=SUBAGENT_MARK, step=1))
+    return calls
+
+
+@_steps("review-read")
+def _(host, work):
+    return [dict(_shell_call(host, "ls"), step=0),
+            dict(_shell_call(host, "git status"), step=1)]
+
+
+SCENARIOS = [
+    Scenario("probe-deny", "probe hook denies a write", wiring="probe",
+             task="Create the file e2e-deny.txt.", absent=["e2e-deny.txt"],
+             deny_text="E2E_PROBE_DENY"),
+    Scenario("probe-allow", "probe hook allows a write", wiring="probe",
+             task="Create the file e2e-allow.txt.", present=["e2e-allow.txt"], allow=True),
+    Scenario("review-write", "1. review, then a write: blocked", directive="review",
+             task="look at the code and write a.txt", absent=["a.txt"],
+             deny_text="MODE_FORBIDS_MUTATION", audit="observed_blocked"),
+    Scenario("change-write", "2. change, then the same write: it runs", directive="change",
+             task="write a.txt", present=["a.txt"], allow=True, audit="observed_ran"),
+    Scenario("files-boundary", "3. change files=a.txt, then a write to b.txt: blocked",
+             directive="change files=a.txt", task="write b.txt", absent=["b.txt"],
+             deny_text="PATH_OUTSIDE_CONTRACT", audit="observed_blocked"),
+    Scenario("hash-shell", "4. change, then sha256sum into a file: blocked",
+             directive="change", task="checksum the seed file", absent=["sum.txt"],
+             deny_text="HASH_NOT_AUTHORIZED", audit="observed_blocked"),
+    Scenario("agents-zero", "5. change agents=0, then a subagent launch: none runs",
+             directive="change agents=0", task="delegate the work to a helper",
+             absent=["sub.txt"], deny_text="AGENT_BUDGET_EXHAUSTED", no_subagent=True,
+             audit="observed_blocked"),
+    Scenario("agents-control", "5b. change, then the same launch: the subagent runs "
+             "(proves 5 can see a subagent)", directive="change",
+             task="delegate the work to a helper", present=["sub.txt"], subagent_ran=True,
+             allow=True),
+    Scenario("review-read", "6. review, then ls and git status: they run", directive="review",
+             task="show the working tree", allow=True, git=True,
+             results_contain=[LS_MARK, "branch"], audit="observed_ran"),
+]
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def script(scenario: Scenario, host: str, work: str) -> Optional[dict]:
+    steps = scenario.steps(host, work)
+    if steps is None:
+        return None
+    return {"steps": steps, "final_text": "E2E-DONE"}
+
+
+def applicable(scenario: Scenario, host: str) -> bool:
+    if scenario.hosts is not None and host not in scenario.hosts:
+        return False
+    return scenario.steps(host, "/w") is not None
