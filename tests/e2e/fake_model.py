@@ -16,6 +16,8 @@ by a script: a JSON object {"steps": [...], "final_text": "..."}.  A step is
   optional "step": N      only when the conversation already holds N tool results (default 0)
   optional "if": TEXT     only when the user text of the conversation contains TEXT
   optional "unless": TEXT only when it does not
+  an args string "{{last.KEY}}" is replaced by KEY of the last tool result
+  (parsed as JSON); when that is missing the step does not apply
 
 The first step whose tool is offered in the request and whose conditions hold
 becomes one tool call.  Otherwise the answer is plain text: `final_text` once
@@ -89,8 +91,14 @@ def read_responses(body) -> Conversation:
     for item in body.get("input") or []:
         if not isinstance(item, dict):
             continue
-        if item.get("type") in ("function_call_output", "custom_tool_call_output",
-                                "local_shell_call_output", "tool_search_output"):
+        if item.get("type") == "tool_search_output":
+            # Codex loads deferred tools (e.g. the multi_agent_v1 namespace) this way:
+            # from then on they are offered to the model.
+            for tool in item.get("tools") or []:
+                add(tool)
+            results.append("tool_search_output")
+        elif item.get("type") in ("function_call_output", "custom_tool_call_output",
+                                  "local_shell_call_output"):
             results.append(_text_of(item.get("output")))
         elif item.get("role") == "user":
             users.append(_text_of(item.get("content")))
@@ -139,6 +147,28 @@ def read_anthropic(body) -> Conversation:
 # The script
 # ---------------------------------------------------------------------------
 
+def _fill(value, results):
+    """Replace "{{last.KEY}}" by KEY of the last tool result (parsed as JSON).
+
+    Lets a step refer to an id the host made up, e.g. Codex's wait_agent
+    targets the agent_id that spawn_agent returned.  LookupError if missing.
+    """
+    if isinstance(value, dict):
+        return {k: _fill(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, results) for v in value]
+    if isinstance(value, str) and value.startswith("{{last.") and value.endswith("}}"):
+        key = value[len("{{last."):-2]
+        try:
+            obj = json.loads(results[-1])
+        except (IndexError, ValueError):
+            raise LookupError(key)
+        if not isinstance(obj, dict) or key not in obj:
+            raise LookupError(key)
+        return obj[key]
+    return value
+
+
 class Script:
     def __init__(self, spec: dict):
         self.steps = list(spec.get("steps") or [])
@@ -155,6 +185,11 @@ class Script:
                 continue
             if "unless" in step and step["unless"] in conv.user_text:
                 continue
+            if "args" in step:
+                try:
+                    step = dict(step, args=_fill(step["args"], conv.results))
+                except LookupError:
+                    continue  # the value it needs is not in the last tool result
             return ("tool", step, info)
         return ("text", self.final_text if done else "ok")
 
@@ -171,7 +206,11 @@ def _sse(events) -> bytes:
 def answer_responses(decision, n: int) -> bytes:
     if decision[0] == "tool":
         step, info = decision[1], decision[2]
-        if info["custom"]:
+        if step["tool"] == "tool_search":  # Codex's client-side deferred-tool discovery
+            item = {"type": "tool_search_call", "id": "tsc_%d" % n, "call_id": "call_%d" % n,
+                    "execution": "client", "arguments": step.get("args", {}),
+                    "status": "completed"}
+        elif info["custom"]:
             item = {"type": "custom_tool_call", "id": "ctc_%d" % n, "call_id": "call_%d" % n,
                     "name": step["tool"], "input": step.get("input", ""), "status": "completed"}
         else:

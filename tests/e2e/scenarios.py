@@ -59,9 +59,15 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
     if host == "hermes":
         return [{"tool": "delegate_task", "unless": SUBAGENT_MARK,
                  "args": {"goal": goal, "context": "e2e"}}, child_write]
-    if host == "codex":
-        return [{"tool": "spawn_agent", "unless": SUBAGENT_MARK,
-                 "args": {"message": goal}}, child_write]
+    if host == "codex":  # spawn_agent is deferred: the model loads it with tool_search first
+        return [{"tool": "tool_search", "unless": SUBAGENT_MARK,
+                 "args": {"query": "spawn sub-agent", "limit": 8}},
+                {"tool": "spawn_agent", "unless": SUBAGENT_MARK, "step": 1,
+                 "args": {"message": goal}, "key": True},
+                # `codex exec` ends with the parent's turn: wait for the child
+                {"tool": "wait_agent", "unless": SUBAGENT_MARK, "step": 2,
+                 "args": {"targets": ["{{last.agent_id}}"], "timeout_ms": 60000}},
+                child_write]
     return None  # pi: no built-in subagent tool
 
 
@@ -142,8 +148,10 @@ def _(host, work):
     calls = _agent_calls(host, work)
     if calls and host == "hermes":
         # Hermes runs a top-level delegation in the background and `chat -q` does
-        # not wait for it: keep the parent busy until the child has written.
-        calls.append(dict(_shell_call(host, "sleep 8"), unless=SUBAGENT_MARK, step=1))
+        # not wait for it: the parent polls (at most 15 s) until the child wrote.
+        wait = "for i in $(seq 1 150); do test -e %s && break; sleep 0.1; done" % (
+            os.path.join(work, "sub.txt"))
+        calls.append(dict(_shell_call(host, wait), unless=SUBAGENT_MARK, step=1))
     return calls
 
 
