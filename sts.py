@@ -839,7 +839,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         if store.append_audit(key, record):
             event_id = candidate
     _refresh_markers(store, event, key, _armed(state, storage_error))
-    _thrash_note_write(store, key, action)
+    _thrash_note_write(store, key, action, decision)
     if kind == "none":
         return CoreResult("none", code=decision.code, event_id=event_id)
     text = decision_message(decision, state_label=control_state(contract),
@@ -963,12 +963,89 @@ _KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]]
 # decision.
 
 
+# Test runners whose repeated runs count as thrash (the first words of a command).
+_TEST_COMMANDS = (
+    ("pytest",), ("py.test",), ("python", "-m", "pytest"), ("python3", "-m", "pytest"),
+    ("python", "-m", "unittest"), ("python3", "-m", "unittest"), ("tox",), ("nox",),
+    ("npm", "test"), ("npm", "run", "test"), ("npm", "t"), ("yarn", "test"), ("pnpm", "test"),
+    ("bun", "test"), ("deno", "test"), ("npx", "jest"), ("npx", "vitest"), ("jest",),
+    ("vitest",), ("go", "test"), ("cargo", "test"), ("cargo", "nextest"), ("make", "test"),
+    ("make", "check"), ("mvn", "test"), ("gradle", "test"), ("./gradlew", "test"),
+    ("dotnet", "test"), ("rspec",), ("bundle", "exec", "rspec"), ("phpunit",),
+    ("vendor/bin/phpunit",), ("ctest",), ("mix", "test"),
+)
+
+
+def _thrash_command(action: Action) -> Optional[str]:
+    """The normalized command when the action is a proven read or a test run."""
+    command = action.command
+    if not command:
+        return None
+    words = command.split()
+    normalized = " ".join(words)
+    if action.mutability == "read":
+        return normalized
+    if any(tuple(words[:len(prefix)]) == prefix for prefix in _TEST_COMMANDS):
+        return normalized
+    return None
+
+
+def _thrash_path(store: Store, key: str) -> str:
+    return store.path("thrash", key + ".json")
+
+
+def _thrash_load(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            record = json.loads(fh.read())
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _thrash_save(path: str, record: dict) -> None:
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(record))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def _thrash_repeats(store: Store, key: str, action: Action) -> int:
-    return 0  # TODO(thrash)
+    """How many times in a row this read/test command ran with no write between (incl. now)."""
+    command = _thrash_command(action)
+    if command is None:
+        return 0
+    import hashlib
+    digest = hashlib.sha256(command.encode("utf-8", "replace")).hexdigest()
+    path = _thrash_path(store, key)
+    record = _thrash_load(path)
+    if record.get("digest") == digest and not record.get("writeSeen") \
+            and _is_int(record.get("count")):
+        count = record["count"] + 1
+    else:
+        count = 1
+    _thrash_save(path, {"digest": digest, "count": count, "writeSeen": False})
+    return count
 
 
-def _thrash_note_write(store: Store, key: str, action: Action) -> None:
-    pass  # TODO(thrash)
+def _thrash_note_write(store: Store, key: str, action: Action, decision: Decision) -> None:
+    """A permitted write or unproven action breaks a run of repeats."""
+    if decision.outcome not in ("allow", "report_and_defer"):
+        return
+    if action.mutability not in ("write", "unknown") or _thrash_command(action) is not None:
+        return
+    path = _thrash_path(store, key)
+    record = _thrash_load(path)
+    if record and not record.get("writeSeen"):
+        record["writeSeen"] = True
+        _thrash_save(path, record)
 
 
 ###############################################################################
