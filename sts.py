@@ -417,6 +417,8 @@ _PATTERNS: Dict[str, str] = {
     "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
     "token_split": r"[\s,]+",
+    "dquote_special": r'[\\"]',
+    "backtick_run": r"`+",
     "inspection": (
         r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
         r"(?:(status)|(runtime)(?:[ \t]+(all))?"
@@ -652,14 +654,9 @@ def _blank_blocks(text: str) -> str:
 
 def _blank_inline_code(text: str) -> str:
     """A run of N backticks through the next run of exactly N is code."""
-    runs: List[Tuple[int, int]] = []
-    i = text.find("`")
-    while i >= 0:
-        j = i
-        while j < len(text) and text[j] == "`":
-            j += 1
-        runs.append((i, j))
-        i = text.find("`", j)
+    if "`" not in text:
+        return text
+    runs = [m.span() for m in _rx("backtick_run").finditer(text)]
     if not runs:
         return text
     # For each run, the index of the next run of the same length: one
@@ -692,14 +689,19 @@ def _ascii_alnum(char: str) -> bool:
 def _blank_double_quotes(text: str) -> str:
     out: List[str] = []
     pos = 0
+    special = _rx("dquote_special")
     while True:
         start = text.find('"', pos)
         if start < 0:
             break
-        end = start + 1
-        while end < len(text) and text[end] != '"':
-            end += 2 if text[end] == "\\" else 1
-        if end >= len(text):
+        end = None
+        scan = special.search(text, start + 1)
+        while scan is not None:
+            if scan.group() == '"':
+                end = scan.start()
+                break
+            scan = special.search(text, scan.start() + 2)  # skip the escaped char
+        if end is None:
             # Every later `"` was escaped on this walk, so none can close either.
             break
         out.append(text[pos:start])
@@ -709,9 +711,18 @@ def _blank_double_quotes(text: str) -> str:
     return "".join(out)
 
 
+def _positions(text: str, char: str) -> List[int]:
+    found: List[int] = []
+    i = text.find(char)
+    while i >= 0:
+        found.append(i)
+        i = text.find(char, i + 1)
+    return found
+
+
 def _blank_single_quotes(text: str) -> str:
     # An apostrophe inside a word (don't, it's) neither opens nor closes.
-    marks = [i for i, char in enumerate(text) if char == "'"]
+    marks = _positions(text, "'")
     if len(marks) < 2:
         return text
 
