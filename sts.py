@@ -886,16 +886,22 @@ def directive_error_text(error: Optional[dict]) -> str:
 
 
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
-                     storage_error: Optional[dict] = None) -> str:
-    """The one-line contract context of core.md 5.2."""
+                     storage_error: Optional[dict] = None, *,
+                     warning: Optional[str] = None) -> str:
+    """The one-line contract context of core.md 5.2.
+
+    `warning` is the reserved `directiveWarning` slot; nothing sets it yet.
+    """
     if storage_error:
         return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
     if contract.get("level") == "off":
-        return _OFF_TEXT
-    if contract.get("mode", "unconfirmed") == "unconfirmed":
-        return _UNCONFIRMED_TEXT
-    return "Stop That Shit (active): %s %s" % (
-        contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+        text = _OFF_TEXT
+    elif contract.get("mode", "unconfirmed") == "unconfirmed":
+        text = _UNCONFIRMED_TEXT
+    else:
+        text = "Stop That Shit (active): %s %s" % (
+            contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+    return "Warning: %s %s" % (warning, text) if warning else text
 
 
 ###############################################################################

@@ -592,3 +592,32 @@ def test_context_changes_with_reserved_count():
     c = contract(mode="change", level="guard")
     assert sts.contract_context(c, 0, False) != sts.contract_context(c, 1, False)
     assert sts.contract_context(c, 1, False) != sts.contract_context(c, 1, True)
+
+
+@pytest.mark.parametrize("c", [contract(), contract(level="off"),
+                               contract(mode="review", level="guard")])
+def test_context_warning_prefix(c):
+    plain = sts.contract_context(c, 0, False)
+    warned = sts.contract_context(c, 0, False, warning="Check the field.")
+    assert warned == "Warning: Check the field. " + plain
+
+
+def test_recovery_ignores_warning():
+    err = {"code": "STS_LOCK_DAMAGED", "message": "The lock is damaged."}
+    assert sts.contract_context(contract(), 0, False, err, warning="x") == \
+        "STS_LOCK_DAMAGED: The lock is damaged."
+
+
+def test_changed_flag_for_corrections():
+    previous = contract(mode="review", level="guard", source="natural-explicit")
+    out = run("review only", previous)
+    assert out.kind == "correction" and out.changed is False
+    out = run("review only", contract(mode="change", level="guard"))
+    assert out.changed is True
+
+
+def test_plain_prompt_is_unchanged_copy():
+    previous = contract(mode="review", level="guard", allowedPaths=["x"])
+    out = run("please look at the parser", previous)
+    assert out.kind == "plain" and out.changed is False
+    assert out.contract == previous and out.contract is not previous
