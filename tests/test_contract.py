@@ -621,3 +621,22 @@ def test_plain_prompt_is_unchanged_copy():
     out = run("please look at the parser", previous)
     assert out.kind == "plain" and out.changed is False
     assert out.contract == previous and out.contract is not previous
+
+
+@pytest.mark.parametrize("text", [
+    "it's review only, ok' said",        # apostrophe after a letter does not open
+    "'don't review only",                # nor close when a letter follows
+    "'review only'd",
+    "\\'review only'",                   # escaped opener
+    "'review only\\' here",              # escaped closer
+    "say '\u4e2d review only",           # unmatched opener stays prose
+])
+def test_single_quote_boundaries_keep_prose(text):
+    assert run(text).contract["mode"] == "review"
+
+
+@pytest.mark.parametrize("text", [
+    "'review only'", "('review only')", "x 'review only'.", "'a' then 'review only'",
+])
+def test_single_quotes_hide_text(text):
+    assert run(text).kind == "plain"
