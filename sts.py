@@ -369,6 +369,18 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
     "source": "default",
 }
 
+DIRECTIVE = "$stop-that-shit"
+# `unconfirmed` is where a session starts, not something a user can ask for.
+DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
+LEVELS = frozenset(("watch", "guard", "lock", "off"))
+POLICIES = frozenset(("deny", "ask", "allow"))
+# Modes that grant no write authority; only from these may a plain "fix it"
+# upgrade the contract to change (core.md 2.6 rule 5, 10-G4).
+READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
+# Budget counters of older releases; the contract no longer has a usage count.
+_LEGACY_CONTRACT_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
+_PLACEHOLDER = "\ufffc"
+
 
 @dataclass
 class PromptOutcome:
@@ -377,11 +389,13 @@ class PromptOutcome:
     kind: "directive" (a valid `$stop-that-shit` directive), "correction" (a
     natural-language correction), "error" (an invalid directive; `contract`
     is the unchanged previous one) or "plain" (ordinary text).
+    changed: the resulting contract differs from the previous one (10-G5).
     """
 
     kind: str
     contract: Dict[str, Any]
     error: Optional[Dict[str, str]] = None
+    changed: bool = False
 
 
 def control_state(contract: dict) -> str:
@@ -394,25 +408,500 @@ def control_state(contract: dict) -> str:
     return "OBSERVING"
 
 
-def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
-    """('status',) ('runtime', 'this'|'all') ('explain', evt) ('label', evt, label) or None."""
-    return None  # TODO(contract)
+# Regexes are compiled on first use: most hook runs are tool calls that never
+# read a prompt, so they should not pay for compiling these.  Flags are inline
+# so that this table needs no `re` at import time.  `(?a)` keeps \b and \s
+# ASCII as in the reference; `\Z` is its end-of-input `$`.
+_PATTERNS: Dict[str, str] = {
+    # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
+    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit(?=[\s,:]|\Z)",
+    "head_end": r"--|:(?=\s|\Z)|\n",
+    "token_split": r"[\s,]+",
+    "dquote_special": r'[\\"]',
+    "backtick_run": r"`+",
+    "inspection": (
+        r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
+        r"(?:(status)|(runtime)(?:[ \t]+(all))?"
+        r"|(explain)[ \t]+(evt_[0-9a-f-]+)"
+        r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"
+        r"[ \t]*(?:\r?\n[ \t]*)*\Z"
+    ),
+    # Correction rules, in priority order (core.md 2.6).
+    "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    "review": (
+        r"(?ai)\breview\s+only\b"
+        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
+        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
+        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+    ),
+    "answer": r"(?ai)\banswer\s+only\b|只回答",
+    "monitor": (
+        r"(?ai)\bmonitor\s+only\b"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|继续|这次|本次|现在|接下来|先)*"
+        r"只(?:监控|观察)(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
+    ),
+    "change": (
+        r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
+        r"|请?(?:修复|修改|实现|应用补丁)"
+        r"|把[^\n]*?(?:修复|修改|改掉)"
+    ),
+}
+_COMPILED: Dict[str, Any] = {}
 
 
-def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
-    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6)."""
-    return PromptOutcome("plain", dict(contract))  # TODO(contract)
+def _rx(name: str) -> Any:
+    compiled = _COMPILED.get(name)
+    if compiled is None:
+        import re  # already loaded by json, so this is a dict lookup
+        compiled = _COMPILED[name] = re.compile(_PATTERNS[name])
+    return compiled
+
+
+# (rule pattern, resulting mode, source, previous modes it needs or None).
+# First match wins; "change" is the only rule that widens authority, so it
+# alone requires a read-only mode to correct.
+_CORRECTIONS: Tuple[Tuple[str, str, str, Optional[frozenset]], ...] = (
+    ("stop", "answer", "explicit-stop", None),
+    ("review", "review", "natural-explicit", None),
+    ("answer", "answer", "natural-explicit", None),
+    ("monitor", "monitor", "natural-explicit", None),
+    ("change", "change", "natural-explicit", READ_ONLY_MODES),
+)
+# Rules anchored at the start of the prose; the others may match anywhere.
+_ANCHORED_RULES = frozenset(("stop", "change"))
+
+
+class _DirectiveError(Exception):
+    def __init__(self, code: str, token: str, message: str) -> None:
+        super().__init__(message)
+        self.info = {"code": code, "token": token, "message": message}
+
+
+def _invalid_token(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "INVALID_DIRECTIVE_TOKEN", token,
+        "`%s` is not a directive field; write the task after `--` or on the next line." % token)
+
+
+def _invalid_agents(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "INVALID_AGENT_LIMIT", token,
+        "`%s` needs a whole number from 0 to %d." % (token, MAX_SAFE_INTEGER))
+
+
+def _agent_budget(token: str, value: str) -> int:
+    # isdigit() alone would also accept other scripts' digits; and the length
+    # check keeps int() away from the interpreter's digit limit.
+    digits = value.lstrip("0") or "0"
+    if not (value.isascii() and value.isdigit()) or len(digits) > 16:
+        raise _invalid_agents(token)
+    number = int(digits)
+    if number > MAX_SAFE_INTEGER:
+        raise _invalid_agents(token)
+    return number
+
+
+def _policy(field_name: str) -> Callable[[str, str], Tuple[str, Any]]:
+    def parse(token: str, value: str) -> Tuple[str, Any]:
+        if value.lower() not in POLICIES:
+            raise _invalid_token(token)
+        return field_name, value.lower()
+    return parse
+
+
+def _files(token: str, value: str) -> Tuple[str, Any]:
+    pieces = [piece.replace("\\", "/") for piece in value.split("|")]
+    return "allowedPaths", [piece for piece in pieces if piece]
+
+
+def _unsupported_agents(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "UNSUPPORTED_AGENT_DIRECTIVE", token,
+        "`%s` is not supported; `agents=N` caps how many subagents may be active at once."
+        % token)
+
+
+def _reject_unsupported(token: str, value: str) -> Tuple[str, Any]:
+    raise _unsupported_agents(token)
+
+
+# key (lower case) -> parser of `key=value`; the value keeps its case.
+_KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
+    "agents": lambda token, value: ("agentBudget", _agent_budget(token, value)),
+    "total-agents": _reject_unsupported,
+    "concurrent-agents": _reject_unsupported,
+    "hash": _policy("hashPolicy"),
+    "files": _files,
+    "deps": _policy("dependencyPolicy"),
+}
+# Keys that are errors of their own kind even without `=`.
+_BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
+    "agents": _invalid_agents,
+    "total-agents": _unsupported_agents,
+    "concurrent-agents": _unsupported_agents,
+}
+
+
+def _parse_token(token: str) -> Tuple[str, Any]:
+    word = token.lower()
+    if word in DIRECTIVE_MODES:
+        return "mode", word
+    if word in LEVELS:
+        return "level", word
+    key, equals, value = token.partition("=")
+    key = key.lower()
+    if not equals:
+        bare = _BARE_KEYS.get(key)
+        raise bare(token) if bare else _invalid_token(token)
+    parser = _KEYED_TOKENS.get(key)
+    if parser is None:
+        raise _invalid_token(token)
+    return parser(token, value)
+
+
+def _directive_head(text: str) -> Optional[str]:
+    """The directive's field text, or None when the prompt is not a directive."""
+    mention = _rx("mention").match(text)
+    if mention is None:
+        return None
+    rest = text[mention.end():].lstrip(" \t")
+    cut = _rx("head_end").search(rest)
+    return (rest[:cut.start()] if cut else rest).strip()
+
+
+def _parse_fields(head: str) -> Dict[str, Any]:
+    """Fields named by the head; raises _DirectiveError on the first bad token."""
+    given: Dict[str, Any] = {}
+    for token in _rx("token_split").split(head):
+        if not token:
+            continue
+        name, value = _parse_token(token)
+        if name in given and given[name] != value:
+            raise _DirectiveError(
+                "CONFLICTING_DIRECTIVE", token,
+                "The directive gives %s two different values; give each field one value."
+                % name)
+        given[name] = value
+    return given
+
+
+def _normalized(contract: dict) -> Dict[str, Any]:
+    """A fresh copy with every field present and legacy counters dropped."""
+    merged = dict(DEFAULT_CONTRACT)
+    merged.update(contract)
+    for key in _LEGACY_CONTRACT_KEYS:
+        merged.pop(key, None)
+    if isinstance(merged.get("allowedPaths"), list):
+        merged["allowedPaths"] = list(merged["allowedPaths"])
+    return merged
+
+
+def _hold_invariant(contract: Dict[str, Any]) -> Dict[str, Any]:
+    # Without a confirmed mode there is nothing to enforce, so a level can only
+    # be watch (or off): core.md 2.1.
+    if contract["mode"] == "unconfirmed" and contract["level"] != "off":
+        contract["level"] = "watch"
+    return contract
+
+
+def _apply_directive(contract: dict, given: Dict[str, Any]) -> Dict[str, Any]:
+    result = _normalized(contract)
+    if "mode" in given and "level" not in given and result["level"] == "watch":
+        result["level"] = "guard"
+    result.update(given)  # a mode alone keeps `off`: only a level word re-arms
+    result["source"] = "directive"
+    return _hold_invariant(result)
+
+
+# --- prose reduction (core.md 2.6 steps 1-4) --------------------------------
+
+def _fence_run(line: str) -> Optional[Tuple[str, int, str]]:
+    """(fence char, run length, rest of line) for a possible fence line."""
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3 or body[:1] not in ("`", "~"):
+        return None
+    char = body[0]
+    count = len(body) - len(body.lstrip(char))
+    if count < 3:
+        return None
+    return char, count, body[count:]
+
+
+def _blank_blocks(text: str) -> str:
+    """Replace fenced, indented and `>`-quoted lines by the placeholder."""
+    out: List[str] = []
+    fence: Optional[Tuple[str, int]] = None
+    for line in text.split("\n"):
+        if line.endswith("\r"):
+            line = line[:-1]
+        run = _fence_run(line)
+        if fence is not None:
+            if run and run[0] == fence[0] and run[1] >= fence[1] and not run[2].strip(" \t"):
+                fence = None
+            out.append(_PLACEHOLDER)
+            continue
+        body = line.lstrip(" ")
+        if line.startswith(("    ", "\t")) or (len(line) - len(body) <= 3 and body.startswith(">")):
+            out.append(_PLACEHOLDER)
+            continue
+        if run and (run[0] == "~" or "`" not in run[2]):
+            fence = (run[0], run[1])
+            out.append(_PLACEHOLDER)
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _blank_inline_code(text: str) -> str:
+    """A run of N backticks through the next run of exactly N is code."""
+    if "`" not in text:
+        return text
+    runs = [m.span() for m in _rx("backtick_run").finditer(text)]
+    if not runs:
+        return text
+    # For each run, the index of the next run of the same length: one
+    # backward pass keeps this linear however many unmatched runs there are.
+    following: List[Optional[int]] = [None] * len(runs)
+    last_seen: Dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        following[index] = last_seen.get(length)
+        last_seen[length] = index
+    out: List[str] = []
+    pos = index = 0
+    while index < len(runs):
+        closer = following[index]
+        if closer is None:
+            index += 1
+            continue
+        out.append(text[pos:runs[index][0]])
+        out.append(_PLACEHOLDER)
+        pos = runs[closer][1]
+        index = closer + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _blank_double_quotes(text: str) -> str:
+    out: List[str] = []
+    pos = 0
+    special = _rx("dquote_special")
+    while True:
+        start = text.find('"', pos)
+        if start < 0:
+            break
+        end = None
+        scan = special.search(text, start + 1)
+        while scan is not None:
+            if scan.group() == '"':
+                end = scan.start()
+                break
+            scan = special.search(text, scan.start() + 2)  # skip the escaped char
+        if end is None:
+            # Every later `"` was escaped on this walk, so none can close either.
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = end + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _positions(text: str, char: str) -> List[int]:
+    found: List[int] = []
+    i = text.find(char)
+    while i >= 0:
+        found.append(i)
+        i = text.find(char, i + 1)
+    return found
+
+
+def _blank_single_quotes(text: str) -> str:
+    # An apostrophe inside a word (don't, it's) neither opens nor closes.
+    marks = _positions(text, "'")
+    if len(marks) < 2:
+        return text
+
+    def before(i: int) -> str:
+        return text[i - 1] if i > 0 else ""
+
+    closers = [i for i in marks
+               if before(i) != "\\" and not _ascii_alnum(text[i + 1:i + 2])]
+    out: List[str] = []
+    pos = next_closer = 0
+    for start in marks:
+        if start < pos or before(start) == "\\" or _ascii_alnum(before(start)):
+            continue
+        while next_closer < len(closers) and closers[next_closer] <= start:
+            next_closer += 1
+        if next_closer == len(closers):
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = closers[next_closer] + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _blank_pairs(text: str, opener: str, closer: str) -> str:
+    out: List[str] = []
+    pos = 0
+    while True:
+        start = text.find(opener, pos)
+        end = text.find(closer, start + 1) if start >= 0 else -1
+        if end < 0:
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = end + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_QUOTE_PAIRS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u300c", "\u300d"), ("\u300e", "\u300f"))
+
+
+def _prose(text: str) -> str:
+    """The prompt with code, quotations and quoted lines blanked out (core.md 2.6)."""
+    reduced = _blank_double_quotes(_blank_inline_code(_blank_blocks(text)))
+    reduced = _blank_single_quotes(reduced)
+    for opener, closer in _QUOTE_PAIRS:
+        reduced = _blank_pairs(reduced, opener, closer)
+    return reduced.strip()
+
+
+def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
+    prose = _prose(text)
+    previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    for rule, mode, source, needs in _CORRECTIONS:
+        if needs is not None and previous_mode not in needs:
+            continue
+        pattern = _rx(rule)
+        found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)
+        if found:
+            result = _normalized(contract)
+            result["mode"] = mode
+            if result["level"] == "watch":
+                result["level"] = "guard"  # off stays off: a correction never re-arms
+            result["source"] = source
+            return _hold_invariant(result)
+    return None
 
 
 def has_directive_mention(text: str) -> bool:
     """True when the text starts with a `$stop-that-shit` mention (core.md 2.2)."""
-    return False  # TODO(contract)
+    return isinstance(text, str) and _rx("mention").match(text) is not None
+
+
+def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
+    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6).
+
+    Callers check parse_inspection_command first: here `status` is just an
+    unknown directive token.
+    """
+    head = _directive_head(text) if isinstance(text, str) else None
+    if head is not None:
+        try:
+            given = _parse_fields(head)
+        except _DirectiveError as err:
+            return PromptOutcome("error", _copy(contract), dict(err.info))
+        result = _apply_directive(contract, given)
+        return PromptOutcome("directive", result, None, result != contract)
+    if isinstance(text, str):
+        corrected = _correction(contract, text)
+        if corrected is not None:
+            return PromptOutcome("correction", corrected, None, corrected != contract)
+    return PromptOutcome("plain", _copy(contract))
+
+
+def _copy(contract: dict) -> Dict[str, Any]:
+    copied = dict(contract)
+    if isinstance(copied.get("allowedPaths"), list):
+        copied["allowedPaths"] = list(copied["allowedPaths"])
+    return copied
+
+
+def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
+    """('status',) ('runtime', 'this'|'all') ('explain', evt) ('label', evt, label) or None."""
+    if not isinstance(text, str):
+        return None
+    found = _rx("inspection").match(text)
+    if found is None:
+        return None
+    (status, runtime, runtime_all, explain, explain_id,
+     label, label_id, label_value) = found.groups()
+    if status:
+        return ("status",)
+    if runtime:
+        return ("runtime", "all" if runtime_all else "this")
+    if explain:
+        return ("explain", explain_id.lower())
+    return ("label", label_id.lower(), label_value.lower())
+
+
+# --- contract context (core.md 5.2) ----------------------------------------
+
+_OFF_TEXT = "Stop That Shit is off for this session; it enforces no decision."
+_UNCONFIRMED_TEXT = (
+    "Stop That Shit is only watching: no task mode has been confirmed. "
+    "Ask the user for `$stop-that-shit review` (read-only work) or "
+    "`$stop-that-shit change` (implementation); until then the fast path rests on "
+    "the Stop Ladder, not on a full contract. "
+    "Do not claim that changes are blocked before a mode is confirmed."
+)
+_LADDER_TEXT = (
+    "Stop Ladder before any step: Was it requested? Is it necessary? "
+    "What reachable evidence proves it? Would leaving it out fail the current acceptance? "
+    "Report real findings even when you lack the authority to implement them. "
+    "Before widening the scope, name the reachable evidence, the failure if the step "
+    "is left out, and the fact that changes the next action. "
+    "Interception is a guardrail, not a security boundary."
+)
+
+
+def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
+    """The exact `<fields>` line of core.md 5.2 (also used by `status`)."""
+    budget = contract.get("agentBudget")
+    if not _is_int(budget):
+        budget = MAX_SAFE_INTEGER
+    paths = contract.get("allowedPaths")
+    files = "|".join(paths) if isinstance(paths, list) else "unbounded"
+    return "mode=%s; agents=%d/%d reserved%s; hash=%s; deps=%s; files=%s." % (
+        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved, budget,
+        "; count unproven" if count_unproven else "",
+        contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+
+
+def directive_error_text(error: Optional[dict]) -> str:
+    """`<CODE>: <message>` for a rejected directive."""
+    error = error or {}
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = error.get("message") or "unknown directive error"
+    return "%s: %s" % (code, message)
 
 
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
-                     storage_error: Optional[dict] = None) -> str:
-    """The one-line contract context of core.md 5.2."""
-    return ""  # TODO(contract)
+                     storage_error: Optional[dict] = None, *,
+                     warning: Optional[str] = None) -> str:
+    """The one-line contract context of core.md 5.2.
+
+    `warning` is the reserved `directiveWarning` slot; nothing sets it yet.
+    """
+    if storage_error:
+        return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    if contract.get("level") == "off":
+        text = _OFF_TEXT
+    elif contract.get("mode", "unconfirmed") == "unconfirmed":
+        text = _UNCONFIRMED_TEXT
+    else:
+        text = "Stop That Shit (active): %s %s" % (
+            contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+    return "Warning: %s %s" % (warning, text) if warning else text
 
 
 ###############################################################################
