@@ -54,6 +54,7 @@ class Matrix:
         self.t0 = time.monotonic()
         self.session_dir = os.path.join(harness.runs_root(), time.strftime("%Y%m%d-%H%M%S-")
                                         + str(os.getpid()))
+        harness.prune_runs(keep=int(os.environ.get("STS_E2E_KEEP_SESSIONS", "3")) - 1)
         os.makedirs(self.session_dir, exist_ok=True)
         self.cases = list(cases)
         self.installs = {}

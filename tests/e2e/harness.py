@@ -162,6 +162,21 @@ def runs_root() -> str:
     return os.path.realpath(base)
 
 
+SESSION_RE = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9]+$")
+
+
+def prune_runs(keep: int) -> None:
+    """Delete all but the newest `keep` session folders this suite made under runs_root()."""
+    import shutil
+    root = runs_root()
+    try:
+        names = sorted(n for n in os.listdir(root) if SESSION_RE.match(n))
+    except OSError:
+        return
+    for name in names[:max(0, len(names) - keep)]:
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
 def new_run_dir(session_dir: str, host: str, scenario: str) -> str:
     path = os.path.join(session_dir, "%s-%s-%s" % (host, scenario, uuid.uuid4().hex[:6]))
     os.makedirs(path)
@@ -275,7 +290,9 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         if not os.path.exists(os.path.join(work, name)):
             p.append("%s does not exist (the action did not run)" % name)
     if scenario.deny_text and scenario.deny_text not in joined:
-        p.append("deny text %s never reached the model as a tool result" % scenario.deny_text)
+        seen = " | ".join(t.strip().splitlines()[0][:140] for t in results if t.strip())
+        p.append("deny text %s never reached the model as a tool result (it saw: %s)"
+                 % (scenario.deny_text, seen or "no tool result"))
     if scenario.allow:
         for marker in ("E2E_PROBE_DENY", "STOP /"):
             if marker in joined:

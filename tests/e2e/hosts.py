@@ -24,7 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(HERE, "probe")
 PROBE_STS = os.path.join(PROBE, "probe_sts.py")
-SHIMS = os.path.join(REPO, "host_shims")
+# STS_E2E_SHIMS lets a developer try shims from another checkout before they merge.
+SHIMS = os.environ.get("STS_E2E_SHIMS") or os.path.join(REPO, "host_shims")
 MODEL = "fake-model"
 
 

@@ -81,12 +81,23 @@ def _run(cmd, log, env=None):
 
 def install(host: str) -> dict:
     """Install one host unless present.  Returns {host, version, seconds, cached}."""
-    kind, packages, version, _ = PINS[host]
-    folder = host_dir(host)
+    version = PINS[host][2]
     if installed(host):
         return {"host": host, "version": version, "seconds": 0.0, "cached": True}
     root = cache_root()
     os.makedirs(root, exist_ok=True)
+    import fcntl
+    # One installer per host at a time, also across concurrent test sessions.
+    with open(os.path.join(root, "%s.lock" % host), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if installed(host):
+            return {"host": host, "version": version, "seconds": 0.0, "cached": True}
+        return _install_locked(host, root)
+
+
+def _install_locked(host: str, root: str) -> dict:
+    kind, packages, version, _ = PINS[host]
+    folder = host_dir(host)
     tmp = "%s.tmp-%d" % (folder, os.getpid())
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
