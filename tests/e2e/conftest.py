@@ -26,10 +26,8 @@ def _asked_for(config) -> bool:
     if os.environ.get("STS_E2E") == "1":
         return True
     base = str(config.invocation_params.dir)
-    for arg in config.invocation_params.args:
-        arg = str(arg)
-        if arg.startswith("-"):
-            continue
+    paths = [str(a) for a in config.invocation_params.args if not str(a).startswith("-")]
+    for arg in paths or ["."]:  # no path given: pytest collects from where it was started
         path = os.path.realpath(os.path.join(base, arg.split("::")[0]))
         if path == HERE or path.startswith(HERE + os.sep):
             return True
