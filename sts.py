@@ -769,7 +769,7 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
 
     def resolve_pattern(raw: str) -> str:
         text = raw.strip()
-        if text and _native(text) and os.path.isabs(text) and base is not None:
+        if text and _native(text) and os.path.isabs(text):
             return _keep_slash(text, _realpath(text))
         return raw
 

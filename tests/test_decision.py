@@ -464,6 +464,16 @@ def test_symlink_resolution_without_cwd_uses_process_directory(tmp_path, monkeyp
     assert outside(["src/up/a.js"], ["src/**"]) == ["src/up/a.js"]
 
 
+def test_absolute_path_and_pattern_through_a_symlinked_directory(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(str(tmp_path / "real"), str(tmp_path / "alias"))
+    via_alias = str(tmp_path / "alias" / "a.js")
+    via_real = str(tmp_path / "real" / "a.js")
+    assert outside([via_alias], [via_real]) == []
+    assert outside([via_real], [via_alias]) == []
+    assert outside([via_alias], [str(tmp_path / "real" / "b.js")]) == [via_alias]
+
+
 # ---- self-protection (decisions.md 3) --------------------------------------
 
 
