@@ -618,16 +618,21 @@ def _armed(contract: dict) -> bool:
     return contract.get("level") in ("guard", "lock") and contract.get("mode") != "unconfirmed"
 
 
+# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
+# resolved first: approval when the governing policy is `ask`, else plain ctl.
+_OUTCOME_RULES: Dict[str, Tuple[str, str]] = {
+    "allow": ("allow", "allow"),
+    "always_deny": ("deny_and_explain", "deny_and_explain"),
+    "always_defer": ("report_and_defer", "report_and_defer"),
+    "ctl": ("report_and_defer", "deny_and_explain"),
+    "ctl_approval": ("report_and_defer", "require_user_approval"),
+}
+
+
 def _outcome_for(rule: str, armed: bool, policy: Optional[str] = None) -> str:
-    if rule == "allow":
-        return "allow"
-    if rule == "always_deny":
-        return "deny_and_explain"
-    if rule == "always_defer" or not armed:
-        return "report_and_defer"
-    if rule == "ctl_approval" or (rule == "ctl_policy" and policy == "ask"):
-        return "require_user_approval"
-    return "deny_and_explain"
+    if rule == "ctl_policy":
+        rule = "ctl_approval" if policy == "ask" else "ctl"
+    return _OUTCOME_RULES[rule][1 if armed else 0]
 
 
 def _make(code: str, armed: bool, detail: str = "", next_text: Optional[str] = None,
@@ -1128,8 +1133,9 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     recovery (core.md 7.5); `state` is then the recovery state.
     protected_paths: resolved absolute roots the agent must not write
     (decisions.md 3); any sequence of strings.
-    thrash_repeats: how many times the engine saw this same command run
-    with no write in between (decisions.md 2).
+    thrash_repeats: earlier runs of this same command since the last write,
+    the current call not counted (decisions.md 2); from THRASH_REPEAT_LIMIT
+    on, the call is reported.
     """
     facts = _Facts(action, state, action_id, declared, storage_error, protected_paths,
                    thrash_repeats)
