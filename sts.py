@@ -900,7 +900,6 @@ class _Facts:
         self.contract = state.get("contract") or {}
         self.mode = self.contract.get("mode")
         self.armed = _armed(self.contract)
-        self.action_id = action_id
         self.storage_error = storage_error
         self.protected_paths = protected_paths
         self.thrash_repeats = thrash_repeats
@@ -1288,6 +1287,25 @@ def mark_denied_duplicate(delegation: dict, action_id: str) -> None:
     reservation = _ledger(delegation)["reservations"].get(_slot(action_id))
     if reservation is not None:
         reservation["notStartedAmbiguous"] = True
+
+
+def apply_admission(delegation: dict, action: Action, action_id: Optional[str],
+                    declared: bool, decision: Decision) -> bool:
+    """All of core.md 6.2 after `decide`; True when the ledger must be written.
+
+    Permitted (allow or report_and_defer) delegation changes are admitted; a
+    denied duplicate marks the original; any other denial changes nothing,
+    so the id may be retried.
+    """
+    if not changes_delegation(action, declared):
+        return False
+    if decision.outcome in ("allow", "report_and_defer"):
+        admit(delegation, action, action_id, declared)
+        return True
+    if action_id is not None and ledger_summary(delegation, action_id).duplicate:
+        mark_denied_duplicate(delegation, action_id)
+        return True
+    return False
 
 
 def _bound_in(ledger: dict, agent_id: str) -> Optional[str]:

@@ -66,14 +66,24 @@ def fresh():
 
 def engine_step(state, action, declared=True):
     """What the engine does for one action.before under the lock."""
-    action_id = action.id
-    decision = sts.decide(action, state, action_id=action_id, declared=declared)
-    if sts.changes_delegation(action, declared):
-        if decision.outcome in ("allow", "report_and_defer"):
-            sts.admit(state["delegation"], action, action_id, declared)
-        elif sts.ledger_summary(state["delegation"], action_id).duplicate:
-            sts.mark_denied_duplicate(state["delegation"], action_id)
+    decision = sts.decide(action, state, action_id=action.id, declared=declared)
+    sts.apply_admission(state["delegation"], action, action.id, declared, decision)
     return decision
+
+
+def test_apply_admission_reports_whether_to_write():
+    state = make_state(agentBudget=1)
+    read = sts.Action(name="Read", mutability="read")
+    decision = sts.decide(read, state, action_id=None, declared=True)
+    assert sts.apply_admission(state["delegation"], read, None, True, decision) is False
+    first = delegate("a1")
+    decision = sts.decide(first, state, action_id="a1", declared=True)
+    assert sts.apply_admission(state["delegation"], first, "a1", True, decision) is True
+    over = delegate("a2")
+    decision = sts.decide(over, state, action_id="a2", declared=True)
+    assert decision.code == "AGENT_BUDGET_EXHAUSTED"
+    assert sts.apply_admission(state["delegation"], over, "a2", True, decision) is False
+    assert "a2" not in state["delegation"]["acceptedActions"]
 
 
 def test_ten_sequential_admissions_under_agents_3_allow_exactly_3():
