@@ -497,7 +497,7 @@ class Decision:
 FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
 
 # Policy outcome -> the kind of core result the engine returns (core.md 3).
-_RESULT_KINDS: Dict[str, str] = {
+_DECISION_RESULT_KINDS: Dict[str, str] = {
     "allow": "none",
     "report_and_defer": "context",
     "deny_and_explain": "deny",
@@ -505,7 +505,7 @@ _RESULT_KINDS: Dict[str, str] = {
 }
 
 # The modes that authorize no repository change (checks 5 and 6).
-_READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
+_MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
 
 # A command repeated this many times with no write in between is thrash
 # (decisions.md 2).  The engine counts; `decide` only compares.
@@ -513,10 +513,10 @@ THRASH_REPEAT_LIMIT = 3
 
 
 @dataclass(frozen=True)
-class _Rule:
+class _DecisionRule:
     """How one reason code turns into an outcome, and what to do next.
 
-    outcome names a rule of `_outcome_for`: "allow", "always_deny",
+    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
     "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
     (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
     approval when the governing policy is `ask`).
@@ -528,73 +528,73 @@ class _Rule:
 
 
 # Reason code -> family, outcome rule and default Next wording.  The order of
-# evaluation is `_CHECKS` below; this table only says what a match means.
-DECISION_RULES: Dict[str, _Rule] = {
-    "RECOVERY_READ_ONLY": _Rule(None, "allow", ""),
-    "STS_LOCK_DAMAGED": _Rule(
+# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
+DECISION_RULES: Dict[str, _DecisionRule] = {
+    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
+    "STS_LOCK_DAMAGED": _DecisionRule(
         "I", "always_deny",
         "Follow the lock-recovery steps (stop every host using this data dir, then move only "
         "the lock aside); contracts and the delegation ledger are kept."),
-    "STATE_DAMAGED": _Rule(
+    "STATE_DAMAGED": _DecisionRule(
         "I", "always_deny",
         "Restore a known-good backup of the session file or start a new host session; "
         "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _Rule(
+    "GUARD_SELF_PROTECTION": _DecisionRule(
         "I", "ctl",
         "Leave the guard's own files and data alone; if they really must change, the user "
         "should do it outside the agent (for example with `sts.py uninstall`)."),
-    "CONTROL_INACTIVE": _Rule(None, "allow", ""),
-    "INVALID_DIRECTIVE": _Rule(
+    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
+    "INVALID_DIRECTIVE": _DecisionRule(
         "S", "ctl", "Have the user fix the reported directive field before delegating."),
-    "LIFECYCLE_PROTOCOL_REQUIRED": _Rule(
+    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
         "S", "ctl",
         "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
-    "MODE_FORBIDS_MUTATION": _Rule(
+    "MODE_FORBIDS_MUTATION": _DecisionRule(
         "I", "ctl",
         "Report what you found, use a read-only action, or ask the user for a change contract."),
-    "MUTABILITY_UNPROVEN": _Rule(
+    "MUTABILITY_UNPROVEN": _DecisionRule(
         "I", "ctl_approval",
         "Use a command that is plainly read-only, or ask the user for a change contract."),
-    "HASH_NOT_AUTHORIZED": _Rule(
+    "HASH_NOT_AUTHORIZED": _DecisionRule(
         "H", "ctl_policy",
         "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
         "hash, what cost it replaces and which decision it changes."),
-    "HYPOTHETICAL_UNREACHABLE": _Rule(
+    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
         "H", "always_defer",
         "Defer this hardening unless evidence shows the input or state is reachable."),
-    "WRITE_PATH_UNPROVEN": _Rule(
+    "WRITE_PATH_UNPROVEN": _DecisionRule(
         "S", "ctl_approval",
         "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
         "broader boundary."),
-    "PATH_OUTSIDE_CONTRACT": _Rule(
+    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
         "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
-    "DEPENDENCY_NOT_AUTHORIZED": _Rule(
+    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
         "S", "ctl_policy",
         "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
-    "UNBOUNDED_DELEGATION": _Rule(
+    "UNBOUNDED_DELEGATION": _DecisionRule(
         "S", "ctl",
         "Delegate a bounded batch instead, or have the user switch the guard off for this "
         "workflow."),
-    "DUPLICATE_ACTION_ID": _Rule(
+    "DUPLICATE_ACTION_ID": _DecisionRule(
         "S", "ctl", "Give every delegation call its own id."),
-    "DELEGATION_STATE_UNPROVEN": _Rule(
+    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
         "S", "ctl",
         "Wait until that call is confirmed complete, or continue in a new host session."),
-    "DELEGATION_LIFECYCLE_UNPROVEN": _Rule(
+    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
         "S", "ctl",
         "Start a new delegation call instead; messaging and resuming agents stay available "
         "when no finite agent limit is set."),
-    "AGENT_BUDGET_EXHAUSTED": _Rule(
+    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
         "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
-    "UNAPPROVED_SCOPE_EXPANSION": _Rule(
+    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
         "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
-    "STATE_BUSY": _Rule(
+    "STATE_BUSY": _DecisionRule(
         "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
-    "REPEATED_WITHOUT_CHANGE": _Rule(
+    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
         "T", "always_defer",
         "Change something (code, input or approach) before running it again, or report "
         "what blocks you."),
-    "WITHIN_CONTRACT": _Rule(None, "allow", ""),
+    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
 }
 
 _BUDGET_NEXT_UNKNOWN = (
@@ -609,10 +609,10 @@ def family_word(family: Optional[str]) -> str:
 
 def outcome_result_kind(outcome: str) -> str:
     """"none", "context" or "deny": what the core returns for a policy outcome."""
-    return _RESULT_KINDS.get(outcome, "none")
+    return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-def _armed(contract: dict) -> bool:
+def _decision_armed(contract: dict) -> bool:
     # Kept local rather than via control_state so the decision never depends
     # on another section's reading of the invariant.
     return contract.get("level") in ("guard", "lock") and contract.get("mode") != "unconfirmed"
@@ -620,7 +620,7 @@ def _armed(contract: dict) -> bool:
 
 # Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
 # resolved first: approval when the governing policy is `ask`, else plain ctl.
-_OUTCOME_RULES: Dict[str, Tuple[str, str]] = {
+_DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
     "always_defer": ("report_and_defer", "report_and_defer"),
@@ -629,16 +629,16 @@ _OUTCOME_RULES: Dict[str, Tuple[str, str]] = {
 }
 
 
-def _outcome_for(rule: str, armed: bool, policy: Optional[str] = None) -> str:
+def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
     if rule == "ctl_policy":
         rule = "ctl_approval" if policy == "ask" else "ctl"
-    return _OUTCOME_RULES[rule][1 if armed else 0]
+    return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
-def _make(code: str, armed: bool, detail: str = "", next_text: Optional[str] = None,
+def _decision_for(code: str, armed: bool, detail: str = "", next_text: Optional[str] = None,
           policy: Optional[str] = None) -> Decision:
     rule = DECISION_RULES[code]
-    return Decision(_outcome_for(rule.outcome, armed, policy), code, rule.family, detail,
+    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
                     rule.next if next_text is None else next_text)
 
 
@@ -650,7 +650,7 @@ def state_busy_decision(contract: dict) -> Decision:
     """
     if contract.get("level") == "off":
         return Decision("allow", "CONTROL_INACTIVE", None)
-    return _make("STATE_BUSY", _armed(contract),
+    return _decision_for("STATE_BUSY", _decision_armed(contract),
                  "Another hook holds the session state lock, so the agent limit cannot be "
                  "checked for this delegation.")
 
@@ -658,12 +658,12 @@ def state_busy_decision(contract: dict) -> Decision:
 # ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
 
 
-def _is_win_abs(text: str) -> bool:
+def _files_win_abs(text: str) -> bool:
     return ((len(text) >= 3 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
              and text[2] in "\\/") or text.startswith("\\\\"))
 
 
-def _node_normalize(path: str) -> str:
+def _files_normalize(path: str) -> str:
     # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
     # trailing "/" and collapses a leading "//" (10-P1).
     if path == "":
@@ -693,31 +693,31 @@ def _node_normalize(path: str) -> str:
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
     """One path or pattern in the form that core.md 4.3 compares."""
     text = raw.strip()
-    windows = _is_win_abs(text)
+    windows = _files_win_abs(text)
     path = text.replace("\\", "/")
     base = cwd.strip() if cwd is not None else None
-    if base and windows and _is_win_abs(base):
+    if base and windows and _files_win_abs(base):
         import ntpath
         try:
             path = ntpath.relpath(path, base).replace("\\", "/")
         except ValueError:
             pass  # other drive: Node keeps the absolute target (10-P1)
     elif base and not windows and path.startswith("/") and base.startswith("/") \
-            and not _is_win_abs(base):
+            and not _files_win_abs(base):
         import posixpath
         path = posixpath.relpath(path, base)
-    path = _node_normalize(path)
+    path = _files_normalize(path)
     if path.startswith("./"):
         path = path[2:]
     return path
 
 
-def _native(text: str) -> bool:
+def _files_native(text: str) -> bool:
     # A Windows path means nothing to realpath on a POSIX host.
-    return os.name == "nt" or not _is_win_abs(text)
+    return os.name == "nt" or not _files_win_abs(text)
 
 
-def _realpath(path: str) -> str:
+def _files_realpath(path: str) -> str:
     # Non-strict realpath resolves symlinks and ".." through the existing
     # part of the path and keeps the missing tail lexically.
     try:
@@ -726,7 +726,7 @@ def _realpath(path: str) -> str:
         return os.path.normpath(path)
 
 
-def _keep_slash(original: str, resolved: str) -> str:
+def _files_keep_slash(original: str, resolved: str) -> str:
     if original.rstrip().endswith(("/", "\\")) and not resolved.endswith(("/", "\\")):
         return resolved + "/"
     return resolved
@@ -743,26 +743,26 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
     """
     base = cwd.strip() if cwd is not None else None
     real_cwd = cwd
-    if base and _native(base) and os.path.isabs(base):
-        real_cwd = _realpath(base)
+    if base and _files_native(base) and os.path.isabs(base):
+        real_cwd = _files_realpath(base)
         anchor, relative_to = base, None
     elif base is None:
         try:
             anchor = os.getcwd()
         except OSError:
             return list(paths), list(patterns), cwd
-        relative_to = _realpath(anchor)
+        relative_to = _files_realpath(anchor)
     else:
         return list(paths), list(patterns), cwd
 
     def resolve_path(raw: str) -> str:
         text = raw.strip()
-        if not text or not _native(text):
+        if not text or not _files_native(text):
             return raw
         if os.path.isabs(text):
-            resolved = _realpath(text)
-            return _keep_slash(text, resolved)
-        resolved = _realpath(os.path.join(anchor, text))
+            resolved = _files_realpath(text)
+            return _files_keep_slash(text, resolved)
+        resolved = _files_realpath(os.path.join(anchor, text))
         if relative_to is not None:
             # No cwd was given: compare relative to the process directory, as
             # the unresolved path would have been.
@@ -770,19 +770,19 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
                 resolved = os.path.relpath(resolved, relative_to)
             except ValueError:
                 pass
-        return _keep_slash(text, resolved)
+        return _files_keep_slash(text, resolved)
 
     def resolve_pattern(raw: str) -> str:
         text = raw.strip()
-        if text and _native(text) and os.path.isabs(text):
-            return _keep_slash(text, _realpath(text))
+        if text and _files_native(text) and os.path.isabs(text):
+            return _files_keep_slash(text, _files_realpath(text))
         return raw
 
     return ([resolve_path(p) for p in paths], [resolve_pattern(p) for p in patterns],
             real_cwd)
 
 
-def _covers(pattern: str, path: str) -> bool:
+def _files_covers(pattern: str, path: str) -> bool:
     if pattern == "**" or pattern == path:
         return True
     if pattern.endswith("/**"):
@@ -808,18 +808,18 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
         real_paths, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
     else:
         real_paths, real_patterns, real_cwd = list(paths), list(patterns), cwd
-    cwd_windows = cwd is not None and _is_win_abs(cwd.strip())
-    forms = [(_is_win_abs(p.strip()), _boundary_form(p, real_cwd)) for p in real_patterns]
+    cwd_windows = cwd is not None and _files_win_abs(cwd.strip())
+    forms = [(_files_win_abs(p.strip()), _boundary_form(p, real_cwd)) for p in real_patterns]
     outside = []
     for raw, real in zip(paths, real_paths):
-        path_windows = _is_win_abs(raw.strip())
+        path_windows = _files_win_abs(raw.strip())
         target = _boundary_form(real, real_cwd)
         inside = False
         for pattern_windows, pattern in forms:
             if cwd_windows or (path_windows and pattern_windows):
-                inside = _covers(pattern.lower(), target.lower())
+                inside = _files_covers(pattern.lower(), target.lower())
             else:
-                inside = _covers(pattern, target)
+                inside = _files_covers(pattern, target)
             if inside:
                 break
         if not inside:
@@ -843,10 +843,10 @@ def _tamper_target(raw: str, cwd: Optional[str]) -> Optional[str]:
             except OSError:
                 return None
         path = os.path.join(base, path)
-    return _realpath(path)
+    return _files_realpath(path)
 
 
-def _case_insensitive_fs(path: str) -> bool:
+def _tamper_case_insensitive(path: str) -> bool:
     """Whether the file system holding `path` ignores case (probed with one stat)."""
     if os.name == "nt":
         return True
@@ -864,7 +864,7 @@ def _case_insensitive_fs(path: str) -> bool:
         probe = head
 
 
-def _within(path: str, root: str) -> bool:
+def _tamper_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
@@ -879,8 +879,8 @@ def protected_hits(action: Action, protected_paths: Any) -> List[str]:
         if target is None:
             continue
         for root in roots:
-            if _within(target, root) or (
-                    _within(target.casefold(), root.casefold()) and _case_insensitive_fs(root)):
+            if _tamper_within(target, root) or (
+                    _tamper_within(target.casefold(), root.casefold()) and _tamper_case_insensitive(root)):
                 hits.append(raw)
                 break
     return hits
@@ -889,7 +889,7 @@ def protected_hits(action: Action, protected_paths: Any) -> List[str]:
 # ---- the ordered checks (core.md 4.2) --------------------------------------
 
 
-class _Facts:
+class _DecisionFacts:
     """Prepared inputs of core.md 4.1, shared by the checks."""
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
@@ -899,7 +899,7 @@ class _Facts:
         self.state = state
         self.contract = state.get("contract") or {}
         self.mode = self.contract.get("mode")
-        self.armed = _armed(self.contract)
+        self.armed = _decision_armed(self.contract)
         self.storage_error = storage_error
         self.protected_paths = protected_paths
         self.thrash_repeats = thrash_repeats
@@ -915,7 +915,7 @@ class _Facts:
         self.allowed = list(allowed) if isinstance(allowed, list) else None
 
 
-_Hit = Optional[Tuple[str, Optional[str], Optional[str]]]  # detail, next override, policy
+_CheckHit = Optional[Tuple[str, Optional[str], Optional[str]]]  # detail, next override, policy
 
 
 def _with_analysis(detail: str, action: Action) -> str:
@@ -923,7 +923,7 @@ def _with_analysis(detail: str, action: Action) -> str:
     return detail + " " + sentence if sentence else detail
 
 
-def _check_recovery_read(f: _Facts) -> _Hit:
+def _when_recovery_read(f: _DecisionFacts) -> _CheckHit:
     mut = f.action.mutability
     if f.storage_error is not None and (
             mut == "read" or (mut == "control" and not f.action.delegation_lifecycle_unproven)):
@@ -931,23 +931,23 @@ def _check_recovery_read(f: _Facts) -> _Hit:
     return None
 
 
-def _storage_message(f: _Facts) -> str:
+def _recovery_message(f: _DecisionFacts) -> str:
     return str((f.storage_error or {}).get("message") or "")
 
 
-def _check_lock_damaged(f: _Facts) -> _Hit:
+def _when_lock_damaged(f: _DecisionFacts) -> _CheckHit:
     if f.storage_error is not None and f.storage_error.get("code") == "STS_LOCK_DAMAGED":
-        return (_storage_message(f), None, None)
+        return (_recovery_message(f), None, None)
     return None
 
 
-def _check_state_damaged(f: _Facts) -> _Hit:
+def _when_state_damaged(f: _DecisionFacts) -> _CheckHit:
     if f.storage_error is not None:
-        return (_storage_message(f), None, None)
+        return (_recovery_message(f), None, None)
     return None
 
 
-def _check_tamper(f: _Facts) -> _Hit:
+def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     if f.contract.get("level") == "off" or not f.protected_paths:
         return None
     hits = protected_hits(f.action, f.protected_paths)
@@ -957,13 +957,13 @@ def _check_tamper(f: _Facts) -> _Hit:
     return None
 
 
-def _check_inactive(f: _Facts) -> _Hit:
+def _when_inactive(f: _DecisionFacts) -> _CheckHit:
     if f.contract.get("level") == "off" or f.mode == "unconfirmed":
         return ("No confirmed enforcing contract is active.", None, None)
     return None
 
 
-def _check_invalid_directive(f: _Facts) -> _Hit:
+def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
     error = f.state.get("directiveError")
     if not (f.delegate and error):
         return None
@@ -977,28 +977,28 @@ def _check_invalid_directive(f: _Facts) -> _Hit:
     return ("The active directive is invalid: %s." % what, None, None)
 
 
-def _check_legacy(f: _Facts) -> _Hit:
+def _when_legacy(f: _DecisionFacts) -> _CheckHit:
     if f.legacy and f.finite:
         return ("The adapter does not declare lifecycle support, so the agent limit cannot "
                 "be proven for this call.", None, None)
     return None
 
 
-def _check_mode_write(f: _Facts) -> _Hit:
-    if f.mode in _READ_ONLY_MODES and f.action.mutability == "write":
+def _when_mode_write(f: _DecisionFacts) -> _CheckHit:
+    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "write":
         return (_with_analysis("Mode %s does not allow changes to the repository." % f.mode,
                                f.action), None, None)
     return None
 
 
-def _check_mode_unknown(f: _Facts) -> _Hit:
-    if f.mode in _READ_ONLY_MODES and f.action.mutability == "unknown":
+def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
+    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "unknown":
         return (_with_analysis("The call is not proven read-only, which mode %s requires."
                                % f.mode, f.action), None, None)
     return None
 
 
-def _check_hash(f: _Facts) -> _Hit:
+def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
     if f.action.hash_intent and policy != "allow":
         return ("The call adds or runs hashing while the contract says hash=%s." % policy,
@@ -1006,14 +1006,14 @@ def _check_hash(f: _Facts) -> _Hit:
     return None
 
 
-def _check_unreachable(f: _Facts) -> _Hit:
+def _when_unreachable(f: _DecisionFacts) -> _CheckHit:
     if f.action.reachability == "unreachable":
         return ("This hardening has no supported reachable input or deployed state.",
                 None, None)
     return None
 
 
-def _check_write_path(f: _Facts) -> _Hit:
+def _when_write_path(f: _DecisionFacts) -> _CheckHit:
     if (f.allowed is not None and f.action.mutability in ("write", "unknown")
             and not f.action.affected_paths
             and not boundary_waives_paths(f.allowed, f.action.cwd)):
@@ -1021,7 +1021,7 @@ def _check_write_path(f: _Facts) -> _Hit:
     return None
 
 
-def _check_outside(f: _Facts) -> _Hit:
+def _when_outside(f: _DecisionFacts) -> _CheckHit:
     if f.allowed is None or not f.action.affected_paths:
         return None
     outside = paths_outside(f.action.affected_paths, f.allowed, f.action.cwd)
@@ -1031,7 +1031,7 @@ def _check_outside(f: _Facts) -> _Hit:
     return None
 
 
-def _check_dependency(f: _Facts) -> _Hit:
+def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("dependencyPolicy")
     if f.action.dependency_intent and policy != "allow":
         return ("The call adds a dependency while the contract says deps=%s." % policy,
@@ -1039,7 +1039,7 @@ def _check_dependency(f: _Facts) -> _Hit:
     return None
 
 
-def _check_unbounded(f: _Facts) -> _Hit:
+def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
     # decisions.md 10: only a finite budget makes an unbounded fan-out a
     # problem; under the unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
@@ -1048,27 +1048,27 @@ def _check_unbounded(f: _Facts) -> _Hit:
     return None
 
 
-def _check_duplicate(f: _Facts) -> _Hit:
+def _when_duplicate(f: _DecisionFacts) -> _CheckHit:
     if f.delegate and f.ledger.duplicate:
         return ("The host reused the id of an already accepted delegation.", None, None)
     return None
 
 
-def _check_state_unproven(f: _Facts) -> _Hit:
+def _when_state_unproven(f: _DecisionFacts) -> _CheckHit:
     if f.delegate and f.ledger.unresolved_reasons and f.finite:
         return ("Earlier permitted activity has no proven bound: %s."
                 % ", ".join(f.ledger.unresolved_reasons), None, None)
     return None
 
 
-def _check_lifecycle_unproven(f: _Facts) -> _Hit:
+def _when_lifecycle_unproven(f: _DecisionFacts) -> _CheckHit:
     if f.action.delegation_lifecycle_unproven and f.finite:
         return ("The call can restart an existing agent whose runs the host cannot tell "
                 "apart, so the agent limit cannot be proven.", None, None)
     return None
 
 
-def _check_budget(f: _Facts) -> _Hit:
+def _when_budget(f: _DecisionFacts) -> _CheckHit:
     reserved = f.ledger.reserved
     if f.delegate and reserved + f.count > f.budget:
         detail = ("The contract allows %d concurrently active subagent(s); %d unit(s) are "
@@ -1077,49 +1077,49 @@ def _check_budget(f: _Facts) -> _Hit:
     return None
 
 
-def _check_expansion(f: _Facts) -> _Hit:
+def _when_expansion(f: _DecisionFacts) -> _CheckHit:
     if f.action.authorization == "unapproved_expansion":
         return ("The change was neither requested nor a necessary consequence of the request.",
                 None, None)
     return None
 
 
-def _check_thrash(f: _Facts) -> _Hit:
+def _when_thrash(f: _DecisionFacts) -> _CheckHit:
     if f.thrash_repeats >= THRASH_REPEAT_LIMIT:
         return ("The same command has already run %d times with no change in between."
                 % f.thrash_repeats, None, None)
     return None
 
 
-def _check_within(f: _Facts) -> _Hit:
+def _when_within(f: _DecisionFacts) -> _CheckHit:
     return ("The call is within the active contract.", None, None)
 
 
 # First match decides.  1a/1b, then self-protection (decisions.md 3), then
 # core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
-_CHECKS: Tuple[Tuple[str, Callable[[_Facts], _Hit]], ...] = (
-    ("RECOVERY_READ_ONLY", _check_recovery_read),           # 1a
-    ("STS_LOCK_DAMAGED", _check_lock_damaged),              # 1b, lock
-    ("STATE_DAMAGED", _check_state_damaged),                # 1b, anything else
-    ("GUARD_SELF_PROTECTION", _check_tamper),
-    ("CONTROL_INACTIVE", _check_inactive),                  # 2
-    ("INVALID_DIRECTIVE", _check_invalid_directive),        # 3
-    ("LIFECYCLE_PROTOCOL_REQUIRED", _check_legacy),         # 4
-    ("MODE_FORBIDS_MUTATION", _check_mode_write),           # 5
-    ("MUTABILITY_UNPROVEN", _check_mode_unknown),           # 6
-    ("HASH_NOT_AUTHORIZED", _check_hash),                   # 7
-    ("HYPOTHETICAL_UNREACHABLE", _check_unreachable),       # 8
-    ("WRITE_PATH_UNPROVEN", _check_write_path),             # 9
-    ("PATH_OUTSIDE_CONTRACT", _check_outside),              # 10
-    ("DEPENDENCY_NOT_AUTHORIZED", _check_dependency),       # 11
-    ("UNBOUNDED_DELEGATION", _check_unbounded),             # 12
-    ("DUPLICATE_ACTION_ID", _check_duplicate),              # 13
-    ("DELEGATION_STATE_UNPROVEN", _check_state_unproven),   # 14
-    ("DELEGATION_LIFECYCLE_UNPROVEN", _check_lifecycle_unproven),  # 15
-    ("AGENT_BUDGET_EXHAUSTED", _check_budget),              # 16
-    ("UNAPPROVED_SCOPE_EXPANSION", _check_expansion),       # 17
-    ("REPEATED_WITHOUT_CHANGE", _check_thrash),
-    ("WITHIN_CONTRACT", _check_within),                     # 18
+_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
+    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
+    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
+    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
+    ("GUARD_SELF_PROTECTION", _when_tamper),
+    ("CONTROL_INACTIVE", _when_inactive),                  # 2
+    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
+    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
+    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
+    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
+    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
+    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
+    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
+    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
+    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
+    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
+    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
+    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
+    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
+    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
+    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
+    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
+    ("WITHIN_CONTRACT", _when_within),                     # 18
 )
 
 
@@ -1136,21 +1136,21 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     the current call not counted (decisions.md 2); from THRASH_REPEAT_LIMIT
     on, the call is reported.
     """
-    facts = _Facts(action, state, action_id, declared, storage_error, protected_paths,
+    facts = _DecisionFacts(action, state, action_id, declared, storage_error, protected_paths,
                    thrash_repeats)
-    for code, check in _CHECKS:
+    for code, check in _DECISION_CHECKS:
         hit = check(facts)
         if hit is not None:
             detail, next_text, policy = hit
             if DECISION_RULES[code].outcome == "allow":
                 return Decision("allow", code, None, detail, "")
-            return _make(code, facts.armed, detail, next_text, policy)
+            return _decision_for(code, facts.armed, detail, next_text, policy)
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
 # ---- the STOP / WATCH message (core.md 5.1) --------------------------------
 
-_RESPONSE_LINES: Dict[str, str] = {
+_DECISION_RESPONSE_LINES: Dict[str, str] = {
     "context": "The guard returned context and did not deny the call.",
     "execution_denial_returned": "The guard denied the call before it ran.",
     "deny": "The guard answered with a permission deny.",
@@ -1166,9 +1166,9 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
     """
     is_context = outcome_result_kind(decision.outcome) == "context"
     if is_context:
-        response = _RESPONSE_LINES["context"]
+        response = _DECISION_RESPONSE_LINES["context"]
     else:
-        response = _RESPONSE_LINES.get(response_outcome, _RESPONSE_LINES["deny"])
+        response = _DECISION_RESPONSE_LINES.get(response_outcome, _DECISION_RESPONSE_LINES["deny"])
     lines = ["%s / %s" % ("WATCH" if is_context else "STOP", family_word(decision.family)),
              response,
              "Reason: " + decision.code]
@@ -1215,7 +1215,7 @@ def ledger_summary(delegation: dict, action_id: Optional[str] = None) -> LedgerS
     return LedgerSummary(reserved, reasons, unknown, duplicate)
 
 
-def _ledger(delegation: dict) -> dict:
+def _ledger_keys(delegation: dict) -> dict:
     # A state read from disk may lack optional keys; fill them in place so
     # every helper below can index directly.
     for key, empty in (("reservations", dict), ("agentIdsSeen", list),
@@ -1226,7 +1226,7 @@ def _ledger(delegation: dict) -> dict:
     return delegation
 
 
-def _slot(action_id: str) -> str:
+def _ledger_slot(action_id: str) -> str:
     return _RESERVATION_PREFIX + action_id
 
 
@@ -1236,7 +1236,7 @@ def changes_delegation(action: Action, declared: bool) -> bool:
     return action.mutability == "delegate" or action.delegation_lifecycle_unproven or legacy
 
 
-def _uncertainty(action: Action, declared: bool) -> Optional[str]:
+def _ledger_uncertainty(action: Action, declared: bool) -> Optional[str]:
     # First match wins: the reason the admitted activity has no provable bound.
     if not declared and action.mutability in ("delegate", "control", "unknown"):
         return "legacy_protocol"
@@ -1253,7 +1253,7 @@ def admit(delegation: dict, action: Action, action_id: Optional[str], declared: 
     The engine calls this, inside the same lock hold as the decision, when
     changes_delegation() and the outcome is allow or report_and_defer.
     """
-    ledger = _ledger(delegation)
+    ledger = _ledger_keys(delegation)
     key = action_id or UNIDENTIFIED_ACTION_ID
     if key in ledger["acceptedActions"]:
         # A duplicate that watch or off let through: its units cannot be told
@@ -1262,7 +1262,7 @@ def admit(delegation: dict, action: Action, action_id: Optional[str], declared: 
         return
     count = action.admission_count
     ledger["acceptedActions"][key] = count
-    ledger["reservations"][_slot(key)] = {
+    ledger["reservations"][_ledger_slot(key)] = {
         "actionId": key,
         "asyncLaunched": None,
         "pendingCount": count,
@@ -1273,7 +1273,7 @@ def admit(delegation: dict, action: Action, action_id: Optional[str], declared: 
         "resultUnknown": False,
         "reportedAliases": [],
     }
-    reason = _uncertainty(action, declared)
+    reason = _ledger_uncertainty(action, declared)
     if reason is not None:
         ledger["unresolved"][key] = reason
 
@@ -1284,7 +1284,7 @@ def mark_denied_duplicate(delegation: dict, action_id: str) -> None:
     A later `not_started` might describe the rejected retry rather than the
     original call, so it must no longer free the original's units.
     """
-    reservation = _ledger(delegation)["reservations"].get(_slot(action_id))
+    reservation = _ledger_keys(delegation)["reservations"].get(_ledger_slot(action_id))
     if reservation is not None:
         reservation["notStartedAmbiguous"] = True
 
@@ -1308,26 +1308,26 @@ def apply_admission(delegation: dict, action: Action, action_id: Optional[str],
     return False
 
 
-def _bound_in(ledger: dict, agent_id: str) -> Optional[str]:
+def _ledger_bound_in(ledger: dict, agent_id: str) -> Optional[str]:
     for key, reservation in ledger["reservations"].items():
         if agent_id in reservation.get("agentIds", ()):
             return key
     return None
 
 
-def _drop_if_spent(ledger: dict, key: str) -> None:
+def _ledger_drop_if_spent(ledger: dict, key: str) -> None:
     reservation = ledger["reservations"].get(key)
     if reservation is not None and reservation["pendingCount"] <= 0 \
             and not reservation["agentIds"]:
         del ledger["reservations"][key]
 
 
-def _add_unique(items: List[str], value: str) -> None:
+def _ledger_add_unique(items: List[str], value: str) -> None:
     if value not in items:
         items.append(value)
 
 
-def _bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
+def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
     """Move one pending unit of reservation `key` to child `agent_id` (core.md 6.3 Bind)."""
     if not agent_id or agent_id in ledger["agentIdsSeen"]:
         return
@@ -1337,10 +1337,10 @@ def _bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
         # its unit is spent rather than bound.
         if reservation is not None and reservation["pendingCount"] > 0:
             reservation["pendingCount"] -= 1
-            _drop_if_spent(ledger, key)
+            _ledger_drop_if_spent(ledger, key)
             ledger["agentIdsSeen"].append(agent_id)
         return
-    if _bound_in(ledger, agent_id) is not None:
+    if _ledger_bound_in(ledger, agent_id) is not None:
         return
     if reservation is None or reservation["pendingCount"] <= 0:
         return
@@ -1349,24 +1349,24 @@ def _bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
     ledger["agentIdsSeen"].append(agent_id)
 
 
-def _release(ledger: dict, agent_id: Optional[str]) -> None:
+def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
     """A child stopped (core.md 6.3 Release); idempotent."""
     if not agent_id:
         return
-    key = _bound_in(ledger, agent_id)
+    key = _ledger_bound_in(ledger, agent_id)
     if key is not None:
         ledger["reservations"][key]["agentIds"].remove(agent_id)
-        _drop_if_spent(ledger, key)
-    _add_unique(ledger["stoppedAgentIds"], agent_id)
+        _ledger_drop_if_spent(ledger, key)
+    _ledger_add_unique(ledger["stoppedAgentIds"], agent_id)
 
 
-def _reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[str]:
+def _ledger_reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[str]:
     # reservationId names the delegating call; accept the stored key form
     # too, and the child-namespaced id (core.md 1.5).
-    candidates = [raw, _slot(raw)]
+    candidates = [raw, _ledger_slot(raw)]
     source = event.source_session_id
     if source is not None and source != event.session_id:
-        candidates.append(_slot(json.dumps([source, raw], ensure_ascii=False,
+        candidates.append(_ledger_slot(json.dumps([source, raw], ensure_ascii=False,
                                            separators=(",", ":"))))
     for key in candidates:
         if key.startswith(_RESERVATION_PREFIX) and key in ledger["reservations"]:
@@ -1374,8 +1374,8 @@ def _reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[st
     return None
 
 
-def _whole_call_fact(ledger: dict, action_id: str, lifecycle: str) -> None:
-    key = _slot(action_id)
+def _ledger_whole_call(ledger: dict, action_id: str, lifecycle: str) -> None:
+    key = _ledger_slot(action_id)
     reservation = ledger["reservations"].get(key)
     reason = ledger["unresolved"].get(action_id)
     if reason == REUSED_ACTION_ID:
@@ -1390,9 +1390,9 @@ def _whole_call_fact(ledger: dict, action_id: str, lifecycle: str) -> None:
     ledger["unresolved"].pop(action_id, None)
 
 
-def _progress_fact(ledger: dict, event: ControlEvent, action_id: str) -> None:
+def _ledger_progress(ledger: dict, event: ControlEvent, action_id: str) -> None:
     result = event.action
-    key = _slot(action_id)
+    key = _ledger_slot(action_id)
     reservation = ledger["reservations"].get(key)
     if reservation is None:
         return
@@ -1401,15 +1401,15 @@ def _progress_fact(ledger: dict, event: ControlEvent, action_id: str) -> None:
     # children are not bound to it (neither by id nor by alias).
     per_child = scope != "call"
     if result.agent_id and per_child:
-        _bind(ledger, result.agent_id, key)
+        _ledger_bind(ledger, result.agent_id, key)
     for alias in result.agent_aliases:
         reservation = ledger["reservations"].get(key)
         if reservation is None:
             break
-        _add_unique(reservation["reportedAliases"], alias)
+        _ledger_add_unique(reservation["reportedAliases"], alias)
         mapped = ledger["agentAliases"].get(alias)
         if mapped and per_child:
-            _bind(ledger, mapped, key)
+            _ledger_bind(ledger, mapped, key)
     reservation = ledger["reservations"].get(key)
     if reservation is not None:
         reservation["observedRunning"] = bool(reservation.get("observedRunning")) or (
@@ -1417,20 +1417,20 @@ def _progress_fact(ledger: dict, event: ControlEvent, action_id: str) -> None:
         reservation["resultUnknown"] = result.lifecycle == "unknown"
 
 
-def _on_action_after(ledger: dict, event: ControlEvent) -> None:
+def _ledger_on_action_after(ledger: dict, event: ControlEvent) -> None:
     result = event.action
     action_id = event.action_id
     if not isinstance(result, ActionResult) or not action_id:
         return
     if result.lifecycle in ("joined", "not_started"):
-        _whole_call_fact(ledger, action_id, result.lifecycle)
+        _ledger_whole_call(ledger, action_id, result.lifecycle)
     else:
-        _progress_fact(ledger, event, action_id)
+        _ledger_progress(ledger, event, action_id)
     for agent_id in result.ended_agent_ids:
-        _release(ledger, agent_id)
+        _ledger_release(ledger, agent_id)
 
 
-def _on_subagent_start(ledger: dict, event: ControlEvent) -> None:
+def _ledger_on_subagent_start(ledger: dict, event: ControlEvent) -> None:
     agent_id, alias = event.agent_id, event.agent_alias
     if alias and agent_id:
         ledger["agentAliases"][alias] = agent_id
@@ -1438,19 +1438,19 @@ def _on_subagent_start(ledger: dict, event: ControlEvent) -> None:
             reservation = ledger["reservations"].get(key)
             if (reservation is not None and reservation.get("completionScope") != "call"
                     and alias in reservation.get("reportedAliases", ())):
-                _bind(ledger, agent_id, key)
+                _ledger_bind(ledger, agent_id, key)
     if event.reservation_id:
-        key = _reservation_key(ledger, event, event.reservation_id)
+        key = _ledger_reservation_key(ledger, event, event.reservation_id)
         # Only an explicit id binds: arrival order proves nothing (never FIFO).
         if key is not None and ledger["reservations"][key].get("completionScope") != "call":
-            _bind(ledger, agent_id, key)
+            _ledger_bind(ledger, agent_id, key)
 
 
-def _on_subagent_stop(ledger: dict, event: ControlEvent) -> None:
-    _release(ledger, event.agent_id)
+def _ledger_on_subagent_stop(ledger: dict, event: ControlEvent) -> None:
+    _ledger_release(ledger, event.agent_id)
 
 
-def _on_session_end(ledger: dict, event: ControlEvent) -> None:
+def _ledger_on_session_end(ledger: dict, event: ControlEvent) -> None:
     if event.all_delegations_stopped is True:
         # Accepted ids, seen/stopped lists and aliases stay: ids must still
         # be recognized as duplicates after the clear.
@@ -1458,11 +1458,11 @@ def _on_session_end(ledger: dict, event: ControlEvent) -> None:
         ledger["unresolved"].clear()
 
 
-_LIFECYCLE_HANDLERS: Dict[str, Callable[[dict, ControlEvent], None]] = {
-    "action.after": _on_action_after,
-    "subagent.start": _on_subagent_start,
-    "subagent.stop": _on_subagent_stop,
-    "session.end": _on_session_end,
+_LEDGER_HANDLERS: Dict[str, Callable[[dict, ControlEvent], None]] = {
+    "action.after": _ledger_on_action_after,
+    "subagent.start": _ledger_on_subagent_start,
+    "subagent.stop": _ledger_on_subagent_stop,
+    "session.end": _ledger_on_session_end,
 }
 
 
@@ -1472,10 +1472,10 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
     Undeclared (legacy) events carry no trustworthy facts (core.md 1.4) and
     change nothing.
     """
-    handler = _LIFECYCLE_HANDLERS.get(event.kind)
+    handler = _LEDGER_HANDLERS.get(event.kind)
     if handler is None or not event.declared:
         return False
-    ledger = _ledger(delegation)
+    ledger = _ledger_keys(delegation)
     before = json.dumps(ledger, sort_keys=True, default=str)
     handler(ledger, event)
     return json.dumps(delegation, sort_keys=True, default=str) != before

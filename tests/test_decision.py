@@ -541,7 +541,7 @@ def test_tamper_outcomes_by_level_and_place_in_order(guarded):
 def test_tamper_case_only_matters_on_case_insensitive_file_systems(guarded):
     g = guarded
     upper = g["data"].replace("stop-that-shit", "STOP-THAT-SHIT") + "/x"
-    insensitive = sts._case_insensitive_fs(g["data"])
+    insensitive = sts._tamper_case_insensitive(g["data"])
     expected = "GUARD_SELF_PROTECTION" if insensitive else "WITHIN_CONTRACT"
     assert tamper([upper], g).code == expected
 
