@@ -642,17 +642,22 @@ def _decision_for(code: str, armed: bool, detail: str = "", next_text: Optional[
                     rule.next if next_text is None else next_text)
 
 
-def state_busy_decision(contract: dict) -> Decision:
+_STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
+                      "checked for this delegation.")
+
+
+def state_busy_decision(contract: Optional[dict] = None) -> Decision:
     """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
 
     The engine calls this only for a delegation-changing action.before under a
-    finite budget; the call is neither evaluated nor reserved.
+    finite budget; the call is neither evaluated nor reserved.  Without the
+    contract the guard is taken as armed, since a finite budget was seen.
     """
+    if contract is None:
+        return _decision_for("STATE_BUSY", True, _STATE_BUSY_DETAIL)
     if contract.get("level") == "off":
         return Decision("allow", "CONTROL_INACTIVE", None)
-    return _decision_for("STATE_BUSY", _decision_armed(contract),
-                 "Another hook holds the session state lock, so the agent limit cannot be "
-                 "checked for this delegation.")
+    return _decision_for("STATE_BUSY", _decision_armed(contract), _STATE_BUSY_DETAIL)
 
 
 # ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
@@ -870,7 +875,9 @@ def _tamper_within(path: str, root: str) -> bool:
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
     """Paths of `action` (affected or shell write targets) inside a protected root."""
-    roots = [os.path.normpath(r) for r in protected_paths if r]
+    # Targets are compared physically, so the roots must be too; the engine
+    # may hand over a data dir reached through a symlink (/var on macOS).
+    roots = [_files_realpath(os.path.expanduser(r)) for r in protected_paths if r]
     if not roots:
         return []
     hits = []
@@ -1086,7 +1093,7 @@ def _when_expansion(f: _DecisionFacts) -> _CheckHit:
 
 def _when_thrash(f: _DecisionFacts) -> _CheckHit:
     if f.thrash_repeats >= THRASH_REPEAT_LIMIT:
-        return ("The same command has already run %d times with no change in between."
+        return ("The same command has now run %d times in a row with no change in between."
                 % f.thrash_repeats, None, None)
     return None
 
@@ -1132,8 +1139,8 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     recovery (core.md 7.5); `state` is then the recovery state.
     protected_paths: resolved absolute roots the agent must not write
     (decisions.md 3); any sequence of strings.
-    thrash_repeats: earlier runs of this same command since the last write,
-    the current call not counted (decisions.md 2); from THRASH_REPEAT_LIMIT
+    thrash_repeats: runs in a row of this same command with no write in
+    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
     on, the call is reported.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error, protected_paths,

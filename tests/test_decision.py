@@ -346,6 +346,8 @@ def test_state_busy_decision():
     watch = sts.state_busy_decision(make_state(level="watch")["contract"])
     assert watch.outcome == "report_and_defer"
     assert sts.state_busy_decision(make_state(level="off")["contract"]).outcome == "allow"
+    bare = sts.state_busy_decision()
+    assert (bare.code, bare.outcome) == ("STATE_BUSY", "deny_and_explain")
 
 
 # ---- files= matching (core.md 4.3) -----------------------------------------
@@ -519,6 +521,18 @@ def test_tamper_through_a_symlink(guarded):
     g = guarded
     os.symlink(g["data"], os.path.join(g["work"], "innocent"))
     assert tamper(["innocent/sessions/k.json"], g).code == "GUARD_SELF_PROTECTION"
+
+
+def test_tamper_roots_given_through_a_symlink_are_resolved(guarded):
+    g = guarded
+    alias = str(g["tmp"] / "data-alias")
+    os.symlink(g["data"], alias)
+    action = act("write", affected_paths=[g["data"] + "/x"], cwd=g["work"])
+    decision = run(action, make_state(), protected_paths=[alias])
+    assert decision.code == "GUARD_SELF_PROTECTION"
+    action = act("write", affected_paths=[alias + "/sessions/k.json"], cwd=g["work"])
+    assert run(action, make_state(), protected_paths=[g["data"]]).code == \
+        "GUARD_SELF_PROTECTION"
 
 
 def test_tamper_outcomes_by_level_and_place_in_order(guarded):
