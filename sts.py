@@ -885,9 +885,10 @@ def protected_hits(action: Action, protected_paths: Any) -> List[str]:
         target = _tamper_target(raw, action.cwd)
         if target is None:
             continue
+        folded = target.casefold()
         for root in roots:
-            if _tamper_within(target, root) or (
-                    _tamper_within(target.casefold(), root.casefold()) and _tamper_case_insensitive(root)):
+            if _tamper_within(target, root) or (_tamper_within(folded, root.casefold())
+                                                and _tamper_case_insensitive(root)):
                 hits.append(raw)
                 break
     return hits
