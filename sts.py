@@ -635,8 +635,8 @@ def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> s
     return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
-def _decision_for(code: str, armed: bool, detail: str = "", next_text: Optional[str] = None,
-          policy: Optional[str] = None) -> Decision:
+def _decision_for(code: str, armed: bool, detail: str = "",
+                  next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
     rule = DECISION_RULES[code]
     return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
                     rule.next if next_text is None else next_text)
@@ -1144,8 +1144,8 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
     on, the call is reported.
     """
-    facts = _DecisionFacts(action, state, action_id, declared, storage_error, protected_paths,
-                   thrash_repeats)
+    facts = _DecisionFacts(action, state, action_id, declared, storage_error,
+                           protected_paths, thrash_repeats)
     for code, check in _DECISION_CHECKS:
         hit = check(facts)
         if hit is not None:
@@ -1374,8 +1374,8 @@ def _ledger_reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Opti
     candidates = [raw, _ledger_slot(raw)]
     source = event.source_session_id
     if source is not None and source != event.session_id:
-        candidates.append(_ledger_slot(json.dumps([source, raw], ensure_ascii=False,
-                                           separators=(",", ":"))))
+        namespaced = json.dumps([source, raw], ensure_ascii=False, separators=(",", ":"))
+        candidates.append(_ledger_slot(namespaced))
     for key in candidates:
         if key.startswith(_RESERVATION_PREFIX) and key in ledger["reservations"]:
             return key
