@@ -461,3 +461,20 @@ def test_missing_optional_keys_are_tolerated():
     accept(ledger, "a1")
     assert apply(ledger, start("k1", "a1")) is True
     assert ledger["agentIdsSeen"] == ["k1"]
+
+
+def test_child_session_start_finds_its_namespaced_reservation():
+    ledger = fresh()
+    child = event("action.before", sourceSessionId="child",
+                  action={"name": "Agent", "mutability": "delegate", "id": "t1"})
+    sts.admit(ledger, child.action, child.action_id, True)
+    assert apply(ledger, start("k1", "t1")) is False   # the root has no call t1
+    from_child = event("subagent.start", sourceSessionId="child", agentId="k1",
+                       reservationId="t1")
+    assert apply(ledger, from_child) is True
+    assert ledger["reservations"]['reservation:["child","t1"]']["agentIds"] == ["k1"]
+
+
+def test_clearing_an_empty_ledger_reports_no_change():
+    ledger = fresh()
+    assert apply(ledger, event("session.end", allDelegationsStopped=True)) is False
