@@ -388,6 +388,14 @@ def test_files_posix_normalization():
     assert outside(["src/a.js"], ["SRC/a.js"]) == ["src/a.js"]
 
 
+def test_files_node_style_normalization():
+    # 10-P1: a leading "//" collapses, a trailing "/" stays.
+    assert sts.paths_outside(["//src/a.js"], ["/src/a.js"], resolve=False) == []
+    assert outside(["src/lib/"], ["src/lib/"]) == []
+    assert outside(["src/lib"], ["src/lib/"]) == ["src/lib"]
+    assert outside(["src/lib/"], ["src/**"]) == []
+
+
 def test_files_windows_paths():
     cwd = "C:\\proj"
     assert outside(["C:\\proj\\src\\a.js"], ["src/**"], cwd) == []
