@@ -2226,26 +2226,19 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     if changes_delegation(action, declared):
         def change(loaded: Loaded) -> Tuple[Optional[dict], Tuple[Loaded, Decision]]:
             decision = judge(loaded)
-            delegation = loaded.state["delegation"]
-            if decision.outcome in ("allow", "report_and_defer"):
-                admit(delegation, action, action_id, declared)
-                return loaded.state, (loaded, decision)
-            if action_id is not None and ledger_summary(delegation, action_id).duplicate:
-                mark_denied_duplicate(delegation, action_id)
-                return loaded.state, (loaded, decision)
-            return None, (loaded, decision)
+            written = apply_admission(loaded.state["delegation"], action, action_id,
+                                      declared, decision)
+            return (loaded.state if written else None), (loaded, decision)
         try:
             loaded, decision = store.update(key, change)
         except LockTimeout as exc:
+            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
-            if action.mutability != "delegate" and not action.delegation_lifecycle_unproven:
-                raise
-            if not (_is_int(budget) and budget < MAX_SAFE_INTEGER) or \
-                    control_state(loaded.state["contract"]) == "OFF":
+            if not (_is_int(budget) and budget < MAX_SAFE_INTEGER):
                 raise
             sys.stderr.write("sts: %s\n" % exc)
-            decision = state_busy_decision()
+            decision = state_busy_decision(loaded.state["contract"])
     else:
         loaded = store.load(key)
         decision = judge(loaded)
