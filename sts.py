@@ -3103,6 +3103,20 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 
 
 ###############################################################################
+# Cases
+#
+# Owns `python3 sts.py cases [DIR]`: replay each Bad/Good case of cases/
+# through the real adapter and compare the decision with the expected one.
+###############################################################################
+
+
+def cmd_cases(args: List[str]) -> int:
+    """python3 sts.py cases [DIR]: replay every case, print a table and N passed, N failed."""
+    sys.stderr.write("sts: cases is not built yet\n")
+    return 2  # TODO(cases)
+
+
+###############################################################################
 # CLI
 #
 # Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
@@ -3356,6 +3370,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "uninstall": cmd_uninstall,
     "doctor": cmd_doctor,
     "demo": cmd_demo,
+    "cases": cmd_cases,
 }
 
 
