@@ -290,7 +290,7 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         if not os.path.exists(os.path.join(work, name)):
             p.append("%s does not exist (the action did not run)" % name)
     if scenario.deny_text and scenario.deny_text not in joined:
-        seen = " | ".join(t.strip().splitlines()[0][:140] for t in results if t.strip())
+        seen = " | ".join(_gist(t) for t in results if t.strip())
         p.append("deny text %s never reached the model as a tool result (it saw: %s)"
                  % (scenario.deny_text, seen or "no tool result"))
     if scenario.allow:
@@ -311,6 +311,17 @@ def judge(res: CaseResult, scenario, root: str) -> None:
             p.append("the probe hook was never consulted")
     if scenario.audit and scenario.wiring == "sts":
         record_host_effect(res, scenario, root, joined, blocked_ok=not p)
+
+
+REASON_RE = re.compile(r"Reason: ([A-Z][A-Z0-9_]*)")
+
+
+def _gist(text: str) -> str:
+    """One short line for a failure message: the deny's reason code, else the first line."""
+    m = REASON_RE.search(text)
+    if m:
+        return "a deny with %s" % m.group(1)
+    return text.strip().splitlines()[0][:140]
 
 
 def audit_events(sts_home: str) -> list:
