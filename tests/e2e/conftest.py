@@ -147,6 +147,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for host, scenario, why in test_hosts.NOT_APPLICABLE:
         if any(h == host for h, _ in m.cases):
             tr.write_line("N/A  %-8s %-8s %-15s %s" % (host, "", scenario, why))
+    wirings = sorted({r.wiring for r in m.results.values() if r.wiring not in ("", "probe")})
+    if wirings:
+        tr.write_line("sts wired by: %s" % ", ".join(
+            {"install": "`python3 sts.py install <host>` (Codex with --trust)",
+             "direct": "configs written by the harness (sts.py install not available)"}[w]
+            for w in wirings))
     if m.wall is not None:
         tr.write_line("e2e wall time %.1fs for %d cases (%s jobs); runs in %s" % (
             m.wall, len(m.cases), os.environ.get("STS_E2E_JOBS", "3"), m.session_dir))

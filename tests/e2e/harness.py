@@ -40,6 +40,14 @@ EVENT_RE = re.compile(r"\b(evt_[0-9a-f][0-9a-f-]{7,})")
 # ---------------------------------------------------------------------------
 
 _NETNS = None
+_STS_WIRING = []
+
+
+def session_sts_wiring() -> str:
+    """"install" or "direct", decided once per process (hosts.sts_wiring)."""
+    if not _STS_WIRING:
+        _STS_WIRING.append(hosts.sts_wiring())
+    return _STS_WIRING[0]
 
 
 def netns_available() -> bool:
@@ -86,12 +94,12 @@ def child_main(spec_path: str) -> int:
         if spec["netns"]:
             loopback_up()
         scenario = scenarios.BY_NAME[spec["scenario"]]
-        if spec.get("wiring") and spec["wiring"] != scenario.wiring:
+        if spec["wiring"] == "probe" and scenario.wiring != "probe":
             import dataclasses
-            scenario = dataclasses.replace(scenario, wiring=spec["wiring"])
+            scenario = dataclasses.replace(scenario, wiring="probe")
         server = fake_model.start(spec["script"], os.path.join(root, "requests.jsonl"))
         port = server.server_address[1]
-        run = hosts.Run(root, spec["host"], scenario.wiring, port, scenario.prompt(),
+        run = hosts.Run(root, spec["host"], spec["wiring"], port, scenario.prompt(),
                         scenario.directive if scenario.directive else "")
         with open(os.path.join(run.work, scenarios.LS_MARK), "w") as fh:
             fh.write("seed\n")
@@ -141,6 +149,7 @@ class CaseResult:
     problems: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     run_dir: str = ""
+    wiring: str = ""
 
     @property
     def case_id(self) -> str:
@@ -191,17 +200,22 @@ def run_case(host: str, scenario_name: str, session_dir: str,
     scenario's script on a host whose shim is not there yet).
     """
     scenario = scenarios.BY_NAME[scenario_name]
-    if wiring and wiring != scenario.wiring:
+    if wiring == "probe" and scenario.wiring != "probe":
         import dataclasses
-        scenario = dataclasses.replace(scenario, wiring=wiring, audit=None)
+        scenario = dataclasses.replace(scenario, wiring="probe", audit=None)
+    if scenario.wiring == "probe":
+        wiring = "probe"
+    elif wiring not in ("install", "direct"):
+        wiring = session_sts_wiring()
     res = CaseResult(host, scenario_name, install.PINS[host][2])
     root = new_run_dir(session_dir, host, scenario_name)
     res.run_dir = root
     work = os.path.join(root, "work")
     script = scenarios.script(scenario, host, work)
     netns = netns_available()
+    res.wiring = wiring
     spec = {"root": root, "host": host, "scenario": scenario_name, "script": script,
-            "netns": netns, "timeout": HOST_TIMEOUT, "wiring": scenario.wiring}
+            "netns": netns, "timeout": HOST_TIMEOUT, "wiring": wiring}
     spec_path = os.path.join(root, "spec.json")
     with open(spec_path, "w") as fh:
         json.dump(spec, fh, indent=1)

@@ -5,23 +5,29 @@ run folder, a provider that points at the fake model on 127.0.0.1:<port>,
 sts wired in the host's own way, and quiet/offline settings.  `configure()`
 writes the files and returns the command line and environment.
 
-Two wirings:
-  "sts"    the real guard: the decisions.md 1 import-form hook command for
-           Codex and Claude Code, the shims from host_shims/ for the others
-           (until `python3 sts.py install <host>` lands, written here directly);
-  "probe"  tests/e2e/probe/: a stand-in that denies calls mentioning
-           `e2e-deny`, used to prove the harness itself on every host.
+Three wirings:
+  "install" the real guard, wired by `python3 sts.py install <host>` (Codex
+            with `--trust`) after the provider config is written: the path a
+            user takes, so the e2e run proves the installer too;
+  "direct"  the real guard, wired here by hand (used while `sts.py install`
+            is not available): the decisions.md 1 import-form hook command for
+            Codex and Claude Code, the shims from host_shims/ for the others;
+  "probe"   tests/e2e/probe/: a stand-in that denies calls mentioning
+            `e2e-deny`, used to prove the harness itself on every host.
 """
 import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 
 import install
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+# STS_E2E_REPO runs the suite against sts.py of another checkout.
+REPO = os.path.realpath(os.environ.get("STS_E2E_REPO")
+                        or os.path.dirname(os.path.dirname(HERE)))
 PROBE = os.path.join(HERE, "probe")
 PROBE_STS = os.path.join(PROBE, "probe_sts.py")
 # STS_E2E_SHIMS lets a developer try shims from another checkout before they merge.
@@ -122,7 +128,8 @@ def configure_codex(run: Run):
 
     hooks = {"SessionStart": group(5), "UserPromptSubmit": group(5),
              "PreToolUse": group(10, ".*"), "PostToolUse": group(5, CODEX_DELEGATION_MATCHER)}
-    _write(os.path.join(codex_home, "hooks.json"), json.dumps({"hooks": hooks}, indent=2))
+    if run.wiring != "install":
+        _write(os.path.join(codex_home, "hooks.json"), json.dumps({"hooks": hooks}, indent=2))
     _write(os.path.join(codex_home, "config.toml"), """\
 model = "gpt-5.5"
 model_provider = "fake"
@@ -150,11 +157,14 @@ in_app_updates = false
 """ % run.base_url)
     env = base_env(run)
     env.update(CODEX_HOME=codex_home, FAKE_MODEL_KEY="sk-e2e")
-    # `codex exec` runs only trusted hooks and skips untrusted ones without a word.
-    # Trust is normally given in the TUI (or persisted through `codex app-server`);
-    # a headless test run has neither, so it passes the documented bypass flag.
-    argv = [install.binary("codex"), "exec", "--skip-git-repo-check", "--json",
-            "-C", run.work, "--dangerously-bypass-hook-trust", run.prompt]
+    argv = [install.binary("codex"), "exec", "--skip-git-repo-check", "--json", "-C", run.work]
+    if run.wiring != "install":
+        # `codex exec` runs only trusted hooks and skips untrusted ones without a
+        # word.  Trust is given in the TUI or persisted through `codex app-server`
+        # (`sts.py install codex --trust` does that); hand-written hooks have
+        # neither, so this run passes the documented bypass flag.
+        argv.append("--dangerously-bypass-hook-trust")
+    argv.append(run.prompt)
     return argv, env
 
 
@@ -176,7 +186,8 @@ def configure_claude(run: Run):
              "PreToolUse": group(10, "*"), "PostToolUse": group(5, "*"),
              "PostToolUseFailure": group(5, "*"), "PermissionDenied": group(5, "*"),
              "SubagentStart": group(5), "SessionEnd": group(5)}
-    _write(os.path.join(cfg, "settings.json"), json.dumps({"hooks": hooks}, indent=2))
+    if run.wiring != "install":
+        _write(os.path.join(cfg, "settings.json"), json.dumps({"hooks": hooks}, indent=2))
     env = base_env(run)
     env.update(CLAUDE_CONFIG_DIR=cfg, ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % run.port,
                ANTHROPIC_API_KEY="sk-e2e", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
@@ -199,7 +210,7 @@ def configure_opencode(run: Run):
     os.makedirs(plugin_dir, exist_ok=True)
     if run.wiring == "probe":
         shutil.copy(os.path.join(PROBE, "opencode-probe.js"), plugin_dir)
-    else:
+    elif run.wiring == "direct":
         shutil.copy(_shim("opencode/stop-that-shit.js"), plugin_dir)
     # OpenCode npm-installs @opencode-ai/plugin into each config folder before it
     # loads plugins (a minute of retries offline) unless this is already there.
@@ -245,8 +256,10 @@ def configure_pi(run: Run):
                     "maxTokens": 4096}]}}}, indent=2))
     env = base_env(run)
     env["PI_OFFLINE"] = "1"
-    argv = [install.binary("pi"), "-p", "--no-session", "--provider", "fake", "--model", MODEL,
-            "-e", _pi_extension(run), run.prompt]
+    argv = [install.binary("pi"), "-p", "--no-session", "--provider", "fake", "--model", MODEL]
+    if run.wiring != "install":  # installed: found in ~/.pi/agent/extensions/
+        argv += ["-e", _pi_extension(run)]
+    argv.append(run.prompt)
     return argv, env
 
 
@@ -270,8 +283,10 @@ providers:
     env = base_env(run)
     env["PI_OFFLINE"] = "1"
     argv = [install.binary("omp"), "-p", "--no-session", "--no-title", "--no-lsp",
-            "--model", "fake/" + MODEL, "-e", _pi_extension(run)]
-    if run.wiring == "sts" and run.contract:
+            "--model", "fake/" + MODEL]
+    if run.wiring != "install":  # installed: found in ~/.omp/agent/extensions/
+        argv += ["-e", _pi_extension(run)]
+    if run.wiring != "probe" and run.contract:
         # `omp -p` emits no input event: the shim's flag is the only way to arm it.
         argv += ["--sts-contract", run.contract]
     argv.append(run.prompt)
@@ -291,7 +306,9 @@ def configure_hermes(run: Run):
         shutil.copytree(os.path.join(PROBE, "hermes", name), os.path.join(plugins, name))
     else:
         name = "stop-that-shit"
-        shutil.copytree(_shim("hermes/stop-that-shit"), os.path.join(plugins, name))
+        if run.wiring == "direct":
+            shutil.copytree(_shim("hermes/stop-that-shit"), os.path.join(plugins, name))
+    enabled = "plugins:\n  enabled: [%s]\n" % name if run.wiring != "install" else ""
     _write(os.path.join(hermes_home, "config.yaml"), """\
 model:
   provider: custom
@@ -299,12 +316,10 @@ model:
   default: %s
   api_key: sk-e2e
   context_length: 128000
-plugins:
-  enabled: [%s]
-security:
+%ssecurity:
   tirith_enabled: false
   allow_lazy_installs: false
-""" % (run.base_url, MODEL, name))
+""" % (run.base_url, MODEL, enabled))
     env = base_env(run)
     env.update(HERMES_HOME=hermes_home, HERMES_DISABLE_LAZY_INSTALLS="1", TIRITH_ENABLED="false")
     argv = [install.binary("hermes"), "chat", "-Q", "--yolo", "-q", run.prompt]
@@ -317,5 +332,50 @@ CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
 
 
 def configure(run: Run):
-    """Write the host's config for this run; -> (argv, env)."""
-    return CONFIGURE[run.host](run)
+    """Write the host's config for this run (and wire sts); -> (argv, env)."""
+    argv, env = CONFIGURE[run.host](run)
+    if run.wiring == "install":
+        sts_install(run, env)
+    return argv, env
+
+
+def sts_install(run: Run, env: dict) -> None:
+    """`python3 sts.py install <host>` into this run's homes, as a user would."""
+    cmd = ["python3", os.path.join(REPO, "sts.py"), "install", run.host]
+    if run.host == "codex":
+        cmd.append("--trust")  # persists trust through `codex app-server`
+    log = os.path.join(run.root, "sts-install.out")
+    with open(log, "wb") as out:
+        try:
+            proc = subprocess.run(cmd, cwd=run.work, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise WiringError("`sts.py install %s` ran past 120 s" % run.host)
+    if proc.returncode != 0:
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            tail = " ".join(fh.read().split())[-300:]
+        raise WiringError("`sts.py install %s` exited %d: %s" % (run.host, proc.returncode, tail))
+
+
+def install_available() -> bool:
+    """True when this checkout's `sts.py install` works (a dry run into a scratch home)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="sts-e2e-probe-install-") as tmp:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp,
+               "STS_HOME": os.path.join(tmp, "sts"), "XDG_CONFIG_HOME": os.path.join(tmp, "cfg"),
+               "CODEX_HOME": os.path.join(tmp, "codex"), "CLAUDE_CONFIG_DIR": os.path.join(tmp, "cl")}
+        try:
+            proc = subprocess.run(["python3", os.path.join(REPO, "sts.py"), "install", "claude",
+                                   "--dry-run"], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return proc.returncode == 0
+
+
+def sts_wiring() -> str:
+    """How the sts scenarios are wired: STS_E2E_WIRE=install|direct, default auto."""
+    choice = os.environ.get("STS_E2E_WIRE", "auto")
+    if choice in ("install", "direct"):
+        return choice
+    return "install" if install_available() else "direct"

@@ -77,7 +77,7 @@ class Scenario:
     title: str
     directive: str = ""              # the words after $stop-that-shit ("" = no directive)
     task: str = "do the task"
-    wiring: str = "sts"              # "sts" or "probe"
+    wiring: str = "sts"              # "sts" (real guard; install or direct) or "probe"
     absent: List[str] = field(default_factory=list)    # files (in work/) that must not exist
     present: List[str] = field(default_factory=list)   # files that must exist
     deny_text: Optional[str] = None  # must reach the model in a tool result
