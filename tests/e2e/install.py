@@ -57,6 +57,29 @@ def _stamp(folder: str) -> str:
     return os.path.join(folder, "sts-e2e-installed.json")
 
 
+def installed_version(host: str):
+    """The version the installed package itself declares (None if unreadable)."""
+    kind, packages = PINS[host][0], PINS[host][1]
+    folder = host_dir(host)
+    if kind == "npm":
+        name = packages[0].rsplit("@", 1)[0]
+        try:
+            with open(os.path.join(folder, "node_modules", name, "package.json")) as fh:
+                return json.load(fh).get("version")
+        except (OSError, ValueError):
+            return None
+    name = packages[0].split("==")[0].replace("-", "_").lower()
+    import glob
+    for meta in glob.glob(os.path.join(folder, "venv", "lib", "python*", "site-packages",
+                                       "*.dist-info", "METADATA")):
+        if os.path.basename(os.path.dirname(meta)).lower().startswith(name + "-"):
+            with open(meta, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+    return None
+
+
 def installed(host: str) -> bool:
     folder = host_dir(host)
     try:
@@ -64,7 +87,8 @@ def installed(host: str) -> bool:
             stamp = json.load(fh)
     except (OSError, ValueError):
         return False
-    return stamp.get("packages") == PINS[host][1] and os.access(binary(host), os.X_OK)
+    return (stamp.get("packages") == PINS[host][1] and os.access(binary(host), os.X_OK)
+            and installed_version(host) == PINS[host][2])
 
 
 def _run(cmd, log, env=None):
@@ -126,6 +150,9 @@ def _install_locked(host: str, root: str) -> dict:
             _fix_venv_paths(tmp, folder)
         if not os.access(binary(host), os.X_OK):
             raise InstallError("%s: %s missing after install" % (host, binary(host)))
+        if installed_version(host) != version:
+            raise InstallError("%s: installed version %s, pinned %s"
+                               % (host, installed_version(host), version))
         with open(_stamp(folder), "w") as fh:
             json.dump({"packages": packages, "version": version,
                        "seconds": round(time.monotonic() - t0, 1)}, fh)

@@ -262,3 +262,29 @@ def test_collected_only_when_asked(monkeypatch):
     assert e2e_conftest._asked_for(fake_config(here))
     monkeypatch.setenv("STS_E2E", "1")
     assert e2e_conftest._asked_for(fake_config(repo, "tests"))
+
+
+# ---------------------------------------------------------------------------
+# Install cache: reused only when complete and at the pinned version
+# ---------------------------------------------------------------------------
+
+def test_install_is_reused_only_when_complete_and_pinned(tmp_path, monkeypatch):
+    import install
+    monkeypatch.setenv("STS_E2E_CACHE", str(tmp_path))
+    folder = tmp_path / "pi-0.73.1"
+    assert install.host_dir("pi") == str(folder)
+    assert not install.installed("pi")
+    pkg = folder / "node_modules" / "@mariozechner" / "pi-coding-agent"
+    pkg.mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({"version": "0.73.1"}))
+    bindir = folder / "node_modules" / ".bin"
+    bindir.mkdir()
+    (bindir / "pi").write_text("#!/bin/sh\n")
+    (bindir / "pi").chmod(0o755)
+    assert not install.installed("pi")  # no stamp: an install that never finished
+    (folder / "sts-e2e-installed.json").write_text(json.dumps(
+        {"packages": install.PINS["pi"][1], "version": "0.73.1"}))
+    assert install.installed("pi")
+    assert install.install("pi")["cached"] is True
+    (pkg / "package.json").write_text(json.dumps({"version": "0.74.0"}))
+    assert not install.installed("pi")  # someone changed it: not the pinned host
