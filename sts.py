@@ -1555,6 +1555,1309 @@ class ClaudeAdapter(_CommandHookAdapter):
 ###############################################################################
 
 
+# --- Shared by the four hosts -------------------------------------------------
+
+
+@dataclass
+class ShimCall(HookCall):
+    """A HookCall that remembers the governing root and the store.
+
+    Rendering on these hosts depends on state the core result does not carry
+    (a pending directive error, the current contract line), so render() needs
+    to know which session governs and where its state lives.
+    """
+
+    root: Optional[str] = None
+    store: Optional[Store] = None
+    child: bool = False
+
+
+def _ctx(payload: Any) -> dict:
+    ctx = payload.get("ctx") if isinstance(payload, dict) else None
+    return ctx if isinstance(ctx, dict) else {}
+
+
+def _text_or_none(value: Any) -> Optional[str]:
+    return value if _is_text(value) else None
+
+
+def _storage_error_of(exc: BaseException) -> dict:
+    return {"code": getattr(exc, "code", None) or "PARENT_LINK_DAMAGED",
+            "message": getattr(exc, "message", None) or str(exc)}
+
+
+class _LinkDamaged(Exception):
+    """A child -> root link cannot be read; carries the storage error."""
+
+    def __init__(self, error: dict) -> None:
+        super().__init__(error["message"])
+        self.error = error
+
+
+def resolve_root(store: Store, session_id: str, parent_hint: Optional[str] = None,
+                 *aliases: Optional[str]) -> str:
+    """The session whose contract governs `session_id`.
+
+    parent_hint: an ancestor the shim or host told us about; it is stored as a
+    link so later events without the hint resolve the same way.  aliases:
+    other ids the host may have linked the session under (Hermes task_id).
+    Raises _LinkDamaged when a stored link is unreadable.
+    """
+    try:
+        if _is_text(parent_hint) and parent_hint != session_id:
+            root = store.link_root(parent_hint) or parent_hint
+            if root != session_id:
+                store.write_link(session_id, root)
+                return root
+        for candidate in (session_id,) + aliases:
+            if _is_text(candidate):
+                root = store.link_root(candidate)
+                if root and root != session_id:
+                    return root
+    except StateDamaged as exc:
+        raise _LinkDamaged(_storage_error_of(exc))
+    return session_id
+
+
+def _recovery_state(error: dict) -> dict:
+    """core.md 7.5: review / guard / source recovery, count unproven."""
+    state = default_state()
+    state["contract"].update(mode="review", level="guard", source="recovery")
+    state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
+    return state
+
+
+def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
+    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    own checks run against the recovery state, so reads pass and the rest is
+    denied with the storage code, exactly as for a damaged state file."""
+    parsed = Action.from_dict(action)
+    state = _recovery_state(error)
+    decision = decide(parsed, state, action_id=parsed.id, declared=True, storage_error=error)
+    if decision.outcome == "allow":
+        return NO_RESULT
+    kind = "context" if decision.outcome == "report_and_defer" else "deny"
+    text = decision_message(decision, state_label="ARMED", mode="review",
+                            response_outcome=response_outcome if kind == "deny"
+                            else "context_returned", event_id=None)
+    return CoreResult(kind, text, decision.code)
+
+
+def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
+    """Lock-free read: tool hooks must not wait on the prompt hook's lock."""
+    error = store.load(session_key(root)).state.get("directiveError")
+    return error if isinstance(error, dict) and error else None
+
+
+def directive_pause_text(error: dict) -> str:
+    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = error.get("message") or "the directive could not be parsed"
+    return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
+            "task contract still applies. Tools stay paused until the user sends a corrected "
+            "directive." % (code, message.rstrip(".") + "."))
+
+
+def _rejected_text(result: CoreResult) -> str:
+    """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
+    return ("Stop That Shit rejected this directive: %s The previous task contract still "
+            "applies; correct the directive and send it again." % result.text)
+
+
+def current_context(store: Store, root: str) -> str:
+    """The contract line of `root`, read lock-free (for answers the core did not give)."""
+    loaded = store.load(session_key(root))
+    summary = ledger_summary(loaded.state["delegation"])
+    return contract_context(loaded.state["contract"], summary.reserved,
+                            bool(summary.unresolved_reasons), loaded.storage_error)
+
+
+def _would_change_contract(store: Store, root: str, text: str) -> bool:
+    """True when a prompt would change authority (so it must wait for an idle turn)."""
+    if has_directive_mention(text):
+        return True
+    contract = store.load(session_key(root)).state["contract"]
+    return interpret_prompt(contract, text).kind != "plain"
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _delegate_without_id(action: dict) -> bool:
+    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
+
+
+class _HostBAdapter(Adapter):
+    """Common translation for Hermes, OpenCode, Pi and Oh My Pi.
+
+    Child sessions are judged by their root: events carry sessionId = root and
+    sourceSessionId = the child's own id (the core namespaces call ids).
+    """
+
+    TOOLS: Dict[str, str] = {}
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        bucket = self.TOOLS.get(self.tool_key(name))
+        if bucket is None:
+            return self.classify_unlisted(name, tool_input)
+        if bucket.startswith("_"):
+            return getattr(self, bucket)(name, tool_input if isinstance(tool_input, dict) else {})
+        action = {"name": name, "mutability": bucket}
+        if bucket == "delegate":
+            action["delegationCount"] = 1
+        return action
+
+    def tool_key(self, name: str) -> str:
+        return name
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        return {"name": name, "mutability": "unknown"}  # Hermes, Pi, OMP: no name fallback
+
+    def _shell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"))
+
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def fields(self, session: str, root: str, **more: Any) -> dict:
+        if session != root:
+            more["sourceSessionId"] = session
+        return more
+
+    def before_call(self, name: str, session: str, root: str, action: dict,
+                    call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
+        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _delegate_without_id(action):
+            return None
+        cwd = cwd if isinstance(cwd, str) and cwd else None
+        if cwd:
+            action["cwd"] = cwd
+        if action.get("affectedPaths"):
+            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        event = self.envelope("action.before", root, action=action,
+                              host={"family": self.family}, **self.fields(session, root, **more))
+        return ShimCall(name, event, tool_call=True, session_id=session, root=root,
+                        store=store, child=session != root)
+
+    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
+                          error: dict) -> ShimCall:
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _delegate_without_id(action):
+            action["id"] = "unidentified"  # still denied: recovery allows only reads
+        return ShimCall(name, None, answer=recovery_result(action, error, self.response_outcome),
+                        tool_call=True, session_id=session)
+
+
+class _ShimAdapter(_HostBAdapter):
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+
+    The shim needs exactly one JSON object back, so every path answers at
+    least `{}` (an unmapped hook included).
+    """
+
+    response_outcome = "execution_denial_returned"
+
+    def event_name(self, payload: dict) -> Optional[str]:
+        hook = payload.get("hook")
+        return hook if isinstance(hook, str) else None
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        return _text_or_none(payload.get("sessionId"))
+
+    def translate(self, payload: dict, store: Store) -> Optional[HookCall]:
+        name = self.event_name(payload) or ""
+        body = payload.get("payload")
+        method = self.EVENTS.get(name)
+        call = None
+        if method is not None and isinstance(body, dict):
+            call = getattr(self, method)(payload, body, store, name)
+        return call if call is not None else ShimCall(name, None, answer=NO_RESULT)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"block": True, "reason": result.text or "Stop That Shit blocked this call."})
+        if result.kind == "prompt-error":
+            return self.render_prompt_error(result, call)
+        if result.kind == "context" and result.text and call.render:
+            return _json({"context": result.text})
+        return "{}"
+
+    def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
+        return _json({"block": True, "reason": _rejected_text(result)})
+
+    def cwd_of(self, payload: dict) -> Optional[str]:
+        cwd = payload.get("cwd")
+        return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _block(name: str, reason: str, session: Optional[str] = None,
+           tool_call: bool = False) -> ShimCall:
+    return ShimCall(name, None, answer=CoreResult("deny", reason), tool_call=tool_call,
+                    session_id=session)
+
+
+# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# V4A patch headers: spaces after *** optional, at least one before File:.
+_V4A_FILE_OPS = ("Update", "Add", "Delete", "Move")
+_HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
+_HERMES_JOINED = frozenset(("completed", "failed", "error"))
+
+
+def _v4a_paths(patch_text: Any) -> List[str]:
+    """Paths named by a Hermes V4A patch, read the way Hermes' own parser reads
+    them: `***`, optional blanks, Add/Update/Delete/Move, blanks, `File:`;
+    Move names both sides of `A -> B`."""
+    if not isinstance(patch_text, str):
+        return []
+    paths: List[str] = []
+    for line in patch_text.split("\n"):
+        if not line.startswith("***"):
+            continue
+        rest = line[3:].lstrip()
+        word = next((w for w in _V4A_FILE_OPS if rest.startswith(w)), None)
+        if word is None:
+            continue
+        tail = rest[len(word):]
+        if tail[:1] not in (" ", "\t") or not tail.lstrip().startswith("File:"):
+            continue
+        target = tail.lstrip()[len("File:"):].strip()
+        if word != "Move":
+            if target:
+                paths.append(target)
+            continue
+        source, arrow, dest = target.partition("->")
+        if arrow and source.strip() and dest.strip():
+            paths.extend((source.strip(), dest.strip()))
+    return paths
+
+
+def _added_lines(patch_text: str) -> str:
+    return "\n".join(line[1:] for line in patch_text.splitlines()
+                     if line.startswith("+") and not line.startswith("+++"))
+
+
+def hermes_delegation_count(tool_input: Any) -> int:
+    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0."""
+    if not isinstance(tool_input, dict):
+        return 0
+    tasks = tool_input.get("tasks")
+    if isinstance(tasks, str):
+        try:
+            tasks = json.loads(tasks)
+        except ValueError:
+            return 0
+        if not isinstance(tasks, list):
+            return 0
+    if isinstance(tasks, list) and tasks:
+        return len(tasks)
+    return 1 if _is_text(tool_input.get("goal")) else 0
+
+
+class HermesAdapter(_HostBAdapter):
+    """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
+
+    host = "hermes"
+    family = "hermes-agent"
+    response_outcome = "permission_deny_returned"
+    EVENTS = {
+        "pre_llm_call": "on_prompt",
+        "pre_tool_call": "on_pre_tool",
+        "post_tool_call": "on_post_tool",
+        "subagent_start": "on_subagent_start",
+        "subagent_stop": "on_subagent_stop",
+        "on_session_end": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in (
+            "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
+            "session_search", "skill_view", "skills_list")},
+        "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
+        "delegate_task": "_delegate", "clarify": "control", "todo": "control",
+    }
+
+    def extra(self, payload: dict) -> dict:
+        extra = payload.get("extra")
+        return extra if isinstance(extra, dict) else {}
+
+    def field(self, payload: dict, key: str) -> Any:
+        """Top level first (plugin kwargs), then `extra` (native hooks)."""
+        value = payload.get(key)
+        return value if value is not None else self.extra(payload).get(key)
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        return _text_or_none(payload.get("session_id")) or \
+            _text_or_none(self.extra(payload).get("parent_session_id"))
+
+    def translate(self, payload: dict, store: Store) -> Optional[HookCall]:
+        name = self.event_name(payload)
+        method = self.EVENTS.get(name) if name else None
+        return getattr(self, method)(payload, store, name) if method else None
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"action": "block",
+                          "message": result.text or "Stop That Shit blocked this call."})
+        if call.host_event != "pre_llm_call" or not call.render:
+            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+        if result.kind == "prompt-error":
+            error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
+            return _json({"context": directive_pause_text(error)})
+        text = result.text if result.kind == "context" else ""
+        store, root = getattr(call, "store", None), getattr(call, "root", None)
+        if store is not None and root and not getattr(call, "child", False):
+            pending = _pending_directive_error(store, root)
+            if pending:  # the rejection stays in front of every prompt until fixed
+                text = directive_pause_text(pending) + ("\n\n" + text if text else "")
+        return _json({"context": text}) if text else ""
+
+    def resolve(self, payload: dict, store: Store) -> Optional[str]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
+
+    # -- tools --
+    def _write_file(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
+
+    def _patch(self, name: str, tool_input: dict) -> dict:
+        if tool_input.get("mode") == "patch":
+            text = tool_input.get("patch")
+            if not isinstance(text, str):
+                text = _first_text(tool_input, "patch_text", "content", "input") or ""
+            paths = _v4a_paths(text)
+            added = _added_lines(text)
+            return {"name": name, "mutability": "write", "affectedPaths": paths,
+                    "hashIntent": bool(added) and hash_intent_in_text(added, None),
+                    "dependencyIntent": False}
+        return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
+                                 tool_input.get("old_string"), whole_file=False)
+
+    def _delegate(self, name: str, tool_input: dict) -> dict:
+        verb = tool_input.get("action")
+        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop"):
+            return {"name": name, "mutability": "control", "delegationCount": 0}
+        return {"name": name, "mutability": "delegate",
+                "delegationCount": hermes_delegation_count(tool_input)}
+
+    # -- events --
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged as exc:
+            text = "%s: %s" % (exc.error["code"], exc.error["message"])
+            return ShimCall(name, None, answer=CoreResult("context", text), session_id=session)
+        child = root != session or self.field(payload, "platform") == "subagent"
+        if child:
+            if root == session:
+                return None  # an unlinked subagent: no root to speak for, and no authority
+            # Model-written goal text: answer the root's contract, never parse it.
+            event = self.envelope("session.start", root, sourceSessionId=session,
+                                  host={"family": self.family})
+            return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+        prompt = self.field(payload, "user_message")
+        if not isinstance(prompt, str):
+            return None
+        turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
+        event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
+                              host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        tool = payload.get("tool_name")
+        if session is None or not _is_text(tool):
+            return None
+        call_id = self.field(payload, "tool_call_id")
+        action = self.classify(tool, payload.get("tool_input"))
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged as exc:
+            return self.damaged_tool_call(name, session, action, call_id, exc.error)
+        pending = _pending_directive_error(store, root)
+        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+            return _block(name, directive_pause_text(pending), session, tool_call=True)
+        return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
+                                turnId=self.field(payload, "turn_id"))
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # Only delegation results carry ledger facts; others would cost a lock.
+        session = self.session_of(payload)
+        call_id = self.field(payload, "tool_call_id")
+        if session is None or payload.get("tool_name") != "delegate_task" or not _is_text(call_id):
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged:
+            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+        fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
+        event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+
+    @staticmethod
+    def delegate_result(raw: Any) -> dict:
+        result = _as_object(raw)
+        if not isinstance(result, dict):
+            return {"lifecycle": "unknown"}
+        if result.get("status") == "dispatched" and result.get("mode") == "background":
+            fact: dict = {"lifecycle": "running"}
+            ids = result.get("subagent_ids")
+            aliases = [i for i in ids if _is_text(i)] if isinstance(ids, list) else []
+            if aliases:
+                fact["agentAliases"] = aliases
+            return fact
+        results = result.get("results")
+        if isinstance(results, list) and results and all(
+                isinstance(r, dict) and r.get("status") in _HERMES_JOINED for r in results):
+            return {"lifecycle": "joined"}
+        return {"lifecycle": "unknown"}
+
+    def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        parent = _text_or_none(self.field(payload, "parent_session_id")) or self.session_of(payload)
+        child = _text_or_none(self.field(payload, "child_session_id"))
+        alias = _text_or_none(self.field(payload, "child_subagent_id"))
+        if parent is None:
+            return None
+        try:
+            root = resolve_root(store, parent)
+            # adapters.md 8.5: the child's own events must find the root contract.
+            for linked in (child, alias):
+                if linked and linked != root:
+                    store.write_link(linked, root)
+        except (_LinkDamaged, StateDamaged):
+            return None
+        event = self.envelope("subagent.start", root, agentId=child or alias, agentAlias=alias,
+                              **self.fields(parent, root))
+        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+
+    def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        parent = _text_or_none(self.field(payload, "parent_session_id")) or self.session_of(payload)
+        agent = _text_or_none(self.field(payload, "child_session_id")) or \
+            _text_or_none(self.field(payload, "child_subagent_id"))
+        # Timed-out or interrupted children may still run: only a final status frees a slot.
+        if parent is None or agent is None or self.field(payload, "child_status") not in _HERMES_DONE:
+            return None
+        try:
+            root = resolve_root(store, parent)
+        except _LinkDamaged:
+            return None
+        event = self.envelope("subagent.stop", root, agentId=agent, **self.fields(parent, root))
+        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+
+    def on_session_end(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged:
+            return None
+        if root != session:
+            return None  # a child ending never releases the root's ledger
+        return ShimCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session, root=root, store=store)
+
+
+# --- OpenCode (adapters.md 5) ---------------------------------------------------
+_DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
+
+
+def opencode_message_text(parts: Any) -> str:
+    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    if not isinstance(parts, list):
+        return ""
+    texts = [p["text"] for p in parts
+             if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+             and not p.get("synthetic") and not p.get("ignored")]
+    return "\n".join(texts)
+
+
+def unwrap_run_quoting(text: str) -> str:
+    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+
+    Only a whole-text quoted argument whose content starts with the directive
+    is unwrapped; any other quoted text stays data, as the parser intends.
+    """
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return text
+    inner = text[1:-1]
+    out = []
+    index = 0
+    while index < len(inner):
+        char = inner[index]
+        if char == '"':
+            return text  # an unescaped quote: several arguments, not one
+        if char == "\\" and index + 1 < len(inner) and inner[index + 1] in '"\\':
+            out.append(inner[index + 1])
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    unquoted = "".join(out)
+    if unquoted.lower().startswith(_DIRECTIVE_HEADS):
+        return unquoted
+    return text
+
+
+def opencode_agent_can_edit(value: Any) -> Optional[bool]:
+    """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
+
+    OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
+    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    """
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        value = value.get("permission")
+    if isinstance(value, list):
+        editable = True
+        for rule in value:
+            if isinstance(rule, dict) and rule.get("permission") in ("edit", "*") \
+                    and rule.get("pattern") == "*":
+                editable = rule.get("action") != "deny"
+        return editable
+    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+        edit = value.get("edit")
+        if isinstance(edit, dict):
+            edit = edit.get("*")
+        if isinstance(edit, str):
+            return edit != "deny"
+    return None
+
+
+def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
+    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+
+    Runs before the prompt itself is interpreted, so a correction in the same
+    message ("review only") still wins.  Returns True when it promoted.
+    """
+    if can_edit is False or has_directive_mention(text):
+        return False
+
+    def change(loaded: Loaded) -> Tuple[Optional[dict], bool]:
+        state = loaded.state
+        if loaded.storage_error is not None or state.get("directiveError") \
+                or state["contract"].get("mode") != "review":
+            return None, False
+        state["contract"] = dict(state["contract"], mode="change", source="host")
+        return state, True
+
+    return bool(store.update(session_key(root), change))
+
+
+_TASK_ID_KEYS = ("task_id", "taskId", "taskID")
+
+
+class OpenCodeAdapter(_ShimAdapter):
+    """OpenCode 1.18 V1 plugin shim."""
+
+    host = "opencode"
+    family = "opencode"
+    EVENTS = {
+        "chat.message": "on_message",
+        "tool.execute.before": "on_pre_tool",
+        "tool.execute.after": "on_post_tool",
+        "event": "on_event",
+        "session.created": "on_event",
+        "session.deleted": "on_event",
+        "session.idle": "on_event",
+    }
+    TOOLS = {
+        "write": "_write", "edit": "_edit", "apply_patch": "_apply_patch", "bash": "_shell",
+        "task": "_task",
+        **{name: "read" for name in ("glob", "grep", "lsp", "read", "webfetch", "websearch")},
+        **{name: "control" for name in ("plan_enter", "plan_exit", "question", "skill",
+                                        "todowrite")},
+    }
+
+    def tool_key(self, name: str) -> str:
+        return name.lower()
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        action = {"name": name, "mutability": fallback_mutability(name)}
+        if action["mutability"] == "write":
+            path = _first_text(tool_input, "filePath", "file_path", "path")
+            if path:
+                action["affectedPaths"] = [path]
+        return action
+
+    def _write(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("filePath"), args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("filePath"), args.get("newString"),
+                                 args.get("oldString"), whole_file=False)
+
+    def _apply_patch(self, name: str, args: dict) -> dict:
+        return patch_action(name, args.get("patchText"))
+
+    def _task(self, name: str, args: dict) -> dict:
+        if any(_is_text(args.get(k)) for k in _TASK_ID_KEYS):
+            # A continuation wakes an existing child the ledger cannot tell apart.
+            return {"name": name, "mutability": "control", "delegationLifecycleUnproven": True}
+        return {"name": name, "mutability": "delegate", "delegationCount": 1}
+
+    def session_and_root(self, payload: dict, body: dict, store: Store,
+                         inner: Any = None) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        if session is None and isinstance(inner, dict):
+            session = _text_or_none(inner.get("sessionID"))
+        if session is None:
+            return None, ""
+        return session, resolve_root(store, session, _ctx(body).get("parentSessionId"))
+
+    def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
+        # A chat message cannot be rejected: the rejection becomes the context.
+        error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
+        return self._with_contract(directive_pause_text(error), call)
+
+    def _with_contract(self, text: str, call: HookCall) -> str:
+        store, root = getattr(call, "store", None), getattr(call, "root", None)
+        if store is not None and root:
+            line = current_context(store, root)
+            if line:
+                text = text + "\n\n" + line
+        return _json({"context": text})
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if call.host_event == "chat.message" and result.kind in ("context", "none") \
+                and getattr(call, "store", None) is not None and not getattr(call, "child", False):
+            pending = _pending_directive_error(call.store, call.root)
+            if pending:
+                return self._with_contract(directive_pause_text(pending), call)
+        return super().render(result, call)
+
+    def on_message(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        output = output if isinstance(output, dict) else {}
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged as exc:
+            return ShimCall(name, None, answer=CoreResult(
+                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+        if session is None or root != session:
+            return None  # a child's prompt is the parent model's text: no authority
+        text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
+        promote_editable_agent(store, root, text,
+                               opencode_agent_can_edit(_ctx(body).get("agentCanEdit")))
+        message = output.get("message") if isinstance(output.get("message"), dict) else {}
+        agent = message.get("agent") or (inner.get("agent") if isinstance(inner, dict) else None)
+        host = {"family": self.family}
+        if isinstance(agent, str):
+            host["agentType"] = agent
+        event = self.envelope("prompt.submit", root, prompt=text,
+                              turnId=_text_or_none(message.get("id")), host=host)
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        if not isinstance(inner, dict) or not _is_text(inner.get("tool")):
+            return None
+        args = output.get("args") if isinstance(output, dict) else None
+        action = self.classify(inner["tool"], args)
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged as exc:
+            session = self.session_of(payload) or "unknown"
+            return self.damaged_tool_call(name, session, action, inner.get("callID"), exc.error)
+        if session is None:
+            return None
+        pending = _pending_directive_error(store, root)
+        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+            return _block(name, directive_pause_text(pending), session, tool_call=True)
+        return self.before_call(name, session, root, action, inner.get("callID"),
+                                self.cwd_of(payload), store)
+
+    def on_post_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        if not isinstance(inner, dict) or str(inner.get("tool", "")).lower() != "task" \
+                or not _is_text(inner.get("callID")):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged:
+            return None
+        if session is None:
+            return None
+        fact = dict(self.task_result(output), id=inner["callID"])
+        event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+
+    @staticmethod
+    def task_result(output: Any) -> dict:
+        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        if not isinstance(output, dict) or not isinstance(output.get("output"), str):
+            return {"lifecycle": "unknown"}
+        meta = output.get("metadata")
+        child = meta.get("sessionId") if isinstance(meta, dict) else None
+        background = meta.get("background") if isinstance(meta, dict) else None
+        if not _is_text(child) or (background is not None and not isinstance(background, bool)):
+            return {"lifecycle": "unknown"}
+        return {"lifecycle": "running" if background is True else "joined", "agentId": child}
+
+    def on_event(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = body.get("event") if isinstance(body.get("event"), dict) else body
+        kind = event.get("type") or name
+        props = event.get("properties") if isinstance(event.get("properties"), dict) else {}
+        info = props.get("info") if isinstance(props.get("info"), dict) else {}
+        session = _text_or_none(info.get("id")) or _text_or_none(props.get("sessionID")) \
+            or self.session_of(payload)
+        if session is None:
+            return None
+        hint = _text_or_none(info.get("parentID")) if kind == "session.created" else None
+        try:
+            root = resolve_root(store, session, hint or _ctx(body).get("parentSessionId"))
+        except _LinkDamaged:
+            return None
+        if kind == "session.deleted" and root == session:
+            return ShimCall(name, self.envelope("session.end", root), render=False,
+                            session_id=session, root=root, store=store)
+        if kind == "session.idle" and root != session:
+            # A child that went idle has finished its run (REF V1).
+            stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
+            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+        return None  # session.created only stores the link; a deleted child never frees the root
+
+
+# --- Pi (adapters.md 6) ---------------------------------------------------------
+_PI_SKILL_FORM = "/skill:stop-that-shit"
+_PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
+                   "background")
+
+
+def _replace_skill_form(text: str) -> str:
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    lower = text.lower()
+    out, start = [], 0
+    while True:
+        at = lower.find(_PI_SKILL_FORM, start)
+        if at < 0:
+            break
+        out.append(text[start:at])
+        out.append("$stop-that-shit")
+        start = at + len(_PI_SKILL_FORM)
+    out.append(text[start:])
+    return "".join(out)
+
+
+def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
+    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    shapes = []
+    if _is_text(args.get("agent")) and _is_text(args.get("task")):
+        shapes.append(1)
+    for key, count_all in (("tasks", True), ("chain", False)):
+        value = args.get(key)
+        if isinstance(value, list) and value:
+            shapes.append(len(value) if count_all else 1)  # a chain runs one at a time
+    if len(shapes) != 1:
+        return 0, True
+    return shapes[0], False
+
+
+_NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-turn, while the "
+                  "agent was working. Resubmit it when the agent is idle.")
+
+
+class PiAdapter(_ShimAdapter):
+    """Pi 0.73 extension shim; one session per process, no built-in children."""
+
+    host = "pi"
+    family = "pi"
+    EVENTS = {
+        "input": "on_input",
+        "tool_call": "on_tool_call",
+        "tool_result": "on_tool_result",
+        "session_shutdown": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in ("read", "grep", "find", "ls")},
+        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
+        "subagent": "_subagent",
+    }
+    COMPLETION_SCOPE: Optional[str] = "call"  # Pi frees capacity per call, not per child
+
+    def tool_key(self, name: str) -> str:
+        return name.lower()
+
+    def normalize_prompt(self, text: str) -> str:
+        return _replace_skill_form(text)
+
+    def _write(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("path"), args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        path = args.get("path")
+        edits = args.get("edits")
+        pairs = [(e.get("oldText"), e.get("newText")) for e in edits if isinstance(e, dict)] \
+            if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
+        path_text = path if isinstance(path, str) else None
+        added = "\n".join(new for _, new in pairs if isinstance(new, str))
+        return {"name": name, "mutability": "write",
+                "affectedPaths": [path_text] if path_text else [],
+                "hashIntent": bool(added) and hash_intent_in_text(added, path_text),
+                "dependencyIntent": any(
+                    isinstance(new, str) and new and dependency_intent_in_change(
+                        path_text, old if isinstance(old, str) else "", new)
+                    for old, new in pairs)}
+
+    def _subagent(self, name: str, args: dict) -> dict:
+        count, unbounded = pi_subagent_shape(args)
+        action = {"name": name, "mutability": "delegate", "delegationCount": count}
+        if unbounded:
+            action["unboundedDelegation"] = True
+        return action
+
+    def event_of(self, body: dict) -> dict:
+        event = body.get("event")
+        return event if isinstance(event, dict) else {}
+
+    def session_and_root(self, payload: dict, body: dict, store: Store) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        return session, session or ""  # Pi: the session is its own root
+
+    def prompt_call(self, name: str, payload: dict, body: dict, store: Store,
+                    text: str, session: str, root: str) -> HookCall:
+        """prompt.submit unless the agent is busy and the text would change authority."""
+        if _ctx(body).get("idle") is False and parse_inspection_command(text) is None:
+            if _would_change_contract(store, root, text):
+                return _block(name, _NOT_IDLE_TEXT, session)
+            return ShimCall(name, None, answer=NO_RESULT)  # busy, plain text: nothing to do
+        event = self.envelope("prompt.submit", root, prompt=text, host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        text = event.get("text")
+        if event.get("source") == "extension" or not isinstance(text, str):
+            return None  # text an extension injected is never user authority
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return self.prompt_call(name, payload, body, store, self.normalize_prompt(text),
+                                session, session)
+
+    def on_tool_call(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        tool = event.get("toolName")
+        if not _is_text(tool):
+            return None
+        action = self.classify(tool, event.get("input"))
+        if self.COMPLETION_SCOPE:
+            action["completionScope"] = self.COMPLETION_SCOPE
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return self.damaged_tool_call(name, self.session_of(payload) or "unknown", action,
+                                          event.get("toolCallId"), exc.error)
+        if session is None:
+            return None
+        return self.before_call(name, session, root, action, event.get("toolCallId"),
+                                self.cwd_of(payload), store)
+
+    def result_fact(self, event: dict) -> Optional[dict]:
+        if event.get("toolName") != "subagent":
+            return None
+        details = event.get("details") if isinstance(event.get("details"), dict) else {}
+        if any(event.get(k) is True or details.get(k) is True for k in _PI_ASYNC_FLAGS):
+            return {"lifecycle": "running"}
+        if isinstance(event.get("content"), list) and isinstance(event.get("isError"), bool) \
+                and details.get("mode") in ("single", "parallel", "chain") \
+                and isinstance(details.get("results"), list):
+            return {"lifecycle": "joined"}
+        return {"lifecycle": "unknown"}
+
+    def on_tool_result(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        call_id = event.get("toolCallId")
+        fact = self.result_fact(event)
+        if fact is None or not _is_text(call_id):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None:
+            return None
+        fact["id"] = call_id
+        after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+
+    def on_session_end(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or root != session:
+            return None  # a child shutting down never closes the root
+        return ShimCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session, root=root, store=store)
+
+
+# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+_OMP_HUB_OPS = {
+    **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
+    "cancel": "control", "stop": "control",
+}
+_OMP_INPUT_SOURCES = frozenset(("interactive", "rpc"))
+_OMP_PREFIXES = ("/sts", "--sts-contract")
+_HASHLINE_OPS = ("PUT", "CUT", "REM", "MV")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _omp_directive_form(text: str) -> str:
+    """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
+    text = _replace_skill_form(text)
+    stripped = text.lstrip()
+    for prefix in _OMP_PREFIXES:
+        if stripped.lower().startswith(prefix):
+            rest = stripped[len(prefix):]
+            if rest == "" or rest[0] in " \t\n=":
+                return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+    return text
+
+
+def _hashline_header(line: str) -> Optional[str]:
+    """`[PATH#ABCD]` (or the legacy `¶PATH#ABCD`): the path, else None."""
+    body = None
+    if line.startswith("[") and line.endswith("]") and len(line) > 2:
+        body = line[1:-1]
+    elif line.lstrip().startswith("\u00b6"):
+        body = line.lstrip().lstrip("\u00b6")
+    if body is None:
+        return None
+    body = body.strip()
+    if len(body) > 5 and body[-5] == "#" and set(body[-4:]) <= _HEX:
+        body = body[:-5]
+    elif line.startswith("["):
+        return None  # a bracket line without the snapshot tag is not a section
+    if len(body) >= 2 and body[0] == body[-1] and body[0] in "'\"":
+        body = body[1:-1]
+    return body or None
+
+
+def omp_edit_paths(text: str) -> Tuple[List[str], str]:
+    """Paths and added text of an OMP `edit` input: hashline sections (with MV
+    destinations) and anchored `*** Edit File:` blocks; Codex-style headers are
+    left to analyze_patch."""
+    paths: List[str] = []
+    added: List[str] = []
+    in_section = False
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw.rstrip("\r")
+        if line.startswith("+") and not line.startswith("+++"):
+            added.append(line[1:])
+            continue
+        header = _hashline_header(line.strip())
+        if header is not None:
+            paths.append(header)
+            in_section = True
+            continue
+        stripped = line.strip()
+        if in_section and stripped.startswith("MV "):
+            dest = stripped[3:].strip()
+            if dest:
+                paths.append(dest)
+            continue
+        if stripped.startswith("***"):
+            rest = stripped[3:].strip()
+            if rest.lower().startswith("edit file:"):
+                target = rest[len("edit file:"):].strip()
+                if target:
+                    paths.append(target)
+    return paths, "\n".join(added)
+
+
+def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
+    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    tasks = args.get("tasks")
+    if isinstance(tasks, list) and tasks:
+        unbounded = not all(isinstance(t, dict) and _is_text(t.get("task")) for t in tasks)
+        return len(tasks), unbounded
+    if "tasks" in args and not isinstance(tasks, list):
+        return 1, True  # a malformed batch cannot be bounded
+    return 1, not _is_text(args.get("task"))
+
+
+def omp_link_path(store: Store, session_file: str) -> str:
+    return store.path("omp-parents", session_key(os.path.abspath(session_file)) + ".json")
+
+
+def omp_parent_of(store: Store, session_file: Any) -> Optional[str]:
+    """The root stored for a session file; raises _LinkDamaged when it is unreadable."""
+    if not _is_text(session_file):
+        return None
+    target = omp_link_path(store, session_file)
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raw, why = None, type(exc).__name__
+    root = None
+    if raw is not None:
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            root = obj.get("rootSessionId") if isinstance(obj, dict) else None
+        except ValueError:
+            root = None
+        why = "malformed"
+    if not _is_text(root):
+        raise _LinkDamaged({"code": "PARENT_LINK_DAMAGED", "message": (
+            "The parent link of this Oh My Pi session (%s) is unreadable (%s); read-only "
+            "recovery is active and the file is preserved. Restore it or start a new host "
+            "session." % (os.path.basename(target), why))})
+    return root
+
+
+def omp_write_parent(store: Store, session_file: str, root: str) -> None:
+    """Persist child session file -> root; never overwrite a damaged link silently."""
+    target = omp_link_path(store, session_file)
+    if os.path.exists(target):
+        return
+    store._write_json(target, {"rootSessionId": root})
+
+
+class OmpAdapter(PiAdapter):
+    """Oh My Pi 18.2 extension shim; children run in-process with their own sessions."""
+
+    host = "omp"
+    family = "omp"
+    COMPLETION_SCOPE = None  # capacity is released per child, by the lifecycle bus
+    EVENTS = {
+        "session_start": "on_session_start",
+        "command:sts": "on_command",
+        "input": "on_input",
+        "before_agent_start": "on_agent_start",
+        "tool_call": "on_tool_call",
+        "tool_result": "on_tool_result",
+        "task:subagent:lifecycle": "on_lifecycle",
+        "tool_approval_resolved": "on_approval",
+        "session_shutdown": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in ("read", "grep", "find", "ls", "glob", "web_search")},
+        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
+        "task": "_task", "hub": "_hub",
+        **{name: "control" for name in ("ask", "todo", "yield")},
+        "eval": "_spawner", "subagent": "_spawner",
+    }
+
+    def normalize_prompt(self, text: str) -> str:
+        return _omp_directive_form(text)
+
+    def session_and_root(self, payload: dict, body: dict, store: Store) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        if session is None:
+            return None, ""
+        ctx = _ctx(body)
+        root = omp_parent_of(store, ctx.get("sessionFile"))
+        if root and root != session:
+            return session, root
+        return session, resolve_root(store, session, ctx.get("parentSessionId"))
+
+    # -- tools --
+    def _write(self, name: str, args: dict) -> dict:
+        path = args.get("path")
+        if isinstance(path, str):
+            lower = path.strip().lower()
+            if lower.startswith("proc://"):
+                kill = lower.rstrip("/").endswith("/kill")
+                return {"name": name, "mutability": "control" if kill else "unknown"}
+            if lower.startswith("agent://"):
+                # Agent mail can wake a child the ledger cannot tell apart.
+                return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+        return file_write_action(name, path, args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        text = args.get("input") if isinstance(args.get("input"), str) else args.get("_input")
+        paths: List[str] = []
+        hash_hit = dependency_hit = False
+        if isinstance(text, str):
+            found, added = omp_edit_paths(text)
+            summary = analyze_patch(text)  # the Codex-style transport
+            paths = found + [p for p in summary.paths if p not in found]
+            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
+            dependency_hit = summary.dependency_intent or (bool(added) and any(
+                dependency_intent_in_change(p, "", added) for p in found))
+        for key in ("path", "_path"):
+            if _is_text(args.get(key)):
+                paths.append(args[key])
+        if isinstance(args.get("paths"), list):
+            paths.extend(p for p in args["paths"] if _is_text(p))
+        edits = args.get("edits")
+        for entry in edits if isinstance(edits, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            if _is_text(entry.get("rename")):
+                paths.append(entry["rename"])
+            if entry.get("op") == "create" and isinstance(entry.get("diff"), str):
+                target = args.get("path") if isinstance(args.get("path"), str) else None
+                hash_hit = hash_hit or hash_intent_in_text(entry["diff"], target)
+                dependency_hit = dependency_hit or dependency_intent_in_change(
+                    target, None, entry["diff"])
+        if isinstance(args.get("new_string"), str):
+            target = args.get("path") if isinstance(args.get("path"), str) else None
+            replace = file_write_action(name, target, args["new_string"], args.get("old_string"),
+                                        whole_file=False)
+            hash_hit = hash_hit or replace["hashIntent"]
+            dependency_hit = dependency_hit or replace["dependencyIntent"]
+        return {"name": name, "mutability": "write", "affectedPaths": paths,
+                "hashIntent": hash_hit, "dependencyIntent": dependency_hit}
+
+    def _task(self, name: str, args: dict) -> dict:
+        count, unbounded = omp_task_shape(args)
+        action = {"name": name, "mutability": "delegate", "delegationCount": count}
+        if unbounded:
+            action["unboundedDelegation"] = True
+        return action
+
+    def _hub(self, name: str, args: dict) -> dict:
+        op = args.get("op")
+        action = {"name": name, "mutability": _OMP_HUB_OPS.get(op, "unknown")}
+        if op == "send" and not _is_text(args.get("name")):
+            action["delegationLifecycleUnproven"] = True  # a message to an agent, not a process
+        return action
+
+    def _spawner(self, name: str, args: dict) -> dict:
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    # -- events --
+    def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        flag = _ctx(body).get("flag")
+        if not _is_text(flag):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None or root != session:
+            return None  # children see the same argv: the flag belongs to the root only
+        prompt = self.normalize_prompt(flag.strip())
+        if not prompt.lower().startswith("$stop-that-shit"):
+            prompt = "$stop-that-shit " + prompt
+        event = self.envelope("prompt.submit", root, prompt=prompt, host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_command(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        args = body.get("args")
+        args = args.strip() if isinstance(args, str) else ""
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None:
+            return None
+        if root != session:
+            return _block(name, "Stop That Shit: child commands cannot change root authority; "
+                                "run /sts in the main session.", session)
+        text = "$stop-that-shit" + (" " + args if args else "")
+        return self.prompt_call(name, payload, body, store, text, session, root)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if call.host_event == "command:sts" and result.kind == "none" \
+                and getattr(call, "store", None) is not None and call.event is not None:
+            # A command always answers visibly, even when the contract did not change.
+            line = current_context(call.store, call.root)
+            if line:
+                return _json({"context": line})
+        return super().render(result, call)
+
+    def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        if self.event_of(body).get("source") not in _OMP_INPUT_SOURCES:
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None or root != session:
+            return None  # a child's input never grants authority
+        return super().on_input(payload, body, store, name)
+
+    def on_agent_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return ShimCall(name, None, answer=CoreResult(
+                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+        if session is None:
+            return None
+        # The prompt here may be model-written (a child's assignment): never parsed.
+        event = self.envelope("session.start", root, host={"family": self.family},
+                              **self.fields(session, root))
+        return ShimCall(name, event, session_id=session, root=root, store=store,
+                        child=root != session)
+
+    def result_fact(self, event: dict) -> Optional[dict]:
+        if event.get("toolName") != "task":
+            return None
+        details = event.get("details") if isinstance(event.get("details"), dict) else {}
+        results = details.get("results")
+        joined = (isinstance(event.get("content"), list) and isinstance(event.get("isError"), bool)
+                  and isinstance(results, list) and not details.get("async")
+                  and not any(isinstance(r, dict) and r.get("aborted") is True for r in results))
+        return {"lifecycle": "joined" if joined else "unknown"}
+
+    def on_lifecycle(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body) or body
+        call_id, child_id, status = event.get("parentToolCallId"), event.get("id"), event.get("status")
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or not _is_text(call_id) or not _is_text(child_id):
+            return None
+        if _is_text(event.get("sessionFile")):
+            try:
+                omp_write_parent(store, event["sessionFile"], root)
+            except OSError:
+                pass  # the child then falls back to the shim's process-root hint
+        # The caller and call are part of the id, so a late completion of an older
+        # call can never free a newer one.
+        agent = json.dumps([session, call_id, child_id], ensure_ascii=False, separators=(",", ":"))
+        if status == "started":
+            fact = {"id": call_id, "lifecycle": "running", "agentId": agent}
+            after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+            return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+        if status in ("completed", "failed"):
+            stop = self.envelope("subagent.stop", root, agentId=agent, **self.fields(session, root))
+            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+        return None  # aborted: the child may still hold its slot
+
+    def on_approval(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        call_id = event.get("toolCallId")
+        if event.get("approved") is not False or event.get("toolName") != "task" \
+                or not _is_text(call_id):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or (_is_text(event.get("sessionId")) and event["sessionId"] != session):
+            return None
+        fact = {"id": call_id, "lifecycle": "not_started"}
+        after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+
+
+HOST_ADAPTERS_B: Dict[str, Adapter] = {
+    "hermes": HermesAdapter(),
+    "opencode": OpenCodeAdapter(),
+    "pi": PiAdapter(),
+    "omp": OmpAdapter(),
+}
+
+
 ###############################################################################
 # Install, uninstall and doctor
 #
