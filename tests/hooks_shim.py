@@ -15,6 +15,7 @@ def _find_kit():
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [_KIT] + [os.path.join(here, *[".."] * up, "shared", "host-kit", "payloads")
                            for up in range(1, 5)]
+    candidates.append(os.environ.get("STS_KIT_PAYLOADS", "/work/shared/host-kit/payloads"))
     for path in candidates:
         if os.path.isdir(path):
             return os.path.normpath(path)
