@@ -26,7 +26,8 @@ KIT = _find_kit()
 
 sts.ADAPTERS.update(sts.HOST_ADAPTERS_B)
 
-WORK = "/tmp/run/work"  # the kit rewrote every run's cwd to this
+WORK = "/tmp/run/work"
+COMMAND_HOOK_HOSTS = ("codex", "claude", "hermes")  # the kit rewrote every run's cwd to this
 
 
 def host_events(name):
@@ -76,8 +77,8 @@ def answer(host, payload, store):
     """The JSON text sts.py prints for one event, parsed; shims always get an object."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     out = sts.run_hook(host, raw, store)
-    if host == "hermes":
-        return json.loads(out) if out else None
+    if host in COMMAND_HOOK_HOSTS:
+        return json.loads(out) if out else None  # silence is their "allow"
     return json.loads(out)
 
 
