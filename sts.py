@@ -1607,7 +1607,7 @@ def resolve_root(store: Store, session_id: str, parent_hint: Optional[str] = Non
         if _is_text(parent_hint) and parent_hint != session_id:
             root = store.link_root(parent_hint) or parent_hint
             if root != session_id:
-                store.write_link(session_id, root)
+                link_child(store, session_id, root)
                 return root
         for candidate in (session_id,) + aliases:
             if _is_text(candidate):
@@ -1617,6 +1617,16 @@ def resolve_root(store: Store, session_id: str, parent_hint: Optional[str] = Non
     except StateDamaged as exc:
         raise _LinkDamaged(_storage_error_of(exc))
     return session_id
+
+
+def link_child(store: Store, child: str, root: str) -> None:
+    """Store child -> root and give the child the root's armed marker, so a shim
+    that cannot run sts.py fails closed for the child exactly as for the root."""
+    store.write_link(child, root)
+    try:
+        store.set_armed(session_key(child), store.armed_marker(session_key(root)))
+    except OSError:
+        pass  # a marker is a fail-closed hint only
 
 
 def _recovery_state(error: dict) -> dict:
@@ -1857,6 +1867,21 @@ def hermes_delegation_count(tool_input: Any) -> int:
     return 1 if _is_text(tool_input.get("goal")) else 0
 
 
+def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
+    """The one delegation call that still has an unbound unit, else None.
+
+    Hermes 0.19 background results carry no subagent ids, so nothing would
+    ever bind a child to its delegate_task call and a finite budget would stay
+    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    own it; with two candidates nothing is guessed (never first-in-first-out).
+    """
+    reservations = store.load(session_key(root)).state["delegation"].get("reservations")
+    open_keys = [key for key, item in (reservations or {}).items()
+                 if isinstance(item, dict) and item.get("completionScope") != "call"
+                 and isinstance(item.get("pendingCount"), int) and item["pendingCount"] > 0]
+    return open_keys[0] if len(open_keys) == 1 else None
+
+
 class HermesAdapter(_HostBAdapter):
     """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
 
@@ -2030,10 +2055,11 @@ class HermesAdapter(_HostBAdapter):
             # adapters.md 8.5: the child's own events must find the root contract.
             for linked in (child, alias):
                 if linked and linked != root:
-                    store.write_link(linked, root)
+                    link_child(store, linked, root)
         except (_LinkDamaged, StateDamaged):
             return None
         event = self.envelope("subagent.start", root, agentId=child or alias, agentAlias=alias,
+                              reservationId=_sole_open_reservation(store, root),
                               **self.fields(parent, root))
         return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
 

@@ -115,6 +115,24 @@ def test_subagent_start_links_child_and_alias_to_the_root(links):
     assert child_event["action"]["id"] == "call_fake3"
 
 
+def _reservation(action_id, pending):
+    return {"actionId": action_id, "pendingCount": pending, "agentIds": [],
+            "completionScope": "children", "asyncLaunched": None, "observedRunning": False,
+            "resultUnknown": False, "notStartedAmbiguous": False, "reportedAliases": []}
+
+
+def test_subagent_start_binds_only_a_sole_open_call(links):
+    state = sts.default_state()
+    state["delegation"]["reservations"] = {"reservation:call_fake1": _reservation("call_fake1", 1)}
+    state["delegation"]["acceptedActions"] = {"call_fake1": 1, "call_two": 2}
+    set_state(links, ROOT, delegation=state["delegation"])
+    start = real("hermes-deny-task", "subagent_start")
+    assert translate("hermes", start, links).event["reservationId"] == "reservation:call_fake1"
+    state["delegation"]["reservations"]["reservation:call_two"] = _reservation("call_two", 2)
+    set_state(links, ROOT, delegation=state["delegation"])
+    assert "reservationId" not in translate("hermes", start, links).event  # two owners: no guess
+
+
 def test_child_found_by_task_id_alone(links):
     links.write_link("sa-0-2350cc48", ROOT)
     child_write = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["session_id"] == CHILD)
@@ -247,6 +265,20 @@ def test_e2e_agents_zero_denies_delegate_task(store):
     delegate = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["tool_name"] == "delegate_task")
     got = answer("hermes", delegate, store)
     assert reason_code(block_reason("hermes", got)) == "AGENT_BUDGET_EXHAUSTED"
+
+
+def test_e2e_finished_background_child_frees_its_slot(store):
+    answer("hermes", prompt("$stop-that-shit change agents=1", ROOT), store)
+    delegate = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["tool_name"] == "delegate_task")
+    assert answer("hermes", delegate, store) is None
+    answer("hermes", real("hermes-deny-task", "subagent_start"), store)
+    answer("hermes", real("hermes-deny-task", "post_tool_call",
+                          lambda ev: ev["tool_name"] == "delegate_task"), store)
+    second = dict(delegate, extra=dict(delegate["extra"], tool_call_id="call_next"))
+    assert reason_code(block_reason("hermes", answer("hermes", second, store))) == \
+        "AGENT_BUDGET_EXHAUSTED"
+    answer("hermes", real("hermes-deny-task", "subagent_stop"), store)
+    assert answer("hermes", second, store) is None
 
 
 def test_e2e_real_process_allows_silently(sts_home):
