@@ -1670,8 +1670,8 @@ def directive_pause_text(error: dict) -> str:
 
 def _rejected_text(result: CoreResult) -> str:
     """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
-    return ("Stop That Shit rejected this directive: %s The previous task contract still "
-            "applies; correct the directive and send it again." % result.text)
+    return ("Stop That Shit rejected this directive: %s. The previous task contract still "
+            "applies; correct the directive and send it again." % result.text.rstrip(". "))
 
 
 def current_context(store: Store, root: str) -> str:
@@ -1694,7 +1694,7 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def _delegate_without_id(action: dict) -> bool:
+def _needs_call_id(action: dict) -> bool:
     return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
 
 
@@ -1740,7 +1740,7 @@ class _HostBAdapter(Adapter):
         """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
         if _is_text(call_id):
             action["id"] = call_id
-        elif _delegate_without_id(action):
+        elif _needs_call_id(action):
             return None
         cwd = cwd if isinstance(cwd, str) and cwd else None
         if cwd:
@@ -1756,7 +1756,7 @@ class _HostBAdapter(Adapter):
                           error: dict) -> ShimCall:
         if _is_text(call_id):
             action["id"] = call_id
-        elif _delegate_without_id(action):
+        elif _needs_call_id(action):
             action["id"] = "unidentified"  # still denied: recovery allows only reads
         return ShimCall(name, None, answer=recovery_result(action, error, self.response_outcome),
                         tool_call=True, session_id=session)
