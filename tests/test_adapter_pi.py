@@ -163,3 +163,9 @@ def test_e2e_subagent_budget(store):
             "isError": False, "details": {"mode": "single", "results": [{}]}}
     answer("pi", request("tool_result", SESSION, {"event": done}), store)
     assert answer("pi", subagent({"agent": "a", "task": "b"}, "c3"), store) == {}
+
+
+def test_e2e_real_process_prints_one_object(sts_home):
+    from hooks import hook_process
+    proc = hook_process("pi", tool_call(), sts_home)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {}  # `{}` is still printed
