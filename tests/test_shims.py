@@ -11,6 +11,7 @@ Groups:
   blocks an edit, change allows it, a child session is judged by the root
   contract).  These need the opencode/pi/omp/hermes adapters in sts.py.
 """
+import hashlib
 import importlib.util
 import json
 import os
@@ -87,11 +88,20 @@ def fake_log(env):
         return []
 
 
+def marker_key(session_id):
+    """adapters.md 9.2 key: first 24 hex of sha256 over UTF-8; a lone surrogate
+    counts as one U+FFFD (what Node does, and what sts.session_key does)."""
+    if not session_id:
+        return "unknown"
+    text = session_id.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
 def arm(env, session_id):
     """Create the armed marker sts.py would keep for this session."""
     folder = os.path.join(env["STS_HOME"], "armed")
     os.makedirs(folder, exist_ok=True)
-    open(os.path.join(folder, sts.session_key(session_id)), "w").close()
+    open(os.path.join(folder, marker_key(session_id)), "w").close()
 
 
 def shown(record):
@@ -710,12 +720,14 @@ def test_omp_surfaces(tmp_path, env, work):
         {"on": "input", "event": {"type": "input", "text": "$stop-that-shit change", "source": "rpc"}, "ctx": root},
         {"on": "tool_call", "event": task, "ctx": root},
         {"bus": "task:subagent:lifecycle", "data": {"id": "A", "parentToolCallId": "t1", "status": "started"}},
+        {"wait": 400},
         {"on": "session_start", "event": {"type": "session_start"}, "ctx": child, "instance": 1},
         {"on": "before_agent_start", "event": {"type": "before_agent_start", "prompt": "Complete assignment"}, "ctx": child, "instance": 1},
         {"on": "input", "event": {"type": "input", "text": "$stop-that-shit off", "source": "interactive"}, "ctx": child, "instance": 1},
         {"command": "sts", "args": "off", "ctx": child, "instance": 1},
         pi_write(work + "/a", child) | {"instance": 1},
         {"bus": "task:subagent:lifecycle", "data": {"id": "A", "parentToolCallId": "t1", "status": "completed"}},
+        {"wait": 400},
         {"on": "tool_result", "ctx": root, "event": {"type": "tool_result", "toolName": "task", "toolCallId": "t1", "isError": False,
                                                       "content": [{"type": "text", "text": "done"}], "details": {"results": []}}},
         {"on": "session_start", "event": {"type": "session_start"}, "ctx": late},
@@ -757,6 +769,25 @@ def test_omp_surfaces(tmp_path, env, work):
     assert reqs[0]["payload"]["ctx"]["sessionFile"] == "/s/r.jsonl"
     assert reqs[1]["payload"]["args"] == "status"
     assert reqs[4]["payload"]["event"]["parentToolCallId"] == "t1"
+
+
+@needs_node
+def test_omp_lifecycle_events_reach_sts_in_order(tmp_path, env, work):
+    env = echo_env(env)
+    root = pi_ctx("r", work)
+    task = {"type": "tool_call", "toolName": "task", "toolCallId": "t1", "input": {"tasks": [{"task": "x"}]}}
+    steps = [{"on": "tool_call", "event": task, "ctx": root}]
+    for status in ("started", "completed"):
+        for child in ("A", "B"):
+            steps.append({"bus": "task:subagent:lifecycle",
+                          "data": {"id": child, "parentToolCallId": "t1", "status": status}})
+    steps.append({"bus": "task:subagent:lifecycle", "data": {"id": "A", "parentToolCallId": "t1", "status": "completed"}})
+    steps.append({"bus": "task:subagent:lifecycle", "data": {"id": "Z", "parentToolCallId": "unknown", "status": "started"}})
+    run_driver(tmp_path, env, "omp", steps, settle_ms=1500)
+    seen = [(c["request"]["payload"]["event"]["id"], c["request"]["payload"]["event"]["status"])
+            for c in fake_log(env) if c["request"]["hook"] == "task:subagent:lifecycle"]
+    # in order, duplicates dropped, unknown calls dropped
+    assert seen == [("A", "started"), ("B", "started"), ("A", "completed"), ("B", "completed")]
 
 
 @needs_node
@@ -993,11 +1024,18 @@ def test_real_omp_headless_contract(tmp_path, real_env, work, how):
 def test_real_armed_marker_then_broken_python(tmp_path, real_env, work, host):
     """sts.py keeps the armed marker; when python later breaks, the shim blocks."""
     real_js(tmp_path, real_env, work, host, REVIEW)
-    assert os.path.exists(os.path.join(real_env["STS_HOME"], "armed", sts.session_key("ses_real_root")))
+    assert os.path.exists(os.path.join(real_env["STS_HOME"], "armed", marker_key("ses_real_root")))
     broken = dict(real_env, STS_PYTHON="/nonexistent/python3")
     rec = run_driver(tmp_path, broken, host, [tool_step(host, "ses_real_root", work, os.path.join(work, "b.txt"))])
     blocked, reason = tool_result(host, rec)
     assert blocked and "could not evaluate" in reason
+
+
+@pytest.mark.parametrize("session_id", ["ses_dd2fd03e4ffeHtcyol7Wux4N0K", "20261130_151307_7a7d23",
+                                        "\u00fc\U0001f600", "a\ud800b", "x\udc00", ""])
+def test_real_marker_key_matches_sts_session_key(session_id):
+    """The shims' key function and sts.py's must agree, odd ids included."""
+    assert sts.session_key(session_id) == marker_key(session_id)
 
 
 def real_hermes(monkeypatch, env):

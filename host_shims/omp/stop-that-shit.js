@@ -43,13 +43,11 @@ function dataDir() {
   return join(homedir(), ".local", "state", "stop-that-shit");
 }
 
-// Same key as sts.py: first 24 hex of sha256 over UTF-8.  Python turns a lone
-// surrogate into three U+FFFD (surrogatepass + replace), so do the same here.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+// Same key as sts.py: first 24 hex of sha256 over UTF-8 (Node turns a lone
+// surrogate into one U+FFFD; sts.py does the same).
 function sessionKey(id) {
   if (!id) return "unknown";
-  const text = String(id).replace(LONE_SURROGATE, "\uFFFD\uFFFD\uFFFD");
-  return createHash("sha256").update(text, "utf8").digest("hex").slice(0, 24);
+  return createHash("sha256").update(String(id), "utf8").digest("hex").slice(0, 24);
 }
 
 function armedMarkerExists(ids) {
@@ -286,6 +284,7 @@ const shared = {
   buses: new WeakSet(), // event buses already subscribed
   seenLifecycle: new Set(), // lifecycle events already forwarded
   lastCtx: null, // a recent ctx, to show bus-event failures
+  lifecycleQueue: Promise.resolve(), // bus events reach sts.py one at a time, in order
 };
 
 function factsOf(ctx) {
@@ -454,7 +453,7 @@ export default function stopThatShit(pi) {
     shared.buses.add(pi.events);
     try {
       pi.events.on(LIFECYCLE, (data) => {
-        void onLifecycle(data);
+        shared.lifecycleQueue = shared.lifecycleQueue.then(() => onLifecycle(data));
       });
     } catch {
       // no bus: background children keep their reservation

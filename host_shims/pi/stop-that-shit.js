@@ -41,13 +41,11 @@ function dataDir() {
   return join(homedir(), ".local", "state", "stop-that-shit");
 }
 
-// Same key as sts.py: first 24 hex of sha256 over UTF-8.  Python turns a lone
-// surrogate into three U+FFFD (surrogatepass + replace), so do the same here.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+// Same key as sts.py: first 24 hex of sha256 over UTF-8 (Node turns a lone
+// surrogate into one U+FFFD; sts.py does the same).
 function sessionKey(id) {
   if (!id) return "unknown";
-  const text = String(id).replace(LONE_SURROGATE, "\uFFFD\uFFFD\uFFFD");
-  return createHash("sha256").update(text, "utf8").digest("hex").slice(0, 24);
+  return createHash("sha256").update(String(id), "utf8").digest("hex").slice(0, 24);
 }
 
 function armedMarkerExists(ids) {

@@ -53,10 +53,15 @@ def _data_dir():
 
 
 def _session_key(session_id):
-    """Same key as sts.py: first 24 hex of sha256 over UTF-8."""
+    """Same key as sts.py: first 24 hex of sha256 over UTF-8.
+
+    The UTF-16 round trip joins surrogate pairs and makes each lone surrogate
+    one U+FFFD, as Node (and sts.py) do.
+    """
     if not session_id:
         return "unknown"
-    raw = str(session_id).encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    text = str(session_id).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    raw = text.encode("utf-8")
     return hashlib.sha256(raw).hexdigest()[:24]
 
 
