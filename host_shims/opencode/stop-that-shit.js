@@ -320,7 +320,9 @@ export const StopThatShit = async ({ client, directory } = {}) => {
     };
     try {
       if (client && client.app && typeof client.app.log === "function") {
-        const sent = client.app.log({ body: { service: SERVICE, level: "warn", message: text } });
+        // `body` for the 1.x SDK; the flat keys for the newer client shape.
+        const entry = { service: SERVICE, level: "warn", message: text };
+        const sent = client.app.log({ body: entry, ...entry });
         if (sent && typeof sent.catch === "function") sent.catch(fallback);
         return;
       }
@@ -336,7 +338,7 @@ export const StopThatShit = async ({ client, directory } = {}) => {
     if (parentOf.has(sessionID)) return parentOf.get(sessionID);
     try {
       if (client && client.session && typeof client.session.get === "function") {
-        const info = sdkData(await settleWithin(client.session.get({ path: { id: sessionID } }), SDK_TIMEOUT_MS));
+        const info = sdkData(await settleWithin(client.session.get({ path: { id: sessionID }, sessionID }), SDK_TIMEOUT_MS));
         if (info && typeof info === "object" && info.id) {
           const parent = typeof info.parentID === "string" && info.parentID ? info.parentID : null;
           parentOf.set(sessionID, parent);
