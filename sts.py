@@ -831,6 +831,9 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
                                                  "parentSessionId": None}}},
 }
 
+# Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
+_SILENT_OK = frozenset(("codex", "claude", "hermes"))
+
 _PIN_MARK = "sts install rewrites this line"
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
@@ -1695,8 +1698,9 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
-    if any(p in prior for p in (pkg, lock)):
-        for p in (pkg, lock):
+    seed = os.path.join(mods, ".sts-seed")
+    if any(p in prior for p in (pkg, lock, seed)):
+        for p in (pkg, lock, seed):
             if p in prior:
                 plan.files[p] = prior[p]
         return
@@ -1711,7 +1715,7 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     deps = {_OPENCODE_PLUGIN_PKG: _OPENCODE_PLUGIN_VERSION}
     files = {pkg: {"dependencies": deps},
              lock: {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}},
-             os.path.join(mods, ".sts-seed"): None}
+             seed: None}
     for path, obj in files.items():
         data = (json.dumps(obj, indent=2) + "\n").encode() if obj is not None else \
             b"Created by sts install so that OpenCode does not npm-install at start.\n"
@@ -1866,7 +1870,9 @@ def _apply(plan: _Plan, out: Any) -> List[str]:
             raise InstallError("cannot create the folder %s: %s" % (d, exc.strerror or exc))
     for ch in plan.changes:
         try:
-            if ch.old is not None:
+            # Deletions only ever remove files sts created itself; edits of a
+            # file that holds anything of the user's keep a copy beside it.
+            if ch.old is not None and ch.new is not None:
                 out.write("backup  %s\n" % _backup(ch.path, ch.old))
             if ch.new is None:
                 os.unlink(ch.path)
@@ -2196,8 +2202,8 @@ def _probe(host: str, command: str) -> Tuple[bool, str]:
     if p.returncode != 0:
         return False, "exited %d%s" % (p.returncode, (": " + err[-1]) if err else "")
     out = p.stdout.strip()
-    if not out and host in _HOOK_EVENTS:
-        return True, "a test SessionStart ran cleanly"
+    if not out and host in _SILENT_OK:
+        return True, "a harmless test event ran cleanly"
     try:
         if isinstance(json.loads(out), dict):
             return True, "a test event ran cleanly"
@@ -2343,7 +2349,7 @@ def cmd_doctor(args: List[str]) -> int:
             age = time.time() - os.stat(os.path.join(root, "hosts", host)).st_mtime
             check("OK", host, "last event %s ago" % _age(max(age, 0)))
         except OSError:
-            check("WARN", host, "no event received yet", "start a %s session" % host)
+            check("WARN", host, "no event received yet", "start %s once; every event refreshes this" % host)
     out.write("%d OK, %d WARN, %d FAIL\n" % (worst["OK"], worst["WARN"], worst["FAIL"]))
     return 1 if worst["FAIL"] else 0
 
