@@ -1689,7 +1689,8 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
         _change(plan, toml, raw, new.encode("utf-8"))
         plan.files[toml] = prior.get(toml) or {"type": "toml-features",
                                                "created_file": raw is None,
-                                               "added_header": added_header}
+                                               "added_header": added_header,
+                                               "no_final_newline": _no_final_newline(raw)}
 
 
 def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
@@ -1736,9 +1737,15 @@ def _plan_hermes_enable(plan: _Plan, cfg: str, prior: Dict[str, dict]) -> None:
         return
     if what:
         _change(plan, cfg, raw, new.encode("utf-8"))
-        plan.files[cfg] = {"type": "yaml-enable", "created_file": raw is None, "what": what}
+        plan.files[cfg] = {"type": "yaml-enable", "created_file": raw is None, "what": what,
+                           "no_final_newline": _no_final_newline(raw)}
     elif cfg in prior:
         plan.files[cfg] = prior[cfg]
+
+
+def _no_final_newline(raw: Optional[bytes]) -> bool:
+    """Appending needs a final newline; uninstall takes it away again if sts added it."""
+    return bool(raw) and not raw.endswith(b"\n")
 
 
 def _indent(text: str) -> str:
@@ -1785,6 +1792,8 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
             plan.notes.append("%s: sts could not take its lines out (%s); remove them by hand."
                               % (path, why))
             continue
+        if rec.get("no_final_newline") and new.endswith("\n") and kind != "hooks-json":
+            new = new[:-1]
         _change(plan, path, raw, None if rec.get("created_file") and empty else new.encode())
     plan.dirs = list(entry.get("dirs") or [])
     return plan
@@ -2276,7 +2285,9 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
         check("WARN", "codex", "cannot check hook trust: %s" % exc, None)
         return
     bad = [h for h in found if h.get("trustStatus") != "trusted"]
-    if found and not bad:
+    if not found:
+        check("FAIL", "codex", "codex lists no sts hook for %s" % cwd, fix)
+    elif not bad:
         check("OK", "codex", "all %d sts hooks are trusted" % len(found))
     else:
         check("FAIL", "codex", "%d of %d sts hooks are not trusted (Codex skips them silently)"
