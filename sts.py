@@ -969,6 +969,13 @@ def _line_indent(text: str, i: int) -> str:
     return lead if lead.strip() == "" else ""
 
 
+def _ws_len(text: str, i: int) -> int:
+    n = 0
+    while i + n < len(text) and text[i + n] in " \t":
+        n += 1
+    return n
+
+
 def _json_style(text: str) -> Optional[str]:
     """The file's indent unit, or None for a one-line (compact) file."""
     import re
@@ -994,8 +1001,11 @@ def _json_insert(text: str, start: int, closer: int, prior_end: Optional[int],
     elif sample is not None:
         item_indent = _line_indent(text, sample)
         lead, tail = ",\n" + item_indent if item_indent else ", ", ""
+        if not item_indent:  # items share a line with their container: stay on one line
+            unit = None
     else:
-        outer = _line_indent(text, start)
+        line_start = text.rfind("\n", 0, start) + 1
+        outer = text[line_start:line_start + _ws_len(text, line_start)]
         item_indent = outer + unit
         lead, tail = "\n" + item_indent, "\n" + outer
     body = (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
@@ -1103,7 +1113,7 @@ def _merge_hooks_json(path: str, text: str, host: str, command: str,
     """New text of a Codex/Claude hooks file with our groups merged in, and the
     keys this edit created (so uninstall can take away exactly those)."""
     if not text.strip():
-        text = "{}\n"
+        text = "{\n}\n"
     data = _load_json_config(path, text)
     created: List[str] = []
     hooks = data.get("hooks")
@@ -1384,6 +1394,14 @@ def _yaml_plugins(lines: List[str]) -> Dict[str, Any]:
     keys = [i for i in body if _yaml_indent(lines[i]) == child]
     if any(_yaml_indent(lines[i]) < child for i in body):
         raise _Manual("plugins: is indented irregularly")
+    open_key = False  # a "- item" line at key level only continues a key left open above
+    for i in keys:
+        s = lines[i].strip()
+        if s.startswith("- ") and open_key:
+            continue
+        if not re.match(r"[A-Za-z0-9_][\w.\-]*\s*:(\s|$)", s):
+            raise _Manual("plugins: is not a plain mapping")
+        open_key = not _yaml_strip_comment(s.split(":", 1)[1])
     en = [i for i in keys if re.match(r"enabled\s*:", lines[i].strip())]
     if any(re.match(r"[\"']enabled[\"']\s*:", lines[i].strip()) for i in keys):
         raise _Manual("plugins.enabled is a quoted key")
@@ -1621,6 +1639,8 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         _change(plan, cfg, raw, new)
         rec = dict(prior.get(cfg) or {"type": "hooks-json", "created_file": raw is None,
                                       "created": []})
+        if raw is not None and not raw.strip() and cfg not in prior:
+            rec["blank"] = raw.decode("utf-8", "replace")  # uninstall restores the blank file
         rec["created"] = sorted(set(rec.get("created", [])) | set(created))
         plan.files[cfg] = rec
     if host == "codex":
@@ -1794,6 +1814,8 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
             continue
         if rec.get("no_final_newline") and new.endswith("\n") and kind != "hooks-json":
             new = new[:-1]
+        if empty and "blank" in rec:
+            new = rec["blank"]
         _change(plan, path, raw, None if rec.get("created_file") and empty else new.encode())
     plan.dirs = list(entry.get("dirs") or [])
     return plan

@@ -235,6 +235,28 @@ def test_claude_config_dir_and_compact_file(env, monkeypatch):
     assert read(str(alt / "settings.json")) == '{"theme":"dark"}'
 
 
+@pytest.mark.parametrize("original", [
+    '{\n    "model": "o",\n    "hooks": {}\n}\n',
+    '{\n  "hooks": {"Stop": [{"hooks": []}]},\n  "x": [1, 2]\n}\n',
+    '{\n\t"hooks": {\n\t\t"PreToolUse": []\n\t}\n}',
+    '',
+])
+def test_json_layouts_merge_and_restore(env, original):
+    cfg = env.p(".claude", "settings.json")
+    write(cfg, original)
+    assert env.run("install", "claude") == 0, env.err
+    text = read(cfg)
+    data = json.loads(text)
+    assert len(data["hooks"]["PreToolUse"]) == 1
+    if "\n" in original.strip():  # new lines follow the file's own indentation
+        for line in text.split("\n"):
+            if line.strip().startswith('"SessionStart"'):
+                assert line.startswith(("        ", "\t\t", "    \"", "  \"SessionStart"))
+    assert env.run("install", "claude") == 0 and "nothing changed" in env.out
+    assert env.run("uninstall", "claude") == 0
+    assert read(cfg) == original
+
+
 def test_stale_sts_group_is_replaced_not_duplicated(env):
     assert env.run("install", "codex") == 0
     assert env.run("install", "codex", "--python", "python3.9") == 0, env.err
@@ -337,6 +359,8 @@ def test_hermes_enable_minimal_edit(env, original, expect):
     "<<: *base\nplugins:\n  x: 1\n",
     "a: 1\n---\nb: 2\n",
     "plugins:\n  enabled: [a]\nplugins:\n  enabled: [b]\n",
+    "plugins:\n  - a\n",
+    "plugins:\n  enabled: ['a']\n",
 ])
 def test_hermes_unprovable_yaml_prints_lines_and_doctor_checks(env, original):
     cfg = env.p(".hermes", "config.yaml")
