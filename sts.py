@@ -369,6 +369,18 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
     "source": "default",
 }
 
+DIRECTIVE = "$stop-that-shit"
+# `unconfirmed` is where a session starts, not something a user can ask for.
+DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
+LEVELS = frozenset(("watch", "guard", "lock", "off"))
+POLICIES = frozenset(("deny", "ask", "allow"))
+# Modes that grant no write authority; only from these may a plain "fix it"
+# upgrade the contract to change (core.md 2.6 rule 5, 10-G4).
+READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
+# Budget counters of older releases; the contract no longer has a usage count.
+_LEGACY_CONTRACT_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
+_PLACEHOLDER = "\ufffc"
+
 
 @dataclass
 class PromptOutcome:
@@ -377,11 +389,13 @@ class PromptOutcome:
     kind: "directive" (a valid `$stop-that-shit` directive), "correction" (a
     natural-language correction), "error" (an invalid directive; `contract`
     is the unchanged previous one) or "plain" (ordinary text).
+    changed: the resulting contract differs from the previous one (10-G5).
     """
 
     kind: str
     contract: Dict[str, Any]
     error: Optional[Dict[str, str]] = None
+    changed: bool = False
 
 
 def control_state(contract: dict) -> str:
@@ -394,25 +408,500 @@ def control_state(contract: dict) -> str:
     return "OBSERVING"
 
 
-def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
-    """('status',) ('runtime', 'this'|'all') ('explain', evt) ('label', evt, label) or None."""
-    return None  # TODO(contract)
+# Regexes are compiled on first use: most hook runs are tool calls that never
+# read a prompt, so they should not pay for compiling these.  Flags are inline
+# so that this table needs no `re` at import time.  `(?a)` keeps \b and \s
+# ASCII as in the reference; `\Z` is its end-of-input `$`.
+_PATTERNS: Dict[str, str] = {
+    # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
+    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit(?=[\s,:]|\Z)",
+    "head_end": r"--|:(?=\s|\Z)|\n",
+    "token_split": r"[\s,]+",
+    "dquote_special": r'[\\"]',
+    "backtick_run": r"`+",
+    "inspection": (
+        r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
+        r"(?:(status)|(runtime)(?:[ \t]+(all))?"
+        r"|(explain)[ \t]+(evt_[0-9a-f-]+)"
+        r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"
+        r"[ \t]*(?:\r?\n[ \t]*)*\Z"
+    ),
+    # Correction rules, in priority order (core.md 2.6).
+    "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    "review": (
+        r"(?ai)\breview\s+only\b"
+        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
+        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
+        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+    ),
+    "answer": r"(?ai)\banswer\s+only\b|只回答",
+    "monitor": (
+        r"(?ai)\bmonitor\s+only\b"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|继续|这次|本次|现在|接下来|先)*"
+        r"只(?:监控|观察)(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
+    ),
+    "change": (
+        r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
+        r"|请?(?:修复|修改|实现|应用补丁)"
+        r"|把[^\n]*?(?:修复|修改|改掉)"
+    ),
+}
+_COMPILED: Dict[str, Any] = {}
 
 
-def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
-    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6)."""
-    return PromptOutcome("plain", dict(contract))  # TODO(contract)
+def _rx(name: str) -> Any:
+    compiled = _COMPILED.get(name)
+    if compiled is None:
+        import re  # already loaded by json, so this is a dict lookup
+        compiled = _COMPILED[name] = re.compile(_PATTERNS[name])
+    return compiled
+
+
+# (rule pattern, resulting mode, source, previous modes it needs or None).
+# First match wins; "change" is the only rule that widens authority, so it
+# alone requires a read-only mode to correct.
+_CORRECTIONS: Tuple[Tuple[str, str, str, Optional[frozenset]], ...] = (
+    ("stop", "answer", "explicit-stop", None),
+    ("review", "review", "natural-explicit", None),
+    ("answer", "answer", "natural-explicit", None),
+    ("monitor", "monitor", "natural-explicit", None),
+    ("change", "change", "natural-explicit", READ_ONLY_MODES),
+)
+# Rules anchored at the start of the prose; the others may match anywhere.
+_ANCHORED_RULES = frozenset(("stop", "change"))
+
+
+class _DirectiveError(Exception):
+    def __init__(self, code: str, token: str, message: str) -> None:
+        super().__init__(message)
+        self.info = {"code": code, "token": token, "message": message}
+
+
+def _invalid_token(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "INVALID_DIRECTIVE_TOKEN", token,
+        "`%s` is not a directive field; write the task after `--` or on the next line." % token)
+
+
+def _invalid_agents(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "INVALID_AGENT_LIMIT", token,
+        "`%s` needs a whole number from 0 to %d." % (token, MAX_SAFE_INTEGER))
+
+
+def _agent_budget(token: str, value: str) -> int:
+    # isdigit() alone would also accept other scripts' digits; and the length
+    # check keeps int() away from the interpreter's digit limit.
+    digits = value.lstrip("0") or "0"
+    if not (value.isascii() and value.isdigit()) or len(digits) > 16:
+        raise _invalid_agents(token)
+    number = int(digits)
+    if number > MAX_SAFE_INTEGER:
+        raise _invalid_agents(token)
+    return number
+
+
+def _policy(field_name: str) -> Callable[[str, str], Tuple[str, Any]]:
+    def parse(token: str, value: str) -> Tuple[str, Any]:
+        if value.lower() not in POLICIES:
+            raise _invalid_token(token)
+        return field_name, value.lower()
+    return parse
+
+
+def _files(token: str, value: str) -> Tuple[str, Any]:
+    pieces = [piece.replace("\\", "/") for piece in value.split("|")]
+    return "allowedPaths", [piece for piece in pieces if piece]
+
+
+def _unsupported_agents(token: str) -> _DirectiveError:
+    return _DirectiveError(
+        "UNSUPPORTED_AGENT_DIRECTIVE", token,
+        "`%s` is not supported; `agents=N` caps how many subagents may be active at once."
+        % token)
+
+
+def _reject_unsupported(token: str, value: str) -> Tuple[str, Any]:
+    raise _unsupported_agents(token)
+
+
+# key (lower case) -> parser of `key=value`; the value keeps its case.
+_KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
+    "agents": lambda token, value: ("agentBudget", _agent_budget(token, value)),
+    "total-agents": _reject_unsupported,
+    "concurrent-agents": _reject_unsupported,
+    "hash": _policy("hashPolicy"),
+    "files": _files,
+    "deps": _policy("dependencyPolicy"),
+}
+# Keys that are errors of their own kind even without `=`.
+_BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
+    "agents": _invalid_agents,
+    "total-agents": _unsupported_agents,
+    "concurrent-agents": _unsupported_agents,
+}
+
+
+def _parse_token(token: str) -> Tuple[str, Any]:
+    word = token.lower()
+    if word in DIRECTIVE_MODES:
+        return "mode", word
+    if word in LEVELS:
+        return "level", word
+    key, equals, value = token.partition("=")
+    key = key.lower()
+    if not equals:
+        bare = _BARE_KEYS.get(key)
+        raise bare(token) if bare else _invalid_token(token)
+    parser = _KEYED_TOKENS.get(key)
+    if parser is None:
+        raise _invalid_token(token)
+    return parser(token, value)
+
+
+def _directive_head(text: str) -> Optional[str]:
+    """The directive's field text, or None when the prompt is not a directive."""
+    mention = _rx("mention").match(text)
+    if mention is None:
+        return None
+    rest = text[mention.end():].lstrip(" \t")
+    cut = _rx("head_end").search(rest)
+    return (rest[:cut.start()] if cut else rest).strip()
+
+
+def _parse_fields(head: str) -> Dict[str, Any]:
+    """Fields named by the head; raises _DirectiveError on the first bad token."""
+    given: Dict[str, Any] = {}
+    for token in _rx("token_split").split(head):
+        if not token:
+            continue
+        name, value = _parse_token(token)
+        if name in given and given[name] != value:
+            raise _DirectiveError(
+                "CONFLICTING_DIRECTIVE", token,
+                "The directive gives %s two different values; give each field one value."
+                % name)
+        given[name] = value
+    return given
+
+
+def _normalized(contract: dict) -> Dict[str, Any]:
+    """A fresh copy with every field present and legacy counters dropped."""
+    merged = dict(DEFAULT_CONTRACT)
+    merged.update(contract)
+    for key in _LEGACY_CONTRACT_KEYS:
+        merged.pop(key, None)
+    if isinstance(merged.get("allowedPaths"), list):
+        merged["allowedPaths"] = list(merged["allowedPaths"])
+    return merged
+
+
+def _hold_invariant(contract: Dict[str, Any]) -> Dict[str, Any]:
+    # Without a confirmed mode there is nothing to enforce, so a level can only
+    # be watch (or off): core.md 2.1.
+    if contract["mode"] == "unconfirmed" and contract["level"] != "off":
+        contract["level"] = "watch"
+    return contract
+
+
+def _apply_directive(contract: dict, given: Dict[str, Any]) -> Dict[str, Any]:
+    result = _normalized(contract)
+    if "mode" in given and "level" not in given and result["level"] == "watch":
+        result["level"] = "guard"
+    result.update(given)  # a mode alone keeps `off`: only a level word re-arms
+    result["source"] = "directive"
+    return _hold_invariant(result)
+
+
+# --- prose reduction (core.md 2.6 steps 1-4) --------------------------------
+
+def _fence_run(line: str) -> Optional[Tuple[str, int, str]]:
+    """(fence char, run length, rest of line) for a possible fence line."""
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3 or body[:1] not in ("`", "~"):
+        return None
+    char = body[0]
+    count = len(body) - len(body.lstrip(char))
+    if count < 3:
+        return None
+    return char, count, body[count:]
+
+
+def _blank_blocks(text: str) -> str:
+    """Replace fenced, indented and `>`-quoted lines by the placeholder."""
+    out: List[str] = []
+    fence: Optional[Tuple[str, int]] = None
+    for line in text.split("\n"):
+        if line.endswith("\r"):
+            line = line[:-1]
+        run = _fence_run(line)
+        if fence is not None:
+            if run and run[0] == fence[0] and run[1] >= fence[1] and not run[2].strip(" \t"):
+                fence = None
+            out.append(_PLACEHOLDER)
+            continue
+        body = line.lstrip(" ")
+        if line.startswith(("    ", "\t")) or (len(line) - len(body) <= 3 and body.startswith(">")):
+            out.append(_PLACEHOLDER)
+            continue
+        if run and (run[0] == "~" or "`" not in run[2]):
+            fence = (run[0], run[1])
+            out.append(_PLACEHOLDER)
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _blank_inline_code(text: str) -> str:
+    """A run of N backticks through the next run of exactly N is code."""
+    if "`" not in text:
+        return text
+    runs = [m.span() for m in _rx("backtick_run").finditer(text)]
+    if not runs:
+        return text
+    # For each run, the index of the next run of the same length: one
+    # backward pass keeps this linear however many unmatched runs there are.
+    following: List[Optional[int]] = [None] * len(runs)
+    last_seen: Dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        following[index] = last_seen.get(length)
+        last_seen[length] = index
+    out: List[str] = []
+    pos = index = 0
+    while index < len(runs):
+        closer = following[index]
+        if closer is None:
+            index += 1
+            continue
+        out.append(text[pos:runs[index][0]])
+        out.append(_PLACEHOLDER)
+        pos = runs[closer][1]
+        index = closer + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _blank_double_quotes(text: str) -> str:
+    out: List[str] = []
+    pos = 0
+    special = _rx("dquote_special")
+    while True:
+        start = text.find('"', pos)
+        if start < 0:
+            break
+        end = None
+        scan = special.search(text, start + 1)
+        while scan is not None:
+            if scan.group() == '"':
+                end = scan.start()
+                break
+            scan = special.search(text, scan.start() + 2)  # skip the escaped char
+        if end is None:
+            # Every later `"` was escaped on this walk, so none can close either.
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = end + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _positions(text: str, char: str) -> List[int]:
+    found: List[int] = []
+    i = text.find(char)
+    while i >= 0:
+        found.append(i)
+        i = text.find(char, i + 1)
+    return found
+
+
+def _blank_single_quotes(text: str) -> str:
+    # An apostrophe inside a word (don't, it's) neither opens nor closes.
+    marks = _positions(text, "'")
+    if len(marks) < 2:
+        return text
+
+    def before(i: int) -> str:
+        return text[i - 1] if i > 0 else ""
+
+    closers = [i for i in marks
+               if before(i) != "\\" and not _ascii_alnum(text[i + 1:i + 2])]
+    out: List[str] = []
+    pos = next_closer = 0
+    for start in marks:
+        if start < pos or before(start) == "\\" or _ascii_alnum(before(start)):
+            continue
+        while next_closer < len(closers) and closers[next_closer] <= start:
+            next_closer += 1
+        if next_closer == len(closers):
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = closers[next_closer] + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _blank_pairs(text: str, opener: str, closer: str) -> str:
+    out: List[str] = []
+    pos = 0
+    while True:
+        start = text.find(opener, pos)
+        end = text.find(closer, start + 1) if start >= 0 else -1
+        if end < 0:
+            break
+        out.append(text[pos:start])
+        out.append(_PLACEHOLDER)
+        pos = end + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_QUOTE_PAIRS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u300c", "\u300d"), ("\u300e", "\u300f"))
+
+
+def _prose(text: str) -> str:
+    """The prompt with code, quotations and quoted lines blanked out (core.md 2.6)."""
+    reduced = _blank_double_quotes(_blank_inline_code(_blank_blocks(text)))
+    reduced = _blank_single_quotes(reduced)
+    for opener, closer in _QUOTE_PAIRS:
+        reduced = _blank_pairs(reduced, opener, closer)
+    return reduced.strip()
+
+
+def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
+    prose = _prose(text)
+    previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    for rule, mode, source, needs in _CORRECTIONS:
+        if needs is not None and previous_mode not in needs:
+            continue
+        pattern = _rx(rule)
+        found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)
+        if found:
+            result = _normalized(contract)
+            result["mode"] = mode
+            if result["level"] == "watch":
+                result["level"] = "guard"  # off stays off: a correction never re-arms
+            result["source"] = source
+            return _hold_invariant(result)
+    return None
 
 
 def has_directive_mention(text: str) -> bool:
     """True when the text starts with a `$stop-that-shit` mention (core.md 2.2)."""
-    return False  # TODO(contract)
+    return isinstance(text, str) and _rx("mention").match(text) is not None
+
+
+def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
+    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6).
+
+    Callers check parse_inspection_command first: here `status` is just an
+    unknown directive token.
+    """
+    head = _directive_head(text) if isinstance(text, str) else None
+    if head is not None:
+        try:
+            given = _parse_fields(head)
+        except _DirectiveError as err:
+            return PromptOutcome("error", _copy(contract), dict(err.info))
+        result = _apply_directive(contract, given)
+        return PromptOutcome("directive", result, None, result != contract)
+    if isinstance(text, str):
+        corrected = _correction(contract, text)
+        if corrected is not None:
+            return PromptOutcome("correction", corrected, None, corrected != contract)
+    return PromptOutcome("plain", _copy(contract))
+
+
+def _copy(contract: dict) -> Dict[str, Any]:
+    copied = dict(contract)
+    if isinstance(copied.get("allowedPaths"), list):
+        copied["allowedPaths"] = list(copied["allowedPaths"])
+    return copied
+
+
+def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
+    """('status',) ('runtime', 'this'|'all') ('explain', evt) ('label', evt, label) or None."""
+    if not isinstance(text, str):
+        return None
+    found = _rx("inspection").match(text)
+    if found is None:
+        return None
+    (status, runtime, runtime_all, explain, explain_id,
+     label, label_id, label_value) = found.groups()
+    if status:
+        return ("status",)
+    if runtime:
+        return ("runtime", "all" if runtime_all else "this")
+    if explain:
+        return ("explain", explain_id.lower())
+    return ("label", label_id.lower(), label_value.lower())
+
+
+# --- contract context (core.md 5.2) ----------------------------------------
+
+_OFF_TEXT = "Stop That Shit is off for this session; it enforces no decision."
+_UNCONFIRMED_TEXT = (
+    "Stop That Shit is only watching: no task mode has been confirmed. "
+    "Ask the user for `$stop-that-shit review` (read-only work) or "
+    "`$stop-that-shit change` (implementation); until then the fast path rests on "
+    "the Stop Ladder, not on a full contract. "
+    "Do not claim that changes are blocked before a mode is confirmed."
+)
+_LADDER_TEXT = (
+    "Stop Ladder before any step: Was it requested? Is it necessary? "
+    "What reachable evidence proves it? Would leaving it out fail the current acceptance? "
+    "Report real findings even when you lack the authority to implement them. "
+    "Before widening the scope, name the reachable evidence, the failure if the step "
+    "is left out, and the fact that changes the next action. "
+    "Interception is a guardrail, not a security boundary."
+)
+
+
+def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
+    """The exact `<fields>` line of core.md 5.2 (also used by `status`)."""
+    budget = contract.get("agentBudget")
+    if not _is_int(budget):
+        budget = MAX_SAFE_INTEGER
+    paths = contract.get("allowedPaths")
+    files = "|".join(paths) if isinstance(paths, list) else "unbounded"
+    return "mode=%s; agents=%d/%d reserved%s; hash=%s; deps=%s; files=%s." % (
+        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved, budget,
+        "; count unproven" if count_unproven else "",
+        contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+
+
+def directive_error_text(error: Optional[dict]) -> str:
+    """`<CODE>: <message>` for a rejected directive."""
+    error = error or {}
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = error.get("message") or "unknown directive error"
+    return "%s: %s" % (code, message)
 
 
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
-                     storage_error: Optional[dict] = None) -> str:
-    """The one-line contract context of core.md 5.2."""
-    return ""  # TODO(contract)
+                     storage_error: Optional[dict] = None, *,
+                     warning: Optional[str] = None) -> str:
+    """The one-line contract context of core.md 5.2.
+
+    `warning` is the reserved `directiveWarning` slot; nothing sets it yet.
+    """
+    if storage_error:
+        return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    if contract.get("level") == "off":
+        text = _OFF_TEXT
+    elif contract.get("mode", "unconfirmed") == "unconfirmed":
+        text = _UNCONFIRMED_TEXT
+    else:
+        text = "Stop That Shit (active): %s %s" % (
+            contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+    return "Warning: %s %s" % (warning, text) if warning else text
 
 
 ###############################################################################
@@ -479,7 +968,7 @@ def analyze_patch(patch_text: Any) -> PatchSummary:
 #
 # Owns the ordered checks of core.md 4.2 (plus self-protection and thrash
 # from decisions.md), `files=` matching (4.3) and the STOP/WATCH message
-# (5.1).  `decide` is pure: state in, Decision out.
+# (5.1).  `decide` is pure apart from resolving symlinks: state in, Decision out.
 ###############################################################################
 
 
@@ -494,19 +983,701 @@ class Decision:
     next: str = ""
 
 
-def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
-           storage_error: Optional[dict] = None) -> Decision:
-    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict)."""
-    contract = state["contract"]
-    if contract["level"] == "off" or contract["mode"] == "unconfirmed":
+FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
+
+# Policy outcome -> the kind of core result the engine returns (core.md 3).
+_DECISION_RESULT_KINDS: Dict[str, str] = {
+    "allow": "none",
+    "report_and_defer": "context",
+    "deny_and_explain": "deny",
+    "require_user_approval": "deny",
+}
+
+# The modes that authorize no repository change (checks 5 and 6).
+_MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
+
+# A command repeated this many times with no write in between is thrash
+# (decisions.md 2).  The engine counts; `decide` only compares.
+THRASH_REPEAT_LIMIT = 3
+
+
+@dataclass(frozen=True)
+class _DecisionRule:
+    """How one reason code turns into an outcome, and what to do next.
+
+    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
+    "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
+    (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
+    approval when the governing policy is `ask`).
+    """
+
+    family: Optional[str]
+    outcome: str
+    next: str
+
+
+# Reason code -> family, outcome rule and default Next wording.  The order of
+# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
+DECISION_RULES: Dict[str, _DecisionRule] = {
+    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
+    "STS_LOCK_DAMAGED": _DecisionRule(
+        "I", "always_deny",
+        "Follow the lock-recovery steps (stop every host using this data dir, then move only "
+        "the lock aside); contracts and the delegation ledger are kept."),
+    "STATE_DAMAGED": _DecisionRule(
+        "I", "always_deny",
+        "Restore a known-good backup of the session file or start a new host session; "
+        "do not clear unresolved delegation records by hand."),
+    "GUARD_SELF_PROTECTION": _DecisionRule(
+        "I", "ctl",
+        "Leave the guard's own files and data alone; if they really must change, the user "
+        "should do it outside the agent (for example with `sts.py uninstall`)."),
+    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
+    "INVALID_DIRECTIVE": _DecisionRule(
+        "S", "ctl", "Have the user fix the reported directive field before delegating."),
+    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
+        "S", "ctl",
+        "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
+    "MODE_FORBIDS_MUTATION": _DecisionRule(
+        "I", "ctl",
+        "Report what you found, use a read-only action, or ask the user for a change contract."),
+    "MUTABILITY_UNPROVEN": _DecisionRule(
+        "I", "ctl_approval",
+        "Use a command that is plainly read-only, or ask the user for a change contract."),
+    "HASH_NOT_AUTHORIZED": _DecisionRule(
+        "H", "ctl_policy",
+        "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
+        "hash, what cost it replaces and which decision it changes."),
+    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
+        "H", "always_defer",
+        "Defer this hardening unless evidence shows the input or state is reachable."),
+    "WRITE_PATH_UNPROVEN": _DecisionRule(
+        "S", "ctl_approval",
+        "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
+        "broader boundary."),
+    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
+        "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
+    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
+        "S", "ctl_policy",
+        "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
+    "UNBOUNDED_DELEGATION": _DecisionRule(
+        "S", "ctl",
+        "Delegate a bounded batch instead, or have the user switch the guard off for this "
+        "workflow."),
+    "DUPLICATE_ACTION_ID": _DecisionRule(
+        "S", "ctl", "Give every delegation call its own id."),
+    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
+        "S", "ctl",
+        "Wait until that call is confirmed complete, or continue in a new host session."),
+    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
+        "S", "ctl",
+        "Start a new delegation call instead; messaging and resuming agents stay available "
+        "when no finite agent limit is set."),
+    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
+        "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
+    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
+        "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
+    "STATE_BUSY": _DecisionRule(
+        "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
+    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
+        "T", "always_defer",
+        "Change something (code, input or approach) before running it again, or report "
+        "what blocks you."),
+    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
+}
+
+_BUDGET_NEXT_UNKNOWN = (
+    "Collect a supported completion result for the earlier delegation first; its outcome "
+    "is unknown, so its units stay reserved.")
+
+
+def family_word(family: Optional[str]) -> str:
+    """INTENT, HASH, SCOPE or THRASH for a family letter (`-` when there is none)."""
+    return FAMILY_WORDS.get(family or "", "-")
+
+
+def outcome_result_kind(outcome: str) -> str:
+    """"none", "context" or "deny": what the core returns for a policy outcome."""
+    return _DECISION_RESULT_KINDS.get(outcome, "none")
+
+
+def _decision_armed(contract: dict) -> bool:
+    # Kept local rather than via control_state so the decision never depends
+    # on another section's reading of the invariant.
+    return contract.get("level") in ("guard", "lock") and contract.get("mode") != "unconfirmed"
+
+
+# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
+# resolved first: approval when the governing policy is `ask`, else plain ctl.
+_DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
+    "allow": ("allow", "allow"),
+    "always_deny": ("deny_and_explain", "deny_and_explain"),
+    "always_defer": ("report_and_defer", "report_and_defer"),
+    "ctl": ("report_and_defer", "deny_and_explain"),
+    "ctl_approval": ("report_and_defer", "require_user_approval"),
+}
+
+
+def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
+    if rule == "ctl_policy":
+        rule = "ctl_approval" if policy == "ask" else "ctl"
+    return _DECISION_OUTCOMES[rule][1 if armed else 0]
+
+
+def _decision_for(code: str, armed: bool, detail: str = "",
+                  next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
+    rule = DECISION_RULES[code]
+    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
+                    rule.next if next_text is None else next_text)
+
+
+_STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
+                      "checked for this delegation.")
+
+
+def state_busy_decision(contract: Optional[dict] = None) -> Decision:
+    """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
+
+    The engine calls this only for a delegation-changing action.before under a
+    finite budget; the call is neither evaluated nor reserved.  Without the
+    contract the guard is taken as armed, since a finite budget was seen.
+    """
+    if contract is None:
+        return _decision_for("STATE_BUSY", True, _STATE_BUSY_DETAIL)
+    if contract.get("level") == "off":
         return Decision("allow", "CONTROL_INACTIVE", None)
-    return Decision("allow", "WITHIN_CONTRACT", None)  # TODO(decision)
+    return _decision_for("STATE_BUSY", _decision_armed(contract), _STATE_BUSY_DETAIL)
+
+
+# ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
+
+
+def _files_win_abs(text: str) -> bool:
+    return ((len(text) >= 3 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
+             and text[2] in "\\/") or text.startswith("\\\\"))
+
+
+def _files_normalize(path: str) -> str:
+    # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
+    # trailing "/" and collapses a leading "//" (10-P1).
+    if path == "":
+        return "."
+    absolute = path.startswith("/")
+    parts: List[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(seg)
+    out = "/".join(parts)
+    if absolute:
+        out = "/" + out
+    elif not out:
+        out = "."
+    if path.endswith("/") and out != "/":
+        out += "/"
+    return out
+
+
+def _boundary_form(raw: str, cwd: Optional[str]) -> str:
+    """One path or pattern in the form that core.md 4.3 compares."""
+    text = raw.strip()
+    windows = _files_win_abs(text)
+    path = text.replace("\\", "/")
+    base = cwd.strip() if cwd is not None else None
+    if base and windows and _files_win_abs(base):
+        import ntpath
+        try:
+            path = ntpath.relpath(path, base).replace("\\", "/")
+        except ValueError:
+            pass  # other drive: Node keeps the absolute target (10-P1)
+    elif base and not windows and path.startswith("/") and base.startswith("/") \
+            and not _files_win_abs(base):
+        import posixpath
+        path = posixpath.relpath(path, base)
+    path = _files_normalize(path)
+    if path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def _files_native(text: str) -> bool:
+    # A Windows path means nothing to realpath on a POSIX host.
+    return os.name == "nt" or not _files_win_abs(text)
+
+
+def _files_realpath(path: str) -> str:
+    # Non-strict realpath resolves symlinks and ".." through the existing
+    # part of the path and keeps the missing tail lexically.
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.normpath(path)
+
+
+def _files_keep_slash(original: str, resolved: str) -> str:
+    if original.rstrip().endswith(("/", "\\")) and not resolved.endswith(("/", "\\")):
+        return resolved + "/"
+    return resolved
+
+
+def _resolve_for_boundary(paths: List[str], patterns: List[str],
+                          cwd: Optional[str]) -> Tuple[List[str], List[str], Optional[str]]:
+    """Physical paths, patterns and cwd for matching (10-P4).
+
+    A symlink inside the boundary must not lead outside it, so the existing
+    part of every affected path and of cwd is resolved.  Absolute patterns are
+    resolved too, otherwise a symlinked cwd (/tmp on macOS) would put every
+    absolute pattern outside.
+    """
+    base = cwd.strip() if cwd is not None else None
+    real_cwd = cwd
+    if base and _files_native(base) and os.path.isabs(base):
+        real_cwd = _files_realpath(base)
+        anchor, relative_to = base, None
+    elif base is None:
+        try:
+            anchor = os.getcwd()
+        except OSError:
+            return list(paths), list(patterns), cwd
+        relative_to = _files_realpath(anchor)
+    else:
+        return list(paths), list(patterns), cwd
+
+    def resolve_path(raw: str) -> str:
+        text = raw.strip()
+        if not text or not _files_native(text):
+            return raw
+        if os.path.isabs(text):
+            resolved = _files_realpath(text)
+            return _files_keep_slash(text, resolved)
+        resolved = _files_realpath(os.path.join(anchor, text))
+        if relative_to is not None:
+            # No cwd was given: compare relative to the process directory, as
+            # the unresolved path would have been.
+            try:
+                resolved = os.path.relpath(resolved, relative_to)
+            except ValueError:
+                pass
+        return _files_keep_slash(text, resolved)
+
+    def resolve_pattern(raw: str) -> str:
+        text = raw.strip()
+        if text and _files_native(text) and os.path.isabs(text):
+            return _files_keep_slash(text, _files_realpath(text))
+        return raw
+
+    return ([resolve_path(p) for p in paths], [resolve_pattern(p) for p in patterns],
+            real_cwd)
+
+
+def _files_covers(pattern: str, path: str) -> bool:
+    if pattern == "**" or pattern == path:
+        return True
+    if pattern.endswith("/**"):
+        stem = pattern[:-3]
+        return path == stem or path.startswith(stem + "/")
+    return False
+
+
+def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
+    """True when a pattern normalizes to `**`, so no visible path is needed (10-P2)."""
+    return any(_boundary_form(p, cwd) == "**" for p in patterns)
+
+
+def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = None, *,
+                  resolve: bool = True) -> List[str]:
+    """The affected paths (as given) that lie outside `files=` patterns (core.md 4.3).
+
+    With resolve=True symlinks and `..` in the existing part of each path and
+    of cwd are resolved first (10-P4); resolve=False is the reference's purely
+    lexical reading.
+    """
+    if resolve:
+        real_paths, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
+    else:
+        real_paths, real_patterns, real_cwd = list(paths), list(patterns), cwd
+    cwd_windows = cwd is not None and _files_win_abs(cwd.strip())
+    forms = [(_files_win_abs(p.strip()), _boundary_form(p, real_cwd)) for p in real_patterns]
+    outside = []
+    for raw, real in zip(paths, real_paths):
+        path_windows = _files_win_abs(raw.strip())
+        target = _boundary_form(real, real_cwd)
+        inside = False
+        for pattern_windows, pattern in forms:
+            if cwd_windows or (path_windows and pattern_windows):
+                inside = _files_covers(pattern.lower(), target.lower())
+            else:
+                inside = _files_covers(pattern, target)
+            if inside:
+                break
+        if not inside:
+            outside.append(raw)
+    return outside
+
+
+# ---- self-protection (decisions.md 3) --------------------------------------
+
+
+def _tamper_target(raw: str, cwd: Optional[str]) -> Optional[str]:
+    text = raw.strip()
+    if not text:
+        return None
+    path = os.path.expanduser(text)
+    if not os.path.isabs(path):
+        base = os.path.expanduser(cwd.strip()) if cwd and cwd.strip() else None
+        if base is None:
+            try:
+                base = os.getcwd()
+            except OSError:
+                return None
+        path = os.path.join(base, path)
+    return _files_realpath(path)
+
+
+def _tamper_case_insensitive(path: str) -> bool:
+    """Whether the file system holding `path` ignores case (probed with one stat)."""
+    if os.name == "nt":
+        return True
+    probe = path
+    while True:
+        head, tail = os.path.split(probe)
+        if tail and tail.swapcase() != tail and os.path.exists(probe):
+            twin = os.path.join(head, tail.swapcase())
+            try:
+                return os.path.exists(twin) and os.path.samefile(probe, twin)
+            except OSError:
+                return False
+        if not tail or head == probe:
+            return False
+        probe = head
+
+
+def _tamper_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def protected_hits(action: Action, protected_paths: Any) -> List[str]:
+    """Paths of `action` (affected or shell write targets) inside a protected root."""
+    # Targets are compared physically, so the roots must be too; the engine
+    # may hand over a data dir reached through a symlink (/var on macOS).
+    roots = [_files_realpath(os.path.expanduser(r)) for r in protected_paths if r]
+    if not roots:
+        return []
+    hits = []
+    for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        target = _tamper_target(raw, action.cwd)
+        if target is None:
+            continue
+        folded = target.casefold()
+        for root in roots:
+            if _tamper_within(target, root) or (_tamper_within(folded, root.casefold())
+                                                and _tamper_case_insensitive(root)):
+                hits.append(raw)
+                break
+    return hits
+
+
+# ---- the ordered checks (core.md 4.2) --------------------------------------
+
+
+class _DecisionFacts:
+    """Prepared inputs of core.md 4.1, shared by the checks."""
+
+    def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
+                 storage_error: Optional[dict], protected_paths: Any,
+                 thrash_repeats: int) -> None:
+        self.action = action
+        self.state = state
+        self.contract = state.get("contract") or {}
+        self.mode = self.contract.get("mode")
+        self.armed = _decision_armed(self.contract)
+        self.storage_error = storage_error
+        self.protected_paths = protected_paths
+        self.thrash_repeats = thrash_repeats
+        mut = action.mutability
+        self.delegate = mut == "delegate"
+        self.legacy = not declared and mut in ("delegate", "control", "unknown")
+        self.count = action.admission_count
+        budget = self.contract.get("agentBudget")
+        self.budget = budget if _is_int(budget) else MAX_SAFE_INTEGER
+        self.finite = self.budget < MAX_SAFE_INTEGER
+        self.ledger = ledger_summary(state.get("delegation") or {}, action_id)
+        allowed = self.contract.get("allowedPaths")
+        self.allowed = list(allowed) if isinstance(allowed, list) else None
+
+
+_CheckHit = Optional[Tuple[str, Optional[str], Optional[str]]]  # detail, next override, policy
+
+
+def _with_analysis(detail: str, action: Action) -> str:
+    sentence = ANALYSIS_REASONS.get(action.analysis_reason or "")
+    return detail + " " + sentence if sentence else detail
+
+
+def _when_recovery_read(f: _DecisionFacts) -> _CheckHit:
+    mut = f.action.mutability
+    if f.storage_error is not None and (
+            mut == "read" or (mut == "control" and not f.action.delegation_lifecycle_unproven)):
+        return ("Read-only recovery lets reads and plain controls through.", None, None)
+    return None
+
+
+def _recovery_message(f: _DecisionFacts) -> str:
+    return str((f.storage_error or {}).get("message") or "")
+
+
+def _when_lock_damaged(f: _DecisionFacts) -> _CheckHit:
+    if f.storage_error is not None and f.storage_error.get("code") == "STS_LOCK_DAMAGED":
+        return (_recovery_message(f), None, None)
+    return None
+
+
+def _when_state_damaged(f: _DecisionFacts) -> _CheckHit:
+    if f.storage_error is not None:
+        return (_recovery_message(f), None, None)
+    return None
+
+
+def _when_tamper(f: _DecisionFacts) -> _CheckHit:
+    if f.contract.get("level") == "off" or not f.protected_paths:
+        return None
+    hits = protected_hits(f.action, f.protected_paths)
+    if hits:
+        return ("This call would change the guard's own code, configuration or data: %s."
+                % ", ".join(hits), None, None)
+    return None
+
+
+def _when_inactive(f: _DecisionFacts) -> _CheckHit:
+    if f.contract.get("level") == "off" or f.mode == "unconfirmed":
+        return ("No confirmed enforcing contract is active.", None, None)
+    return None
+
+
+def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
+    error = f.state.get("directiveError")
+    if not (f.delegate and error):
+        return None
+    what = ""
+    if isinstance(error, dict):
+        what = str(error.get("message") or error.get("code") or "")
+    what = what or "unknown directive error"
+    # 10-L3: the embedded message ends with its own period; avoid "..".
+    if what.endswith("."):
+        what = what[:-1]
+    return ("The active directive is invalid: %s." % what, None, None)
+
+
+def _when_legacy(f: _DecisionFacts) -> _CheckHit:
+    if f.legacy and f.finite:
+        return ("The adapter does not declare lifecycle support, so the agent limit cannot "
+                "be proven for this call.", None, None)
+    return None
+
+
+def _when_mode_write(f: _DecisionFacts) -> _CheckHit:
+    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "write":
+        return (_with_analysis("Mode %s does not allow changes to the repository." % f.mode,
+                               f.action), None, None)
+    return None
+
+
+def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
+    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "unknown":
+        return (_with_analysis("The call is not proven read-only, which mode %s requires."
+                               % f.mode, f.action), None, None)
+    return None
+
+
+def _when_hash(f: _DecisionFacts) -> _CheckHit:
+    policy = f.contract.get("hashPolicy")
+    if f.action.hash_intent and policy != "allow":
+        return ("The call adds or runs hashing while the contract says hash=%s." % policy,
+                None, policy)
+    return None
+
+
+def _when_unreachable(f: _DecisionFacts) -> _CheckHit:
+    if f.action.reachability == "unreachable":
+        return ("This hardening has no supported reachable input or deployed state.",
+                None, None)
+    return None
+
+
+def _when_write_path(f: _DecisionFacts) -> _CheckHit:
+    if (f.allowed is not None and f.action.mutability in ("write", "unknown")
+            and not f.action.affected_paths
+            and not boundary_waives_paths(f.allowed, f.action.cwd)):
+        return ("The target path is not proven to be inside the files= boundary.", None, None)
+    return None
+
+
+def _when_outside(f: _DecisionFacts) -> _CheckHit:
+    if f.allowed is None or not f.action.affected_paths:
+        return None
+    outside = paths_outside(f.action.affected_paths, f.allowed, f.action.cwd)
+    if outside:
+        return ("The call writes outside the declared boundary: %s." % ", ".join(outside),
+                None, None)
+    return None
+
+
+def _when_dependency(f: _DecisionFacts) -> _CheckHit:
+    policy = f.contract.get("dependencyPolicy")
+    if f.action.dependency_intent and policy != "allow":
+        return ("The call adds a dependency while the contract says deps=%s." % policy,
+                None, policy)
+    return None
+
+
+def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
+    # decisions.md 10: only a finite budget makes an unbounded fan-out a
+    # problem; under the unlimited default it is admitted as unresolved.
+    if f.delegate and f.action.unbounded_delegation and f.finite:
+        return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
+                "deterministically." % f.budget, None, None)
+    return None
+
+
+def _when_duplicate(f: _DecisionFacts) -> _CheckHit:
+    if f.delegate and f.ledger.duplicate:
+        return ("The host reused the id of an already accepted delegation.", None, None)
+    return None
+
+
+def _when_state_unproven(f: _DecisionFacts) -> _CheckHit:
+    if f.delegate and f.ledger.unresolved_reasons and f.finite:
+        return ("Earlier permitted activity has no proven bound: %s."
+                % ", ".join(f.ledger.unresolved_reasons), None, None)
+    return None
+
+
+def _when_lifecycle_unproven(f: _DecisionFacts) -> _CheckHit:
+    if f.action.delegation_lifecycle_unproven and f.finite:
+        return ("The call can restart an existing agent whose runs the host cannot tell "
+                "apart, so the agent limit cannot be proven.", None, None)
+    return None
+
+
+def _when_budget(f: _DecisionFacts) -> _CheckHit:
+    reserved = f.ledger.reserved
+    if f.delegate and reserved + f.count > f.budget:
+        detail = ("The contract allows %d concurrently active subagent(s); %d unit(s) are "
+                  "reserved and this call needs %d." % (f.budget, reserved, f.count))
+        return (detail, _BUDGET_NEXT_UNKNOWN if f.ledger.unknown_results > 0 else None, None)
+    return None
+
+
+def _when_expansion(f: _DecisionFacts) -> _CheckHit:
+    if f.action.authorization == "unapproved_expansion":
+        return ("The change was neither requested nor a necessary consequence of the request.",
+                None, None)
+    return None
+
+
+def _when_thrash(f: _DecisionFacts) -> _CheckHit:
+    if f.thrash_repeats >= THRASH_REPEAT_LIMIT:
+        return ("The same command has now run %d times in a row with no change in between."
+                % f.thrash_repeats, None, None)
+    return None
+
+
+def _when_within(f: _DecisionFacts) -> _CheckHit:
+    return ("The call is within the active contract.", None, None)
+
+
+# First match decides.  1a/1b, then self-protection (decisions.md 3), then
+# core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
+_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
+    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
+    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
+    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
+    ("GUARD_SELF_PROTECTION", _when_tamper),
+    ("CONTROL_INACTIVE", _when_inactive),                  # 2
+    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
+    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
+    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
+    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
+    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
+    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
+    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
+    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
+    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
+    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
+    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
+    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
+    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
+    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
+    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
+    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
+    ("WITHIN_CONTRACT", _when_within),                     # 18
+)
+
+
+def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
+           storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
+           thrash_repeats: int = 0) -> Decision:
+    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict).
+
+    storage_error: {"code", "message"} when the session is in read-only
+    recovery (core.md 7.5); `state` is then the recovery state.
+    protected_paths: resolved absolute roots the agent must not write
+    (decisions.md 3); any sequence of strings.
+    thrash_repeats: runs in a row of this same command with no write in
+    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
+    on, the call is reported.
+    """
+    facts = _DecisionFacts(action, state, action_id, declared, storage_error,
+                           protected_paths, thrash_repeats)
+    for code, check in _DECISION_CHECKS:
+        hit = check(facts)
+        if hit is not None:
+            detail, next_text, policy = hit
+            if DECISION_RULES[code].outcome == "allow":
+                return Decision("allow", code, None, detail, "")
+            return _decision_for(code, facts.armed, detail, next_text, policy)
+    raise AssertionError("WITHIN_CONTRACT always matches")
+
+
+# ---- the STOP / WATCH message (core.md 5.1) --------------------------------
+
+_DECISION_RESPONSE_LINES: Dict[str, str] = {
+    "context": "The guard returned context and did not deny the call.",
+    "execution_denial_returned": "The guard denied the call before it ran.",
+    "deny": "The guard answered with a permission deny.",
+}
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
                      response_outcome: str, event_id: Optional[str]) -> str:
-    """The multi-line STOP/WATCH message of core.md 5.1."""
-    return "%s / %s\nReason: %s" % ("STOP", decision.family, decision.code)  # TODO(decision)
+    """The multi-line STOP/WATCH message of core.md 5.1.
+
+    state_label is OFF, OBSERVING or ARMED for the contract the decision used
+    (recovery shows ARMED / review); event_id is None when the audit failed.
+    """
+    is_context = outcome_result_kind(decision.outcome) == "context"
+    if is_context:
+        response = _DECISION_RESPONSE_LINES["context"]
+    else:
+        response = _DECISION_RESPONSE_LINES.get(response_outcome, _DECISION_RESPONSE_LINES["deny"])
+    lines = ["%s / %s" % ("WATCH" if is_context else "STOP", family_word(decision.family)),
+             response,
+             "Reason: " + decision.code]
+    if decision.detail:
+        lines.append("Detail: " + decision.detail)
+    lines.append("Code: %s/%s" % (decision.family or "-", decision.code))
+    lines.append("State: %s / %s" % (state_label, mode))
+    if event_id is not None:
+        lines.append("Event: " + event_id)
+    if decision.next:
+        lines.append("Next: " + decision.next)
+    return "\n".join(lines)
 
 
 ###############################################################################
@@ -525,13 +1696,35 @@ class LedgerSummary:
     duplicate: bool
 
 
+_RESERVATION_PREFIX = "reservation:"
+UNIDENTIFIED_ACTION_ID = "legacy:unidentified"
+REUSED_ACTION_ID = "reused_action_id"
+
+
 def ledger_summary(delegation: dict, action_id: Optional[str] = None) -> LedgerSummary:
-    """Reserved upper bound, unresolved reasons, unknown results, duplicate id."""
-    reserved = sum(r["pendingCount"] + len(r["agentIds"])
-                   for r in delegation.get("reservations", {}).values())
-    unresolved = sorted(set(delegation.get("unresolved", {}).values()))
-    return LedgerSummary(reserved, unresolved, 0,
-                         action_id is not None and action_id in delegation.get("acceptedActions", {}))
+    """Reserved upper bound, unresolved reasons, unknown results, duplicate id (core.md 6.1)."""
+    reservations = (delegation.get("reservations") or {}).values()
+    reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", ())) for r in reservations)
+    unknown = sum(1 for r in reservations if r.get("resultUnknown"))
+    # Distinct reasons in the order they were first recorded.
+    reasons = list(dict.fromkeys((delegation.get("unresolved") or {}).values()))
+    duplicate = action_id is not None and action_id in (delegation.get("acceptedActions") or {})
+    return LedgerSummary(reserved, reasons, unknown, duplicate)
+
+
+def _ledger_keys(delegation: dict) -> dict:
+    # A state read from disk may lack optional keys; fill them in place so
+    # every helper below can index directly.
+    for key, empty in (("reservations", dict), ("agentIdsSeen", list),
+                       ("stoppedAgentIds", list), ("acceptedActions", dict),
+                       ("agentAliases", dict), ("unresolved", dict)):
+        if not isinstance(delegation.get(key), empty):
+            delegation[key] = empty()
+    return delegation
+
+
+def _ledger_slot(action_id: str) -> str:
+    return _RESERVATION_PREFIX + action_id
 
 
 def changes_delegation(action: Action, declared: bool) -> bool:
@@ -540,19 +1733,249 @@ def changes_delegation(action: Action, declared: bool) -> bool:
     return action.mutability == "delegate" or action.delegation_lifecycle_unproven or legacy
 
 
+def _ledger_uncertainty(action: Action, declared: bool) -> Optional[str]:
+    # First match wins: the reason the admitted activity has no provable bound.
+    if not declared and action.mutability in ("delegate", "control", "unknown"):
+        return "legacy_protocol"
+    if action.unbounded_delegation:
+        return "unbounded_execution"
+    if action.delegation_lifecycle_unproven:
+        return "unversioned_resume"
+    return None
+
+
 def admit(delegation: dict, action: Action, action_id: Optional[str], declared: bool) -> None:
-    """Record an accepted delegation-changing action (core.md 6.2)."""
-    # TODO(ledger)
+    """Record an accepted delegation-changing action (core.md 6.2).
+
+    The engine calls this, inside the same lock hold as the decision, when
+    changes_delegation() and the outcome is allow or report_and_defer.
+    """
+    ledger = _ledger_keys(delegation)
+    key = action_id or UNIDENTIFIED_ACTION_ID
+    if key in ledger["acceptedActions"]:
+        # A duplicate that watch or off let through: its units cannot be told
+        # apart from the original's, so the bound is lost until a whole-call fact.
+        ledger["unresolved"][key] = REUSED_ACTION_ID
+        return
+    count = action.admission_count
+    ledger["acceptedActions"][key] = count
+    ledger["reservations"][_ledger_slot(key)] = {
+        "actionId": key,
+        "asyncLaunched": None,
+        "pendingCount": count,
+        "agentIds": [],
+        "completionScope": action.completion_scope or "children",
+        "observedRunning": False,
+        "notStartedAmbiguous": False,
+        "resultUnknown": False,
+        "reportedAliases": [],
+    }
+    reason = _ledger_uncertainty(action, declared)
+    if reason is not None:
+        ledger["unresolved"][key] = reason
 
 
 def mark_denied_duplicate(delegation: dict, action_id: str) -> None:
-    """A denied duplicate marks the original reservation notStartedAmbiguous."""
-    # TODO(ledger)
+    """A denied duplicate marks the original reservation notStartedAmbiguous.
+
+    A later `not_started` might describe the rejected retry rather than the
+    original call, so it must no longer free the original's units.
+    """
+    reservation = _ledger_keys(delegation)["reservations"].get(_ledger_slot(action_id))
+    if reservation is not None:
+        reservation["notStartedAmbiguous"] = True
+
+
+def apply_admission(delegation: dict, action: Action, action_id: Optional[str],
+                    declared: bool, decision: Decision) -> bool:
+    """All of core.md 6.2 after `decide`; True when the ledger must be written.
+
+    Permitted (allow or report_and_defer) delegation changes are admitted; a
+    denied duplicate marks the original; any other denial changes nothing,
+    so the id may be retried.
+    """
+    if not changes_delegation(action, declared):
+        return False
+    if decision.outcome in ("allow", "report_and_defer"):
+        admit(delegation, action, action_id, declared)
+        return True
+    if action_id is not None and ledger_summary(delegation, action_id).duplicate:
+        mark_denied_duplicate(delegation, action_id)
+        return True
+    return False
+
+
+def _ledger_bound_in(ledger: dict, agent_id: str) -> Optional[str]:
+    for key, reservation in ledger["reservations"].items():
+        if agent_id in reservation.get("agentIds", ()):
+            return key
+    return None
+
+
+def _ledger_drop_if_spent(ledger: dict, key: str) -> None:
+    reservation = ledger["reservations"].get(key)
+    if reservation is not None and reservation["pendingCount"] <= 0 \
+            and not reservation["agentIds"]:
+        del ledger["reservations"][key]
+
+
+def _ledger_add_unique(items: List[str], value: str) -> None:
+    if value not in items:
+        items.append(value)
+
+
+def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
+    """Move one pending unit of reservation `key` to child `agent_id` (core.md 6.3 Bind)."""
+    if not agent_id or agent_id in ledger["agentIdsSeen"]:
+        return
+    reservation = ledger["reservations"].get(key)
+    if agent_id in ledger["stoppedAgentIds"]:
+        # The stop arrived before the start: the child already finished, so
+        # its unit is spent rather than bound.
+        if reservation is not None and reservation["pendingCount"] > 0:
+            reservation["pendingCount"] -= 1
+            _ledger_drop_if_spent(ledger, key)
+            ledger["agentIdsSeen"].append(agent_id)
+        return
+    if _ledger_bound_in(ledger, agent_id) is not None:
+        return
+    if reservation is None or reservation["pendingCount"] <= 0:
+        return
+    reservation["pendingCount"] -= 1
+    reservation["agentIds"].append(agent_id)
+    ledger["agentIdsSeen"].append(agent_id)
+
+
+def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
+    """A child stopped (core.md 6.3 Release); idempotent."""
+    if not agent_id:
+        return
+    key = _ledger_bound_in(ledger, agent_id)
+    if key is not None:
+        ledger["reservations"][key]["agentIds"].remove(agent_id)
+        _ledger_drop_if_spent(ledger, key)
+    _ledger_add_unique(ledger["stoppedAgentIds"], agent_id)
+
+
+def _ledger_reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[str]:
+    # reservationId names the delegating call; accept the stored key form
+    # too, and the child-namespaced id (core.md 1.5).
+    candidates = [raw, _ledger_slot(raw)]
+    source = event.source_session_id
+    if source is not None and source != event.session_id:
+        namespaced = json.dumps([source, raw], ensure_ascii=False, separators=(",", ":"))
+        candidates.append(_ledger_slot(namespaced))
+    for key in candidates:
+        if key.startswith(_RESERVATION_PREFIX) and key in ledger["reservations"]:
+            return key
+    return None
+
+
+def _ledger_whole_call(ledger: dict, action_id: str, lifecycle: str) -> None:
+    key = _ledger_slot(action_id)
+    reservation = ledger["reservations"].get(key)
+    reason = ledger["unresolved"].get(action_id)
+    if reason == REUSED_ACTION_ID:
+        return  # the fact may describe either of the calls sharing this id
+    if reservation is None and reason is None:
+        return
+    if lifecycle == "not_started" and reservation is not None and (
+            reservation.get("notStartedAmbiguous") or reservation.get("observedRunning")
+            or reservation["agentIds"]):
+        return  # something did start under this id
+    ledger["reservations"].pop(key, None)
+    ledger["unresolved"].pop(action_id, None)
+
+
+def _ledger_progress(ledger: dict, event: ControlEvent, action_id: str) -> None:
+    result = event.action
+    key = _ledger_slot(action_id)
+    reservation = ledger["reservations"].get(key)
+    if reservation is None:
+        return
+    scope = event.completion_scope or reservation.get("completionScope") or "children"
+    # A call-scoped reservation frees capacity per call, never per child, so
+    # children are not bound to it (neither by id nor by alias).
+    per_child = scope != "call"
+    if result.agent_id and per_child:
+        _ledger_bind(ledger, result.agent_id, key)
+    for alias in result.agent_aliases:
+        reservation = ledger["reservations"].get(key)
+        if reservation is None:
+            break
+        _ledger_add_unique(reservation["reportedAliases"], alias)
+        mapped = ledger["agentAliases"].get(alias)
+        if mapped and per_child:
+            _ledger_bind(ledger, mapped, key)
+    reservation = ledger["reservations"].get(key)
+    if reservation is not None:
+        reservation["observedRunning"] = bool(reservation.get("observedRunning")) or (
+            result.lifecycle == "running")
+        reservation["resultUnknown"] = result.lifecycle == "unknown"
+
+
+def _ledger_on_action_after(ledger: dict, event: ControlEvent) -> None:
+    result = event.action
+    action_id = event.action_id
+    if not isinstance(result, ActionResult) or not action_id:
+        return
+    if result.lifecycle in ("joined", "not_started"):
+        _ledger_whole_call(ledger, action_id, result.lifecycle)
+    else:
+        _ledger_progress(ledger, event, action_id)
+    for agent_id in result.ended_agent_ids:
+        _ledger_release(ledger, agent_id)
+
+
+def _ledger_on_subagent_start(ledger: dict, event: ControlEvent) -> None:
+    agent_id, alias = event.agent_id, event.agent_alias
+    if alias and agent_id:
+        ledger["agentAliases"][alias] = agent_id
+        for key in list(ledger["reservations"]):
+            reservation = ledger["reservations"].get(key)
+            if (reservation is not None and reservation.get("completionScope") != "call"
+                    and alias in reservation.get("reportedAliases", ())):
+                _ledger_bind(ledger, agent_id, key)
+    if event.reservation_id:
+        key = _ledger_reservation_key(ledger, event, event.reservation_id)
+        # Only an explicit id binds: arrival order proves nothing (never FIFO).
+        if key is not None and ledger["reservations"][key].get("completionScope") != "call":
+            _ledger_bind(ledger, agent_id, key)
+
+
+def _ledger_on_subagent_stop(ledger: dict, event: ControlEvent) -> None:
+    _ledger_release(ledger, event.agent_id)
+
+
+def _ledger_on_session_end(ledger: dict, event: ControlEvent) -> None:
+    if event.all_delegations_stopped is True:
+        # Accepted ids, seen/stopped lists and aliases stay: ids must still
+        # be recognized as duplicates after the clear.
+        ledger["reservations"].clear()
+        ledger["unresolved"].clear()
+
+
+_LEDGER_HANDLERS: Dict[str, Callable[[dict, ControlEvent], None]] = {
+    "action.after": _ledger_on_action_after,
+    "subagent.start": _ledger_on_subagent_start,
+    "subagent.stop": _ledger_on_subagent_stop,
+    "session.end": _ledger_on_session_end,
+}
 
 
 def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
-    """Apply action.after / subagent.* / session.end facts; True when changed (core.md 6.3)."""
-    return False  # TODO(ledger)
+    """Apply action.after / subagent.* / session.end facts; True when changed (core.md 6.3).
+
+    Undeclared (legacy) events carry no trustworthy facts (core.md 1.4) and
+    change nothing.
+    """
+    handler = _LEDGER_HANDLERS.get(event.kind)
+    if handler is None or not event.declared:
+        return False
+    ledger = _ledger_keys(delegation)
+    before = json.dumps(ledger, sort_keys=True, default=str)
+    handler(ledger, event)
+    return json.dumps(delegation, sort_keys=True, default=str) != before
 
 
 ###############################################################################
@@ -698,10 +2121,347 @@ def utc_now_iso() -> str:
 ###############################################################################
 
 
+# Policy outcome -> (CoreResult kind, audit responseOutcome or None = the adapter's deny outcome)
+_OUTCOME_RESULTS: Dict[str, Tuple[str, Optional[str]]] = {
+    "allow": ("none", "none"),
+    "report_and_defer": ("context", "context_returned"),
+    "deny_and_explain": ("deny", None),
+    "require_user_approval": ("deny", None),
+}
+
+
 def handle_event(event: ControlEvent, store: Store,
                  response_outcome: str = "permission_deny_returned") -> CoreResult:
-    """Process one event for its governing session."""
-    return NO_RESULT  # TODO(engine)
+    """Process one event for its governing session (event.session_id)."""
+    key = session_key(event.session_id)
+    handler = _KIND_HANDLERS[event.kind]
+    return handler(event, key, store, response_outcome)
+
+
+def _armed(state: dict, storage_error: Optional[dict]) -> bool:
+    """What the shims' armed marker means (adapters.md 2.3)."""
+    return (storage_error is not None or bool(state.get("directiveError"))
+            or control_state(state["contract"]) == "ARMED")
+
+
+def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -> None:
+    """Keep the armed marker of the governing session and of the emitting child true."""
+    try:
+        store.set_armed(key, armed)
+        source = event.source_session_id
+        if source and source != event.session_id:
+            store.set_armed(session_key(source), armed)
+    except OSError:
+        pass  # a marker is a fail-closed hint for the shims, never worth failing a hook
+
+
+def _context_for(state: dict, storage_error: Optional[dict]) -> str:
+    summary = ledger_summary(state["delegation"])
+    return contract_context(state["contract"], summary.reserved,
+                            bool(summary.unresolved_reasons), storage_error)
+
+
+def _protected_paths(store: Store) -> List[str]:
+    """The self-protection set of decisions.md 3: data dir, this file, installed paths."""
+    paths = [store.root, os.path.abspath(__file__)]
+    try:
+        with open(store.path("installed.json"), "rb") as fh:
+            listed = json.loads(fh.read()).get("paths", [])
+        paths.extend(p for p in listed if isinstance(p, str))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return paths
+
+
+def _audit_record(event_id: str, key: str, action: Action, state: dict,
+                  decision: Decision, response: str) -> dict:
+    contract = state["contract"]
+    summary = ledger_summary(state["delegation"])
+    action_part = {
+        "toolName": action.name, "mutability": action.mutability,
+        "delegationCount": action.admission_count,
+        "pathCount": len(action.affected_paths),
+        "hashIntent": action.hash_intent, "dependencyIntent": action.dependency_intent,
+        "unboundedDelegation": action.unbounded_delegation,
+    }
+    if action.analysis_reason in ANALYSIS_REASONS:
+        action_part["analysisReason"] = action.analysis_reason
+    allowed = contract.get("allowedPaths")
+    return {
+        "schemaVersion": 1, "eventId": event_id, "occurredAt": utc_now_iso(),
+        "sessionKey": key,
+        "policyRevision": {"pluginVersion": VERSION, "controlVersion": 2},
+        "controlState": control_state(contract).lower(),
+        "action": action_part,
+        "contract": {
+            "mode": contract["mode"], "level": contract["level"],
+            "agentBudget": contract["agentBudget"],
+            "reservedUpperBound": summary.reserved,
+            "countUnproven": bool(summary.unresolved_reasons),
+            "hashPolicy": contract["hashPolicy"], "dependencyPolicy": contract["dependencyPolicy"],
+            "allowedPathCount": None if allowed is None else len(allowed),
+        },
+        "decision": {
+            "policyOutcome": decision.outcome, "family": decision.family,
+            "reasonCode": decision.code, "responseOutcome": response,
+            "hostEffect": "unobserved",
+        },
+    }
+
+
+def _handle_action_before(event: ControlEvent, key: str, store: Store,
+                          response_outcome: str) -> CoreResult:
+    action: Action = event.action
+    declared = event.declared
+    action_id = event.action_id
+    needs_paths = bool(action.affected_paths or action.shell_write_targets)
+    protected = _protected_paths(store) if needs_paths else []
+    thrash = _thrash_repeats(store, key, action)
+
+    def judge(loaded: Loaded) -> Decision:
+        return decide(action, loaded.state, action_id=action_id, declared=declared,
+                      storage_error=loaded.storage_error, protected_paths=protected,
+                      thrash_repeats=thrash)
+
+    if changes_delegation(action, declared):
+        def change(loaded: Loaded) -> Tuple[Optional[dict], Tuple[Loaded, Decision]]:
+            decision = judge(loaded)
+            written = apply_admission(loaded.state["delegation"], action, action_id,
+                                      declared, decision)
+            return (loaded.state if written else None), (loaded, decision)
+        try:
+            loaded, decision = store.update(key, change)
+        except LockTimeout as exc:
+            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
+            loaded = store.load(key)
+            budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
+            if not (_is_int(budget) and budget < MAX_SAFE_INTEGER):
+                raise
+            sys.stderr.write("sts: %s\n" % exc)
+            decision = state_busy_decision(loaded.state["contract"])
+    else:
+        loaded = store.load(key)
+        decision = judge(loaded)
+
+    state, storage_error = loaded.state, loaded.storage_error
+    contract = state["contract"]
+    kind, response = _OUTCOME_RESULTS[decision.outcome]
+    if response is None:
+        response = response_outcome
+    event_id = None
+    if contract["level"] != "off" or storage_error is not None:
+        candidate = new_event_id()
+        record = _audit_record(candidate, key, action, state, decision, response)
+        if store.append_audit(key, record):
+            event_id = candidate
+    _refresh_markers(store, event, key, _armed(state, storage_error))
+    _thrash_note_write(store, key, action, decision)
+    if kind == "none":
+        return CoreResult("none", code=decision.code, event_id=event_id)
+    text = decision_message(decision, state_label=control_state(contract),
+                            mode=contract["mode"], response_outcome=response,
+                            event_id=event_id)
+    return CoreResult(kind, text, decision.code, event_id)
+
+
+def _handle_prompt(event: ControlEvent, key: str, store: Store,
+                   response_outcome: str) -> CoreResult:
+    prompt = event.prompt or ""
+    command = parse_inspection_command(prompt)
+    if command is not None:
+        return CoreResult("context", inspection_response(command, store, key))
+
+    kept_file = None
+    first = store.load(key)
+    if first.storage_error is not None:
+        outcome = interpret_prompt(DEFAULT_CONTRACT, prompt)
+        if outcome.kind != "directive" or first.storage_error.get("code") != "STATE_DAMAGED" \
+                or not first.existed:
+            error = first.storage_error
+            _refresh_markers(store, event, key, True)
+            return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
+                              error["code"])
+        # decisions S1: a valid directive keeps the damaged bytes aside and starts fresh.
+        kept_file = store.preserve_damaged(key)
+
+    def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
+        state = loaded.state
+        if loaded.storage_error is not None:
+            error = loaded.storage_error
+            return None, CoreResult("context", "%s: %s" % (error["code"], error["message"]),
+                                    error["code"])
+        if kept_file is not None:
+            state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
+        before = json.dumps(state, sort_keys=True)
+        outcome = interpret_prompt(state["contract"], prompt)
+        if outcome.kind == "error":
+            state["directiveError"] = outcome.error
+            state["directiveWarning"] = None
+            state["lastPromptContext"] = None
+            return state, CoreResult("prompt-error", directive_error_text(outcome.error),
+                                     outcome.error["code"])
+        state["contract"] = outcome.contract
+        if outcome.kind in ("directive", "correction"):
+            state["directiveError"] = None
+            state["directiveWarning"] = None
+        text = _context_for(state, None)
+        if kept_file is not None:
+            text = "The damaged state file was kept as %s. %s" % (kept_file, text)
+        if text == state.get("lastPromptContext"):
+            result = NO_RESULT
+        else:
+            state["lastPromptContext"] = text
+            result = CoreResult("context", text)
+        changed = json.dumps(state, sort_keys=True) != before or kept_file is not None
+        return (state if changed else None), result
+
+    try:
+        result, state = store.update(key, lambda loaded: _with_state(change, loaded))
+    except LockTimeout as exc:
+        if interpret_prompt(DEFAULT_CONTRACT, prompt).kind in ("directive", "correction", "error"):
+            return CoreResult("prompt-error",
+                              "Stop That Shit could not save this directive because the session "
+                              "state is locked by another hook (%s). Resubmit the prompt." % exc,
+                              "STS_LOCK_TIMEOUT")
+        raise
+    _refresh_markers(store, event, key, _armed(state, None))
+    return result
+
+
+def _with_state(change: Callable[[Loaded], Tuple[Optional[dict], CoreResult]],
+                loaded: Loaded) -> Tuple[Optional[dict], Tuple[CoreResult, dict]]:
+    new_state, result = change(loaded)
+    return new_state, (result, loaded.state)
+
+
+def _handle_session_start(event: ControlEvent, key: str, store: Store,
+                          response_outcome: str) -> CoreResult:
+    loaded = store.load(key)
+    _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
+    return CoreResult("context", _context_for(loaded.state, loaded.storage_error))
+
+
+def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
+                      response_outcome: str) -> CoreResult:
+    """action.after, subagent.*, session.end: ledger facts from declared adapters only."""
+    if not event.declared:
+        return NO_RESULT
+    if event.kind == "session.end" and not event.all_delegations_stopped:
+        return NO_RESULT
+
+    def change(loaded: Loaded) -> Tuple[Optional[dict], Loaded]:
+        if loaded.storage_error is not None:
+            return None, loaded  # recovery: lifecycle facts are lost (core.md 7.5)
+        changed = apply_lifecycle_fact(loaded.state["delegation"], event)
+        return (loaded.state if changed else None), loaded
+
+    loaded = store.update(key, change)
+    if event.kind == "subagent.start":
+        return CoreResult("context", _context_for(loaded.state, loaded.storage_error))
+    return NO_RESULT
+
+
+_KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]] = {
+    "action.before": _handle_action_before,
+    "prompt.submit": _handle_prompt,
+    "session.start": _handle_session_start,
+    "action.after": _handle_lifecycle,
+    "subagent.start": _handle_lifecycle,
+    "subagent.stop": _handle_lifecycle,
+    "session.end": _handle_lifecycle,
+}
+
+
+# --- Thrash bookkeeping (decisions.md 2) --------------------------------------
+# A small side file per session holds a digest of the last repeated command,
+# how often it ran and whether a write came in between.  Best effort: one
+# lock-free replace, a lost update is acceptable, a failure never changes a
+# decision.
+
+
+# Test runners whose repeated runs count as thrash (the first words of a command).
+_TEST_COMMANDS = (
+    ("pytest",), ("py.test",), ("python", "-m", "pytest"), ("python3", "-m", "pytest"),
+    ("python", "-m", "unittest"), ("python3", "-m", "unittest"), ("tox",), ("nox",),
+    ("npm", "test"), ("npm", "run", "test"), ("npm", "t"), ("yarn", "test"), ("pnpm", "test"),
+    ("bun", "test"), ("deno", "test"), ("npx", "jest"), ("npx", "vitest"), ("jest",),
+    ("vitest",), ("go", "test"), ("cargo", "test"), ("cargo", "nextest"), ("make", "test"),
+    ("make", "check"), ("mvn", "test"), ("gradle", "test"), ("./gradlew", "test"),
+    ("dotnet", "test"), ("rspec",), ("bundle", "exec", "rspec"), ("phpunit",),
+    ("vendor/bin/phpunit",), ("ctest",), ("mix", "test"),
+)
+
+
+def _thrash_command(action: Action) -> Optional[str]:
+    """The normalized command when the action is a proven read or a test run."""
+    command = action.command
+    if not command:
+        return None
+    words = command.split()
+    normalized = " ".join(words)
+    if action.mutability == "read":
+        return normalized
+    if any(tuple(words[:len(prefix)]) == prefix for prefix in _TEST_COMMANDS):
+        return normalized
+    return None
+
+
+def _thrash_path(store: Store, key: str) -> str:
+    return store.path("thrash", key + ".json")
+
+
+def _thrash_load(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            record = json.loads(fh.read())
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _thrash_save(path: str, record: dict) -> None:
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(record))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _thrash_repeats(store: Store, key: str, action: Action) -> int:
+    """How many times in a row this read/test command ran with no write between (incl. now)."""
+    command = _thrash_command(action)
+    if command is None:
+        return 0
+    import hashlib
+    digest = hashlib.sha256(command.encode("utf-8", "replace")).hexdigest()
+    path = _thrash_path(store, key)
+    record = _thrash_load(path)
+    if record.get("digest") == digest and not record.get("writeSeen") \
+            and _is_int(record.get("count")):
+        count = record["count"] + 1
+    else:
+        count = 1
+    _thrash_save(path, {"digest": digest, "count": count, "writeSeen": False})
+    return count
+
+
+def _thrash_note_write(store: Store, key: str, action: Action, decision: Decision) -> None:
+    """A permitted write or unproven action breaks a run of repeats."""
+    if decision.outcome not in ("allow", "report_and_defer"):
+        return
+    if action.mutability not in ("write", "unknown") or _thrash_command(action) is not None:
+        return
+    path = _thrash_path(store, key)
+    record = _thrash_load(path)
+    if record and not record.get("writeSeen"):
+        record["writeSeen"] = True
+        _thrash_save(path, record)
 
 
 ###############################################################################
@@ -714,11 +2474,569 @@ def handle_event(event: ControlEvent, store: Store,
 ###############################################################################
 
 
+@dataclass
+class HookCall:
+    """One host event, translated.
+
+    event: the ControlEvent v2 as a JSON dict, or None when the core is not
+    asked (then `answer` is the adapter's own answer, e.g. a paused session).
+    tool_call: the host will run a tool after this hook (fail-closed rules).
+    render: whether a context result reaches the model on this host event.
+    """
+
+    host_event: str
+    event: Optional[dict] = None
+    answer: Optional[CoreResult] = None
+    tool_call: bool = False
+    render: bool = True
+    session_id: Optional[str] = None
+
+
+def _clean_path(raw: str) -> str:
+    text = raw.strip()
+    if text[:1] in ("'", '"'):
+        text = text[1:]
+    if text[-1:] in ("'", '"'):
+        text = text[:-1]
+    return text
+
+
+def _is_windows_path(path: str) -> bool:
+    return (len(path) >= 3 and path[1] == ":" and path[0].isalpha() and path[2] in "\\/") \
+        or path.startswith("\\\\")
+
+
+def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
+    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique."""
+    out: List[str] = []
+    for raw in paths:
+        if not isinstance(raw, str):
+            continue
+        path = _clean_path(raw)
+        if not path:
+            continue
+        if cwd:
+            if _is_windows_path(path) and _is_windows_path(cwd):
+                import ntpath
+                try:
+                    path = ntpath.relpath(path, cwd)
+                except ValueError:
+                    pass  # another drive: Node keeps the absolute path (core.md 10-P1)
+            elif path.startswith("/") and cwd.startswith("/"):
+                import posixpath
+                trailing = path.endswith("/") and len(path) > 1
+                path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
+        path = path.replace("\\", "/")
+        while path.startswith("./"):
+            path = path[2:]
+        if path and path not in out:
+            out.append(path)
+    return out
+
+
+# adapters.md 1.5: whole words of a tool name, write list first.
+_FALLBACK_WRITE_WORDS = frozenset((
+    "add append apply archive close commit copy create delete deploy edit install merge "
+    "move patch post publish push remove rename send set submit update upload write").split())
+_FALLBACK_READ_WORDS = frozenset((
+    "cat check diff fetch find get inspect list load open read review search show status "
+    "view").split())
+
+
+def fallback_mutability(name: str) -> str:
+    """Classify an unlisted tool (MCP, plugin) by the words of its name."""
+    words = [w for w in name.lower().split("_") if w]
+    if any(w in _FALLBACK_WRITE_WORDS for w in words):
+        return "write"
+    if any(w in _FALLBACK_READ_WORDS for w in words):
+        return "read"
+    return "unknown"
+
+
+def _shell_kind(powershell: bool = False) -> str:
+    if powershell:
+        return "powershell"
+    return "unknown" if os.name == "nt" else "bash"
+
+
+def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
+    """The action fields of a shell tool call, from the one analyzer."""
+    verdict = analyze_shell(command, _shell_kind(powershell))
+    action = {"name": name, "mutability": verdict.mutability,
+              "hashIntent": verdict.hash_intent, "dependencyIntent": verdict.dependency_intent,
+              "shellWriteTargets": list(verdict.write_targets)}
+    if verdict.reason is not None:
+        action["analysisReason"] = verdict.reason
+    if isinstance(command, str):
+        action["command"] = command
+    return action
+
+
+def file_write_action(name: str, path: Any, added: Any = None, removed: Any = None,
+                      *, whole_file: bool = True) -> dict:
+    """A file tool that writes `path`: hash intent from the added text, dependency intent
+    when the file is a manifest.  whole_file: `added` is the full new content (Write)."""
+    added_text = added if isinstance(added, str) else ""
+    path_text = path if isinstance(path, str) else None
+    action = {"name": name, "mutability": "write",
+              "affectedPaths": [path_text] if path_text else [],
+              "hashIntent": bool(added_text) and hash_intent_in_text(added_text, path_text)}
+    old = None if whole_file else (removed if isinstance(removed, str) else "")
+    action["dependencyIntent"] = bool(added_text) and dependency_intent_in_change(
+        path_text, old, added_text)
+    return action
+
+
+def patch_action(name: str, patch_text: Any) -> dict:
+    summary = analyze_patch(patch_text)
+    return {"name": name, "mutability": "write", "affectedPaths": list(summary.paths),
+            "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
+
+
+def _first_text(obj: Any, *keys: str) -> Optional[str]:
+    if not isinstance(obj, dict):
+        return None
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _as_object(value: Any) -> Any:
+    """Tool responses arrive as objects or as JSON strings."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+class Adapter:
+    """Translate one host's events; subclasses fill the tables.
+
+    EVENTS maps a host event name to the method that translates it.  Tool
+    classification is table-driven per host (TOOLS: name -> bucket or method).
+    """
+
+    host = ""
+    family = ""
+    response_outcome = "permission_deny_returned"
+    EVENTS: Dict[str, str] = {}
+
+    def event_name(self, payload: dict) -> Optional[str]:
+        name = payload.get("hook_event_name")
+        return name if isinstance(name, str) else None
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        value = payload.get("session_id")
+        return value if _is_text(value) else None
+
+    def translate(self, payload: dict, store: Store) -> Optional[HookCall]:
+        name = self.event_name(payload)
+        method = self.EVENTS.get(name) if name else None
+        if method is None:
+            return None
+        return getattr(self, method)(payload, store, name)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        raise NotImplementedError
+
+    def envelope(self, kind: str, session_id: str, **fields: Any) -> dict:
+        event = {"protocolVersion": PROTOCOL_VERSION, "lifecycleVersion": LIFECYCLE_VERSION,
+                 "kind": kind, "sessionId": session_id}
+        event.update({k: v for k, v in fields.items() if v is not None})
+        return event
+
+    def host_meta(self, payload: dict) -> dict:
+        meta = {"family": self.family}
+        for key, target in (("model", "model"), ("permission_mode", "permissionMode"),
+                            ("agent_id", "agentId"), ("agent_type", "agentType")):
+            if isinstance(payload.get(key), str):
+                meta[target] = payload[key]
+        return meta
+
+
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
 # Command hooks: JSON on stdin, JSON on stdout, exit 0.  adapters.md 3 and 4.
+# Both hosts answer with the same hookSpecificOutput shapes, so they share
+# one rendering; their event and tool tables differ.
 ###############################################################################
+
+
+class _CommandHookAdapter(Adapter):
+    """Codex and Claude Code: hookSpecificOutput answers, exit 0 always."""
+
+    # Host events whose context result is shown to the model.
+    CONTEXT_EVENTS: frozenset = frozenset()
+    TOOLS: Dict[str, str] = {}
+    # Tools that can restart an agent without run identity (finite budget -> deny).
+    LIFECYCLE_UNPROVEN: frozenset = frozenset()
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            reason = result.text or "Stop That Shit denied this call."  # never empty (Codex)
+            return json.dumps({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "deny",
+                "permissionDecisionReason": reason}}, ensure_ascii=False)
+        if result.kind == "prompt-error":
+            return json.dumps({"decision": "block", "reason": result.text}, ensure_ascii=False)
+        if result.kind == "context" and result.text and call.render \
+                and call.host_event in self.CONTEXT_EVENTS:
+            return json.dumps({"hookSpecificOutput": {
+                "hookEventName": call.host_event, "additionalContext": result.text}},
+                ensure_ascii=False)
+        return ""
+
+    def canonical_tool(self, name: str) -> str:
+        return name
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        """Tool name and input -> action fields (without id and cwd)."""
+        tool = self.canonical_tool(name)
+        bucket = self.TOOLS.get(tool)
+        if bucket is None:
+            return self.classify_unlisted(name, tool_input)
+        if bucket.startswith("_"):
+            return getattr(self, bucket)(name, tool_input if isinstance(tool_input, dict) else {})
+        action = {"name": name, "mutability": bucket}
+        if bucket == "delegate":
+            action["delegationCount"] = 1
+        if tool in self.LIFECYCLE_UNPROVEN:
+            action["delegationLifecycleUnproven"] = True
+        return action
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        return {"name": name, "mutability": fallback_mutability(name)}
+
+    def _shell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
+    def _write_tool(self, name: str, tool_input: dict) -> dict:
+        path = _first_text(tool_input, "file_path", "path")
+        if "content" in tool_input:
+            return file_write_action(name, path, tool_input.get("content"))
+        return file_write_action(name, path, tool_input.get("new_string"),
+                                 tool_input.get("old_string"), whole_file=False)
+
+    def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return HookCall(name, self.envelope("session.start", session, host=self.host_meta(payload)))
+
+    def on_session_end(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return HookCall(name, self.envelope("session.end", session), render=False)
+
+    def prompt_text(self, payload: dict) -> Optional[str]:
+        prompt = payload.get("prompt")
+        return prompt if isinstance(prompt, str) else None
+
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        prompt = self.prompt_text(payload)
+        if session is None or prompt is None:
+            return None
+        turn = payload.get("prompt_id") or payload.get("turn_id")
+        return HookCall(name, self.envelope("prompt.submit", session, prompt=prompt,
+                                            turnId=turn, host=self.host_meta(payload)))
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        tool = payload.get("tool_name")
+        if session is None or not _is_text(tool):
+            return None
+        tool_input = payload.get("tool_input")
+        action = self.classify(tool, tool_input)
+        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
+            return None  # adapters.md 1.1: a delegate call without id is dropped
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        if cwd:
+            action["cwd"] = cwd
+        if action.get("affectedPaths"):
+            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        return HookCall(name, self.envelope("action.before", session, action=action,
+                                            turnId=payload.get("turn_id") or payload.get("prompt_id"),
+                                            host=self.host_meta(payload)),
+                        tool_call=True, session_id=session)
+
+
+# Codex: the collaboration tool families arrive with a namespace glued on.
+_CODEX_CANONICAL = {prefix + short: short
+                    for prefix, shorts in (
+                        ("multi_agent_v1", ("send_input", "resume_agent", "wait_agent", "close_agent")),
+                        ("collaboration", ("spawn_agent", "followup_task", "send_message",
+                                           "list_agents", "wait_agent", "interrupt_agent")))
+                    for short in shorts}
+
+_UUID_CHARS = frozenset("0123456789abcdefABCDEF-")
+
+
+def _is_uuid(value: Any) -> bool:
+    return (isinstance(value, str) and len(value) == 36 and set(value) <= _UUID_CHARS
+            and [len(p) for p in value.split("-")] == [8, 4, 4, 4, 12])
+
+
+class CodexAdapter(_CommandHookAdapter):
+    """Codex CLI command hooks (adapters.md 3)."""
+
+    host = "codex"
+    family = "codex"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "PreToolUse": "on_pre_tool",
+        "PostToolUse": "on_post_tool",
+        "SessionEnd": "on_session_end",
+    }
+    CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "PreToolUse"))
+    TOOLS = {
+        "Bash": "_shell", "exec_command": "_shell", "shell_command": "_shell",
+        "apply_patch": "_patch",
+        "Edit": "_write_tool", "Write": "_write_tool",
+        "spawn_agent": "delegate", "Agent": "delegate",
+        "update_plan": "control", "request_user_input": "control", "wait": "control",
+        "wait_agent": "control", "interrupt_agent": "control", "close_agent": "control",
+        "list_agents": "control", "send_message": "control",
+        "send_input": "control", "resume_agent": "control", "followup_task": "control",
+        "create_goal": "control", "update_goal": "control",
+        "get_goal": "read",
+        "write_stdin": "unknown",  # feeds a running process: not provably anything
+    }
+    LIFECYCLE_UNPROVEN = frozenset(("send_input", "resume_agent", "followup_task"))
+
+    def canonical_tool(self, name: str) -> str:
+        return _CODEX_CANONICAL.get(name, name)
+
+    def _patch(self, name: str, tool_input: Any) -> dict:
+        text = _first_text(tool_input, "command", "patch", "content", "new_string")
+        return patch_action(name, text)
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        if self.canonical_tool(name) == "apply_patch" and isinstance(tool_input, str):
+            return patch_action(name, tool_input)  # freeform patch as the raw input
+        return super().classify(name, tool_input)
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        tool = self.canonical_tool(str(payload.get("tool_name", "")))
+        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        if session is None or not _is_text(call_id):
+            return None
+        response = _as_object(payload.get("tool_response"))
+        fact: Optional[dict] = None
+        if tool in ("spawn_agent", "Agent"):
+            agent = response.get("agent_id") if isinstance(response, dict) else None
+            if _is_uuid(agent):
+                fact = {"id": call_id, "lifecycle": "running", "agentId": agent}
+        elif tool == "wait_agent":
+            fact = self._wait_fact(call_id, payload.get("tool_input"), response)
+        if fact is None:
+            return None
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+    @staticmethod
+    def _wait_fact(call_id: str, tool_input: Any, response: Any) -> Optional[dict]:
+        if not isinstance(response, dict) or response.get("timed_out") is not False:
+            return None
+        status = response.get("status")
+        targets = tool_input.get("targets") if isinstance(tool_input, dict) else None
+        if not isinstance(status, dict) or not isinstance(targets, list):
+            return None
+        ended = []
+        for agent, value in status.items():
+            if not _is_uuid(agent) or agent not in targets:
+                continue
+            finished = value == "shutdown" or (
+                isinstance(value, dict) and list(value) == ["completed"]
+                and (value["completed"] is None or isinstance(value["completed"], str)))
+            if finished:
+                ended.append(agent)
+        if not ended:
+            return None
+        return {"id": call_id, "lifecycle": "unknown", "endedAgentIds": ended}
+
+
+# Claude Code: the slash form of the directive, at the directive position only.
+_CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
+_CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
+_TASK_DONE_STATUSES = frozenset(("completed", "failed", "killed"))
+
+
+def _claude_slash_to_directive(prompt: str) -> str:
+    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
+    lines = prompt.split("\n")
+    for index, line in enumerate(lines):
+        if line.strip(" \t\r") == "":
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent > 3:
+            return prompt
+        body = line[indent:]
+        for form in _CLAUDE_SLASH_FORMS:
+            if body.lower().startswith(form):
+                rest = body[len(form):]
+                if rest == "" or rest[0] in " \t\r,:":
+                    lines[index] = line[:indent] + "$stop-that-shit" + rest
+                    return "\n".join(lines)
+        return prompt
+    return prompt
+
+
+def _tag_text(block: str, tag: str) -> Optional[str]:
+    start = block.find("<%s>" % tag)
+    end = block.find("</%s>" % tag)
+    if start < 0 or end < start:
+        return None
+    return block[start + len(tag) + 2:end].strip()
+
+
+def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
+    """Claude's background-agent completion block, or None when the prompt is not one."""
+    text = prompt.lstrip()
+    if not text.startswith("<task-notification>") or "</task-notification>" not in text:
+        return None
+    block = text[:text.find("</task-notification>")]
+    return {tag: _tag_text(block, tag) for tag in ("task-id", "tool-use-id", "status")}
+
+
+class ClaudeAdapter(_CommandHookAdapter):
+    """Claude Code command hooks (adapters.md 4)."""
+
+    host = "claude"
+    family = "claude-code"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "UserPromptExpansion": "on_prompt_expansion",
+        "PreToolUse": "on_pre_tool",
+        "PostToolUse": "on_post_tool",
+        "PostToolUseFailure": "on_post_tool",
+        "PermissionDenied": "on_post_tool",
+        "SubagentStart": "on_subagent_start",
+        "SessionEnd": "on_session_end",
+    }
+    CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "UserPromptExpansion",
+                                "SubagentStart", "PreToolUse"))
+    TOOLS = {
+        "Write": "_write_tool", "Edit": "_write_tool", "NotebookEdit": "_notebook",
+        "EnterWorktree": "write",
+        "Bash": "_shell", "Monitor": "_monitor", "PowerShell": "_powershell",
+        "Agent": "delegate", "Task": "delegate", "Workflow": "_workflow",
+        **{name: "read" for name in (
+            "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
+            "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
+        **{name: "control" for name in (
+            "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "TodoWrite",
+            "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
+            "ToolSearch", "WaitForMcpServers")},
+    }
+    LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        action = super().classify_unlisted(name, tool_input)
+        if action["mutability"] == "write":
+            path = _first_text(tool_input, "file_path", "path")
+            if path:
+                action["affectedPaths"] = [path]
+        return action
+
+    def _notebook(self, name: str, tool_input: dict) -> dict:
+        path = _first_text(tool_input, "notebook_path")
+        source = tool_input.get("new_source")
+        action = file_write_action(name, path, source)
+        action["dependencyIntent"] = False
+        return action
+
+    def _monitor(self, name: str, tool_input: dict) -> dict:
+        if "command" not in tool_input and "ws" in tool_input:
+            return {"name": name, "mutability": "read"}
+        return shell_action(name, tool_input.get("command"))
+
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def _workflow(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def prompt_text(self, payload: dict) -> Optional[str]:
+        prompt = payload.get("prompt")
+        return _claude_slash_to_directive(prompt) if isinstance(prompt, str) else None
+
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        prompt = payload.get("prompt")
+        if isinstance(prompt, str):
+            note = parse_task_notification(prompt)
+            if note is not None:
+                # Model-written text: never contract authority (adapters.md 4.4).
+                return self._task_done(payload, note, name)
+        return super().on_prompt(payload, store, name)
+
+    def _task_done(self, payload: dict, note: dict, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        call_id, agent = note.get("tool-use-id"), note.get("task-id")
+        if session is None or note.get("status") not in _TASK_DONE_STATUSES \
+                or not _is_text(call_id):
+            return HookCall(name, None, answer=NO_RESULT)
+        fact = {"id": call_id, "lifecycle": "joined"}
+        if _is_text(agent):
+            fact["agentId"] = agent
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+    def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        expansion = payload.get("expansion_type")
+        command = payload.get("command_name")
+        if expansion not in (None, "slash_command") or \
+                command not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+            return None
+        session = self.session_of(payload)
+        args = payload.get("command_args")
+        if session is None:
+            return None
+        prompt = "$stop-that-shit" + (" " + args if isinstance(args, str) and args else "")
+        return HookCall(name, self.envelope("prompt.submit", session, prompt=prompt,
+                                            host=self.host_meta(payload)))
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        # Only delegation results carry ledger facts; other results would cost a lock.
+        if session is None or not _is_text(call_id) \
+                or payload.get("tool_name") not in _CLAUDE_DELEGATION_TOOLS:
+            return None
+        fact: dict = {"id": call_id}
+        if name == "PermissionDenied":
+            fact["lifecycle"] = "not_started"
+        elif name == "PostToolUseFailure":
+            fact["lifecycle"] = "unknown"
+        else:
+            response = _as_object(payload.get("tool_response"))
+            status = response.get("status") if isinstance(response, dict) else None
+            fact["lifecycle"] = {"completed": "joined", "async_launched": "running"}.get(
+                status, "unknown")
+            agent = _first_text(response, "agentId", "agent_id")
+            if agent:
+                fact["agentId"] = agent
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+    def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        agent = payload.get("agent_id")
+        if session is None:
+            return None
+        return HookCall(name, self.envelope("subagent.start", session,
+                                            agentId=agent if _is_text(agent) else None))
 
 
 ###############################################################################
@@ -2408,6 +4726,20 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 
 
 ###############################################################################
+# Cases
+#
+# Owns `python3 sts.py cases [DIR]`: replay each Bad/Good case of cases/
+# through the real adapter and compare the decision with the expected one.
+###############################################################################
+
+
+def cmd_cases(args: List[str]) -> int:
+    """python3 sts.py cases [DIR]: replay every case, print a table and N passed, N failed."""
+    sys.stderr.write("sts: cases is not built yet\n")
+    return 2  # TODO(cases)
+
+
+###############################################################################
 # CLI
 #
 # Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
@@ -2415,13 +4747,254 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 ###############################################################################
 
 
+ADAPTERS: Dict[str, Adapter] = {
+    "codex": CodexAdapter(),
+    "claude": ClaudeAdapter(),
+}
+
+STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
+_SCAN_CAP = 64 * 1024
+# Host event names after which the host runs a tool (fail-closed candidates).
+_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call")
+
+_INTERNAL_ERROR_REASON = (
+    "Stop That Shit could not evaluate this call (internal error: {error}); the task "
+    "contract is armed, so the call is blocked. Fix sts.py, or turn the guard off for "
+    "this session with `$stop-that-shit off`.")
+_OVERSIZE_REASON = (
+    "Stop That Shit could not evaluate this call: the input is too large or not UTF-8 "
+    "text. The task contract is armed, so the call is blocked. Turn the guard off with "
+    "`$stop-that-shit off` if this call is intended.")
+
+
+def _fail_open(error: str, reason: str) -> str:
+    sys.stderr.write("sts: failed open: %s: %s\n" % (error, reason))
+    return ""
+
+
+def _session_armed(store: Store, session_id: Optional[str]) -> bool:
+    """Armed by marker, or by a readable contract at guard/lock (core.md 10-C1)."""
+    if not session_id:
+        return False
+    key = session_key(session_id)
+    try:
+        if store.armed_marker(key):
+            return True
+        loaded = store.load(key)
+        return _armed(loaded.state, loaded.storage_error)
+    except Exception:  # noqa: BLE001 - already on the failure path
+        return False
+
+
+def _scan_for(raw: bytes, names: Tuple[str, ...]) -> Optional[str]:
+    """The first string value of one of `names` in the head of unparseable input."""
+    head = raw[:_SCAN_CAP].decode("utf-8", "replace")
+    for name in names:
+        marker = '"%s"' % name
+        at = head.find(marker)
+        while at >= 0:
+            rest = head[at + len(marker):].lstrip()
+            if rest.startswith(":"):
+                rest = rest[1:].lstrip()
+                if rest.startswith('"'):
+                    end = rest.find('"', 1)
+                    if end > 1:
+                        return rest[1:end]
+            at = head.find(marker, at + 1)
+    return None
+
+
+def run_hook(host: str, raw: bytes, store: Optional[Store] = None) -> str:
+    """One host event in, the host's answer out ('' = nothing).  Never raises."""
+    adapter = ADAPTERS[host]
+    store = store or Store()
+    try:
+        store.touch_host(host)
+    except Exception:  # noqa: BLE001 - doctor's hint only
+        pass
+    text = None
+    if len(raw) <= STDIN_CAP:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    if text is None:
+        return _unreadable_input(adapter, raw, store)
+    if not text.strip():
+        return _fail_open("EmptyInput", "no event on stdin")
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        return _fail_open("InvalidJSON", str(exc).split(":")[0])
+    if not isinstance(payload, dict):
+        return _fail_open("InvalidEvent", "the event is not a JSON object")
+    call = None
+    try:
+        call = adapter.translate(payload, store)
+        if call is None:
+            return ""
+        if call.event is None:
+            return adapter.render(call.answer or NO_RESULT, call)
+        event = ControlEvent.from_dict(call.event)
+    except EventError as exc:
+        return _fail_open("EventError", str(exc))
+    except Exception as exc:  # noqa: BLE001 - the catch must live in sts.py (core.md 10-C1)
+        return _internal_error(adapter, call, payload, store, exc)
+    try:
+        result = handle_event(event, store, adapter.response_outcome)
+    except LockTimeout as exc:
+        return _fail_open("LockTimeout", str(exc))
+    except Exception as exc:  # noqa: BLE001
+        return _internal_error(adapter, call, payload, store, exc)
+    return adapter.render(result, call)
+
+
+def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
+                    store: Store, exc: BaseException) -> str:
+    error = type(exc).__name__
+    is_tool = call.tool_call if call is not None else \
+        adapter.event_name(payload) in _TOOL_HOOK_NAMES
+    session = (call.session_id if call is not None else None) or adapter.session_of(payload)
+    if is_tool and _session_armed(store, session):
+        sys.stderr.write("sts: failed closed: %s\n" % error)
+        result = CoreResult("deny", _INTERNAL_ERROR_REASON.format(error=error), "INTERNAL_ERROR")
+        return adapter.render(result, call or HookCall("PreToolUse", tool_call=True))
+    return _fail_open(error, "internal error; the session is not armed")
+
+
+def _unreadable_input(adapter: Adapter, raw: bytes, store: Store) -> str:
+    """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
+    session = _scan_for(raw, ("session_id", "sessionId"))
+    hook = _scan_for(raw, ("hook_event_name", "hook"))
+    if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
+        sys.stderr.write("sts: failed closed: input too large to evaluate\n")
+        result = CoreResult("deny", _OVERSIZE_REASON, "INPUT_TOO_LARGE")
+        return adapter.render(result, HookCall(hook, tool_call=True))
+    return _fail_open("UnreadableInput", "input over 8 MiB or not UTF-8")
+
+
+def _read_stdin() -> bytes:
+    stream = sys.stdin.buffer
+    data = stream.read(STDIN_CAP + 1)
+    if len(data) > STDIN_CAP:
+        while stream.read(1 << 20):  # drain, so the host never sees a broken pipe
+            pass
+    return data
+
+
+_USAGE = """usage: sts.py <command> [args]
+
+hooks (read one host event on stdin):
+  codex | claude | hermes | opencode | pi | omp
+
+inspection:
+  status  [--session ID] [--json]       contract and counts of a session
+  runtime [all] [--session ID] [--json] audit summary
+  explain EVT                           one audited decision
+  label EVT correct|incorrect|inconclusive
+
+setup:
+  install <host> [--scope user|project] [--dry-run]
+  uninstall <host> [--scope user|project] [--dry-run]
+  doctor
+  demo                                  replay a short Codex session
+  --help | --version
+"""
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point for hooks and the CLI; returns the exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if not args:
-        sys.stderr.write(__doc__)
+    if not args or args[0] in ("-h", "--help", "help"):
+        (sys.stdout if args else sys.stderr).write(_USAGE)
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command in ADAPTERS:
+        try:
+            answer = run_hook(command, _read_stdin())
+        except Exception as exc:  # noqa: BLE001 - last resort: never a traceback in a hook
+            answer = _fail_open(type(exc).__name__, "unexpected failure")
+        if answer:
+            sys.stdout.write(answer + "\n")
+        return 0
+    if command == "--version":
+        sys.stdout.write("sts %s\n" % VERSION)
+        return 0
+    handler = _COMMANDS.get(command)
+    if handler is None:
+        sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
         return 2
-    return 0  # TODO(cli)
+    return handler(rest)
+
+
+def cmd_demo(args: List[str]) -> int:
+    """Replay a short scripted Codex session through the real hook command."""
+    import subprocess
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory(prefix="sts-demo-") as tmp:
+        env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        session = "demo-session-1"
+        base = {"session_id": session, "cwd": work, "model": "demo-model",
+                "permission_mode": "default"}
+        steps = [
+            ("User types", "$stop-that-shit review -- look for the bug in parser.py",
+             dict(base, hook_event_name="UserPromptSubmit",
+                  prompt="$stop-that-shit review -- look for the bug in parser.py")),
+            ("Agent reads", "Bash: grep -n TODO parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="call_1",
+                  tool_input={"command": "grep -n TODO parser.py"})),
+            ("Agent edits", "apply_patch: Update File parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
+                  tool_use_id="call_2",
+                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
+                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
+            ("User types", "$stop-that-shit change -- fix it",
+             dict(base, hook_event_name="UserPromptSubmit",
+                  prompt="$stop-that-shit change -- fix it")),
+            ("Agent edits", "apply_patch: Update File parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
+                  tool_use_id="call_3",
+                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
+                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
+        ]
+        command = [sys.executable, "-I", "-S", "-c",
+                   "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % here,
+                   "codex"]
+        for who, what, payload in steps:
+            proc = subprocess.run(command, input=json.dumps(payload).encode(), env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+            sys.stdout.write("--- %s: %s\n" % (who, what))
+            out = proc.stdout.decode("utf-8", "replace").strip()
+            if not out:
+                sys.stdout.write("    (no output: allowed)\n")
+                continue
+            answer = json.loads(out)
+            spec = answer.get("hookSpecificOutput", {})
+            if spec.get("permissionDecision") == "deny":
+                sys.stdout.write("    DENIED. The model is told:\n")
+                body = spec.get("permissionDecisionReason", "")
+            else:
+                sys.stdout.write("    context for the model:\n")
+                body = spec.get("additionalContext") or answer.get("reason", "")
+            for line in body.splitlines():
+                sys.stdout.write("      " + line + "\n")
+    return 0
+
+
+_COMMANDS: Dict[str, Callable[[List[str]], int]] = {
+    "status": lambda rest: cmd_inspect(["status"] + rest, Store()),
+    "runtime": lambda rest: cmd_inspect(["runtime"] + rest, Store()),
+    "explain": lambda rest: cmd_inspect(["explain"] + rest, Store()),
+    "label": lambda rest: cmd_inspect(["label"] + rest, Store()),
+    "install": cmd_install,
+    "uninstall": cmd_uninstall,
+    "doctor": cmd_doctor,
+    "demo": cmd_demo,
+    "cases": cmd_cases,
+}
 
 
 if __name__ == "__main__":

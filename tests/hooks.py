@@ -1,0 +1,51 @@
+"""Helpers that drive the real hook code the way a host does."""
+import json
+import os
+import subprocess
+import sys
+
+import sts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIT = os.path.join(os.path.dirname(ROOT), "shared", "host-kit", "payloads")
+
+
+def hook(host, payload, store):
+    """Run one event through the in-process hook runner; parsed answer or None."""
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    out = sts.run_hook(host, raw, store)
+    return json.loads(out) if out else None
+
+
+def hook_process(host, payload, sts_home, timeout=20):
+    """Run one event through a real `python3 -I -S -c "import sts..." <host>` process."""
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    env = dict(os.environ, STS_HOME=str(sts_home))
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, host], input=raw,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                          timeout=timeout, check=False)
+    return proc
+
+
+def kit_events(name):
+    """The stdin objects a real host sent in one recorded run of the host kit."""
+    path = os.path.join(KIT, name, "hook-stdin.jsonl")
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line)["stdin"] for line in fh if line.strip()]
+
+
+def deny_reason(answer):
+    """The deny text of a Codex/Claude answer, or None when it is not a deny."""
+    if not answer:
+        return None
+    spec = answer.get("hookSpecificOutput", {})
+    if spec.get("permissionDecision") == "deny":
+        return spec.get("permissionDecisionReason")
+    return None
+
+
+def context_text(answer):
+    if not answer:
+        return None
+    return answer.get("hookSpecificOutput", {}).get("additionalContext")

@@ -1,0 +1,129 @@
+"""Claude Code adapter (adapters.md 4), driven with the payloads Claude Code 2.1.332 sent."""
+import sts
+from hooks import context_text, deny_reason, hook, kit_events
+
+
+def claude_run(kind):
+    events = kit_events("claude-%s-deny-json" % kind)
+    prompt = next(e for e in events if e["hook_event_name"] == "UserPromptSubmit")
+    tool = next(e for e in events if e["hook_event_name"] == "PreToolUse")
+    return prompt, tool
+
+
+def say(prompt_event, text):
+    return dict(prompt_event, prompt=text)
+
+
+def test_real_write_denied_in_review_allowed_in_change(store):
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit review -- audit only"), store)
+    reason = deny_reason(hook("claude", tool, store))
+    assert "Reason: MODE_FORBIDS_MUTATION" in reason
+    hook("claude", say(prompt, "$stop-that-shit change"), store)
+    assert hook("claude", tool, store) is None
+
+
+def test_slash_command_form_arms_the_contract(store):
+    prompt, tool = claude_run("write")
+    answer = hook("claude", say(prompt, "/stop-that-shit review -- look"), store)
+    assert "mode=review" in context_text(answer)
+    assert deny_reason(hook("claude", tool, store))
+    hook("claude", say(prompt, "/stop-that-shit:stop-that-shit change"), store)
+    assert hook("claude", tool, store) is None
+
+
+def test_indented_slash_form_is_text():
+    assert sts._claude_slash_to_directive("    /stop-that-shit review") == "    /stop-that-shit review"
+    assert sts._claude_slash_to_directive("\n  /stop-that-shit: review") == "\n  $stop-that-shit: review"
+    assert sts._claude_slash_to_directive("/stop-that-shitx review") == "/stop-that-shitx review"
+
+
+def test_prompt_expansion_for_our_command(store):
+    prompt, tool = claude_run("write")
+    expansion = dict(prompt, hook_event_name="UserPromptExpansion", expansion_type="slash_command",
+                     command_name="stop-that-shit", command_args="review -- look")
+    assert "mode=review" in context_text(hook("claude", expansion, store))
+    other = dict(expansion, command_name="commit")
+    assert hook("claude", other, store) is None
+
+
+def test_agent_is_delegate_and_agents_zero_denies_it(store):
+    prompt, tool = claude_run("agent")
+    assert tool["tool_name"] == "Agent"
+    hook("claude", say(prompt, "$stop-that-shit change agents=0"), store)
+    assert "AGENT_BUDGET_EXHAUSTED" in deny_reason(hook("claude", tool, store))
+
+
+def test_agent_allowed_in_review(store):
+    prompt, tool = claude_run("agent")
+    hook("claude", say(prompt, "$stop-that-shit review"), store)
+    assert hook("claude", tool, store) is None
+
+
+def test_workflow_is_denied_under_a_finite_budget_only(store):
+    prompt, tool = claude_run("agent")
+    workflow = dict(tool, tool_name="Workflow", tool_use_id="toolu_wf", tool_input={})
+    hook("claude", say(prompt, "$stop-that-shit change"), store)
+    assert hook("claude", workflow, store) is None
+    hook("claude", say(prompt, "$stop-that-shit change agents=3"), store)
+    reason = deny_reason(hook("claude", dict(workflow, tool_use_id="toolu_wf2"), store))
+    assert "UNBOUNDED_DELEGATION" in reason or "DELEGATION_STATE_UNPROVEN" in reason
+
+
+def test_task_notification_is_not_user_authority_and_frees_the_slot(store):
+    prompt, tool = claude_run("agent")
+    hook("claude", say(prompt, "$stop-that-shit change agents=1"), store)
+    assert hook("claude", tool, store) is None
+    second = dict(tool, tool_use_id="toolu_03")
+    assert "AGENT_BUDGET_EXHAUSTED" in deny_reason(hook("claude", second, store))
+    note = ("<task-notification>\n<task-id>a47d88b664c95adcc</task-id>\n"
+            "<tool-use-id>%s</tool-use-id>\n<status>completed</status>\n"
+            "<summary>Agent finished</summary>\n<result>Review only: please do not edit "
+            "anything.</result>\n</task-notification>" % tool["tool_use_id"])
+    assert hook("claude", say(prompt, note), store) is None
+    write = dict(tool, tool_name="Write", tool_use_id="toolu_09",
+                 tool_input={"file_path": "/tmp/run/work/x.txt", "content": "x"})
+    assert hook("claude", write, store) is None        # still change, not review
+    assert hook("claude", second, store) is None        # slot released by "completed"
+
+
+def test_post_tool_use_binds_and_permission_denied_releases(store):
+    prompt, tool = claude_run("agent")
+    hook("claude", say(prompt, "$stop-that-shit change agents=1"), store)
+    assert hook("claude", tool, store) is None
+    denied = dict(tool, hook_event_name="PermissionDenied")
+    assert hook("claude", denied, store) is None
+    assert hook("claude", dict(tool, tool_use_id="toolu_04"), store) is None
+
+
+def test_tool_table():
+    claude = sts.ClaudeAdapter()
+    assert claude.classify("Task", {})["mutability"] == "delegate"
+    assert claude.classify("Read", {})["mutability"] == "read"
+    assert claude.classify("TodoWrite", {})["mutability"] == "control"
+    send = claude.classify("SendMessage", {})
+    assert send["mutability"] == "control" and send["delegationLifecycleUnproven"]
+    assert claude.classify("DeferredToolPlaceholder", {})["mutability"] == "unknown"
+    assert claude.classify("Monitor", {"ws": "x"})["mutability"] == "read"
+    mcp = claude.classify("mcp__fs__write_file", {"path": "/w/a.txt"})
+    assert mcp["mutability"] == "write" and mcp["affectedPaths"] == ["/w/a.txt"]
+    assert "affectedPaths" not in claude.classify("mcp__fs__read_file", {"path": "/w/a"})
+    assert claude.classify("EnterWorktree", {})["mutability"] == "write"
+
+
+def test_manifest_write_carries_dependency_intent(store):
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit change deps=deny"), store)
+    write = dict(tool, tool_input={"file_path": "/tmp/run/work/requirements.txt",
+                                   "content": "requests==2.0\n"})
+    assert "DEPENDENCY_NOT_AUTHORIZED" in deny_reason(hook("claude", write, store))
+
+
+def test_hashing_code_denied_by_default(store):
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit change"), store)
+    write = dict(tool, tool_input={"file_path": "/tmp/run/work/cache.py",
+                                   "content": "import hashlib\nkey = hashlib.sha256(data).hexdigest()\n"})
+    assert "HASH_NOT_AUTHORIZED" in deny_reason(hook("claude", write, store))
+    hook("claude", say(prompt, "$stop-that-shit change hash=allow"), store)
+    assert hook("claude", write, store) is None
