@@ -3436,7 +3436,7 @@ def _merge_hooks_json(path: str, text: str, host: str, command: str,
     created: List[str] = []
     hooks = data.get("hooks")
     events = _HOOK_EVENTS[host]
-    if hooks is None:
+    if "hooks" not in data:
         value = {ev: [_hook_group(host, ev, m, t, command)] for ev, m, t in events}
         return _json_set_member(text, (), "hooks", value), ["hooks"] + ["hooks." + e for e in value]
     if not isinstance(hooks, dict):
@@ -3445,7 +3445,7 @@ def _merge_hooks_json(path: str, text: str, host: str, command: str,
     for ev, matcher, timeout in events:
         want = _hook_group(host, ev, matcher, timeout, command)
         groups = hooks.get(ev)
-        if groups is None:
+        if ev not in hooks:
             text = _json_set_member(text, ("hooks",), ev, [want])
             created.append("hooks." + ev)
             continue

@@ -455,6 +455,8 @@ def test_malformed_json_is_never_overwritten(env):
     ('{"hooks": []}', '"hooks" is not a JSON object'),
     ('{"hooks": {"PreToolUse": {}}}', '"hooks.PreToolUse" is not a JSON array'),
     ('{"hooks": {}, "hooks": {}}', "twice"),
+    ('{"hooks": null}', '"hooks" is not a JSON object'),
+    ('{"hooks": {"SessionEnd": null}}', '"hooks.SessionEnd" is not a JSON array'),
 ])
 def test_unexpected_json_shapes_stop_install(env, text, words):
     cfg = env.p(".codex", "hooks.json")
