@@ -4614,6 +4614,17 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
     else:
         check("WARN", "codex", "%s does not set [features] hooks = true" % tomls[0],
               "add `[features]` and `hooks = true` to it, or run: " + fix)
+    if scope == "project":
+        root = os.path.dirname(base)
+        trusted = _codex_project_trusted(user_toml, root)
+        if trusted:
+            check("OK", "codex", "project %s is trusted, so Codex reads %s" % (root, base))
+        else:
+            check("FAIL" if trusted is False else "WARN", "codex",
+                  "Codex reads %s only for a trusted project; %s does not trust %s"
+                  % (base, user_toml, root),
+                  "trust the project when codex asks, or add to %s:\n       [projects.%s]\n"
+                  "       trust_level = \"trusted\"" % (user_toml, json.dumps(root, ensure_ascii=False)))
     if not _codex_bin():
         check("WARN", "codex", "cannot check hook trust: codex is not on PATH",
               "approve the sts hooks in codex, or put codex on PATH and run: %s --trust" % fix)
@@ -4632,6 +4643,32 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
     else:
         check("FAIL", "codex", "%d of %d sts hooks are not trusted (Codex skips them silently)"
               % (len(bad), len(found)), fix + " --trust")
+
+
+def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
+    """[projects."<root>"] trust_level = "trusted" in the user config.toml?  None: unknown."""
+    import re
+    try:
+        with open(toml, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # 3.9/3.10: look for the two lines the notes print
+        head = "[projects.%s]" % json.dumps(root, ensure_ascii=False)
+        at = text.find(head)
+        if at < 0:
+            return None
+        nxt = re.search(r"^\s*\[", text[at + len(head):], flags=re.M)
+        table = text[at + len(head):at + len(head) + (nxt.start() if nxt else len(text))]
+        return bool(re.search(r'^\s*trust_level\s*=\s*"trusted"', table, flags=re.M)) or None
+    try:
+        projects = tomllib.loads(text).get("projects") or {}
+    except tomllib.TOMLDecodeError:
+        return None
+    entry = projects.get(root) if isinstance(projects, dict) else None
+    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
 
 
 def _doctor_hermes(command: str, fix: str, check: Callable[..., None]) -> None:

@@ -633,3 +633,18 @@ def test_codex_trust_without_codex_is_an_action_not_a_crash(env):
     assert env.run("install", "codex", "--trust") == 1
     assert "ACTION NEEDED" in env.out and "trust" in env.out
     assert os.path.exists(env.p(".codex", "hooks.json"))
+
+
+def test_doctor_checks_codex_project_trust(env, monkeypatch):
+    repo = env.tmp / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(str(repo))
+    assert env.run("install", "codex", "--scope", "project") == 0, env.err
+    assert "trust_level" in env.out
+    assert os.path.exists(str(repo / ".codex" / "hooks.json"))
+    env.run("doctor", "codex")
+    assert "FAIL codex    Codex reads" in env.out
+    write(env.p(".codex", "config.toml"), '[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(str(repo)))
+    env.run("doctor", "codex")
+    assert "OK   codex    project %s is trusted" % repo in env.out
+    assert "OK   codex    wired" in env.out
