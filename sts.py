@@ -3062,6 +3062,15 @@ class ClaudeAdapter(_CommandHookAdapter):
 # everything else survives byte for byte.  TOML (Codex) and YAML (Hermes) get
 # only the few insertions whose safety can be checked line by line; anything
 # else is left to the user, with the exact lines to add, and doctor checks them.
+#
+# Codex trust: Codex runs only hooks the user trusted.  install never trusts on
+# its own; `install codex --trust` asks `codex app-server` to trust exactly the
+# hooks in our file that run our command, with the hash Codex reports, because
+# trust is Codex's consent step and the flag is the user giving it.
+#
+# <STS_HOME>/installed.json: "paths" (every file install wrote; the tamper
+# check protects them) and "installs" (per host, scope and folder: commands,
+# files with what was created in them, folders made) for uninstall.
 ###############################################################################
 
 # Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
