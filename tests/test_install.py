@@ -648,3 +648,31 @@ def test_doctor_checks_codex_project_trust(env, monkeypatch):
     env.run("doctor", "codex")
     assert "OK   codex    project %s is trusted" % repo in env.out
     assert "OK   codex    wired" in env.out
+
+
+def test_uninstall_dry_run_writes_nothing(env):
+    assert env.run("install", "claude") == 0
+    before = env.snapshot()
+    assert env.run("uninstall", "claude", "--dry-run") == 0
+    assert "--- " in env.out and "-" in env.out and "dry run" in env.out
+    assert env.snapshot() == before
+
+
+def test_symlinked_config_stays_a_symlink(env):
+    real = env.tmp / "dotfiles" / "settings.json"
+    write(str(real), '{"model": "opus"}\n')
+    os.makedirs(env.p(".claude"))
+    os.symlink(str(real), env.p(".claude", "settings.json"))
+    assert env.run("install", "claude") == 0, env.err
+    assert os.path.islink(env.p(".claude", "settings.json"))
+    assert "hooks" in json.loads(read(str(real)))
+    assert env.run("uninstall", "claude") == 0
+    assert read(str(real)) == '{"model": "opus"}\n'
+
+
+def test_uninstall_without_a_record_still_removes_this_sts(env):
+    assert env.run("install", "claude") == 0
+    os.unlink(str(env.state / "installed.json"))
+    assert env.run("uninstall", "claude") == 0
+    data = json.loads(read(env.p(".claude", "settings.json")))
+    assert all(g == [] for g in data.get("hooks", {}).values())
