@@ -4446,6 +4446,8 @@ def cmd_install(args: List[str]) -> int:
         host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
                                    "--trust": False})
         host = _host_arg(host, "install")
+        if opts.get("--trust") and host != "codex":
+            raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
         scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
         installed = _load_installed()
         base = _base_dir(host, scope)

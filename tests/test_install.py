@@ -502,6 +502,7 @@ def test_unknown_host_and_options(env):
     assert env.run("install", "vim") == 2 and "usage" in env.err
     assert env.run("install", "pi", "--scope", "global") == 2
     assert env.run("install", "pi", "--bogus") == 2
+    assert env.run("install", "pi", "--trust") == 2 and "codex only" in env.err
 
 
 # ---------------------------------------------------------------- scope
