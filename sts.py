@@ -3417,8 +3417,7 @@ def _load_json_config(path: str, text: str) -> dict:
     return data
 
 
-def _hook_group(host: str, event: str, matcher: Optional[str], timeout: int,
-                command: str) -> dict:
+def _hook_group(matcher: Optional[str], timeout: int, command: str) -> dict:
     group: Dict[str, Any] = {}
     if matcher is not None:
         group["matcher"] = matcher
@@ -3446,13 +3445,13 @@ def _merge_hooks_json(path: str, text: str, host: str, command: str,
     hooks = data.get("hooks")
     events = _HOOK_EVENTS[host]
     if "hooks" not in data:
-        value = {ev: [_hook_group(host, ev, m, t, command)] for ev, m, t in events}
+        value = {ev: [_hook_group(m, t, command)] for ev, m, t in events}
         return _json_set_member(text, (), "hooks", value), ["hooks"] + ["hooks." + e for e in value]
     if not isinstance(hooks, dict):
         raise InstallError('%s: "hooks" is not a JSON object; it was left unchanged.' % path)
     known = [command] + old_commands
     for ev, matcher, timeout in events:
-        want = _hook_group(host, ev, matcher, timeout, command)
+        want = _hook_group(matcher, timeout, command)
         groups = hooks.get(ev)
         if ev not in hooks:
             text = _json_set_member(text, ("hooks",), ev, [want])
@@ -3506,7 +3505,7 @@ def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
     missing = []
     for ev, matcher, timeout in _HOOK_EVENTS[host]:
         groups = hooks.get(ev) if isinstance(hooks, dict) else None
-        want = _hook_group(host, ev, matcher, timeout, command)
+        want = _hook_group(matcher, timeout, command)
         if not isinstance(groups, list) or want not in groups:
             missing.append(ev)
     if missing:
@@ -4267,17 +4266,6 @@ def _load_installed() -> dict:
     return data
 
 
-def installed_paths(root: Optional[str] = None) -> List[str]:
-    """Paths install wrote (shims and changed host configs), for self-protection."""
-    path = os.path.join(root or data_dir(), "installed.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            paths = json.load(fh).get("paths")
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
-
-
 def _save_installed(data: dict) -> None:
     paths = set()
     for entry in data["installs"].values():
@@ -4608,7 +4596,7 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
         if host == "codex":
             _doctor_codex(base, scope, command, fix_s, check)
     if host == "hermes":
-        _doctor_hermes(command, fix, check)
+        _doctor_hermes(fix, check)
     ok, text = _probe(host, command)
     check("OK" if ok else "FAIL", host, "command works: " + text if ok else
           "the hook command failed: %s" % text,
@@ -4682,7 +4670,7 @@ def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
     return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
 
 
-def _doctor_hermes(command: str, fix: str, check: Callable[..., None]) -> None:
+def _doctor_hermes(fix: str, check: Callable[..., None]) -> None:
     import re
     cfg = os.path.join(_HOSTS["hermes"]["user"](), "config.yaml")
     try:
