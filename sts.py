@@ -3971,7 +3971,6 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         plan.files[cfg] = rec
     if host == "codex":
         _plan_codex_features(plan, os.path.join(base, "config.toml"), prior)
-        plan.notes.append(_CODEX_TRUST_NOTE)
         if scope == "project":
             plan.notes.append(
                 "Codex reads %s only for trusted projects: trust %s in Codex (it asks on first "
@@ -4013,13 +4012,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
     return plan
 
 
-_CODEX_TRUST_NOTE = (
-    "Codex runs only hooks you trust, and skips untrusted ones without a word. sts does not "
-    "trust them silently, because trust is Codex's consent step for code it will run. To trust "
-    "exactly the sts hooks, run `python3 sts.py install codex --trust`: it asks `codex "
-    "app-server` to list the hooks and marks only the sts ones as trusted, with the hash Codex "
-    "itself computes. Or start `codex` and approve them when it asks. Re-trust after every "
-    "install that changes the command; `python3 sts.py doctor` says when.")
+def _codex_trust_note() -> str:
+    me = "python3 " + _sh_quote(_sts_path())
+    return ("Codex runs only hooks you trust, and skips untrusted ones without a word. sts does "
+            "not trust them silently, because trust is Codex's consent step for code it will "
+            "run. To trust exactly the sts hooks, run `%s install codex --trust`: it asks `codex "
+            "app-server` to list the hooks and marks only the sts ones as trusted, with the hash "
+            "Codex itself computes. Or start `codex` and approve them when it asks. Re-trust "
+            "after every install that changes the command; `%s doctor` says when." % (me, me))
 
 
 def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None:
@@ -4458,8 +4458,9 @@ def cmd_install(args: List[str]) -> int:
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
         for note in plan.notes:
-            if not (host == "codex" and opts.get("--trust") and note is _CODEX_TRUST_NOTE):
-                out.write("note: %s\n" % note)
+            out.write("note: %s\n" % note)
+        if host == "codex" and not opts.get("--trust"):
+            out.write("note: %s\n" % _codex_trust_note())
         if host == "codex" and opts.get("--trust") and not dry:
             _install_trust(plan, hook_command(host, python), out)
         for m in plan.manual:
