@@ -6116,6 +6116,7 @@ def cmd_cases(args: List[str]) -> int:
 ADAPTERS: Dict[str, Adapter] = {
     "codex": CodexAdapter(),
     "claude": ClaudeAdapter(),
+    **HOST_ADAPTERS_B,
 }
 
 STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
