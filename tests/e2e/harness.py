@@ -319,6 +319,12 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         p.append("a subagent ran (%d model request(s) from it)" % len(sub_requests))
     if scenario.subagent_ran and not sub_requests:
         p.append("no subagent ran")
+    if scenario.wiring == "sts" and scenario.mode:
+        # The directive must have armed the contract, and the model must have been
+        # told: without this an allow case would pass with the guard inactive.
+        marker = "mode=%s;" % scenario.mode
+        if not any(marker in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
+            p.append("the contract context (%s) never reached the model" % marker)
     if scenario.wiring == "probe":
         probe = _read_jsonl(os.path.join(root, "sts-home", "probe.jsonl"))
         if not probe:
@@ -374,9 +380,16 @@ def record_host_effect(res: CaseResult, scenario, root: str, tool_text: str,
             res.problems.append("audit event %s is not a deny" % bad[0].get("eventId"))
             return
     else:
-        chosen = [e for e in events if (e.get("decision") or {}).get("policyOutcome") == "allow"]
+        allowed = [e for e in events if (e.get("decision") or {}).get("policyOutcome") == "allow"]
+        chosen = [e for e in allowed if e.get("controlState") == "armed"
+                  and (e.get("contract") or {}).get("mode") == scenario.mode]
         if not chosen:
-            res.problems.append("no allow event in runtime/*.jsonl for the action that ran")
+            seen = ", ".join(sorted({"%s/%s %s" % (e.get("controlState"),
+                                                   (e.get("contract") or {}).get("mode"),
+                                                   (e.get("decision") or {}).get("reasonCode"))
+                                     for e in allowed})) or "none"
+            res.problems.append("no allow event under an armed %s contract in runtime/*.jsonl "
+                                "(allow events seen: %s)" % (scenario.mode, seen))
             return
     if not blocked_ok:
         return  # the effect was not the expected one: record nothing

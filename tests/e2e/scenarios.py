@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 SUBAGENT_MARK = "SUBAGENT-E2E"
+MODES = ("answer", "review", "change", "monitor", "open")
 LS_MARK = "e2e-seed-7f3c.txt"
 
 
@@ -88,6 +89,12 @@ class Scenario:
     git: bool = False                # make work/ a git repository
     audit: Optional[str] = None      # "observed_blocked" | "observed_ran" (sts wiring)
     hosts: Optional[List[str]] = None  # None = every host that has the tool
+
+    @property
+    def mode(self) -> Optional[str]:
+        """The contract mode the directive asks for (None: no directive)."""
+        words = self.directive.split()
+        return words[0] if words and words[0] in MODES else None
 
     def prompt(self) -> str:
         if self.wiring == "probe" or not self.directive:

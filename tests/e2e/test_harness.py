@@ -167,8 +167,10 @@ def fake_run(tmp_path, host, scenario, tool_result, files=(), audit=(), rc=0):
         (work / name).write_text("x")
     (root / "result.json").write_text(json.dumps({"netns": True, "rc": rc, "timed_out": False}))
     steps = scenarios.script(scenarios.BY_NAME[scenario], host, str(work))["steps"]
+    context = "Stop That Shit (active): mode=%s; agents=0/1 reserved." % (
+        scenarios.BY_NAME[scenario].mode)
     log = [{"api": "chat", "decision": ["tool", steps[0]["tool"]], "tools": [steps[0]["tool"]],
-            "toolResults": [], "userText": "task"},
+            "toolResults": [], "userText": "task", "body": {"messages": [context]}},
            {"api": "chat", "decision": ["text", "E2E-DONE"], "tools": [steps[0]["tool"]],
             "toolResults": [tool_result], "userText": "task"}]
     (root / "requests.jsonl").write_text("".join(json.dumps(e) + "\n" for e in log))
@@ -184,8 +186,9 @@ def judged(host, scenario, root):
     return res
 
 
-def event(evt, outcome, code, response):
-    return {"schemaVersion": 1, "eventId": evt,
+def event(evt, outcome, code, response, state="armed", mode="change"):
+    return {"schemaVersion": 1, "eventId": evt, "controlState": state,
+            "contract": {"mode": mode, "level": "guard"},
             "decision": {"policyOutcome": outcome, "reasonCode": code,
                          "responseOutcome": response, "hostEffect": "unobserved"}}
 
@@ -200,7 +203,8 @@ def test_blocked_write_is_annotated_with_the_cited_event(tmp_path):
     evt = "evt_1fdd4d6f-7ef7-4981-b42b-436080dc7a60"
     text = "STOP / INTENT\nReason: MODE_FORBIDS_MUTATION\nEvent: %s\n" % evt
     root = fake_run(tmp_path, "pi", "review-write", text, audit=[
-        event(evt, "deny_and_explain", "MODE_FORBIDS_MUTATION", "execution_denial_returned")])
+        event(evt, "deny_and_explain", "MODE_FORBIDS_MUTATION", "execution_denial_returned",
+              mode="review")])
     res = judged("pi", "review-write", root)
     assert res.problems == []
     [line] = annotations(root)
@@ -236,6 +240,25 @@ def test_allowed_write_is_annotated_observed_ran(tmp_path):
     res = judged("codex", "change-write", root)
     assert res.problems == []
     assert annotations(root)[0]["hostEffect"] == "observed_ran"
+
+
+def test_allow_under_an_inactive_guard_proves_nothing(tmp_path):
+    evt = "evt_4fdd4d6f-7ef7-4981-b42b-436080dc7a60"
+    root = fake_run(tmp_path, "codex", "change-write", "Success.", files=["a.txt"], audit=[
+        event(evt, "allow", "CONTROL_INACTIVE", "none", state="observing", mode="unconfirmed")])
+    res = judged("codex", "change-write", root)
+    assert any("no allow event under an armed change contract" in p for p in res.problems)
+
+
+def test_contract_context_must_reach_the_model(tmp_path):
+    root = fake_run(tmp_path, "pi", "review-write", "Reason: MODE_FORBIDS_MUTATION")
+    with open(os.path.join(root, "requests.jsonl")) as fh:
+        lines = [json.loads(x) for x in fh]
+    lines[0]["body"] = {"messages": ["no contract here"]}
+    with open(os.path.join(root, "requests.jsonl"), "w") as fh:
+        fh.write("".join(json.dumps(e) + "\n" for e in lines))
+    res = judged("pi", "review-write", root)
+    assert "the contract context (mode=review;) never reached the model" in res.problems
 
 
 def test_host_crash_is_a_failure(tmp_path):
