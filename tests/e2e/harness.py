@@ -123,8 +123,11 @@ def child_main(spec_path: str) -> int:
                     _kill_group(proc.pid, signal.SIGKILL)
                     proc.wait()
                 result["rc"] = proc.returncode
+            finally:
+                # The host's own process group: whatever it left behind, and the
+                # host itself if this child is interrupted.
+                _kill_group(proc.pid, signal.SIGKILL)
             result["seconds"] = round(time.monotonic() - t0, 2)
-            _kill_group(proc.pid, signal.SIGKILL)  # leftovers the host left behind
         server.shutdown()
     except hosts.WiringError as exc:
         result["error"] = str(exc)
