@@ -79,7 +79,7 @@ def test_32_processes_increment_exactly_32_twenty_runs(store):
     for run in range(20):
         if os.path.exists(target):
             os.unlink(target)
-        start = time.time() + 0.4
+        start = time.time() + 0.3
         procs = [subprocess.Popen([PY, "-c", INCREMENT, ROOT, store.root, key, repr(start)],
                                   stderr=subprocess.PIPE)
                  for _ in range(32)]
@@ -118,7 +118,7 @@ def test_sigkilled_writer_never_leaves_an_unreadable_state(store):
     key = sts.session_key("killed")
     rng = random.Random(7)
     seen_counts = set()
-    for trial in range(60):
+    for trial in range(55):
         proc = subprocess.Popen([PY, "-c", FLIPPER, ROOT, store.root, key],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout.readline() == b"ready\n"
@@ -132,10 +132,19 @@ def test_sigkilled_writer_never_leaves_an_unreadable_state(store):
         state = loaded.state
         assert state["contract"]["mode"] == ("change" if state["counter"] % 2 else "review")
         seen_counts.add(state["counter"])
-        # The dead writer's lock, if any, must not block the next writer.
+        # A dead writer's owner entry is reclaimed at once.  A kill between
+        # mkdir and the owner file (or between unlink and rmdir on release)
+        # leaves an empty dir, which C3 keeps for 2 s before taking it.
+        lock = _lock_dir(store, key)
+        empty = os.path.isdir(lock) and not os.listdir(lock)
         t0 = time.monotonic()
-        store.update(key, lambda loaded: (None, None))
-        assert time.monotonic() - t0 < 0.5
+        while True:
+            try:
+                store.update(key, lambda loaded: (None, None))
+                break
+            except sts.LockTimeout:
+                assert empty and time.monotonic() - t0 < 3.0
+        assert time.monotonic() - t0 < (2.6 if empty else 0.5)
     assert len(seen_counts) > 10  # the kills really landed at different points
 
 
