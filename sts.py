@@ -581,7 +581,10 @@ def session_key(session_id: str) -> str:
     import hashlib
     if not session_id:
         return "unknown"
-    raw = session_id.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    # The UTF-16 round trip joins surrogate pairs and turns each lone one into
+    # a single U+FFFD, as Node does; a UTF-8 round trip would give three.
+    text = session_id.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    raw = text.encode("utf-8")
     return hashlib.sha256(raw).hexdigest()[:24]
 
 
