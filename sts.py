@@ -1537,13 +1537,16 @@ def _host_effect(event: dict, notes: Annotations) -> str:
     return observed or str(event["decision"].get("hostEffect") or "unobserved")
 
 
-def _status_lines(store: Store, key: str) -> Tuple[List[str], List[dict], Annotations]:
+def _status_lines(store: Store, key: str,
+                  with_events: bool = False) -> Tuple[List[str], List[dict], Annotations]:
     loaded = store.load(key)
     state = loaded.state
     contract = state["contract"]
     reserved, reasons = _reserved_and_reasons(state)
-    events = _sorted_events(iter_audit(store, key))
-    notes = read_annotations(store) if events else Annotations()
+    notes = read_annotations(store)
+    # The log is only needed for the terminal's details or when some effect
+    # was observed; otherwise the answer is "unobserved" without reading it.
+    events = _sorted_events(iter_audit(store, key)) if with_events or notes.host_effects else []
     effect = _host_effect(events[-1], notes) if events else "unobserved"
     lines = ["Stop That Shit status",
              "State: %s / %s" % (control_state(contract), contract.get("mode")),
@@ -1807,7 +1810,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             if key is None:
                 raise InspectionError("sts: no session found in %s" % store.root)
         if command == "status":
-            lines, events, notes = _status_lines(store, key)
+            lines, events, notes = _status_lines(store, key, with_events=True)
             if as_json:
                 loaded = store.load(key)
                 reserved, reasons = _reserved_and_reasons(loaded.state)
