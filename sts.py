@@ -845,8 +845,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
-        return True  # EPERM: someone else's live process
+    except (OSError, OverflowError):
+        return True  # EPERM: someone else's live process; a huge number: not provably dead
     return True
 
 
@@ -974,6 +974,7 @@ class Store:
             entries = os.listdir(lock)
         except (FileNotFoundError, NotADirectoryError):
             return True
+        removed = False
         for entry in entries:
             pid = _owner_pid(entry)
             if pid is None or _pid_alive(pid):
@@ -982,14 +983,17 @@ class Store:
                 os.unlink(os.path.join(lock, entry))
             except FileNotFoundError:
                 continue
+            removed = True
             sys.stderr.write("sts: reclaimed the lock of session %s from dead process %d\n"
                              % (key, pid))
         if entries:
-            # Removing entries refreshed the dir's mtime; rmdir only succeeds if empty.
-            try:
-                os.rmdir(lock)
-            except OSError:
-                pass
+            if removed:
+                # rmdir fails harmlessly if a live entry remains.  Only after our
+                # own removal: otherwise we could hit a newcomer's fresh dir.
+                try:
+                    os.rmdir(lock)
+                except OSError:
+                    pass
             return True
         if time.time() - info.st_mtime > EMPTY_LOCK_RECLAIM_SECONDS:
             try:
