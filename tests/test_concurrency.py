@@ -245,3 +245,22 @@ def test_foreign_entries_block_the_lock(store):
     with pytest.raises(sts.LockTimeout):
         store.update(key, lambda l: (None, None))
     assert len(os.listdir(lock)) == 1
+
+
+def test_many_writers_share_one_dead_owners_lock(store):
+    """Several processes find the same dead owner at once: none is lost or doubled."""
+    key = sts.session_key("crowd")
+    lock = _lock_dir(store, key)
+    os.makedirs(lock)
+    pid = _dead_pid()
+    open(os.path.join(lock, "%d-%s" % (pid, "2" * 8 + "-2222-4222-8222-" + "2" * 12)), "w").close()
+    start = time.time() + 0.3
+    procs = [subprocess.Popen([PY, "-I", "-S", "-c", INCREMENT, ROOT, store.root, key, repr(start)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(16)]
+    outputs = [p.communicate() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert store.load(key).state["counter"] == 16
+    logged = b"".join(err for _, err in outputs)
+    assert logged.count(b"reclaimed") >= 1 and str(pid).encode() in logged
+    assert not os.path.exists(lock)
