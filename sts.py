@@ -610,10 +610,10 @@ LINK_MAX_DEPTH = 32
 HOST_EFFECTS = ("observed_blocked", "observed_ran")
 LABELS = ("correct", "incorrect", "inconclusive")
 
-_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor", "open"))
-_LEVELS = frozenset(("watch", "guard", "lock", "off"))
-_POLICIES = frozenset(("deny", "ask", "allow"))
-_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
+_STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor", "open"))
+_STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
+_STATE_POLICIES = frozenset(("deny", "ask", "allow"))
+_STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
                       "recovery", "host"))
 _LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
@@ -669,17 +669,17 @@ def _uuid4_text() -> str:
     return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
 
 
-def _int_ok(value: Any) -> bool:
+def _state_int_ok(value: Any) -> bool:
     # S4: JSON true/false must not pass as 1/0.
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
-def _member(value: Any, allowed: frozenset) -> bool:
+def _state_member(value: Any, allowed: frozenset) -> bool:
     # Guards the set lookup: unhashable JSON values (lists, objects) would raise.
     return isinstance(value, str) and value in allowed
 
 
-def _text_ok(value: Any) -> bool:
+def _state_text_ok(value: Any) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
@@ -688,7 +688,7 @@ def _damaged(why: str) -> StateDamaged:
 
 
 def _unique_ids(value: Any, where: str) -> List[str]:
-    if not isinstance(value, list) or not all(_text_ok(v) for v in value):
+    if not isinstance(value, list) or not all(_state_text_ok(v) for v in value):
         raise _damaged("%s is not a list of ids" % where)
     if len(set(value)) != len(value):
         raise _damaged("%s repeats an id" % where)
@@ -698,9 +698,9 @@ def _unique_ids(value: Any, where: str) -> List[str]:
 def _validate_contract(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("contract is not an object")
-    checks = (("mode", lambda v: _member(v, _MODES)), ("level", lambda v: _member(v, _LEVELS)),
-              ("agentBudget", _int_ok), ("hashPolicy", lambda v: _member(v, _POLICIES)),
-              ("dependencyPolicy", lambda v: _member(v, _POLICIES)),
+    checks = (("mode", lambda v: _state_member(v, _STATE_MODES)), ("level", lambda v: _state_member(v, _STATE_LEVELS)),
+              ("agentBudget", _state_int_ok), ("hashPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
+              ("dependencyPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
               ("allowedPaths", lambda v: v is None or (isinstance(v, list) and
                                                        all(isinstance(p, str) for p in v))))
     for name, ok in checks:
@@ -710,7 +710,7 @@ def _validate_contract(raw: Any) -> dict:
             raise _damaged("contract.%s is out of range" % name)
     contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
     source = contract.get("source", "default")
-    if not _member(source, _SOURCES):
+    if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
     if contract["allowedPaths"] is not None:
@@ -728,10 +728,10 @@ def _validate_delegation(raw: Any) -> dict:
         raise _damaged("delegation is not an object")
     out = dict(raw)
     accepted = raw.get("acceptedActions", {})
-    if not isinstance(accepted, dict) or not all(_int_ok(v) for v in accepted.values()):
+    if not isinstance(accepted, dict) or not all(_state_int_ok(v) for v in accepted.values()):
         raise _damaged("delegation.acceptedActions is malformed")
     unresolved = raw.get("unresolved", {})
-    if not isinstance(unresolved, dict) or not all(_text_ok(v) for v in unresolved.values()):
+    if not isinstance(unresolved, dict) or not all(_state_text_ok(v) for v in unresolved.values()):
         raise _damaged("delegation.unresolved is malformed")
     aliases = raw.get("agentAliases", {})
     if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
@@ -749,16 +749,16 @@ def _validate_delegation(raw: Any) -> dict:
         if not isinstance(res, dict):
             raise _damaged("a reservation is not an object")
         action_id = res.get("actionId")
-        if not _text_ok(action_id) or action_id not in accepted:
+        if not _state_text_ok(action_id) or action_id not in accepted:
             raise _damaged("a reservation has no accepted action id")
         pending = res.get("pendingCount")
-        if not _int_ok(pending):
+        if not _state_int_ok(pending):
             raise _damaged("a reservation has a bad pendingCount")
         agents = _unique_ids(res.get("agentIds", []), "reservation agentIds")
         if pending + len(agents) > accepted[action_id]:
             raise _damaged("a reservation holds more units than were accepted")
         scope = res.get("completionScope", "children")
-        if not _member(scope, COMPLETION_SCOPES):
+        if not _state_member(scope, COMPLETION_SCOPES):
             raise _damaged("a reservation has a bad completionScope")
         if res.get("asyncLaunched") is not None and not isinstance(res["asyncLaunched"], bool):
             raise _damaged("a reservation has a bad asyncLaunched")
@@ -850,12 +850,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _ensure_dir(path: str) -> None:
+def _state_mkdirs(path: str) -> None:
     """mkdir -p where every directory sts creates, parents included, is 0700."""
     # os.makedirs applies `mode` only to the leaf since Python 3.7.
     parent = os.path.dirname(path)
     if parent and parent != path and not os.path.isdir(parent):
-        _ensure_dir(parent)
+        _state_mkdirs(parent)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -935,7 +935,7 @@ class Store:
             try:
                 os.mkdir(lock, 0o700)
             except FileNotFoundError:
-                _ensure_dir(os.path.dirname(lock))
+                _state_mkdirs(os.path.dirname(lock))
                 continue
             except FileExistsError:
                 if not self._reclaim(key, lock):
@@ -1063,7 +1063,7 @@ class Store:
         """Durable atomic replace (S2): the old file survives any failure."""
         import time
         directory = os.path.dirname(target)
-        _ensure_dir(directory)
+        _state_mkdirs(directory)
         data = (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
         tmp = "%s.%d.%d.tmp" % (target, os.getpid(), int(time.time() * 1000))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
@@ -1102,7 +1102,7 @@ class Store:
         try:
             fd = os.open(target, flags, 0o600)
         except FileNotFoundError:
-            _ensure_dir(os.path.dirname(target))
+            _state_mkdirs(os.path.dirname(target))
             fd = os.open(target, flags, 0o600)
         try:
             written = os.write(fd, data)
@@ -1158,7 +1158,7 @@ class Store:
                 try:
                     fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
                 except FileNotFoundError:
-                    _ensure_dir(os.path.dirname(marker))
+                    _state_mkdirs(os.path.dirname(marker))
                     fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
                 os.close(fd)
             else:
@@ -1180,7 +1180,7 @@ class Store:
             return None
         except (OSError, ValueError, RecursionError):
             root = None
-        if not _text_ok(root):
+        if not _state_text_ok(root):
             raise StateDamaged(
                 "The parent link of session %s is unreadable; read-only recovery is "
                 "active and the file is preserved. Restore it or start a new host "
@@ -1238,7 +1238,7 @@ class Store:
         The stored target is the root's own root, so chains stay one level
         deep; a link that would point a session at itself is not written.
         """
-        if not _text_ok(child_session_id) or not _text_ok(root_session_id):
+        if not _state_text_ok(child_session_id) or not _state_text_ok(root_session_id):
             raise ValueError("link ids must be non-empty strings")
         root = self.link_root(root_session_id) or root_session_id
         if root == child_session_id:
@@ -1261,7 +1261,7 @@ class Store:
             try:
                 os.utime(marker)
             except FileNotFoundError:
-                _ensure_dir(os.path.dirname(marker))
+                _state_mkdirs(os.path.dirname(marker))
                 os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
         except OSError:
             pass
@@ -1281,28 +1281,28 @@ def utc_now_iso() -> str:
 
 # -- audit readers (inspection only; a tool-call hook never reads logs) -----
 
-_PATTERNS: Dict[str, Any] = {}
+_AUDIT_RES: Dict[str, Any] = {}
 
 
-def _pattern(name: str) -> Any:
+def _audit_re(name: str) -> Any:
     # Compiled on first use: tool-call hooks never read logs, so they never pay for these.
-    if not _PATTERNS:
+    if not _AUDIT_RES:
         import re
-        _PATTERNS.update(
+        _AUDIT_RES.update(
             event=re.compile(r"evt_[0-9a-f-]+\Z"),
             reason=re.compile(r"[A-Z][A-Z_0-9]*\Z"),
             time=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
                             r"(\.[0-9]{1,6})?Z\Z"))
-    return _PATTERNS[name]
+    return _AUDIT_RES[name]
 
 
 def event_id_ok(value: Any) -> bool:
     """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
-    return isinstance(value, str) and _pattern("event").match(value) is not None
+    return isinstance(value, str) and _audit_re("event").match(value) is not None
 
 
 def _time_ok(value: Any) -> bool:
-    if not isinstance(value, str) or not _pattern("time").match(value):
+    if not isinstance(value, str) or not _audit_re("time").match(value):
         return False
     from datetime import datetime
     try:
@@ -1330,7 +1330,7 @@ def runtime_event_ok(record: Any) -> bool:
         if not isinstance(decision.get(name), str):
             return False
     reason = decision.get("reasonCode")
-    if not isinstance(reason, str) or not _pattern("reason").match(reason):
+    if not isinstance(reason, str) or not _audit_re("reason").match(reason):
         return False
     return record.get("contract") is None or isinstance(record.get("contract"), dict)
 
@@ -1500,7 +1500,7 @@ def cmd_doctor(args: List[str]) -> int:
 _UNRESOLVED_ADVICE = ("Only a confirmed completion or a new host session clears this; "
                       "never reset the ledger by hand.")
 _STATUS_RECENT = 5
-_WIDTH = 80
+_INSPECT_WIDTH = 80
 
 
 class InspectionError(Exception):
@@ -1568,14 +1568,14 @@ def _status_lines(store: Store, key: str,
     return lines, events, notes
 
 
-def _fit(text: str) -> str:
-    return text if len(text) <= _WIDTH else text[:_WIDTH - 3] + "..."
+def _inspect_fit(text: str) -> str:
+    return text if len(text) <= _INSPECT_WIDTH else text[:_INSPECT_WIDTH - 3] + "..."
 
 
 def _count_line(title: str, counts: Dict[str, int]) -> List[str]:
     import textwrap
     body = "; ".join("%s=%d" % kv for kv in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return textwrap.wrap("%s: %s" % (title, body), _WIDTH, subsequent_indent="  ",
+    return textwrap.wrap("%s: %s" % (title, body), _INSPECT_WIDTH, subsequent_indent="  ",
                          break_on_hyphens=False)
 
 
@@ -1598,7 +1598,7 @@ def _status_details(events: List[dict]) -> List[str]:
         code = decision["reasonCode"]
         if decision.get("family"):
             code = "%s/%s" % (decision["family"], code)
-        lines.append(_fit("  %s %s %s %s" % (event["occurredAt"], event["action"]["toolName"],
+        lines.append(_inspect_fit("  %s %s %s %s" % (event["occurredAt"], event["action"]["toolName"],
                                            decision["policyOutcome"], code)))
         lines.append("    " + event["eventId"])
     return lines
@@ -1650,7 +1650,7 @@ def _runtime_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _runtime(store: Store, key: Optional[str]) -> Tuple[dict, List[dict], Annotations]:
+def _inspect_runtime(store: Store, key: Optional[str]) -> Tuple[dict, List[dict], Annotations]:
     notes = read_annotations(store)
     counter = {"damaged": 0}
     summary, events = _runtime_summary(iter_audit(store, key, counter), notes, counter)
@@ -1706,7 +1706,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
         return "\n".join(_status_lines(store, key or "unknown")[0])
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
-        summary, _, _ = _runtime(store, None if scope == "all" else (key or "unknown"))
+        summary, _, _ = _inspect_runtime(store, None if scope == "all" else (key or "unknown"))
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
         event = find_event(store, command[1])
@@ -1724,7 +1724,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
-_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
+_INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
           "[--session ID] [--all] [--json]")
 
 
@@ -1753,7 +1753,7 @@ def _latest_session_key(store: Store) -> Optional[str]:
     return None
 
 
-def _parse_cli(args: List[str]) -> Optional[Tuple[str, List[str], Optional[str], bool, bool]]:
+def _inspect_parse(args: List[str]) -> Optional[Tuple[str, List[str], Optional[str], bool, bool]]:
     command, positional, session, all_logs, as_json = None, [], None, False, False
     i = 0
     while i < len(args):
@@ -1791,7 +1791,7 @@ def _parse_cli(args: List[str]) -> Optional[Tuple[str, List[str], Optional[str],
     return command, positional, session, all_logs, as_json
 
 
-def _emit_json(obj: Any) -> None:
+def _inspect_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -1802,9 +1802,9 @@ def cmd_inspect(args: List[str], store: Store) -> int:
     on success, 1 for not found / bad label / failure (one stderr line), 2 for
     a usage error.
     """
-    parsed = _parse_cli(args)
+    parsed = _inspect_parse(args)
     if parsed is None:
-        sys.stderr.write(_USAGE + "\n")
+        sys.stderr.write(_INSPECT_USAGE + "\n")
         return 2
     command, positional, session, all_logs, as_json = parsed
     try:
@@ -1820,7 +1820,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
                 reserved, reasons = _reserved_and_reasons(loaded.state)
                 counter = {"damaged": 0}
                 summary, _ = _runtime_summary(iter(events), notes, counter)
-                _emit_json({"schemaVersion": 1, "sessionKey": key,
+                _inspect_json({"schemaVersion": 1, "sessionKey": key,
                             "controlState": control_state(loaded.state["contract"]),
                             "contract": loaded.state["contract"], "reservedUpperBound": reserved,
                             "countUnproven": bool(reasons), "unresolved": reasons,
@@ -1833,12 +1833,12 @@ def cmd_inspect(args: List[str], store: Store) -> int:
                 sys.stdout.write("\n".join(lines + _status_details(events)) + "\n")
             return 0
         if command == "runtime":
-            summary, events, notes = _runtime(store, None if all_logs else key)
+            summary, events, notes = _inspect_runtime(store, None if all_logs else key)
             if as_json:
                 ids = {e["eventId"] for e in events}
                 if not summary["executionDenialResponses"]:
                     del summary["executionDenialResponses"]
-                _emit_json({"schemaVersion": 1,
+                _inspect_json({"schemaVersion": 1,
                             "events": [dict(e, label=notes.labels.get(e["eventId"]))
                                        for e in events],
                             "summary": summary,
@@ -1853,7 +1853,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
                                       % positional[0].lower())
             notes = read_annotations(store)
             if as_json:
-                _emit_json({"schemaVersion": 1, "event": event,
+                _inspect_json({"schemaVersion": 1, "event": event,
                             "annotations": [a for a in notes.records
                                             if a["eventId"] == event["eventId"]]})
             else:
@@ -1861,7 +1861,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             return 0
         record = record_label(store, positional[0], positional[1])
         if as_json:
-            _emit_json(record)
+            _inspect_json(record)
         else:
             sys.stdout.write("Stop That Shit label recorded: %s = %s\n"
                              % (record["eventId"], record["label"]))
