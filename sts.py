@@ -698,8 +698,10 @@ def _unique_ids(value: Any, where: str) -> List[str]:
 def _validate_contract(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("contract is not an object")
-    checks = (("mode", lambda v: _state_member(v, _STATE_MODES)), ("level", lambda v: _state_member(v, _STATE_LEVELS)),
-              ("agentBudget", _state_int_ok), ("hashPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
+    checks = (("mode", lambda v: _state_member(v, _STATE_MODES)),
+              ("level", lambda v: _state_member(v, _STATE_LEVELS)),
+              ("agentBudget", _state_int_ok),
+              ("hashPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
               ("dependencyPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
               ("allowedPaths", lambda v: v is None or (isinstance(v, list) and
                                                        all(isinstance(p, str) for p in v))))
@@ -1047,7 +1049,8 @@ class Store:
         import time
         target = self._state_path(key)
         now = time.time()
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % (int(now * 1000) % 1000)
+        millis = int(now * 1000) % 1000
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % millis
         kept = "%s.damaged-%s" % (target, stamp)
         suffix = 1
         while os.path.lexists(kept):
@@ -1319,13 +1322,16 @@ def runtime_event_ok(record: Any) -> bool:
         return False
     if not event_id_ok(record.get("eventId")):
         return False
-    if not _time_ok(record.get("occurredAt")) or record.get("controlState") not in ("observing", "armed"):
+    if not _time_ok(record.get("occurredAt")):
+        return False
+    if record.get("controlState") not in ("observing", "armed"):
         return False
     action, decision = record.get("action"), record.get("decision")
     if not isinstance(action, dict) or not isinstance(decision, dict):
         return False
-    if not isinstance(action.get("toolName"), str) or not isinstance(action.get("mutability"), str):
-        return False
+    for name in ("toolName", "mutability"):
+        if not isinstance(action.get(name), str):
+            return False
     for name in ("policyOutcome", "responseOutcome"):
         if not isinstance(decision.get(name), str):
             return False
@@ -1598,8 +1604,8 @@ def _status_details(events: List[dict]) -> List[str]:
         code = decision["reasonCode"]
         if decision.get("family"):
             code = "%s/%s" % (decision["family"], code)
-        lines.append(_inspect_fit("  %s %s %s %s" % (event["occurredAt"], event["action"]["toolName"],
-                                           decision["policyOutcome"], code)))
+        lines.append(_inspect_fit("  %s %s %s %s" % (
+            event["occurredAt"], event["action"]["toolName"], decision["policyOutcome"], code)))
         lines.append("    " + event["eventId"])
     return lines
 
