@@ -2563,11 +2563,12 @@ class Store:
 
     # -- markers, links, hosts ------------------------------------------------
 
-    def set_armed(self, key: str, armed: bool) -> None:
+    def set_armed(self, key: str, armed: bool) -> bool:
         """Keep <data>/armed/<key> present iff the governing contract is armed.
 
         Best-effort: a marker only matters when sts itself fails, so an error
         here must not fail the hook.  One stat in the common (unchanged) case.
+        Returns True when the marker changed.
         """
         marker = os.path.join(self.root, "armed", key)
         try:
@@ -2576,9 +2577,9 @@ class Store:
         except FileNotFoundError:
             present = False
         except OSError:
-            return
+            return False
         if present == bool(armed):
-            return
+            return False
         try:
             if armed:
                 try:
@@ -2590,7 +2591,8 @@ class Store:
             else:
                 os.unlink(marker)
         except OSError:
-            pass
+            return False
+        return True
 
     def armed_marker(self, key: str) -> bool:
         return os.path.exists(self.path("armed", key))
@@ -2875,9 +2877,15 @@ def _armed(state: dict, storage_error: Optional[dict]) -> bool:
 
 
 def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -> None:
-    """Keep the armed marker of the governing session and of the emitting child true."""
+    """Keep the armed markers of the governing session and its children true.
+
+    Children's markers are rewritten only when the root's marker changes, so
+    an ordinary tool call costs one stat (adapters.md 2.3).
+    """
     try:
-        store.set_armed(key, armed)
+        if store.set_armed(key, armed):
+            for child_key in store.linked_children(event.session_id):
+                store.set_armed(child_key, armed)
         source = event.source_session_id
         if source and source != event.session_id:
             store.set_armed(session_key(source), armed)
