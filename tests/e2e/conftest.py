@@ -18,8 +18,13 @@ import time
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+
+
+def _use_here() -> None:
+    """Make this folder's modules importable; only once the suite was asked for,
+    so that `make test` loads this conftest without any side effect."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
 
 
 def _asked_for(config) -> bool:
@@ -46,6 +51,7 @@ class Matrix:
 
     def __init__(self, cases, jobs: int):
         import concurrent.futures
+        _use_here()
         import harness
         import install
         self.harness = harness

@@ -2,6 +2,11 @@
 
 Fast and offline (no host needed); collected with the rest of tests/e2e.
 """
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 import json
 import os
 import urllib.request

@@ -2,6 +2,11 @@
 
 One test per (host, scenario).  See README.md in this folder.
 """
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 import pytest
 
 import install

@@ -1,0 +1,1 @@
+"""End-to-end suite (a package, so its conftest never shadows tests/conftest.py)."""
