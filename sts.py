@@ -756,7 +756,7 @@ class _Bash:
                     raise _Give("shell_syntax_unproven")
                 if text == "for":
                     self._for_header()
-                    need_cmd, had_cmd = False, False
+                    need_cmd, had_cmd = False, True
                     continue
                 if "=" in text and _is_name(text.split("=", 1)[0]) and not word.quoted:
                     name = text.split("=", 1)[0]
@@ -820,7 +820,8 @@ class _Bash:
                 self.i += len(op)
                 return fd + "\x01" + op
         # '<(' or '>(' in argument position: a process substitution word.
-        return fd + "\x01" + s[self.i]
+        self.i += 1
+        return fd + "\x01" + s[self.i - 1]
 
     def _redirection(self, cmd: _Cmd, op: str) -> None:
         fd, _, kind = op.rpartition("\x01")
@@ -839,6 +840,13 @@ class _Bash:
             return
         while self.i < self.n and self.s[self.i] in " \t":
             self.i += 1
+        if self.s.startswith(("<(", ">("), self.i):
+            # Output into a process substitution: the inner commands are
+            # collected; what they do with the data is not proven.
+            self.i += 2
+            self._nested(")")
+            self.items.append(_unknown("shell_syntax_unproven"))
+            return
         if kind in ("<<", "<<-"):
             word = self._word()
             if word.dyn:
@@ -1195,6 +1203,16 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     return _write(targets, "shell_redirection")
 
 
+_UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
+
+
+def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) == 1 and args[0].static and args[0].text in ("--version", "-V", "-v",
+                                                              "version", "-version"):
+        return _read()
+    return _unknown()
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _read()
@@ -1205,6 +1223,8 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         return _unknown("shell_command_unproven" if words[0].static else "shell_syntax_unproven")
     handler = _PROGRAMS.get(name)
     args = words[1:]
+    if any(w.text and w.text[0] in _UNICODE_DASHES for w in args):
+        return _unknown()   # looks like an option to a reader, is not one to the program
     if handler is None:
         if name in _WRITERS:
             return _write(_writer_targets(name, args))
@@ -1662,6 +1682,7 @@ for _names, _arity in (
      "indent-heuristic no-indent-heuristic ws-error-highlight color-moved-ws no-color-moved "
      "no-color-moved-ws long porcelain null renames ahead-behind no-ahead-behind "
      "find-copies-harder no-stat", 0),
+    ("porcelain", 2),
     ("stat color word-diff color-words relative unified abbrev find-renames find-copies "
      "break-rewrites decorate pretty dirstat color-moved untracked-files ignored "
      "ignore-submodules submodule diff-merges no-walk", 2),
@@ -1675,10 +1696,11 @@ for _names, _arity in (
 ):
     for _n in _names.split():
         _GIT_REV_LONG.setdefault(_n, _arity)
+_GIT_REV_LONG["porcelain"] = 2
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
 _GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
-_GIT_REV_SHORT_VAL = "SGOIn"       # value attached or next word
+_GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
 _GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
 
 
@@ -1844,7 +1866,7 @@ _GIT_SIMPLE_SHORT = {
     "version": ("", "", ""),
 }
 _GIT_REV_SUBS = frozenset(("diff", "log", "show", "whatchanged", "diff-tree", "diff-index",
-                           "diff-files", "rev-list", "status", "range-diff", "shortlog"))
+                           "diff-files", "rev-list", "status"))
 
 
 def _git_simple(sub: str, args: List[_W]) -> _V:
@@ -2021,6 +2043,8 @@ _GIT_READ_ACTIONS = {
 def _git_action(sub: str, args: List[_W]) -> _V:
     reads, writes = _GIT_READ_ACTIONS[sub]
     action = args[0].text if args else ""
+    if sub == "reflog" and action.startswith("-"):
+        return _git_rev(args)
     if args and not args[0].static:
         return _unknown("shell_syntax_unproven")
     if action in writes:
@@ -2913,6 +2937,10 @@ def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if len(t) > 1 and t[0] in "-+" and all(ch in "euxv" for ch in t[1:]):
             i += 1
             continue
+        if len(t) > 2 and t[0] in "-+" and t[-1] == "o" and all(ch in "euxv" for ch in t[1:-1]) \
+                and i + 1 < len(args) and args[i + 1].text in ("pipefail", "errexit", "nounset"):
+            i += 2
+            continue
         return _unknown("state_change")
     return _read() if args else _read()
 
@@ -3030,7 +3058,7 @@ _XXD = _spec_program(_OptSpec(
           "include": 0, "len": 1, "name": 1, "postscript": 0, "plain": 0, "ps": 0,
           "revert": 0, "seek": 1, "uppercase": 0, "version": 0, "help": 0}), write_operand=1)
 _FILE = _spec_program(_OptSpec(
-    short="bcdEhiIkLlNnprsSvz0Z", short_val="eFfmP",
+    short="bcdEhiIkLlNnprsSvz0ZC", short_val="eFfmP",
     long={"brief": 0, "mime": 0, "mime-type": 0, "mime-encoding": 0, "dereference": 0,
           "no-dereference": 0, "keep-going": 0, "raw": 0, "special-files": 0,
           "uncompress": 0, "extension": 0, "apple": 0, "files-from": 1, "separator": 1,
@@ -3057,7 +3085,7 @@ _INERT = (
     "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "ldd", "nm",
     "objdump", "readelf", "size", "diff3", "sdiff", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "hash", "jobs", "history", "nslookup", "dig", "host", "ping", "tput",
-    "cloc", "tokei", "scc", "wc", "less-is-not-here", "ag", "ack",
+    "cloc", "tokei", "scc", "wc", "less-is-not-here", "ag", "ack", "read",
 ) + tuple(_HASH_PROGRAMS - {"get-filehash"})
 
 
@@ -3104,7 +3132,7 @@ _PROGRAMS.update({
 for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
            "local", "readonly", "ulimit", "umask", "enable", "exit", "logout", "return",
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
-           "shift", "getopts", "read", "mapfile", "readarray", "let"):
+           "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
 _PROGRAMS["bun"] = lambda n, a, c: (_interp("bun")(n, a, c) if a and a[0].text in ("-e", "--eval")
                                    else _npm(n, a, c))
@@ -3140,6 +3168,12 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 _PROGRAMS["gh"] = _gh
+for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
+           "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
+           "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
+           "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
+           "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
+    _PROGRAMS.setdefault(_p.lower(), _version_only)
 
 
 # ------------------------------------------------------------- drivers ----
