@@ -1686,13 +1686,13 @@ for _names, _arity in (
     ("stat color word-diff color-words relative unified abbrev find-renames find-copies "
      "break-rewrites decorate pretty dirstat color-moved untracked-files ignored "
      "ignore-submodules submodule diff-merges no-walk", 2),
-    ("format date encoding decorate-refs decorate-refs-exclude exclude glob "
-     "min-parents max-parents", 2),
+    ("format date encoding exclude glob min-parents max-parents", 2),
     ("word-diff-regex src-prefix dst-prefix line-prefix output-indicator-new "
      "output-indicator-old output-indicator-context diff-algorithm anchored "
      "ignore-matching-lines diff-filter stat-width stat-name-width stat-graph-width stat-count "
      "inter-hunk-context rotate-to skip-to find-object author committer grep since until "
-     "before after max-count skip max-age min-age since-as-filter grep-reflog", 1),
+     "before after max-count skip max-age min-age since-as-filter grep-reflog decorate-refs "
+     "decorate-refs-exclude", 1),
 ):
     for _n in _names.split():
         _GIT_REV_LONG.setdefault(_n, _arity)
