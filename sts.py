@@ -758,17 +758,12 @@ class _Bash:
                     self._for_header()
                     need_cmd, had_cmd = False, True
                     continue
-                if "=" in text and _is_name(text.split("=", 1)[0]) and not word.quoted:
-                    name = text.split("=", 1)[0]
-                    cmd.assigns.append((name, self._reword(start)))
-                    had_cmd, need_cmd = True, False
-                    continue
-            elif at_start and word.dyn and not word.quoted:
-                # NAME=$(...) style prefix assignment
+            if at_start:
+                # NAME=value (the name itself unquoted) is an assignment, whatever the value.
                 raw = s[start:self.i]
                 name = raw.split("=", 1)[0]
                 if "=" in raw and _is_name(name):
-                    cmd.assigns.append((name, word))
+                    cmd.assigns.append((name, self._reword(start)))
                     had_cmd, need_cmd = True, False
                     continue
             cmd.words.append(word)
@@ -1963,7 +1958,8 @@ def _git_tag(args: List[_W]) -> _V:
             listing = True
         elif key in ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
                      "--sort", "--format"):
-            listing = True
+            # --sort and --format only shape a listing; they do not ask for one.
+            listing = listing or key not in ("--sort", "--format")
             if "=" not in t:
                 if i >= n:
                     return _unknown("option_value_missing")
@@ -2206,7 +2202,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     while i < n and args[i].static and args[i].text in ("-H", "-L", "-P"):
         i += 1
-    while i < n and args[i].static and not args[i].text.startswith("-") \
+    while i < n and not args[i].opaque and not args[i].text.startswith("-") \
             and args[i].text not in ("!", "(", ")", ","):
         i += 1   # starting points
     while i < n:
@@ -2456,6 +2452,29 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # ---------------------------------------------------------------- awk ----
 
+def _awk_blank_regex(text: str) -> str:
+    """Blank /regex/ literals; a '/' only opens one where an operand cannot end."""
+    out = []
+    prev = ""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and (prev == "" or prev in "(,~!{;&|\n"):
+            j = i + 1
+            while j < n and text[j] != "/" and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if j < n and text[j] == "/":
+                out.append("//")
+                i = j + 1
+                prev = "/"
+                continue
+        out.append(c)
+        if c not in " \t":
+            prev = c
+        i += 1
+    return "".join(out)
+
+
 def _awk_program(code: str) -> str:
     """'read', 'write' (print/printf redirected to a file) or 'unknown'."""
     # Blank out string literals so their contents do not count.
@@ -2472,14 +2491,13 @@ def _awk_program(code: str) -> str:
             continue
         out.append(c)
         i += 1
-    text = "".join(out)
-    low = text.lower()
-    for bad in ("system", "getline", "|", "close", "fflush", "@", "extension", "load"):
-        if bad == "|":
-            if "|" in text.replace("||", ""):
-                return "unknown"
-        elif bad in low:
+    low = code.lower()
+    for bad in ("system", "getline", "close", "fflush", "@", "extension", "load"):
+        if bad in low:
             return "unknown"
+    text = _awk_blank_regex("".join(out))
+    if "|" in text.replace("||", ""):
+        return "unknown"
     if ">" not in text:
         return "read"
     # A '>' inside a print/printf statement (outside parentheses) redirects output.
@@ -3180,8 +3198,25 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 
 def _combine(items: List[Any], ctx: _Ctx) -> _V:
     total = _V()
+    base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
     for item in items:
-        total.join(item if isinstance(item, _V) else _classify_cmd(item, ctx))
+        if isinstance(item, _V):
+            total.join(item)
+            continue
+        v = _classify_cmd(item, ctx)
+        if v.targets and base != "":
+            v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
+                         for t in v.targets] if base is not None else []
+        total.join(v)
+        words = item.words
+        if words and words[0].static and words[0].text in ("cd", "pushd"):
+            ops = [w for w in words[1:] if not w.text.startswith("-")]
+            if len(ops) == 1 and ops[0].static and base is not None:
+                target = ops[0].text
+                base = target if target.startswith(("/", "~")) or base == "" \
+                    else base.rstrip("/") + "/" + target
+            else:
+                base = None
     return total
 
 
@@ -3217,8 +3252,7 @@ _PS_READ_CMDLETS = frozenset((
     "format-table", "format-list", "format-wide", "format-custom", "get-filehash",
     "get-command", "get-help", "get-date", "get-process", "get-itemproperty", "out-host",
     "convertfrom-json", "convertto-json", "get-unique", "group-object", "get-member",
-    "gc", "gci", "gi", "sls", "select", "measure", "compare", "sort", "where", "echo",
-    "write", "pwd", "gl", "ft", "fl", "gps", "gcm",
+    "gc", "gci", "gi", "sls", "gl", "ft", "fl", "gps", "gcm",
 ))
 _PS_WRITE_CMDLETS = frozenset((
     "remove-item", "move-item", "copy-item", "set-content", "add-content", "out-file",
