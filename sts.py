@@ -2993,6 +2993,12 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _read()
     if any(t in ("-out", "-keyout") for t in texts):
         return _V("write", hash_=digest)
+    if digest and verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224") \
+            and all(w.static and not w.text.startswith(("-sign", "-verify", "-prverify",
+                                                         "-engine", "-passin", "-rand",
+                                                         "-writerand", "-provider"))
+                    for w in args):
+        return _V(hash_=True)   # prints a digest and nothing else
     if digest or verb in ("x509", "s_client", "asn1parse", "ciphers", "list", "rand", "base64",
                           "enc"):
         return _V("unknown", "shell_command_unproven", hash_=digest)
@@ -3001,11 +3007,16 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
     hashes = any(w.text.lower() in ("-hashfile", "/hashfile") for w in args)
+    if hashes and args and args[0].text.lower() in ("-hashfile", "/hashfile") and len(args) <= 3:
+        return _V(hash_=True)
     return _V("unknown", "shell_command_unproven", hash_=hashes)
 
 
 def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     hashes = any(w.text in ("--print-md", "--print-mds") for w in args)
+    if hashes and args[0].text in ("--print-md", "--print-mds") and all(
+            not w.text.startswith("-") for w in args[1:]):
+        return _V(hash_=True)
     return _V("unknown", "shell_command_unproven", hash_=hashes)
 
 
