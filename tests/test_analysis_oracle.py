@@ -1,0 +1,104 @@
+"""Oracles for the Analysis section (analysis.md 5.8): real bash and real git.
+
+1. argv agreement: the parser's words for a simple command must equal the
+   argv bash passes, on fuzzed text full of quotes, escapes and odd bytes.
+2. read means read: every git line proven read is run in a scratch
+   repository; none may create a file or change a ref.
+Both are skipped when the tool is missing.
+"""
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+
+import sts
+
+BASH = shutil.which("bash")
+GIT = shutil.which("git")
+
+PIECES = [
+    "a", "b1", "-x", "--long=v", "''", '""', "'s p'", '"d q"', '"a\\"b"', '"\\$x"', "'\\'",
+    "\\ ", "\\\\", "x\\#y", "a#b", "\\\n", "$'\\x41\\t'", "$'\\101'", "$'a\\'b'", '"\\\\n"',
+    "\r", "x\ry", "é", "'é'", "a=b", "-", "--", "\\'", '\\"', "'$'", '"`"'.replace("`", "'"),
+    "{}", "%", "^", ",", "!", "@", ":",
+]
+
+
+def _words(line):
+    items = sts._Bash(line, 0).parse()
+    if len(items) != 1 or not isinstance(items[0], sts._Cmd):
+        return None
+    cmd = items[0]
+    if cmd.assigns or cmd.redirs or not all(w.static for w in cmd.words):
+        return None
+    return [w.text for w in cmd.words]
+
+
+@pytest.mark.skipif(BASH is None, reason="bash not installed")
+def test_argv_agrees_with_bash():
+    rng = random.Random(58)
+    lines = []
+    for _ in range(400):
+        parts = ["f"] + [rng.choice(PIECES) for _ in range(rng.randint(1, 6))] + ["z"]
+        line = " ".join(parts)
+        try:
+            words = _words(line)
+        except sts._Give:
+            continue
+        if words is not None:
+            lines.append((line, words))
+    assert len(lines) > 200
+    script = ["f() { printf '%s\\0' \"$@\"; printf '\\1'; }"]
+    for line, _ in lines:
+        script.append(line)
+    out = subprocess.run([BASH, "--norc", "--noprofile", "-c", "\n".join(script)],
+                         capture_output=True, env={"PATH": os.environ.get("PATH", ""),
+                                                   "LC_ALL": "C.UTF-8"}).stdout
+    records = out.split(b"\x01")[:-1]
+    assert len(records) == len(lines)
+    for (line, words), record in zip(lines, records):
+        got = [p.decode("utf-8", "surrogateescape") for p in record.split(b"\0")[:-1]]
+        assert got == words[1:], line
+
+
+def _git(repo, *args):
+    return subprocess.run([GIT] + list(args), cwd=repo, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=20,
+                          env=dict(os.environ, GIT_PAGER="cat", PAGER="cat",
+                                   GIT_CONFIG_NOSYSTEM="1", HOME=str(repo)))
+
+
+@pytest.mark.skipif(GIT is None, reason="git not installed")
+def test_git_reads_never_write(tmp_path):
+    repo = tmp_path
+    _git(repo, "init", "-q")
+    (repo / "a").write_text("a\n")
+    _git(repo, "add", "a")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    (repo / "evil").write_text("#!/bin/sh\ntouch o1\ncat \"$1\"\n")
+    os.chmod(str(repo / "evil"), 0o755)
+    tokens = ["--", "--output=o1", "--output", "o1", "-n", "-S", "-G", "-O", "-I", "-L", "-U",
+              "-C", "-M", "--stat", "--format", "--pretty", "--author", "--grep", "-p", "-s",
+              "-u", "-z", "HEAD", "a", "--word-diff-regex", "--color", "--abbrev", "-1",
+              "--decorate", "--decorate-refs", "--no-index", "-e", "--ext-diff", "--textconv",
+              "--relative", "--since", "--skip", "--unified", "--src-prefix", "-c", "-m", "-w",
+              "--open-files-in-pager", "--contents", "-l", "-O./evil", "--sort", "--list",
+              "--open-files-in-pager=./evil", "-t", "-r", "--points-at", "--contains"]
+    subs = ["diff", "log", "show", "status", "grep", "blame", "ls-files", "rev-list", "shortlog",
+            "branch", "tag", "describe", "cat-file", "ls-tree", "rev-parse", "for-each-ref"]
+    rng = random.Random(7)
+    refs = _git(repo, "for-each-ref").stdout
+    checked = 0
+    for _ in range(1500):
+        sub = rng.choice(subs)
+        args = [rng.choice(tokens) for _ in range(rng.randint(1, 5))]
+        line = " ".join(["git", sub] + args)
+        if sts.analyze_shell(line).mutability != "read":
+            continue
+        checked += 1
+        _git(repo, sub, *args)
+        assert not (repo / "o1").exists(), line
+        assert _git(repo, "for-each-ref").stdout == refs, line
+    assert checked > 200
