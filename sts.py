@@ -3041,7 +3041,7 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write()
 
 
-def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
+def _curl_writes(args: List[_W]) -> Optional[_V]:
     texts = [w.text for w in args]
     for k, t in enumerate(texts):
         if t in ("-o", "--output") and k + 1 < len(texts):
@@ -3049,7 +3049,42 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-O", "--remote-name", "--remote-name-all", "-J", "-D", "--dump-header",
                  "-c", "--cookie-jar", "--output-dir") or t.startswith("-o"):
             return _write()
-    return _unknown()
+    return None
+
+
+_CURL_SAFE_FLAGS = "sSLIifvkg"
+_CURL_SAFE_LONG = frozenset(("--silent", "--show-error", "--location", "--head", "--include",
+                             "--fail", "--verbose", "--compressed", "--globoff", "--http1.1",
+                             "--http2", "--no-progress-meter", "--fail-with-body"))
+_CURL_SAFE_VALUED = frozenset(("-H", "--header", "-A", "--user-agent", "-m", "--max-time",
+                               "--connect-timeout", "--retry", "-e", "--referer", "-w",
+                               "--write-out", "-r", "--range"))
+
+
+def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A plain GET to stdout reads; anything that uploads, saves or reads a config does not."""
+    writes = _curl_writes(args)
+    if writes is not None:
+        return writes
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if w.opaque:
+            return _unknown("shell_syntax_unproven")
+        t = w.text
+        if not t.startswith("-"):
+            if not t.lower().startswith(("http://", "https://")):
+                return _unknown()
+            continue
+        if t in _CURL_SAFE_LONG or (not t.startswith("--") and all(
+                ch in _CURL_SAFE_FLAGS for ch in t[1:])):
+            continue
+        if t in _CURL_SAFE_VALUED:
+            i += 1
+            continue
+        return _unknown()
+    return _read()
 
 
 def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3197,6 +3232,32 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 _PROGRAMS["gh"] = _gh
+
+
+def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[_W], _Ctx], _V]:
+    """Tools whose read-only verbs are known; every other verb is unproven."""
+    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
+        words = [w.text for w in args]
+        if words in (["--version"], ["version"], ["-v"]):
+            return _read()
+        if not args or not all(w.static for w in args):
+            return _unknown()
+        if words[0] in table.get("", ()):
+            return _read()
+        if len(words) > 1 and words[1] in table.get(words[0], ()):
+            return _read()
+        return _unknown()
+    return handler
+
+
+_PROGRAMS["docker"] = _subcommand_reads({
+    "": ("ps", "images", "info", "version"),
+    "image": ("ls", "inspect", "history"), "container": ("ls", "inspect"),
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")})
+_PROGRAMS["kubectl"] = _subcommand_reads({
+    "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
+         "version", "top"),
+    "config": ("view", "get-contexts", "current-context")})
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
            "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",

@@ -435,3 +435,61 @@ def test_median_cost_is_well_under_a_millisecond():
         costs.append(time.perf_counter() - start)
     costs.sort()
     assert costs[len(costs) // 2] < 0.001
+
+
+# ------------------------------------------------------------ measures ----
+
+def test_no_false_reads_and_read_recall():
+    """False reads: 0.  Read recall counts the true reads left unproven (~read)."""
+    false_reads = [r for r in ROWS if r[1] != "read"
+                   and "~read" not in r[2]
+                   and sts.analyze_shell(r[3], _shell_of(r[2])).mutability == "read"]
+    assert false_reads == []
+    proven = sum(1 for r in ROWS if r[1] == "read")
+    left = [r for r in ROWS if "~read" in r[2]]
+    for r in left:
+        assert sts.analyze_shell(r[3], _shell_of(r[2])).mutability != "read"
+    recall = proven / float(proven + len(left))
+    assert recall >= 0.93, recall
+
+
+# Bypass classes of analysis.md 5.6 -> corpus lines that exercise them.
+BYPASS_CLASSES = {
+    "env prefix, env, sudo, command, builtin": ["FOO=1 rm -rf x", "env rm x", "sudo rm x",
+                                                "command rm x", "builtin cd / && rm x"],
+    "bash -c, sh -c, eval": ["bash -c 'rm -rf x'", "sh -c \"echo hi > f\"", "eval rm x"],
+    "xargs": ["ls | xargs rm"],
+    "find actions": ["find . -delete", "find . -name x -exec rm {} \\;", "find . -fprint out.txt"],
+    "in-place editors": ["sed -i 's/a/b/' a.txt", "sed --i 's/a/b/' a.txt",
+                         "perl -pi -e 's/a/b/' a.txt"],
+    "inline code": ["python3 -c \"open('x','w').write('y')\"", "node -e \"console.log(1)\""],
+    "awk": ["awk '{print > \"out\"}' a.txt", "awk '{system(\"rm x\")}' a"],
+    "git config/alias": ["git -c alias.x='!rm y' x", "git config user.name Bob"],
+    "pagers, editors": ["less a.txt", "vim a.txt"],
+    "fd duplication": ["git status 2>&1"],
+    "writers": ["dd if=/dev/zero of=disk.img bs=1M count=1", "curl -o out.html https://example.com",
+                "wget https://example.com/a.zip", "tar -xzf a.tgz", "unzip a.zip"],
+    "lookalikes": ["ｒｍ x", "сat a.txt", "ls –la"],
+    "backslash-newline, $'...'": ["r\\\nm x", "$'\\x72m' x"],
+    "CR in bash": ["git diff --no-index a.txt b.txt\rls --output=victim.txt",
+                   "rg foo\rls --pre=rm victim.txt"],
+    "NEL in PowerShell": ["git diff --no-index a.txt b.txt\u0085--output=victim.txt"],
+    "cmd ^ and '": ["rg --p^re=helper x",
+                    "git diff --no-index a.txt b.txt ' --output=victim.txt '"],
+    "option abbreviation": ["sort --o=f in.txt", "sed --i 's/a/b/' a.txt"],
+    "session state": ["alias ls='rm -rf'", "PATH=./bin:$PATH ls", "export FOO=1"],
+}
+
+
+@pytest.mark.parametrize("klass", sorted(BYPASS_CLASSES))
+def test_bypass_class_is_in_the_corpus(klass):
+    by_command = {r[3]: r for r in ROWS}
+    for command in BYPASS_CLASSES[klass]:
+        assert command in by_command, command
+        row = by_command[command]
+        expected = "read" if klass == "fd duplication" else None
+        verdict = sts.analyze_shell(command, _shell_of(row[2])).mutability
+        if expected:
+            assert verdict == expected
+        else:
+            assert verdict != "read", command
