@@ -823,13 +823,9 @@ class _Bash:
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
             self.i += 1
-            mark = len(self.items)
             self._nested(")")
             if kind == ">":
-                inner = _V()
-                for item in self.items[mark:]:
-                    if isinstance(item, _V):
-                        inner.join(item)
+                # The inner commands are collected; what they do with the data is unproven.
                 self.items.append(_unknown("shell_syntax_unproven"))
             cmd.words.append(_W("/dev/fd/63", dyn=True, lead=True))
             return
@@ -846,7 +842,6 @@ class _Bash:
             word = self._word()
             if word.dyn:
                 raise _Give("shell_syntax_unproven")
-            delim_raw = self.s
             self.heredocs.append((word.text, word.quoted, kind == "<<-"))
             cmd.redirs.append((fd + kind, None))
             return
@@ -3005,6 +3000,10 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+def _hash_unproven(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    return _V("unknown", "shell_command_unproven", hash_=True)
+
+
 def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
     hashes = any(w.text.lower() in ("-hashfile", "/hashfile") for w in args)
     if hashes and args and args[0].text.lower() in ("-hashfile", "/hashfile") and len(args) <= 3:
@@ -3091,10 +3090,6 @@ def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-def _uniq(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    return _UNIQ(name, args, ctx)
-
-
 _SORT_SPEC = _OptSpec(
     short="bdfgiMhnRrVcCmsuz", short_val="kotST",
     long={"ignore-leading-blanks": 0, "dictionary-order": 0, "ignore-case": 0,
@@ -3138,6 +3133,9 @@ _HASH_PROGRAMS = frozenset((
     "xxh64sum", "xxh128sum", "rhash", "hashdeep", "md5deep", "sha256deep", "get-filehash",
 ))
 
+# Hash tools with an output or update option: hash intent, never proven read.
+_HASH_WITH_OUTPUT = frozenset(("get-filehash", "rhash", "hashdeep", "md5deep", "sha256deep"))
+
 _INERT = (
     "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat", "du", "df", "ls",
     "dir", "vdir", "realpath", "readlink", "basename", "dirname", "pwd", "echo", "true", "false",
@@ -3147,20 +3145,20 @@ _INERT = (
     "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "ldd", "nm",
-    "objdump", "readelf", "size", "diff3", "sdiff", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "hash", "jobs", "history", "nslookup", "dig", "host", "ping", "tput",
-    "cloc", "tokei", "scc", "wc", "less-is-not-here", "ag", "ack", "read",
-) + tuple(_HASH_PROGRAMS - {"get-filehash"})
+    "objdump", "readelf", "size", "diff3", "colordiff", "pr", "ts", "yes", "factor",
+    "logname", "jobs", "nslookup", "dig", "host", "ping", "tput", "tokei", "read",
+) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
+# Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
+# ldd (may run the binary), cloc/scc (report files), history (-w writes).
 
 
 _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
 for _p in _INERT:
     _PROGRAMS[_p] = _inert
-_PROGRAMS.pop("less-is-not-here")
 _PROGRAMS.update({
     "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
-    "sort": _spec_program(_SORT_SPEC), "uniq": _uniq, "tree": _TREE, "xxd": _XXD, "file": _FILE,
+    "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
@@ -3189,6 +3187,8 @@ _PROGRAMS.update({
     "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
     "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
     "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
+    "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
+    "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
     "tar": _tar, "unzip": _unzip, "curl": _curl,
     "export": lambda n, a, c: _unknown("state_change"),
@@ -3198,7 +3198,8 @@ for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
-_PROGRAMS["bun"] = lambda n, a, c: (_interp("bun")(n, a, c) if a and a[0].text in ("-e", "--eval")
+_BUN_EVAL = _interp("bun")
+_PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
                                    else _npm(n, a, c))
 
 
@@ -3496,8 +3497,6 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     cur: List[_W] = []
     while i <= n:
         c = text[i] if i < n else "\n"
-        if c in " \t,;=" and False:
-            pass
         if c in " \t":
             i += 1
             continue
@@ -3534,9 +3533,6 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
-_WORST_ORDER = ("bash", "powershell", "cmd")
-
-
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
@@ -3560,7 +3556,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen if v.mut == "write" else seen)
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen)
 
 
 # ------------------------------------------------------------ hash intent ----
