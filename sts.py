@@ -3144,7 +3144,7 @@ _INERT = (
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
     "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "ldd", "nm",
+    "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "nm",
     "objdump", "readelf", "size", "diff3", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "jobs", "nslookup", "dig", "host", "ping", "tput", "tokei", "read",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
