@@ -3472,7 +3472,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
                                                  "convertfrom"):
         return _unknown()
     # A native program: arguments pass through the native command line.
-    if any('"' in a for a, q in args):
+    if any('"' in a or (a.endswith("\\") and any(ch in a for ch in _PS_SPACE)) for a, q in args):
         return _unknown("native_quotes_unproven")
     words = [_W(a, lead=not a.startswith("-"), quoted=q) for a, q in cmd]
     words[0] = _lit(prog)
@@ -3594,7 +3594,7 @@ _HASH_CODE = {
               r"\bHMAC\s*<|\bCC_(SHA\d+|MD5)\s*\("),
     "sh": (r"(^|[\s;&|(`])(Get-FileHash|md5sum|sha1sum|sha224sum|sha256sum|sha384sum|sha512sum|"
            r"shasum|b2sum|b3sum|cksum|xxhsum|xxh64sum|rhash|hashdeep)\b|\bopenssl\s+(dgst|md5|"
-           r"sha1|sha256|sha512|mac|passwd|kdf)\b|\bcertutil\b[^\n]*-hashfile\b|\bgpg\s+--print-md"),
+           r"sha1|sha256|sha512|mac|passwd|kdf)\b|\bgpg\s+--print-md"),
 }
 _HASH_ALL_EXCEPT = ("php", "sh")   # too generic for files of unknown type
 _EXT_LANG = {
@@ -3651,6 +3651,11 @@ def _hash_hits(text: str, langs: Optional[Tuple[str, ...]]) -> List[str]:
     for lang in chosen:
         for m in _hash_rx(lang).finditer(text):
             hits.append(" ".join(m.group(0).lower().split()))
+    if "sh" in chosen and "certutil" in text.lower():
+        # certutil ... -hashfile on one line; plain string tests keep this linear.
+        for line in text.lower().splitlines():
+            if "certutil" in line and "-hashfile" in line.split("certutil", 1)[1]:
+                hits.append("certutil -hashfile")
     return hits
 
 
@@ -4010,13 +4015,24 @@ def _gomod_line(keys: Dict[Tuple[str, str], str], block: str, line: str) -> None
         keys[("require", parts[0])] = ""
 
 
+def _gem_name(line: str) -> Optional[str]:
+    """The name in `gem "x", ...` / `gem('x')`, parsed without a regex."""
+    if not line.startswith("gem") or line[3:4] not in (" ", "\t", "("):
+        return None
+    rest = line[3:].lstrip(" \t(").lstrip()
+    if rest[:1] not in ("'", '"'):
+        return None
+    end = rest.find(rest[0], 1)
+    return rest[1:end].lower() if end > 1 else None
+
+
 def _gemfile_keys(text: str) -> Dict[Tuple[str, str], str]:
     keys: Dict[Tuple[str, str], str] = {}
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
-        m = _rx("gem", r'gem\s*\(?\s*["\']([^"\']+)["\']').match(line)
-        if m:
-            keys[("gem", m.group(1).lower())] = ""
+        name = _gem_name(line)
+        if name:
+            keys[("gem", name)] = ""
             if any(k in line for k in ("git:", "path:", "source:", "github:", ":git", ":path")):
                 keys[("source", " ".join(line.split()))] = ""
         elif line.startswith(("source", "git_source", "gemspec")):
@@ -4024,12 +4040,32 @@ def _gemfile_keys(text: str) -> Dict[Tuple[str, str], str]:
     return keys
 
 
+_XML_DEP_TAGS = frozenset(("packagereference", "packageversion", "package", "projectreference",
+                           "packagesource", "add"))
+_XML_DEP_ATTRS = ("include", "id", "key")
+
+
 def _csproj_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """PackageReference-style elements, scanned tag by tag (linear on any input)."""
     keys: Dict[Tuple[str, str], str] = {}
-    for m in _rx("pkgref", r'<\s*(PackageReference|PackageVersion|package|ProjectReference|'
-                           r'PackageSource|add)\b[^>]*?\b(Include|id|key)\s*=\s*"([^"]+)"',
-                 2).finditer(text):
-        keys[(m.group(1).lower(), m.group(3).lower())] = ""
+    for chunk in text.split("<")[1:]:
+        tag = chunk.split(">", 1)[0][:2000]
+        parts = tag.replace("\n", " ").replace("\t", " ").split(" ", 1)
+        name = parts[0].strip().lower()
+        if name not in _XML_DEP_TAGS or len(parts) < 2:
+            continue
+        low = parts[1].lower()
+        for attr in _XML_DEP_ATTRS:
+            k = low.find(attr + "=")
+            while k > 0 and low[k - 1] not in " \t\n":
+                k = low.find(attr + "=", k + 1)
+            if k >= 0:
+                value = low[k + len(attr) + 1:].lstrip()
+                if value[:1] in ('"', "'"):
+                    end_q = value.find(value[0], 1)
+                    if end_q > 0:
+                        keys[(name, value[1:end_q])] = ""
+                        break
     return keys
 
 
@@ -4049,6 +4085,9 @@ def _manifest_keys(kind: str, text: str) -> Dict[Tuple[str, str], str]:
     return {}
 
 
+_MAX_MANIFEST = 4 << 20
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
     """True when a manifest change adds a dependency (analysis.md 3, 5.8).
@@ -4060,8 +4099,11 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     source, overrides, replace) counts.
     """
     kind = manifest_kind(path)
-    if kind is None or not isinstance(new_text, str) or len(new_text) > 4 * _MAX_COMMAND * 16:
+    if kind is None or not isinstance(new_text, str):
         return False
+    if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
+        return True   # too large to compare: assume the worst
+
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
     for key, value in new.items():
