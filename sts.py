@@ -3187,7 +3187,7 @@ _PROGRAMS.update({
     "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
     "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
     "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
-    "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
+    "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
     "tar": _tar, "unzip": _unzip, "curl": _curl,
@@ -4110,11 +4110,10 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
         if key[0] == "section":
             continue
         if key not in old:
-            # A name seen before under the fragment's unknown scope is not new.
-            if key[0] == "?" or any(k[1] == key[1] and (k[0] == "?" or key[0] == "?")
-                                    for k in old):
-                if any(k[1] == key[1] for k in old):
-                    continue
+            # A fragment without a header has scope "?": the same name on the
+            # other side, under any scope, is the same declaration.
+            if any(k[1] == key[1] and "?" in (k[0], key[0]) for k in old):
+                continue
             return True
         if key[0] == "source" and old[key] != value:
             return True

@@ -493,3 +493,32 @@ def test_bypass_class_is_in_the_corpus(klass):
             assert verdict == expected
         else:
             assert verdict != "read", command
+
+
+@pytest.mark.parametrize("path,text", [
+    ("Gemfile", "gem" + " " * 1000000),
+    ("src/App.csproj", "<PackageReference " * 100000),
+    ("package.json", '"a' * 300000),
+    ("requirements.txt", "a" + " " * 300000 + "x"),
+    ("pyproject.toml", "[" * 200000),
+    ("go.mod", "require (" + "\n" * 200000),
+])
+def test_manifest_scans_are_linear(path, text):
+    start = time.perf_counter()
+    sts.dependency_intent_in_change(path, text, text + "\n")
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("path,text", [
+    ("a.ps1", "certutil " * 100000),
+    ("a.js", "createHash " * 100000 + "("),
+    (None, "hashlib." * 100000),
+])
+def test_hash_scans_are_linear(path, text):
+    start = time.perf_counter()
+    sts.hash_intent_in_text(text, path)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_oversized_manifest_is_assumed_to_add():
+    assert sts.dependency_intent_in_change("package.json", None, " " * (5 << 20)) is True
