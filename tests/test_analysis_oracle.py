@@ -102,3 +102,65 @@ def test_git_reads_never_write(tmp_path):
         assert not (repo / "o1").exists(), line
         assert _git(repo, "for-each-ref").stdout == refs, line
     assert checked > 200
+
+
+# Programs that would reach the network or block; their verdicts are covered
+# by the corpus labels, they are just not executed here.
+_NOT_RUN = ("tail -f", "gh ", "curl", "npm ", "docker", "kubectl", "go ", "cargo", "composer",
+            "bundle", "poetry", "uv ", "pip", "dotnet", "yarn", "sleep", "ping", "dig",
+            "nslookup", "host ", "while read", "xargs\n")
+
+
+def _snapshot(root):
+    """Relative path -> (size, mtime_ns, mode) for every file and directory."""
+    snap = {}
+    for base, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            st = os.lstat(path)
+            snap[os.path.relpath(path, str(root))] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return snap
+
+
+@pytest.mark.skipif(BASH is None or GIT is None, reason="bash and git needed")
+def test_corpus_reads_leave_the_tree_unchanged(tmp_path):
+    from test_analysis import ROWS  # the labelled corpus
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, HOME=str(tmp_path), GIT_PAGER="cat", PAGER="cat",
+               GIT_CONFIG_NOSYSTEM="1", LC_ALL="C.UTF-8")
+    for name, text in {"a.txt": "foo\nbar\n", "b.txt": "bar\n", "a": "x\n", "b": "y\n",
+                       "README.md": "# r\nsha256sum\n", "package.json": '{"dependencies": {}}',
+                       "src/app.py": "def main():\n    pass\n", "src/a.py": "import os\n",
+                       "data.csv": "a,b\n1,2\n", "list.txt": "a.txt\n", "nums.txt": "1\n2\n",
+                       "log.txt": "x\n", "names.txt": "b\na\n", "config.ini": "# c\nk=v\n",
+                       "file.txt": "a|b\n", "SHA256SUMS": "", "data.json": "[]",
+                       "counts.txt": "a\n"}.items():
+        path = work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    subprocess.run([GIT, "init", "-q"], cwd=str(work), env=env)
+    subprocess.run([GIT, "add", "."], cwd=str(work), env=env)
+    subprocess.run([GIT, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   cwd=str(work), env=env)
+    # git refreshes its index stat cache on status/diff: that is a read for us.
+    subprocess.run([GIT, "status"], cwd=str(work), env=env, capture_output=True)
+    before = _snapshot(work)
+    ran = 0
+    for _, label, tags, command in ROWS:
+        if label != "read" or "@ps" in tags or "@win" in tags:
+            continue
+        if any(word in command + "\n" for word in _NOT_RUN):
+            continue
+        try:
+            subprocess.run([BASH, "--norc", "--noprofile", "-c", command], cwd=str(work),
+                           env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        ran += 1
+        after = _snapshot(work)
+        changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)
+                   and k not in (".git", ".git/index")}
+        assert not changed, (command, sorted(changed))
+        before = after
+    assert ran > 250
