@@ -1166,13 +1166,20 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     return v
 
 
+_NO_CONTENT_WRITERS = frozenset(("rm", "rmdir", "unlink", "shred", "touch", "chmod", "chown",
+                                 "chgrp", "truncate", "mkdir", "git"))
+
+
 def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     """Dependency intent of text written into a manifest by echo/printf redirection."""
     words = cmd.words
     name = _program_name(words[0]) if words else None
+    redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
+    if not redirected and name in _NO_CONTENT_WRITERS:
+        return False   # removing, touching or restoring a manifest adds nothing
     if name in ("echo", "printf") and all(w.static for w in words[1:]):
         args = [w.text for w in words[1:] if not (name == "echo" and w.text in ("-e", "-n"))]
-        text = "\n".join(args) if name == "echo" else (args[0] if args else "")
+        text = " ".join(args) if name == "echo" else (args[0] if args else "")
         text = text.replace("\\n", "\n")
         return dependency_intent_in_change(target, None, text)
     return True
