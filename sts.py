@@ -1234,14 +1234,15 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
 class _OptSpec:
     """GNU-style option model: short flags, short options with a value, long options."""
 
-    __slots__ = ("short", "short_val", "long", "deny", "inert_operands")
+    __slots__ = ("short", "short_val", "long", "deny", "permute")
 
     def __init__(self, short: str = "", short_val: str = "", long: Optional[Dict[str, int]] = None,
-                 deny: Optional[Dict[str, str]] = None) -> None:
+                 deny: Optional[Dict[str, str]] = None, permute: bool = True) -> None:
         self.short = short
         self.short_val = short_val
         self.long = long or {}         # name -> 0 flag, 1 needs a value, 2 optional "=value"
         self.deny = deny or {}         # option -> "write" | "exec"
+        self.permute = permute         # False: options end at the first operand (xxd)
 
 
 def _resolve_long(spec: _OptSpec, name: str) -> Optional[str]:
@@ -1276,6 +1277,7 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
             continue
         if t == "-" or not t.startswith("-"):
             operands.append(w)
+            dd = not spec.permute
             continue
         if t.startswith("--"):
             key, eq, val = t[2:].partition("=")
@@ -1994,6 +1996,11 @@ def _git_config(args: List[_W]) -> _V:
             return _unknown("shell_syntax_unproven")
         t = w.text
         key = t.split("=", 1)[0]
+        if operands or t == "--":
+            # git config stops parsing options at the first operand.
+            if t != "--" or operands:
+                operands.append(t)
+            continue
         if key in reads:
             reading = True
         elif key in neutral or key == "--type":
@@ -2921,12 +2928,16 @@ def _system_pm(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     files = []
+    dd = False
     for w in args:
         t = w.text
-        if w.static and t.startswith("-") and t != "-":
+        if w.static and t == "--" and not dd:
+            dd = True
             continue
-        if w.static and (t in _DEV_SINKS or t == "-"):
+        if not dd and w.static and t.startswith("-") and t != "-":
             continue
+        if w.static and t in _DEV_SINKS:
+            continue   # GNU tee writes a file literally named "-"
         files.append(t if w.static else "")
     if not files:
         return _read()
@@ -3122,7 +3133,8 @@ _XXD = _spec_program(_OptSpec(
     short="aCEeipruhdvb", short_val="cglsonR",
     long={"autoskip": 0, "bits": 0, "cols": 1, "capitalize": 0, "EBCDIC": 0, "groupsize": 1,
           "include": 0, "len": 1, "name": 1, "postscript": 0, "plain": 0, "ps": 0,
-          "revert": 0, "seek": 1, "uppercase": 0, "version": 0, "help": 0}), write_operand=1)
+          "revert": 0, "seek": 1, "uppercase": 0, "version": 0, "help": 0}, permute=False),
+    write_operand=1)
 _FILE = _spec_program(_OptSpec(
     short="bcdEhiIkLlNnprsSvz0ZC", short_val="eFfmP",
     long={"brief": 0, "mime": 0, "mime-type": 0, "mime-encoding": 0, "dereference": 0,
@@ -3131,7 +3143,8 @@ _FILE = _spec_program(_OptSpec(
           "exclude": 1, "help": 0, "version": 0, "print0": 0, "no-pad": 0, "no-buffer": 0,
           "preserve-date": 0, "compile": 0, "checking-printout": 0, "magic-file": 1,
           "parameter": 1, "exclude-quiet": 1, "list": 0},
-    deny={"C": "write", "compile": "write"}))
+    # -p restores access/modification times after reading: a metadata write.
+    deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
 
 
 _HASH_PROGRAMS = frozenset((
