@@ -164,3 +164,62 @@ def test_corpus_reads_leave_the_tree_unchanged(tmp_path):
         assert not changed, (command, sorted(changed))
         before = after
     assert ran > 250
+
+
+_FUZZ_PROGRAMS = [
+    "sort", "sed", "awk", "find", "tree", "uniq", "xxd", "file", "tee", "date", "printf", "env",
+    "xargs", "timeout 5", "nice", "cat", "grep", "ls", "head", "echo", "jq", "git diff",
+    "git log", "git branch", "git tag", "git status", "git show", "git config", "git stash",
+    "cut", "tr", "wc", "diff", "stat", "command", "bash -c", "sh -c",
+]
+_FUZZ_ARGS = [
+    "-o", "o1", "--output=o1", "-i", "--in-place", "-n", "p", "w o1", "s/a/b/w o1", "1p",
+    "'{print > \"o1\"}'", "'{print}'", "-delete", "-fprint", "-exec", "touch", "{}", "\\;",
+    "+", "-name", "a", "a.txt", "b.txt", ">", "o1", ">>", "2>&1", "|", "&&", ";", "-", "--",
+    "-e", "--o=o1", "-C", "1", "$(touch o1)", "`touch o1`", '"$x"', "*", "-f", "-R", "-v",
+    "x=1", "-u", "./evil", "-O", "-s", "--set", "2020", "'e touch o1'", "s/x/y/e", "-x", "-p",
+    "new", "-d", "-D", "-m", "--list", "-l", "--global", "k", "v", "push", "pop", "list",
+    "show", "'touch o1'", "'ls'", "--pre", "-c",
+]
+
+
+@pytest.mark.skipif(BASH is None or GIT is None, reason="bash and git needed")
+def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path):
+    """Random lines over the allowlisted programs: whatever is proven read is run."""
+    work = tmp_path / "w"
+    work.mkdir()
+    env = dict(os.environ, HOME=str(tmp_path), GIT_PAGER="cat", PAGER="cat", x="-o1",
+               GIT_CONFIG_NOSYSTEM="1")
+    for name, text in {"a.txt": "a\nb\n", "b.txt": "b\n", "a": "x\n"}.items():
+        (work / name).write_text(text)
+    (work / "evil").write_text("#!/bin/sh\ntouch o1\ncat \"$1\"\n")
+    os.chmod(str(work / "evil"), 0o755)
+    for args in (["init", "-q"], ["add", "."],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                 ["status"]):
+        subprocess.run([GIT] + args, cwd=str(work), env=env, capture_output=True)
+
+    def state():
+        files = {k: v for k, v in _snapshot(work).items()
+                 if k != ".git" and not k.startswith(".git" + os.sep)}
+        git = [subprocess.run([GIT] + a, cwd=str(work), env=env, capture_output=True,
+                              text=True).stdout
+               for a in (["for-each-ref"], ["stash", "list"], ["config", "--local", "-l"])]
+        return files, git
+
+    before = state()
+    rng = random.Random(2024)
+    ran = 0
+    for _ in range(700):
+        line = " ".join([rng.choice(_FUZZ_PROGRAMS)]
+                        + [rng.choice(_FUZZ_ARGS) for _ in range(rng.randint(0, 5))])
+        if sts.analyze_shell(line).mutability != "read":
+            continue
+        ran += 1
+        try:
+            subprocess.run([BASH, "-c", line], cwd=str(work), env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        assert state() == before, line
+    assert ran > 150
