@@ -556,12 +556,13 @@ _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed
 
 
 class _Cmd:
-    __slots__ = ("words", "assigns", "redirs")
+    __slots__ = ("words", "assigns", "redirs", "stdin")
 
     def __init__(self) -> None:
         self.words: List[_W] = []
         self.assigns: List[Tuple[str, _W]] = []
         self.redirs: List[Tuple[str, Optional[_W]]] = []
+        self.stdin: Optional[str] = None   # heredoc body, when it is static text
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -659,7 +660,7 @@ class _Bash:
         self.i = 0
         self.depth = depth
         self.items: List[Any] = []   # _Cmd or a ready _V
-        self.heredocs: List[Tuple[str, bool, bool]] = []
+        self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
 
     # -- driver ---------------------------------------------------------
     def parse(self) -> List[Any]:
@@ -842,7 +843,7 @@ class _Bash:
             word = self._word()
             if word.dyn:
                 raise _Give("shell_syntax_unproven")
-            self.heredocs.append((word.text, word.quoted, kind == "<<-"))
+            self.heredocs.append((word.text, word.quoted, kind == "<<-", cmd))
             cmd.redirs.append((fd + kind, None))
             return
         if self.i >= self.n or self.s[self.i] in _META:
@@ -854,7 +855,8 @@ class _Bash:
         """Consume pending heredoc bodies after a newline; bodies are data, never commands."""
         s = self.s
         pending, self.heredocs = self.heredocs, []
-        for delim, quoted, strip in pending:
+        for delim, quoted, strip, owner in pending:
+            body: List[str] = []
             while True:
                 if self.i >= self.n:
                     raise _Give("shell_syntax_unproven")
@@ -868,6 +870,10 @@ class _Bash:
                     break
                 if not quoted and ("`" in line or "$(" in line or "${" in line or "$[" in line):
                     raise _Give("shell_syntax_unproven")
+                body.append(check)
+            # Kept so that content written by `cat > f <<EOF` can be checked for intents.
+            # (an unquoted body keeps its $name text: intents do not depend on values).
+            owner.stdin = "\n".join(body) + "\n"
 
     def _for_header(self) -> None:
         """`for NAME [in WORDS]` up to the separator; the loop body is ordinary commands."""
@@ -1159,11 +1165,36 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.cap("state_change")
     v.join(inner)
     if v.mut == "write" and v.targets:
-        # A write straight into a manifest can add a dependency.
+        content = _written_text(cmd)
         for t in v.targets:
+            # A write straight into a manifest can add a dependency...
             if manifest_kind(t) is not None and not v.dep:
                 v.dep = _redirect_dep(cmd, t)
+            # ...and code written through the shell can add hashing.
+            if content and not v.hash and _langs_for(t) is not None:
+                v.hash = hash_intent_in_text(content, t)
+    if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
+        patch = analyze_patch(cmd.stdin)
+        v.targets.extend(patch.paths)
+        v.hash = v.hash or patch.hash_intent
+        v.dep = v.dep or patch.dependency_intent
     return v
+
+
+def _cmd_name(cmd: _Cmd) -> Optional[str]:
+    return _program_name(cmd.words[0]) if cmd.words else None
+
+
+def _written_text(cmd: _Cmd) -> Optional[str]:
+    """Static text a command writes: echo/printf arguments or a heredoc fed to cat/tee."""
+    name = _cmd_name(cmd)
+    if name in ("echo", "printf") and all(w.static for w in cmd.words[1:]):
+        args = [w.text for w in cmd.words[1:] if not (name == "echo" and w.text in ("-e", "-n"))]
+        text = " ".join(args) if name == "echo" else (args[0] if args else "")
+        return text.replace("\\n", "\n")
+    if name in ("cat", "tee") and cmd.stdin is not None:
+        return cmd.stdin
+    return None
 
 
 _NO_CONTENT_WRITERS = frozenset(("rm", "rmdir", "unlink", "shred", "touch", "chmod", "chown",
@@ -1177,10 +1208,8 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
     if not redirected and name in _NO_CONTENT_WRITERS:
         return False   # removing, touching or restoring a manifest adds nothing
-    if name in ("echo", "printf") and all(w.static for w in words[1:]):
-        args = [w.text for w in words[1:] if not (name == "echo" and w.text in ("-e", "-n"))]
-        text = " ".join(args) if name == "echo" else (args[0] if args else "")
-        text = text.replace("\\n", "\n")
+    text = _written_text(cmd)
+    if text is not None:
         return dependency_intent_in_change(target, None, text)
     return True
 

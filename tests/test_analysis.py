@@ -522,3 +522,11 @@ def test_hash_scans_are_linear(path, text):
 
 def test_oversized_manifest_is_assumed_to_add():
     assert sts.dependency_intent_in_change("package.json", None, " " * (5 << 20)) is True
+
+
+def test_apply_patch_through_the_shell_reports_patch_paths():
+    line = ("apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: src/a.js\n+x\n"
+            "*** Delete File: old.txt\n*** End Patch\nPATCH")
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write"
+    assert result.write_targets == ["src/a.js", "old.txt"]
