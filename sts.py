@@ -2097,6 +2097,39 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     return _read()
 
 
+def _git_hash_object(args: List[_W]) -> _V:
+    """hash-object prints an id; -w (also inside a cluster) stores the object."""
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if w.opaque:
+            return _unknown("shell_syntax_unproven")
+        t = w.text
+        if t == "--":
+            break
+        if not t.startswith("-"):
+            continue
+        if t.startswith("--"):
+            if t in ("--stdin", "--stdin-paths", "--no-filters", "--literally"):
+                continue
+            if t.startswith("--path="):
+                continue
+            if t == "--path" and i < len(args):
+                i += 1
+                continue
+            return _unknown("git_arguments_unproven")
+        if "w" in t:
+            return _write()
+        if t == "-t" and i < len(args):
+            i += 1
+            continue
+        if t.startswith("-t"):
+            continue
+        return _unknown("git_arguments_unproven")
+    return _read()
+
+
 def _git_targets(sub: str, args: List[_W]) -> List[str]:
     if sub not in _GIT_TARGET_SUBS:
         return []
@@ -2153,7 +2186,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     elif sub in _GIT_READ_ACTIONS:
         v = _git_action(sub, rest)
     elif sub == "hash-object":
-        v = _write() if any(w.text == "-w" for w in rest) else _read()
+        v = _git_hash_object(rest)
     elif sub == "format-patch":
         v = _read() if any(w.text == "--stdout" for w in rest) else _write()
     elif sub == "archive":
