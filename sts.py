@@ -742,7 +742,15 @@ class _Bash:
                 self._redirection(cmd, op)
                 at_start = False
                 continue
-            start = self.i
+            if at_start:
+                name = self._assignment_name()
+                if name is not None:
+                    # NAME=value: the value is read once, as its own word.
+                    value = _W("", quoted=True) if self.i >= n or s[self.i] in _META \
+                        else self._word()
+                    cmd.assigns.append((name, value))
+                    had_cmd, need_cmd = True, False
+                    continue
             word = self._word()
             if at_start and not word.quoted and word.static:
                 text = word.text
@@ -759,30 +767,22 @@ class _Bash:
                     self._for_header()
                     need_cmd, had_cmd = False, True
                     continue
-            if at_start:
-                # NAME=value (the name itself unquoted) is an assignment, whatever the value.
-                raw = s[start:self.i]
-                name = raw.split("=", 1)[0]
-                if "=" in raw and _is_name(name):
-                    cmd.assigns.append((name, self._reword(start)))
-                    had_cmd, need_cmd = True, False
-                    continue
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
 
-    def _reword(self, start: int) -> _W:
-        """Re-read an assignment's value (the part after '=') as its own word."""
-        raw = self.s[start:self.i]
-        eq = raw.index("=")
-        sub = _Bash(raw[eq + 1:], self.depth)
-        sub.items = self.items
-        if sub.n == 0:
-            return _W("", quoted=True)
-        w = sub._word()
-        if sub.i != sub.n:
-            raise _Give("shell_syntax_unproven")
-        return w
+    def _assignment_name(self) -> Optional[str]:
+        """At a word start: the NAME of an unquoted `NAME=`, consuming it; else None."""
+        s, j = self.s, self.i
+        if j >= self.n or s[j] not in _NAME_START:
+            return None
+        while j < self.n and s[j] in _NAME_CHARS:
+            j += 1
+        if j < self.n and s[j] == "=":
+            name = s[self.i:j]
+            self.i = j + 1
+            return name
+        return None
 
     def _finish(self, cmd: _Cmd) -> None:
         if not cmd.empty():
@@ -3558,8 +3558,12 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _unknown("native_quotes_unproven")
     words = [_W(a, lead=not a.startswith("-"), quoted=q) for a, q in cmd]
     words[0] = _lit(prog)
+    has_empty = any(w.text == "" for w in words[1:])
+    if has_empty and ctx.depth >= 4:
+        # Each level would be judged twice; deep nesting with empty arguments is refused.
+        return _unknown("native_empty_arguments")
     full = _classify_argv(words, ctx)
-    if any(w.text == "" for w in words[1:]):
+    if has_empty:
         dropped = _classify_argv([w for w in words if w.text != "" or w is words[0]], ctx)
         if dropped.mut != full.mut:
             merged = _V(full.mut, full.reason).join(dropped)

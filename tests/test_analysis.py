@@ -530,3 +530,17 @@ def test_apply_patch_through_the_shell_reports_patch_paths():
     result = sts.analyze_shell(line)
     assert result.mutability == "write"
     assert result.write_targets == ["src/a.js", "old.txt"]
+
+
+@pytest.mark.parametrize("command,shell", [
+    ("a=$(" * 31 + "ls" + ")" * 31, "bash"),          # assignment values are read once
+    ("a=$(" * 60 + "ls" + ")" * 60, "bash"),
+    ("pwsh -c " * 30 + "rg x ''", "powershell"),     # empty native arguments judged twice
+    ("xargs " * 40 + "ls", "bash"),
+    ("find . -exec " * 20 + "ls {} ;" * 20, "bash"),
+    ("bash -c " + "'" + "eval " * 40 + "ls'", "bash"),
+])
+def test_nesting_never_explodes(command, shell):
+    result, took = _timed(command, shell)
+    assert result.mutability in ("read", "unknown", "write")
+    assert took < 0.5, took
