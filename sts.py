@@ -3619,22 +3619,28 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
+def _analyze_any(command: str, shell: str) -> _V:
+    ctx = _Ctx(0, shell)
+    if shell == "powershell":
+        return _analyze_powershell(command, ctx)
+    if shell == "unknown":
+        # Windows: the interpreter is not known, so every candidate must agree.
+        v = _analyze_bash(command, ctx)
+        v.join(_analyze_powershell(command, ctx))
+        return v.join(_analyze_cmd(command, ctx))
+    return _analyze_bash(command, ctx)
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
         return ShellAnalysis("unknown", "analysis_limit")
-    ctx = _Ctx(0, shell)
-    if shell == "powershell":
-        v = _analyze_powershell(command, ctx)
-    elif shell == "unknown":
-        # Windows: the interpreter is not known, so every candidate must agree.
-        v = _analyze_bash(command, ctx)
-        v.join(_analyze_powershell(command, ctx))
-        v.join(_analyze_cmd(command, ctx))
-    else:
-        v = _analyze_bash(command, ctx)
+    try:
+        v = _analyze_any(command, shell)
+    except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
+        return ShellAnalysis("unknown", "shell_syntax_unproven")
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"

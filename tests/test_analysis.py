@@ -544,3 +544,19 @@ def test_nesting_never_explodes(command, shell):
     result, took = _timed(command, shell)
     assert result.mutability in ("read", "unknown", "write")
     assert took < 0.5, took
+
+
+def test_random_argument_soup_never_raises():
+    """The internals raise nothing but their own give-up signal on any input."""
+    import random
+    rng = random.Random(11)
+    programs = sorted(sts._PROGRAMS)
+    tokens = ["-", "--", "-o", "-e", "-i", "-n", "-c", "-x", "-C", "-S", "-u", "-t", "-f", "-I",
+              "=", "a", '""', "''", "$x", "*", "{}", ";", "+", "--output", "--list", "install",
+              "add", "get", "list", "show", "x=1", "dgst", "-hashfile", "api", "-X", "POST",
+              "--version", "tool", "-g", "-m", "json.tool", "http://a", ">", "2>&1", "<<", "|"]
+    for _ in range(3000):
+        line = rng.choice(programs) + " " + " ".join(
+            rng.choice(tokens) for _ in range(rng.randint(0, 6)))
+        for shell in ("bash", "powershell", "unknown"):
+            sts._analyze_any(line, shell)
