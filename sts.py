@@ -1392,6 +1392,8 @@ _WRITERS = frozenset((
     "zip", "unzip", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "7z",
     "wget", "apply_patch", "mkfifo", "mknod", "setfacl", "chattr", "git-lfs", "del", "erase",
     "rename", "chflags", "sync", "kill", "pkill", "killall", "reboot", "shutdown",
+    # cmd.exe built-ins and Windows tools reached through the "unknown" shell
+    "copy", "move", "ren", "md", "rd", "mklink", "xcopy", "robocopy", "attrib", "icacls",
 ))
 
 _VALUED_WRITER_OPTS = {
@@ -3229,6 +3231,7 @@ _INERT = (
     "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "nm",
     "objdump", "readelf", "size", "diff3", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "jobs", "nslookup", "dig", "host", "ping", "tput", "tokei", "read",
+    "findstr", "where",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
 # ldd (may run the binary), cloc/scc (report files), history (-w writes).
@@ -3537,13 +3540,51 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     return total
 
 
+_PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-target", "-lp")
+
+
+_PS_COPIERS = frozenset(("copy-item", "move-item", "cpi", "mi", "copy", "cp", "move", "mv"))
+
+
+def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]:
+    """Paths named by a writing cmdlet: its path parameters, else its first positional.
+
+    Copy/move cmdlets write their destination (-Destination or the second
+    positional) and, for moves, also remove the source: both are listed.
+    """
+    found: List[str] = []
+    positional: List[str] = []
+    i = 0
+    while i < len(args):
+        text, quoted = args[i]
+        low = text.lower()
+        if not quoted and low.startswith("-"):
+            name, colon, value = low.partition(":")
+            if name in _PS_PATH_PARAMS and (not copier or name in ("-destination", "-target")):
+                if colon:
+                    found.append(text.split(":", 1)[1])
+                elif i + 1 < len(args):
+                    found.append(args[i + 1][0])
+                    i += 1
+            elif not colon and name not in ("-force", "-recurse", "-whatif", "-confirm",
+                                            "-append", "-nonewline", "-passthru"):
+                i += 1   # some other parameter and its value
+            i += 1
+            continue
+        positional.append(text)
+        i += 1
+    if copier:
+        return found or positional[1:2]
+    return found or positional[:1]
+
+
 def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     prog = cmd[0][0].lower()
     if prog.endswith(".exe"):
         prog = prog[:-4]
     args = cmd[1:]
     if prog in _PS_WRITE_CMDLETS:
-        return _write()
+        return _write(_ps_targets(args, prog in _PS_COPIERS))
     if prog in _PS_READ_CMDLETS:
         if any(a.lower().startswith("-outfile") or a.lower().startswith("-outvariable")
                for a, q in args if not q):

@@ -560,3 +560,18 @@ def test_random_argument_soup_never_raises():
             rng.choice(tokens) for _ in range(rng.randint(0, 6)))
         for shell in ("bash", "powershell", "unknown"):
             sts._analyze_any(line, shell)
+
+
+@pytest.mark.parametrize("command,targets", [
+    ("Remove-Item a.txt", ["a.txt"]),
+    ("Set-Content -Path a.txt -Value x", ["a.txt"]),
+    ("Out-File -FilePath log.txt", ["log.txt"]),
+    ("New-Item -ItemType File -Path x.txt", ["x.txt"]),
+    ("rm -Recurse -Force build", ["build"]),
+    ("Copy-Item a b", ["b"]),
+    ("Move-Item -Path a -Destination d/", ["d/"]),
+])
+def test_powershell_write_targets(command, targets):
+    result = sts.analyze_shell(command, "powershell")
+    assert result.mutability == "write"
+    assert result.write_targets == targets
