@@ -1727,6 +1727,7 @@ for _names, _arity in (
     for _n in _names.split():
         _GIT_REV_LONG.setdefault(_n, _arity)
 _GIT_REV_LONG["porcelain"] = 2
+del _names, _arity, _n
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
 _GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
@@ -1872,6 +1873,7 @@ for _sub, _spec in (
     ("version", "build-options:0"),
 ):
     _GIT_SIMPLE_LONG[_sub] = {k: int(v) for k, v in (item.split(":") for item in _spec.split())}
+del _sub, _spec
 
 _GIT_SIMPLE_SHORT = {
     # sub: (flags, short options taking a value, short options with optional digits)
@@ -3350,6 +3352,7 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
            "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
            "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
     _PROGRAMS.setdefault(_p.lower(), _version_only)
+del _p
 
 
 # ------------------------------------------------------------- drivers ----
