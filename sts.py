@@ -424,6 +424,16 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 # path extraction.  Pure functions; every adapter calls these.  analysis.md.
 ###############################################################################
 
+# Public interface (what adapters call):
+#   analyze_shell(command, shell)      -> ShellAnalysis (read only when proven)
+#   analyze_patch(text, v4a=False)     -> PatchSummary (paths, added text, intents)
+#   hash_intent_in_text(added, path, removed_text=None)
+#   dependency_intent_in_change(path, old, new), manifest_kind(path)
+# Trust boundary (analysis.md 5.6): configuration and session state (git
+# config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
+# aliases and functions defined earlier in a persistent shell) are not
+# seen here; commands that change them are reported as state_change.
+
 
 @dataclass
 class ShellAnalysis:
