@@ -566,13 +566,14 @@ _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed
 
 
 class _Cmd:
-    __slots__ = ("words", "assigns", "redirs", "stdin")
+    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal")
 
     def __init__(self) -> None:
         self.words: List[_W] = []
         self.assigns: List[Tuple[str, _W]] = []
         self.redirs: List[Tuple[str, Optional[_W]]] = []
-        self.stdin: Optional[str] = None   # heredoc body, when it is static text
+        self.stdin: Optional[str] = None   # heredoc body
+        self.stdin_literal = False         # the delimiter was quoted: no expansion in the body
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -884,6 +885,7 @@ class _Bash:
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
             # (an unquoted body keeps its $name text: intents do not depend on values).
             owner.stdin = "\n".join(body) + "\n"
+            owner.stdin_literal = quoted
 
     def _for_header(self) -> None:
         """`for NAME [in WORDS]` up to the separator; the loop body is ordinary commands."""
@@ -1171,6 +1173,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             return v.join(_unknown("state_change"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if cmd.stdin is not None:
+        inner = _stdin_program(cmd, inner, ctx)
     if env_capped:
         inner.cap("state_change")
     v.join(inner)
@@ -1189,6 +1193,26 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
     return v
+
+
+_STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
+_STDIN_CODE = {"python": "x.py", "python3": "x.py", "node": "x.js", "ruby": "x.rb", "perl": None,
+               "php": "x.php", "deno": "x.ts", "bun": "x.js"}
+
+
+def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
+    """A heredoc fed to a shell is a script we can read; fed to an interpreter, code to scan."""
+    name = _cmd_name(cmd)
+    body = cmd.stdin or ""
+    if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
+                                                             "-ex", "-eux", "-")
+                                     for w in cmd.words[1:]):
+        if not cmd.stdin_literal and "$" in body:
+            return verdict     # the body is expanded before the shell reads it
+        return _analyze_bash(body, ctx.deeper())
+    if name in _STDIN_CODE:
+        verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
+    return verdict
 
 
 def _cmd_name(cmd: _Cmd) -> Optional[str]:
