@@ -946,7 +946,7 @@ _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
 
 
-def _rx(key: str, pattern: str, flags: int = 0) -> Any:
+def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
     """Compile on first use: most hook runs never need a given pattern."""
     rx = _RE_CACHE.get(key)
     if rx is None:
@@ -996,7 +996,7 @@ class _V:
         return self
 
 
-def _read() -> _V:
+def _an_read() -> _V:
     return _V()
 
 
@@ -1078,7 +1078,7 @@ _BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
 
 
 def _has_bad_char(text: str) -> bool:
-    return _rx("bad", _BAD_CHARS).search(text) is not None
+    return _an_rx("bad", _BAD_CHARS).search(text) is not None
 
 
 _ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
@@ -1740,14 +1740,14 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     kind = op.lstrip("0123456789")
     if target is None or kind in ("<", "<<<"):
-        return _read()
+        return _an_read()
     if kind in ("<&", ">&"):
         if target.static and (target.text == "-" or target.text.isdigit()):
-            return _read()
+            return _an_read()
         if kind == "<&":
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
-        return _read()
+        return _an_read()
     targets = [target.text] if target.static else []
     return _write(targets, "shell_redirection")
 
@@ -1758,13 +1758,13 @@ _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].static and args[0].text in ("--version", "-V", "-v",
                                                               "version", "-version"):
-        return _read()
+        return _an_read()
     return _unknown()
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
-        return _read()
+        return _an_read()
     name = _program_name(words[0])
     if name is None:
         if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
@@ -1898,7 +1898,7 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
                 return _write([w.text] if w.static else [])
         if max_operands is not None and len(operands) > max_operands:
             return _unknown()
-        return _read()
+        return _an_read()
     return handler
 
 
@@ -2038,7 +2038,7 @@ def _w_transparent(flags: str = "", valued: str = "", long_valued: Tuple[str, ..
                 return _unknown()
             rest = rest[1:]
         if not rest:
-            return _read() if capped is None else _unknown(capped)
+            return _an_read() if capped is None else _unknown(capped)
         v = _payload(rest, ctx)
         return v.cap(capped) if capped else v
     return handler
@@ -2046,11 +2046,11 @@ def _w_transparent(flags: str = "", valued: str = "", long_valued: Tuple[str, ..
 
 def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if args and args[0].static and args[0].text in ("-v", "-V"):
-        return _read()
+        return _an_read()
     rest = args
     while rest and rest[0].static and rest[0].text in ("-p", "--"):
         rest = rest[1:]
-    return _payload(rest, ctx) if rest else _read()
+    return _payload(rest, ctx) if rest else _an_read()
 
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2081,7 +2081,7 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     rest = args[i:]
     if not rest:
-        return _read()
+        return _an_read()
     v = _payload(rest, ctx)
     return v.cap("state_change") if capped else v
 
@@ -2116,7 +2116,7 @@ def _shell_flags_ok(flag: str) -> bool:
 def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """bash -c STRING: the string is parsed as its own line."""
     if len(args) == 1 and args[0].static and args[0].text in ("--version", "-version"):
-        return _read()
+        return _an_read()
     i = 0
     has_c = False
     while i < len(args):
@@ -2174,7 +2174,7 @@ def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _unknown("shell_syntax_unproven")
             return _analyze_powershell(code, ctx.deeper())
         if t in ("-version", "--version", "-v"):
-            return _read()
+            return _an_read()
         return _unknown()
     return _unknown()
 
@@ -2493,7 +2493,7 @@ def _git_branch(args: List[_W]) -> _V:
         return _unknown("git_arguments_unproven")
     if operand and not listing:
         return _write()
-    return _read()
+    return _an_read()
 
 
 def _git_tag(args: List[_W]) -> _V:
@@ -2533,7 +2533,7 @@ def _git_tag(args: List[_W]) -> _V:
             return _write()
     if operand and not listing:
         return _write()
-    return _read()
+    return _an_read()
 
 
 def _git_config(args: List[_W]) -> _V:
@@ -2570,11 +2570,11 @@ def _git_config(args: List[_W]) -> _V:
         else:
             operands.append(t)
     if operands and operands[0] in ("get", "list"):
-        return _read()
+        return _an_read()
     if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
         return _write()
     if reading or len(operands) == 1:
-        return _read()
+        return _an_read()
     return _write()
 
 
@@ -2612,7 +2612,7 @@ def _git_action(sub: str, args: List[_W]) -> _V:
         return _write()
     if action not in reads:
         if action.startswith("-") and "" in reads and sub in ("remote",):
-            return _read() if all(w.text in ("-v", "--verbose") for w in args) else \
+            return _an_read() if all(w.text in ("-v", "--verbose") for w in args) else \
                 _unknown("git_arguments_unproven")
         return _unknown("git_arguments_unproven")
     if sub == "reflog":
@@ -2621,7 +2621,7 @@ def _git_action(sub: str, args: List[_W]) -> _V:
         if w.opaque or (w.text.startswith("-") and w.text not in ("-v", "--verbose",
                                                                    "--recursive", "-n")):
             return _unknown("git_arguments_unproven")
-    return _read()
+    return _an_read()
 
 
 def _git_hash_object(args: List[_W]) -> _V:
@@ -2654,7 +2654,7 @@ def _git_hash_object(args: List[_W]) -> _V:
         if t.startswith("-t"):
             continue
         return _unknown("git_arguments_unproven")
-    return _read()
+    return _an_read()
 
 
 def _git_targets(sub: str, args: List[_W]) -> List[str]:
@@ -2686,7 +2686,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _unknown("option_value_missing")
             i += 2
         elif t in ("--version", "-v"):
-            return _read() if i + 1 == n else _unknown("git_arguments_unproven")
+            return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
         else:
             break
     if i >= n:
@@ -2715,7 +2715,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     elif sub == "hash-object":
         v = _git_hash_object(rest)
     elif sub == "format-patch":
-        v = _read() if any(w.text == "--stdout" for w in rest) else _write()
+        v = _an_read() if any(w.text == "--stdout" for w in rest) else _write()
     elif sub == "archive":
         if any(w.text.startswith(("--remote", "--exec")) for w in rest):
             v = _unknown("shell_execution_option")
@@ -2724,7 +2724,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         else:
             v = _unknown("git_arguments_unproven")
     elif sub == "symbolic-ref":
-        v = _read() if len([w for w in rest if not w.text.startswith("-")]) <= 1 else _write()
+        v = _an_read() if len([w for w in rest if not w.text.startswith("-")]) <= 1 else _write()
     else:
         return _unknown("git_arguments_unproven")
     return v
@@ -2775,7 +2775,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
                         return _unknown("shell_syntax_unproven")
                     i += 1
                 break
-    return _read()
+    return _an_read()
 
 
 # --------------------------------------------------------------- find ----
@@ -2855,7 +2855,7 @@ def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t.startswith(("--exec", "-x", "-X")) or (t.startswith("-") and not t.startswith("--")
                                                     and ("x" in t or "X" in t)):
             return _unknown("shell_execution_option")
-    return _read()
+    return _an_read()
 
 
 # ---------------------------------------------------------------- sed ----
@@ -3045,7 +3045,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
             verdict = "write"
     if verdict == "write":
         return _write([f for f in written if f and f not in _DEV_SINKS])
-    return _read()
+    return _an_read()
 
 
 # ---------------------------------------------------------------- awk ----
@@ -3099,7 +3099,7 @@ def _awk_program(code: str) -> str:
     if ">" not in text:
         return "read"
     # A '>' inside a print/printf statement (outside parentheses) redirects output.
-    for m in _rx("awkprint", r"\bprintf?\b").finditer(text):
+    for m in _an_rx("awkprint", r"\bprintf?\b").finditer(text):
         depth = 0
         for ch in text[m.end():]:
             if ch in ";}\n":
@@ -3131,7 +3131,7 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
             i += 1
             continue
         if t in ("--version", "-V", "--help"):
-            return _read()
+            return _an_read()
         if t.startswith("-"):
             return _unknown()  # -f progfile, -i include, -E, --exec ...
         break
@@ -3145,7 +3145,7 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     if kind == "unknown":
         return _unknown("interpreter_code")
-    return _read()
+    return _an_read()
 
 
 # ------------------------------------------------------- interpreters ----
@@ -3164,14 +3164,14 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         texts = [w.text for w in args]
         if len(args) == 1 and texts[0] in ("--version", "-V", "-v", "version"):
-            return _read()
+            return _an_read()
         if lang == "python" and len(args) >= 2 and texts[0] == "-m":
             mod = texts[1]
             if mod == "json.tool" and all(w.static for w in args[2:]):
                 ops = [t for t in texts[2:] if not t.startswith("-")]
                 if len(ops) >= 2:
                     return _write([ops[1]])
-                return _read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
+                return _an_read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
             if mod == "pip":
                 return _pip("pip", args[2:], ctx)
             if mod in ("venv", "ensurepip"):
@@ -3266,7 +3266,7 @@ def _operands_of(args: List[_W], valued: Tuple[str, ...] = ()) -> Tuple[List[str
 
 def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-v", "-V", "version"):
-        return _read()
+        return _an_read()
     if name in ("npx", "bunx", "pnpx"):
         return _V("unknown", "shell_command_unproven", dep=True)
     verb, rest, is_global = _pm_verb(args)
@@ -3291,11 +3291,11 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
-        return _read()
+        return _an_read()
     if verb == "config" or verb == "c":
-        return _read() if rest and rest[0].text in ("get", "list", "ls") else _write()
+        return _an_read() if rest and rest[0].text in ("get", "list", "ls") else _write()
     if verb == "pkg":
-        return _read() if rest and rest[0].text == "get" else _write()
+        return _an_read() if rest and rest[0].text == "get" else _write()
     return _unknown()
 
 
@@ -3305,7 +3305,7 @@ _PIP_READ = frozenset(("list", "show", "freeze", "check", "help", "search", "ind
 
 def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-V"):
-        return _read()
+        return _an_read()
     verb, rest, _ = _pm_verb(args)
     if verb is None:
         return _unknown()
@@ -3324,11 +3324,11 @@ def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "uninstall":
         return _write()
     if verb == "config":
-        return _read() if rest and rest[0].text in ("list", "get", "debug") else _write()
+        return _an_read() if rest and rest[0].text in ("list", "get", "debug") else _write()
     if verb == "cache":
-        return _read() if rest and rest[0].text in ("dir", "info", "list") else _write()
+        return _an_read() if rest and rest[0].text in ("dir", "info", "list") else _write()
     if verb in _PIP_READ:
-        return _read()
+        return _an_read()
     return _unknown()
 
 
@@ -3337,7 +3337,7 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if name == "uvx":
         return _V("unknown", dep=True, reason="shell_command_unproven")
     if texts[:1] in (["--version"], ["-V"], ["version"]):
-        return _read()
+        return _an_read()
     if not texts:
         return _unknown()
     verb = texts[0]
@@ -3353,20 +3353,20 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _V("unknown" if sub == "run" else "write", dep=True,
                       reason="shell_command_unproven" if sub == "run" else None)
         if sub in ("list", "dir"):
-            return _read()
+            return _an_read()
         return _write()
     if verb == "run":
         dep = any(t.startswith("--with") for t in texts)
         return _V("unknown", "shell_command_unproven", dep=dep)
     if verb in ("tree",):
-        return _read()
+        return _an_read()
     return _unknown()
 
 
 def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args if not w.text.startswith("-")]
     if [w.text for w in args] in (["--version"], ["-V"]):
-        return _read()
+        return _an_read()
     verb = texts[0] if texts else ""
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1)
@@ -3377,7 +3377,7 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _V("write" if verb != "run" else "unknown", dep=True,
                       reason="shell_command_unproven" if verb == "run" else None)
         if verb == "list":
-            return _read()
+            return _an_read()
         return _write()
     if verb == "add":
         return _V("write", dep=True)
@@ -3387,7 +3387,7 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in ("show", "check", "list", "info", "env", "search", "graph", "--version"):
         if verb == "env" and len(texts) > 1 and texts[1] not in ("info", "list"):
             return _write()
-        return _read()
+        return _an_read()
     return _unknown()
 
 
@@ -3395,7 +3395,7 @@ def _cargo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     verb = next((t for t in texts if not t.startswith(("-", "+"))), "")
     if texts[:1] in (["--version"], ["-V"], ["version"]):
-        return _read()
+        return _an_read()
     if verb == "add":
         return _V("write", dep=True)
     if verb == "install":
@@ -3405,7 +3405,7 @@ def _cargo(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     if verb in ("tree", "search", "locate-project", "pkgid", "read-manifest", "version",
                 "help", "verify-project"):
-        return _read()
+        return _an_read()
     return _unknown()
 
 
@@ -3419,16 +3419,16 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "mod":
         sub = texts[1] if len(texts) > 1 else ""
         if sub in ("graph", "why", "verify"):
-            return _read()
+            return _an_read()
         return _write()
     if verb == "work":
         return _write()
     if verb == "version":
-        return _read()
+        return _an_read()
     if verb == "env":
-        return _write() if any(t in ("-w", "-u") for t in texts) else _read()
+        return _write() if any(t in ("-w", "-u") for t in texts) else _an_read()
     if verb in ("list", "doc"):
-        return _read() if all(w.static for w in args) else _unknown()
+        return _an_read() if all(w.static for w in args) else _unknown()
     if verb in ("fmt", "generate", "clean"):
         return _write()
     return _unknown()
@@ -3438,23 +3438,23 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args if not w.text.startswith("-")]
     verb = texts[0] if texts else ""
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
-        return _read()
+        return _an_read()
     if name == "gem":
         if verb == "install":
             return _V("write", dep=True)
         if verb in ("list", "search", "info", "contents", "environment", "which", "query",
                     "specification", "help", "outdated"):
-            return _read()
+            return _an_read()
         return _write()
     if verb == "add":
         return _V("write", dep=True)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         if verb == "config" and len(texts) <= 2 and "set" not in texts:
-            return _read()
+            return _an_read()
         return _write()
     if verb in ("list", "show", "info", "outdated", "check", "platform", "help", "doctor"):
-        return _read()
+        return _an_read()
     return _unknown()
 
 
@@ -3462,7 +3462,7 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args if not w.text.startswith("-")]
     verb = texts[0] if texts else ""
     if [w.text for w in args] in (["--version"], ["-V"]):
-        return _read()
+        return _an_read()
     if verb in ("require", "req"):
         return _V("write", dep=True)
     if verb in ("global",) and len(texts) > 1 and texts[1] in ("require", "req"):
@@ -3470,7 +3470,7 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in ("show", "info", "outdated", "validate", "licenses", "depends", "why",
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
                 "status", "audit", "suggests", "help", "list"):
-        return _read()
+        return _an_read()
     if verb in ("install", "i", "update", "u", "upgrade", "remove", "rm", "dump-autoload",
                 "init", "create-project", "config", "bump", "reinstall", "clear-cache"):
         return _write()
@@ -3481,7 +3481,7 @@ def _dotnet(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     low = [t.lower() for t in texts]
     if low in (["--version"], ["--info"], ["--list-sdks"], ["--list-runtimes"]):
-        return _read()
+        return _an_read()
     verb = low[0] if low else ""
     if verb == "add":
         return _V("write", dep="package" in low)
@@ -3490,7 +3490,7 @@ def _dotnet(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "tool" and len(low) > 1 and low[1] in ("install", "run", "exec"):
         return _V("write", dep=True)
     if verb == "list" or (verb == "package" and len(low) > 1 and low[1] == "list"):
-        return _read()
+        return _an_read()
     if verb in ("restore", "remove", "new", "clean", "publish", "pack", "nuget", "sln",
                 "format", "workload", "tool"):
         return _write()
@@ -3501,13 +3501,13 @@ def _system_pm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args if not w.text.startswith("-")]
     verb = texts[0] if texts else ""
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
-        return _read()
+        return _an_read()
     if verb in ("install", "add", "reinstall", "-S", "in", "upgrade", "tap"):
         return _V("write", dep=True)
     if verb in ("list", "search", "show", "info", "policy", "depends", "rdepends", "deps",
                 "leaves", "outdated", "config", "doctor", "--version", "madison", "home",
                 "desc", "uses"):
-        return _read()
+        return _an_read()
     if any(w.text in ("-S", "-Sy", "-Syu") for w in args):
         return _V("write", dep=True)
     return _write()
@@ -3529,19 +3529,19 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue   # GNU tee writes a file literally named "-"
         files.append(t if w.static else "")
     if not files:
-        return _read()
+        return _an_read()
     return _write([f for f in files if f])
 
 
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     ops = [w for w in args if not (w.static and w.text in ("-L", "-P", "-e", "-@"))]
-    return _read() if len(ops) <= 1 else _unknown()
+    return _an_read() if len(ops) <= 1 else _unknown()
 
 
 def _printf(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if args and args[0].text.startswith("-v") or (args and args[0].opaque):
         return _unknown("state_change")
-    return _read()
+    return _an_read()
 
 
 def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3562,7 +3562,7 @@ def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
             i += 2
             continue
         return _unknown("state_change")
-    return _read() if args else _read()
+    return _an_read() if args else _an_read()
 
 
 def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3576,13 +3576,13 @@ def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if not t.startswith("-"):
             return _unknown("state_change")
-    return _read()
+    return _an_read()
 
 
 def _hostname(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if all(w.static and w.text.startswith("-") and w.text not in ("-F", "--file", "-b", "--boot")
            for w in args):
-        return _read()
+        return _an_read()
     return _unknown("state_change")
 
 
@@ -3592,7 +3592,7 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     digest = verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224", "mac",
                       "passwd", "kdf", "sha3-256", "blake2b512", "blake2s256", "rmd160")
     if verb in ("version",) or texts == ["--version"]:
-        return _read()
+        return _an_read()
     if any(t in ("-out", "-keyout") for t in texts):
         return _V("write", hash_=digest)
     if digest and verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224") \
@@ -3635,7 +3635,7 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                           "--checkpoint-action", "--info-script", "-F",
                                           "--new-volume-script", "--rsh-command"))
                        for w in args):
-                return _read()
+                return _an_read()
     if mode[:1] == "c" and len(args) > 1 and "f" in mode:
         return _write([args[1].text] if args[1].static else [])
     return _write()
@@ -3643,7 +3643,7 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if args and args[0].static and args[0].text in ("-l", "-v", "-Z", "-t", "-p", "-z"):
-        return _read()
+        return _an_read()
     return _write()
 
 
@@ -3690,7 +3690,7 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
             i += 1
             continue
         return _unknown()
-    return _read()
+    return _an_read()
 
 
 def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3816,7 +3816,7 @@ _PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-
 def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if texts in (["--version"], ["version"]):
-        return _read()
+        return _an_read()
     if len(texts) < 2 or not all(w.static for w in args):
         return _unknown()
     group, verb = texts[0], texts[1]
@@ -3832,11 +3832,11 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 method = rest[k + 1].upper()
             elif t.startswith(("-f", "-F", "--field", "--raw-field", "--input")):
                 method = "POST" if method == "GET" else method
-        return _read() if method == "GET" else _write()
+        return _an_read() if method == "GET" else _write()
     if verb in reads.get(group, ()):
         if any(t in ("--web", "-w") for t in texts):
             return _unknown()
-        return _read()
+        return _an_read()
     if group in reads or group in ("gist", "label", "secret", "variable"):
         return _write()
     return _unknown()
@@ -3850,13 +3850,13 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
         if words in (["--version"], ["version"], ["-v"]):
-            return _read()
+            return _an_read()
         if not args or not all(w.static for w in args):
             return _unknown()
         if words[0] in table.get("", ()):
-            return _read()
+            return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
-            return _read()
+            return _an_read()
         return _unknown()
     return handler
 
@@ -4053,7 +4053,7 @@ def _ps_words(text: str) -> List[Any]:
 def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
         return _unknown("analysis_limit")
-    if _rx("psbad", "[\x00-\x08\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c]"
+    if _an_rx("psbad", "[\x00-\x08\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c]"
            ).search(text):
         return _unknown("control_character")
     try:
@@ -4298,7 +4298,7 @@ def _langs_for(path: Optional[str]) -> Optional[Tuple[str, ...]]:
 
 def _hash_rx(lang: str) -> Any:
     flags = 2 | 8   # re.IGNORECASE | re.MULTILINE without importing re here
-    return _rx("hash-" + lang, _HASH_CODE[lang], flags)
+    return _an_rx("hash-" + lang, _HASH_CODE[lang], flags)
 
 
 def _hash_hits(text: str, langs: Optional[Tuple[str, ...]]) -> List[str]:
@@ -4427,7 +4427,7 @@ def _json_fragment_deps(text: str) -> Dict[Tuple[str, str], str]:
     keys: Dict[Tuple[str, str], str] = {}
     stack: List[str] = []
     pending = ""
-    for m in _rx("jsonfrag", r'"((?:[^"\\\n]|\\.)*)"\s*:\s*("(?:[^"\\\n]|\\.)*"|\{|\[)|[{}\[\]]'
+    for m in _an_rx("jsonfrag", r'"((?:[^"\\\n]|\\.)*)"\s*:\s*("(?:[^"\\\n]|\\.)*"|\{|\[)|[{}\[\]]'
                  ).finditer(text):
         tok = m.group(0)
         if m.group(1) is None:
@@ -4446,7 +4446,7 @@ def _json_fragment_deps(text: str) -> Dict[Tuple[str, str], str]:
             keys[(scope, key)] = value
         elif scope in _NPM_SOURCE_FIELDS or any(s in _NPM_SOURCE_FIELDS for s in stack):
             keys[("source", key)] = value
-        elif scope == "" and key not in _NPM_META and _rx(
+        elif scope == "" and key not in _NPM_META and _an_rx(
                 "verlike", r'"\s*([\^~<>=*]|\d|latest|next|workspace:|npm:|git|github:|file:|'
                            r'link:|https?:|dev-|v\d)').match(value):
             keys[("?", key)] = value
@@ -4465,7 +4465,7 @@ def _npm_keys(text: str) -> Dict[Tuple[str, str], str]:
 
 def _req_name(item: str) -> Optional[str]:
     """The normalised name of a PEP 508 requirement string, or None."""
-    m = _rx("pep508", r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$").match(item)
+    m = _an_rx("pep508", r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$").match(item)
     if not m:
         return None
     rest = m.group(3).strip()
@@ -4550,7 +4550,7 @@ def _toml_keys(text: str, kind: str) -> Dict[Tuple[str, str], str]:
             if line.startswith("]"):
                 array_key = None
                 continue
-            for item in _rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(line):
+            for item in _an_rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(line):
                 _toml_item(keys, scope, array_key, item[0] or item[1], section is None)
             if line.endswith("]"):
                 array_key = None
@@ -4570,7 +4570,7 @@ def _toml_keys(text: str, kind: str) -> Dict[Tuple[str, str], str]:
         key, eq, value = line.partition("=")
         if not eq:
             if section is None or scope is not None:
-                for item in _rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(line):
+                for item in _an_rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(line):
                     _toml_item(keys, scope, "", item[0] or item[1], section is None)
             continue
         key = key.strip().strip("\"'")
@@ -4581,11 +4581,11 @@ def _toml_keys(text: str, kind: str) -> Dict[Tuple[str, str], str]:
             continue
         if value.startswith("[") and not value.endswith("]"):
             array_key = key
-            for item in _rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(value):
+            for item in _an_rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(value):
                 _toml_item(keys, scope, key, item[0] or item[1], section is None)
             continue
         if value.startswith("["):
-            for item in _rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(value):
+            for item in _an_rx("tomlstr", r'"([^"\n]*)"|\'([^\'\n]*)\'').findall(value):
                 _toml_item(keys, scope, key, item[0] or item[1], section is None)
             continue
         _toml_entry(keys, kind, section, scope, base_key, key, value)
@@ -4621,7 +4621,7 @@ def _toml_entry(keys: Dict[Tuple[str, str], str], kind: str, section: Optional[s
         # Fragment mode: a `name = spec` line counts unless it is well-known metadata.
         if low in _TOML_META:
             return
-        if value.startswith("{") or _rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value):
+        if value.startswith("{") or _an_rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value):
             keys[("?", _pep503(base_key) if kind != "cargo" else base_key.replace("_", "-"))] \
                 = value
             if any(s in value for s in ("git", "path", "registry", "url")):
@@ -4826,7 +4826,7 @@ def _patch_header(line: str, v4a: bool) -> Optional[Tuple[str, str]]:
             if line.startswith(verb):
                 return kind, line[len(verb):].strip()
         return ("other", "")
-    m = _rx("v4a", r"\*\*\*\s*(Add|Update|Delete|Move)\s+(File|to)\s*:\s*(.*)$").match(line)
+    m = _an_rx("v4a", r"\*\*\*\s*(Add|Update|Delete|Move)\s+(File|to)\s*:\s*(.*)$").match(line)
     if not m:
         return ("other", "")
     verb = m.group(1).lower()
@@ -9954,7 +9954,7 @@ class _Plan:
     dirs: List[str] = field(default_factory=list)          # folders install creates
 
 
-def _read(path: str) -> Optional[bytes]:
+def _install_read(path: str) -> Optional[bytes]:
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -10011,7 +10011,7 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
     prior = entry.get("files", {})
     if host in _HOOK_EVENTS:
         cfg = os.path.join(base, _HOSTS[host]["config"])
-        raw = _read(cfg)
+        raw = _install_read(cfg)
         text, created = _merge_hooks_json(cfg, _text(cfg, raw), host, command,
                                           [c for c in entry.get("commands", []) if c != command])
         new = text.encode("utf-8")
@@ -10033,13 +10033,13 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
                    json.dumps(_project_root(), ensure_ascii=False)))
     for src, dst in _SHIM_FILES.get(host, ()):
         source = os.path.join(_shims_dir(), *src.split("/"))
-        raw_src = _read(source)
+        raw_src = _install_read(source)
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
         new = _pin_shim(dst, _text(source, raw_src), _sts_path()).encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
-        old = _read(dest)
+        old = _install_read(dest)
         if old is not None and old != new and _PIN_MARK.encode() not in old:
             raise InstallError("%s exists and is not an sts shim; move it away and run install "
                                "again." % dest)
@@ -10076,7 +10076,7 @@ def _codex_trust_note() -> str:
 
 
 def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None:
-    raw = _read(toml)
+    raw = _install_read(toml)
     text = _text(toml, raw)
     try:
         new, added_header = _toml_enable_hooks(toml, text)
@@ -10104,10 +10104,10 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
             if p in prior:
                 plan.files[p] = prior[p]
         return
-    lock_raw = _read(lock)
+    lock_raw = _install_read(lock)
     if lock_raw is not None and _OPENCODE_PLUGIN_PKG.encode() in lock_raw and os.path.isdir(mods):
         return
-    if lock_raw is not None or _read(pkg) is not None or os.path.exists(mods):
+    if lock_raw is not None or _install_read(pkg) is not None or os.path.exists(mods):
         plan.notes.append("OpenCode will npm-install %s into %s on its first start (it needs the "
                           "network once); sts leaves an existing package.json, package-lock.json "
                           "or node_modules/ alone." % (_OPENCODE_PLUGIN_PKG, base))
@@ -10124,7 +10124,7 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
 
 
 def _plan_hermes_enable(plan: _Plan, cfg: str, prior: Dict[str, dict]) -> None:
-    raw = _read(cfg)
+    raw = _install_read(cfg)
     text = _text(cfg, raw)
     try:
         new, what = _yaml_enable(text)
@@ -10164,7 +10164,7 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
         if dest not in files and _shim_pinned_to(dest) == _sts_path():
             files[dest] = {"type": "file", "created_file": True, "sha256": None}
     for path, rec in files.items():
-        raw = _read(path)
+        raw = _install_read(path)
         if raw is None:
             continue
         kind = rec.get("type")
