@@ -400,6 +400,24 @@ def record_host_effect(res: CaseResult, scenario, root: str, tool_text: str,
         annotate(sts_home, event["eventId"], scenario.audit)
     res.notes.append("annotated %s: %s" % (scenario.audit,
                                            ", ".join(e["eventId"] for e in chosen)))
+    # Read the record back the way a user would: `sts.py explain` must show it.
+    shown = explain(sts_home, chosen[0]["eventId"])
+    if "Host effect: %s" % scenario.audit not in shown:
+        res.problems.append("`sts.py explain %s` does not show Host effect: %s (%s)"
+                            % (chosen[0]["eventId"], scenario.audit,
+                               " ".join(shown.split())[:160] or "no output"))
+
+
+def explain(sts_home: str, event_id: str) -> str:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "STS_HOME": sts_home,
+           "HOME": os.path.dirname(sts_home), "LANG": "C.UTF-8"}
+    try:
+        proc = subprocess.run(["python3", os.path.join(hosts.REPO, "sts.py"), "explain", event_id],
+                              env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "explain failed: %s" % exc
+    return proc.stdout + proc.stderr
 
 
 def annotate(sts_home: str, event_id: str, effect: str) -> None:

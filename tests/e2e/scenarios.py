@@ -192,7 +192,7 @@ SCENARIOS = [
     Scenario("agents-control", "5b. change, then the same launch: the subagent runs "
              "(proves 5 can see a subagent)", directive="change",
              task="delegate the work to a helper", present=["sub.txt"], subagent_ran=True,
-             allow=True),
+             allow=True, audit="observed_ran"),
     Scenario("review-read", "6. review, then ls and git status: they run", directive="review",
              task="show the working tree", allow=True, git=True,
              results_contain=[LS_MARK, "branch"], audit="observed_ran"),

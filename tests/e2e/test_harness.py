@@ -164,6 +164,22 @@ def test_side_requests_get_plain_text(server):
 # Judging and the host-effect record
 # ---------------------------------------------------------------------------
 
+@pytest.fixture(autouse=True)
+def explain_reads_annotations(monkeypatch):
+    """Stand-in for `sts.py explain`: shows the last annotated effect of the event."""
+    def explain(sts_home, event_id):
+        effect = "unobserved"
+        path = os.path.join(sts_home, "runtime", "annotations.jsonl")
+        if os.path.exists(path):
+            with open(path) as fh:
+                for line in fh:
+                    rec = json.loads(line)
+                    if rec.get("eventId") == event_id:
+                        effect = rec.get("hostEffect", effect)
+        return "Stop That Shit event %s\nHost effect: %s\n" % (event_id, effect)
+    monkeypatch.setattr(harness, "explain", explain)
+
+
 def fake_run(tmp_path, host, scenario, tool_result, files=(), audit=(), rc=0):
     root = tmp_path / "run"
     work = root / "work"
@@ -214,6 +230,15 @@ def test_blocked_write_is_annotated_with_the_cited_event(tmp_path):
     assert res.problems == []
     [line] = annotations(root)
     assert line["eventId"] == evt and line["hostEffect"] == "observed_blocked"
+
+
+def test_record_must_read_back_through_explain(tmp_path, monkeypatch):
+    evt = "evt_5fdd4d6f-7ef7-4981-b42b-436080dc7a60"
+    root = fake_run(tmp_path, "codex", "change-write", "Success.", files=["a.txt"], audit=[
+        event(evt, "allow", "WITHIN_CONTRACT", "none")])
+    monkeypatch.setattr(harness, "explain", lambda home, e: "Host effect: unobserved")
+    res = judged("codex", "change-write", root)
+    assert any("does not show Host effect: observed_ran" in p for p in res.problems)
 
 
 def test_write_that_happened_fails_and_records_nothing(tmp_path):
