@@ -127,7 +127,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not _MATRIX:
         return
     m = _MATRIX[0]
-    import scenarios
     tr = terminalreporter
     tr.section("sts e2e: real hosts, offline, effect checked on disk")
     for host, fut in m.installs.items():
@@ -165,5 +164,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     notes = sorted({n for r in m.results.values() for n in r.notes if n.startswith("no network")})
     for note in notes:
         tr.write_line("WARNING: %s" % note)
-    del scenarios
     tr.write_line("%d passed, %d failed" % (passed, failed))
