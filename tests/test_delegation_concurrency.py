@@ -522,8 +522,7 @@ def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_pa
         text = texts[(trial + 1) % 2]
         proc = spawn_hook("claude", home)
         wait_until_reading([proc])
-        proc.stdin.write(json.dumps(claude_prompt(session, text)).encode())
-        proc.stdin.close()
+        _feed(proc, claude_prompt(session, text))
         time.sleep(rng.uniform(0.0, 0.06))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
