@@ -419,6 +419,40 @@ def test_200_concurrent_mixed_hooks_keep_state_valid_and_audit_exact(tmp_path, w
                      % (window, elapsed, busy))
 
 
+# --- releases race admissions: only proven facts free units ---------------------------------
+
+def test_joined_facts_racing_new_agent_calls_never_overdraw(tmp_path):
+    session = "claude-release"
+    home = tmp_path / "home"
+    arm("claude", claude_prompt(session, "$stop-that-shit change agents=4"), home)
+    first = run_hooks("claude", home, [claude_agent(session, "toolu_old_%d" % i)
+                                       for i in range(4)])
+    assert [claude_verdict(r)[0] for r in first] == ["allow"] * 4
+    # A session end alone frees nothing (core.md 6.3), even racing new calls.
+    events = [claude("SessionEnd", session, reason="other")] + \
+        [claude_agent(session, "toolu_early_%d" % i) for i in range(4)]
+    runs = run_hooks("claude", home, events)
+    assert [claude_verdict(r) for r in runs[1:]] == \
+        [("deny", "AGENT_BUDGET_EXHAUSTED")] * 4
+    # Four "joined" facts race eight new calls: at most the freed units are reused.
+    events = [claude("PostToolUse", session, tool_name="Agent", tool_use_id="toolu_old_%d" % i,
+                     tool_input={}, tool_response={"status": "completed"}) for i in range(4)]
+    events += [claude_agent(session, "toolu_new_%d" % i) for i in range(8)]
+    runs = run_hooks("claude", home, events)
+    assert all(r.returncode == 0 and r.stdout == "" for r in runs[:4])
+    verdicts = [claude_verdict(r) for r in runs[4:]]
+    allowed = ["toolu_new_%d" % i for i, (v, _) in enumerate(verdicts) if v == "allow"]
+    assert len(allowed) <= 4
+    ledger = state_of(home, session)["delegation"]
+    live = sorted(r["actionId"] for r in ledger["reservations"].values())
+    assert live == sorted(allowed)  # every old unit was freed by its fact, no new one lost
+    assert all(r["contract"]["reservedUpperBound"] <= 4 for r in audit_records(home, session))
+    # Once the facts are in, the budget is whole again.
+    later = run_hooks("claude", home, [claude_agent(session, "toolu_late_%d" % i)
+                                       for i in range(8)])
+    assert sum(claude_verdict(r)[0] == "allow" for r in later) == 4 - len(allowed)
+
+
 # --- (3) batch delegation is all or nothing ---------------------------------------------------
 
 def test_two_parallel_hermes_batches_of_3_under_agents_4_admit_one(tmp_path):
