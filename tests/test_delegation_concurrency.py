@@ -271,7 +271,7 @@ def lock_path(home, session):
 
 
 def arm(host, payload, home):
-    """Send a directive through the in-process hook runner (setup, not under test)."""
+    """Send one event through the in-process hook runner (setup, not under test)."""
     out = sts.run_hook(host, json.dumps(payload).encode("utf-8"), sts.Store(str(home)))
     return json.loads(out) if out else None
 
@@ -599,6 +599,7 @@ def test_live_lock_holder_gives_state_busy_and_lock_free_checks_go_on(tmp_path):
     home = tmp_path / "home"
     key = sts.session_key(session)
     arm("claude", claude_prompt(session, "$stop-that-shit change agents=3"), home)
+    arm("claude", claude_agent(session, "toolu_before"), home)
     holder = subprocess.Popen([PY, "-I", "-S", "-c", HOLD, ROOT, str(home), key, "8"],
                               stdout=subprocess.PIPE)
     try:
@@ -609,8 +610,10 @@ def test_live_lock_holder_gives_state_busy_and_lock_free_checks_go_on(tmp_path):
                                                       "content": "x = 1\n"}),
             claude_tool(session, "Read", "toolu_r", {"file_path": CWD + "/a.py"}),
             claude_prompt(session, "$stop-that-shit review"),
+            claude("PostToolUse", session, tool_name="Agent", tool_use_id="toolu_before",
+                   tool_input={}, tool_response={"status": "completed"}),
         ])
-        agent, write, read, directive = runs
+        agent, write, read, directive, fact = runs
         # The delegation waited its bounded 1.5 s, then was denied, visibly.
         assert claude_verdict(agent) == ("deny", "STATE_BUSY")
         assert 1.45 <= agent.latency < 3.0, agent.latency
@@ -623,16 +626,21 @@ def test_live_lock_holder_gives_state_busy_and_lock_free_checks_go_on(tmp_path):
         # A directive is not silently dropped: the user is asked to resubmit.
         block = directive.answer()
         assert block["decision"] == "block" and "Resubmit" in block["reason"]
+        # A lifecycle fact fails open with one stderr line; its unit stays
+        # reserved (the safe side: a lost release never frees capacity).
+        assert fact.stdout == "" and "failed open: LockTimeout" in fact.stderr
         assert holder.poll() is None  # the holder really held the lock all along
     finally:
         holder.kill()
         holder.wait()
     state = state_of(home, session)
     assert state["contract"]["mode"] == "change"          # the directive was not applied
-    assert state["delegation"]["acceptedActions"] == {}   # STATE_BUSY reserves nothing
+    # STATE_BUSY reserves nothing; the lost fact freed nothing.
+    assert state["delegation"]["acceptedActions"] == {"toolu_before": 1}
+    assert sts.ledger_summary(state["delegation"]).reserved == 1
     records = audit_records(home, session)
     assert sorted(r["decision"]["reasonCode"] for r in records) == \
-        ["STATE_BUSY", "WITHIN_CONTRACT", "WITHIN_CONTRACT"]
+        ["STATE_BUSY", "WITHIN_CONTRACT", "WITHIN_CONTRACT", "WITHIN_CONTRACT"]
 
 
 # --- damaged state files through the real hook --------------------------------------------------
