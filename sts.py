@@ -7032,10 +7032,13 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
             # core.md 10-C2: only a finite budget makes a lost admission unsafe.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
-            if not (_is_int(budget) and budget < MAX_SAFE_INTEGER):
-                raise
             sys.stderr.write("sts: %s\n" % exc)
-            decision = state_busy_decision(loaded.state["contract"])
+            if _is_int(budget) and budget < MAX_SAFE_INTEGER:
+                decision = state_busy_decision(loaded.state["contract"])
+            else:
+                # Unlimited: judged without the lock and not reserved, but still
+                # audited (decisions.md 7); fails open like the reference.
+                decision = judge(loaded)
     else:
         loaded = store.load(key)
         decision = judge(loaded)
