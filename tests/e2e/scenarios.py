@@ -140,7 +140,17 @@ def _(host, work):
     return [_write_call(host, os.path.join(work, "b.txt"), "outside")]
 
 
+@_steps("files-inside")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "inside")]
+
+
 @_steps("hash-shell")
+def _(host, work):
+    return [_shell_call(host, "sha256sum %s > %s" % (LS_MARK, os.path.join(work, "sum.txt")))]
+
+
+@_steps("hash-allowed")
 def _(host, work):
     return [_shell_call(host, "sha256sum %s > %s" % (LS_MARK, os.path.join(work, "sum.txt")))]
 
@@ -182,9 +192,15 @@ SCENARIOS = [
     Scenario("files-boundary", "3. change files=a.txt, then a write to b.txt: blocked",
              directive="change files=a.txt", task="write b.txt", absent=["b.txt"],
              deny_text="PATH_OUTSIDE_CONTRACT", audit="observed_blocked"),
+    Scenario("files-inside", "3b. change files=a.txt, then a write to a.txt: it runs "
+             "(the boundary is not a blanket deny)", directive="change files=a.txt",
+             task="write a.txt", present=["a.txt"], allow=True, audit="observed_ran"),
     Scenario("hash-shell", "4. change, then sha256sum into a file: blocked",
              directive="change", task="checksum the seed file", absent=["sum.txt"],
              deny_text="HASH_NOT_AUTHORIZED", audit="observed_blocked"),
+    Scenario("hash-allowed", "4b. change hash=allow, then the same command: it runs",
+             directive="change hash=allow", task="checksum the seed file", present=["sum.txt"],
+             allow=True, audit="observed_ran"),
     Scenario("agents-zero", "5. change agents=0, then a subagent launch: none runs",
              directive="change agents=0", task="delegate the work to a helper",
              absent=["sub.txt"], deny_text="AGENT_BUDGET_EXHAUSTED", no_subagent=True,
