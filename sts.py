@@ -384,8 +384,7 @@ class ControlEvent:
         return event
 
 
-@dataclass
-class CoreResult:
+class CoreResult(Record):
     """What the core answers; adapters render it in the host's own format.
 
     kind: "none" (allow, or nothing new to say), "context" (text for the
@@ -393,10 +392,12 @@ class CoreResult:
     "prompt-error" (an explicit directive was rejected).
     """
 
-    kind: str = "none"
-    text: str = ""
-    code: Optional[str] = None
-    event_id: Optional[str] = None
+    __slots__ = FIELDS = ("kind", "text", "code", "event_id")
+    DEFAULTS = {"kind": "none", "text": "", "code": None, "event_id": None}
+    kind: str
+    text: str
+    code: Optional[str]
+    event_id: Optional[str]
 
 
 NO_RESULT = CoreResult()
