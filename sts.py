@@ -11066,13 +11066,33 @@ def _fit(text: str) -> str:
 
 
 def _wrap(text: str) -> List[str]:
-    """One logical line as terminal lines of at most 80 columns; continuation
-    lines are indented so the line starts stay greppable."""
+    """One logical line as terminal lines of at most 80 columns.
+
+    Breaks after a space or after the `|` between files= patterns, so a path
+    pattern stays whole unless it alone is wider than a line.  Continuation
+    lines are indented, so every line start stays greppable.
+    """
     if len(text) <= _INSPECT_WIDTH:
         return [text]
-    import textwrap
-    return textwrap.wrap(text, _INSPECT_WIDTH, subsequent_indent="  ",
-                         break_on_hyphens=False) or [""]
+    import re
+    lines: List[str] = []
+    line = ""
+    for piece in re.findall(r"[^ |]+[ |]*|[ |]+", text):  # a word and the breaks after it
+        while piece:
+            room = _INSPECT_WIDTH - len(line)
+            if len(piece.rstrip(" ")) <= room:  # trailing spaces may hang past the edge
+                line += piece
+                break
+            if line.strip():
+                lines.append(line.rstrip(" "))
+                line = "  "
+                continue
+            line, piece = line + piece[:room], piece[room:]  # wider than a line: cut it
+            lines.append(line)
+            line = "  "
+    if line.strip():
+        lines.append(line.rstrip(" "))
+    return lines
 
 
 def _minute(occurred_at: str) -> str:
@@ -11165,7 +11185,10 @@ class _StatusView:
         top = tally.top_denied()
         if top:
             lines.append("Top denied reasons (of %d denials):" % denied)
-            pad = max(len(code) for code, _ in top)
+            # A code too long for the line is shortened, never the count.
+            pad = min(max(len(code) for code, _ in top), _INSPECT_WIDTH - 12)
+            top = [(code if len(code) <= pad else code[:pad - 3] + "...", count)
+                   for code, count in top]
             lines += [_fit("  %d. %-*s %6d" % (n, pad, _clean(code), count))
                       for n, (code, count) in enumerate(top, 1)]
         else:
@@ -11226,6 +11249,9 @@ def _event_lines(event: dict, notes: "Annotations") -> List[str]:
     reason = ("%s/%s" % (family, decision["reasonCode"]) if isinstance(family, str) and family
               else decision["reasonCode"])
     head = "  %s %s  %-5s  " % (event["occurredAt"][:10], event["occurredAt"][11:19], word)
+    most = _INSPECT_WIDTH - len(head) - 2 - 16  # leave the tool at least 16 columns
+    if len(reason) > most:
+        reason = reason[:most - 3] + "..."
     tail = "  " + reason
     tool = "%s (%s)" % (action["toolName"], action["mutability"])
     room = _INSPECT_WIDTH - len(head) - len(tail)
