@@ -11360,17 +11360,25 @@ def _session_table(rows: List[Dict[str, Any]], total: bool) -> List[str]:
     return lines
 
 
-def _runtime(store: Store, key: Optional[str], keep_events: bool = False
+def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_rows: bool = True
              ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[dict], "Annotations", int]:
     """Summary, session rows, events (when kept) and annotations for one
-    session or (key None) every session; each log is read once."""
+    session or (key None) every session; each log and state file is read
+    once, and the prompt answer (with_rows False) reads no state file."""
     notes = read_annotations(store)
-    found = _session_keys(store)
-    if key is not None:
-        found = {key: found.get(key, 0.0)}
+    if key is None:
+        found = _session_keys(store)
+    else:
+        try:
+            found = {key: os.stat(store.path("sessions", key + ".json")).st_mtime}
+        except OSError:
+            found = {key: 0.0}
+        if not found[key] and not os.path.exists(store.path("runtime", key + ".jsonl")):
+            found = {}
     tallies, damaged, events = _scan(store, sorted(found), notes, keep_events)
     summary = _total(tallies).summary(damaged + notes.damaged)
-    return summary, _session_rows(store, found, tallies), events, notes, len(found)
+    rows = _session_rows(store, found, tallies) if with_rows else []
+    return summary, rows, events, notes, len(found)
 
 
 # ---- explain and label --------------------------------------------------------
@@ -11452,7 +11460,8 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
         return "\n".join(_StatusView(store, key or "unknown", False).spec_lines())
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
-        summary = _runtime(store, None if scope == "all" else (key or "unknown"))[0]
+        summary = _runtime(store, None if scope == "all" else (key or "unknown"),
+                           with_rows=False)[0]
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
         event = find_event(store, command[1])
@@ -11598,12 +11607,13 @@ def cmd_inspect(args: List[str], store: Store) -> int:
                                                            keep_events=as_json)
             if as_json:
                 events = _sorted_events(events)
+                for e in events:  # freshly parsed and ours: no copy of 100,000 dicts
+                    e["label"] = notes.labels.get(e["eventId"])
                 ids = {e["eventId"] for e in events}
                 if not summary["executionDenialResponses"]:
                     del summary["executionDenialResponses"]
                 _inspect_json({"schemaVersion": 1,
-                               "events": [dict(e, label=notes.labels.get(e["eventId"]))
-                                          for e in events],
+                               "events": events,
                                "summary": summary,
                                "annotations": [a for a in notes.records if a["eventId"] in ids],
                                "sessions": rows},
@@ -11611,7 +11621,9 @@ def cmd_inspect(args: List[str], store: Store) -> int:
                 return 0
             lines = _runtime_text(summary).split("\n")
             lines.append("")
-            if not count:
+            if not count and not all_logs:
+                lines.append("Session %s: no state and no audit log yet." % key)
+            elif not count:
                 lines.append("Sessions: none in %s yet." % _clean(store.root))
             elif all_logs:
                 lines.append("Sessions: %d (oldest activity first; times in UTC)" % count)

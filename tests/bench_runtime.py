@@ -17,7 +17,8 @@ them:
     python3 sts.py runtime            (the latest session)
     python3 sts.py explain EVT        (an event in the last log searched)
 
-Prints the median and the best of --rounds runs (default 5) for each.
+Prints the median and the best wall-clock time of --rounds runs (default 5)
+for each, and the median CPU time of the child process.
 Output goes to a pipe that is drained and counted, as a terminal would.
 """
 import argparse
@@ -126,16 +127,25 @@ def build(root: str, sessions: int, lines: int, seed: int = 8) -> str:
 
 
 def _time(argv, env, rounds: int):
-    times, size, code = [], 0, 0
+    """Wall-clock and CPU (user + system of the child) seconds per run.
+
+    CPU time is the steadier figure on a shared machine: other processes
+    stretch the wall clock, not the work sts does.
+    """
+    import resource
+    times, cpus, size, code = [], [], 0, 0
     for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               check=False)
         times.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         size, code = len(proc.stdout), proc.returncode
         if code != 0:
             sys.stderr.write(proc.stderr.decode("utf-8", "replace"))
-    return statistics.median(times), min(times), size, code
+    return statistics.median(times), min(times), statistics.median(cpus), size, code
 
 
 def main() -> int:
@@ -160,11 +170,14 @@ def main() -> int:
         subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)  # warm
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
                 ("status", "--json"), ("runtime",), ("explain", event_id)]
-        print("%-28s %10s %10s %10s  %s" % ("command", "median", "best", "stdout", "exit"))
+        print("load average: %.1f on %d CPUs" % (os.getloadavg()[0], os.cpu_count() or 1))
+        print("%-24s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
+                                                 "exit"))
         for row in rows:
-            median, best, size, code = _time(base + list(row), env, args.rounds)
+            median, best, cpu, size, code = _time(base + list(row), env, args.rounds)
             label = " ".join(row).replace(event_id, "EVT")
-            print("%-28s %8.0fms %8.0fms %9dB  %d" % (label, median * 1e3, best * 1e3, size, code))
+            print("%-24s %8.0fms %8.0fms %8.0fms %10dB  %d"
+                  % (label, median * 1e3, best * 1e3, cpu * 1e3, size, code))
         if args.keep:
             print("kept: %s" % root)
     finally:

@@ -552,6 +552,9 @@ def test_cli_empty_data_dir(store, capsys, sts_home):
     # A named session that never ran is the default contract, not an error.
     code, out, _ = _cli(store, capsys, "status", "--session", "fresh")
     assert code == 0 and "no checked actions yet." in out
+    code, out, _ = _cli(store, capsys, "runtime", "--session", "fresh")
+    assert code == 0 and out.endswith(
+        "\nSession %s: no state and no audit log yet.\n" % sts.session_key("fresh"))
 
 
 def test_observed_blocked_shows_in_explain_and_status(store, capsys):
