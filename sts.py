@@ -11019,18 +11019,24 @@ class _Tally:
 
 def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool = False
           ) -> Tuple[Dict[str, _Tally], int, List[dict]]:
-    """One pass over the logs of `keys`: a tally per key, damaged lines, and
-    (only when asked) the events themselves in file order."""
+    """One pass over the logs of `keys`: a tally per key, the counts of
+    damaged lines and unreadable logs, and (only when asked) the events
+    themselves in file order."""
     tallies: Dict[str, _Tally] = {}
     kept: List[dict] = []
-    counter = {"damaged": 0}
+    counter = {"damaged": 0, "unreadable": 0}
     for key in keys:
         tally = tallies[key] = _Tally()
-        for event in iter_audit(store, key, counter):
-            tally.add(event, notes)
-            if keep_events:
-                kept.append(event)
-    return tallies, counter["damaged"], kept
+        try:
+            for event in iter_audit(store, key, counter):
+                tally.add(event, notes)
+                if keep_events:
+                    kept.append(event)
+        except OSError:
+            # One unreadable log (a directory, no permission) must not hide
+            # the other 999; it is counted and named in the answer.
+            counter["unreadable"] += 1
+    return tallies, counter, kept
 
 
 def _total(tallies: Dict[str, _Tally]) -> _Tally:
@@ -11129,7 +11135,8 @@ class _StatusView:
         # The prompt answer needs the log only when some effect was observed;
         # otherwise the answer is "unobserved" without reading it.
         if with_events or self.notes.host_effects:
-            tallies, self.damaged, events = _scan(store, [key], self.notes, keep_events=True)
+            tallies, counter, events = _scan(store, [key], self.notes, keep_events=True)
+            self.damaged = counter["damaged"]
             self.tally = tallies[key]
             self.events = _sorted_events(events)
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
@@ -11276,6 +11283,8 @@ def _runtime_text(summary: dict) -> str:
     labels = summary["labels"]
     lines.append("Labels: " + "; ".join("%s=%d" % (n, labels[n]) for n in LABELS))
     lines.append("Damaged records ignored: %d" % summary["damagedRecords"])
+    if summary.get("unreadableLogs"):
+        lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
     effects = summary["hostEffects"]
     if any(effects.values()):
         # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
@@ -11375,8 +11384,10 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
             found = {key: 0.0}
         if not found[key] and not os.path.exists(store.path("runtime", key + ".jsonl")):
             found = {}
-    tallies, damaged, events = _scan(store, sorted(found), notes, keep_events)
-    summary = _total(tallies).summary(damaged + notes.damaged)
+    tallies, counter, events = _scan(store, sorted(found), notes, keep_events)
+    summary = _total(tallies).summary(counter["damaged"] + notes.damaged)
+    if counter["unreadable"]:
+        summary["unreadableLogs"] = counter["unreadable"]
     rows = _session_rows(store, found, tallies) if with_rows else []
     return summary, rows, events, notes, len(found)
 

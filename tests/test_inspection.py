@@ -642,3 +642,15 @@ def test_cli_runtime_all_in_a_real_process(store):
     done = subprocess.run([sys.executable, STS_PY, "status", "--session", "s1"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0 and "Checked actions: 4 (allowed 1" in done.stdout
+
+
+def test_runtime_all_skips_an_unreadable_log(store, capsys):
+    good, bad = sts.session_key("good"), sts.session_key("bad")
+    store.append_audit(good, event(good))
+    os.makedirs(store.path("runtime", bad + ".jsonl"))  # opening it fails
+    code, out, err = _cli(store, capsys, "runtime", "all")
+    assert code == 0 and err == ""
+    assert "Checked actions: 1\n" in out and "Unreadable logs skipped: 1\n" in out
+    code, out, _ = _cli(store, capsys, "runtime", "all", "--json")
+    assert json.loads(out)["summary"]["unreadableLogs"] == 1
+    assert "Unreadable" not in sts.inspection_response(("runtime",), store, good)
