@@ -1,6 +1,7 @@
 """Time the terminal inspection commands on a large data dir.
 
     python3 tests/bench_runtime.py [--sessions N] [--lines N] [--rounds N] [--keep]
+                                   [--sts PATH]
 
 Builds, in a temporary folder, a data dir with N sessions (default 1,000),
 each with a schema-4 state file, and N audit lines in total (default
@@ -154,6 +155,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the data dir and print it")
+    parser.add_argument("--sts", default=STS_PY, help="the sts.py to time (to compare versions)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="sts-bench-runtime-")
     try:
@@ -166,7 +168,7 @@ def main() -> int:
               % (args.sessions, args.lines, log_bytes / 1e6, time.perf_counter() - t0))
         print("python: %s" % sys.version.split()[0])
         env = dict(os.environ, STS_HOME=root)
-        base = [sys.executable, STS_PY]
+        base = [sys.executable, args.sts]
         subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)  # warm
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
                 ("status", "--json"), ("runtime",), ("explain", event_id)]
