@@ -11365,7 +11365,8 @@ def _session_table(rows: List[Dict[str, Any]], total: bool) -> List[str]:
             row["denied"], row["notes"]))))
     if total:
         sums = [sum(r[name] for r in rows) for name in ("checked", "denied", "notes")]
-        lines.append(_fit(_SESSION_HEAD % ("TOTAL (%d sessions)" % len(rows), "", "", *sums)))
+        title = "TOTAL (%d session%s)" % (len(rows), "" if len(rows) == 1 else "s")
+        lines.append(_fit(_SESSION_HEAD % (title, "", "", *sums)))
     return lines
 
 
@@ -11584,8 +11585,8 @@ def _inspect_json(doc: Dict[str, Any], one_per_line: Tuple[str, ...] = ()) -> No
 
 
 def _no_session(store: Store) -> InspectionError:
-    return InspectionError("sts: no session in %s yet: no hook has recorded anything there "
-                           "(is STS_HOME the one your hooks use?)" % store.root)
+    return InspectionError("sts: no session in %s yet (no hook has written there; "
+                           "check STS_HOME)" % store.root)
 
 
 def cmd_inspect(args: List[str], store: Store) -> int:
