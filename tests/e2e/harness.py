@@ -154,10 +154,6 @@ class CaseResult:
     run_dir: str = ""
     wiring: str = ""
 
-    @property
-    def case_id(self) -> str:
-        return "%s/%s" % (self.host, self.scenario)
-
     def line(self) -> str:
         head = "%s %-8s %-8s %-15s %6.1fs" % ("PASS" if self.ok else "FAIL", self.host,
                                               self.version, self.scenario, self.seconds)
@@ -226,18 +222,19 @@ def run_case(host: str, scenario_name: str, session_dir: str,
     if netns:
         child = ["unshare", "-n", "--"] + child
     t0 = time.monotonic()
-    try:
-        subprocess.run(child, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=open(os.path.join(root, "child.stderr"), "wb"),
-                       timeout=HOST_TIMEOUT + 60)
-    except subprocess.TimeoutExpired:
-        res.problems.append("harness child ran past %.0f s" % (HOST_TIMEOUT + 60))
+    with open(os.path.join(root, "child.stderr"), "wb") as err:
+        try:
+            subprocess.run(child, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=err, timeout=HOST_TIMEOUT + 60)
+        except subprocess.TimeoutExpired:
+            res.problems.append("harness child ran past %.0f s" % (HOST_TIMEOUT + 60))
     res.seconds = round(time.monotonic() - t0, 1)
     judge(res, scenario, root)
     res.ok = not res.problems
     with open(os.path.join(root, "verdict.json"), "w") as fh:
         json.dump({"ok": res.ok, "problems": res.problems, "notes": res.notes,
-                   "seconds": res.seconds, "version": res.version}, fh, indent=1)
+                   "seconds": res.seconds, "version": res.version, "wiring": res.wiring},
+                  fh, indent=1)
     return res
 
 
