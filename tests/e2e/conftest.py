@@ -156,7 +156,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if wirings:
         tr.write_line("sts wired by: %s" % ", ".join(
             {"install": "`python3 sts.py install <host>` (Codex with --trust)",
-             "direct": "configs written by the harness (sts.py install not available)"}[w]
+             "direct": "hook configs and shims written by the harness (STS_E2E_WIRE=direct, "
+             "or sts.py install not available)"}[w]
             for w in wirings))
     if m.wall is not None:
         tr.write_line("e2e wall time %.1fs for %d cases (%s jobs); runs in %s" % (
