@@ -341,3 +341,26 @@ def test_install_is_reused_only_when_complete_and_pinned(tmp_path, monkeypatch):
     assert install.install("pi")["cached"] is True
     (pkg / "package.json").write_text(json.dumps({"version": "0.74.0"}))
     assert not install.installed("pi")  # someone changed it: not the pinned host
+
+
+# ---------------------------------------------------------------------------
+# Isolation: a case's namespace has loopback and nothing else
+# ---------------------------------------------------------------------------
+
+def test_private_network_namespace_has_only_a_working_loopback():
+    import subprocess
+    import sys as _sys
+    if not harness.netns_available():
+        pytest.skip("`unshare -n` is not available here (needs root or CAP_SYS_ADMIN); "
+                    "the matrix then warns that its runs are not isolated")
+    probe = (
+        "import socket, sys; sys.path.insert(0, %r); import harness\n"
+        "harness.loopback_up()\n"
+        "names = [n for _, n in socket.if_nameindex()]\n"
+        "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1)\n"
+        "c = socket.create_connection(srv.getsockname(), timeout=5)\n"
+        "print(','.join(names))\n") % os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run(["unshare", "-n", "--", _sys.executable, "-c", probe],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "lo"
