@@ -69,6 +69,7 @@ TARGETS = {
     "session-file": lambda w, s: session_file(w, s),
     "installed-json": lambda w, s: os.path.join(str(w.state), "installed.json"),
     "new-file-in-state": lambda w, s: os.path.join(str(w.state), "sessions", "forged.json"),
+    "audit-log": lambda w, s: os.path.join(str(w.state), "runtime", sts.session_key(s) + ".jsonl"),
     "running-sts.py": lambda w, s: os.path.realpath(sts.__file__),
     "claude-settings": lambda w, s: w.h(".claude", "settings.json"),
     "codex-hooks": lambda w, s: w.h(".codex", "hooks.json"),
@@ -79,6 +80,9 @@ TARGETS = {
     "hermes-plugin": lambda w, s: w.h(".hermes", "plugins", "stop-that-shit", "__init__.py"),
     "hermes-config": lambda w, s: w.h(".hermes", "config.yaml"),
 }
+
+
+STATE_KINDS = ("session-file", "installed-json", "new-file-in-state", "audit-log")
 
 
 # --- path forms: (the path the agent names, the cwd of the event) -------------------
@@ -120,8 +124,7 @@ def form_symlink_to_state(w, target, monkeypatch):
     link = w.project / "cache"
     os.symlink(str(w.state), str(link))
     rel = os.path.relpath(target, str(w.state))
-    if rel.startswith(".."):
-        pytest.skip("target is not in the state folder")
+    assert not rel.startswith("..")
     return os.path.join(str(link), rel), str(w.project)
 
 
@@ -300,9 +303,12 @@ def assert_self_protection_deny(world, host, got, named=None):
 
 # --- the table: protected targets x path forms x hosts -----------------------------
 
+TABLE = [(kind, form) for kind in sorted(TARGETS) for form in sorted(FORMS)
+         if form != "symlink-to-state" or kind in STATE_KINDS]
+
+
 @pytest.mark.parametrize("host", HOSTS)
-@pytest.mark.parametrize("form", sorted(FORMS))
-@pytest.mark.parametrize("kind", sorted(TARGETS))
+@pytest.mark.parametrize("kind,form", TABLE)
 def test_write_tool_into_the_protected_set_is_denied(world, monkeypatch, host, form, kind):
     session = arm(world, host)
     target = TARGETS[kind](world, session)
@@ -318,7 +324,7 @@ def test_installed_json_lists_every_kind_of_file_the_table_covers(world):
     # The table only means something when install really listed these files.
     listed = set(world.installed)
     for kind, target in TARGETS.items():
-        if kind in ("session-file", "installed-json", "new-file-in-state", "running-sts.py"):
+        if kind in STATE_KINDS or kind == "running-sts.py":
             continue
         assert target(world, "x") in listed, kind
     assert os.path.realpath(sts.__file__) not in listed  # protected as __file__, not listed
@@ -704,3 +710,64 @@ def test_a_symlinked_data_dir_is_compared_physically(tmp_path):
     os.symlink(str(real), str(alias))
     assert sts.protected_hits(_action([str(real / "k.json")], None), [str(alias)])
     assert sts.protected_hits(_action([str(alias / "k.json")], None), [str(real)])
+
+
+def test_a_folder_holding_guard_files_is_protected_but_the_working_folder_is_not(tmp_path):
+    data = tmp_path / "proj" / ".tools" / "data"
+    data.mkdir(parents=True)
+    cwd = str(tmp_path / "proj")
+    roots = [str(data)]
+    shell = sts.Action(name="Bash", mutability="write", cwd=cwd,
+                       shell_write_targets=[".tools", "../proj/.tools/"])
+    assert sts.protected_hits(shell, roots) == [".tools", "../proj/.tools/"]
+    # `git add .`, `cp x .`, `cp x ..`: the working folder and its ancestors hold
+    # everything, so naming them says nothing about the guard's files.
+    for target in (".", "..", cwd, str(tmp_path)):
+        action = sts.Action(name="Bash", mutability="write", cwd=cwd,
+                            shell_write_targets=[target])
+        assert sts.protected_hits(action, roots) == [], target
+    # A sibling folder that only shares a prefix holds nothing.
+    sibling = sts.Action(name="Bash", mutability="write", cwd=cwd,
+                         shell_write_targets=[".tools/dat", ".tools/data-old"])
+    assert sts.protected_hits(sibling, roots) == []
+
+
+def test_project_scope_install_protects_its_files_and_leaves_the_project_usable(world, capsys,
+                                                                                 monkeypatch):
+    (world.project / ".git").mkdir()
+    monkeypatch.chdir(str(world.project))
+    assert sts.cmd_install(["claude", "--scope", "project"]) == 0
+    capsys.readouterr()
+    project_settings = str(world.project / ".claude" / "settings.json")
+    with open(str(world.state / "installed.json"), encoding="utf-8") as fh:
+        assert project_settings in json.load(fh)["paths"]
+    monkeypatch.chdir(str(world.tmp))
+    for host in HOSTS:
+        session = arm(world, host)
+        got = use(world, host, session, MAIN_WRITE[host], ".claude/settings.json",
+                  str(world.project), WRITE_TOOLS)
+        assert_self_protection_deny(world, host, got, named=project_settings)
+        for command in ("rm -rf .claude", "mv .claude .claude-off",
+                        "git checkout -- .claude/settings.json"):
+            got = use(world, host, session, _shell_tool(host), command, str(world.project),
+                      SHELL_TOOLS)
+            assert_self_protection_deny(world, host, got)
+        for command in ("git add .", "cp /etc/hostname .", "touch src/a.py",
+                        "echo x > .claude/notes.md", "mkdir -p .claude/agents"):
+            got = use(world, host, session, _shell_tool(host), command, str(world.project),
+                      SHELL_TOOLS)
+            assert denial(host, got) is None, command
+
+
+def test_a_real_hook_process_protects_the_sts_py_it_runs(world):
+    from hooks import hook_process
+    session = new_session()
+    say(world, "claude", session, "$stop-that-shit change")
+    running = os.path.realpath(os.path.join(os.path.dirname(sts.__file__), "sts.py"))
+    for path in (running, session_file(world, session)):
+        event = claude_event(session, str(world.project), "Edit",
+                             {"file_path": path, "old_string": "a", "new_string": "b"})
+        proc = hook_process("claude", event, world.state)
+        assert proc.returncode == 0, proc.stderr
+        text = deny_reason(json.loads(proc.stdout))
+        assert reason_code(text) == CODE and path in text
