@@ -5485,11 +5485,7 @@ def protected_hits(action: Action, protected_paths: Any) -> List[str]:
 
 def _tamper_what(root: str) -> str:
     """Which part of the guard a protected root is, in words for the user."""
-    try:
-        here = _files_realpath(os.path.abspath(__file__))
-    except NameError:  # pragma: no cover - __file__ is always set for an imported file
-        here = ""
-    if root == here:
+    if root == _files_realpath(os.path.abspath(__file__)):
         return "the guard's own code (the running sts.py)"
     if os.path.isdir(root):
         return "the guard's data folder (contracts, session state and audit log)"
@@ -5499,9 +5495,13 @@ def _tamper_what(root: str) -> str:
 def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     parts = []
     for raw, target, root in matches:
-        where = target if _tamper_within(target, root) else "%s, which holds %s" % (target, root)
-        named = "" if raw == target else " (named `%s`)" % raw
-        parts.append("%s%s is %s" % (where, named, _tamper_what(root)))
+        named = target if raw == target else "%s (named `%s`)" % (target, raw)
+        if target == root:
+            parts.append("%s is %s" % (named, _tamper_what(root)))
+        elif _tamper_within(target, root):
+            parts.append("%s lies in %s" % (named, _tamper_what(root)))
+        else:
+            parts.append("%s holds %s, %s" % (named, root, _tamper_what(root)))
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
