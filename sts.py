@@ -1988,6 +1988,7 @@ _WRITERS = frozenset((
 _VALUED_WRITER_OPTS = {
     "cp": "tS", "mv": "tS", "ln": "tS", "install": "tSmogS", "touch": "dtr", "mkdir": "m",
     "truncate": "sr", "chmod": "", "chown": "", "chgrp": "", "rm": "", "rmdir": "",
+    "unlink": "", "shred": "ns",
 }
 
 

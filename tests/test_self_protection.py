@@ -381,6 +381,8 @@ SHELL_FORMS = {
     "cp": "cp /etc/hostname {T}",
     "mv-into": "mv src/a.py {T}",
     "rm": "rm -f {T}",
+    "unlink": "unlink {T}",
+    "shred": "shred -u -n 1 {T}",
     "ln-s": "ln -sf /dev/null {T}",
     "sed-i": "sed -i 's/guard/off/' {T}",
     "git-checkout": "git checkout -- {T}",
