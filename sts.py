@@ -1776,6 +1776,19 @@ _NO_CONTENT_WRITERS = frozenset(("rm", "rmdir", "unlink", "shred", "touch", "chm
                                  "chgrp", "truncate", "mkdir", "git"))
 
 
+def _mv_source(words: List[_W], target: str) -> bool:
+    """Whether `target` is only a source of this mv (the last operand is the
+    destination unless -t/--target-directory names it)."""
+    for w in words[1:]:
+        t = w.text
+        if t == "--":
+            break
+        if t.startswith("--target-directory") or (
+                t.startswith("-") and not t.startswith("--") and "t" in t[1:]):
+            return True
+    return target != words[-1].text
+
+
 def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     """Dependency intent of text written into a manifest by echo/printf redirection."""
     words = cmd.words
@@ -1783,6 +1796,8 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
     if not redirected and name in _NO_CONTENT_WRITERS:
         return False   # removing, touching or restoring a manifest adds nothing
+    if not redirected and name == "mv" and _mv_source(words, target):
+        return False   # a manifest moved away is a source of mv, not its new content
     text = _written_text(cmd)
     if text is not None:
         return dependency_intent_in_change(target, None, text)
@@ -1974,6 +1989,7 @@ _WRITERS = frozenset((
 _VALUED_WRITER_OPTS = {
     "cp": "tS", "mv": "tS", "ln": "tS", "install": "tSmogS", "touch": "dtr", "mkdir": "m",
     "truncate": "sr", "chmod": "", "chown": "", "chgrp": "", "rm": "", "rmdir": "",
+    "unlink": "", "shred": "ns",
 }
 
 
@@ -2022,14 +2038,14 @@ def _writer_targets(name: str, args: List[_W]) -> List[str]:
     if name in ("chmod", "chown", "chgrp") and operands:
         operands = operands[1:]
     if name in ("cp", "mv", "ln", "install"):
+        # mv also changes its sources: they disappear from where they were.
         if target_dir is not None:
-            return [target_dir]
+            moved = operands if name == "mv" else []
+            return [t for t in [target_dir] + moved if t]
         if len(operands) >= 2:
-            operands = operands[-1:]
-        elif name == "ln" and operands:
-            return []
-        else:
-            return []
+            moved = operands[:-1] if name == "mv" else []
+            return [t for t in operands[-1:] + moved if t]
+        return []
     return [t for t in operands if t]
 
 
@@ -5058,6 +5074,15 @@ class _DecisionRule(Record):
     next: str
 
 
+# What an agent stopped by self-protection is told to do (decisions.md 3).
+_TAMPER_NEXT = (
+    "Do not work around this. Only the user changes the guard: tell the user what you wanted "
+    "to change and why. The user can turn the guard off for this session by sending "
+    "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
+    "arms it again), or make the change themselves outside the agent: edit the file by "
+    "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
+
+
 # Reason code -> family, outcome rule and default Next wording.  The order of
 # evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
 DECISION_RULES: Dict[str, _DecisionRule] = {
@@ -5070,10 +5095,7 @@ DECISION_RULES: Dict[str, _DecisionRule] = {
         "I", "always_deny",
         "Restore a known-good backup of the session file or start a new host session; "
         "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule(
-        "I", "ctl",
-        "Leave the guard's own files and data alone; if they really must change, the user "
-        "should do it outside the agent (for example with `sts.py uninstall`)."),
+    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
     "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
     "INVALID_DIRECTIVE": _DecisionRule(
         "S", "ctl", "Have the user fix the reported directive field before delegating."),
@@ -5404,25 +5426,87 @@ def _tamper_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) inside a protected root."""
+def _tamper_cwd(cwd: Optional[str]) -> Optional[str]:
+    base = cwd.strip() if cwd else ""
+    if not base:
+        try:
+            base = os.getcwd()
+        except OSError:
+            return None
+    return _files_realpath(os.path.expanduser(base))
+
+
+def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(raw path, resolved path, protected root) for every path of `action`
+    (affected or shell write target) that reaches a protected root.
+
+    A path reaches a root when it is the root, lies inside it, or is a folder
+    holding it (`rm -rf ~/.codex`, `mv ~/.config/opencode x`).  The working
+    folder and its ancestors are left out of the last rule: `git add .` or
+    `cp x ~/` name them without touching the guard's files.
+    """
     # Targets are compared physically, so the roots must be too; the engine
     # may hand over a data dir reached through a symlink (/var on macOS).
     roots = [_files_realpath(os.path.expanduser(r)) for r in protected_paths if r]
     if not roots:
         return []
-    hits = []
+    cwd: Any = False  # resolved on first need
+    found = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         target = _tamper_target(raw, action.cwd)
         if target is None:
             continue
         folded = target.casefold()
         for root in roots:
-            if _tamper_within(target, root) or (_tamper_within(folded, root.casefold())
-                                                and _tamper_case_insensitive(root)):
-                hits.append(raw)
+            insensitive: Optional[bool] = None
+            hit = _tamper_within(target, root)
+            if not hit and _tamper_within(folded, root.casefold()):
+                insensitive = _tamper_case_insensitive(root)
+                hit = insensitive
+            if not hit and _tamper_within(root.casefold(), folded):
+                if cwd is False:
+                    cwd = _tamper_cwd(action.cwd)
+                holds_cwd = cwd is not None and _tamper_within(cwd.casefold(), folded)
+                if not holds_cwd:
+                    if _tamper_within(root, target):
+                        hit = True
+                    else:
+                        if insensitive is None:
+                            insensitive = _tamper_case_insensitive(root)
+                        hit = insensitive
+            if hit:
+                found.append((raw, target, root))
                 break
-    return hits
+    return found
+
+
+def protected_hits(action: Action, protected_paths: Any) -> List[str]:
+    """Paths of `action` (affected or shell write targets) that reach a protected root."""
+    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+
+
+def _tamper_what(root: str) -> str:
+    """Which part of the guard a protected root is, in words for the user."""
+    if root == _files_realpath(os.path.abspath(__file__)):
+        return "the guard's own code (the running sts.py)"
+    if os.path.isdir(root):
+        return "the guard's data folder (contracts, session state and audit log)"
+    return "a hook configuration or shim file that `sts.py install` wrote for a host"
+
+
+def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
+    parts = []
+    for raw, target, root in matches:
+        named = target if raw == target else "%s (named `%s`)" % (target, raw)
+        if target == root:
+            parts.append("%s is %s" % (named, _tamper_what(root)))
+        elif _tamper_within(target, root):
+            parts.append("%s lies in %s" % (named, _tamper_what(root)))
+        else:
+            parts.append("%s holds %s, %s" % (named, root, _tamper_what(root)))
+    return ("This call would change the guard's own files: %s. Self-protection stops such "
+            "writes in every mode while the guard is armed, change and open included."
+            % "; ".join(parts))
 
 
 # ---- the ordered checks (core.md 4.2) --------------------------------------
@@ -5491,10 +5575,9 @@ def _when_state_damaged(f: _DecisionFacts) -> _CheckHit:
 def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     if f.contract.get("level") == "off" or not f.protected_paths:
         return None
-    hits = protected_hits(f.action, f.protected_paths)
-    if hits:
-        return ("This call would change the guard's own code, configuration or data: %s."
-                % ", ".join(hits), None, None)
+    matches = _tamper_matches(f.action, f.protected_paths)
+    if matches:
+        return (_tamper_detail(matches), None, None)
     return None
 
 
