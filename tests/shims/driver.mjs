@@ -1,0 +1,172 @@
+// Test driver: load a real shim, stand in for its host, fire a scripted
+// sequence of callbacks and print what the shim did as one JSON object.
+//
+//   node driver.mjs <scenario.json>
+//
+// scenario = {host: "opencode"|"pi"|"omp", shim: "<abs path>", init?: {...}, steps: [...]}
+// OpenCode steps: {hook, input?, output?, event?}
+// Pi/OMP steps:   {on, event, ctx, instance?} | {command, args, ctx, instance?}
+//                 | {bus, data} | {flags: {...}} | {wait: ms}
+// ctx = {sessionId, sessionFile?, cwd, idle?, hasUI?}
+import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
+
+const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const mod = await import(pathToFileURL(scenario.shim).href);
+const record = { results: [], messages: [], notifies: [], logs: [], flags: {}, commands: [], hooks: [] };
+
+function describeError(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function timed(fn) {
+  const start = Date.now();
+  try {
+    const returned = await fn();
+    return { returned: returned === undefined ? null : returned, threw: null, ms: Date.now() - start };
+  } catch (error) {
+    return { returned: null, threw: describeError(error), ms: Date.now() - start };
+  }
+}
+
+async function runOpenCode() {
+  const init = scenario.init || {};
+  const client = {
+    app: {
+      log: async (arg) => {
+        record.logs.push(arg);
+        return { data: true };
+      },
+      agents: async () => {
+        if (init.agentsFail) throw new Error("agents unavailable");
+        return { data: init.agents || [] };
+      },
+    },
+    session: {
+      get: async ({ path }) => {
+        const info = (init.sessions || {})[path.id];
+        if (!info) return { error: { name: "NotFound" }, data: undefined };
+        return { data: { id: path.id, ...info } };
+      },
+    },
+  };
+  if (init.noClient) delete client.app;
+  const hooks = await mod.StopThatShit({ client, directory: init.directory, worktree: init.directory });
+  record.hooks = Object.keys(hooks).sort();
+  for (const step of scenario.steps) {
+    if (step.wait) {
+      await new Promise((r) => setTimeout(r, step.wait));
+      continue;
+    }
+    const input = step.input ?? {};
+    const output = step.output ?? {};
+    const fn = hooks[step.hook];
+    let result;
+    if (!fn) result = { returned: null, threw: null, missing: true };
+    else if (step.hook === "event") result = await timed(() => fn({ event: step.event }));
+    else result = await timed(() => fn(input, output));
+    result.hook = step.hook;
+    result.output = output;
+    record.results.push(result);
+  }
+}
+
+function fakeCtx(spec) {
+  const c = spec || {};
+  return {
+    cwd: c.cwd,
+    hasUI: Boolean(c.hasUI),
+    isIdle: () => c.idle !== false,
+    sessionManager: {
+      getSessionId: () => c.sessionId,
+      getSessionFile: () => c.sessionFile,
+    },
+    ui: {
+      notify: (message, level) => record.notifies.push({ message, level, sessionId: c.sessionId }),
+    },
+  };
+}
+
+async function runPiLike() {
+  const bus = { listeners: new Map() };
+  bus.on = (name, fn) => {
+    if (!bus.listeners.has(name)) bus.listeners.set(name, []);
+    bus.listeners.get(name).push(fn);
+  };
+  bus.emit = (name, data) => {
+    for (const fn of bus.listeners.get(name) || []) fn(data);
+  };
+  const flagValues = {};
+  const instances = [];
+  function instance(n) {
+    while (instances.length <= n) {
+      const handlers = new Map();
+      const commands = new Map();
+      const pi = {
+        on: (name, fn) => {
+          if (!handlers.has(name)) handlers.set(name, []);
+          handlers.get(name).push(fn);
+        },
+        registerFlag: (name, options) => {
+          record.flags[name] = options;
+        },
+        getFlag: (name) => flagValues[name],
+        registerCommand: (name, options) => {
+          commands.set(name, options);
+          record.commands.push(name);
+        },
+        sendMessage: (message, options) => {
+          record.messages.push({ message, options });
+        },
+        events: bus,
+      };
+      mod.default(pi);
+      instances.push({ pi, handlers, commands });
+    }
+    return instances[n];
+  }
+  instance(0);
+  record.hooks = [...instances[0].handlers.keys()].sort();
+  for (const step of scenario.steps) {
+    if (step.wait) {
+      await new Promise((r) => setTimeout(r, step.wait));
+      continue;
+    }
+    if (step.flags) {
+      Object.assign(flagValues, step.flags);
+      continue;
+    }
+    if (step.bus) {
+      bus.emit(step.bus, step.data);
+      record.results.push({ bus: step.bus, returned: null, threw: null });
+      continue;
+    }
+    const inst = instance(step.instance || 0);
+    const ctx = fakeCtx(step.ctx);
+    let result;
+    if (step.command) {
+      const command = inst.commands.get(step.command);
+      result = command ? await timed(() => command.handler(step.args ?? "", ctx)) : { missing: true };
+      result.command = step.command;
+    } else {
+      const list = inst.handlers.get(step.on) || [];
+      result = await timed(async () => {
+        let last;
+        for (const fn of list) {
+          const r = await fn(step.event, ctx);
+          if (r !== undefined) last = r;
+        }
+        return last;
+      });
+      if (!list.length) result.missing = true;
+      result.on = step.on;
+    }
+    record.results.push(result);
+  }
+  // let fire-and-forget bus work finish
+  await new Promise((r) => setTimeout(r, scenario.settleMs ?? 0));
+}
+
+if (scenario.host === "opencode") await runOpenCode();
+else await runPiLike();
+process.stdout.write(JSON.stringify(record) + "\n");
