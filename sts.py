@@ -3363,8 +3363,7 @@ def replay_case(case: Case) -> CaseOutcome:
     import contextlib
     import io
     import tempfile
-    adapter_ok = case.host in ADAPTERS
-    if not adapter_ok:
+    if case.host not in ADAPTERS:
         return CaseOutcome(case, False, "no adapter",
                            ["no adapter for host %r in this sts.py" % case.host])
     saved_home = os.environ.get("STS_HOME")
@@ -3374,6 +3373,8 @@ def replay_case(case: Case) -> CaseOutcome:
         home, work = os.path.join(tmp, "home"), os.path.join(tmp, "work")
         os.makedirs(home)
         os.makedirs(work)
+        # Resolved, because the guard compares resolved paths (self-protection,
+        # files=): a symlinked temp dir must not make a case pass or fail.
         home, work = os.path.realpath(home), os.path.realpath(work)
         places = {"{STS_HOME}": home, "{CWD}": work,
                   "{STS_PY}": os.path.realpath(os.path.abspath(__file__))}
