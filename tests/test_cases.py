@@ -330,3 +330,72 @@ def test_the_cases_command_runs_from_the_terminal():
     last = proc.stdout.decode().splitlines()[-1]
     assert re.match(r"^\d+ passed, \d+ failed$", last)
     assert proc.returncode == (0 if last.endswith(" 0 failed") else 1)
+
+
+# --- the payloads look like what the real hosts sent ------------------------------
+
+def find_kit():
+    for up in (1, 2, 3):
+        base = ROOT
+        for _ in range(up):
+            base = os.path.dirname(base)
+        path = os.path.join(base, "shared", "host-kit", "payloads")
+        if os.path.isdir(path):
+            return path
+    return None
+
+
+def kit_fields():
+    """(host, hook) -> the field names the real host sent, from the recorded runs."""
+    kit = find_kit()
+    if kit is None:
+        pytest.skip("host kit payloads not found")
+    seen = collections.defaultdict(set)
+    for run in os.listdir(kit):
+        host = run.split("-")[0]
+        for name in ("hook-stdin.jsonl", "host-events.jsonl"):
+            path = os.path.join(kit, run, name)
+            if not os.path.exists(path):
+                continue
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    record = json.loads(line)
+                    if "stdin" in record:
+                        event = record["stdin"]
+                        seen[(host, event["hook_event_name"])] |= set(event)
+                    elif isinstance(record.get("ev"), dict):
+                        event = record["ev"]
+                        seen[(host, record["name"])] |= set(event)
+                        for part in ("input", "output"):
+                            if isinstance(event.get(part), dict):
+                                seen[(host, record["name"], part)] |= set(event[part])
+    return seen
+
+
+HERMES_STDIN = {"hook_event_name", "tool_name", "tool_input", "session_id", "cwd", "extra"}
+SHIM_REQUEST = {"v", "hook", "sessionId", "cwd", "payload"}
+
+
+def test_case_payloads_only_use_fields_the_real_hosts_send():
+    seen = kit_fields()
+    for case in load_all():
+        for step in case.steps:
+            event = step.payload
+            if case.host in ("codex", "claude"):
+                known = seen[(case.host, event["hook_event_name"])]
+                assert set(event) <= known, (case.name, set(event) - known)
+            elif case.host == "hermes":
+                assert set(event) == HERMES_STDIN, case.name
+                known = seen[("hermes", event["hook_event_name"])]
+                assert set(event["extra"]) <= known, (case.name, set(event["extra"]) - known)
+            else:
+                assert set(event) == SHIM_REQUEST and event["v"] == 1, case.name
+                body = event["payload"]
+                assert isinstance(body.get("ctx"), dict), case.name
+                if case.host == "opencode":
+                    for part in ("input", "output"):
+                        known = seen[("opencode", event["hook"], part)]
+                        assert set(body[part]) <= known, (case.name, part, set(body[part]) - known)
+                elif (case.host, event["hook"]) in seen:
+                    known = seen[(case.host, event["hook"])]
+                    assert set(body["event"]) <= known, (case.name, set(body["event"]) - known)
