@@ -3256,8 +3256,12 @@ def load_case(path: str) -> Case:
 
 def load_cases(folder: str) -> Tuple[List[Case], List[Tuple[str, str]]]:
     """Every *.json case of `folder`, by name, plus (name, message) for the broken ones."""
+    import re
     cases, broken = [], []
-    for entry in sorted(os.listdir(folder)):
+    # Natural order, so that I10 follows I9 and a pair's two files stay together.
+    def order(entry: str) -> List[Any]:
+        return [int(p) if p.isdigit() else p for p in re.split(r"([0-9]+)", entry)]
+    for entry in sorted(os.listdir(folder), key=order):
         if not entry.endswith(".json"):
             continue
         try:
