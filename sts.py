@@ -3048,38 +3048,3027 @@ class ClaudeAdapter(_CommandHookAdapter):
 ###############################################################################
 
 
+# --- Shared by the four hosts -------------------------------------------------
+
+
+@dataclass
+class ShimCall(HookCall):
+    """A HookCall that remembers the governing root and the store.
+
+    Rendering on these hosts depends on state the core result does not carry
+    (a pending directive error, the current contract line), so render() needs
+    to know which session governs and where its state lives.
+    """
+
+    root: Optional[str] = None
+    store: Optional[Store] = None
+    child: bool = False
+
+
+def _ctx(payload: Any) -> dict:
+    ctx = payload.get("ctx") if isinstance(payload, dict) else None
+    return ctx if isinstance(ctx, dict) else {}
+
+
+def _text_or_none(value: Any) -> Optional[str]:
+    return value if _is_text(value) else None
+
+
+def _storage_error_of(exc: BaseException) -> dict:
+    return {"code": getattr(exc, "code", None) or "PARENT_LINK_DAMAGED",
+            "message": getattr(exc, "message", None) or str(exc)}
+
+
+class _LinkDamaged(Exception):
+    """A child -> root link cannot be read; carries the storage error."""
+
+    def __init__(self, error: dict) -> None:
+        super().__init__(error["message"])
+        self.error = error
+
+
+def resolve_root(store: Store, session_id: str, parent_hint: Optional[str] = None,
+                 *aliases: Optional[str]) -> str:
+    """The session whose contract governs `session_id`.
+
+    parent_hint: an ancestor the shim or host told us about; it is stored as a
+    link so later events without the hint resolve the same way.  aliases:
+    other ids the host may have linked the session under (Hermes task_id).
+    Raises _LinkDamaged when a stored link is unreadable.
+    """
+    try:
+        if _is_text(parent_hint) and parent_hint != session_id:
+            root = store.link_root(parent_hint) or parent_hint
+            if root != session_id:
+                link_child(store, session_id, root)
+                return root
+        for candidate in (session_id,) + aliases:
+            if _is_text(candidate):
+                root = store.link_root(candidate)
+                if root and root != session_id:
+                    return root
+    except StateDamaged as exc:
+        raise _LinkDamaged(_storage_error_of(exc))
+    return session_id
+
+
+def link_child(store: Store, child: str, root: str) -> None:
+    """Store child -> root and give the child the root's armed marker, so a shim
+    that cannot run sts.py fails closed for the child exactly as for the root."""
+    store.write_link(child, root)
+    try:
+        store.set_armed(session_key(child), store.armed_marker(session_key(root)))
+    except OSError:
+        pass  # a marker is a fail-closed hint only
+
+
+def _recovery_state(error: dict) -> dict:
+    """core.md 7.5: review / guard / source recovery, count unproven."""
+    state = default_state()
+    state["contract"].update(mode="review", level="guard", source="recovery")
+    state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
+    return state
+
+
+def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
+    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    own checks run against the recovery state, so reads pass and the rest is
+    denied with the storage code, exactly as for a damaged state file."""
+    parsed = Action.from_dict(action)
+    state = _recovery_state(error)
+    decision = decide(parsed, state, action_id=parsed.id, declared=True, storage_error=error)
+    if decision.outcome == "allow":
+        return NO_RESULT
+    kind = "context" if decision.outcome == "report_and_defer" else "deny"
+    text = decision_message(decision, state_label="ARMED", mode="review",
+                            response_outcome=response_outcome if kind == "deny"
+                            else "context_returned", event_id=None)
+    return CoreResult(kind, text, decision.code)
+
+
+def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
+    """Lock-free read: tool hooks must not wait on the prompt hook's lock."""
+    error = store.load(session_key(root)).state.get("directiveError")
+    return error if isinstance(error, dict) and error else None
+
+
+def directive_pause_text(error: dict) -> str:
+    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = error.get("message") or "the directive could not be parsed"
+    return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
+            "task contract still applies. Tools stay paused until the user sends a corrected "
+            "directive." % (code, message.rstrip(".") + "."))
+
+
+def _rejected_text(result: CoreResult) -> str:
+    """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
+    return ("Stop That Shit rejected this directive: %s. The previous task contract still "
+            "applies; correct the directive and send it again." % result.text.rstrip(". "))
+
+
+def current_context(store: Store, root: str) -> str:
+    """The contract line of `root`, read lock-free (for answers the core did not give)."""
+    loaded = store.load(session_key(root))
+    summary = ledger_summary(loaded.state["delegation"])
+    return contract_context(loaded.state["contract"], summary.reserved,
+                            bool(summary.unresolved_reasons), loaded.storage_error)
+
+
+def _would_change_contract(store: Store, root: str, text: str) -> bool:
+    """True when a prompt would change authority (so it must wait for an idle turn)."""
+    if has_directive_mention(text):
+        return True
+    contract = store.load(session_key(root)).state["contract"]
+    return interpret_prompt(contract, text).kind != "plain"
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _needs_call_id(action: dict) -> bool:
+    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
+
+
+class _HostBAdapter(Adapter):
+    """Common translation for Hermes, OpenCode, Pi and Oh My Pi.
+
+    Child sessions are judged by their root: events carry sessionId = root and
+    sourceSessionId = the child's own id (the core namespaces call ids).
+    """
+
+    TOOLS: Dict[str, str] = {}
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        bucket = self.TOOLS.get(self.tool_key(name))
+        if bucket is None:
+            return self.classify_unlisted(name, tool_input)
+        if bucket.startswith("_"):
+            return getattr(self, bucket)(name, tool_input if isinstance(tool_input, dict) else {})
+        action = {"name": name, "mutability": bucket}
+        if bucket == "delegate":
+            action["delegationCount"] = 1
+        return action
+
+    def tool_key(self, name: str) -> str:
+        return name
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        return {"name": name, "mutability": "unknown"}  # Hermes, Pi, OMP: no name fallback
+
+    def _shell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"))
+
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def fields(self, session: str, root: str, **more: Any) -> dict:
+        if session != root:
+            more["sourceSessionId"] = session
+        return more
+
+    def before_call(self, name: str, session: str, root: str, action: dict,
+                    call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
+        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _needs_call_id(action):
+            return None
+        cwd = cwd if isinstance(cwd, str) and cwd else None
+        if cwd:
+            action["cwd"] = cwd
+        if action.get("affectedPaths"):
+            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        event = self.envelope("action.before", root, action=action,
+                              host={"family": self.family}, **self.fields(session, root, **more))
+        return ShimCall(name, event, tool_call=True, session_id=session, root=root,
+                        store=store, child=session != root)
+
+    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
+                          error: dict) -> ShimCall:
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _needs_call_id(action):
+            action["id"] = "unidentified"  # still denied: recovery allows only reads
+        return ShimCall(name, None, answer=recovery_result(action, error, self.response_outcome),
+                        tool_call=True, session_id=session)
+
+
+class _ShimAdapter(_HostBAdapter):
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+
+    The shim needs exactly one JSON object back, so every path answers at
+    least `{}` (an unmapped hook included).
+    """
+
+    response_outcome = "execution_denial_returned"
+
+    def event_name(self, payload: dict) -> Optional[str]:
+        hook = payload.get("hook")
+        return hook if isinstance(hook, str) else None
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        return _text_or_none(payload.get("sessionId"))
+
+    def translate(self, payload: dict, store: Store) -> Optional[HookCall]:
+        name = self.event_name(payload) or ""
+        body = payload.get("payload")
+        method = self.EVENTS.get(name)
+        call = None
+        if method is not None and isinstance(body, dict):
+            call = getattr(self, method)(payload, body, store, name)
+        return call if call is not None else ShimCall(name, None, answer=NO_RESULT)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"block": True, "reason": result.text or "Stop That Shit blocked this call."})
+        if result.kind == "prompt-error":
+            return self.render_prompt_error(result, call)
+        if result.kind == "context" and result.text and call.render:
+            return _json({"context": result.text})
+        return "{}"
+
+    def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
+        return _json({"block": True, "reason": _rejected_text(result)})
+
+    def cwd_of(self, payload: dict) -> Optional[str]:
+        cwd = payload.get("cwd")
+        return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _block(name: str, reason: str, session: Optional[str] = None,
+           tool_call: bool = False) -> ShimCall:
+    return ShimCall(name, None, answer=CoreResult("deny", reason), tool_call=tool_call,
+                    session_id=session)
+
+
+# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# V4A patch headers: spaces after *** optional, at least one before File:.
+_V4A_FILE_OPS = ("Update", "Add", "Delete", "Move")
+_HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
+_HERMES_JOINED = frozenset(("completed", "failed", "error"))
+
+
+def _v4a_paths(patch_text: Any) -> List[str]:
+    """Paths named by a Hermes V4A patch, read the way Hermes' own parser reads
+    them: `***`, optional blanks, Add/Update/Delete/Move, blanks, `File:`;
+    Move names both sides of `A -> B`."""
+    if not isinstance(patch_text, str):
+        return []
+    paths: List[str] = []
+    for line in patch_text.split("\n"):
+        if not line.startswith("***"):
+            continue
+        rest = line[3:].lstrip()
+        word = next((w for w in _V4A_FILE_OPS if rest.startswith(w)), None)
+        if word is None:
+            continue
+        tail = rest[len(word):]
+        if tail[:1] not in (" ", "\t") or not tail.lstrip().startswith("File:"):
+            continue
+        target = tail.lstrip()[len("File:"):].strip()
+        if word != "Move":
+            if target:
+                paths.append(target)
+            continue
+        source, arrow, dest = target.partition("->")
+        if arrow and source.strip() and dest.strip():
+            paths.extend((source.strip(), dest.strip()))
+    return paths
+
+
+def _added_lines(patch_text: str) -> str:
+    return "\n".join(line[1:] for line in patch_text.splitlines()
+                     if line.startswith("+") and not line.startswith("+++"))
+
+
+def hermes_delegation_count(tool_input: Any) -> int:
+    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0."""
+    if not isinstance(tool_input, dict):
+        return 0
+    tasks = tool_input.get("tasks")
+    if isinstance(tasks, str):
+        try:
+            tasks = json.loads(tasks)
+        except ValueError:
+            return 0
+        if not isinstance(tasks, list):
+            return 0
+    if isinstance(tasks, list) and tasks:
+        return len(tasks)
+    return 1 if _is_text(tool_input.get("goal")) else 0
+
+
+def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
+    """The one delegation call that still has an unbound unit, else None.
+
+    Hermes 0.19 background results carry no subagent ids, so nothing would
+    ever bind a child to its delegate_task call and a finite budget would stay
+    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    own it; with two candidates nothing is guessed (never first-in-first-out).
+    """
+    reservations = store.load(session_key(root)).state["delegation"].get("reservations")
+    open_keys = [key for key, item in (reservations or {}).items()
+                 if isinstance(item, dict) and item.get("completionScope") != "call"
+                 and isinstance(item.get("pendingCount"), int) and item["pendingCount"] > 0]
+    return open_keys[0] if len(open_keys) == 1 else None
+
+
+class HermesAdapter(_HostBAdapter):
+    """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
+
+    host = "hermes"
+    family = "hermes-agent"
+    response_outcome = "permission_deny_returned"
+    EVENTS = {
+        "pre_llm_call": "on_prompt",
+        "pre_tool_call": "on_pre_tool",
+        "post_tool_call": "on_post_tool",
+        "subagent_start": "on_subagent_start",
+        "subagent_stop": "on_subagent_stop",
+        "on_session_end": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in (
+            "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
+            "session_search", "skill_view", "skills_list")},
+        "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
+        "delegate_task": "_delegate", "clarify": "control", "todo": "control",
+    }
+
+    def extra(self, payload: dict) -> dict:
+        extra = payload.get("extra")
+        return extra if isinstance(extra, dict) else {}
+
+    def field(self, payload: dict, key: str) -> Any:
+        """Top level first (plugin kwargs), then `extra` (native hooks)."""
+        value = payload.get(key)
+        return value if value is not None else self.extra(payload).get(key)
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        return _text_or_none(payload.get("session_id")) or \
+            _text_or_none(self.extra(payload).get("parent_session_id"))
+
+    def translate(self, payload: dict, store: Store) -> Optional[HookCall]:
+        name = self.event_name(payload)
+        method = self.EVENTS.get(name) if name else None
+        return getattr(self, method)(payload, store, name) if method else None
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"action": "block",
+                          "message": result.text or "Stop That Shit blocked this call."})
+        if call.host_event != "pre_llm_call" or not call.render:
+            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+        if result.kind == "prompt-error":
+            error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
+            return _json({"context": directive_pause_text(error)})
+        text = result.text if result.kind == "context" else ""
+        store, root = getattr(call, "store", None), getattr(call, "root", None)
+        if store is not None and root and not getattr(call, "child", False):
+            pending = _pending_directive_error(store, root)
+            if pending:  # the rejection stays in front of every prompt until fixed
+                text = directive_pause_text(pending) + ("\n\n" + text if text else "")
+        return _json({"context": text}) if text else ""
+
+    def resolve(self, payload: dict, store: Store) -> Optional[str]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
+
+    # -- tools --
+    def _write_file(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
+
+    def _patch(self, name: str, tool_input: dict) -> dict:
+        if tool_input.get("mode") == "patch":
+            text = tool_input.get("patch")
+            if not isinstance(text, str):
+                text = _first_text(tool_input, "patch_text", "content", "input") or ""
+            paths = _v4a_paths(text)
+            added = _added_lines(text)
+            return {"name": name, "mutability": "write", "affectedPaths": paths,
+                    "hashIntent": bool(added) and hash_intent_in_text(added, None),
+                    "dependencyIntent": False}
+        return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
+                                 tool_input.get("old_string"), whole_file=False)
+
+    def _delegate(self, name: str, tool_input: dict) -> dict:
+        verb = tool_input.get("action")
+        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop"):
+            return {"name": name, "mutability": "control", "delegationCount": 0}
+        return {"name": name, "mutability": "delegate",
+                "delegationCount": hermes_delegation_count(tool_input)}
+
+    # -- events --
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged as exc:
+            text = "%s: %s" % (exc.error["code"], exc.error["message"])
+            return ShimCall(name, None, answer=CoreResult("context", text), session_id=session)
+        child = root != session or self.field(payload, "platform") == "subagent"
+        if child:
+            if root == session:
+                return None  # an unlinked subagent: no root to speak for, and no authority
+            # Model-written goal text: answer the root's contract, never parse it.
+            event = self.envelope("session.start", root, sourceSessionId=session,
+                                  host={"family": self.family})
+            return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+        prompt = self.field(payload, "user_message")
+        if not isinstance(prompt, str):
+            return None
+        turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
+        event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
+                              host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        tool = payload.get("tool_name")
+        if session is None or not _is_text(tool):
+            return None
+        call_id = self.field(payload, "tool_call_id")
+        action = self.classify(tool, payload.get("tool_input"))
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged as exc:
+            return self.damaged_tool_call(name, session, action, call_id, exc.error)
+        pending = _pending_directive_error(store, root)
+        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+            return _block(name, directive_pause_text(pending), session, tool_call=True)
+        return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
+                                turnId=self.field(payload, "turn_id"))
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # Only delegation results carry ledger facts; others would cost a lock.
+        session = self.session_of(payload)
+        call_id = self.field(payload, "tool_call_id")
+        if session is None or payload.get("tool_name") != "delegate_task" or not _is_text(call_id):
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged:
+            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+        fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
+        event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+
+    @staticmethod
+    def delegate_result(raw: Any) -> dict:
+        result = _as_object(raw)
+        if not isinstance(result, dict):
+            return {"lifecycle": "unknown"}
+        if result.get("status") == "dispatched" and result.get("mode") == "background":
+            fact: dict = {"lifecycle": "running"}
+            ids = result.get("subagent_ids")
+            aliases = [i for i in ids if _is_text(i)] if isinstance(ids, list) else []
+            if aliases:
+                fact["agentAliases"] = aliases
+            return fact
+        results = result.get("results")
+        if isinstance(results, list) and results and all(
+                isinstance(r, dict) and r.get("status") in _HERMES_JOINED for r in results):
+            return {"lifecycle": "joined"}
+        return {"lifecycle": "unknown"}
+
+    def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        parent = _text_or_none(self.field(payload, "parent_session_id")) or self.session_of(payload)
+        child = _text_or_none(self.field(payload, "child_session_id"))
+        alias = _text_or_none(self.field(payload, "child_subagent_id"))
+        if parent is None:
+            return None
+        try:
+            root = resolve_root(store, parent)
+            # adapters.md 8.5: the child's own events must find the root contract.
+            for linked in (child, alias):
+                if linked and linked != root:
+                    link_child(store, linked, root)
+        except (_LinkDamaged, StateDamaged):
+            return None
+        event = self.envelope("subagent.start", root, agentId=child or alias, agentAlias=alias,
+                              reservationId=_sole_open_reservation(store, root),
+                              **self.fields(parent, root))
+        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+
+    def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        parent = _text_or_none(self.field(payload, "parent_session_id")) or self.session_of(payload)
+        agent = _text_or_none(self.field(payload, "child_session_id")) or \
+            _text_or_none(self.field(payload, "child_subagent_id"))
+        # Timed-out or interrupted children may still run: only a final status frees a slot.
+        if parent is None or agent is None or self.field(payload, "child_status") not in _HERMES_DONE:
+            return None
+        try:
+            root = resolve_root(store, parent)
+        except _LinkDamaged:
+            return None
+        event = self.envelope("subagent.stop", root, agentId=agent, **self.fields(parent, root))
+        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+
+    def on_session_end(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        try:
+            root = self.resolve(payload, store)
+        except _LinkDamaged:
+            return None
+        if root != session:
+            return None  # a child ending never releases the root's ledger
+        return ShimCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session, root=root, store=store)
+
+
+# --- OpenCode (adapters.md 5) ---------------------------------------------------
+_DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
+
+
+def opencode_message_text(parts: Any) -> str:
+    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    if not isinstance(parts, list):
+        return ""
+    texts = [p["text"] for p in parts
+             if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+             and not p.get("synthetic") and not p.get("ignored")]
+    return "\n".join(texts)
+
+
+def unwrap_run_quoting(text: str) -> str:
+    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+
+    Only a whole-text quoted argument whose content starts with the directive
+    is unwrapped; any other quoted text stays data, as the parser intends.
+    """
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return text
+    inner = text[1:-1]
+    out = []
+    index = 0
+    while index < len(inner):
+        char = inner[index]
+        if char == '"':
+            return text  # an unescaped quote: several arguments, not one
+        if char == "\\" and index + 1 < len(inner) and inner[index + 1] in '"\\':
+            out.append(inner[index + 1])
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    unquoted = "".join(out)
+    if unquoted.lower().startswith(_DIRECTIVE_HEADS):
+        return unquoted
+    return text
+
+
+def opencode_agent_can_edit(value: Any) -> Optional[bool]:
+    """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
+
+    OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
+    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    """
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        value = value.get("permission")
+    if isinstance(value, list):
+        editable = True
+        for rule in value:
+            if isinstance(rule, dict) and rule.get("permission") in ("edit", "*") \
+                    and rule.get("pattern") == "*":
+                editable = rule.get("action") != "deny"
+        return editable
+    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+        edit = value.get("edit")
+        if isinstance(edit, dict):
+            edit = edit.get("*")
+        if isinstance(edit, str):
+            return edit != "deny"
+    return None
+
+
+def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
+    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+
+    Runs before the prompt itself is interpreted, so a correction in the same
+    message ("review only") still wins.  Returns True when it promoted.
+    """
+    if can_edit is False or has_directive_mention(text):
+        return False
+
+    def change(loaded: Loaded) -> Tuple[Optional[dict], bool]:
+        state = loaded.state
+        if loaded.storage_error is not None or state.get("directiveError") \
+                or state["contract"].get("mode") != "review":
+            return None, False
+        state["contract"] = dict(state["contract"], mode="change", source="host")
+        return state, True
+
+    return bool(store.update(session_key(root), change))
+
+
+_TASK_ID_KEYS = ("task_id", "taskId", "taskID")
+
+
+class OpenCodeAdapter(_ShimAdapter):
+    """OpenCode 1.18 V1 plugin shim."""
+
+    host = "opencode"
+    family = "opencode"
+    EVENTS = {
+        "chat.message": "on_message",
+        "tool.execute.before": "on_pre_tool",
+        "tool.execute.after": "on_post_tool",
+        "event": "on_event",
+        "session.created": "on_event",
+        "session.deleted": "on_event",
+        "session.idle": "on_event",
+    }
+    TOOLS = {
+        "write": "_write", "edit": "_edit", "apply_patch": "_apply_patch", "bash": "_shell",
+        "task": "_task",
+        **{name: "read" for name in ("glob", "grep", "lsp", "read", "webfetch", "websearch")},
+        **{name: "control" for name in ("plan_enter", "plan_exit", "question", "skill",
+                                        "todowrite")},
+    }
+
+    def tool_key(self, name: str) -> str:
+        return name.lower()
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        action = {"name": name, "mutability": fallback_mutability(name)}
+        if action["mutability"] == "write":
+            path = _first_text(tool_input, "filePath", "file_path", "path")
+            if path:
+                action["affectedPaths"] = [path]
+        return action
+
+    def _write(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("filePath"), args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("filePath"), args.get("newString"),
+                                 args.get("oldString"), whole_file=False)
+
+    def _apply_patch(self, name: str, args: dict) -> dict:
+        return patch_action(name, args.get("patchText"))
+
+    def _task(self, name: str, args: dict) -> dict:
+        if any(_is_text(args.get(k)) for k in _TASK_ID_KEYS):
+            # A continuation wakes an existing child the ledger cannot tell apart.
+            return {"name": name, "mutability": "control", "delegationLifecycleUnproven": True}
+        return {"name": name, "mutability": "delegate", "delegationCount": 1}
+
+    def session_and_root(self, payload: dict, body: dict, store: Store,
+                         inner: Any = None) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        if session is None and isinstance(inner, dict):
+            session = _text_or_none(inner.get("sessionID"))
+        if session is None:
+            return None, ""
+        return session, resolve_root(store, session, _ctx(body).get("parentSessionId"))
+
+    def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
+        # A chat message cannot be rejected: the rejection becomes the context.
+        error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
+        return self._with_contract(directive_pause_text(error), call)
+
+    def _with_contract(self, text: str, call: HookCall) -> str:
+        store, root = getattr(call, "store", None), getattr(call, "root", None)
+        if store is not None and root:
+            line = current_context(store, root)
+            if line:
+                text = text + "\n\n" + line
+        return _json({"context": text})
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if call.host_event == "chat.message" and result.kind in ("context", "none") \
+                and getattr(call, "store", None) is not None and not getattr(call, "child", False):
+            pending = _pending_directive_error(call.store, call.root)
+            if pending:
+                return self._with_contract(directive_pause_text(pending), call)
+        return super().render(result, call)
+
+    def on_message(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        output = output if isinstance(output, dict) else {}
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged as exc:
+            return ShimCall(name, None, answer=CoreResult(
+                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+        if session is None or root != session:
+            return None  # a child's prompt is the parent model's text: no authority
+        text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
+        promote_editable_agent(store, root, text,
+                               opencode_agent_can_edit(_ctx(body).get("agentCanEdit")))
+        message = output.get("message") if isinstance(output.get("message"), dict) else {}
+        agent = message.get("agent") or (inner.get("agent") if isinstance(inner, dict) else None)
+        host = {"family": self.family}
+        if isinstance(agent, str):
+            host["agentType"] = agent
+        event = self.envelope("prompt.submit", root, prompt=text,
+                              turnId=_text_or_none(message.get("id")), host=host)
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        if not isinstance(inner, dict) or not _is_text(inner.get("tool")):
+            return None
+        args = output.get("args") if isinstance(output, dict) else None
+        action = self.classify(inner["tool"], args)
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged as exc:
+            session = self.session_of(payload) or "unknown"
+            return self.damaged_tool_call(name, session, action, inner.get("callID"), exc.error)
+        if session is None:
+            return None
+        pending = _pending_directive_error(store, root)
+        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+            return _block(name, directive_pause_text(pending), session, tool_call=True)
+        return self.before_call(name, session, root, action, inner.get("callID"),
+                                self.cwd_of(payload), store)
+
+    def on_post_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        inner, output = body.get("input"), body.get("output")
+        if not isinstance(inner, dict) or str(inner.get("tool", "")).lower() != "task" \
+                or not _is_text(inner.get("callID")):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store, inner)
+        except _LinkDamaged:
+            return None
+        if session is None:
+            return None
+        fact = dict(self.task_result(output), id=inner["callID"])
+        event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+
+    @staticmethod
+    def task_result(output: Any) -> dict:
+        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        if not isinstance(output, dict) or not isinstance(output.get("output"), str):
+            return {"lifecycle": "unknown"}
+        meta = output.get("metadata")
+        child = meta.get("sessionId") if isinstance(meta, dict) else None
+        background = meta.get("background") if isinstance(meta, dict) else None
+        if not _is_text(child) or (background is not None and not isinstance(background, bool)):
+            return {"lifecycle": "unknown"}
+        return {"lifecycle": "running" if background is True else "joined", "agentId": child}
+
+    def on_event(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = body.get("event") if isinstance(body.get("event"), dict) else body
+        kind = event.get("type") or name
+        props = event.get("properties") if isinstance(event.get("properties"), dict) else {}
+        info = props.get("info") if isinstance(props.get("info"), dict) else {}
+        session = _text_or_none(info.get("id")) or _text_or_none(props.get("sessionID")) \
+            or self.session_of(payload)
+        if session is None:
+            return None
+        hint = _text_or_none(info.get("parentID")) if kind == "session.created" else None
+        try:
+            root = resolve_root(store, session, hint or _ctx(body).get("parentSessionId"))
+        except _LinkDamaged:
+            return None
+        if kind == "session.deleted" and root == session:
+            return ShimCall(name, self.envelope("session.end", root), render=False,
+                            session_id=session, root=root, store=store)
+        if kind == "session.idle" and root != session:
+            # A child that went idle has finished its run (REF V1).
+            stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
+            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+        return None  # session.created only stores the link; a deleted child never frees the root
+
+
+# --- Pi (adapters.md 6) ---------------------------------------------------------
+_PI_SKILL_FORM = "/skill:stop-that-shit"
+_PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
+                   "background")
+
+
+def _replace_skill_form(text: str) -> str:
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    lower = text.lower()
+    out, start = [], 0
+    while True:
+        at = lower.find(_PI_SKILL_FORM, start)
+        if at < 0:
+            break
+        out.append(text[start:at])
+        out.append("$stop-that-shit")
+        start = at + len(_PI_SKILL_FORM)
+    out.append(text[start:])
+    return "".join(out)
+
+
+def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
+    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    shapes = []
+    if _is_text(args.get("agent")) and _is_text(args.get("task")):
+        shapes.append(1)
+    for key, count_all in (("tasks", True), ("chain", False)):
+        value = args.get(key)
+        if isinstance(value, list) and value:
+            shapes.append(len(value) if count_all else 1)  # a chain runs one at a time
+    if len(shapes) != 1:
+        return 0, True
+    return shapes[0], False
+
+
+_NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-turn, while the "
+                  "agent was working. Resubmit it when the agent is idle.")
+
+
+class PiAdapter(_ShimAdapter):
+    """Pi 0.73 extension shim; one session per process, no built-in children."""
+
+    host = "pi"
+    family = "pi"
+    EVENTS = {
+        "input": "on_input",
+        "tool_call": "on_tool_call",
+        "tool_result": "on_tool_result",
+        "session_shutdown": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in ("read", "grep", "find", "ls")},
+        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
+        "subagent": "_subagent",
+    }
+    COMPLETION_SCOPE: Optional[str] = "call"  # Pi frees capacity per call, not per child
+
+    def tool_key(self, name: str) -> str:
+        return name.lower()
+
+    def normalize_prompt(self, text: str) -> str:
+        return _replace_skill_form(text)
+
+    def _write(self, name: str, args: dict) -> dict:
+        return file_write_action(name, args.get("path"), args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        path = args.get("path")
+        edits = args.get("edits")
+        pairs = [(e.get("oldText"), e.get("newText")) for e in edits if isinstance(e, dict)] \
+            if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
+        path_text = path if isinstance(path, str) else None
+        added = "\n".join(new for _, new in pairs if isinstance(new, str))
+        return {"name": name, "mutability": "write",
+                "affectedPaths": [path_text] if path_text else [],
+                "hashIntent": bool(added) and hash_intent_in_text(added, path_text),
+                "dependencyIntent": any(
+                    isinstance(new, str) and new and dependency_intent_in_change(
+                        path_text, old if isinstance(old, str) else "", new)
+                    for old, new in pairs)}
+
+    def _subagent(self, name: str, args: dict) -> dict:
+        count, unbounded = pi_subagent_shape(args)
+        action = {"name": name, "mutability": "delegate", "delegationCount": count}
+        if unbounded:
+            action["unboundedDelegation"] = True
+        return action
+
+    def event_of(self, body: dict) -> dict:
+        event = body.get("event")
+        return event if isinstance(event, dict) else {}
+
+    def session_and_root(self, payload: dict, body: dict, store: Store) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        return session, session or ""  # Pi: the session is its own root
+
+    def prompt_call(self, name: str, payload: dict, body: dict, store: Store,
+                    text: str, session: str, root: str) -> HookCall:
+        """prompt.submit unless the agent is busy and the text would change authority."""
+        if _ctx(body).get("idle") is False and parse_inspection_command(text) is None:
+            if _would_change_contract(store, root, text):
+                return _block(name, _NOT_IDLE_TEXT, session)
+            return ShimCall(name, None, answer=NO_RESULT)  # busy, plain text: nothing to do
+        event = self.envelope("prompt.submit", root, prompt=text, host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        text = event.get("text")
+        if event.get("source") == "extension" or not isinstance(text, str):
+            return None  # text an extension injected is never user authority
+        session = self.session_of(payload)
+        if session is None:
+            return None
+        return self.prompt_call(name, payload, body, store, self.normalize_prompt(text),
+                                session, session)
+
+    def on_tool_call(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        tool = event.get("toolName")
+        if not _is_text(tool):
+            return None
+        action = self.classify(tool, event.get("input"))
+        if self.COMPLETION_SCOPE:
+            action["completionScope"] = self.COMPLETION_SCOPE
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return self.damaged_tool_call(name, self.session_of(payload) or "unknown", action,
+                                          event.get("toolCallId"), exc.error)
+        if session is None:
+            return None
+        return self.before_call(name, session, root, action, event.get("toolCallId"),
+                                self.cwd_of(payload), store)
+
+    def result_fact(self, event: dict) -> Optional[dict]:
+        if event.get("toolName") != "subagent":
+            return None
+        details = event.get("details") if isinstance(event.get("details"), dict) else {}
+        if any(event.get(k) is True or details.get(k) is True for k in _PI_ASYNC_FLAGS):
+            return {"lifecycle": "running"}
+        if isinstance(event.get("content"), list) and isinstance(event.get("isError"), bool) \
+                and details.get("mode") in ("single", "parallel", "chain") \
+                and isinstance(details.get("results"), list):
+            return {"lifecycle": "joined"}
+        return {"lifecycle": "unknown"}
+
+    def on_tool_result(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        call_id = event.get("toolCallId")
+        fact = self.result_fact(event)
+        if fact is None or not _is_text(call_id):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None:
+            return None
+        fact["id"] = call_id
+        after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+
+    def on_session_end(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or root != session:
+            return None  # a child shutting down never closes the root
+        return ShimCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session, root=root, store=store)
+
+
+# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+_OMP_HUB_OPS = {
+    **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
+    "cancel": "control", "stop": "control",
+}
+_OMP_INPUT_SOURCES = frozenset(("interactive", "rpc"))
+_OMP_PREFIXES = ("/sts", "--sts-contract")
+_HASHLINE_OPS = ("PUT", "CUT", "REM", "MV")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _omp_directive_form(text: str) -> str:
+    """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
+    text = _replace_skill_form(text)
+    stripped = text.lstrip()
+    for prefix in _OMP_PREFIXES:
+        if stripped.lower().startswith(prefix):
+            rest = stripped[len(prefix):]
+            if rest == "" or rest[0] in " \t\n=":
+                return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+    return text
+
+
+def _hashline_header(line: str) -> Optional[str]:
+    """`[PATH#ABCD]` (or the legacy `¶PATH#ABCD`): the path, else None."""
+    body = None
+    if line.startswith("[") and line.endswith("]") and len(line) > 2:
+        body = line[1:-1]
+    elif line.lstrip().startswith("\u00b6"):
+        body = line.lstrip().lstrip("\u00b6")
+    if body is None:
+        return None
+    body = body.strip()
+    if len(body) > 5 and body[-5] == "#" and set(body[-4:]) <= _HEX:
+        body = body[:-5]
+    elif line.startswith("["):
+        return None  # a bracket line without the snapshot tag is not a section
+    if len(body) >= 2 and body[0] == body[-1] and body[0] in "'\"":
+        body = body[1:-1]
+    return body or None
+
+
+def omp_edit_paths(text: str) -> Tuple[List[str], str]:
+    """Paths and added text of an OMP `edit` input: hashline sections (with MV
+    destinations) and anchored `*** Edit File:` blocks; Codex-style headers are
+    left to analyze_patch."""
+    paths: List[str] = []
+    added: List[str] = []
+    in_section = False
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw.rstrip("\r")
+        if line.startswith("+") and not line.startswith("+++"):
+            added.append(line[1:])
+            continue
+        header = _hashline_header(line.strip())
+        if header is not None:
+            paths.append(header)
+            in_section = True
+            continue
+        stripped = line.strip()
+        if in_section and stripped.startswith("MV "):
+            dest = stripped[3:].strip()
+            if dest:
+                paths.append(dest)
+            continue
+        if stripped.startswith("***"):
+            rest = stripped[3:].strip()
+            if rest.lower().startswith("edit file:"):
+                target = rest[len("edit file:"):].strip()
+                if target:
+                    paths.append(target)
+    return paths, "\n".join(added)
+
+
+def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
+    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    tasks = args.get("tasks")
+    if isinstance(tasks, list) and tasks:
+        unbounded = not all(isinstance(t, dict) and _is_text(t.get("task")) for t in tasks)
+        return len(tasks), unbounded
+    if "tasks" in args and not isinstance(tasks, list):
+        return 1, True  # a malformed batch cannot be bounded
+    return 1, not _is_text(args.get("task"))
+
+
+def omp_link_path(store: Store, session_file: str) -> str:
+    return store.path("omp-parents", session_key(os.path.abspath(session_file)) + ".json")
+
+
+def omp_parent_of(store: Store, session_file: Any) -> Optional[str]:
+    """The root stored for a session file; raises _LinkDamaged when it is unreadable."""
+    if not _is_text(session_file):
+        return None
+    target = omp_link_path(store, session_file)
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raw, why = None, type(exc).__name__
+    root = None
+    if raw is not None:
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            root = obj.get("rootSessionId") if isinstance(obj, dict) else None
+        except ValueError:
+            root = None
+        why = "malformed"
+    if not _is_text(root):
+        raise _LinkDamaged({"code": "PARENT_LINK_DAMAGED", "message": (
+            "The parent link of this Oh My Pi session (%s) is unreadable (%s); read-only "
+            "recovery is active and the file is preserved. Restore it or start a new host "
+            "session." % (os.path.basename(target), why))})
+    return root
+
+
+def omp_write_parent(store: Store, session_file: str, root: str) -> None:
+    """Persist child session file -> root; never overwrite a damaged link silently."""
+    target = omp_link_path(store, session_file)
+    if os.path.exists(target):
+        return
+    store._write_json(target, {"rootSessionId": root})
+
+
+class OmpAdapter(PiAdapter):
+    """Oh My Pi 18.2 extension shim; children run in-process with their own sessions."""
+
+    host = "omp"
+    family = "omp"
+    COMPLETION_SCOPE = None  # capacity is released per child, by the lifecycle bus
+    EVENTS = {
+        "session_start": "on_session_start",
+        "command:sts": "on_command",
+        "input": "on_input",
+        "before_agent_start": "on_agent_start",
+        "tool_call": "on_tool_call",
+        "tool_result": "on_tool_result",
+        "task:subagent:lifecycle": "on_lifecycle",
+        "tool_approval_resolved": "on_approval",
+        "session_shutdown": "on_session_end",
+    }
+    TOOLS = {
+        **{name: "read" for name in ("read", "grep", "find", "ls", "glob", "web_search")},
+        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
+        "task": "_task", "hub": "_hub",
+        **{name: "control" for name in ("ask", "todo", "yield")},
+        "eval": "_spawner", "subagent": "_spawner",
+    }
+
+    def normalize_prompt(self, text: str) -> str:
+        return _omp_directive_form(text)
+
+    def session_and_root(self, payload: dict, body: dict, store: Store) -> Tuple[Optional[str], str]:
+        session = self.session_of(payload)
+        if session is None:
+            return None, ""
+        ctx = _ctx(body)
+        root = omp_parent_of(store, ctx.get("sessionFile"))
+        if root and root != session:
+            return session, root
+        return session, resolve_root(store, session, ctx.get("parentSessionId"))
+
+    # -- tools --
+    def _write(self, name: str, args: dict) -> dict:
+        path = args.get("path")
+        if isinstance(path, str):
+            lower = path.strip().lower()
+            if lower.startswith("proc://"):
+                kill = lower.rstrip("/").endswith("/kill")
+                return {"name": name, "mutability": "control" if kill else "unknown"}
+            if lower.startswith("agent://"):
+                # Agent mail can wake a child the ledger cannot tell apart.
+                return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+        return file_write_action(name, path, args.get("content"))
+
+    def _edit(self, name: str, args: dict) -> dict:
+        text = args.get("input") if isinstance(args.get("input"), str) else args.get("_input")
+        paths: List[str] = []
+        hash_hit = dependency_hit = False
+        if isinstance(text, str):
+            found, added = omp_edit_paths(text)
+            summary = analyze_patch(text)  # the Codex-style transport
+            paths = found + [p for p in summary.paths if p not in found]
+            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
+            dependency_hit = summary.dependency_intent or (bool(added) and any(
+                dependency_intent_in_change(p, "", added) for p in found))
+        for key in ("path", "_path"):
+            if _is_text(args.get(key)):
+                paths.append(args[key])
+        if isinstance(args.get("paths"), list):
+            paths.extend(p for p in args["paths"] if _is_text(p))
+        edits = args.get("edits")
+        for entry in edits if isinstance(edits, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            if _is_text(entry.get("rename")):
+                paths.append(entry["rename"])
+            if entry.get("op") == "create" and isinstance(entry.get("diff"), str):
+                target = args.get("path") if isinstance(args.get("path"), str) else None
+                hash_hit = hash_hit or hash_intent_in_text(entry["diff"], target)
+                dependency_hit = dependency_hit or dependency_intent_in_change(
+                    target, None, entry["diff"])
+        if isinstance(args.get("new_string"), str):
+            target = args.get("path") if isinstance(args.get("path"), str) else None
+            replace = file_write_action(name, target, args["new_string"], args.get("old_string"),
+                                        whole_file=False)
+            hash_hit = hash_hit or replace["hashIntent"]
+            dependency_hit = dependency_hit or replace["dependencyIntent"]
+        return {"name": name, "mutability": "write", "affectedPaths": paths,
+                "hashIntent": hash_hit, "dependencyIntent": dependency_hit}
+
+    def _task(self, name: str, args: dict) -> dict:
+        count, unbounded = omp_task_shape(args)
+        action = {"name": name, "mutability": "delegate", "delegationCount": count}
+        if unbounded:
+            action["unboundedDelegation"] = True
+        return action
+
+    def _hub(self, name: str, args: dict) -> dict:
+        op = args.get("op")
+        action = {"name": name, "mutability": _OMP_HUB_OPS.get(op, "unknown")}
+        if op == "send" and not _is_text(args.get("name")):
+            action["delegationLifecycleUnproven"] = True  # a message to an agent, not a process
+        return action
+
+    def _spawner(self, name: str, args: dict) -> dict:
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    # -- events --
+    def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        flag = _ctx(body).get("flag")
+        if not _is_text(flag):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None or root != session:
+            return None  # children see the same argv: the flag belongs to the root only
+        prompt = self.normalize_prompt(flag.strip())
+        if not prompt.lower().startswith("$stop-that-shit"):
+            prompt = "$stop-that-shit " + prompt
+        event = self.envelope("prompt.submit", root, prompt=prompt, host={"family": self.family})
+        return ShimCall(name, event, session_id=session, root=root, store=store)
+
+    def on_command(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        args = body.get("args")
+        args = args.strip() if isinstance(args, str) else ""
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None:
+            return None
+        if root != session:
+            return _block(name, "Stop That Shit: child commands cannot change root authority; "
+                                "run /sts in the main session.", session)
+        text = "$stop-that-shit" + (" " + args if args else "")
+        return self.prompt_call(name, payload, body, store, text, session, root)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if call.host_event == "command:sts" and result.kind == "none" \
+                and getattr(call, "store", None) is not None and call.event is not None:
+            # A command always answers visibly, even when the contract did not change.
+            line = current_context(call.store, call.root)
+            if line:
+                return _json({"context": line})
+        return super().render(result, call)
+
+    def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        if self.event_of(body).get("source") not in _OMP_INPUT_SOURCES:
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+        if session is None or root != session:
+            return None  # a child's input never grants authority
+        return super().on_input(payload, body, store, name)
+
+    def on_agent_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged as exc:
+            return ShimCall(name, None, answer=CoreResult(
+                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+        if session is None:
+            return None
+        # The prompt here may be model-written (a child's assignment): never parsed.
+        event = self.envelope("session.start", root, host={"family": self.family},
+                              **self.fields(session, root))
+        return ShimCall(name, event, session_id=session, root=root, store=store,
+                        child=root != session)
+
+    def result_fact(self, event: dict) -> Optional[dict]:
+        if event.get("toolName") != "task":
+            return None
+        details = event.get("details") if isinstance(event.get("details"), dict) else {}
+        results = details.get("results")
+        joined = (isinstance(event.get("content"), list) and isinstance(event.get("isError"), bool)
+                  and isinstance(results, list) and not details.get("async")
+                  and not any(isinstance(r, dict) and r.get("aborted") is True for r in results))
+        return {"lifecycle": "joined" if joined else "unknown"}
+
+    def on_lifecycle(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body) or body
+        call_id, child_id, status = event.get("parentToolCallId"), event.get("id"), event.get("status")
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or not _is_text(call_id) or not _is_text(child_id):
+            return None
+        if _is_text(event.get("sessionFile")):
+            try:
+                omp_write_parent(store, event["sessionFile"], root)
+            except OSError:
+                pass  # the child then falls back to the shim's process-root hint
+        # The caller and call are part of the id, so a late completion of an older
+        # call can never free a newer one.
+        agent = json.dumps([session, call_id, child_id], ensure_ascii=False, separators=(",", ":"))
+        if status == "started":
+            fact = {"id": call_id, "lifecycle": "running", "agentId": agent}
+            after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+            return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+        if status in ("completed", "failed"):
+            stop = self.envelope("subagent.stop", root, agentId=agent, **self.fields(session, root))
+            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+        return None  # aborted: the child may still hold its slot
+
+    def on_approval(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        event = self.event_of(body)
+        call_id = event.get("toolCallId")
+        if event.get("approved") is not False or event.get("toolName") != "task" \
+                or not _is_text(call_id):
+            return None
+        try:
+            session, root = self.session_and_root(payload, body, store)
+        except _LinkDamaged:
+            return None
+        if session is None or (_is_text(event.get("sessionId")) and event["sessionId"] != session):
+            return None
+        fact = {"id": call_id, "lifecycle": "not_started"}
+        after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
+        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+
+
+HOST_ADAPTERS_B: Dict[str, Adapter] = {
+    "hermes": HermesAdapter(),
+    "opencode": OpenCodeAdapter(),
+    "pi": PiAdapter(),
+    "omp": OmpAdapter(),
+}
+
+
 ###############################################################################
 # Install, uninstall and doctor
 #
 # Owns wiring sts into each host's configuration: the hook command form of
 # decisions.md 1, merging JSON configs without losing the user's keys,
 # backups, idempotence, the shims' copies, and the doctor's checks.
+#
+# Every edit is planned first (path, old bytes, new bytes), so --dry-run and
+# the real run share one code path, and a file is only written when its bytes
+# change: that is what makes a second install a no-op.  JSON is edited by
+# splicing text at spans found by a small scanner, so the user's formatting of
+# everything else survives byte for byte.  TOML (Codex) and YAML (Hermes) get
+# only the few insertions whose safety can be checked line by line; anything
+# else is left to the user, with the exact lines to add, and doctor checks them.
+#
+# Codex trust: Codex runs only hooks the user trusted.  install never trusts on
+# its own; `install codex --trust` asks `codex app-server` to trust exactly the
+# hooks in our file that run our command, with the hash Codex reports, because
+# trust is Codex's consent step and the flag is the user giving it.
+#
+# <STS_HOME>/installed.json: "paths" (every file install wrote; the tamper
+# check protects them) and "installs" (per host, scope and folder: commands,
+# files with what was created in them, folders made) for uninstall.
 ###############################################################################
 
+# Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
+# 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
+_CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
+                       "collaborationspawn_agent|collaborationwait_agent)$")
+_HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
+    "codex": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", ".*", 10),
+        ("PostToolUse", _CODEX_POST_MATCHER, 10),
+        ("SessionEnd", None, 5),
+    ),
+    "claude": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", "*", 10),
+        ("PostToolUse", "*", 10),
+        ("PostToolUseFailure", "*", 10),
+        ("PermissionDenied", "*", 10),
+        ("SubagentStart", None, 5),
+        ("SessionEnd", None, 5),
+    ),
+}
 
-def hook_command(host: str, python: str = "python3") -> str:
-    """The import-form hook command (decisions.md 1) for this copy of sts.py."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % here
-    return '%s -I -S -c "%s" %s' % (python, code, host)  # TODO(install): quoting per format
+# Shim files per in-process host: (source under host_shims/, destination under
+# the host's base folder).  Copies, not links: each copy pins this sts.py.
+_SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
+    "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"),),
+    "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"),),
+    "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
+               ("hermes/stop-that-shit/__init__.py", "plugins/stop-that-shit/__init__.py")),
+}
+
+
+def _env_dir(var: str, *default: str) -> str:
+    value = os.environ.get(var)
+    return value if value else os.path.join(os.path.expanduser("~"), *default)
+
+
+def _xdg_config(*parts: str) -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, *parts)
+
+
+# The per-host table: where the user and project layers live (adapters.md 3.6,
+# 4.6, 5.6, 6.6, 7.6, 8.7) and what install writes there.  "config" is the JSON
+# hooks file for command-hook hosts; shim hosts use _SHIM_FILES instead.
+_HOSTS: Dict[str, Dict[str, Any]] = {
+    "codex": {"user": lambda: _env_dir("CODEX_HOME", ".codex"), "project": ".codex",
+              "config": "hooks.json", "binary": "codex"},
+    "claude": {"user": lambda: _env_dir("CLAUDE_CONFIG_DIR", ".claude"), "project": ".claude",
+               "config": "settings.json", "binary": "claude"},
+    "opencode": {"user": lambda: _xdg_config("opencode"), "project": ".opencode",
+                 "binary": "opencode"},
+    "pi": {"user": lambda: _env_dir("PI_CODING_AGENT_DIR", ".pi", "agent"), "project": ".pi",
+           "binary": "pi"},
+    "omp": {"user": lambda: _env_dir("PI_CODING_AGENT_DIR", ".omp", "agent"), "project": ".omp",
+            "binary": "omp"},
+    "hermes": {"user": lambda: _env_dir("HERMES_HOME", ".hermes"), "project": ".hermes",
+               "binary": "hermes"},
+}
+
+# A harmless event per host for doctor: nothing in it can arm, deny or change a
+# contract, and doctor runs it against a throwaway STS_HOME anyway.
+_PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
+    "codex": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                               "source": "startup", "cwd": cwd, "transcript_path": None},
+    "claude": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                                "source": "startup", "cwd": cwd, "transcript_path": None},
+    "hermes": lambda sid, cwd: {"hook_event_name": "on_session_start", "tool_name": None,
+                                "tool_input": None, "session_id": sid, "cwd": cwd, "extra": {}},
+    "opencode": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
+                                  "payload": {"event": {"type": "session.created", "properties": {
+                                      "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
+    "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
+                            "payload": {"event": {"type": "session_shutdown"},
+                                        "ctx": {"idle": True, "hasUI": False}}},
+    "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
+                             "payload": {"event": {"type": "before_agent_start", "prompt": "",
+                                                   "systemPrompt": []},
+                                         "ctx": {"idle": True, "hasUI": False, "sessionFile": None,
+                                                 "parentSessionId": None}}},
+}
+
+# Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
+_SILENT_OK = frozenset(("codex", "claude", "hermes"))
+
+_PIN_MARK = "sts install rewrites this line"
+_SHIM_NAME = "stop-that-shit"
+_OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
+_OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
+
+
+class InstallError(Exception):
+    """A clear, user-facing reason why install/uninstall stopped; nothing was written for it."""
+
+
+class _Manual(Exception):
+    """An edit sts cannot prove safe; the user gets the exact lines instead."""
+
+
+# --------------------------------------------------------------- the command
+
+
+def _sts_path() -> str:
+    return os.path.abspath(__file__)
+
+
+def _sh_quote(word: str) -> str:
+    """Quote one argv word for sh -c and for Hermes' shlex.split alike.
+
+    Double quotes where nothing inside them is special, so the common case reads
+    like the documented form; shlex.quote otherwise (quotes, $, backslashes)."""
+    import re
+    import shlex
+    if word and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", word):
+        return word
+    if not any(c in word for c in '$`"\\!\n'):
+        return '"%s"' % word
+    return shlex.quote(word)
+
+
+def _dir_writable(path: str) -> bool:
+    """Can Python cache bytecode next to sts.py?  (__pycache__ if present, else the folder.)"""
+    cache = os.path.join(path, "__pycache__")
+    return os.access(cache if os.path.isdir(cache) else path, os.W_OK)
+
+
+def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
+    """The hook command as argv (decisions.md 1): the import form, so bytecode is reused."""
+    path = os.path.abspath(sts_path or _sts_path())
+    folder = os.path.dirname(path)
+    argv = [python, "-I", "-S"]
+    if not _dir_writable(folder):
+        argv += ["-X", "pycache_prefix=" + os.path.join(data_dir(), "pycache")]
+    if os.path.basename(path) == "sts.py":
+        code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % folder
+        argv += ["-c", code, host]
+    else:  # a renamed copy cannot be imported as `sts`; the script form still works
+        argv += [path, host]
+    return argv
+
+
+def hook_command(host: str, python: str = "python3", sts_path: Optional[str] = None) -> str:
+    """The import-form hook command (decisions.md 1) for this copy of sts.py, as one
+    shell-quoted string (Codex and Claude run it with sh -c; Hermes shlex-splits it)."""
+    return " ".join(_sh_quote(w) for w in hook_argv(host, python, sts_path))
+
+
+# --------------------------------------------------------------- JSON splicing
+#
+# json.loads validates the file and reports line and column; the scanner below
+# then only has to find spans in text that is known to be valid JSON.
+
+
+def _json_value_end(text: str, i: int) -> int:
+    c = text[i]
+    if c == '"':
+        i += 1
+        while text[i] != '"':
+            i += 2 if text[i] == "\\" else 1
+        return i + 1
+    if c in "{[":
+        depth = 0
+        while True:
+            c = text[i]
+            if c == '"':
+                i = _json_value_end(text, i)
+                continue
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+    while i < len(text) and text[i] not in ",]} \t\r\n":
+        i += 1
+    return i
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _json_members(text: str, start: int) -> Tuple[List[Tuple[str, int, int, int]], int]:
+    """Members of the object at text[start] == '{' as (key, key_start, value_start,
+    value_end), and the index of its closing brace."""
+    out = []
+    i = _skip_ws(text, start + 1)
+    while text[i] != "}":
+        key_end = _json_value_end(text, i)
+        key = json.loads(text[i:key_end])
+        vs = _skip_ws(text, _skip_ws(text, key_end) + 1)
+        ve = _json_value_end(text, vs)
+        out.append((key, i, vs, ve))
+        i = _skip_ws(text, ve)
+        if text[i] == ",":
+            i = _skip_ws(text, i + 1)
+    return out, i
+
+
+def _json_elements(text: str, start: int) -> Tuple[List[Tuple[int, int]], int]:
+    out = []
+    i = _skip_ws(text, start + 1)
+    while text[i] != "]":
+        end = _json_value_end(text, i)
+        out.append((i, end))
+        i = _skip_ws(text, end)
+        if text[i] == ",":
+            i = _skip_ws(text, i + 1)
+    return out, i
+
+
+def _line_indent(text: str, i: int) -> str:
+    line_start = text.rfind("\n", 0, i) + 1
+    lead = text[line_start:i]
+    return lead if lead.strip() == "" else ""
+
+
+def _ws_len(text: str, i: int) -> int:
+    n = 0
+    while i + n < len(text) and text[i + n] in " \t":
+        n += 1
+    return n
+
+
+def _json_style(text: str) -> Optional[str]:
+    """The file's indent unit, or None for a one-line (compact) file."""
+    import re
+    if "\n" not in text.strip():
+        return None
+    units = [m.group(1) for m in re.finditer(r"\n([ \t]+)\S", text)]
+    return min(units, key=len) if units else "  "
+
+
+def _json_dump(value: Any, unit: Optional[str], base: str) -> str:
+    if unit is None:
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", "\n" + base)
+
+
+def _json_insert(text: str, start: int, closer: int, prior_end: Optional[int],
+                 sample: Optional[int], piece: Any, key: Optional[str]) -> str:
+    """Insert `piece` (as member `key`, or as an array element when key is None)
+    into the container at text[start], after its last item."""
+    unit = _json_style(text)
+    if unit is None:
+        item_indent, lead, tail = "", (", " if prior_end is not None else ""), ""
+    elif sample is not None:
+        item_indent = _line_indent(text, sample)
+        lead, tail = ",\n" + item_indent if item_indent else ", ", ""
+        if not item_indent:  # items share a line with their container: stay on one line
+            unit = None
+    else:
+        line_start = text.rfind("\n", 0, start) + 1
+        outer = text[line_start:line_start + _ws_len(text, line_start)]
+        item_indent = outer + unit
+        lead, tail = "\n" + item_indent, "\n" + outer
+    body = (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
+    body += _json_dump(piece, unit, item_indent)
+    if prior_end is None:  # empty container: replace whatever blank space it held
+        return text[:start + 1] + lead + body + tail + text[closer:]
+    return text[:prior_end] + lead + body + text[prior_end:]
+
+
+def _json_remove(text: str, spans: List[Tuple[int, int]], closer: int, start: int, k: int) -> str:
+    """Remove item k (its span covers key and value for members) with one comma."""
+    if len(spans) == 1:
+        return text[:start + 1] + text[closer:]
+    if k > 0:
+        return text[:spans[k - 1][1]] + text[spans[k][1]:]
+    return text[:spans[0][0]] + text[spans[1][0]:]
+
+
+def _json_locate(text: str, path: Tuple[str, ...]) -> Optional[int]:
+    """Start index of the value at `path` (object keys only), or None."""
+    i = _skip_ws(text, 0)
+    for key in path:
+        if text[i] != "{":
+            return None
+        members, _ = _json_members(text, i)
+        found = [m for m in members if m[0] == key]
+        if not found:
+            return None
+        i = found[-1][2]
+    return i
+
+
+def _json_set_member(text: str, path: Tuple[str, ...], key: str, value: Any) -> str:
+    start = _json_locate(text, path)
+    members, closer = _json_members(text, start)
+    last = members[-1] if members else None
+    return _json_insert(text, start, closer, last[3] if last else None,
+                        last[1] if last else None, value, key)
+
+
+def _json_drop_member(text: str, path: Tuple[str, ...], key: str) -> str:
+    start = _json_locate(text, path)
+    members, closer = _json_members(text, start)
+    spans = [(m[1], m[3]) for m in members]
+    k = [m[0] for m in members].index(key)
+    return _json_remove(text, spans, closer, start, k)
+
+
+def _json_append(text: str, path: Tuple[str, ...], value: Any) -> str:
+    start = _json_locate(text, path)
+    elems, closer = _json_elements(text, start)
+    return _json_insert(text, start, closer, elems[-1][1] if elems else None,
+                        elems[-1][0] if elems else None, value, None)
+
+
+def _json_drop_element(text: str, path: Tuple[str, ...], k: int) -> str:
+    start = _json_locate(text, path)
+    elems, closer = _json_elements(text, start)
+    return _json_remove(text, elems, closer, start, k)
+
+
+def _load_json_config(path: str, text: str) -> dict:
+    """Parse a host's JSON config; a malformed one stops install, naming file and line."""
+    def no_dupes(pairs: list) -> dict:
+        keys = [k for k, _ in pairs]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise InstallError("%s has the key %r twice; sts will not guess which one the "
+                               "host uses. Fix the file and run install again." % (path, dup[0]))
+        return dict(pairs)
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text, object_pairs_hook=no_dupes)
+    except json.JSONDecodeError as exc:
+        raise InstallError("%s is not valid JSON (line %d, column %d: %s); it was left "
+                           "unchanged. Fix it and run install again."
+                           % (path, exc.lineno, exc.colno, exc.msg))
+    if not isinstance(data, dict):
+        raise InstallError("%s line 1: the top level is not a JSON object; it was left unchanged."
+                           % path)
+    return data
+
+
+def _hook_group(matcher: Optional[str], timeout: int, command: str) -> dict:
+    group: Dict[str, Any] = {}
+    if matcher is not None:
+        group["matcher"] = matcher
+    group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
+    return group
+
+
+def _is_our_group(group: Any, commands: List[str]) -> bool:
+    """A group install wrote: exactly one command hook running one of our commands."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+        return False
+    hooks = group["hooks"]
+    return (len(hooks) == 1 and isinstance(hooks[0], dict)
+            and hooks[0].get("command") in commands)
+
+
+def _merge_hooks_json(path: str, text: str, host: str, command: str,
+                      old_commands: List[str]) -> Tuple[str, List[str]]:
+    """New text of a Codex/Claude hooks file with our groups merged in, and the
+    keys this edit created (so uninstall can take away exactly those)."""
+    if not text.strip():
+        text = "{\n}\n"
+    data = _load_json_config(path, text)
+    created: List[str] = []
+    hooks = data.get("hooks")
+    events = _HOOK_EVENTS[host]
+    if "hooks" not in data:
+        value = {ev: [_hook_group(m, t, command)] for ev, m, t in events}
+        return _json_set_member(text, (), "hooks", value), ["hooks"] + ["hooks." + e for e in value]
+    if not isinstance(hooks, dict):
+        raise InstallError('%s: "hooks" is not a JSON object; it was left unchanged.' % path)
+    known = [command] + old_commands
+    for ev, matcher, timeout in events:
+        want = _hook_group(matcher, timeout, command)
+        groups = hooks.get(ev)
+        if ev not in hooks:
+            text = _json_set_member(text, ("hooks",), ev, [want])
+            created.append("hooks." + ev)
+            continue
+        if not isinstance(groups, list):
+            raise InstallError('%s: "hooks.%s" is not a JSON array; it was left unchanged.'
+                               % (path, ev))
+        ours = [k for k, g in enumerate(groups) if _is_our_group(g, known)]
+        if len(ours) == 1 and groups[ours[0]] == want:
+            continue
+        for k in reversed(ours):  # an older sts entry (moved sts.py, new timeout): replace it
+            text = _json_drop_element(text, ("hooks", ev), k)
+        text = _json_append(text, ("hooks", ev), want)
+    return text, created
+
+
+def _unmerge_hooks_json(path: str, text: str, commands: List[str],
+                        created: List[str]) -> str:
+    """Remove our groups, then the keys install created if they are now empty."""
+    data = _load_json_config(path, text) if text.strip() else {}
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return text
+    for ev, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for k in reversed([k for k, g in enumerate(groups) if _is_our_group(g, commands)]):
+            text = _json_drop_element(text, ("hooks", ev), k)
+    for dotted in sorted(created, key=lambda d: -d.count(".")):
+        parts = tuple(dotted.split("."))
+        data = json.loads(text)
+        parent: Any = data
+        for p in parts[:-1]:
+            parent = parent.get(p) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(parts[-1]) in ([], {}):
+            text = _json_drop_member(text, parts[:-1], parts[-1])
+    return text
+
+
+def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
+    """Doctor: does the file hold our group for every event?"""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read() or "{}")
+    except FileNotFoundError:
+        return False, "%s does not exist" % path
+    except (OSError, ValueError) as exc:
+        return False, "%s cannot be read: %s" % (path, exc)
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    missing = []
+    for ev, matcher, timeout in _HOOK_EVENTS[host]:
+        groups = hooks.get(ev) if isinstance(hooks, dict) else None
+        want = _hook_group(matcher, timeout, command)
+        if not isinstance(groups, list) or want not in groups:
+            missing.append(ev)
+    if missing:
+        return False, "%s lacks the sts hook for %s" % (path, ", ".join(missing))
+    return True, "%s runs sts on %d events" % (path, len(_HOOK_EVENTS[host]))
+
+
+# --------------------------------------------------------------- Codex TOML
+#
+# Codex wants `[features] hooks = true` in config.toml (the host kit set it).
+# sts never rewrites TOML: it appends a new [features] table, or adds one line
+# right under an existing plain [features] header, and only when the file gives
+# no other way to define `features` (dotted keys, inline tables, sub-tables).
+# Where tomllib exists (3.11+) the result is parsed and compared as well.
+
+_TOML_LINE = "hooks = true"
+
+
+def _toml_lines_code(text: str) -> List[Tuple[int, str]]:
+    """(index, line) of lines that are not blank and not comments."""
+    return [(i, ln) for i, ln in enumerate(text.split("\n"))
+            if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _toml_features(text: str) -> Tuple[Optional[int], Optional[str]]:
+    """(index of the [features] header or None, current `hooks` value text or None).
+    Raises _Manual when features is spelled in a form sts does not edit."""
+    import re
+    if "'''" in text or '"""' in text:
+        raise _Manual("config.toml holds multi-line strings")
+    header = None
+    value = None
+    in_features = False
+    for i, ln in _toml_lines_code(text):
+        s = ln.strip()
+        if s.startswith("["):
+            in_features = bool(re.fullmatch(r"\[\s*features\s*\]\s*(#.*)?", s))
+            if in_features:
+                if header is not None:
+                    raise _Manual("[features] appears twice")
+                header = i
+            elif re.match(r"\[\[?\s*[\"']?features[\"']?\s*[.\]]", s):
+                raise _Manual("features is defined as a sub-table or array")
+            continue
+        if re.match(r"[\"']?features[\"']?\s*[.=]", s) and not in_features:
+            raise _Manual("features is set with a dotted key or inline table")
+        if in_features:
+            m = re.match(r"[\"']?hooks[\"']?\s*=\s*(.*?)\s*(#.*)?$", s)
+            if m:
+                value = m.group(1)
+    return header, value
+
+
+def _toml_enable_hooks(path: str, text: str) -> Tuple[str, bool]:
+    """New config.toml text with [features] hooks = true, and whether the header is new."""
+    header, value = _toml_features(text)
+    if value == "true":
+        return text, False
+    if value is not None:
+        raise _Manual("[features] sets hooks = %s" % value)
+    lines = text.split("\n")
+    if header is None:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        new = text + ("\n" if text.strip() else "") + "[features]\n" + _TOML_LINE + "\n"
+    else:
+        lines.insert(header + 1, _TOML_LINE)
+        new = "\n".join(lines)
+    _toml_verify(path, text, new, enabled=True)
+    return new, header is None
+
+
+def _toml_disable_hooks(path: str, text: str, added_header: bool) -> str:
+    """Take away exactly the line (and header) _toml_enable_hooks added."""
+    try:
+        header, value = _toml_features(text)
+    except _Manual:
+        return text
+    if header is None or value != "true":
+        return text
+    lines = text.split("\n")
+    end = len(lines)
+    for i in range(header + 1, len(lines)):
+        if lines[i].strip().startswith("["):
+            end = i
+            break
+    for i in range(header + 1, end):
+        if lines[i].strip() == _TOML_LINE:
+            del lines[i]
+            end -= 1
+            break
+    else:
+        return text
+    rest = [ln for ln in lines[header + 1:end] if ln.strip() and not ln.lstrip().startswith("#")]
+    if added_header and not rest:
+        del lines[header:end]
+        if header > 0 and not lines[header - 1].strip() \
+                and not any(ln.strip() for ln in lines[header:]):
+            del lines[header - 1]  # the blank line install put before the table
+    new = "\n".join(lines)
+    if not new.strip():
+        new = ""
+    elif not new.endswith("\n"):
+        new += "\n"
+    _toml_verify(path, new, text, enabled=True)
+    return new
+
+
+def _toml_verify(path: str, before: str, after: str, enabled: bool) -> None:
+    """With tomllib: `after` must equal `before` plus features.hooks = true, nothing else."""
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    try:
+        old = tomllib.loads(before)
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError("%s is not valid TOML (%s); it was left unchanged." % (path, exc))
+    try:
+        new = tomllib.loads(after)
+    except tomllib.TOMLDecodeError:
+        raise _Manual("the edited file would not parse")
+    feats = dict(old.get("features") or {})
+    feats["hooks"] = enabled
+    expected = dict(old)
+    expected["features"] = feats
+    if new != expected:
+        raise _Manual("the edit would change more than features.hooks")
+
+
+def _toml_hooks_enabled(path: str) -> Optional[bool]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    try:
+        import tomllib  # type: ignore[import-not-found]
+        try:
+            return tomllib.loads(text).get("features", {}).get("hooks") is True
+        except (tomllib.TOMLDecodeError, AttributeError):
+            return False
+    except ImportError:
+        try:
+            return _toml_features(text)[1] == "true"
+        except _Manual:
+            return None
+
+
+# --------------------------------------------------------------- Hermes YAML
+#
+# No YAML library: sts reads config.yaml only as far as it must to prove where
+# `plugins.enabled` is, and gives up (printing the lines) on anything fancier
+# than plain block mappings, block sequences of plain names, or a one-line
+# flow list.  Each edit inserts or changes lines inside that proven region.
+
+_YAML_PLAIN = r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*"
+
+
+def _yaml_indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _yaml_code(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and not s.startswith("#")
+
+
+def _yaml_strip_comment(s: str) -> str:
+    import re
+    return re.sub(r"\s+#.*$", "", s).strip()
+
+
+def _yaml_plugins(lines: List[str]) -> Dict[str, Any]:
+    """Find plugins.enabled in a config.yaml split into lines (no newline chars).
+
+    Returns {"plugins": idx|None, "child": indent str, "end": idx after the block,
+    "enabled": idx|None, "style": "block"|"flow"|None, "items": [(idx, name)],
+    "item_indent": str}.  Raises _Manual for anything it cannot prove."""
+    import re
+    if any("\t" in ln[:_yaml_indent(ln) + 1] for ln in lines if ln.strip()):
+        raise _Manual("config.yaml indents with tabs")
+    code = [i for i, ln in enumerate(lines) if _yaml_code(ln)]
+    for n, i in enumerate(code):
+        ln = lines[i]
+        if ln.startswith(("---", "...")) and not (n == 0 and ln.strip() == "---"):
+            raise _Manual("config.yaml holds several documents")
+        if _yaml_indent(ln) == 0 and ln[0] in "?&*{[-!|>%@`'\"<":
+            raise _Manual("config.yaml is not a plain mapping at the top level")
+        if _yaml_indent(ln) == 0 and ln.startswith("<<"):
+            raise _Manual("config.yaml merges anchors at the top level")
+    tops = [i for i in code if _yaml_indent(lines[i]) == 0 and lines[i].strip() != "---"]
+    found = [i for i in tops if re.match(r"plugins\s*:", lines[i])]
+    info: Dict[str, Any] = {"plugins": None, "child": "  ", "end": len(lines), "enabled": None,
+                            "style": None, "items": [], "item_indent": "    "}
+    if not found:
+        return info
+    if len(found) > 1:
+        raise _Manual("config.yaml has two plugins: keys")
+    p = found[0]
+    if _yaml_strip_comment(lines[p].split(":", 1)[1]):
+        raise _Manual("plugins: is written on one line")
+    end = next((i for i in tops if i > p), len(lines))
+    while end > p + 1 and not _yaml_code(lines[end - 1]):
+        end -= 1  # trailing blank/comment lines belong to nobody; insert before them
+    info.update(plugins=p, end=end)
+    body = [i for i in code if p < i < end]
+    if not body:
+        return info
+    child = _yaml_indent(lines[body[0]])
+    info["child"] = " " * child
+    keys = [i for i in body if _yaml_indent(lines[i]) == child]
+    if any(_yaml_indent(lines[i]) < child for i in body):
+        raise _Manual("plugins: is indented irregularly")
+    open_key = False  # a "- item" line at key level only continues a key left open above
+    for i in keys:
+        s = lines[i].strip()
+        if s.startswith("- ") and open_key:
+            continue
+        if not re.match(r"[A-Za-z0-9_][\w.\-]*\s*:(\s|$)", s):
+            raise _Manual("plugins: is not a plain mapping")
+        open_key = not _yaml_strip_comment(s.split(":", 1)[1])
+    en = [i for i in keys if re.match(r"enabled\s*:", lines[i].strip())]
+    if any(re.match(r"[\"']enabled[\"']\s*:", lines[i].strip()) for i in keys):
+        raise _Manual("plugins.enabled is a quoted key")
+    if len(en) > 1:
+        raise _Manual("plugins.enabled appears twice")
+    if not en:
+        return info
+    e = en[0]
+    info["enabled"] = e
+    rest = _yaml_strip_comment(lines[e].split(":", 1)[1])
+    if rest.startswith("["):
+        m = re.fullmatch(r"\[\s*(.*?)\s*\]", rest)
+        names = [x.strip() for x in m.group(1).split(",")] if m and m.group(1) else []
+        if not m or not all(re.fullmatch(_YAML_PLAIN, x) for x in names):
+            raise _Manual("plugins.enabled is a flow list sts cannot read")
+        info.update(style="flow", items=[(e, x) for x in names])
+        return info
+    if rest:
+        raise _Manual("plugins.enabled is not a list")
+    info["style"] = "block"
+    nxt = [i for i in body if i > e]
+    stop = next((i for i in nxt if _yaml_indent(lines[i]) <= child
+                 and not lines[i].strip().startswith("- ")), end)
+    seq = [i for i in nxt if i < stop]
+    if seq:
+        ind = _yaml_indent(lines[seq[0]])
+        for i in seq:
+            m = re.fullmatch(r"-\s+(%s)" % _YAML_PLAIN, _yaml_strip_comment(lines[i]))
+            if _yaml_indent(lines[i]) != ind or not m:
+                raise _Manual("plugins.enabled holds entries sts cannot read")
+            info["items"].append((i, m.group(1)))
+        info["item_indent"] = " " * ind
+    else:
+        info["item_indent"] = " " * (child + 2)
+    return info
+
+
+def _yaml_enable(text: str) -> Tuple[str, str]:
+    """config.yaml text with stop-that-shit in plugins.enabled, and what was created
+    ("" when already there, else "file", "plugins", "enabled", "item" or "flow")."""
+    if not text.strip():
+        return "plugins:\n  enabled:\n    - %s\n" % _SHIM_NAME, "file"
+    lines = text.split("\n")
+    info = _yaml_plugins(lines)
+    if any(name == _SHIM_NAME for _, name in info["items"]):
+        return text, ""
+    if info["plugins"] is None:
+        if not text.endswith("\n"):
+            text += "\n"
+        new, what = text + "plugins:\n  enabled:\n    - %s\n" % _SHIM_NAME, "plugins"
+    elif info["enabled"] is None:
+        ci = info["child"]
+        lines[info["plugins"] + 1:info["plugins"] + 1] = [
+            ci + "enabled:", ci + "  - " + _SHIM_NAME]
+        new, what = "\n".join(lines), "enabled"
+    elif info["style"] == "flow":
+        e = info["enabled"]
+        head, _, tail = lines[e].partition("[")
+        inner, _, after = tail.rpartition("]")
+        inner = inner.rstrip()
+        lines[e] = head + "[" + (inner + ", " if inner.strip() else "") + _SHIM_NAME + "]" + after
+        new, what = "\n".join(lines), "flow"
+    else:
+        at = info["items"][-1][0] + 1 if info["items"] else info["enabled"] + 1
+        lines.insert(at, info["item_indent"] + "- " + _SHIM_NAME)
+        new, what = "\n".join(lines), "item"
+    check = _yaml_plugins(new.split("\n"))  # prove it: the reader now finds us
+    if [n for _, n in check["items"]].count(_SHIM_NAME) != 1:
+        raise _Manual("the edit could not be verified")
+    return new, what
+
+
+def _yaml_disable(text: str, created: str) -> str:
+    """Remove our entry, and the keys install created if they are now empty."""
+    lines = text.split("\n")
+    try:
+        info = _yaml_plugins(lines)
+    except _Manual:
+        return text
+    ours = [i for i, n in info["items"] if n == _SHIM_NAME]
+    if not ours:
+        return text
+    if info["style"] == "flow":
+        e = info["enabled"]
+        head, _, tail = lines[e].partition("[")
+        inner, _, after = tail.rpartition("]")
+        names = [x.strip() for x in inner.split(",") if x.strip() and x.strip() != _SHIM_NAME]
+        lines[e] = head + "[" + ", ".join(names) + "]" + after
+    else:
+        del lines[ours[0]]
+        info = _yaml_plugins(lines)
+        if created in ("file", "plugins", "enabled") and info["enabled"] is not None \
+                and not info["items"]:
+            del lines[info["enabled"]]
+            info = _yaml_plugins(lines)
+            body = [i for i in range(info["plugins"] + 1, info["end"]) if _yaml_code(lines[i])] \
+                if info["plugins"] is not None else [0]
+            if created in ("file", "plugins") and not body:
+                del lines[info["plugins"]]
+    new = "\n".join(lines)
+    return "" if created == "file" and not new.strip() else new
+
+
+def _yaml_enable_lines() -> str:
+    return "plugins:\n  enabled:\n    - %s" % _SHIM_NAME
+
+
+# --------------------------------------------------------------- shims
+
+
+def _shims_dir() -> str:
+    return os.path.join(os.path.dirname(_sts_path()), "host_shims")
+
+
+def _pin_shim(name: str, text: str, sts_path: str) -> str:
+    """Rewrite the shim's one marked line so the copy finds this sts.py."""
+    import re
+    if name.endswith(".js"):
+        pat = r"^([ \t]*)const INSTALLED_STS_PY = .*;[ \t]*//[ \t]*" + re.escape(_PIN_MARK) + r"[ \t]*$"
+        line = "const INSTALLED_STS_PY = %s; // %s" % (json.dumps(sts_path), _PIN_MARK)
+    elif name.endswith(".py"):
+        pat = r"^([ \t]*)INSTALLED_STS_PY = .*#[ \t]*" + re.escape(_PIN_MARK) + r"[ \t]*$"
+        line = "INSTALLED_STS_PY = %r  # %s" % (sts_path, _PIN_MARK)
+    else:
+        return text
+    found = re.findall(pat, text, flags=re.M)
+    if len(found) != 1:
+        raise InstallError("the shim %s has %d lines marked %r (expected one); this copy of "
+                           "host_shims/ is damaged." % (name, len(found), _PIN_MARK))
+    return re.sub(pat, lambda m: m.group(1) + line, text, flags=re.M)
+
+
+def _shim_pinned_to(path: str) -> Optional[str]:
+    """The sts.py path an installed shim copy points at, if it is one of ours."""
+    import ast
+    import re
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = re.search(r"INSTALLED_STS_PY = (.*?);?[ \t]*(//|#)[ \t]*" + re.escape(_PIN_MARK), text)
+    if not m:
+        return None
+    try:
+        value = json.loads(m.group(1)) if path.endswith(".js") else ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+# --------------------------------------------------------------- planning
+
+
+@dataclass
+class _Change:
+    path: str
+    old: Optional[bytes]
+    new: Optional[bytes]  # None: delete the file
+
+
+@dataclass
+class _Plan:
+    host: str
+    scope: str
+    base: str
+    changes: List[_Change] = field(default_factory=list)
+    files: Dict[str, dict] = field(default_factory=dict)   # record per path
+    notes: List[str] = field(default_factory=list)
+    manual: List[str] = field(default_factory=list)        # lines the user must add
+    dirs: List[str] = field(default_factory=list)          # folders install creates
+
+
+def _read(path: str) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InstallError("%s is a folder, not a file; it was left unchanged." % path)
+    except OSError as exc:
+        raise InstallError("cannot read %s: %s" % (path, exc.strerror or exc))
+
+
+def _text(path: str, raw: Optional[bytes]) -> str:
+    if raw is None:
+        return ""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InstallError("%s line %d is not UTF-8; it was left unchanged." % (path, line))
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def _project_root() -> str:
+    """The repository holding the current folder (nearest .git), else the folder itself."""
+    here = os.path.abspath(os.getcwd())
+    d = here
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        up = os.path.dirname(d)
+        if up == d:
+            return here
+        d = up
+
+
+def _base_dir(host: str, scope: str) -> str:
+    spec = _HOSTS[host]
+    return spec["user"]() if scope == "user" else os.path.join(_project_root(), spec["project"])
+
+
+def _change(plan: _Plan, path: str, old: Optional[bytes], new: Optional[bytes]) -> None:
+    if old != new:
+        plan.changes.append(_Change(path, old, new))
+
+
+def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
+    base = _base_dir(host, scope)
+    plan = _Plan(host, scope, base)
+    command = hook_command(host, python)
+    prior = entry.get("files", {})
+    if host in _HOOK_EVENTS:
+        cfg = os.path.join(base, _HOSTS[host]["config"])
+        raw = _read(cfg)
+        text, created = _merge_hooks_json(cfg, _text(cfg, raw), host, command,
+                                          [c for c in entry.get("commands", []) if c != command])
+        new = text.encode("utf-8")
+        _change(plan, cfg, raw, new)
+        rec = dict(prior.get(cfg) or {"type": "hooks-json", "created_file": raw is None,
+                                      "created": []})
+        if raw is not None and not raw.strip() and cfg not in prior:
+            rec["blank"] = raw.decode("utf-8", "replace")  # uninstall restores the blank file
+        rec["created"] = sorted(set(rec.get("created", [])) | set(created))
+        plan.files[cfg] = rec
+    if host == "codex":
+        _plan_codex_features(plan, os.path.join(base, "config.toml"), prior)
+        if scope == "project":
+            plan.notes.append(
+                "Codex reads %s only for trusted projects: trust %s in Codex (it asks on first "
+                "start), or add to %s:\n  [projects.%s]\n  trust_level = \"trusted\""
+                % (os.path.join(base, "hooks.json"), _project_root(),
+                   os.path.join(_HOSTS["codex"]["user"](), "config.toml"),
+                   json.dumps(_project_root(), ensure_ascii=False)))
+    for src, dst in _SHIM_FILES.get(host, ()):
+        source = os.path.join(_shims_dir(), *src.split("/"))
+        raw_src = _read(source)
+        if raw_src is None:
+            raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
+                               "that ships next to sts.py." % source)
+        new = _pin_shim(dst, _text(source, raw_src), _sts_path()).encode("utf-8")
+        dest = os.path.join(base, *dst.split("/"))
+        old = _read(dest)
+        if old is not None and old != new and _PIN_MARK.encode() not in old:
+            raise InstallError("%s exists and is not an sts shim; move it away and run install "
+                               "again." % dest)
+        _change(plan, dest, old, new)
+        rec = dict(prior.get(dest) or {"type": "file", "created_file": old is None})
+        rec["sha256"] = _sha(new)
+        plan.files[dest] = rec
+    if host == "opencode":
+        _plan_opencode_seed(plan, base, prior)
+    if host == "hermes":
+        _plan_hermes_enable(plan, os.path.join(_HOSTS["hermes"]["user"](), "config.yaml"), prior)
+        if scope == "project":
+            plan.notes.append("Hermes loads project plugins only with HERMES_ENABLE_PROJECT_PLUGINS=1.")
+        plan.notes.append("Restart Hermes (and `hermes gateway restart`) to load the plugin. "
+                          "Do not also add sts as a native hook in config.yaml `hooks:`.")
+    for ch in plan.changes:  # folders install has to create, outermost first
+        missing = []
+        d = os.path.dirname(ch.path)
+        while d and not os.path.isdir(d) and d not in plan.dirs:
+            missing.append(d)
+            d = os.path.dirname(d)
+        plan.dirs.extend(reversed(missing))
+    return plan
+
+
+def _codex_trust_note() -> str:
+    me = "python3 " + _sh_quote(_sts_path())
+    return ("Codex runs only hooks you trust, and skips untrusted ones without a word. sts does "
+            "not trust them silently, because trust is Codex's consent step for code it will "
+            "run. To trust exactly the sts hooks, run `%s install codex --trust`: it asks `codex "
+            "app-server` to list the hooks and marks only the sts ones as trusted, with the hash "
+            "Codex itself computes. Or start `codex` and approve them when it asks. Re-trust "
+            "after every install that changes the command; `%s doctor` says when." % (me, me))
+
+
+def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None:
+    raw = _read(toml)
+    text = _text(toml, raw)
+    try:
+        new, added_header = _toml_enable_hooks(toml, text)
+    except _Manual as why:
+        plan.manual.append("Codex needs hooks enabled, and sts will not edit %s itself (%s). "
+                           "Add these lines to it:\n  [features]\n  %s" % (toml, why, _TOML_LINE))
+        return
+    if new != text or toml in prior:
+        _change(plan, toml, raw, new.encode("utf-8"))
+        plan.files[toml] = prior.get(toml) or {"type": "toml-features",
+                                               "created_file": raw is None,
+                                               "added_header": added_header,
+                                               "no_final_newline": _no_final_newline(raw)}
+
+
+def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
+    """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
+    offline) unless node_modules/ exists and package-lock.json lists it (adapters.md 5.6).
+    sts seeds both only into a folder that has none of them, so it never edits npm's files."""
+    pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
+                                                      "node_modules"))
+    seed = os.path.join(mods, ".sts-seed")
+    if any(p in prior for p in (pkg, lock, seed)):
+        for p in (pkg, lock, seed):
+            if p in prior:
+                plan.files[p] = prior[p]
+        return
+    lock_raw = _read(lock)
+    if lock_raw is not None and _OPENCODE_PLUGIN_PKG.encode() in lock_raw and os.path.isdir(mods):
+        return
+    if lock_raw is not None or _read(pkg) is not None or os.path.exists(mods):
+        plan.notes.append("OpenCode will npm-install %s into %s on its first start (it needs the "
+                          "network once); sts leaves an existing package.json, package-lock.json "
+                          "or node_modules/ alone." % (_OPENCODE_PLUGIN_PKG, base))
+        return
+    deps = {_OPENCODE_PLUGIN_PKG: _OPENCODE_PLUGIN_VERSION}
+    files = {pkg: {"dependencies": deps},
+             lock: {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}},
+             seed: None}
+    for path, obj in files.items():
+        data = (json.dumps(obj, indent=2) + "\n").encode() if obj is not None else \
+            b"Created by sts install so that OpenCode does not npm-install at start.\n"
+        _change(plan, path, None, data)
+        plan.files[path] = {"type": "file", "created_file": True, "sha256": _sha(data)}
+
+
+def _plan_hermes_enable(plan: _Plan, cfg: str, prior: Dict[str, dict]) -> None:
+    raw = _read(cfg)
+    text = _text(cfg, raw)
+    try:
+        new, what = _yaml_enable(text)
+    except _Manual as why:
+        plan.manual.append("Hermes loads plugins only when enabled, and sts will not edit %s "
+                           "itself (%s). Add stop-that-shit to plugins.enabled, for example:\n%s\n"
+                           "(or run `hermes plugins enable stop-that-shit`)"
+                           % (cfg, why, _indent(_yaml_enable_lines())))
+        return
+    if what:
+        _change(plan, cfg, raw, new.encode("utf-8"))
+        plan.files[cfg] = {"type": "yaml-enable", "created_file": raw is None, "what": what,
+                           "no_final_newline": _no_final_newline(raw)}
+    elif cfg in prior:
+        plan.files[cfg] = prior[cfg]
+
+
+def _no_final_newline(raw: Optional[bytes]) -> bool:
+    """Appending needs a final newline; uninstall takes it away again if sts added it."""
+    return bool(raw) and not raw.endswith(b"\n")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + ln for ln in text.split("\n"))
+
+
+def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
+    base = _base_dir(host, scope)
+    plan = _Plan(host, scope, base)
+    files = dict(entry.get("files") or {})
+    commands = list(entry.get("commands") or []) + [hook_command(host, python)]
+    if host in _HOOK_EVENTS:  # without a record, still take out groups running this sts.py
+        files.setdefault(os.path.join(base, _HOSTS[host]["config"]),
+                         {"type": "hooks-json", "created_file": False, "created": []})
+    for src, dst in _SHIM_FILES.get(host, ()):
+        dest = os.path.join(base, *dst.split("/"))
+        if dest not in files and _shim_pinned_to(dest) == _sts_path():
+            files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    for path, rec in files.items():
+        raw = _read(path)
+        if raw is None:
+            continue
+        kind = rec.get("type")
+        if kind == "file":
+            if rec.get("sha256") in (None, _sha(raw)):
+                _change(plan, path, raw, None)
+            else:
+                plan.notes.append("%s was changed since install; it was left in place." % path)
+            continue
+        text = _text(path, raw)
+        try:
+            if kind == "hooks-json":
+                new = _unmerge_hooks_json(path, text, commands, rec.get("created", []))
+                empty = not new.strip() or json.loads(new) == {}
+            elif kind == "toml-features":
+                new = _toml_disable_hooks(path, text, bool(rec.get("added_header")))
+                empty = not new.strip()
+            elif kind == "yaml-enable":
+                new = _yaml_disable(text, rec.get("what", ""))
+                empty = not new.strip()
+            else:
+                continue
+        except _Manual as why:
+            plan.notes.append("%s: sts could not take its lines out (%s); remove them by hand."
+                              % (path, why))
+            continue
+        if rec.get("no_final_newline") and new.endswith("\n") and kind != "hooks-json":
+            new = new[:-1]
+        if empty and "blank" in rec:
+            new = rec["blank"]
+        _change(plan, path, raw, None if rec.get("created_file") and empty else new.encode())
+    plan.dirs = list(entry.get("dirs") or [])
+    return plan
+
+
+# --------------------------------------------------------------- applying
+
+
+def _diff(ch: _Change) -> str:
+    import difflib
+    old = (ch.old or b"").decode("utf-8", "replace").splitlines(True)
+    new = (ch.new or b"").decode("utf-8", "replace").splitlines(True)
+    lines = difflib.unified_diff(old, new, ch.path if ch.old is not None else "/dev/null",
+                                 ch.path if ch.new is not None else "/dev/null")
+    return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n"
+                   for ln in lines)
+
+
+def _nearest_dir(path: str) -> str:
+    d = os.path.dirname(path)
+    while d and not os.path.isdir(d):
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    return d
+
+
+def _backup(path: str, data: bytes) -> str:
+    import time
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = "%s.sts-backup-%s" % (path, stamp)
+    n = 1
+    while os.path.exists(target):
+        target = "%s.sts-backup-%s-%d" % (path, stamp, n)
+        n += 1
+    with open(target, "xb") as fh:
+        fh.write(data)
+    return target
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Temp file beside the target, then rename; a symlinked config keeps its link."""
+    import stat
+    real = os.path.realpath(path)
+    tmp = "%s.sts-tmp-%d" % (real, os.getpid())
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except FileNotFoundError:
+        mode = None
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _check_writable(paths: List[str]) -> None:
+    for p in paths:
+        d = _nearest_dir(p)
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise InstallError("cannot write %s: the folder %s is read-only. Nothing was changed."
+                               % (p, d))
+
+
+def _apply(plan: _Plan, out: Any) -> List[str]:
+    """Write the plan: backups of changed files first, then atomic replaces."""
+    _check_writable([ch.path for ch in plan.changes] + [_installed_json()])
+    done: List[str] = []
+    for d in plan.dirs:
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as exc:
+            raise InstallError("cannot create the folder %s: %s" % (d, exc.strerror or exc))
+    for ch in plan.changes:
+        try:
+            # Deletions only ever remove files sts created itself; edits of a
+            # file that holds anything of the user's keep a copy beside it.
+            if ch.old is not None and ch.new is not None:
+                out.write("backup  %s\n" % _backup(ch.path, ch.old))
+            if ch.new is None:
+                os.unlink(ch.path)
+                out.write("removed %s\n" % ch.path)
+            else:
+                _atomic_write(ch.path, ch.new)
+                out.write("%s %s\n" % ("updated" if ch.old is not None else "created", ch.path))
+        except OSError as exc:
+            raise InstallError("cannot write %s: %s (files listed above were already "
+                               "changed)" % (ch.path, exc.strerror or exc))
+        done.append(ch.path)
+    return done
+
+
+# --------------------------------------------------------------- installed.json
+#
+# decisions.md 3: the self-protection check protects every path listed under
+# "paths".  "installs" keeps, per host, scope and folder, what install did, so
+# that uninstall can take away exactly that.
+
+
+def _installed_json() -> str:
+    return os.path.join(data_dir(), "installed.json")
+
+
+def _load_installed() -> dict:
+    try:
+        with open(_installed_json(), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {"version": 1, "paths": [], "installs": {}}
+    if not isinstance(data, dict) or not isinstance(data.get("installs"), dict):
+        return {"version": 1, "paths": [], "installs": {}}
+    return data
+
+
+def _save_installed(data: dict) -> None:
+    paths = set()
+    for entry in data["installs"].values():
+        paths.update(entry.get("files", {}))
+    data["paths"] = sorted(paths)
+    os.makedirs(data_dir(), mode=0o700, exist_ok=True)
+    _atomic_write(_installed_json(),
+                  (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def _entry_key(host: str, scope: str, base: str) -> str:
+    return "%s:%s:%s" % (host, scope, base)
+
+
+# --------------------------------------------------------------- Codex trust
+
+
+class _AppServer:
+    """A minimal JSON-RPC client for `codex app-server` over stdio (host kit codex_trust.py)."""
+
+    def __init__(self, codex: str, cwd: str, timeout: float = 30.0) -> None:
+        import subprocess
+        import time
+        self.deadline = time.monotonic() + timeout
+        self.proc = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
+        self.buf = b""
+        self.nid = 0
+        self.call("initialize", {"clientInfo": {"name": "sts", "title": None, "version": VERSION},
+                                 "capabilities": {"experimentalApi": True}})
+        self._send({"method": "initialized"})
+
+    def _send(self, msg: dict) -> None:
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode("utf-8"))
+        self.proc.stdin.flush()
+
+    def _line(self) -> bytes:
+        import select
+        import time
+        while b"\n" not in self.buf:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise InstallError("codex app-server did not answer in time")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise InstallError("codex app-server stopped")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def call(self, method: str, params: dict) -> Any:
+        self.nid += 1
+        self._send({"id": self.nid, "method": method, "params": params})
+        while True:
+            try:
+                msg = json.loads(self._line())
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("id") == self.nid and "method" not in msg:
+                if "error" in msg:
+                    raise InstallError("codex app-server %s failed: %s" % (method, msg["error"]))
+                return msg.get("result")
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+
+def _codex_bin() -> Optional[str]:
+    import shutil
+    return os.environ.get("CODEX_BIN") or shutil.which("codex")
+
+
+def _codex_trust(hooks_path: str, command: str, cwd: str, write: bool) -> List[dict]:
+    """Our hooks as Codex lists them; with write, first trust the untrusted ones.
+
+    Only hooks from our hooks file that run exactly our command are touched, and
+    the hash written is the one Codex reports (never computed here)."""
+    codex = _codex_bin()
+    if not codex:
+        raise InstallError("codex is not on PATH (set CODEX_BIN to its path)")
+    prefixes = {os.path.abspath(hooks_path) + ":", os.path.realpath(hooks_path) + ":"}
+
+    def ours(server: _AppServer) -> List[dict]:
+        res = server.call("hooks/list", {"cwds": [cwd]}) or {}
+        hooks = [h for e in res.get("data", []) for h in e.get("hooks", [])]
+        return [h for h in hooks if h.get("command") == command
+                and any(str(h.get("key", "")).startswith(p) for p in prefixes)]
+    try:
+        server = _AppServer(codex, cwd)
+    except OSError as exc:
+        raise InstallError("cannot start %s app-server: %s" % (codex, exc.strerror or exc))
+    try:
+        found = ours(server)
+        if write:
+            for h in found:
+                if h.get("trustStatus") != "trusted" and not h.get("isManaged"):
+                    server.call("config/value/write", {
+                        "keyPath": 'hooks.state."%s"' % h["key"],
+                        "value": {"enabled": True, "trusted_hash": h["currentHash"]},
+                        "mergeStrategy": "replace"})
+            found = ours(server)
+        return found
+    finally:
+        server.close()
+
+
+# --------------------------------------------------------------- commands
+
+
+def _parse(args: List[str], flags: Dict[str, bool]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """Tiny option parser: flags maps --name to True (takes a value) or False (switch)."""
+    opts: Dict[str, Any] = {"--scope": "user", "--python": "python3"}
+    host = None
+    it = iter(args)
+    for a in it:
+        name, eq, val = a.partition("=")
+        if name in flags:
+            if flags[name]:
+                if not eq:
+                    val = next(it, None)
+                    if val is None:
+                        raise InstallError("%s needs a value" % name)
+                opts[name] = val
+            else:
+                opts[name] = True
+        elif a.startswith("-"):
+            raise InstallError("unknown option %s" % a)
+        elif host is None:
+            host = a
+        else:
+            raise InstallError("one host at a time (got %s and %s)" % (host, a))
+    if opts["--scope"] not in ("user", "project"):
+        raise InstallError("--scope is user or project, not %s" % opts["--scope"])
+    return host, opts
+
+
+def _host_arg(host: Optional[str], verb: str) -> str:
+    if host not in _HOSTS:
+        raise InstallError("usage: python3 sts.py %s <%s> [--scope user|project] [--dry-run]"
+                           % (verb, "|".join(_HOSTS)))
+    return host
+
+
+def _report(plan: _Plan, dry: bool, out: Any) -> None:
+    if dry:
+        for ch in plan.changes:
+            out.write(_diff(ch))
+        if not plan.changes:
+            out.write("sts: nothing to change.\n")
+        else:
+            out.write("sts: dry run; nothing was written.\n")
 
 
 def cmd_install(args: List[str]) -> int:
-    """python3 sts.py install <host> [--scope user|project] [--dry-run]"""
-    sys.stderr.write("sts: install is not built yet\n")
-    return 2  # TODO(install)
+    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]"""
+    out = sys.stdout
+    try:
+        host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
+                                   "--trust": False})
+        host = _host_arg(host, "install")
+        if opts.get("--trust") and host != "codex":
+            raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
+        scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
+        installed = _load_installed()
+        base = _base_dir(host, scope)
+        key = _entry_key(host, scope, base)
+        entry = installed["installs"].get(key, {})
+        plan = _plan_install(host, scope, python, entry)
+        _report(plan, dry, out)
+        if not dry:
+            _apply(plan, out)
+            command = hook_command(host, python)
+            commands = [c for c in entry.get("commands", []) if c != command] + [command]
+            old_dirs = [d for d in entry.get("dirs", []) if d not in plan.dirs]
+            installed["installs"][key] = {
+                "host": host, "scope": scope, "base": base, "python": python,
+                "sts": _sts_path(), "commands": commands[-4:],
+                "files": plan.files, "dirs": old_dirs + plan.dirs}
+            _save_installed(installed)
+            if not plan.changes:
+                out.write("sts: %s is already installed; nothing changed.\n" % host)
+            else:
+                out.write("sts: installed for %s (%s scope).\n" % (host, scope))
+        for note in plan.notes:
+            out.write("note: %s\n" % note)
+        if host == "codex" and not opts.get("--trust"):
+            out.write("note: %s\n" % _codex_trust_note())
+        if host == "codex" and opts.get("--trust") and not dry:
+            _install_trust(plan, hook_command(host, python), out)
+        for m in plan.manual:
+            out.write("ACTION NEEDED: %s\n" % m)
+        return 1 if plan.manual else 0
+    except InstallError as exc:
+        sys.stderr.write("sts: %s\n" % exc)
+        return 2
+
+
+def _install_trust(plan: _Plan, command: str, out: Any) -> None:
+    cwd = _project_root() if plan.scope == "project" else os.getcwd()
+    hooks = os.path.join(plan.base, "hooks.json")
+    try:
+        found = _codex_trust(hooks, command, cwd, write=True)
+    except InstallError as exc:
+        plan.manual.append("Codex hook trust was not set: %s. Approve the sts hooks in `codex`, "
+                           "or run install --trust again." % exc)
+        return
+    bad = [h for h in found if h.get("trustStatus") != "trusted"]
+    for h in found:
+        out.write("trust   %-16s %s\n" % (h.get("eventName", "?"), h.get("trustStatus")))
+    if not found or bad:
+        plan.manual.append("Codex does not list every sts hook as trusted (%d found, %d not "
+                           "trusted); approve them in `codex`." % (len(found), len(bad)))
 
 
 def cmd_uninstall(args: List[str]) -> int:
     """python3 sts.py uninstall <host> [--scope user|project] [--dry-run]"""
-    sys.stderr.write("sts: uninstall is not built yet\n")
-    return 2  # TODO(install)
+    out = sys.stdout
+    try:
+        host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False})
+        host = _host_arg(host, "uninstall")
+        scope, dry = opts["--scope"], bool(opts.get("--dry-run"))
+        installed = _load_installed()
+        base = _base_dir(host, scope)
+        key = _entry_key(host, scope, base)
+        entry = installed["installs"].get(key, {})
+        plan = _plan_uninstall(host, scope, entry.get("python", opts["--python"]), entry)
+        _report(plan, dry, out)
+        if not dry:
+            _apply(plan, out)
+            for d in reversed(plan.dirs):  # folders install created, if now empty
+                try:
+                    os.rmdir(d)
+                    out.write("removed %s/\n" % d)
+                except OSError:
+                    pass
+            if key in installed["installs"]:
+                del installed["installs"][key]
+                _save_installed(installed)
+            out.write("sts: %s\n" % ("uninstalled from %s." % host if plan.changes
+                                     else "nothing of sts was found for %s." % host))
+        for note in plan.notes:
+            out.write("note: %s\n" % note)
+        if host == "codex" and not dry:
+            out.write("note: trust entries Codex stored in config.toml are bound to the hash of "
+                      "the removed command, so they no longer grant anything; sts leaves "
+                      "Codex's own file alone.\n")
+        return 0
+    except InstallError as exc:
+        sys.stderr.write("sts: %s\n" % exc)
+        return 2
+
+
+# --------------------------------------------------------------- doctor
+
+
+def _probe(host: str, command: str) -> Tuple[bool, str]:
+    """Run the installed command the way the host does, with a harmless event, against
+    a throwaway STS_HOME: it must exit 0 and print nothing or one JSON object."""
+    import shlex
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="sts-doctor-") as tmp:
+        env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
+        event = _PROBE_EVENTS[host]("sts-doctor-" + os.urandom(6).hex(), tmp)
+        # Codex and Claude hand the command to sh -c; Hermes and the shims split it.
+        argv = ["/bin/sh", "-c", command] if host in _HOOK_EVENTS else shlex.split(command)
+        try:
+            p = subprocess.run(argv, input=json.dumps(event).encode("utf-8"), cwd=tmp, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        except FileNotFoundError:
+            return False, "cannot start %s" % argv[0]
+        except subprocess.TimeoutExpired:
+            return False, "no answer within 10 s"
+    err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+    if p.returncode != 0:
+        return False, "exited %d%s" % (p.returncode, (": " + err[-1]) if err else "")
+    out = p.stdout.strip()
+    if not out and host in _SILENT_OK:
+        return True, "a harmless test event ran cleanly"
+    try:
+        if isinstance(json.loads(out), dict):
+            return True, "a test event ran cleanly"
+    except ValueError:
+        pass
+    return False, "printed %s instead of one JSON object" % ("nothing" if not out else "text")
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return "%d %s" % (seconds // size, unit)
+    return "%d s" % seconds
+
+
+def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> None:
+    python = entries[0].get("python", "python3") if entries else "python3"
+    command = hook_command(host, python)
+    fix = "python3 %s install %s" % (_sh_quote(_sts_path()), host)
+    scopes = [(e.get("scope", "user"), e.get("base")) for e in entries] or \
+             [("user", _base_dir(host, "user"))]
+    for scope, base in scopes:
+        fix_s = fix + (" --scope project" if scope == "project" else "")
+        if host in _HOOK_EVENTS:
+            cfg = os.path.join(base, _HOSTS[host]["config"])
+            ok, text = _json_hooks_wired(cfg, host, command)
+            check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
+        for _, dst in _SHIM_FILES.get(host, ()):
+            dest = os.path.join(base, *dst.split("/"))
+            if not dst.endswith((".js", ".py")):
+                ok = os.path.isfile(dest)
+                check("OK" if ok else "FAIL", host, "%s %s" % (dest, "present" if ok else
+                                                               "is missing"), None if ok else fix_s)
+                continue
+            pinned = _shim_pinned_to(dest)
+            if pinned == _sts_path():
+                check("OK", host, "shim %s points at this sts.py" % dest)
+            elif pinned:
+                check("FAIL", host, "shim %s points at %s, not this sts.py" % (dest, pinned), fix_s)
+            else:
+                check("FAIL", host, "shim %s is missing or not an sts shim" % dest, fix_s)
+        if host == "codex":
+            _doctor_codex(base, scope, command, fix_s, check)
+    if host == "hermes":
+        _doctor_hermes(fix, check)
+    ok, text = _probe(host, command)
+    check("OK" if ok else "FAIL", host, "command works: " + text if ok else
+          "the hook command failed: %s" % text,
+          None if ok else "run it by hand: echo '{}' | %s" % command)
+
+
+def _doctor_codex(base: str, scope: str, command: str, fix: str,
+                  check: Callable[..., None]) -> None:
+    user_toml = os.path.join(_HOSTS["codex"]["user"](), "config.toml")
+    tomls = [os.path.join(base, "config.toml")] + ([user_toml] if scope == "project" else [])
+    states = [_toml_hooks_enabled(t) for t in tomls]
+    if any(states):
+        check("OK", "codex", "hooks are enabled ([features] hooks = true)")
+    else:
+        check("WARN", "codex", "%s does not set [features] hooks = true" % tomls[0],
+              "add `[features]` and `hooks = true` to it, or run: " + fix)
+    if scope == "project":
+        root = os.path.dirname(base)
+        trusted = _codex_project_trusted(user_toml, root)
+        if trusted:
+            check("OK", "codex", "project %s is trusted, so Codex reads %s" % (root, base))
+        else:
+            check("FAIL" if trusted is False else "WARN", "codex",
+                  "Codex reads %s only for a trusted project; %s does not trust %s"
+                  % (base, user_toml, root),
+                  "trust the project when codex asks, or add to %s:\n       [projects.%s]\n"
+                  "       trust_level = \"trusted\"" % (user_toml, json.dumps(root, ensure_ascii=False)))
+    if not _codex_bin():
+        check("WARN", "codex", "cannot check hook trust: codex is not on PATH",
+              "approve the sts hooks in codex, or put codex on PATH and run: %s --trust" % fix)
+        return
+    cwd = _project_root() if scope == "project" else os.getcwd()
+    try:
+        found = _codex_trust(os.path.join(base, "hooks.json"), command, cwd, write=False)
+    except InstallError as exc:
+        check("WARN", "codex", "cannot check hook trust: %s" % exc, None)
+        return
+    bad = [h for h in found if h.get("trustStatus") != "trusted"]
+    if not found:
+        check("FAIL", "codex", "codex lists no sts hook for %s" % cwd, fix)
+    elif not bad:
+        check("OK", "codex", "all %d sts hooks are trusted" % len(found))
+    else:
+        check("FAIL", "codex", "%d of %d sts hooks are not trusted (Codex skips them silently)"
+              % (len(bad), len(found)), fix + " --trust")
+
+
+def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
+    """[projects."<root>"] trust_level = "trusted" in the user config.toml?  None: unknown."""
+    import re
+    try:
+        with open(toml, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # 3.9/3.10: look for the two lines the notes print
+        head = "[projects.%s]" % json.dumps(root, ensure_ascii=False)
+        at = text.find(head)
+        if at < 0:
+            return None
+        nxt = re.search(r"^\s*\[", text[at + len(head):], flags=re.M)
+        table = text[at + len(head):at + len(head) + (nxt.start() if nxt else len(text))]
+        return bool(re.search(r'^\s*trust_level\s*=\s*"trusted"', table, flags=re.M)) or None
+    try:
+        projects = tomllib.loads(text).get("projects") or {}
+    except tomllib.TOMLDecodeError:
+        return None
+    entry = projects.get(root) if isinstance(projects, dict) else None
+    return isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+
+
+def _doctor_hermes(fix: str, check: Callable[..., None]) -> None:
+    import re
+    cfg = os.path.join(_HOSTS["hermes"]["user"](), "config.yaml")
+    try:
+        with open(cfg, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        check("FAIL", "hermes", "%s cannot be read, so the plugin is not enabled" % cfg, fix)
+        return
+    try:
+        info = _yaml_plugins(text.split("\n"))
+        enabled = any(n == _SHIM_NAME for _, n in info["items"])
+        sure = True
+    except _Manual:
+        enabled = bool(re.search(r"^\s*-\s*%s\s*$|\[[^\]]*\b%s\b" % (_SHIM_NAME, _SHIM_NAME),
+                                 text, flags=re.M))
+        sure = False
+    if enabled:
+        check("OK" if sure else "WARN", "hermes", "plugins.enabled lists stop-that-shit" +
+              ("" if sure else " (as far as sts can read %s)" % cfg))
+    else:
+        check("FAIL", "hermes", "%s does not enable the plugin" % cfg,
+              "add to it:\n" + _indent(_yaml_enable_lines()))
+    if "sts.py" in text or "import sts" in text:
+        check("WARN", "hermes", "%s also seems to run sts as a native hook; the second "
+              "evaluation of a call is denied as a duplicate" % cfg, "remove the native hook")
+    if os.environ.get("HERMES_SAFE_MODE") == "1":
+        check("WARN", "hermes", "HERMES_SAFE_MODE=1 disables plugins", "unset HERMES_SAFE_MODE")
 
 
 def cmd_doctor(args: List[str]) -> int:
-    """python3 sts.py doctor: one OK/WARN/FAIL line per check."""
-    sys.stderr.write("sts: doctor is not built yet\n")
-    return 2  # TODO(install)
+    """python3 sts.py doctor: one OK/WARN/FAIL line per check, with the fix."""
+    import time
+    out = sys.stdout
+    worst = {"OK": 0, "WARN": 0, "FAIL": 0}
+
+    def check(status: str, host: str, text: str, fix: Optional[str] = None) -> None:
+        worst[status] += 1
+        out.write("%-4s %-8s %s%s\n" % (status, host, text, ("\n     fix: " + fix) if fix else ""))
+
+    installed = _load_installed()
+    by_host: Dict[str, List[dict]] = {}
+    for e in installed["installs"].values():
+        if isinstance(e, dict) and e.get("host") in _HOSTS:
+            by_host.setdefault(e["host"], []).append(e)
+    wanted = [a for a in args if a in _HOSTS]
+    hosts = wanted or [h for h in _HOSTS if h in by_host or os.path.isdir(_base_dir(h, "user"))]
+    root = data_dir()
+    try:
+        import tempfile
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".doctor-"):
+            pass
+        check("OK", "sts", "state folder %s is writable" % root)
+    except OSError as exc:
+        check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
+              "make it writable, or set STS_HOME to a writable folder")
+    if not hosts:
+        check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
+              "python3 sts.py install <host>")
+    for host in hosts:
+        _doctor_host(host, by_host.get(host, []), check)
+        try:
+            age = time.time() - os.stat(os.path.join(root, "hosts", host)).st_mtime
+            check("OK", host, "last event %s ago" % _age(max(age, 0)))
+        except OSError:
+            check("WARN", host, "no event received yet", "start %s once; every event refreshes this" % host)
+    out.write("%d OK, %d WARN, %d FAIL\n" % (worst["OK"], worst["WARN"], worst["FAIL"]))
+    return 1 if worst["FAIL"] else 0
 
 
 ###############################################################################
