@@ -6131,12 +6131,16 @@ class CaseError(ValueError):
 
 @dataclass
 class CaseStep:
+    """One host payload of a case, with the answer expected for it, if any."""
+
     payload: dict
     expect: Optional[dict] = None
 
 
 @dataclass
 class Case:
+    """A loaded case file; `name` is the file name without .json."""
+
     name: str
     path: str
     host: str
@@ -6161,6 +6165,8 @@ class CaseAnswer:
 
 @dataclass
 class CaseOutcome:
+    """The verdict on one case; `problems` says in words what did not match."""
+
     case: Case
     passed: bool
     got: str
