@@ -7,7 +7,7 @@ import sys
 import sts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KIT = os.path.join(os.path.dirname(ROOT), "shared", "host-kit", "payloads")
+KIT = os.path.join(ROOT, "tests", "fixtures", "payloads")  # recorded by the host kit
 
 
 def hook(host, payload, store):

@@ -1,30 +1,12 @@
 """Helpers for the Hermes, OpenCode, Pi and Oh My Pi adapter tests.
 
-Importing this module registers the four adapters in sts.ADAPTERS (the CLI
-section merges HOST_ADAPTERS_B itself once the branches land).
+The recorded payloads live in tests/fixtures/payloads (copied from the host kit).
 """
 import json
 import os
 
 import sts
-from hooks import KIT as _KIT
-
-
-def _find_kit():
-    """The payload folder sits beside the repo; worktrees live one level deeper."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [_KIT] + [os.path.join(here, *[".."] * up, "shared", "host-kit", "payloads")
-                           for up in range(1, 5)]
-    candidates.append(os.environ.get("STS_KIT_PAYLOADS", "/work/shared/host-kit/payloads"))
-    for path in candidates:
-        if os.path.isdir(path):
-            return os.path.normpath(path)
-    return _KIT
-
-
-KIT = _find_kit()
-
-sts.ADAPTERS.update(sts.HOST_ADAPTERS_B)
+from hooks import KIT
 
 WORK = "/tmp/run/work"
 COMMAND_HOOK_HOSTS = ("codex", "claude", "hermes")  # the kit rewrote every run's cwd to this

@@ -1,0 +1,169 @@
+"""The engine: one ControlEvent in, one result out, with state, audit and markers kept true."""
+import json
+import os
+
+import sts
+
+
+def event(kind, session="s-engine", **fields):
+    raw = {"protocolVersion": 2, "lifecycleVersion": 2, "kind": kind, "sessionId": session}
+    raw.update(fields)
+    return sts.ControlEvent.from_dict(raw)
+
+
+def prompt(store, text, session="s-engine"):
+    return sts.handle_event(event("prompt.submit", session, prompt=text), store)
+
+
+def act(store, session="s-engine", **action):
+    action.setdefault("name", "Write")
+    action.setdefault("mutability", "write")
+    return sts.handle_event(event("action.before", session, action=action), store)
+
+
+def audit_lines(store, session="s-engine"):
+    path = store.path("runtime", sts.session_key(session) + ".jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def test_context_is_sent_once_and_again_only_when_it_changes(store):
+    first = prompt(store, "$stop-that-shit review")
+    assert first.kind == "context" and "mode=review" in first.text
+    assert prompt(store, "$stop-that-shit review").kind == "none"
+    assert prompt(store, "an ordinary question").kind == "none"
+    assert "agents=0/2" in prompt(store, "$stop-that-shit agents=2").text
+
+
+def test_invalid_directive_keeps_the_contract_and_is_stored(store):
+    prompt(store, "$stop-that-shit review")
+    result = prompt(store, "$stop-that-shit review please")
+    assert result.kind == "prompt-error" and result.code == "INVALID_DIRECTIVE_TOKEN"
+    state = store.load(sts.session_key("s-engine")).state
+    assert state["contract"]["mode"] == "review"
+    assert state["directiveError"]["token"] == "please"
+    prompt(store, "$stop-that-shit change")
+    assert store.load(sts.session_key("s-engine")).state["directiveError"] is None
+
+
+def test_inspection_commands_never_change_the_state(store):
+    prompt(store, "$stop-that-shit review")
+    path = store.path("sessions", sts.session_key("s-engine") + ".json")
+    before = open(path, "rb").read()
+    result = prompt(store, "$stop-that-shit status")
+    assert result.kind == "context" and result.text.startswith("Stop That Shit status")
+    assert open(path, "rb").read() == before
+
+
+def test_every_checked_action_writes_one_audit_line_without_secrets(store):
+    act(store, affectedPaths=["secret/path.txt"], cwd="/home/u/proj")   # unconfirmed: observing
+    prompt(store, "$stop-that-shit review")
+    denied = act(store, affectedPaths=["secret/path.txt"], cwd="/home/u/proj")
+    lines = audit_lines(store)
+    assert [l["decision"]["reasonCode"] for l in lines] == ["CONTROL_INACTIVE", "MODE_FORBIDS_MUTATION"]
+    assert [l["controlState"] for l in lines] == ["observing", "armed"]
+    assert lines[1]["eventId"] == denied.event_id and ("Event: %s" % denied.event_id) in denied.text
+    assert lines[1]["decision"]["responseOutcome"] == "permission_deny_returned"
+    raw = open(store.path("runtime", sts.session_key("s-engine") + ".jsonl")).read()
+    assert "secret" not in raw and "/home/u" not in raw and "s-engine" not in raw
+
+
+def test_off_is_not_audited(store):
+    prompt(store, "$stop-that-shit off")
+    assert act(store).kind == "none"
+    assert audit_lines(store) == []
+
+
+def test_failing_audit_write_keeps_the_decision_and_drops_the_event_line(store):
+    prompt(store, "$stop-that-shit review")
+    os.makedirs(store.root, exist_ok=True)
+    runtime = store.path("runtime")
+    if os.path.isdir(runtime):
+        os.rmdir(runtime) if not os.listdir(runtime) else None
+    with open(runtime, "w") as fh:
+        fh.write("not a directory")
+    result = act(store)
+    assert result.kind == "deny" and result.code == "MODE_FORBIDS_MUTATION"
+    assert "\nEvent:" not in result.text and result.event_id is None
+
+
+def test_execution_denial_outcome_is_audited_for_shim_hosts(store):
+    prompt(store, "$stop-that-shit review")
+    ev = event("action.before", action={"name": "write", "mutability": "write"})
+    result = sts.handle_event(ev, store, "execution_denial_returned")
+    assert result.text.splitlines()[1] == "The guard denied the call before it ran."
+    assert audit_lines(store)[-1]["decision"]["responseOutcome"] == "execution_denial_returned"
+
+
+def test_armed_marker_follows_the_contract_and_reaches_linked_children(store):
+    key = sts.session_key("s-engine")
+    store.write_link("child-1", "s-engine")
+    prompt(store, "$stop-that-shit review")
+    assert store.armed_marker(key) and store.armed_marker(sts.session_key("child-1"))
+    prompt(store, "$stop-that-shit off")
+    assert not store.armed_marker(key) and not store.armed_marker(sts.session_key("child-1"))
+
+
+def test_damaged_state_recovers_read_only_then_a_directive_starts_fresh(store):
+    key = sts.session_key("s-engine")
+    os.makedirs(store.path("sessions"), exist_ok=True)
+    damaged = b'{"schemaVersion": 4, "contract": '
+    with open(store.path("sessions", key + ".json"), "wb") as fh:
+        fh.write(damaged)
+    assert act(store, name="Read", mutability="read").kind == "none"
+    denied = act(store)
+    assert denied.kind == "deny" and denied.code == "STATE_DAMAGED"
+    assert prompt(store, "hello").text.startswith("STATE_DAMAGED:")
+    result = prompt(store, "$stop-that-shit change")
+    assert result.kind == "context" and "damaged" in result.text
+    kept = [n for n in os.listdir(store.path("sessions")) if ".damaged-" in n]
+    assert len(kept) == 1
+    assert open(store.path("sessions", kept[0]), "rb").read() == damaged
+    assert act(store).kind == "none"          # change mode, fresh state
+    state = store.load(key).state
+    assert state["delegation"]["unresolved"] == {"state:damaged": "state_unavailable"}
+
+
+def test_lock_timeout_on_a_finite_budget_delegation_is_state_busy(store, monkeypatch):
+    prompt(store, "$stop-that-shit change agents=2")
+
+    def busy(key, change):
+        raise sts.LockTimeout(key)
+    monkeypatch.setattr(store, "update", busy)
+    result = act(store, name="Agent", mutability="delegate", id="call-1")
+    assert result.kind == "deny" and result.code == "STATE_BUSY"
+
+
+def test_lifecycle_facts_from_undeclared_adapters_are_ignored(store):
+    prompt(store, "$stop-that-shit change agents=1")
+    assert act(store, name="Agent", mutability="delegate", id="a1").kind == "none"
+    legacy = sts.ControlEvent.from_dict({"protocolVersion": 2, "kind": "action.after",
+                                         "sessionId": "s-engine",
+                                         "action": {"id": "a1", "lifecycle": "joined"}})
+    sts.handle_event(legacy, store)
+    assert act(store, name="Agent", mutability="delegate", id="a2").code == "AGENT_BUDGET_EXHAUSTED"
+    sts.handle_event(event("action.after", action={"id": "a1", "lifecycle": "joined"}), store)
+    assert act(store, name="Agent", mutability="delegate", id="a3").kind == "none"
+
+
+def test_thrash_is_reported_on_the_third_repeat_and_reset_by_a_write(store):
+    prompt(store, "$stop-that-shit change")
+    read = {"name": "Bash", "mutability": "read", "command": "git  status"}
+    assert act(store, **read).kind == "none"
+    assert act(store, **dict(read, command="git status")).kind == "none"
+    third = act(store, **read)
+    assert third.kind == "context" and "REPEATED_WITHOUT_CHANGE" in third.text
+    assert third.text.startswith("WATCH / THRASH")
+    act(store, name="Write", mutability="write", affectedPaths=["a.txt"])
+    assert act(store, **read).kind == "none"
+
+
+def test_thrash_counts_test_commands_but_not_other_unknown_commands(store):
+    prompt(store, "$stop-that-shit change")
+    tests = {"name": "Bash", "mutability": "unknown", "command": "python3 -m pytest -q"}
+    results = [act(store, **tests).kind for _ in range(3)]
+    assert results == ["none", "none", "context"]
+    other = {"name": "Bash", "mutability": "unknown", "command": "make build"}
+    assert [act(store, **other).kind for _ in range(3)] == ["none", "none", "none"]

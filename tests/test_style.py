@@ -1,0 +1,44 @@
+"""sts.py is one module: a name defined twice at top level silently replaces the first."""
+import ast
+import collections
+import os
+
+from hooks import ROOT
+
+
+def top_level_names(tree):
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            yield node.name, node.lineno
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.lineno
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id, node.lineno
+
+
+def test_no_top_level_name_is_defined_twice():
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    seen = collections.defaultdict(list)
+    for name, line in top_level_names(tree):
+        seen[name].append(line)
+    twice = {name: lines for name, lines in seen.items() if len(lines) > 1}
+    assert twice == {}
+
+
+def test_sts_imports_only_the_standard_library():
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    import sys
+    stdlib = set(sys.stdlib_module_names) if hasattr(sys, "stdlib_module_names") else None
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    modules.discard("__future__")
+    if stdlib is not None:
+        assert modules <= stdlib, modules - stdlib
