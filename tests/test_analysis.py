@@ -1,0 +1,577 @@
+"""Tests for the Analysis section of sts.py: shell verdicts, intents, patches."""
+import os
+import time
+
+import pytest
+
+import sts
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "analysis_corpus.txt")
+MARKERS = {"⏎": "\n", "⟨CR⟩": "\r", "⟨NEL⟩": "\u0085", "⟨TAB⟩": "\t"}
+
+
+def load_corpus():
+    """(line number, label, tags, command) for every labelled line."""
+    rows = []
+    with open(CORPUS, encoding="utf-8") as fh:
+        for number, raw in enumerate(fh, 1):
+            line = raw.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            head, sep, command = line.partition(" | ")
+            assert sep, "line %d has no ' | '" % number
+            parts = head.split()
+            for marker, char in MARKERS.items():
+                command = command.replace(marker, char)
+            # Tags may also trail the command (" +H", " -D"): they are never part of it.
+            tail_tags = []
+            while command[-3:] in (" +H", " -H", " +D", " -D"):
+                tail_tags.insert(0, command[-2:])
+                command = command[:-3]
+            rows.append((number, parts[0], parts[1:] + tail_tags, command))
+    return rows
+
+
+ROWS = load_corpus()
+
+
+def _shell_of(tags):
+    if "@ps" in tags:
+        return "powershell"
+    if "@win" in tags:
+        return "unknown"
+    return "bash"
+
+
+@pytest.mark.parametrize("number,label,tags,command", ROWS,
+                         ids=["L%d" % r[0] for r in ROWS])
+def test_corpus_label(number, label, tags, command):
+    result = sts.analyze_shell(command, _shell_of(tags))
+    assert result.mutability in ("read", "write", "unknown")
+    if label == "read":
+        assert result.mutability == "read", result
+        assert result.reason is None
+    elif label == "write":
+        assert result.mutability == "write", result
+    elif label == "unknown":
+        assert result.mutability == "unknown", result
+    elif label == "notread":
+        assert result.mutability != "read", result
+    else:  # pragma: no cover - corpus typo
+        pytest.fail("bad label %r" % label)
+    for tag in tags:
+        if tag.startswith("="):
+            assert result.reason == tag[1:], result
+            assert tag[1:] in sts.ANALYSIS_REASONS
+        elif tag == "+H":
+            assert result.hash_intent, result
+        elif tag == "-H":
+            assert not result.hash_intent, result
+        elif tag == "+D":
+            assert result.dependency_intent, result
+        elif tag == "-D":
+            assert not result.dependency_intent, result
+    if result.reason is not None:
+        assert result.reason in sts.ANALYSIS_REASONS
+
+
+def test_corpus_size_and_mix():
+    labels = [r[1] for r in ROWS]
+    assert len(ROWS) >= 400
+    assert labels.count("read") >= len(ROWS) // 4
+    # False reads must be zero: every non-read label is checked above; here we
+    # make sure the corpus really has a large share of dangerous lines.
+    assert len(ROWS) - labels.count("read") >= 200
+
+
+# ------------------------------------------------------------ hash intent ----
+
+HASH_CASES = [
+    # (added text, path, removed text, expected) -- analysis.md 4 group H and 5.7
+    ("const h = crypto.createHash('sha256')", "src/a.js", None, True),
+    ("createHash('sha256')", "docs/a.md", None, False),
+    ("hashlib.new('sha256', data)", "src/a.py", None, True),
+    ("from hashlib import sha256", "a.py", None, True),
+    ("hmac.new(k, m, 'sha256')", "a.py", None, True),
+    ("sum := md5.Sum(b)", "src/a.go", None, True),
+    ("h := sha256.New()", "main.go", None, True),
+    ("$h = hash('sha256', $s);", "src/a.php", None, True),
+    ("var h = SHA256.HashData(bytes);", "src/A.cs", None, True),
+    ("SHA256.hash(data: d)", "src/a.swift", None, True),
+    ("sha256sum dist/*.zip", "scripts/release.sh", None, True),
+    ("RUN sha256sum -c x", "Dockerfile", None, True),
+    ("let d = Sha256::digest(b);", "src/a.rs", None, True),
+    ("let h = blake3::hash(b);", "src/a.rs", None, True),
+    ("h = Digest::SHA256.hexdigest(x)", "a.rb", None, True),
+    ('MessageDigest md = MessageDigest.getInstance("SHA-256");', "A.java", None, True),
+    ('val md = MessageDigest.getInstance("MD5")', "A.kt", None, True),
+    ("bcrypt.hash(pw, 10)", "a.ts", None, True),
+    ("x = hashlib.sha256(b)", None, None, True),          # notebook cell: no path
+    ("x = hashlib.sha256(b)", "weird.ext", None, True),   # unknown extension: all languages
+    # existing call kept by an edit is not new intent
+    ("const h = createHash('sha256').update(b)", "src/a.js",
+     "const h = createHash('sha256').update(a)", False),
+    # a second call on top of an existing one is
+    ("createHash('md5')\ncreateHash('md5')", "a.js", "createHash('md5')", True),
+    # hash-table protocols and data are not hashing
+    ("def __hash__(self): return hash(self.x)", "a.py", None, False),
+    ("public int hashCode() { return 1; }", "A.java", None, False),
+    ("#[derive(Hash, Eq)]", "a.rs", None, False),
+    ('"integrity": "sha512-abc"', "package-lock.json", None, False),
+    ("", "a.py", None, False),
+]
+
+
+@pytest.mark.parametrize("text,path,removed,expected", HASH_CASES)
+def test_hash_intent_in_text(text, path, removed, expected):
+    assert sts.hash_intent_in_text(text, path, removed_text=removed) is expected
+
+
+# ------------------------------------------------------ dependency intent ----
+
+DEP_CASES = [
+    # (path, old, new, expected) -- analysis.md 4 group I, with the "should be" column
+    ("package.json", None, '{"name": "x", "dependencies": {"lodash": "^4.17.21"}}', True),
+    ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "^1.6.0"', True),
+    ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "1.6.0"', True),
+    ("package.json", '"dependencies": {\n"lodash": "^4.17.21"\n}',
+     '"dependencies": {\n"lodash": "^4.17.21",\n"axios": "1.6.0"\n}', True),
+    ("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"', False),
+    ("package.json", '"lodash": "^4.17.21",\n"axios": "^1.6.0"', '"lodash": "^4.17.21"', False),
+    ("package.json", '"name": "x"', '"name": "x",\n"overrides": {"minimist": "1.2.8"}', True),
+    ("package.json", '{"devDependencies": {"a": "1"}}', '{"dependencies": {"a": "1"}}', True),
+    ("package.json", '"version": "1.0.0"', '"version": "1.0.1"', False),
+    ("package.json", '{"dependencies": {"a": "^1"}}', '{"dependencies": {"a": "github:x/a"}}',
+     True),
+    ("requirements.txt", "requests==2.31.0", "requests==2.31.0\nhttpx==0.27.0", True),
+    ("requirements.txt", "requests==2.31.0\nhttpx==0.27.0", "requests==2.31.0", False),
+    ("requirements.txt", "requests==2.31.0", "requests==2.31.0  # pinned", False),
+    ("requirements.txt", "requests==2.31.0", "requests==2.32.0", False),
+    ("requirements.txt", "requests",
+     "requests\n--extra-index-url https://pkgs.example.com/simple", True),
+    ("requirements.txt", None, "httpx >= 0.27, < 1\n", True),
+    ("requirements-dev.txt", None, "pytest\n", True),
+    ("dev-requirements.txt", None, "pytest\n", True),
+    ("requirements/dev.txt", None, "pytest\n", True),
+    ("pyproject.toml", '"httpx",', '"httpx",\n"rich",', True),
+    ("pyproject.toml", "", '[dependency-groups]\ndev = ["pytest"]', True),
+    ("pyproject.toml", '[build-system]\nrequires = ["setuptools"]',
+     '[build-system]\nrequires = ["setuptools", "cython"]', True),
+    ("pyproject.toml", '[project]\ndependencies = ["httpx>=0.1"]',
+     '[project]\ndependencies = ["httpx>=0.2"]', False),
+    ("pyproject.toml", '[project]\nversion = "0.1"', '[project]\nversion = "0.2"', False),
+    ("pyproject.toml", 'version = "0.1"', 'version = "0.2"', False),
+    ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.9"',
+     '[tool.poetry.dependencies]\npython = "^3.9"\nrequests = "^2"', True),
+    ("Cargo.toml", 'serde = "1"', 'serde = "1"\ntokio = "1"', True),
+    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1"\ntokio = "1"', True),
+    ("Cargo.toml", "[package.metadata]", "[dependencies]", True),
+    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1.0.100"', False),
+    ("Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"', False),
+    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = { git = "https://x" }',
+     True),
+    ("go.mod", "require (\n\tgolang.org/x/sys v0.1.0\n)",
+     "require (\n\tgolang.org/x/sys v0.1.0\n\tgithub.com/pkg/errors v0.9.1\n)", True),
+    ("go.mod", "go 1.22", "go 1.22\nreplace github.com/pkg/errors => ../errors", True),
+    ("go.mod", "require golang.org/x/sys v0.1.0", "require golang.org/x/sys v0.2.0", False),
+    ("Gemfile", None, 'source "https://rubygems.org"\ngem "rails"\n', True),
+    ("Gemfile", 'source "https://rubygems.org"', 'source "https://gems.example.com"', True),
+    ("Gemfile", 'gem "rails", "~> 7.0"', 'gem "rails", "~> 7.1"', False),
+    ("Pipfile", None, '[packages]\nrequests = "*"\n', True),
+    ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
+     '<PackageReference Include="A" Version="2" />', False),
+    ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
+     '<PackageReference Include="A" Version="1" />\n<PackageReference Include="B" Version="1" />',
+     True),
+    ("composer.json", '"require": {"php": ">=8"}',
+     '"require": {"php": ">=8", "monolog/monolog": "^3"}', True),
+    ("README.md", None, "npm install lodash", False),
+    (None, None, "x", False),
+]
+
+
+@pytest.mark.parametrize("path,old,new,expected", DEP_CASES)
+def test_dependency_intent_in_change(path, old, new, expected):
+    assert sts.dependency_intent_in_change(path, old, new) is expected
+
+
+@pytest.mark.parametrize("path,kind", [
+    ("package.json", "npm"), ("a/b/Package.JSON", "npm"), ("C:\\w\\composer.json", "composer"),
+    ("pyproject.toml", "pyproject"), ("requirements.txt", "requirements"),
+    ("requirements-dev.txt", "requirements"), ("Cargo.toml", "cargo"), ("go.mod", "gomod"),
+    ("Gemfile", "gemfile"), ("src/App.csproj", "csproj"), ("README.md", None),
+    ("package-lock.json", None), ("go.sum", None), ("", None), (None, None),
+])
+def test_manifest_kind(path, kind):
+    assert sts.manifest_kind(path) == kind
+
+
+# ---------------------------------------------------------------- patches ----
+
+def _patch(*lines):
+    return "\n".join(("*** Begin Patch",) + lines + ("*** End Patch",))
+
+
+def test_patch_paths_and_added_text():
+    s = sts.analyze_patch(_patch("*** Add File: a/b.py", "+import os", "+print(1)",
+                                 "*** Delete File: old.txt",
+                                 "*** Update File: src/x.js", "*** Move to: src/y.js", "@@",
+                                 "-a", "+b"))
+    assert s.paths == ["a/b.py", "old.txt", "src/x.js", "src/y.js"]
+    assert s.added_text.splitlines() == ["import os", "print(1)", "b"]
+    assert not s.hash_intent and not s.dependency_intent
+
+
+def test_patch_hash_only_for_added_code_lines():
+    added = sts.analyze_patch(_patch("*** Update File: src/a.js", "@@", "+createHash('sha256')"))
+    assert added.hash_intent
+    # Markdown, context lines and removals are not hash intent (4 H95, H96).
+    assert not sts.analyze_patch(_patch("*** Update File: README.md", "@@",
+                                        "+Use createHash('sha256') here")).hash_intent
+    assert not sts.analyze_patch(_patch("*** Update File: src/a.cjs", "@@",
+                                        " createHash('sha256')")).hash_intent
+    assert not sts.analyze_patch(_patch("*** Update File: src/a.js", "@@",
+                                        "-createHash('sha256')", "+const x = 1")).hash_intent
+    # Re-indenting an existing call is not new intent either.
+    assert not sts.analyze_patch(_patch("*** Update File: src/a.js", "@@",
+                                        "-createHash('sha256')",
+                                        "+    createHash('sha256')")).hash_intent
+
+
+def test_patch_dependency_intent():
+    assert sts.analyze_patch(_patch("*** Update File: Cargo.toml", "@@ [dependencies]",
+                                    ' serde = "1"', '+tokio = "1"')).dependency_intent
+    assert sts.analyze_patch(_patch("*** Update File: Cargo.toml", "@@", ' serde = "1"',
+                                    '+tokio = "1"')).dependency_intent
+    assert not sts.analyze_patch(_patch("*** Update File: package.json", "@@",
+                                        '-    "lodash": "^4.17.20"',
+                                        '+    "lodash": "^4.17.21"')).dependency_intent
+    # Renaming a file into a manifest brings its declarations (4 I127).
+    assert sts.analyze_patch(_patch("*** Update File: manifest.txt", "*** Move to: package.json",
+                                    "@@", ' {"dependencies":{"demo":"1"}}')).dependency_intent
+    assert sts.analyze_patch(_patch("*** Add File: requirements.txt", "+flask")).dependency_intent
+    assert not sts.analyze_patch(_patch("*** Delete File: requirements.txt")).dependency_intent
+
+
+def test_unified_diff_is_understood():
+    s = sts.analyze_patch("--- a/package.json\n+++ b/package.json\n@@ -1,3 +1,4 @@\n"
+                          '   "dependencies": {\n+    "axios": "^1.6.0",\n')
+    assert s.paths == ["package.json"]
+    assert s.dependency_intent
+
+
+def test_v4a_patch_variant():
+    s = sts.analyze_patch("***Add File: x.py\n+hashlib.md5(b)\n*** Move File: a.txt -> b.txt\n",
+                          v4a=True)
+    assert s.paths == ["x.py", "a.txt", "b.txt"]
+    assert s.hash_intent
+    # The strict Codex grammar does not accept the V4A spelling.
+    assert sts.analyze_patch("***Add File: x.py\n+hashlib.md5(b)\n").paths == []
+
+
+@pytest.mark.parametrize("value", [None, 42, "", "no headers at all"])
+def test_patch_garbage(value):
+    s = sts.analyze_patch(value)
+    assert s.paths == [] and not s.hash_intent and not s.dependency_intent
+
+
+# ---------------------------------------------------------- write targets ----
+
+@pytest.mark.parametrize("command,targets", [
+    ("echo hi > out.txt", ["out.txt"]),
+    ("ls >> ~/log.txt 2>&1", ["~/log.txt"]),
+    ("rm -rf build dist", ["build", "dist"]),
+    ("rm -- -weird", ["-weird"]),
+    ("touch -d yesterday a b", ["a", "b"]),
+    ("mkdir -p -m 755 out", ["out"]),
+    ("cp -r src dst", ["dst"]),
+    ("mv -t dest a b", ["dest"]),
+    ("ln -s target link", ["link"]),
+    ("chmod +x run.sh", ["run.sh"]),
+    ("truncate -s 0 log", ["log"]),
+    ("dd if=/dev/zero of=disk.img", ["disk.img"]),
+    ("ls | tee a.txt b.txt", ["a.txt", "b.txt"]),
+    ("sed -i 's/a/b/' x.py y.py", ["x.py", "y.py"]),
+    ("sed 's/a/b/w out' x", ["out"]),
+    ("sort -o sorted.txt in.txt", ["sorted.txt"]),
+    ("git checkout -- a.py b.py", ["a.py", "b.py"]),
+    ("git restore src/x.py", ["src/x.py"]),
+    ("git diff --output=d.txt", ["d.txt"]),
+    ("find . -fprint list.txt", ["list.txt"]),
+    ("cd sub && rm a", ["sub/a"]),
+    ("cd /etc; echo x > hosts", ["/etc/hosts"]),
+    ("rm $X", []),
+    ("curl -o page.html https://x", ["page.html"]),
+    ("bash -c 'rm -f x'", ["x"]),
+    ("sudo tee /etc/hosts < f", ["/etc/hosts"]),
+])
+def test_write_targets(command, targets):
+    result = sts.analyze_shell(command)
+    assert result.mutability == "write"
+    assert result.write_targets == targets
+
+
+def test_read_has_no_targets():
+    assert sts.analyze_shell("cat a > /dev/null; ls").write_targets == []
+
+
+# ------------------------------------------------------------- interfaces ----
+
+@pytest.mark.parametrize("value", [None, 3, "", "   ", "\n\t"])
+def test_empty_or_non_string_command(value):
+    result = sts.analyze_shell(value)
+    assert result.mutability == "unknown"
+    assert result.reason == "shell_syntax_unproven"
+
+
+def test_every_emitted_reason_is_known():
+    for _, _, tags, command in ROWS:
+        reason = sts.analyze_shell(command, _shell_of(tags)).reason
+        assert reason is None or reason in sts.ANALYSIS_REASONS
+
+
+def test_unknown_shell_takes_the_worst_reading():
+    # cmd.exe does not treat ' as a quote: the option escapes its quotes there.
+    line = "git diff --no-index a.txt b.txt ' --output=victim.txt '"
+    assert sts.analyze_shell(line, "bash").mutability == "read"
+    assert sts.analyze_shell(line, "unknown").mutability == "write"
+    # PowerShell splits at NEL; bash would have refused the character anyway.
+    nel = "git diff --no-index a.txt b.txt\u0085--output=victim.txt"
+    assert sts.analyze_shell(nel, "powershell").mutability == "write"
+
+
+def test_powershell_native_sort_is_not_the_cmdlet():
+    # On Linux/macOS pwsh, `sort` runs the native program, which can write.
+    assert sts.analyze_shell("sort -o out.txt in.txt", "powershell").mutability == "write"
+
+
+# ---------------------------------------------------------------- limits ----
+
+def _timed(command, shell="bash"):
+    start = time.perf_counter()
+    result = sts.analyze_shell(command, shell)
+    return result, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("shell", ["bash", "powershell", "unknown"])
+def test_one_megabyte_command_is_refused_quickly(shell):
+    result, took = _timed("ls " + "a" * (1 << 20), shell)
+    assert (result.mutability, result.reason) == ("unknown", "analysis_limit")
+    assert took < 0.05
+
+
+def test_just_under_the_size_limit_still_answers():
+    result, took = _timed("ls " + "a " * 30000)
+    assert result.mutability == "read"
+    assert took < 1.0
+
+
+@pytest.mark.parametrize("command", [
+    "echo " + "$(echo " * 40 + "x" + ")" * 40,
+    "( " * 40 + "ls" + " )" * 40,
+    "bash -c " + "'bash -c \"" * 20 + "ls" + "\"'" * 20,
+    "sudo " * 40 + "ls",
+    "env " * 40 + "ls",
+])
+def test_deep_nesting_is_bounded(command):
+    result, took = _timed(command)
+    assert result.mutability == "unknown"
+    assert took < 0.5
+
+
+def test_deep_nesting_reason_is_analysis_limit():
+    deep = "echo " + "$(echo " * 40 + "x" + ")" * 40
+    assert sts.analyze_shell(deep).reason == "analysis_limit"
+    assert sts.analyze_shell("( " * 40 + "ls" + " )" * 40).reason == "analysis_limit"
+    assert sts.analyze_shell("nice " * 40 + "ls").reason == "analysis_limit"
+    assert sts.analyze_shell("nice " * 10 + "ls").mutability == "read"
+    # Ten levels are fine: nesting itself is not suspicious.
+    assert sts.analyze_shell("echo " + "$(echo " * 10 + "x" + ")" * 10).mutability == "read"
+    assert sts.analyze_shell("( " * 10 + "ls" + " )" * 10).mutability == "read"
+    # $($(ls)) runs ls's output as a program: never read.
+    assert sts.analyze_shell("echo $($(ls))").mutability == "unknown"
+
+
+@pytest.mark.parametrize("command", [
+    '"' * 10000,
+    "'" * 10000,
+    "'\"" * 5000,
+    "echo " + '"\'"' * 3000,
+    "echo " + "\\" * 10001,
+    "ls " + "`" * 9999,
+    "echo " + "${" * 5000,
+    "ls " + "<(" * 5000,
+    "cat <<EOF\n" * 3000,
+    "x" * 60000 + " | " * 100,
+])
+def test_pathological_input_answers_in_bounded_time(command):
+    for shell in ("bash", "powershell", "unknown"):
+        result, took = _timed(command, shell)
+        assert result.mutability in ("unknown", "write", "read")
+        assert took < 1.0, (shell, took)
+
+
+@pytest.mark.parametrize("command", ['"' * 10001, "'" * 10001, "echo " + "$(" * 5000,
+                                     "ls " + "`" * 9999, "cat <<EOF\n" * 3000])
+def test_unterminated_pathological_input_is_unknown(command):
+    result = sts.analyze_shell(command)
+    assert result.mutability == "unknown"
+
+
+def test_awk_and_sed_scripts_with_many_quotes_are_bounded():
+    result, took = _timed("awk '" + '"' * 20000 + "' f")
+    assert took < 1.0
+    result, took = _timed("sed '" + "s/" * 10000 + "' f")
+    assert result.mutability != "read" and took < 1.0
+
+
+def test_median_cost_is_well_under_a_millisecond():
+    commands = [r[3] for r in ROWS if "@ps" not in r[2] and "@win" not in r[2]]
+    costs = []
+    for command in commands:
+        start = time.perf_counter()
+        sts.analyze_shell(command)
+        costs.append(time.perf_counter() - start)
+    costs.sort()
+    assert costs[len(costs) // 2] < 0.001
+
+
+# ------------------------------------------------------------ measures ----
+
+def test_no_false_reads_and_read_recall():
+    """False reads: 0.  Read recall counts the true reads left unproven (~read)."""
+    false_reads = [r for r in ROWS if r[1] != "read"
+                   and "~read" not in r[2]
+                   and sts.analyze_shell(r[3], _shell_of(r[2])).mutability == "read"]
+    assert false_reads == []
+    proven = sum(1 for r in ROWS if r[1] == "read")
+    left = [r for r in ROWS if "~read" in r[2]]
+    for r in left:
+        assert sts.analyze_shell(r[3], _shell_of(r[2])).mutability != "read"
+    recall = proven / float(proven + len(left))
+    assert recall >= 0.93, recall
+
+
+# Bypass classes of analysis.md 5.6 -> corpus lines that exercise them.
+BYPASS_CLASSES = {
+    "env prefix, env, sudo, command, builtin": ["FOO=1 rm -rf x", "env rm x", "sudo rm x",
+                                                "command rm x", "builtin cd / && rm x"],
+    "bash -c, sh -c, eval": ["bash -c 'rm -rf x'", "sh -c \"echo hi > f\"", "eval rm x"],
+    "xargs": ["ls | xargs rm"],
+    "find actions": ["find . -delete", "find . -name x -exec rm {} \\;", "find . -fprint out.txt"],
+    "in-place editors": ["sed -i 's/a/b/' a.txt", "sed --i 's/a/b/' a.txt",
+                         "perl -pi -e 's/a/b/' a.txt"],
+    "inline code": ["python3 -c \"open('x','w').write('y')\"", "node -e \"console.log(1)\""],
+    "awk": ["awk '{print > \"out\"}' a.txt", "awk '{system(\"rm x\")}' a"],
+    "git config/alias": ["git -c alias.x='!rm y' x", "git config user.name Bob"],
+    "pagers, editors": ["less a.txt", "vim a.txt"],
+    "fd duplication": ["git status 2>&1"],
+    "writers": ["dd if=/dev/zero of=disk.img bs=1M count=1", "curl -o out.html https://example.com",
+                "wget https://example.com/a.zip", "tar -xzf a.tgz", "unzip a.zip"],
+    "lookalikes": ["ｒｍ x", "сat a.txt", "ls –la"],
+    "backslash-newline, $'...'": ["r\\\nm x", "$'\\x72m' x"],
+    "CR in bash": ["git diff --no-index a.txt b.txt\rls --output=victim.txt",
+                   "rg foo\rls --pre=rm victim.txt"],
+    "NEL in PowerShell": ["git diff --no-index a.txt b.txt\u0085--output=victim.txt"],
+    "cmd ^ and '": ["rg --p^re=helper x",
+                    "git diff --no-index a.txt b.txt ' --output=victim.txt '"],
+    "option abbreviation": ["sort --o=f in.txt", "sed --i 's/a/b/' a.txt"],
+    "session state": ["alias ls='rm -rf'", "PATH=./bin:$PATH ls", "export FOO=1"],
+}
+
+
+@pytest.mark.parametrize("klass", sorted(BYPASS_CLASSES))
+def test_bypass_class_is_in_the_corpus(klass):
+    by_command = {r[3]: r for r in ROWS}
+    for command in BYPASS_CLASSES[klass]:
+        assert command in by_command, command
+        row = by_command[command]
+        expected = "read" if klass == "fd duplication" else None
+        verdict = sts.analyze_shell(command, _shell_of(row[2])).mutability
+        if expected:
+            assert verdict == expected
+        else:
+            assert verdict != "read", command
+
+
+@pytest.mark.parametrize("path,text", [
+    ("Gemfile", "gem" + " " * 1000000),
+    ("src/App.csproj", "<PackageReference " * 100000),
+    ("package.json", '"a' * 300000),
+    ("requirements.txt", "a" + " " * 300000 + "x"),
+    ("pyproject.toml", "[" * 200000),
+    ("go.mod", "require (" + "\n" * 200000),
+])
+def test_manifest_scans_are_linear(path, text):
+    start = time.perf_counter()
+    sts.dependency_intent_in_change(path, text, text + "\n")
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("path,text", [
+    ("a.ps1", "certutil " * 100000),
+    ("a.js", "createHash " * 100000 + "("),
+    (None, "hashlib." * 100000),
+])
+def test_hash_scans_are_linear(path, text):
+    start = time.perf_counter()
+    sts.hash_intent_in_text(text, path)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_oversized_manifest_is_assumed_to_add():
+    assert sts.dependency_intent_in_change("package.json", None, " " * (5 << 20)) is True
+
+
+def test_apply_patch_through_the_shell_reports_patch_paths():
+    line = ("apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: src/a.js\n+x\n"
+            "*** Delete File: old.txt\n*** End Patch\nPATCH")
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write"
+    assert result.write_targets == ["src/a.js", "old.txt"]
+
+
+@pytest.mark.parametrize("command,shell", [
+    ("a=$(" * 31 + "ls" + ")" * 31, "bash"),          # assignment values are read once
+    ("a=$(" * 60 + "ls" + ")" * 60, "bash"),
+    ("pwsh -c " * 30 + "rg x ''", "powershell"),     # empty native arguments judged twice
+    ("xargs " * 40 + "ls", "bash"),
+    ("find . -exec " * 20 + "ls {} ;" * 20, "bash"),
+    ("bash -c " + "'" + "eval " * 40 + "ls'", "bash"),
+])
+def test_nesting_never_explodes(command, shell):
+    result, took = _timed(command, shell)
+    assert result.mutability in ("read", "unknown", "write")
+    assert took < 0.5, took
+
+
+def test_random_argument_soup_never_raises():
+    """The internals raise nothing but their own give-up signal on any input."""
+    import random
+    rng = random.Random(11)
+    programs = sorted(sts._PROGRAMS)
+    tokens = ["-", "--", "-o", "-e", "-i", "-n", "-c", "-x", "-C", "-S", "-u", "-t", "-f", "-I",
+              "=", "a", '""', "''", "$x", "*", "{}", ";", "+", "--output", "--list", "install",
+              "add", "get", "list", "show", "x=1", "dgst", "-hashfile", "api", "-X", "POST",
+              "--version", "tool", "-g", "-m", "json.tool", "http://a", ">", "2>&1", "<<", "|"]
+    for _ in range(3000):
+        line = rng.choice(programs) + " " + " ".join(
+            rng.choice(tokens) for _ in range(rng.randint(0, 6)))
+        for shell in ("bash", "powershell", "unknown"):
+            sts._analyze_any(line, shell)
+
+
+@pytest.mark.parametrize("command,targets", [
+    ("Remove-Item a.txt", ["a.txt"]),
+    ("Set-Content -Path a.txt -Value x", ["a.txt"]),
+    ("Out-File -FilePath log.txt", ["log.txt"]),
+    ("New-Item -ItemType File -Path x.txt", ["x.txt"]),
+    ("rm -Recurse -Force build", ["build"]),
+    ("Copy-Item a b", ["b"]),
+    ("Move-Item -Path a -Destination d/", ["d/"]),
+])
+def test_powershell_write_targets(command, targets):
+    result = sts.analyze_shell(command, "powershell")
+    assert result.mutability == "write"
+    assert result.write_targets == targets
