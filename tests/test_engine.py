@@ -167,3 +167,15 @@ def test_thrash_counts_test_commands_but_not_other_unknown_commands(store):
     assert results == ["none", "none", "context"]
     other = {"name": "Bash", "mutability": "unknown", "command": "make build"}
     assert [act(store, **other).kind for _ in range(3)] == ["none", "none", "none"]
+
+
+def test_lock_timeout_under_an_unlimited_budget_fails_open_but_is_audited(store, monkeypatch, capsys):
+    prompt(store, "$stop-that-shit change")
+
+    def busy(key, change):
+        raise sts.LockTimeout(key)
+    monkeypatch.setattr(store, "update", busy)
+    result = act(store, name="Agent", mutability="delegate", id="call-1")
+    assert result.kind == "none"
+    assert audit_lines(store)[-1]["action"]["toolName"] == "Agent"
+    assert "sts:" in capsys.readouterr().err
