@@ -384,8 +384,7 @@ class ControlEvent:
         return event
 
 
-@dataclass
-class CoreResult:
+class CoreResult(Record):
     """What the core answers; adapters render it in the host's own format.
 
     kind: "none" (allow, or nothing new to say), "context" (text for the
@@ -393,10 +392,12 @@ class CoreResult:
     "prompt-error" (an explicit directive was rejected).
     """
 
-    kind: str = "none"
-    text: str = ""
-    code: Optional[str] = None
-    event_id: Optional[str] = None
+    __slots__ = FIELDS = ("kind", "text", "code", "event_id")
+    DEFAULTS = {"kind": "none", "text": "", "code": None, "event_id": None}
+    kind: str
+    text: str
+    code: Optional[str]
+    event_id: Optional[str]
 
 
 NO_RESULT = CoreResult()
@@ -1775,6 +1776,19 @@ _NO_CONTENT_WRITERS = frozenset(("rm", "rmdir", "unlink", "shred", "touch", "chm
                                  "chgrp", "truncate", "mkdir", "git"))
 
 
+def _mv_source(words: List[_W], target: str) -> bool:
+    """Whether `target` is only a source of this mv (the last operand is the
+    destination unless -t/--target-directory names it)."""
+    for w in words[1:]:
+        t = w.text
+        if t == "--":
+            break
+        if t.startswith("--target-directory") or (
+                t.startswith("-") and not t.startswith("--") and "t" in t[1:]):
+            return True
+    return target != words[-1].text
+
+
 def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     """Dependency intent of text written into a manifest by echo/printf redirection."""
     words = cmd.words
@@ -1782,6 +1796,8 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
     if not redirected and name in _NO_CONTENT_WRITERS:
         return False   # removing, touching or restoring a manifest adds nothing
+    if not redirected and name == "mv" and _mv_source(words, target):
+        return False   # a manifest moved away is a source of mv, not its new content
     text = _written_text(cmd)
     if text is not None:
         return dependency_intent_in_change(target, None, text)
@@ -1973,6 +1989,7 @@ _WRITERS = frozenset((
 _VALUED_WRITER_OPTS = {
     "cp": "tS", "mv": "tS", "ln": "tS", "install": "tSmogS", "touch": "dtr", "mkdir": "m",
     "truncate": "sr", "chmod": "", "chown": "", "chgrp": "", "rm": "", "rmdir": "",
+    "unlink": "", "shred": "ns",
 }
 
 
@@ -2021,14 +2038,14 @@ def _writer_targets(name: str, args: List[_W]) -> List[str]:
     if name in ("chmod", "chown", "chgrp") and operands:
         operands = operands[1:]
     if name in ("cp", "mv", "ln", "install"):
+        # mv also changes its sources: they disappear from where they were.
         if target_dir is not None:
-            return [target_dir]
+            moved = operands if name == "mv" else []
+            return [t for t in [target_dir] + moved if t]
         if len(operands) >= 2:
-            operands = operands[-1:]
-        elif name == "ln" and operands:
-            return []
-        else:
-            return []
+            moved = operands[:-1] if name == "mv" else []
+            return [t for t in operands[-1:] + moved if t]
+        return []
     return [t for t in operands if t]
 
 
@@ -5057,6 +5074,15 @@ class _DecisionRule(Record):
     next: str
 
 
+# What an agent stopped by self-protection is told to do (decisions.md 3).
+_TAMPER_NEXT = (
+    "Do not work around this. Only the user changes the guard: tell the user what you wanted "
+    "to change and why. The user can turn the guard off for this session by sending "
+    "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
+    "arms it again), or make the change themselves outside the agent: edit the file by "
+    "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
+
+
 # Reason code -> family, outcome rule and default Next wording.  The order of
 # evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
 DECISION_RULES: Dict[str, _DecisionRule] = {
@@ -5069,10 +5095,7 @@ DECISION_RULES: Dict[str, _DecisionRule] = {
         "I", "always_deny",
         "Restore a known-good backup of the session file or start a new host session; "
         "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule(
-        "I", "ctl",
-        "Leave the guard's own files and data alone; if they really must change, the user "
-        "should do it outside the agent (for example with `sts.py uninstall`)."),
+    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
     "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
     "INVALID_DIRECTIVE": _DecisionRule(
         "S", "ctl", "Have the user fix the reported directive field before delegating."),
@@ -5403,25 +5426,87 @@ def _tamper_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) inside a protected root."""
+def _tamper_cwd(cwd: Optional[str]) -> Optional[str]:
+    base = cwd.strip() if cwd else ""
+    if not base:
+        try:
+            base = os.getcwd()
+        except OSError:
+            return None
+    return _files_realpath(os.path.expanduser(base))
+
+
+def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(raw path, resolved path, protected root) for every path of `action`
+    (affected or shell write target) that reaches a protected root.
+
+    A path reaches a root when it is the root, lies inside it, or is a folder
+    holding it (`rm -rf ~/.codex`, `mv ~/.config/opencode x`).  The working
+    folder and its ancestors are left out of the last rule: `git add .` or
+    `cp x ~/` name them without touching the guard's files.
+    """
     # Targets are compared physically, so the roots must be too; the engine
     # may hand over a data dir reached through a symlink (/var on macOS).
     roots = [_files_realpath(os.path.expanduser(r)) for r in protected_paths if r]
     if not roots:
         return []
-    hits = []
+    cwd: Any = False  # resolved on first need
+    found = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         target = _tamper_target(raw, action.cwd)
         if target is None:
             continue
         folded = target.casefold()
         for root in roots:
-            if _tamper_within(target, root) or (_tamper_within(folded, root.casefold())
-                                                and _tamper_case_insensitive(root)):
-                hits.append(raw)
+            insensitive: Optional[bool] = None
+            hit = _tamper_within(target, root)
+            if not hit and _tamper_within(folded, root.casefold()):
+                insensitive = _tamper_case_insensitive(root)
+                hit = insensitive
+            if not hit and _tamper_within(root.casefold(), folded):
+                if cwd is False:
+                    cwd = _tamper_cwd(action.cwd)
+                holds_cwd = cwd is not None and _tamper_within(cwd.casefold(), folded)
+                if not holds_cwd:
+                    if _tamper_within(root, target):
+                        hit = True
+                    else:
+                        if insensitive is None:
+                            insensitive = _tamper_case_insensitive(root)
+                        hit = insensitive
+            if hit:
+                found.append((raw, target, root))
                 break
-    return hits
+    return found
+
+
+def protected_hits(action: Action, protected_paths: Any) -> List[str]:
+    """Paths of `action` (affected or shell write targets) that reach a protected root."""
+    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+
+
+def _tamper_what(root: str) -> str:
+    """Which part of the guard a protected root is, in words for the user."""
+    if root == _files_realpath(os.path.abspath(__file__)):
+        return "the guard's own code (the running sts.py)"
+    if os.path.isdir(root):
+        return "the guard's data folder (contracts, session state and audit log)"
+    return "a hook configuration or shim file that `sts.py install` wrote for a host"
+
+
+def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
+    parts = []
+    for raw, target, root in matches:
+        named = target if raw == target else "%s (named `%s`)" % (target, raw)
+        if target == root:
+            parts.append("%s is %s" % (named, _tamper_what(root)))
+        elif _tamper_within(target, root):
+            parts.append("%s lies in %s" % (named, _tamper_what(root)))
+        else:
+            parts.append("%s holds %s, %s" % (named, root, _tamper_what(root)))
+    return ("This call would change the guard's own files: %s. Self-protection stops such "
+            "writes in every mode while the guard is armed, change and open included."
+            % "; ".join(parts))
 
 
 # ---- the ordered checks (core.md 4.2) --------------------------------------
@@ -5490,10 +5575,9 @@ def _when_state_damaged(f: _DecisionFacts) -> _CheckHit:
 def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     if f.contract.get("level") == "off" or not f.protected_paths:
         return None
-    hits = protected_hits(f.action, f.protected_paths)
-    if hits:
-        return ("This call would change the guard's own code, configuration or data: %s."
-                % ", ".join(hits), None, None)
+    matches = _tamper_matches(f.action, f.protected_paths)
+    if matches:
+        return (_tamper_detail(matches), None, None)
     return None
 
 
@@ -6786,15 +6870,30 @@ def event_id_ok(value: Any) -> bool:
     return isinstance(value, str) and _audit_re("event").match(value) is not None
 
 
+# Calendar validity per "YYYY-MM-DD"; a log holds few distinct days.
+_AUDIT_DAYS: Dict[str, bool] = {}
+
+
 def _time_ok(value: Any) -> bool:
     if not isinstance(value, str) or not _audit_re("time").match(value):
         return False
-    from datetime import datetime
-    try:
-        datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
-        return False
-    return True
+    # Accepts exactly what strptime("%Y-%m-%dT%H:%M:%S") accepted, without its
+    # cost (about 12 us a call, half of a 100,000-line `runtime all`): the
+    # regex fixed the shape, so the date is checked once per day and the
+    # clock by comparing two-digit strings.
+    day = value[:10]
+    ok = _AUDIT_DAYS.get(day)
+    if ok is None:
+        from datetime import date
+        try:
+            date(int(day[:4]), int(day[5:7]), int(day[8:10]))
+            ok = True
+        except ValueError:
+            ok = False
+        if len(_AUDIT_DAYS) > 4096:  # bounded even for a log of random dates
+            _AUDIT_DAYS.clear()
+        _AUDIT_DAYS[day] = ok
+    return ok and value[11:13] < "24" and value[14:16] < "60" and value[17:19] < "60"
 
 
 def runtime_event_ok(record: Any) -> bool:
@@ -6839,13 +6938,21 @@ def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]
         fh = open(path, "rb")
     except FileNotFoundError:
         return
+    # The C scanner behind json.loads, called directly: json.loads adds about
+    # 2 us of Python per call, a third of the parse time of a 100,000-line
+    # `runtime all`.  Stripping JSON's own four whitespace characters and
+    # requiring the value to end the line accepts exactly what json.loads does.
+    scan = json.JSONDecoder().scan_once
     with fh:
         for raw in fh:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):
+                text = raw.decode("utf-8").strip(" \t\n\r")
+                record, end = scan(text, 0)
+                if end != len(text):
+                    record = None
+            except (ValueError, RecursionError, StopIteration):
                 record = None
             if record is not None and check(record):
                 yield record
@@ -10889,11 +10996,201 @@ def cmd_doctor(args: List[str]) -> int:
 _UNRESOLVED_ADVICE = ("Only a confirmed completion or a new host session clears this; "
                       "never reset the ledger by hand.")
 _STATUS_RECENT = 5
+_TOP_DENIED = 3
 _INSPECT_WIDTH = 80
+_FAMILY_ORDER = ("I", "H", "S", "T")
+# policyOutcome -> column of a count row [checked, allowed, denied, notes].
+# require_user_approval is a denial that names the user as the way out.
+_OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
+                   "report_and_defer": 3}
+# policyOutcome -> the word of the terminal's event list (legend in its title).
+_OUTCOME_WORD = {"allow": "allow", "deny_and_explain": "deny", "require_user_approval": "ask",
+                 "report_and_defer": "note"}
 
 
 class InspectionError(Exception):
     """A lookup that found nothing or a bad argument: one stderr line, exit 1."""
+
+
+class _Tally:
+    """Counts over the events of one scope (a session, or every session).
+
+    Rows are [checked, allowed, denied, notes].  Built in one pass over a
+    stream, so `runtime all` never holds 100,000 events unless --json asks.
+    """
+
+    __slots__ = ("row", "responses", "reasons", "families", "labels", "effects", "last")
+
+    def __init__(self) -> None:
+        self.row = [0, 0, 0, 0]
+        self.responses: Dict[str, int] = {}
+        self.reasons: Dict[str, list] = {}    # code -> [family, checked, allowed, denied, notes]
+        self.families: Dict[str, List[int]] = {}  # letter or "-" -> row
+        self.labels: Dict[str, int] = {}
+        self.effects: Dict[str, int] = {}
+        self.last = ""  # the greatest occurredAt seen
+
+    def add(self, event: dict, notes: "Annotations") -> None:
+        decision = event["decision"]
+        column = _OUTCOME_COLUMN.get(decision["policyOutcome"])
+        family = decision.get("family")
+        family = family if isinstance(family, str) and family else "-"
+        row = self.row
+        row[0] += 1
+        fam = self.families.get(family)
+        if fam is None:
+            fam = self.families[family] = [0, 0, 0, 0]
+        fam[0] += 1
+        code = decision["reasonCode"]
+        reason = self.reasons.get(code)
+        if reason is None:
+            reason = self.reasons[code] = [family, 0, 0, 0, 0]
+        reason[1] += 1
+        if column is not None:
+            row[column] += 1
+            fam[column] += 1
+            reason[column + 1] += 1
+        response = decision["responseOutcome"]
+        self.responses[response] = self.responses.get(response, 0) + 1
+        if notes.labels or notes.host_effects:
+            event_id = event["eventId"]
+            label = notes.labels.get(event_id)
+            if label:
+                self.labels[label] = self.labels.get(label, 0) + 1
+            effect = notes.host_effects.get(event_id)
+            if effect:
+                self.effects[effect] = self.effects.get(effect, 0) + 1
+        if event["occurredAt"] > self.last:
+            self.last = event["occurredAt"]
+
+    def merge(self, other: "_Tally") -> None:
+        for i, n in enumerate(other.row):
+            self.row[i] += n
+        for mine, theirs in ((self.responses, other.responses), (self.labels, other.labels),
+                             (self.effects, other.effects)):
+            for name, n in theirs.items():
+                mine[name] = mine.get(name, 0) + n
+        for family, counts in other.families.items():
+            row = self.families.setdefault(family, [0, 0, 0, 0])
+            for i, n in enumerate(counts):
+                row[i] += n
+        for code, counts in other.reasons.items():
+            row = self.reasons.setdefault(code, [counts[0], 0, 0, 0, 0])
+            for i in range(1, 5):
+                row[i] += counts[i]
+        self.last = max(self.last, other.last)
+
+    def top_denied(self, limit: int = _TOP_DENIED) -> List[Tuple[str, int]]:
+        ranked = sorted(((code, r[3]) for code, r in self.reasons.items() if r[3]),
+                        key=lambda item: (-item[1], item[0]))
+        return ranked[:limit]
+
+    def counts(self) -> Dict[str, int]:
+        return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
+
+    def summary(self, damaged: int) -> Dict[str, Any]:
+        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        responses = self.responses
+        return {"checkedActions": self.row[0],
+                "contextResponses": responses.get("context_returned", 0),
+                "permissionDenyResponses": responses.get("permission_deny_returned", 0),
+                "executionDenialResponses": responses.get("execution_denial_returned", 0),
+                "reasons": {code: r[1] for code, r in sorted(self.reasons.items())},
+                "labels": {name: self.labels.get(name, 0) for name in LABELS},
+                "damagedRecords": damaged,
+                "hostEffects": {name: self.effects.get(name, 0) for name in HOST_EFFECTS}}
+
+
+def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool = False
+          ) -> Tuple[Dict[str, _Tally], int, List[dict]]:
+    """One pass over the logs of `keys`: a tally per key, the counts of
+    damaged lines and unreadable logs, and (only when asked) the events
+    themselves in file order."""
+    tallies: Dict[str, _Tally] = {}
+    kept: List[dict] = []
+    counter = {"damaged": 0, "unreadable": 0}
+    for key in keys:
+        tally = tallies[key] = _Tally()
+        try:
+            for event in iter_audit(store, key, counter):
+                tally.add(event, notes)
+                if keep_events:
+                    kept.append(event)
+        except OSError:
+            # One unreadable log (a directory, no permission) must not hide
+            # the other 999; it is counted and named in the answer.
+            counter["unreadable"] += 1
+    return tallies, counter, kept
+
+
+def _total(tallies: Dict[str, _Tally]) -> _Tally:
+    total = _Tally()
+    for tally in tallies.values():
+        total.merge(tally)
+    return total
+
+
+def _sorted_events(records: List[dict]) -> List[dict]:
+    return sorted(records, key=lambda r: r["occurredAt"])  # sorted() is stable
+
+
+def _host_effect(event: dict, notes: "Annotations") -> str:
+    observed = notes.host_effects.get(event["eventId"])
+    return observed or str(event["decision"].get("hostEffect") or "unobserved")
+
+
+# ---- text helpers -----------------------------------------------------------
+
+
+def _clean(value: Any) -> str:
+    """Log and state text shown on a terminal: control characters become `?`,
+    so a crafted tool name cannot move the cursor or recolour the screen."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= _INSPECT_WIDTH else text[:_INSPECT_WIDTH - 3] + "..."
+
+
+def _wrap(text: str) -> List[str]:
+    """One logical line as terminal lines of at most 80 columns.
+
+    Breaks after a space or after the `|` between files= patterns, so a path
+    pattern stays whole unless it alone is wider than a line.  Continuation
+    lines are indented, so every line start stays greppable.
+    """
+    if len(text) <= _INSPECT_WIDTH:
+        return [text]
+    import re
+    lines: List[str] = []
+    line = ""
+    for piece in re.findall(r"[^ |]+[ |]*|[ |]+", text):  # a word and the breaks after it
+        while piece:
+            room = _INSPECT_WIDTH - len(line)
+            if len(piece.rstrip(" ")) <= room:  # trailing spaces may hang past the edge
+                line += piece
+                break
+            if line.strip():
+                lines.append(line.rstrip(" "))
+                line = "  "
+                continue
+            line, piece = line + piece[:room], piece[room:]  # wider than a line: cut it
+            lines.append(line)
+            line = "  "
+    if line.strip():
+        lines.append(line.rstrip(" "))
+    return lines
+
+
+def _minute(occurred_at: str) -> str:
+    """`2026-01-31T23:59:58.123Z` -> `2026-01-31 23:59` (UTC)."""
+    return "%s %s" % (occurred_at[:10], occurred_at[11:16]) if occurred_at else "-"
+
+
+# ---- status -------------------------------------------------------------------
 
 
 def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
@@ -10905,120 +11202,159 @@ def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     return reserved, reasons
 
 
-def _fields_line(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """`<fields>` of core.md 5.2, from the contract section when it provides it."""
-    shared = globals().get("contract_fields")
-    if callable(shared):
-        try:
-            return shared(contract, reserved, count_unproven)
-        except TypeError:
-            pass  # a different signature: fall back to the spec text below
-    paths = contract.get("allowedPaths")
-    files = "unbounded" if paths is None else "|".join(paths)
-    return "mode=%s; agents=%d/%d reserved%s; hash=%s; deps=%s; files=%s." % (
-        contract.get("mode"), reserved, contract.get("agentBudget", MAX_SAFE_INTEGER),
-        "; count unproven" if count_unproven else "", contract.get("hashPolicy"),
-        contract.get("dependencyPolicy"), files)
+class _StatusView:
+    """What both status answers are made of, read once."""
+
+    __slots__ = ("key", "loaded", "reserved", "reasons", "notes", "events", "tally", "damaged",
+                 "effect")
+
+    def __init__(self, store: Store, key: str, with_events: bool) -> None:
+        self.key = key
+        self.loaded = store.load(key)
+        self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
+        self.notes = read_annotations(store)
+        self.tally = _Tally()
+        self.events: List[dict] = []
+        self.damaged = 0
+        # The prompt answer needs the log only when some effect was observed;
+        # otherwise the answer is "unobserved" without reading it.
+        if with_events or self.notes.host_effects:
+            tallies, counter, events = _scan(store, [key], self.notes, keep_events=True)
+            self.damaged = counter["damaged"]
+            self.tally = tallies[key]
+            self.events = _sorted_events(events)
+        self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
+
+    def spec_lines(self, terminal: bool = False) -> List[str]:
+        """core.md 8.4 line for line; the terminal shows an unlimited budget as a word."""
+        state = self.loaded.state
+        contract = state["contract"]
+        fields = contract_fields(contract, self.reserved, bool(self.reasons))
+        if terminal and contract.get("agentBudget") == MAX_SAFE_INTEGER:
+            # Only the budget number is replaced; the prompt keeps the exact line.
+            fields = fields.replace("/%d reserved" % MAX_SAFE_INTEGER, "/unlimited reserved", 1)
+        lines = ["Stop That Shit status",
+                 "State: %s / %s" % (control_state(contract), contract.get("mode")),
+                 fields,
+                 "Authority source: %s" % contract.get("source")]
+        error = self.loaded.storage_error
+        if error:
+            lines.append("%s: %s" % (error.get("code"), error.get("message")))
+        error = state.get("directiveError")
+        if isinstance(error, dict):
+            lines.append("Directive error: %s: %s" % (error.get("code"), error.get("message")))
+        if self.reasons:
+            lines.append("Unresolved activity: %s. %s"
+                         % (", ".join(self.reasons), _UNRESOLVED_ADVICE))
+        lines += ["Host effect: %s" % self.effect, "Full counts: see runtime."]
+        return lines
+
+    def terminal_lines(self) -> List[str]:
+        lines: List[str] = []
+        for line in self.spec_lines(terminal=True):
+            lines += _wrap(_clean(line))
+        tally = self.tally
+        lines.append("")
+        if not self.events:
+            lines.append("Session %s: no checked actions yet." % self.key)
+            return lines
+        lines.append("Session %s, last activity %s UTC" % (self.key, _minute(tally.last)))
+        checked, allowed, denied, notes = tally.row
+        lines.append("Checked actions: %d (allowed %d, denied %d, watch notes %d)"
+                     % (checked, allowed, denied, notes))
+        lines.append("")
+        lines += _count_table("By family", [
+            ("%s %s" % (f, family_word(f).lower()), tally.families.get(f, [0, 0, 0, 0]))
+            for f in _FAMILY_ORDER + tuple(sorted(set(tally.families) - set(_FAMILY_ORDER)
+                                                  - {"-"}))
+        ] + ([("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
+        lines.append("")
+        reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
+                                            for code, r in reasons])
+        lines.append("")
+        top = tally.top_denied()
+        if top:
+            lines.append("Top denied reasons (of %d denials):" % denied)
+            # A code too long for the line is shortened, never the count.
+            pad = min(max(len(code) for code, _ in top), _INSPECT_WIDTH - 12)
+            top = [(code if len(code) <= pad else code[:pad - 3] + "...", count)
+                   for code, count in top]
+            lines += [_fit("  %d. %-*s %6d" % (n, pad, _clean(code), count))
+                      for n, (code, count) in enumerate(top, 1)]
+        else:
+            lines.append("Top denied reasons: none")
+        lines.append("")
+        lines.append("Last %d events (oldest first, UTC; ask = denied until the user approves):"
+                     % min(_STATUS_RECENT, len(self.events)))
+        for event in self.events[-_STATUS_RECENT:]:
+            lines += _event_lines(event, self.notes)
+        return lines
+
+    def json(self) -> Dict[str, Any]:
+        state = self.loaded.state
+        tally = self.tally
+        recent = [dict(e, hostEffect=_host_effect(e, self.notes),
+                       label=self.notes.labels.get(e["eventId"]))
+                  for e in self.events[-_STATUS_RECENT:]]
+        return {"schemaVersion": 1, "sessionKey": self.key,
+                "controlState": control_state(state["contract"]),
+                "contract": state["contract"], "reservedUpperBound": self.reserved,
+                "countUnproven": bool(self.reasons), "unresolved": self.reasons,
+                "directiveError": state.get("directiveError"),
+                "storageError": self.loaded.storage_error,
+                "hostEffect": self.effect,
+                "lastActivity": tally.last or None,
+                "counts": tally.counts(),
+                "byFamily": {f: dict(zip(("checked", "allowed", "denied", "notes"), row))
+                             for f, row in sorted(tally.families.items())},
+                "byReason": {code: dict(zip(("family", "checked", "allowed", "denied",
+                                             "notes"), r))
+                             for code, r in sorted(tally.reasons.items())},
+                "topDenied": [{"reasonCode": code, "denied": n} for code, n in tally.top_denied()],
+                "summary": tally.summary(self.damaged + self.notes.damaged),
+                "recentEvents": recent}
 
 
-def _sorted_events(records) -> List[dict]:
-    return sorted(records, key=lambda r: r["occurredAt"])  # sorted() is stable
-
-
-def _host_effect(event: dict, notes: Annotations) -> str:
-    observed = notes.host_effects.get(event["eventId"])
-    return observed or str(event["decision"].get("hostEffect") or "unobserved")
-
-
-def _status_lines(store: Store, key: str,
-                  with_events: bool = False) -> Tuple[List[str], List[dict], Annotations]:
-    loaded = store.load(key)
-    state = loaded.state
-    contract = state["contract"]
-    reserved, reasons = _reserved_and_reasons(state)
-    notes = read_annotations(store)
-    # The log is only needed for the terminal's details or when some effect
-    # was observed; otherwise the answer is "unobserved" without reading it.
-    events = _sorted_events(iter_audit(store, key)) if with_events or notes.host_effects else []
-    effect = _host_effect(events[-1], notes) if events else "unobserved"
-    lines = ["Stop That Shit status",
-             "State: %s / %s" % (control_state(contract), contract.get("mode")),
-             _fields_line(contract, reserved, bool(reasons)),
-             "Authority source: %s" % contract.get("source")]
-    if loaded.storage_error:
-        lines.append("%s: %s" % (loaded.storage_error.get("code"),
-                                 loaded.storage_error.get("message")))
-    error = state.get("directiveError")
-    if isinstance(error, dict):
-        lines.append("Directive error: %s: %s" % (error.get("code"), error.get("message")))
-    if reasons:
-        lines.append("Unresolved activity: %s. %s" % (", ".join(reasons), _UNRESOLVED_ADVICE))
-    lines += ["Host effect: %s" % effect, "Full counts: see runtime."]
-    return lines, events, notes
-
-
-def _inspect_fit(text: str) -> str:
-    return text if len(text) <= _INSPECT_WIDTH else text[:_INSPECT_WIDTH - 3] + "..."
-
-
-def _count_line(title: str, counts: Dict[str, int]) -> List[str]:
-    import textwrap
-    body = "; ".join("%s=%d" % kv for kv in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return textwrap.wrap("%s: %s" % (title, body), _INSPECT_WIDTH, subsequent_indent="  ",
-                         break_on_hyphens=False)
-
-
-def _status_details(events: List[dict]) -> List[str]:
-    """The terminal's extra status lines: counts and the latest events, metadata only."""
-    if not events:
-        return ["Events in this session: 0"]
-    families: Dict[str, int] = {}
-    reasons: Dict[str, int] = {}
-    for event in events:
-        decision = event["decision"]
-        family = decision.get("family") or "none"
-        families[str(family)] = families.get(str(family), 0) + 1
-        reasons[decision["reasonCode"]] = reasons.get(decision["reasonCode"], 0) + 1
-    lines = ["Events in this session: %d" % len(events)]
-    lines += _count_line("By family", families) + _count_line("By reason", reasons)
-    lines.append("Last events:")
-    for event in events[-_STATUS_RECENT:]:
-        decision = event["decision"]
-        code = decision["reasonCode"]
-        if decision.get("family"):
-            code = "%s/%s" % (decision["family"], code)
-        lines.append(_inspect_fit("  %s %s %s %s" % (
-            event["occurredAt"], event["action"]["toolName"], decision["policyOutcome"], code)))
-        lines.append("    " + event["eventId"])
+def _count_table(title: str, rows: List[Tuple[str, List[int]]]) -> List[str]:
+    """Rows of [checked, allowed, denied, notes] under a title; the name column
+    shrinks long reason codes so every line fits 80 columns."""
+    numbers = "%8s%8s%8s"
+    width = max([len(title)] + [len(name) + 2 for name, _ in rows])
+    width = min(width, _INSPECT_WIDTH - len(numbers % ("", "", "")) - 1)
+    lines = [title.ljust(width) + " " + numbers % ("checked", "denied", "notes")]
+    for name, row in rows:
+        name = "  " + _clean(name)
+        if len(name) > width:
+            name = name[:width - 3] + "..."
+        lines.append(_fit(name.ljust(width) + " " + numbers % (row[0], row[2], row[3])))
     return lines
 
 
-def _runtime_summary(events, notes: Annotations, counter: dict) -> Tuple[dict, List[dict]]:
-    """Counts over a stream of in-scope events; the events are kept for --json only."""
-    kept: List[dict] = []
-    summary: Dict[str, Any] = {"checkedActions": 0, "contextResponses": 0,
-                               "permissionDenyResponses": 0, "executionDenialResponses": 0,
-                               "reasons": {}, "labels": {name: 0 for name in LABELS},
-                               "hostEffects": {name: 0 for name in HOST_EFFECTS}}
-    outcome_keys = {"context_returned": "contextResponses",
-                    "permission_deny_returned": "permissionDenyResponses",
-                    "execution_denial_returned": "executionDenialResponses"}
-    for event in events:
-        kept.append(event)
-        summary["checkedActions"] += 1
-        response = outcome_keys.get(event["decision"]["responseOutcome"])
-        if response:
-            summary[response] += 1
-        code = event["decision"]["reasonCode"]
-        summary["reasons"][code] = summary["reasons"].get(code, 0) + 1
-        label = notes.labels.get(event["eventId"])
-        if label:
-            summary["labels"][label] += 1
-        effect = notes.host_effects.get(event["eventId"])
-        if effect:
-            summary["hostEffects"][effect] += 1
-    summary["damagedRecords"] = counter.get("damaged", 0) + notes.damaged
-    return summary, kept
+def _event_lines(event: dict, notes: "Annotations") -> List[str]:
+    """Two lines of metadata for one event: never a path or a command."""
+    action, decision = event["action"], event["decision"]
+    outcome = decision["policyOutcome"]
+    word = _OUTCOME_WORD.get(outcome, outcome)
+    family = decision.get("family")
+    reason = ("%s/%s" % (family, decision["reasonCode"]) if isinstance(family, str) and family
+              else decision["reasonCode"])
+    head = "  %s %s  %-5s  " % (event["occurredAt"][:10], event["occurredAt"][11:19], word)
+    most = _INSPECT_WIDTH - len(head) - 2 - 16  # leave the tool at least 16 columns
+    if len(reason) > most:
+        reason = reason[:most - 3] + "..."
+    tail = "  " + reason
+    tool = "%s (%s)" % (action["toolName"], action["mutability"])
+    room = _INSPECT_WIDTH - len(head) - len(tail)
+    if len(tool) > room:
+        # A long tool name gives way first: the reason is what the user came for.
+        tool = tool[:max(room - 3, 0)] + "..." if room > 3 else ""
+    first = _fit(_clean(head + tool + tail))
+    second = _fit("    %s  host effect: %s" % (event["eventId"], _host_effect(event, notes)))
+    return [first, second]
+
+
+# ---- runtime ------------------------------------------------------------------
 
 
 def _runtime_text(summary: dict) -> str:
@@ -11031,6 +11367,8 @@ def _runtime_text(summary: dict) -> str:
     labels = summary["labels"]
     lines.append("Labels: " + "; ".join("%s=%d" % (n, labels[n]) for n in LABELS))
     lines.append("Damaged records ignored: %d" % summary["damagedRecords"])
+    if summary.get("unreadableLogs"):
+        lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
     effects = summary["hostEffects"]
     if any(effects.values()):
         # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
@@ -11039,23 +11377,143 @@ def _runtime_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _inspect_runtime(store: Store, key: Optional[str]) -> Tuple[dict, List[dict], Annotations]:
+def _key_ok(key: str) -> bool:
+    return key == "unknown" or (len(key) == 24 and all(c in "0123456789abcdef" for c in key))
+
+
+def _session_keys(store: Store) -> Dict[str, float]:
+    """Every session the data dir knows (a state file or a log) -> the mtime of
+    its state file, 0.0 when there is none."""
+    found: Dict[str, float] = {}
+    for sub, suffix in (("runtime", ".jsonl"), ("sessions", ".json")):
+        try:
+            entries = list(os.scandir(store.path(sub)))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            name = entry.name
+            key = name[:-len(suffix)]
+            if not name.endswith(suffix) or not _key_ok(key):
+                continue  # annotations.jsonl, lock dirs, kept damaged files, temp files
+            if sub == "runtime":
+                found.setdefault(key, 0.0)
+                continue
+            try:
+                found[key] = entry.stat().st_mtime
+            except OSError:
+                found.setdefault(key, 0.0)
+    return found
+
+
+def _session_rows(store: Store, found: Dict[str, float],
+                  tallies: Dict[str, _Tally]) -> List[Dict[str, Any]]:
+    """One dict per session for `runtime` (text and --json), oldest activity first."""
+    import time
+    rows = []
+    for key, mtime in found.items():
+        tally = tallies.get(key) or _Tally()
+        contract, state_word = None, "missing"
+        if mtime:
+            loaded = store.load(key)
+            if loaded.storage_error:
+                state_word = "damaged"
+            else:
+                state_word = "ok"
+                contract = {"mode": loaded.state["contract"].get("mode"),
+                            "level": loaded.state["contract"].get("level")}
+        last = tally.last
+        if not last and mtime:
+            last = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(mtime))
+        row = {"sessionKey": key, "lastActivity": last or None, "state": state_word,
+               "contract": contract}
+        row.update(tally.counts())
+        rows.append(row)
+    rows.sort(key=lambda r: (r["lastActivity"] or "", r["sessionKey"]))
+    return rows
+
+
+_SESSION_HEAD = "%-24s %-16s  %-17s%7s%7s%6s"
+
+
+def _session_table(rows: List[Dict[str, Any]], total: bool) -> List[str]:
+    lines = [_SESSION_HEAD % ("SESSION KEY", "LAST ACTIVITY", "CONTRACT", "CHECKED", "DENIED",
+                              "NOTES")]
+    for row in rows:
+        contract = row["contract"]
+        if contract is not None:
+            shown = "%s/%s" % (contract["mode"], contract["level"])
+        else:
+            shown = "(damaged state)" if row["state"] == "damaged" else "(no state)"
+        lines.append(_fit(_clean(_SESSION_HEAD % (
+            row["sessionKey"], _minute(row["lastActivity"] or ""), shown[:17], row["checked"],
+            row["denied"], row["notes"]))))
+    if total:
+        sums = [sum(r[name] for r in rows) for name in ("checked", "denied", "notes")]
+        title = "TOTAL (%d session%s)" % (len(rows), "" if len(rows) == 1 else "s")
+        lines.append(_fit(_SESSION_HEAD % (title, "", "", *sums)))
+    return lines
+
+
+def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_rows: bool = True
+             ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[dict], "Annotations", int]:
+    """Summary, session rows, events (when kept) and annotations for one
+    session or (key None) every session; each log and state file is read
+    once, and the prompt answer (with_rows False) reads no state file."""
     notes = read_annotations(store)
-    counter = {"damaged": 0}
-    summary, events = _runtime_summary(iter_audit(store, key, counter), notes, counter)
-    return summary, _sorted_events(events), notes
+    if key is None:
+        found = _session_keys(store)
+    else:
+        try:
+            found = {key: os.stat(store.path("sessions", key + ".json")).st_mtime}
+        except OSError:
+            found = {key: 0.0}
+        if not found[key] and not os.path.exists(store.path("runtime", key + ".jsonl")):
+            found = {}
+    tallies, counter, events = _scan(store, sorted(found), notes, keep_events)
+    summary = _total(tallies).summary(counter["damaged"] + notes.damaged)
+    if counter["unreadable"]:
+        summary["unreadableLogs"] = counter["unreadable"]
+    rows = _session_rows(store, found, tallies) if with_rows else []
+    return summary, rows, events, notes, len(found)
+
+
+# ---- explain and label --------------------------------------------------------
 
 
 def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are lower-cased, L2)."""
+    """The event with this exact id in any session's log (ids are lower-cased, L2).
+
+    Each log is searched as bytes first and only a line holding the id is
+    parsed: sts writes ids unescaped, so a log without those bytes cannot hold
+    the event, and `explain` stays a fast scan even over 100,000 lines.
+    """
     event_id = event_id.lower()
-    for record in iter_audit(store):
-        if record["eventId"] == event_id:
-            return record
+    if not event_id_ok(event_id):
+        return None
+    needle = event_id.encode("ascii")
+    for key in audit_log_keys(store):
+        path = store.path("runtime", key + ".jsonl")
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            try:
+                record = json.loads(data[start:end].decode("utf-8"))
+            except (ValueError, RecursionError):
+                record = None
+            if runtime_event_ok(record) and record["eventId"] == event_id:
+                return record
+            at = data.find(needle, end)
     return None
 
 
-def _explain_text(event: dict, notes: Annotations) -> str:
+def _explain_text(event: dict, notes: "Annotations") -> str:
     action, decision = event["action"], event["decision"]
     mode = (event.get("contract") or {}).get("mode", "unknown")
     lines = ["Stop That Shit event %s" % event["eventId"],
@@ -11085,6 +11543,9 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
+# ---- prompt answers -------------------------------------------------------------
+
+
 def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
     """Text answer to an inspection command typed in a prompt, for session `key`.
 
@@ -11092,10 +11553,11 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     """
     name = command[0] if command else ""
     if name == "status":
-        return "\n".join(_status_lines(store, key or "unknown")[0])
+        return "\n".join(_StatusView(store, key or "unknown", False).spec_lines())
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
-        summary, _, _ = _inspect_runtime(store, None if scope == "all" else (key or "unknown"))
+        summary = _runtime(store, None if scope == "all" else (key or "unknown"),
+                           with_rows=False)[0]
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
         event = find_event(store, command[1])
@@ -11113,8 +11575,11 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
+# ---- terminal -----------------------------------------------------------------
+
+
 _INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
-          "[--session ID] [--all] [--json]")
+                  "[--session ID] [--all] [--json]")
 
 
 def _latest_session_key(store: Store) -> Optional[str]:
@@ -11122,17 +11587,15 @@ def _latest_session_key(store: Store) -> Optional[str]:
     for sub, suffix in (("sessions", ".json"), ("runtime", ".jsonl")):
         best, best_time = None, -1.0
         try:
-            names = os.listdir(store.path(sub))
+            entries = list(os.scandir(store.path(sub)))
         except (FileNotFoundError, NotADirectoryError):
             continue
-        for name in names:
-            key = name[:-len(suffix)]
-            if not name.endswith(suffix) or name == "annotations.jsonl" or \
-                    not (key == "unknown" or (len(key) == 24 and
-                                              all(c in "0123456789abcdef" for c in key))):
+        for entry in entries:
+            key = entry.name[:-len(suffix)]
+            if not entry.name.endswith(suffix) or not _key_ok(key):
                 continue
             try:
-                mtime = os.stat(store.path(sub, name)).st_mtime
+                mtime = entry.stat().st_mtime
             except OSError:
                 continue
             if mtime > best_time:
@@ -11180,8 +11643,34 @@ def _inspect_parse(args: List[str]) -> Optional[Tuple[str, List[str], Optional[s
     return command, positional, session, all_logs, as_json
 
 
-def _inspect_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+def _inspect_json(doc: Dict[str, Any], one_per_line: Tuple[str, ...] = ()) -> None:
+    """Indented JSON, except that the lists named in `one_per_line` hold one
+    compact item per line: the C encoder writes 100,000 events in a fraction
+    of the time the indenting (pure Python) encoder takes, and a line per
+    event still reads and greps well."""
+    out = sys.stdout
+    if not one_per_line:
+        out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return
+    names = list(doc)
+    out.write("{\n")
+    for n, name in enumerate(names):
+        value = doc[name]
+        comma = "," if n < len(names) - 1 else ""
+        if name in one_per_line and isinstance(value, list) and value:
+            out.write("  %s: [\n" % json.dumps(name))
+            encode = json.JSONEncoder(ensure_ascii=False).encode
+            out.write(",\n".join("    " + encode(item) for item in value))
+            out.write("\n  ]%s\n" % comma)
+        else:
+            text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+            out.write("  %s: %s%s\n" % (json.dumps(name), text, comma))
+    out.write("}\n")
+
+
+def _no_session(store: Store) -> InspectionError:
+    return InspectionError("sts: no session in %s yet (no hook has written there; "
+                           "check STS_HOME)" % store.root)
 
 
 def cmd_inspect(args: List[str], store: Store) -> int:
@@ -11201,39 +11690,43 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         if command in ("status", "runtime") and key is None and not all_logs:
             key = _latest_session_key(store)
             if key is None:
-                raise InspectionError("sts: no session found in %s" % store.root)
+                raise _no_session(store)
         if command == "status":
-            lines, events, notes = _status_lines(store, key, with_events=True)
+            view = _StatusView(store, key, with_events=True)
             if as_json:
-                loaded = store.load(key)
-                reserved, reasons = _reserved_and_reasons(loaded.state)
-                counter = {"damaged": 0}
-                summary, _ = _runtime_summary(iter(events), notes, counter)
-                _inspect_json({"schemaVersion": 1, "sessionKey": key,
-                            "controlState": control_state(loaded.state["contract"]),
-                            "contract": loaded.state["contract"], "reservedUpperBound": reserved,
-                            "countUnproven": bool(reasons), "unresolved": reasons,
-                            "directiveError": loaded.state.get("directiveError"),
-                            "storageError": loaded.storage_error,
-                            "hostEffect": lines[-2].split(": ", 1)[1],
-                            "summary": summary,
-                            "recentEvents": events[-_STATUS_RECENT:]})
+                _inspect_json(view.json())
             else:
-                sys.stdout.write("\n".join(lines + _status_details(events)) + "\n")
+                sys.stdout.write("\n".join(view.terminal_lines()) + "\n")
             return 0
         if command == "runtime":
-            summary, events, notes = _inspect_runtime(store, None if all_logs else key)
+            summary, rows, events, notes, count = _runtime(store, None if all_logs else key,
+                                                           keep_events=as_json)
             if as_json:
+                events = _sorted_events(events)
+                for e in events:  # freshly parsed and ours: no copy of 100,000 dicts
+                    e["label"] = notes.labels.get(e["eventId"])
                 ids = {e["eventId"] for e in events}
                 if not summary["executionDenialResponses"]:
                     del summary["executionDenialResponses"]
                 _inspect_json({"schemaVersion": 1,
-                            "events": [dict(e, label=notes.labels.get(e["eventId"]))
-                                       for e in events],
-                            "summary": summary,
-                            "annotations": [a for a in notes.records if a["eventId"] in ids]})
+                               "events": events,
+                               "summary": summary,
+                               "annotations": [a for a in notes.records if a["eventId"] in ids],
+                               "sessions": rows},
+                              one_per_line=("events", "annotations", "sessions"))
+                return 0
+            lines = _runtime_text(summary).split("\n")
+            lines.append("")
+            if not count and not all_logs:
+                lines.append("Session %s: no state and no audit log yet." % key)
+            elif not count:
+                lines.append("Sessions: none in %s yet." % _clean(store.root))
+            elif all_logs:
+                lines.append("Sessions: %d (oldest activity first; times in UTC)" % count)
+                lines += _session_table(rows, total=True)
             else:
-                sys.stdout.write(_runtime_text(summary) + "\n")
+                lines += _session_table(rows, total=False)
+            sys.stdout.write("\n".join(lines) + "\n")
             return 0
         if command == "explain":
             event = find_event(store, positional[0])
@@ -11243,8 +11736,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,
-                            "annotations": [a for a in notes.records
-                                            if a["eventId"] == event["eventId"]]})
+                               "annotations": [a for a in notes.records
+                                               if a["eventId"] == event["eventId"]]})
             else:
                 sys.stdout.write(_explain_text(event, notes) + "\n")
             return 0

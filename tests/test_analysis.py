@@ -286,7 +286,7 @@ def test_patch_garbage(value):
     ("touch -d yesterday a b", ["a", "b"]),
     ("mkdir -p -m 755 out", ["out"]),
     ("cp -r src dst", ["dst"]),
-    ("mv -t dest a b", ["dest"]),
+    ("mv -t dest a b", ["dest", "a", "b"]),  # mv sources vanish too
     ("ln -s target link", ["link"]),
     ("chmod +x run.sh", ["run.sh"]),
     ("truncate -s 0 log", ["log"]),
