@@ -12315,7 +12315,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if handler is None:
         sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
         return 2
-    return handler(rest)
+    try:
+        return handler(rest)
+    except BrokenPipeError:
+        # `sts.py cases | head`: the reader left; say nothing more.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
 
 
 def cmd_demo(args: List[str]) -> int:
