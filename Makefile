@@ -6,6 +6,7 @@ PYTHON ?= python3
 # The one test command: README, CI and developers all run this.
 test:
 	$(PYTHON) -m pytest -q tests
+	$(PYTHON) sts.py cases
 
 demo:
 	$(PYTHON) sts.py demo

@@ -11763,11 +11763,370 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # through the real adapter and compare the decision with the expected one.
 ###############################################################################
 
+# A case file is one JSON object:
+#   host     one of CASE_HOSTS; the adapter that receives every event
+#   family   I, H, S or T: the failure family the pair demonstrates
+#   pair, role, differs   the pair id, "bad" or "good", and the one fact that
+#            differs between the two files of the pair (same text in both)
+#   story    one line for people
+#   events   the host's own payloads, in order; an element may instead be
+#            {"send": <payload>, "expect": {...}} to check that event too
+#   expect   {"result": deny|context|allow|prompt-error, "code": CODE|null,
+#            optional "audit": CODE|null}: the answer to the LAST event
+# Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
+# its own fresh data dir and working dir, so cases never see each other.
+
+CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
+CASE_FAMILIES = ("I", "H", "S", "T")
+CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
+CASE_ROLES = ("bad", "good")
+_CASE_KEYS = frozenset(("host", "family", "pair", "role", "differs", "story", "events",
+                        "expect"))
+_EXPECT_KEYS = frozenset(("result", "code", "audit"))
+_STEP_KEYS = frozenset(("send", "expect"))
+# Hooks after which the host runs a tool: a block there is a deny, on any
+# other hook (a prompt) it is a rejected prompt.
+_CASE_TOOL_HOOKS = frozenset(("PreToolUse", "pre_tool_call", "tool.execute.before",
+                              "tool_call"))
+
+
+class CaseError(ValueError):
+    """A case file that cannot be replayed; the message names the file and field."""
+
+
+@dataclass
+class CaseStep:
+    """One host payload of a case, with the answer expected for it, if any."""
+
+    payload: dict
+    expect: Optional[dict] = None
+
+
+@dataclass
+class Case:
+    """A loaded case file; `name` is the file name without .json."""
+
+    name: str
+    path: str
+    host: str
+    family: str
+    story: str
+    steps: List[CaseStep]
+    expect: dict
+    pair: Optional[str] = None
+    role: Optional[str] = None
+    differs: Optional[str] = None
+
+
+@dataclass
+class CaseAnswer:
+    """What the host got back for one event, reduced to result and reason code."""
+
+    result: str
+    code: Optional[str]
+    text: str = ""
+    audit: Optional[str] = None
+
+
+@dataclass
+class CaseOutcome:
+    """The verdict on one case; `problems` says in words what did not match."""
+
+    case: Case
+    passed: bool
+    got: str
+    problems: List[str] = field(default_factory=list)
+
+
+def _case_expect(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise CaseError("%s: must be an object like {\"result\": \"deny\", \"code\": "
+                        "\"MODE_FORBIDS_MUTATION\"}" % where)
+    extra = sorted(set(value) - _EXPECT_KEYS)
+    if extra:
+        raise CaseError("%s: unknown key %r (allowed: result, code, audit)" % (where, extra[0]))
+    if value.get("result") not in CASE_RESULTS:
+        raise CaseError("%s.result: %r is not one of %s"
+                        % (where, value.get("result"), ", ".join(CASE_RESULTS)))
+    # The code is required so that an author states "no code" (null) on purpose.
+    if "code" not in value:
+        raise CaseError("%s.code: missing (use null when the answer carries no code)" % where)
+    for key in ("code", "audit"):
+        code = value.get(key)
+        if code is not None and not (isinstance(code, str) and code.strip()):
+            raise CaseError("%s.%s: %r must be a reason code or null" % (where, key, code))
+    return dict(value)
+
+
+def load_case(path: str) -> Case:
+    """Read and check one case file; raises CaseError with a message naming the problem."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path, "rb") as fh:
+            obj = json.loads(fh.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CaseError("%s: not readable JSON (%s)" % (name, exc))
+    if not isinstance(obj, dict):
+        raise CaseError("%s: a case is a JSON object, not %s" % (name, type(obj).__name__))
+    extra = sorted(set(obj) - _CASE_KEYS)
+    if extra:
+        raise CaseError("%s: unknown key %r" % (name, extra[0]))
+    host = obj.get("host")
+    if host not in CASE_HOSTS:
+        raise CaseError("%s: host %r is not one of %s" % (name, host, ", ".join(CASE_HOSTS)))
+    family = obj.get("family")
+    if family not in CASE_FAMILIES:
+        raise CaseError("%s: family %r is not one of I, H, S, T" % (name, family))
+    story = obj.get("story")
+    if not _is_text(story) or "\n" in story:
+        raise CaseError("%s: story must be one non-empty line" % name)
+    for key in ("pair", "differs"):
+        if key in obj and not _is_text(obj[key]):
+            raise CaseError("%s: %s must be a non-empty string" % (name, key))
+    role = obj.get("role")
+    if role is not None and role not in CASE_ROLES:
+        raise CaseError("%s: role %r is not bad or good" % (name, role))
+    if ("pair" in obj) != ("role" in obj):
+        raise CaseError("%s: pair and role go together" % name)
+    events = obj.get("events")
+    if not isinstance(events, list) or not events:
+        raise CaseError("%s: events must be a non-empty list of host payloads" % name)
+    steps = []
+    for index, event in enumerate(events):
+        where = "%s: events[%d]" % (name, index)
+        if not isinstance(event, dict):
+            raise CaseError("%s: a host payload is a JSON object" % where)
+        if "send" in event:
+            extra = sorted(set(event) - _STEP_KEYS)
+            if extra:
+                raise CaseError("%s: unknown key %r next to send" % (where, extra[0]))
+            if not isinstance(event["send"], dict):
+                raise CaseError("%s.send: a host payload is a JSON object" % where)
+            expect = _case_expect(event["expect"], where + ".expect") \
+                if "expect" in event else None
+            steps.append(CaseStep(event["send"], expect))
+        else:
+            steps.append(CaseStep(event))
+    if "expect" not in obj:
+        raise CaseError("%s: expect is missing (the answer to the last event)" % name)
+    expect = _case_expect(obj["expect"], name + ": expect")
+    return Case(name=name, path=path, host=host, family=family, story=story, steps=steps,
+                expect=expect, pair=obj.get("pair"), role=role, differs=obj.get("differs"))
+
+
+def load_cases(folder: str) -> Tuple[List[Case], List[Tuple[str, str]]]:
+    """Every *.json case of `folder`, by name, plus (name, message) for the broken ones."""
+    import re
+    cases, broken = [], []
+    # Natural order, so that I10 follows I9 and a pair's two files stay together.
+    def order(entry: str) -> List[Any]:
+        return [int(p) if p.isdigit() else p for p in re.split(r"([0-9]+)", entry)]
+    for entry in sorted(os.listdir(folder), key=order):
+        if not entry.endswith(".json"):
+            continue
+        try:
+            cases.append(load_case(os.path.join(folder, entry)))
+        except CaseError as exc:
+            broken.append((entry[:-5], str(exc)))
+    return cases, broken
+
+
+def _case_fill(value: Any, places: Dict[str, str]) -> Any:
+    """Replace {STS_HOME}, {CWD}, {STS_PY} in every string of a payload."""
+    if isinstance(value, str):
+        for mark, real in places.items():
+            value = value.replace(mark, real)
+        return value
+    if isinstance(value, list):
+        return [_case_fill(item, places) for item in value]
+    if isinstance(value, dict):
+        return {_case_fill(k, places): _case_fill(v, places) for k, v in value.items()}
+    return value
+
+
+def _case_code(text: str) -> Optional[str]:
+    """The reason code of an answer: its `Reason:` line, else the first CODE_WORD."""
+    import re
+    found = re.search(r"(?m)^Reason: ([A-Z][A-Z0-9_]*)\s*$", text)
+    if found is None:
+        found = re.search(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b", text)
+    return found.group(1) if found else None
+
+
+def read_answer(hook: Optional[str], answer: str) -> CaseAnswer:
+    """Reduce a host answer (any of the six formats) to result, code and text."""
+    if not answer.strip():
+        return CaseAnswer("allow", None)
+    try:
+        obj = json.loads(answer)
+    except ValueError:
+        return CaseAnswer("unreadable", None, answer)
+    if not isinstance(obj, dict):
+        return CaseAnswer("unreadable", None, answer)
+    tool_hook = hook in _CASE_TOOL_HOOKS
+    spec = obj.get("hookSpecificOutput")
+    if isinstance(spec, dict):  # Codex, Claude Code
+        if spec.get("permissionDecision") == "deny":
+            text = str(spec.get("permissionDecisionReason") or "")
+            return CaseAnswer("deny", _case_code(text), text)
+        text = str(spec.get("additionalContext") or "")
+        if text:
+            return CaseAnswer("context", _case_code(text), text)
+    if obj.get("decision") == "block" or obj.get("action") == "block" or obj.get("block") is True:
+        text = str(obj.get("reason") or obj.get("message") or "")
+        return CaseAnswer("deny" if tool_hook else "prompt-error", _case_code(text), text)
+    if isinstance(obj.get("context"), str) and obj["context"]:
+        return CaseAnswer("context", _case_code(obj["context"]), obj["context"])
+    if not obj or set(obj) <= {"hookSpecificOutput"}:
+        return CaseAnswer("allow", None)
+    return CaseAnswer("unreadable", None, answer)
+
+
+def _case_audit_lines(home: str) -> List[str]:
+    lines: List[str] = []
+    folder = os.path.join(home, "runtime")
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))
+    except OSError:
+        return lines
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                lines.extend(line for line in fh if line.strip())
+        except OSError:
+            pass
+    return lines
+
+
+def _case_audit_code(before: List[str], after: List[str]) -> Optional[str]:
+    """The reasonCode of the audit line this event added, if it added one."""
+    if len(after) <= len(before):
+        return None
+    try:
+        return json.loads(after[-1])["decision"]["reasonCode"]
+    except (ValueError, KeyError, TypeError):
+        return "DAMAGED_AUDIT_LINE"
+
+
+def _case_show(result: str, code: Optional[str]) -> str:
+    return result if not code else "%s %s" % (result, code)
+
+
+def _case_mismatch(expect: dict, got: CaseAnswer) -> List[str]:
+    problems = []
+    if got.result != expect["result"] or got.code != expect.get("code"):
+        problems.append("expected %s, got %s" % (_case_show(expect["result"], expect.get("code")),
+                                                 _case_show(got.result, got.code)))
+    if "audit" in expect and got.audit != expect["audit"]:
+        problems.append("expected audit %s, got %s" % (expect["audit"], got.audit))
+    return problems
+
+
+def replay_case(case: Case) -> CaseOutcome:
+    """Run the events of one case through the real hook runner in a fresh data dir."""
+    import contextlib
+    import io
+    import tempfile
+    if case.host not in ADAPTERS:
+        return CaseOutcome(case, False, "no adapter",
+                           ["no adapter for host %r in this sts.py" % case.host])
+    saved_home = os.environ.get("STS_HOME")
+    problems: List[str] = []
+    last = CaseAnswer("allow", None)
+    with tempfile.TemporaryDirectory(prefix="sts-case-") as tmp:
+        home, work = os.path.join(tmp, "home"), os.path.join(tmp, "work")
+        os.makedirs(home)
+        os.makedirs(work)
+        # Resolved, because the guard compares resolved paths (self-protection,
+        # files=): a symlinked temp dir must not make a case pass or fail.
+        home, work = os.path.realpath(home), os.path.realpath(work)
+        places = {"{STS_HOME}": home, "{CWD}": work,
+                  "{STS_PY}": os.path.realpath(os.path.abspath(__file__))}
+        # Code that builds its own Store() must find the same fresh data dir.
+        os.environ["STS_HOME"] = home
+        try:
+            store = Store(home)
+            for index, step in enumerate(case.steps):
+                payload = _case_fill(step.payload, places)
+                hook = payload.get("hook_event_name") or payload.get("hook")
+                before = _case_audit_lines(home)
+                noise = io.StringIO()
+                try:
+                    with contextlib.redirect_stderr(noise):
+                        answer = run_hook(case.host, json.dumps(payload).encode("utf-8"), store)
+                except Exception as exc:  # noqa: BLE001 - a crash is a failed case, not a crash
+                    problems.append("event %d raised %s: %s" % (index + 1, type(exc).__name__, exc))
+                    last = CaseAnswer("crash", None)
+                    break
+                last = read_answer(hook if isinstance(hook, str) else None, answer)
+                last.audit = _case_audit_code(before, _case_audit_lines(home))
+                if step.expect is not None:
+                    problems.extend("event %d: %s" % (index + 1, p)
+                                    for p in _case_mismatch(step.expect, last))
+            else:
+                problems.extend(_case_mismatch(case.expect, last))
+        finally:
+            if saved_home is None:
+                os.environ.pop("STS_HOME", None)
+            else:
+                os.environ["STS_HOME"] = saved_home
+    if problems and last.text:
+        problems.append("answer: " + " | ".join(last.text.splitlines()[:3]))
+    return CaseOutcome(case, not problems, _case_show(last.result, last.code), problems)
+
+
+def _case_cell(text: str, width: int) -> str:
+    return text.ljust(width) if len(text) <= width else text[:width - 1] + "~"
+
+
+# name, host, expected, got, verdict: 16+1+8+1+24+1+23+1+4 = 79 columns.
+_CASE_COLUMNS = (16, 8, 24, 23, 4)
+
+
+def _case_row(*cells: str) -> str:
+    return " ".join(_case_cell(c, w) for c, w in zip(cells, _CASE_COLUMNS)).rstrip()
+
 
 def cmd_cases(args: List[str]) -> int:
     """python3 sts.py cases [DIR]: replay every case, print a table and N passed, N failed."""
-    sys.stderr.write("sts: cases is not built yet\n")
-    return 2  # TODO(cases)
+    import textwrap
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        sys.stderr.write("usage: sts.py cases [DIR|FILE]\n")
+        return 2
+    target = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "cases")
+    if os.path.isfile(target):
+        try:
+            cases, broken = [load_case(target)], []
+        except CaseError as exc:
+            cases, broken = [], [(os.path.splitext(os.path.basename(target))[0], str(exc))]
+    elif os.path.isdir(target):
+        cases, broken = load_cases(target)
+    else:
+        sys.stderr.write("sts: no case folder or file at %s\n" % target)
+        return 2
+    out = sys.stdout
+    out.write(_case_row("case", "host", "expected", "got", "") + "\n")
+    notes: List[str] = []
+    passed = 0
+    for name, message in broken:
+        out.write(_case_row(name, "?", "-", "malformed", "FAIL") + "\n")
+        notes.append(message)
+    for case in cases:
+        outcome = replay_case(case)
+        verdict = "PASS" if outcome.passed else "FAIL"
+        passed += outcome.passed
+        out.write(_case_row(case.name, case.host,
+                            _case_show(case.expect["result"], case.expect.get("code")),
+                            outcome.got, verdict) + "\n")
+        notes.extend("%s: %s" % (case.name, p) for p in outcome.problems)
+    failed = len(cases) + len(broken) - passed
+    if notes:
+        out.write("\n")
+        for note in notes:
+            out.write(textwrap.fill(note, 79, subsequent_indent="    ") + "\n")
+    out.write("%d passed, %d failed\n" % (passed, failed))
+    return 0 if failed == 0 else 1
 
 
 ###############################################################################
@@ -11956,7 +12315,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if handler is None:
         sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
         return 2
-    return handler(rest)
+    try:
+        return handler(rest)
+    except BrokenPipeError:
+        # `sts.py cases | head`: the reader left; say nothing more.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
 
 
 def cmd_demo(args: List[str]) -> int:
