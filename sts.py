@@ -13,12 +13,23 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp   < host-event.json
+    python3 sts.py install <host> | uninstall <host> | doctor
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
+    python3 sts.py demo | cases [DIR] | --help | --version
 
-Data flows through the sections of this file in order:
+Data flows through the sections of this file in order (search for a title):
 
-    protocol types -> task contract -> analysis -> decision -> delegation
-    ledger -> state and audit -> engine -> adapters -> inspection and CLI
+    Protocol types       ControlEvent v2 dataclasses and their validation
+    Task contract        the $stop-that-shit directive, corrections, context
+    Analysis             shell read-only proof, hash and dependency intent
+    Decision             the ordered checks and the STOP/WATCH message
+    Delegation ledger    agents=N reservations and lifecycle facts
+    State and audit      state files, locking, recovery, the audit log
+    Engine               one event in, one result out
+    Adapters             Codex, Claude Code, Hermes, OpenCode, Pi, Oh My Pi
+    Install              install, uninstall, doctor
+    Inspection           status, runtime, explain, label
+    Cases, CLI           case replay, the hook runner and main()
 
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the
