@@ -11805,18 +11805,21 @@ class CaseError(ValueError):
     """A case file that cannot be replayed; the message names the file and field."""
 
 
-@dataclass
-class CaseStep:
+class CaseStep(Record):
     """One host payload of a case, with the answer expected for it, if any."""
 
+    __slots__ = FIELDS = ("payload", "expect")
+    DEFAULTS = {"expect": None}
     payload: dict
-    expect: Optional[dict] = None
+    expect: Optional[dict]
 
 
-@dataclass
-class Case:
+class Case(Record):
     """A loaded case file; `name` is the file name without .json."""
 
+    __slots__ = FIELDS = ("name", "path", "host", "family", "story", "steps", "expect",
+                          "pair", "role", "differs")
+    DEFAULTS = {"pair": None, "role": None, "differs": None}
     name: str
     path: str
     host: str
@@ -11824,29 +11827,31 @@ class Case:
     story: str
     steps: List[CaseStep]
     expect: dict
-    pair: Optional[str] = None
-    role: Optional[str] = None
-    differs: Optional[str] = None
+    pair: Optional[str]
+    role: Optional[str]
+    differs: Optional[str]
 
 
-@dataclass
-class CaseAnswer:
+class CaseAnswer(Record):
     """What the host got back for one event, reduced to result and reason code."""
 
+    __slots__ = FIELDS = ("result", "code", "text", "audit")
+    DEFAULTS = {"text": "", "audit": None}
     result: str
     code: Optional[str]
-    text: str = ""
-    audit: Optional[str] = None
+    text: str
+    audit: Optional[str]
 
 
-@dataclass
-class CaseOutcome:
+class CaseOutcome(Record):
     """The verdict on one case; `problems` says in words what did not match."""
 
+    __slots__ = FIELDS = ("case", "passed", "got", "problems")
+    DEFAULTS = {"problems": list}
     case: Case
     passed: bool
     got: str
-    problems: List[str] = field(default_factory=list)
+    problems: List[str]
 
 
 def _case_expect(value: Any, where: str) -> dict:

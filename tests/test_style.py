@@ -43,3 +43,14 @@ def test_sts_imports_only_the_standard_library():
     if stdlib is not None:
         stdlib = stdlib | {"_sha2"}   # CPython 3.12+'s name for _sha256
         assert modules <= stdlib, modules - stdlib
+
+
+def test_only_the_control_event_types_are_dataclasses():
+    """Each dataclass costs code generation at import, on every hook run."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    decorated = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
+                 and any(getattr(d, "id", None) == "dataclass" or
+                         getattr(getattr(d, "func", None), "id", None) == "dataclass"
+                         for d in node.decorator_list)]
+    assert decorated == ["Action", "ActionResult", "ControlEvent"]
