@@ -7131,9 +7131,13 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets)
     protected = _protected_paths(store) if needs_paths else []
-    thrash = _thrash_repeats(store, key, action)
 
     def judge(loaded: Loaded) -> Decision:
+        # Thrash is only checked under a confirmed contract that is not off,
+        # so only then is its side file read and written.
+        contract = loaded.state["contract"]
+        active = contract["level"] != "off" and contract["mode"] != "unconfirmed"
+        thrash = _thrash_repeats(store, key, action) if active else 0
         return decide(action, loaded.state, action_id=action_id, declared=declared,
                       storage_error=loaded.storage_error, protected_paths=protected,
                       thrash_repeats=thrash)
