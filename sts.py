@@ -7239,13 +7239,19 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
 
     try:
         result, state = store.update(key, lambda loaded: _with_state(change, loaded))
-    except LockTimeout as exc:
-        if interpret_prompt(DEFAULT_CONTRACT, prompt).kind in ("directive", "correction", "error"):
-            return CoreResult("prompt-error",
-                              "Stop That Shit could not save this directive because the session "
-                              "state is locked by another hook (%s). Resubmit the prompt." % exc,
-                              "STS_LOCK_TIMEOUT")
-        raise
+    except (LockTimeout, OSError) as exc:
+        # A directive that cannot be saved must not vanish in silence (core.md
+        # 10-C2); an ordinary prompt fails open like any other hook.
+        contract = store.load(key).state["contract"]
+        if interpret_prompt(contract, prompt).kind == "plain":
+            raise
+        if isinstance(exc, LockTimeout):
+            why, code = "the session state is locked by another hook (%s)" % exc, "STS_LOCK_TIMEOUT"
+        else:
+            why, code = "the state folder cannot be written (%s)" % exc, "STATE_WRITE_FAILED"
+        return CoreResult("prompt-error",
+                          "Stop That Shit could not save this directive because %s. The "
+                          "previous contract still applies. Resubmit the prompt." % why, code)
     _refresh_markers(store, event, key, _armed(state, None))
     return result
 

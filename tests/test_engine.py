@@ -179,3 +179,32 @@ def test_lock_timeout_under_an_unlimited_budget_fails_open_but_is_audited(store,
     assert result.kind == "none"
     assert audit_lines(store)[-1]["action"]["toolName"] == "Agent"
     assert "sts:" in capsys.readouterr().err
+
+
+def test_a_directive_that_cannot_be_saved_is_reported_not_lost(store, monkeypatch):
+    import errno
+    prompt(store, "$stop-that-shit review")
+    state_file = store.path("sessions", sts.session_key("s-engine") + ".json")
+    before = open(state_file, "rb").read()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(sts.os, "replace", disk_full)
+    result = prompt(store, "$stop-that-shit change")
+    assert result.kind == "prompt-error" and result.code == "STATE_WRITE_FAILED"
+    assert "previous contract still applies" in result.text
+    monkeypatch.undo()
+    assert open(state_file, "rb").read() == before
+    assert not [n for n in os.listdir(store.path("sessions")) if n.endswith(".tmp")]
+    assert act(store).code == "MODE_FORBIDS_MUTATION"      # still review
+
+
+def test_an_unusable_lock_path_is_recovery_not_silence(store):
+    prompt(store, "$stop-that-shit review")
+    sessions = store.path("sessions")
+    os.rename(sessions, sessions + ".moved")
+    with open(sessions, "w") as fh:
+        fh.write("x")
+    result = prompt(store, "$stop-that-shit change")
+    assert result.kind == "context" and result.code == "STS_LOCK_DAMAGED"
+    assert "read-only recovery" in result.text
