@@ -3022,7 +3022,11 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             while j < n and (s[j].isdigit() or s[j] in " \t"):
                 j += 1
         elif c in "btT:":
-            while j < n and s[j] not in ";\n":
+            # GNU sed ends a label at whitespace and reads what follows as the
+            # next command (`:a w f` writes f), so the label is one word and
+            # anything after it but `;`/newline fails the check below.
+            j = skip_ws(j)
+            while j < n and s[j] not in " \t;\n":
                 j += 1
         elif c in "aic":
             while j < n and s[j] != "\n":
@@ -3658,9 +3662,16 @@ def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
+# hostname options that only print; anything else (a NAME, -F FILE, -b, a
+# cluster or an abbreviation) may set the host name.
+_HOSTNAME_READ_OPTIONS = frozenset((
+    "-s", "--short", "-f", "--fqdn", "--long", "-d", "--domain", "-i", "--ip-address",
+    "-I", "--all-ip-addresses", "-A", "--all-fqdns", "-a", "--alias", "-y", "--yp", "--nis",
+    "-V", "--version", "-h", "--help"))
+
+
 def _hostname(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    if all(w.static and w.text.startswith("-") and w.text not in ("-F", "--file", "-b", "--boot")
-           for w in args):
+    if all(w.static and w.text in _HOSTNAME_READ_OPTIONS for w in args):
         return _an_read()
     return _unknown("state_change")
 
@@ -3904,14 +3915,7 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
              "run": ("view", "list"), "release": ("view", "list"), "workflow": ("view", "list"),
              "search": ("issues", "prs", "repos", "code", "commits"), "auth": ("status",)}
     if group == "api":
-        rest = texts[1:]
-        method = "GET"
-        for k, t in enumerate(rest):
-            if t in ("-X", "--method") and k + 1 < len(rest):
-                method = rest[k + 1].upper()
-            elif t.startswith(("-f", "-F", "--field", "--raw-field", "--input")):
-                method = "POST" if method == "GET" else method
-        return _an_read() if method == "GET" else _write()
+        return _gh_api(texts[1:])
     if verb in reads.get(group, ()):
         if any(t in ("--web", "-w") for t in texts):
             return _unknown()
@@ -3922,6 +3926,40 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 _PROGRAMS["gh"] = _gh
+
+# `gh api` options that send a body, and so switch the method to POST.
+_GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
+
+
+def _gh_api(rest: List[str]) -> _V:
+    """`gh api` reads only with the GET method in every spelling of the option:
+    `-X M`, `-XM`, `-X=M`, `--method M`, `--method=M`, or X inside a cluster."""
+    method = "GET"
+    k = 0
+    while k < len(rest):
+        t = rest[k]
+        k += 1
+        value = None
+        if t in ("-X", "--method"):
+            if k >= len(rest):
+                return _unknown("option_value_missing")
+            value = rest[k]
+            k += 1
+        elif t.startswith("--method="):
+            value = t[len("--method="):]
+        elif t.startswith(_GH_BODY_OPTIONS):
+            value = "POST" if method == "GET" else method
+        elif t.startswith("-") and not t.startswith("--") and len(t) > 1:
+            cluster = t[1:]
+            if cluster.startswith("X"):
+                value = cluster[1:].lstrip("=")
+            elif "X" in cluster:
+                return _unknown("shell_command_unproven")
+            elif "f" in cluster or "F" in cluster:
+                value = "POST" if method == "GET" else method
+        if value is not None:
+            method = value.upper()
+    return _an_read() if method == "GET" else _write()
 
 
 def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[_W], _Ctx], _V]:
