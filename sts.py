@@ -2879,9 +2879,13 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     while i < n and args[i].static and args[i].text in ("-H", "-L", "-P"):
         i += 1
+    start = i
     while i < n and not args[i].opaque and not args[i].text.startswith("-") \
             and args[i].text not in ("!", "(", ")", ","):
         i += 1   # starting points
+    # -delete removes files under the starting points: those are its targets
+    # (the self-protection check resolves them; "." when none is given).
+    roots = [w.text for w in args[start:i] if w.static] or (["."] if start == i else [])
     while i < n:
         w = args[i]
         i += 1
@@ -2900,6 +2904,8 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in _FIND_WRITE:
             k = _FIND_WRITE[t]
             target = [args[i].text] if k and i < n and args[i].static else []
+            if t == "-delete":
+                target = list(roots)
             result.join(_write(target))
             i += k
             continue
@@ -3728,13 +3734,28 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _an_read()
     if mode[:1] == "c" and len(args) > 1 and "f" in mode:
         return _write([args[1].text] if args[1].static else [])
-    return _write()
+    return _write(_option_dirs(args, ("-C", "--directory")))
+
+
+def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
+    """The folders named by `-C DIR` / `--directory=DIR` style options, where the
+    command writes; they feed the self-protection check."""
+    out = []
+    for k, w in enumerate(args):
+        t = w.text
+        if t in options and k + 1 < len(args) and args[k + 1].static:
+            out.append(args[k + 1].text)
+        else:
+            for option in options:
+                if option.startswith("--") and t.startswith(option + "=") and w.static:
+                    out.append(t[len(option) + 1:])
+    return out
 
 
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if args and args[0].static and args[0].text in ("-l", "-v", "-Z", "-t", "-p", "-z"):
         return _an_read()
-    return _write()
+    return _write(_option_dirs(args, ("-d",)))
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:

@@ -389,6 +389,9 @@ SHELL_FORMS = {
     "truncate": "truncate -s 0 {T}",
     "bash-c": "bash -c 'echo off > {T}'",
     "cd-then-rm": "cd {D} && rm -f {B}",
+    "find-delete": "find {D} -name '*.json' -delete",
+    "tar-C": "tar xf /tmp/evil.tar -C {D}",
+    "unzip-d": "unzip -o /tmp/evil.zip -d {D}",
 }
 
 
