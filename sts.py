@@ -4957,6 +4957,10 @@ class _PatchFile:
 
 
 def _patch_header(line: str, v4a: bool) -> Optional[Tuple[str, str]]:
+    # Codex trims a hunk line before it looks for a header, so an indented
+    # `*** Add File:` still names a file; judge it as one (more paths can only
+    # make the files= check stricter).
+    line = line.lstrip(" \t")
     if not line.startswith("***"):
         return None
     if not v4a:

@@ -143,3 +143,13 @@ def test_real_process_round_trip(sts_home):
     answer = json.loads(proc.stdout)
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert proc.stderr == b""
+
+
+def test_an_indented_patch_header_still_names_its_file(store):
+    """Codex trims hunk lines, so ` *** Add File: ../x` writes ../x: it must count."""
+    _, prompt, tool = codex_run("patch")
+    hook("codex", with_prompt(prompt, "$stop-that-shit change files=src/**"), store)
+    patch = ("*** Begin Patch\n*** Add File: src/a.txt\n+x\n"
+             " *** Add File: ../outside.txt\n+z\n*** End Patch\n")
+    reason = deny_reason(hook("codex", dict(tool, tool_input={"command": patch}), store))
+    assert "PATH_OUTSIDE_CONTRACT" in reason and "../outside.txt" in reason
