@@ -5239,12 +5239,6 @@ def outcome_result_kind(outcome: str) -> str:
     return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-def _decision_armed(contract: dict) -> bool:
-    # Kept local rather than via control_state so the decision never depends
-    # on another section's reading of the invariant.
-    return contract.get("level") in ("guard", "lock") and contract.get("mode") != "unconfirmed"
-
-
 # Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
 # resolved first: approval when the governing policy is `ask`, else plain ctl.
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
@@ -5284,7 +5278,7 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
         return _decision_for("STATE_BUSY", True, _STATE_BUSY_DETAIL)
     if contract.get("level") == "off":
         return Decision("allow", "CONTROL_INACTIVE", None)
-    return _decision_for("STATE_BUSY", _decision_armed(contract), _STATE_BUSY_DETAIL)
+    return _decision_for("STATE_BUSY", control_state(contract) == "ARMED", _STATE_BUSY_DETAIL)
 
 
 # ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
@@ -5596,7 +5590,7 @@ class _DecisionFacts:
         self.state = state
         self.contract = state.get("contract") or {}
         self.mode = self.contract.get("mode")
-        self.armed = _decision_armed(self.contract)
+        self.armed = control_state(self.contract) == "ARMED"
         self.storage_error = storage_error
         self.protected_paths = protected_paths
         self.thrash_repeats = thrash_repeats
@@ -7093,13 +7087,8 @@ def read_annotations(store: Store) -> Annotations:
 ###############################################################################
 
 
-# Policy outcome -> (CoreResult kind, audit responseOutcome or None = the adapter's deny outcome)
-_OUTCOME_RESULTS: Dict[str, Tuple[str, Optional[str]]] = {
-    "allow": ("none", "none"),
-    "report_and_defer": ("context", "context_returned"),
-    "deny_and_explain": ("deny", None),
-    "require_user_approval": ("deny", None),
-}
+# Core result kind -> audit responseOutcome; a deny uses the adapter's own outcome.
+_RESPONSE_OUTCOMES: Dict[str, str] = {"none": "none", "context": "context_returned"}
 
 
 def handle_event(event: ControlEvent, store: Store,
@@ -7230,9 +7219,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
 
     state, storage_error = loaded.state, loaded.storage_error
     contract = state["contract"]
-    kind, response = _OUTCOME_RESULTS[decision.outcome]
-    if response is None:
-        response = response_outcome
+    kind = outcome_result_kind(decision.outcome)
+    response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
     if contract["level"] != "off" or storage_error is not None:
         candidate = new_event_id()
@@ -7412,10 +7400,17 @@ def _thrash_load(path: str) -> dict:
 
 def _thrash_save(path: str, record: dict) -> None:
     tmp = "%s.%d.tmp" % (path, os.getpid())
+    data = json.dumps(record).encode("utf-8")
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(record))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except FileNotFoundError:  # first record of this data dir
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except OSError:
         try:

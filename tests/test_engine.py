@@ -208,3 +208,10 @@ def test_an_unusable_lock_path_is_recovery_not_silence(store):
     result = prompt(store, "$stop-that-shit change")
     assert result.kind == "context" and result.code == "STS_LOCK_DAMAGED"
     assert "read-only recovery" in result.text
+
+
+def test_thrash_side_file_is_private(store):
+    prompt(store, "$stop-that-shit change")
+    act(store, name="Bash", mutability="read", command="git status")
+    path = store.path("thrash", sts.session_key("s-engine") + ".json")
+    assert os.stat(path).st_mode & 0o777 == 0o600
