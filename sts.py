@@ -7565,10 +7565,13 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
     when the file is a manifest.  whole_file: `added` is the full new content (Write)."""
     added_text = added if isinstance(added, str) else ""
     path_text = path if isinstance(path, str) else None
+    old = None if whole_file else (removed if isinstance(removed, str) else "")
+    # An edit that keeps an existing hash call is not new hashing: only what
+    # the replacement adds over the replaced text counts (analysis.md 2).
     action = {"name": name, "mutability": "write",
               "affectedPaths": [path_text] if path_text else [],
-              "hashIntent": bool(added_text) and hash_intent_in_text(added_text, path_text)}
-    old = None if whole_file else (removed if isinstance(removed, str) else "")
+              "hashIntent": bool(added_text) and hash_intent_in_text(
+                  added_text, path_text, removed_text=old)}
     action["dependencyIntent"] = bool(added_text) and dependency_intent_in_change(
         path_text, old, added_text)
     return action

@@ -127,3 +127,16 @@ def test_hashing_code_denied_by_default(store):
     assert "HASH_NOT_AUTHORIZED" in deny_reason(hook("claude", write, store))
     hook("claude", say(prompt, "$stop-that-shit change hash=allow"), store)
     assert hook("claude", write, store) is None
+
+
+def test_an_edit_that_keeps_existing_hashing_is_not_hash_intent(store):
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit change"), store)
+    old = "key = hashlib.sha256(data).hexdigest()\n"
+    keep = dict(tool, tool_name="Edit", tool_input={
+        "file_path": "/tmp/run/work/cache.py", "old_string": old,
+        "new_string": "# cache key\n" + old})
+    assert hook("claude", keep, store) is None
+    add = dict(keep, tool_input=dict(keep["tool_input"], old_string="x = 1\n",
+                                     new_string="x = hashlib.md5(b).hexdigest()\n"))
+    assert "HASH_NOT_AUTHORIZED" in deny_reason(hook("claude", add, store))
