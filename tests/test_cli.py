@@ -97,3 +97,44 @@ def test_demo_shows_a_real_deny_then_an_allow():
     assert out.count("DENIED") == 1
     assert "Code: I/MODE_FORBIDS_MUTATION" in out
     assert out.index("DENIED") < out.rindex("(no output: allowed)")
+
+
+def test_a_hook_process_skips_teardown_but_loses_nothing(sts_home):
+    """The process ends with os._exit after flushing: the whole answer arrives,
+    and the state and audit line are on disk."""
+    assert hook_process("claude", dict(PROMPT, prompt="$stop-that-shit review"),
+                        sts_home).returncode == 0
+    long_path = "/w/" + "d" * 3000 + "/a.txt"
+    proc = hook_process("claude", dict(WRITE, tool_input={"file_path": long_path,
+                                                          "content": "x"}), sts_home)
+    assert proc.returncode == 0 and proc.stderr == b""
+    reason = deny_reason(json.loads(proc.stdout))
+    assert "Code: I/MODE_FORBIDS_MUTATION" in reason
+    store = sts.Store(str(sts_home))
+    key = sts.session_key("s-cli")
+    assert store.load(key).state["contract"]["mode"] == "review"
+    with open(os.path.join(str(sts_home), "runtime", key + ".jsonl"), encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["decision"]["reasonCode"] == "MODE_FORBIDS_MUTATION"
+
+
+def test_a_hook_whose_reader_left_exits_quietly(sts_home):
+    hook_process("claude", dict(PROMPT, prompt="$stop-that-shit review"), sts_home)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, "claude"],
+                          input=json.dumps(WRITE).encode(), stdout=write_end,
+                          stderr=subprocess.PIPE, env=dict(os.environ, STS_HOME=str(sts_home)),
+                          timeout=30, check=False)
+    os.close(write_end)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+
+
+def test_main_called_with_arguments_returns_instead_of_exiting(store, monkeypatch, capsys):
+    """A program that imports sts and calls main([...]) keeps running."""
+    class Stdin:
+        buffer = __import__("io").BytesIO(json.dumps(WRITE).encode())
+    monkeypatch.setattr(sys, "stdin", Stdin)
+    assert sts.main(["claude"]) == 0
+    assert capsys.readouterr().out == ""  # not armed: allowed, nothing to say
