@@ -12439,7 +12439,12 @@ def _exit_now(code: int) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point for hooks and the CLI; returns the exit code."""
+    """Entry point for hooks and the CLI; returns the exit code.
+
+    Called with no `argv`, as the hook command does, a hook ends the process
+    itself once its answer is flushed (see `_exit_now`); with an `argv` list
+    it returns like any function.
+    """
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] in ("-h", "--help", "help"):
         (sys.stdout if args else sys.stderr).write(_USAGE)
