@@ -1898,8 +1898,10 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
                                                              "-ex", "-eux", "-")
                                      for w in cmd.words[1:]):
-        if not cmd.stdin_literal and "$" in body:
-            return verdict     # the body is expanded before the shell reads it
+        if not cmd.stdin_literal and ("$" in body or "\\" in body):
+            # The body is expanded before the shell reads it: `\\` becomes `\`,
+            # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
+            return verdict
         return _analyze_bash(body, ctx.deeper())
     if name in _STDIN_CODE:
         verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
@@ -4501,6 +4503,20 @@ def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]
     return found or positional[:1]
 
 
+# Common parameters that store output in a session variable, and their aliases.
+_PS_VARIABLE_PARAMS = ("-outvariable", "-pipelinevariable", "-errorvariable",
+                       "-warningvariable", "-informationvariable")
+_PS_VARIABLE_ALIASES = frozenset(("-ov", "-pv", "-ev", "-wv", "-iv"))
+
+
+def _ps_sets_variable(arg: str) -> bool:
+    """-ov, -OutV, -pi...: PowerShell binds any unique prefix of a parameter name."""
+    name = arg.lower().split(":", 1)[0]
+    if name in _PS_VARIABLE_ALIASES:
+        return True
+    return len(name) >= 3 and any(p.startswith(name) for p in _PS_VARIABLE_PARAMS)
+
+
 def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     prog = cmd[0][0].lower()
     if prog.endswith(".exe"):
@@ -4512,6 +4528,8 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         if any(a.lower().startswith("-outfile") or a.lower().startswith("-outvariable")
                for a, q in args if not q):
             return _write()
+        if any(_ps_sets_variable(a) for a, q in args if not q):
+            return _unknown("state_change")
         return _V(hash_=prog == "get-filehash")
     if "-" in prog and prog.split("-", 1)[0] in ("get", "test", "select", "measure", "format",
                                                  "resolve", "compare", "convertto",
@@ -4541,6 +4559,10 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     if any(ch in text for ch in "^%!()"):
+        return _unknown("shell_syntax_unproven")
+    if text.lstrip(" \t").startswith('"'):
+        # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
+        # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
         return _unknown("shell_syntax_unproven")
     total = _V()
     i, n = 0, len(text)
