@@ -1247,6 +1247,79 @@ def _is_name(text: str) -> bool:
     return bool(text) and text[0] in _NAME_START and all(c in _NAME_CHARS for c in text)
 
 
+# Lower-case names the shell gives a meaning (zsh ties path to PATH, cdpath,
+# fpath...; *_proxy are exported by convention): never a harmless variable.
+_SPECIAL_LOWER = frozenset((
+    "path", "cdpath", "fpath", "manpath", "mailpath", "module_path", "psvar", "fignore",
+    "watch", "histchars", "auto_resume", "prompt", "argv", "status", "pipestatus", "signals",
+    "aliases", "builtins", "commands", "functions", "options", "parameters", "nameddirs",
+    "userdirs", "dirstack", "history", "historywords", "modules", "reswords", "mapfile",
+    "galiases", "saliases", "terminfo", "termcap", "widgets", "keymaps", "zle_bracketed_paste",
+))
+
+
+def _plain_var(text: str) -> bool:
+    """A variable a loop or `read` may set without changing how later
+    commands run: lower case, not special to bash or zsh, not `_`-prefixed.
+    Upper-case names (PATH, HOME, IFS, PS4, BASH_ENV, GIT_*...) are refused."""
+    return (_is_name(text) and text == text.lower() and not text.startswith("_")
+            and text not in _SPECIAL_LOWER and not text.endswith("_proxy"))
+
+
+def _arith_end(s: str, start: int) -> int:
+    """Index of the `))` closing `$((` whose body starts at `start`, or -1.
+
+    bash reads `$((a)|(b))` as a command substitution holding two subshells,
+    not as arithmetic: the body is arithmetic only when its parentheses
+    balance and the first unmatched `)` is followed by another `)`.
+    """
+    depth = 0
+    j, n = start, len(s)
+    while j < n:
+        ch = s[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return j if s.startswith("))", j) else -1
+            depth -= 1
+        j += 1
+    return -1
+
+
+def _arith_static(expr: str) -> bool:
+    """Only numbers, no variable names: bash evaluates a name's value as an
+    expression in turn, and a value like `a[$(cmd)]` (easy to plant in `$_`
+    with `echo 'a[$(cmd)]'`) runs cmd.  `++`/`--` would also assign."""
+    word = ""
+    for ch in expr + " ":
+        if ch in _NAME_CHARS:
+            word += ch
+            continue
+        if word and not word[0].isdigit():
+            return False
+        word = ""
+    return True
+
+
+def _param_safe(body: str) -> bool:
+    """${...} forms that cannot run code: no transformation operator after
+    the name (${x@P} expands its value like a prompt, with $(...) inside)
+    and no variable names in a ${x:offset:length} substring (arithmetic)."""
+    if "@" in body[1:]:
+        return False
+    j = 1 if body[0] == "#" and len(body) > 1 else 0
+    if j < len(body) and body[j] in _NAME_START:
+        while j < len(body) and body[j] in _NAME_CHARS:
+            j += 1
+    elif j < len(body):
+        j += 1
+    rest = body[j:]
+    if rest.startswith(":") and not rest.startswith((":-", ":=", ":?", ":+")):
+        return _arith_static(rest[1:].replace(":", " "))
+    return True
+
+
 class _Bash:
     """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
 
@@ -1355,6 +1428,12 @@ class _Bash:
                     had_cmd, need_cmd = True, False
                     continue
             word = self._word()
+            if self.i < n and s[self.i] in "<>" and not word.quoted and word.static \
+                    and word.text.startswith("{") and word.text.endswith("}") \
+                    and _is_name(word.text[1:-1]):
+                # `{NAME}>&-` stores a descriptor number in NAME, and keeps it
+                # after a builtin: `true {PATH}<&0` makes PATH "10", a relative dir.
+                raise _Give("state_change")
             if at_start and not word.quoted and word.static:
                 text = word.text
                 if text in _RESERVED_SKIP:
@@ -1471,7 +1550,10 @@ class _Bash:
                 check = line.lstrip("\t") if strip else line
                 if check == delim:
                     break
-                if not quoted and ("`" in line or "$(" in line or "${" in line or "$[" in line):
+                if not quoted and ("`" in line or "$(" in line or "${" in line or "$[" in line
+                                   or line.endswith("\\")):
+                    # A trailing backslash joins the next line in an unquoted body:
+                    # `$\` then `(cmd)` is a command substitution.
                     raise _Give("shell_syntax_unproven")
                 body.append(check)
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
@@ -1487,7 +1569,17 @@ class _Bash:
         if s.startswith("((", self.i):
             raise _Give("shell_syntax_unproven")
         name = self._word()
-        if not name.static or not _is_name(name.text):
+        if not name.static or not _plain_var(name.text):
+            # for PATH in ./bin; do git status; done would run ./bin/git.
+            raise _Give("state_change" if name.static and _is_name(name.text)
+                        else "shell_syntax_unproven")
+        while self.i < self.n and s[self.i] in " \t":
+            self.i += 1
+        if self.i >= self.n or s[self.i] in ";\n":
+            return
+        word = self._word()
+        if word.quoted or word.text != "in":
+            # `for x do cmd; done` loops over "$@": cmd is a command, not a list word.
             raise _Give("shell_syntax_unproven")
         while True:
             while self.i < self.n and s[self.i] in " \t":
@@ -1501,6 +1593,11 @@ class _Bash:
     def _nested(self, closer: str) -> None:
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
+        if self.heredocs:
+            # bash reads a substitution with its own parser: a body pending
+            # outside is not taken from the lines inside it, so those lines
+            # would be commands we took for heredoc text.
+            raise _Give("shell_syntax_unproven")
         self.depth += 1
         try:
             self._list(closer, 0)
@@ -1662,8 +1759,9 @@ class _Bash:
         nxt = s[i + 1] if i + 1 < n else ""
         if nxt == "(":
             if s.startswith("((", i + 1):
-                end = s.find("))", i + 3)
-                if end < 0 or any(ch not in _ARITH_OK for ch in s[i + 3:end]):
+                end = _arith_end(s, i + 3)
+                if end < 0 or any(ch not in _ARITH_OK for ch in s[i + 3:end]) \
+                        or not _arith_static(s[i + 3:end]):
                     raise _Give("shell_syntax_unproven")
                 self.i = end + 2
                 return True
@@ -1673,7 +1771,8 @@ class _Bash:
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
-            if end < 0 or not body or any(ch not in _PARAM_OK for ch in body):
+            if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
+                    or not _param_safe(body):
                 raise _Give("shell_syntax_unproven")
             self.i = end + 1
             return True
@@ -1799,8 +1898,10 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
                                                              "-ex", "-eux", "-")
                                      for w in cmd.words[1:]):
-        if not cmd.stdin_literal and "$" in body:
-            return verdict     # the body is expanded before the shell reads it
+        if not cmd.stdin_literal and ("$" in body or "\\" in body):
+            # The body is expanded before the shell reads it: `\\` becomes `\`,
+            # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
+            return verdict
         return _analyze_bash(body, ctx.deeper())
     if name in _STDIN_CODE:
         verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
@@ -2010,6 +2111,10 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
         denied = _apply_deny(spec, seen)
         if denied is not None:
             return denied
+        if (write_operand is not None or max_operands is not None) \
+                and any(w.glob for w in operands):
+            # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
+            return _unknown("shell_syntax_unproven")
         if write_operand is not None and len(operands) > write_operand:
             w = operands[write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
@@ -2206,26 +2311,54 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    # --eof, --max-lines and --replace take their value only after "=": a
+    # separate word is already the command (`xargs --replace rm cat` runs rm).
     start = _skip_wrapper_opts(
         args, flags="0rtxpo", valued="nLPsdEaI",
         long_valued=("--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file",
-                     "--eof", "--max-lines", "--replace"),
+                     "--process-slot-var"),
         long_flags=("--null", "--no-run-if-empty", "--verbose", "--exit", "--interactive",
-                    "--open-tty", "--process-slot-var"))
+                    "--open-tty", "--eof", "--max-lines", "--replace"))
     if start is None:
         return _unknown()
-    replace = None
-    for k, w in enumerate(args[:start]):
-        if w.text == "-I" and k + 1 < start:
-            replace = args[k + 1].text
-        elif w.text.startswith("-I") and len(w.text) > 2:
-            replace = w.text[2:]
+    replace = _xargs_replace(args[:start])
     rest = list(args[start:]) or [_lit("echo")]
     if replace:
+        if replace in rest[0].text:
+            return _unknown()   # BSD xargs may substitute into the utility name too
         rest = [rest[0]] + [_STDIN_ITEM if replace in w.text else w for w in rest[1:]]
     else:
         rest.append(_STDIN_ITEM)
     return _payload(rest, ctx)
+
+
+def _xargs_replace(opts: List[_W]) -> Optional[str]:
+    """The replace string of -I in every spelling (`-I X`, `-IX`, `-0I X`,
+    `--replace=X`, bare `--replace` meaning {}), or None."""
+    replace = None
+    k = 0
+    while k < len(opts):
+        t = opts[k].text
+        k += 1
+        if t.startswith("--"):
+            if t == "--replace":
+                replace = "{}"
+            elif t.startswith("--replace="):
+                replace = t[len("--replace="):]
+            elif "=" not in t and t in ("--max-args", "--max-procs", "--max-chars",
+                                        "--delimiter", "--arg-file", "--process-slot-var"):
+                k += 1
+            continue
+        for j in range(1, len(t)):
+            if t[j] in "nLPsdEaI":
+                value = t[j + 1:]
+                if not value and k < len(opts):
+                    value = opts[k].text
+                    k += 1
+                if t[j] == "I":
+                    replace = value
+                break
+    return replace
 
 
 def _shell_flags_ok(flag: str) -> bool:
@@ -3673,6 +3806,93 @@ def _printf(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
+def _read(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`read` assigns variables: read only for plain lower-case names
+    (`while read line`).  `read PATH` changes where programs are found and
+    `read 'a[$(cmd)]'` runs cmd while evaluating the subscript."""
+    i = 0
+    names_only = False
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if not w.static:
+            return _unknown("state_change")
+        t = w.text
+        if not names_only and t == "--":
+            names_only = True
+            continue
+        if names_only or not t.startswith("-") or t == "-":
+            names_only = True
+            if not _plain_var(t):
+                return _unknown("state_change")
+            continue
+        for j in range(1, len(t)):
+            ch = t[j]
+            if ch in "ers":
+                continue
+            if ch not in "adinNptu":
+                return _unknown("state_change")
+            value = t[j + 1:]
+            if not value:
+                if i >= len(args) or not args[i].static:
+                    return _unknown("option_value_missing")
+                value = args[i].text
+                i += 1
+            if ch == "a" and not _plain_var(value):
+                return _unknown("state_change")
+            if ch in "nNu" and not value.isdigit():
+                return _unknown("state_change")
+            if ch == "t" and not value.replace(".", "", 1).isdigit():
+                return _unknown("state_change")
+            break
+    return _an_read()
+
+
+# Operators that make a three-word test binary whatever the outer words hold.
+_TEST_BINARY = frozenset(("=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge",
+                          "-nt", "-ot", "-ef", "-a", "-o"))
+
+
+def _test(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`test -v 'a[$(cmd)]'` runs cmd (bash evaluates the subscript).  A
+    variable word may itself become -v (`echo -v; [ "$_" "$x" ]`), so
+    expansions are allowed only where test reads them as operands."""
+    words = list(args)
+    if name == "[" and words and words[-1].static and words[-1].text == "]":
+        words = words[:-1]
+    if any(w.static and w.text in ("-v", "-R") for w in words):
+        return _unknown()
+    if all(w.static for w in words):
+        return _an_read()
+    if any(w.glob or (w.dyn and w.split) for w in words):
+        return _unknown("shell_syntax_unproven")
+    n = len(words)
+    if n == 1 or (n == 2 and words[0].static) \
+            or (n == 3 and words[1].static and words[1].text in _TEST_BINARY):
+        return _an_read()
+    return _unknown("shell_syntax_unproven")
+
+
+def _jobs(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`jobs -x cmd args` runs cmd; listing flags and job specs only read."""
+    for w in args:
+        t = w.text
+        if not w.static or not (t.startswith("%") or (
+                t.startswith("-") and len(t) > 1 and all(ch in "lnprs" for ch in t[1:]))):
+            return _unknown()
+    return _an_read()
+
+
+def _wait(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`wait -p NAME` assigns NAME (and evaluates a subscript in it)."""
+    for w in args:
+        t = w.text
+        if not w.static or (t.startswith("-") and not (
+                len(t) > 1 and all(ch in "nf" for ch in t[1:]))):
+            return _unknown("state_change")
+    return _an_read()
+
+
 def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i = 0
     while i < len(args):
@@ -3899,14 +4119,14 @@ _HASH_WITH_OUTPUT = frozenset(("get-filehash", "rhash", "hashdeep", "md5deep", "
 _INERT = (
     "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat", "du", "df", "ls",
     "dir", "vdir", "realpath", "readlink", "basename", "dirname", "pwd", "echo", "true", "false",
-    "test", "[", "which", "whereis", "type", "uname", "whoami", "id", "groups", "printenv",
+    "which", "whereis", "type", "uname", "whoami", "id", "groups", "printenv",
     "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat", "xzcat", "cut", "tr", "paste",
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
     "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    "wait", ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "nm",
+    ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "nm",
     "objdump", "readelf", "size", "diff3", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "jobs", "nslookup", "dig", "host", "ping", "tput", "tokei", "read",
+    "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
     "findstr", "where",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
@@ -3920,7 +4140,8 @@ _PROGRAMS.update({
     "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "date": _date, "hostname": _hostname,
+    "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
     "command": _w_command, "builtin": _w_command, "exec": _w_command,
@@ -4282,6 +4503,20 @@ def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]
     return found or positional[:1]
 
 
+# Common parameters that store output in a session variable, and their aliases.
+_PS_VARIABLE_PARAMS = ("-outvariable", "-pipelinevariable", "-errorvariable",
+                       "-warningvariable", "-informationvariable")
+_PS_VARIABLE_ALIASES = frozenset(("-ov", "-pv", "-ev", "-wv", "-iv"))
+
+
+def _ps_sets_variable(arg: str) -> bool:
+    """-ov, -OutV, -pi...: PowerShell binds any unique prefix of a parameter name."""
+    name = arg.lower().split(":", 1)[0]
+    if name in _PS_VARIABLE_ALIASES:
+        return True
+    return len(name) >= 3 and any(p.startswith(name) for p in _PS_VARIABLE_PARAMS)
+
+
 def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     prog = cmd[0][0].lower()
     if prog.endswith(".exe"):
@@ -4293,6 +4528,8 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         if any(a.lower().startswith("-outfile") or a.lower().startswith("-outvariable")
                for a, q in args if not q):
             return _write()
+        if any(_ps_sets_variable(a) for a, q in args if not q):
+            return _unknown("state_change")
         return _V(hash_=prog == "get-filehash")
     if "-" in prog and prog.split("-", 1)[0] in ("get", "test", "select", "measure", "format",
                                                  "resolve", "compare", "convertto",
@@ -4322,6 +4559,10 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     if any(ch in text for ch in "^%!()"):
+        return _unknown("shell_syntax_unproven")
+    if text.lstrip(" \t").startswith('"'):
+        # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
+        # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
         return _unknown("shell_syntax_unproven")
     total = _V()
     i, n = 0, len(text)
