@@ -1974,9 +1974,27 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 
 
+# Spellings that only print a version, per program ("--version" for every
+# other one).  Elsewhere they mean something else: `make version` and
+# `ninja version` build a target, `ninja -v`/`pytest -v` build or run the
+# tests verbosely, `cmake version` configures the project in ./version,
+# `java version` runs a class.
+_VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
+    "rustc": ("-V",), "rustup": ("-V",), "gcc": ("-v", "-dumpversion"),
+    "g++": ("-v", "-dumpversion"), "clang": ("-v",), "cc": ("-v", "-dumpversion"),
+    "java": ("-version",), "javac": ("-version",), "kotlin": ("-version",),
+    "scala": ("-version",), "tsc": ("-v",), "terraform": ("-v", "version"), "make": ("-v",),
+    "gradle": ("-v",), "mvn": ("-v",), "helm": ("version",), "psql": ("-V",),
+    "sqlite3": ("-version",), "ruff": ("-V", "version"), "mypy": ("-V",), "pytest": ("-V",),
+    "eslint": ("-v",), "prettier": ("-v",), "jest": ("-v",), "vitest": ("-v",),
+    "zig": ("version",), "ghc": ("-V",), "elixir": ("-v",), "mix": ("-v",), "lua": ("-v",),
+    "julia": ("-v",), "nvm": ("version",), "pyenv": ("version",), "rbenv": ("version",),
+}
+
+
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    if len(args) == 1 and args[0].static and args[0].text in ("--version", "-V", "-v",
-                                                              "version", "-version"):
+    if len(args) == 1 and args[0].static and (
+            args[0].text == "--version" or args[0].text in _VERSION_WORDS.get(name, ())):
         return _an_read()
     return _unknown()
 
@@ -3680,12 +3698,38 @@ _PIP_READ = frozenset(("list", "show", "freeze", "check", "help", "search", "ind
                        "debug", "hash"))
 
 
+def _pip_unsafe(args: List[_W]) -> Optional[str]:
+    """Reason a pip command that would read does not: --log FILE appends a
+    log, --python PATH re-runs pip with that program; optparse also takes
+    any unique prefix (`--pyth=x`), so prefixes count."""
+    for w in args:
+        if not w.static:
+            return "shell_syntax_unproven"
+        if w.text == "--":
+            break
+        if w.text.startswith("--"):
+            key = w.text[2:].split("=", 1)[0]
+            if key and any(o.startswith(key) or key.startswith(o)
+                           for o in ("log", "log-file", "python")):
+                runs = "python".startswith(key) or key.startswith("python")
+                return "shell_execution_option" if runs else "shell_command_unproven"
+    return None
+
+
 def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-V"):
         return _an_read()
     verb, rest, _ = _pm_verb(args)
     if verb is None:
         return _unknown()
+    v = _pip_verb(verb, rest)
+    unsafe = _pip_unsafe(args)
+    if v.mut == "read" and unsafe:
+        return _unknown(unsafe)
+    return v
+
+
+def _pip_verb(verb: str, rest: List[_W]) -> _V:
     if verb in ("install", "download", "wheel"):
         ops, _ = _operands_of(rest, ("-r", "--requirement", "-c", "--constraint", "-i",
                                      "--index-url", "--extra-index-url", "-t", "--target",
@@ -3780,10 +3824,51 @@ def _cargo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in ("remove", "rm", "update", "fetch", "new", "init", "generate-lockfile",
                 "vendor", "publish", "clean", "fix", "fmt", "package", "uninstall", "login"):
         return _write()
-    if verb in ("tree", "search", "locate-project", "pkgid", "read-manifest", "version",
-                "help", "verify-project"):
+    # `cargo tree` is left out: it writes Cargo.lock when it is missing or
+    # stale, and runs build.rustc (set by --config or .cargo/config.toml).
+    if verb in ("search", "locate-project", "pkgid", "read-manifest", "version",
+                "help", "verify-project") and not any(t.startswith("--config") for t in texts):
         return _an_read()
     return _unknown()
+
+
+def _go_flag(text: str) -> str:
+    """The name of a Go flag word: `-w`, `--w`, `-w=true` are all `w`."""
+    if not text.startswith("-") or text in ("-", "--"):
+        return ""
+    return text.lstrip("-").split("=", 1)[0] if text[:3] != "---" else ""
+
+
+# `go list` flags that only select or format; build flags such as -toolexec
+# (runs a program), -mod=mod (rewrites go.mod), -modfile, -overlay, -export and
+# -compiled (compile) are refused.
+_GO_LIST_FLAGS = frozenset(("json", "m", "e", "deps", "test", "find", "u", "versions",
+                            "retracted", "reuse"))
+_GO_LIST_VALUED = frozenset(("f", "tags", "C"))
+
+
+def _go_list(args: List[_W]) -> _V:
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if not w.static:
+            return _unknown()
+        t = w.text
+        if t == "--":
+            break
+        name = _go_flag(t)
+        if not name:
+            continue
+        if name in _GO_LIST_FLAGS:
+            continue
+        if name in _GO_LIST_VALUED:
+            i += 0 if "=" in t else 1
+            continue
+        if name == "mod" and t.split("=", 1)[-1] in ("readonly", "vendor"):
+            continue
+        return _unknown()
+    return _an_read()
 
 
 def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3803,8 +3888,11 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "version":
         return _an_read()
     if verb == "env":
-        return _write() if any(t in ("-w", "-u") for t in texts) else _an_read()
-    if verb in ("list", "doc"):
+        # Go's flag package also takes --w, -w=true and --u.
+        return _write() if any(_go_flag(t) in ("w", "u") for t in texts[1:]) else _an_read()
+    if verb == "list":
+        return _go_list(args[1:])
+    if verb == "doc":
         return _an_read() if all(w.static for w in args) else _unknown()
     if verb in ("fmt", "generate", "clean"):
         return _write()
@@ -3827,7 +3915,10 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
-        if verb == "config" and len(texts) <= 2 and "set" not in texts:
+        # `bundle config --delete NAME` removes a setting.
+        if verb == "config" and len(texts) <= 2 and "set" not in texts and "unset" not in texts \
+                and all(w.text in ("--global", "--local", "--parseable")
+                        for w in args if w.text.startswith("-")):
             return _an_read()
         return _write()
     if verb in ("list", "show", "info", "outdated", "check", "platform", "help", "doctor"):
@@ -4300,7 +4391,12 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 ch in _CURL_SAFE_FLAGS for ch in t[1:])):
             continue
         if t in _CURL_SAFE_VALUED:
+            value = args[i].text if i < len(args) else ""
             i += 1
+            # curl 8.3+ writes the rest of -w to a file after %output{FILE};
+            # @FILE reads a format (or, for -H, headers to send) from a file.
+            if value.startswith("@") or "%output" in value.lower():
+                return _unknown()
             continue
         return _unknown()
     return _an_read()
@@ -4442,7 +4538,10 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if group == "api":
         return _gh_api(texts[1:])
     if verb in reads.get(group, ()):
-        if any(t in ("--web", "-w") for t in texts):
+        # --web opens a browser; pflag also takes `--web=true` and `-w` inside
+        # a cluster of short flags (`-cw`).
+        if any(t.split("=", 1)[0] == "--web" or (t.startswith("-") and not t.startswith("--")
+                                                  and "w" in t) for t in texts):
             return _unknown()
         return _an_read()
     if group in reads or group in ("gist", "label", "secret", "variable"):
@@ -4487,14 +4586,27 @@ def _gh_api(rest: List[str]) -> _V:
     return _an_read() if method == "GET" else _write()
 
 
-def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[_W], _Ctx], _V]:
-    """Tools whose read-only verbs are known; every other verb is unproven."""
+def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, ...] = (),
+                      deny_short: str = "") -> Callable[[str, List[_W], _Ctx], _V]:
+    """Tools whose read-only verbs are known; every other verb is unproven.
+
+    deny_long/deny_short name options that write or run something whatever
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    """
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
         if words in (["--version"], ["version"], ["-v"]):
             return _an_read()
         if not args or not all(w.static for w in args):
             return _unknown()
+        for t in words:
+            if t == "--":
+                break
+            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+                return _unknown("shell_execution_option")
+            if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
+                                                                    for ch in t[1:]):
+                return _unknown("shell_execution_option")
         if words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
@@ -4506,11 +4618,19 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[
 _PROGRAMS["docker"] = _subcommand_reads({
     "": ("ps", "images", "info", "version"),
     "image": ("ls", "inspect", "history"), "container": ("ls", "inspect"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")})
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")},
+    # `docker compose config -o FILE` saves the model to FILE.
+    deny_long=("output",), deny_short="o")
 _PROGRAMS["kubectl"] = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
          "version", "top"),
-    "config": ("view", "get-contexts", "current-context")})
+    "config": ("view", "get-contexts", "current-context")},
+    # --profile writes profile.pprof (or --profile-output); --kubeconfig may
+    # name a file whose exec credential plugin runs a program; --server sends
+    # the current credentials elsewhere; `cluster-info dump
+    # --output-directory` and --cache-dir write files.
+    deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
+               "cache-dir"), deny_short="s")
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
            "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
