@@ -1974,9 +1974,27 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 
 
+# Spellings that only print a version, per program ("--version" for every
+# other one).  Elsewhere they mean something else: `make version` and
+# `ninja version` build a target, `ninja -v`/`pytest -v` build or run the
+# tests verbosely, `cmake version` configures the project in ./version,
+# `java version` runs a class.
+_VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
+    "rustc": ("-V",), "rustup": ("-V",), "gcc": ("-v", "-dumpversion"),
+    "g++": ("-v", "-dumpversion"), "clang": ("-v",), "cc": ("-v", "-dumpversion"),
+    "java": ("-version",), "javac": ("-version",), "kotlin": ("-version",),
+    "scala": ("-version",), "tsc": ("-v",), "terraform": ("-v", "version"), "make": ("-v",),
+    "gradle": ("-v",), "mvn": ("-v",), "helm": ("version",), "psql": ("-V",),
+    "sqlite3": ("-version",), "ruff": ("-V", "version"), "mypy": ("-V",), "pytest": ("-V",),
+    "eslint": ("-v",), "prettier": ("-v",), "jest": ("-v",), "vitest": ("-v",),
+    "zig": ("version",), "ghc": ("-V",), "elixir": ("-v",), "mix": ("-v",), "lua": ("-v",),
+    "julia": ("-v",), "nvm": ("version",), "pyenv": ("version",), "rbenv": ("version",),
+}
+
+
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    if len(args) == 1 and args[0].static and args[0].text in ("--version", "-V", "-v",
-                                                              "version", "-version"):
+    if len(args) == 1 and args[0].static and (
+            args[0].text == "--version" or args[0].text in _VERSION_WORDS.get(name, ())):
         return _an_read()
     return _unknown()
 
@@ -2128,6 +2146,23 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
+
+
+def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
+    """Inert but for long options that run a program (nm --plugin loads a
+    shared object, diff3 --diff-program runs one); getopt takes any unique
+    prefix of them, so every prefix is refused."""
+    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
+        for w in args:
+            if w.opaque:
+                return _unknown("shell_syntax_unproven")
+            if w.text == "--":
+                break
+            key = w.text[2:].split("=", 1)[0] if w.text.startswith("--") else ""
+            if key and any(option.startswith(key) for option in running):
+                return _unknown("shell_execution_option")
+        return _inert(name, args, ctx)
+    return handler
 
 
 # ------------------------------------------------------------- writers ----
@@ -2855,6 +2890,15 @@ _GIT_READ_ACTIONS = {
 
 def _git_action(sub: str, args: List[_W]) -> _V:
     reads, writes = _GIT_READ_ACTIONS[sub]
+    if sub == "remote":
+        # `git remote -v add x url` adds a remote: -v is an option of every
+        # action, so the action is the first word after it.
+        k = 0
+        while k < len(args) and args[k].static and args[k].text in ("-v", "--verbose"):
+            k += 1
+        if k == len(args):
+            return _an_read()
+        args = args[k:]
     action = args[0].text if args else ""
     if sub == "reflog" and action.startswith("-"):
         return _git_rev(args)
@@ -2907,6 +2951,29 @@ def _git_hash_object(args: List[_W]) -> _V:
             continue
         return _unknown("git_arguments_unproven")
     return _an_read()
+
+
+def _git_symbolic_ref(args: List[_W]) -> _V:
+    """symbolic-ref NAME reads; -d/--delete or a second operand changes the ref."""
+    operands = 0
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if w.opaque:
+            return _unknown("shell_syntax_unproven")
+        t = w.text
+        if t in ("-d", "--delete"):
+            return _write()
+        if t == "-m":
+            i += 1      # the reflog message of an update
+        elif t in ("-q", "--quiet", "--short", "--recurse", "--no-recurse"):
+            pass
+        elif t.startswith("-"):
+            return _unknown("git_arguments_unproven")
+        else:
+            operands += 1
+    return _an_read() if operands <= 1 else _write()
 
 
 def _git_targets(sub: str, args: List[_W]) -> List[str]:
@@ -2967,7 +3034,13 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     elif sub == "hash-object":
         v = _git_hash_object(rest)
     elif sub == "format-patch":
-        v = _an_read() if any(w.text == "--stdout" for w in rest) else _write()
+        # --stdout prints the patches, but the diff options still apply:
+        # `--stdout --output=f` truncates f before git refuses the pair.
+        head = rest[:next((k for k, w in enumerate(rest) if w.text == "--"), len(rest))]
+        if any(w.text == "--stdout" for w in head):
+            v = _git_rev([w for w in rest if w.text != "--stdout"])
+        else:
+            v = _write()
     elif sub == "archive":
         if any(w.text.startswith(("--remote", "--exec")) for w in rest):
             v = _unknown("shell_execution_option")
@@ -2976,7 +3049,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         else:
             v = _unknown("git_arguments_unproven")
     elif sub == "symbolic-ref":
-        v = _an_read() if len([w for w in rest if not w.text.startswith("-")]) <= 1 else _write()
+        v = _git_symbolic_ref(rest)
     else:
         return _unknown("git_arguments_unproven")
     return v
@@ -3312,22 +3385,89 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # ---------------------------------------------------------------- awk ----
 
-def _awk_blank_regex(text: str) -> str:
-    """Blank /regex/ literals; a '/' only opens one where an operand cannot end."""
-    out = []
+# Characters after which a '/' can only open a regex literal in awk; after
+# anything else (an operand, ')', a keyword) it may be a division, and then
+# nothing is blanked, which only shows more text to the checks below.
+_AWK_RE_START = "(,~!{;&|\n"
+# A newline right after one of these does not end an awk statement.
+_AWK_CONTINUES = ",&|?:({"
+
+
+def _awk_regex_end(code: str, j: int) -> int:
+    """Index of the '/' closing a regex literal whose body starts at j, or -1.
+
+    gawk and mawk read a '/' inside a bracket expression as part of it, BWK
+    awk ends the regex there; such a regex, a newline or a missing end is
+    refused so that every awk agrees with what gets blanked.
+    """
+    n = len(code)
+    while j < n:
+        c = code[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "\n":
+            return -1
+        if c == "/":
+            return j
+        if c == "[":
+            j += 1
+            if j < n and code[j] == "^":
+                j += 1
+            if j < n and code[j] == "]":
+                j += 1      # a leading ']' is a member, not the end
+            while j < n and code[j] != "]":
+                if code[j] in "/\n":
+                    return -1
+                if code[j] == "[" and j + 1 < n and code[j + 1] in ":.=":
+                    close = code.find(code[j + 1] + "]", j + 2)
+                    if close < 0 or "/" in code[j:close] or "\n" in code[j:close]:
+                        return -1
+                    j = close + 2
+                    continue
+                j += 2 if code[j] == "\\" else 1
+            if j >= n:
+                return -1
+        j += 1
+    return -1
+
+
+def _awk_blank(code: str) -> Optional[str]:
+    """The program with strings, regex literals, comments and line
+    continuations blanked, in one pass as awk's lexer reads it; None when
+    unsure (a string running over a line, an unclosed literal)."""
+    out: List[str] = []
     prev = ""
-    i, n = 0, len(text)
+    i, n = 0, len(code)
     while i < n:
-        c = text[i]
-        if c == "/" and (prev == "" or prev in "(,~!{;&|\n"):
+        c = code[i]
+        if c == "\\" and i + 1 < n and code[i + 1] == "\n":
+            i += 2          # continuation: the next line is the same statement
+            continue
+        if c == "#":
+            while i < n and code[i] != "\n":
+                i += 1
+            continue
+        if c == '"':
             j = i + 1
-            while j < n and text[j] != "/" and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            if j < n and text[j] == "/":
-                out.append("//")
-                i = j + 1
-                prev = "/"
-                continue
+            while j < n and code[j] != '"':
+                if code[j] == "\n":
+                    return None
+                j += 2 if code[j] == "\\" else 1
+            if j >= n:
+                return None
+            out.append('""')
+            prev = '"'
+            i = j + 1
+            continue
+        if c == "/" and (prev == "" or prev in _AWK_RE_START):
+            end = _awk_regex_end(code, i + 1)
+            if end < 0:
+                return None
+            out.append("//")
+            prev = "/"
+            i = end + 1
+            continue
         out.append(c)
         if c not in " \t":
             prev = c
@@ -3337,34 +3477,25 @@ def _awk_blank_regex(text: str) -> str:
 
 def _awk_program(code: str) -> str:
     """'read', 'write' (print/printf redirected to a file) or 'unknown'."""
-    # Blank out string literals so their contents do not count.
-    out = []
-    i, n = 0, len(code)
-    while i < n:
-        c = code[i]
-        if c == '"':
-            j = i + 1
-            while j < n and code[j] != '"':
-                j += 2 if code[j] == "\\" else 1
-            out.append('""')
-            i = j + 1
-            continue
-        out.append(c)
-        i += 1
     low = code.lower()
     for bad in ("system", "getline", "close", "fflush", "@", "extension", "load"):
         if bad in low:
             return "unknown"
-    text = _awk_blank_regex("".join(out))
+    text = _awk_blank(code)
+    if text is None:
+        return "unknown"
     if "|" in text.replace("||", ""):
         return "unknown"
     if ">" not in text:
         return "read"
-    # A '>' inside a print/printf statement (outside parentheses) redirects output.
-    for m in _an_rx("awkprint", r"\bprintf?\b").finditer(text):
+    # A '>' inside a print/printf statement (outside parentheses) redirects
+    # output.  The statement ends at ';', '}' or a newline, except a newline
+    # after ',', '&&', '||', '?', ':', '(' or '{', which awk reads on.
+    for m in _an_rx("awkprint", r"(?<![A-Za-z0-9_$])printf?(?![A-Za-z0-9_])").finditer(text):
         depth = 0
+        last = ""
         for ch in text[m.end():]:
-            if ch in ";}\n":
+            if ch in ";}" or (ch == "\n" and (last == "" or last not in _AWK_CONTINUES)):
                 break
             if ch == "(":
                 depth += 1
@@ -3372,6 +3503,8 @@ def _awk_program(code: str) -> str:
                 depth -= 1
             elif ch == ">" and depth <= 0:
                 return "write"
+            if ch not in " \t\n":
+                last = ch
     return "read"
 
 
@@ -3565,12 +3698,38 @@ _PIP_READ = frozenset(("list", "show", "freeze", "check", "help", "search", "ind
                        "debug", "hash"))
 
 
+def _pip_unsafe(args: List[_W]) -> Optional[str]:
+    """Reason a pip command that would read does not: --log FILE appends a
+    log, --python PATH re-runs pip with that program; optparse also takes
+    any unique prefix (`--pyth=x`), so prefixes count."""
+    for w in args:
+        if not w.static:
+            return "shell_syntax_unproven"
+        if w.text == "--":
+            break
+        if w.text.startswith("--"):
+            key = w.text[2:].split("=", 1)[0]
+            if key and any(o.startswith(key) or key.startswith(o)
+                           for o in ("log", "log-file", "python")):
+                runs = "python".startswith(key) or key.startswith("python")
+                return "shell_execution_option" if runs else "shell_command_unproven"
+    return None
+
+
 def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-V"):
         return _an_read()
     verb, rest, _ = _pm_verb(args)
     if verb is None:
         return _unknown()
+    v = _pip_verb(verb, rest)
+    unsafe = _pip_unsafe(args)
+    if v.mut == "read" and unsafe:
+        return _unknown(unsafe)
+    return v
+
+
+def _pip_verb(verb: str, rest: List[_W]) -> _V:
     if verb in ("install", "download", "wheel"):
         ops, _ = _operands_of(rest, ("-r", "--requirement", "-c", "--constraint", "-i",
                                      "--index-url", "--extra-index-url", "-t", "--target",
@@ -3665,10 +3824,51 @@ def _cargo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in ("remove", "rm", "update", "fetch", "new", "init", "generate-lockfile",
                 "vendor", "publish", "clean", "fix", "fmt", "package", "uninstall", "login"):
         return _write()
-    if verb in ("tree", "search", "locate-project", "pkgid", "read-manifest", "version",
-                "help", "verify-project"):
+    # `cargo tree` is left out: it writes Cargo.lock when it is missing or
+    # stale, and runs build.rustc (set by --config or .cargo/config.toml).
+    if verb in ("search", "locate-project", "pkgid", "read-manifest", "version",
+                "help", "verify-project") and not any(t.startswith("--config") for t in texts):
         return _an_read()
     return _unknown()
+
+
+def _go_flag(text: str) -> str:
+    """The name of a Go flag word: `-w`, `--w`, `-w=true` are all `w`."""
+    if not text.startswith("-") or text in ("-", "--"):
+        return ""
+    return text.lstrip("-").split("=", 1)[0] if text[:3] != "---" else ""
+
+
+# `go list` flags that only select or format; build flags such as -toolexec
+# (runs a program), -mod=mod (rewrites go.mod), -modfile, -overlay, -export and
+# -compiled (compile) are refused.
+_GO_LIST_FLAGS = frozenset(("json", "m", "e", "deps", "test", "find", "u", "versions",
+                            "retracted", "reuse"))
+_GO_LIST_VALUED = frozenset(("f", "tags", "C"))
+
+
+def _go_list(args: List[_W]) -> _V:
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if not w.static:
+            return _unknown()
+        t = w.text
+        if t == "--":
+            break
+        name = _go_flag(t)
+        if not name:
+            continue
+        if name in _GO_LIST_FLAGS:
+            continue
+        if name in _GO_LIST_VALUED:
+            i += 0 if "=" in t else 1
+            continue
+        if name == "mod" and t.split("=", 1)[-1] in ("readonly", "vendor"):
+            continue
+        return _unknown()
+    return _an_read()
 
 
 def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3688,8 +3888,11 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "version":
         return _an_read()
     if verb == "env":
-        return _write() if any(t in ("-w", "-u") for t in texts) else _an_read()
-    if verb in ("list", "doc"):
+        # Go's flag package also takes --w, -w=true and --u.
+        return _write() if any(_go_flag(t) in ("w", "u") for t in texts[1:]) else _an_read()
+    if verb == "list":
+        return _go_list(args[1:])
+    if verb == "doc":
         return _an_read() if all(w.static for w in args) else _unknown()
     if verb in ("fmt", "generate", "clean"):
         return _write()
@@ -3712,7 +3915,10 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
-        if verb == "config" and len(texts) <= 2 and "set" not in texts:
+        # `bundle config --delete NAME` removes a setting.
+        if verb == "config" and len(texts) <= 2 and "set" not in texts and "unset" not in texts \
+                and all(w.text in ("--global", "--local", "--parseable")
+                        for w in args if w.text.startswith("-")):
             return _an_read()
         return _write()
     if verb in ("list", "show", "info", "outdated", "check", "platform", "help", "doctor"):
@@ -3914,16 +4120,53 @@ def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read() if args else _an_read()
 
 
+_DATE_LONG = {"date": 1, "debug": 0, "file": 1, "iso-8601": 2, "resolution": 0,
+              "rfc-email": 0, "rfc-822": 0, "rfc-2822": 0, "rfc-3339": 1, "reference": 1,
+              "set": 1, "universal": 0, "utc": 0, "help": 0, "version": 0}
+
+
 def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    for w in args:
-        t = w.text
+    """date prints unless it sets the clock: -s (also inside a cluster such as
+    -us...), --set or any abbreviation of it (--s=...), or an operand that is
+    not a +FORMAT."""
+    spec = _OptSpec(long=_DATE_LONG)
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        i += 1
         if w.opaque:
             return _unknown("shell_syntax_unproven")
-        if t.startswith(("-s", "--set", "--se")) and not t.startswith("--r"):
-            return _unknown("state_change")
-        if t.startswith(("+", "-")):
+        t = w.text
+        if t == "--":
+            if any(not x.static or not x.text.startswith("+") for x in args[i:]):
+                return _unknown("state_change")
+            break
+        if t.startswith("--"):
+            key, eq, _ = t[2:].partition("=")
+            canon = _resolve_long(spec, key)
+            if canon is None:
+                return _unknown()
+            if canon == "set":
+                return _unknown("state_change")
+            if eq and _DATE_LONG[canon] == 0:
+                return _unknown()
+            if not eq and _DATE_LONG[canon] == 1:
+                i += 1
             continue
-        if not t.startswith("-"):
+        if t.startswith("-") and t != "-":
+            for k, ch in enumerate(t[1:]):
+                if ch == "s":
+                    return _unknown("state_change")
+                if ch in "dfr":
+                    if k == len(t) - 2:
+                        i += 1      # the value is the next word
+                    break
+                if ch == "I":
+                    break           # its optional value is attached
+                if ch not in "Ru":
+                    return _unknown()
+            continue
+        if not t.startswith("+"):
             return _unknown("state_change")
     return _an_read()
 
@@ -3942,6 +4185,17 @@ def _hostname(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown("state_change")
 
 
+# Options of `openssl dgst` that only shape the printed digest.
+_OPENSSL_PRINT_OPTS = frozenset(("-hex", "-binary", "-r", "-c", "-list"))
+
+
+def _openssl_opt(text: str) -> str:
+    """An openssl option as the program reads it: `--out` and `-out=f` are `-out`."""
+    if text.startswith("--"):
+        text = text[1:]
+    return text.split("=", 1)[0]
+
+
 def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     verb = texts[0] if texts else ""
@@ -3949,13 +4203,15 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
                       "passwd", "kdf", "sha3-256", "blake2b512", "blake2s256", "rmd160")
     if verb in ("version",) or texts == ["--version"]:
         return _an_read()
-    if any(t in ("-out", "-keyout") for t in texts):
+    opts = [_openssl_opt(t) for t in texts[1:] if t.startswith("-") and t != "-"]
+    if any(o in ("-out", "-keyout", "-writerand") for o in opts):
         return _V("write", hash_=digest)
     if digest and verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224") \
-            and all(w.static and not w.text.startswith(("-sign", "-verify", "-prverify",
-                                                         "-engine", "-passin", "-rand",
-                                                         "-writerand", "-provider"))
-                    for w in args):
+            and all(w.static for w in args) \
+            and all(o in _OPENSSL_PRINT_OPTS
+                    or _an_rx("ossl-md", r"-(md[245]|sha[0-9]*(-[0-9]+)?|sha3-[0-9]+|shake[0-9]+"
+                                         r"|blake2[bs][0-9]+|rmd160|ripemd160|sm3)\Z").match(o)
+                    for o in opts):
         return _V(hash_=True)   # prints a digest and nothing else
     if digest or verb in ("x509", "s_client", "asn1parse", "ciphers", "list", "rand", "base64",
                           "enc"):
@@ -3982,16 +4238,86 @@ def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _V("unknown", "shell_command_unproven", hash_=hashes)
 
 
+# A listing is proven only with these options: GNU tar matches abbreviated
+# long options (`--use=prog` is --use-compress-program, `--checkpoint-act`
+# runs a command) and its option letters take values in clusters (`-tvIprog`,
+# old style `tfI a.tar prog`), so anything else is refused.
+_TAR_LIST_FLAGS = frozenset((
+    "--list", "--verbose", "--gzip", "--gunzip", "--ungzip", "--bzip2", "--xz", "--lzma",
+    "--zstd", "--auto-compress", "--wildcards", "--no-wildcards", "--numeric-owner",
+    "--full-time", "--utc", "--force-local", "--ignore-case", "--anchored", "--no-anchored",
+    "--ignore-zeros", "--block-number"))
+_TAR_LIST_VALUED = frozenset(("--file", "--exclude"))
+_TAR_LIST_LETTERS = "tvzjJ"
+
+
+def _tar_lists(args: List[_W]) -> bool:
+    """Whether the arguments only list an archive (-t) with known options."""
+    if not args or not all(w.static for w in args):
+        return False
+    letters = ""
+    archives: List[str] = []
+    i, n = 0, len(args)
+    first = args[0].text
+    if first and not first.startswith("-"):
+        # Old style: a letter cluster whose 'f' takes the next word.
+        if not all(ch in _TAR_LIST_LETTERS + "f" for ch in first):
+            return False
+        letters += first
+        i = 1
+        for _ in range(first.count("f")):
+            if i >= n:
+                return False
+            archives.append(args[i].text)
+            i += 1
+    while i < n:
+        t = args[i].text
+        i += 1
+        if t == "--":
+            break
+        if not t.startswith("-") or t == "-":
+            continue            # a member name
+        if t.startswith("--"):
+            key, eq, val = t.partition("=")
+            if key in _TAR_LIST_FLAGS and not eq:
+                letters += "t" if key == "--list" else ""
+            elif key in _TAR_LIST_VALUED:
+                if not eq:
+                    if i >= n:
+                        return False
+                    val = args[i].text
+                    i += 1
+                if key == "--file":
+                    archives.append(val)
+            else:
+                return False
+            continue
+        body = t[1:]
+        for k, ch in enumerate(body):
+            if ch == "f":
+                rest = body[k + 1:]
+                if not rest:
+                    if i >= n:
+                        return False
+                    rest = args[i].text
+                    i += 1
+                archives.append(rest)
+                break
+            if ch not in _TAR_LIST_LETTERS:
+                return False
+            letters += ch
+    local = "--force-local" in [w.text for w in args]
+    # HOST:FILE is a remote archive, reached by running rsh/ssh.
+    if any(":" in a and not local for a in archives):
+        return False
+    return "t" in letters
+
+
 def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if _tar_lists(args):
+        return _an_read()
     first = args[0].text if args else ""
     mode = first.lstrip("-")
-    if args and all(w.static for w in args):
-        if (mode[:1] == "t" or "--list" in [w.text for w in args]) and "--to-command" not in first:
-            if not any(w.text.startswith(("--to-command", "--use-compress-program", "-I",
-                                          "--checkpoint-action", "--info-script", "-F",
-                                          "--new-volume-script", "--rsh-command"))
-                       for w in args):
-                return _an_read()
     if mode[:1] == "c" and len(args) > 1 and "f" in mode:
         return _write([args[1].text] if args[1].static else [])
     return _write(_option_dirs(args, ("-C", "--directory")))
@@ -4013,8 +4339,15 @@ def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
 
 
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    # A listing mode first, and no later option: unzip negates an option
+    # with a second dash, so `unzip -t --t a.zip` extracts.
     if args and args[0].static and args[0].text in ("-l", "-v", "-Z", "-t", "-p", "-z"):
-        return _an_read()
+        later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
+            if args[0].text == "-Z" else ("-q", "-qq", "-x")
+        if all(w.static and (not w.text.startswith("-") or w.text in later)
+               for w in args[1:]):
+            return _an_read()
+        return _unknown()
     return _write(_option_dirs(args, ("-d",)))
 
 
@@ -4058,7 +4391,12 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 ch in _CURL_SAFE_FLAGS for ch in t[1:])):
             continue
         if t in _CURL_SAFE_VALUED:
+            value = args[i].text if i < len(args) else ""
             i += 1
+            # curl 8.3+ writes the rest of -w to a file after %output{FILE};
+            # @FILE reads a format (or, for -H, headers to send) from a file.
+            if value.startswith("@") or "%output" in value.lower():
+                return _unknown()
             continue
         return _unknown()
     return _an_read()
@@ -4124,8 +4462,8 @@ _INERT = (
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
     "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last", "nm",
-    "objdump", "readelf", "size", "diff3", "colordiff", "pr", "ts", "yes", "factor",
+    ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
+    "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
     "findstr", "where",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
@@ -4140,6 +4478,7 @@ _PROGRAMS.update({
     "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
+    "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
     "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -4199,7 +4538,10 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if group == "api":
         return _gh_api(texts[1:])
     if verb in reads.get(group, ()):
-        if any(t in ("--web", "-w") for t in texts):
+        # --web opens a browser; pflag also takes `--web=true` and `-w` inside
+        # a cluster of short flags (`-cw`).
+        if any(t.split("=", 1)[0] == "--web" or (t.startswith("-") and not t.startswith("--")
+                                                  and "w" in t) for t in texts):
             return _unknown()
         return _an_read()
     if group in reads or group in ("gist", "label", "secret", "variable"):
@@ -4244,14 +4586,27 @@ def _gh_api(rest: List[str]) -> _V:
     return _an_read() if method == "GET" else _write()
 
 
-def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[_W], _Ctx], _V]:
-    """Tools whose read-only verbs are known; every other verb is unproven."""
+def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, ...] = (),
+                      deny_short: str = "") -> Callable[[str, List[_W], _Ctx], _V]:
+    """Tools whose read-only verbs are known; every other verb is unproven.
+
+    deny_long/deny_short name options that write or run something whatever
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    """
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
         if words in (["--version"], ["version"], ["-v"]):
             return _an_read()
         if not args or not all(w.static for w in args):
             return _unknown()
+        for t in words:
+            if t == "--":
+                break
+            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+                return _unknown("shell_execution_option")
+            if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
+                                                                    for ch in t[1:]):
+                return _unknown("shell_execution_option")
         if words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
@@ -4263,11 +4618,19 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]]) -> Callable[[str, List[
 _PROGRAMS["docker"] = _subcommand_reads({
     "": ("ps", "images", "info", "version"),
     "image": ("ls", "inspect", "history"), "container": ("ls", "inspect"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")})
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")},
+    # `docker compose config -o FILE` saves the model to FILE.
+    deny_long=("output",), deny_short="o")
 _PROGRAMS["kubectl"] = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
          "version", "top"),
-    "config": ("view", "get-contexts", "current-context")})
+    "config": ("view", "get-contexts", "current-context")},
+    # --profile writes profile.pprof (or --profile-output); --kubeconfig may
+    # name a file whose exec credential plugin runs a program; --server sends
+    # the current credentials elsewhere; `cluster-info dump
+    # --output-directory` and --cache-dir write files.
+    deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
+               "cache-dir"), deny_short="s")
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
            "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
