@@ -5601,15 +5601,17 @@ class _PatchFile:
 
 
 def _patch_header(line: str, v4a: bool) -> Optional[Tuple[str, str]]:
-    # Codex trims a hunk line before it looks for a header, so an indented
-    # `*** Add File:` still names a file; judge it as one (more paths can only
-    # make the files= check stricter).
-    line = line.lstrip(" \t")
+    # Codex trims a hunk line (Rust's trim: every Unicode blank, NBSP
+    # included) before it looks for a header, so an indented `*** Add File:`
+    # still names a file; OpenCode needs no blank after the colon
+    # (`*** Add File:x`).  Judge every such spelling a header: more paths can
+    # only make the files= check stricter.
+    line = line.strip()
     if not line.startswith("***"):
         return None
     if not v4a:
-        for verb, kind in (("*** Add File: ", "add"), ("*** Update File: ", "update"),
-                           ("*** Delete File: ", "delete"), ("*** Move to: ", "move")):
+        for verb, kind in (("*** Add File:", "add"), ("*** Update File:", "update"),
+                           ("*** Delete File:", "delete"), ("*** Move to:", "move")):
             if line.startswith(verb):
                 return kind, line[len(verb):].strip()
         return ("other", "")
@@ -5633,9 +5635,27 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
     """
     if not isinstance(patch_text, str) or not patch_text:
         return PatchSummary([], "", False, False)
+    # Codex (Rust `lines()`) and OpenCode (`split("\n")`) break lines at
+    # "\n" only, so a header path may hold U+2028, \v or a lone \r that
+    # splitlines() would cut: `*** Add File: src/a<U+2028>/../../x` writes
+    # ../x.  Read the text both ways and keep every path either reading names.
+    lines = patch_text.splitlines()
+    summary = _analyze_patch_lines(lines, patch_text, v4a)
+    by_newline = [line[:-1] if line.endswith("\r") else line
+                  for line in patch_text.split("\n")]
+    if by_newline[-1:] == [""]:
+        by_newline.pop()
+    if by_newline == lines:
+        return summary
+    other = _analyze_patch_lines(by_newline, patch_text, v4a)
+    paths = summary.paths + [p for p in other.paths if p not in summary.paths]
+    return PatchSummary(paths, summary.added_text, summary.hash_intent or other.hash_intent,
+                        summary.dependency_intent or other.dependency_intent)
+
+
+def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchSummary:
     files: List[_PatchFile] = []
     cur: Optional[_PatchFile] = None
-    lines = patch_text.splitlines()
     unified = "*** Begin Patch" not in patch_text and any(
         ln.startswith("+++ ") for ln in lines[:4000])
     for k, line in enumerate(lines):
@@ -5668,7 +5688,11 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
                         arg = arg.split(" -> ", 1)[0].strip()
                     cur = _PatchFile(arg, kind)
                     files.append(cur)
-                elif kind == "move" and cur is not None:
+                elif kind == "move" and cur is None:
+                    # A stray `*** Move to:` still names a file the host may write.
+                    cur = _PatchFile(arg, "update")
+                    files.append(cur)
+                elif kind == "move":
                     if v4a and " -> " in arg:
                         src, _, dst = arg.partition(" -> ")
                         cur = _PatchFile(src.strip(), "update")
@@ -8945,8 +8969,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
 
 
 # --- Hermes Agent (adapters.md 8) ----------------------------------------------
-# V4A patch headers: spaces after *** optional, at least one before File:.
-_V4A_FILE_OPS = ("Update", "Add", "Delete", "Move")
+# Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
 
@@ -8954,28 +8977,30 @@ _HERMES_JOINED = frozenset(("completed", "failed", "error"))
 def _v4a_paths(patch_text: Any) -> List[str]:
     """Paths named by a Hermes V4A patch, read the way Hermes' own parser reads
     them: `***`, optional blanks, Add/Update/Delete/Move, blanks, `File:`;
-    Move names both sides of `A -> B`."""
+    Move names both sides of `A -> B`.
+
+    Hermes matches with Python's Unicode `\\s` (tools/patch_parser.py), so a
+    vertical tab, \\r or NBSP between the words still makes a header; the
+    same patterns are used here so that no header Hermes obeys is missed.
+    """
     if not isinstance(patch_text, str):
         return []
+    header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
+    # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
+    # the same without a backtracking regex over model text (decisions.md 8).
+    move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
-        if not line.startswith("***"):
+        found = header.match(line)
+        if found:
+            if found.group(1).strip():
+                paths.append(found.group(1).strip())
             continue
-        rest = line[3:].lstrip()
-        word = next((w for w in _V4A_FILE_OPS if rest.startswith(w)), None)
-        if word is None:
-            continue
-        tail = rest[len(word):]
-        if tail[:1] not in (" ", "\t") or not tail.lstrip().startswith("File:"):
-            continue
-        target = tail.lstrip()[len("File:"):].strip()
-        if word != "Move":
-            if target:
-                paths.append(target)
-            continue
-        source, arrow, dest = target.partition("->")
-        if arrow and source.strip() and dest.strip():
-            paths.extend((source.strip(), dest.strip()))
+        found = move.match(line)
+        if found:
+            source, arrow, dest = line[found.end():].partition("->")
+            if arrow and source.strip() and dest.strip():
+                paths.extend((source.strip(), dest.strip()))
     return paths
 
 
