@@ -6026,9 +6026,9 @@ def _files_keep_slash(original: str, resolved: str) -> str:
     return resolved
 
 
-def _resolve_for_boundary(paths: List[str], patterns: List[str],
-                          cwd: Optional[str]) -> Tuple[List[str], List[str], Optional[str]]:
-    """Physical paths, patterns and cwd for matching (10-P4).
+def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
+                          ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
+    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -6044,20 +6044,20 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
         try:
             anchor = os.getcwd()
         except OSError:
-            return list(paths), list(patterns), cwd
+            return list(paths), list(paths), list(patterns), cwd
         relative_to = _files_realpath(anchor)
     else:
-        return list(paths), list(patterns), cwd
+        return list(paths), list(paths), list(patterns), cwd
 
-    def resolve_path(raw: str) -> str:
+    def resolve_path(raw: str, lexical: bool) -> str:
         text = raw.strip()
         if not text or not _files_native(text):
             return raw
-        if os.path.isabs(text):
-            resolved = _files_realpath(text)
-            return _files_keep_slash(text, resolved)
-        resolved = _files_realpath(os.path.join(anchor, text))
-        if relative_to is not None:
+        full = text if os.path.isabs(text) else os.path.join(anchor, text)
+        if lexical:
+            full = os.path.normpath(full)
+        resolved = _files_realpath(full)
+        if relative_to is not None and not os.path.isabs(text):
             # No cwd was given: compare relative to the process directory, as
             # the unresolved path would have been.
             try:
@@ -6072,8 +6072,13 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
             return _files_keep_slash(text, _files_realpath(text))
         return raw
 
-    return ([resolve_path(p) for p in paths], [resolve_pattern(p) for p in patterns],
-            real_cwd)
+    # Hosts disagree on "..": the kernel applies it after following a link
+    # (Codex, Hermes), Node's path.resolve/join before (Pi, OMP, OpenCode).
+    # `src/link/../b/f` can be inside one way and outside the other, so
+    # each path is read both ways and must be inside both times.
+    physical = [resolve_path(p, False) for p in paths]
+    lexical = [resolve_path(p, True) for p in paths]
+    return physical, lexical, [resolve_pattern(p) for p in patterns], real_cwd
 
 
 def _files_covers(pattern: str, path: str) -> bool:
@@ -6099,24 +6104,26 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     lexical reading.
     """
     if resolve:
-        real_paths, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
+        physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
     else:
-        real_paths, real_patterns, real_cwd = list(paths), list(patterns), cwd
+        physical, lexical, real_patterns, real_cwd = list(paths), list(paths), list(patterns), cwd
     cwd_windows = cwd is not None and _files_win_abs(cwd.strip())
     forms = [(_files_win_abs(p.strip()), _boundary_form(p, real_cwd)) for p in real_patterns]
-    outside = []
-    for raw, real in zip(paths, real_paths):
-        path_windows = _files_win_abs(raw.strip())
+
+    def covered(real: str, path_windows: bool) -> bool:
         target = _boundary_form(real, real_cwd)
-        inside = False
         for pattern_windows, pattern in forms:
             if cwd_windows or (path_windows and pattern_windows):
-                inside = _files_covers(pattern.lower(), target.lower())
-            else:
-                inside = _files_covers(pattern, target)
-            if inside:
-                break
-        if not inside:
+                if _files_covers(pattern.lower(), target.lower()):
+                    return True
+            elif _files_covers(pattern, target):
+                return True
+        return False
+
+    outside = []
+    for raw, one, other in zip(paths, physical, lexical):
+        path_windows = _files_win_abs(raw.strip())
+        if not (covered(one, path_windows) and (other == one or covered(other, path_windows))):
             outside.append(raw)
     return outside
 
@@ -8182,9 +8189,17 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 except ValueError:
                     pass  # another drive: Node keeps the absolute path (core.md 10-P1)
             elif path.startswith("/") and cwd.startswith("/"):
-                import posixpath
-                trailing = path.endswith("/") and len(path) > 1
-                path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
+                base = cwd.rstrip("/") + "/"
+                if path.startswith(base) and len(path) > len(base):
+                    # Cut the prefix and keep any "..": relpath would apply it
+                    # lexically, but Hermes and OpenCode hand an absolute path
+                    # to the kernel, which applies it after following a link.
+                    # The core reads the rest both ways (core.md 10-P4).
+                    path = path[len(base):]
+                else:
+                    import posixpath
+                    trailing = path.endswith("/") and len(path) > 1
+                    path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
         path = path.replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
