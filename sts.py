@@ -9566,6 +9566,60 @@ _NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-t
                   "agent was working. Resubmit it when the agent is idle.")
 
 
+# Pi's and OMP's expandPath turn these into plain spaces before writing.
+_PI_SPACES = {ord(c): " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+              "\u2007\u2008\u2009\u200a\u202f\u205f\u3000"}
+
+
+def _home_path(rest: str) -> str:
+    return os.path.expanduser("~") + rest
+
+
+def pi_host_path(path: Any) -> Any:
+    """The path Pi 0.73 really writes (path-utils expandPath): one leading `@`
+    dropped, Unicode spaces made plain, `~` and `~/` expanded.  Judging the
+    raw text let `@<data dir>/…` past self-protection and `@package.json`
+    past the dependency check."""
+    if not isinstance(path, str):
+        return path
+    text = (path[1:] if path.startswith("@") else path).translate(_PI_SPACES)
+    if text == "~" or text.startswith("~/"):
+        return _home_path(text[1:])
+    return text
+
+
+def omp_host_path(path: Any) -> Any:
+    """The path Oh My Pi 18.2 really writes (path-utils expandPath): a stray
+    leading `:` and an `@` before an absolute or home path dropped, Unicode
+    spaces made plain, a `file://` URL decoded, `~`, `~/` and `~name`
+    expanded (to <home>/name)."""
+    if not isinstance(path, str):
+        return path
+    text = path
+    if text.startswith(":") and (text[1:2] in ("/", "\\", "~") or text[1:].startswith(
+            ("./", ".\\", "../", "..\\")) or _is_windows_path(text[1:] + "/")):
+        text = text[1:]
+    if text.startswith("@") and (text[1:2] in ("/", "\\") or text[1:] == "~"
+                                 or text[1:].startswith(("~/", "\\\\"))
+                                 or _is_windows_path(text[1:])):
+        text = text[1:]
+    text = text.translate(_PI_SPACES)
+    if text.lower().startswith("file://"):
+        from urllib.parse import unquote
+        rest = text[7:]
+        if rest.lower().startswith("localhost/"):
+            rest = rest[9:]
+        if rest.startswith("/"):
+            text = unquote(rest)
+    if text == "~":
+        return _home_path("")
+    if text.startswith(("~/", "~\\")):
+        return _home_path(text[1:])
+    if text.startswith("~"):
+        return os.path.join(_home_path(""), text[1:])
+    return text
+
+
 class PiAdapter(_ShimAdapter):
     """Pi 0.73 extension shim; one session per process, no built-in children."""
 
@@ -9591,10 +9645,10 @@ class PiAdapter(_ShimAdapter):
         return _replace_skill_form(text)
 
     def _write(self, name: str, args: dict) -> dict:
-        return file_write_action(name, args.get("path"), args.get("content"))
+        return file_write_action(name, pi_host_path(args.get("path")), args.get("content"))
 
     def _edit(self, name: str, args: dict) -> dict:
-        path = args.get("path")
+        path = pi_host_path(args.get("path"))
         edits = args.get("edits")
         pairs = [(e.get("oldText"), e.get("newText")) for e in edits if isinstance(e, dict)] \
             if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
@@ -9876,7 +9930,7 @@ class OmpAdapter(PiAdapter):
             if lower.startswith("agent://"):
                 # Agent mail can wake a child the ledger cannot tell apart.
                 return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
-        return file_write_action(name, path, args.get("content"))
+        return file_write_action(name, omp_host_path(path), args.get("content"))
 
     def _edit(self, name: str, args: dict) -> dict:
         text = args.get("input") if isinstance(args.get("input"), str) else args.get("_input")
@@ -9884,29 +9938,32 @@ class OmpAdapter(PiAdapter):
         hash_hit = dependency_hit = False
         if isinstance(text, str):
             found, added = omp_edit_paths(text)
+            found = [omp_host_path(p) for p in found]
             summary = analyze_patch(text)  # the Codex-style transport
-            paths = found + [p for p in summary.paths if p not in found]
+            paths = found + [omp_host_path(p) for p in summary.paths if p not in found]
             hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
             dependency_hit = summary.dependency_intent or (bool(added) and any(
                 dependency_intent_in_change(p, "", added) for p in found))
         for key in ("path", "_path"):
             if _is_text(args.get(key)):
-                paths.append(args[key])
+                paths.append(omp_host_path(args[key]))
         if isinstance(args.get("paths"), list):
-            paths.extend(p for p in args["paths"] if _is_text(p))
+            paths.extend(omp_host_path(p) for p in args["paths"] if _is_text(p))
         edits = args.get("edits")
         for entry in edits if isinstance(edits, list) else []:
             if not isinstance(entry, dict):
                 continue
             if _is_text(entry.get("rename")):
-                paths.append(entry["rename"])
+                paths.append(omp_host_path(entry["rename"]))
             if entry.get("op") == "create" and isinstance(entry.get("diff"), str):
-                target = args.get("path") if isinstance(args.get("path"), str) else None
+                target = omp_host_path(args.get("path")) if isinstance(args.get("path"), str) \
+                    else None
                 hash_hit = hash_hit or hash_intent_in_text(entry["diff"], target)
                 dependency_hit = dependency_hit or dependency_intent_in_change(
                     target, None, entry["diff"])
         if isinstance(args.get("new_string"), str):
-            target = args.get("path") if isinstance(args.get("path"), str) else None
+            target = omp_host_path(args.get("path")) if isinstance(args.get("path"), str) \
+                else None
             replace = file_write_action(name, target, args["new_string"], args.get("old_string"),
                                         whole_file=False)
             hash_hit = hash_hit or replace["hashIntent"]
