@@ -5601,15 +5601,17 @@ class _PatchFile:
 
 
 def _patch_header(line: str, v4a: bool) -> Optional[Tuple[str, str]]:
-    # Codex trims a hunk line before it looks for a header, so an indented
-    # `*** Add File:` still names a file; judge it as one (more paths can only
-    # make the files= check stricter).
-    line = line.lstrip(" \t")
+    # Codex trims a hunk line (Rust's trim: every Unicode blank, NBSP
+    # included) before it looks for a header, so an indented `*** Add File:`
+    # still names a file; OpenCode needs no blank after the colon
+    # (`*** Add File:x`).  Judge every such spelling a header: more paths can
+    # only make the files= check stricter.
+    line = line.strip()
     if not line.startswith("***"):
         return None
     if not v4a:
-        for verb, kind in (("*** Add File: ", "add"), ("*** Update File: ", "update"),
-                           ("*** Delete File: ", "delete"), ("*** Move to: ", "move")):
+        for verb, kind in (("*** Add File:", "add"), ("*** Update File:", "update"),
+                           ("*** Delete File:", "delete"), ("*** Move to:", "move")):
             if line.startswith(verb):
                 return kind, line[len(verb):].strip()
         return ("other", "")
@@ -5633,9 +5635,27 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
     """
     if not isinstance(patch_text, str) or not patch_text:
         return PatchSummary([], "", False, False)
+    # Codex (Rust `lines()`) and OpenCode (`split("\n")`) break lines at
+    # "\n" only, so a header path may hold U+2028, \v or a lone \r that
+    # splitlines() would cut: `*** Add File: src/a<U+2028>/../../x` writes
+    # ../x.  Read the text both ways and keep every path either reading names.
+    lines = patch_text.splitlines()
+    summary = _analyze_patch_lines(lines, patch_text, v4a)
+    by_newline = [line[:-1] if line.endswith("\r") else line
+                  for line in patch_text.split("\n")]
+    if by_newline[-1:] == [""]:
+        by_newline.pop()
+    if by_newline == lines:
+        return summary
+    other = _analyze_patch_lines(by_newline, patch_text, v4a)
+    paths = summary.paths + [p for p in other.paths if p not in summary.paths]
+    return PatchSummary(paths, summary.added_text, summary.hash_intent or other.hash_intent,
+                        summary.dependency_intent or other.dependency_intent)
+
+
+def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchSummary:
     files: List[_PatchFile] = []
     cur: Optional[_PatchFile] = None
-    lines = patch_text.splitlines()
     unified = "*** Begin Patch" not in patch_text and any(
         ln.startswith("+++ ") for ln in lines[:4000])
     for k, line in enumerate(lines):
@@ -5668,7 +5688,11 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
                         arg = arg.split(" -> ", 1)[0].strip()
                     cur = _PatchFile(arg, kind)
                     files.append(cur)
-                elif kind == "move" and cur is not None:
+                elif kind == "move" and cur is None:
+                    # A stray `*** Move to:` still names a file the host may write.
+                    cur = _PatchFile(arg, "update")
+                    files.append(cur)
+                elif kind == "move":
                     if v4a and " -> " in arg:
                         src, _, dst = arg.partition(" -> ")
                         cur = _PatchFile(src.strip(), "update")
@@ -6002,9 +6026,9 @@ def _files_keep_slash(original: str, resolved: str) -> str:
     return resolved
 
 
-def _resolve_for_boundary(paths: List[str], patterns: List[str],
-                          cwd: Optional[str]) -> Tuple[List[str], List[str], Optional[str]]:
-    """Physical paths, patterns and cwd for matching (10-P4).
+def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
+                          ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
+    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -6020,20 +6044,20 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
         try:
             anchor = os.getcwd()
         except OSError:
-            return list(paths), list(patterns), cwd
+            return list(paths), list(paths), list(patterns), cwd
         relative_to = _files_realpath(anchor)
     else:
-        return list(paths), list(patterns), cwd
+        return list(paths), list(paths), list(patterns), cwd
 
-    def resolve_path(raw: str) -> str:
+    def resolve_path(raw: str, lexical: bool) -> str:
         text = raw.strip()
         if not text or not _files_native(text):
             return raw
-        if os.path.isabs(text):
-            resolved = _files_realpath(text)
-            return _files_keep_slash(text, resolved)
-        resolved = _files_realpath(os.path.join(anchor, text))
-        if relative_to is not None:
+        full = text if os.path.isabs(text) else os.path.join(anchor, text)
+        if lexical:
+            full = os.path.normpath(full)
+        resolved = _files_realpath(full)
+        if relative_to is not None and not os.path.isabs(text):
             # No cwd was given: compare relative to the process directory, as
             # the unresolved path would have been.
             try:
@@ -6048,8 +6072,13 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str],
             return _files_keep_slash(text, _files_realpath(text))
         return raw
 
-    return ([resolve_path(p) for p in paths], [resolve_pattern(p) for p in patterns],
-            real_cwd)
+    # Hosts disagree on "..": the kernel applies it after following a link
+    # (Codex, Hermes), Node's path.resolve/join before (Pi, OMP, OpenCode).
+    # `src/link/../b/f` can be inside one way and outside the other, so
+    # each path is read both ways and must be inside both times.
+    physical = [resolve_path(p, False) for p in paths]
+    lexical = [resolve_path(p, True) for p in paths]
+    return physical, lexical, [resolve_pattern(p) for p in patterns], real_cwd
 
 
 def _files_covers(pattern: str, path: str) -> bool:
@@ -6075,24 +6104,26 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     lexical reading.
     """
     if resolve:
-        real_paths, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
+        physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
     else:
-        real_paths, real_patterns, real_cwd = list(paths), list(patterns), cwd
+        physical, lexical, real_patterns, real_cwd = list(paths), list(paths), list(patterns), cwd
     cwd_windows = cwd is not None and _files_win_abs(cwd.strip())
     forms = [(_files_win_abs(p.strip()), _boundary_form(p, real_cwd)) for p in real_patterns]
-    outside = []
-    for raw, real in zip(paths, real_paths):
-        path_windows = _files_win_abs(raw.strip())
+
+    def covered(real: str, path_windows: bool) -> bool:
         target = _boundary_form(real, real_cwd)
-        inside = False
         for pattern_windows, pattern in forms:
             if cwd_windows or (path_windows and pattern_windows):
-                inside = _files_covers(pattern.lower(), target.lower())
-            else:
-                inside = _files_covers(pattern, target)
-            if inside:
-                break
-        if not inside:
+                if _files_covers(pattern.lower(), target.lower()):
+                    return True
+            elif _files_covers(pattern, target):
+                return True
+        return False
+
+    outside = []
+    for raw, one, other in zip(paths, physical, lexical):
+        path_windows = _files_win_abs(raw.strip())
+        if not (covered(one, path_windows) and (other == one or covered(other, path_windows))):
             outside.append(raw)
     return outside
 
@@ -8158,9 +8189,17 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 except ValueError:
                     pass  # another drive: Node keeps the absolute path (core.md 10-P1)
             elif path.startswith("/") and cwd.startswith("/"):
-                import posixpath
-                trailing = path.endswith("/") and len(path) > 1
-                path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
+                base = cwd.rstrip("/") + "/"
+                if path.startswith(base) and len(path) > len(base):
+                    # Cut the prefix and keep any "..": relpath would apply it
+                    # lexically, but Hermes and OpenCode hand an absolute path
+                    # to the kernel, which applies it after following a link.
+                    # The core reads the rest both ways (core.md 10-P4).
+                    path = path[len(base):]
+                else:
+                    import posixpath
+                    trailing = path.endswith("/") and len(path) > 1
+                    path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
         path = path.replace("\\", "/")
         while path.startswith("./"):
             path = path[2:]
@@ -8945,8 +8984,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
 
 
 # --- Hermes Agent (adapters.md 8) ----------------------------------------------
-# V4A patch headers: spaces after *** optional, at least one before File:.
-_V4A_FILE_OPS = ("Update", "Add", "Delete", "Move")
+# Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
 
@@ -8954,28 +8992,30 @@ _HERMES_JOINED = frozenset(("completed", "failed", "error"))
 def _v4a_paths(patch_text: Any) -> List[str]:
     """Paths named by a Hermes V4A patch, read the way Hermes' own parser reads
     them: `***`, optional blanks, Add/Update/Delete/Move, blanks, `File:`;
-    Move names both sides of `A -> B`."""
+    Move names both sides of `A -> B`.
+
+    Hermes matches with Python's Unicode `\\s` (tools/patch_parser.py), so a
+    vertical tab, \\r or NBSP between the words still makes a header; the
+    same patterns are used here so that no header Hermes obeys is missed.
+    """
     if not isinstance(patch_text, str):
         return []
+    header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
+    # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
+    # the same without a backtracking regex over model text (decisions.md 8).
+    move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
-        if not line.startswith("***"):
+        found = header.match(line)
+        if found:
+            if found.group(1).strip():
+                paths.append(found.group(1).strip())
             continue
-        rest = line[3:].lstrip()
-        word = next((w for w in _V4A_FILE_OPS if rest.startswith(w)), None)
-        if word is None:
-            continue
-        tail = rest[len(word):]
-        if tail[:1] not in (" ", "\t") or not tail.lstrip().startswith("File:"):
-            continue
-        target = tail.lstrip()[len("File:"):].strip()
-        if word != "Move":
-            if target:
-                paths.append(target)
-            continue
-        source, arrow, dest = target.partition("->")
-        if arrow and source.strip() and dest.strip():
-            paths.extend((source.strip(), dest.strip()))
+        found = move.match(line)
+        if found:
+            source, arrow, dest = line[found.end():].partition("->")
+            if arrow and source.strip() and dest.strip():
+                paths.extend((source.strip(), dest.strip()))
     return paths
 
 
@@ -9526,6 +9566,60 @@ _NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-t
                   "agent was working. Resubmit it when the agent is idle.")
 
 
+# Pi's and OMP's expandPath turn these into plain spaces before writing.
+_PI_SPACES = {ord(c): " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+              "\u2007\u2008\u2009\u200a\u202f\u205f\u3000"}
+
+
+def _home_path(rest: str) -> str:
+    return os.path.expanduser("~") + rest
+
+
+def pi_host_path(path: Any) -> Any:
+    """The path Pi 0.73 really writes (path-utils expandPath): one leading `@`
+    dropped, Unicode spaces made plain, `~` and `~/` expanded.  Judging the
+    raw text let `@<data dir>/…` past self-protection and `@package.json`
+    past the dependency check."""
+    if not isinstance(path, str):
+        return path
+    text = (path[1:] if path.startswith("@") else path).translate(_PI_SPACES)
+    if text == "~" or text.startswith("~/"):
+        return _home_path(text[1:])
+    return text
+
+
+def omp_host_path(path: Any) -> Any:
+    """The path Oh My Pi 18.2 really writes (path-utils expandPath): a stray
+    leading `:` and an `@` before an absolute or home path dropped, Unicode
+    spaces made plain, a `file://` URL decoded, `~`, `~/` and `~name`
+    expanded (to <home>/name)."""
+    if not isinstance(path, str):
+        return path
+    text = path
+    if text.startswith(":") and (text[1:2] in ("/", "\\", "~") or text[1:].startswith(
+            ("./", ".\\", "../", "..\\")) or _is_windows_path(text[1:] + "/")):
+        text = text[1:]
+    if text.startswith("@") and (text[1:2] in ("/", "\\") or text[1:] == "~"
+                                 or text[1:].startswith(("~/", "\\\\"))
+                                 or _is_windows_path(text[1:])):
+        text = text[1:]
+    text = text.translate(_PI_SPACES)
+    if text.lower().startswith("file://"):
+        from urllib.parse import unquote
+        rest = text[7:]
+        if rest.lower().startswith("localhost/"):
+            rest = rest[9:]
+        if rest.startswith("/"):
+            text = unquote(rest)
+    if text == "~":
+        return _home_path("")
+    if text.startswith(("~/", "~\\")):
+        return _home_path(text[1:])
+    if text.startswith("~"):
+        return os.path.join(_home_path(""), text[1:])
+    return text
+
+
 class PiAdapter(_ShimAdapter):
     """Pi 0.73 extension shim; one session per process, no built-in children."""
 
@@ -9551,10 +9645,10 @@ class PiAdapter(_ShimAdapter):
         return _replace_skill_form(text)
 
     def _write(self, name: str, args: dict) -> dict:
-        return file_write_action(name, args.get("path"), args.get("content"))
+        return file_write_action(name, pi_host_path(args.get("path")), args.get("content"))
 
     def _edit(self, name: str, args: dict) -> dict:
-        path = args.get("path")
+        path = pi_host_path(args.get("path"))
         edits = args.get("edits")
         pairs = [(e.get("oldText"), e.get("newText")) for e in edits if isinstance(e, dict)] \
             if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
@@ -9836,7 +9930,7 @@ class OmpAdapter(PiAdapter):
             if lower.startswith("agent://"):
                 # Agent mail can wake a child the ledger cannot tell apart.
                 return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
-        return file_write_action(name, path, args.get("content"))
+        return file_write_action(name, omp_host_path(path), args.get("content"))
 
     def _edit(self, name: str, args: dict) -> dict:
         text = args.get("input") if isinstance(args.get("input"), str) else args.get("_input")
@@ -9844,29 +9938,32 @@ class OmpAdapter(PiAdapter):
         hash_hit = dependency_hit = False
         if isinstance(text, str):
             found, added = omp_edit_paths(text)
+            found = [omp_host_path(p) for p in found]
             summary = analyze_patch(text)  # the Codex-style transport
-            paths = found + [p for p in summary.paths if p not in found]
+            paths = found + [omp_host_path(p) for p in summary.paths if p not in found]
             hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
             dependency_hit = summary.dependency_intent or (bool(added) and any(
                 dependency_intent_in_change(p, "", added) for p in found))
         for key in ("path", "_path"):
             if _is_text(args.get(key)):
-                paths.append(args[key])
+                paths.append(omp_host_path(args[key]))
         if isinstance(args.get("paths"), list):
-            paths.extend(p for p in args["paths"] if _is_text(p))
+            paths.extend(omp_host_path(p) for p in args["paths"] if _is_text(p))
         edits = args.get("edits")
         for entry in edits if isinstance(edits, list) else []:
             if not isinstance(entry, dict):
                 continue
             if _is_text(entry.get("rename")):
-                paths.append(entry["rename"])
+                paths.append(omp_host_path(entry["rename"]))
             if entry.get("op") == "create" and isinstance(entry.get("diff"), str):
-                target = args.get("path") if isinstance(args.get("path"), str) else None
+                target = omp_host_path(args.get("path")) if isinstance(args.get("path"), str) \
+                    else None
                 hash_hit = hash_hit or hash_intent_in_text(entry["diff"], target)
                 dependency_hit = dependency_hit or dependency_intent_in_change(
                     target, None, entry["diff"])
         if isinstance(args.get("new_string"), str):
-            target = args.get("path") if isinstance(args.get("path"), str) else None
+            target = omp_host_path(args.get("path")) if isinstance(args.get("path"), str) \
+                else None
             replace = file_write_action(name, target, args["new_string"], args.get("old_string"),
                                         whole_file=False)
             hash_hit = hash_hit or replace["hashIntent"]

@@ -1,6 +1,8 @@
 """Codex CLI adapter (adapters.md 3), driven with the payloads Codex 0.171.0 really sent."""
 import json
 
+import pytest
+
 import sts
 from hooks import context_text, deny_reason, hook, hook_process, kit_events
 
@@ -153,3 +155,19 @@ def test_an_indented_patch_header_still_names_its_file(store):
              " *** Add File: ../outside.txt\n+z\n*** End Patch\n")
     reason = deny_reason(hook("codex", dict(tool, tool_input={"command": patch}), store))
     assert "PATH_OUTSIDE_CONTRACT" in reason and "../outside.txt" in reason
+
+
+@pytest.mark.parametrize("hidden", [
+    # Rust's trim() drops an NBSP before the header: Codex writes ../outside.txt.
+    "\u00a0*** Add File: ../outside.txt\n+z\n",
+    # Rust's lines() splits at "\n" only: the path is src/a<U+2028>/../../outside.txt.
+    "*** Add File: src/a\u2028/../../outside.txt\n+z\n",
+])
+def test_a_patch_header_only_codex_reads_still_names_its_file(store, hidden):
+    """Both patches were applied by the real Codex 0.171 apply_patch; each
+    writes outside the boundary while a splitlines()/lstrip() reader saw only src/."""
+    _, prompt, tool = codex_run("patch")
+    hook("codex", with_prompt(prompt, "$stop-that-shit change files=src/**"), store)
+    patch = "*** Begin Patch\n*** Add File: src/ok.txt\n+x\n" + hidden + "*** End Patch\n"
+    reason = deny_reason(hook("codex", dict(tool, tool_input={"command": patch}), store))
+    assert reason and "PATH_OUTSIDE_CONTRACT" in reason

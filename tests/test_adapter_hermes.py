@@ -83,6 +83,25 @@ def test_v4a_patch_paths(store):
     assert action["affectedPaths"] == ["new.py", "src/a.py", "old.py", "m.py", "n.py"]
 
 
+def test_absolute_path_keeps_its_dotdot_for_the_core(store):
+    """Hermes resolves `<cwd>/src/out/../x` physically: with src/out a link
+    elsewhere that is not src/x, so the adapter must not fold the `..` away."""
+    action = action_of(tool("write_file", {"path": WORK + "/src/out/../x", "content": "x"}),
+                       store)
+    assert action["affectedPaths"] == ["src/out/../x"]
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\x0b", "\r", "\u2003"])
+def test_v4a_header_with_any_unicode_blank_is_a_header(store, blank):
+    """Hermes' parser matches `\\s+` (Unicode), so `***Add<NBSP>File: /etc/x`
+    adds /etc/x; a reader that only knew spaces and tabs let it through."""
+    text = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-a\n+b\n"
+            "*** Add" + blank + "File: ../evil\n+x\n"
+            "***Move" + blank + "File: src/m.py ->" + blank + "../moved\n*** End Patch\n")
+    action = action_of(tool("patch", {"mode": "patch", "patch": text}), store)
+    assert action["affectedPaths"] == ["src/a.py", "../evil", "src/m.py", "../moved"]
+
+
 @pytest.mark.parametrize("args,count,bucket", [
     ({"goal": "SUBAGENT: write the probe", "context": "probe"}, 1, "delegate"),
     ({"tasks": [{"goal": "a"}, {"goal": "b"}, {"goal": "c"}]}, 3, "delegate"),

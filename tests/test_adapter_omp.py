@@ -121,6 +121,22 @@ def test_write_targets(store):
     assert answer("omp", tool("write", {"path": "agent://x"}, call_id=None), store) == {}
 
 
+def test_paths_as_omp_expands_them(store, monkeypatch):
+    """OMP's expandPath drops a stray `:` and an `@` before an absolute or home
+    path, decodes file:// URLs and expands `~name` to <home>/name."""
+    monkeypatch.setenv("HOME", "/home/u")
+    def paths(path):
+        return action_of(tool("write", {"path": path, "content": "x"}), store)["affectedPaths"]
+    assert paths("@/etc/passwd") == ["../../../etc/passwd"]
+    assert paths(":/etc/passwd") == ["../../../etc/passwd"]
+    assert paths("file:///etc/pass%77d") == ["../../../etc/passwd"]
+    assert paths("~x/y") == ["../../../home/u/x/y"]
+    assert paths("@src/a.py") == ["@src/a.py"]  # a literal name for OMP
+    edit = action_of(tool("edit", {"path": "@/tmp/run/work/src/a.py",
+                                   "edits": [{"rename": ":/etc/b"}]}), store)
+    assert edit["affectedPaths"] == ["src/a.py", "../../../etc/b"]
+
+
 def test_hub_eval_and_tables(store):
     assert action_of(tool("hub", {"op": "wait"}), store)["mutability"] == "read"
     assert action_of(tool("hub", {"op": "cancel", "ids": ["j"]}), store)["mutability"] == "control"

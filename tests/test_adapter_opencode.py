@@ -118,6 +118,16 @@ def test_tool_table(store):
                      store)["mutability"] == "write"
 
 
+def test_apply_patch_headers_without_a_blank_after_the_colon(store):
+    """OpenCode 1.18 reads `*** Add File:` + trim(), so `*** Add File:../x`
+    and `*** Move to:\t../x` write those files."""
+    patch = ("*** Begin Patch\n*** Add File:../outside.txt\n+x\n"
+             "*** Update File: src/a.py\n*** Move to:\t../moved.py\n@@\n-a\n+b\n"
+             "*** End Patch")
+    action = action_of(before(ROOT, "apply_patch", {"patchText": patch}), store)
+    assert action["affectedPaths"] == ["../outside.txt", "src/a.py", "../moved.py"]
+
+
 def test_task_without_call_id_is_dropped(store):
     assert answer("opencode", before(ROOT, "task", {"prompt": "p"}, call_id=None), store) == {}
 

@@ -61,6 +61,21 @@ def test_real_write_and_bash(store):
     assert shell["name"] == "bash" and shell["command"] == "echo by-bash > /tmp/run/probe-pi"
 
 
+def test_paths_as_pi_expands_them(store, monkeypatch):
+    """Pi's expandPath drops one leading `@`, makes Unicode spaces plain and
+    expands `~`: `@/x` writes /x and `@package.json` writes package.json."""
+    monkeypatch.setenv("HOME", "/home/u")
+    def paths(path):
+        return action_of(tool_call(input={"path": path, "content": "x"}), store)["affectedPaths"]
+    assert paths("@/etc/passwd") == ["../../../etc/passwd"]
+    assert paths("@src/a.py") == ["src/a.py"]
+    assert paths("~/.bashrc") == ["../../../home/u/.bashrc"]
+    assert paths("src/a\u00a0b.py") == ["src/a b.py"]
+    manifest = action_of(tool_call(input={"path": "@package.json",
+                                          "content": '{"dependencies": {"left-pad": "1"}}'}), store)
+    assert manifest["dependencyIntent"] is True
+
+
 def test_tool_table(store):
     edit = action_of(tool_call(toolName="edit", input={
         "path": "/tmp/run/work/src/a.py", "edits": [{"oldText": "a", "newText": "b"}]}), store)

@@ -466,6 +466,24 @@ def test_symlinked_cwd_and_dotdot_resolve_physically(tmp_path):
     assert outside(["src/../other/a.js"], ["src/**"], cwd) == ["src/../other/a.js"]
 
 
+def test_dotdot_after_a_symlink_must_be_inside_read_both_ways(tmp_path):
+    """`src/link/../b/f`: the kernel follows link first (src/x/b/f, inside);
+    Node's path.resolve drops `link/..` first (src/b/f, and src/b leads
+    outside).  Pi, OMP and OpenCode write the second, Codex and Hermes the
+    first, so the path is inside only if both readings are."""
+    proj = tmp_path / "proj"
+    (proj / "src" / "x" / "y").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    os.symlink("x/y", str(proj / "src" / "link"))
+    os.symlink(str(tmp_path / "elsewhere"), str(proj / "src" / "b"))
+    os.symlink(str(tmp_path / "elsewhere" / "deep"), str(proj / "src" / "out"))
+    cwd = str(proj)
+    assert outside(["src/link/../b/f"], ["src/**"], cwd) == ["src/link/../b/f"]
+    # The kernel's reading: src/out/.. is elsewhere/, though lexically it is src/.
+    assert outside(["src/out/../x"], ["src/**"], cwd) == ["src/out/../x"]
+    assert outside(["src/x/../link/f", "src/link/../x/f"], ["src/**"], cwd) == []
+
+
 def test_symlink_resolution_without_cwd_uses_process_directory(tmp_path, monkeypatch):
     (tmp_path / "src").mkdir()
     os.symlink(str(tmp_path.parent), str(tmp_path / "src" / "up"))

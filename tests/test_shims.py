@@ -877,6 +877,26 @@ def test_hermes_envelope_and_answers(tmp_path, env, monkeypatch, work):
     assert start["extra"]["parent_session_id"] == "h1"
 
 
+def test_hermes_cwd_is_the_folder_hermes_resolves_file_paths_against(tmp_path, env, monkeypatch,
+                                                                      work):
+    """Hermes anchors relative write_file paths at the task's terminal folder,
+    which `terminal: cd /other/repo` (a read) moves; the envelope must carry
+    that folder, not the process folder, or `src/x` would be judged in the
+    wrong place."""
+    import sys
+    import types
+    env = echo_env(env, [{"hook": "pre_tool_call", "tool": "write_file", "answer": {}}])
+    monkeypatch.chdir(work)
+    other = str(tmp_path / "other-repo")
+    fake = types.ModuleType("tools.file_tools")
+    fake._resolve_base_dir = lambda task_id: other if task_id == "task-1" else work
+    monkeypatch.setitem(sys.modules, "tools", types.ModuleType("tools"))
+    monkeypatch.setitem(sys.modules, "tools.file_tools", fake)
+    module, ctx = load_hermes(monkeypatch, env)
+    hermes_tool(ctx, "h1", "write_file", {"path": "src/x", "content": "x"})
+    assert fake_log(env)[0]["request"]["cwd"] == other
+
+
 def test_hermes_odd_kwargs_are_serialised(tmp_path, env, monkeypatch):
     env = echo_env(env)
     module, ctx = load_hermes(monkeypatch, env)

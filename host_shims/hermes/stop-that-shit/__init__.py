@@ -123,7 +123,23 @@ def _plain(value, stack=()):
         return None
 
 
-def _cwd():
+def _cwd(task_id=None):
+    """The folder Hermes resolves a relative file path against.
+
+    Hermes anchors write_file/patch paths at the task's live terminal folder,
+    which a read-only `cd` in `terminal` moves; the process folder would let
+    `cd /other/repo` then `write_file src/x` land outside files=.  So ask
+    Hermes' own resolver (in-process), and use the process folder only when
+    that is not available (native hooks, other Hermes versions).
+    """
+    if task_id:
+        try:
+            from tools.file_tools import _resolve_base_dir
+            base = str(_resolve_base_dir(str(task_id)))
+            if os.path.isabs(base):
+                return base
+        except Exception:
+            pass
     try:
         return os.getcwd()
     except OSError:
@@ -138,7 +154,7 @@ def envelope(hook, kwargs):
         "tool_name": kwargs.get("tool_name"),
         "tool_input": args if isinstance(args, dict) else None,
         "session_id": kwargs.get("session_id") or kwargs.get("parent_session_id"),
-        "cwd": _cwd(),
+        "cwd": _cwd(kwargs.get("task_id") if hook == "pre_tool_call" else None),
         "extra": {k: v for k, v in kwargs.items() if k not in ENVELOPE_KEYS},
     }
 
