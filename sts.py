@@ -2991,6 +2991,18 @@ def _git_targets(sub: str, args: List[_W]) -> List[str]:
     return []
 
 
+def _format_patch_stdout(head: List[_W]) -> bool:
+    """Whether --stdout really is an option of format-patch: right after an
+    option that takes a value (`-v --stdout`, `--to --stdout`) it is that
+    value, and the patches are written to files."""
+    for k, w in enumerate(head):
+        if w.text == "--stdout":
+            prev = head[k - 1].text if k else ""
+            if not prev.startswith("-") or prev == "-" or prev[1:].isdigit():
+                return True
+    return False
+
+
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     while i < n:
@@ -3037,7 +3049,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # --stdout prints the patches, but the diff options still apply:
         # `--stdout --output=f` truncates f before git refuses the pair.
         head = rest[:next((k for k, w in enumerate(rest) if w.text == "--"), len(rest))]
-        if any(w.text == "--stdout" for w in head):
+        if _format_patch_stdout(head):
             v = _git_rev([w for w in rest if w.text != "--stdout"])
         else:
             v = _write()
