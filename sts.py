@@ -3621,10 +3621,30 @@ _NPM_WRITE = frozenset(("uninstall", "remove", "rm", "r", "un", "unlink", "updat
                         "ln", "prune", "dedupe", "ddp", "version", "pack", "rebuild", "rb",
                         "deprecate", "dist-tag", "owner", "access", "login", "logout", "adduser",
                         "star", "unstar", "cache", "set", "import", "patch", "shrinkwrap"))
+# Left out: docs, bugs, repo and home open a browser (they run `xdg-open URL`,
+# or whatever program --browser names).
 _NPM_READ = frozenset(("ls", "list", "la", "ll", "view", "v", "info", "show", "outdated",
                        "explain", "why", "help", "root", "prefix", "bin", "search", "s", "find",
-                       "docs", "bugs", "repo", "fund", "doctor", "ping", "whoami", "licenses",
-                       "config-get", "query", "sbom", "audit"))
+                       "fund", "doctor", "ping", "whoami", "licenses", "config-get", "query",
+                       "sbom", "audit"))
+# npm settings that run a program (browser, viewer: `npm help --viewer=browser`,
+# `npm fund PKG`), load other settings (userconfig, globalconfig) or put
+# npm's own files elsewhere (cache, logs-dir).  nopt also takes abbreviations.
+_NPM_RISKY_SETTINGS = ("browser", "viewer", "userconfig", "globalconfig", "cache", "logs-dir")
+
+
+def _npm_risky_setting(args: List[_W]) -> bool:
+    for w in args:
+        t = w.text
+        if t == "--":
+            break
+        key = t[2:].split("=", 1)[0] if t.startswith("--") else ""
+        if key.startswith("no-"):
+            key = key[3:]
+        if len(key) >= 2 and any(s.startswith(key) or key.startswith(s)
+                                 for s in _NPM_RISKY_SETTINGS):
+            return True
+    return False
 _NPM_EXEC = frozenset(("exec", "x", "dlx", "npx", "bunx"))
 _NPM_VALUED_GLOBALS = frozenset(("--prefix", "-C", "--dir", "--workspace", "-w", "--filter",
                                  "-F", "--loglevel", "--registry", "--cwd", "--userconfig",
@@ -3698,6 +3718,10 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
+        if _npm_risky_setting(args):
+            return _unknown("shell_execution_option")
+        if verb == "fund" and ops:
+            return _unknown("shell_command_unproven")   # `npm fund PKG` opens its funding URL
         return _an_read()
     if verb == "config" or verb == "c":
         return _an_read() if rest and rest[0].text in ("get", "list", "ls") else _write()
