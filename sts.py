@@ -3718,16 +3718,21 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
-        if _npm_risky_setting(args):
-            return _unknown("shell_execution_option")
         if verb == "fund" and ops:
             return _unknown("shell_command_unproven")   # `npm fund PKG` opens its funding URL
-        return _an_read()
+        return _npm_read(args)
     if verb == "config" or verb == "c":
-        return _an_read() if rest and rest[0].text in ("get", "list", "ls") else _write()
+        return _npm_read(args) if rest and rest[0].text in ("get", "list", "ls") else _write()
     if verb == "pkg":
-        return _an_read() if rest and rest[0].text == "get" else _write()
+        return _npm_read(args) if rest and rest[0].text == "get" else _write()
     return _unknown()
+
+
+def _npm_read(args: List[_W]) -> _V:
+    """A read verb reads unless a setting runs a program or moves npm's files."""
+    if _npm_risky_setting(args):
+        return _unknown("shell_execution_option")
+    return _an_read()
 
 
 _PIP_READ = frozenset(("list", "show", "freeze", "check", "help", "search", "index", "inspect",
