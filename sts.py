@@ -2991,6 +2991,18 @@ def _git_targets(sub: str, args: List[_W]) -> List[str]:
     return []
 
 
+def _format_patch_stdout(head: List[_W]) -> bool:
+    """Whether --stdout really is an option of format-patch: right after an
+    option that takes a value (`-v --stdout`, `--to --stdout`) it is that
+    value, and the patches are written to files."""
+    for k, w in enumerate(head):
+        if w.text == "--stdout":
+            prev = head[k - 1].text if k else ""
+            if not prev.startswith("-") or prev == "-" or prev[1:].isdigit():
+                return True
+    return False
+
+
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     while i < n:
@@ -3037,7 +3049,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # --stdout prints the patches, but the diff options still apply:
         # `--stdout --output=f` truncates f before git refuses the pair.
         head = rest[:next((k for k, w in enumerate(rest) if w.text == "--"), len(rest))]
-        if any(w.text == "--stdout" for w in head):
+        if _format_patch_stdout(head):
             v = _git_rev([w for w in rest if w.text != "--stdout"])
         else:
             v = _write()
@@ -3609,10 +3621,30 @@ _NPM_WRITE = frozenset(("uninstall", "remove", "rm", "r", "un", "unlink", "updat
                         "ln", "prune", "dedupe", "ddp", "version", "pack", "rebuild", "rb",
                         "deprecate", "dist-tag", "owner", "access", "login", "logout", "adduser",
                         "star", "unstar", "cache", "set", "import", "patch", "shrinkwrap"))
+# Left out: docs, bugs, repo and home open a browser (they run `xdg-open URL`,
+# or whatever program --browser names).
 _NPM_READ = frozenset(("ls", "list", "la", "ll", "view", "v", "info", "show", "outdated",
                        "explain", "why", "help", "root", "prefix", "bin", "search", "s", "find",
-                       "docs", "bugs", "repo", "fund", "doctor", "ping", "whoami", "licenses",
-                       "config-get", "query", "sbom", "audit"))
+                       "fund", "doctor", "ping", "whoami", "licenses", "config-get", "query",
+                       "sbom", "audit"))
+# npm settings that run a program (browser, viewer: `npm help --viewer=browser`,
+# `npm fund PKG`), load other settings (userconfig, globalconfig) or put
+# npm's own files elsewhere (cache, logs-dir).  nopt also takes abbreviations.
+_NPM_RISKY_SETTINGS = ("browser", "viewer", "userconfig", "globalconfig", "cache", "logs-dir")
+
+
+def _npm_risky_setting(args: List[_W]) -> bool:
+    for w in args:
+        t = w.text
+        if t == "--":
+            break
+        key = t[2:].split("=", 1)[0] if t.startswith("--") else ""
+        if key.startswith("no-"):
+            key = key[3:]
+        if len(key) >= 2 and any(s.startswith(key) or key.startswith(s)
+                                 for s in _NPM_RISKY_SETTINGS):
+            return True
+    return False
 _NPM_EXEC = frozenset(("exec", "x", "dlx", "npx", "bunx"))
 _NPM_VALUED_GLOBALS = frozenset(("--prefix", "-C", "--dir", "--workspace", "-w", "--filter",
                                  "-F", "--loglevel", "--registry", "--cwd", "--userconfig",
@@ -3686,12 +3718,21 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
-        return _an_read()
+        if verb == "fund" and ops:
+            return _unknown("shell_command_unproven")   # `npm fund PKG` opens its funding URL
+        return _npm_read(args)
     if verb == "config" or verb == "c":
-        return _an_read() if rest and rest[0].text in ("get", "list", "ls") else _write()
+        return _npm_read(args) if rest and rest[0].text in ("get", "list", "ls") else _write()
     if verb == "pkg":
-        return _an_read() if rest and rest[0].text == "get" else _write()
+        return _npm_read(args) if rest and rest[0].text == "get" else _write()
     return _unknown()
+
+
+def _npm_read(args: List[_W]) -> _V:
+    """A read verb reads unless a setting runs a program or moves npm's files."""
+    if _npm_risky_setting(args):
+        return _unknown("shell_execution_option")
+    return _an_read()
 
 
 _PIP_READ = frozenset(("list", "show", "freeze", "check", "help", "search", "index", "inspect",
