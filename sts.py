@@ -541,8 +541,11 @@ _PATTERNS: Dict[str, str] = {
         r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|继续|这次|本次|现在|接下来|先)*"
         r"只(?:监控|观察)(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
+    # Beyond core.md 2.6: a verb whose object is a negation ("fix nothing",
+    # "implement none of it") keeps the read-only mode instead of widening it.
     "change": (
         r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
+        r"(?!\s+(?:nothing|none|no|not|never)\b)"
         r"|请?(?:修复|修改|实现|应用补丁)"
         r"|把[^\n]*?(?:修复|修改|改掉)"
     ),

@@ -437,6 +437,20 @@ def test_rule5_must_start_the_prose(text):
     assert run(text, contract(mode="review", level="guard")).kind == "plain"
 
 
+@pytest.mark.parametrize("text", [
+    "fix nothing, only review", "implement nothing yet", "change no files",
+    "apply none of the patches", "Patch not yet",
+])
+def test_rule5_never_widens_on_a_negated_object(text):
+    """Beyond the reference: `fix nothing` must not switch a review to change."""
+    assert run(text, contract(mode="review", level="guard")).kind == "plain"
+
+
+def test_rule5_still_upgrades_with_a_later_restriction():
+    out = run("fix it and do not touch the docs", contract(mode="review", level="guard"))
+    assert out.contract["mode"] == "change"
+
+
 def test_correction_while_off_keeps_off():
     out = run("review only", contract(mode="change", level="off"))
     assert out.kind == "correction"
