@@ -11,7 +11,7 @@ Not a pytest module (the name does not start with test_).  Run it as root:
    reads; keep only the lines analyze_shell calls "read": those are claims.
 3. Run every claim for real and look for an effect.  The sandbox is a new
    network, mount and pid namespace (`unshare -n -m -p -f`) with fresh
-   tmpfs on /tmp, /var/tmp, /dev/shm and /run/lock, /work remounted
+   tmpfs on /tmp, /var/tmp, /dev/shm and /run/lock, this checkout remounted
    read-only, and the command itself runs as nobody with no capabilities,
    `timeout 3`, stdin from /dev/null, in a scratch git repository with a
    scratch HOME.  Every file under the tmpfs mounts is snapshotted (type,
@@ -227,8 +227,10 @@ def runner(infile, outfile, verbose=False):
     for top in TMPFS:
         os.makedirs(top, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "none", top], check=True)
-    subprocess.run(["mount", "--bind", "/work", "/work"], check=True)
-    subprocess.run(["mount", "-o", "remount,bind,ro", "/work"], check=True)
+    # The checkout this script lives in is made read-only too (nobody
+    # could not write it anyway; this also covers a checkout nobody owns).
+    subprocess.run(["mount", "--bind", ROOT, ROOT], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", ROOT], check=True)
     _build_template()
     _reset()
     # The fresh copy's own snapshot is the baseline; ignore directory mtimes
