@@ -9813,12 +9813,23 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    stripped = text.lstrip()
-    for prefix in _OMP_PREFIXES:
-        if stripped.lower().startswith(prefix):
-            rest = stripped[len(prefix):]
-            if rest == "" or rest[0] in " \t\n=":
-                return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
+    offset = 0
+    for line in text.split("\n"):
+        if line.strip(" \t\r") == "":
+            offset += len(line) + 1
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent > 3:
+            return text
+        stripped = text[offset + indent:]
+        for prefix in _OMP_PREFIXES:
+            if stripped.lower().startswith(prefix):
+                rest = stripped[len(prefix):]
+                if rest == "" or rest[0] in " \t\r\n=":
+                    return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+        return text
     return text
 
 
