@@ -515,13 +515,15 @@ def control_state(contract: dict) -> str:
 # ASCII as in the reference; `\Z` is its end-of-input `$`.
 _PATTERNS: Dict[str, str] = {
     # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
-    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit(?=[\s,:]|\Z)",
+    # Letters fold ASCII-only: under plain (?i) U+017F `ſ` matches `s` and the
+    # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
+    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
     "inspection": (
-        r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
+        r"(?ai)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
         r"(?:(status)|(runtime)(?:[ \t]+(all))?"
         r"|(explain)[ \t]+(evt_[0-9a-f-]+)"
         r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"

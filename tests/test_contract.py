@@ -54,6 +54,9 @@ def test_mention_recognized(text):
     "```\n" + D + " review\n```",
     "Example:\n" + D + " review",     # earlier line
     "\u00a0" + D + " review",         # NBSP indentation
+    "$\u017ftop-that-shit review",     # long s folds to `s` only under Unicode case rules
+    "$stop-that-\u017fhit change",
+    "$STOP-THAT-\u017fHIT open",
     "$stop-that-shit-x review",
     "$stop-that-shitchange",
     "$" + D + " review",
