@@ -545,9 +545,15 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Beyond core.md 2.6: a verb whose object is a negation ("fix nothing",
     # "implement none of it") keeps the read-only mode instead of widening it.
+    # So does a word that is not an imperative at all: a question ("Fix?"), a
+    # choice ("Fix or not?"), a label or compound ("Change: none", "fix-it
+    # ticket", "change's") or a noun subject ("Change is risky", "Patch
+    # notes").  Only rule 5 widens, so in doubt it must not fire.
     "change": (
         r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
-        r"(?!\s+(?:nothing|none|no|not|never)\b)"
+        r"(?!\s*\?|[:\-'\u2019]|\s+(?:nothing|none|no|not|never|or"
+        r"|is|was|are|were|would|could|should|might|may|will|can|must|has|had"
+        r"|notes?|logs?)\b)"
         r"|请?(?:修复|修改|实现|应用补丁)"
         r"|把[^\n]*?(?:修复|修改|改掉)"
     ),

@@ -449,6 +449,19 @@ def test_rule5_never_widens_on_a_negated_object(text):
     assert run(text, contract(mode="review", level="guard")).kind == "plain"
 
 
+@pytest.mark.parametrize("text", [
+    "Fix?", "Apply? No, just explain it.", "Fix or not? Tell me what you think.",
+    "Change: none, this is a question", "fix-it ticket 12: what does it ask for?",
+    "Change is risky here; what do you think?", "Patch notes for 2.0, please summarize",
+    "Change's scope is unclear", "Change\u2019s scope is unclear",
+])
+def test_rule5_never_widens_on_a_question_label_or_noun(text):
+    """A user sentence that does not ask for a change keeps review (only rule 5 widens)."""
+    previous = contract(mode="review", level="guard", source="directive")
+    out = run(text, previous)
+    assert out.kind == "plain" and out.contract == previous
+
+
 def test_rule5_still_upgrades_with_a_later_restriction():
     out = run("fix it and do not touch the docs", contract(mode="review", level="guard"))
     assert out.contract["mode"] == "change"
