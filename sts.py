@@ -9389,8 +9389,10 @@ def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optiona
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
+    A message with no user text (only synthetic or ignored parts: plugin
+    injections, `noReply` prompts) is not the user speaking, so it never widens.
     """
-    if can_edit is False or has_directive_mention(text):
+    if can_edit is False or not text.strip() or has_directive_mention(text):
         return False
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], bool]:
