@@ -515,13 +515,15 @@ def control_state(contract: dict) -> str:
 # ASCII as in the reference; `\Z` is its end-of-input `$`.
 _PATTERNS: Dict[str, str] = {
     # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
-    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit(?=[\s,:]|\Z)",
+    # Letters fold ASCII-only: under plain (?i) U+017F `ſ` matches `s` and the
+    # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
+    "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
     "inspection": (
-        r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
+        r"(?ai)(?:[ \t]*\r?\n)*[ ]{0,3}\$stop-that-shit[ \t]+"
         r"(?:(status)|(runtime)(?:[ \t]+(all))?"
         r"|(explain)[ \t]+(evt_[0-9a-f-]+)"
         r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"
@@ -543,9 +545,15 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Beyond core.md 2.6: a verb whose object is a negation ("fix nothing",
     # "implement none of it") keeps the read-only mode instead of widening it.
+    # So does a word that is not an imperative at all: a question ("Fix?"), a
+    # choice ("Fix or not?"), a label or compound ("Change: none", "fix-it
+    # ticket", "change's") or a noun subject ("Change is risky", "Patch
+    # notes").  Only rule 5 widens, so in doubt it must not fire.
     "change": (
         r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
-        r"(?!\s+(?:nothing|none|no|not|never)\b)"
+        r"(?!\s*\?|[:\-'\u2019]|\s+(?:nothing|none|no|not|never|or"
+        r"|is|was|are|were|would|could|should|might|may|will|can|must|has|had"
+        r"|notes?|logs?)\b)"
         r"|请?(?:修复|修改|实现|应用补丁)"
         r"|把[^\n]*?(?:修复|修改|改掉)"
     ),
@@ -9381,8 +9389,10 @@ def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optiona
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
+    A message with no user text (only synthetic or ignored parts: plugin
+    injections, `noReply` prompts) is not the user speaking, so it never widens.
     """
-    if can_edit is False or has_directive_mention(text):
+    if can_edit is False or not text.strip() or has_directive_mention(text):
         return False
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], bool]:
@@ -9813,12 +9823,23 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    stripped = text.lstrip()
-    for prefix in _OMP_PREFIXES:
-        if stripped.lower().startswith(prefix):
-            rest = stripped[len(prefix):]
-            if rest == "" or rest[0] in " \t\n=":
-                return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
+    offset = 0
+    for line in text.split("\n"):
+        if line.strip(" \t\r") == "":
+            offset += len(line) + 1
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent > 3:
+            return text
+        stripped = text[offset + indent:]
+        for prefix in _OMP_PREFIXES:
+            if stripped.lower().startswith(prefix):
+                rest = stripped[len(prefix):]
+                if rest == "" or rest[0] in " \t\r\n=":
+                    return "$stop-that-shit" + (" " + rest[1:] if rest[:1] == "=" else rest)
+        return text
     return text
 
 

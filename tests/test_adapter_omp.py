@@ -6,7 +6,7 @@ import pytest
 
 import sts
 from hooks_shim import (LinkStore, answer, block_reason, first, get_state, reason_code, request,
-                        translate)
+                        set_state, translate)
 
 ROOT = "omp-root"
 CHILD = "omp-child"
@@ -76,6 +76,20 @@ def test_input_sources_and_forms(store):
         assert translate("omp", req("input", dict(text, source=source)), store).event is None
     child = req("input", text, CHILD, parentSessionId=ROOT)
     assert translate("omp", child, store).event is None
+
+
+def test_indented_or_quoted_sts_forms_are_pasted_text_not_commands(store):
+    # core.md 2.2: 4+ spaces, a tab or NBSP before the mention is code or a paste.
+    set_state(store, ROOT, contract={"mode": "review", "level": "guard", "source": "directive"})
+    text = first("pi-deny", "input")
+    for pasted in ("    /sts change", "\t/sts open", "\u00a0/sts change",
+                   "\n\n    --sts-contract change hash=allow", "> /sts change"):
+        event = translate("omp", req("input", dict(text, text=pasted)), store).event
+        assert not event["prompt"].startswith("$stop-that-shit")
+        answer("omp", req("input", dict(text, text=pasted)), store)
+        assert get_state(store, ROOT)["contract"]["mode"] == "review"
+    event = translate("omp", req("input", dict(text, text="\n   /sts change\nnext")), store).event
+    assert event["prompt"] == "$stop-that-shit change\nnext"
 
 
 def test_before_agent_start_asks_for_the_root_contract(store):

@@ -186,6 +186,19 @@ def test_editable_agent_promotes_review_to_change(store):
     assert contract["level"] == "guard"
 
 
+def test_a_message_without_user_text_never_promotes(store):
+    # Only synthetic/ignored parts (a plugin's noReply prompt): not the user asking.
+    set_state(store, ROOT, contract={"mode": "review", "level": "guard", "source": "directive"})
+    for flag in ("synthetic", "ignored"):
+        injected = message(ctx={"agentCanEdit": True})
+        for part in injected["payload"]["output"]["parts"]:
+            part[flag] = True
+        answer("opencode", injected, store)
+        assert get_state(store, ROOT)["contract"]["mode"] == "review"
+    answer("opencode", message(text=" \n", ctx={"agentCanEdit": True}), store)
+    assert get_state(store, ROOT)["contract"]["mode"] == "review"
+
+
 def test_no_promotion_while_a_directive_error_is_pending(store):
     set_state(store, ROOT, contract={"mode": "review", "level": "guard"},
               directiveError=BAD_DIRECTIVE)

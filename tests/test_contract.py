@@ -54,6 +54,9 @@ def test_mention_recognized(text):
     "```\n" + D + " review\n```",
     "Example:\n" + D + " review",     # earlier line
     "\u00a0" + D + " review",         # NBSP indentation
+    "$\u017ftop-that-shit review",     # long s folds to `s` only under Unicode case rules
+    "$stop-that-\u017fhit change",
+    "$STOP-THAT-\u017fHIT open",
     "$stop-that-shit-x review",
     "$stop-that-shitchange",
     "$" + D + " review",
@@ -444,6 +447,19 @@ def test_rule5_must_start_the_prose(text):
 def test_rule5_never_widens_on_a_negated_object(text):
     """Beyond the reference: `fix nothing` must not switch a review to change."""
     assert run(text, contract(mode="review", level="guard")).kind == "plain"
+
+
+@pytest.mark.parametrize("text", [
+    "Fix?", "Apply? No, just explain it.", "Fix or not? Tell me what you think.",
+    "Change: none, this is a question", "fix-it ticket 12: what does it ask for?",
+    "Change is risky here; what do you think?", "Patch notes for 2.0, please summarize",
+    "Change's scope is unclear", "Change\u2019s scope is unclear",
+])
+def test_rule5_never_widens_on_a_question_label_or_noun(text):
+    """A user sentence that does not ask for a change keeps review (only rule 5 widens)."""
+    previous = contract(mode="review", level="guard", source="directive")
+    out = run(text, previous)
+    assert out.kind == "plain" and out.contract == previous
 
 
 def test_rule5_still_upgrades_with_a_later_restriction():
