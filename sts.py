@@ -9069,7 +9069,12 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0."""
+    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+
+    A `tasks` value that is not a usable array counts as absent rather than
+    as zero: Hermes then falls back to `goal` and starts that child, so
+    counting 0 would let it run unreserved.
+    """
     if not isinstance(tool_input, dict):
         return 0
     tasks = tool_input.get("tasks")
@@ -9077,9 +9082,7 @@ def hermes_delegation_count(tool_input: Any) -> int:
         try:
             tasks = json.loads(tasks)
         except ValueError:
-            return 0
-        if not isinstance(tasks, list):
-            return 0
+            tasks = None
     if isinstance(tasks, list) and tasks:
         return len(tasks)
     return 1 if _is_text(tool_input.get("goal")) else 0
@@ -9181,11 +9184,14 @@ class HermesAdapter(_HostBAdapter):
                                  tool_input.get("old_string"), whole_file=False)
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
+        count = hermes_delegation_count(tool_input)
         verb = tool_input.get("action")
-        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop"):
+        # Hermes 0.19 has no `action` parameter and ignores it: a call that
+        # also names a goal or tasks still starts children, so only a call
+        # that cannot start any is a control.
+        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop") and count == 0:
             return {"name": name, "mutability": "control", "delegationCount": 0}
-        return {"name": name, "mutability": "delegate",
-                "delegationCount": hermes_delegation_count(tool_input)}
+        return {"name": name, "mutability": "delegate", "delegationCount": count}
 
     # -- events --
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
