@@ -8538,6 +8538,15 @@ class CodexAdapter(_CommandHookAdapter):
     def canonical_tool(self, name: str) -> str:
         return _CODEX_CANONICAL.get(name, name)
 
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        # Batch or variant spawners (spawn_agents_on_csv, other namespaces or
+        # spellings) start agents the name fallback would call `unknown`, which
+        # change mode allows without a reservation.  Their fan-out cannot be
+        # counted, so they are unbounded delegations.
+        if "spawn_agent" in name.lower():
+            return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+        return super().classify_unlisted(name, tool_input)
+
     def _patch(self, name: str, tool_input: Any) -> dict:
         text = _first_text(tool_input, "command", "patch", "content", "new_string")
         return patch_action(name, text)
