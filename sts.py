@@ -7084,6 +7084,12 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
+    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # or accepted-id list must not read as empty: that would forget an
+    # unproven count or a used id and grant budget nothing proved free.
+    for required in ("acceptedActions", "unresolved"):
+        if required not in raw:
+            raise _damaged("delegation.%s is missing" % required)
     accepted = raw.get("acceptedActions", {})
     if not isinstance(accepted, dict) or not all(_state_int_ok(v) for v in accepted.values()):
         raise _damaged("delegation.acceptedActions is malformed")
