@@ -8545,11 +8545,13 @@ class CodexAdapter(_CommandHookAdapter):
         return _CODEX_CANONICAL.get(name, name)
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        # Batch or variant spawners (spawn_agents_on_csv, other namespaces or
-        # spellings) start agents the name fallback would call `unknown`, which
-        # change mode allows without a reservation.  Their fan-out cannot be
-        # counted, so they are unbounded delegations.
-        if "spawn_agent" in name.lower():
+        # Codex's own batch or variant spawners (spawn_agents_on_csv, other
+        # namespaces or spellings) start agents the name fallback would call
+        # `unknown`, which change mode allows without a reservation.  Their
+        # fan-out cannot be counted, so they are unbounded delegations.  MCP
+        # tools stay with the fallback: a third-party name proves nothing, and
+        # `delegate` would let it pass read-only modes.
+        if "spawn_agent" in name.lower() and not name.startswith("mcp__"):
             return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
         return super().classify_unlisted(name, tool_input)
 

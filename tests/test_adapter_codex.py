@@ -100,8 +100,7 @@ def test_spawn_agent_budget_and_release_by_wait_agent(store):
     assert hook("codex", second, store) is None   # the slot was released
 
 
-@pytest.mark.parametrize("name", ["spawn_agents_on_csv", "Spawn_Agent", "multi_agent_v2spawn_agent",
-                                  "mcp__codex__spawn_agent"])
+@pytest.mark.parametrize("name", ["spawn_agents_on_csv", "Spawn_Agent", "multi_agent_v2spawn_agent"])
 def test_unlisted_spawn_tools_are_unbounded_delegations(store, name):
     # A tool that starts agents must never pass as `unknown`, which change mode allows
     # without a reservation; its fan-out cannot be counted, so a finite budget denies it.
@@ -111,6 +110,10 @@ def test_unlisted_spawn_tools_are_unbounded_delegations(store, name):
     hook("codex", with_prompt(prompt, "$stop-that-shit change agents=2"), store)
     batch = dict(tool, tool_name=name, tool_use_id="call_csv", tool_input={"csv_path": "jobs.csv"})
     assert "UNBOUNDED_DELEGATION" in deny_reason(hook("codex", batch, store))
+
+
+def test_an_mcp_spawn_tool_keeps_the_name_fallback():
+    assert sts.CodexAdapter().classify("mcp__x__spawn_agent", {})["mutability"] == "unknown"
 
 
 def test_wait_agent_that_timed_out_releases_nothing(store):
