@@ -7092,6 +7092,12 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
+    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # or accepted-id list must not read as empty: that would forget an
+    # unproven count or a used id and grant budget nothing proved free.
+    for required in ("acceptedActions", "unresolved"):
+        if required not in raw:
+            raise _damaged("delegation.%s is missing" % required)
     accepted = raw.get("acceptedActions", {})
     if not isinstance(accepted, dict) or not all(_state_int_ok(v) for v in accepted.values()):
         raise _damaged("delegation.acceptedActions is malformed")
@@ -8546,6 +8552,17 @@ class CodexAdapter(_CommandHookAdapter):
     def canonical_tool(self, name: str) -> str:
         return _CODEX_CANONICAL.get(name, name)
 
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        # Codex's own batch or variant spawners (spawn_agents_on_csv, other
+        # namespaces or spellings) start agents the name fallback would call
+        # `unknown`, which change mode allows without a reservation.  Their
+        # fan-out cannot be counted, so they are unbounded delegations.  MCP
+        # tools stay with the fallback: a third-party name proves nothing, and
+        # `delegate` would let it pass read-only modes.
+        if "spawn_agent" in name.lower() and not name.startswith("mcp__"):
+            return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+        return super().classify_unlisted(name, tool_input)
+
     def _patch(self, name: str, tool_input: Any) -> dict:
         text = _first_text(tool_input, "command", "patch", "content", "new_string")
         return patch_action(name, text)
@@ -9077,7 +9094,12 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0."""
+    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+
+    A `tasks` value that is not a usable array counts as absent rather than
+    as zero: Hermes then falls back to `goal` and starts that child, so
+    counting 0 would let it run unreserved.
+    """
     if not isinstance(tool_input, dict):
         return 0
     tasks = tool_input.get("tasks")
@@ -9085,9 +9107,7 @@ def hermes_delegation_count(tool_input: Any) -> int:
         try:
             tasks = json.loads(tasks)
         except ValueError:
-            return 0
-        if not isinstance(tasks, list):
-            return 0
+            tasks = None
     if isinstance(tasks, list) and tasks:
         return len(tasks)
     return 1 if _is_text(tool_input.get("goal")) else 0
@@ -9189,11 +9209,14 @@ class HermesAdapter(_HostBAdapter):
                                  tool_input.get("old_string"), whole_file=False)
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
+        count = hermes_delegation_count(tool_input)
         verb = tool_input.get("action")
-        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop"):
+        # Hermes 0.19 has no `action` parameter and ignores it: a call that
+        # also names a goal or tasks still starts children, so only a call
+        # that cannot start any is a control.
+        if isinstance(verb, str) and verb.lower() in ("list", "steer", "stop") and count == 0:
             return {"name": name, "mutability": "control", "delegationCount": 0}
-        return {"name": name, "mutability": "delegate",
-                "delegationCount": hermes_delegation_count(tool_input)}
+        return {"name": name, "mutability": "delegate", "delegationCount": count}
 
     # -- events --
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:

@@ -100,6 +100,22 @@ def test_spawn_agent_budget_and_release_by_wait_agent(store):
     assert hook("codex", second, store) is None   # the slot was released
 
 
+@pytest.mark.parametrize("name", ["spawn_agents_on_csv", "Spawn_Agent", "multi_agent_v2spawn_agent"])
+def test_unlisted_spawn_tools_are_unbounded_delegations(store, name):
+    # A tool that starts agents must never pass as `unknown`, which change mode allows
+    # without a reservation; its fan-out cannot be counted, so a finite budget denies it.
+    action = sts.CodexAdapter().classify(name, {"csv_path": "jobs.csv"})
+    assert action["mutability"] == "delegate" and action["unboundedDelegation"]
+    _, prompt, tool = codex_run("shell")
+    hook("codex", with_prompt(prompt, "$stop-that-shit change agents=2"), store)
+    batch = dict(tool, tool_name=name, tool_use_id="call_csv", tool_input={"csv_path": "jobs.csv"})
+    assert "UNBOUNDED_DELEGATION" in deny_reason(hook("codex", batch, store))
+
+
+def test_an_mcp_spawn_tool_keeps_the_name_fallback():
+    assert sts.CodexAdapter().classify("mcp__x__spawn_agent", {})["mutability"] == "unknown"
+
+
 def test_wait_agent_that_timed_out_releases_nothing(store):
     codex = sts.CodexAdapter()
     agent = "0198a3b2-1c4d-7e5f-8a9b-0c1d2e3f4a5b"

@@ -106,10 +106,15 @@ def test_v4a_header_with_any_unicode_blank_is_a_header(store, blank):
     ({"goal": "SUBAGENT: write the probe", "context": "probe"}, 1, "delegate"),
     ({"tasks": [{"goal": "a"}, {"goal": "b"}, {"goal": "c"}]}, 3, "delegate"),
     ({"tasks": json.dumps([{"goal": "a"}, {"goal": "b"}])}, 2, "delegate"),
-    ({"tasks": "not json", "goal": "g"}, 0, "delegate"),
+    ({"tasks": "not json", "goal": "g"}, 1, "delegate"),  # Hermes then runs the goal
+    ({"tasks": {"goal": "a"}, "goal": "g"}, 1, "delegate"),
+    ({"tasks": "not json"}, 0, "delegate"),
     ({"tasks": [], "goal": "g"}, 1, "delegate"),
     ({}, 0, "delegate"),
     ({"action": "LIST"}, 0, "control"),
+    # Hermes 0.19 has no `action`: it ignores the word and starts the children.
+    ({"action": "list", "goal": "g"}, 1, "delegate"),
+    ({"action": "stop", "tasks": [{"goal": "a"}, {"goal": "b"}]}, 2, "delegate"),
 ])
 def test_delegate_task_counts(store, args, count, bucket):
     action = action_of(tool("delegate_task", args), store)
@@ -284,6 +289,18 @@ def test_e2e_agents_zero_denies_delegate_task(store):
     delegate = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["tool_name"] == "delegate_task")
     got = answer("hermes", delegate, store)
     assert reason_code(block_reason("hermes", got)) == "AGENT_BUDGET_EXHAUSTED"
+
+
+def test_e2e_control_word_does_not_hide_a_delegation(store):
+    answer("hermes", prompt("$stop-that-shit change agents=1", ROOT), store)
+    batch = tool("delegate_task", {"action": "list", "tasks": [{"goal": "a"}, {"goal": "b"}]})
+    assert reason_code(block_reason("hermes", answer("hermes", batch, store))) == \
+        "AGENT_BUDGET_EXHAUSTED"
+    broken = tool("delegate_task", {"tasks": "[{", "goal": "g"}, call_id="call_y")
+    assert answer("hermes", broken, store) is None  # one unit: the goal runs
+    again = tool("delegate_task", {"tasks": "[{", "goal": "g"}, call_id="call_z")
+    assert reason_code(block_reason("hermes", answer("hermes", again, store))) == \
+        "AGENT_BUDGET_EXHAUSTED"
 
 
 def test_e2e_finished_background_child_frees_its_slot(store):

@@ -122,6 +122,13 @@ DAMAGED = {
     "unresolved empty reason": json.dumps(dict(_valid(), delegation=dict(
         _valid()["delegation"], unresolved={"x": ""}))).encode(),
     "nested too deep": b"[" * 100000 + b"]" * 100000,
+    # Reading these as empty would forget an unproven count or an accepted id,
+    # and so grant delegation budget the ledger never proved free.
+    "unresolved missing": json.dumps(dict(_valid(), delegation={
+        k: v for k, v in _valid()["delegation"].items() if k != "unresolved"})).encode(),
+    "acceptedActions missing": json.dumps(dict(_valid(), delegation=dict({
+        k: v for k, v in _valid()["delegation"].items() if k != "acceptedActions"},
+        reservations={}))).encode(),
 }
 
 
