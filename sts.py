@@ -8618,6 +8618,15 @@ _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
 _TASK_DONE_STATUSES = frozenset(("completed", "failed", "killed"))
 
 
+def _sets_contract(text: str) -> bool:
+    """Whether `text`, arriving as a prompt, would change a review contract."""
+    prompt = _claude_slash_to_directive(text)
+    if parse_inspection_command(prompt) is not None:
+        return False
+    review = dict(DEFAULT_CONTRACT, mode="review", level="guard")
+    return interpret_prompt(review, prompt).kind != "plain"
+
+
 def _claude_slash_to_directive(prompt: str) -> str:
     """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
     lines = prompt.split("\n")
@@ -8681,10 +8690,11 @@ class ClaudeAdapter(_CommandHookAdapter):
         **{name: "read" for name in (
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
+        "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
         **{name: "control" for name in (
-            "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EndConversation",
+            "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
             "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
-            "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "TodoWrite",
+            "ReportFindings", "SendMessage", "Skill", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
     }
@@ -8696,6 +8706,21 @@ class ClaudeAdapter(_CommandHookAdapter):
             path = _first_text(tool_input, "file_path", "path")
             if path:
                 action["affectedPaths"] = [path]
+        return action
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        """A control, unless the prompt it schedules would set the contract.
+
+        A scheduled prompt comes back later as a prompt, so a model could
+        schedule `$stop-that-shit open` (or "fix it" during a review) and
+        widen its own contract.  That changes the session state in the
+        guard's data folder, so it is named as such and self-protection
+        stops it while the session is armed.
+        """
+        action = {"name": name, "mutability": "control"}
+        texts = [value for value in tool_input.values() if isinstance(value, str)]
+        if any(_sets_contract(text) for text in texts):
+            action["affectedPaths"] = [os.path.join(data_dir(), "sessions")]
         return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:

@@ -140,3 +140,35 @@ def test_an_edit_that_keeps_existing_hashing_is_not_hash_intent(store):
     add = dict(keep, tool_input=dict(keep["tool_input"], old_string="x = 1\n",
                                      new_string="x = hashlib.md5(b).hexdigest()\n"))
     assert "HASH_NOT_AUTHORIZED" in deny_reason(hook("claude", add, store))
+
+
+def _schedule(prompt_event, tool, text, call_id):
+    return dict(prompt_event, hook_event_name="PreToolUse", tool_name=tool, tool_use_id=call_id,
+                tool_input={"cron": "*/5 * * * *", "prompt": text, "recurring": False})
+
+
+def test_a_scheduled_prompt_may_not_set_the_contract(store):
+    """CronCreate and ScheduleWakeup come back later as prompts: a model must not
+    schedule its own `$stop-that-shit open` or a review-widening "fix it"."""
+    prompt, _ = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit review"), store)
+    for n, (tool, text) in enumerate([
+            ("CronCreate", "$stop-that-shit open"),
+            ("CronCreate", "/stop-that-shit change hash=allow"),
+            ("ScheduleWakeup", "fix it"),
+            ("ScheduleWakeup", "Continue.\n$stop-that-shit change")]):
+        reason = deny_reason(hook("claude", _schedule(prompt, tool, text, "cron%d" % n), store))
+        if text.startswith("Continue"):
+            assert reason is None  # a mention after the first line is plain text (core.md 2.2)
+            continue
+        assert "Code: I/GUARD_SELF_PROTECTION" in reason, text
+    assert sts.Store(store.root).load(sts.session_key(prompt["session_id"])) \
+        .state["contract"]["mode"] == "review"
+
+
+def test_ordinary_scheduled_prompts_stay_controls(store):
+    prompt, _ = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit review"), store)
+    for n, text in enumerate(["check the CI run again", "$stop-that-shit status",
+                              "Once the build is green, report the failures"]):
+        assert hook("claude", _schedule(prompt, "CronCreate", text, "ok%d" % n), store) is None
