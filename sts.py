@@ -9546,6 +9546,10 @@ class OpenCodeAdapter(_ShimAdapter):
                 "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
         if session is None or root != session:
             return None  # a child's prompt is the parent model's text: no authority
+        if _ctx(body).get("ancestryUnknown") is True:
+            # The shim could not look the parent up, so this may be a child we
+            # cannot link: not known to be a root means no authority (5.4).
+            return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
                                opencode_agent_can_edit(_ctx(body).get("agentCanEdit")))
