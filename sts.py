@@ -9796,8 +9796,12 @@ class PiAdapter(_ShimAdapter):
     def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
         text = event.get("text")
-        if event.get("source") == "extension" or not isinstance(text, str):
-            return None  # text an extension injected is never user authority
+        source = event.get("source")
+        if source == "extension" or not _is_text(source) or not isinstance(text, str):
+            # Text an extension injected is never user authority.  Pi 0.73.1
+            # always names the source, so an input without one is not known
+            # to be the user's either.
+            return None
         session = self.session_of(payload)
         if session is None:
             return None

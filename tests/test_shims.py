@@ -1047,6 +1047,20 @@ def test_real_opencode_unresolvable_session_cannot_set_the_contract(tmp_path, re
 
 
 @needs_node
+def test_real_pi_input_without_source_cannot_set_the_contract(tmp_path, real_env, work):
+    """Real Pi always names the input source; one without it is no authority."""
+    ctx = pi_ctx("pi_nosrc", work)
+    nosrc = pi_input(REVIEW, ctx)
+    del nosrc["event"]["source"]
+    steps = [nosrc, {"on": "before_agent_start", "event": {"type": "before_agent_start", "prompt": REVIEW}, "ctx": ctx},
+             pi_write(os.path.join(work, "a.txt"), ctx)]
+    rec = run_driver(tmp_path, real_env, "pi", steps)
+    assert not prompt_context_delivered("pi", rec)
+    assert tool_result("pi", rec)[0] is False
+    assert shown(rec) == []
+
+
+@needs_node
 def test_real_omp_child_session_judged_by_root(tmp_path, real_env, work):
     root, child = pi_ctx("omp_root", work), pi_ctx("omp_child", work)
     task = {"type": "tool_call", "toolName": "task", "toolCallId": "call_t",
