@@ -9253,7 +9253,11 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             text = "%s: %s" % (exc.error["code"], exc.error["message"])
             return ShimCall(name, None, answer=CoreResult("context", text), session_id=session)
-        child = root != session or self.field(payload, "platform") == "subagent"
+        # REAL 0.19.0: a root's pre_llm_call never names a parent session, so
+        # one that does is a child's even without platform "subagent" (and
+        # session_of may have fallen back to that parent's id).
+        child = root != session or self.field(payload, "platform") == "subagent" \
+            or _is_text(self.field(payload, "parent_session_id"))
         if child:
             if root == session:
                 return None  # an unlinked subagent: no root to speak for, and no authority

@@ -1134,6 +1134,17 @@ def test_real_hermes_review_blocks_and_change_allows(tmp_path, real_env, monkeyp
     assert out is None
 
 
+def test_real_hermes_prompt_with_parent_session_id_is_not_root_authority(tmp_path, real_env, monkeypatch, work):
+    """The plugin falls back to parent_session_id for a missing session_id; the
+    prompt is still a child's and cannot arm the parent (adapters.md 8.2)."""
+    monkeypatch.chdir(work)
+    module, ctx = real_hermes(monkeypatch, real_env)
+    parent = "20261130_151307_cccccc"
+    assert hermes_prompt(ctx, "", REVIEW, session_id=None, parent_session_id=parent) is None
+    out = hermes_tool(ctx, parent, "write_file", {"path": os.path.join(work, "a.txt"), "content": "x\n"})
+    assert out is None
+
+
 def test_real_hermes_child_judged_by_root(tmp_path, real_env, monkeypatch, work):
     monkeypatch.chdir(work)
     module, ctx = real_hermes(monkeypatch, real_env)
