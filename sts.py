@@ -9253,7 +9253,11 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             text = "%s: %s" % (exc.error["code"], exc.error["message"])
             return ShimCall(name, None, answer=CoreResult("context", text), session_id=session)
-        child = root != session or self.field(payload, "platform") == "subagent"
+        # REAL 0.19.0: a root's pre_llm_call never names a parent session, so
+        # one that does is a child's even without platform "subagent" (and
+        # session_of may have fallen back to that parent's id).
+        child = root != session or self.field(payload, "platform") == "subagent" \
+            or _is_text(self.field(payload, "parent_session_id"))
         if child:
             if root == session:
                 return None  # an unlinked subagent: no root to speak for, and no authority
@@ -9546,6 +9550,10 @@ class OpenCodeAdapter(_ShimAdapter):
                 "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
         if session is None or root != session:
             return None  # a child's prompt is the parent model's text: no authority
+        if _ctx(body).get("ancestryUnknown") is True:
+            # The shim could not look the parent up, so this may be a child we
+            # cannot link: not known to be a root means no authority (5.4).
+            return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
                                opencode_agent_can_edit(_ctx(body).get("agentCanEdit")))
@@ -9792,8 +9800,12 @@ class PiAdapter(_ShimAdapter):
     def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
         text = event.get("text")
-        if event.get("source") == "extension" or not isinstance(text, str):
-            return None  # text an extension injected is never user authority
+        source = event.get("source")
+        if source == "extension" or not _is_text(source) or not isinstance(text, str):
+            # Text an extension injected is never user authority.  Pi 0.73.1
+            # always names the source, so an input without one is not known
+            # to be the user's either.
+            return None
         session = self.session_of(payload)
         if session is None:
             return None

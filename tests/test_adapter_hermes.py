@@ -172,6 +172,23 @@ def test_child_prompt_is_never_authority(links):
     assert event["sourceSessionId"] == CHILD and "prompt" not in event
 
 
+@pytest.mark.parametrize("where", ["extra", "top"])
+def test_prompt_naming_a_parent_session_is_never_authority(links, where):
+    """REAL 0.19.0 pre_llm_call never carries parent_session_id; one that does is a
+    child's, even without platform "subagent" and without its own session_id."""
+    env = prompt("$stop-that-shit off")
+    env["extra"]["platform"] = "cli"
+    del env["session_id"]  # the native hook would fall back to the parent id
+    (env["extra"] if where == "extra" else env)["parent_session_id"] = ROOT
+    assert translate("hermes", env, links) is None
+    assert answer("hermes", env, links) is None
+    env["session_id"] = CHILD
+    assert translate("hermes", env, links) is None  # unlinked child: nothing
+    links.write_link(CHILD, ROOT)
+    event = translate("hermes", env, links).event
+    assert event["kind"] == "session.start" and event["sessionId"] == ROOT
+
+
 def test_root_prompt_is_prompt_submit(store):
     event = translate("hermes", real("hermes-deny", "pre_llm_call"), store).event
     assert event["kind"] == "prompt.submit" and event["prompt"] == "Create the probe file."

@@ -81,6 +81,24 @@ def test_child_message_never_reaches_the_core(store):
     assert answer("opencode", child, store) == {}
 
 
+def test_unknown_ancestry_gives_no_prompt_authority(store):
+    """adapters.md 5.4: a session the shim could not look up is never authority."""
+    lost = message(ROOT, "$stop-that-shit review -- look",
+                   ctx={"parentSessionId": None, "ancestryUnknown": True, "agentCanEdit": True})
+    assert translate("opencode", lost, store).event is None
+    assert answer("opencode", lost, store) == {}
+    assert get_state(store, ROOT)["contract"]["source"] == "default"
+
+
+def test_unknown_ancestry_tool_call_is_still_judged(links):
+    """Only authority is withheld: tool calls keep the stored link, else the session itself."""
+    links.write_link(CHILD, ROOT)
+    payload = before(CHILD, "read", call_id="c1", ctx={"parentSessionId": None, "ancestryUnknown": True})
+    assert translate("opencode", payload, links).event["sessionId"] == ROOT
+    alone = before("ses_alone", "read", call_id="c2", ctx={"parentSessionId": None, "ancestryUnknown": True})
+    assert translate("opencode", alone, links).event["sessionId"] == "ses_alone"
+
+
 def test_real_write_and_child_write(links):
     links.write_link(CHILD, ROOT)
     event = translate("opencode", real_before(lambda ev: ev["input"]["tool"] == "write"), links).event

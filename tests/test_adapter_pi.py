@@ -47,6 +47,17 @@ def test_extension_input_is_never_authority(store):
     assert answer("pi", pi_input("$stop-that-shit off", source="extension"), store) == {}
 
 
+@pytest.mark.parametrize("source", [None, "", 7])
+def test_input_without_a_source_is_never_authority(store, source):
+    """Pi 0.73.1 always names the source (every recorded input says "interactive");
+    an input without one is not known to be the user's."""
+    payload = pi_input("$stop-that-shit off", source=source)
+    if source is None:
+        del payload["payload"]["event"]["source"]
+    assert translate("pi", payload, store).event is None
+    assert answer("pi", payload, store) == {}
+
+
 def test_busy_plain_text_does_nothing(store):
     call = translate("pi", pi_input("also look at b.py", idle=False), store)
     assert call.event is None and call.answer.kind == "none"

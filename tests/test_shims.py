@@ -527,7 +527,8 @@ def test_command_form_and_request_envelope(tmp_path, env, work, host):
     if host == "opencode":
         assert req["payload"]["input"]["callID"] == "call_x"
         assert req["payload"]["output"]["args"]["filePath"] == work + "/a.txt"
-        assert req["payload"]["ctx"] == {"parentSessionId": None}
+        # no session.created and session.get answers NotFound: not known to be a root
+        assert req["payload"]["ctx"] == {"parentSessionId": None, "ancestryUnknown": True}
     else:
         assert req["payload"]["event"]["toolCallId"] == "call_x"
         assert req["payload"]["event"]["input"]["path"] == work + "/a.txt"
@@ -646,6 +647,33 @@ def test_opencode_ancestry_from_the_sdk(tmp_path, env, work):
     (call,) = fake_log(env)
     assert call["request"]["payload"]["ctx"]["parentSessionId"] == "ses_old_root"
     assert call["request"]["cwd"] == work + "/sub"
+
+
+@needs_node
+@pytest.mark.parametrize("lookup", ["throw", "hang", "missing"])
+def test_opencode_failed_ancestry_lookup_is_not_a_root(tmp_path, env, work, lookup):
+    """A null parent after a failed lookup must not read as "root" (adapters.md 5.4)."""
+    env = echo_env(env)
+    init = {"directory": work, "agents": OC_AGENTS}
+    if lookup != "missing":
+        init["sessionLookup"] = lookup
+    run_driver(tmp_path, env, "opencode", [oc_message("ses_who", "$stop-that-shit off"),
+                                           oc_write("ses_who", work + "/a.txt")], init=init)
+    ctxs = [c["request"]["payload"]["ctx"] for c in fake_log(env)]
+    assert [(c["parentSessionId"], c.get("ancestryUnknown")) for c in ctxs] == [(None, True)] * 2
+
+
+@needs_node
+def test_opencode_known_root_and_partial_ancestry(tmp_path, env, work):
+    """A looked-up root carries no flag; a child whose grandparent cannot be
+    looked up names the parent it knows and still says ancestry is unknown."""
+    env = echo_env(env)
+    sessions = {"ses_r": {"directory": work}, "ses_c": {"parentID": "ses_gone", "directory": work}}
+    run_driver(tmp_path, env, "opencode", [oc_write("ses_r", "a"), oc_write("ses_c", "a")],
+               init={"directory": work, "sessions": sessions})
+    ctxs = [c["request"]["payload"]["ctx"] for c in fake_log(env)]
+    assert ctxs == [{"parentSessionId": None},
+                    {"parentSessionId": "ses_gone", "ancestryUnknown": True}]
 
 
 @needs_node
@@ -1003,6 +1031,36 @@ def test_real_opencode_child_session_judged_by_root(tmp_path, real_env, work):
 
 
 @needs_node
+def test_real_opencode_unresolvable_session_cannot_set_the_contract(tmp_path, real_env, work):
+    """The lookup throws and no session.created was seen: the prompt is no authority
+    (adapters.md 5.4), so no contract context is delivered and the edit is not blocked
+    by a contract that session tried to set."""
+    steps = [oc_message("ses_lost", REVIEW),
+             {"hook": "experimental.chat.system.transform", "input": {"sessionID": "ses_lost"}, "output": {"system": []}},
+             oc_write("ses_lost", os.path.join(work, "a.txt"))]
+    rec = run_driver(tmp_path, real_env, "opencode", steps,
+                     init={"directory": work, "agents": OC_AGENTS, "sessionLookup": "throw"})
+    assert rec["results"][1]["output"]["system"] == []
+    blocked, _ = tool_result("opencode", rec)
+    assert not blocked
+    assert shown(rec) == []
+
+
+@needs_node
+def test_real_pi_input_without_source_cannot_set_the_contract(tmp_path, real_env, work):
+    """Real Pi always names the input source; one without it is no authority."""
+    ctx = pi_ctx("pi_nosrc", work)
+    nosrc = pi_input(REVIEW, ctx)
+    del nosrc["event"]["source"]
+    steps = [nosrc, {"on": "before_agent_start", "event": {"type": "before_agent_start", "prompt": REVIEW}, "ctx": ctx},
+             pi_write(os.path.join(work, "a.txt"), ctx)]
+    rec = run_driver(tmp_path, real_env, "pi", steps)
+    assert not prompt_context_delivered("pi", rec)
+    assert tool_result("pi", rec)[0] is False
+    assert shown(rec) == []
+
+
+@needs_node
 def test_real_omp_child_session_judged_by_root(tmp_path, real_env, work):
     root, child = pi_ctx("omp_root", work), pi_ctx("omp_child", work)
     task = {"type": "tool_call", "toolName": "task", "toolCallId": "call_t",
@@ -1073,6 +1131,17 @@ def test_real_hermes_review_blocks_and_change_allows(tmp_path, real_env, monkeyp
     assert isinstance(ctx_answer, dict) and ctx_answer.get("context")
     out = hermes_tool(ctx, "20261130_151307_bbbbbb", "write_file", {"path": os.path.join(work, "a.txt"), "content": "x\n"},
                       call_id="call_h2")
+    assert out is None
+
+
+def test_real_hermes_prompt_with_parent_session_id_is_not_root_authority(tmp_path, real_env, monkeypatch, work):
+    """The plugin falls back to parent_session_id for a missing session_id; the
+    prompt is still a child's and cannot arm the parent (adapters.md 8.2)."""
+    monkeypatch.chdir(work)
+    module, ctx = real_hermes(monkeypatch, real_env)
+    parent = "20261130_151307_cccccc"
+    assert hermes_prompt(ctx, "", REVIEW, session_id=None, parent_session_id=parent) is None
+    out = hermes_tool(ctx, parent, "write_file", {"path": os.path.join(work, "a.txt"), "content": "x\n"})
     assert out is None
 
 

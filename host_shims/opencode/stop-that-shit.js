@@ -334,6 +334,8 @@ export const StopThatShit = async ({ client, directory } = {}) => {
 
   const cwdOf = (sessionID) => directoryOf.get(sessionID) || directory || process.cwd();
 
+  // null: a root; undefined: the lookup failed, threw or timed out, so the
+  // session may be a child whose parent we cannot name (adapters.md 5.4).
   async function lookupParent(sessionID) {
     if (parentOf.has(sessionID)) return parentOf.get(sessionID);
     try {
@@ -347,23 +349,30 @@ export const StopThatShit = async ({ client, directory } = {}) => {
         }
       }
     } catch {
-      // unknown ancestry: treated as a root by the shim, sts.py may know better
+      // unknown ancestry, reported below
     }
-    return null;
+    return undefined;
   }
 
-  // The top ancestor of a child session (up to 32 levels), null for a root.
-  async function rootOf(sessionID) {
-    if (typeof sessionID !== "string" || !sessionID) return null;
+  // ctx facts for sts.py: the top known ancestor (null when none), and
+  // ancestryUnknown when the walk stopped at a session whose parent could not
+  // be looked up.  A null parent alone must not read as "root": sts.py gives
+  // prompt authority only to a session known to be a root.
+  async function ancestryOf(sessionID) {
+    if (typeof sessionID !== "string" || !sessionID) return { parentSessionId: null };
     let current = sessionID;
+    let unknown = false;
     const seen = new Set([current]);
     for (let level = 0; level < MAX_ANCESTRY; level++) {
       const parent = await lookupParent(current);
+      if (parent === undefined) unknown = true;
       if (!parent || seen.has(parent)) break;
       seen.add(parent);
       current = parent;
     }
-    return current === sessionID ? null : current;
+    const ctx = { parentSessionId: current === sessionID ? null : current };
+    if (unknown) ctx.ancestryUnknown = true;
+    return ctx;
   }
 
   async function editableAgent(name) {
@@ -384,9 +393,8 @@ export const StopThatShit = async ({ client, directory } = {}) => {
     "chat.message": async (input, output) => {
       try {
         const sessionID = (input && input.sessionID) || (output && output.message && output.message.sessionID);
-        const parentSessionId = await rootOf(sessionID);
         const agentName = (output && output.message && output.message.agent) || (input && input.agent);
-        const ctx = { parentSessionId, agentCanEdit: await editableAgent(agentName) };
+        const ctx = { ...(await ancestryOf(sessionID)), agentCanEdit: await editableAgent(agentName) };
         const answer = await askSts("chat.message", sessionID, cwdOf(sessionID), { input, output, ctx }, { say });
         // A prompt cannot be rejected here: a block reason is delivered as context.
         const text = textOf(answer.context) || blockReasonOf(answer);
@@ -401,9 +409,10 @@ export const StopThatShit = async ({ client, directory } = {}) => {
       let answer;
       let parentSessionId = null;
       try {
-        parentSessionId = await rootOf(sessionID);
+        const ctx = await ancestryOf(sessionID);
+        parentSessionId = ctx.parentSessionId;
         answer = await askSts("tool.execute.before", sessionID, cwdOf(sessionID), {
-          input, output, ctx: { parentSessionId },
+          input, output, ctx,
         }, { say, toolCall: true, alsoArmedIf: parentSessionId ? [parentSessionId] : [] });
       } catch (error) {
         const why = `shim error: ${error && error.message}`;
@@ -419,9 +428,8 @@ export const StopThatShit = async ({ client, directory } = {}) => {
       try {
         const sessionID = input && input.sessionID;
         if (input && typeof input.tool === "string" && input.tool.toLowerCase() === "task") {
-          const parentSessionId = await rootOf(sessionID);
           await askSts("tool.execute.after", sessionID, cwdOf(sessionID), {
-            input, output, ctx: { parentSessionId },
+            input, output, ctx: await ancestryOf(sessionID),
           }, { say });
         }
         const callID = input && input.callID;
@@ -448,10 +456,10 @@ export const StopThatShit = async ({ client, directory } = {}) => {
           parentOf.set(sessionID, typeof info.parentID === "string" && info.parentID ? info.parentID : null);
           if (typeof info.directory === "string" && info.directory) directoryOf.set(sessionID, info.directory);
         }
-        const parentSessionId = await rootOf(sessionID);
+        const ctx = await ancestryOf(sessionID);
         // Only a child's idle is a fact (subagent.stop); a root idles every turn.
-        if (event.type === "session.idle" && !parentSessionId) return;
-        await askSts("event", sessionID, cwdOf(sessionID), { event, ctx: { parentSessionId } }, { say });
+        if (event.type === "session.idle" && !ctx.parentSessionId) return;
+        await askSts("event", sessionID, cwdOf(sessionID), { event, ctx }, { say });
         if (event.type === "session.deleted") promptContext.delete(sessionID);
       } catch {
         // lifecycle fails open

@@ -44,6 +44,8 @@ async function runOpenCode() {
     },
     session: {
       get: async ({ path }) => {
+        if (init.sessionLookup === "throw") throw new Error("session lookup unavailable");
+        if (init.sessionLookup === "hang") return new Promise(() => {});
         const info = (init.sessions || {})[path.id];
         if (!info) return { error: { name: "NotFound" }, data: undefined };
         return { data: { id: path.id, ...info } };
