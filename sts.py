@@ -9876,7 +9876,6 @@ _OMP_HUB_OPS = {
 }
 _OMP_INPUT_SOURCES = frozenset(("interactive", "rpc"))
 _OMP_PREFIXES = ("/sts", "--sts-contract")
-_HASHLINE_OPS = ("PUT", "CUT", "REM", "MV")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 

@@ -54,3 +54,17 @@ def test_only_the_control_event_types_are_dataclasses():
                          getattr(getattr(d, "func", None), "id", None) == "dataclass"
                          for d in node.decorator_list)]
     assert decorated == ["Action", "ActionResult", "ControlEvent"]
+
+
+def test_every_private_top_level_name_is_used():
+    """A private helper or table nothing reads is dead code left behind."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)}
+    used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    used |= {node.value for node in ast.walk(tree)  # getattr(self, "_bucket") tables
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    unused = sorted(name for name, _ in top_level_names(tree)
+                    if name.startswith("_") and not name.startswith("__") and name not in used)
+    assert unused == []
