@@ -230,6 +230,8 @@ class Action:
     id: Optional[str] = None
     affected_paths: List[str] = field(default_factory=list)
     shell_write_targets: List[str] = field(default_factory=list)
+    # The shell line also writes somewhere the analyzer could not establish.
+    unknown_write_target: bool = False
     cwd: Optional[str] = None
     hash_intent: bool = False
     dependency_intent: bool = False
@@ -280,7 +282,8 @@ class Action:
         if cwd is not None and not isinstance(cwd, str):
             raise _bad(where + "cwd", cwd)
         flags = {}
-        for key in ("hashIntent", "dependencyIntent", "unboundedDelegation"):
+        for key in ("hashIntent", "dependencyIntent", "unboundedDelegation",
+                    "unknownWriteTarget"):
             value = obj.get(key, False)
             if not isinstance(value, bool):
                 raise _bad(where + key, value)
@@ -302,7 +305,8 @@ class Action:
                 raise _bad(where + key, value)
         return cls(
             name=name, mutability=mutability, id=action_id,
-            affected_paths=paths[0], shell_write_targets=paths[1], cwd=cwd,
+            affected_paths=paths[0], shell_write_targets=paths[1],
+            unknown_write_target=flags["unknownWriteTarget"], cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1042,16 +1046,22 @@ class ShellAnalysis(Record):
     mutability is "read" only when every simple command is proven read-only.
     write_targets lists the paths the line provably writes (redirections,
     tee, cp/mv/rm/... targets) when they can be established.
+    unknown_target is True when the line also writes somewhere the analyzer
+    could not establish (a variable, a substitution, a folder it cannot
+    follow): such a write may land on any path.
     """
 
-    __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent', 'write_targets')
-    DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False, 'write_targets': list}
+    __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
+                          'write_targets', 'unknown_target')
+    DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
+                'write_targets': list, 'unknown_target': False}
 
     mutability: str
     reason: Optional[str]
     hash_intent: bool
     dependency_intent: bool
     write_targets: List[str]
+    unknown_target: bool
 
 
 _MAX_COMMAND = 64 * 1024  # decisions.md 8
@@ -1081,7 +1091,7 @@ class _Give(Exception):
 class _V:
     """Verdict of one simple command (or of a whole line once combined)."""
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1091,6 +1101,8 @@ class _V:
         self.targets = targets if targets is not None else []
         self.hash = hash_
         self.dep = dep
+        # Some write target could not be established (see ShellAnalysis.unknown_target).
+        self.opaque = False
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1101,6 +1113,7 @@ class _V:
         self.targets.extend(other.targets)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
+        self.opaque = self.opaque or other.opaque
         return self
 
     def cap(self, reason: str) -> "_V":
@@ -5049,7 +5062,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen)
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
 
 
 # ------------------------------------------------------------ hash intent ----
@@ -8297,6 +8310,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
     action = {"name": name, "mutability": verdict.mutability,
               "hashIntent": verdict.hash_intent, "dependencyIntent": verdict.dependency_intent,
               "shellWriteTargets": list(verdict.write_targets)}
+    if verdict.unknown_target:
+        action["unknownWriteTarget"] = True
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
