@@ -10807,6 +10807,7 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 # 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
+_GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
 _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
     "codex": (
         ("SessionStart", None, 5),
@@ -10825,7 +10826,34 @@ _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
         ("SubagentStart", None, 5),
         ("SessionEnd", None, 5),
     ),
+    # Gemini CLI counts hook timeouts in milliseconds; its matcher is a regex.
+    "gemini": (
+        ("SessionStart", None, 5000),
+        ("BeforeAgent", None, 5000),
+        ("BeforeTool", ".*", 10000),
+        ("AfterTool", _GEMINI_POST_MATCHER, 10000),
+        ("SessionEnd", None, 5000),
+    ),
+    # Qwen Code counts seconds (it reads large values as old-style milliseconds).
+    "qwen": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", ".*", 10),
+        ("PostToolUse", "^agent$", 10),
+        ("PostToolUseFailure", "^agent$", 10),
+        ("SubagentStart", None, 5),
+        ("SubagentStop", None, 5),
+        ("SessionEnd", None, 5),
+    ),
 }
+
+# Copilot CLI: one hook file of its own (version 1, camelCase events), each
+# command ending in the event name, because Copilot's stdin does not carry it.
+_COPILOT_EVENTS: Tuple[Tuple[str, int], ...] = (
+    ("sessionStart", 5), ("userPromptSubmitted", 5), ("preToolUse", 10),
+    ("postToolUse", 10), ("subagentStart", 5), ("subagentStop", 5),
+)
+_COPILOT_HOOK_FILE = "stop-that-shit.json"
 
 # Shim files per in-process host: (source under host_shims/, destination under
 # the host's base folder).  Copies, not links: each copy pins this sts.py.
@@ -10864,6 +10892,15 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
             "binary": "omp"},
     "hermes": {"user": lambda: _env_dir("HERMES_HOME", ".hermes"), "project": ".hermes",
                "binary": "hermes"},
+    # GEMINI_CLI_HOME stands in for the home folder; QWEN_HOME and COPILOT_HOME
+    # name the host's own folder.
+    "gemini": {"user": lambda: os.path.join(os.environ.get("GEMINI_CLI_HOME")
+                                            or os.path.expanduser("~"), ".gemini"),
+               "project": ".gemini", "config": "settings.json", "binary": "gemini"},
+    "qwen": {"user": lambda: _env_dir("QWEN_HOME", ".qwen"), "project": ".qwen",
+             "config": "settings.json", "binary": "qwen"},
+    "copilot": {"user": lambda: _env_dir("COPILOT_HOME", ".copilot"), "project": ".github",
+                "binary": "copilot"},
 }
 
 # A harmless event per host for doctor: nothing in it can arm, deny or change a
@@ -10881,6 +10918,12 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
                             "payload": {"event": {"type": "session_shutdown"},
                                         "ctx": {"idle": True, "hasUI": False}}},
+    "gemini": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                                "source": "startup", "cwd": cwd},
+    "qwen": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                              "source": "startup", "cwd": cwd},
+    "copilot": lambda sid, cwd: {"sessionId": sid, "timestamp": 0, "cwd": cwd, "source": "new",
+                                 "initialPrompt": ""},
     "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
                              "payload": {"event": {"type": "before_agent_start", "prompt": "",
                                                    "systemPrompt": []},
@@ -10889,7 +10932,7 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 }
 
 # Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
-_SILENT_OK = frozenset(("codex", "claude", "hermes"))
+_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot"))
 
 _PIN_MARK = "sts install rewrites this line"
 _SHIM_NAME = "stop-that-shit"
@@ -11726,6 +11769,10 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         rec = dict(prior.get(dest) or {"type": "file", "created_file": old is None})
         rec["sha256"] = _sha(new)
         plan.files[dest] = rec
+    if host == "copilot":
+        _plan_copilot_hooks(plan, base, python, prior)
+    for note in _TRUST_NOTES.get((host, scope), ()):
+        plan.notes.append(note % {"root": _project_root(), "base": base})
     if host == "opencode":
         _plan_opencode_seed(plan, base, prior)
     if host == "hermes":
@@ -11742,6 +11789,65 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
             d = os.path.dirname(d)
         plan.dirs.extend(reversed(missing))
     return plan
+
+
+# What a host needs before it runs project hooks (the Codex note lives in _plan_install).
+_TRUST_NOTES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("gemini", "project"): (
+        "Gemini CLI runs the hooks of %(base)s only in a trusted folder: trust %(root)s when "
+        "gemini asks (or list it in ~/.gemini/trustedFolders.json; GEMINI_CLI_TRUST_WORKSPACE=true "
+        "for a headless run). On first start it warns once that the project has hooks.",),
+    ("qwen", "project"): (
+        "Qwen Code reads %(base)s only in a trusted folder when folder trust is on: trust "
+        "%(root)s when qwen asks.",),
+    ("copilot", "project"): (
+        "Copilot CLI runs the hooks in %(base)s/hooks only in a trusted folder: trust %(root)s when copilot "
+        "asks, or start it with --trust-folder.",),
+}
+
+
+def _copilot_commands(python: str, sts_path: Optional[str] = None) -> Dict[str, str]:
+    base = hook_command("copilot", python, sts_path)
+    return {event: "%s %s" % (base, event) for event, _ in _COPILOT_EVENTS}
+
+
+def _copilot_hooks_text(python: str) -> str:
+    commands = _copilot_commands(python)
+    hooks = {event: [{"type": "command", "bash": commands[event], "timeoutSec": timeout}]
+             for event, timeout in _COPILOT_EVENTS}
+    return json.dumps({"version": 1, "hooks": hooks}, indent=2, ensure_ascii=False) + "\n"
+
+
+def _copilot_file_is_ours(raw: Optional[bytes]) -> bool:
+    """A hook file install wrote: every command runs an sts hook for copilot."""
+    try:
+        data = json.loads((raw or b"").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if not isinstance(hooks, dict) or not hooks:
+        return False
+    entries = [e for group in hooks.values() if isinstance(group, list) for e in group]
+    return bool(entries) and all(
+        isinstance(e, dict) and isinstance(e.get("bash"), str)
+        and "sts.main()" in e["bash"] and " copilot " in e["bash"] for e in entries)
+
+
+def _copilot_hook_path(base: str) -> str:
+    return os.path.join(base, "hooks", _COPILOT_HOOK_FILE)
+
+
+def _plan_copilot_hooks(plan: _Plan, base: str, python: str, prior: Dict[str, dict]) -> None:
+    dest = _copilot_hook_path(base)
+    new = _copilot_hooks_text(python).encode("utf-8")
+    old = _install_read(dest)
+    if old is not None and old != new and not _copilot_file_is_ours(old):
+        raise InstallError("%s exists and is not an sts hook file; move it away and run "
+                           "install again." % dest)
+    _change(plan, dest, old, new)
+    rec = dict(prior.get(dest) or {"type": "file", "created_file": old is None})
+    rec["sha256"] = _sha(new)
+    plan.files[dest] = rec
 
 
 def _codex_trust_note() -> str:
@@ -11841,6 +11947,10 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     for src, dst in _SHIM_FILES.get(host, ()):
         dest = os.path.join(base, *dst.split("/"))
         if dest not in files and _shim_pinned_to(dest) == _sts_path():
+            files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    if host == "copilot":
+        dest = _copilot_hook_path(base)
+        if dest not in files and _install_read(dest) == _copilot_hooks_text(python).encode():
             files[dest] = {"type": "file", "created_file": True, "sha256": None}
     for path, rec in files.items():
         raw = _install_read(path)
@@ -12270,8 +12380,9 @@ def _probe(host: str, command: str) -> Tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="sts-doctor-") as tmp:
         env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
         event = _PROBE_EVENTS[host]("sts-doctor-" + os.urandom(6).hex(), tmp)
-        # Codex and Claude hand the command to sh -c; Hermes and the shims split it.
-        argv = ["/bin/sh", "-c", command] if host in _HOOK_EVENTS else shlex.split(command)
+        # The command-hook hosts hand the command to a shell; Hermes and the shims split it.
+        shell = host in _HOOK_EVENTS or host == "copilot"
+        argv = ["/bin/sh", "-c", command] if shell else shlex.split(command)
         try:
             p = subprocess.run(argv, input=json.dumps(event).encode("utf-8"), cwd=tmp, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
@@ -12328,6 +12439,10 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                 check("FAIL", host, "shim %s is missing or not an sts shim" % dest, fix_s)
         if host == "codex":
             _doctor_codex(base, scope, command, fix_s, check)
+        if host == "copilot":
+            _doctor_copilot(base, python, fix_s, check)
+    if host == "copilot":
+        command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
         _doctor_hermes(fix, check)
     ok, text = _probe(host, command)
@@ -12375,6 +12490,26 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
     else:
         check("FAIL", "codex", "%d of %d sts hooks are not trusted (Codex skips them silently)"
               % (len(bad), len(found)), fix + " --trust")
+
+
+def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]) -> None:
+    dest = _copilot_hook_path(base)
+    raw = _install_read(dest)
+    if raw is None:
+        check("FAIL", "copilot", "%s does not exist" % dest, fix)
+    elif raw != _copilot_hooks_text(python).encode("utf-8"):
+        check("FAIL", "copilot", "%s does not run this sts.py on every event" % dest, fix)
+    else:
+        check("OK", "copilot", "wired: %s runs sts on %d events" % (dest, len(_COPILOT_EVENTS)))
+    settings = os.path.join(_HOSTS["copilot"]["user"](), "config.json")
+    try:
+        with open(settings, encoding="utf-8") as fh:
+            disabled = json.load(fh).get("disableAllHooks") is True
+    except (OSError, ValueError, AttributeError):
+        disabled = False
+    if disabled:
+        check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
+              "remove disableAllHooks from it")
 
 
 def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
