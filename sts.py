@@ -13401,7 +13401,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
-CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
+CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -13412,7 +13412,7 @@ _STEP_KEYS = frozenset(("send", "expect"))
 # Hooks after which the host runs a tool: a block there is a deny, on any
 # other hook (a prompt) it is a rejected prompt.
 _CASE_TOOL_HOOKS = frozenset(("PreToolUse", "pre_tool_call", "tool.execute.before",
-                              "tool_call"))
+                              "tool_call", "BeforeTool", "preToolUse"))
 
 
 class CaseError(ValueError):
@@ -13584,7 +13584,7 @@ def _case_code(text: str) -> Optional[str]:
 
 
 def read_answer(hook: Optional[str], answer: str) -> CaseAnswer:
-    """Reduce a host answer (any of the six formats) to result, code and text."""
+    """Reduce a host answer (any of the nine hosts' formats) to result, code and text."""
     if not answer.strip():
         return CaseAnswer("allow", None)
     try:
@@ -13602,6 +13602,14 @@ def read_answer(hook: Optional[str], answer: str) -> CaseAnswer:
         text = str(spec.get("additionalContext") or "")
         if text:
             return CaseAnswer("context", _case_code(text), text)
+    if obj.get("permissionDecision") == "deny":  # Copilot CLI
+        text = str(obj.get("permissionDecisionReason") or "")
+        return CaseAnswer("deny", _case_code(text), text)
+    if obj.get("decision") == "deny":  # Gemini CLI
+        text = str(obj.get("reason") or "")
+        return CaseAnswer("deny", _case_code(text), text)
+    if isinstance(obj.get("additionalContext"), str) and obj["additionalContext"]:  # Copilot
+        return CaseAnswer("context", _case_code(obj["additionalContext"]), obj["additionalContext"])
     if obj.get("decision") == "block" or obj.get("action") == "block" or obj.get("block") is True:
         text = str(obj.get("reason") or obj.get("message") or "")
         return CaseAnswer("deny" if tool_hook else "prompt-error", _case_code(text), text)
