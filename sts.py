@@ -10390,6 +10390,7 @@ class _NewHostAdapter(_CommandHookAdapter):
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
 # contract (which is right) but cannot be told apart from the parent's.
+_GEMINI_CONTEXT_OPEN, _GEMINI_CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
 _GEMINI_AGENT_TOOLS = ("invoke_agent", "codebase_investigator", "cli_help", "generalist",
                        "browser_agent")
 
@@ -10426,6 +10427,21 @@ class GeminiAdapter(_NewHostAdapter):
     }
     SHELL_DIRS = {"run_shell_command": "dir_path"}
     STAMPED_IDS = True
+
+    def prompt_text(self, payload: dict) -> Optional[str]:
+        # Gemini puts the SessionStart context in front of the first prompt as
+        # <hook_context>...</hook_context> (with < and > of the context itself
+        # escaped), so the user's directive line starts after those blocks.
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            return None
+        rest = prompt.lstrip()
+        while rest.startswith(_GEMINI_CONTEXT_OPEN):
+            end = rest.find(_GEMINI_CONTEXT_CLOSE)
+            if end < 0:
+                break
+            rest = rest[end + len(_GEMINI_CONTEXT_CLOSE):].lstrip()
+        return rest if rest != prompt.lstrip() else prompt
 
     def render(self, result: CoreResult, call: HookCall) -> str:
         if result.kind == "deny":

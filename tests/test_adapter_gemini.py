@@ -164,3 +164,15 @@ def test_installed_settings_file_is_protected(store, sts_home, tmp_path):
     write = next(t for t in tools if t["tool_name"] == "write_file")
     call = dict(write, tool_input={"file_path": str(settings), "content": "{}"})
     assert "GUARD_SELF_PROTECTION" in denied(hook("gemini", call, store))
+
+
+def test_session_start_context_in_front_of_the_prompt_does_not_hide_the_directive(store):
+    # Gemini 0.61 -p puts the SessionStart context in front of the first prompt.
+    prompt, tools, _ = gemini_run("gemini-write-allow")
+    hook("gemini", dict(prompt, hook_event_name="SessionStart", source="startup"), store)
+    text = ("<hook_context>Stop That Shit is only watching: no task mode has been confirmed."
+            "</hook_context>\n\n$stop-that-shit review -- look")
+    answer = hook("gemini", say(prompt, text), store)
+    assert "mode=review;" in answer["hookSpecificOutput"]["additionalContext"]
+    write = next(t for t in tools if t["tool_name"] == "write_file")
+    assert "MODE_FORBIDS_MUTATION" in denied(hook("gemini", write, store))
