@@ -6731,6 +6731,144 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     return found
 
 
+# Glob patterns of shell write targets (`rm .claude/*.json`, and `rm -rf d`,
+# which the analyzer also gives as d/**).  A wildcard only ever expands to
+# names that exist, so a pattern is expanded on disk and every path it yields
+# is matched like a named path; a `**` (everything below a folder) is checked
+# by looking up, in that folder, the first name of every entry that applies
+# under any folder, then the entries under the names that exist.  Where the
+# disk cannot be read (a Windows path here, no known working folder, a
+# listing past the limit), the names alone decide, erring towards a hit.
+
+_GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names decide
+
+
+def _glob_wild(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _glob_name(name: str, pattern: str, fold: bool) -> bool:
+    """Whether some name matches both `name` (an entry's, maybe with its own
+    `*`) and `pattern` (a pattern's)."""
+    if fold:
+        name, pattern = name.casefold(), pattern.casefold()
+    import fnmatch
+    if "*" in name:
+        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
+    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+
+
+def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
+                fold: bool, free_stars: bool) -> Optional[str]:
+    """How a path matching the pattern names q[i:] reaches the entry names
+    want[j:]: "is", "in", "holds" or None.  free_stars: a `**` may stand for
+    names of the entry (one at a known place); for an entry under any folder
+    it may not, or it would stand for every folder."""
+    if j == len(want):
+        if all(p == "**" for p in q[i:]):
+            return "is"
+        return "in" if folder else None
+    if i == len(q):
+        return "holds" if j > 0 or free_stars else None
+    if q[i] == "**":
+        return (_glob_reach(q, i + 1, want, j, folder, fold, free_stars)
+                or (_glob_reach(q, i, want, j + 1, folder, fold, free_stars)
+                    if free_stars else None))
+    if _glob_name(want[j], q[i], fold):
+        return _glob_reach(q, i + 1, want, j + 1, folder, fold, free_stars)
+    return None
+
+
+def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional[_SettingsHit]:
+    """The first entry some path matching the pattern could reach, by names alone."""
+    q, fold = reading.parts, True  # letter case cannot be probed on a pattern: either counts
+    anywhere = _settings_anywhere()
+    for start in range(len(q)):
+        if q[start] == "**":
+            continue
+        candidates = ([e for entries in anywhere.values() for e in entries]
+                      if _glob_wild(q[start]) else anywhere.get(q[start].casefold(), ()))
+        for parts, folder, spelled, host, index in candidates:
+            relation = _glob_reach(q, start, parts, 0, folder, fold, False)
+            if relation:
+                return relation, host, index, spelled
+    if reading.absolute:
+        for head, shown, windows, host, index in settings.bases:
+            if windows == reading.windows:
+                for parts, folder, spelled in _settings_row(host, index):
+                    relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
+                    if relation:
+                        return relation, host, index, shown + "/" + spelled if spelled else shown
+    return None
+
+
+def _glob_tree(folder: str) -> Optional[_SettingsHit]:
+    """An entry (of those under any folder) that exists directly in `folder`."""
+    anywhere = _settings_anywhere()
+    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+        if os.path.lexists(os.path.join(folder, first)):
+            for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
+                if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
+                    return "holds", host, index, spelled
+    return None
+
+
+def _glob_expand(folder: str, rest: Tuple[str, ...], budget: List[int],
+                 out: List[Tuple[str, bool]]) -> bool:
+    """Collect (path, whole tree?) for the paths `rest` names below `folder`;
+    False when the listing limit ran out."""
+    if not rest:
+        out.append((folder, False))
+        return True
+    name = rest[0]
+    if name == "**":
+        out.append((folder, True))
+        return True
+    if not _glob_wild(name):
+        return _glob_expand(os.path.join(folder, name), rest[1:], budget, out)
+    import fnmatch
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True  # nothing to expand: the word stays as written, a new name
+    budget[0] -= len(names)
+    if budget[0] < 0:
+        return False
+    return all(_glob_expand(os.path.join(folder, n), rest[1:], budget, out)
+               for n in sorted(names) if fnmatch.fnmatchcase(n, name))
+
+
+def host_settings_pattern_matches(patterns: Any, cwd: Optional[str], protected_paths: Any
+                                  ) -> List[Tuple[str, str, _SettingsHit]]:
+    """(pattern, what it reaches, hit) for the shell write patterns (see
+    ShellAnalysis) that may reach a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    found = []
+    for pattern in patterns:
+        readings = _settings_readings(pattern, cwd)
+        if not readings:
+            continue
+        reading = readings[0]  # the names as written: links are followed per path below
+        expanded: List[Tuple[str, bool]] = []
+        if not reading.absolute or reading.windows or not _glob_expand(
+                "/", reading.parts, [_GLOB_LIST_LIMIT], expanded):
+            hit = _glob_by_name(reading, settings)
+            if hit is not None:
+                found.append((pattern, reading.shown, hit))
+            continue
+        for path, tree in expanded:
+            hit = next((h for r in _settings_readings(path, None)
+                        for h in [_settings_reach(r, settings)] if h is not None), None)
+            if hit is None and tree:
+                hit = _glob_tree(path)
+            if hit is not None:
+                found.append((pattern, path, hit))
+                break
+    return found
+
+
 def _host_settings_detail(hits: List[Tuple[str, str, _SettingsHit]]) -> str:
     parts = []
     for raw, shown, (relation, host, index, spelled) in hits:

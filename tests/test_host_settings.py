@@ -646,6 +646,62 @@ def test_a_real_hook_process_protects_a_project_settings_file(world):
     assert reason(text) == CODE and target in text
 
 
+# --- glob patterns of shell targets ------------------------------------------------
+# The analyzer gives a glob target or a whole folder changed (`rm -rf d` -> d/**) as a
+# pattern; a wildcard only expands to names that exist, so patterns are expanded on disk.
+
+def _pattern_hits(patterns, cwd):
+    return [(pattern, shown, relation, spelled) for pattern, shown, (relation, _, _, spelled)
+            in sts.host_settings_pattern_matches(patterns, cwd, [sts.host_settings()])]
+
+
+def test_a_glob_that_expands_to_a_settings_file_reaches_it(world):
+    world.real(world.p(".claude", "settings.json"))
+    world.real(world.p("docs", "a.json"))
+    cwd = world.p()
+    for pattern in (".claude/*.json", ".claude/*", "*/settings.json", ".c*/settings.local.json",
+                    ".c*", "*", "*/**", "./**", world.p() + "/**"):
+        assert _pattern_hits([pattern], cwd), pattern
+    for pattern in ("docs/*.json", "src/*.py", "*.py", "build/**", "docs/**",
+                    ".github/*/x.json", "opencode.js*"):
+        assert _pattern_hits([pattern], cwd) == [], pattern
+
+
+def test_a_whole_folder_changed_is_checked_for_settings_directly_in_it(world):
+    world.real(str(world.tmp / "other" / ".gemini" / "settings.json"))
+    (world.tmp / "empty" / ".claude" / "agents").mkdir(parents=True)
+    assert _pattern_hits([str(world.tmp / "other") + "/**"], world.p())
+    # A .claude folder holding no settings file is not a settings folder.
+    assert _pattern_hits([str(world.tmp / "empty") + "/**"], world.p()) == []
+
+
+def test_globs_in_user_and_env_folders(world, monkeypatch):
+    world.real(world.h(".codex", "config.toml"))
+    monkeypatch.setenv("HERMES_HOME", str(world.tmp / "hermes-home"))
+    world.real(str(world.tmp / "hermes-home" / "config.yaml"))
+    assert _pattern_hits(["~/.c*/config.toml"], "/")
+    assert _pattern_hits([str(world.tmp / "hermes-home") + "/*.yaml"], "/")
+    assert _pattern_hits(["~/.q*/settings.json"], "/") == []  # nothing there to expand to
+
+
+def test_patterns_the_disk_cannot_answer_are_judged_by_names(world):
+    # No working folder, or a Windows path on this machine: the names decide.
+    assert _pattern_hits([".claude/*.json"], None)
+    assert _pattern_hits([r"C:\proj\.c*\settings.json"], "C:\\proj")
+    assert _pattern_hits([r"C:\Users\me\.config\opencode\plugin*\x.js"], "C:\\")
+    # (docs/*.json could be docs/.claude.json: by names alone, that is a hit.)
+    assert _pattern_hits(["docs/*.json"], None)
+    assert _pattern_hits(["src/*.py", "docs/*.md"], None) == []
+
+
+def test_a_listing_past_the_limit_falls_back_to_names(world, monkeypatch):
+    monkeypatch.setattr(sts, "_GLOB_LIST_LIMIT", 1)
+    for name in ("a", "b", "c"):
+        (world.project / "many" / name).mkdir(parents=True)
+    assert _pattern_hits(["many/*/.claude/settings.json"], world.p())
+    assert _pattern_hits(["many/*/readme.md"], world.p()) == []
+
+
 # --- the table and its documentation ---------------------------------------------------
 
 def test_every_host_has_project_or_user_rows_and_clean_entries():
