@@ -6731,14 +6731,22 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     return found
 
 
-# Glob patterns of shell write targets (`rm .claude/*.json`, and `rm -rf d`,
-# which the analyzer also gives as d/**).  A wildcard only ever expands to
-# names that exist, so a pattern is expanded on disk and every path it yields
-# is matched like a named path; a `**` (everything below a folder) is checked
-# by looking up, in that folder, the first name of every entry that applies
-# under any folder, then the entries under the names that exist.  Where the
-# disk cannot be read (a Windows path here, no known working folder, a
-# listing past the limit), the names alone decide, erring towards a hit.
+# Glob patterns of shell write targets: `rm .claude/*.json`, `rm -rf d` (which
+# the analyzer also gives as d/**), `cp -r x/. .claude` (.claude/*).  A
+# pattern reaches an entry in any of three ways:
+#   - by names, where the entry's own names are written out: `.claude/*`
+#     reaches .claude/settings.json whether or not it exists yet.  A wildcard
+#     never stands for the first name of an entry that applies under any
+#     folder, or `dist/*` would stand for dist/.claude and every folder
+#     would hold settings;
+#   - on disk: a shell wildcard expands to names that exist, so the pattern
+#     is expanded and every path it yields is matched like a named path (a
+#     link included);
+#   - for a folder changed as a whole (a `**`), by looking up in it the first
+#     names of the entries that apply under any folder, then the entries
+#     under the names that exist.
+# Where the disk cannot be read (a Windows path here, no known working
+# folder, a listing past the limit), the names alone decide.
 
 _GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names decide
 
@@ -6784,11 +6792,7 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
     q, fold = reading.parts, True  # letter case cannot be probed on a pattern: either counts
     anywhere = _settings_anywhere()
     for start in range(len(q)):
-        if q[start] == "**":
-            continue
-        candidates = ([e for entries in anywhere.values() for e in entries]
-                      if _glob_wild(q[start]) else anywhere.get(q[start].casefold(), ()))
-        for parts, folder, spelled, host, index in candidates:
+        for parts, folder, spelled, host, index in anywhere.get(q[start].casefold(), ()):
             relation = _glob_reach(q, start, parts, 0, folder, fold, False)
             if relation:
                 return relation, host, index, spelled
@@ -6851,12 +6855,16 @@ def host_settings_pattern_matches(patterns: Any, cwd: Optional[str], protected_p
         if not readings:
             continue
         reading = readings[0]  # the names as written: links are followed per path below
+        hit = _glob_by_name(reading, settings)
+        if hit is not None:
+            found.append((pattern, reading.shown, hit))
+            continue
+        if not reading.absolute or not reading.parts or reading.windows != (os.name == "nt"):
+            continue  # no folder to list, or a path of another OS
+        start, rest = ((reading.parts[0] + "\\", reading.parts[1:]) if reading.windows
+                       else ("/", reading.parts))
         expanded: List[Tuple[str, bool]] = []
-        if not reading.absolute or reading.windows or not _glob_expand(
-                "/", reading.parts, [_GLOB_LIST_LIMIT], expanded):
-            hit = _glob_by_name(reading, settings)
-            if hit is not None:
-                found.append((pattern, reading.shown, hit))
+        if not _glob_expand(start, rest, [_GLOB_LIST_LIMIT], expanded):
             continue
         for path, tree in expanded:
             hit = next((h for r in _settings_readings(path, None)

@@ -658,13 +658,25 @@ def _pattern_hits(patterns, cwd):
 def test_a_glob_that_expands_to_a_settings_file_reaches_it(world):
     world.real(world.p(".claude", "settings.json"))
     world.real(world.p("docs", "a.json"))
+    (world.project / "build" / "x").mkdir(parents=True)
     cwd = world.p()
     for pattern in (".claude/*.json", ".claude/*", "*/settings.json", ".c*/settings.local.json",
                     ".c*", "*", "*/**", "./**", world.p() + "/**"):
         assert _pattern_hits([pattern], cwd), pattern
-    for pattern in ("docs/*.json", "src/*.py", "*.py", "build/**", "docs/**",
-                    ".github/*/x.json", "opencode.js*"):
+    for pattern in ("docs/*.json", "src/*.py", "*.py", "build/**", "build/*", "build/*/**",
+                    "docs/**", "opencode.js*", "dist/*"):
         assert _pattern_hits([pattern], cwd) == [], pattern
+
+
+def test_a_pattern_that_writes_out_an_entrys_names_reaches_it_before_it_exists(world):
+    # `cp -r x/. .gemini` gives .gemini/*: whatever x holds lands there, settings.json too.
+    cwd = world.p()
+    for pattern in (".gemini/*", ".opencode/plugins/*", ".github/hooks/*.json", ".github/*/x.json",
+                    ".omp/profiles/*/agent/extensions/*", "sub/.codex/*.toml"):
+        assert _pattern_hits([pattern], cwd), pattern
+    # A wildcard never stands for the first name of an entry: `dist/*` would then hold
+    # dist/.claude, and every folder would hold settings.
+    assert _pattern_hits(["./*", "*/*.json", "dist/*/**"], cwd) == []
 
 
 def test_a_whole_folder_changed_is_checked_for_settings_directly_in_it(world):
@@ -687,19 +699,19 @@ def test_globs_in_user_and_env_folders(world, monkeypatch):
 def test_patterns_the_disk_cannot_answer_are_judged_by_names(world):
     # No working folder, or a Windows path on this machine: the names decide.
     assert _pattern_hits([".claude/*.json"], None)
-    assert _pattern_hits([r"C:\proj\.c*\settings.json"], "C:\\proj")
+    assert _pattern_hits([r"C:\proj\.claude\*"], "C:\\proj")
     assert _pattern_hits([r"C:\Users\me\.config\opencode\plugin*\x.js"], "C:\\")
-    # (docs/*.json could be docs/.claude.json: by names alone, that is a hit.)
-    assert _pattern_hits(["docs/*.json"], None)
-    assert _pattern_hits(["src/*.py", "docs/*.md"], None) == []
+    assert _pattern_hits(["src/*.py", "docs/*.json", "*/settings.json"], None) == []
 
 
-def test_a_listing_past_the_limit_falls_back_to_names(world, monkeypatch):
+def test_a_listing_past_the_limit_leaves_the_names_to_decide(world, monkeypatch):
     monkeypatch.setattr(sts, "_GLOB_LIST_LIMIT", 1)
     for name in ("a", "b", "c"):
-        (world.project / "many" / name).mkdir(parents=True)
-    assert _pattern_hits(["many/*/.claude/settings.json"], world.p())
-    assert _pattern_hits(["many/*/readme.md"], world.p()) == []
+        world.real(world.p("many", name, ".claude", "settings.json"))
+    assert _pattern_hits(["many/*/.claude/settings.json"], world.p())  # by names
+    assert _pattern_hits(["many/*/*/settings.json"], world.p()) == []  # would need a listing
+    monkeypatch.setattr(sts, "_GLOB_LIST_LIMIT", 4096)
+    assert _pattern_hits(["many/*/*/settings.json"], world.p())
 
 
 # --- the table and its documentation ---------------------------------------------------
