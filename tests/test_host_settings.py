@@ -405,6 +405,84 @@ def test_open_mode_and_every_mode_are_protected_watch_only_reports(world, host):
     assert (record["reasonCode"], record["policyOutcome"]) == (CODE, "report_and_defer")
 
 
+def _move_patch(src, dest):
+    return ("*** Begin Patch\n*** Update File: %s\n*** Move to: %s\n@@\n-old\n+new\n"
+            "*** End Patch\n" % (src, dest))
+
+
+# Every tool of every host that writes a file, as (host, tool, args for the path).
+ALL_WRITES = [
+    ("claude", "Write", lambda p: {"file_path": p, "content": "{}"}),
+    ("claude", "Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "["}),
+    ("claude", "NotebookEdit", lambda p: {"notebook_path": p, "new_source": "x"}),
+    ("claude", "mcp__fs__write_file", lambda p: {"path": p, "content": "{}"}),
+    ("codex", "apply_patch", lambda p: {"command": _patch(p)}),
+    ("codex", "apply_patch", lambda p: {"command": _move_patch("src/app.py", p)}),
+    ("codex", "apply_patch", lambda p: {
+        "command": "*** Begin Patch\n*** Delete File: %s\n*** End Patch\n" % p}),
+    ("codex", "Write", lambda p: {"file_path": p, "content": "{}"}),
+    ("codex", "Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "["}),
+    ("gemini", "write_file", lambda p: {"file_path": p, "content": "{}"}),
+    ("gemini", "replace", lambda p: {"file_path": p, "old_string": "{", "new_string": "[",
+                                     "instruction": "x"}),
+    ("gemini", "mcp_fs_write_file", lambda p: {"path": p, "content": "{}"}),
+    ("qwen", "write_file", lambda p: {"file_path": p, "content": "{}"}),
+    ("qwen", "edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "["}),
+    ("qwen", "notebook_edit", lambda p: {"notebook_path": p, "new_source": "x"}),
+    ("copilot", "create", lambda p: {"path": p, "file_text": "{}"}),
+    ("copilot", "edit", lambda p: {"path": p, "old_str": "{", "new_str": "["}),
+    ("copilot", "str_replace_editor", lambda p: {"command": "create", "path": p,
+                                                 "file_text": "{}"}),
+    ("copilot", "str_replace_editor", lambda p: {"command": "str_replace", "path": p,
+                                                 "old_str": "{", "new_str": "["}),
+    ("copilot", "apply_patch", lambda p: _patch(p)),
+    ("opencode", "write", lambda p: {"filePath": p, "content": "{}"}),
+    ("opencode", "edit", lambda p: {"filePath": p, "oldString": "{", "newString": "["}),
+    ("opencode", "apply_patch", lambda p: {"patchText": _patch(p)}),
+    ("pi", "write", lambda p: {"path": p, "content": "{}"}),
+    ("pi", "edit", lambda p: {"path": p, "edits": [{"oldText": "{", "newText": "["}]}),
+    ("omp", "write", lambda p: {"path": p, "content": "{}"}),
+    ("omp", "edit", lambda p: {"path": p, "old_string": "{", "new_string": "["}),
+    ("omp", "edit", lambda p: {"input": "*** Edit File: %s\n*** Find\n{\n*** Replace\n[\n" % p}),
+    ("hermes", "write_file", lambda p: {"path": p, "content": "{}"}),
+    ("hermes", "patch", lambda p: {"path": p, "old_string": "{", "new_string": "["}),
+    ("hermes", "patch", lambda p: {"mode": "patch", "patch": _patch(p)}),
+]
+SHELLS = [(host,) + SHELL[host] for host in HOSTS] + [
+    ("codex", "Bash", lambda c: {"command": c}),
+    ("codex", "shell_command", lambda c: {"command": c}),
+    ("claude", "PowerShell", lambda c: {"command": c}),
+    ("pi", "powershell", lambda c: {"command": c}),
+]
+
+
+@pytest.mark.parametrize("index", range(len(ALL_WRITES)))
+def test_every_write_tool_of_every_host_is_checked(world, index):
+    host, tool, build = ALL_WRITES[index]
+    session = arm(world, host)
+    for target in (world.real(world.p(".claude", "settings.local.json")),
+                   world.real(world.h(".config", "opencode", "opencode.json"))):
+        got = send(world, host, _tool_event(host, session, world.p(), tool, build(target)))
+        assert_protected(host, got, named=target)
+        got = send(world, host, _tool_event(host, session, world.p(), tool,
+                                            build(world.p("src", "app.py"))))
+        assert denial(host, got) is None, (tool, denial(host, got))
+
+
+@pytest.mark.parametrize("index", range(len(SHELLS)))
+def test_every_shell_tool_of_every_host_is_checked(world, index):
+    host, tool, build = SHELLS[index]
+    session = arm(world, host)
+    powershell = tool.lower() == "powershell"
+    write = ("Set-Content -Path .gemini/settings.json -Value x" if powershell
+             else "echo x > .gemini/settings.json")
+    got = send(world, host, _tool_event(host, session, world.p(), tool, build(write)))
+    assert_protected(host, got)
+    harmless = "Set-Content -Path src/app.py -Value x" if powershell else "echo x > src/app.py"
+    got = send(world, host, _tool_event(host, session, world.p(), tool, build(harmless)))
+    assert denial(host, got) is None
+
+
 # --- shell forms, folders and path spellings ----------------------------------------
 
 SHELL_FORMS = [
