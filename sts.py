@@ -6499,9 +6499,19 @@ class HostSettings(Record):
 
 
 def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
-    if windows:
-        path = path.replace("\\", "/")
-    return tuple(p for p in path.split("/") if p and p != ".")
+    if not windows:
+        return tuple(p for p in path.split("/") if p and p != ".")
+    # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
+    # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
+    path = path.replace("\\", "/")
+    if path.startswith(("//?/", "//./")):
+        path = path[4:]
+    parts = []
+    for i, part in enumerate(p for p in path.split("/") if p and p != "."):
+        if i or not (len(part) == 2 and part[1] == ":"):
+            part = part.split(":", 1)[0].rstrip(". ") or part
+        parts.append(part)
+    return tuple(parts)
 
 
 def _settings_base(spec: str, environ: Any, home: str

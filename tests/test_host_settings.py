@@ -574,12 +574,17 @@ def test_another_letter_case_counts_only_where_the_file_system_ignores_it(world,
     assert_protected("claude", use(world, "claude", session, WRITE, upper))
 
 
-def test_windows_paths_are_matched_without_regard_to_case(world):
+def test_windows_paths_are_matched_the_way_windows_reads_them(world):
     session = arm(world, "claude")
     for named, cwd in ((r"C:\Program Files\ClaudeCode\managed-settings.json", "C:\\work"),
                        (r"c:/program files/claudecode/Managed-Settings.json", "C:\\work"),
                        (r".claude\settings.local.json", "C:\\work\\proj"),
-                       (r"C:\Users\me\.codex\config.toml", "C:\\work")):
+                       (r"C:\Users\me\.codex\config.toml", "C:\\work"),
+                       # Names Windows reads as the same file.
+                       (r".claude.\settings.local.json", "C:\\work\\proj"),
+                       (r".claude \settings.local.json. ", "C:\\work\\proj"),
+                       (r".claude\settings.local.json::$DATA", "C:\\work\\proj"),
+                       (r"\\?\C:\work\proj\.gemini\settings.json", "C:\\work")):
         got = use(world, "claude", session, WRITE, named, cwd=cwd)
         assert_protected("claude", got)
 
