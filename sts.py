@@ -6712,7 +6712,8 @@ def _settings_reach(reading: _SettingsReading, settings: HostSettings
     if hit is not None or reading.windows:
         return hit
     hit = _settings_scan(reading, settings, True)
-    if hit is not None and _tamper_case_insensitive(reading.shown):
+    # With no known folder to probe, another case is taken to be the same file.
+    if hit is not None and (not reading.absolute or _tamper_case_insensitive(reading.shown)):
         return hit
     return None
 

@@ -701,10 +701,16 @@ def test_host_settings_follow_the_environment(world, monkeypatch):
     assert all("relative" not in base[1] for base in sts.host_settings().bases)
 
 
-def test_relative_paths_without_a_working_folder_are_matched_by_name(world):
-    hits = sts.host_settings_matches(_action([".qwen/settings.json", "src/a.py"], cwd=None),
-                                     [sts.host_settings()])
-    assert [raw for raw, _, _ in hits] == [".qwen/settings.json"]
+def test_relative_paths_without_a_working_folder_are_matched_by_name(world, monkeypatch):
+    probes = []
+    monkeypatch.setattr(sts, "_tamper_case_insensitive", lambda path: probes.append(path))
+    hits = sts.host_settings_matches(
+        _action([".qwen/settings.json", "src/a.py", ".QWEN/Settings.json"], cwd=None),
+        [sts.host_settings()])
+    # Another letter case cannot be probed without a folder (the hook's own is never
+    # used): it is taken to be the same file.
+    assert [raw for raw, _, _ in hits] == [".qwen/settings.json", ".QWEN/Settings.json"]
+    assert probes == []
 
 
 def test_the_protected_set_carries_the_host_settings_only_when_paths_are_named(world):
