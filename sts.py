@@ -6332,8 +6332,11 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
 # any of them ends the guard silently, for this session or the next, so
 # self-protection covers them by name, whoever wrote them.
 #
-# Matching is on names only (no file is read or stat'ed unless a name matches
-# in another letter case).  Where an entry applies:
+# The set is matched on names: building it reads no file, and a named path is
+# only looked at on disk the way every self-protection check looks at it (its
+# links followed), or when a name matches in another letter case (is that the
+# same file here?).  Glob patterns are the exception, see below.  Where an
+# entry applies:
 #   "**"    under any folder: project layers, and the user folders whose
 #           names are fixed (~/.claude, ~/.codex, ~/.pi/agent, ...), which
 #           also covers a home reached through a link;
