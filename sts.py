@@ -98,8 +98,8 @@ LIFECYCLE_VERSION = 2
 #
 # Owns the vocabulary every other section speaks: the seven event kinds, the
 # five mutability buckets, analyzer reason codes, and the dataclasses that a
-# validated event becomes.  Validation follows core.md 1.3: the first failure
-# raises EventError naming the field and the bad value.
+# validated event becomes.  Validation checks the fields in a fixed order and
+# the first failure raises EventError naming the field and the bad value.
 ###############################################################################
 
 MAX_SAFE_INTEGER = 9007199254740991  # 2**53 - 1; as an agent budget it means "unlimited"
@@ -134,7 +134,7 @@ ANALYSIS_REASONS: Dict[str, str] = {
 class Record:
     """Base of the internal result records (decisions, analyses, loaded state).
 
-    The ControlEvent v2 types below are dataclasses, as the design card asks.
+    The ControlEvent v2 types below are dataclasses: they are the protocol.
     Internal records use this instead: a dataclass generates and compiles
     code while the module is imported (0.2-0.9 ms each here), and the hook
     pays that on every tool call.  A subclass names its FIELDS in order and
@@ -356,7 +356,7 @@ class ActionResult:
 
 @dataclass
 class ControlEvent:
-    """One validated host-free event (core.md 1)."""
+    """One validated host-free event: what every adapter turns a host event into."""
 
     kind: str
     session_id: str
@@ -375,13 +375,15 @@ class ControlEvent:
 
     @property
     def declared(self) -> bool:
-        """Lifecycle facts count only from adapters that declare version 2 (core.md 1.4)."""
+        """Lifecycle facts count only from adapters that declare version 2: an
+        undeclared (legacy) adapter's delegation is unproven and its facts are ignored."""
         return (self.protocol_version == 2 and type(self.lifecycle_version) is int
                 and self.lifecycle_version == 2)
 
     @property
     def action_id(self) -> Optional[str]:
-        """The call id, namespaced by the child session that sent it (core.md 1.5)."""
+        """The call id, namespaced by the child session that sent it, so children
+        sharing a root contract never collide on equal call ids."""
         raw = getattr(self.action, "id", None)
         if raw is None:
             return None
