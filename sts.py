@@ -466,7 +466,7 @@ NO_RESULT = CoreResult()
 #
 # Owns the `$stop-that-shit` directive grammar, natural-language corrections
 # (English and Chinese), the inspection-command grammar and the contract
-# context text.  Pure functions on contract dicts; no I/O.  core.md 2 and 5.2.
+# context text.  Pure functions on contract dicts; no I/O.
 ###############################################################################
 
 DEFAULT_CONTRACT: Dict[str, Any] = {
@@ -481,7 +481,7 @@ DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
 LEVELS = frozenset(("watch", "guard", "lock", "off"))
 POLICIES = frozenset(("deny", "ask", "allow"))
 # Modes that grant no write authority; only from these may a plain "fix it"
-# upgrade the contract to change (core.md 2.6 rule 5, 10-G4).
+# upgrade the contract to change (the one correction that widens authority).
 READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
 # Budget counters of older releases; the contract no longer has a usage count.
 _LEGACY_CONTRACT_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
@@ -494,7 +494,8 @@ class PromptOutcome(Record):
     kind: "directive" (a valid `$stop-that-shit` directive), "correction" (a
     natural-language correction), "error" (an invalid directive; `contract`
     is the unchanged previous one) or "plain" (ordinary text).
-    changed: the resulting contract differs from the previous one (10-G5).
+    changed: the resulting contract differs from the previous one, nothing
+    else (a directive repeated word for word is no change).
     """
 
     __slots__ = FIELDS = ('kind', 'contract', 'error', 'changed')
@@ -507,7 +508,7 @@ class PromptOutcome(Record):
 
 
 def control_state(contract: dict) -> str:
-    """OFF, OBSERVING or ARMED (core.md 3)."""
+    """OFF (level off), ARMED (guard or lock with a confirmed mode) or OBSERVING."""
     level = contract.get("level")
     if level == "off":
         return "OFF"
@@ -519,7 +520,8 @@ def control_state(contract: dict) -> str:
 # Regexes are compiled on first use: most hook runs are tool calls that never
 # read a prompt, so they should not pay for compiling these.  Flags are inline
 # so that this table needs no `re` at import time.  `(?a)` keeps \b and \s
-# ASCII as in the reference; `\Z` is its end-of-input `$`.
+# ASCII, so word boundaries are ASCII ones; `\Z` is the end of the text (`$`
+# would also match before a final newline).
 _PATTERNS: Dict[str, str] = {
     # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
     # Letters fold ASCII-only: under plain (?i) U+017F `ſ` matches `s` and the
@@ -536,7 +538,7 @@ _PATTERNS: Dict[str, str] = {
         r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"
         r"[ \t]*(?:\r?\n[ \t]*)*\Z"
     ),
-    # Correction rules, in priority order (core.md 2.6).
+    # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
     "review": (
         r"(?ai)\breview\s+only\b"
@@ -550,12 +552,12 @@ _PATTERNS: Dict[str, str] = {
         r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|继续|这次|本次|现在|接下来|先)*"
         r"只(?:监控|观察)(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
-    # Beyond core.md 2.6: a verb whose object is a negation ("fix nothing",
+    # Stricter than a bare verb match: a verb whose object is a negation ("fix nothing",
     # "implement none of it") keeps the read-only mode instead of widening it.
     # So does a word that is not an imperative at all: a question ("Fix?"), a
     # choice ("Fix or not?"), a label or compound ("Change: none", "fix-it
     # ticket", "change's") or a noun subject ("Change is risky", "Patch
-    # notes").  Only rule 5 widens, so in doubt it must not fire.
+    # notes").  Only this rule widens authority, so in doubt it must not fire.
     "change": (
         r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
         r"(?!\s*\?|[:\-'\u2019]|\s+(?:nothing|none|no|not|never|or"
@@ -717,7 +719,7 @@ def _normalized(contract: dict) -> Dict[str, Any]:
 
 def _hold_invariant(contract: Dict[str, Any]) -> Dict[str, Any]:
     # Without a confirmed mode there is nothing to enforce, so a level can only
-    # be watch (or off): core.md 2.1.
+    # be watch (or off).
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
         contract["level"] = "watch"
     return contract
@@ -732,7 +734,7 @@ def _apply_directive(contract: dict, given: Dict[str, Any]) -> Dict[str, Any]:
     return _hold_invariant(result)
 
 
-# --- prose reduction (core.md 2.6 steps 1-4) --------------------------------
+# ---- prose reduction: blank out code, quotes and quoted lines ---------------
 
 def _fence_run(line: str) -> Optional[Tuple[str, int, str]]:
     """(fence char, run length, rest of line) for a possible fence line."""
@@ -885,7 +887,8 @@ _QUOTE_PAIRS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u300c", "\u300d")
 
 
 def _prose(text: str) -> str:
-    """The prompt with code, quotations and quoted lines blanked out (core.md 2.6)."""
+    """The prompt with code, quotations and quoted lines blanked out, so that a
+    correction only counts when the user says it, not when they quote it."""
     reduced = _blank_double_quotes(_blank_inline_code(_blank_blocks(text)))
     reduced = _blank_single_quotes(reduced)
     for opener, closer in _QUOTE_PAIRS:
@@ -912,12 +915,13 @@ def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
 
 
 def has_directive_mention(text: str) -> bool:
-    """True when the text starts with a `$stop-that-shit` mention (core.md 2.2)."""
+    """True when the text starts with a `$stop-that-shit` mention: only the first
+    non-empty line counts, indented by at most three spaces."""
     return isinstance(text, str) and _rx("mention").match(text) is not None
 
 
 def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
-    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6).
+    """Apply a directive, else a natural-language correction, in `text` to `contract`.
 
     Callers check parse_inspection_command first: here `status` is just an
     unknown directive token.
@@ -962,7 +966,7 @@ def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
     return ("label", label_id.lower(), label_value.lower())
 
 
-# --- contract context (core.md 5.2) ----------------------------------------
+# ---- contract context -------------------------------------------------------
 
 _OFF_TEXT = "Stop That Shit is off for this session; it enforces no decision."
 _UNCONFIRMED_TEXT = (
@@ -983,7 +987,8 @@ _LADDER_TEXT = (
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The exact `<fields>` line of core.md 5.2 (also used by `status`)."""
+    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
+    contract context (also used by `status`)."""
     budget = contract.get("agentBudget")
     if not _is_int(budget):
         budget = MAX_SAFE_INTEGER
@@ -1007,7 +1012,7 @@ def directive_error_text(error: Optional[dict]) -> str:
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
                      storage_error: Optional[dict] = None, *,
                      warning: Optional[str] = None) -> str:
-    """The one-line contract context of core.md 5.2.
+    """The one-line contract context the agent sees when it changes.
 
     `warning` is the reserved `directiveWarning` slot; nothing sets it yet.
     """
