@@ -6627,7 +6627,10 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
 # Delegation ledger
 #
 # Owns `state["delegation"]`: reservations keyed by the host's action id,
-# admission, lifecycle facts and the summary the decision reads.  core.md 6.
+# admission, lifecycle facts and the summary the decision reads.  The count
+# is an upper bound, never a live count: a unit is freed only by a fact that
+# proves the child or the whole call ended, so a lost or doubtful fact can
+# only keep capacity reserved, never free it.
 ###############################################################################
 
 
@@ -6646,7 +6649,9 @@ REUSED_ACTION_ID = "reused_action_id"
 
 
 def ledger_summary(delegation: dict, action_id: Optional[str] = None) -> LedgerSummary:
-    """Reserved upper bound, unresolved reasons, unknown results, duplicate id (core.md 6.1)."""
+    """What the decision reads: units reserved (pending plus bound children), the
+    reasons some admitted activity has no provable bound, the reservations whose
+    result is unknown, and whether `action_id` was already accepted."""
     reservations = (delegation.get("reservations") or {}).values()
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", ())) for r in reservations)
     unknown = sum(1 for r in reservations if r.get("resultUnknown"))
@@ -6672,7 +6677,10 @@ def _ledger_slot(action_id: str) -> str:
 
 
 def changes_delegation(action: Action, declared: bool) -> bool:
-    """Whether admission must run under the session lock (core.md 4.1)."""
+    """Whether admission must run under the session lock: a delegation, a call
+    that may restart an agent, or anything but a read or write from an adapter
+    that does not declare lifecycle support.  Everything else is judged
+    lock-free and writes no state."""
     legacy = not declared and action.mutability in ("delegate", "control", "unknown")
     return action.mutability == "delegate" or action.delegation_lifecycle_unproven or legacy
 
@@ -6689,7 +6697,8 @@ def _ledger_uncertainty(action: Action, declared: bool) -> Optional[str]:
 
 
 def admit(delegation: dict, action: Action, action_id: Optional[str], declared: bool) -> None:
-    """Record an accepted delegation-changing action (core.md 6.2).
+    """Record an accepted delegation-changing action: its id, its units pending,
+    and why its bound is unprovable, if it is.
 
     The engine calls this, inside the same lock hold as the decision, when
     changes_delegation() and the outcome is allow or report_and_defer.
@@ -6732,7 +6741,8 @@ def mark_denied_duplicate(delegation: dict, action_id: str) -> None:
 
 def apply_admission(delegation: dict, action: Action, action_id: Optional[str],
                     declared: bool, decision: Decision) -> bool:
-    """All of core.md 6.2 after `decide`; True when the ledger must be written.
+    """Admission after `decide`, in the same lock hold; True when the ledger must
+    be written.
 
     Permitted (allow or report_and_defer) delegation changes are admitted; a
     denied duplicate marks the original; any other denial changes nothing,
@@ -6769,7 +6779,8 @@ def _ledger_add_unique(items: List[str], value: str) -> None:
 
 
 def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
-    """Move one pending unit of reservation `key` to child `agent_id` (core.md 6.3 Bind)."""
+    """Move one pending unit of reservation `key` to child `agent_id`; a child
+    id is bound once, ever."""
     if not agent_id or agent_id in ledger["agentIdsSeen"]:
         return
     reservation = ledger["reservations"].get(key)
@@ -6791,7 +6802,8 @@ def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
 
 
 def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
-    """A child stopped (core.md 6.3 Release); idempotent."""
+    """A child stopped: free its unit if it was bound, and remember it stopped
+    (a stop may arrive before the start); idempotent."""
     if not agent_id:
         return
     key = _ledger_bound_in(ledger, agent_id)
@@ -6803,7 +6815,7 @@ def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
 
 def _ledger_reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[str]:
     # reservationId names the delegating call; accept the stored key form
-    # too, and the child-namespaced id (core.md 1.5).
+    # too, and the id namespaced by the child session that sent it.
     candidates = [raw, _ledger_slot(raw)]
     source = event.source_session_id
     if source is not None and source != event.session_id:
@@ -6908,10 +6920,10 @@ _LEDGER_HANDLERS: Dict[str, Callable[[dict, ControlEvent], None]] = {
 
 
 def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
-    """Apply action.after / subagent.* / session.end facts; True when changed (core.md 6.3).
+    """Apply action.after / subagent.* / session.end facts; True when changed.
 
-    Undeclared (legacy) events carry no trustworthy facts (core.md 1.4) and
-    change nothing.
+    Undeclared (legacy) events carry no trustworthy facts (their adapter does
+    not declare lifecycle support) and change nothing.
     """
     handler = _LEDGER_HANDLERS.get(event.kind)
     if handler is None or not event.declared:
