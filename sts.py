@@ -602,7 +602,8 @@ def _invalid_token(token: str) -> _DirectiveError:
 def _invalid_agents(token: str) -> _DirectiveError:
     return _DirectiveError(
         "INVALID_AGENT_LIMIT", token,
-        "`%s` needs a whole number from 0 to %d." % (token, MAX_SAFE_INTEGER))
+        "`%s` needs a whole number (0 or more, below 2^53); leave `agents=` out for no "
+        "limit." % token)
 
 
 def _agent_budget(token: str, value: str) -> int:
@@ -979,15 +980,23 @@ _LADDER_TEXT = (
 )
 
 
+def budget_text(budget: Any) -> str:
+    """An agent budget as a person reads it: the number, or `unlimited` for the
+    2**53 - 1 that stands for no limit (and for a damaged value, read the same way).
+    JSON for scripts keeps the number."""
+    if not _is_int(budget) or budget == MAX_SAFE_INTEGER:
+        return "unlimited"
+    return str(budget)
+
+
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The exact `<fields>` line of core.md 5.2 (also used by `status`)."""
-    budget = contract.get("agentBudget")
-    if not _is_int(budget):
-        budget = MAX_SAFE_INTEGER
+    """The `<fields>` line of the contract context (also used by `status`); an
+    unlimited budget reads `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
     files = "|".join(paths) if isinstance(paths, list) else "unbounded"
-    return "mode=%s; agents=%d/%d reserved%s; hash=%s; deps=%s; files=%s." % (
-        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved, budget,
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
+        budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
         contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
@@ -12191,14 +12200,11 @@ class _StatusView:
             self.events = _sorted_events(events)
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
-    def spec_lines(self, terminal: bool = False) -> List[str]:
-        """core.md 8.4 line for line; the terminal shows an unlimited budget as a word."""
+    def spec_lines(self) -> List[str]:
+        """The status lines, the same in a prompt answer and in the terminal."""
         state = self.loaded.state
         contract = state["contract"]
         fields = contract_fields(contract, self.reserved, bool(self.reasons))
-        if terminal and contract.get("agentBudget") == MAX_SAFE_INTEGER:
-            # Only the budget number is replaced; the prompt keeps the exact line.
-            fields = fields.replace("/%d reserved" % MAX_SAFE_INTEGER, "/unlimited reserved", 1)
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  fields,
@@ -12217,7 +12223,7 @@ class _StatusView:
 
     def terminal_lines(self) -> List[str]:
         lines: List[str] = []
-        for line in self.spec_lines(terminal=True):
+        for line in self.spec_lines():
             lines += _wrap(_clean(line))
         tally = self.tally
         lines.append("")
