@@ -244,8 +244,13 @@ class Action:
     reachability: Optional[str] = None
     authorization: Optional[str] = None
     # The normalized text of a shell command, kept in memory only for the
-    # thrash detector (which stores a digest, never the text).
+    # thrash detector (which stores a digest, never the text) and for the
+    # culprit a denial names; `shell` is how it was analysed (bash when absent).
     command: Optional[str] = None
+    shell: Optional[str] = None
+    # What a file tool writes, in memory only, so that a hash or dependency
+    # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
+    changes: List[dict] = field(default_factory=list)
 
     @property
     def admission_count(self) -> int:
@@ -303,6 +308,12 @@ class Action:
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
+        shell = obj.get("shell")
+        if shell is not None and shell not in ("bash", "powershell", "unknown"):
+            raise _bad(where + "shell", shell)
+        changes = obj.get("changes", [])
+        if not isinstance(changes, list) or not all(isinstance(c, dict) for c in changes):
+            raise _bad(where + "changes", changes)
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
@@ -312,7 +323,7 @@ class Action:
             delegation_lifecycle_unproven=lifecycle_unproven,
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
-            command=obj.get("command"),
+            command=obj.get("command"), shell=shell, changes=changes,
         )
 
 
@@ -1091,16 +1102,28 @@ def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
 class _Give(Exception):
     """Raised anywhere inside the analyzer to stop with a non-read verdict."""
 
-    def __init__(self, reason: str, mut: str = "unknown") -> None:
+    def __init__(self, reason: str, mut: str = "unknown", why: Optional[tuple] = None) -> None:
         Exception.__init__(self, reason)
         self.reason = reason
         self.mut = mut
+        self.why = why   # see _V.why
+
+    def verdict(self) -> "_V":
+        v = _V(self.mut, self.reason)
+        v.why = self.why
+        return v
 
 
 class _V:
-    """Verdict of one simple command (or of a whole line once combined)."""
+    """Verdict of one simple command (or of a whole line once combined).
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
+    why names the part that made it a write or unknown, as a small tuple the
+    culprit text is made of on a deny, e.g. ("option", "-i") or ("writer",
+    "rm"); None where the reason and the command say enough.  It follows the
+    verdict that decides, like the reason.
+    """
+
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1112,23 +1135,32 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        self.why: Optional[tuple] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
         if _RANK[other.mut] > _RANK[self.mut]:
-            self.mut, self.reason = other.mut, other.reason
-        elif other.mut == self.mut and self.reason is None:
-            self.reason = other.reason
+            self.mut, self.reason, self.why = other.mut, other.reason, other.why
+        elif other.mut == self.mut:
+            if self.reason is None:
+                self.reason = other.reason
+            if self.why is None:
+                self.why = other.why
         self.targets.extend(other.targets)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
         return self
 
-    def cap(self, reason: str) -> "_V":
+    def cap(self, reason: str, why: Optional[tuple] = None) -> "_V":
         """A wrapper we cannot see through: a write stays a write, a read becomes unknown."""
         if self.mut == "read":
-            self.mut, self.reason = "unknown", reason
+            self.mut, self.reason, self.why = "unknown", reason, why
+        return self
+
+    def blame(self, *why: Any) -> "_V":
+        """Name the part that decided (see `why`); returns self for chaining."""
+        self.why = why
         return self
 
 
@@ -1136,8 +1168,11 @@ def _an_read() -> _V:
     return _V()
 
 
-def _unknown(reason: str = "shell_command_unproven") -> _V:
-    return _V("unknown", reason)
+def _unknown(reason: str = "shell_command_unproven", *why: Any) -> _V:
+    v = _V("unknown", reason)
+    if why:
+        v.why = why
+    return v
 
 
 def _write(targets: Optional[List[str]] = None, reason: Optional[str] = None) -> _V:
@@ -1191,14 +1226,19 @@ _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed
 
 
 class _Cmd:
-    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal")
+    """One simple command.  src[start:end] is its source text (with any
+    leading reserved word such as `then`), kept so that a denial can quote it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end")
+
+    def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
         self.assigns: List[Tuple[str, _W]] = []
         self.redirs: List[Tuple[str, Optional[_W]]] = []
         self.stdin: Optional[str] = None   # heredoc body
         self.stdin_literal = False         # the delimiter was quoted: no expansion in the body
+        self.src = src
+        self.start = self.end = start
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -1381,7 +1421,7 @@ class _Bash:
     def _list(self, closer: Optional[str], nest: int) -> None:
         """Read commands until `closer` (')' or '`' handled by callers) or the end."""
         s, n = self.s, self.n
-        cmd = _Cmd()
+        cmd = _Cmd(s, self.i)
         need_cmd = False      # after | && || a command must follow
         had_cmd = False       # something since the last separator
         at_start = True       # next word is in command position
@@ -1403,9 +1443,9 @@ class _Bash:
                     self.i += 1
                 continue
             if c == "\n":
-                self.i += 1
                 self._finish(cmd)
-                cmd = _Cmd()
+                self.i += 1
+                cmd = _Cmd(s, self.i)
                 self._read_heredocs()
                 had_cmd = had_cmd and need_cmd
                 at_start = True
@@ -1413,8 +1453,8 @@ class _Bash:
             if c == ")":
                 if closer != ")" or need_cmd:
                     raise _Give("shell_syntax_unproven")
-                self.i += 1
                 self._finish(cmd)
+                self.i += 1
                 return
             if c == "(":
                 if not cmd.empty() or not at_start:
@@ -1426,11 +1466,12 @@ class _Bash:
                 self.i += 1
                 self._list(")", nest + 1)
                 # Redirections may follow the group; words may not.
-                cmd = _Cmd()
+                cmd = _Cmd(s, self.i)
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
             if c in ";&|":
+                end = self.i
                 op = self._operator()
                 if op in ("&>", "&>>"):
                     self._redirection(cmd, op)
@@ -1440,8 +1481,8 @@ class _Bash:
                     raise _Give("shell_syntax_unproven")
                 if cmd.empty() and not had_cmd:
                     raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
-                cmd = _Cmd()
+                self._finish(cmd, end)
+                cmd = _Cmd(s, self.i)
                 had_cmd = False
                 need_cmd = op in ("|", "||", "&&", "|&")
                 at_start = True
@@ -1499,8 +1540,9 @@ class _Bash:
             return name
         return None
 
-    def _finish(self, cmd: _Cmd) -> None:
+    def _finish(self, cmd: _Cmd, end: int = -1) -> None:
         if not cmd.empty():
+            cmd.end = self.i if end < 0 else end
             self.items.append(cmd)
 
     def _operator(self) -> str:
@@ -1538,11 +1580,13 @@ class _Bash:
         fd, _, kind = op.rpartition("\x01")
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
+            start = self.i - 1
             self.i += 1
             self._nested(")")
             if kind == ">":
                 # The inner commands are collected; what they do with the data is unproven.
-                self.items.append(_unknown("shell_syntax_unproven"))
+                self.items.append(_unknown("shell_syntax_unproven", "procsub",
+                                           self.s[start:self.i]))
             cmd.words.append(_W("/dev/fd/63", dyn=True, lead=True))
             return
         while self.i < self.n and self.s[self.i] in " \t":
@@ -1550,9 +1594,11 @@ class _Bash:
         if self.s.startswith(("<(", ">("), self.i):
             # Output into a process substitution: the inner commands are
             # collected; what they do with the data is not proven.
+            start = self.i
             self.i += 2
             self._nested(")")
-            self.items.append(_unknown("shell_syntax_unproven"))
+            self.items.append(_unknown("shell_syntax_unproven", "procsub",
+                                       self.s[start:self.i]))
             return
         if kind in ("<<", "<<-"):
             word = self._word()
@@ -1587,7 +1633,7 @@ class _Bash:
                                    or line.endswith("\\")):
                     # A trailing backslash joins the next line in an unquoted body:
                     # `$\` then `(cmd)` is a command substitution.
-                    raise _Give("shell_syntax_unproven")
+                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
                 body.append(check)
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
             # (an unquoted body keeps its $name text: intents do not depend on values).
@@ -1872,35 +1918,40 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    __slots__ = ("depth", "shell")
+    """Where the analysis is: nesting depth, shell, and (only when a denial
+    is being explained) `seen`, the list every judged piece is added to as
+    (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    def __init__(self, depth: int, shell: str) -> None:
+    __slots__ = ("depth", "shell", "seen")
+
+    def __init__(self, depth: int, shell: str, seen: Optional[list] = None) -> None:
         self.depth = depth
         self.shell = shell
+        self.seen = seen
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell)
+        return _Ctx(self.depth + 1, self.shell, self.seen)
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _V()
     for op, target in cmd.redirs:
         v.join(_redir_verdict(op, target))
-    env_capped = False
+    env_capped: Optional[str] = None
     for name, value in cmd.assigns:
-        if not _env_ok(name, value):
-            env_capped = True
+        if env_capped is None and not _env_ok(name, value):
+            env_capped = name
     if not cmd.words:
         if cmd.assigns:
-            return v.join(_unknown("state_change"))
+            return v.join(_unknown("state_change", "assign", cmd.assigns[0][0]))
         return v
     inner = _classify_argv(cmd.words, ctx)
     if cmd.stdin is not None:
         inner = _stdin_program(cmd, inner, ctx)
-    if env_capped:
-        inner.cap("state_change")
+    if env_capped is not None:
+        inner.cap("state_change", ("env", env_capped))
     v.join(inner)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
@@ -2001,7 +2052,7 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
     targets = [target.text] if target.static else []
-    return _write(targets, "shell_redirection")
+    return _write(targets, "shell_redirection").blame("redir", op, target.text)
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -2038,16 +2089,20 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     name = _program_name(words[0])
     if name is None:
         if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
-            return _write()
-        return _unknown("shell_command_unproven" if words[0].static else "shell_syntax_unproven")
+            return _write().blame("writer", words[0].text)
+        if words[0].static:
+            return _unknown("shell_command_unproven", "path", words[0].text)
+        return _unknown("shell_syntax_unproven", "dynamic")
     handler = _PROGRAMS.get(name)
     args = words[1:]
-    if any(w.text and w.text[0] in _UNICODE_DASHES for w in args):
-        return _unknown()   # looks like an option to a reader, is not one to the program
+    for w in args:
+        if w.text and w.text[0] in _UNICODE_DASHES:
+            # looks like an option to a reader, is not one to the program
+            return _unknown("shell_command_unproven", "dash", w.text)
     if handler is None:
         if name in _WRITERS:
-            return _write(_writer_targets(name, args))
-        return _unknown()
+            return _write(_writer_targets(name, args)).blame("writer", name)
+        return _unknown("shell_command_unproven", "unlisted", name)
     return handler(name, args, ctx)
 
 
@@ -2092,7 +2147,7 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
             operands.append(w)
             continue
         if w.opaque:
-            return _unknown("shell_syntax_unproven"), operands, seen
+            return _unknown("shell_syntax_unproven", "opaque", w.text), operands, seen
         t = w.text
         if t == "--":
             dd = True
@@ -2105,16 +2160,16 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(spec, key)
             if canon is None:
-                return _unknown(), operands, seen
+                return _unknown("shell_command_unproven", "option", t), operands, seen
             arity = spec.long[canon]
             value: Optional[_W] = None
             if eq:
                 if arity == 0:
-                    return _unknown(), operands, seen
+                    return _unknown("shell_command_unproven", "option", t), operands, seen
                 value = _lit(val)
             elif arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing"), operands, seen
+                    return _unknown("option_value_missing", "option", t), operands, seen
                 value = args[i]
                 i += 1
             seen.append((canon, value))
@@ -2130,10 +2185,10 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
                     seen.append((ch, args[i]))
                     i += 1
                 else:
-                    return _unknown("option_value_missing"), operands, seen
+                    return _unknown("option_value_missing", "option", t), operands, seen
                 break
             if ch not in spec.short:
-                return _unknown(), operands, seen
+                return _unknown("shell_command_unproven", "option", t), operands, seen
             seen.append((ch, None))
             j += 1
     return None, operands, seen
@@ -2149,6 +2204,7 @@ def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optiona
             v = _write([value.text] if value is not None and value.static else [])
         else:
             v = _unknown("shell_execution_option")
+        v.why = ("spec", opt, value.text if value is not None else None, effect)
         out = v if out is None else out.join(v)
     return out
 
@@ -2193,7 +2249,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 break
             key = w.text[2:].split("=", 1)[0] if w.text.startswith("--") else ""
             if key and any(option.startswith(key) for option in running):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", w.text)
         return _inert(name, args, ctx)
     return handler
 
@@ -2346,7 +2402,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    capped = False
+    capped: Optional[str] = None
     i = 0
     while i < len(args):
         w = args[i]
@@ -2366,8 +2422,8 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _unknown()
         elif "=" in t and _is_name(t.split("=", 1)[0]):
             key, _, val = t.partition("=")
-            if not _env_ok(key, _lit(val)):
-                capped = True
+            if capped is None and not _env_ok(key, _lit(val)):
+                capped = key
             i += 1
         else:
             break
@@ -2375,7 +2431,7 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if not rest:
         return _an_read()
     v = _payload(rest, ctx)
-    return v.cap("state_change") if capped else v
+    return v.cap("state_change", ("env", capped)) if capped else v
 
 
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2604,7 +2660,7 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
         w = args[i]
         i += 1
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
@@ -2615,16 +2671,16 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
             if key in deny:
                 if deny[key] == "write":
                     value = val if eq else (args[i].text if i < n else "")
-                    return _write([value] if value else [], "git_output_file")
-                return _unknown("shell_execution_option")
+                    return _write([value] if value else [], "git_output_file").blame("option", t)
+                return _unknown("shell_execution_option", "option", t)
             arity = longs.get(key)
             if arity is None:
-                return _unknown("git_arguments_unproven")
+                return _unknown("git_arguments_unproven", "option", t)
             if eq and arity == 0:
-                return _unknown("git_arguments_unproven")
+                return _unknown("git_arguments_unproven", "option", t)
             if not eq and arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 value_w = args[i]
                 i += 1
                 if value_w.opaque:
@@ -2636,13 +2692,13 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
             continue
         ch = t[1]
         if ch in short_deny:
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "option", t)
         if ch in short_val:
             if len(t) == 2 or (ch == "n" and not t[2:].isdigit() and len(t) > 2):
                 if len(t) > 2:
-                    return _unknown("git_arguments_unproven")
+                    return _unknown("git_arguments_unproven", "option", t)
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 value_w = args[i]
                 i += 1
                 if value_w.opaque:
@@ -2653,7 +2709,7 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
                         return again
             continue
         if not _git_short_ok(t, flags, num):
-            return _unknown("git_arguments_unproven")
+            return _unknown("git_arguments_unproven", "option", t)
     # Words after '--' are pathspecs and revisions: data only.
     return result
 
@@ -3059,9 +3115,9 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     sub = sub_w.text
     rest = args[i + 1:]
     if sub.startswith("-"):
-        return _unknown("git_arguments_unproven")
+        return _unknown("git_arguments_unproven", "option", sub)
     if sub in _GIT_WRITE_SUBS:
-        return _write(_git_targets(sub, rest))
+        return _write(_git_targets(sub, rest)).blame("git", sub)
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
     elif sub in _GIT_SIMPLE_LONG:
@@ -3096,7 +3152,9 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     elif sub == "symbolic-ref":
         v = _git_symbolic_ref(rest)
     else:
-        return _unknown("git_arguments_unproven")
+        return _unknown("git_arguments_unproven", "git", sub)
+    if v.mut != "read" and v.why is None:
+        v.why = ("git", sub)
     return v
 
 
@@ -3197,7 +3255,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             target = [args[i].text] if k and i < n and args[i].static else []
             if t == "-delete":
                 target = list(roots)
-            result.join(_write(target))
+            result.join(_write(target).blame("option", t))
             i += k
             continue
         if t in _FIND_EXEC:
@@ -3217,7 +3275,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 inner.reason = "shell_execution_option"
             result.join(inner)
             continue
-        return _unknown()
+        return _unknown("shell_command_unproven", "option", t)
     return result
 
 
@@ -3378,21 +3436,21 @@ _SED_SPEC = _OptSpec(
 
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # -i takes an optional attached suffix, so handle it before the generic walk.
-    inplace = False
+    inplace = ""    # the -i word as written
     rest: List[_W] = []
     for w in args:
         t = w.text
         if w.static and t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
             head = t[1:t.index("i", 1)]
             if all(ch in "nrEsuz" for ch in head):
-                inplace = True
+                inplace = t
                 if head:
                     rest.append(_lit("-" + head))
                 continue
         if w.static and t.startswith("--") and len(t) > 2:
             key = t[2:].split("=", 1)[0]
             if key and "in-place".startswith(key) and not "file".startswith(key):
-                inplace = True
+                inplace = t
                 continue
         rest.append(w)
     fail, operands, seen = _parse_opts(rest, _SED_SPEC)
@@ -3403,11 +3461,12 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if fail is not None and not inplace:
             return fail
         if not operands:
-            return _unknown("shell_syntax_unproven") if not inplace else _write()
+            return _unknown("shell_syntax_unproven") if not inplace \
+                else _write().blame("inplace", inplace)
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write([w.text for w in operands if w.static])
+        return _write([w.text for w in operands if w.static]).blame("inplace", inplace)
     if fail is not None:
         return fail
     verdict = "read"
@@ -3418,13 +3477,14 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         kind, files = _sed_script(script.text)
         written.extend(files)
         if kind == "exec":
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "sed_script", script.text)
         if kind == "unknown":
             return _unknown()
         if kind == "write":
             verdict = "write"
     if verdict == "write":
-        return _write([f for f in written if f and f not in _DEV_SINKS])
+        return _write([f for f in written if f and f not in _DEV_SINKS]).blame(
+            "sed_script", scripts[0].text if scripts[0] is not None else "")
     return _an_read()
 
 
@@ -4429,10 +4489,10 @@ def _curl_writes(args: List[_W]) -> Optional[_V]:
     texts = [w.text for w in args]
     for k, t in enumerate(texts):
         if t in ("-o", "--output") and k + 1 < len(texts):
-            return _write([texts[k + 1]])
+            return _write([texts[k + 1]]).blame("option", t)
         if t in ("-O", "--remote-name", "--remote-name-all", "-J", "-D", "--dump-header",
                  "-c", "--cookie-jar", "--output-dir") or t.startswith("-o"):
-            return _write()
+            return _write().blame("option", t)
     return None
 
 
@@ -4719,11 +4779,21 @@ del _p
 def _combine(items: List[Any], ctx: _Ctx) -> _V:
     total = _V()
     base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
+    seen = ctx.seen
     for item in items:
         if isinstance(item, _V):
+            if seen is not None:
+                seen.append((None, item))
             total.join(item)
             continue
-        v = _classify_cmd(item, ctx)
+        try:
+            v = _classify_cmd(item, ctx)
+        except _Give as g:
+            if seen is not None:
+                seen.append((item, g.verdict()))
+            raise
+        if seen is not None:
+            seen.append((item, v))
         if v.targets and base != "":
             v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
                          for t in v.targets] if base is not None else []
@@ -4748,11 +4818,20 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
+    parser = None
     try:
-        items = _Bash(stripped, ctx.depth).parse()
+        parser = _Bash(stripped, ctx.depth)
+        items = parser.parse()
+    except _Give as g:
+        if ctx.seen is not None and parser is not None:
+            ctx.seen.append((_Spot(stripped, parser.i), g.verdict()))
+        return g.verdict()
+    except RecursionError:
+        return _unknown("analysis_limit")
+    try:
         return _combine(items, ctx)
     except _Give as g:
-        return _V(g.mut, g.reason)
+        return g.verdict()
     except RecursionError:
         return _unknown("analysis_limit")
 
@@ -4829,7 +4908,7 @@ def _ps_words(text: str) -> List[Any]:
             if target.lower() in ("$null", "nul"):
                 i = k
                 continue
-            raise _Give("shell_redirection", "write")
+            raise _Give("shell_redirection", "write", ("redir", text[i:j].strip(), target))
         word: List[str] = []
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
@@ -4895,10 +4974,15 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     try:
         cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"))
     except _Give as g:
-        return _V(g.mut, g.reason)
+        if ctx.seen is not None:
+            ctx.seen.append((None, g.verdict()))
+        return g.verdict()
     total = _V()
     for cmd in cmds:
-        total.join(_ps_command(cmd, ctx))
+        v = _ps_command(cmd, ctx)
+        if ctx.seen is not None:
+            ctx.seen.append((_Spot(words=[w for w, _ in cmd]), v))
+        total.join(v)
     return total
 
 
@@ -4995,8 +5079,9 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 # -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
-    if any(ch in text for ch in "^%!()"):
-        return _unknown("shell_syntax_unproven")
+    special = next((ch for ch in text if ch in "^%!()"), None)
+    if special is not None:
+        return _unknown("shell_syntax_unproven", "cmdchar", special)
     if text.lstrip(" \t").startswith('"'):
         # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
@@ -5011,7 +5096,10 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             continue
         if c in "\r\n&|":
             if cur:
-                total.join(_classify_argv(cur, ctx))
+                v = _classify_argv(cur, ctx)
+                if ctx.seen is not None:
+                    ctx.seen.append((_Spot(words=[w.text for w in cur]), v))
+                total.join(v)
                 cur = []
             i += 1
             continue
@@ -5023,7 +5111,7 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             if rest.lower() == "nul" or c == "<":
                 i += 1
                 continue
-            return total.join(_write([], "shell_redirection"))
+            return total.join(_write([], "shell_redirection").blame("redir", c, rest))
         word = []
         while i < n and text[i] not in " \t\r\n&|<>":
             if text[i] == '"':
@@ -5042,8 +5130,8 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
-def _analyze_any(command: str, shell: str) -> _V:
-    ctx = _Ctx(0, shell)
+def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
+    ctx = _Ctx(0, shell, seen)
     if shell == "powershell":
         return _analyze_powershell(command, ctx)
     if shell == "unknown":
@@ -5072,6 +5160,428 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         if t and t not in seen:
             seen.append(t)
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+
+
+# ------------------------------------------------------------- culprits ----
+# A denial names the smallest part of the command that decided it, so that
+# the next call can leave out exactly that part.  None of this runs unless a
+# call is denied or noted: the analysis then runs once more with a list that
+# collects every judged piece (_Ctx.seen), and the text is made from the
+# deciding piece and its `why`.  Each quoted fragment is checked to be part
+# of the command as written; a fragment that is not is left out.
+
+_CULPRIT_WIDTH = 60
+
+
+class _Spot:
+    """A judged piece that is no parsed bash command: a parse failure at
+    src[pos], or a PowerShell or cmd.exe command by its words."""
+
+    __slots__ = ("src", "pos", "words")
+
+    def __init__(self, src: str = "", pos: int = 0, words: Optional[List[str]] = None) -> None:
+        self.src = src
+        self.pos = pos
+        self.words = words or []
+
+
+# Decision code -> which judged piece decided it (paths: the outside or
+# protected paths the decision named).
+_CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
+    "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
+    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
+    "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (v.opaque or not v.targets),
+    "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
+    "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
+    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep,
+}
+
+# What a writing program does, after its name: (verb, object when no target is known).
+_WRITER_WHY: Dict[str, Tuple[str, str]] = {
+    "rm": ("removes", "files"), "rmdir": ("removes", "folders"), "unlink": ("removes", "a file"),
+    "shred": ("destroys", "files"), "touch": ("creates or changes", "files"),
+    "mkdir": ("creates", "folders"), "truncate": ("cuts", "files"),
+    "chmod": ("changes permissions of", "files"), "chown": ("changes the owner of", "files"),
+    "chgrp": ("changes the group of", "files"), "ln": ("creates", "a link"),
+    "cp": ("writes", "a copy"), "mv": ("moves files to", "a new place"),
+    "install": ("writes", "files"), "dd": ("writes", "data"), "mktemp": ("creates", "a file"),
+    "split": ("writes", "pieces into files"), "csplit": ("writes", "pieces into files"),
+    "patch": ("edits", "files"), "rsync": ("copies files to", "a destination"),
+    "scp": ("copies files to", "a destination"), "zip": ("writes", "an archive"),
+    "7z": ("writes", "an archive"), "unzip": ("unpacks", "files"),
+    "gzip": ("compresses", "files in place"), "bzip2": ("compresses", "files in place"),
+    "xz": ("compresses", "files in place"), "zstd": ("compresses", "files"),
+    "gunzip": ("unpacks", "files in place"), "bunzip2": ("unpacks", "files in place"),
+    "unxz": ("unpacks", "files in place"), "wget": ("downloads into", "files"),
+    "kill": ("stops", "processes"), "pkill": ("stops", "processes"),
+    "killall": ("stops", "processes"), "reboot": ("restarts", "the machine"),
+    "shutdown": ("stops", "the machine"), "apply_patch": ("edits", "files"),
+    "tee": ("writes", "files"),
+}
+
+# Programs that are not on the read-only list, and why, in a few words.
+_PROGRAM_WHY: Dict[str, str] = {
+    "make": "runs the project's build", "cmake": "configures or runs a build",
+    "ninja": "runs a build", "bazel": "runs a build", "gradle": "runs a build",
+    "mvn": "runs a build", "sbt": "runs a build", "ant": "runs a build",
+    "just": "runs project recipes", "task": "runs project tasks",
+    "pytest": "runs the tests, which can do anything", "tox": "runs the tests",
+    "nox": "runs the tests", "jest": "runs the tests", "vitest": "runs the tests",
+    "rspec": "runs the tests", "phpunit": "runs the tests", "ctest": "runs the tests",
+    "docker": "controls containers", "kubectl": "controls a cluster",
+    "terraform": "changes infrastructure", "helm": "changes a cluster",
+    "ssh": "runs commands on another machine", "psql": "runs database commands",
+    "sqlite3": "can change a database", "mysql": "runs database commands",
+    "less": "is a pager that can run commands", "more": "is a pager that can run commands",
+    "man": "runs a pager", "vi": "is an editor", "vim": "is an editor", "nvim": "is an editor",
+    "nano": "is an editor", "emacs": "is an editor", "code": "opens an editor",
+    "open": "opens another program", "xdg-open": "opens another program",
+    "crontab": "changes scheduled jobs", "systemctl": "controls services",
+    "source": "runs a script in this shell", ".": "runs a script in this shell",
+    "export": "changes the shell's environment", "alias": "changes the shell",
+    "unset": "changes the shell's state", "trap": "changes the shell",
+    "nohup": "starts a program that keeps running", "sudo": "runs as another user",
+    "black": "rewrites files", "prettier": "can rewrite files", "eslint": "can rewrite files",
+    "ruff": "can rewrite files", "mypy": "writes a cache", "tsc": "writes compiled files",
+    "gcc": "writes compiled files", "cc": "writes compiled files", "clang": "writes compiled files",
+    "rustc": "writes compiled files", "javac": "writes compiled files",
+}
+
+# Reason code -> what the deciding piece does, when nothing more precise is known.
+_REASON_WHY: Dict[str, str] = {
+    "shell_syntax_unproven": "could not be read",
+    "shell_command_unproven": "is not proven read-only",
+    "shell_execution_option": "can run another program",
+    "option_value_missing": "lacks an option's value",
+    "git_arguments_unproven": "is not a proven read-only git form",
+    "native_quotes_unproven": "has quotes a Windows program may split differently",
+    "native_empty_arguments": "has empty arguments a Windows program may drop",
+    "shell_redirection": "writes a file",
+    "git_output_file": "makes git write a file",
+    "control_character": "holds a control character",
+    "state_change": "changes the shell's state for later commands",
+    "analysis_limit": "is too long or too deeply nested to read",
+    "interpreter_code": "runs code that is not proven read-only",
+}
+
+# git subcommands that change something, and the read that shows the same.
+_GIT_INSTEAD: Dict[str, str] = {
+    "checkout": "`git show REV:PATH` prints a file as of REV",
+    "restore": "`git diff` shows what a restore would undo",
+    "reset": "`git diff REV` shows what a reset would change",
+    "clean": "`git clean -n` lists what would be removed",
+    "stash": "`git stash list` and `git stash show -p` read the stash",
+    "fetch": "`git log origin/BRANCH` reads what was fetched before",
+    "pull": "`git log origin/BRANCH` reads what was fetched before",
+    "rm": "`git ls-files` lists the tracked files",
+    "add": "`git diff` shows what would be staged",
+}
+
+_LEAD_RESERVED = ("!", "{", "if", "then", "elif", "else", "do", "while", "until", "time")
+
+
+def _quote(text: Optional[str], command: str) -> str:
+    """`text` in backticks when the command holds it as written, else ""."""
+    if not text or "\0" in text or text not in command:
+        return ""
+    if len(text) > _CULPRIT_WIDTH:
+        text = text[:_CULPRIT_WIDTH - 1].rstrip()
+        return "`%s`…" % text
+    return "`%s`" % text
+
+
+def _segment(where: Any, command: str) -> str:
+    """The source text of a judged piece, without the reserved word before it."""
+    if isinstance(where, _Cmd):
+        text = where.src[where.start:where.end].strip(" \t\n")
+        changed = True
+        while changed:
+            changed = False
+            for word in _LEAD_RESERVED:
+                if text.startswith(word) and text[len(word):len(word) + 1] in (" ", "\t", "\n"):
+                    text = text[len(word):].lstrip(" \t\n")
+                    changed = True
+        return text.split("\n", 1)[0].rstrip("\\ \t") if "\n" in text else text
+    if isinstance(where, _Spot) and where.words:
+        joined = " ".join(where.words)
+        return joined if joined in command else where.words[0]
+    if isinstance(where, _Spot):
+        src, pos = where.src, min(where.pos, len(where.src))
+        start = pos
+        while start > 0 and src[start - 1] not in " \t\n;|&":
+            start -= 1
+        end = pos
+        while end < len(src) and src[end] not in " \t\n;|&":
+            end += 1
+        return src[start:end] or src[max(0, pos - 20):pos + 20].strip()
+    return ""
+
+
+def _words_of(where: Any) -> List[str]:
+    if isinstance(where, _Cmd):
+        return [w.text for w in where.words]
+    if isinstance(where, _Spot):
+        return list(where.words)
+    return []
+
+
+def _option_spelling(opt: str, value: Optional[str], words: List[str], command: str) -> str:
+    """How an option the spec knows by its canonical name was written."""
+    for word in words:
+        if word.startswith("--") and word[2:].split("=", 1)[0] and \
+                opt.startswith(word[2:].split("=", 1)[0]) and len(opt) > 1:
+            return word
+        if len(opt) == 1 and word.startswith("-") and not word.startswith("--") and opt in word:
+            return word
+    return ""
+
+
+def _subcommand(words: List[str]) -> str:
+    """The first operand after the program and its leading options (`git -C x log` -> log)."""
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+            continue
+        if word in ("-C", "-c"):
+            skip = True
+            continue
+        if not word.startswith("-"):
+            return word
+    return ""
+
+
+def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
+    """(what the piece does, a read-only way to do the same or "")."""
+    words = _words_of(where)
+    prog = words[0] if words else ""
+    name = _program_name(_lit(prog)) or "" if prog else ""
+    qprog = _quote(prog, command)
+    why = v.why or ()
+    kind = why[0] if why else ""
+    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
+    target = next((t for t in v.targets if _quote(t, command)), "")
+    if kind == "redir":
+        op, dest = why[1].replace("\x01", ""), why[2] or ""
+        shown = (_quote(op + " " + dest, command) or _quote(op + dest, command)
+                 or _quote(op, command))
+        verb = "appends to" if op.endswith(">>") else "writes"
+        what = "%s %s" % (shown or "a redirection", verb + (" a file" if shown != _quote(op, command) or not _quote(dest, command) else " " + _quote(dest, command)))
+        instead = ""
+        if isinstance(where, _Cmd) and where.words:
+            bare = _Cmd(where.src)
+            bare.words, bare.assigns = where.words, where.assigns
+            if _explain_read(bare):
+                instead = ("leave out %s and read the output directly" % (shown or "the redirection"))
+                if name == "grep":
+                    instead = "`rg` prints the matches without a file; " + instead
+        return what, instead
+    if kind == "writer":
+        verb, obj = _WRITER_WHY.get(name or why[1], ("writes", "files"))
+        subject = qprog or _quote(why[1], command) or "the program"
+        return "%s %s %s" % (subject, verb, _quote(target, command) or obj), ""
+    if kind == "inplace":
+        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
+        return ("%s edits %s in place" % (flag or "`-i`", _quote(target, command) or "files"),
+                "the same `%s` without `%s` prints the result and edits nothing "
+                "(`sed -n '1,20p' FILE` shows lines)" % (name or "sed", why[1]))
+    if kind == "sed_script":
+        script = _quote(why[1], command)
+        if reason == "shell_execution_option":
+            return "the %s script %s runs a command" % (qprog or "sed", script), ""
+        return "the %s script %s writes %s" % (qprog or "sed", script,
+                                                _quote(target, command) or "a file"), ""
+    if kind == "git":
+        sub = why[1]
+        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write":
+            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
+        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
+    if kind == "option":
+        opt = why[1]
+        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
+        if v.mut == "write" and reason != "git_output_file":
+            verb = "removes files under" if opt == "-delete" else "writes"
+            return ("%s %s %s" % (shown or qprog, verb, _quote(target, command) or "files"),
+                    _without(where, opt))
+        if reason == "git_output_file":
+            value = target or opt.split("=", 1)[1] if "=" in opt else target
+            sub = _subcommand(words)
+            return ("%s makes git write %s" % (shown or "`--output`",
+                                              _quote(value, command) or "a file"),
+                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
+                                                                     opt.split("=", 1)[0]))
+        if reason == "shell_execution_option":
+            return "%s runs another program" % (shown or qprog), _without(where, opt)
+        if reason == "option_value_missing":
+            return "%s lacks its value" % (shown or qprog), ""
+        if name == "git":
+            sub = _subcommand(words)
+            return ("%s is not proven read-only for %s" % (shown or "an option",
+                                                           _quote("git " + sub, command) or qprog),
+                    _without(where, opt))
+        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
+                _without(where, opt))
+    if kind == "spec":
+        opt, value, effect = why[1], why[2], why[3]
+        spelled = _option_spelling(opt, value, words, command)
+        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
+        if effect == "write":
+            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
+                    _without(where, spelled))
+        return "%s runs another program" % (shown or qprog), _without(where, spelled)
+    if kind in ("env", "assign"):
+        shown = _quote(why[1] + "=", command) or _quote(why[1], command)
+        if kind == "assign":
+            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
+        bare = None
+        if isinstance(where, _Cmd):
+            bare = _Cmd(where.src)
+            bare.words, bare.redirs = where.words, where.redirs
+            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
+        return ("%s can change what %s runs or reads" % (shown or "a variable",
+                                                         qprog or "the program"),
+                "the same command without %s only reads" % shown
+                if shown and bare is not None and _explain_read(bare) else "")
+    if kind == "path":
+        return "%s runs a program from a path, not a known system program" % (
+            _quote(why[1], command) or "the command"), ""
+    if kind == "dynamic":
+        return "the program's name is only known when the command runs", ""
+    if kind == "dash":
+        return "%s starts with a Unicode dash, not `-`" % (_quote(why[1], command)
+                                                           or "an argument"), ""
+    if kind == "opaque":
+        return "an argument may turn into an option or several words when the command runs", ""
+    if kind == "code":
+        return why[1], why[2] if len(why) > 2 else ""
+    if kind == "unlisted" or (not kind and reason == "shell_command_unproven"
+                              and name in _PROGRAM_WHY):
+        return "%s %s" % (qprog or "the program",
+                          _PROGRAM_WHY.get(name, "is not on the read-only list")), ""
+    if not kind and v.mut == "write" and name in _WRITER_WHY:
+        verb, obj = _WRITER_WHY[name]
+        return "%s %s %s" % (qprog, verb, _quote(target, command) or obj), ""
+    phrase = _REASON_WHY.get(reason, "writes" if v.mut == "write" else "is not proven read-only")
+    if not kind and v.mut == "write":
+        phrase = "changes something" if not target else "writes " + _quote(target, command)
+    return "%s %s" % (qprog or "it", phrase), ""
+
+
+def _explain_read(cmd: _Cmd) -> bool:
+    """Whether a trimmed copy of a command is a read (for the Instead line)."""
+    try:
+        return _classify_cmd(cmd, _Ctx(0, "bash")).mut == "read"
+    except (_Give, RecursionError):
+        return False
+
+
+def _without(where: Any, option: str) -> str:
+    """"the same command without `-x` only reads", when that is proven."""
+    if not option or not isinstance(where, _Cmd) or not where.words:
+        return ""
+    words = where.words
+    at = next((k for k, w in enumerate(words) if w.text == option), -1)
+    if at <= 0:
+        return ""
+    for drop in (1, 2):   # the option alone, or with its value in the next word
+        kept = words[:at] + words[at + drop:]
+        bare = _Cmd(where.src)
+        bare.words, bare.assigns, bare.redirs = kept, where.assigns, where.redirs
+        if _explain_read(bare):
+            gone = " ".join(w.text for w in words[at:at + drop])
+            shown = "`%s`" % gone if gone in where.src else "`%s`" % option
+            return "the same command without %s only reads" % shown
+    return ""
+
+
+def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
+    """The call or word of a piece that carries hash or dependency intent."""
+    words = _words_of(where)
+    prog = words[0] if words else ""
+    qprog = _quote(prog, command)
+    if intent == "hash":
+        texts = words[1:] + ([where.stdin] if isinstance(where, _Cmd) and where.stdin else [])
+        for text in texts:
+            if not text or not hash_intent_in_text(text, None):
+                continue
+            for line in text.splitlines():
+                if line.strip() and hash_intent_in_text(line, None) and _quote(line.strip(), command):
+                    return "%s adds or runs hashing" % _quote(line.strip(), command)
+        return "%s computes or adds hashing" % (qprog or "the command")
+    for op, dest in (where.redirs if isinstance(where, _Cmd) else []):
+        if dest is not None and manifest_kind(dest.text) is not None:
+            return "%s writes into the manifest %s" % (
+                _quote(op.replace("\x01", ""), command) or "a redirection",
+                _quote(dest.text, command) or "file")
+    sub = _subcommand(words)
+    shown = _quote(prog + " " + sub, command) if sub else ""
+    return "%s adds or changes packages" % (shown or qprog or "the command")
+
+
+def _spot_note(command: str, reason: Optional[str]) -> str:
+    """A piece no parse got to: say where, without quoting invisible characters."""
+    if reason == "control_character":
+        match = _an_rx("bad", _BAD_CHARS).search(command)
+        if match:
+            return "the command holds the control character U+%04X at position %d" % (
+                ord(match.group()), match.start() + 1)
+    if reason == "analysis_limit":
+        return "the command is too long (over %d KiB) or too deeply nested to read" % (
+            _MAX_COMMAND // 1024)
+    return ""
+
+
+def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()) -> str:
+    """The `Culprit:` (and `Instead:`) lines for a deny or note about `command`.
+
+    code is the decision's reason code; paths the outside or protected paths
+    it named.  Runs the analysis again, so call it only for a deny or note.
+    Returns "" when the command is not what decided (delegation, state, ...).
+    """
+    if code == "REPEATED_WITHOUT_CHANGE":
+        whole = _quote(command.strip(), command)
+        return "Culprit: %s, run again with no change in between." % (whole or "the command")
+    pick = _CULPRIT_PICKS.get(code)
+    if pick is None or not isinstance(command, str):
+        return ""
+    seen: List[Tuple[Any, _V]] = []
+    try:
+        final = _analyze_any(command, shell, seen)
+    except Exception:   # noqa: BLE001 - explaining must never fail a hook
+        return ""
+    chosen = [(w, v) for w, v in seen if pick(v, paths)] or \
+        [(w, v) for w, v in seen if v.mut != "read" or v.hash or v.dep]
+    where, v = None, final
+    for cand_where, cand_v in chosen:
+        if _quote(_segment(cand_where, command), command):
+            where, v = cand_where, cand_v
+            break
+    else:
+        if chosen:
+            where, v = chosen[0]
+    segment = _segment(where, command)
+    if code == "HASH_NOT_AUTHORIZED":
+        what, instead = _hash_part(where, v, command, "hash"), ""
+    elif code == "DEPENDENCY_NOT_AUTHORIZED":
+        what, instead = _hash_part(where, v, command, "dep"), ""
+    elif where is None or (isinstance(where, _Spot) and not where.words):
+        what = _spot_note(command, v.reason)
+        if not what:
+            piece = _quote(segment, command) or "the command"
+            what = "%s %s" % (piece, _REASON_WHY.get(v.reason or "", "could not be read"))
+        segment, instead = "", ""
+    else:
+        what, instead = _why_text(where, v, command)
+    shown = _quote(segment, command)
+    if shown and segment.strip() != command.strip() and not what.startswith(shown):
+        line = "Culprit: %s: %s." % (shown, what)
+    else:
+        line = "Culprit: %s." % what
+    if instead:
+        line += "\nInstead: %s." % instead
+    return line
 
 
 # ------------------------------------------------------------ hash intent ----
@@ -6589,6 +7099,93 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
+# ---- the culprit: which part of the call decided ---------------------------
+
+
+def _lock_text(allowed: Optional[List[str]]) -> str:
+    return "`files=%s`" % ("|".join(allowed) if allowed else ".")
+
+
+def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
+    """(line, path) of a file tool's change that carries hash or dependency intent."""
+    if "patch" in change:
+        text = change.get("patch")
+        lines = [ln[1:] for ln in (text.splitlines() if isinstance(text, str) else [])
+                 if ln.startswith("+") and not ln.startswith("+++")]
+        path, old, new = None, "", "\n".join(lines)
+    else:
+        path, old, new = change.get("path"), change.get("old") or "", change.get("new") or ""
+        lines = new.splitlines()
+    before = set(old.splitlines())
+    fresh = [ln for ln in lines if ln.strip() and ln not in before][:50]
+    for line in fresh:
+        if intent == "hash" and hash_intent_in_text(line, path):
+            return line.strip(), path or ""
+        if intent == "dep" and path is not None:
+            without = "\n".join(ln for ln in new.splitlines() if ln != line)
+            if not dependency_intent_in_change(path, change.get("old"), without):
+                return line.strip(), path
+    return "", path or ""
+
+
+def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]] = None,
+                     protected_paths: Sequence[str] = ()) -> str:
+    """The `Culprit:` lines of a deny or note: the part of this call that
+    decided it, or "" when the decision is not about the call's content
+    (state, delegation, the directive).  Built only for a deny or a note."""
+    try:
+        return _decision_culprit(action, decision, allowed, protected_paths)
+    except Exception:   # noqa: BLE001 - naming the culprit must never break a deny
+        return ""
+
+
+def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
+                      protected_paths: Sequence[str]) -> str:
+    code = decision.code
+    if isinstance(action.command, str):
+        paths: Sequence[str] = ()
+        if code == "PATH_OUTSIDE_CONTRACT" and allowed is not None:
+            paths = paths_outside(list(action.shell_write_targets), allowed, action.cwd)
+        elif code == "GUARD_SELF_PROTECTION":
+            paths = protected_hits(action, protected_paths)
+        culprit = shell_culprit(action.command, action.shell or "bash", code, paths)
+        if culprit and code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
+            culprit = culprit.replace(".\nInstead:", "; the lock is %s.\nInstead:"
+                                      % _lock_text(allowed), 1) \
+                if "\nInstead:" in culprit else culprit[:-1] + "; the lock is %s." % \
+                _lock_text(allowed)
+        return culprit
+    if code == "PATH_OUTSIDE_CONTRACT" and allowed is not None:
+        outside = paths_outside(list(action.affected_paths), allowed, action.cwd)
+        if outside:
+            return "Culprit: %s %s outside the lock %s." % (
+                ", ".join("`%s`" % p for p in outside[:3]),
+                "is" if len(outside) == 1 else "are", _lock_text(allowed))
+    if code == "WRITE_PATH_UNPROVEN":
+        return "Culprit: `%s` names no path that can be checked against the lock %s." % (
+            action.name, _lock_text(allowed))
+    if code == "MODE_FORBIDS_MUTATION":
+        paths = [p for p in action.affected_paths if p]
+        return "Culprit: `%s` writes%s." % (action.name, " `%s`" % paths[0] if paths else "")
+    if code == "MUTABILITY_UNPROVEN":
+        return "Culprit: the tool `%s` is not known to be read-only." % action.name
+    if code in ("HASH_NOT_AUTHORIZED", "DEPENDENCY_NOT_AUTHORIZED"):
+        intent = "hash" if code == "HASH_NOT_AUTHORIZED" else "dep"
+        for change in action.changes:
+            line, path = _changed_line(change, intent)
+            if line:
+                if len(line) > 80:
+                    line = line[:79].rstrip() + "…"
+                where = " in `%s`" % path if path else ""
+                if intent == "hash":
+                    return "Culprit: `%s`%s adds hashing." % (line, where)
+                return "Culprit: `%s`%s adds a dependency." % (line, where)
+        paths = [p for p in action.affected_paths if p]
+        if paths:
+            return "Culprit: the text written to `%s`." % paths[0]
+    return ""
+
+
 # ---- the STOP / WATCH message (core.md 5.1) --------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
@@ -6599,11 +7196,13 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
-                     response_outcome: str, event_id: Optional[str]) -> str:
+                     response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
     """The multi-line STOP/WATCH message of core.md 5.1.
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
+    culprit (see decision_culprit) goes after Event and before Next, so the
+    lines before it keep their places for tools that read them.
     """
     is_context = outcome_result_kind(decision.outcome) == "context"
     if is_context:
@@ -6619,6 +7218,8 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
     lines.append("State: %s / %s" % (state_label, mode))
     if event_id is not None:
         lines.append("Event: " + event_id)
+    if culprit:
+        lines.append(culprit)
     if decision.next:
         lines.append("Next: " + decision.next)
     return "\n".join(lines)
@@ -7990,9 +8591,12 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     _thrash_note_write(store, key, action, decision)
     if kind == "none":
         return CoreResult("none", code=decision.code, event_id=event_id)
+    allowed = contract.get("allowedPaths")
+    culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
+                               protected)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
-                            event_id=event_id)
+                            event_id=event_id, culprit=culprit)
     return CoreResult(kind, text, decision.code, event_id)
 
 
@@ -8315,7 +8919,8 @@ def _shell_kind(powershell: bool = False) -> str:
 
 def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
     """The action fields of a shell tool call, from the one analyzer."""
-    verdict = analyze_shell(command, _shell_kind(powershell))
+    shell = _shell_kind(powershell)
+    verdict = analyze_shell(command, shell)
     action = {"name": name, "mutability": verdict.mutability,
               "hashIntent": verdict.hash_intent, "dependencyIntent": verdict.dependency_intent,
               "shellWriteTargets": list(verdict.write_targets)}
@@ -8325,6 +8930,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
         action["command"] = command
+        if shell != "bash":
+            action["shell"] = shell
     return action
 
 
@@ -8343,13 +8950,18 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
                   added_text, path_text, removed_text=old)}
     action["dependencyIntent"] = bool(added_text) and dependency_intent_in_change(
         path_text, old, added_text)
+    if action["hashIntent"] or action["dependencyIntent"]:
+        action["changes"] = [{"path": path_text, "old": old, "new": added_text}]
     return action
 
 
 def patch_action(name: str, patch_text: Any) -> dict:
     summary = analyze_patch(patch_text)
-    return {"name": name, "mutability": "write", "affectedPaths": list(summary.paths),
-            "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
+    action = {"name": name, "mutability": "write", "affectedPaths": list(summary.paths),
+              "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
+    if summary.hash_intent or summary.dependency_intent:
+        action["changes"] = [{"patch": patch_text}]
+    return action
 
 
 def _first_text(obj: Any, *keys: str) -> Optional[str]:
