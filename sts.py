@@ -1620,7 +1620,7 @@ class _Bash:
             body: List[str] = []
             while True:
                 if self.i >= self.n:
-                    raise _Give("shell_syntax_unproven")
+                    raise _Give("shell_syntax_unproven", why=("heredoc_open", delim))
                 end = s.find("\n", self.i)
                 if end < 0:
                     end = self.n
@@ -1887,20 +1887,88 @@ _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3); anything else
-# (GIT_*, LESSOPEN, LD_PRELOAD, PATH...) can change what a program does.
+# Prefix assignments that only change presentation (5.3).
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
 _SAFE_PAGERS = frozenset(("cat", ""))
 
+# Variables that make a program run or load other code, read other
+# configuration, or write somewhere: a prefix assignment of one of these
+# (exact, or a prefix ending in *) leaves the command unproven.  The phrase
+# is what a denial says (%s: the program).  Families whose members nobody
+# has listed one by one are refused whole: when unsure, refuse.
+_ENV_WHY: Tuple[Tuple[str, str], ...] = (
+    ("LD_*", "makes %s load other code"), ("DYLD_*", "makes %s load other code"),
+    ("GCONV_PATH", "makes %s load other code"), ("GLIBC_TUNABLES", "changes how %s loads"),
+    ("MALLOC_*", "changes how %s runs"),
+    ("BASH_ENV", "makes a shell run a script first"), ("ENV", "makes a shell run a script first"),
+    ("BASH_*", "changes how a shell runs"), ("SHELLOPTS", "changes how a shell runs"),
+    ("BASHOPTS", "changes how a shell runs"), ("ZDOTDIR", "makes zsh read other startup files"),
+    ("PS4", "runs code when a shell traces"), ("PROMPT_COMMAND", "runs code at each prompt"),
+    ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
+    ("CDPATH", "changes where `cd` goes"), ("PWD", "changes what %s takes as its folder"),
+    ("OLDPWD", "changes where `cd -` goes"), ("SHELL", "names the shell %s may start"),
+    ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
+    ("GIT_*", "changes what git reads, runs or writes"),
+    ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
+    ("EDITOR", "names an editor %s may run"), ("VISUAL", "names an editor %s may run"),
+    ("LESS*", "changes what `less` runs"), ("BROWSER", "names a program %s may run"),
+    ("PYTHON*", "changes what Python loads or runs"), ("NODE_*", "changes what Node loads or runs"),
+    ("NPM_*", "changes npm's configuration"), ("YARN_*", "changes yarn's configuration"),
+    ("PNPM_*", "changes pnpm's configuration"), ("BUN_*", "changes bun's configuration"),
+    ("PERL*", "changes what Perl loads or runs"), ("RUBY*", "changes what Ruby loads or runs"),
+    ("GEM_*", "changes where Ruby gems come from"), ("BUNDLE_*", "changes bundler's setup"),
+    ("JAVA*", "loads options into Java"), ("_JAVA_OPTIONS", "loads options into Java"),
+    ("JDK_JAVA_OPTIONS", "loads options into Java"), ("GO*", "changes which Go toolchain runs"),
+    ("CGO_*", "changes what Go compiles with"), ("CARGO*", "changes cargo's setup"),
+    ("RUST*", "changes how Rust tools run"), ("PIP_*", "changes pip's configuration"),
+    ("UV_*", "changes uv's configuration"), ("POETRY_*", "changes poetry's configuration"),
+    ("CONDA*", "changes conda's setup"), ("VIRTUAL_ENV", "changes which Python runs"),
+    ("DOTNET_*", "changes .NET's setup"), ("NUGET_*", "changes .NET's setup"),
+    ("COMPOSER*", "changes composer's setup"), ("SSH_*", "changes what ssh runs"),
+    ("GNUPG*", "points gpg at other configuration"), ("GPG_*", "changes what gpg runs"),
+    ("DOCKER_*", "points docker elsewhere"), ("KUBE*", "points kubectl at other configuration"),
+    ("HELM_*", "changes helm's setup"), ("AWS_*", "changes the cloud account used"),
+    ("TF_*", "changes terraform's setup"), ("TERMINFO*", "points %s at other terminal data"),
+    ("TERMCAP", "points %s at other terminal data"), ("GZIP", "passes options to gzip"),
+    ("BZIP*", "passes options to bzip2"), ("XZ_*", "passes options to xz"),
+    ("ZSTD_*", "passes options to zstd"), ("CC", "names the compiler %s runs"),
+    ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
+    ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
+    ("OPENSSL_*", "makes openssl load other modules"), ("SUDO_*", "changes what sudo runs"),
+    ("NULLCMD", "names a program zsh runs"), ("READNULLCMD", "names a program zsh runs"),
+    ("STTY", "makes zsh run stty"), ("SSLKEYLOGFILE", "makes %s write its TLS keys to a file"),
+)
+# Parts of a name that suggest a program reads it to find code, configuration
+# or an output file: unsure, so refused.
+_ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMAND", "EXEC",
+                    "PROG", "HOOK", "PLUGIN", "PRELOAD", "LIB", "EDITOR", "PAGER", "SHELL",
+                    "ASKPASS", "PROXY", "TRACE", "LOG", "HIST", "FILE", "RC", "ENV", "RSH",
+                    "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
+                    "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
+                    "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+
+
+def _env_risky(upper: str) -> bool:
+    for pattern, _ in _ENV_WHY:
+        if upper == pattern or (pattern.endswith("*") and upper.startswith(pattern[:-1])):
+            return True
+    return upper.startswith("_") or any(part in upper for part in _ENV_RISKY_PARTS)
+
 
 def _env_ok(name: str, value: _W) -> bool:
+    """Whether `NAME=value cmd` judges like `cmd`: the variable only changes
+    presentation, or no program is known to read it (FOO=1, CI=true).  Names
+    that run code, point at configuration or look like they might are refused."""
     if name.startswith("LC_") or name in _SAFE_ENV:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
-    return False
+    if name != name.upper() and not _plain_var(name):
+        return False
+    return not _env_risky(name.upper())
 
 
 def _program_name(word: _W) -> Optional[str]:
@@ -2514,13 +2582,13 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     code = args[i]
     if not code.static:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven", "dyncode", name)
     return _analyze_bash(code.text, ctx.deeper())
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if not all(w.static for w in args):
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven", "dyncode", name)
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
 
 
@@ -3115,7 +3183,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     sub = sub_w.text
     rest = args[i + 1:]
     if sub.startswith("-"):
-        return _unknown("git_arguments_unproven", "option", sub)
+        return _unknown("git_arguments_unproven", "gitglobal", sub)
     if sub in _GIT_WRITE_SUBS:
         return _write(_git_targets(sub, rest)).blame("git", sub)
     if sub in _GIT_REV_SUBS:
@@ -3177,7 +3245,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
         w = args[i]
         i += 1
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
@@ -3186,21 +3254,21 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t.startswith("--"):
             key, eq, _ = t[2:].partition("=")
             if key in ("pre", "hostname-bin"):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
             if key in _RG_VALUED and not eq:
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 if args[i].opaque:
-                    return _unknown("shell_syntax_unproven")
+                    return _unknown("shell_syntax_unproven", "opaque", args[i].text)
                 i += 1
             continue
         for k, ch in enumerate(t[1:]):
             if ch in "efEmjgdtTABCMr":
                 if k == len(t) - 2:
                     if i >= n:
-                        return _unknown("option_value_missing")
+                        return _unknown("option_value_missing", "option", t)
                     if args[i].opaque:
-                        return _unknown("shell_syntax_unproven")
+                        return _unknown("shell_syntax_unproven", "opaque", args[i].text)
                     i += 1
                 break
     return _an_read()
@@ -3239,7 +3307,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
         w = args[i]
         i += 1
         if not w.static and not (w.glob and w.lead):
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t in _FIND_0:
             continue
@@ -3282,13 +3350,13 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
 def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     for w in args:
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
         if t.startswith(("--exec", "-x", "-X")) or (t.startswith("-") and not t.startswith("--")
                                                     and ("x" in t or "X" in t)):
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "option", t)
     return _an_read()
 
 
@@ -4949,7 +5017,7 @@ def _ps_words(text: str) -> List[Any]:
                 quoted = True
                 continue
             if c in _PS_REFUSE and not (c == "\\" and word):
-                raise _Give("shell_syntax_unproven")
+                raise _Give("shell_syntax_unproven", why=("pschar", c))
             if c in "\u2013\u2014\u2015" or not c.isascii():
                 raise _Give("shell_syntax_unproven")
             word.append(c)
@@ -5209,7 +5277,7 @@ _WRITER_WHY: Dict[str, Tuple[str, str]] = {
     "split": ("writes", "pieces into files"), "csplit": ("writes", "pieces into files"),
     "patch": ("edits", "files"), "rsync": ("copies files to", "a destination"),
     "scp": ("copies files to", "a destination"), "zip": ("writes", "an archive"),
-    "7z": ("writes", "an archive"), "unzip": ("unpacks", "files"),
+    "7z": ("writes", "an archive"), "unzip": ("unpacks", "files"), "tar": ("writes", "files"),
     "gzip": ("compresses", "files in place"), "bzip2": ("compresses", "files in place"),
     "xz": ("compresses", "files in place"), "zstd": ("compresses", "files"),
     "gunzip": ("unpacks", "files in place"), "bunzip2": ("unpacks", "files in place"),
@@ -5217,10 +5285,11 @@ _WRITER_WHY: Dict[str, Tuple[str, str]] = {
     "kill": ("stops", "processes"), "pkill": ("stops", "processes"),
     "killall": ("stops", "processes"), "reboot": ("restarts", "the machine"),
     "shutdown": ("stops", "the machine"), "apply_patch": ("edits", "files"),
-    "tee": ("writes", "files"),
+    "tee": ("writes", "files"), "mkfifo": ("creates", "a pipe file"),
+    "mknod": ("creates", "a device file"),
 }
 
-# Programs that are not on the read-only list, and why, in a few words.
+# Programs and "program subcommand" pairs that are not proven read-only, and why.
 _PROGRAM_WHY: Dict[str, str] = {
     "make": "runs the project's build", "cmake": "configures or runs a build",
     "ninja": "runs a build", "bazel": "runs a build", "gradle": "runs a build",
@@ -5229,11 +5298,27 @@ _PROGRAM_WHY: Dict[str, str] = {
     "pytest": "runs the tests, which can do anything", "tox": "runs the tests",
     "nox": "runs the tests", "jest": "runs the tests", "vitest": "runs the tests",
     "rspec": "runs the tests", "phpunit": "runs the tests", "ctest": "runs the tests",
+    "npm test": "runs the package's test script", "npm run": "runs a package script",
+    "npm start": "runs the package's start script", "yarn run": "runs a package script",
+    "pnpm run": "runs a package script", "npm exec": "fetches and runs a package",
+    "npx": "fetches and runs a package", "pnpm dlx": "fetches and runs a package",
+    "uvx": "fetches and runs a package", "bunx": "fetches and runs a package",
+    "cargo build": "builds the project", "cargo run": "builds and runs the project",
+    "cargo test": "builds and runs the tests", "cargo check": "builds the project",
+    "cargo clippy": "builds the project", "go build": "builds the project",
+    "go run": "builds and runs code", "go test": "builds and runs the tests",
+    "go generate": "runs generators", "go vet": "builds the project",
+    "dotnet build": "builds the project", "dotnet test": "builds and runs the tests",
+    "dotnet run": "builds and runs the project",
+    "python": "runs code", "python3": "runs code", "node": "runs code", "deno": "runs code",
+    "bun": "runs code", "ruby": "runs code", "perl": "runs code", "php": "runs code",
+    "bash": "runs a script", "sh": "runs a script", "zsh": "runs a script",
     "docker": "controls containers", "kubectl": "controls a cluster",
     "terraform": "changes infrastructure", "helm": "changes a cluster",
     "ssh": "runs commands on another machine", "psql": "runs database commands",
     "sqlite3": "can change a database", "mysql": "runs database commands",
     "less": "is a pager that can run commands", "more": "is a pager that can run commands",
+    "most": "is a pager that can run commands",
     "man": "runs a pager", "vi": "is an editor", "vim": "is an editor", "nvim": "is an editor",
     "nano": "is an editor", "emacs": "is an editor", "code": "opens an editor",
     "open": "opens another program", "xdg-open": "opens another program",
@@ -5242,10 +5327,29 @@ _PROGRAM_WHY: Dict[str, str] = {
     "export": "changes the shell's environment", "alias": "changes the shell",
     "unset": "changes the shell's state", "trap": "changes the shell",
     "nohup": "starts a program that keeps running", "sudo": "runs as another user",
+    "doas": "runs as another user",
     "black": "rewrites files", "prettier": "can rewrite files", "eslint": "can rewrite files",
     "ruff": "can rewrite files", "mypy": "writes a cache", "tsc": "writes compiled files",
     "gcc": "writes compiled files", "cc": "writes compiled files", "clang": "writes compiled files",
     "rustc": "writes compiled files", "javac": "writes compiled files",
+}
+
+# Programs whose handler judges package commands.
+_PACKAGE_PROGRAMS = frozenset((
+    "npm", "pnpm", "yarn", "bun", "npx", "bunx", "pnpx", "pip", "pip3", "uv", "uvx", "poetry",
+    "pipenv", "pipx", "conda", "mamba", "micromamba", "cargo", "go", "gem", "bundle", "bundler",
+    "composer", "dotnet", "apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper",
+    "port", "choco", "winget", "scoop"))
+
+# git options before the subcommand that are not reads, and why.
+_GIT_GLOBAL_WHY: Dict[str, str] = {
+    "-c": "sets git configuration, which can name programs to run",
+    "--config-env": "sets git configuration, which can name programs to run",
+    "--git-dir": "points git at another repository and its configuration",
+    "--work-tree": "points git at another work tree",
+    "--exec-path": "makes git run its helpers from another folder",
+    "-p": "runs a pager", "--paginate": "runs a pager",
+    "--namespace": "changes which refs git reads",
 }
 
 # Reason code -> what the deciding piece does, when nothing more precise is known.
@@ -5260,7 +5364,7 @@ _REASON_WHY: Dict[str, str] = {
     "shell_redirection": "writes a file",
     "git_output_file": "makes git write a file",
     "control_character": "holds a control character",
-    "state_change": "changes the shell's state for later commands",
+    "state_change": "changes the state of the shell or the system",
     "analysis_limit": "is too long or too deeply nested to read",
     "interpreter_code": "runs code that is not proven read-only",
 }
@@ -5278,17 +5382,41 @@ _GIT_INSTEAD: Dict[str, str] = {
     "add": "`git diff` shows what would be staged",
 }
 
+# Programs whose output is the point of a redirection: no Instead for them.
+_CONTENT_WRITERS = frozenset(("echo", "printf", "cat", "tee", "exec", "true", ":", "yes"))
+
 _LEAD_RESERVED = ("!", "{", "if", "then", "elif", "else", "do", "while", "until", "time")
+
+
+def _invisible(text: str) -> bool:
+    return any(ch < " " and ch not in "\t" or "\x7f" <= ch <= "\x9f" for ch in text) \
+        or _has_bad_char(text)
 
 
 def _quote(text: Optional[str], command: str) -> str:
     """`text` in backticks when the command holds it as written, else ""."""
-    if not text or "\0" in text or text not in command:
+    if not text or "\0" in text or "\n" in text or text not in command or _invisible(text):
         return ""
     if len(text) > _CULPRIT_WIDTH:
-        text = text[:_CULPRIT_WIDTH - 1].rstrip()
-        return "`%s`…" % text
+        return "`%s`…" % text[:_CULPRIT_WIDTH - 1].rstrip()
     return "`%s`" % text
+
+
+def _balanced_end(src: str, start: int) -> int:
+    """End of a `$(`, `${`, `<(` or backquote piece that starts at `start`."""
+    if src.startswith("`", start):
+        end = src.find("`", start + 1)
+        return len(src) if end < 0 else end + 1
+    depth = 0
+    for j in range(start, len(src)):
+        ch = src[j]
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth <= 0:
+                return j + 1
+    return len(src)
 
 
 def _segment(where: Any, command: str) -> str:
@@ -5302,7 +5430,7 @@ def _segment(where: Any, command: str) -> str:
                 if text.startswith(word) and text[len(word):len(word) + 1] in (" ", "\t", "\n"):
                     text = text[len(word):].lstrip(" \t\n")
                     changed = True
-        return text.split("\n", 1)[0].rstrip("\\ \t") if "\n" in text else text
+        return text.split("\n", 1)[0] if "\n" in text else text
     if isinstance(where, _Spot) and where.words:
         joined = " ".join(where.words)
         return joined if joined in command else where.words[0]
@@ -5314,6 +5442,10 @@ def _segment(where: Any, command: str) -> str:
         end = pos
         while end < len(src) and src[end] not in " \t\n;|&":
             end += 1
+        for k in range(start, end):
+            if src.startswith(("$(", "${", "<(", ">(", "`"), k):
+                end = max(end, _balanced_end(src, k))
+                break
         return src[start:end] or src[max(0, pos - 20):pos + 20].strip()
     return ""
 
@@ -5326,12 +5458,13 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
-def _option_spelling(opt: str, value: Optional[str], words: List[str], command: str) -> str:
+def _option_spelling(opt: str, words: List[str]) -> str:
     """How an option the spec knows by its canonical name was written."""
     for word in words:
-        if word.startswith("--") and word[2:].split("=", 1)[0] and \
-                opt.startswith(word[2:].split("=", 1)[0]) and len(opt) > 1:
-            return word
+        if word.startswith("--") and len(opt) > 1:
+            key = word[2:].split("=", 1)[0]
+            if key and opt.startswith(key):
+                return word
         if len(opt) == 1 and word.startswith("-") and not word.startswith("--") and opt in word:
             return word
     return ""
@@ -5344,129 +5477,29 @@ def _subcommand(words: List[str]) -> str:
         if skip:
             skip = False
             continue
-        if word in ("-C", "-c"):
-            skip = True
+        if word in ("-C", "-c", "--prefix", "-m"):
+            skip = word != "-m"
+            if word == "-m":
+                continue
             continue
         if not word.startswith("-"):
             return word
     return ""
 
 
-def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
-    """(what the piece does, a read-only way to do the same or "")."""
-    words = _words_of(where)
-    prog = words[0] if words else ""
-    name = _program_name(_lit(prog)) or "" if prog else ""
-    qprog = _quote(prog, command)
-    why = v.why or ()
-    kind = why[0] if why else ""
-    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
-    target = next((t for t in v.targets if _quote(t, command)), "")
-    if kind == "redir":
-        op, dest = why[1].replace("\x01", ""), why[2] or ""
-        shown = (_quote(op + " " + dest, command) or _quote(op + dest, command)
-                 or _quote(op, command))
-        verb = "appends to" if op.endswith(">>") else "writes"
-        what = "%s %s" % (shown or "a redirection", verb + (" a file" if shown != _quote(op, command) or not _quote(dest, command) else " " + _quote(dest, command)))
-        instead = ""
-        if isinstance(where, _Cmd) and where.words:
-            bare = _Cmd(where.src)
-            bare.words, bare.assigns = where.words, where.assigns
-            if _explain_read(bare):
-                instead = ("leave out %s and read the output directly" % (shown or "the redirection"))
-                if name == "grep":
-                    instead = "`rg` prints the matches without a file; " + instead
-        return what, instead
-    if kind == "writer":
-        verb, obj = _WRITER_WHY.get(name or why[1], ("writes", "files"))
-        subject = qprog or _quote(why[1], command) or "the program"
-        return "%s %s %s" % (subject, verb, _quote(target, command) or obj), ""
-    if kind == "inplace":
-        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
-        return ("%s edits %s in place" % (flag or "`-i`", _quote(target, command) or "files"),
-                "the same `%s` without `%s` prints the result and edits nothing "
-                "(`sed -n '1,20p' FILE` shows lines)" % (name or "sed", why[1]))
-    if kind == "sed_script":
-        script = _quote(why[1], command)
-        if reason == "shell_execution_option":
-            return "the %s script %s runs a command" % (qprog or "sed", script), ""
-        return "the %s script %s writes %s" % (qprog or "sed", script,
-                                                _quote(target, command) or "a file"), ""
-    if kind == "git":
-        sub = why[1]
-        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
-        if v.mut == "write":
-            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
-        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
-    if kind == "option":
-        opt = why[1]
-        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
-        if v.mut == "write" and reason != "git_output_file":
-            verb = "removes files under" if opt == "-delete" else "writes"
-            return ("%s %s %s" % (shown or qprog, verb, _quote(target, command) or "files"),
-                    _without(where, opt))
-        if reason == "git_output_file":
-            value = target or opt.split("=", 1)[1] if "=" in opt else target
-            sub = _subcommand(words)
-            return ("%s makes git write %s" % (shown or "`--output`",
-                                              _quote(value, command) or "a file"),
-                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
-                                                                     opt.split("=", 1)[0]))
-        if reason == "shell_execution_option":
-            return "%s runs another program" % (shown or qprog), _without(where, opt)
-        if reason == "option_value_missing":
-            return "%s lacks its value" % (shown or qprog), ""
-        if name == "git":
-            sub = _subcommand(words)
-            return ("%s is not proven read-only for %s" % (shown or "an option",
-                                                           _quote("git " + sub, command) or qprog),
-                    _without(where, opt))
-        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
-                _without(where, opt))
-    if kind == "spec":
-        opt, value, effect = why[1], why[2], why[3]
-        spelled = _option_spelling(opt, value, words, command)
-        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
-        if effect == "write":
-            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
-                    _without(where, spelled))
-        return "%s runs another program" % (shown or qprog), _without(where, spelled)
-    if kind in ("env", "assign"):
-        shown = _quote(why[1] + "=", command) or _quote(why[1], command)
-        if kind == "assign":
-            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
-        bare = None
-        if isinstance(where, _Cmd):
-            bare = _Cmd(where.src)
-            bare.words, bare.redirs = where.words, where.redirs
-            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
-        return ("%s can change what %s runs or reads" % (shown or "a variable",
-                                                         qprog or "the program"),
-                "the same command without %s only reads" % shown
-                if shown and bare is not None and _explain_read(bare) else "")
-    if kind == "path":
-        return "%s runs a program from a path, not a known system program" % (
-            _quote(why[1], command) or "the command"), ""
-    if kind == "dynamic":
-        return "the program's name is only known when the command runs", ""
-    if kind == "dash":
-        return "%s starts with a Unicode dash, not `-`" % (_quote(why[1], command)
-                                                           or "an argument"), ""
-    if kind == "opaque":
-        return "an argument may turn into an option or several words when the command runs", ""
-    if kind == "code":
-        return why[1], why[2] if len(why) > 2 else ""
-    if kind == "unlisted" or (not kind and reason == "shell_command_unproven"
-                              and name in _PROGRAM_WHY):
-        return "%s %s" % (qprog or "the program",
-                          _PROGRAM_WHY.get(name, "is not on the read-only list")), ""
-    if not kind and v.mut == "write" and name in _WRITER_WHY:
-        verb, obj = _WRITER_WHY[name]
-        return "%s %s %s" % (qprog, verb, _quote(target, command) or obj), ""
-    phrase = _REASON_WHY.get(reason, "writes" if v.mut == "write" else "is not proven read-only")
-    if not kind and v.mut == "write":
-        phrase = "changes something" if not target else "writes " + _quote(target, command)
-    return "%s %s" % (qprog or "it", phrase), ""
+def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
+    """(`prog sub` or `prog` as written, the table key that matched or "")."""
+    if not words:
+        return "", ""
+    prog = words[0]
+    name = _program_name(_lit(prog)) or prog
+    sub = _subcommand(words)
+    shown = (_quote(prog + " " + sub, command) if sub else "") or _quote(prog, command)
+    if sub and (name + " " + sub) in _PROGRAM_WHY:
+        return shown, name + " " + sub
+    if name in _PROGRAM_WHY:
+        return _quote(prog, command), name
+    return shown, ""
 
 
 def _explain_read(cmd: _Cmd) -> bool:
@@ -5485,21 +5518,219 @@ def _without(where: Any, option: str) -> str:
     at = next((k for k, w in enumerate(words) if w.text == option), -1)
     if at <= 0:
         return ""
-    for drop in (1, 2):   # the option alone, or with its value in the next word
+    for drop in (2, 1) if "=" not in option else (1,):  # with its value first
         kept = words[:at] + words[at + drop:]
+        if len(kept) < 1 or at + drop > len(words):
+            continue
         bare = _Cmd(where.src)
         bare.words, bare.assigns, bare.redirs = kept, where.assigns, where.redirs
-        if _explain_read(bare):
-            gone = " ".join(w.text for w in words[at:at + drop])
-            shown = "`%s`" % gone if gone in where.src else "`%s`" % option
-            return "the same command without %s only reads" % shown
+        gone = _quote(" ".join(w.text for w in words[at:at + drop]), where.src)
+        if gone and _explain_read(bare):
+            return "the same command without %s only reads" % gone
     return ""
+
+
+def _redirect_shown(op: str, dest: str, where: Any, command: str) -> str:
+    """`> out.txt` as written in the command, or as near as can be quoted."""
+    op = op.replace("\x01", "")
+    found = _quote(op + " " + dest, command) or _quote(op + dest, command)
+    if found or not isinstance(where, _Cmd):
+        return found or _quote(op, command)
+    segment = where.src[where.start:where.end]
+    at = segment.find(op)
+    while at >= 0:
+        end = at + len(op)
+        while end < len(segment) and segment[end] in " \t":
+            end += 1
+        while end < len(segment) and segment[end] not in " \t\n;|&<>":
+            end += 1
+        found = _quote(segment[at:end], command)
+        if found:
+            return found
+        at = segment.find(op, at + 1)
+    return _quote(op, command)
+
+
+def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
+    """(what the piece does, a read-only way to do the same or "")."""
+    words = _words_of(where)
+    prog = words[0] if words else ""
+    name = (_program_name(_lit(prog)) or "") if prog else ""
+    qprog = _quote(prog, command)
+    why = v.why or ()
+    kind = why[0] if why else ""
+    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
+    target = next((t for t in v.targets if _quote(t, command)), "")
+    qtarget = _quote(target, command)
+    if kind == "redir":
+        op, dest = why[1].replace("\x01", ""), why[2] or ""
+        shown = _redirect_shown(op, dest, where, command)
+        verb = "appends to" if op.endswith(">>") else "writes"
+        what = "%s %s %s" % (shown or "a redirection", verb,
+                             "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
+                             else _quote(dest, command))
+        instead = ""
+        if isinstance(where, _Cmd) and where.words and name not in _CONTENT_WRITERS:
+            bare = _Cmd(where.src)
+            bare.words, bare.assigns = where.words, where.assigns
+            if _explain_read(bare):
+                instead = "leave out %s and read the output directly" % (shown or "the redirection")
+                if name == "grep":
+                    instead = "`rg` prints the matches without a file; " + instead
+        return what, instead
+    if kind == "writer":
+        writer = _program_name(_lit(why[1])) or why[1]
+        verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
+        subject = _quote(why[1], command) or _quote(prog, command) or "the program"
+        return "%s %s %s" % (subject, verb, qtarget or obj), ""
+    if kind == "inplace":
+        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
+        if name in ("sed", "gsed"):
+            return ("%s edits %s in place" % (flag or "`-i`", qtarget or "files"),
+                    "`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
+                    "FILE` shows lines" % (name, why[1]))
+        return "%s edits %s in place" % (flag or "`-i`", qtarget or "files"), ""
+    if kind == "sed_script":
+        script = _quote(why[1], command) or "script"
+        if reason == "shell_execution_option":
+            return "the %s script %s runs a command" % (qprog or "sed", script), ""
+        return "the %s script %s writes %s" % (qprog or "sed", script, qtarget or "a file"), ""
+    if kind == "git":
+        sub = why[1]
+        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write":
+            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
+        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
+    if kind == "gitglobal":
+        opt = why[1]
+        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
+        key = opt.split("=", 1)[0]
+        return ("%s %s" % (shown or qprog, _GIT_GLOBAL_WHY.get(
+            key, "is not a git option proven read-only")), _without(where, opt))
+    if kind == "option":
+        opt = why[1]
+        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
+        if v.mut == "write" and reason != "git_output_file":
+            verb = "removes files under" if opt == "-delete" else "writes"
+            return "%s %s %s" % (shown or qprog, verb, qtarget or "files"), _without(where, opt)
+        if reason == "git_output_file":
+            value = opt.split("=", 1)[1] if "=" in opt else target
+            sub = _subcommand(words)
+            return ("%s makes git write %s" % (shown or "`--output`",
+                                              _quote(value, command) or "a file"),
+                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
+                                                                     opt.split("=", 1)[0]))
+        if reason == "shell_execution_option":
+            return "%s runs another program" % (shown or qprog), _without(where, opt)
+        if reason == "option_value_missing":
+            return "%s lacks its value" % (shown or qprog), ""
+        if name == "git":
+            sub = _subcommand(words)
+            return ("%s is not proven read-only for %s" % (
+                _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
+                _without(where, opt))
+        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
+                _without(where, opt))
+    if kind == "spec":
+        opt, value, effect = why[1], why[2], why[3]
+        spelled = _option_spelling(opt, words)
+        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
+        if effect == "write":
+            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
+                    _without(where, spelled))
+        return "%s runs another program" % (shown or qprog), _without(where, spelled)
+    if kind in ("env", "assign"):
+        shown = _assignment_shown(why[1], where, command)
+        if kind == "assign":
+            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
+        bare = None
+        if isinstance(where, _Cmd):
+            bare = _Cmd(where.src)
+            bare.words, bare.redirs = where.words, where.redirs
+            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
+        runs = _quote(prog, command) if prog.upper() != prog or "=" not in prog else ""
+        return ("%s %s" % (shown or "a variable", _env_why(why[1], runs)),
+                "the same command without %s only reads" % shown
+                if shown and bare is not None and bare.words and _explain_read(bare) else "")
+    if kind == "path":
+        text = why[1]
+        if "/" not in text and "\\" not in text:
+            return "%s is not a known program name" % (_quote(text, command) or "the program"), ""
+        return "%s runs a program from a path, not a known system program" % (
+            _quote(text, command) or "the command"), ""
+    if kind == "dynamic":
+        return "the program's name is only known when the command runs", ""
+    if kind == "dash":
+        return "%s starts with a Unicode dash, not a plain hyphen" % (_quote(why[1], command)
+                                                           or "an argument"), ""
+    if kind == "opaque":
+        piece = _quote(why[1], command)
+        return ("%s may turn into an option or several words when the command runs"
+                % (piece or "an argument with `$`, a glob or braces")), ""
+    if kind == "procsub":
+        return "%s sends output to commands whose use of it is not proven" % (
+            _quote(why[1], command) or "a process substitution"), ""
+    if kind == "heredoc":
+        return ("the here-document line %s holds an expansion the shell would run"
+                % (_quote(why[1].strip(), command) or "")).replace("line  holds", "holds"), ""
+    if kind == "cmdchar":
+        return "%s is special to cmd.exe" % (_quote(why[1], command) or "a character"), ""
+    if kind == "pschar":
+        return "%s is special to PowerShell" % (_quote(why[1], command) or "a character"), ""
+    if kind == "heredoc_open":
+        return "the here-document %s has no end line" % (_quote(why[1], command) or ""), ""
+    if kind == "dyncode":
+        return "%s runs text that is only known when the command runs" % (
+            _quote(why[1], command) or "it"), ""
+    if kind == "code":
+        return why[1], why[2] if len(why) > 2 else ""
+    shown, key = _program_phrase(words, command)
+    if kind == "unlisted" or (key and not kind and reason in (
+            "shell_command_unproven", "interpreter_code")):
+        return "%s %s" % (shown or "the program",
+                          _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
+    if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
+        return "%s installs or changes packages" % (shown or qprog), ""
+    if not kind and v.mut == "write" and name in _WRITER_WHY:
+        verb, obj = _WRITER_WHY[name]
+        return "%s %s %s" % (shown or qprog, verb, qtarget or obj), ""
+    if not kind and v.mut == "write":
+        return "%s %s" % (shown or "it", "writes " + qtarget if qtarget else "changes files"), ""
+    phrase = _REASON_WHY.get(reason, "is not proven read-only")
+    if reason == "shell_command_unproven" and name in _PROGRAMS:
+        phrase = "is not proven read-only with these arguments"
+    return "%s %s" % (shown or qprog or "it", phrase), ""
+
+
+def _assignment_shown(name: str, where: Any, command: str) -> str:
+    """`NAME=value` as written, else `NAME=`."""
+    if isinstance(where, _Cmd):
+        segment = where.src[where.start:where.end]
+        at = segment.find(name + "=")
+        if at >= 0:
+            end = at + len(name) + 1
+            while end < len(segment) and segment[end] not in " \t\n;|&<>":
+                end += 1
+            found = _quote(segment[at:end], command)
+            if found:
+                return found
+    return _quote(name + "=", command) or _quote(name, command)
+
+
+def _env_why(name: str, runs: str) -> str:
+    """Why a variable on a command makes it unproven (see _env_ok)."""
+    program = runs or "the program"
+    for prefix, phrase in _ENV_WHY:
+        if name == prefix or (prefix.endswith("*") and name.startswith(prefix[:-1])):
+            return phrase % program if "%s" in phrase else phrase
+    return "can change what %s runs or reads" % program
 
 
 def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     """The call or word of a piece that carries hash or dependency intent."""
     words = _words_of(where)
     prog = words[0] if words else ""
+    name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
     if intent == "hash":
         texts = words[1:] + ([where.stdin] if isinstance(where, _Cmd) and where.stdin else [])
@@ -5507,16 +5738,18 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
             if not text or not hash_intent_in_text(text, None):
                 continue
             for line in text.splitlines():
-                if line.strip() and hash_intent_in_text(line, None) and _quote(line.strip(), command):
-                    return "%s adds or runs hashing" % _quote(line.strip(), command)
-        return "%s computes or adds hashing" % (qprog or "the command")
+                shown = _quote(line.strip(), command)
+                if shown and hash_intent_in_text(line, None):
+                    return "%s adds or runs hashing" % shown
+        if name in _HASH_PROGRAMS or name in _HASH_WITH_OUTPUT:
+            return "%s computes a hash" % (qprog or "the program")
+        shown, _ = _program_phrase(words, command)
+        return "%s computes or adds hashing" % (shown or qprog or "the command")
     for op, dest in (where.redirs if isinstance(where, _Cmd) else []):
         if dest is not None and manifest_kind(dest.text) is not None:
-            return "%s writes into the manifest %s" % (
-                _quote(op.replace("\x01", ""), command) or "a redirection",
-                _quote(dest.text, command) or "file")
-    sub = _subcommand(words)
-    shown = _quote(prog + " " + sub, command) if sub else ""
+            return "%s writes into a manifest" % (
+                _redirect_shown(op, dest.text, where, command) or "a redirection")
+    shown, _ = _program_phrase(words, command)
     return "%s adds or changes packages" % (shown or qprog or "the command")
 
 
@@ -5540,11 +5773,13 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     it named.  Runs the analysis again, so call it only for a deny or note.
     Returns "" when the command is not what decided (delegation, state, ...).
     """
+    if not isinstance(command, str):
+        return ""
     if code == "REPEATED_WITHOUT_CHANGE":
         whole = _quote(command.strip(), command)
         return "Culprit: %s, run again with no change in between." % (whole or "the command")
     pick = _CULPRIT_PICKS.get(code)
-    if pick is None or not isinstance(command, str):
+    if pick is None:
         return ""
     seen: List[Tuple[Any, _V]] = []
     try:
@@ -5553,6 +5788,9 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
         return ""
     chosen = [(w, v) for w, v in seen if pick(v, paths)] or \
         [(w, v) for w, v in seen if v.mut != "read" or v.hash or v.dep]
+    if chosen and final.why is not None and all(w is None and v.why is None
+                                                for w, v in chosen):
+        chosen = [(None, final)]
     where, v = None, final
     for cand_where, cand_v in chosen:
         if _quote(_segment(cand_where, command), command):
@@ -5562,24 +5800,35 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
         if chosen:
             where, v = chosen[0]
     segment = _segment(where, command)
+    instead = ""
     if code == "HASH_NOT_AUTHORIZED":
-        what, instead = _hash_part(where, v, command, "hash"), ""
+        what = _hash_part(where, v, command, "hash")
     elif code == "DEPENDENCY_NOT_AUTHORIZED":
-        what, instead = _hash_part(where, v, command, "dep"), ""
-    elif where is None or (isinstance(where, _Spot) and not where.words):
+        what = _hash_part(where, v, command, "dep")
+    elif v.why is None and (where is None or (isinstance(where, _Spot) and not where.words)):
         what = _spot_note(command, v.reason)
         if not what:
             piece = _quote(segment, command) or "the command"
             what = "%s %s" % (piece, _REASON_WHY.get(v.reason or "", "could not be read"))
-        segment, instead = "", ""
+        segment = ""
     else:
         what, instead = _why_text(where, v, command)
+        if v.reason == "native_empty_arguments":
+            what = "an empty argument that a Windows program may drop would leave: " + what
+        if isinstance(where, _Spot) and not where.words:
+            segment = ""   # a parse failure: the why says where, the token may not
+    if _invisible(segment) or (isinstance(where, _Cmd) and _invisible(
+            where.src[where.start:where.end].strip(" \t\n"))):
+        match = next((ch for ch in command if _invisible(ch) and ch not in "\n"), "")
+        if match:
+            what += " (the command holds U+%04X, which shells read differently)" % ord(match)
     shown = _quote(segment, command)
-    if shown and segment.strip() != command.strip() and not what.startswith(shown):
+    if shown and segment.strip() != command.strip() and not what.startswith(shown) \
+            and shown not in what:
         line = "Culprit: %s: %s." % (shown, what)
     else:
         line = "Culprit: %s." % what
-    if instead:
+    if instead and not _invisible(instead):
         line += "\nInstead: %s." % instead
     return line
 
