@@ -2016,7 +2016,7 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             return v.join(_unknown("state_change", "assign", cmd.assigns[0][0]))
         return v
     inner = _classify_argv(cmd.words, ctx)
-    if cmd.stdin is not None:
+    if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
@@ -2043,13 +2043,36 @@ _STDIN_CODE = {"python": "x.py", "python3": "x.py", "node": "x.js", "ruby": "x.r
                "php": "x.php", "deno": "x.ts", "bun": "x.js"}
 
 
+def _stdin_body(cmd: _Cmd) -> Optional[str]:
+    """What the program reads on stdin when one here-document or here-string
+    gives it, and nothing else redirects stdin; else None."""
+    given = [(op, w) for op, w in cmd.redirs
+             if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
+    if len(given) != 1:
+        return None   # none, or a later `< file` that replaces the here-document
+    op, word = given[0]
+    kind = op.lstrip("0123456789")
+    if kind in ("<<", "<<-"):
+        return cmd.stdin
+    if kind == "<<<" and word is not None and word.static:
+        return word.text + "\n"
+    return None
+
+
 def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     """A heredoc fed to a shell is a script we can read; fed to an interpreter, code to scan."""
     name = _cmd_name(cmd)
     body = cmd.stdin or ""
-    if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
-                                                             "-ex", "-eux", "-")
-                                     for w in cmd.words[1:]):
+    if verdict.why and verdict.why[0] == "pystdin":
+        code = _stdin_body(cmd)
+        literal = cmd.stdin_literal or cmd.stdin is None
+        if code is None or not (literal or ("$" not in code and "\\" not in code
+                                            and "`" not in code)):
+            return verdict
+        return _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+    if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
+            and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
+                    for w in cmd.words[1:]):
         if not cmd.stdin_literal and ("$" in body or "\\" in body):
             # The body is expanded before the shell reads it: `\\` becomes `\`,
             # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
@@ -3771,6 +3794,466 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
+# -- Python inline code proven read-only with `ast` --------------------------
+# `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
+# CODE parses and keeps to a small subset: literals, arithmetic,
+# comprehensions, a few pure builtins, str/int/float/list/dict methods,
+# json, math, sys.version and friends, platform queries, and reading a file
+# named by a literal with `open(path)` or `open(path, "r")`.  Anything else
+# stays unproven: other imports, attribute writes, exec/eval/getattr,
+# dunders, lambdas, functions, classes, walrus, open() with another mode.
+#
+# -I or -P is required: without it Python puts the working folder first on
+# the import path, so a `json.py` or `json/` there decides what `import json`
+# runs, and Python 3.13 imports `linecache` (and `traceback`) from it for
+# any -c code, `pass` included.  The ast module loads only when such code is seen.
+
+_PY_SAFE_CALLS: Dict[str, Tuple[str, ...]] = {
+    # builtin -> keyword arguments it may take ("*": any name, values still checked)
+    "print": ("sep", "end", "flush"), "len": (), "sorted": ("key", "reverse"),
+    "sum": ("start",), "min": ("key", "default"), "max": ("key", "default"), "range": (),
+    "str": ("object", "encoding", "errors"), "int": ("base",), "float": (), "bool": (),
+    "complex": (), "list": (), "tuple": (), "dict": ("*",), "set": (), "frozenset": (),
+    "abs": (), "round": ("ndigits",), "enumerate": ("start",), "zip": ("strict",),
+    "reversed": (), "any": (), "all": (), "repr": (), "ascii": (), "chr": (), "ord": (),
+    "hex": (), "oct": (), "bin": (), "divmod": (), "pow": (), "isinstance": (), "map": (),
+    "filter": (), "iter": (), "next": (), "slice": (), "bytes": (), "bytearray": (),
+    "format": (), "callable": (), "open": ("mode", "encoding", "errors", "newline"),
+    "Exception": (), "ValueError": (), "KeyError": (), "IndexError": (), "TypeError": (),
+    "OSError": (), "FileNotFoundError": (), "ZeroDivisionError": (), "AttributeError": (),
+    "StopIteration": (), "RuntimeError": (), "UnicodeDecodeError": (), "LookupError": (),
+    "ArithmeticError": (), "OverflowError": (), "NotImplementedError": (),
+}
+_PY_SAFE_NAMES = frozenset(_PY_SAFE_CALLS) - {"open"} | {"Ellipsis", "NotImplemented"}
+
+# Methods and attributes of the values the subset can make (str, bytes,
+# numbers, list, dict, set, tuple, a file opened for reading, platform's
+# uname result, sys.version_info).  None of them writes outside the process.
+_PY_SAFE_ATTRS = frozenset((
+    "capitalize casefold center count decode encode endswith expandtabs find format "
+    "index isalnum isalpha isascii isdecimal isdigit isidentifier islower isnumeric "
+    "isprintable isspace istitle isupper join ljust lower lstrip maketrans partition "
+    "removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip split "
+    "splitlines startswith strip swapcase title translate upper zfill hex fromhex "
+    "bit_length bit_count to_bytes from_bytes real imag conjugate numerator denominator "
+    "as_integer_ratio is_integer append extend insert pop remove reverse sort copy clear "
+    "keys values items get setdefault update popitem fromkeys add discard union "
+    "intersection difference symmetric_difference issubset issuperset isdisjoint "
+    "read readline readlines close seek tell readable seekable name mode encoding "
+    "major minor micro releaselevel serial system node release version machine processor "
+    "start stop step").split())
+_PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
+    "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
+    "math": None,   # every public name: functions of numbers and constants
+    "platform": frozenset((
+        "system", "release", "version", "machine", "processor", "node", "platform",
+        "python_version", "python_version_tuple", "python_implementation", "uname",
+        "architecture", "libc_ver", "freedesktop_os_release", "mac_ver", "win32_ver")),
+    "sys": frozenset(("version", "version_info", "path", "argv", "platform", "maxsize",
+                      "byteorder", "executable", "stdin", "hexversion", "prefix",
+                      "base_prefix", "api_version", "float_info", "int_info")),
+}
+# json functions and the keywords they may take (callables only as safe names).
+_PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
+                                 "allow_nan", "skipkeys", "default")}
+# sys lists that must not be aliased or changed: sys.path decides what a later
+# import (platform imports subprocess lazily) loads.
+_PY_SHARED_LISTS = frozenset(("path", "argv"))
+_PY_READ_MODES = frozenset(("r", "rt", "tr", "rb", "br"))
+# Builtins that only read an argument or return a copy of it, never the object itself.
+_PY_COPYING = frozenset(("print", "len", "list", "tuple", "sorted", "str", "repr", "set",
+                         "frozenset", "enumerate", "reversed", "iter", "any", "all"))
+_PY_MAX_NODES = 4000
+
+
+class _PyUnproven(Exception):
+    """Code outside the proven subset; `node` is the part that decided."""
+
+    def __init__(self, node: Any, why: str) -> None:
+        Exception.__init__(self, why)
+        self.node = node
+        self.why = why
+
+
+class _PyProof:
+    """Walks a parsed module and raises _PyUnproven at the first node outside the subset."""
+
+    def __init__(self, ast_mod: Any, tree: Any) -> None:
+        import builtins
+        self.ast = ast_mod
+        self.builtin_names = frozenset(dir(builtins))
+        self.modules: Dict[str, str] = {}     # alias -> module
+        self.bound: set = set()
+        self.count = 0
+        self.collect(tree)
+
+    def collect(self, tree: Any) -> None:
+        """Names the code binds (assignment, loop, with, except, import)."""
+        ast = self.ast
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.bind(node, node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bind(node, node.name)
+
+    def bind(self, node: Any, name: str) -> None:
+        # Rebinding a builtin is harmless here: a name that is a builtin is
+        # only ever loaded when it is a safe one, whatever it holds.
+        if name.startswith("__"):
+            raise _PyUnproven(node, "binds a dunder name")
+        self.bound.add(name)
+
+    def fail(self, node: Any, why: str) -> None:
+        raise _PyUnproven(node, why)
+
+    # -- statements --
+    def body(self, stmts: List[Any]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def stmt(self, node: Any) -> None:
+        ast = self.ast
+        self.count += 1
+        if self.count > _PY_MAX_NODES:
+            self.fail(node, "is too long to prove")
+        if isinstance(node, ast.Expr):
+            self.expr(node.value)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self.target(target)
+            self.expr(node.value)
+        elif isinstance(node, ast.AugAssign):
+            self.target(node.target)
+            self.expr(node.value)
+        elif isinstance(node, ast.AnnAssign):
+            self.target(node.target)
+            self.expr(node.annotation)
+            if node.value is not None:
+                self.expr(node.value)
+        elif isinstance(node, (ast.For, ast.While, ast.If)):
+            if isinstance(node, ast.For):
+                self.target(node.target)
+                self.expr(node.iter, shared_ok=True)
+            else:
+                self.expr(node.test)
+            self.body(node.body)
+            self.body(node.orelse)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                call = item.context_expr
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id == "open"):
+                    self.fail(call, "is a context manager other than open()")
+                self.expr(call)
+                if item.optional_vars is not None:
+                    self.target(item.optional_vars)
+            self.body(node.body)
+        elif isinstance(node, ast.Try):
+            self.body(node.body)
+            for handler in node.handlers:
+                if handler.name in self.modules:
+                    self.fail(handler, "rebinds a module")
+                if handler.type is not None:
+                    self.expr(handler.type)
+                self.body(handler.body)
+            self.body(node.orelse)
+            self.body(node.finalbody)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test)
+            if node.msg is not None:
+                self.expr(node.msg)
+        elif isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.expr(node.exc)
+            if node.cause is not None:
+                self.expr(node.cause)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in _PY_MODULE_ATTRS:
+                    self.fail(node, "imports a module outside json, math, platform and sys")
+                name = alias.asname or alias.name
+                if name in self.builtin_names:
+                    self.fail(node, "names a module like a builtin")
+                self.bind(node, name)
+                self.modules[name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
+            if node.level or node.module not in _PY_MODULE_ATTRS:
+                self.fail(node, "imports a module outside json, math, platform and sys")
+            for alias in node.names:
+                if alias.name == "*" or alias.name.startswith("_") or \
+                        alias.name in _PY_SHARED_LISTS or \
+                        (allowed is not None and alias.name not in allowed):
+                    self.fail(node, "imports a name outside the proven subset")
+                self.bind(node, alias.asname or alias.name)
+        else:
+            self.fail(node, "is a statement outside the proven subset")
+
+    def target(self, node: Any) -> None:
+        ast = self.ast
+        if isinstance(node, ast.Name):
+            if node.id in self.modules:
+                self.fail(node, "rebinds a module")
+            return
+        if isinstance(node, (ast.Tuple, ast.List)):
+            for elt in node.elts:
+                self.target(elt)
+            return
+        if isinstance(node, ast.Starred):
+            self.target(node.value)
+            return
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and node.value.id in self.bound and node.value.id not in self.modules:
+            self.expr(node.slice)
+            return
+        self.fail(node, "writes an attribute or an item it does not own")
+
+    # -- expressions --
+    def expr(self, node: Any, shared_ok: bool = False) -> None:
+        """Check one expression; shared_ok: `sys.path` may stand here, since
+        the place only reads it (a loop, a comparison, an index, a copy)."""
+        ast = self.ast
+        self.count += 1
+        if self.count > _PY_MAX_NODES:
+            self.fail(node, "is too long to prove")
+        if isinstance(node, ast.Constant):
+            return
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name.startswith("__"):
+                self.fail(node, "reaches a dunder name")
+            if name in self.modules:
+                self.fail(node, "uses a module as a value")
+            if name == "open":
+                self.fail(node, "passes open itself around")
+            if name in _PY_SAFE_NAMES:
+                return
+            if name in self.bound and name not in self.builtin_names:
+                return
+            self.fail(node, "is not in the proven subset")
+        if isinstance(node, ast.Attribute):
+            self.attribute(node, shared_ok)
+            return
+        if isinstance(node, ast.Call):
+            self.call(node)
+            return
+        if isinstance(node, (ast.BinOp,)):
+            self.expr(node.left)
+            self.expr(node.right)
+        elif isinstance(node, ast.UnaryOp):
+            self.expr(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.Compare):
+            self.expr(node.left, shared_ok=True)
+            for value in node.comparators:
+                self.expr(value, shared_ok=True)
+        elif isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            self.expr(node.body)
+            self.expr(node.orelse)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            for elt in node.elts:
+                self.expr(elt)
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None:
+                    self.expr(key)
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.Starred):
+            self.expr(node.value)
+        elif isinstance(node, ast.Subscript):
+            self.expr(node.value, shared_ok=True)
+            self.expr(node.slice)
+        elif isinstance(node, ast.Slice):
+            for part in (node.lower, node.upper, node.step):
+                if part is not None:
+                    self.expr(part)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in node.generators:
+                if gen.is_async:
+                    self.fail(node, "is asynchronous")
+                self.target(gen.target)
+                self.expr(gen.iter, shared_ok=True)
+                for cond in gen.ifs:
+                    self.expr(cond)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+            else:
+                self.expr(node.elt)
+        elif isinstance(node, ast.JoinedStr):
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.FormattedValue):
+            self.expr(node.value, shared_ok=True)
+            if node.format_spec is not None:
+                self.expr(node.format_spec)
+        elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
+            self.expr(node.value)   # Python 3.8 wraps subscripts
+        else:
+            self.fail(node, "is an expression outside the proven subset")
+
+    def attribute(self, node: Any, shared_ok: bool) -> None:
+        ast = self.ast
+        attr = node.attr
+        if attr.startswith("_"):
+            self.fail(node, "reaches a private or dunder attribute")
+        base = node.value
+        if not (isinstance(base, ast.Name) and base.id in self.modules):
+            self.expr(base)   # the receiver first: it is the likelier culprit
+        if isinstance(base, ast.Name) and base.id in self.modules:
+            module = self.modules[base.id]
+            allowed = _PY_MODULE_ATTRS[module]
+            if allowed is not None and attr not in allowed:
+                self.fail(node, "is not a proven part of `%s`" % module)
+            if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
+                self.fail(node, "could change or alias `sys.%s`" % attr)
+            return
+        if attr not in _PY_SAFE_ATTRS:
+            self.fail(node, "is not a proven method or attribute")
+        if attr in ("format", "format_map") and not (
+                isinstance(base, ast.Constant) and isinstance(base.value, str)
+                and "__" not in base.value):
+            self.fail(node, "formats with a template that is not a plain literal")
+
+    def call(self, node: Any) -> None:
+        ast = self.ast
+        func = node.func
+        if isinstance(func, ast.Name):
+            name = func.id
+            keywords = _PY_SAFE_CALLS.get(name)
+            if keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+                self.fail(node, "calls something outside the proven subset")
+            if name == "open":
+                self.open_call(node)
+                return
+        elif isinstance(func, ast.Attribute):
+            self.expr(func)
+            keywords = ("*",)
+            if isinstance(func.value, ast.Name) and func.value.id in self.modules:
+                keywords = _PY_MODULE_KEYWORDS.get(func.attr, ())
+        else:
+            self.fail(node, "calls the result of an expression")
+            return
+        copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
+        for arg in node.args:
+            self.expr(arg, shared_ok=copies)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                self.fail(node, "passes keyword arguments with **")
+            if "*" not in keywords and keyword.arg not in keywords:
+                self.fail(node, "passes `%s=`, which the proof does not accept" % keyword.arg)
+            self.expr(keyword.value)
+
+    def open_call(self, node: Any) -> None:
+        ast = self.ast
+        args = list(node.args)
+        mode: Any = "r"
+        if any(isinstance(a, ast.Starred) for a in args) or len(args) not in (1, 2):
+            self.fail(node, "calls open() with other than a path and a mode")
+        if not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+            self.fail(node, "opens a path that is not a literal")
+        if len(args) == 2:
+            mode = args[1].value if isinstance(args[1], ast.Constant) else None
+        for keyword in node.keywords:
+            if keyword.arg not in _PY_SAFE_CALLS["open"] or \
+                    not isinstance(keyword.value, ast.Constant):
+                self.fail(node, "calls open() with a keyword the proof does not accept")
+            if keyword.arg == "mode":
+                if len(args) == 2:
+                    self.fail(node, "gives open() two modes")
+                mode = keyword.value.value
+        if mode not in _PY_READ_MODES:
+            self.fail(node, "opens a file in a mode that may write")
+
+
+def _py_code_proof(code: str) -> Tuple[bool, str]:
+    """(proven read, the part that decided or "") for Python source text."""
+    import ast
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(code, "<code>", "exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return False, ""
+    try:
+        proof = _PyProof(ast, tree)
+        proof.body(tree.body)
+    except _PyUnproven as exc:
+        try:
+            piece = ast.get_source_segment(code, exc.node) or ""
+        except (AttributeError, TypeError, ValueError, IndexError):
+            piece = ""
+        return False, "%s\x00%s" % (piece.split("\n", 1)[0], exc.why)
+    except RecursionError:
+        return False, ""
+    return True, ""
+
+
+# Options of python that may come before -c or the stdin script; -I and -P
+# keep the working folder off the import path (see above).  -i would read
+# more code from stdin, -W and -X take arguments that import or change things.
+_PY_FLAGS = frozenset("IPEsSBuqOdbRv")
+_PY_SAFE_PATH = frozenset("IP")
+_PYTHON_NAMES = frozenset(["python", "python3"] + ["python3.%d" % n for n in range(6, 16)])
+
+
+def _python_args(args: List[_W]) -> Tuple[Optional[str], Optional[_W], bool]:
+    """("code" | "stdin" | None, the code word, whether -I or -P was given).
+
+    None: a script, a module, an option outside _PY_FLAGS: not judged here."""
+    safe = False
+    i = 0
+    while i < len(args):
+        w = args[i]
+        if not w.static or w.glob:
+            return None, None, safe
+        t = w.text
+        if t == "-":
+            return "stdin", None, safe
+        if not t.startswith("-") or t.startswith("--") or len(t) < 2:
+            return None, None, safe
+        for k, ch in enumerate(t[1:], 1):
+            if ch == "c":
+                rest = t[k + 1:]
+                if rest:
+                    return "code", _lit(rest), safe
+                return ("code", args[i + 1], safe) if i + 1 < len(args) else (None, None, safe)
+            if ch not in _PY_FLAGS:
+                return None, None, safe
+            safe = safe or ch in _PY_SAFE_PATH
+        i += 1
+    return "stdin", None, safe
+
+
+def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """python -c CODE and python with code on stdin: proven when the code is."""
+    kind, code, safe = _python_args(args)
+    if kind == "code" and code is not None and code.static:
+        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx))
+    if kind == "stdin":
+        # The code arrives on stdin; _stdin_program judges a here-document.
+        return _unknown("interpreter_code", "pystdin", name, safe)
+    return _PY_INTERP(name, args, ctx)
+
+
+def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -> _V:
+    proven, part = _py_code_proof(code)
+    if proven and safe:
+        return _V(hash_=hash_intent_in_text(code, "x.py"))
+    verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
+    verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
+    if verdict.why is None or verdict.why[0] == "pystdin":
+        verdict.why = ("python", name, flag, proven, part)
+    return verdict
+
+
 # ------------------------------------------------------ package managers ----
 
 _NPM_INSTALL = frozenset(("i", "in", "ins", "inst", "insta", "instal", "install", "isnt",
@@ -4697,8 +5180,7 @@ _PROGRAMS.update({
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    "python": _interp("python"), "python3": _interp("python"), "py": _interp("python"),
-    "python2": _interp("python"), "node": _interp("node"), "nodejs": _interp("node"),
+    "py": _interp("python"), "python2": _interp("python"), "node": _interp("node"), "nodejs": _interp("node"),
     "perl": _interp("perl"), "ruby": _interp("ruby"), "php": _interp("php"),
     "deno": _interp("deno"),
     "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
@@ -4722,6 +5204,9 @@ for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
 _BUN_EVAL = _interp("bun")
+_PY_INTERP = _interp("python")
+for _p in _PYTHON_NAMES:
+    _PROGRAMS[_p] = _python
 _PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
                                    else _npm(n, a, c))
 
@@ -5682,8 +6167,10 @@ def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
     if kind == "dyncode":
         return "%s runs text that is only known when the command runs" % (
             _quote(why[1], command) or "it"), ""
-    if kind == "code":
-        return why[1], why[2] if len(why) > 2 else ""
+    if kind == "python":
+        return _python_why(why, prog, command)
+    if kind == "pystdin":
+        return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)
     if kind == "unlisted" or (key and not kind and reason in (
             "shell_command_unproven", "interpreter_code")):
@@ -5715,6 +6202,23 @@ def _assignment_shown(name: str, where: Any, command: str) -> str:
             if found:
                 return found
     return _quote(name + "=", command) or _quote(name, command)
+
+
+_PY_INSTEAD = ("`%s -I -c '…'` is proven when the code only computes, prints and reads "
+               "files (json, math, sys and platform allowed)")
+
+
+def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
+    """Why python code is unproven: its flags, or the part of the code that decided."""
+    _, name, flag, proven, part = why
+    shown = _quote(prog + " " + flag, command) or _quote(prog, command) or "python"
+    if proven:
+        return ("%s puts the working folder first on the import path, so a `json.py` or "
+                "`linecache.py` there would run" % shown, _PY_INSTEAD % name)
+    piece, _, reason = part.partition("\0")
+    if not reason:
+        return "the code given to %s does not parse as Python" % shown, ""
+    return "%s %s" % (_quote(piece, command) or "the code", reason), _PY_INSTEAD % name
 
 
 def _env_why(name: str, runs: str) -> str:
