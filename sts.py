@@ -6213,8 +6213,8 @@ def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
     _, name, flag, proven, part = why
     shown = _quote(prog + " " + flag, command) or _quote(prog, command) or "python"
     if proven:
-        return ("%s puts the working folder first on the import path, so a `json.py` or "
-                "`linecache.py` there would run" % shown, _PY_INSTEAD % name)
+        return ("%s puts the working folder first on the import path, so a json.py or "
+                "linecache.py there would run" % shown, _PY_INSTEAD % name)
     piece, _, reason = part.partition("\0")
     if not reason:
         return "the code given to %s does not parse as Python" % shown, ""
