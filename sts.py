@@ -1907,13 +1907,13 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("BASHOPTS", "changes how a shell runs"), ("ZDOTDIR", "makes zsh read other startup files"),
     ("PS4", "runs code when a shell traces"), ("PROMPT_COMMAND", "runs code at each prompt"),
     ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
-    ("CDPATH", "changes where `cd` goes"), ("PWD", "changes what %s takes as its folder"),
-    ("OLDPWD", "changes where `cd -` goes"), ("SHELL", "names the shell %s may start"),
+    ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
+    ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
     ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
     ("GIT_*", "changes what git reads, runs or writes"),
     ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
     ("EDITOR", "names an editor %s may run"), ("VISUAL", "names an editor %s may run"),
-    ("LESS*", "changes what `less` runs"), ("BROWSER", "names a program %s may run"),
+    ("LESS*", "changes what less runs"), ("BROWSER", "names a program %s may run"),
     ("PYTHON*", "changes what Python loads or runs"), ("NODE_*", "changes what Node loads or runs"),
     ("NPM_*", "changes npm's configuration"), ("YARN_*", "changes yarn's configuration"),
     ("PNPM_*", "changes pnpm's configuration"), ("BUN_*", "changes bun's configuration"),
@@ -2167,6 +2167,36 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 }
 
 
+# Programs that print their help for a lone `--help`, and their version for a
+# lone `--version`, and exit without doing anything else.  Only the lone word
+# counts: beside other arguments `POSIXLY_CORRECT` ends the options at the
+# first operand (`rm x --help` removes x), and an option may take the next
+# word as its value (`cp -t --help x`).  Left out: tools whose help loads the
+# project's own code or config (pytest loads conftest.py, mvn and gradle read
+# JVM options from the project) and those whose help runs a pager (aws).
+_HELP_PROGRAMS = frozenset((
+    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
+    "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
+    "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
+    "xargs", "env", "nice", "timeout", "nohup", "stdbuf", "sudo", "bash", "zsh",
+    "python", "python3", "node", "ruby", "deno", "make", "cmake", "cargo", "rustup", "rustc",
+    "pip", "pip3", "uv", "docker", "kubectl", "helm", "terraform", "gh", "systemctl",
+    "journalctl", "apt", "apt-get", "ssh", "scp", "sftp", "date", "hostname", "tree", "file",
+    "npm", "go",
+))
+# Programs whose -h is no option at all: they print their usage and stop.
+_HELP_SHORT = frozenset(("scp", "sftp", "ssh"))
+
+
+def _help_only(name: str, args: List[_W]) -> bool:
+    """`prog --help`, `prog --version` (and `scp -h`) alone, for a program of _HELP_PROGRAMS."""
+    if len(args) != 1 or name not in _HELP_PROGRAMS or not args[0].static:
+        return False
+    word = args[0].text
+    return word in ("--help", "--version") or (word == "-h" and name in _HELP_SHORT)
+
+
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].static and (
             args[0].text == "--version" or args[0].text in _VERSION_WORDS.get(name, ())):
@@ -2186,6 +2216,8 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         return _unknown("shell_syntax_unproven", "dynamic")
     handler = _PROGRAMS.get(name)
     args = words[1:]
+    if len(args) == 1 and _help_only(name, args):
+        return _an_read()
     for w in args:
         if w.text and w.text[0] in _UNICODE_DASHES:
             # looks like an option to a reader, is not one to the program
@@ -3068,6 +3100,12 @@ _GIT_READ_ACTIONS = {
 }
 
 
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_LONG)
+                   | frozenset(_GIT_READ_ACTIONS)
+                   | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
+                                "archive", "symbolic-ref", "help")))
+
+
 def _git_action(sub: str, args: List[_W]) -> _V:
     reads, writes = _GIT_READ_ACTIONS[sub]
     if sub == "remote":
@@ -3183,6 +3221,72 @@ def _format_patch_stdout(head: List[_W]) -> bool:
     return False
 
 
+# `git help` options that only print (-w opens a browser, -i runs info: left out).
+_GIT_HELP_FLAGS = frozenset(("-a", "--all", "-g", "--guides", "-c", "--config", "-m", "--man",
+                             "--user-interfaces", "--developer-interfaces", "--verbose",
+                             "--no-external-commands", "--no-aliases"))
+
+# Subcommands whose -n/--dry-run only shows what they would do:
+# sub -> (short flags in a cluster, long flags, options that take a value).
+_GIT_DRY_RUNS: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
+    "clean": ("ndxXqf", ("--dry-run", "--quiet", "--force"), ("-e", "--exclude")),
+    "add": ("nvfAu", ("--dry-run", "--verbose", "--force", "--all", "--update", "--no-all",
+                      "--ignore-removal", "--no-ignore-removal", "--ignore-errors",
+                      "--ignore-missing", "--sparse"), ()),
+    "rm": ("nrfq", ("--dry-run", "--cached", "--quiet", "--force", "--ignore-unmatch",
+                    "--sparse"), ()),
+    "mv": ("nfkv", ("--dry-run", "--force", "--verbose", "--sparse"), ()),
+}
+
+
+def _git_help(args: List[_W]) -> _V:
+    """`git help [name]` prints or shows a manual page, like `git log` shows its pager."""
+    names = 0
+    for w in args:
+        if not w.static:
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
+        if w.text.startswith("-"):
+            if w.text not in _GIT_HELP_FLAGS:
+                return _unknown("git_arguments_unproven", "option", w.text)
+        else:
+            names += 1
+    return _an_read() if names <= 1 else _unknown("git_arguments_unproven", "git", "help")
+
+
+def _git_dry_run(sub: str, args: List[_W]) -> bool:
+    """Whether this add/rm/mv/clean only shows what it would do (-n or --dry-run)."""
+    flags, longs, valued = _GIT_DRY_RUNS[sub]
+    dry = False
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        i += 1
+        if not w.static or w.glob:
+            return False   # may turn into an option such as -i (interactive)
+        t = w.text
+        if t == "--":
+            break
+        if not t.startswith("-") or t == "-":
+            continue
+        if t.startswith("--"):
+            key = t.split("=", 1)[0]
+            if key in valued:
+                i += 0 if "=" in t else 1
+                continue
+            if t not in longs:
+                return False
+            dry = dry or t == "--dry-run"
+            continue
+        for k, ch in enumerate(t[1:], 1):
+            if "-" + ch in valued:
+                i += 0 if t[k + 1:] else 1
+                break
+            if ch not in flags:
+                return False
+            dry = dry or ch == "n"
+    return dry and i <= n
+
+
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     while i < n:
@@ -3196,7 +3300,9 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
             if i + 1 >= n:
                 return _unknown("option_value_missing")
             i += 2
-        elif t in ("--version", "-v"):
+        elif t.startswith("-C"):
+            i += 1     # -Cdir, the same as -C dir
+        elif t in ("--version", "-v", "--help", "-h"):
             return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
         else:
             break
@@ -3207,6 +3313,15 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args[i + 1:]
     if sub.startswith("-"):
         return _unknown("git_arguments_unproven", "gitglobal", sub)
+    if len(rest) == 1 and rest[0].static and rest[0].text in ("--help", "-h") \
+            and sub in _GIT_KNOWN_SUBS:
+        return _an_read()   # usage, or `git help SUB`; an alias never shadows a builtin
+    if sub == "help":
+        return _git_help(rest)
+    if sub in _GIT_DRY_RUNS and _git_dry_run(sub, rest):
+        return _an_read()
+    if sub == "bisect" and [w.text for w in rest] == ["log"]:
+        return _an_read()
     if sub in _GIT_WRITE_SUBS:
         return _write(_git_targets(sub, rest)).blame("git", sub)
     if sub in _GIT_REV_SUBS:
@@ -4570,7 +4685,7 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     if verb == "work":
         return _write()
-    if verb == "version":
+    if verb == "version" or (verb == "help" and all(w.static for w in args)):
         return _an_read()
     if verb == "env":
         # Go's flag package also takes --w, -w=true and --u.
@@ -5180,7 +5295,8 @@ _PROGRAMS.update({
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    "py": _interp("python"), "python2": _interp("python"), "node": _interp("node"), "nodejs": _interp("node"),
+    "py": _interp("python"), "python2": _interp("python"), "node": _interp("node"),
+    "nodejs": _interp("node"),
     "perl": _interp("perl"), "ruby": _interp("ruby"), "php": _interp("php"),
     "deno": _interp("deno"),
     "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
@@ -6195,10 +6311,15 @@ def _assignment_shown(name: str, where: Any, command: str) -> str:
         segment = where.src[where.start:where.end]
         at = segment.find(name + "=")
         if at >= 0:
-            end = at + len(name) + 1
-            while end < len(segment) and segment[end] not in " \t\n;|&<>":
+            end, quote = at + len(name) + 1, ""
+            while end < len(segment) and (quote or segment[end] not in " \t\n;|&<>"):
+                ch = segment[end]
+                if quote and ch == quote:
+                    quote = ""
+                elif not quote and ch in "'\"":
+                    quote = ch
                 end += 1
-            found = _quote(segment[at:end], command)
+            found = "" if quote else _quote(segment[at:end], command)
             if found:
                 return found
     return _quote(name + "=", command) or _quote(name, command)
