@@ -262,3 +262,11 @@ def test_a_manifest_edit_names_the_dependency_line(store):
     denied = sts.handle_event(_event(action), store)
     assert denied.code == "DEPENDENCY_NOT_AUTHORIZED"
     assert '`"left-pad": "^1.3.0"` in `package.json` adds a dependency.' in denied.text
+
+
+def test_the_skill_shows_the_message_the_guard_really_gives():
+    with open(os.path.join(ROOT, "skills", "stop-that-shit", "SKILL.md"), encoding="utf-8") as fh:
+        skill = fh.read()
+    block = skill.split("```\nSTOP / INTENT\n", 1)[1].split("```", 1)[0]
+    shown = [line for line in block.split("\n") if line.startswith(("Culprit:", "Instead:"))]
+    assert shown == culprit("sed -i -n 1p x.txt").split("\n")
