@@ -5556,7 +5556,7 @@ def _ps_words(text: str) -> List[Any]:
         if c in "|&":
             op = text[i:i + 2] if text[i:i + 2] in ("||", "&&") else c
             if op == "&" or not cur:
-                raise _Give("shell_syntax_unproven")
+                raise _Give("shell_syntax_unproven", why=("pschar", op))
             cmds.append(cur)
             cur = []
             need = True
@@ -5755,7 +5755,7 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     if text.lstrip(" \t").startswith('"'):
         # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven", "cmdquote")
     total = _V()
     i, n = 0, len(text)
     cur: List[_W] = []
@@ -6048,7 +6048,7 @@ def _segment(where: Any, command: str) -> str:
             if src.startswith(("$(", "${", "<(", ">(", "`"), k):
                 end = max(end, _balanced_end(src, k))
                 break
-        return src[start:end] or src[max(0, pos - 20):pos + 20].strip()
+        return (src[start:end] or src[max(0, pos - 20):pos + 20].strip()).split("\n", 1)[0]
     return ""
 
 
@@ -6261,7 +6261,9 @@ def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
         return "%s runs a program from a path, not a known system program" % (
             _quote(text, command) or "the command"), ""
     if kind == "dynamic":
-        return "the program's name is only known when the command runs", ""
+        first = _segment(where, command).split(" ", 1)[0] if where is not None else ""
+        return "%s names the program only when the command runs" % (
+            _quote(first, command) or "the command"), ""
     if kind == "dash":
         return "%s starts with a Unicode dash, not a plain hyphen" % (_quote(why[1], command)
                                                            or "an argument"), ""
@@ -6277,6 +6279,10 @@ def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
                 % (_quote(why[1].strip(), command) or "")).replace("line  holds", "holds"), ""
     if kind == "cmdchar":
         return "%s is special to cmd.exe" % (_quote(why[1], command) or "a character"), ""
+    if kind == "cmdquote":
+        first = command.lstrip(" \t").split(" ", 1)[0]
+        return ("%s starts the line with a quote, and cmd.exe then drops the first and "
+                "last quote of the line" % (_quote(first, command) or "the command")), ""
     if kind == "pschar":
         return "%s is special to PowerShell" % (_quote(why[1], command) or "a character"), ""
     if kind == "heredoc_open":
@@ -6340,7 +6346,12 @@ def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
     piece, _, reason = part.partition("\0")
     if not reason:
         return "the code given to %s does not parse as Python" % shown, ""
-    return "%s %s" % (_quote(piece, command) or "the code", reason), _PY_INSTEAD % name
+    quoted = _quote(piece, command)
+    if not quoted:   # written with escapes in the command: quote what is verbatim
+        head = piece.split("(", 1)[0]
+        quoted = _quote(head + "(", command) if "(" in piece else _quote(head, command)
+        quoted = "the code at %s" % quoted if quoted else "the code"
+    return "%s %s" % (quoted, reason), _PY_INSTEAD % name
 
 
 def _env_why(name: str, runs: str) -> str:
@@ -6384,8 +6395,10 @@ def _spot_note(command: str, reason: Optional[str]) -> str:
     if reason == "control_character":
         match = _an_rx("bad", _BAD_CHARS).search(command)
         if match:
-            return "the command holds the control character U+%04X at position %d" % (
-                ord(match.group()), match.start() + 1)
+            before = command[:match.start()].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
+            after = _quote(before.strip(), command)
+            return "the command holds the control character U+%04X at position %d%s" % (
+                ord(match.group()), match.start() + 1, ", after " + after if after else "")
     if reason == "analysis_limit":
         return "the command is too long (over %d KiB) or too deeply nested to read" % (
             _MAX_COMMAND // 1024)

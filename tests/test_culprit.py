@@ -154,6 +154,7 @@ def test_every_denied_corpus_line_names_a_culprit_found_in_the_command():
         lines = text.split("\n")
         assert lines[0].startswith("Culprit: "), (command, code, text)
         assert all(line.startswith(("Culprit: ", "Instead: ")) for line in lines), text
+        assert quoted(lines[0]), (command, code, text)   # it names a part, not only a rule
         for fragment in quoted(lines[0]):
             assert fragment in command, (command, code, text)
         assert "\0" not in text and not sts._invisible(text.replace("\n", " ")), text
