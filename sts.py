@@ -5860,7 +5860,8 @@ class _Spot:
 _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
     "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
     "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
-    "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (v.opaque or not v.targets),
+    "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (
+        v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
     "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
@@ -6153,8 +6154,9 @@ def _redirect_shown(op: str, dest: str, where: Any, command: str) -> str:
     return _quote(op, command)
 
 
-def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
-    """(what the piece does, a read-only way to do the same or "")."""
+def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tuple[str, str]:
+    """(what the piece does, a read-only way to do the same or ""); prefer: the
+    targets to name first (those outside files=)."""
     words = _words_of(where)
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
@@ -6162,7 +6164,8 @@ def _why_text(where: Any, v: _V, command: str) -> Tuple[str, str]:
     why = v.why or ()
     kind = why[0] if why else ""
     reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
-    target = next((t for t in v.targets if _quote(t, command)), "")
+    target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
+        next((t for t in v.targets if _quote(t, command)), "")
     qtarget = _quote(target, command)
     if kind == "redir":
         op, dest = why[1].replace("\x01", ""), why[2] or ""
@@ -6451,7 +6454,9 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
             what = "%s %s" % (piece, _REASON_WHY.get(v.reason or "", "could not be read"))
         segment = ""
     else:
-        what, instead = _why_text(where, v, command)
+        what, instead = _why_text(where, v, command, paths)
+        if code not in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN"):
+            instead = ""   # a read-only way does not help a change kept out of files=
         if v.reason == "native_empty_arguments":
             what = "an empty argument that a Windows program may drop would leave: " + what
         if isinstance(where, _Spot) and not where.words:
@@ -8032,16 +8037,14 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     code = decision.code
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
-        if code == "PATH_OUTSIDE_CONTRACT" and allowed is not None:
+        if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
             paths = paths_outside(list(action.shell_write_targets), allowed, action.cwd)
         elif code == "GUARD_SELF_PROTECTION":
             paths = protected_hits(action, protected_paths)
         culprit = shell_culprit(action.command, action.shell or "bash", code, paths)
         if culprit and code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
-            culprit = culprit.replace(".\nInstead:", "; the lock is %s.\nInstead:"
-                                      % _lock_text(allowed), 1) \
-                if "\nInstead:" in culprit else culprit[:-1] + "; the lock is %s." % \
-                _lock_text(allowed)
+            # These carry no Instead line: the culprit is the whole message.
+            culprit = culprit[:-1] + "; the lock is %s." % _lock_text(allowed)
         return culprit
     if code == "PATH_OUTSIDE_CONTRACT" and allowed is not None:
         outside = paths_outside(list(action.affected_paths), allowed, action.cwd)

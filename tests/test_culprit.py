@@ -271,3 +271,14 @@ def test_the_skill_shows_the_message_the_guard_really_gives():
     block = skill.split("```\nSTOP / INTENT\n", 1)[1].split("```", 1)[0]
     shown = [line for line in block.split("\n") if line.startswith(("Culprit:", "Instead:"))]
     assert shown == culprit("sed -i -n 1p x.txt").split("\n")
+
+
+def test_a_shell_write_under_a_lock_names_the_target_outside_it(store):
+    _arm(store, "$stop-that-shit change files=src/**")
+    action = sts.shell_action("Bash", "sed -i s/a/b/ src/a.py docs/x.md")
+    action["cwd"] = "/repo"
+    denied = sts.handle_event(_event(action), store)
+    assert denied.code == "WRITE_PATH_UNPROVEN"
+    lines = [line for line in denied.text.split("\n") if line.startswith(("Culprit", "Instead"))]
+    # No Instead: a read-only way does not help a change that must stay inside the lock.
+    assert lines == ["Culprit: `sed -i` edits `docs/x.md` in place; the lock is `files=src/**`."]
