@@ -3666,7 +3666,8 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     fail, operands, seen = _parse_opts(rest, _SED_SPEC)
     scripts = [v for o, v in seen if o in ("e", "expression")]
     if any(o in ("f", "file") for o, _ in seen):
-        return _unknown()
+        spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
+        return _unknown("shell_command_unproven", "script_file", spelled)
     if not scripts:
         if fail is not None and not inplace:
             return fail
@@ -3843,7 +3844,10 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("--version", "-V", "--help"):
             return _an_read()
         if t.startswith("-"):
-            return _unknown()  # -f progfile, -i include, -E, --exec ...
+            # -f progfile, -i include, -E, --exec ...
+            return _unknown("shell_command_unproven",
+                            "script_file" if t.startswith(("-f", "-E", "-i", "--exec")) else
+                            "option", t)
         break
     if i >= n:
         return _unknown("shell_syntax_unproven")
@@ -3852,9 +3856,10 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown("shell_syntax_unproven")
     kind = _awk_program(program.text)
     if kind == "write":
-        return _write()
+        return _write().blame("awk", program.text, "writes a file from inside the program")
     if kind == "unknown":
-        return _unknown("interpreter_code")
+        return _unknown("interpreter_code", "awk", program.text,
+                        "runs a command or reads one from inside the program")
     return _an_read()
 
 
@@ -5410,10 +5415,10 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
             if t == "--":
                 break
             if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
         if words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
@@ -6275,8 +6280,19 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
                                                            or "an argument"), ""
     if kind == "opaque":
         piece = _quote(why[1], command)
+        if not piece and where is not None:
+            tokens = _segment(where, command).split()
+            piece = next((_quote(t, command) for t in tokens[1:]
+                          if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
         return ("%s may turn into an option or several words when the command runs"
-                % (piece or "an argument with `$`, a glob or braces")), ""
+                % (piece or "an argument with an expansion, a glob or braces")), ""
+    if kind == "awk":
+        shown = _quote(why[1], command)
+        return ("the %s program %s %s" % (qprog or "awk", shown, why[2]) if shown
+                else "the %s program %s" % (qprog or "awk", why[2])), ""
+    if kind == "script_file":
+        return "%s runs a script from a file the guard does not read" % (
+            _quote(prog + " " + why[1], command) or _quote(why[1], command) or qprog), ""
     if kind == "procsub":
         return "%s sends output to commands whose use of it is not proven" % (
             _quote(why[1], command) or "a process substitution"), ""
@@ -6305,6 +6321,8 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
             "shell_command_unproven", "interpreter_code")):
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
+    if not kind and v.mut == "write" and name == "gh":
+        return "%s changes something on GitHub" % (shown or qprog), ""
     if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
         return "%s installs or changes packages" % (shown or qprog), ""
     if not kind and v.mut == "write" and name in _WRITER_WHY:
