@@ -6088,10 +6088,8 @@ def _subcommand(words: List[str]) -> str:
         if skip:
             skip = False
             continue
-        if word in ("-C", "-c", "--prefix", "-m"):
-            skip = word != "-m"
-            if word == "-m":
-                continue
+        if word in ("-C", "-c", "--prefix"):
+            skip = True   # an option whose value is the next word
             continue
         if not word.startswith("-"):
             return word
