@@ -282,3 +282,13 @@ def test_a_shell_write_under_a_lock_names_the_target_outside_it(store):
     lines = [line for line in denied.text.split("\n") if line.startswith(("Culprit", "Instead"))]
     # No Instead: a read-only way does not help a change that must stay inside the lock.
     assert lines == ["Culprit: `sed -i` edits `docs/x.md` in place; the lock is `files=src/**`."]
+
+
+def test_self_protection_names_the_segment_that_reaches_the_guard(store, sts_home):
+    _arm(store, "$stop-that-shit change")
+    action = sts.shell_action("Bash", "git status && echo '{}' > sessions/x.json")
+    action["cwd"] = str(sts_home)
+    denied = sts.handle_event(_event(action), store)
+    assert denied.code == "GUARD_SELF_PROTECTION"
+    assert "Culprit: `echo '{}' > sessions/x.json`: `> sessions/x.json` writes a file." \
+        in denied.text
