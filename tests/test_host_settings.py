@@ -344,9 +344,6 @@ PROTECTED = {
     },
 }
 
-CASES = [(host, label) for host in HOSTS for label in PROTECTED[host]]
-
-
 def _target(world, host, label):
     path = PROTECTED[host][label](world)
     if not path.startswith("/etc/"):
@@ -356,30 +353,26 @@ def _target(world, host, label):
 
 # --- writes through each host's file tools and its shell ---------------------------
 
-@pytest.mark.parametrize("host,label", CASES)
-def test_file_tools_cannot_write_a_host_settings_file(world, host, label):
+@pytest.mark.parametrize("host", HOSTS)
+def test_file_tools_and_the_shell_cannot_write_a_host_settings_file(world, host):
     session = arm(world, host)
-    target = _target(world, host, label)
-    for table in (WRITE, EDIT):
-        assert_protected(host, use(world, host, session, table, target), named=target)
+    for label in PROTECTED[host]:
+        target = _target(world, host, label)
+        for table in (WRITE, EDIT):
+            assert_protected(host, use(world, host, session, table, target), named=target)
+        for command in ("echo '{\"disableAllHooks\": true}' > %s" % target,
+                        "sed -i 's/{/{ /' %s" % target, "rm -f %s" % target):
+            assert_protected(host, use(world, host, session, SHELL, command))
 
 
-@pytest.mark.parametrize("host,label", CASES)
-def test_the_shell_cannot_write_a_host_settings_file(world, host, label):
-    session = arm(world, host)
-    target = _target(world, host, label)
-    for command in ("echo '{\"disableAllHooks\": true}' > %s" % target,
-                    "sed -i 's/{/{ /' %s" % target, "rm -f %s" % target):
-        assert_protected(host, use(world, host, session, SHELL, command))
-
-
-@pytest.mark.parametrize("host,label", CASES)
-def test_with_the_guard_off_the_same_writes_run(world, host, label):
+@pytest.mark.parametrize("host", HOSTS)
+def test_with_the_guard_off_the_same_writes_run(world, host):
     session = arm(world, host, "$stop-that-shit off")
-    target = _target(world, host, label)
-    assert denial(host, use(world, host, session, WRITE, target)) is None
-    got = use(world, host, session, SHELL, "echo '{}' > %s" % target)
-    assert denial(host, got) is None
+    for label in PROTECTED[host]:
+        target = _target(world, host, label)
+        assert denial(host, use(world, host, session, WRITE, target)) is None, label
+        got = use(world, host, session, SHELL, "echo '{}' > %s" % target)
+        assert denial(host, got) is None, label
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -502,11 +495,11 @@ SHELL_FORMS = [
 ]
 
 
-@pytest.mark.parametrize("command", SHELL_FORMS)
 @pytest.mark.parametrize("host", ["claude", "gemini", "opencode", "hermes"])
-def test_shell_forms_that_write_a_settings_file(world, host, command):
+def test_shell_forms_that_write_a_settings_file(world, host):
     session = arm(world, host)
-    assert_protected(host, use(world, host, session, SHELL, command))
+    for command in SHELL_FORMS:
+        assert_protected(host, use(world, host, session, SHELL, command))
 
 
 FOLDER_COMMANDS = [
@@ -516,12 +509,12 @@ FOLDER_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("command", FOLDER_COMMANDS)
 @pytest.mark.parametrize("host", ["codex", "qwen", "pi"])
-def test_removing_or_filling_a_folder_that_holds_host_settings(world, host, command):
+def test_removing_or_filling_a_folder_that_holds_host_settings(world, host):
     world.real(world.p("settings.json"))
     session = arm(world, host)
-    assert_protected(host, use(world, host, session, SHELL, command))
+    for command in FOLDER_COMMANDS:
+        assert_protected(host, use(world, host, session, SHELL, command))
 
 
 def test_the_working_folder_inside_a_settings_folder_is_not_a_holder(world):
