@@ -7728,8 +7728,10 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
 
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) that reach a protected root."""
-    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    """Paths of `action` (affected or shell write targets) that reach a protected
+    root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
+    hits = [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    return hits or [raw for raw, _, _ in host_settings_matches(action, protected_paths)]
 
 
 def _tamper_what(root: str) -> str:
@@ -7915,14 +7917,6 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
         ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
     ),
 }
-
-# Words for the hosts in messages.
-_HOST_NAMES: Dict[str, str] = {
-    "claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
-    "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi", "omp": "Oh My Pi",
-    "hermes": "Hermes Agent",
-}
-
 
 class HostSettings(Record):
     """HOST_SETTINGS for one environment: the first names of the entries that
@@ -8332,7 +8326,7 @@ def _host_settings_detail(hits: List[Tuple[str, str, _SettingsHit]]) -> str:
     parts = []
     for raw, shown, (relation, host, index, spelled) in hits:
         named = shown if raw == shown else "%s (named `%s`)" % (shown, raw)
-        what = "%s (%s)" % (HOST_SETTINGS[host][index][0], _HOST_NAMES.get(host, host))
+        what = HOST_SETTINGS[host][index][0]  # it names the host
         if relation == "is":
             parts.append("%s is %s" % (named, what))
         elif relation == "in":

@@ -633,6 +633,16 @@ def test_the_message_names_the_file_the_host_and_the_way_out(world):
     assert "STOP / INTENT" in text
 
 
+def test_the_culprit_is_the_part_of_the_line_that_writes_the_settings(world):
+    session = arm(world, "claude")
+    for command, part in (("echo x > a.txt && echo y > .claude/settings.json",
+                           "> .claude/settings.json"),
+                          ("cp a b && cp c opencode.json", "opencode.json")):
+        text = assert_protected("claude", use(world, "claude", session, SHELL, command))
+        culprit = next(line for line in text.splitlines() if line.startswith("Culprit:"))
+        assert part in culprit and "a.txt" not in culprit and "`b`" not in culprit, culprit
+
+
 def test_a_folder_hit_says_which_entry_it_reaches(world):
     session = arm(world, "opencode")
     got = use(world, "opencode", session, SHELL, "rm -rf .opencode")
@@ -808,6 +818,11 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
                 assert not entry.startswith("/") and ".." not in entry.split("/"), entry
 
 
+HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
+              "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
+              "omp": "Oh My Pi", "hermes": "Hermes Agent"}
+
+
 def readme_table():
     """HOST_SETTINGS as the README shows it, one line per row."""
     lines = ["| Host | What | Where | Names |", "| --- | --- | --- | --- |"]
@@ -815,7 +830,7 @@ def readme_table():
         for what, bases, entries in rows:
             where = "; ".join("any folder" if b == "**" else "`%s`" % b for b in bases)
             names = ", ".join("`%s`" % e if e else "(that file)" for e in entries)
-            lines.append("| %s | %s | %s | %s |" % (sts._HOST_NAMES[host], what, where, names))
+            lines.append("| %s | %s | %s | %s |" % (HOST_NAMES[host], what, where, names))
     return "\n".join(lines) + "\n"
 
 
