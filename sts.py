@@ -7928,8 +7928,9 @@ class HostSettings(Record):
     __slots__ = FIELDS = ('heads', 'bases')
 
     heads: "frozenset[str]"   # case-folded
-    # (names of the folder, the folder as written, Windows path?, host, row index)
-    bases: List[Tuple[Tuple[str, ...], str, bool, str, int]]
+    # first name of the folder, case-folded -> (names of the folder, the folder
+    # as written, Windows path?, host, row index)
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]]
 
 
 def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
@@ -8028,11 +8029,10 @@ def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettin
     environ = os.environ if environ is None else environ
     home = home or os.path.expanduser("~")
     heads, system, variable = _settings_static()
-    bases = list(system)
-    for spec, host, index in variable:
-        base = _settings_base(spec, environ, home)
-        if base is not None:
-            bases.append(base + (host, index))
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]] = {}
+    for base in system + [b + (host, index) for spec, host, index in variable
+                          for b in [_settings_base(spec, environ, home)] if b is not None]:
+        bases.setdefault(base[0][0].casefold(), []).append(base)
     return HostSettings(heads, bases)
 
 
@@ -8070,7 +8070,23 @@ class _SettingsReading(Record):
     absolute: bool
 
 
-def _settings_readings(raw: str, cwd: Optional[str]) -> List[_SettingsReading]:
+def _settings_physical(path: str, folders: Optional[Dict[str, str]]) -> str:
+    """realpath(path), with the folder's own resolution shared through
+    `folders` by every path of one call in the same folder (`rm` of a
+    thousand files resolves their folder once, and lstats each name)."""
+    head, tail = os.path.split(path)
+    if folders is None or tail in ("", ".", ".."):
+        return _files_realpath(path)
+    real = folders.get(head)
+    if real is None:
+        real = folders[head] = _files_realpath(head)
+    if os.path.islink(path):
+        return _files_realpath(path)
+    return os.path.join(real, tail)
+
+
+def _settings_readings(raw: str, cwd: Optional[str], folders: Optional[Dict[str, str]] = None
+                       ) -> List[_SettingsReading]:
     """The lexical reading (`..` applied to the names) and the physical one
     (links followed) of a path, since hosts differ in which they use."""
     text = raw.strip()
@@ -8093,7 +8109,7 @@ def _settings_readings(raw: str, cwd: Optional[str]) -> List[_SettingsReading]:
         text = os.path.join(base, text)
     lexical = os.path.normpath(text)
     readings = [_SettingsReading(lexical, _settings_parts(lexical, False), False, True)]
-    physical = _files_realpath(text)
+    physical = _settings_physical(text, folders)
     if physical != lexical:
         readings.append(_SettingsReading(physical, _settings_parts(physical, False), False, True))
     return readings
@@ -8111,30 +8127,38 @@ def _settings_holds_cwd(reading: _SettingsReading, cwd_parts: List[Tuple[str, ..
 _SettingsHit = "Tuple[str, str, int, str]"
 
 
-def _settings_scan(reading: _SettingsReading, settings: HostSettings, fold: bool
-                   ) -> Optional[_SettingsHit]:
+def _settings_scan(reading: _SettingsReading, settings: HostSettings
+                   ) -> Tuple[Optional[_SettingsHit], bool]:
+    """(the first entry the names reach in any letter case, whether that
+    match is exact); an exact match wins over one found earlier in another case."""
     names = reading.parts
     folded = [n.casefold() for n in names]
+    other: Optional[_SettingsHit] = None
     if not settings.heads.isdisjoint(folded):
         anywhere = _settings_anywhere()
         for i, name in enumerate(folded):
             for parts, folder, spelled, host, index in anywhere.get(name, ()):
-                relation = _settings_relation(names[i:], parts, folder, fold)
+                relation = _settings_relation(names[i:], parts, folder, True)
                 if relation:
-                    return relation, host, index, spelled
-    if not reading.absolute:
-        return None
-    for head, shown, windows, host, index in settings.bases:
+                    if _settings_relation(names[i:], parts, folder, False) == relation:
+                        return (relation, host, index, spelled), True
+                    other = other or (relation, host, index, spelled)
+    if not reading.absolute or not names:
+        return other, False
+    for head, shown, windows, host, index in settings.bases.get(folded[0], ()):
         if windows != reading.windows:
             continue
         k = min(len(head), len(names))
-        if any(not _settings_name_match(a, b, fold) for a, b in zip(names[:k], head[:k])):
+        if any(not _settings_name_match(a, b, True) for a, b in zip(names[:k], head[:k])):
             continue
         for parts, folder, spelled in _settings_row(host, index):
-            relation = _settings_relation(names, head + parts, folder, fold)
+            relation = _settings_relation(names, head + parts, folder, True)
             if relation:
-                return relation, host, index, shown + "/" + spelled if spelled else shown
-    return None
+                hit = relation, host, index, shown + "/" + spelled if spelled else shown
+                if _settings_relation(names, head + parts, folder, False) == relation:
+                    return hit, True
+                other = other or hit
+    return other, False
 
 
 def _settings_reach(reading: _SettingsReading, settings: HostSettings
@@ -8142,12 +8166,11 @@ def _settings_reach(reading: _SettingsReading, settings: HostSettings
     """The first entry `reading` reaches.  Letter case counts except on
     Windows paths and where the file system ignores it (probed only when a
     name matches in another case)."""
-    hit = _settings_scan(reading, settings, reading.windows)
-    if hit is not None or reading.windows:
+    hit, exact = _settings_scan(reading, settings)
+    if hit is None or exact or reading.windows:
         return hit
-    hit = _settings_scan(reading, settings, True)
     # With no known folder to probe, another case is taken to be the same file.
-    if hit is not None and (not reading.absolute or _tamper_case_insensitive(reading.shown)):
+    if not reading.absolute or _tamper_case_insensitive(reading.shown):
         return hit
     return None
 
@@ -8159,9 +8182,10 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     if settings is None:
         return []
     cwd_parts: Optional[List[Tuple[str, ...]]] = None
+    folders: Dict[str, str] = {}
     found = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
-        for reading in _settings_readings(raw, action.cwd):
+        for reading in _settings_readings(raw, action.cwd, folders):
             hit = _settings_reach(reading, settings)
             if hit is None:
                 continue
@@ -8242,7 +8266,8 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
             if relation:
                 return relation, host, index, spelled
     if reading.absolute:
-        for head, shown, windows, host, index in settings.bases:
+        for head, shown, windows, host, index in (
+                b for bases in settings.bases.values() for b in bases):
             if windows == reading.windows:
                 for parts, folder, spelled in _settings_row(host, index):
                     relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)

@@ -701,7 +701,8 @@ def test_host_settings_follow_the_environment(world, monkeypatch):
         (elsewhere + "/settings.json", "is")]
     # A relative value depends on the host's working folder: left out, not guessed.
     monkeypatch.setenv("CODEX_HOME", "relative/codex")
-    assert all("relative" not in base[1] for base in sts.host_settings().bases)
+    assert all("relative" not in base[1] for bases in sts.host_settings().bases.values()
+               for base in bases)
 
 
 def test_relative_paths_without_a_working_folder_are_matched_by_name(world, monkeypatch):
