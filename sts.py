@@ -1080,18 +1080,20 @@ def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
 
 
 class _Give(Exception):
-    """Raised anywhere inside the analyzer to stop with a non-read verdict."""
+    """Raised anywhere inside the analyzer to stop with a non-read verdict.
+    opaque: the line writes somewhere the analyzer cannot name."""
 
-    def __init__(self, reason: str, mut: str = "unknown") -> None:
+    def __init__(self, reason: str, mut: str = "unknown", opaque: bool = False) -> None:
         Exception.__init__(self, reason)
         self.reason = reason
         self.mut = mut
+        self.opaque = opaque
 
 
 class _V:
     """Verdict of one simple command (or of a whole line once combined)."""
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "cd")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1103,6 +1105,9 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        # How the command moves the shell it runs in (cd, pushd, eval...): a
+        # move of the drivers section ("to", folder), ("places", [...]) ... or None.
+        self.cd: Optional[Tuple[Any, ...]] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1182,7 +1187,7 @@ _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed
 
 
 class _Cmd:
-    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal")
+    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "attached", "zsh_drop")
 
     def __init__(self) -> None:
         self.words: List[_W] = []
@@ -1190,6 +1195,10 @@ class _Cmd:
         self.redirs: List[Tuple[str, Optional[_W]]] = []
         self.stdin: Optional[str] = None   # heredoc body
         self.stdin_literal = False         # the delimiter was quoted: no expansion in the body
+        # Redirections of a group, `( ... ) > f` or `$(< f)`: not a command of its own.
+        self.attached = False
+        # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
+        self.zsh_drop: List[_W] = []
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -1256,6 +1265,19 @@ def _ansi_c(body: str) -> str:
 
 
 # ------------------------------------------------------------ bash parser ----
+#
+# One reader for every POSIX shell a host may run a command in: bash, zsh
+# (the login shell on macOS, which Codex and Claude Code use) and sh (dash
+# on Debian and Ubuntu).  No event says which one runs, so a line is proven
+# read only when it reads in each.  Where zsh expands what bash leaves alone
+# ($~x globs a value, $=x splits it, $x[...] evaluates arithmetic that may
+# assign, `=cmd` looks up a path, `<1-9>` globs numbers, a bare `< f` runs
+# $READNULLCMD, `}` ends a group anywhere) the form is refused or read the
+# way that covers both; where dash differs ($'...' is `$` then a quoted
+# string, `a &> f` is `a &` then `> f`) the line is read a second time as
+# dash reads it.  zsh options a user turns on in a startup file
+# (EXTENDED_GLOB, GLOB_SUBST, SH_WORD_SPLIT...) are configuration, like
+# aliases: a line that turns one on itself is refused (setopt, emulate).
 
 _META = " \t\n;&|()<>"
 _RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
@@ -1349,17 +1371,22 @@ class _Bash:
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
-    collected flat in `items`; the line is read only if each one is.
+    collected flat in `items`; the line is read only if each one is.  Marks
+    between them keep the shape that decides where a command runs: the
+    separators `;` `&&` `||` `|` `&`, `(` `)` around a subshell, `$(` `$)`
+    around a substitution, and the reserved words { } ! if then elif else
+    fi while until for do done.  dash=True reads the line as dash does.
     """
 
-    def __init__(self, src: str, depth: int) -> None:
+    def __init__(self, src: str, depth: int, dash: bool = False) -> None:
         if depth > _MAX_DEPTH:
             raise _Give("analysis_limit")
         self.s = src
         self.n = len(src)
         self.i = 0
         self.depth = depth
-        self.items: List[Any] = []   # _Cmd or a ready _V
+        self.dash = dash
+        self.items: List[Any] = []   # _Cmd, a ready _V, or a mark (a str)
         self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
 
     # -- driver ---------------------------------------------------------
@@ -1398,6 +1425,8 @@ class _Bash:
                 self._finish(cmd)
                 cmd = _Cmd()
                 self._read_heredocs()
+                if not need_cmd:
+                    self.items.append(";")
                 had_cmd = had_cmd and need_cmd
                 at_start = True
                 continue
@@ -1408,21 +1437,32 @@ class _Bash:
                 self._finish(cmd)
                 return
             if c == "(":
-                if not cmd.empty() or not at_start:
+                if not cmd.empty() or not at_start or cmd.attached:
                     raise _Give("shell_syntax_unproven")
                 if s.startswith("((", self.i):
                     raise _Give("shell_syntax_unproven")
                 if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
                     raise _Give("analysis_limit")
                 self.i += 1
+                start = len(self.items)
+                self.items.append("(")
                 self._list(")", nest + 1)
+                if len(self.items) == start + 1:
+                    # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
+                    raise _Give("shell_syntax_unproven")
+                self.items.append(")")
                 # Redirections may follow the group; words may not.
                 cmd = _Cmd()
+                cmd.attached = True
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
             if c in ";&|":
                 op = self._operator()
+                if op in ("&>", "&>>") and self.dash:
+                    # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
+                    self.i -= len(op) - 1
+                    op = "&"
                 if op in ("&>", "&>>"):
                     self._redirection(cmd, op)
                     at_start = False
@@ -1432,6 +1472,7 @@ class _Bash:
                 if cmd.empty() and not had_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd)
+                self.items.append("|" if op == "|&" else op)
                 cmd = _Cmd()
                 had_cmd = False
                 need_cmd = op in ("|", "||", "&&", "|&")
@@ -1442,6 +1483,15 @@ class _Bash:
                 self._redirection(cmd, op)
                 at_start = False
                 continue
+            if cmd.attached:
+                # After `)`, `}`, `fi` or `done` only a redirection, a separator or
+                # a reserved word may follow: `(ls) rm x` is no command.
+                save = self.i
+                word = self._word()
+                if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
+                    raise _Give("shell_syntax_unproven")
+                self.i = save
+                at_start = True
             if at_start:
                 name = self._assignment_name()
                 if name is not None:
@@ -1463,16 +1513,24 @@ class _Bash:
                 if text in _RESERVED_SKIP:
                     if not cmd.empty():
                         raise _Give("shell_syntax_unproven")
+                    self.items.append(text)
                     had_cmd = text in ("}", "fi", "done")
                     need_cmd = text in ("!", "if", "then", "elif", "else", "do", "while",
                                         "until", "{")
+                    # Redirections after `}`, `fi` or `done` belong to the whole construct.
+                    cmd.attached = had_cmd
                     continue
                 if text in _RESERVED_REFUSE:
                     raise _Give("shell_syntax_unproven")
                 if text == "for":
+                    self.items.append("for")
                     self._for_header()
                     need_cmd, had_cmd = False, True
                     continue
+            elif word.text == "}" and not word.quoted:
+                # zsh ends a group at a lone `}` anywhere on the line, where bash
+                # sees an argument: `{ ls } always { rm x }` runs rm in zsh.
+                raise _Give("shell_syntax_unproven")
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
@@ -1492,6 +1550,8 @@ class _Bash:
 
     def _finish(self, cmd: _Cmd) -> None:
         if not cmd.empty():
+            if self.dash and not cmd.words:
+                cmd.attached = True   # dash runs no program for a bare redirection
             self.items.append(cmd)
 
     def _operator(self) -> str:
@@ -1515,6 +1575,18 @@ class _Bash:
             j += 1
         fd = s[self.i:j]
         self.i = j
+        if s.startswith("<", j):
+            k = j + 1
+            while k < self.n and s[k].isdigit():
+                k += 1
+            if s.startswith("-", k):
+                k += 1
+                while k < self.n and s[k].isdigit():
+                    k += 1
+                if s.startswith(">", k):
+                    # zsh globs `<1-9>` (and `<->`) for numbered files where bash
+                    # reads `< 1-9` and writes `> ...`: `uniq a <-> /dev/null`.
+                    raise _Give("shell_syntax_unproven")
         for op in ("<<<", "<<-", "<<", "<>", "<&", "<(", "<", ">>", ">|", ">&", ">(", ">"):
             if s.startswith(op, self.i):
                 if op in ("<(", ">("):
@@ -1530,7 +1602,7 @@ class _Bash:
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
             self.i += 1
-            self._nested(")")
+            self._nested(")", "$(")
             if kind == ">":
                 # The inner commands are collected; what they do with the data is unproven.
                 self.items.append(_unknown("shell_syntax_unproven"))
@@ -1542,7 +1614,7 @@ class _Bash:
             # Output into a process substitution: the inner commands are
             # collected; what they do with the data is not proven.
             self.i += 2
-            self._nested(")")
+            self._nested(")", "$(")
             self.items.append(_unknown("shell_syntax_unproven"))
             return
         if kind in ("<<", "<<-"):
@@ -1552,10 +1624,35 @@ class _Bash:
             self.heredocs.append((word.text, word.quoted, kind == "<<-", cmd))
             cmd.redirs.append((fd + kind, None))
             return
+        if kind in (">", ">>", ">&", "&>", "&>>") and self.s.startswith("!", self.i):
+            self._clobber(cmd, fd + kind)
+            return
         if self.i >= self.n or self.s[self.i] in _META:
             raise _Give("shell_syntax_unproven")
         word = self._word()
         cmd.redirs.append((fd + kind, word))
+
+    def _clobber(self, cmd: _Cmd, op: str) -> None:
+        """`>! f`, `>>! f`, `>&! f`: zsh writes f (the `!` overrides noclobber);
+        bash and dash write a file named `!` and pass f to the command.  Both
+        targets are kept, and the command is judged with and without f."""
+        self.i += 1
+        if self.i < self.n and self.s[self.i] not in _META:
+            word = self._word()                       # `>!f`: bash writes `!f`
+            bang = _W("!" + word.text, dyn=word.dyn, split=word.split, glob=word.glob,
+                      quoted=word.quoted)
+            cmd.redirs.append((op, bang))
+            cmd.redirs.append((op, word))
+            return
+        cmd.redirs.append((op, _lit("!")))
+        while self.i < self.n and self.s[self.i] in " \t":
+            self.i += 1
+        if self.i >= self.n or self.s[self.i] in _META:
+            return
+        word = self._word()
+        cmd.redirs.append((op, word))
+        cmd.words.append(word)
+        cmd.zsh_drop.append(word)
 
     def _read_heredocs(self) -> None:
         """Consume pending heredoc bodies after a newline; bodies are data, never commands."""
@@ -1614,7 +1711,9 @@ class _Bash:
                 raise _Give("shell_syntax_unproven")
             self._word()  # the list; nested substitutions are collected as commands
 
-    def _nested(self, closer: str) -> None:
+    def _nested(self, closer: str, mark: str) -> None:
+        """A substitution's commands, between the marks `$(` and `$)`: they run
+        in a shell of their own, so a `cd` inside stays inside."""
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
         if self.heredocs:
@@ -1623,10 +1722,21 @@ class _Bash:
             # would be commands we took for heredoc text.
             raise _Give("shell_syntax_unproven")
         self.depth += 1
+        start = len(self.items)
+        self.items.append(mark)
         try:
             self._list(closer, 0)
         finally:
             self.depth -= 1
+        self._close_substitution(start)
+
+    def _close_substitution(self, start: int) -> None:
+        body = [x for x in self.items[start + 1:] if x != ";"]
+        if len(body) == 1 and isinstance(body[0], _Cmd) and not body[0].words \
+                and not body[0].assigns and len(body[0].redirs) == 1 \
+                and body[0].redirs[0][0].lstrip("0123456789") == "<":
+            body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
+        self.items.append("$)")
 
     # -- words ------------------------------------------------------------
     def _word(self) -> _W:
@@ -1641,6 +1751,10 @@ class _Bash:
             if lead is None:
                 lead = is_literal and ch != "-"
 
+        # zsh replaces a word that starts with an unquoted `=cmd` by the path
+        # of cmd (`==x` and a lone `=` fail or stay as they are).
+        equals = s.startswith("=", self.i) and self.i + 1 < n \
+            and s[self.i + 1] not in _META and s[self.i + 1] != "="
         while self.i < n:
             c = s[self.i]
             if c in _META:
@@ -1674,6 +1788,11 @@ class _Bash:
                 continue
             if c == "$":
                 nxt = s[self.i + 1] if self.i + 1 < n else ""
+                if nxt == "'" and self.dash:
+                    first(True, "$")        # dash: a plain `$`, then a quoted string
+                    out.append("$")
+                    self.i += 1
+                    continue
                 if nxt == "'":
                     end = self.i + 2
                     while end < n and s[end] != "'":
@@ -1726,6 +1845,9 @@ class _Bash:
                 continue
             if c in "+@!" and self.i + 1 < n and s[self.i + 1] == "(":
                 raise _Give("shell_syntax_unproven")  # extglob
+            if c == "~" and s.startswith("~[", self.i):
+                # zsh's dynamic named directory: ~[name] calls a shell function.
+                raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
             first(True, c)
@@ -1740,7 +1862,7 @@ class _Bash:
                     lead = False
         if lead is None:
             lead = True
-        return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted)
+        return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted)
 
     def _dquote(self, out: List[str], first: Callable[[bool, str], None]) -> bool:
         """Inside "...": only $, backtick and backslash are special."""
@@ -1790,28 +1912,39 @@ class _Bash:
                 self.i = end + 2
                 return True
             self.i = i + 2
-            self._nested(")")
+            self._nested(")", "$(")
             return True
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
             if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
-                    or not _param_safe(body):
+                    or body[0] in "^+" or not _param_safe(body):
+                # ${^x} and ${+x} are zsh's (array product, is-set); bash refuses them
                 raise _Give("shell_syntax_unproven")
             self.i = end + 1
             return True
-        if nxt == "[":
+        if nxt == "[" or (nxt and nxt in "~=^+"):
+            # zsh: $~x globs the value (a glob qualifier in it runs code), $=x
+            # splits it, $^x and $+x too; bash prints these as text.
             raise _Give("shell_syntax_unproven")
+        j = i + 1
         if nxt and (nxt in _NAME_START):
-            j = i + 1
             while j < n and s[j] in _NAME_CHARS:
                 j += 1
-            self.i = j
-            return True
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i = i + 2
-            return True
-        return False
+        elif nxt == "#" and i + 2 < n and s[i + 2] in _NAME_START:
+            j = i + 2                # zsh: $#name is the length of name
+            while j < n and s[j] in _NAME_CHARS:
+                j += 1
+        elif nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            j = i + 2
+        else:
+            return False
+        if s.startswith("[", j):
+            # zsh reads $name[...] as a subscript, evaluated as arithmetic that
+            # may assign: `echo $f[PATH=.]` sets PATH.  bash sees a glob.
+            raise _Give("shell_syntax_unproven")
+        self.i = j
+        return True
 
     def _backtick(self) -> None:
         end = self.s.find("`", self.i + 1)
@@ -1821,9 +1954,12 @@ class _Bash:
         if "\\" in body:
             raise _Give("shell_syntax_unproven")
         self.i = end + 1
-        sub = _Bash(body, self.depth + 1)
+        sub = _Bash(body, self.depth + 1, self.dash)
         sub.items = self.items
+        start = len(self.items)
+        self.items.append("$(")
         sub.parse()
+        self._close_substitution(start)
 
 
 # ---------------------------------------------------------- classification ----
@@ -1886,13 +2022,21 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if not cmd.words:
         if cmd.assigns:
             return v.join(_unknown("state_change"))
+        if not cmd.attached:
+            # A redirection with no command: zsh runs $NULLCMD (cat) for it,
+            # or for an input alone $READNULLCMD (a pager, `more`).
+            v.join(_unknown("shell_syntax_unproven"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if cmd.zsh_drop:
+        # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
+        inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None:
         inner = _stdin_program(cmd, inner, ctx)
     if env_capped:
         inner.cap("state_change")
     v.join(inner)
+    v.cd = inner.cd
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
         for t in v.targets:
@@ -1926,7 +2070,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # The body is expanded before the shell reads it: `\\` becomes `\`,
             # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
             return verdict
-        return _analyze_bash(body, ctx.deeper())
+        script = _analyze_bash(body, ctx.deeper())
+        script.cd = None      # a shell of its own: its cd stays there
+        return script
     if name in _STDIN_CODE:
         verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
     return verdict
@@ -2023,6 +2169,15 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+# Commands that run inside the shell itself, so that a folder change they
+# make (cd, pushd, a sourced file...) stays for the commands after them.
+# Any other program runs in a process of its own: `env cd x`, `xargs cd`
+# and `bash -c 'cd x'` leave the shell where it was.
+_SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", "eval", "trap",
+                         "emulate", "fc", "r", "command", "builtin", "exec", "time", "noglob",
+                         "nocorrect", "-"))
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
@@ -2030,7 +2185,13 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if name is None:
         if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
             return _write()
-        return _unknown("shell_command_unproven" if words[0].static else "shell_syntax_unproven")
+        if words[0].static:
+            return _unknown("shell_command_unproven")
+        # `$c x` may run any builtin, cd among them.
+        return _runs_here(_unknown("shell_syntax_unproven"))
+    if name == "r" and words[0].text == "r":
+        # zsh's `r` repeats the last command (fc -e -); R's interpreter is `R`.
+        return _runs_here(_unknown())
     handler = _PROGRAMS.get(name)
     args = words[1:]
     if any(w.text and w.text[0] in _UNICODE_DASHES for w in args):
@@ -2039,7 +2200,10 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         if name in _WRITERS:
             return _write(_writer_targets(name, args))
         return _unknown()
-    return handler(name, args, ctx)
+    v = handler(name, args, ctx)
+    if v.cd is not None and name not in _SHELL_HERE:
+        v.cd = None
+    return v
 
 
 # ------------------------------------------------------- generic options ----
@@ -2454,9 +2618,17 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """eval runs its text in this shell: a cd inside moves the commands after it."""
     if not all(w.static for w in args):
-        return _unknown("shell_syntax_unproven")
+        return _runs_here(_unknown("shell_syntax_unproven"))
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
+
+
+def _runs_here(v: _V) -> _V:
+    """A verdict for code run in this very shell that cannot be seen: after
+    it the shell may be in any folder."""
+    v.cd = ("any",)
+    return v
 
 
 def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4066,9 +4238,73 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write([f for f in files if f])
 
 
+def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
+    """Operands of cd/pushd/popd after their leading flags, and whether -n
+    (change the stack only) was among them."""
+    ops: List[_W] = []
+    no_cd = dd = False
+    for w in args:
+        if not ops and not dd and w.static and w.text == "--":
+            dd = True
+        elif not ops and not dd and w.static and w.text in flags:
+            no_cd = no_cd or w.text == "-n"
+        else:
+            ops.append(w)
+    return ops, no_cd
+
+
+def _dir_of(word: _W) -> Optional[str]:
+    """Where `cd WORD` goes, or None when that cannot be known: an expansion,
+    `-` (the previous folder) or a stack entry such as +1 or -2."""
+    text = word.text
+    if not word.static or text == "-" or (len(text) > 1 and text[0] in "+-"
+                                          and text[1:].isdigit()):
+        return None
+    return text
+
+
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    ops = [w for w in args if not (w.static and w.text in ("-L", "-P", "-e", "-@"))]
-    return _an_read() if len(ops) <= 1 else _unknown()
+    """cd, and zsh's chdir: reads nothing, writes nothing, moves the shell."""
+    ops, _ = _dir_operands(args, ("-L", "-P", "-e", "-@", "-q", "-s"))
+    v = _an_read() if len(ops) <= 1 else _unknown()
+    # No operand: $HOME.  Two: zsh replaces the first by the second in $PWD.
+    v.cd = ("to", "~" if not ops else _dir_of(ops[0]) if len(ops) == 1 else None)
+    return v
+
+
+def _pushd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q", "-s", "-L", "-P"))
+    v = _an_read() if len(ops) <= 1 else _unknown()
+    if no_cd:
+        v.cd = ("stack",)
+    elif not ops:
+        v.cd = ("swap",)          # the top two entries change places
+    elif len(ops) == 1 and _dir_of(ops[0]) is not None:
+        v.cd = ("push", ops[0].text)
+    else:
+        v.cd = ("lost",)          # a rotation (+N, -N), an expansion, zsh's old/new
+    return v
+
+
+def _popd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q"))
+    v = _an_read()
+    v.cd = ("stack",) if no_cd else ("pop",) if not ops else ("lost",)
+    return v
+
+
+def _dirs(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """dirs lists the stack; -c clears it, and in zsh `dirs a b` sets it."""
+    v = _an_read()
+    for w in args:
+        t = w.text
+        index = len(t) > 1 and t[0] in "+-" and t[1:].isdigit()
+        if not w.static or not (index or t in ("-c", "-l", "-p", "-v", "-lv", "-pv")):
+            v = _unknown("state_change")
+            v.cd = ("stack",)
+        elif t == "-c":
+            v.cd = ("stack",)
+    return v
 
 
 def _printf(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4544,7 +4780,8 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "tee": _tee, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
@@ -4584,6 +4821,12 @@ for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
+for _p in ("source", ".", "trap"):
+    # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown("state_change"))
+for _p in ("emulate", "fc"):
+    # `emulate sh -c CODE` runs CODE; fc re-runs or edits history commands.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown())
 _BUN_EVAL = _interp("bun")
 _PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
                                    else _npm(n, a, c))
@@ -4707,28 +4950,310 @@ del _p
 
 # ------------------------------------------------------------- drivers ----
 
-def _combine(items: List[Any], ctx: _Ctx) -> _V:
-    total = _V()
-    base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
-    for item in items:
-        if isinstance(item, _V):
-            total.join(item)
-            continue
-        v = _classify_cmd(item, ctx)
-        if v.targets and base != "":
-            v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
-                         for t in v.targets] if base is not None else []
-        total.join(v)
-        words = item.words
-        if words and words[0].static and words[0].text in ("cd", "pushd"):
-            ops = [w for w in words[1:] if not w.text.startswith("-")]
-            if len(ops) == 1 and ops[0].static and base is not None:
-                target = ops[0].text
-                base = target if target.startswith(("/", "~")) or base == "" \
-                    else base.rstrip("/") + "/" + target
+# Where a command runs.  A write target is named relative to the folder the
+# shell is in when the command runs, and that folder moves: `cd`, `pushd`,
+# `popd`, a sourced file, `eval`.  A place is (folder, stack): the folder
+# relative to where the line starts ("" there, "/abs" or "~/x" fixed, None
+# unknown) and the pushd stack this line built (older entries are unknown).
+# Every place the shell can be in is kept: a cd may fail (`cd x; rm a`
+# removes x/a or a), a subshell, a pipeline stage (bash) or a background job
+# keeps its cd to itself, `&&` and `||` choose the success or failure side.
+_START = ("", ())
+_LOST = (None, ())
+_MAX_PLACES = 24
+
+
+def _logical(path: str) -> str:
+    """`a/b/..` as cd -L reads it (the shell's own PWD, before symlinks)."""
+    out: List[str] = []
+    for part in path.split("/"):
+        if part == ".." and out and out[-1] not in ("..", "") and not out[-1].startswith("~"):
+            out.pop()
+        elif part == ".." and out == [""]:
+            continue                      # the parent of / is /
+        elif part != "." or not out:
+            out.append(part)
+    return "/".join(out)
+
+
+def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
+    """The folders `cd path` may reach from `folder`: logically and, for a
+    path through `..`, physically too (a symlinked folder's parent)."""
+    if folder is None or path is None:
+        return [None]
+    if path in ("", "."):
+        return [folder]
+    if path.startswith(("/", "~")) or folder == "":
+        new = path
+    else:
+        new = folder.rstrip("/") + "/" + path
+    if ".." in new.split("/"):
+        logical = _logical(new)
+        if logical != new:
+            return [new, logical]
+    return [new]
+
+
+def _merge(*groups: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+    out: List[Tuple[Any, Any]] = []
+    for group in groups:
+        for place in group:
+            if place not in out:
+                out.append(place)
+    return out if len(out) <= _MAX_PLACES else [_LOST]
+
+
+def _cdpath_sensitive(path: Optional[str]) -> bool:
+    """CDPATH is searched for a bare name, never for /x, ./x, ../x or ~."""
+    return path is not None and path not in ("", ".", "..") \
+        and not path.startswith(("/", "./", "../", "~"))
+
+
+def _moved(here: List[Tuple[Any, Any]], move: Tuple[Any, ...],
+           cdpath: bool) -> List[Tuple[Any, Any]]:
+    """The places after `move` succeeds, from each place of `here`."""
+    kind = move[0]
+    out: List[Tuple[Any, Any]] = []
+    for folder, stack in here:
+        if kind in ("to", "push"):
+            path = move[1]
+            pushed = stack + (folder,) if kind == "push" else stack
+            for new in _cd_join(folder, path):
+                out.append((new, pushed))
+            if cdpath and _cdpath_sensitive(path):
+                out.append((None, pushed))    # CDPATH may lead anywhere
+        elif kind in ("pop", "swap"):
+            if not stack:
+                out.append(_LOST)             # an entry pushed before this line
+            elif kind == "pop":
+                out.append((stack[-1], stack[:-1]))
             else:
-                base = None
-    return total
+                out.append((stack[-1], stack[:-1] + (folder,)))
+        elif kind == "stack":
+            out.append((folder, ()))
+        elif kind == "places":
+            for inner, inner_stack in move[1]:
+                rebased = tuple(_cd_join(folder, e)[0] for e in inner_stack)
+                for new in _cd_join(folder, inner):
+                    out.append((new, stack + rebased))
+        else:                                 # "lost" / "any"
+            if kind == "any":
+                out.append((folder, stack))
+            out.append(_LOST)
+    return _merge(out)
+
+
+class _Flow:
+    """Walks the items and marks of _Bash, judging every command once and
+    naming its write targets from each place the shell may be in."""
+
+    __slots__ = ("items", "k", "ctx", "total", "cdpath")
+
+    def __init__(self, items: List[Any], ctx: _Ctx, cdpath: bool) -> None:
+        self.items = items
+        self.k = 0
+        self.ctx = ctx
+        self.total = _V()
+        self.cdpath = cdpath     # CDPATH is (or may be) set: a bare `cd name` may go anywhere
+
+    def run(self) -> _V:
+        here = self.seq([_START], ())
+        total = self.total
+        if here != [_START]:
+            total.cd = ("places", here)
+        return total
+
+    def peek(self) -> Any:
+        return self.items[self.k] if self.k < len(self.items) else None
+
+    def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """Commands separated by `;`, newlines and `&`, up to a mark in stop."""
+        while True:
+            item = self.peek()
+            if item is None or (item.__class__ is str and item in stop):
+                return here
+            if item == ";" or item == "&":
+                self.k += 1
+                continue
+            entry = here
+            ok, failed = self.andor(here, stop)
+            here = _merge(ok, failed) or entry      # empty: every path called exit
+            if self.peek() == "&":
+                self.k += 1
+                here = entry      # a background job runs in a subshell of its own
+
+    def andor(self, here: List[Tuple[Any, Any]],
+              stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, places after failure) of `a && b || c`."""
+        entry = here
+        ok, failed = self.pipeline(here, stop)
+        while True:
+            op = self.peek()
+            if op == "&&":
+                self.k += 1
+                ok2, failed2 = self.pipeline(ok or entry, stop)
+                ok, failed = ok2, _merge(failed, failed2)
+            elif op == "||":
+                self.k += 1
+                ok2, failed2 = self.pipeline(failed or entry, stop)
+                ok, failed = _merge(ok, ok2), failed2
+            else:
+                return ok, failed
+
+    def pipeline(self, here: List[Tuple[Any, Any]],
+                 stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        negate = False
+        while self.peek() == "!":
+            self.k += 1
+            negate = not negate
+        ok, failed = self.command(here, stop)
+        if self.peek() == "|":
+            while self.peek() == "|":
+                self.k += 1
+                while self.peek() == "!":
+                    self.k += 1
+                ok, failed = self.command(here, stop)
+            # bash runs every stage in a subshell, zsh the last one in this shell.
+            ok, failed = _merge(here, ok), _merge(here, failed)
+        if negate:
+            ok = failed = _merge(ok, failed)
+        return ok, failed
+
+    def prefix(self, here: List[Tuple[Any, Any]]) -> None:
+        """Substitutions inside the next command's words run first, in subshells."""
+        while True:
+            item = self.peek()
+            if item == "$(":
+                self.k += 1
+                self.seq(here, ("$)",))
+                self.k += 1
+            elif item.__class__ is _V:
+                self.k += 1
+                self.total.join(item)
+            else:
+                return
+
+    def attached(self, here: List[Tuple[Any, Any]]) -> None:
+        """`( ... ) > f`: the group's redirections are opened where it starts."""
+        self.prefix(here)
+        item = self.peek()
+        if item.__class__ is _Cmd and item.attached:
+            self.k += 1
+            self.simple(item, here)
+
+    def close(self, closer: str) -> None:
+        if self.peek() == closer:
+            self.k += 1
+
+    def command(self, here: List[Tuple[Any, Any]],
+                stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        self.prefix(here)
+        item = self.peek()
+        if item is None:
+            return here, here
+        if item.__class__ is _Cmd:
+            self.k += 1
+            v = self.simple(item, here)
+            move = v.cd
+            if item.words and not item.assigns and _cmd_name(item) == "exit":
+                return [], []
+            if move is None:
+                return here, here
+            if item.assigns:
+                move = ("lost",)          # HOME=/x cd, CDPATH=/x cd y
+            moved = _moved(here, move, self.cdpath)
+            if move[0] in ("places", "any", "stack"):
+                return moved, moved
+            return moved, here            # a failed cd, pushd or popd stays
+        if item in stop or item in (";", "&", "&&", "||", "|"):
+            return here, here
+        self.k += 1
+        if item == "(":
+            self.seq(here, (")",))
+            self.close(")")
+            self.attached(here)
+            return here, here
+        if item == "{":
+            out = self.seq(here, ("}",) + stop)
+            self.close("}")
+            self.attached(here)
+            return out, out
+        if item == "if":
+            out = self.parts(here, ("then", "elif", "else"), "fi", stop)
+            self.attached(here)
+            return out, out
+        if item in ("while", "until", "for"):
+            entry = here
+            if self.loop_moves():
+                # A round that moves the shell starts the next one elsewhere.
+                here = _merge(here, [_LOST])
+            out = self.parts(here, ("do",), "done", stop)
+            self.attached(entry)
+            return out, out
+        return here, here                 # a reserved word out of place (`fi` alone)
+
+    def loop_moves(self) -> bool:
+        """Whether the loop whose header starts here holds, outside subshells,
+        a command that may move the shell (cd, pushd, source, `$c x`...)."""
+        depth, sub = 1, 0
+        for k in range(self.k, len(self.items)):
+            item = self.items[k]
+            if item.__class__ is _Cmd:
+                if sub == 0 and item.words and (not item.words[0].static
+                                                or _cmd_name(item) in _SHELL_HERE):
+                    return True
+            elif item in ("(", "$("):
+                sub += 1
+            elif item in (")", "$)"):
+                sub -= 1
+            elif item in ("while", "until", "for"):
+                depth += 1
+            elif item == "done":
+                depth -= 1
+                if depth == 0:
+                    return False
+        return False
+
+    def parts(self, here: List[Tuple[Any, Any]], seps: Tuple[str, ...], end: str,
+              stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """The parts of if/while/until/for: any may run after any other, so the
+        places each part reaches are merged."""
+        reached = here
+        inner_stop = seps + (end,) + stop
+        while True:
+            reached = _merge(reached, self.seq(reached, inner_stop))
+            item = self.peek()
+            if item in seps:
+                self.k += 1
+                continue
+            if item == end:
+                self.k += 1
+            return reached
+
+    def simple(self, cmd: _Cmd, here: List[Tuple[Any, Any]]) -> _V:
+        v = _classify_cmd(cmd, self.ctx)
+        if v.reason == "state_change":
+            self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
+        if v.targets and here != [_START]:
+            placed: List[str] = []
+            for t in v.targets:
+                if t.startswith(("/", "~")):
+                    placed.append(t)
+                    continue
+                for folder, _ in here:
+                    if folder is None:
+                        v.opaque = True
+                    elif folder == "":
+                        placed.append(t)
+                    else:
+                        placed.append(folder.rstrip("/") + "/" + t)
+            v.targets = placed
+        self.total.join(v)
+        return v
+
+
+def _run_places(v: _V) -> List[Tuple[Any, Any]]:
+    return v.cd[1] if v.cd is not None and v.cd[0] == "places" else [_START]
 
 
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
@@ -4739,9 +5264,16 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
+    cdpath = bool(os.environ.get("CDPATH")) or "CDPATH" in stripped or "cdpath" in stripped
     try:
-        items = _Bash(stripped, ctx.depth).parse()
-        return _combine(items, ctx)
+        v = _Flow(_Bash(stripped, ctx.depth).parse(), ctx, cdpath).run()
+        if "$'" in stripped or "&>" in stripped:
+            # dash reads these differently: judge its reading too.
+            other = _Flow(_Bash(stripped, ctx.depth, dash=True).parse(), ctx, cdpath).run()
+            places = _merge(_run_places(v), _run_places(other))
+            v.join(other)
+            v.cd = ("places", places) if places != [_START] else None
+        return v
     except _Give as g:
         return _V(g.mut, g.reason)
     except RecursionError:
