@@ -1080,14 +1080,12 @@ def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
 
 
 class _Give(Exception):
-    """Raised anywhere inside the analyzer to stop with a non-read verdict.
-    opaque: the line writes somewhere the analyzer cannot name."""
+    """Raised anywhere inside the analyzer to stop with a non-read verdict."""
 
-    def __init__(self, reason: str, mut: str = "unknown", opaque: bool = False) -> None:
+    def __init__(self, reason: str, mut: str = "unknown") -> None:
         Exception.__init__(self, reason)
         self.reason = reason
         self.mut = mut
-        self.opaque = opaque
 
 
 class _V:
@@ -2502,6 +2500,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     capped = False
+    folders: List[_W] = []
     i = 0
     while i < len(args):
         w = args[i]
@@ -2511,8 +2510,13 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-i", "--ignore-environment", "-0", "--null", "-"):
             i += 1
         elif t in ("-u", "--unset", "-C", "--chdir"):
+            if t in ("-C", "--chdir") and i + 1 < len(args):
+                folders.append(args[i + 1])
             i += 2
         elif t.startswith(("--unset=", "--chdir=")) or (t.startswith(("-u", "-C")) and len(t) > 2):
+            if t.startswith(("--chdir=", "-C")):
+                folders.append(_lit(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+                               if w.static else _W("\0", dyn=True))
             i += 1
         elif t == "--":
             i += 1
@@ -2529,8 +2533,60 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args[i:]
     if not rest:
         return _an_read()
-    v = _payload(rest, ctx)
+    v = _in_dir(_payload(rest, ctx), folders)
     return v.cap("state_change") if capped else v
+
+
+def _in_dir(v: _V, folders: List[_W]) -> _V:
+    """Targets of a program that first moves to `folders`, one after the
+    other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
+    expansion among them leaves the folder unknown."""
+    if not folders or not v.targets:
+        return v
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
+        elif prefix is None:
+            v.opaque = True
+        else:
+            placed.append(_cd_join(prefix, t)[0] or t)
+    v.targets = placed
+    return v
+
+
+def _wrapper_option(opts: List[_W], short: str, long: str, valued: str) -> List[_W]:
+    """Every value of a wrapper's option (`-D dir`, `-Ddir`, `--chdir=dir`,
+    `--chdir dir`) among the option words before its payload; `valued` are
+    the letters that take a value, which ends a cluster."""
+    found: List[_W] = []
+    i = 0
+    while i < len(opts):
+        w = opts[i]
+        t = w.text
+        i += 1
+        if t == long:
+            if i < len(opts):
+                found.append(opts[i])
+                i += 1
+        elif t.startswith(long + "="):
+            found.append(_lit(t[len(long) + 1:]) if w.static else _W("\0", dyn=True))
+        elif t.startswith("-") and not t.startswith("--"):
+            for k in range(1, len(t)):
+                if t[k] in valued:
+                    value = t[k + 1:]
+                    if t[k] == short:
+                        if value:
+                            found.append(_lit(value) if w.static else _W("\0", dyn=True))
+                        elif i < len(opts):
+                            found.append(opts[i])
+                    if not value:
+                        i += 1
+                    break
+    return found
 
 
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2676,7 +2732,8 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                long_flags=("--preserve-env", "--non-interactive"))
     if start is None or start >= len(args):
         return _unknown()
-    return _payload(args[start:], ctx).cap("shell_command_unproven")
+    folders = _wrapper_option(args[:start], "D", "--chdir", "ugCDhprtT")
+    return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
 # ----------------------------------------------------------------- git ----
@@ -3201,6 +3258,7 @@ def _format_patch_stdout(head: List[_W]) -> bool:
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
+    folders: List[_W] = []
     while i < n:
         w = args[i]
         if not w.static:
@@ -3211,6 +3269,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         elif t == "-C":
             if i + 1 >= n:
                 return _unknown("option_value_missing")
+            folders.append(args[i + 1])     # git works (and writes) from there
             i += 2
         elif t in ("--version", "-v"):
             return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
@@ -3218,9 +3277,10 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     if i >= n:
         return _unknown("git_arguments_unproven")
-    sub_w = args[i]
-    sub = sub_w.text
-    rest = args[i + 1:]
+    return _in_dir(_git_command(args[i].text, args[i + 1:]), folders)
+
+
+def _git_command(sub: str, rest: List[_W]) -> _V:
     if sub.startswith("-"):
         return _unknown("git_arguments_unproven")
     if sub in _GIT_WRITE_SUBS:
@@ -4614,14 +4674,83 @@ def _tar_lists(args: List[_W]) -> bool:
     return "t" in letters
 
 
+# GNU tar's short options that take a value: in a cluster the value is the
+# rest of the word or, at its end, the next word (old style: the next words
+# in turn).
+_TAR_VALUED = "bCfFgHIKLNTVX"
+
+
+def _tar_words(args: List[_W]) -> Tuple[str, List[_W], List[_W]]:
+    """(mode letters, archives named by -f, folders named by -C in order)."""
+    mode, archives, folders = "", [], []    # type: Tuple[str, List[_W], List[_W]]
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        t = w.text
+        i += 1
+        if t == "--":
+            break
+        if t.startswith("--"):
+            key, eq, val = t.partition("=")
+            value = _lit(val) if eq and w.static else _W("\0", dyn=True) if eq else None
+            if len(key) >= 5 and "--directory".startswith(key) or len(key) >= 4 \
+                    and "--file".startswith(key):
+                if value is None and i < n:
+                    value = args[i]
+                    i += 1
+                if value is not None:
+                    (folders if key.startswith("--d") else archives).append(value)
+            elif key in ("--create", "--append", "--update", "--delete", "--catenate",
+                         "--concatenate"):
+                mode += "c"
+            elif key in ("--extract", "--get"):
+                mode += "x"
+            continue
+        old_style = i == 1 and not t.startswith("-")
+        if not t.startswith("-") and not old_style:
+            continue                        # a member name
+        letters = t if old_style else t[1:]
+        for k, ch in enumerate(letters):
+            if ch not in _TAR_VALUED:
+                mode += ch
+                continue
+            value = None if old_style else letters[k + 1:]
+            if value:
+                value_w = _lit(value) if w.static else _W("\0", dyn=True)
+            elif i < n:
+                value_w = args[i]
+                i += 1
+            else:
+                break
+            if ch == "C":
+                folders.append(value_w)
+            elif ch == "f":
+                archives.append(value_w)
+            if not old_style:
+                break
+    return mode, archives, folders
+
+
 def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A listing reads; creating writes the archive (named from where tar
+    starts); extracting writes into the folders -C moves to, each relative
+    to the one before."""
     if _tar_lists(args):
         return _an_read()
-    first = args[0].text if args else ""
-    mode = first.lstrip("-")
-    if mode[:1] == "c" and len(args) > 1 and "f" in mode:
-        return _write([args[1].text] if args[1].static else [])
-    return _write(_option_dirs(args, ("-C", "--directory")))
+    mode, archives, folders = _tar_words(args)
+    if any(ch in mode for ch in "cruA"):
+        v = _write([w.text for w in archives if w.static])
+        v.opaque = v.opaque or any(not w.static for w in archives)
+        return v
+    v = _write()
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+        if prefix is None:
+            v.opaque = True
+            break
+        v.targets.append(prefix)
+    return v
 
 
 def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
@@ -4649,7 +4778,23 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
                for w in args[1:]):
             return _an_read()
         return _unknown()
-    return _write(_option_dirs(args, ("-d",)))
+    v = _write(_option_dirs(args, ("-d",)))
+    # `unzip a.zip -d $dir`: the files land in a folder nobody can name here.
+    v.opaque = any(w.text == "-d" and k + 1 < len(args) and not args[k + 1].static
+                   for k, w in enumerate(args))
+    return v
+
+
+def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """patch changes the files its input names, after `-d DIR` moves it
+    there; -o writes elsewhere.  The folder stands for the files."""
+    valued = "BDFgiopYrVzd"
+    folders = _wrapper_option(args, "d", "--directory", valued)
+    outputs = _wrapper_option(args, "o", "--output", valued)
+    v = _in_dir(_write([w.text for w in outputs if w.static]), folders[-1:])
+    v.targets.extend(w.text for w in folders[-1:] if w.static)
+    v.opaque = v.opaque or any(not w.static for w in folders + outputs)
+    return v
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
@@ -4813,7 +4958,7 @@ _PROGRAMS.update({
     "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
-    "tar": _tar, "unzip": _unzip, "curl": _curl,
+    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
     "export": lambda n, a, c: _unknown("state_change"),
 })
 for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
@@ -4976,6 +5121,30 @@ def _logical(path: str) -> str:
     return "/".join(out)
 
 
+def _fixed(path: str) -> bool:
+    """A path that does not depend on the folder: /x, ~/x, and on Windows
+    C:\\x, C:/x or \\x."""
+    return path.startswith(("/", "~", "\\")) or (path[1:2] == ":" and path[:1].isalpha())
+
+
+def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
+    """Name v's relative write targets from each folder the shell may be in;
+    one that is unknown makes the write's place unknown (opaque)."""
+    if not v.targets or folders == [""]:
+        return
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
+            continue
+        for folder in folders:
+            if folder is None:
+                v.opaque = True
+            else:
+                placed.append(t if folder == "" else folder.rstrip("/") + "/" + t)
+    v.targets = placed
+
+
 def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
     """The folders `cd path` may reach from `folder`: logically and, for a
     path through `..`, physically too (a symlinked folder's parent)."""
@@ -4983,7 +5152,7 @@ def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
         return [None]
     if path in ("", "."):
         return [folder]
-    if path.startswith(("/", "~")) or folder == "":
+    if _fixed(path) or folder == "":
         new = path
     else:
         new = folder.rstrip("/") + "/" + path
@@ -5235,19 +5404,7 @@ class _Flow:
         if v.reason == "state_change":
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.targets and here != [_START]:
-            placed: List[str] = []
-            for t in v.targets:
-                if t.startswith(("/", "~")):
-                    placed.append(t)
-                    continue
-                for folder, _ in here:
-                    if folder is None:
-                        v.opaque = True
-                    elif folder == "":
-                        placed.append(t)
-                    else:
-                        placed.append(folder.rstrip("/") + "/" + t)
-            v.targets = placed
+            _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
         return v
 
@@ -5420,9 +5577,60 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     except _Give as g:
         return _V(g.mut, g.reason)
     total = _V()
+    folders: List[Optional[str]] = [""]
     for cmd in cmds:
-        total.join(_ps_command(cmd, ctx))
+        v = _ps_command(cmd, ctx)
+        _place_targets(v, folders)
+        total.join(v)
+        prog = cmd[0][0].lower()
+        if prog in _PS_LOCATION:
+            paths = _ps_location_paths(cmd[1:])
+            dest = None if _PS_LOCATION[prog] or len(paths) > 1 or paths[:1] in (["-"], ["+"]) \
+                else paths[0] if paths else "~"
+            # A failed Set-Location is an error the next command runs after.
+            folders = _folders_after(folders, dest)
     return total
+
+
+def _ps_location_paths(args: List[Tuple[str, bool]]) -> List[str]:
+    """The paths a Set-Location or Push-Location names (-Path, -LiteralPath or positional)."""
+    paths: List[str] = []
+    i = 0
+    while i < len(args):
+        text, quoted = args[i]
+        low = text.lower()
+        i += 1
+        if quoted or not low.startswith("-") or low in ("-", "+"):
+            paths.append(text)
+        elif low.split(":", 1)[0] in ("-path", "-literalpath", "-lp", "-stackname"):
+            if ":" in low:
+                value = text.split(":", 1)[1]
+            elif i < len(args):
+                value = args[i][0]
+                i += 1
+            else:
+                continue
+            if low.startswith("-stackname"):
+                paths.append("+")       # another named stack: where it leads is unknown
+            else:
+                paths.append(value)
+    return paths
+
+
+def _folders_after(folders: List[Optional[str]], dest: Optional[str]) -> List[Optional[str]]:
+    """A location change that may fail: every folder before it, and where it leads."""
+    out = list(folders)
+    for folder in folders:
+        for new in _cd_join(folder, dest):
+            if new not in out:
+                out.append(new)
+    return out if len(out) <= _MAX_PLACES else [None]
+
+
+# Location changers of PowerShell and cmd.exe: True when where they go
+# cannot be read from the line (a stack entry).
+_PS_LOCATION = {"cd": False, "chdir": False, "sl": False, "set-location": False,
+                "pushd": False, "push-location": False, "popd": True, "pop-location": True}
 
 
 _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-target", "-lp")
@@ -5525,6 +5733,7 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
         return _unknown("shell_syntax_unproven")
     total = _V()
+    folders: List[Optional[str]] = [""]
     i, n = 0, len(text)
     cur: List[_W] = []
     while i <= n:
@@ -5534,7 +5743,16 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             continue
         if c in "\r\n&|":
             if cur:
-                total.join(_classify_argv(cur, ctx))
+                v = _classify_argv(cur, ctx)
+                _place_targets(v, folders)
+                total.join(v)
+                name = cur[0].text.lower()
+                if name in _PS_LOCATION:
+                    # `cd` alone prints the folder; `cd /d x` also changes the drive.
+                    ops = [w.text for w in cur[1:] if w.text.lower() != "/d"]
+                    if ops or name in ("popd", "pushd"):
+                        dest = None if _PS_LOCATION[name] or len(ops) != 1 else ops[0]
+                        folders = _folders_after(folders, dest)
                 cur = []
             i += 1
             continue
