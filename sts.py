@@ -1707,7 +1707,9 @@ class _Bash:
                 return
             if s[self.i] in _META:
                 raise _Give("shell_syntax_unproven")
-            self._word()  # the list; nested substitutions are collected as commands
+            item = self._word()  # the list; nested substitutions are collected as commands
+            if item.text == "}" and not item.quoted:
+                raise _Give("shell_syntax_unproven")   # zsh: the end of a group
 
     def _nested(self, closer: str, mark: str) -> None:
         """A substitution's commands, between the marks `$(` and `$)`: they run
@@ -2332,6 +2334,18 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
+
+
+def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """GNU stat only prints; zsh's stat builtin (zmodload zsh/stat) assigns
+    an array with -A NAME or a hash with -H NAME, options GNU stat lacks."""
+    for w in args:
+        if w.text == "--":
+            break
+        if w.static and w.text.startswith("-") and not w.text.startswith("--") \
+                and ("A" in w.text or "H" in w.text):
+            return _unknown("state_change")
+    return _an_read()
 
 
 def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
@@ -4925,7 +4939,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,

@@ -72,6 +72,14 @@ def test_corpus_label(number, label, tags, command):
             assert result.dependency_intent, result
         elif tag == "-D":
             assert not result.dependency_intent, result
+        elif tag == ">?":
+            assert result.unknown_target, result
+        elif tag == ">-?":
+            assert not result.unknown_target, result
+        elif tag.startswith(">-"):
+            assert tag[2:] not in result.write_targets, result
+        elif tag.startswith(">"):
+            assert tag[1:] in result.write_targets, result
     if result.reason is not None:
         assert result.reason in sts.ANALYSIS_REASONS
 
