@@ -5230,7 +5230,7 @@ class _Flow:
     """Walks the items and marks of _Bash, judging every command once and
     naming its write targets from each place the shell may be in."""
 
-    __slots__ = ("items", "k", "ctx", "total", "cdpath")
+    __slots__ = ("items", "k", "ctx", "total", "cdpath", "last")
 
     def __init__(self, items: List[Any], ctx: _Ctx, cdpath: bool) -> None:
         self.items = items
@@ -5238,6 +5238,7 @@ class _Flow:
         self.ctx = ctx
         self.total = _V()
         self.cdpath = cdpath     # CDPATH is (or may be) set: a bare `cd name` may go anywhere
+        self.last: Any = None    # (success, failure) places of the last list seq ran
 
     def run(self) -> _V:
         here = self.seq([_START], ())
@@ -5250,7 +5251,9 @@ class _Flow:
         return self.items[self.k] if self.k < len(self.items) else None
 
     def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
-        """Commands separated by `;`, newlines and `&`, up to a mark in stop."""
+        """Commands separated by `;`, newlines and `&`, up to a mark in stop.
+        self.last keeps the two sides of the last one: a group's status."""
+        self.last = (here, here)
         while True:
             item = self.peek()
             if item is None or (item.__class__ is str and item in stop):
@@ -5261,9 +5264,11 @@ class _Flow:
             entry = here
             ok, failed = self.andor(here, stop)
             here = _merge(ok, failed) or entry      # empty: every path called exit
+            self.last = (ok, failed)
             if self.peek() == "&":
                 self.k += 1
                 here = entry      # a background job runs in a subshell of its own
+                self.last = (entry, entry)
 
     def andor(self, here: List[Tuple[Any, Any]],
               stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
@@ -5357,10 +5362,11 @@ class _Flow:
             self.attached(here)
             return here, here
         if item == "{":
-            out = self.seq(here, ("}",) + stop)
+            self.seq(here, ("}",) + stop)
+            ok, failed = self.last
             self.close("}")
             self.attached(here)
-            return out, out
+            return ok, failed
         if item == "if":
             out = self.parts(here, ("then", "elif", "else"), "fi", stop)
             self.attached(here)
