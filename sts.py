@@ -4764,6 +4764,8 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
             v.opaque = True
             break
         v.targets.append(prefix)
+    if not folders and "x" in mode:
+        v.targets.append(".")     # the members land in the folder tar runs in
     return v
 
 
@@ -5154,8 +5156,10 @@ def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
         for folder in folders:
             if folder is None:
                 v.opaque = True
+            elif folder == "" or t == ".":
+                placed.append(folder or t)
             else:
-                placed.append(t if folder == "" else folder.rstrip("/") + "/" + t)
+                placed.append(folder.rstrip("/") + "/" + t)
     v.targets = placed
 
 
