@@ -5140,8 +5140,9 @@ def _logical(path: str) -> str:
 
 def _fixed(path: str) -> bool:
     """A path that does not depend on the folder: /x, ~/x, and on Windows
-    C:\\x, C:/x or \\x."""
-    return path.startswith(("/", "~", "\\")) or (path[1:2] == ":" and path[:1].isalpha())
+    C:\\x, C:/x or \\\\server\\share."""
+    return path.startswith(("/", "~", "\\\\")) or (
+        path[1:2] == ":" and path[:1].isalpha() and path[2:3] in ("\\", "/"))
 
 
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
@@ -5235,7 +5236,7 @@ class _Flow:
     """Walks the items and marks of _Bash, judging every command once and
     naming its write targets from each place the shell may be in."""
 
-    __slots__ = ("items", "k", "ctx", "total", "cdpath", "last")
+    __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
 
     def __init__(self, items: List[Any], ctx: _Ctx, cdpath: bool) -> None:
         self.items = items
@@ -5244,6 +5245,7 @@ class _Flow:
         self.total = _V()
         self.cdpath = cdpath     # CDPATH is (or may be) set: a bare `cd name` may go anywhere
         self.last: Any = None    # (success, failure) places of the last list seq ran
+        self.lead: List[Tuple[Any, Any]] = []   # places before the last pipeline of a list
 
     def run(self) -> _V:
         here = self.seq([_START], ())
@@ -5272,25 +5274,31 @@ class _Flow:
             self.last = (ok, failed)
             if self.peek() == "&":
                 self.k += 1
-                here = entry      # a background job runs in a subshell of its own
-                self.last = (entry, entry)
+                # bash runs the whole `a && b &` in the background; zsh only b,
+                # after running a here.
+                here = _merge(entry, self.lead)
+                self.last = (here, here)
 
     def andor(self, here: List[Tuple[Any, Any]],
               stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
         """(places after success, places after failure) of `a && b || c`."""
         entry = here
+        lead: List[Tuple[Any, Any]] = []
         ok, failed = self.pipeline(here, stop)
         while True:
             op = self.peek()
             if op == "&&":
                 self.k += 1
+                lead = _merge(ok, failed)
                 ok2, failed2 = self.pipeline(ok or entry, stop)
                 ok, failed = ok2, _merge(failed, failed2)
             elif op == "||":
                 self.k += 1
+                lead = _merge(ok, failed)
                 ok2, failed2 = self.pipeline(failed or entry, stop)
                 ok, failed = _merge(ok, ok2), failed2
             else:
+                self.lead = lead
                 return ok, failed
 
     def pipeline(self, here: List[Tuple[Any, Any]],

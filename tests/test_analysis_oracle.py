@@ -340,7 +340,8 @@ WHERE_LINES = [
     "tar -C out -xf t.tar", "cd x && tar -xf ../t.tar", "tar -xf t.tar -C x",
     "tar -C x -C inner -xf ../../t.tar", "cd x; sh -c 'cd inner; touch a'; touch b",
     "cd x && (cd inner && touch a) && touch b", "cd x\ntouch y", "cd x &&\ntouch y",
-    "! cd x || touch y", "cd x && true | touch y",
+    "! cd x || touch y", "cd x && true | touch y", "cd x && true & touch y; wait",
+    "cd x || true & touch y; wait", "cd x & touch y; wait",
 ]
 
 
