@@ -4341,15 +4341,16 @@ def _dir_of(word: _W) -> Optional[str]:
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """cd, and zsh's chdir: reads nothing, writes nothing, moves the shell."""
     ops, _ = _dir_operands(args, ("-L", "-P", "-e", "-@", "-q", "-s"))
-    v = _an_read() if len(ops) <= 1 else _unknown()
-    # No operand: $HOME.  Two: zsh replaces the first by the second in $PWD.
+    v = _an_read() if len(ops) <= 2 else _unknown()
+    # No operand: $HOME.  Two: zsh replaces the first by the second in $PWD
+    # (bash refuses), a folder this line cannot name.
     v.cd = ("to", "~" if not ops else _dir_of(ops[0]) if len(ops) == 1 else None)
     return v
 
 
 def _pushd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     ops, no_cd = _dir_operands(args, ("-n", "-q", "-s", "-L", "-P"))
-    v = _an_read() if len(ops) <= 1 else _unknown()
+    v = _an_read()       # pushd moves the shell; it writes nothing
     if no_cd:
         v.cd = ("stack",)
     elif not ops:
@@ -5248,6 +5249,11 @@ class _Flow:
         self.lead: List[Tuple[Any, Any]] = []   # places before the last pipeline of a list
 
     def run(self) -> _V:
+        items = self.items
+        if len(items) == 1 and items[0].__class__ is _Cmd and items[0].words \
+                and items[0].words[0].static and _cmd_name(items[0]) not in _SHELL_HERE:
+            self.simple(items[0], [_START])     # one plain command: nothing moves
+            return self.total
         here = self.seq([_START], ())
         total = self.total
         if here != [_START]:
