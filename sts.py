@@ -5185,6 +5185,9 @@ def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
 
 
 def _merge(*groups: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+    first = groups[0]
+    if all(group is first or not group for group in groups):
+        return first          # nothing moved: the common case, no copy
     out: List[Tuple[Any, Any]] = []
     for group in groups:
         for place in group:
@@ -5239,22 +5242,25 @@ class _Flow:
 
     __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
 
-    def __init__(self, items: List[Any], ctx: _Ctx, cdpath: bool) -> None:
+    def __init__(self, items: List[Any], ctx: _Ctx, text: str) -> None:
         self.items = items
         self.k = 0
         self.ctx = ctx
         self.total = _V()
-        self.cdpath = cdpath     # CDPATH is (or may be) set: a bare `cd name` may go anywhere
+        # CDPATH is (or may be) set, so a bare `cd name` may go anywhere: the
+        # line names it, or the hook's environment has it (looked up on need).
+        self.cdpath: Optional[bool] = True if "CDPATH" in text or "cdpath" in text else None
         self.last: Any = None    # (success, failure) places of the last list seq ran
         self.lead: List[Tuple[Any, Any]] = []   # places before the last pipeline of a list
 
     def run(self) -> _V:
         items = self.items
-        if len(items) == 1 and items[0].__class__ is _Cmd and items[0].words \
-                and items[0].words[0].static and _cmd_name(items[0]) not in _SHELL_HERE:
-            self.simple(items[0], [_START])     # one plain command: nothing moves
-            return self.total
-        here = self.seq([_START], ())
+        if len(items) == 1 and items[0].__class__ is _Cmd:
+            # One simple command, the common case: no walk.
+            ok, failed = self.moves(items[0], self.simple(items[0], [_START]), [_START])
+            here = _merge(ok, failed)
+        else:
+            here = self.seq([_START], ())
         total = self.total
         if here != [_START]:
             total.cd = ("places", here)
@@ -5360,18 +5366,7 @@ class _Flow:
             return here, here
         if item.__class__ is _Cmd:
             self.k += 1
-            v = self.simple(item, here)
-            move = v.cd
-            if item.words and not item.assigns and _cmd_name(item) == "exit":
-                return [], []
-            if move is None:
-                return here, here
-            if item.assigns:
-                move = ("lost",)          # HOME=/x cd, CDPATH=/x cd y
-            moved = _moved(here, move, self.cdpath)
-            if move[0] in ("places", "any", "stack"):
-                return moved, moved
-            return moved, here            # a failed cd, pushd or popd stays
+            return self.moves(item, self.simple(item, here), here)
         if item in stop or item in (";", "&", "&&", "||", "|"):
             return here, here
         self.k += 1
@@ -5399,6 +5394,23 @@ class _Flow:
             self.attached(entry)
             return out, out
         return here, here                 # a reserved word out of place (`fi` alone)
+
+    def moves(self, cmd: _Cmd, v: _V,
+              here: List[Tuple[Any, Any]]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, after failure) of one simple command."""
+        move = v.cd
+        if move is None:
+            if cmd.words and cmd.words[0].text == "exit" and not cmd.assigns:
+                return [], []             # nothing after it runs
+            return here, here
+        if cmd.assigns:
+            move = ("lost",)              # HOME=/x cd, CDPATH=/x cd y
+        if self.cdpath is None and move[0] in ("to", "push") and _cdpath_sensitive(move[1]):
+            self.cdpath = bool(os.environ.get("CDPATH"))
+        moved = _moved(here, move, bool(self.cdpath))
+        if move[0] in ("places", "any", "stack"):
+            return moved, moved
+        return moved, here                # a failed cd, pushd or popd stays
 
     def loop_moves(self) -> bool:
         """Whether the loop whose header starts here holds, outside subshells,
@@ -5460,12 +5472,11 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
-    cdpath = bool(os.environ.get("CDPATH")) or "CDPATH" in stripped or "cdpath" in stripped
     try:
-        v = _Flow(_Bash(stripped, ctx.depth).parse(), ctx, cdpath).run()
+        v = _Flow(_Bash(stripped, ctx.depth).parse(), ctx, stripped).run()
         if "$'" in stripped or "&>" in stripped:
             # dash reads these differently: judge its reading too.
-            other = _Flow(_Bash(stripped, ctx.depth, dash=True).parse(), ctx, cdpath).run()
+            other = _Flow(_Bash(stripped, ctx.depth, dash=True).parse(), ctx, stripped).run()
             places = _merge(_run_places(v), _run_places(other))
             v.join(other)
             v.cd = ("places", places) if places != [_START] else None

@@ -2,7 +2,7 @@
 
 Not a pytest module (the name does not start with test_).  Run it as root:
 
-    python3 tests/fuzz_reads.py [--count N] [--seed S] [--jobs 2] [--out DIR]
+    python3 tests/fuzz_reads.py [--count N] [--seed S] [--jobs 2] [--out DIR] [--dress P]
 
 1. Harvest the real options of every program the analyzer can prove read
    (`PROG --help`, `git SUB -h`), run in the sandbox below.
@@ -518,7 +518,7 @@ def _wrap(line, rng):
     return line
 
 
-def generate(table, git_subs, rng, count):
+def generate(table, git_subs, rng, count, dress=0.2):
     out = []
     progs = [p for p in table if not p.startswith("git ") and p != "git"]
     weights = [_WEIGHT_INERT if sts._PROGRAMS.get(p) is sts._inert else _WEIGHT_OTHER
@@ -561,7 +561,7 @@ def generate(table, git_subs, rng, count):
         else:
             continue
         line = _wrap(line, rng) + rng.choice(SUFFIXES)
-        if rng.random() < 0.2:
+        if rng.random() < dress:
             line = _zsh_form(line, rng)
         if rng.random() < 0.1:
             other = _simple(rng.choice(progs), list(table[rng.choice(progs)].items()), rng)
@@ -587,6 +587,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="/tmp/fuzz_reads")
     ap.add_argument("--lines", help="run these lines (one a line) instead of generating")
+    ap.add_argument("--dress", type=float, default=0.2,
+                    help="share of lines dressed in a zsh form or a shell move")
     ap.add_argument("--verbose", action="store_true", help="print what each line printed")
     ap.add_argument("--runner", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -612,7 +614,7 @@ def main():
         claims, seen, generated = [], set(), 0
         per_head = {}
         while len(claims) < args.count and generated < args.count * 200:
-            for line in generate(table, git_subs, rng, 5000):
+            for line in generate(table, git_subs, rng, 5000, args.dress):
                 generated += 1
                 if line in seen:
                     continue
