@@ -1675,6 +1675,11 @@ class _Bash:
                     # A trailing backslash joins the next line in an unquoted body:
                     # `$\` then `(cmd)` is a command substitution.
                     raise _Give("shell_syntax_unproven")
+                if not quoted and "$" in line and _an_rx(
+                        "hdsub", r"\$(#?[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])\[").search(line):
+                    # zsh expands $f[PATH=5] in the body too, as arithmetic that
+                    # assigns, in this shell when the command is a builtin.
+                    raise _Give("shell_syntax_unproven")
                 body.append(check)
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
             # (an unquoted body keeps its $name text: intents do not depend on values).

@@ -486,6 +486,13 @@ BYPASS_CLASSES = {
                     "git diff --no-index a.txt b.txt ' --output=victim.txt '"],
     "option abbreviation": ["sort --o=f in.txt", "sed --i 's/a/b/' a.txt"],
     "session state": ["alias ls='rm -rf'", "PATH=./bin:$PATH ls", "export FOO=1"],
+    "zsh expands what bash leaves alone": [
+        "for x in '*(e:touch pwned:)'; do ls $~x; done", "for x in 'touch pwned'; do $=x; done",
+        "echo $f[PATH=5]; ls", "=touch pwned", "< f", "{ ls } always { touch pwned }",
+        "uniq f <-> /dev/null", "ls ~[proj]", "emulate sh -c 'touch pwned'"],
+    "where a command runs": ["cd x; touch y", "cd x &>/dev/null && touch y",
+                             "true | cd x; touch y", "git -C sub checkout -- a",
+                             "env -C sub rm a", "tar -C a -C b -xf x.tar"],
 }
 
 
