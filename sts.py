@@ -1037,8 +1037,10 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
 # Trust boundary (analysis.md 5.6): configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
-# aliases and functions defined earlier in a persistent shell) are not
-# seen here; commands that change them are reported as state_change.
+# aliases and functions defined earlier in a persistent shell, zsh options
+# and cdpath set in a startup file) are not seen here; commands that change
+# them are reported as state_change.  CDPATH in the hook's own environment
+# is seen: with it a bare `cd name` may lead anywhere.
 
 
 class ShellAnalysis(Record):

@@ -490,6 +490,7 @@ ZSH_TEMPLATES = [
     "eval 'cd src' && @L@", "@L@ | cd src", "true | cd src; @L@",
     "for d in src; do (cd $d && @L@); done", "@P@ $'a.txt'", "@P@ a.txt $'\\x2do' /tmp/PWN_o",
     "r", "fc -l", "dirs src; popd; @L@", "chdir src && @L@", "time @L@",
+    "read x <<EOF\n$f[PATH=pbin]\nEOF\n@L@", "@L@ <<EOF\n$#f[PATH=pbin]\nEOF\nls",
 ]
 
 
