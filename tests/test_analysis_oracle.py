@@ -28,6 +28,12 @@ GIT = shutil.which("git")
 SHELLS = {"bash": ["--norc", "--noprofile", "-c"], "zsh": ["-f", "-c"], "dash": ["-c"]}
 
 
+def _shells(fast):
+    """Every shell as a test parameter; those not in `fast` only in `make test-all`."""
+    return [name if name in fast else pytest.param(name, marks=pytest.mark.slow)
+            for name in sorted(SHELLS)]
+
+
 def _shell(name):
     path = shutil.which(name)
     if path is None:
@@ -88,7 +94,8 @@ def _git(repo, *args):
 
 
 @pytest.mark.skipif(GIT is None, reason="git not installed")
-def test_git_reads_never_write(tmp_path):
+@pytest.mark.parametrize("lines", [400, pytest.param(1500, marks=pytest.mark.slow)])
+def test_git_reads_never_write(tmp_path, lines):
     repo = tmp_path
     _git(repo, "init", "-q")
     (repo / "a").write_text("a\n")
@@ -108,7 +115,7 @@ def test_git_reads_never_write(tmp_path):
     rng = random.Random(7)
     refs = _git(repo, "for-each-ref").stdout
     checked = 0
-    for _ in range(1500):
+    for _ in range(lines):  # the same seed: the short run is the start of the long one
         sub = rng.choice(subs)
         args = [rng.choice(tokens) for _ in range(rng.randint(1, 5))]
         line = " ".join(["git", sub] + args)
@@ -118,7 +125,7 @@ def test_git_reads_never_write(tmp_path):
         _git(repo, sub, *args)
         assert not (repo / "o1").exists(), line
         assert _git(repo, "for-each-ref").stdout == refs, line
-    assert checked > 200
+    assert checked > lines // 8
 
 
 # Programs that would reach the network or block; their verdicts are covered
@@ -140,7 +147,7 @@ def _snapshot(root):
 
 
 @pytest.mark.skipif(GIT is None, reason="git needed")
-@pytest.mark.parametrize("shell", sorted(SHELLS))
+@pytest.mark.parametrize("shell", _shells(fast=("bash",)))
 def test_corpus_reads_leave_the_tree_unchanged(tmp_path, shell):
     argv = _shell(shell)
     from test_analysis import ROWS  # the labelled corpus
@@ -204,7 +211,8 @@ _FUZZ_ARGS = [
 
 @pytest.mark.skipif(GIT is None, reason="git needed")
 @pytest.mark.parametrize("shell", sorted(SHELLS))
-def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, shell):
+@pytest.mark.parametrize("lines", [150, pytest.param(700, marks=pytest.mark.slow)])
+def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, shell, lines):
     """Random lines over the allowlisted programs: whatever is proven read is run."""
     argv = _shell(shell)
     work = tmp_path / "w"
@@ -231,7 +239,7 @@ def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, shell):
     before = state()
     rng = random.Random(2024)
     ran = 0
-    for _ in range(700):
+    for _ in range(lines):  # the same seed: the short run is the start of the long one
         line = " ".join([rng.choice(_FUZZ_PROGRAMS)]
                         + [rng.choice(_FUZZ_ARGS) for _ in range(rng.randint(0, 5))])
         if sts.analyze_shell(line).mutability != "read":
@@ -243,7 +251,7 @@ def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, shell):
         except subprocess.TimeoutExpired:
             pass
         assert state() == before, line
-    assert ran > 150
+    assert ran > lines // 5
 
 
 # ------------------------------------------------------------- zsh and sh ----
@@ -376,7 +384,7 @@ def _covers(path, targets, root, home):
 
 
 @pytest.mark.skipif(shutil.which("tar") is None, reason="tar needed")
-@pytest.mark.parametrize("shell", sorted(SHELLS))
+@pytest.mark.parametrize("shell", _shells(fast=("zsh",)))
 def test_targets_cover_what_each_shell_writes(tmp_path, shell, monkeypatch):
     argv = _shell(shell)
     monkeypatch.delenv("CDPATH", raising=False)
