@@ -5436,15 +5436,6 @@ _TIMEDATECTL = _spec_program(_OptSpec(
     deny={"H": "exec", "host": "exec"}),
     verbs=frozenset(("", "status", "show", "list-timezones", "timesync-status",
                      "show-timesync")), max_operands=1)
-# Without -b, top takes keystrokes: `k` signals and `r` renices a process.
-_TOP = _spec_program(_OptSpec(
-    short="bcHiSsOhV1", short_val="dEenopuUw",
-    long={"batch-mode": 0, "cmdline-toggle": 0, "delay": 1, "scale-summary-mem": 1,
-          "scale-task-mem": 1, "threads-show": 0, "idle-toggle": 0, "iterations": 1,
-          "list-fields": 0, "sort-override": 1, "pid": 1, "accum-time-toggle": 0,
-          "secure-mode": 0, "filter-any-user": 1, "filter-only-euser": 1, "width": 2,
-          "single-cpu-toggle": 0, "help": 0, "version": 0}),
-    needs=("b", "batch-mode", "O", "list-fields", "h", "help", "V", "version"), max_operands=0)
 _DMESG = _spec_program(_OptSpec(
     short="CcDEHJkLPprSuwWxdeTthV", short_val="Fflsn",
     long={"clear": 0, "read-clear": 0, "console-off": 0, "console-on": 0, "file": 1,
@@ -5599,7 +5590,8 @@ _INERT = (
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
 # ldd (may run the binary), cloc/scc (report files), lspci (-q asks a DNS
-# server and writes a cache), history (see _HISTORY: -w writes).
+# server and writes a cache), top (it creates ~/.config/procps when missing,
+# and without -b its keys kill and renice), history (see _HISTORY: -w writes).
 
 
 _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
@@ -5645,7 +5637,7 @@ _PROGRAMS.update({
     "tar": _tar, "unzip": _unzip, "curl": _curl,
     "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
     "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
-    "top": _TOP, "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
+    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
     "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
     "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
     "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY,
@@ -5727,11 +5719,15 @@ def _gh_api(rest: List[str]) -> _V:
 
 
 def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, ...] = (),
-                      deny_short: str = "") -> Callable[[str, List[_W], _Ctx], _V]:
+                      deny_short: str = "", lead: Optional[Dict[str, int]] = None
+                      ) -> Callable[[str, List[_W], _Ctx], _V]:
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
     the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    lead: options that may come before the verb, and whether each takes the
+    next word (`kubectl -n kube-system get pods`).  The count must be right:
+    an option wrongly taken to need a value would hide the verb after it.
     """
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
@@ -5747,7 +5743,12 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
                 return _unknown("shell_execution_option", "option", t)
-        if words[0] in table.get("", ()):
+        while lead and words and words[0].startswith("-"):
+            key, eq, _ = words[0].partition("=")
+            if key not in lead or (eq and not lead[key]):
+                break
+            words = words[1 + (lead[key] if not eq else 0):]
+        if words and words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
             return _an_read()
@@ -5757,18 +5758,22 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
 
 _PROGRAMS["docker"] = _subcommand_reads({
     "": ("ps", "images", "info", "version", "inspect", "logs", "top", "port", "history",
-         "stats", "diff", "events"),
-    "image": ("ls", "inspect", "history"),
-    "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff"),
+         "stats", "diff", "events", "save", "export"),
+    "image": ("ls", "inspect", "history", "save"),
+    "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
     "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")},
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
+    "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
+    "plugin": ("ls", "inspect")},
+    lead={"--context": 1, "-c": 1, "--log-level": 1, "-l": 1, "--debug": 0, "-D": 0},
     # `docker compose config -o FILE` saves the model to FILE.
     deny_long=("output",), deny_short="o")
 _PROGRAMS["kubectl"] = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
-         "version", "top", "logs", "events"),
-    "config": ("view", "get-contexts", "current-context", "get-clusters"),
-    "auth": ("can-i", "whoami"), "rollout": ("status", "history")},
+         "version", "top", "logs", "events", "wait", "completion"),
+    "config": ("view", "get-contexts", "current-context", "get-clusters", "get-users"),
+    "auth": ("can-i", "whoami"), "rollout": ("status", "history"), "plugin": ("list",)},
     # --profile writes profile.pprof (or --profile-output); --kubeconfig may
     # name a file whose exec credential plugin runs a program; --server sends
     # the current credentials elsewhere; `cluster-info dump
@@ -5776,7 +5781,8 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
     # its own log to --log-file or --log-dir; -k/--kustomize builds a
     # kustomization, which may fetch remote bases with git.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk")
+               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+    lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
            "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
