@@ -2172,7 +2172,7 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
     "rustc": ("-V",), "rustup": ("-V",), "gcc": ("-v", "-dumpversion"),
     "g++": ("-v", "-dumpversion"), "clang": ("-v",), "cc": ("-v", "-dumpversion"),
     "java": ("-version",), "javac": ("-version",), "kotlin": ("-version",),
-    "scala": ("-version",), "tsc": ("-v",), "terraform": ("-v", "version"), "make": ("-v",),
+    "scala": ("-version",), "tsc": ("-v",), "make": ("-v",),
     "gradle": ("-v",), "mvn": ("-v",), "helm": ("version",), "psql": ("-V",),
     "sqlite3": ("-version",), "ruff": ("-V", "version"), "mypy": ("-V",), "pytest": ("-V",),
     "eslint": ("-v",), "prettier": ("-v",), "jest": ("-v",), "vitest": ("-v",),
@@ -2201,6 +2201,10 @@ _HELP_PROGRAMS = frozenset((
 ))
 # Programs whose -h is no option at all: they print their usage and stop.
 _HELP_SHORT = frozenset(("scp", "sftp", "ssh"))
+# Programs whose version forms do more than print: terraform asks HashiCorp's
+# server for news and writes ~/.terraform.d/checkpoint_signature (seen by the
+# fuzzer in its sandbox).
+_VERSION_CALLS_OUT = frozenset(("terraform",))
 
 
 def _help_only(name: str, args: List[_W]) -> bool:
@@ -2208,7 +2212,9 @@ def _help_only(name: str, args: List[_W]) -> bool:
     if len(args) != 1 or name not in _HELP_PROGRAMS or not args[0].static:
         return False
     word = args[0].text
-    return word in ("--help", "--version") or (word == "-h" and name in _HELP_SHORT)
+    if word == "--version":
+        return name not in _VERSION_CALLS_OUT
+    return word == "--help" or (word == "-h" and name in _HELP_SHORT)
 
 
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2237,7 +2243,7 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             # looks like an option to a reader, is not one to the program
             return _unknown("shell_command_unproven", "dash", w.text)
     modes = _READ_MODES.get(name)
-    if modes is not None and _reads_in_mode(args, modes):
+    if modes is not None and _reads_in_mode(args, *modes):
         return _an_read()
     if handler is None:
         if name in _WRITERS:
@@ -4941,6 +4947,8 @@ def _wait(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) == 1 and args[0].static and args[0].text in ("-o", "+o"):
+        return _an_read()       # prints the options (+o: as commands that set them)
     i = 0
     while i < len(args):
         t = args[i].text
@@ -5338,23 +5346,32 @@ _ZSTD_SPEC = _OptSpec(
           "no-progress": 0, "check": 0, "no-check": 0, "sparse": 0, "no-sparse": 0,
           "single-thread": 0})
 _TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
-_SHOWING = frozenset(("l", "list", "t", "test"))
+_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
 _REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
-_READ_MODES: Dict[str, _OptSpec] = {
-    "gzip": _GZIP_SPEC, "gunzip": _GZIP_SPEC, "bzip2": _BZIP2_SPEC, "bunzip2": _BZIP2_SPEC,
-    "xz": _XZ_SPEC, "unxz": _XZ_SPEC, "zstd": _ZSTD_SPEC, "unzstd": _ZSTD_SPEC,
+# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
+# only tells whether PID exists (bash, zsh, dash and procps kill alike).
+_KILL_SPEC = _OptSpec(short="lL0", permute=False)
+# program -> (its options, the options that make it only show)
+_READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
+    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
+    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
+    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
+    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
+    "kill": (_KILL_SPEC, frozenset("lL0")),
 }
 
 
-def _reads_in_mode(args: List[_W], spec: _OptSpec) -> bool:
+def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
     fail, operands, seen = _parse_opts(args, spec)
     if fail is not None or _apply_deny(spec, seen) is not None:
         return False
-    if all(w.static and w.text == "-" for w in operands):
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
         return True
+    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`
     leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
         spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
-    return bool(leading & _TO_STDOUT) or (bool(leading & _SHOWING) and not any(
+    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
         opt in _REMODING for opt, _ in seen))
 
 
@@ -5517,6 +5534,19 @@ _YQ = _spec_program(_OptSpec(
 # (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
 # and `history 20` list (their options clear or write the history file).
 _ULIMIT = _spec_program(_OptSpec(short="HSabcdefiklmnpqrstuvxPRT"), max_operands=0)
+
+
+def _names_only(operands: List[_W]) -> Optional[_V]:
+    """Names to print: no `x=1` to assign, no `a[$(cmd)]` whose subscript runs cmd."""
+    if all(w.static and _is_name(w.text) for w in operands):
+        return None
+    return _unknown("state_change")
+
+
+# `shopt` and `shopt -p NAME` print (-s and -u set); `declare -p`/`-f`
+# print variables and functions (zsh reads `declare -F x` as a new float).
+_SHOPT = _spec_program(_OptSpec(short="pqo"), check=_names_only)
+_DECLARE = _spec_program(_OptSpec(short="pf"), needs=("p", "f"), check=_names_only)
 _UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
 _HISTORY = _spec_program(_OptSpec(), max_operands=1)
 
@@ -5586,7 +5616,7 @@ _INERT = (
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
-    "dpkg-query", "apropos", "whatis", "help",
+    "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
 # ldd (may run the binary), cloc/scc (report files), lspci (-q asks a DNS
@@ -5640,11 +5670,11 @@ _PROGRAMS.update({
     "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
     "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
     "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
-    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY,
+    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
+    "declare": _DECLARE, "typeset": _DECLARE,
     "export": lambda n, a, c: _unknown("state_change"),
 })
-for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
-           "local", "readonly", "enable", "exit", "logout", "return",
+for _p in ("alias", "unalias", "unset", "source", ".", "trap", "local", "readonly", "enable", "exit", "logout", "return",
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
@@ -5784,7 +5814,7 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
                "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
     lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
-           "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
+           "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
            "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
            "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
