@@ -5912,7 +5912,7 @@ _SS = _spec_program(_OptSpec(
           "mptcp": 0, "sctp": 0, "udp": 0, "dccp": 0, "raw": 0, "unix": 0, "tipc": 0,
           "vsock": 0, "xdp": 0, "family": 1, "no-header": 0, "oneline": 0,
           "inet-sockopt": 0, "query": 1, "socket": 1, "filter": 1, "kill": 0, "diag": 1},
-    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}), check=_all_static)
+    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}))
 _NETSTAT = _spec_program(_OptSpec(
     short="rigsMvWnNepoclaFCZtuUSwx46hV", short_val="A",
     long={"route": 0, "interfaces": 0, "groups": 0, "statistics": 0, "masquerade": 0,
