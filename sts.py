@@ -9637,6 +9637,9 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     if matches:
         return (_tamper_detail(matches), None, None)
     settings = host_settings_matches(f.action, f.protected_paths)
+    # Glob and whole-folder targets, where the analyzer gives them as patterns.
+    settings += host_settings_pattern_matches(getattr(f.action, "shell_write_patterns", ()),
+                                              f.action.cwd, f.protected_paths)
     if settings:
         return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     return None

@@ -9,6 +9,7 @@ these tests write to each of them, through each host's own file tool and its
 shell tool, on real folders (HOME, STS_HOME and a project in tmp_path, with
 nothing installed, so the protection comes from the names alone).
 """
+import dataclasses
 import itertools
 import json
 import os
@@ -840,3 +841,38 @@ def test_the_readme_shows_the_table_as_it_is():
                            "README.md"), encoding="utf-8") as fh:
         readme = fh.read()
     assert readme_table() in readme, "update README.md with:\n" + readme_table()
+
+
+# --- patterns through the shell --------------------------------------------------------
+# These need the shell analyzer to give glob and whole-folder targets as patterns
+# (Action.shell_write_patterns); until it does, they say so instead of passing.
+
+needs_patterns = pytest.mark.skipif(
+    "shell_write_patterns" not in {f.name for f in dataclasses.fields(sts.Action)},
+    reason="the shell analyzer does not give write patterns yet")
+
+GLOB_COMMANDS = [
+    "rm .claude/*.json", "rm -rf *", "rm -rf .", "cp -r /tmp/stage/. .gemini",
+    "rm ~/.c*/config.toml", "echo x | tee .opencode/plugins/*.js", "rm -rf ../proj",
+    "find . -name '*.json' -delete",
+]
+
+
+@needs_patterns
+@pytest.mark.parametrize("command", GLOB_COMMANDS)
+def test_globs_and_whole_folders_through_the_shell(world, command):
+    world.real(world.p(".claude", "settings.json"))
+    world.real(world.p(".opencode", "plugins", "a.js"))
+    world.real(world.h(".codex", "config.toml"))
+    session = arm(world, "claude")
+    assert_protected("claude", use(world, "claude", session, SHELL, command))
+
+
+@needs_patterns
+@pytest.mark.parametrize("command", ["rm -rf dist/*", "rm -rf build", "rm src/*.pyc",
+                                     "cp -r /tmp/stage/. dist", "rm -f *.log"])
+def test_globs_elsewhere_go_through(world, command):
+    world.real(world.p(".claude", "settings.json"))
+    world.real(world.p("dist", "a.js"))
+    session = arm(world, "claude")
+    assert denial("claude", use(world, "claude", session, SHELL, command)) is None
