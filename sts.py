@@ -232,6 +232,9 @@ class Action:
     shell_write_targets: List[str] = field(default_factory=list)
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # The coding agent CLI the call starts outside the host's delegation
+    # tools (`claude -p` from the shell): a delegation nothing can count.
+    starts_agent: Optional[str] = None
     cwd: Optional[str] = None
     hash_intent: bool = False
     dependency_intent: bool = False
@@ -303,10 +306,13 @@ class Action:
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
+        starts_agent = obj.get("startsAgent")
+        if starts_agent is not None and not _is_text(starts_agent):
+            raise _bad(where + "startsAgent", starts_agent)
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            unknown_write_target=flags["unknownWriteTarget"], cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1049,12 +1055,18 @@ class ShellAnalysis(Record):
     unknown_target is True when the line also writes somewhere the analyzer
     could not establish (a variable, a substitution, a folder it cannot
     follow): such a write may land on any path.
+    starts_agent names the coding agent CLI the line starts (`claude -p`,
+    `codex exec`, `opencode run`, ...; "?" for a program named by a variable
+    or substitution, which may be one): a delegation the host never sees.
+    resumes_session: that agent is told to continue an existing session, so
+    the text given to it arrives there as a prompt.
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
-                          'write_targets', 'unknown_target')
+                          'write_targets', 'unknown_target', 'starts_agent', 'resumes_session')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
-                'write_targets': list, 'unknown_target': False}
+                'write_targets': list, 'unknown_target': False, 'starts_agent': None,
+                'resumes_session': False}
 
     mutability: str
     reason: Optional[str]
@@ -1062,6 +1074,8 @@ class ShellAnalysis(Record):
     dependency_intent: bool
     write_targets: List[str]
     unknown_target: bool
+    starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
+    resumes_session: bool         # ...on an existing session, which the prompt then reaches
 
 
 _MAX_COMMAND = 64 * 1024  # decisions.md 8
@@ -1091,7 +1105,7 @@ class _Give(Exception):
 class _V:
     """Verdict of one simple command (or of a whole line once combined)."""
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "agent", "resume")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1103,6 +1117,10 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        # The coding agent this line starts (see ShellAnalysis.starts_agent), and
+        # whether it resumes an existing session of it.
+        self.agent: Optional[str] = None
+        self.resume = False
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1114,6 +1132,8 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.agent = self.agent or other.agent
+        self.resume = self.resume or other.resume
         return self
 
     def cap(self, reason: str) -> "_V":
@@ -2024,6 +2044,16 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
+    v = _classify_program(words, ctx)
+    if v.mut != "read" and v.agent is None:
+        # A proven read starts nothing, so only the rest is looked at.
+        found = _agent_started(words)
+        if found is not None:
+            v.agent, v.resume = found
+    return v
+
+
+def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
@@ -4705,6 +4735,160 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
+# ------------------------------------------------ agents started here ----
+# A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
+# `opencode run`, ...) is a delegation the host never sees: it cannot be
+# counted against agents=N, and told to resume a session it delivers the
+# model's text there as a prompt.  The analyzer only names the agent; the
+# decision stops it under a finite budget and self-protection stops a resume.
+
+# Agent CLI -> (first words that do not start an agent: setup and management
+# subcommands; options or subcommands that continue an existing session).
+# Anything else given to the program starts an agent: an unknown option is
+# counted as a start, not guessed away.
+_AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
+    "claude": (frozenset(("mcp", "config", "doctor", "update", "upgrade", "install",
+                          "migrate-installer", "setup-token", "plugin", "auth")),
+               frozenset(("-r", "--resume", "-c", "--continue", "--session-id",
+                          "--fork-session", "--from-pr"))),
+    "codex": (frozenset(("login", "logout", "mcp", "completion", "features", "sandbox",
+                         "debug", "apply", "a")),
+              frozenset(("resume", "fork", "--last"))),
+    "opencode": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                            "debug", "agent", "providers")),
+                 frozenset(("-c", "--continue", "-s", "--session", "--fork"))),
+    "pi": (frozenset(("install", "remove", "uninstall", "update", "list", "config")),
+           frozenset(("-c", "--continue", "-r", "--resume", "--session"))),
+    "omp": (frozenset(("install", "remove", "uninstall", "update", "list", "config", "plugin",
+                       "stats")),
+            frozenset(("-c", "--continue", "-r", "--resume", "--session"))),
+    "hermes": (frozenset(("setup", "config", "model", "tools", "skills", "plugins", "doctor",
+                          "update", "status", "version", "login", "logout", "auth", "sessions",
+                          "uninstall")),
+               frozenset(("-r", "--resume", "-c", "--continue"))),
+    "gemini": (frozenset(("mcp", "extensions", "extension")),
+               frozenset(("-r", "--resume", "--list-sessions"))),
+    "copilot": (frozenset(("login", "logout", "mcp", "plugin", "update")),
+                frozenset(("--resume", "--continue"))),
+    "qwen": (frozenset(("mcp", "extensions", "extension")),
+             frozenset(("-r", "--resume", "-c", "--continue"))),
+    "aider": (frozenset(), frozenset(("--restore-chat-history",))),
+    "cursor-agent": (frozenset(("login", "logout", "status", "mcp", "update", "ls")),
+                     frozenset(("resume", "--resume"))),
+    "goose": (frozenset(("configure", "info", "update", "mcp", "project", "projects")),
+              frozenset(("-r", "--resume"))),
+    "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
+            frozenset(("continue",))),
+    "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
+    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "cline": (frozenset(("auth", "config", "instance", "version")),
+              frozenset(("task", "-T", "--taskId"))),
+    "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
+               frozenset(("-c", "--continue", "-r", "--resume"))),
+    "kimi": (frozenset(("login", "logout", "mcp")), frozenset(("-C", "--continue", "-S", "--session"))),
+    "qodo": (frozenset(("login", "logout", "mcp")), frozenset(("--resume",))),
+    "plandex": (frozenset(("sign-in", "sign-out", "models")), frozenset(("continue", "cd"))),
+    "openhands": (frozenset(("mcp",)), frozenset(("--resume",))),
+    "kiro-cli": (frozenset(("login", "logout", "mcp", "settings", "doctor")),
+                 frozenset(("--resume",))),
+    "cn": (frozenset(("login", "logout")), frozenset(("--resume",))),
+}
+# Package names that npx, bunx, uvx, pipx run and their kin start as one of the CLIs.
+_AGENT_PACKAGES: Dict[str, str] = {
+    "@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "opencode-ai": "opencode",
+    "@mariozechner/pi-coding-agent": "pi", "@oh-my-pi/pi-coding-agent": "omp",
+    "hermes-agent": "hermes", "@google/gemini-cli": "gemini", "@github/copilot": "copilot",
+    "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
+    "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
+    "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+}
+# Programs whose operands can start another program (wrappers the analyzer
+# may not see through, schedulers, terminal multiplexers, interpreters with
+# inline code): their static words are searched for an agent CLI.
+_AGENT_LAUNCHERS = frozenset((
+    "nohup", "setsid", "timeout", "env", "nice", "ionice", "chrt", "taskset", "time", "stdbuf",
+    "xargs", "parallel", "sudo", "doas", "su", "runuser", "command", "builtin", "exec", "eval",
+    "bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "tmux", "screen",
+    "script", "watch", "at", "batch", "systemd-run", "unbuffer", "expect", "caffeinate",
+    "flock", "dtach", "abduco", "nq", "ts", "pueue", "firejail", "bwrap", "docker", "podman",
+    "python", "python3", "py", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "osascript",
+    "npx", "bunx", "pnpx", "npm", "pnpm", "yarn", "uvx", "uv", "pipx", "make", "just", "task",
+))
+_AGENT_HELP = frozenset(("--version", "-v", "-V", "--help", "-h", "version", "help"))
+
+
+def _agent_cli(text: str) -> Optional[str]:
+    """The agent CLI a word names, or None: by basename in any folder (`.exe`,
+    `.cmd`, `.js` and an `@version` dropped), or by its npm/PyPI package name,
+    also as a path into node_modules."""
+    path = text.replace("\\", "/").rstrip("/")
+    low = path.lower()
+    for package, cli in _AGENT_PACKAGES.items():
+        if low == package or low.startswith(package + "@") \
+                or ("/node_modules/" + package + "/") in low + "/":
+            return cli
+    base = low.rpartition("/")[2]
+    if "@" in base[1:]:
+        base = base[:base.index("@", 1)]
+    for suffix in (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+            break
+    return base if base in _AGENT_CLIS else None
+
+
+def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) when `cli args...` starts an agent; None for help,
+    version and the setup subcommands."""
+    if args and all(a in _AGENT_HELP for a in args):
+        return None
+    management, resume = _AGENT_CLIS[cli]
+    if args and args[0] in management:
+        return None
+    return cli, any(a.split("=", 1)[0] in resume for a in args)
+
+
+def _agent_tokens(text: str) -> List[str]:
+    """Words of a command string or inline code, split at blanks, quotes and
+    the punctuation that separates arguments in shell and code."""
+    return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
+
+
+def _agent_started(words: List[_W]) -> Optional[Tuple[str, bool]]:
+    """(agent CLI, resumes a session) when this simple command starts a coding
+    agent, else None.  A program named by a variable or substitution counts as
+    "?": it may be one, and nothing can count it."""
+    head = words[0]
+    program = head.text.replace("\\", "/").rpartition("/")[2]
+    if not program or "\0" in program:
+        return "?", False
+    texts = [w.text for w in words]
+    cli = _agent_cli(head.text)
+    if cli is not None:
+        return _agent_call(cli, texts[1:])
+    if program.lower() not in _AGENT_LAUNCHERS:
+        return None
+    # A launcher: an operand that names a CLI starts it with the words after
+    # it; a command string or inline code is searched word by word.
+    for i, text in enumerate(texts[1:], 1):
+        if "\0" in text:
+            continue
+        cli = _agent_cli(text)
+        if cli is not None:
+            found = _agent_call(cli, texts[i + 1:])
+            if found is not None:
+                return found
+            continue
+        tokens = _agent_tokens(text)
+        for j, token in enumerate(tokens if len(tokens) > 1 else ()):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                return found
+    return None
+
+
 # ------------------------------------------------------------- drivers ----
 
 def _combine(items: List[Any], ctx: _Ctx) -> _V:
@@ -5045,6 +5229,10 @@ def _analyze_any(command: str, shell: str) -> _V:
     return _analyze_bash(command, ctx)
 
 
+# Reasons that mean the line was not read word by word.
+_UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
@@ -5058,11 +5246,21 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
+    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES:
+        # The line could not be read word by word; its text still names any
+        # agent CLI it would start.
+        tokens = _agent_tokens(command)
+        for j, token in enumerate(tokens):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                v.agent, v.resume = found
+                break
     seen = []
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque, v.agent, v.resume)
 
 
 # ------------------------------------------------------------ hash intent ----
@@ -6471,12 +6669,25 @@ def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+_AGENT_START_NEXT = (
+    "Delegate through the host's own subagent tool, which the guard counts, or ask the user "
+    "to lift agents=N for this work.")
+
+
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
     # decisions.md 10: only a finite budget makes an unbounded fan-out a
     # problem; under the unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
+    agent = f.action.starts_agent
+    if agent and f.finite:
+        # An agent started from the shell runs outside every host event the
+        # guard sees, so no reservation could ever be released: uncountable.
+        what = ("a program named by a variable or substitution, which may be a coding agent"
+                if agent == "?" else "the coding agent `%s`" % agent)
+        return ("The call starts %s outside the host's delegation tools, so agents=%d cannot "
+                "count it." % (what, f.budget), _AGENT_START_NEXT, None)
     return None
 
 
@@ -7901,6 +8112,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
         "hashIntent": action.hash_intent, "dependencyIntent": action.dependency_intent,
         "unboundedDelegation": action.unbounded_delegation,
     }
+    if action.starts_agent:
+        action_part["startsAgent"] = action.starts_agent
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -8298,6 +8511,14 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
+def _session_state_folder() -> str:
+    """Where contracts live.  A call that would deliver model-written text as a
+    prompt (a scheduled prompt, a resumed session) names it as its target, so
+    self-protection stops it while the guard is armed: the model never sets or
+    widens its own contract."""
+    return os.path.join(data_dir(), "sessions")
+
+
 def _shell_kind(powershell: bool = False) -> str:
     if powershell:
         return "powershell"
@@ -8312,6 +8533,13 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.starts_agent:
+        action["startsAgent"] = verdict.starts_agent
+        if verdict.resumes_session:
+            # The model's text would arrive in an existing session (this one,
+            # likely) as a prompt: that writes contract state, never allowed
+            # to the model while the guard is armed.
+            action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
@@ -8735,7 +8963,7 @@ class ClaudeAdapter(_CommandHookAdapter):
         action = {"name": name, "mutability": "control"}
         texts = [value for value in tool_input.values() if isinstance(value, str)]
         if any(_sets_contract(text) for text in texts):
-            action["affectedPaths"] = [os.path.join(data_dir(), "sessions")]
+            action["affectedPaths"] = [_session_state_folder()]
         return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
