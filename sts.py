@@ -8457,7 +8457,11 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique."""
+    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique.
+
+    A `./` stays in front of `~`: it marks a folder literally named `~` on a
+    host that does not expand it (see `host_path`), which the core must not
+    read as the home folder."""
     out: List[str] = []
     for raw in paths:
         if not isinstance(raw, str):
@@ -8485,7 +8489,7 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                     trailing = path.endswith("/") and len(path) > 1
                     path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
         path = path.replace("\\", "/")
-        while path.startswith("./"):
+        while path.startswith("./") and not path.startswith("./~"):
             path = path[2:]
         if path and path not in out:
             out.append(path)
@@ -8509,6 +8513,312 @@ def fallback_mutability(name: str) -> str:
     if any(w in _FALLBACK_READ_WORDS for w in words):
         return "read"
     return "unknown"
+
+
+# --- What the host itself does with a path ------------------------------------
+# A path is judged the way the host resolves it, before files= and
+# self-protection see it.  The core reads a leading `~` as the home folder;
+# hosts differ, so each adapter hands over the path the host will open:
+# expanded where the host expands, marked `./~` where `~` is a plain name.
+
+# Host -> which leading-`~` forms its file tools expand: "none" (a plain
+# folder name), "home" (`~` and `~/` only; `~user` is a plain name) or "all"
+# (`~user` too).
+_HOST_TILDE: Dict[str, str] = {
+    "codex": "none", "claude": "home", "opencode": "none", "hermes": "all",
+    "pi": "home", "omp": "all",
+}
+
+
+def host_paths(host: str, path: Any) -> List[Any]:
+    """The paths the host may open for `path`, as to its leading `~` (see
+    _HOST_TILDE): the home folder where it expands it, else a folder literally
+    named `~` (`./~…`).  Where `~` stays a plain name both readings are
+    judged: a model can create that folder, and no host's reading is taken
+    on trust that the other would be harmless.
+
+    Other host rules (Pi's `@`, Oh My Pi's `file://`, ...) are applied by the
+    host's own adapter first; this is the last, shared step."""
+    if not isinstance(path, str):
+        return [path]
+    text = path.strip()
+    if not text.startswith("~"):
+        return [path]
+    rule = _HOST_TILDE.get(host, "none")
+    home_form = text == "~" or text.startswith(("~/", "~\\"))
+    expanded = os.path.expanduser(text.replace("\\", "/", 1) if home_form else text)
+    literal = "./" + text
+    if rule == "all" or (rule == "home" and home_form):
+        return [expanded] if not expanded.startswith("~") else [literal]
+    return [literal] if expanded.startswith("~") else [literal, expanded]
+
+
+def run_folder(host: str, cwd: Optional[str], workdir: Any) -> Tuple[Optional[str], bool]:
+    """(folder, known): where a shell tool's command runs when the call names
+    its own working folder (Codex `workdir`, OpenCode `workdir`, Hermes
+    `workdir`, Oh My Pi `cwd`).  A relative folder is taken from the session
+    folder; `known` is False when the folder cannot be established (an
+    internal URL, a variable, no session folder to start from)."""
+    if workdir is None or workdir == "":
+        return cwd, True
+    if not isinstance(workdir, str) or not workdir.strip():
+        return cwd, False
+    text = workdir.strip()
+    if "://" in text or text.startswith("local:") or "$" in text or "%" in text:
+        return cwd, False  # internal URLs and variables: not a folder we can name
+    readings = host_paths(host, text)
+    if len(readings) > 1:
+        return cwd, False  # the host's own reading of `~` here is not certain
+    text = readings[0]
+    if text.startswith("./~"):
+        text = text[2:]  # a plain folder named `~`, below the session folder
+    elif os.path.isabs(text) or _is_windows_path(text):
+        return text, True
+    if not cwd:
+        return cwd, False
+    return os.path.join(cwd, text), True
+
+
+def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Optional[str]) -> dict:
+    """Re-anchor a shell action's relative write targets in its run folder."""
+    if folder == cwd and known:
+        return action
+    if not known:
+        if action.get("mutability") != "read":
+            action["unknownWriteTarget"] = True
+        return action
+    targets = []
+    for target in action.get("shellWriteTargets") or []:
+        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
+            targets.append(target)
+        else:
+            targets.append(os.path.join(folder, target))
+    action["shellWriteTargets"] = targets
+    return action
+
+
+# Argument names that name a file or folder, in the tools a host does not
+# document to us (MCP servers, plugins); compared lower-case, without `_`/`-`.
+_PATH_KEYS = frozenset((
+    "path", "paths", "file", "files", "filepath", "filepaths", "filename", "filenames",
+    "source", "sources", "destination", "destinations", "src", "dst", "dest", "target",
+    "targets", "from", "to", "oldpath", "newpath", "old", "new", "directory", "directories",
+    "dir", "dirs", "folder", "folders", "cwd", "workdir", "workingdirectory", "root", "uri",
+    "uris", "location", "output", "outputpath", "outputfile", "input", "inputpath", "inputfile",
+    "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
+))
+_PATH_ARG_LIMIT = 64
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
+    """(paths, complete) for a tool the guard does not know: every argument
+    that names a file, at any depth and in every list, is a possible target.
+
+    An argument counts when its name says so (`source`, `destination`,
+    `path`, ...) or its value reads like a path.  `complete` is False when
+    there were more than the guard looks at, so the rest stay unestablished."""
+    found: List[str] = []
+    complete = True
+
+    def visit(value: Any, keyed: bool, depth: int) -> None:
+        nonlocal complete
+        if depth > 6 or len(found) > _PATH_ARG_LIMIT:
+            complete = False
+            return
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower().startswith("file://"):
+                text = text[7:]
+            if text and ((keyed and "\n" not in text and len(text) <= 4096)
+                         or _looks_like_path(text)):
+                if text not in found:
+                    found.append(text)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = str(key).lower().replace("_", "").replace("-", "")
+                visit(item, name in _PATH_KEYS, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, keyed, depth + 1)
+
+    visit(tool_input, False, 0)
+    if len(found) > _PATH_ARG_LIMIT:
+        return found[:_PATH_ARG_LIMIT], False
+    return found, complete
+
+
+def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
+    """A tool no table lists: its name's verdict, every path it may touch,
+    and the shell analysis of a command it may run."""
+    action: dict = {"name": name, "mutability": mutability}
+    if isinstance(tool_input, dict):
+        command = _first_text(tool_input, "command", "cmd", "script")
+        code = _first_text(tool_input, "code", "source_code")
+        ran = None
+        if command is not None:
+            ran = shell_action(name, command)
+        elif code is not None:
+            ran = code_action(name, _first_text(tool_input, "language", "lang") or "", code)
+        if ran is not None:
+            # It may run this: the same intents as through the shell, and never
+            # a better verdict than the name earned.
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+                if ran.get(key):
+                    action[key] = ran[key]
+            if ran.get("shellWriteTargets"):
+                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            if mutability == "read" and ran["mutability"] != "read":
+                action["mutability"] = ran["mutability"]
+    if action["mutability"] != "read":
+        paths, complete = path_arguments(tool_input)
+        if paths:
+            action["affectedPaths"] = paths
+        if not complete:
+            action["unknownWriteTarget"] = True
+    return action
+
+
+# Languages a code-running tool may be given -> the interpreter the shell
+# analyzer reads inline code for.
+_CODE_LANGUAGES: Dict[str, str] = {
+    "py": "python3", "python": "python3", "python3": "python3", "ipython": "python3",
+    "js": "node", "javascript": "node", "node": "node", "ts": "deno", "typescript": "deno",
+    "rb": "ruby", "ruby": "ruby", "pl": "perl", "perl": "perl", "php": "php",
+    "sh": "bash", "bash": "bash", "shell": "bash", "zsh": "bash",
+}
+
+
+def code_action(name: str, language: str, code: Any) -> dict:
+    """A tool that runs code (Hermes `execute_code`, Oh My Pi `eval`, ...):
+    the same analysis the shell gets for that code given to its interpreter
+    inline, so hashing, dependencies, agents and writes are found alike.  An
+    unknown language is unproven."""
+    interpreter = _CODE_LANGUAGES.get(language.strip().lower(), "python3" if not language else "")
+    if not isinstance(code, str) or not interpreter:
+        return {"name": name, "mutability": "unknown", "analysisReason": "interpreter_code"}
+    if interpreter == "bash":
+        return shell_action(name, code)
+    import shlex
+    flag = {"node": "-e", "ruby": "-e", "perl": "-e", "php": "-r", "deno": "eval"}.get(
+        interpreter, "-c")
+    action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
+    action.pop("command", None)  # not a shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+    # Commands the code hands to a shell or to subprocess (`os.system("npm i
+    # x")`, `run(["sha256sum", f])`, `execSync('claude -p …')`) carry the same
+    # intents as typed into the shell.
+    lines, paths = _code_commands(code)
+    for line in lines:
+        ran = analyze_shell(line)
+        action["hashIntent"] = action["hashIntent"] or ran.hash_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        if ran.starts_agent and not action.get("startsAgent"):
+            action["startsAgent"] = ran.starts_agent
+    # Code can write any file it names, and files it does not name literally:
+    # the literals that read like paths are possible targets, the rest unknown.
+    action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
+    action["unknownWriteTarget"] = True
+    return action
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
+    """A tool that starts a program from an argv list (Oh My Pi `hub start`):
+    judged as the same command typed into the shell, environment included."""
+    if not _is_text(program) or not isinstance(args, (list, type(None))) \
+            or not all(isinstance(a, str) for a in args or []):
+        return {"name": name, "mutability": "unknown"}
+    import shlex
+    words = [shlex.quote(program)] + [shlex.quote(a) for a in args or []]
+    return shell_action(name, _with_env(env) + " ".join(words))
+
+
+def _with_env(env: Any) -> str:
+    """`K=V ` prefixes for the environment a tool passes to its command, so the
+    analyzer judges what those variables change (GIT_*, LD_PRELOAD, PATH)."""
+    if not isinstance(env, dict) or not env:
+        return ""
+    import shlex
+    parts = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not key.replace("_", "a").isalnum() or key[:1].isdigit():
+            return "env -i "  # a name the shell cannot take: not provably harmless
+        parts.append("%s=%s" % (key, shlex.quote(value if isinstance(value, str) else str(value))))
+    return " ".join(parts) + " "
+
+
+# The name a call is audited under when the host sent no usable tool name.
+_UNNAMED_TOOL = "(no tool name)"
+
+
+def unreadable_call() -> dict:
+    """A tool call whose name is missing or not a string (`null`, `42`): while
+    armed it is unproven like any call the guard cannot read, never a silent
+    pass, and it may write anywhere."""
+    return {"name": _UNNAMED_TOOL, "mutability": "unknown", "unknownWriteTarget": True}
+
+
+def tool_facts(host: str, tool: str) -> Tuple[Tuple[str, ...], str, str]:
+    """(path arguments, runs, working-folder argument) of one tool (ADAPTER_TOOLS)."""
+    return ADAPTER_TOOLS.get(host, {}).get(tool, ((), "", ""))
+
+
+def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optional[str]) -> dict:
+    """Apply the host's own path rules to an action before the core sees it:
+    paths as the host resolves them, and a command's relative write targets in
+    the folder the call says it runs in."""
+    if action.get("affectedPaths"):
+        action["affectedPaths"] = normalize_paths(
+            [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
+    workdir = tool_facts(host, tool)[2]
+    if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
+        folder, known = run_folder(host, cwd, tool_input.get(workdir))
+        _in_run_folder(action, folder, known, cwd)
+    return action
 
 
 def _session_state_folder() -> str:
@@ -8589,6 +8899,110 @@ def _as_object(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+# --- The adapters table: every tool of every host ----------------------------
+# One place to read what each host's tools do with the file system: which
+# arguments name paths, whether the tool runs code or programs, and where it
+# runs.  Each host's TOOLS (below) says how a call is classified; this table
+# says what it touches, and tests/test_adapters_table.py holds the two equal.
+#
+# host -> tool -> (path arguments, runs, working-folder argument)
+#   path arguments: the input fields naming files or folders the tool touches
+#     (patch texts name theirs in `*** ... File:` headers, listed as such);
+#   runs: "" nothing; "shell"/"powershell" a command line (the shell
+#     analyzer); "code" source code for an interpreter (the same analyzer,
+#     inline code); "program" an argv; "agent" starts a subagent; "input"
+#     feeds a running program; "prompt" schedules text that comes back as a
+#     prompt;
+#   working-folder argument: where the command runs and relative targets
+#     land, when the call may name it ("" = the session folder).
+# A tool not listed for its host is judged by its name (Codex, Claude Code,
+# OpenCode) or is unproven (Hermes, Pi, Oh My Pi); either way every argument
+# that looks like a path is a possible target (`path_arguments`), and a
+# `command`/`code` argument gets the shell's analysis (`unlisted_action`).
+ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
+    "codex": {
+        "Bash": ((), "shell", "workdir"), "exec_command": ((), "shell", "workdir"),
+        "shell_command": ((), "shell", "workdir"),
+        "apply_patch": (("command: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "Edit": (("file_path", "path"), "", ""), "Write": (("file_path", "path"), "", ""),
+        "spawn_agent": ((), "agent", ""), "Agent": ((), "agent", ""),
+        "write_stdin": ((), "input", ""),
+        **{tool: ((), "", "") for tool in (
+            "update_plan", "request_user_input", "wait", "wait_agent", "interrupt_agent",
+            "close_agent", "list_agents", "send_message", "send_input", "resume_agent",
+            "followup_task", "create_goal", "update_goal", "get_goal")},
+    },
+    "claude": {
+        "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
+        "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
+        "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
+        "PowerShell": ((), "powershell", ""),
+        "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
+        "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
+        "LSP": (("filePath",), "", ""),
+        "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""),
+        **{tool: ((), "", "") for tool in (
+            "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
+            "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "ReportFindings", "SendMessage", "TodoWrite", "TaskCreate", "TaskUpdate",
+            "TaskList", "TaskGet", "TaskOutput", "TaskStop", "ToolSearch", "WaitForMcpServers")},
+    },
+    "opencode": {
+        "write": (("filePath",), "", ""), "edit": (("filePath",), "", ""),
+        "apply_patch": (("patchText: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "bash": ((), "shell", "workdir"), "task": ((), "agent", ""),
+        "read": (("filePath",), "", ""), "glob": (("path",), "", ""), "grep": (("path",), "", ""),
+        "lsp": (("filePath",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "webfetch", "websearch", "plan_enter", "plan_exit", "question", "skill",
+            "todowrite")},
+    },
+    "hermes": {
+        "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
+        "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
+        "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
+            "skills_list", "clarify", "todo")},
+    },
+    "pi": {
+        "write": (("path",), "", ""), "edit": (("path",), "", ""),
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""),
+    },
+    "omp": {
+        "write": (("path",), "", ""),
+        "edit": (("path", "paths", "edits[].rename", "input: [PATH#TAG], *** Edit File:"), "", ""),
+        "bash": ((), "shell", "cwd"), "powershell": ((), "powershell", "cwd"),
+        "eval": ((), "code", ""), "hub": ((), "program", "cwd"),
+        "task": ((), "agent", ""), "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in ("web_search", "ask", "todo", "yield")},
+    },
+}
+
+# Host -> how its file tools resolve a path the model wrote (the functions that
+# apply it: `host_paths`, `pi_host_path`, `omp_host_path`, `omp_edit_candidates`).
+HOST_PATH_RULES: Dict[str, str] = {
+    "codex": "relative to the session folder; `~` is a plain folder name",
+    "claude": "relative to the session folder; `~` and `~/` are the home folder, `~user` a "
+              "plain name",
+    "opencode": "relative to the session folder; `~` is a plain folder name",
+    "hermes": "relative to the terminal's live folder (the plugin asks Hermes for it); `~`, "
+              "`~/` and `~user` are home folders",
+    "pi": "one leading `@` dropped, Unicode spaces made plain; `~` and `~/` are the home folder",
+    "omp": "`:` and `@` prefixes dropped, `file://` decoded, `~`, `~/` and `~name` expanded; "
+           "`edit` of a path that does not exist lands on the one workspace file whose path "
+           "ends the same way",
+}
 
 
 class Adapter:
@@ -8688,7 +9102,7 @@ class _CommandHookAdapter(Adapter):
         return action
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": fallback_mutability(name)}
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
@@ -8728,10 +9142,10 @@ class _CommandHookAdapter(Adapter):
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         tool_input = payload.get("tool_input")
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
         if _is_text(call_id):
             action["id"] = call_id
@@ -8740,8 +9154,8 @@ class _CommandHookAdapter(Adapter):
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            place_call(self.host, self.canonical_tool(tool), action, tool_input, cwd)
         return HookCall(name, self.envelope("action.before", session, action=action,
                                             turnId=payload.get("turn_id") or payload.get("prompt_id"),
                                             host=self.host_meta(payload)),
@@ -8942,14 +9356,6 @@ class ClaudeAdapter(_CommandHookAdapter):
             "ToolSearch", "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
 
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
@@ -9232,7 +9638,7 @@ class _HostBAdapter(Adapter):
         return name
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": "unknown"}  # Hermes, Pi, OMP: no name fallback
+        return unlisted_action(name, tool_input, "unknown")  # Hermes, Pi, OMP: no name fallback
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"))
@@ -9246,7 +9652,8 @@ class _HostBAdapter(Adapter):
         return more
 
     def before_call(self, name: str, session: str, root: str, action: dict,
-                    call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
+                    call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
+                    **more: Any) -> Optional[ShimCall]:
         """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
         if _is_text(call_id):
             action["id"] = call_id
@@ -9255,8 +9662,7 @@ class _HostBAdapter(Adapter):
         cwd = cwd if isinstance(cwd, str) and cwd else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
         return ShimCall(name, event, tool_call=True, session_id=session, root=root,
@@ -9396,6 +9802,12 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
     return open_keys[0] if len(open_keys) == 1 else None
 
 
+# Link name of a Hermes task id, for tool calls that carry no session id.
+_HERMES_TASK_LINK = "hermes-task:"
+# How Hermes 0.19 begins the notices it queues as user turns (process_registry).
+_HERMES_NOTICE_HEADS = ("[IMPORTANT: ", "[ASYNC DELEGATION ")
+
+
 class HermesAdapter(_HostBAdapter):
     """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
 
@@ -9508,9 +9920,25 @@ class HermesAdapter(_HostBAdapter):
             event = self.envelope("session.start", root, sourceSessionId=session,
                                   host={"family": self.family})
             return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+        task = _text_or_none(self.field(payload, "task_id"))
+        if task:
+            # Tools that execute_code calls from its sandbox name only this
+            # task.  The link has its own name space: several root sessions
+            # may share a task id, and this link must not merge them.
+            try:
+                if store.link_root(_HERMES_TASK_LINK + task) != root:
+                    link_child(store, _HERMES_TASK_LINK + task, root)
+            except (OSError, StateDamaged):
+                pass
         prompt = self.field(payload, "user_message")
         if not isinstance(prompt, str):
             return None
+        if prompt.lstrip().startswith(_HERMES_NOTICE_HEADS):
+            # Hermes queues its own notices (a background process ended, an
+            # async delegation finished) as user turns; they carry output the
+            # model wrote, so they never set the contract.
+            event = self.envelope("session.start", root, host={"family": self.family})
+            return ShimCall(name, event, session_id=session, root=root, store=store)
         turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
         event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
                               host={"family": self.family})
@@ -9518,20 +9946,28 @@ class HermesAdapter(_HostBAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        task = _text_or_none(self.field(payload, "task_id"))
+        if session is None and task is not None:
+            # A tool that `execute_code` calls from its sandbox arrives with an
+            # empty session id and the task id; the task is linked to its
+            # session when that session's prompt arrives (on_prompt).
+            session = _HERMES_TASK_LINK + task
+        if session is None:
             return None
+        tool = payload.get("tool_name")
         call_id = self.field(payload, "tool_call_id")
-        action = self.classify(tool, payload.get("tool_input"))
+        tool_input = payload.get("tool_input")
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         try:
-            root = self.resolve(payload, store)
+            root = self.resolve(payload, store) if not session.startswith(_HERMES_TASK_LINK) \
+                else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
         if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
-                                turnId=self.field(payload, "turn_id"))
+                                tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         # Only delegation results carry ledger facts; others would cost a lock.
@@ -9730,12 +10166,7 @@ class OpenCodeAdapter(_ShimAdapter):
         return name.lower()
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = {"name": name, "mutability": fallback_mutability(name)}
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "filePath", "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _write(self, name: str, args: dict) -> dict:
         return file_write_action(name, args.get("filePath"), args.get("content"))
@@ -9811,10 +10242,11 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
-        if not isinstance(inner, dict) or not _is_text(inner.get("tool")):
+        if not isinstance(inner, dict):
             return None
         args = output.get("args") if isinstance(output, dict) else None
-        action = self.classify(inner["tool"], args)
+        tool = inner.get("tool")
+        action = self.classify(tool, args) if _is_text(tool) else unreadable_call()
         try:
             session, root = self.session_and_root(payload, body, store, inner)
         except _LinkDamaged as exc:
@@ -9825,8 +10257,27 @@ class OpenCodeAdapter(_ShimAdapter):
         pending = _pending_directive_error(store, root)
         if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
             return _block(name, directive_pause_text(pending), session, tool_call=True)
+        if self.tool_key(action["name"]) == "task":
+            self._resumed_session(action, args, store, session, root)
         return self.before_call(name, session, root, action, inner.get("callID"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=args)
+
+    @staticmethod
+    def _resumed_session(action: dict, args: Any, store: Store, session: str, root: str) -> None:
+        """`task` with a task_id resumes that session with the model's prompt,
+        and OpenCode checks no parent: named after the root (or any session
+        not known as one of its children) the text arrives there as a user
+        turn.  That sets contract state, so self-protection stops it."""
+        target = next((args[k] for k in _TASK_ID_KEYS
+                       if isinstance(args, dict) and _is_text(args.get(k))), None)
+        if target is None:
+            return
+        try:
+            known_child = target not in (session, root) and store.link_root(target) == root
+        except StateDamaged:
+            known_child = False
+        if not known_child:
+            action.setdefault("affectedPaths", []).append(_session_state_folder())
 
     def on_post_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
@@ -10058,9 +10509,7 @@ class PiAdapter(_ShimAdapter):
     def on_tool_call(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
         tool = event.get("toolName")
-        if not _is_text(tool):
-            return None
-        action = self.classify(tool, event.get("input"))
+        action = self.classify(tool, event.get("input")) if _is_text(tool) else unreadable_call()
         if self.COMPLETION_SCOPE:
             action["completionScope"] = self.COMPLETION_SCOPE
         try:
@@ -10071,7 +10520,7 @@ class PiAdapter(_ShimAdapter):
         if session is None:
             return None
         return self.before_call(name, session, root, action, event.get("toolCallId"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=event.get("input"))
 
     def result_fact(self, event: dict) -> Optional[dict]:
         if event.get("toolName") != "subagent":
