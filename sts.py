@@ -8881,6 +8881,29 @@ def patch_action(name: str, patch_text: Any) -> dict:
             "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
 
 
+def directive_rejected_text(error: dict, paused: bool = False) -> str:
+    """The one wording every host uses for a rejected directive, so tooling
+    reads one form: `Stop That Shit: directive rejected (CODE): message.`
+    paused: the host cannot refuse the prompt itself (Hermes, OpenCode), so
+    its tools wait for a corrected directive instead."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = (error.get("message") or "the directive could not be parsed").rstrip(". ")
+    text = ("Stop That Shit: directive rejected (%s): %s. The previous task contract still "
+            "applies; correct the directive and send it again." % (code, message))
+    if paused:
+        text += " Tools stay paused until the user sends a corrected directive."
+    return text
+
+
+def rejection_of(result: CoreResult) -> Optional[dict]:
+    """{code, message} when a prompt-error is a rejected directive (the core's
+    `CODE: message`), else None (a directive that could not be saved)."""
+    prefix = (result.code or "") + ": "
+    if result.kind != "prompt-error" or not result.code or not result.text.startswith(prefix):
+        return None
+    return {"code": result.code, "message": result.text[len(prefix):]}
+
+
 def _first_text(obj: Any, *keys: str) -> Optional[str]:
     if not isinstance(obj, dict):
         return None
@@ -9075,7 +9098,9 @@ class _CommandHookAdapter(Adapter):
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
                 "permissionDecisionReason": reason}}, ensure_ascii=False)
         if result.kind == "prompt-error":
-            return json.dumps({"decision": "block", "reason": result.text}, ensure_ascii=False)
+            error = rejection_of(result)
+            reason = directive_rejected_text(error) if error else result.text
+            return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return json.dumps({"hookSpecificOutput": {
@@ -9269,6 +9294,9 @@ class CodexAdapter(_CommandHookAdapter):
         return {"id": call_id, "lifecycle": "unknown", "endedAgentIds": ended}
 
 
+# Claude Code 2.1 UserPromptSubmit `source`: who authored the turn.  Only these
+# are the user (typed, or given to `-p`/the SDK); absent on older builds.
+_CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
@@ -9348,10 +9376,11 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
+        "Skill": "_skill",
         **{name: "control" for name in (
             "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
             "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
-            "ReportFindings", "SendMessage", "Skill", "TodoWrite",
+            "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
     }
@@ -9370,6 +9399,19 @@ class ClaudeAdapter(_CommandHookAdapter):
         texts = [value for value in tool_input.values() if isinstance(value, str)]
         if any(_sets_contract(text) for text in texts):
             action["affectedPaths"] = [_session_state_folder()]
+        return action
+
+    def _skill(self, name: str, tool_input: dict) -> dict:
+        """A control, unless it loads this guard's own skill with arguments that
+        would set the contract: the model may read the skill, never type the
+        directive for the user."""
+        action = {"name": name, "mutability": "control"}
+        skill = _first_text(tool_input, "skill", "command", "name") or ""
+        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
+            args = " ".join(v for k, v in tool_input.items()
+                            if isinstance(v, str) and k not in ("skill", "command", "name"))
+            if args.strip() and _sets_contract("$stop-that-shit " + args):
+                action["affectedPaths"] = [_session_state_folder()]
         return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
@@ -9401,6 +9443,12 @@ class ClaudeAdapter(_CommandHookAdapter):
             if note is not None:
                 # Model-written text: never contract authority (adapters.md 4.4).
                 return self._task_done(payload, note, name)
+        source = payload.get("source")
+        if source is not None and source not in _CLAUDE_USER_SOURCES:
+            # Claude names who authored the turn: a scheduled fire, a /loop
+            # wakeup, a peer or channel message, an auto-continuation.  Those
+            # carry text the model wrote or scheduled: never the contract.
+            return HookCall(name, None, answer=NO_RESULT)
         return super().on_prompt(payload, store, name)
 
     def _task_done(self, payload: dict, note: dict, name: str) -> Optional[HookCall]:
@@ -9417,8 +9465,9 @@ class ClaudeAdapter(_CommandHookAdapter):
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
-        if expansion not in (None, "slash_command") or \
-                command not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+        # Matched without case, like the typed directive (`/Stop-That-Shit`).
+        if expansion not in (None, "slash_command") or not isinstance(command, str) or \
+                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
@@ -9577,17 +9626,13 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 def directive_pause_text(error: dict) -> str:
     """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
-    code = error.get("code") or "INVALID_DIRECTIVE"
-    message = error.get("message") or "the directive could not be parsed"
-    return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
-            "task contract still applies. Tools stay paused until the user sends a corrected "
-            "directive." % (code, message.rstrip(".") + "."))
+    return directive_rejected_text(error, paused=True)
 
 
 def _rejected_text(result: CoreResult) -> str:
     """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
-    return ("Stop That Shit rejected this directive: %s. The previous task contract still "
-            "applies; correct the directive and send it again." % result.text.rstrip(". "))
+    error = rejection_of(result)
+    return directive_rejected_text(error) if error else result.text
 
 
 def current_context(store: Store, root: str) -> str:
@@ -9646,6 +9691,9 @@ class _HostBAdapter(Adapter):
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
 
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        """Paths the host itself may substitute for the ones named (none here)."""
+
     def fields(self, session: str, root: str, **more: Any) -> dict:
         if session != root:
             more["sourceSessionId"] = session
@@ -9662,6 +9710,7 @@ class _HostBAdapter(Adapter):
         cwd = cwd if isinstance(cwd, str) and cwd else None
         if cwd:
             action["cwd"] = cwd
+        self.host_resolution(action, tool_input, cwd)
         place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
@@ -9802,6 +9851,9 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
     return open_keys[0] if len(open_keys) == 1 else None
 
 
+# Hermes `cronjob` actions that start nothing (create, update, resume and run
+# schedule or start an agent run).
+_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
 # Link name of a Hermes task id, for tool calls that carry no session id.
 _HERMES_TASK_LINK = "hermes-task:"
 # How Hermes 0.19 begins the notices it queues as user turns (process_registry).
@@ -9827,6 +9879,7 @@ class HermesAdapter(_HostBAdapter):
             "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
             "session_search", "skill_view", "skills_list")},
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
+        "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
     }
 
@@ -9855,8 +9908,8 @@ class HermesAdapter(_HostBAdapter):
         if call.host_event != "pre_llm_call" or not call.render:
             return ""  # Hermes shows context on prompts only (adapters.md 8.4)
         if result.kind == "prompt-error":
-            error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-            return _json({"context": directive_pause_text(error)})
+            error = rejection_of(result)
+            return _json({"context": directive_pause_text(error) if error else result.text})
         text = result.text if result.kind == "context" else ""
         store, root = getattr(call, "store", None), getattr(call, "root", None)
         if store is not None and root and not getattr(call, "child", False):
@@ -9887,6 +9940,19 @@ class HermesAdapter(_HostBAdapter):
                     "dependencyIntent": False}
         return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
+
+    def _execute_code(self, name: str, tool_input: dict) -> dict:
+        # Python in a sandbox that can also call terminal/write_file/patch
+        # (those calls come back through pre_tool_call on their own).
+        return code_action(name, "python", tool_input.get("code"))
+
+    def _cronjob(self, name: str, tool_input: dict) -> dict:
+        """Managing jobs is a control; creating, changing or running one starts
+        an agent later, in a session of its own the guard never counts."""
+        verb = tool_input.get("action")
+        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
+            return {"name": name, "mutability": "control"}
+        return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
         count = hermes_delegation_count(tool_input)
@@ -10195,8 +10261,8 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
         # A chat message cannot be rejected: the rejection becomes the context.
-        error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-        return self._with_contract(directive_pause_text(error), call)
+        error = rejection_of(result)
+        return self._with_contract(directive_pause_text(error) if error else result.text, call)
 
     def _with_contract(self, text: str, call: HookCall) -> str:
         store, root = getattr(call, "store", None), getattr(call, "root", None)
@@ -10645,6 +10711,44 @@ def omp_edit_paths(text: str) -> Tuple[List[str], str]:
     return paths, "\n".join(added)
 
 
+# How many entries the guard walks looking for Oh My Pi's suffix fallback.
+_OMP_SUFFIX_WALK_LIMIT = 20000
+
+
+def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str], bool]:
+    """(extra paths, complete) for an Oh My Pi `edit`: its engine, given a path
+    that does not exist, edits the one workspace file whose path ends the same
+    way ("suffix recovery": `src/util.py` may land in `vendor/src/util.py`).
+    Every such file is a possible target, so all of them are judged.
+    `complete` is False when the workspace was too large to search, so where
+    the edit lands is not established."""
+    extra: List[str] = []
+    wanted = []
+    for raw in paths:
+        text = raw.replace("\\", "/").strip()
+        while text.startswith("./"):
+            text = text[2:]
+        text = text.rstrip("/")
+        if not text or os.path.isabs(text) or not cwd or text.startswith("../") or text == "..":
+            continue
+        if not os.path.lexists(os.path.join(cwd, text)):
+            wanted.append(text)
+    if not wanted:
+        return extra, True
+    seen = 0
+    for folder, dirs, files in os.walk(cwd):
+        seen += len(dirs) + len(files)
+        if seen > _OMP_SUFFIX_WALK_LIMIT:
+            return extra, False
+        base = os.path.relpath(folder, cwd).replace(os.sep, "/")
+        for entry in dirs + files:
+            rel = entry if base == "." else base + "/" + entry
+            for text in wanted:
+                if (rel.endswith("/" + text) or rel == text) and rel not in extra:
+                    extra.append(rel)
+    return extra, True
+
+
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
     """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
     args = tool_input if isinstance(tool_input, dict) else {}
@@ -10719,8 +10823,36 @@ class OmpAdapter(PiAdapter):
         "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
         "task": "_task", "hub": "_hub",
         **{name: "control" for name in ("ask", "todo", "yield")},
-        "eval": "_spawner", "subagent": "_spawner",
+        "eval": "_eval", "subagent": "_spawner",
     }
+
+    def _shell(self, name: str, args: dict) -> dict:
+        # `env` gives the command extra variables: judged as `K=V command`.
+        return shell_action(name, _with_env(args.get("env")) + args["command"]
+                            if isinstance(args.get("command"), str) else None)
+
+    def _powershell(self, name: str, args: dict) -> dict:
+        action = shell_action(name, args.get("command"), powershell=True)
+        if args.get("env"):
+            action["mutability"] = "write" if action["mutability"] == "write" else "unknown"
+            action.setdefault("analysisReason", "state_change")
+        return action
+
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        if self.tool_key(action["name"]) != "edit" or not action.get("affectedPaths"):
+            return
+        extra, complete = omp_edit_candidates(action["affectedPaths"], cwd)
+        action["affectedPaths"] = action["affectedPaths"] + extra
+        if not complete:
+            action["unknownWriteTarget"] = True
+
+    def _eval(self, name: str, args: dict) -> dict:
+        """Code in OMP's persistent py/js kernel: the shell's analysis of that
+        code; it may also wake agents through helpers, so never countable."""
+        action = code_action(name, args.get("language") if isinstance(args.get("language"), str)
+                             else "py", args.get("code"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def normalize_prompt(self, text: str) -> str:
         return _omp_directive_form(text)
@@ -10796,6 +10928,9 @@ class OmpAdapter(PiAdapter):
 
     def _hub(self, name: str, args: dict) -> dict:
         op = args.get("op")
+        if op in ("start", "restart") and "application" in args:
+            # Starts a program from an argv: the same command through the shell.
+            return argv_action(name, args.get("application"), args.get("args"), args.get("env"))
         action = {"name": name, "mutability": _OMP_HUB_OPS.get(op, "unknown")}
         if op == "send" and not _is_text(args.get("name")):
             action["delegationLifecycleUnproven"] = True  # a message to an agent, not a process
