@@ -8584,8 +8584,9 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     if not known:
-        if action.get("mutability") != "read":
-            action["unknownWriteTarget"] = True
+        if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
+               for t in action.get("shellWriteTargets") or []):
+            action["unknownWriteTarget"] = True  # relative targets in an unknown folder
         return action
     targets = []
     for target in action.get("shellWriteTargets") or []:
@@ -8728,10 +8729,10 @@ def code_action(name: str, language: str, code: Any) -> dict:
         action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
-    # Code can write any file it names, and files it does not name literally:
-    # the literals that read like paths are possible targets, the rest unknown.
+    # Code can write any file it names: the literals that read like paths are
+    # possible targets (names it builds at run time stay as unseen as for
+    # the same code given to the interpreter in the shell).
     action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
-    action["unknownWriteTarget"] = True
     return action
 
 
@@ -8796,10 +8797,10 @@ _UNNAMED_TOOL = "(no tool name)"
 
 
 def unreadable_call() -> dict:
-    """A tool call whose name is missing or not a string (`null`, `42`): while
-    armed it is unproven like any call the guard cannot read, never a silent
-    pass, and it may write anywhere."""
-    return {"name": _UNNAMED_TOOL, "mutability": "unknown", "unknownWriteTarget": True}
+    """A tool call whose name is missing or not a string (`null`, `42`): it is
+    judged and audited as unproven, like any call the guard cannot read, and
+    never passes in silence."""
+    return {"name": _UNNAMED_TOOL, "mutability": "unknown"}
 
 
 def tool_facts(host: str, tool: str) -> Tuple[Tuple[str, ...], str, str]:
