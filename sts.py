@@ -8527,7 +8527,7 @@ def fallback_mutability(name: str) -> str:
 # (`~user` too).
 _HOST_TILDE: Dict[str, str] = {
     "codex": "none", "claude": "home", "opencode": "none", "hermes": "all",
-    "pi": "home", "omp": "all",
+    "pi": "home", "omp": "all", "gemini": "none", "copilot": "none", "qwen": "none",
 }
 
 
@@ -9012,6 +9012,58 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "ls": (("path",), "", ""), "glob": (("path",), "", ""),
         **{tool: ((), "", "") for tool in ("web_search", "ask", "todo", "yield")},
     },
+    "gemini": {
+        "write_file": (("file_path",), "", ""), "replace": (("file_path",), "", ""),
+        "save_memory": ((), "", ""),
+        "run_shell_command": ((), "shell", "dir_path"),
+        **{tool: ((), "agent", "") for tool in (
+            "invoke_agent", "codebase_investigator", "cli_help", "generalist", "browser_agent")},
+        "read_file": (("file_path",), "", ""), "read_many_files": (("include",), "", ""),
+        "list_directory": (("dir_path",), "", ""), "glob": (("dir_path",), "", ""),
+        "grep_search": (("dir_path",), "", ""), "search_file_content": (("dir_path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "google_web_search", "web_fetch", "get_internal_docs", "read_mcp_resource",
+            "list_mcp_resources", "list_background_processes", "read_background_output",
+            "tracker_get_task", "tracker_list_tasks", "tracker_visualize", "take_snapshot",
+            "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
+            "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
+            "tracker_add_dependency")},
+    },
+    "copilot": {
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "create": (("path",), "", ""), "edit": (("path",), "", ""),
+        "str_replace_editor": (("path",), "", ""),
+        "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "task": ((), "agent", ""), "write_agent": ((), "agent", ""),
+        "write_bash": ((), "input", ""), "write_powershell": ((), "input", ""),
+        "view": (("path",), "", ""), "grep": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "read_bash", "read_powershell", "list_bash", "list_powershell",
+            "lexical_code_search", "semantic_code_search", "web_fetch",
+            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents",
+            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "report_intent", "update_todo")},
+    },
+    "qwen": {
+        "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
+        "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
+        "enter_worktree": ((), "", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
+        "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
+        "send_message": ((), "agent", ""), "exec": ((), "code", ""),
+        "tool_call": (("arguments: as the tool named",), "", ""),
+        "cron_create": ((), "prompt", ""), "loop_wakeup": ((), "prompt", ""),
+        "read_file": (("file_path",), "", ""), "glob": (("path",), "", ""),
+        "grep_search": (("path",), "", ""), "list_directory": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
+            "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
+            "omni_recall_media_memory", "todo_write", "skill", "exit_plan_mode",
+            "enter_plan_mode", "ask_user_question", "cron_delete", "task_create", "task_update",
+            "task_stop", "structured_output", "report_findings", "update_goal", "propose_goal",
+            "request_shutdown", "team_delete", "team_plan_approval", "exit_worktree")},
+    },
 }
 
 # Host -> how its file tools resolve a path the model wrote (the functions that
@@ -9027,6 +9079,9 @@ HOST_PATH_RULES: Dict[str, str] = {
     "omp": "`:` and `@` prefixes dropped, `file://` decoded, `~`, `~/` and `~name` expanded; "
            "`edit` of a path that does not exist lands on the one workspace file whose path "
            "ends the same way",
+    "gemini": "relative to the session folder; a leading `~` is judged both ways",
+    "copilot": "relative to the session folder; a leading `~` is judged both ways",
+    "qwen": "relative to the session folder; a leading `~` is judged both ways",
 }
 
 
@@ -9133,6 +9188,21 @@ class _CommandHookAdapter(Adapter):
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        """A control, unless the prompt it schedules would set the contract.
+
+        A scheduled prompt comes back later as a prompt, so a model could
+        schedule `$stop-that-shit open` (or "fix it" during a review) and
+        widen its own contract.  That changes the session state in the
+        guard's data folder, so it is named as such and self-protection
+        stops it while the session is armed.
+        """
+        action = {"name": name, "mutability": "control"}
+        texts = [value for value in tool_input.values() if isinstance(value, str)]
+        if any(_sets_contract(text) for text in texts):
+            action["affectedPaths"] = [_session_state_folder()]
+        return action
 
     def _write_tool(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "file_path", "path")
@@ -9387,21 +9457,6 @@ class ClaudeAdapter(_CommandHookAdapter):
             "ToolSearch", "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
-
-    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
-        """A control, unless the prompt it schedules would set the contract.
-
-        A scheduled prompt comes back later as a prompt, so a model could
-        schedule `$stop-that-shit open` (or "fix it" during a review) and
-        widen its own contract.  That changes the session state in the
-        guard's data folder, so it is named as such and self-protection
-        stops it while the session is armed.
-        """
-        action = {"name": name, "mutability": "control"}
-        texts = [value for value in tool_input.values() if isinstance(value, str)]
-        if any(_sets_contract(text) for text in texts):
-            action["affectedPaths"] = [_session_state_folder()]
-        return action
 
     def _skill(self, name: str, tool_input: dict) -> dict:
         """A control, unless it loads this guard's own skill with arguments that
@@ -11126,32 +11181,12 @@ def _reservation_by_digest(store: Store, root: str, host: str, tool: str, tool_i
     return found[0] if len(found) == 1 else None
 
 
-def _joined_dir(cwd: Optional[str], folder: Any) -> Optional[str]:
-    """The folder a shell tool runs in: `folder` (absolute, or relative to cwd)."""
-    if not _is_text(folder):
-        return cwd
-    folder = folder.strip()
-    if folder.startswith("/") or _is_windows_path(folder) or not cwd:
-        return folder
-    return os.path.join(cwd, folder)
-
-
 class _NewHostAdapter(_CommandHookAdapter):
     """What Gemini CLI, Copilot CLI and Qwen Code share: the table-driven
     classification of the command-hook hosts, a cwd that follows a shell
     tool's own folder argument, and delegation ids for hosts that give none."""
 
-    # Shell tools whose input names the folder they run in: tool -> key.
-    SHELL_DIRS: Dict[str, str] = {}
     STAMPED_IDS = False  # the host gives tool calls no id
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path", "filePath")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
 
     def _spawner(self, name: str, tool_input: dict) -> dict:
         # Runs code that can call any tool, agents included.
@@ -11166,9 +11201,9 @@ class _NewHostAdapter(_CommandHookAdapter):
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
 
     def pre_tool(self, payload: dict, store: Store, name: str, session: str, root: str,
-                 tool: str, tool_input: Any, call_id: Any) -> Optional[HookCall]:
+                 tool: Any, tool_input: Any, call_id: Any) -> Optional[HookCall]:
         """action.before for `root`, judged for `session` (a child when they differ)."""
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
             call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
         if _is_text(call_id):
@@ -11176,13 +11211,12 @@ class _NewHostAdapter(_CommandHookAdapter):
         elif _needs_call_id(action):
             return None  # a delegation without an id cannot hold a place in the ledger
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        key = self.SHELL_DIRS.get(tool)
-        if key and isinstance(tool_input, dict):
-            cwd = _joined_dir(cwd, tool_input.get(key))
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            # The shell tool's own folder argument (Gemini dir_path, Qwen
+            # directory) re-anchors its targets there; see ADAPTER_TOOLS.
+            place_call(self.host, tool, action, tool_input, cwd)
         fields = {"sourceSessionId": session} if session != root else {}
         event = self.envelope("action.before", root, action=action,
                               turnId=payload.get("prompt_id"), host=self.host_meta(payload),
@@ -11191,11 +11225,10 @@ class _NewHostAdapter(_CommandHookAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
-        return self.pre_tool(payload, store, name, session, session, tool,
+        return self.pre_tool(payload, store, name, session, session, payload.get("tool_name"),
                              payload.get("tool_input"), call_id)
 
 
@@ -11238,7 +11271,6 @@ class GeminiAdapter(_NewHostAdapter):
             "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
             "tracker_add_dependency")},
     }
-    SHELL_DIRS = {"run_shell_command": "dir_path"}
     STAMPED_IDS = True
 
     def prompt_text(self, payload: dict) -> Optional[str]:
@@ -11261,7 +11293,7 @@ class GeminiAdapter(_NewHostAdapter):
             return _json({"decision": "deny",
                           "reason": result.text or "Stop That Shit denied this call."})
         if result.kind == "prompt-error":  # BeforeAgent: the turn is blocked, the user sees why
-            return _json({"decision": "block", "reason": result.text})
+            return _json({"decision": "block", "reason": _rejected_text(result)})
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return _json({"hookSpecificOutput": {
@@ -11416,14 +11448,11 @@ class CopilotAdapter(_NewHostAdapter):
                                             host=self.host_meta(payload)))
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        tool = payload.get("toolName")
-        if not _is_text(tool):
-            return None
         session, root = self.governing(payload, store)
         if session is None:
             return None
-        return self.pre_tool(payload, store, name, session, root, tool, payload.get("toolArgs"),
-                             None)
+        return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
+                             payload.get("toolArgs"), None)
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         if payload.get("toolName") != _COPILOT_AGENT_TOOL:
@@ -11495,8 +11524,10 @@ class QwenAdapter(_NewHostAdapter):
         "save_memory": "write", "enter_worktree": "write",
         "run_shell_command": "_shell", "monitor": "_monitor",
         "agent": "delegate", "workflow": "_unbounded", "team_create": "_unbounded",
-        "create_sub_session": "_spawner", "exec": "_spawner",
+        "create_sub_session": "_spawner", "exec": "_exec",
         "send_message": "_wakes_agent", "tool_call": "_tool_call",
+        # Text scheduled now comes back later as a prompt (as in Claude Code).
+        "cron_create": "_scheduled_prompt", "loop_wakeup": "_scheduled_prompt",
         **{name: "read" for name in (
             "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
@@ -11504,12 +11535,11 @@ class QwenAdapter(_NewHostAdapter):
             "omni_recall_media_memory")},
         **{name: "control" for name in (
             "todo_write", "skill", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_create", "cron_delete", "loop_wakeup", "task_create", "task_update",
+            "cron_delete", "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
             "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
             "exit_worktree")},
     }
-    SHELL_DIRS = {"run_shell_command": "directory"}
     _TOOL_CALL_DEPTH = 4
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
@@ -11522,6 +11552,14 @@ class QwenAdapter(_NewHostAdapter):
         if "command" not in tool_input:
             return {"name": name, "mutability": "unknown"}
         return shell_action(name, tool_input.get("command"))
+
+    def _exec(self, name: str, tool_input: dict) -> dict:
+        """Code that can call any tool, agents included: the shell's analysis of
+        that code, and never countable."""
+        language = _first_text(tool_input, "language", "lang") or "js"
+        action = code_action(name, language, _first_text(tool_input, "code", "script"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def _tool_call(self, name: str, tool_input: dict, depth: int = 0) -> dict:
         """The deferred-tool bridge: judged as the tool it calls.  Qwen resolves
