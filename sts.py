@@ -9189,6 +9189,9 @@ class _CommandHookAdapter(Adapter):
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
 
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
 
@@ -9482,9 +9485,6 @@ class ClaudeAdapter(_CommandHookAdapter):
         if "command" not in tool_input and "ws" in tool_input:
             return {"name": name, "mutability": "read"}
         return shell_action(name, tool_input.get("command"))
-
-    def _powershell(self, name: str, tool_input: dict) -> dict:
-        return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _workflow(self, name: str, tool_input: dict) -> dict:
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
