@@ -8281,7 +8281,29 @@ def _handle_session_start(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
     loaded = store.load(key)
     _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
-    return CoreResult("context", _context_for(loaded.state, loaded.storage_error))
+    text = _context_for(loaded.state, loaded.storage_error)
+    missing = _guard_files_missing(store)
+    if missing and event.source_session_id is None:
+        text = _GUARD_FILES_MISSING % ", ".join(missing) + "\n" + text
+    return CoreResult("context", text)
+
+
+# What a session start says when files `install` wrote are gone: a hook or
+# shim that cannot start does not block, so that host runs unguarded.
+_GUARD_FILES_MISSING = (
+    "WARNING: Stop That Shit is not fully installed: %s is missing. A host whose hook or shim "
+    "cannot start runs every tool call without the guard (the shims and the Hermes plugin "
+    "still block while a session is armed). Run `python3 sts.py doctor`, then reinstall.")
+
+
+def _guard_files_missing(store: Store) -> List[str]:
+    """The files `install` wrote (installed.json) that no longer exist."""
+    try:
+        with open(store.path("installed.json"), "rb") as fh:
+            listed = json.loads(fh.read()).get("paths", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [p for p in listed if isinstance(p, str) and not os.path.exists(p)]
 
 
 def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
@@ -13278,6 +13300,31 @@ def _age(seconds: float) -> str:
     return "%d s" % seconds
 
 
+# What happens on a host whose hook command names an sts.py that is gone.
+_GUARD_GONE = {
+    "shim": "the shim blocks tool calls while a session is armed and lets everything else "
+            "run unguarded",
+    "hook": "the hook cannot start, and a hook that cannot start does not block: every tool "
+            "call runs without the guard",
+}
+
+
+def _missing_sts_refs(path: str) -> List[str]:
+    """Each sts.py a host configuration's commands run that does not exist."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return []
+    import re
+    found = []
+    for match in re.finditer(r"sys\.path\.insert\(0, *\\*['\"]([^'\"\\]+)\\*['\"]\)", text):
+        target = os.path.join(match.group(1), "sts.py")
+        if not os.path.isfile(target) and target not in found:
+            found.append(target)
+    return found
+
+
 def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> None:
     python = entries[0].get("python", "python3") if entries else "python3"
     command = hook_command(host, python)
@@ -13288,6 +13335,9 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
         fix_s = fix + (" --scope project" if scope == "project" else "")
         if host in _HOOK_EVENTS:
             cfg = os.path.join(base, _HOSTS[host]["config"])
+            for gone in _missing_sts_refs(cfg):
+                check("FAIL", host, "GUARD MISSING: %s runs %s, which does not exist; %s"
+                      % (cfg, gone, _GUARD_GONE["hook"]), fix_s)
             ok, text = _json_hooks_wired(cfg, host, command)
             check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
         for _, dst in _SHIM_FILES.get(host, ()):
@@ -13298,7 +13348,10 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                                                                "is missing"), None if ok else fix_s)
                 continue
             pinned = _shim_pinned_to(dest)
-            if pinned == _sts_path():
+            if pinned and not os.path.isfile(pinned):
+                check("FAIL", host, "GUARD MISSING: shim %s runs %s, which does not exist; %s"
+                      % (dest, pinned, _GUARD_GONE["shim"]), fix_s)
+            elif pinned == _sts_path():
                 check("OK", host, "shim %s points at this sts.py" % dest)
             elif pinned:
                 check("FAIL", host, "shim %s points at %s, not this sts.py" % (dest, pinned), fix_s)
