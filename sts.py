@@ -13309,19 +13309,54 @@ _GUARD_GONE = {
 }
 
 
-def _missing_sts_refs(path: str) -> List[str]:
-    """Each sts.py a host configuration's commands run that does not exist."""
+def _command_sts_path(command: str) -> Optional[str]:
+    """The sts.py a hook command runs: the folder its import form puts on
+    sys.path, or an sts.py it names; None when it names neither."""
+    import ast
+    import shlex
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv):
+            try:
+                tree = ast.parse(argv[index + 1])
+            except SyntaxError:
+                return None
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "insert" \
+                        and len(node.args) == 2 and isinstance(node.args[1], ast.Constant) \
+                        and isinstance(node.args[1].value, str):
+                    return os.path.join(node.args[1].value, "sts.py")
+        if word.endswith("sts.py"):
+            return word
+    return None
+
+
+def _missing_sts_refs(path: str) -> List[str]:
+    """Each sts.py the hook commands of a host's JSON configuration run that
+    does not exist."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
         return []
-    import re
-    found = []
-    for match in re.finditer(r"sys\.path\.insert\(0, *\\*['\"]([^'\"\\]+)\\*['\"]\)", text):
-        target = os.path.join(match.group(1), "sts.py")
-        if not os.path.isfile(target) and target not in found:
-            found.append(target)
+    found: List[str] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, str) and ("import sts" in value or "sts.py" in value):
+            target = _command_sts_path(value)
+            if target and not os.path.isfile(target) and target not in found:
+                found.append(target)
+
+    visit(data)
     return found
 
 
@@ -13415,6 +13450,9 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
 def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]) -> None:
     dest = _copilot_hook_path(base)
     raw = _install_read(dest)
+    for gone in _missing_sts_refs(dest):
+        check("FAIL", "copilot", "GUARD MISSING: %s runs %s, which does not exist; %s"
+              % (dest, gone, _GUARD_GONE["hook"]), fix)
     if raw is None:
         check("FAIL", "copilot", "%s does not exist" % dest, fix)
     elif raw != _copilot_hooks_text(python).encode("utf-8"):

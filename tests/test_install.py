@@ -805,7 +805,8 @@ def test_doctor_says_loudly_when_the_sts_py_a_hook_runs_is_gone(env):
     lines = env.out.splitlines()
     hook = [ln for ln in lines if ln.startswith("FAIL claude") and "GUARD MISSING" in ln]
     shim = [ln for ln in lines if ln.startswith("FAIL opencode") and "GUARD MISSING" in ln]
-    assert hook and env.sts_py in hook[0] and "every tool call runs without the guard" in hook[0]
+    assert hook and env.sts_py in hook[0] and "every tool call runs without the guard" in hook[0], \
+        env.out
     assert shim and env.sts_py in shim[0] and "while a session is armed" in shim[0]
 
 
