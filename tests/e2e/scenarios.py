@@ -202,12 +202,13 @@ def _(host, work):
 # --- what the host itself does with a call (classes of issue 19) -------------
 
 # The shell tools that take their own working folder, and that argument.
+# Gemini CLI (`dir_path`) and Qwen Code (`directory`) refuse a folder outside
+# their workspace before the hook runs, so the guard's data folder cannot be
+# reached that way there; the unit tests cover their adapters.
 _RUN_FOLDER_ARGS = {"codex": ("exec_command", "cmd", "workdir"),
                     "opencode": ("bash", "command", "workdir"),
                     "hermes": ("terminal", "command", "workdir"),
-                    "omp": ("bash", "command", "cwd"),
-                    "gemini": ("run_shell_command", "command", "dir_path"),
-                    "qwen": ("run_shell_command", "command", "directory")}
+                    "omp": ("bash", "command", "cwd")}
 GUARD_PROBE = "e2e-in-guard-folder.txt"
 
 
@@ -300,7 +301,8 @@ SCENARIOS = [
              absent=[os.path.join("..", "sts-home", GUARD_PROBE)],
              deny_text="GUARD_SELF_PROTECTION", audit="observed_blocked",
              hosts=sorted(_RUN_FOLDER_ARGS),
-             why_not="the shell tool takes no working-folder argument"),
+             why_not="no working-folder argument, or the host refuses one outside its "
+                     "workspace itself"),
     Scenario("opencode-task-root", "8. review, then task resumes the root session with "
              "\"$stop-that-shit off\", then a write: the resume and the write are blocked",
              directive="review", task="look, then hand off", absent=["a.txt"],
