@@ -4823,8 +4823,13 @@ def _agent_cli(text: str) -> Optional[str]:
     """The agent CLI a word names, or None: by basename in any folder (`.exe`,
     `.cmd`, `.js` and an `@version` dropped), or by its npm/PyPI package name,
     also as a path into node_modules."""
-    path = text.replace("\\", "/").rstrip("/")
-    low = path.lower()
+    low = text.lower()
+    if low in _AGENT_CLIS:
+        return low
+    if not any(c in low for c in "/\\@."):
+        return None  # a plain word that is no agent: the common case, kept cheap
+    path = low.replace("\\", "/").rstrip("/")
+    low = path
     for package, cli in _AGENT_PACKAGES.items():
         if low == package or low.startswith(package + "@") \
                 or ("/node_modules/" + package + "/") in low + "/":
