@@ -8975,8 +8975,10 @@ def _as_object(value: Any) -> Any:
 # `command`/`code` argument gets the shell's analysis (`unlisted_action`).
 ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
     "codex": {
-        "Bash": ((), "shell", "workdir"), "exec_command": ((), "shell", "workdir"),
-        "shell_command": ((), "shell", "workdir"),
+        # Codex resolves exec_command's `workdir` itself: the hook gets only the
+        # command, with the folder as the event's cwd (seen on 0.171.0).
+        "Bash": ((), "shell", ""), "exec_command": ((), "shell", ""),
+        "shell_command": ((), "shell", ""),
         "apply_patch": (("command: *** Add/Update/Delete File, *** Move to",), "", ""),
         "Edit": (("file_path", "path"), "", ""), "Write": (("file_path", "path"), "", ""),
         "spawn_agent": ((), "agent", ""), "Agent": ((), "agent", ""),

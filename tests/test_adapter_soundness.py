@@ -419,8 +419,8 @@ def test_hermes_sandbox_calls_without_a_session_are_judged_by_their_session(stor
 # ==========================================================================
 
 PROTECTED_RUN = [
-    # (host, shell tool, folder argument)
-    ("codex", "Bash", "workdir"), ("codex", "exec_command", "workdir"),
+    # (host, shell tool, folder argument).  Codex applies `workdir` itself and
+    # sends the folder as the event's cwd (test below).
     ("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
     ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
     ("qwen", "run_shell_command", "directory"),
@@ -461,6 +461,17 @@ def test_a_folder_argument_the_guard_cannot_name_leaves_relative_targets_unestab
     call = HOSTS[name](work).tool(tool, {"command": "echo x > /tmp/abs.txt", key: folder},
                                   "c2")[1]
     assert "unknownWriteTarget" not in sts.ADAPTERS[name].translate(call, store).event["action"]
+
+
+def test_codex_reports_the_workdir_as_the_event_folder(store, sts_home, work):
+    """What Codex 0.171 sent for exec_command {cmd, workdir: "sub"}: the command
+    alone, and cwd = <session folder>/sub."""
+    h = host("codex", work)
+    h.say(store, "$stop-that-shit change")
+    os.makedirs(str(sts_home), exist_ok=True)
+    event, payload = h.tool("Bash", {"command": "echo x > installed.json"}, "c1")
+    payload["cwd"] = str(sts_home)
+    assert code_of(h.blocked(h.run(store, event, payload))) == "GUARD_SELF_PROTECTION"
 
 
 def test_hermes_expands_tilde_in_file_tools_before_files_is_checked(store, work, monkeypatch):
