@@ -9070,8 +9070,9 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
             "read_bash", "read_powershell", "list_bash", "list_powershell",
             "lexical_code_search", "semantic_code_search", "web_fetch",
             "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents",
-            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
             "report_intent", "update_todo")},
+        "skill": ((), "prompt", ""),
     },
     "qwen": {
         "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
@@ -9083,12 +9084,13 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "send_message": ((), "agent", ""), "exec": ((), "code", ""),
         "tool_call": (("arguments: as the tool named",), "", ""),
         "cron_create": ((), "prompt", ""), "loop_wakeup": ((), "prompt", ""),
+        "skill": ((), "prompt", ""),
         "read_file": (("file_path",), "", ""), "glob": (("path",), "", ""),
         "grep_search": (("path",), "", ""), "list_directory": (("path",), "", ""),
         **{tool: ((), "", "") for tool in (
             "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
             "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
-            "omni_recall_media_memory", "todo_write", "skill", "exit_plan_mode",
+            "omni_recall_media_memory", "todo_write", "exit_plan_mode",
             "enter_plan_mode", "ask_user_question", "cron_delete", "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal", "propose_goal",
             "request_shutdown", "team_delete", "team_plan_approval", "exit_worktree")},
@@ -9220,6 +9222,19 @@ class _CommandHookAdapter(Adapter):
 
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def _skill(self, name: str, tool_input: dict) -> dict:
+        """A control, unless it loads this guard's own skill with arguments that
+        would set the contract: the model may read the skill, never type the
+        directive for the user."""
+        action = {"name": name, "mutability": "control"}
+        skill = _first_text(tool_input, "skill", "command", "name") or ""
+        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
+            args = " ".join(v for k, v in tool_input.items()
+                            if isinstance(v, str) and k not in ("skill", "command", "name"))
+            if args.strip() and _sets_contract("$stop-that-shit " + args):
+                action["affectedPaths"] = [_session_state_folder()]
+        return action
 
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
@@ -9489,19 +9504,6 @@ class ClaudeAdapter(_CommandHookAdapter):
             "ToolSearch", "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
-
-    def _skill(self, name: str, tool_input: dict) -> dict:
-        """A control, unless it loads this guard's own skill with arguments that
-        would set the contract: the model may read the skill, never type the
-        directive for the user."""
-        action = {"name": name, "mutability": "control"}
-        skill = _first_text(tool_input, "skill", "command", "name") or ""
-        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
-            args = " ".join(v for k, v in tool_input.items()
-                            if isinstance(v, str) and k not in ("skill", "command", "name"))
-            if args.strip() and _sets_contract("$stop-that-shit " + args):
-                action["affectedPaths"] = [_session_state_folder()]
-        return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "notebook_path")
@@ -11387,8 +11389,9 @@ class CopilotAdapter(_NewHostAdapter):
             "list_agents")},
         # sql works on the session's own SQLite database (todos), not the repository.
         **{name: "control" for name in (
-            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
             "report_intent", "update_todo")},
+        "skill": "_skill",
     }
     STAMPED_IDS = True
 
@@ -11557,13 +11560,14 @@ class QwenAdapter(_NewHostAdapter):
         "send_message": "_wakes_agent", "tool_call": "_tool_call",
         # Text scheduled now comes back later as a prompt (as in Claude Code).
         "cron_create": "_scheduled_prompt", "loop_wakeup": "_scheduled_prompt",
+        "skill": "_skill",
         **{name: "read" for name in (
             "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
         **{name: "control" for name in (
-            "todo_write", "skill", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
+            "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
             "cron_delete", "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
             "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",

@@ -358,18 +358,23 @@ def test_claude_turns_the_user_authored_still_set_it(source, store, work):
 @pytest.mark.parametrize("skill", ["stop-that-shit", "Stop-That-Shit", "/stop-that-shit",
                                    "stop-that-shit:stop-that-shit"])
 @pytest.mark.parametrize("args", ["off", "open -- do it", "change hash=allow"])
-def test_claude_skill_call_typing_the_directive_for_the_user_is_stopped(skill, args, store, work):
-    h = host("claude", work)
+@pytest.mark.parametrize("name,tool", [("claude", "Skill"), ("qwen", "skill"),
+                                       ("copilot", "skill")])
+def test_a_skill_call_typing_the_directive_for_the_user_is_stopped(name, tool, skill, args,
+                                                                  store, work):
+    h = host(name, work)
     h.say(store, "$stop-that-shit change")
-    assert stopped(h, store, "Skill", {"skill": skill, "args": args}) == "GUARD_SELF_PROTECTION"
+    assert stopped(h, store, tool, {"skill": skill, "args": args}) == "GUARD_SELF_PROTECTION"
 
 
-def test_claude_skill_reading_the_guard_skill_or_another_skill_runs(store, work):
-    h = host("claude", work)
+@pytest.mark.parametrize("name,tool", [("claude", "Skill"), ("qwen", "skill"),
+                                       ("copilot", "skill")])
+def test_a_skill_reading_the_guard_skill_or_another_skill_runs(name, tool, store, work):
+    h = host(name, work)
     h.say(store, "$stop-that-shit review")
-    assert stopped(h, store, "Skill", {"skill": "stop-that-shit"}) is None
-    assert stopped(h, store, "Skill", {"skill": "stop-that-shit", "args": "status"}, "c2") is None
-    assert stopped(h, store, "Skill", {"skill": "pdf", "args": "off"}, "c3") is None
+    assert stopped(h, store, tool, {"skill": "stop-that-shit"}) is None
+    assert stopped(h, store, tool, {"skill": "stop-that-shit", "args": "status"}, "c2") is None
+    assert stopped(h, store, tool, {"skill": "pdf", "args": "off"}, "c3") is None
 
 
 @pytest.mark.parametrize("tool", ["cron_create", "loop_wakeup"])
