@@ -8713,8 +8713,12 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
                 action["mutability"] = ran["mutability"]
     if action["mutability"] != "read":
         paths, complete = path_arguments(tool_input)
-        if paths:
+        if paths and action["mutability"] == "write":
             action["affectedPaths"] = paths
+        elif paths:
+            # An unproven tool may touch these, and maybe more: self-protection
+            # judges them, while files= still finds its targets unproven.
+            action["shellWriteTargets"] = action.get("shellWriteTargets", []) + paths
         if not complete:
             action["unknownWriteTarget"] = True
     return action

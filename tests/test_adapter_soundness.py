@@ -604,6 +604,22 @@ def test_an_unknown_tool_with_ordinary_arguments_is_not_self_protection(name, st
     assert stopped(h, store, MOVE_TOOL[name], args) is None
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_files_is_no_looser_for_an_unknown_tool_that_names_its_paths(name, store, work):
+    """Named paths inside the boundary do not prove an unproven tool writes only
+    there; a tool named as a write is judged by every path it names."""
+    h = host(name, work)
+    h.say(store, "$stop-that-shit change files=src/**")
+    assert stopped(h, store, "mcp__x__frobnicate", {"path": "src/a.py"}) == \
+        "WRITE_PATH_UNPROVEN"
+    if name in ("codex", "claude", "opencode"):  # hosts that classify unknown tools by name
+        tool = MOVE_TOOL[name]
+        assert stopped(h, store, tool, {"source": "src/a.py", "destination": "src/b.py"},
+                       "c2") is None
+        assert stopped(h, store, tool, {"source": "src/a.py", "destination": "lib/b.py"},
+                       "c3") == "PATH_OUTSIDE_CONTRACT"
+
+
 @pytest.mark.parametrize("name", ["codex", "claude", "opencode"])
 def test_an_unknown_tool_named_as_a_read_may_read_the_guard_file(name, store, sts_home, work):
     """The name fallback calls `read_file` a read: reading is not tampering."""
