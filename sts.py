@@ -5499,7 +5499,9 @@ del _p
 # decision stops it under a finite budget and self-protection stops a resume.
 
 # Agent CLI -> (first words that do not start an agent: setup and management
-# subcommands; options or subcommands that continue an existing session).
+# subcommands; options or subcommands that continue an existing session, or
+# serve a protocol (app-server, ACP, RPC) through which any session can be
+# given a prompt).
 # Anything else given to the program starts an agent: an unknown option is
 # counted as a start, not guessed away.
 _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
@@ -5509,25 +5511,26 @@ _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
                           "--fork-session", "--from-pr"))),
     "codex": (frozenset(("login", "logout", "mcp", "completion", "features", "sandbox",
                          "debug", "apply", "a")),
-              frozenset(("resume", "fork", "--last"))),
+              frozenset(("resume", "fork", "--last", "app-server", "mcp-server"))),
     "opencode": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
                             "debug", "agent", "providers")),
-                 frozenset(("-c", "--continue", "-s", "--session", "--fork"))),
+                 frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                            "acp"))),
     "pi": (frozenset(("install", "remove", "uninstall", "update", "list", "config")),
-           frozenset(("-c", "--continue", "-r", "--resume", "--session"))),
+           frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
     "omp": (frozenset(("install", "remove", "uninstall", "update", "list", "config", "plugin",
                        "stats")),
-            frozenset(("-c", "--continue", "-r", "--resume", "--session"))),
+            frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
     "hermes": (frozenset(("setup", "config", "model", "tools", "skills", "plugins", "doctor",
                           "update", "status", "version", "login", "logout", "auth", "sessions",
                           "uninstall")),
-               frozenset(("-r", "--resume", "-c", "--continue"))),
+               frozenset(("-r", "--resume", "-c", "--continue", "acp"))),
     "gemini": (frozenset(("mcp", "extensions", "extension")),
-               frozenset(("-r", "--resume", "--list-sessions"))),
+               frozenset(("-r", "--resume", "--list-sessions", "--acp", "--experimental-acp"))),
     "copilot": (frozenset(("login", "logout", "mcp", "plugin", "update")),
-                frozenset(("--resume", "--continue"))),
+                frozenset(("--resume", "--continue", "--acp", "--server"))),
     "qwen": (frozenset(("mcp", "extensions", "extension")),
-             frozenset(("-r", "--resume", "-c", "--continue"))),
+             frozenset(("-r", "--resume", "-c", "--continue", "--acp", "--experimental-acp"))),
     "aider": (frozenset(), frozenset(("--restore-chat-history",))),
     "cursor-agent": (frozenset(("login", "logout", "status", "mcp", "update", "ls")),
                      frozenset(("resume", "--resume"))),

@@ -284,6 +284,9 @@ RESUMES = [
     "copilot --resume -p x",
     "nohup claude --resume abc -p x &",
     "sh -c \"claude --continue -p 'fix it'\"",
+    # servers and protocols through which any session can be given a prompt
+    "codex app-server < turns.jsonl", "opencode serve --port 4096 &", "omp --mode rpc",
+    "gemini --experimental-acp", "qwen --acp", "hermes acp",
 ]
 
 
