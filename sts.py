@@ -10032,7 +10032,7 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique.
+    """Trim, relativize to cwd, forward slashes, no ./, unique.
 
     A `./` stays in front of `~`: it marks a folder literally named `~` on a
     host that does not expand it (see `host_path`), which the core must not
