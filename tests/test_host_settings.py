@@ -446,6 +446,7 @@ SHELLS = [(host,) + SHELL[host] for host in HOSTS] + [
     ("codex", "Bash", lambda c: {"command": c}),
     ("codex", "shell_command", lambda c: {"command": c}),
     ("claude", "PowerShell", lambda c: {"command": c}),
+    ("copilot", "powershell", lambda c: {"command": c}),
     ("pi", "powershell", lambda c: {"command": c}),
 ]
 
