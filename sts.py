@@ -230,6 +230,8 @@ class Action:
     id: Optional[str] = None
     affected_paths: List[str] = field(default_factory=list)
     shell_write_targets: List[str] = field(default_factory=list)
+    # Glob patterns of paths the shell line may write (ShellAnalysis.write_patterns).
+    shell_write_patterns: List[str] = field(default_factory=list)
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
     cwd: Optional[str] = None
@@ -273,7 +275,7 @@ class Action:
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -306,6 +308,7 @@ class Action:
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
+            shell_write_patterns=paths[2],
             unknown_write_target=flags["unknownWriteTarget"], cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
@@ -1046,15 +1049,19 @@ class ShellAnalysis(Record):
     mutability is "read" only when every simple command is proven read-only.
     write_targets lists the paths the line provably writes (redirections,
     tee, cp/mv/rm/... targets) when they can be established.
+    write_patterns lists glob patterns (fnmatch syntax, `[*]` for a literal
+    star; a `**` component stands for any number of components) for targets
+    written with a glob or a brace list, and for everything below a folder
+    a command removes or changes as a whole (`rm -r d` gives d/**).
     unknown_target is True when the line also writes somewhere the analyzer
-    could not establish (a variable, a substitution, a folder it cannot
-    follow): such a write may land on any path.
+    could not establish (a variable, a substitution, `~user`, a folder it
+    cannot follow): such a write may land on any path.
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
-                          'write_targets', 'unknown_target')
+                          'write_targets', 'unknown_target', 'write_patterns')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
-                'write_targets': list, 'unknown_target': False}
+                'write_targets': list, 'unknown_target': False, 'write_patterns': list}
 
     mutability: str
     reason: Optional[str]
@@ -1062,6 +1069,7 @@ class ShellAnalysis(Record):
     dependency_intent: bool
     write_targets: List[str]
     unknown_target: bool
+    write_patterns: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # decisions.md 8
@@ -1089,9 +1097,17 @@ class _Give(Exception):
 
 
 class _V:
-    """Verdict of one simple command (or of a whole line once combined)."""
+    """Verdict of one simple command (or of a whole line once combined).
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
+    Write targets come in three kinds: `targets`, paths as written;
+    `patterns`, glob patterns (see _glob_escape) any path matching which may
+    be written, where a `**` component stands for any number of components;
+    and `pending`, words not resolved yet, with whether everything under
+    them is at stake (a removal).  `_combine` resolves pending words once it
+    knows the line's variables; a word it cannot resolve sets `opaque`.
+    """
+
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "patterns", "pending")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1103,6 +1119,8 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        self.patterns: List[str] = []
+        self.pending: List[Tuple[_W, bool]] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1111,9 +1129,31 @@ class _V:
         elif other.mut == self.mut and self.reason is None:
             self.reason = other.reason
         self.targets.extend(other.targets)
+        self.patterns.extend(other.patterns)
+        self.pending.extend(other.pending)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        return self
+
+    def add(self, target: Any, tree: bool = False) -> "_V":
+        """One write target: a path (str) or a shell word.  tree: the
+        command also changes or removes everything below it (rm -r, mv of
+        a folder, chmod -R), so a folder holding a guard file is hit even
+        when it is the working folder."""
+        if isinstance(target, _W):
+            if target.static and not target.text.startswith("~"):
+                target = target.text
+            else:
+                self.pending.append((target, tree))   # `~user` is resolved there too
+                return self
+        if target.startswith("~") and target.split("/", 1)[0] != "~":
+            self.opaque = True   # ~user, ~+, ~-: the guard does not expand these
+            return self
+        if target:
+            self.targets.append(target)
+            if tree:
+                self.patterns.append(_glob_escape(target).rstrip("/") + "/**")
         return self
 
     def cap(self, reason: str) -> "_V":
@@ -1131,8 +1171,21 @@ def _unknown(reason: str = "shell_command_unproven") -> _V:
     return _V("unknown", reason)
 
 
-def _write(targets: Optional[List[str]] = None, reason: Optional[str] = None) -> _V:
-    return _V("write", reason, list(targets or []))
+def _write(targets: Optional[List[Any]] = None, reason: Optional[str] = None,
+           tree: bool = False) -> _V:
+    """A write to `targets` (paths or shell words; see _V.add)."""
+    v = _V("write", reason)
+    for target in targets or ():
+        v.add(target, tree)
+    return v
+
+
+def _glob_escape(path: str) -> str:
+    """A path as a pattern that matches only itself: `*`, `?` and `[` are
+    bracketed, the form fnmatch reads."""
+    if not any(ch in path for ch in "*?["):
+        return path
+    return "".join("[%s]" % ch if ch in "*?[" else ch for ch in path)
 
 
 # ---------------------------------------------------------------- words ----
@@ -1148,16 +1201,22 @@ class _W:
     expands to cannot be taken for an option.
     """
 
-    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted")
+    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted", "exp")
 
     def __init__(self, text: str, dyn: bool = False, split: bool = False, glob: bool = False,
-                 lead: bool = True, quoted: bool = False) -> None:
+                 lead: bool = True, quoted: bool = False,
+                 exp: Optional[List[Tuple[Any, bool]]] = None) -> None:
         self.text = text
         self.dyn = dyn
         self.split = split
         self.glob = glob
         self.lead = lead
         self.quoted = quoted
+        # One (expansion, inside double quotes) pair per NUL of text, in
+        # order; None when the word was not read by the parser.  An
+        # expansion is ("var", NAME, default word or None), ("sub", source
+        # of the command) or ("other",).  Write targets are resolved from it.
+        self.exp = exp
 
     @property
     def static(self) -> bool:
@@ -1176,6 +1235,162 @@ class _W:
 
 def _lit(text: str) -> _W:
     return _W(text, lead=not text.startswith("-"))
+
+
+# --------------------------------------------------------- write targets ----
+#
+# A write target written with a glob, a brace list, a variable or a command
+# substitution is resolved as far as it can be, into paths and glob
+# patterns; the rest is unknown (ShellAnalysis.unknown_target).  Variables:
+# HOME, TMPDIR, TMP and TEMP are read from the hook's own environment,
+# which is the host's, as the shell's is (`~` has always been read the same
+# way); PWD is the working folder.  A variable the line itself sets (a loop
+# list, a plain NAME=value, export/declare NAME=value) may hold any value
+# it is given there or its value from that same environment.  Every other
+# variable, and every substitution but $(pwd) and a plain $(mktemp), is
+# unknown: its value comes from where the guard cannot look.
+_TRUSTED_VARS = frozenset(("HOME", "TMPDIR", "TMP", "TEMP"))
+_MAX_TARGET_FORMS = 64   # brace and loop combinations kept per word; more is unknown
+_IFS_CHARS = " \t\n"
+
+
+def _brace_expand(text: str) -> Optional[List[str]]:
+    """bash brace expansion of `text` (NULs stand for expansions): comma
+    lists give each alternative, sequences `{a..z}` stand as `*`.  None
+    when there would be more than _MAX_TARGET_FORMS results."""
+    start = text.find("{")
+    while start >= 0:
+        depth, j, commas = 0, start, []
+        while j < len(text):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text[j] == "," and depth == 1:
+                commas.append(j)
+            j += 1
+        if j >= len(text):
+            return [text]
+        body = text[start + 1:j]
+        head, tail = text[:start], text[j + 1:]
+        if commas:
+            cuts = [start] + commas + [j]
+            parts = [text[a + 1:b] for a, b in zip(cuts, cuts[1:])]
+        elif ".." in body:
+            parts = ["\x02"]   # a sequence: any word (see _word_paths)
+        else:
+            start = text.find("{", start + 1)
+            continue
+        out: List[str] = []
+        for part in parts:
+            more = _brace_expand(head + part + tail)
+            if more is None or len(out) + len(more) > _MAX_TARGET_FORMS:
+                return None
+            out.extend(more)
+        return out
+    return [text]
+
+
+def _var_values(name: str, default: Optional[str], ctx: "_Ctx",
+                depth: int) -> Optional[List[Tuple[str, bool]]]:
+    """The values `$name` (or `${name:-default}`) may have, each as
+    (text, is a pattern); None when unknown."""
+    line_sets = ctx.vars is not None and name in ctx.vars
+    if ctx.vars_unknown:
+        return None     # eval, source, read NAME...: any variable may change
+    if name == "PWD" and not line_sets:
+        return [(".", False)]
+    if not (name in _TRUSTED_VARS or line_sets):
+        return None
+    values = [(_glob_escape(os.environ.get(name, "")), False)]
+    if line_sets:
+        assigned = ctx.vars[name]
+        if assigned is None or depth > 2:
+            return None
+        for word in assigned:
+            more = _word_paths(word, ctx, depth + 1)
+            if more is None:
+                return None
+            values.extend(more)
+    if default is not None:
+        values = [v for v in values if v[0]] + [(_glob_escape(default), False)]
+    return values
+
+
+def _sub_values(source: str) -> Optional[List[Tuple[str, bool]]]:
+    """$(pwd) is the working folder; $(mktemp) and $(mktemp -d) name a new
+    entry of the temporary folder.  Any other substitution is unknown."""
+    words = source.strip().split()
+    if words == ["pwd"]:
+        return [(".", False)]
+    if words and words[0] == "mktemp" and all(
+            w in ("-d", "-q", "-u", "--directory", "--quiet", "--dry-run") for w in words[1:]):
+        base = os.environ.get("TMPDIR") or "/tmp"
+        return [(_glob_escape(base.rstrip("/")) + "/*", True)]
+    return None
+
+
+def _word_paths(w: _W, ctx: "_Ctx", depth: int = 0) -> Optional[List[Tuple[str, bool]]]:
+    """The paths a shell word may name when it is written to: a list of
+    (text, is a pattern), patterns in the form of _glob_escape; None when
+    it cannot be established (a variable or substitution of unknown value,
+    `~user`, too many forms)."""
+    text = w.text
+    if w.static:
+        return [(text, False)] if text else []
+    exps = w.exp or []
+    if text.count("\0") != len(exps):
+        return None
+    forms = _brace_expand(text) if w.glob else [text]
+    if forms is None:
+        return None
+    out: List[Tuple[str, bool]] = []
+    for form in forms:
+        # Each form is a list of candidate (pattern, has wildcards) built
+        # piece by piece; an expansion may multiply them.
+        cands: List[Tuple[str, bool]] = [("", False)]
+        k = 0
+        for ch in form:
+            if ch == "\0":
+                (exp, quoted), k = exps[k], k + 1
+                if exp[0] == "var":
+                    values = _var_values(exp[1], exp[2], ctx, depth)
+                elif exp[0] == "sub":
+                    values = _sub_values(exp[1])
+                else:
+                    values = None
+                if values is None:
+                    return None
+                for value, _ in values:
+                    if not quoted and any(c in value for c in _IFS_CHARS):
+                        return None   # split into several words
+                grown = [(c + v, p or vp) for c, p in cands for v, vp in values]
+                if len(grown) > _MAX_TARGET_FORMS:
+                    return None
+                cands = grown
+            elif ch == "\x02":
+                cands = [(c + "*", True) for c, _ in cands]
+            elif ch in "*?[":
+                # Pattern characters of the word itself (quoted ones are
+                # taken as patterns too: that only widens the match).
+                active = w.glob and (ch != "[" or "]" in form)
+                cands = [(c + (ch if active else "[%s]" % ch), p or active) for c, p in cands]
+            else:
+                cands = [(c + ch, p) for c, p in cands]
+        for cand, is_pattern in cands:
+            if cand.startswith("~"):
+                head = cand.split("/", 1)[0]
+                if head not in ("~", "~+") or not form.startswith("~"):
+                    if form.startswith("~"):
+                        return None    # ~user, ~-, ~N: a folder the guard cannot know
+                    cand = "./" + cand  # a value beginning with ~ is a plain name
+                elif head == "~+":
+                    cand = "." + cand[2:]
+            if cand:
+                out.append((cand, is_pattern))
+    return out
 
 
 _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed in
@@ -1344,6 +1559,29 @@ def _param_safe(body: str) -> bool:
     return True
 
 
+def _param_expansion(body: str) -> Tuple[Any, ...]:
+    """What `${body}` stands for, as far as a write target needs it:
+    ("var", NAME, None) for ${NAME} and ${NAME:?msg}; ("var", NAME, WORD)
+    for ${NAME:-WORD}, ${NAME-WORD}, ${NAME:=WORD} and ${NAME=WORD} with a
+    plain WORD; ("other",) for every other form (lengths, substrings,
+    pattern removal and replacement, case changes, ${NAME:+WORD})."""
+    j = 0
+    while j < len(body) and body[j] in _NAME_CHARS:
+        j += 1
+    name, rest = body[:j], body[j:]
+    if not _is_name(name):
+        return ("other",)
+    if not rest or rest.startswith(("?", ":?")):
+        return ("var", name, None)
+    for op in (":-", ":=", "-", "="):
+        if rest.startswith(op):
+            word = rest[len(op):]
+            if any(ch in word for ch in "*?#%^,@+:") or "\0" in word:
+                return ("other",)
+            return ("var", name, word)
+    return ("other",)
+
+
 class _Bash:
     """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
 
@@ -1361,6 +1599,9 @@ class _Bash:
         self.depth = depth
         self.items: List[Any] = []   # _Cmd or a ready _V
         self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
+        self.exp: Any = ("other",)   # the expansion _dollar/_backtick last read
+        # Loop variable -> the words of its list (None: "$@" or unreadable).
+        self.loops: Dict[str, Optional[List[_W]]] = {}
 
     # -- driver ---------------------------------------------------------
     def parse(self) -> List[Any]:
@@ -1600,19 +1841,26 @@ class _Bash:
         while self.i < self.n and s[self.i] in " \t":
             self.i += 1
         if self.i >= self.n or s[self.i] in ";\n":
+            self.loops[name.text] = None    # `for x; do`: the positional parameters
             return
         word = self._word()
         if word.quoted or word.text != "in":
             # `for x do cmd; done` loops over "$@": cmd is a command, not a list word.
             raise _Give("shell_syntax_unproven")
+        values: Optional[List[_W]] = self.loops.get(name.text, [])
         while True:
             while self.i < self.n and s[self.i] in " \t":
                 self.i += 1
             if self.i >= self.n or s[self.i] in ";\n":
+                # Every loop over the name adds its words: the body of any of
+                # them may see any value (write targets read the union).
+                self.loops[name.text] = values
                 return
             if s[self.i] in _META:
                 raise _Give("shell_syntax_unproven")
-            self._word()  # the list; nested substitutions are collected as commands
+            word = self._word()  # the list; nested substitutions are collected as commands
+            if values is not None:
+                values.append(word)
 
     def _nested(self, closer: str) -> None:
         if self.depth + 1 > _MAX_DEPTH:
@@ -1632,6 +1880,7 @@ class _Bash:
     def _word(self) -> _W:
         s, n = self.s, self.n
         out: List[str] = []
+        exp: List[Tuple[Any, bool]] = []
         dyn = split = glob = quoted = False
         lead: Optional[bool] = None   # decided by the first character
         brace = False
@@ -1669,7 +1918,7 @@ class _Bash:
             if c == '"':
                 self.i += 1
                 quoted = True
-                d = self._dquote(out, first)
+                d = self._dquote(out, first, exp)
                 dyn = dyn or d
                 continue
             if c == "$":
@@ -1692,6 +1941,7 @@ class _Bash:
                 if self._dollar():
                     first(False, "")
                     out.append("\0")
+                    exp.append((self.exp, False))
                     dyn = split = True
                     continue
                 first(True, "$")
@@ -1702,6 +1952,7 @@ class _Bash:
                 self._backtick()
                 first(False, "")
                 out.append("\0")
+                exp.append((self.exp, False))
                 dyn = split = True
                 continue
             if c in "*?":
@@ -1740,9 +1991,10 @@ class _Bash:
                     lead = False
         if lead is None:
             lead = True
-        return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted)
+        return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted, exp=exp)
 
-    def _dquote(self, out: List[str], first: Callable[[bool, str], None]) -> bool:
+    def _dquote(self, out: List[str], first: Callable[[bool, str], None],
+                exp: List[Tuple[Any, bool]]) -> bool:
         """Inside "...": only $, backtick and backslash are special."""
         s, n = self.s, self.n
         dyn = False
@@ -1765,12 +2017,14 @@ class _Bash:
                 if self._dollar():
                     first(False, "")
                     out.append("\0")
+                    exp.append((self.exp, True))
                     dyn = True
                     continue
             if c == "`":
                 self._backtick()
                 first(False, "")
                 out.append("\0")
+                exp.append((self.exp, True))
                 dyn = True
                 continue
             first(True, c)
@@ -1788,9 +2042,11 @@ class _Bash:
                         or not _arith_static(s[i + 3:end]):
                     raise _Give("shell_syntax_unproven")
                 self.i = end + 2
+                self.exp = ("other",)
                 return True
             self.i = i + 2
             self._nested(")")
+            self.exp = ("sub", s[i + 2:self.i - 1])
             return True
         if nxt == "{":
             end = s.find("}", i + 2)
@@ -1799,6 +2055,7 @@ class _Bash:
                     or not _param_safe(body):
                 raise _Give("shell_syntax_unproven")
             self.i = end + 1
+            self.exp = _param_expansion(body)
             return True
         if nxt == "[":
             raise _Give("shell_syntax_unproven")
@@ -1807,9 +2064,11 @@ class _Bash:
             while j < n and s[j] in _NAME_CHARS:
                 j += 1
             self.i = j
+            self.exp = ("var", s[i + 1:j], None)
             return True
         if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
             self.i = i + 2
+            self.exp = ("other",)
             return True
         return False
 
@@ -1823,7 +2082,9 @@ class _Bash:
         self.i = end + 1
         sub = _Bash(body, self.depth + 1)
         sub.items = self.items
+        sub.loops = self.loops
         sub.parse()
+        self.exp = ("sub", body)
 
 
 # ---------------------------------------------------------- classification ----
@@ -1863,11 +2124,15 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    __slots__ = ("depth", "shell")
+    __slots__ = ("depth", "shell", "vars", "vars_unknown")
 
     def __init__(self, depth: int, shell: str) -> None:
         self.depth = depth
         self.shell = shell
+        # Variables the line sets -> the words it sets them to (None: a
+        # value the guard cannot read); filled by _combine for its line.
+        self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
+        self.vars_unknown = False   # the line may set any variable (eval, source...)
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
@@ -1991,8 +2256,7 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
-    targets = [target.text] if target.static else []
-    return _write(targets, "shell_redirection")
+    return _write([target], "shell_redirection")
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -2037,7 +2301,7 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         return _unknown()   # looks like an option to a reader, is not one to the program
     if handler is None:
         if name in _WRITERS:
-            return _write(_writer_targets(name, args))
+            return _writer_verdict(name, args)
         return _unknown()
     return handler(name, args, ctx)
 
@@ -2137,7 +2401,7 @@ def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optiona
         if effect is None:
             continue
         if effect == "write":
-            v = _write([value.text] if value is not None and value.static else [])
+            v = _write([value] if value is not None else [])
         else:
             v = _unknown("shell_execution_option")
         out = v if out is None else out.join(v)
@@ -2160,7 +2424,7 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
         if write_operand is not None and len(operands) > write_operand:
             w = operands[write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
-                return _write([w.text] if w.static else [])
+                return _write([w])
         if max_operands is not None and len(operands) > max_operands:
             return _unknown()
         return _an_read()
@@ -2204,64 +2468,195 @@ _WRITERS = frozenset((
 _VALUED_WRITER_OPTS = {
     "cp": "tS", "mv": "tS", "ln": "tS", "install": "tSmogS", "touch": "dtr", "mkdir": "m",
     "truncate": "sr", "chmod": "", "chown": "", "chgrp": "", "rm": "", "rmdir": "",
-    "unlink": "", "shred": "ns",
+    "unlink": "", "shred": "ns", "mkfifo": "mZ", "mknod": "mZ", "rsync": "efT", "scp": "cFiJloPS",
+    "gzip": "S", "gunzip": "S", "bzip2": "", "bunzip2": "", "xz": "TS", "unxz": "TS",
+    "zstd": "oDT", "rename": "", "del": "", "erase": "", "rd": "", "md": "",
+    "copy": "", "move": "",
 }
+# Long options of those writers that take a value as the next word.
+_VALUED_WRITER_LONG = frozenset((
+    "--target-directory", "--reference", "--suffix", "--mode", "--owner", "--group",
+    "--date", "--size", "--iterations", "--rsh", "--filter", "--exclude", "--include",
+    "--exclude-from", "--include-from", "--files-from", "--temp-dir", "--compare-dest",
+    "--copy-dest", "--link-dest", "--partial-dir", "--log-file", "--backup-dir", "--chmod",
+    "--chown", "--usermap", "--groupmap", "--rsync-path", "--password-file", "--timeout",
+    "--bwlimit", "--max-size", "--min-size", "--modify-window", "--out-format", "--context",
+))
+# How a writer treats its operands: "tree" removes them or changes
+# everything below them; "copy" writes its last operand from the others
+# (mv also removes the others, ln links to them); "path" writes each one.
+_WRITER_SHAPE = {
+    "rm": "tree", "rmdir": "tree", "unlink": "tree", "shred": "tree", "chmod": "tree",
+    "chown": "tree", "chgrp": "tree", "rename": "tree", "del": "tree", "erase": "tree",
+    "rd": "tree", "cp": "copy", "mv": "copy", "ln": "copy", "install": "copy",
+    "rsync": "copy", "scp": "copy", "copy": "copy", "move": "copy",
+}
+_COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
 
 
-def _writer_targets(name: str, args: List[_W]) -> List[str]:
-    """Paths a writer provably modifies; unknown shapes give none (the verdict stays write)."""
-    valued = _VALUED_WRITER_OPTS.get(name)
+def _w_join(word: _W, suffix: str, pattern: bool = False) -> _W:
+    """`word/suffix` as one word; pattern: the suffix holds wildcards."""
+    text = word.text.rstrip("/") + "/" + suffix if word.text.rstrip("/") else "/" + suffix
+    return _W(text, dyn=word.dyn, split=word.split, glob=word.glob or pattern,
+              lead=word.lead, quoted=word.quoted, exp=word.exp)
+
+
+def _w_tail(word: _W, skip: int) -> _W:
+    """The word without its first `skip` characters (a static `of=`, `--x=`)."""
+    if "\0" in word.text[:skip]:
+        return _W("\0", dyn=True, split=True, lead=False)   # unknown
+    text = word.text[skip:]
+    return _W(text, dyn=word.dyn, split=word.split, glob=word.glob,
+              lead=not text.startswith("-"), quoted=word.quoted, exp=word.exp)
+
+
+def _w_base(word: _W) -> Optional[str]:
+    """The last component of a static path ("" for `x/.`, `..`, `/`); None if dynamic."""
+    if not word.static:
+        return None
+    base = word.text.rstrip("/").rpartition("/")[2]
+    return "" if base in (".", "..") else base
+
+
+def _remote(word: _W) -> bool:
+    """`host:path` (scp, rsync): not a local path."""
+    head = word.text.split("/", 1)[0]
+    return ":" in head and not (len(head) == 2 and head[0].isalpha())
+
+
+def _writer_verdict(name: str, args: List[_W]) -> _V:
+    """What a writer provably changes (see _WRITER_SHAPE); the verdict is a
+    write whatever shape the arguments have."""
+    v = _write()
     if name == "dd":
-        return [w.text[3:] for w in args if w.static and w.text.startswith("of=")]
+        for w in args:
+            if w.text.startswith("of="):
+                v.add(_w_tail(w, 3))
+        return v
+    valued = _VALUED_WRITER_OPTS.get(name)
     if valued is None:
-        return []
-    operands: List[str] = []
-    target_dir: Optional[str] = None
+        return v
+    operands: List[_W] = []
+    target_dir: Optional[_W] = None
+    flags = ""
+    deletes = False
     i, dd = 0, False
     while i < len(args):
         w = args[i]
         i += 1
         t = w.text
-        if not dd and t == "--":
+        if not dd and t == "--" and w.static:
             dd = True
             continue
-        if not dd and t.startswith("-") and t != "-":
+        if not dd and t.startswith("-") and t != "-" and w.static:
             if t.startswith("--"):
-                if t.startswith("--target-directory="):
-                    target_dir = t.split("=", 1)[1]
-                elif t in ("--target-directory", "--reference", "--suffix", "--mode",
-                           "--owner", "--group", "--date", "--size") and i < len(args):
-                    if t == "--target-directory":
-                        target_dir = args[i].text
+                key = t.split("=", 1)[0]
+                if key == "--target-directory":
+                    if "=" in t:
+                        target_dir = _w_tail(w, len(key) + 1)
+                    elif i < len(args):
+                        target_dir = args[i]
+                elif key in ("--recursive", "--archive"):
+                    flags += "r"
+                elif key in ("--link", "--symbolic-link"):
+                    flags += "l"
+                elif key.startswith("--delete"):
+                    deletes = True
+                elif key == "--remove-source-files":
+                    flags += "M"
+                if key in _VALUED_WRITER_LONG and "=" not in t:
                     i += 1
                 continue
             letters = t[1:]
             for k, ch in enumerate(letters):
                 if ch in valued:
-                    if k == len(letters) - 1 and i < len(args):
-                        if ch == "t":
-                            target_dir = args[i].text
+                    if ch == "t":
+                        target_dir = _w_tail(w, k + 2) if k + 1 < len(letters) else \
+                            (args[i] if i < len(args) else None)
+                    if k == len(letters) - 1:
                         i += 1
-                    elif ch == "t":
-                        target_dir = letters[k + 1:]
                     break
+                flags += ch
             continue
-        if w.static:
-            operands.append(t)
-        else:
-            operands.append("")
-    if name in ("chmod", "chown", "chgrp") and operands:
+        operands.append(w)
+    if name in ("chmod", "chown", "chgrp") and operands and not any(
+            w.text.startswith("--reference") for w in args):
         operands = operands[1:]
-    if name in ("cp", "mv", "ln", "install"):
-        # mv also changes its sources: they disappear from where they were.
-        if target_dir is not None:
-            moved = operands if name == "mv" else []
-            return [t for t in [target_dir] + moved if t]
-        if len(operands) >= 2:
-            moved = operands[:-1] if name == "mv" else []
-            return [t for t in operands[-1:] + moved if t]
-        return []
-    return [t for t in operands if t]
+    if name == "mknod":
+        operands = operands[:1]
+    if name in ("copy", "move", "del", "erase", "rd", "md"):
+        # cmd.exe switches are /x words.
+        operands = [w for w in operands if not w.text.startswith("/")]
+    if name in _COMPRESSORS:
+        if any(ch in flags for ch in "ct") or any(w.text in ("--stdout", "--test", "--list")
+                                                 for w in args):
+            return v   # to standard output, or a check
+        unpacks = name in ("gunzip", "bunzip2", "unxz") or "d" in flags \
+            or any(w.text in ("--decompress", "--uncompress") for w in args)
+        for w in operands:
+            v.add(w, tree="r" in flags)
+            base = _w_base(w)
+            if unpacks and base and "." in base:
+                v.add(w.text.rsplit(".", 1)[0])   # what unpacking writes
+        return v
+    shape = _WRITER_SHAPE.get(name, "path")
+    if shape == "tree":
+        for w in operands:
+            v.add(w, tree=True)
+        return v
+    if shape == "path" or name == "install" and "d" in flags:
+        for w in operands:
+            v.add(w)
+        return v
+    # copy: the last operand (or -t DIR) receives the others.
+    if target_dir is not None:
+        dest, sources = target_dir, operands
+    elif len(operands) >= 2:
+        dest, sources = operands[-1], operands[:-1]
+    else:
+        if name == "ln" and operands:
+            # `ln -s SRC` links SRC into the working folder.
+            dest, sources = _lit("."), operands
+        else:
+            return v
+    if name in ("rsync", "scp") and _remote(dest):
+        dest = None
+    recursive = bool(set(flags) & set("rRa")) or name == "rsync"
+    links = name == "ln" or (name == "cp" and bool(set(flags) & set("ls")))
+    if dest is not None:
+        v.add(dest, tree=deletes)
+        # Unless -T says dest is the new name itself, it may be a folder
+        # that receives each source under its own name.
+        for src in sources:
+            if ("T" in flags and target_dir is None) or (name in ("rsync", "scp")
+                                                         and _remote(src)):
+                continue
+            base = _w_base(src)
+            if base is None or base == "" or (name == "rsync" and src.text.endswith("/")):
+                # Unknown names, or the folder's contents land in dest itself.
+                v.add(_w_join(dest, "*", pattern=True), tree=recursive)
+            else:
+                v.add(_w_join(dest, _glob_escape(base), pattern="[" in _glob_escape(base)),
+                      tree=recursive)
+    for src in sources:
+        if name in ("rsync", "scp") and _remote(src):
+            continue
+        if name == "mv" or (name == "rsync" and "M" in flags):
+            v.add(src, tree=True)          # moved away: gone from where it was
+        elif links:
+            # A link to a guard file would let a later write through the link
+            # change it, so the link's target counts as written.  A relative
+            # symbolic link is read from the link's own folder: dest, or the
+            # folder holding dest.
+            v.add(src, tree=True)
+            if "s" in flags and dest is not None and src.static \
+                    and not src.text.startswith(("/", "~")):
+                rel = _glob_escape(src.text)
+                v.add(_w_join(dest, rel, pattern=rel != src.text), tree=True)
+                parent = dest.text.rstrip("/").rpartition("/")[0] if dest.static else None
+                if parent is not None:
+                    v.add((parent + "/" if parent else "") + src.text, tree=True)
+    return v
 
 
 # ------------------------------------------------------------ wrappers ----
@@ -2605,8 +3000,8 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
             key, eq, val = t[2:].partition("=")
             if key in deny:
                 if deny[key] == "write":
-                    value = val if eq else (args[i].text if i < n else "")
-                    return _write([value] if value else [], "git_output_file")
+                    value = _w_tail(w, len(key) + 3) if eq else (args[i] if i < n else None)
+                    return _write([value] if value is not None else [], "git_output_file")
                 return _unknown("shell_execution_option")
             arity = longs.get(key)
             if arity is None:
@@ -3000,18 +3395,14 @@ def _git_symbolic_ref(args: List[_W]) -> _V:
     return _an_read() if operands <= 1 else _write()
 
 
-def _git_targets(sub: str, args: List[_W]) -> List[str]:
+def _git_targets(sub: str, args: List[_W]) -> List[_W]:
     if sub not in _GIT_TARGET_SUBS:
         return []
-    words = [w for w in args if w.static]
-    if "--" in [w.text for w in words]:
-        k = [w.text for w in words].index("--")
-        return [w.text for w in words[k + 1:]]
-    if sub in ("restore", "rm", "add", "stage"):
-        return [w.text for w in words if not w.text.startswith("-")]
-    if sub == "mv":
-        ops = [w.text for w in words if not w.text.startswith("-")]
-        return ops
+    texts = [w.text if w.static else None for w in args]
+    if "--" in texts:
+        return list(args[texts.index("--") + 1:])
+    if sub in ("restore", "rm", "add", "stage", "mv"):
+        return [w for w in args if not (w.static and w.text.startswith("-"))]
     return []
 
 
@@ -3052,7 +3443,8 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if sub.startswith("-"):
         return _unknown("git_arguments_unproven")
     if sub in _GIT_WRITE_SUBS:
-        return _write(_git_targets(sub, rest))
+        # A path git removes (rm, mv, clean) goes with everything under it.
+        return _write(_git_targets(sub, rest), tree=sub in ("rm", "mv"))
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
     elif sub in _GIT_SIMPLE_LONG:
@@ -3167,7 +3559,8 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
         i += 1   # starting points
     # -delete removes files under the starting points: those are its targets
     # (the self-protection check resolves them; "." when none is given).
-    roots = [w.text for w in args[start:i] if w.static] or (["."] if start == i else [])
+    roots = list(args[start:i]) or [_lit(".")]
+    items = _find_items(roots, args[i:])
     while i < n:
         w = args[i]
         i += 1
@@ -3185,9 +3578,9 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if t in _FIND_WRITE:
             k = _FIND_WRITE[t]
-            target = [args[i].text] if k and i < n and args[i].static else []
+            target = [args[i]] if k and i < n else []
             if t == "-delete":
-                target = list(roots)
+                target = list(items)
             result.join(_write(target))
             i += k
             continue
@@ -3197,7 +3590,10 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 j += 1
             if j >= n:
                 return _unknown("shell_syntax_unproven")
-            payload = [(_STDIN_ITEM if "{}" in a.text else a) for a in args[i:j]]
+            # `{}` alone is each path found; inside a longer word it is unknown.
+            found = items[0] if len(items) == 1 else _STDIN_ITEM
+            payload = [(found if a.static and a.text == "{}" else
+                        _STDIN_ITEM if "{}" in a.text else a) for a in args[i:j]]
             i = j + 1
             if not payload:
                 return _unknown("shell_syntax_unproven")
@@ -3210,6 +3606,21 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         return _unknown()
     return result
+
+
+def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
+    """Words standing for every path find may report under each starting
+    point: root/**, or root/**/NAME when the expression is one plain
+    `-name NAME` test among tests that only narrow it further."""
+    name = None
+    texts = [w.text for w in expr]
+    if texts.count("-name") == 1 and not any(t in ("-o", "-or", ",", "!", "-not", "-iname",
+                                                   "(") for t in texts):
+        k = texts.index("-name")
+        if k + 1 < len(expr) and expr[k + 1].static and "/" not in texts[k + 1]:
+            name = texts[k + 1]
+    tail = "**/" + name if name is not None else "**"
+    return [_w_join(root, tail, pattern=True) for root in roots]
 
 
 def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3398,7 +3809,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write([w.text for w in operands if w.static])
+        return _write(operands)
     if fail is not None:
         return fail
     verdict = "read"
@@ -3599,7 +4010,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
         if lang == "python" and len(args) >= 2 and texts[0] == "-m":
             mod = texts[1]
             if mod == "json.tool" and all(w.static for w in args[2:]):
-                ops = [t for t in texts[2:] if not t.startswith("-")]
+                ops = [w for w in args[2:] if not w.text.startswith("-")]
                 if len(ops) >= 2:
                     return _write([ops[1]])
                 return _an_read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
@@ -3610,7 +4021,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
             return _unknown()
         if lang == "perl" and any(t.startswith("-") and not t.startswith("--") and "i" in t
                                   and not t.startswith(("-I", "-e")) for t in texts):
-            ops = [t for t in texts if not t.startswith("-")]
+            ops = [w for w in args if not w.text.startswith("-")]
             return _write(ops[1:] if ops else [])
         for k, t in enumerate(texts):
             if t in code_flags or (lang == "perl" and t.startswith("-") and t[-1:] in "eE"
@@ -4060,10 +4471,10 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if w.static and t in _DEV_SINKS:
             continue   # GNU tee writes a file literally named "-"
-        files.append(t if w.static else "")
+        files.append(w)
     if not files:
         return _an_read()
-    return _write([f for f in files if f])
+    return _write(files)
 
 
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4384,22 +4795,22 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
     first = args[0].text if args else ""
     mode = first.lstrip("-")
     if mode[:1] == "c" and len(args) > 1 and "f" in mode:
-        return _write([args[1].text] if args[1].static else [])
+        return _write([args[1]])
     return _write(_option_dirs(args, ("-C", "--directory")))
 
 
-def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
+def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
     """The folders named by `-C DIR` / `--directory=DIR` style options, where the
     command writes; they feed the self-protection check."""
     out = []
     for k, w in enumerate(args):
         t = w.text
-        if t in options and k + 1 < len(args) and args[k + 1].static:
-            out.append(args[k + 1].text)
+        if t in options and k + 1 < len(args):
+            out.append(args[k + 1])
         else:
             for option in options:
-                if option.startswith("--") and t.startswith(option + "=") and w.static:
-                    out.append(t[len(option) + 1:])
+                if option.startswith("--") and t.startswith(option + "="):
+                    out.append(_w_tail(w, len(option) + 1))
     return out
 
 
@@ -4420,7 +4831,7 @@ def _curl_writes(args: List[_W]) -> Optional[_V]:
     texts = [w.text for w in args]
     for k, t in enumerate(texts):
         if t in ("-o", "--output") and k + 1 < len(texts):
-            return _write([texts[k + 1]])
+            return _write([args[k + 1]])
         if t in ("-O", "--remote-name", "--remote-name-all", "-J", "-D", "--dump-header",
                  "-c", "--cookie-jar", "--output-dir") or t.startswith("-o"):
             return _write()
@@ -4707,17 +5118,82 @@ del _p
 
 # ------------------------------------------------------------- drivers ----
 
-def _combine(items: List[Any], ctx: _Ctx) -> _V:
+# Builtins that set the variables they name to a value written there
+# (`export NAME=value`), and those that set them to a value read or made
+# elsewhere (`read NAME`, `unset NAME`).
+_VAR_SETTERS = frozenset(("export", "declare", "typeset", "local", "readonly"))
+_VAR_READERS = frozenset(("read", "mapfile", "readarray", "getopts", "unset"))
+# Builtins after which any variable may hold anything.
+_VAR_ANY = frozenset(("eval", "source", ".", "let"))
+
+
+def _line_vars(items: List[Any], loops: Dict[str, Optional[List[_W]]],
+               ctx: _Ctx) -> None:
+    """Every value the line may give a variable, whatever the control flow
+    (a union: an assignment in one branch counts everywhere); ctx.vars."""
+    found: Dict[str, Optional[List[_W]]] = {}
+
+    def give(name: str, value: Optional[_W]) -> None:
+        if value is None:
+            found[name] = None
+        elif found.get(name, []) is not None:
+            found.setdefault(name, []).append(value)   # type: ignore[union-attr]
+
+    for name, words in loops.items():
+        for word in (words if words is not None else [None]):
+            give(name, word)
+    for item in items:
+        if not isinstance(item, _Cmd):
+            continue
+        for name, value in item.assigns:
+            give(name, value)
+        words = list(item.words)
+        while words and words[0].static and words[0].text in ("command", "builtin", "-p"):
+            words = words[1:]   # `builtin read x` is still read
+        prog = _program_name(words[0]) if words else None
+        args = words[1:]
+        if prog in _VAR_ANY or (prog == "printf" and any(w.text.startswith("-v") for w in args)) \
+                or (prog in _VAR_SETTERS | _VAR_READERS and not all(w.static for w in args)):
+            ctx.vars_unknown = True
+        elif prog in _VAR_SETTERS:
+            for w in args:
+                name, eq, value = w.text.partition("=")
+                if w.text.startswith("-"):
+                    if "n" in w.text:
+                        ctx.vars_unknown = True   # a name reference aliases another variable
+                elif _is_name(name) and eq:
+                    give(name, _lit(value))
+        elif prog in _VAR_READERS:
+            for w in args:
+                if _is_name(w.text):
+                    give(w.text, None)
+    ctx.vars = found
+
+
+def _combine(items: List[Any], ctx: _Ctx,
+             loops: Optional[Dict[str, Optional[List[_W]]]] = None) -> _V:
     total = _V()
     base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
+    _line_vars(items, loops or {}, ctx)
     for item in items:
         if isinstance(item, _V):
             total.join(item)
             continue
         v = _classify_cmd(item, ctx)
-        if v.targets and base != "":
-            v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
-                         for t in v.targets] if base is not None else []
+        _resolve_targets(v, ctx)
+        if (v.targets or v.patterns) and base != "":
+            relative = [t for t in v.targets if not t.startswith(("/", "~"))]
+            loose = [p for p in v.patterns if not p.startswith(("/", "~"))]
+            if base is None:
+                # After a `cd` the guard cannot follow, a relative target may be anywhere.
+                v.opaque = v.opaque or bool(relative or loose)
+                v.targets = [t for t in v.targets if t not in relative]
+                v.patterns = [p for p in v.patterns if p not in loose]
+            else:
+                v.targets = [t if t not in relative else base.rstrip("/") + "/" + t
+                             for t in v.targets]
+                v.patterns = [p if p not in loose else _glob_escape(base.rstrip("/")) + "/" + p
+                              for p in v.patterns]
         total.join(v)
         words = item.words
         if words and words[0].static and words[0].text in ("cd", "pushd"):
@@ -4731,6 +5207,23 @@ def _combine(items: List[Any], ctx: _Ctx) -> _V:
     return total
 
 
+def _resolve_targets(v: _V, ctx: _Ctx) -> None:
+    """Turn the words a command writes to into paths and patterns."""
+    for word, tree in v.pending:
+        forms = _word_paths(word, ctx)
+        if forms is None:
+            v.opaque = True
+            continue
+        for text, is_pattern in forms:
+            if not is_pattern:
+                v.add(text, tree)
+            else:
+                v.patterns.append(text)
+                if tree:
+                    v.patterns.append(text.rstrip("/") + "/**")
+    v.pending = []
+
+
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
         return _unknown("analysis_limit")
@@ -4740,8 +5233,9 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if not stripped:
         return _unknown("shell_syntax_unproven")
     try:
-        items = _Bash(stripped, ctx.depth).parse()
-        return _combine(items, ctx)
+        parser = _Bash(stripped, ctx.depth)
+        items = parser.parse()
+        return _combine(items, ctx, parser.loops)
     except _Give as g:
         return _V(g.mut, g.reason)
     except RecursionError:
@@ -5062,7 +5556,14 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+    patterns = []
+    for p in v.patterns:
+        if p and p not in patterns:
+            patterns.append(p)
+    # A verdict with pending words never reached _combine (PowerShell, cmd):
+    # what they name is not established.
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
+                         patterns)
 
 
 # ------------------------------------------------------------ hash intent ----
@@ -6193,23 +6694,76 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     return outside
 
 
+# ---- paths named by a tool call --------------------------------------------
+
+
+def _path_flavour(text: str, cwd: Optional[str]) -> str:
+    """"nt" when `text` is a Windows path (a drive or UNC path, with either
+    slash, or a relative path under a Windows working folder), else "posix"."""
+    if _files_win_abs(text) or text.startswith("//") and cwd is not None \
+            and _files_win_abs(cwd.strip()):
+        return "nt"
+    if text.startswith(("/", "~")):
+        return "posix"
+    return "nt" if cwd is not None and _files_win_abs(cwd.strip()) else "posix"
+
+
+def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -> Optional[str]:
+    """The absolute path that a path named by a tool call stands for, or
+    None when it cannot be known.  Shared by self-protection and by every
+    check that must know where a tool call writes.
+
+    - `~` and `~user` expand as the shell does for the hook's own user.
+    - Drive paths (`C:\\x`, `C:/x`) and UNC paths (`\\\\host\\share`) are
+      absolute on every OS; a relative path under a Windows working folder
+      joins it by Windows rules.  On a POSIX host such a path comes back in
+      Windows form (backslashes), which never equals a POSIX path.
+    - A relative path joins `cwd`, the event's working folder; with no
+      working folder (or a relative one) the folder is unknown and the
+      answer is None.  The hook's own working folder is never used.
+    - physical: symbolic links and `..` are resolved through the existing
+      part of the path, as the kernel would, when the path is native here.
+    """
+    text = raw.strip() if isinstance(raw, str) else ""
+    if not text:
+        return None
+    base = cwd.strip() if isinstance(cwd, str) else ""
+    if _path_flavour(text, base or None) == "nt":
+        import ntpath
+        if not (_files_win_abs(text) or text.startswith(("//", "\\\\"))):
+            if not _files_win_abs(base):
+                return None
+            text = ntpath.join(base, text)
+        path = ntpath.normpath(text)
+        if os.name == "nt" and physical:
+            return _files_realpath(path)
+        return path
+    path = os.path.expanduser(text) if text.startswith("~") else text
+    if not os.path.isabs(path):
+        base = os.path.expanduser(base) if base.startswith("~") else base
+        if not base or not os.path.isabs(base) or _files_win_abs(base):
+            return None
+        path = os.path.join(base, path)
+    return _files_realpath(path) if physical else os.path.normpath(path)
+
+
 # ---- self-protection (decisions.md 3) --------------------------------------
 
 
-def _tamper_target(raw: str, cwd: Optional[str]) -> Optional[str]:
-    text = raw.strip()
-    if not text:
+def _tamper_readings(raw: str, cwd: Optional[str]) -> Optional[List[str]]:
+    """The physical paths `raw` may name (see resolve_event_path), or None
+    when its folder is unknown.  On a POSIX host a Windows-looking path is
+    also read as the plain relative name a POSIX program would see."""
+    first = resolve_event_path(raw, cwd)
+    if first is None:
         return None
-    path = os.path.expanduser(text)
-    if not os.path.isabs(path):
-        base = os.path.expanduser(cwd.strip()) if cwd and cwd.strip() else None
-        if base is None:
-            try:
-                base = os.getcwd()
-            except OSError:
-                return None
-        path = os.path.join(base, path)
-    return _files_realpath(path)
+    readings = [first]
+    text = raw.strip()
+    if os.name != "nt" and _files_win_abs(text) and cwd and not _files_win_abs(cwd.strip()):
+        literal = resolve_event_path("./" + text, cwd)
+        if literal is not None:
+            readings.append(literal)
+    return readings
 
 
 def _tamper_case_insensitive(path: str) -> bool:
@@ -6234,14 +6788,29 @@ def _tamper_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _tamper_cwd(cwd: Optional[str]) -> Optional[str]:
-    base = cwd.strip() if cwd else ""
-    if not base:
-        try:
-            base = os.getcwd()
-        except OSError:
-            return None
-    return _files_realpath(os.path.expanduser(base))
+def _tamper_roots(protected_paths: Any) -> List[str]:
+    # Targets are compared physically, so the roots must be too; the engine
+    # may hand over a data dir reached through a symlink (/var on macOS).
+    return [_files_realpath(os.path.expanduser(r)) for r in protected_paths
+            if isinstance(r, str) and r]
+
+
+def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
+    """Whether the physical path `target` reaches `root`: is it, lies in it,
+    or (unless `exempt(target)`) holds it.  Letter case counts only where the
+    file system holding the root tells case apart."""
+    if _tamper_within(target, root):
+        return True
+    folded, root_folded = target.casefold(), root.casefold()
+    inside = _tamper_within(folded, root_folded)
+    holds = _tamper_within(root_folded, folded)
+    if not (inside or holds):
+        return False
+    if holds and exempt(target):
+        return False
+    if holds and _tamper_within(root, target):
+        return True
+    return _tamper_case_insensitive(root)
 
 
 def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
@@ -6251,40 +6820,157 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
     A path reaches a root when it is the root, lies inside it, or is a folder
     holding it (`rm -rf ~/.codex`, `mv ~/.config/opencode x`).  The working
     folder and its ancestors are left out of the last rule: `git add .` or
-    `cp x ~/` name them without touching the guard's files.
+    `cp x ~/` name them without touching the guard's files.  (Removing one
+    of them is caught by the patterns: `rm -rf .` also writes `./**`.)
     """
-    # Targets are compared physically, so the roots must be too; the engine
-    # may hand over a data dir reached through a symlink (/var on macOS).
-    roots = [_files_realpath(os.path.expanduser(r)) for r in protected_paths if r]
+    roots = _tamper_roots(protected_paths)
     if not roots:
         return []
-    cwd: Any = False  # resolved on first need
+    cwd = resolve_event_path(action.cwd, None) if action.cwd else None
+
+    def exempt(target: str) -> bool:
+        return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
+
     found = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
-        target = _tamper_target(raw, action.cwd)
-        if target is None:
-            continue
-        folded = target.casefold()
-        for root in roots:
-            insensitive: Optional[bool] = None
-            hit = _tamper_within(target, root)
-            if not hit and _tamper_within(folded, root.casefold()):
-                insensitive = _tamper_case_insensitive(root)
-                hit = insensitive
-            if not hit and _tamper_within(root.casefold(), folded):
-                if cwd is False:
-                    cwd = _tamper_cwd(action.cwd)
-                holds_cwd = cwd is not None and _tamper_within(cwd.casefold(), folded)
-                if not holds_cwd:
-                    if _tamper_within(root, target):
-                        hit = True
-                    else:
-                        if insensitive is None:
-                            insensitive = _tamper_case_insensitive(root)
-                        hit = insensitive
-            if hit:
+        for target in _tamper_readings(raw, action.cwd) or ():
+            root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            if root is not None:
                 found.append((raw, target, root))
                 break
+    return found
+
+
+def _tamper_unplaced(action: Action) -> List[str]:
+    """Paths of `action` relative to a working folder the event does not give."""
+    return [raw for raw in list(action.affected_paths) + list(action.shell_write_targets)
+            + list(action.shell_write_patterns)
+            if raw.strip() and resolve_event_path(_glob_static_head(raw), action.cwd,
+                                                  physical=False) is None]
+
+
+# A glob pattern is checked against the file system as well, since a
+# wildcard may match a link into a protected folder; past this many
+# directory entries the pattern is taken to reach the roots.
+_PATTERN_SCAN_LIMIT = 4096
+
+
+def _glob_literal(component: str) -> Optional[str]:
+    """The name a pattern component stands for when it has no wildcard
+    (only `[c]` escapes, see _glob_escape); None when it has one."""
+    out, i = [], 0
+    while i < len(component):
+        ch = component[i]
+        if ch == "[" and i + 2 < len(component) and component[i + 2] == "]" \
+                and component[i + 1] not in "!^]":
+            out.append(component[i + 1])
+            i += 3
+            continue
+        if ch in "*?[":
+            return None
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _glob_static_head(pattern: str) -> str:
+    """The leading components of a pattern that hold no wildcard, as a path."""
+    head = []
+    for part in pattern.split("/"):
+        literal = _glob_literal(part)
+        if literal is None:
+            break
+        head.append(literal)
+    text = "/".join(head)
+    return text or ("/" if pattern.startswith("/") else ".")
+
+
+def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
+                   ) -> Tuple[Optional[str], Optional[str]]:
+    """(what the pattern reaches, the root) when some path matching `pattern`
+    (see ShellAnalysis.write_patterns) is, lies in or holds a protected root;
+    (None, None) when none does.  Checked on names (paths that may not
+    exist yet) and on the file system (a wildcard that matches a link)."""
+    import fnmatch
+    parts = pattern.split("/")
+    head: List[str] = []
+    while parts and _glob_literal(parts[0]) is not None:
+        head.append(_glob_literal(parts.pop(0)) or "")
+    if not parts:
+        return None, None      # no wildcard: an exact target, checked as such
+    base_text = "/".join(head) or ("/" if pattern.startswith("/") else ".")
+    base = resolve_event_path(base_text, cwd)
+    if base is None or (os.name != "nt" and _files_win_abs(base)):
+        return None, None
+    rest = [p for p in parts if p not in ("", ".")]
+    for root in roots:
+        insensitive = None
+        if _tamper_within(root, base):
+            rel = [p for p in root[len(base):].split(os.sep) if p]
+        elif _tamper_within(base, root):
+            return base, root          # every match lies in the root
+        elif _tamper_within(root.casefold(), base.casefold()) \
+                and _tamper_case_insensitive(root):
+            rel = [p for p in root[len(base):].split(os.sep) if p]
+            insensitive = True
+        else:
+            continue
+        i = j = 0
+        while i < len(rest) and j < len(rel):
+            part = rest[i]
+            if part in ("**", ".."):
+                return os.path.join(base, *rest), root   # may reach anything below
+            name, want = rel[j], part
+            if insensitive is None:
+                insensitive = _tamper_case_insensitive(root)
+            if insensitive:
+                name, want = name.casefold(), want.casefold()
+            if not fnmatch.fnmatchcase(name, want):
+                break
+            i += 1
+            j += 1
+        else:
+            return os.path.join(base, *rest), root   # one ran out: inside or holding
+    # The names that exist now: a match may be a link leading elsewhere.
+    budget = [_PATTERN_SCAN_LIMIT]
+
+    def walk(folder: str, rest_parts: List[str]) -> Optional[Tuple[str, str]]:
+        if not rest_parts or rest_parts[0] == "**":
+            real = _files_realpath(folder)
+            root = next((r for r in roots if _tamper_within(real, r)
+                         or _tamper_within(r, real)), None)
+            return (folder, root) if root is not None else None
+        part = rest_parts[0]
+        literal = _glob_literal(part)
+        if literal is not None:
+            nxt = os.path.join(folder, literal)
+            return walk(nxt, rest_parts[1:]) if os.path.lexists(nxt) else None
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return None
+        budget[0] -= len(names)
+        if budget[0] < 0:
+            return (os.path.join(folder, part), roots[0])
+        for name in names:
+            if fnmatch.fnmatchcase(name, part):
+                hit = walk(os.path.join(folder, name), rest_parts[1:])
+                if hit is not None:
+                    return hit
+        return None
+
+    found = walk(base, rest)
+    return found if found is not None else (None, None)
+
+
+def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(pattern, what it reaches, root) for the shell write patterns of `action`."""
+    roots = _tamper_roots(protected_paths)
+    found = []
+    for pattern in action.shell_write_patterns if roots else ():
+        reached, root = _pattern_reach(pattern, action.cwd, roots)
+        if root is not None:
+            found.append((pattern, reached or pattern, root))
     return found
 
 
@@ -6315,6 +7001,39 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
+    parts = []
+    for pattern, reached, root in hits:
+        if pattern.endswith("/**"):
+            parts.append("`%s` changes everything under %s, and %s is there (%s)"
+                         % (pattern, pattern[:-3] or "/", root, _tamper_what(root)))
+        else:
+            parts.append("`%s` may name %s, which reaches %s (%s)"
+                         % (pattern, reached, root, _tamper_what(root)))
+    return ("This call would change the guard's own files: %s. Self-protection stops such "
+            "writes in every mode while the guard is armed, change and open included."
+            % "; ".join(parts))
+
+
+def _tamper_unknown_detail(action: Action, unplaced: List[str]) -> str:
+    if unplaced:
+        why = ("it names %s relative to a working folder the event does not give"
+               % ", ".join("`%s`" % p for p in unplaced))
+    else:
+        why = ("a target is built from a variable, a command substitution or `~user` whose "
+               "value the guard cannot know, or lies in a folder it cannot follow")
+    return ("This call writes to a path the guard cannot establish: %s. That path could be "
+            "one of the guard's own files, so self-protection stops it in every mode while "
+            "the guard is armed, change and open included." % why)
+
+
+# What an agent stopped for an unestablished target is told to do.
+_TAMPER_UNKNOWN_NEXT = (
+    "Spell the target out as a literal path (a glob, $HOME, $TMPDIR, $PWD or a variable set "
+    "earlier in the same command also work) so the guard can see it is not one of its own "
+    "files. If you did mean to change the guard, tell the user instead.")
 
 
 # ---- the ordered checks (core.md 4.2) --------------------------------------
@@ -6386,6 +7105,14 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     matches = _tamper_matches(f.action, f.protected_paths)
     if matches:
         return (_tamper_detail(matches), None, None)
+    by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
+    if by_pattern:
+        return (_tamper_pattern_detail(by_pattern), None, None)
+    if f.action.mutability != "read":
+        # A write whose target could be a guard file is not let through.
+        unplaced = _tamper_unplaced(f.action)
+        if unplaced or f.action.unknown_write_target:
+            return (_tamper_unknown_detail(f.action, unplaced), _TAMPER_UNKNOWN_NEXT, None)
     return None
 
 
@@ -7931,7 +8658,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     action: Action = event.action
     declared = event.declared
     action_id = event.action_id
-    needs_paths = bool(action.affected_paths or action.shell_write_targets)
+    needs_paths = bool(action.affected_paths or action.shell_write_targets
+                       or action.shell_write_patterns or action.unknown_write_target)
     protected = _protected_paths(store) if needs_paths else []
 
     def judge(loaded: Loaded) -> Decision:
@@ -8310,6 +9038,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
     action = {"name": name, "mutability": verdict.mutability,
               "hashIntent": verdict.hash_intent, "dependencyIntent": verdict.dependency_intent,
               "shellWriteTargets": list(verdict.write_targets)}
+    if verdict.write_patterns:
+        action["shellWritePatterns"] = list(verdict.write_patterns)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
     if verdict.reason is not None:
