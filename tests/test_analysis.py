@@ -285,9 +285,11 @@ def test_patch_garbage(value):
     ("rm -- -weird", ["-weird"]),
     ("touch -d yesterday a b", ["a", "b"]),
     ("mkdir -p -m 755 out", ["out"]),
-    ("cp -r src dst", ["dst"]),
-    ("mv -t dest a b", ["dest", "a", "b"]),  # mv sources vanish too
-    ("ln -s target link", ["link"]),
+    # dst may be a folder that receives src under its own name
+    ("cp -r src dst", ["dst", "dst/src"]),
+    ("mv -t dest a b", ["dest", "dest/a", "dest/b", "a", "b"]),  # mv sources vanish too
+    # a link to a guard file would open it to later writes: its target counts
+    ("ln -s target link", ["link", "link/target", "target"]),
     ("chmod +x run.sh", ["run.sh"]),
     ("truncate -s 0 log", ["log"]),
     ("dd if=/dev/zero of=disk.img", ["disk.img"]),
