@@ -2292,8 +2292,9 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         return _an_read()
     name = _program_name(words[0])
     if name is None:
-        if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
-            return _write()
+        base = words[0].text.rpartition("/")[2].lower() if words[0].static else ""
+        if base in ("rm", "rmdir", "mv", "cp") and "/" in words[0].text:
+            return _writer_verdict(base, words[1:])   # ./rm, /opt/gnu/bin/cp
         return _unknown("shell_command_unproven" if words[0].static else "shell_syntax_unproven")
     handler = _PROGRAMS.get(name)
     args = words[1:]
@@ -2303,7 +2304,23 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         if name in _WRITERS:
             return _writer_verdict(name, args)
         return _unknown()
-    return handler(name, args, ctx)
+    v = handler(name, args, ctx)
+    if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(w.opaque and w.dyn
+                                                                   for w in args):
+        # A variable that may turn into an option (`sort $X`, `find "$D"`)
+        # may turn into one that writes (-o FILE, -delete): to where, nobody
+        # knows.  (A glob may too, through a file named like an option; that
+        # is left out: see the README.)
+        v.opaque = True
+    return v
+
+
+# Programs the analyzer proves read unless an option makes them write a
+# file (sort -o, git --output, find -delete, sed w, curl -o, tar -x...).
+_WRITE_OPTION_PROGRAMS = frozenset((
+    "sort", "uniq", "tree", "xxd", "file", "git", "find", "curl", "sed", "gsed", "tar",
+    "unzip", "awk", "gawk", "mawk", "nawk", "tee",
+))
 
 
 # ------------------------------------------------------- generic options ----
@@ -3799,6 +3816,13 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         rest.append(w)
     fail, operands, seen = _parse_opts(rest, _SED_SPEC)
     scripts = [v for o, v in seen if o in ("e", "expression")]
+    if inplace and fail is not None:
+        # The walk stopped at a word it cannot read (`sed -i s/a/b/ *.py`):
+        # every word that is not an option is a file sed may rewrite.
+        files = [w for w in rest if not (w.static and w.text.startswith("-"))]
+        v = _write(files[0 if scripts else 1:])
+        v.opaque = any(w.opaque and w.dyn for w in rest)
+        return v
     if any(o in ("f", "file") for o, _ in seen):
         return _unknown()
     if not scripts:
@@ -3955,6 +3979,40 @@ def _awk_program(code: str) -> str:
     return "read"
 
 
+def _awk_targets(code: str) -> Optional[List[str]]:
+    """The files a print/printf redirection names with a string literal
+    (`print > "out.txt"`); None when one is named any other way."""
+    found: List[str] = []
+    for m in _an_rx("awkprint", r"(?<![A-Za-z0-9_$])printf?(?![A-Za-z0-9_])").finditer(code):
+        depth, j, n = 0, m.end(), len(code)
+        while j < n and code[j] not in ";}\n":
+            ch = code[j]
+            if ch == '"':
+                end = code.find('"', j + 1)
+                j = n if end < 0 else end + 1
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            elif ch == ">" and depth <= 0:
+                k = j + 1 + (code[j + 1:j + 2] == ">")
+                while k < n and code[k] in " \t":
+                    k += 1
+                end = code.find('"', k + 1) if code[k:k + 1] == '"' else -1
+                after = end + 1
+                while after < n and code[after] in " \t":
+                    after += 1
+                if end < 0 or "\\" in code[k + 1:end] or (after < n
+                                                          and code[after] not in ";}\n"):
+                    return None    # a name built at run time: "x/" $2
+                found.append(code[k + 1:end])
+                j = end + 1
+                continue
+            j += 1
+    return found
+
+
 def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
     program: Optional[_W] = None
@@ -3984,7 +4042,10 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown("shell_syntax_unproven")
     kind = _awk_program(program.text)
     if kind == "write":
-        return _write()
+        targets = _awk_targets(program.text)
+        v = _write(targets or [])
+        v.opaque = targets is None
+        return v
     if kind == "unknown":
         return _unknown("interpreter_code")
     return _an_read()
@@ -7172,21 +7233,49 @@ def _when_unreachable(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+def _shell_outside(f: _DecisionFacts) -> List[str]:
+    """Shell write targets and patterns that may land outside files=.  A
+    pattern stays inside only when everything below its fixed leading
+    folder does (`src/*.py` under `src/**`)."""
+    action = f.action
+    if f.allowed is None or not (action.shell_write_targets or action.shell_write_patterns):
+        return []
+    out = paths_outside(action.shell_write_targets, f.allowed, action.cwd)
+    for pattern in action.shell_write_patterns:
+        head = _glob_static_head(pattern)
+        rest = pattern[len(head):] if pattern.startswith(head) else pattern
+        probe = head.rstrip("/") + "/\0"   # a name no files= pattern spells out
+        if "/../" in rest + "/" or paths_outside([probe], f.allowed, action.cwd):
+            out.append(pattern)
+    return out
+
+
 def _when_write_path(f: _DecisionFacts) -> _CheckHit:
     if (f.allowed is not None and f.action.mutability in ("write", "unknown")
             and not f.action.affected_paths
             and not boundary_waives_paths(f.allowed, f.action.cwd)):
+        if f.action.unknown_write_target or _shell_outside(f):
+            return None   # known to (maybe) leave the boundary: the next check says where
         return ("The target path is not proven to be inside the files= boundary.", None, None)
     return None
 
 
 def _when_outside(f: _DecisionFacts) -> _CheckHit:
-    if f.allowed is None or not f.action.affected_paths:
+    if f.allowed is None or boundary_waives_paths(f.allowed, f.action.cwd) and not (
+            f.action.affected_paths):
         return None
-    outside = paths_outside(f.action.affected_paths, f.allowed, f.action.cwd)
+    outside = paths_outside(f.action.affected_paths, f.allowed, f.action.cwd) \
+        if f.action.affected_paths else []
+    outside += _shell_outside(f)
     if outside:
         return ("The call writes outside the declared boundary: %s." % ", ".join(outside),
                 None, None)
+    if f.action.unknown_write_target and f.action.mutability != "read" \
+            and not boundary_waives_paths(f.allowed, f.action.cwd):
+        # A write that may land outside the lock is outside.
+        return ("The call also writes to a path the guard cannot establish (a variable or "
+                "command substitution it cannot resolve, or a folder it cannot follow), "
+                "which may lie outside the declared boundary.", None, None)
     return None
 
 
