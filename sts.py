@@ -1304,7 +1304,8 @@ def _var_values(name: str, default: Optional[str], ctx: "_Ctx",
         return [(".", False)]
     if not (name in _TRUSTED_VARS or line_sets):
         return None
-    values = [(_glob_escape(os.environ.get(name, "")), False)]
+    initial = os.environ.get(name, "")
+    values = [(_glob_escape("./" + initial if initial.startswith("~") else initial), False)]
     if line_sets:
         assigned = ctx.vars[name]
         if assigned is None or depth > 2:
@@ -1315,6 +1316,7 @@ def _var_values(name: str, default: Optional[str], ctx: "_Ctx",
                 return None
             values.extend(more)
     if default is not None:
+        default = "./" + default if default.startswith("~") else default
         values = [v for v in values if v[0]] + [(_glob_escape(default), False)]
     return values
 
@@ -1380,14 +1382,14 @@ def _word_paths(w: _W, ctx: "_Ctx", depth: int = 0) -> Optional[List[Tuple[str, 
             else:
                 cands = [(c + ch, p) for c, p in cands]
         for cand, is_pattern in cands:
-            if cand.startswith("~"):
+            if form.startswith("~"):
                 head = cand.split("/", 1)[0]
-                if head not in ("~", "~+") or not form.startswith("~"):
-                    if form.startswith("~"):
-                        return None    # ~user, ~-, ~N: a folder the guard cannot know
-                    cand = "./" + cand  # a value beginning with ~ is a plain name
-                elif head == "~+":
+                if head == "~+":
                     cand = "." + cand[2:]
+                elif head != "~":
+                    return None    # ~user, ~-, ~N: a folder the guard cannot know
+            # (A value that starts with ~ came from a word the shell already
+            # expanded, or is written ./~ when it is a plain name.)
             if cand:
                 out.append((cand, is_pattern))
     return out
@@ -2305,7 +2307,7 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             return _writer_verdict(name, args)
         return _unknown()
     v = handler(name, args, ctx)
-    if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(w.opaque and w.dyn
+    if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(_may_be_option(w, ctx)
                                                                    for w in args):
         # A variable that may turn into an option (`sort $X`, `find "$D"`)
         # may turn into one that writes (-o FILE, -delete): to where, nobody
@@ -2313,6 +2315,15 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         # is left out: see the README.)
         v.opaque = True
     return v
+
+
+def _may_be_option(w: _W, ctx: _Ctx) -> bool:
+    """Whether a variable or substitution in `w` may turn it into an option
+    (its values are unknown, split, or begin with '-')."""
+    if not (w.opaque and w.dyn):
+        return False
+    values = _word_paths(w, ctx)
+    return values is None or any(v.startswith("-") for v, _ in values)
 
 
 # Programs the analyzer proves read unless an option makes them write a
@@ -2679,7 +2690,10 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
 # ------------------------------------------------------------ wrappers ----
 
 def _payload(args: List[_W], ctx: _Ctx) -> _V:
-    return _classify_argv(args, ctx.deeper())
+    inner = ctx.deeper()
+    # The same shell expands the wrapped command's words: its variables hold.
+    inner.vars, inner.vars_unknown = ctx.vars, ctx.vars_unknown
+    return _classify_argv(args, inner)
 
 
 def _skip_wrapper_opts(args: List[_W], flags: str, valued: str,
@@ -2933,7 +2947,7 @@ _GIT_WRITE_SUBS = frozenset((
     "citool", "gui", "mergetool", "difftool", "request-pull", "send-email", "svn", "p4",
     "filter-repo", "lfs",
 ))
-_GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage"))
+_GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage", "clean"))
 
 # Options of the revision walk and diff machinery (log, show, diff, ...).
 # 0 = flag; 1 = value, attached with '=' or as the next word; 2 = '=value' only.
@@ -3420,6 +3434,16 @@ def _git_targets(sub: str, args: List[_W]) -> List[_W]:
         return list(args[texts.index("--") + 1:])
     if sub in ("restore", "rm", "add", "stage", "mv"):
         return [w for w in args if not (w.static and w.text.startswith("-"))]
+    if sub == "clean":
+        out, skip = [], False
+        for w in args:
+            if skip:
+                skip = False
+            elif w.static and w.text in ("-e", "--exclude"):
+                skip = True
+            elif not (w.static and w.text.startswith("-")):
+                out.append(w)
+        return out
     return []
 
 
@@ -3461,7 +3485,13 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown("git_arguments_unproven")
     if sub in _GIT_WRITE_SUBS:
         # A path git removes (rm, mv, clean) goes with everything under it.
-        return _write(_git_targets(sub, rest), tree=sub in ("rm", "mv"))
+        v = _write(_git_targets(sub, rest), tree=sub in ("rm", "mv", "clean"))
+        if sub in ("clean", "stash") and not v.targets and not v.pending and (
+                sub == "clean" or any(w.text in ("-u", "--include-untracked", "-a", "--all")
+                                      for w in rest)):
+            # Untracked files anywhere below the working folder go away.
+            v.add(".", tree=True)
+        return v
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
     elif sub in _GIT_SIMPLE_LONG:
@@ -3821,7 +3851,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # every word that is not an option is a file sed may rewrite.
         files = [w for w in rest if not (w.static and w.text.startswith("-"))]
         v = _write(files[0 if scripts else 1:])
-        v.opaque = any(w.opaque and w.dyn for w in rest)
+        v.opaque = any(_may_be_option(w, ctx) for w in rest)
         return v
     if any(o in ("f", "file") for o, _ in seen):
         return _unknown()
@@ -6958,44 +6988,39 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     while parts and _glob_literal(parts[0]) is not None:
         head.append(_glob_literal(parts.pop(0)) or "")
     if not parts:
-        return None, None      # no wildcard: an exact target, checked as such
+        # `[s]` is the only wildcard: the shell writes the name it matches, or
+        # the word itself, brackets and all, when nothing matches.
+        for text in ("/".join(head), pattern):
+            path = resolve_event_path(text, cwd)
+            root = next((r for r in roots if path is not None and (
+                _tamper_within(path, r) or _tamper_within(r, path))), None)
+            if root is not None:
+                return path, root
+        return None, None
     base_text = "/".join(head) or ("/" if pattern.startswith("/") else ".")
     base = resolve_event_path(base_text, cwd)
     if base is None or (os.name != "nt" and _files_win_abs(base)):
         return None, None
     rest = [p for p in parts if p not in ("", ".")]
     for root in roots:
-        insensitive = None
-        if _tamper_within(root, base):
-            rel = [p for p in root[len(base):].split(os.sep) if p]
-        elif _tamper_within(base, root):
+        if _tamper_within(base, root):
             return base, root          # every match lies in the root
-        elif _tamper_within(root.casefold(), base.casefold()) \
-                and _tamper_case_insensitive(root):
-            rel = [p for p in root[len(base):].split(os.sep) if p]
+        insensitive = False
+        if not _tamper_within(root, base):
+            if not (_tamper_within(root.casefold(), base.casefold())
+                    and _tamper_case_insensitive(root)):
+                continue
             insensitive = True
-        else:
-            continue
-        i = j = 0
-        while i < len(rest) and j < len(rel):
-            part = rest[i]
-            if part in ("**", ".."):
-                return os.path.join(base, *rest), root   # may reach anything below
-            name, want = rel[j], part
-            if insensitive is None:
-                insensitive = _tamper_case_insensitive(root)
-            if insensitive:
-                name, want = name.casefold(), want.casefold()
-            if not fnmatch.fnmatchcase(name, want):
-                break
-            i += 1
-            j += 1
-        else:
-            return os.path.join(base, *rest), root   # one ran out: inside or holding
+        rel = [p for p in root[len(base):].split(os.sep) if p]
+        if _glob_reaches(rest, rel, os.path.isdir(root),
+                         insensitive or _tamper_case_insensitive(root)):
+            return os.path.join(base, *rest), root
     # The names that exist now: a match may be a link leading elsewhere.
     budget = [_PATTERN_SCAN_LIMIT]
 
     def walk(folder: str, rest_parts: List[str]) -> Optional[Tuple[str, str]]:
+        if rest_parts[:1] == ["**"] and len(rest_parts) > 1:
+            return None     # below any depth: names are read, links are not followed
         if not rest_parts or rest_parts[0] == "**":
             real = _files_realpath(folder)
             root = next((r for r in roots if _tamper_within(real, r)
@@ -7022,6 +7047,35 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
 
     found = walk(base, rest)
     return found if found is not None else (None, None)
+
+
+def _glob_reaches(parts: List[str], rel: List[str], root_is_dir: bool,
+                  insensitive: bool) -> bool:
+    """Whether a path matching the components `parts` can be the path
+    `rel` (both below the same folder), hold it, or (for a folder) lie in
+    it.  `**` stands for any number of components; `..` for anything."""
+    import fnmatch
+    seen: Dict[Tuple[int, int], bool] = {}
+
+    def go(i: int, j: int) -> bool:
+        if (i, j) in seen:
+            return seen[(i, j)]
+        if i == len(parts):
+            hit = True                 # the path ends at rel or above it: it is or holds it
+        elif j == len(rel):
+            hit = root_is_dir          # the path goes on below rel
+        elif parts[i] == "..":
+            hit = True
+        elif parts[i] == "**":
+            hit = go(i + 1, j) or go(i, j + 1)
+        else:
+            name, want = (rel[j].casefold(), parts[i].casefold()) if insensitive \
+                else (rel[j], parts[i])
+            hit = fnmatch.fnmatchcase(name, want) and go(i + 1, j + 1)
+        seen[(i, j)] = hit
+        return hit
+
+    return go(0, 0)
 
 
 def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
