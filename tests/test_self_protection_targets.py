@@ -459,3 +459,87 @@ def test_resolve_event_path_by_the_rules_of_the_path(monkeypatch, tmp_path):
     assert resolve("", "/proj") is None
     monkeypatch.setenv("HOME", "/home/dev")
     assert resolve("~/x", None, physical=False) == "/home/dev/x"
+
+
+# --- the command-hook hosts added later (Gemini CLI, Copilot CLI, Qwen Code) -----------
+#
+# Their events come from the recorded runs, with the folder and the path swapped in.
+
+def _recorded(name, event, tool_key, tool):
+    from hooks import kit_calls
+    calls = kit_calls(name)
+    prompt = next(s for e, s in calls if e in ("BeforeAgent", "UserPromptSubmit",
+                                               "userPromptSubmitted"))
+    call = next(s for e, s in calls if e == event and s.get(tool_key) == tool)
+    return prompt, call
+
+
+NEW_HOSTS = {
+    # host: (recorded run, tool event, tool key, write tool, args key, path key, shell tool)
+    "gemini": ("gemini-write-allow", "BeforeTool", "tool_name", "write_file", "tool_input",
+               "file_path", "run_shell_command"),
+    "qwen": ("qwen-write-allow", "PreToolUse", "tool_name", "write_file", "tool_input",
+             "file_path", "run_shell_command"),
+    "copilot": ("copilot-write-allow", "preToolUse", "toolName", "create", "toolArgs", "path",
+                "bash"),
+}
+
+
+def _new_host_denial(answer):
+    if not answer:
+        return None
+    if answer.get("decision") == "deny":
+        return answer.get("reason")
+    if answer.get("permissionDecision") == "deny":
+        return answer.get("permissionDecisionReason")
+    return answer.get("hookSpecificOutput", {}).get("permissionDecisionReason") \
+        if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny" else None
+
+
+def _new_host_send(place, host, event, payload):
+    out = sts.run_hook(host, json.dumps(payload).encode(), place.store, event=event)
+    return json.loads(out) if out else None
+
+
+def _new_host_session(place, host, cwd, directive):
+    run, event, key, tool, args_key, path_key, _ = NEW_HOSTS[host]
+    prompt, call = _recorded(run, event, key, tool)
+    session = "targets-%d" % next(_ids)
+    sid = "sessionId" if "sessionId" in prompt else "session_id"
+    prompt_event_name = {"gemini": "BeforeAgent", "qwen": "UserPromptSubmit",
+                         "copilot": "userPromptSubmitted"}[host]
+    extra = {"submitted_prompt": directive} if host == "qwen" else {}
+    _new_host_send(place, host, prompt_event_name,
+                   dict(prompt, cwd=cwd, prompt=directive, **{sid: session}, **extra))
+    return session, call, sid
+
+
+@pytest.mark.parametrize("host", sorted(NEW_HOSTS))
+@pytest.mark.parametrize("path,inside", [("C:\\Users\\dev\\repo\\lib\\b.js", True),
+                                         ("C:/Users/dev/repo/lib/b.js", True),
+                                         ("lib\\b.js", True),
+                                         ("D:\\repo\\lib\\b.js", False),
+                                         ("\\\\server\\share\\b.js", False)])
+def test_windows_paths_on_the_later_hosts(place, host, path, inside):
+    run, event, key, tool, args_key, path_key, _ = NEW_HOSTS[host]
+    session, call, sid = _new_host_session(place, host, WIN_CWD,
+                                           "$stop-that-shit change files=lib/**")
+    payload = dict(call, cwd=WIN_CWD, **{sid: session})
+    payload[args_key] = dict(call[args_key], **{path_key: path})
+    text = _new_host_denial(_new_host_send(place, host, event, payload))
+    assert (text is None) == inside, text
+    if not inside:
+        assert "PATH_OUTSIDE_CONTRACT" in text
+
+
+@pytest.mark.parametrize("host", sorted(NEW_HOSTS))
+def test_unknown_targets_and_removals_on_the_later_hosts(place, host):
+    run, event, key, tool, args_key, path_key, shell_tool = NEW_HOSTS[host]
+    session, call, sid = _new_host_session(place, host, place.project, "$stop-that-shit change")
+    for command, stopped in (("rm -rf $STS_HOME/*", True), ("rm -rf .", True),
+                             ("echo x > ~/.claude/setting?.json", True),
+                             ("rm -rf build/*", False), ('echo x > "$TMPDIR/x"', False)):
+        payload = dict(call, cwd=place.project, **{sid: session, key: shell_tool,
+                                                   args_key: {"command": command}})
+        text = _new_host_denial(_new_host_send(place, host, event, payload))
+        assert (text is not None and CODE in text) == stopped, (host, command, text)
