@@ -9,6 +9,7 @@ with everything written out (or with `-I`) still are.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -196,3 +197,47 @@ def test_review_stops_them_with_the_reason(tmp_path, monkeypatch):
             session, project, name, build("python3 -I -m json.tool package.json"))).encode(),
             store)
         assert denial(host, json.loads(out) if out else None) is None
+
+
+def _run(argv, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "RUSTUP_TOOLCHAIN",
+                                                                     "MAVEN_OPTS"))}
+    return subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+
+
+@pytest.mark.skipif(shutil.which("pytest") is None, reason="pytest command not installed")
+def test_pytest_dash_v_runs_the_projects_conftest(tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "conftest.py").write_text("open(%r, 'w').write('x')\n" % str(marker))
+    _run(["pytest", "-V"], str(tmp_path))
+    assert marker.exists()
+    assert reason("pytest -V")[1] == "repository_code"
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="Maven not installed")
+def test_mvn_version_takes_jvm_options_from_the_project(tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / ".mvn").mkdir()
+    (tmp_path / ".mvn" / "jvm.config").write_text("-Xlog:gc:file=%s\n" % marker)
+    _run(["mvn", "-v"], str(tmp_path))
+    assert marker.exists()   # the JVM took the project's options (-javaagent works the same)
+    assert reason("mvn -v")[1] == "repository_code"
+
+
+@pytest.mark.skipif(shutil.which("rustc") is None or shutil.which("rustup") is None,
+                    reason="rustup not installed")
+def test_rustc_version_runs_the_toolchain_the_project_names(tmp_path):
+    marker = tmp_path / "ran"
+    bin_dir = tmp_path / "tools" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("rustc", "cargo"):
+        script = bin_dir / tool
+        script.write_text("#!/bin/sh\necho planted > %s\necho '%s 9.9.9'\n" % (marker, tool))
+        script.chmod(0o755)
+    (tmp_path / "rust-toolchain.toml").write_text('[toolchain]\npath = "%s"\n'
+                                                  % (tmp_path / "tools"))
+    proc = _run(["rustc", "--version"], str(tmp_path))
+    assert marker.exists() and b"9.9.9" in proc.stdout
+    for command in ("rustc --version", "cargo --version", "cargo -V"):
+        assert reason(command)[1] == "repository_code"
