@@ -1348,7 +1348,10 @@ def _word_paths(w: _W, ctx: "_Ctx", depth: int = 0) -> Optional[List[Tuple[str, 
     if w.static:
         return [(text, False)] if text else []
     exps = w.exp or []
-    if text.count("\0") != len(exps):
+    if text.count("\0") != len(exps) or (w.glob and ctx.globs_unknown):
+        return None
+    # Unquoted expansions split at IFS: if the line sets IFS, at what is unknown.
+    if ctx.vars and "IFS" in ctx.vars and any(not quoted for _, quoted in exps):
         return None
     forms = _brace_expand(text) if w.glob else [text]
     if forms is None:
@@ -2131,7 +2134,7 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    __slots__ = ("depth", "shell", "vars", "vars_unknown")
+    __slots__ = ("depth", "shell", "vars", "vars_unknown", "globs_unknown")
 
     def __init__(self, depth: int, shell: str) -> None:
         self.depth = depth
@@ -2140,6 +2143,7 @@ class _Ctx:
         # value the guard cannot read); filled by _combine for its line.
         self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
         self.vars_unknown = False   # the line may set any variable (eval, source...)
+        self.globs_unknown = False  # the line changes how globs match (shopt, setopt)
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
@@ -2698,6 +2702,7 @@ def _payload(args: List[_W], ctx: _Ctx) -> _V:
     inner = ctx.deeper()
     # The same shell expands the wrapped command's words: its variables hold.
     inner.vars, inner.vars_unknown = ctx.vars, ctx.vars_unknown
+    inner.globs_unknown = ctx.globs_unknown
     return _classify_argv(args, inner)
 
 
@@ -4967,7 +4972,13 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
     mode = first.lstrip("-")
     if mode[:1] == "c" and len(args) > 1 and "f" in mode:
         return _write([args[1]])
-    return _write(_option_dirs(args, ("-C", "--directory")))
+    dirs = _option_dirs(args, ("-C", "--directory"))
+    if not dirs and ("x" in mode.split("f")[0] or any(w.text in ("--extract", "--get")
+                                                     for w in args)):
+        # Extraction writes below the working folder: inside a guard folder
+        # (after `cd`) that is a write into it; holding one, it is not named.
+        dirs = [_lit(".")]
+    return _write(dirs)
 
 
 def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
@@ -4995,7 +5006,7 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
                for w in args[1:]):
             return _an_read()
         return _unknown()
-    return _write(_option_dirs(args, ("-d",)))
+    return _write(_option_dirs(args, ("-d",)) or [_lit(".")])
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
@@ -5399,6 +5410,11 @@ def _line_vars(items: List[Any], loops: Dict[str, Optional[List[_W]]],
             words = words[1:]   # `builtin read x` is still read
         prog = _program_name(words[0]) if words else None
         args = words[1:]
+        if prog in ("shopt", "setopt", "unsetopt", "set"):
+            # nocaseglob, extglob, NO_CASE_GLOB, -f...: a glob no longer
+            # matches what it says.
+            ctx.globs_unknown = ctx.globs_unknown or prog != "set" or any(
+                w.text in ("-o", "+o", "-f", "+f") for w in args)
         if prog in _VAR_ANY or (prog == "printf" and any(w.text.startswith("-v") for w in args)) \
                 or (prog in _VAR_SETTERS | _VAR_READERS and not all(w.static for w in args)):
             ctx.vars_unknown = True

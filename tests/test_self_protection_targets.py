@@ -257,6 +257,24 @@ def test_spelled_out_targets_are_not_unknown(command):
     "for d in ~/.claude ~/.cache; do rm -rf \"$d\"; done",
     "T=~/.claude; rm -rf \"$T\"",
     "echo x > ~nobody/x",
+    # the same reached another way
+    "cd ~/.local/state/sts && tar xf /tmp/e.tar",
+    "cd ~/.local/state && rm -rf s*",
+    "pushd ~/.local/state/sts && rm -f *.json",
+    "shopt -s nocaseglob; rm -rf ~/.local/state/STS*",
+    "IFS=.; rm -rf $HOME",
+    "find ~ -name installed.json -delete",
+    "find / -path '*state*' -delete",
+    'rm -rf "${HOME}"/.local/state/"${X:-sts}"',
+    'd=.local/state/sts; rm -rf ~/"$d"',
+    "echo x 1<> ~/.claude/settings.json",
+    "exec 3>~/.claude/settings.json",
+    "echo x >| ~/.claude/settings.json",
+    "echo x > ~/.local/state/sts/sessions/$(date +%s).json",
+    'while read f; do rm "$f"; done < list.txt',
+    "ls | xargs -I{} mv {} /tmp",
+    "sudo -u root find ~/.local -delete",
+    "bash -c 'rm -rf $STS_HOME'",
 ])
 def test_unestablished_targets_that_may_be_guard_files_are_stopped(place, command):
     assert_all(place, command, CODE)
@@ -276,6 +294,9 @@ def test_unestablished_targets_that_may_be_guard_files_are_stopped(place, comman
     "cp src/a.py .",
     "git add .",
     "echo x > \"$PWD/notes.md\"",
+    "tar xzf /tmp/deps.tgz",
+    "unzip -o /tmp/a.zip -d build",
+    "set -e; rm -rf build/*",
 ])
 def test_ordinary_change_work_goes_through(place, command):
     assert_all(place, command, None, cwd=place.project)
