@@ -1133,9 +1133,12 @@ class _V:
             self.mut, self.reason = other.mut, other.reason
         elif other.mut == self.mut and self.reason is None:
             self.reason = other.reason
-        self.targets.extend(other.targets)
-        self.patterns.extend(other.patterns)
-        self.pending.extend(other.pending)
+        if other.targets:
+            self.targets.extend(other.targets)
+        if other.patterns:
+            self.patterns.extend(other.patterns)
+        if other.pending:
+            self.pending.extend(other.pending)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
@@ -5383,6 +5386,10 @@ _VAR_SETTERS = frozenset(("export", "declare", "typeset", "local", "readonly"))
 _VAR_READERS = frozenset(("read", "mapfile", "readarray", "getopts", "unset"))
 # Builtins after which any variable may hold anything.
 _VAR_ANY = frozenset(("eval", "source", ".", "let"))
+# First words of a command that _line_vars looks at; every other command
+# is passed over at once (this runs for every line the hook reads).
+_VAR_WORDS = _VAR_SETTERS | _VAR_READERS | _VAR_ANY | frozenset((
+    "printf", "shopt", "setopt", "unsetopt", "set", "command", "builtin"))
 
 
 def _line_vars(items: List[Any], loops: Dict[str, Optional[List[_W]]],
@@ -5390,21 +5397,17 @@ def _line_vars(items: List[Any], loops: Dict[str, Optional[List[_W]]],
     """Every value the line may give a variable, whatever the control flow
     (a union: an assignment in one branch counts everywhere); ctx.vars."""
     found: Dict[str, Optional[List[_W]]] = {}
-
-    def give(name: str, value: Optional[_W]) -> None:
-        if value is None:
-            found[name] = None
-        elif found.get(name, []) is not None:
-            found.setdefault(name, []).append(value)   # type: ignore[union-attr]
-
+    give = _give_var
     for name, words in loops.items():
         for word in (words if words is not None else [None]):
-            give(name, word)
+            give(found, name, word)
     for item in items:
         if not isinstance(item, _Cmd):
             continue
         for name, value in item.assigns:
-            give(name, value)
+            give(found, name, value)
+        if not item.words or item.words[0].text not in _VAR_WORDS:
+            continue
         words = list(item.words)
         while words and words[0].static and words[0].text in ("command", "builtin", "-p"):
             words = words[1:]   # `builtin read x` is still read
@@ -5425,12 +5428,20 @@ def _line_vars(items: List[Any], loops: Dict[str, Optional[List[_W]]],
                     if "n" in w.text:
                         ctx.vars_unknown = True   # a name reference aliases another variable
                 elif _is_name(name) and eq:
-                    give(name, _lit(value))
+                    give(found, name, _lit(value))
         elif prog in _VAR_READERS:
             for w in args:
                 if _is_name(w.text):
-                    give(w.text, None)
+                    give(found, w.text, None)
     ctx.vars = found
+
+
+def _give_var(found: Dict[str, Optional[List[_W]]], name: str, value: Optional[_W]) -> None:
+    """One more value of a variable; None (unknown) absorbs the rest."""
+    if value is None:
+        found[name] = None
+    elif found.get(name, []) is not None:
+        found.setdefault(name, []).append(value)   # type: ignore[union-attr]
 
 
 def _combine(items: List[Any], ctx: _Ctx,
@@ -5443,7 +5454,8 @@ def _combine(items: List[Any], ctx: _Ctx,
             total.join(item)
             continue
         v = _classify_cmd(item, ctx)
-        _resolve_targets(v, ctx)
+        if v.pending:
+            _resolve_targets(v, ctx)
         if (v.targets or v.patterns) and base != "":
             relative = [t for t in v.targets if not t.startswith(("/", "~"))]
             loose = [p for p in v.patterns if not p.startswith(("/", "~"))]
@@ -5815,8 +5827,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
-    seen = [t for t in dict.fromkeys(v.targets) if t]
-    patterns = [p for p in dict.fromkeys(v.patterns) if p]
+    seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
+    patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _combine (PowerShell, cmd):
     # what they name is not established.
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
