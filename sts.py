@@ -3462,6 +3462,21 @@ def _git_targets(sub: str, args: List[_W]) -> List[_W]:
     return []
 
 
+def _git_option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
+    """The values of `-o X`, `-oX`, `--output X`, `--output=X` style options."""
+    out = []
+    for k, w in enumerate(args):
+        for option in options:
+            if w.text == option and k + 1 < len(args):
+                out.append(args[k + 1])
+            elif option.startswith("--") and w.text.startswith(option + "="):
+                out.append(_w_tail(w, len(option) + 1))
+            elif not option.startswith("--") and w.text.startswith(option) \
+                    and len(w.text) > len(option) and not w.text.startswith("--"):
+                out.append(_w_tail(w, len(option)))
+    return out
+
+
 def _format_patch_stdout(head: List[_W]) -> bool:
     """Whether --stdout really is an option of format-patch: right after an
     option that takes a value (`-v --stdout`, `--to --stdout`) it is that
@@ -3530,14 +3545,18 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if _format_patch_stdout(head):
             v = _git_rev([w for w in rest if w.text != "--stdout"])
         else:
-            v = _write()
+            # The patches land in -o DIR, else in the working folder.
+            v = _write(_git_option_values(rest, ("-o", "--output-directory")) or [_lit(".")])
     elif sub == "archive":
         if any(w.text.startswith(("--remote", "--exec")) for w in rest):
             v = _unknown("shell_execution_option")
         elif any(w.text.startswith(("--output", "-o")) for w in rest):
-            v = _write()
+            v = _write(_git_option_values(rest, ("-o", "--output")))
+            v.opaque = v.opaque or not (v.targets or v.pending)
         else:
             v = _unknown("git_arguments_unproven")
+    elif sub == "bundle" and rest and rest[0].text == "create":
+        v = _write(rest[1:2])
     elif sub == "symbolic-ref":
         v = _git_symbolic_ref(rest)
     else:

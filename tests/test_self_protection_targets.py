@@ -160,6 +160,11 @@ def analysis(command):
     ("git diff --output=d.patch", ["d.patch"], []),
     ("curl -o page.html https://example.com", ["page.html"], []),
     ("gunzip data.csv.gz", ["data.csv.gz", "data.csv"], []),
+    ("git archive -o out.tgz HEAD", ["out.tgz"], []),
+    ("git format-patch -o out HEAD~2", ["out"], []),
+    ("git bundle create all.bundle --all", ["all.bundle"], []),
+    ("tar xf deps.tar", ["."], []),
+    ("unzip -o a.zip -d vendor", ["vendor"], []),
 ])
 def test_glob_brace_and_removal_targets(command, targets, patterns):
     got_targets, got_patterns, unknown = analysis(command)
@@ -275,6 +280,8 @@ def test_spelled_out_targets_are_not_unknown(command):
     "ls | xargs -I{} mv {} /tmp",
     "sudo -u root find ~/.local -delete",
     "bash -c 'rm -rf $STS_HOME'",
+    "git archive -o ~/.claude/settings.json HEAD",
+    "git bundle create ~/.local/state/sts/b HEAD",
 ])
 def test_unestablished_targets_that_may_be_guard_files_are_stopped(place, command):
     assert_all(place, command, CODE)
