@@ -5518,6 +5518,35 @@ def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     v.pending = []
 
 
+def _unread(give: "_Give", text: str, writers: Any) -> _V:
+    """The verdict for a line the analyzer could not read.  Shell syntax it
+    refuses (`[[ ]]`, `case`, a function, a `$` in PowerShell) may wrap any
+    write: when the text names a program that writes files by default, or
+    redirects output, the write's target is unknown (self-protection stops
+    it while armed); other programs are left to the other checks."""
+    v = _V(give.mut, give.reason)
+    if give.mut == "read":
+        return v
+    tokens = [t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
+              _an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text)]
+    words = set(tokens)
+    if words & writers:
+        v.opaque = True
+    elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
+                                                     for t in tokens):
+        v.opaque = True
+    elif "git" in words and words & (_GIT_TARGET_SUBS | {"reset", "stash", "apply"}):
+        v.opaque = True
+    elif "find" in words and words & {"-delete", "-exec", "-execdir", "-fprint"}:
+        v.opaque = True
+    else:
+        for m in _an_rx("outredir", r"(?<![<>])>+\|?[ \t]*([^\s&;|)]*)").finditer(text):
+            if m.group(1) and m.group(1) not in _DEV_SINKS and m.group(1).lower() != "$null":
+                v.opaque = True
+                break
+    return v
+
+
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
         return _unknown("analysis_limit")
@@ -5531,7 +5560,7 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
         items = parser.parse()
         return _combine(items, ctx, parser.loops)
     except _Give as g:
-        return _V(g.mut, g.reason)
+        return _unread(g, stripped, _WRITERS)
     except RecursionError:
         return _unknown("analysis_limit")
 
@@ -5674,7 +5703,7 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     try:
         cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"))
     except _Give as g:
-        return _V(g.mut, g.reason)
+        return _unread(g, text, _PS_WRITE_CMDLETS)
     total = _V()
     for cmd in cmds:
         total.join(_ps_command(cmd, ctx))
@@ -5775,7 +5804,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     if any(ch in text for ch in "^%!()"):
-        return _unknown("shell_syntax_unproven")
+        return _unread(_Give("shell_syntax_unproven"), text, _WRITERS)
     if text.lstrip(" \t").startswith('"'):
         # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
@@ -7335,7 +7364,8 @@ def _tamper_unknown_detail(action: Action, unplaced: List[str]) -> str:
                % ", ".join("`%s`" % p for p in unplaced))
     else:
         why = ("a target is built from a variable, a command substitution or `~user` whose "
-               "value the guard cannot know, or lies in a folder it cannot follow")
+               "value the guard cannot know, lies in a folder it cannot follow, or sits in "
+               "shell syntax the guard does not read")
     return ("This call writes to a path the guard cannot establish: %s. That path could be "
             "one of the guard's own files, so self-protection stops it in every mode while "
             "the guard is armed, change and open included." % why)

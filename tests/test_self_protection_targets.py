@@ -309,6 +309,34 @@ def test_ordinary_change_work_goes_through(place, command):
     assert_all(place, command, None, cwd=place.project)
 
 
+@pytest.mark.parametrize("command,code", [
+    # Syntax the analyzer does not read may wrap any write: when the line names a
+    # program that writes files, or redirects output, its target is unknown.
+    ("[[ 1 ]] && rm -rf ~/.local/state/sts", CODE),
+    ("case x in x) rm -rf ~/.claude;; esac", CODE),
+    ("function f { rm -rf ~/.claude; }; f", CODE),
+    ("(( 1 )) && echo x > ~/.claude/settings.json", CODE),
+    ("[[ -f a ]] && git checkout -- .", CODE),
+    ("select x in a; do sed -i d ~/.claude/settings.json; done", CODE),
+    # ...and a line that names none is left to the other checks.
+    ("[[ -f a ]] && git status", None),
+    ("[[ -n \"$X\" ]] && python3 build.py", None),
+    ("[[ -f a ]] && echo ok >/dev/null 2>&1", None),
+])
+def test_writes_inside_syntax_the_analyzer_does_not_read(place, command, code):
+    assert_all(place, command, code)
+
+
+def test_powershell_writes_behind_a_variable_are_unknown_targets(place):
+    session = arm(place, "claude")
+    for command, code in (("Remove-Item $env:USERPROFILE\\.claude -Recurse", CODE),
+                          ("Set-Content -Path $p -Value x", CODE),
+                          ("Get-Content $env:USERPROFILE\\notes.txt", None)):
+        payload = TOOL_EVENTS["claude"](session, place.project, "PowerShell",
+                                        {"command": command})
+        assert denied_code("claude", send(place, "claude", payload)) == code, command
+
+
 def test_an_unknown_target_is_stopped_with_its_own_advice(place):
     for host in HOSTS:
         session = arm(place, host)
