@@ -599,3 +599,18 @@ def test_unknown_targets_and_removals_on_the_later_hosts(place, host):
                                                    args_key: {"command": command}})
         text = _new_host_denial(_new_host_send(place, host, event, payload))
         assert (text is not None and CODE in text) == stopped, (host, command, text)
+
+
+def test_the_wire_carries_patterns_and_rejects_a_malformed_list(tmp_path):
+    base = {"name": "Bash", "mutability": "write", "cwd": str(tmp_path)}
+    action = sts.Action.from_dict(dict(base, shellWritePatterns=["*.py"],
+                                       unknownWriteTarget=True))
+    assert action.shell_write_patterns == ["*.py"] and action.unknown_write_target
+    for bad in ("*.py", [1], {"a": 1}):
+        with pytest.raises(sts.EventError):
+            sts.Action.from_dict(dict(base, shellWritePatterns=bad))
+    # The analyzer's own answer reaches the wire the same way.
+    shell = sts.shell_action("Bash", "rm -f ~/.claude/*.json")
+    assert shell["shellWritePatterns"] == ["~/.claude/*.json", "~/.claude/*.json/**"]
+    assert "unknownWriteTarget" not in shell
+    assert sts.shell_action("Bash", 'rm -f "$X"')["unknownWriteTarget"] is True
