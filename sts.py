@@ -6837,11 +6837,12 @@ for _p in ("npm", "pnpm", "yarn", "bun", "gem", "composer", "conda", "mamba", "m
 for _p in ("yarn", "pnpm", "pnpx"):
     _PROGRAMS[_p] = _repo_chosen(_PROGRAMS[_p])
 _BUN_EVAL = _interp("bun")
+_BUN_NPM = _network_read(_npm)
 _PY_INTERP = _interp("python")
 for _p in _PYTHON_NAMES:
     _PROGRAMS[_p] = _python
 _PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
-                                   else _npm(n, a, c))
+                                   else _BUN_NPM(n, a, c))
 
 
 def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
