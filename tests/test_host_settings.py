@@ -9,7 +9,6 @@ these tests write to each of them, through each host's own file tool and its
 shell tool, on real folders (HOME, STS_HOME and a project in tmp_path, with
 nothing installed, so the protection comes from the names alone).
 """
-import dataclasses
 import itertools
 import json
 import os
@@ -845,12 +844,7 @@ def test_the_readme_shows_the_table_as_it_is():
 
 
 # --- patterns through the shell --------------------------------------------------------
-# These need the shell analyzer to give glob and whole-folder targets as patterns
-# (Action.shell_write_patterns); until it does, they say so instead of passing.
-
-needs_patterns = pytest.mark.skipif(
-    "shell_write_patterns" not in {f.name for f in dataclasses.fields(sts.Action)},
-    reason="the shell analyzer does not give write patterns yet")
+# The analyzer gives glob targets and whole folders changed as patterns.
 
 GLOB_COMMANDS = [
     "rm .claude/*.json", "rm -rf *", "rm -rf .", "cp -r /tmp/stage/. .gemini",
@@ -859,7 +853,6 @@ GLOB_COMMANDS = [
 ]
 
 
-@needs_patterns
 @pytest.mark.parametrize("command", GLOB_COMMANDS)
 def test_globs_and_whole_folders_through_the_shell(world, command):
     world.real(world.p(".claude", "settings.json"))
@@ -869,7 +862,6 @@ def test_globs_and_whole_folders_through_the_shell(world, command):
     assert_protected("claude", use(world, "claude", session, SHELL, command))
 
 
-@needs_patterns
 @pytest.mark.parametrize("command", ["rm -rf dist/*", "rm -rf build", "rm src/*.pyc",
                                      "cp -r /tmp/stage/. dist", "rm -f *.log"])
 def test_globs_elsewhere_go_through(world, command):
