@@ -1900,7 +1900,7 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             if manifest_kind(t) is not None and not v.dep:
                 v.dep = _redirect_dep(cmd, t)
             # ...and code written through the shell can add hashing.
-            if content and not v.hash and _langs_for(t) is not None:
+            if content and not v.hash and _hash_family(t) is not None:
                 v.hash = hash_intent_in_text(content, t)
     if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
@@ -5066,123 +5066,496 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
 
 
 # ------------------------------------------------------------ hash intent ----
+#
+# Hashing is looked for by meaning, in whatever file or inline code it lands:
+# every rule below applies to every code text, whatever its extension says,
+# because a model can put Python's `hashlib.md5(x)` into `App.java` or run a
+# digest through an alias (`import hashlib as h`, `{ createHash: ch }`,
+# `s "crypto/sha256"`).  Only prose and data files (.md, .txt, .json, ...)
+# are never scanned.  Four kinds of evidence count:
+#   - a hashing API or module: `hashlib`, `createHash`, `MessageDigest`,
+#     `System.Security.Cryptography.SHA256`, an import of `crypto/sha256`,
+#     `Digest::`, `:crypto.hash`, `#include <openssl/sha.h>`, ...;
+#   - a call or type named after a digest algorithm (`sha256(`, `h.md5(`,
+#     `Sha256::new`, `SHA256.Create(`, `XXH64(`, `crc32(`, `Hmac<Sha256>`);
+#   - a digest algorithm named as a literal argument of a hashing-shaped
+#     call (`h.new("md5")`, `getInstance("SHA-256")`, `hash("sha256", $x)`);
+#   - a hashing program run from code (`["sha256sum", f]`, `"openssl dgst"`)
+#     or, in shell-like files, as a command.
+# Python text is read with the standard `ast` module when it parses, so that
+# comments and docstrings do not count and aliases, `__import__("hash" +
+# "lib")` and `getattr(m, "sha256")` resolve; it falls back to the token
+# rules when it does not parse.  Every pattern compiles only after a plain
+# substring test finds one of _HASH_TRIGGERS, so code without any of them
+# costs a few substring searches and no regex at all.
 
-_HASH_CODE = {
-    "js": (r"\bcreateHash\s*\(|\bcreateHmac\s*\(|\bsubtle\s*\.\s*digest\s*\(|\bbcrypt\s*\."
-           r"\s*hash(Sync)?\s*\(|\bargon2\s*\.\s*hash\s*\(|\bpbkdf2(Sync)?\s*\(|\bscrypt(Sync)?"
-           r"\s*\(|\bCryptoJS\s*\.\s*(MD5|SHA\d+|SHA3|HmacSHA\d+|RIPEMD160)\b|\bhash\s*\.\s*"
-           r"(sha256|sha1|sha512|md5)\b"),
-    "py": (r"\bhashlib\s*\.\s*(md5|sha1|sha224|sha256|sha384|sha512|blake2b|blake2s|sha3_\d+|"
-           r"shake_\d+|new|file_digest|pbkdf2_hmac|scrypt)\s*\(|\bfrom\s+hashlib\s+import\b|"
-           r"\bhmac\s*\.\s*(new|digest)\s*\(|\bbcrypt\s*\.\s*hashpw\s*\(|\b(zlib|binascii)\s*\."
-           r"\s*crc32\s*\(|\bxxhash\s*\.|\bmmh3\s*\."),
-    "go": (r"\b(md5|sha1|sha256|sha512|sha3|blake2b|blake2s|crc32|crc64|fnv|adler32)\s*\.\s*"
-           r"(New\w*|Sum\w*|Checksum\w*)\s*\(|\bhmac\s*\.\s*New\s*\(|\bbcrypt\s*\.\s*"
-           r"GenerateFromPassword\s*\(|\bxxhash\s*\.\s*(Sum64|New)"),
-    "rs": (r"\b(Sha1|Sha224|Sha256|Sha384|Sha512|Sha3_256|Sha3_512|Md5|Blake2b\w*|Blake2s\w*|"
-           r"Blake3|Hmac)\s*::|\bblake3\s*::\s*hash\s*\(|\bmd5\s*::\s*compute\s*\(|\bring\s*::"
-           r"\s*digest\b|\bdigest\s*::\s*digest\s*\(|\bcrc32fast\s*::|\bsha2\s*::|\bxxhash_rust\b|"
-           r"\btwox_hash\b"),
-    "java": (r"\bMessageDigest\s*\.\s*getInstance\s*\(|\bDigestUtils\s*\.\s*\w+\s*\(|\bMac\s*\."
-             r"\s*getInstance\s*\(|\bHashing\s*\.\s*(sha\d+|md5|murmur3_\w+|crc32\w*|sipHash24|"
-             r"farmHashFingerprint64|goodFastHash)\s*\(|\bBCrypt\s*\.\s*hashpw\s*\(|\bnew\s+"
-             r"CRC32C?\s*\(|\bSecretKeyFactory\s*\.\s*getInstance\s*\("),
-    "cs": (r"\b(SHA1|SHA256|SHA384|SHA512|MD5|SHA3_256|HMACSHA\d+|HMACMD5|IncrementalHash)\s*"
-           r"\.\s*(Create\w*|HashData\w*|TryHashData\w*)\s*\(|\bnew\s+HMAC(SHA\d+|MD5)\s*\(|"
-           r"\bPasswordHasher\s*[<(]|\bRfc2898DeriveBytes\b|\.\s*ComputeHash\s*\("),
-    "rb": (r"\bDigest\s*::\s*\w+|\bOpenSSL\s*::\s*(HMAC|Digest)\b|\bBCrypt\s*::\s*Password\s*\."
-           r"\s*create\b|\bZlib\s*\.\s*crc32\b"),
-    "php": (r"\b(hash|hash_hmac|hash_file|hash_init|hash_pbkdf2|md5|sha1|md5_file|sha1_file|"
-            r"crc32|password_hash)\s*\("),
-    "c": (r"\bEVP_Digest\w*\s*\(|\bEVP_(md5|sha\d+)\s*\(|\b(SHA\d+|MD5)(_Init|_Update|_Final)?"
-          r"\s*\(|\bHMAC\s*\(|\bcrypto_generichash\w*\s*\(|\bCC_(SHA\d+|MD5)\s*\("),
-    "swift": (r"\b(SHA256|SHA384|SHA512)\s*\.\s*hash\s*\(|\bInsecure\s*\.\s*(MD5|SHA1)\b|"
-              r"\bHMAC\s*<|\bCC_(SHA\d+|MD5)\s*\("),
-    "sh": (r"(^|[\s;&|(`])(Get-FileHash|md5sum|sha1sum|sha224sum|sha256sum|sha384sum|sha512sum|"
-           r"shasum|b2sum|b3sum|cksum|xxhsum|xxh64sum|rhash|hashdeep)\b|\bopenssl\s+(dgst|md5|"
-           r"sha1|sha256|sha512|mac|passwd|kdf)\b|\bgpg\s+--print-md"),
+# Digest and password-hash algorithm names as they appear inside identifiers
+# (lower case: rules run on the lower-cased text, which keeps the regex
+# engine's fast literal search; an IGNORECASE or \b-led pattern loses it).
+_HASH_ALGS = ("sha1", "sha2", "sha3", "sha5", "md5", "md4", "crc32", "crc64", "adler32", "fnv",
+              "xxh", "murmur", "mmh3", "siphash", "highwayhash", "cityhash", "farmhash",
+              "metrohash", "wyhash", "t1ha", "blake", "ripemd", "rmd160", "whirlpool",
+              "keccak", "shake_128", "shake_256", "shake128", "shake256", "sm3", "hmac",
+              "scrypt", "pbkdf2", "argon2", "hkdf")
+_HASH_ALG_WORD = (r"sha\d|md[45]|crc(?:32c?|64)|adler32|fnv(?:1a?|32|64|128)|xxh(?:32|64|3|128)"
+                  r"|xxhash|murmur|mmh3|siphash|highwayhash|cityhash|farmhash|metrohash|wyhash"
+                  r"|t1ha|blake(?:2[bs]p?|3|2)|ripemd|rmd160|whirlpool|keccak|shake_?(?:128|256)"
+                  r"|sm3|hmac|scrypt|pbkdf2|argon2|hkdf")
+# ... and as a literal argument ("SHA-256", 'sha3_512', "HmacSHA256").
+_HASH_ALG_LITERAL = (r"sha-?(?:1|224|256|384|512)(?:[-/_](?:224|256))?|sha3[-_](?:224|256|384|512)"
+                     r"|md[45]|blake2[bs]\d*|blake3|ripemd-?160|rmd160|whirlpool|sm3"
+                     r"|shake[-_]?(?:128|256)|hmac-?(?:sha-?\d+|md5)|hmacsha\d+|crc32c?"
+                     r"|xxh(?:32|64|3|128)|keccak-?\d*")
+# Programs and subcommands that compute a digest (shell words).
+_HASH_PROG_WORD = (r"g?(?:md5|sha1|sha224|sha256|sha384|sha512|sha3|b2|b3|ck|xxh|xxh32|xxh64"
+                   r"|xxh128)sum|shasum|rhash|hashdeep|(?:md5|sha1|sha256|tiger|whirlpool)deep"
+                   r"|jacksum|ssdeep|nix-hash|htpasswd|mkpasswd|get-filehash"
+                   r"|openssl(?:\.exe)?\s+(?:dgst|mac|kdf|passwd|" + _HASH_ALG_LITERAL + ")"
+                   r"|git\s+hash-object|cmake\s+-e\s+\w*sum|busybox\s+\w*sum|gpg2?\s+--print-mds?"
+                   r"|certutil(?:\.exe)?\s+[-/]hashfile|nix\s+hash")
+_HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", "cksum", "xxh",
+                       "shasum", "rhash", "hashdeep", "deep", "jacksum", "nix-hash", "nix hash",
+                       "htpasswd", "mkpasswd", "filehash", "openssl", "hash-object", "hashfile",
+                       "print-md")
+
+# (trigger substrings, pattern): a rule runs only on a text holding one of
+# its triggers.  Evidence in any code text, whatever its language.
+_HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    # a call, generic type or path named after an algorithm
+    (_HASH_ALGS, r"(?:" + _HASH_ALG_WORD + r")[a-z0-9_]{0,40}\]?\s*(?:\(|<\s*\w|::\s*[\w<{]"
+                 r"|\.\s*\w+\s*[(<])"),
+    # importing a function or module named after one (`from zlib import crc32 as c`)
+    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?:" + _HASH_ALG_WORD + r")\w*\s*"
+                 r"(?:as\s+\w+\s*)?(?:[,)}\n;]|$)"),
+    (("hashlib",), r"hashlib\s*[.,)\]'\"]"),
+    (("hashlib",), r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}_?hashlib\b"),
+    # `use md5;`, `extern crate sha2;`
+    (_HASH_ALGS, r"use\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac|argon2|bcrypt|pbkdf2"
+                 r"|scrypt)\b|crate\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac)\b"),
+    (("createhash",), r"createhash\b"),
+    (("digest",), r"messagedigest|digestutils|subtle\s*\.\s*digest\s*\(|evp_digest|digest\s*::\s*\w"
+                  r"|ring\s*::\s*digest|data\.digest|(?:require|from|import)\s*\(?\s*['\"]"
+                  r"(?:openssl/)?digest(?:/\w+)?['\"]|crypto\.digests|pointycastle/digests"
+                  r"|commons\.codec\.digest"),
+    (("crypto",), r"crypto\s*(?:\.\s*|\[\s*['\"])hash\b|:crypto\s*\.\s*(?:hash|mac|hmac)\w*\s*\("
+                  r"|crypto\s*:\s*(?:hash|mac|hmac)\w*\s*\(|cryptojs\s*\.\s*\w+"
+                  r"|crypto_(?:generic|pw|sh)hash|system\s*\.\s*security\s*\.\s*cryptography\s*\."
+                  r"\s*(?:sha\w*|md5\w*|hmac\w*|incrementalhash|hashalgorithm\w*"
+                  r"|rfc2898derivebytes|keyedhashalgorithm)|(?:crypto|cryptodome)\.hash\b"
+                  r"|cryptography\.hazmat\.primitives(?:\.(?:hashes|hmac|kdf)|\s+import\s+"
+                  r"[^\n]{0,80}\b(?:hashes|hmac))|\{[^{}\n]{0,200}\bhash\b[^{}\n]{0,200}\}\s*=\s*"
+                  r"(?:await\s+)?(?:require|import)\s*\(\s*['\"](?:node:)?crypto['\"]"
+                  r"|import\s*\{[^{}]{0,200}\bhash\b[^{}]{0,200}\}\s*from\s*['\"](?:node:)?crypto"
+                  r"['\"]|['\"](?:crypto/(?:md5|sha1|sha256|sha512|sha3|hmac)|golang\.org/x/crypto/"
+                  r"(?:sha3|blake2[bs]|bcrypt|argon2|pbkdf2|scrypt|md4|ripemd160|hkdf))['\"]"
+                  r"|javax\.crypto\.mac|bouncycastle\.crypto\.(?:digests|macs)"
+                  r"|springframework\.security\.crypto|(?:from|require\s*\(?|import\s*\(?)\s*['\"]"
+                  r"(?:crypto-js[^'\"]*|package:crypto/[^'\"]*)['\"]"),
+    # .NET, Java, PHP, SQL, Guava, Go names that only hashing code uses
+    (("incrementalhash",), r"incrementalhash"),
+    (("keyedhashalgorithm",), r"keyedhashalgorithm"),
+    (("passwordhasher",), r"passwordhasher"),
+    (("rfc2898derivebytes",), r"rfc2898derivebytes"),
+    (("secretkeyfactory",), r"secretkeyfactory"),
+    (("hashalgorithmname",), r"hashalgorithmname\s*\.\s*\w"),
+    (("computehash",), r"computehash"),
+    (("hashdata",), r"hashdata\w*\s*\("),
+    (("password_hash",), r"password_hash\s*\("),
+    (("hashbytes",), r"hashbytes\s*\("),
+    (("goodfasthash",), r"goodfasthash"),
+    (("farmhashfingerprint",), r"farmhashfingerprint"),
+    (("generatefrompassword",), r"generatefrompassword"),
+    (("hash_",), r"hash_(?:file|init|hmac\w*|pbkdf2|update\w*|final|copy)\s*\("),
+    (("bcrypt",), r"bcrypt\s*(?:\.\s*\w+\s*\(|\(|::)|bcrypt(?:create|finish|hash)\w*\s*\("
+                  r"|jbcrypt|['\"]bcrypt(?:js)?['\"]"),
+    (("argon2",), r"argon2\s*\.\s*hash\b|['\"]argon2['\"]"),
+    (("hash",), r"['\"](?:hash/(?:crc32|crc64|fnv|adler32|maphash)|@noble/hashes[^'\"]*|hash\.js"
+                r"|hash-wasm|object-hash|create-hash|hasha)['\"]|com\.google\.common\.hash"
+                r"|net\.openhft\.hashing|hashing\s*\.\s*(?:goodfasthash|siphash24)\b"),
+    (("sum224", "sum256", "sum384", "sum512", "crc32"),
+     r"\.\s*sum(?:224|256|384|512)\s*\(|new\s+crc32c?\s*\(|java\.util\.zip\.(?:crc32|adler32)"),
+    (("zip.checksum",), r"java\.util\.zip\.checksum"),
+    (("sha1", "sha2", "sha.js", "js-sha", "md5"), r"(?:from|require\s*\(?|import\s*\(?)\s*['\"](?:js-sha\d+|js-md5|md5|sha\.js|sha1|sha256|spark-md5|blueimp-md5"
+                     r"|resty\.(?:sha\w*|md5)|crc-?32|fnv-plus|xxhash\w*|xxhashjs|murmurhash\w*"
+                     r"|create-hmac)['\"]"),
+    (("crc-32", "fnv-plus", "xxhash", "murmurhash", "cespare", "lukechampine", "zeebo",
+      "spaolacci"),
+     r"['\"](?:crc-32|fnv-plus|xxhash\w*|murmurhash\w*)['\"]|github\.com/cespare/xxhash"
+     r"|lukechampine\.com/blake3|github\.com/zeebo/(?:blake3|xxh3)|github\.com/spaolacci/murmur3"),
+    (("crcmod", "passlib", "mmh3", "xxhash", "blake3", "crc32c"),
+     r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}(?:crcmod|passlib|mmh3|xxhash|blake3|crc32c)\b"),
+    (("password4j",), r"com\.password4j"),
+    (("twox_hash", "seahash", "siphasher", "crc32fast", "xxhash_rust"),
+     r"(?:extern\s+crate|use)\s+(?:twox_hash|seahash|siphasher|crc32fast|xxhash_rust)\b"),
+    (("using sha",), r"using\s+sha\b"),
+    (("crypto.hash", "crypto.mac", "crypto.kdf", "data.digest"),
+     r"import\s+(?:qualified\s+)?(?:crypto\.(?:hash|mac|kdf)|data\.digest)\b"),
+    (("include",), r"#\s*include\s*[<\"][^>\"\n]{0,80}(?:sha\d*|md5|hmac|blake[23]?|xxhash"
+                   r"|murmur\w*|crc32\w*|commondigest|commonhmac|ripemd|whirlpool|sm3|keccak"
+                   r"|siphash|argon2)[^>\"\n]{0,40}[>\"]"),
+    (("md5", "sha1"), r"insecure\s*\.\s*(?:md5|sha1)\b"),
+    (("openssl::",), r"openssl\s*::\s*(?:hmac|digest|kdf)\b"),
+    (("md5", "sha1", "sha2", "sha3", "sha5"), r"(?:file|string)\s*\(\s*(?:md5|sha1|sha224|sha256|sha384|sha512"
+                         r"|sha3_\d+)\b"),  # CMake
+    # a hashing program started from code: `["sha256sum", f]`, `"openssl dgst ..."`
+    (_HASH_PROG_TRIGGERS, r"['\"`]\s*[!%]?\s*(?:sudo\s+)?(?:" + _HASH_PROG_WORD
+                          + r")(?:\.exe)?\b|['\"\s]-hashfile\b"),
+)
+# A digest named as a literal argument counts when the call is hashing-shaped
+# (`h.new("md5")`, `getInstance("SHA-256")`, `hash("sha256", $x)`): the
+# literal is found first, then the text just before it is checked.
+_HASH_LITERAL_RX = r"['\"](?:" + _HASH_ALG_LITERAL + r")['\"]"
+_HASH_LITERAL_CALL = (r"(?:new|getinstance|create\w{0,20}|hash\w{0,20}|digest\w{0,10}"
+                      r"|hmac\w{0,10}|derive\w{0,20}|getattr)\s*\(\s*(?:[^()'\"\n]{0,80},\s*)"
+                      r"{0,2}\Z")
+_HASH_LITERAL_TRIGGERS = ("sha-", "sha1", "sha2", "sha3", "sha5", "md5", "md4", "blake",
+                          "ripemd", "rmd160", "whirlpool", "sm3", "shake", "hmac", "crc32",
+                          "xxh", "keccak")
+# Only in the language that owns them: PHP's `hash(` and its string
+# callbacks; shell-like files' hashing commands.
+_HASH_PHP_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    (("hash",), r"(?<![\w$>:.])hash\s*\("),
+    (("md5", "sha1", "crc32", "hash"), r"['\"](?:md5|sha1|crc32|hash|hash_hmac|md5_file"
+                                       r"|sha1_file|hash_file)['\"]"),
+)
+# A command word: the character before it (checked after the match, which
+# keeps the pattern's fast search) is one of _SH_WORD_LEAD or the start.
+_HASH_SH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    (_HASH_PROG_TRIGGERS, r"(?:" + _HASH_PROG_WORD + r")(?:\.exe)?\b"),
+    (("md5", "sha1", "sha2", "sha3", "sha5"),
+     r"(?:md5|sha1|sha224|sha256|sha384|sha512)\s+-[sqr]"),
+)
+_SH_WORD_LEAD = frozenset(" \t\n\r;&|(`!{=$'\"")
+_RULE_RX: Dict[Any, Any] = {}
+
+# File families: which rules beyond _HASH_RULES apply.
+_EXT_FAMILY = {
+    "py": "py", "pyw": "py", "pyi": "py", "ipynb": "nb", "php": "php", "phtml": "php",
+    "sh": "sh", "bash": "sh", "zsh": "sh", "ksh": "sh", "fish": "sh", "ps1": "sh", "psm1": "sh",
+    "psd1": "sh", "bat": "sh", "cmd": "sh", "mk": "sh", "mak": "sh", "yml": "sh", "yaml": "sh",
+    "just": "sh", "nix": "sh", "cmake": "sh", "dockerfile": "sh", "containerfile": "sh",
 }
-_HASH_ALL_EXCEPT = ("php", "sh")   # too generic for files of unknown type
-_EXT_LANG = {
-    "js": "js", "jsx": "js", "ts": "js", "tsx": "js", "cjs": "js", "mjs": "js", "cts": "js",
-    "mts": "js", "vue": "js", "svelte": "js",
-    "py": "py", "pyw": "py", "ipynb": "py", "go": "go", "rs": "rs",
-    "java": "java", "kt": "java", "kts": "java", "scala": "java", "groovy": "java",
-    "cs": "cs", "fs": "cs", "vb": "cs", "rb": "rb", "rake": "rb", "php": "php",
-    "c": "c", "cc": "c", "cpp": "c", "cxx": "c", "h": "c", "hpp": "c", "m": "c", "mm": "c",
-    "swift": "swift", "sh": "sh", "bash": "sh", "zsh": "sh", "ps1": "sh", "psm1": "sh",
-    "bat": "sh", "cmd": "sh", "mk": "sh", "yml": "sh", "yaml": "sh",
-    "lua": None, "pl": None, "ex": None, "exs": None, "dart": None,
-}
-_NON_CODE_EXT = frozenset(("md", "markdown", "rst", "txt", "adoc", "json", "lock", "csv", "tsv",
-                           "svg", "html", "htm", "css", "scss", "toml", "ini", "cfg", "xml",
-                           "sum", "log", "png", "jpg", "gif", "pdf", "snap"))
+# Prose and data: never scanned for hashing.
+_NON_CODE_EXT = frozenset(("md", "markdown", "mdx", "rst", "txt", "text", "adoc", "asciidoc",
+                           "org", "rtf", "tex", "json", "jsonl", "ndjson", "lock", "csv", "tsv",
+                           "svg", "css", "scss", "sass", "less", "toml", "ini", "cfg", "conf",
+                           "xml", "plist", "sum", "log", "png", "jpg", "jpeg", "gif", "webp",
+                           "ico", "pdf", "snap", "sha256", "sha512", "sha1", "md5", "asc",
+                           "sig", "pem", "crt", "key", "po", "pot", "properties", "env",
+                           "gitignore", "gitattributes", "dockerignore", "editorconfig"))
 _SHELL_NAMES = frozenset(("makefile", "gnumakefile", "dockerfile", "containerfile", "justfile",
-                          "procfile", "vagrantfile"))
+                          "procfile", "vagrantfile", "cmakelists.txt", "brewfile", "taskfile",
+                          "jenkinsfile", "earthfile", "tiltfile", "rakefile", "gemfile"))
+_PROSE_NAMES = frozenset(("readme", "license", "licence", "copying", "notice", "authors",
+                          "contributors", "changelog", "changes", "news", "history", "todo",
+                          "maintainers", "codeowners", "owners", "version"))
+# package.json / composer.json / deno.json run their "scripts" through a shell.
+_SCRIPT_MANIFESTS = frozenset(("package.json", "composer.json", "deno.json", "deno.jsonc"))
 
 
-def _langs_for(path: Optional[str]) -> Optional[Tuple[str, ...]]:
-    """Languages whose patterns apply to `path`; () for data files, None for all."""
+def _hash_family(path: Optional[str]) -> Optional[str]:
+    """How a file is read for hashing: None (prose/data), "code", "py", "php", "sh", "nb",
+    "scripts" (a JSON manifest whose scripts run in a shell) or "?" (no extension)."""
     if not path:
-        return None
+        return "code"
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if base in _SHELL_NAMES or base.startswith("dockerfile"):
-        return ("sh",)
-    if base == "gemfile" or base == "rakefile":
-        return ("rb",)
-    if "." not in base:
-        return None
-    ext = base.rsplit(".", 1)[1]
+    if base in _SHELL_NAMES or base.startswith(("dockerfile", "containerfile")):
+        return "sh"
+    if base in _SCRIPT_MANIFESTS:
+        return "scripts"
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem:
+        # No extension (or a dotfile): a script or a prose file by name.
+        return None if (base.lstrip(".") in _PROSE_NAMES or stem.lstrip(".") in _PROSE_NAMES
+                        ) else "?"
     if ext in _NON_CODE_EXT:
-        return ()
-    if ext in _EXT_LANG:
-        lang = _EXT_LANG[ext]
-        if lang is None:
-            return None
-        return (lang,)
+        return None
+    return _EXT_FAMILY.get(ext, "code")
+
+
+def _hash_triggers_in(low: str) -> frozenset:
+    """Which trigger substrings of every rule occur: each is searched once."""
+    every = _RULE_RX.get("triggers")
+    if every is None:
+        found = set(_HASH_LITERAL_TRIGGERS)
+        for table in (_HASH_RULES, _HASH_PHP_RULES, _HASH_SH_RULES):
+            for triggers, _ in table:
+                found.update(triggers)
+        every = _RULE_RX["triggers"] = tuple(sorted(found))
+    return frozenset(t for t in every if t in low)
+
+
+def _run_rules(low: str, present: frozenset, table: str,
+               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: List[str]) -> None:
+    for k, (triggers, pattern) in enumerate(rules):
+        if not any(t in present for t in triggers):
+            continue
+        rx = _RULE_RX.get((table, k))
+        if rx is None:
+            import re   # loaded by json already: a dict lookup
+            rx = _RULE_RX[(table, k)] = re.compile(pattern, re.MULTILINE)
+        for m in rx.finditer(low):
+            if table == "sh" and m.start() and low[m.start() - 1] not in _SH_WORD_LEAD:
+                continue   # part of a longer word (`xsha256sum`, `my_cksum`)
+            hits.append("".join(m.group(0).split()).strip("\"'`;&|({=$!%"))
+
+
+def _hash_hits(text: str, family: str) -> List[str]:
+    """Normalised matches of every rule that applies to `family`."""
+    if not text:
+        return []
+    low = text.lower()
+    present = _hash_triggers_in(low)
+    hits: List[str] = []
+    if not present:
+        return hits
+    if family != "scripts":   # a JSON manifest: only the commands of its scripts
+        _run_rules(low, present, "any", _HASH_RULES, hits)
+        if any(t in present for t in _HASH_LITERAL_TRIGGERS):
+            call = _an_rx("hash-literal-call", _HASH_LITERAL_CALL)
+            for m in _an_rx("hash-literal", _HASH_LITERAL_RX).finditer(low):
+                head = low[max(0, m.start() - 200):m.start()]
+                found = call.search(head)
+                if found:
+                    hits.append("".join((found.group(0) + m.group(0)).split()))
+    if family == "php":
+        _run_rules(low, present, "php", _HASH_PHP_RULES, hits)
+    if family in ("sh", "nb", "?", "scripts"):
+        _run_rules(low, present, "sh", _HASH_SH_RULES, hits)
+        if "certutil" in low and "hashfile" in low:
+            # certutil ... -hashfile on one line; plain string tests keep this linear.
+            for line in low.splitlines():
+                if "certutil" in line and "hashfile" in line.split("certutil", 1)[1]:
+                    hits.append("certutil-hashfile")
+    return hits
+
+
+# -- Python, read with ast ------------------------------------------------
+
+_PY_DYNAMIC = ("getattr", "exec", "eval", " as ")
+_PY_MAX_AST = 128 * 1024   # larger texts are read by the token rules only
+
+
+def _py_dedent(text: str) -> str:
+    """An edited fragment is often indented as a whole: strip the common indent."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return text
+    pad = min(len(ln) - len(ln.lstrip(" \t")) for ln in lines)
+    if not pad:
+        return text
+    return "\n".join(ln[pad:] if ln.strip() else "" for ln in text.splitlines())
+
+
+def _py_parse(text: str) -> Any:
+    """The ast of Python text, or None when it does not parse (tokens then decide)."""
+    if len(text) > _PY_MAX_AST:
+        return None
+    import ast   # only here: a few ms, paid by texts that may hold hashing
+    for candidate in (text, _py_dedent(text)):
+        try:
+            return ast.parse(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
     return None
 
 
-def _hash_rx(lang: str) -> Any:
-    flags = 2 | 8   # re.IGNORECASE | re.MULTILINE without importing re here
-    return _an_rx("hash-" + lang, _HASH_CODE[lang], flags)
+def _py_const_str(node: Any, depth: int = 0) -> Optional[str]:
+    """The value of a string expression built from literals ("hash" + "lib", f"{'sha'}256")."""
+    import ast
+    if depth > 20:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _py_const_str(node.left, depth + 1)
+        right = _py_const_str(node.right, depth + 1)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            inner = value.value if isinstance(value, ast.FormattedValue) else value
+            part = _py_const_str(inner, depth + 1)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    return None
 
 
-def _hash_hits(text: str, langs: Optional[Tuple[str, ...]]) -> List[str]:
-    if not text:
-        return []
-    chosen = langs if langs is not None else tuple(k for k in _HASH_CODE
-                                                   if k not in _HASH_ALL_EXCEPT)
+def _py_dotted(node: Any, aliases: Dict[str, str]) -> Optional[str]:
+    """`h.sha256` -> `hashlib.sha256` through the aliases; None for other shapes."""
+    import ast
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _py_dotted(node.value, aliases)
+        return base + "." + node.attr if base is not None else None
+    if isinstance(node, ast.Call) and node.args:
+        fn = _py_dotted(node.func, aliases)
+        arg = _py_const_str(node.args[0])
+        if fn in ("__import__", "importlib.import_module", "import_module") and arg:
+            return arg
+        if fn in ("getattr", "builtins.getattr") and len(node.args) >= 2:
+            base = _py_dotted(node.args[0], aliases)
+            name = _py_const_str(node.args[1])
+            if base is not None and name is not None:
+                return base + "." + name
+    if isinstance(node, ast.Subscript):
+        # sys.modules["hashlib"]
+        base = _py_dotted(node.value, aliases)
+        key = _py_const_str(node.slice)
+        if base in ("sys.modules",) and key:
+            return key
+    return None
+
+
+def _py_hash_text(tree: Any) -> str:
+    """The code of a parsed Python text as the token rules should see it: no comments
+    or docstrings, every alias and dynamic lookup spelled out (`h.new` ->
+    `hashlib.new`, `__import__("hash"+"lib")` -> `hashlib`)."""
+    import ast
+    aliases: Dict[str, str] = {}
+    assigns: List[Tuple[str, Any]] = []
+    pieces: List[Any] = []
+    prose = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Import:
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+            pieces.append(node)
+        elif kind is ast.ImportFrom:
+            for a in node.names:
+                if node.module:
+                    aliases[a.asname or a.name] = node.module + "." + a.name
+            pieces.append(node)
+        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr):
+            targets = node.targets if kind is ast.Assign else [node.target]
+            for t in targets:
+                if type(t) is ast.Name and node.value is not None:
+                    assigns.append((t.id, node.value))
+        elif kind is ast.Expr and type(node.value) is ast.Constant:
+            prose.add(id(node.value))   # a docstring or a bare string: prose
+        elif kind in (ast.Call, ast.Attribute, ast.Subscript, ast.Name, ast.Constant):
+            pieces.append(node)
+    for _ in range(4):   # `a = hashlib; b = a; c = b.sha256` settles in a few rounds
+        changed = False
+        for name, value in assigns:
+            dotted = _py_dotted(value, aliases)
+            if dotted and dotted != name and aliases.get(name) != dotted:
+                aliases[name] = dotted
+                changed = True
+        if not changed:
+            break
+    out: List[str] = []
+    for node in pieces:
+        kind = type(node)
+        if kind is ast.Import:
+            out.append("import " + ", ".join(a.name for a in node.names))
+        elif kind is ast.ImportFrom:
+            out.append("from %s import %s" % (node.module, ", ".join(a.name for a in node.names)))
+        elif kind is ast.Call:
+            fn = _py_dotted(node.func, aliases)
+            args = []
+            for a in node.args[:3]:
+                value = _py_const_str(a)
+                args.append(repr(value) if value is not None else _py_dotted(a, aliases) or "_")
+            out.append("%s(%s)" % (fn or "_", ", ".join(args)))
+        elif kind is ast.Name:
+            if node.id in aliases:
+                out.append(aliases[node.id] + " ")
+        elif kind is ast.Constant:
+            if isinstance(node.value, str) and id(node) not in prose:
+                out.append(repr(node.value))
+        else:
+            dotted = _py_dotted(node, aliases)
+            if dotted:
+                out.append(dotted + " ")
+    return "\n".join(out)
+
+
+def _code_hash_hits(text: str, family: str) -> List[str]:
+    """Hash evidence in one code text of the given family."""
+    if family == "nb":
+        return _notebook_hash_hits(text)
+    hits = _hash_hits(text, family)
+    if family != "py":
+        return hits
+    if not hits:
+        # Nothing by tokens: only a dynamic import or lookup can still hide a digest.
+        low = text.lower()
+        if not any(t in low for t in ("__import__", "import_module", "sys.modules")) and not (
+                any(t in low for t in _PY_DYNAMIC)
+                and any(t in low for t in _HASH_ALGS + ("hash", "digest", "crypt"))):
+            return hits
+    tree = _py_parse(text)
+    if tree is None:
+        return hits
+    return _hash_hits(_py_hash_text(tree), "py")
+
+
+def _notebook_hash_hits(text: str) -> List[str]:
+    """A notebook: every code cell, in whatever language it is written; shell
+    escapes (`!cmd`, `%%bash`) as commands.  Markdown cells are prose."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        # One cell's source (NotebookEdit) or a fragment of the JSON.
+        return _cell_hash_hits(text)
     hits: List[str] = []
-    for lang in chosen:
-        for m in _hash_rx(lang).finditer(text):
-            hits.append(" ".join(m.group(0).lower().split()))
-    if "sh" in chosen and "certutil" in text.lower():
-        # certutil ... -hashfile on one line; plain string tests keep this linear.
-        for line in text.lower().splitlines():
-            if "certutil" in line and "-hashfile" in line.split("certutil", 1)[1]:
-                hits.append("certutil -hashfile")
+    for cell in doc["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", None):
+            continue
+        source = cell.get("source")
+        if isinstance(source, list):
+            source = "".join(s for s in source if isinstance(s, str))
+        if isinstance(source, str):
+            hits.extend(_cell_hash_hits(source))
     return hits
+
+
+def _cell_hash_hits(source: str) -> List[str]:
+    shell = []
+    code = []
+    magic_cell = source.lstrip().startswith(("%%bash", "%%sh", "%%script", "%%system",
+                                             "%%powershell", "%%cmd"))
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        if magic_cell or stripped.startswith(("!", "%")):
+            shell.append(stripped.lstrip("!%"))
+            code.append("")
+        else:
+            code.append(line)
+    hits = _hash_hits("\n".join(shell), "sh") if shell else []
+    return hits + _code_hash_hits("\n".join(code), "py")
 
 
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
                         removed_text: Optional[str] = None) -> bool:
     """True when code added to `path` computes a hash/digest (analysis.md 2, 5.7).
 
-    With `removed_text` (an Edit's old string, a patch's '-' lines) a call
-    that was already there and is only kept is not new intent.
+    Every code file is read with the rules of every language; prose and
+    data files (.md, .txt, .json, ...) are not read.  With `removed_text`
+    (an Edit's old string, a patch's '-' lines) a call that was already
+    there and is only kept is not new intent.
     """
     if not isinstance(added_text, str) or not added_text:
         return False
-    langs = _langs_for(path)
-    if langs == ():
+    family = _hash_family(path)
+    if family is None:
         return False
-    hits = _hash_hits(added_text, langs)
+    if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
+        family = "py"
+    hits = _code_hash_hits(added_text, family)
     if not hits:
         return False
     if not removed_text:
         return True
-    before = _hash_hits(removed_text, langs)
+    before = _code_hash_hits(removed_text, family)
     for h in hits:
         if h in before:
             before.remove(h)
