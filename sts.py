@@ -1911,13 +1911,13 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
-_STDIN_CODE = {"python": "x.py", "python3": "x.py", "node": "x.js", "ruby": "x.rb", "perl": None,
-               "php": "x.php", "deno": "x.ts", "bun": "x.js"}
 
 
 def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     """A heredoc fed to a shell is a script we can read; fed to an interpreter, code to scan."""
     name = _cmd_name(cmd)
+    if cmd.words and (name is None or name not in _PROGRAMS):
+        name = _program_alias(cmd.words[0]) or name
     body = cmd.stdin or ""
     if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
                                                              "-ex", "-eux", "-")
@@ -1927,8 +1927,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
             return verdict
         return _analyze_bash(body, ctx.deeper())
-    if name in _STDIN_CODE:
-        verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
+    lang = "node" if name == "bun" else _INTERPRETERS.get(name or "")
+    if lang is not None:
+        _code_intents(verdict, body, _INLINE_CODE[lang][0])
     return verdict
 
 
@@ -2023,10 +2024,40 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+# Programs also installed under a versioned name (python3.12, pip3.11,
+# ruby3.2, shasum5.36): the version is not part of what they do.
+_VERSIONED = ("python", "pip", "pypy", "ruby", "gem", "bundle", "node", "php", "perl", "lua",
+              "luajit", "shasum", "julia", "pydoc", "idle", "easy_install", "gcc", "g++")
+
+
+def _program_alias(word: _W) -> Optional[str]:
+    """A program known under another spelling: /opt/x/bin/sha256sum, npm.cmd,
+    certutil.exe, pip3.12.  Its verdict is then never a proven read."""
+    if not word.static or not word.text:
+        return None
+    base = word.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
+        if base.endswith(suffix) and base[:-len(suffix)] in _PROGRAMS:
+            return base[:-len(suffix)]
+    for family in _VERSIONED:
+        rest = base[len(family):]
+        if base.startswith(family) and rest and all(ch.isdigit() or ch in ".-" for ch in rest) \
+                and rest[-1].isdigit():
+            return family if family in _PROGRAMS else None
+    if base != word.text.lower() and (base in _PROGRAMS or base in _WRITERS):
+        return base
+    return None
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
+    alias = _program_alias(words[0]) if name is None or (
+        name not in _PROGRAMS and name not in _WRITERS) else None
+    if alias is not None:
+        inner = _classify_argv([_lit(alias)] + words[1:], ctx.deeper())
+        return inner.cap("shell_command_unproven")
     if name is None:
         if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
             return _write()
@@ -3069,6 +3100,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         v = _git_action(sub, rest)
     elif sub == "hash-object":
         v = _git_hash_object(rest)
+        v.hash = True   # it computes the object's digest, whether or not it stores it
     elif sub == "format-patch":
         # --stdout prints the patches, but the diff options still apply:
         # `--stdout --output=f` truncates f before git refuses the pair.
@@ -3587,14 +3619,66 @@ _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unli
                 "fileutils", "system(", "`")
 
 
+# Inline code, per language: the pseudo path the hash detector reads the code
+# as, and the options that take code.  A cluster (`-Ic`, `perl -le`) or an
+# attached value (`-c'...'`, `--eval=...`) counts as the option too.
+_INLINE_CODE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "python": ("x.py", ("-c",)), "node": ("x.js", ("-e", "--eval", "-p", "--print")),
+    "perl": ("x.pl", ("-e", "-E")), "ruby": ("x.rb", ("-e",)), "php": ("x.php", ("-r",)),
+    "deno": ("x.ts", ("eval",)), "bun": ("x.js", ("-e", "--eval", "-p", "--print")),
+    "r": ("x.r", ("-e",)), "julia": ("x.jl", ("-e", "--eval", "-E", "--print")),
+    "elixir": ("x.exs", ("-e", "--eval")), "erl": ("x.erl", ("-eval",)),
+    "lua": ("x.lua", ("-e",)), "groovy": ("x.groovy", ("-e",)), "scala": ("x.scala", ("-e",)),
+    "kotlin": ("x.kts", ("-e",)), "osascript": ("x.js", ("-e",)),
+    "racket": ("x.rkt", ("-e", "--eval")), "guile": ("x.scm", ("-c",)),
+    "clojure": ("x.clj", ("-e", "--eval")), "sbcl": ("x.lisp", ("--eval",)),
+    "psql": ("x.sql", ("-c", "--command")), "mysql": ("x.sql", ("-e", "--execute")),
+    "duckdb": ("x.sql", ("-c",)),
+}
+_INTERPRETERS = {
+    "python": "python", "python3": "python", "python2": "python", "py": "python",
+    "pypy": "python", "pypy3": "python", "node": "node", "nodejs": "node", "perl": "perl",
+    "ruby": "ruby", "php": "php", "deno": "deno", "rscript": "r", "r": "r", "julia": "julia",
+    "elixir": "elixir", "erl": "erl", "lua": "lua", "luajit": "lua", "groovy": "groovy",
+    "scala": "scala", "kotlin": "kotlin", "osascript": "osascript", "racket": "racket",
+    "guile": "guile", "clojure": "clojure", "clj": "clojure", "bb": "clojure", "sbcl": "sbcl",
+    "psql": "psql", "mysql": "mysql", "duckdb": "duckdb",
+}
+
+
+def _code_option(texts: List[str], flags: Tuple[str, ...]) -> Optional[Tuple[int, Optional[str]]]:
+    """Where inline code starts: (index of the option word, attached code or None)."""
+    letters = "".join(f[1] for f in flags if len(f) == 2 and f[0] == "-")
+    for k, t in enumerate(texts):
+        if t == "--":
+            return None
+        if t in flags:
+            return k, None
+        for f in flags:
+            if f.startswith("--") and t.startswith(f + "="):
+                return k, t[len(f) + 1:]
+        if letters and t.startswith("-") and not t.startswith("--") and len(t) > 2:
+            for j, ch in enumerate(t[1:], 1):
+                if ch in letters:
+                    return k, t[j + 1:] or None
+    return None
+
+
+def _code_intents(v: _V, code: str, path: Optional[str]) -> _V:
+    """Hash and dependency intent of code an interpreter is given."""
+    text = code.replace("\0", " ")
+    v.hash = v.hash or hash_intent_in_text(text, path)
+    v.dep = v.dep or _code_dep_intent(text, v.mut == "write")
+    return v
+
+
 def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
-    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
-                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",),
-                  "deno": ("eval",), "bun": ("-e", "--eval")}[lang]
+    path, code_flags = _INLINE_CODE[lang]
 
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         texts = [w.text for w in args]
-        if len(args) == 1 and texts[0] in ("--version", "-V", "-v", "version"):
+        if len(args) == 1 and (texts[0] in ("--version", "-V", "-v", "version")
+                               or texts[0] in _VERSION_WORDS.get(name, ())):
             return _an_read()
         if lang == "python" and len(args) >= 2 and texts[0] == "-m":
             mod = texts[1]
@@ -3605,32 +3689,37 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 return _an_read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
             if mod == "pip":
                 return _pip("pip", args[2:], ctx)
+            if mod in ("pipx", "uv", "poetry", "pdm", "conda"):
+                return _PROGRAMS[mod](mod, args[2:], ctx)
             if mod in ("venv", "ensurepip"):
                 return _write()
             return _unknown()
         if lang == "perl" and any(t.startswith("-") and not t.startswith("--") and "i" in t
-                                  and not t.startswith(("-I", "-e")) for t in texts):
+                                  and not t.startswith(("-I", "-e", "-M", "-m")) for t in texts):
             ops = [t for t in texts if not t.startswith("-")]
-            return _write(ops[1:] if ops else [])
-        for k, t in enumerate(texts):
-            if t in code_flags or (lang == "perl" and t.startswith("-") and t[-1:] in "eE"
-                                   and not t.startswith("--")):
-                if k + 1 >= len(texts):
-                    return _unknown("option_value_missing")
-                code = args[k + 1]
-                v = _unknown("interpreter_code")
-                if code.static:
-                    low = code.text.lower()
-                    if any(p in low for p in _CODE_WRITES) and ("'w" in low or '"w' in low
-                                                                or "'a" in low or '"a' in low
-                                                                or "write" in low or "unlink" in low
-                                                                or "remove" in low or "rm" in low):
-                        v = _write()
-                    path = {"python": "x.py", "node": "x.js", "bun": "x.js", "deno": "x.ts",
-                            "ruby": "x.rb", "php": "x.php", "perl": None}[lang]
-                    v.hash = hash_intent_in_text(code.text, path)
-                return v
-        return _unknown()
+            return _code_intents(_write(ops[1:] if ops else []), " ".join(texts), path)
+        if lang == "deno" and texts[:1] and texts[0] in _PM_VERBS["deno"]:
+            return _pm_table("deno", args, ctx)
+        if lang == "r" and texts[:2] == ["CMD", "INSTALL"]:
+            return _V("write", dep=True)
+        found = _code_option(texts, code_flags)
+        if found is None:
+            return _unknown()
+        k, attached = found
+        if attached is None and k + 1 >= len(texts):
+            return _unknown("option_value_missing")
+        code = _lit(attached) if attached is not None else args[k + 1]
+        v = _unknown("interpreter_code")
+        if code.static:
+            low = code.text.lower()
+            if any(p in low for p in _CODE_WRITES) and ("'w" in low or '"w' in low
+                                                        or "'a" in low or '"a' in low
+                                                        or "write" in low or "unlink" in low
+                                                        or "remove" in low or "rm" in low):
+                v = _write()
+        # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
+        # its module outside the code, and arguments after it reach the code.
+        return _code_intents(v, " ".join(texts), path)
     return handler
 
 
@@ -3670,6 +3759,22 @@ def _npm_risky_setting(args: List[_W]) -> bool:
             return True
     return False
 _NPM_EXEC = frozenset(("exec", "x", "dlx", "npx", "bunx"))
+# Verbs that move declared packages to newer versions.
+_NPM_UPGRADE = frozenset(("update", "up", "upgrade", "udpate", "upgrade-interactive"))
+_NPM_VALUED_OPTS = ("--prefix", "-w", "--workspace", "--filter", "--tag", "-C", "--omit",
+                    "--include", "--install-strategy", "--loglevel", "--cache", "--userconfig",
+                    "--cwd", "--dir", "-F")
+_NPM_DEP_KEYS = ("dependencies", "devdependencies", "optionaldependencies", "peerdependencies",
+                 "bundledependencies", "bundleddependencies", "overrides", "resolutions",
+                 "pnpm", "workspaces", "imports", "require", "require-dev", "repositories")
+
+
+def _npm_dep_setting(w: _W) -> bool:
+    """`npm pkg set dependencies.x=1` (or `dependencies[x]`, or --json): a declaration."""
+    if not w.static:
+        return True
+    key = w.text.split("=", 1)[0].lower().lstrip("-")
+    return key.split(".", 1)[0].split("[", 1)[0] in _NPM_DEP_KEYS
 _NPM_VALUED_GLOBALS = frozenset(("--prefix", "-C", "--dir", "--workspace", "-w", "--filter",
                                  "-F", "--loglevel", "--registry", "--cwd", "--userconfig",
                                  "--cache", "--tag"))
@@ -3725,14 +3830,24 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if name in ("yarn",) and not args:
             return _write()   # bare `yarn` installs what is declared
         return _unknown()
-    if name == "yarn" and verb == "global" and rest and rest[0].text == "add":
+    if name == "yarn" and verb == "global" and rest and rest[0].text in ("add", "upgrade"):
         return _V("write", dep=True)
-    ops, g = _operands_of(rest, ("--prefix", "-w", "--workspace", "--filter", "--tag", "-C"))
+    ops, g = _operands_of(rest, _NPM_VALUED_OPTS)
     is_global = is_global or g
+    if any(w.text.startswith("--registry") for w in args):
+        return _V("write", dep=True)   # packages from somewhere else
     if verb in _NPM_INSTALL or (name in ("bun", "pnpm", "yarn") and verb == "a"):
         if ops or verb == "add":
             return _V("write", dep=True)
         return _write()
+    if verb in _NPM_UPGRADE or (verb == "audit" and rest and rest[0].text == "fix"):
+        return _V("write", dep=True)   # newer versions of what is declared: new code
+    if verb in ("init", "create", "innit") and ops:
+        return _V("write", dep=True)   # `npm init vite` runs the create-vite package
+    if verb in ("link", "ln") and ops:
+        return _V("write", dep=True)
+    if verb == "pkg" and rest and rest[0].text == "set":
+        return _V("write", dep=any(_npm_dep_setting(w) for w in rest[1:]))
     if verb in _NPM_RESTORE or (name == "bun" and verb == "install"):
         return _write()
     if verb in _NPM_EXEC:
@@ -3806,6 +3921,10 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
         if any(w.text in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
                or w.text.startswith(("--index-url=", "--extra-index-url=")) for w in rest):
             return _V("write", dep=True)
+        if any(w.text in ("-U", "--upgrade") or (w.text.startswith("-") and not
+                                                 w.text.startswith("--") and "U" in w.text)
+               for w in rest):
+            return _V("write", dep=True)   # newer versions, even of what is declared
         return _V("write", dep=bool(adds))
     if verb == "uninstall":
         return _write()
@@ -3832,7 +3951,11 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "add":
         return _V("write", dep=True)
     if verb in ("sync", "lock", "remove", "venv", "init", "export"):
-        return _write()
+        upgrade = any(t in ("-U", "--upgrade") or t.startswith(("--upgrade-package", "-P"))
+                      for t in texts[1:])
+        return _V("write", dep=upgrade and verb in ("sync", "lock"))
+    if verb == "self" and texts[1:2] == ["update"]:
+        return _V("write", dep=True)
     if verb == "tool":
         sub = texts[1] if len(texts) > 1 else ""
         if sub in ("install", "run", "upgrade"):
@@ -3855,17 +3978,27 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _an_read()
     verb = texts[0] if texts else ""
     if name == "pipenv" and verb == "install":
-        return _V("write", dep=len(texts) > 1)
-    if name in ("conda", "mamba", "micromamba") and verb in ("install", "create"):
-        return _V("write", dep=True)
+        return _V("write", dep=len(texts) > 1 or any(
+            w.text in ("--selective-upgrade", "-U") for w in args))
+    if name in ("conda", "mamba", "micromamba"):
+        return _conda(verb, args)
     if name == "pipx":
-        if verb in ("install", "run", "inject"):
+        if verb in ("install", "run", "inject", "upgrade", "upgrade-all", "reinstall",
+                    "reinstall-all", "install-all"):
             return _V("write" if verb != "run" else "unknown", dep=True,
                       reason="shell_command_unproven" if verb == "run" else None)
         if verb == "list":
             return _an_read()
         return _write()
-    if verb == "add":
+    if verb in ("add", "update", "upgrade", "import") or (verb == "self" and len(texts) > 1
+                                                         and texts[1] in ("add", "update")):
+        return _V("write", dep=True)   # a new package, or newer versions of declared ones
+    if verb == "source" and len(texts) > 1 and texts[1] == "add":
+        return _V("write", dep=True)   # packages from another index
+    if verb in ("lock", "sync") and any(w.text in ("--regenerate", "--update-all", "--update")
+                                        or w.text.startswith("--update=") for w in args):
+        return _V("write", dep=True)
+    if name == "rye" and verb in ("install", "tools"):
         return _V("write", dep=True)
     if verb in ("install", "lock", "remove", "update", "sync", "init", "new", "build", "publish",
                 "uninstall", "clean", "export"):
@@ -3877,16 +4010,38 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+_CONDA_VALUED = ("-n", "--name", "-p", "--prefix", "--file", "-f", "--solver", "--json-file")
+
+
+def _conda(verb: str, args: List[_W]) -> _V:
+    """conda/mamba install, create and update: a package named, a channel given, or
+    newer versions fetched is a dependency change; `--file`/`env update` restores."""
+    texts = [w.text for w in args]
+    if verb in ("install", "create", "update", "upgrade", "i"):
+        k = texts.index(verb) if verb in texts else 0
+        ops, _ = _operands_of(args[k + 1:], _CONDA_VALUED + ("-c", "--channel"))
+        channel = any(t in ("-c", "--channel", "--override-channels") or
+                      t.startswith("--channel=") for t in texts)
+        return _V("write", dep=bool(ops) or channel or verb in ("update", "upgrade")
+                  and "--all" in texts)
+    if verb == "env":
+        return _write()
+    if verb == "config" and any(t in ("--add", "--append", "--prepend") for t in texts):
+        return _V("write", dep=any("channel" in t for t in texts))
+    if verb in ("list", "info", "search"):
+        return _an_read()
+    return _unknown()
+
+
 def _cargo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     verb = next((t for t in texts if not t.startswith(("-", "+"))), "")
     if texts[:1] in (["--version"], ["-V"], ["version"]):
         return _an_read()
-    if verb == "add":
+    if verb in ("add", "install", "binstall", "update", "upgrade"):
+        # update moves Cargo.lock to newer versions: new code, as an addition is
         return _V("write", dep=True)
-    if verb == "install":
-        return _V("write", dep=True)
-    if verb in ("remove", "rm", "update", "fetch", "new", "init", "generate-lockfile",
+    if verb in ("remove", "rm", "fetch", "new", "init", "generate-lockfile",
                 "vendor", "publish", "clean", "fix", "fmt", "package", "uninstall", "login"):
         return _write()
     # `cargo tree` is left out: it writes Cargo.lock when it is missing or
@@ -3943,10 +4098,19 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if verb == "install":
         return _V("write", dep=any("@" in t for t in texts[1:]))
+    if verb == "run" and any("@" in t for t in texts[1:] if not t.startswith("-")):
+        return _V("unknown", "shell_command_unproven", dep=True)   # go run mod@version
     if verb == "mod":
         sub = texts[1] if len(texts) > 1 else ""
         if sub in ("graph", "why", "verify"):
             return _an_read()
+        if sub == "edit":
+            # -require, -replace, -tool, -exclude change what is built; -droprequire
+            # and -go do not.  Go's flag package takes -x, --x, -x=v and -x v.
+            return _V("write", dep=any(_go_flag(t) in ("require", "replace", "tool", "exclude",
+                                                        "godebug") for t in texts[2:]))
+        if sub == "download":
+            return _V("write", dep=any("@" in t for t in texts[2:]))
         return _write()
     if verb == "work":
         return _write()
@@ -3970,14 +4134,17 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     if name == "gem":
-        if verb == "install":
+        if verb in ("install", "i", "update"):
+            return _V("write", dep=True)
+        if verb == "sources" and any(w.text in ("-a", "--add") for w in args):
             return _V("write", dep=True)
         if verb in ("list", "search", "info", "contents", "environment", "which", "query",
                     "specification", "help", "outdated"):
             return _an_read()
         return _write()
-    if verb == "add":
-        return _V("write", dep=True)
+    if verb in ("add", "update", "inject") or (verb == "lock" and any(
+            w.text.startswith("--update") for w in args)):
+        return _V("write", dep=True)   # a new gem, or newer versions of declared ones
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -3996,9 +4163,11 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
     verb = texts[0] if texts else ""
     if [w.text for w in args] in (["--version"], ["-V"]):
         return _an_read()
-    if verb in ("require", "req"):
+    if verb in ("require", "req", "update", "u", "upgrade", "create-project"):
+        return _V("write", dep=True)   # a new package or newer versions of declared ones
+    if verb in ("global",) and len(texts) > 1 and texts[1] in ("require", "req", "update"):
         return _V("write", dep=True)
-    if verb in ("global",) and len(texts) > 1 and texts[1] in ("require", "req"):
+    if verb == "config" and any(t.startswith("repositories") for t in texts[1:]):
         return _V("write", dep=True)
     if verb in ("show", "info", "outdated", "validate", "licenses", "depends", "why",
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
@@ -4018,10 +4187,13 @@ def _dotnet(name: str, args: List[_W], ctx: _Ctx) -> _V:
     verb = low[0] if low else ""
     if verb == "add":
         return _V("write", dep="package" in low)
-    if verb == "package" and len(low) > 1 and low[1] == "add":
+    if verb == "package" and len(low) > 1 and low[1] in ("add", "update"):
         return _V("write", dep=True)
-    if verb == "tool" and len(low) > 1 and low[1] in ("install", "run", "exec"):
+    if verb == "tool" and len(low) > 1 and low[1] in ("install", "run", "exec", "update"):
         return _V("write", dep=True)
+    if (verb == "new" and len(low) > 1 and low[1] in ("install", "--install", "-i")) or (
+            verb == "nuget" and low[1:3] in (["add", "source"], ["update", "source"])):
+        return _V("write", dep=True)   # a template package; another package source
     if verb == "list" or (verb == "package" and len(low) > 1 and low[1] == "list"):
         return _an_read()
     if verb in ("restore", "remove", "new", "clean", "publish", "pack", "nuget", "sln",
@@ -4044,6 +4216,117 @@ def _system_pm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if any(w.text in ("-S", "-Sy", "-Syu") for w in args):
         return _V("write", dep=True)
     return _write()
+
+
+# Other package managers, by verb (one or two words).  "add": a dependency
+# change when the verb names a package, else it restores what is declared;
+# "dep": always one (newer versions, another source, a package run from the
+# registry); "restore": installs what is declared; "write": other changes.
+# A verb not listed is unknown.  Restoring is not adding: `mix deps.get`,
+# `pod install`, `dart pub get` install exactly what the manifest and lock say.
+_PM_VERBS: Dict[str, Dict[str, str]] = {
+    "pixi": {"add": "dep", "global install": "dep", "global add": "dep", "global upgrade": "dep",
+             "global update": "dep", "global sync": "restore", "exec": "dep", "x": "dep",
+             "install": "restore", "update": "dep", "upgrade": "dep", "lock": "write",
+             "remove": "write", "rm": "write", "init": "write", "self-update": "dep",
+             "project channel add": "dep", "workspace channel add": "dep"},
+    "nuget": {"install": "add", "update": "dep", "restore": "restore", "sources add": "dep",
+              "add": "dep", "delete": "write", "push": "write"},
+    "paket": {"add": "dep", "update": "dep", "install": "restore", "restore": "restore",
+              "remove": "write"},
+    "vcpkg": {"install": "add", "add port": "dep", "add": "dep", "upgrade": "dep",
+              "x-update-baseline": "dep", "remove": "write", "integrate": "write"},
+    "conan": {"install": "restore", "remote add": "dep", "create": "write", "remove": "write",
+              "lock create": "write", "build": "restore"},
+    "cabal": {"install": "add", "v2-install": "add", "get": "dep", "update": "write",
+              "build": "restore", "v2-build": "restore"},
+    "stack": {"install": "add", "upgrade": "dep", "build": "restore", "setup": "write"},
+    "nimble": {"install": "add", "add": "dep", "upgrade": "dep", "refresh": "write",
+               "uninstall": "write", "remove": "write", "develop": "dep"},
+    "mix": {"deps.get": "restore", "deps.compile": "restore", "deps.update": "dep",
+            "deps.unlock": "write", "deps.clean": "write", "archive.install": "dep",
+            "escript.install": "dep", "local.hex": "dep", "local.rebar": "dep",
+            "igniter.install": "dep", "hex.organization": "dep", "hex.repo": "dep"},
+    "rebar3": {"upgrade": "dep", "get-deps": "restore", "unlock": "write", "compile": "restore"},
+    "dart": {"pub add": "dep", "pub upgrade": "dep", "pub downgrade": "dep", "pub get": "restore",
+             "pub global activate": "dep", "pub remove": "write", "pub cache add": "dep",
+             "create": "write"},
+    "flutter": {"pub add": "dep", "pub upgrade": "dep", "pub downgrade": "dep",
+                "pub get": "restore", "pub global activate": "dep", "pub remove": "write",
+                "create": "write", "packages get": "restore", "packages upgrade": "dep"},
+    "pub": {"add": "dep", "upgrade": "dep", "downgrade": "dep", "get": "restore",
+            "global activate": "dep", "remove": "write"},
+    "swift": {"package add-dependency": "dep", "package update": "dep",
+              "package resolve": "restore", "package init": "write", "build": "restore"},
+    "pod": {"install": "restore", "update": "dep", "repo add": "dep", "init": "write",
+            "deintegrate": "write"},
+    "carthage": {"update": "dep", "bootstrap": "restore", "checkout": "restore",
+                 "build": "restore"},
+    "bower": {"install": "add", "i": "add", "update": "dep", "uninstall": "write"},
+    "volta": {"install": "dep", "pin": "dep", "uninstall": "write"},
+    "mise": {"use": "dep", "u": "dep", "install": "add", "i": "add", "upgrade": "dep",
+             "plugins install": "dep", "plugin install": "dep", "plugins add": "dep"},
+    "asdf": {"plugin add": "dep", "plugin-add": "dep", "install": "add", "plugin update": "dep"},
+    "spack": {"install": "dep", "add": "dep"},
+    "opam": {"install": "add", "pin add": "dep", "pin": "dep", "upgrade": "dep",
+             "repo add": "dep", "repository add": "dep", "update": "write"},
+    "luarocks": {"install": "dep"}, "pecl": {"install": "dep", "upgrade": "dep"},
+    "pear": {"install": "dep", "upgrade": "dep"}, "cpan": {"install": "dep", "-i": "dep"},
+    "snap": {"install": "dep", "refresh": "dep", "remove": "write"},
+    "flatpak": {"install": "dep", "update": "dep", "remote-add": "dep", "uninstall": "write"},
+    "guix": {"install": "dep", "upgrade": "dep", "pull": "dep", "remove": "write"},
+    "pkg": {"install": "dep", "add": "dep", "upgrade": "dep", "update": "write"},
+    "pkgin": {"install": "dep", "in": "dep", "upgrade": "dep", "full-upgrade": "dep"},
+    "aptitude": {"install": "dep", "upgrade": "dep", "safe-upgrade": "dep",
+                 "full-upgrade": "dep", "update": "write"},
+    "nix": {"profile install": "dep", "profile add": "dep", "profile upgrade": "dep",
+            "shell": "dep", "run": "dep", "flake update": "dep", "registry add": "dep",
+            "develop": "restore", "build": "restore"},
+    "deno": {"add": "dep", "install": "add", "i": "add", "outdated": "write",
+             "cache": "restore"},
+    "rye": {}, "pdm": {},
+}
+# Programs whose every operand is a package to install.
+_PM_OPERAND_INSTALLS = frozenset(("cpanm", "easy_install", "emerge", "xbps-install"))
+# Flag-driven installers: these options install a package or a newer version.
+_PM_INSTALL_FLAGS = {
+    "dpkg": ("-i", "--install", "--unpack"), "rpm": ("-i", "-U", "-F", "--install", "--upgrade",
+                                                     "--freshen"),
+    "yay": ("-S", "-U"), "paru": ("-S", "-U"),
+    "nix-env": ("-i", "--install", "-u", "--upgrade"), "nix-shell": ("-p", "--packages"),
+}
+
+
+def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    texts = [w.text for w in args]
+    if texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
+            [[v] for v in _VERSION_WORDS.get(name, ())]):
+        return _an_read()
+    if name in _PM_OPERAND_INSTALLS:
+        return _V("write", dep=any(not t.startswith("-") for t in texts))
+    if name in _PM_INSTALL_FLAGS:
+        flags = _PM_INSTALL_FLAGS[name]
+        letters = "".join(f[1] for f in flags if len(f) == 2)
+        # `-i`, `--install`, or the letter inside a cluster (`rpm -Uvh`, `nix-env -iA`)
+        hit = any(t in flags or (t[:1] == "-" and t[1:2] != "-" and any(ch in letters
+                                                                          for ch in t[1:]))
+                  for t in texts)
+        return _V("write", dep=True) if hit else _unknown()
+    words = [t for t in texts if not t.startswith("-")]
+    table = _PM_VERBS.get(name, {})
+    for size in (3, 2, 1):
+        verb = " ".join(words[:size])
+        effect = table.get(verb)
+        if effect is None:
+            continue
+        if effect == "add":
+            return _V("write", dep=len(words) > size or not all(w.static for w in args))
+        if name == "conan" and verb == "install":
+            return _V("write", dep=any(t.startswith(("--requires", "--tool-requires"))
+                                       for t in texts))
+        return _V("write", dep=effect == "dep")
+    return _version_only(name, args, ctx) if name in ("stack", "mix", "dart", "flutter",
+                                                      "swift") else _unknown()
 
 
 # ------------------------------------------------------- small programs ----
@@ -4252,6 +4535,14 @@ def _hostname(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # Options of `openssl dgst` that only shape the printed digest.
 _OPENSSL_PRINT_OPTS = frozenset(("-hex", "-binary", "-r", "-c", "-list"))
+# Every digest `openssl` takes as a command of its own (`openssl sha3-512`,
+# `openssl blake2b512`); `openssl list -digest-commands` prints them.
+_OPENSSL_DIGESTS = frozenset((
+    "dgst", "md4", "md5", "md5-sha1", "mdc2", "rmd160", "ripemd", "ripemd160", "ripemd-160",
+    "sha1", "sha224", "sha256", "sha384", "sha512", "sha512-224", "sha512-256", "sha3-224",
+    "sha3-256", "sha3-384", "sha3-512", "shake128", "shake256", "sm3", "blake2b512",
+    "blake2s256", "whirlpool", "keccak-224", "keccak-256", "keccak-384", "keccak-512",
+    "ssl3-md5", "ssl3-sha1", "gost"))
 
 
 def _openssl_opt(text: str) -> str:
@@ -4263,16 +4554,17 @@ def _openssl_opt(text: str) -> str:
 
 def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
-    verb = texts[0] if texts else ""
-    digest = verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224", "mac",
-                      "passwd", "kdf", "sha3-256", "blake2b512", "blake2s256", "rmd160")
+    verb = texts[0].lower() if texts else ""
+    opts = [_openssl_opt(t) for t in texts[1:] if t.startswith("-") and t != "-"]
+    # A digest command, a MAC or key derivation, a password hash, or a
+    # certificate's fingerprint: each computes a digest.
+    digest = verb in _OPENSSL_DIGESTS or verb in ("mac", "passwd", "kdf") or (
+        not args[0].static if args else False) or "-fingerprint" in opts
     if verb in ("version",) or texts == ["--version"]:
         return _an_read()
-    opts = [_openssl_opt(t) for t in texts[1:] if t.startswith("-") and t != "-"]
     if any(o in ("-out", "-keyout", "-writerand") for o in opts):
         return _V("write", hash_=digest)
-    if digest and verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224") \
-            and all(w.static for w in args) \
+    if verb in _OPENSSL_DIGESTS and texts[0] == verb and all(w.static for w in args) \
             and all(o in _OPENSSL_PRINT_OPTS
                     or _an_rx("ossl-md", r"-(md[245]|sha[0-9]*(-[0-9]+)?|sha3-[0-9]+|shake[0-9]+"
                                          r"|blake2[bs][0-9]+|rmd160|ripemd160|sm3)\Z").match(o)
@@ -4286,6 +4578,33 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _hash_unproven(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _V("unknown", "shell_command_unproven", hash_=True)
+
+
+# `cmake -E` tools that print a file's digest.
+_CMAKE_HASH_TOOLS = frozenset(("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
+                               "sha512sum", "sha3_224sum", "sha3_256sum", "sha3_384sum",
+                               "sha3_512sum"))
+
+
+def _cmake(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) >= 2 and args[0].text == "-E":
+        tool = args[1].text.lower()
+        return _V("unknown", "shell_command_unproven",
+                  hash_=tool in _CMAKE_HASH_TOOLS or not args[1].static)
+    return _version_only(name, args, ctx)
+
+
+def _multicall(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """busybox/toybox/coreutils APPLET ARGS runs the applet: what it would do
+    (a digest, a write, an install) is what the call does, never proven read."""
+    if not args:
+        return _unknown()
+    applet, rest = args[0], args[1:]
+    if name == "coreutils" and applet.text.startswith("--coreutils-prog="):
+        applet = _lit(applet.text.split("=", 1)[1])
+    if not applet.static or applet.text.startswith("-"):
+        return _unknown()
+    return _classify_argv([applet] + rest, ctx.deeper()).cap("shell_command_unproven")
 
 
 def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4511,13 +4830,26 @@ _FILE = _spec_program(_OptSpec(
 
 
 _HASH_PROGRAMS = frozenset((
-    "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "shasum", "b2sum",
-    "b3sum", "cksum", "sum", "md5", "sha1", "sha256", "sha512", "xxhsum", "xxh32sum",
-    "xxh64sum", "xxh128sum", "rhash", "hashdeep", "md5deep", "sha256deep", "get-filehash",
+    # GNU coreutils, also under the g prefix Homebrew gives them on macOS
+    "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum",
+    "sum", "gmd5sum", "gsha1sum", "gsha224sum", "gsha256sum", "gsha384sum", "gsha512sum",
+    "gb2sum", "gcksum", "gsum",
+    # BSD and macOS digest programs, Perl's shasum/sha3sum, BLAKE3, xxHash, crc32
+    "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha512t256", "rmd160",
+    "skein256", "skein512", "skein1024", "shasum", "sha3sum", "b3sum", "xxhsum", "xxh32sum",
+    "xxh64sum", "xxh128sum", "crc32",
+    # tools that may also write (an output, an update, a password file)
+    "rhash", "hashdeep", "md5deep", "sha1deep", "sha256deep", "tigerdeep", "whirlpooldeep",
+    "get-filehash", "jacksum", "ssdeep", "nix-hash", "htpasswd", "mkpasswd", "argon2",
+    "hashcat", "cfv",
 ))
 
-# Hash tools with an output or update option: hash intent, never proven read.
-_HASH_WITH_OUTPUT = frozenset(("get-filehash", "rhash", "hashdeep", "md5deep", "sha256deep"))
+# Hash tools with an output, update or other option we do not model: hash
+# intent, never proven read.
+_HASH_WITH_OUTPUT = frozenset((
+    "get-filehash", "rhash", "hashdeep", "md5deep", "sha1deep", "sha256deep", "tigerdeep",
+    "whirlpooldeep", "jacksum", "ssdeep", "nix-hash", "htpasswd", "mkpasswd", "argon2",
+    "hashcat", "cfv"))
 
 _INERT = (
     "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat", "du", "df", "ls",
@@ -4560,22 +4892,23 @@ _PROGRAMS.update({
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    "python": _interp("python"), "python3": _interp("python"), "py": _interp("python"),
-    "python2": _interp("python"), "node": _interp("node"), "nodejs": _interp("node"),
-    "perl": _interp("perl"), "ruby": _interp("ruby"), "php": _interp("php"),
-    "deno": _interp("deno"),
+    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
     "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
     "pnpx": _npm,
     "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
     "pipx": _poetry, "conda": _poetry, "mamba": _poetry, "micromamba": _poetry,
+    "pdm": _poetry, "rye": _poetry,
+    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
+       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
     "cargo": _cargo, "go": _go, "gem": _gem, "bundle": _gem, "bundler": _gem,
     "composer": _composer, "dotnet": _dotnet,
     "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
     "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
     "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
-    "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
-    "sha256deep": _hash_unproven,
+    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
+    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
+    "coreutils": _multicall,
     "tar": _tar, "unzip": _unzip, "curl": _curl,
     "export": lambda n, a, c: _unknown("state_change"),
 })
@@ -5566,6 +5899,54 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
 
 # ------------------------------------------------------ dependency intent ----
 
+# Manifests by file name: each ecosystem's list.  A lockfile ("lock") pins the
+# exact code that is installed, and registry settings ("registry") say where
+# it comes from: a change of either brings in other code too.
+_MANIFEST_NAMES = {
+    "package.json": "npm", "deno.json": "npm", "deno.jsonc": "npm", "bower.json": "npm",
+    "composer.json": "composer", "pyproject.toml": "pyproject", "pipfile": "pipfile",
+    "setup.py": "setuppy", "setup.cfg": "setupcfg", "pixi.toml": "pixi",
+    "environment.yml": "yaml", "environment.yaml": "yaml", "conda.yml": "yaml",
+    "conda.yaml": "yaml", "cargo.toml": "cargo", "go.mod": "gomod", "go.work": "gomod",
+    "gemfile": "gemfile", "gems.rb": "gemfile", "podfile": "podfile", "brewfile": "brewfile",
+    "cartfile": "cartfile", "cartfile.private": "cartfile", "directory.packages.props": "csproj",
+    "directory.build.props": "csproj", "packages.config": "csproj", "nuget.config": "csproj",
+    "paket.dependencies": "paket", "pom.xml": "maven", "build.gradle": "gradle",
+    "build.gradle.kts": "gradle", "settings.gradle": "gradle", "settings.gradle.kts": "gradle",
+    "libs.versions.toml": "gradlecat", "build.sbt": "sbt", "plugins.sbt": "sbt",
+    "vcpkg.json": "generic", "vcpkg-configuration.json": "generic", "conanfile.txt": "conan",
+    "conanfile.py": "conan", "description": "rdesc", "project.toml": "julia",
+    "juliaproject.toml": "julia", "cabal.project": "cabal", "package.yaml": "yaml",
+    "stack.yaml": "yaml", "deps.edn": "edn", "bb.edn": "edn", "shadow-cljs.edn": "edn",
+    "project.clj": "lein", "mix.exs": "mix", "rebar.config": "rebar", "pubspec.yaml": "yaml",
+    "package.swift": "swiftpm", "dune-project": "opam", "opam": "opam", "dune": "dune",
+    "shard.yml": "yaml", "build.zig.zon": "zon", "flake.nix": "nix", "shell.nix": "nix",
+    "default.nix": "nix", "chart.yaml": "yaml", "requirements.yml": "yaml",
+    # lockfiles
+    "package-lock.json": "lock", "npm-shrinkwrap.json": "lock", "yarn.lock": "lock",
+    "pnpm-lock.yaml": "lock", "bun.lock": "lock", "bun.lockb": "lock", "deno.lock": "lock",
+    "composer.lock": "lock", "poetry.lock": "lock", "pipfile.lock": "lock", "uv.lock": "lock",
+    "pdm.lock": "lock", "pixi.lock": "lock", "conda-lock.yml": "lock", "cargo.lock": "lock",
+    "go.sum": "lock", "go.work.sum": "lock", "gemfile.lock": "lock", "gems.locked": "lock",
+    "podfile.lock": "lock", "cartfile.resolved": "lock", "package.resolved": "lock",
+    "packages.lock.json": "lock", "paket.lock": "lock", "gradle.lockfile": "lock",
+    "conan.lock": "lock", "renv.lock": "lock", "manifest.toml": "lock",
+    "juliamanifest.toml": "lock", "cabal.project.freeze": "lock", "stack.yaml.lock": "lock",
+    "mix.lock": "lock", "rebar.lock": "lock", "pubspec.lock": "lock", "shard.lock": "lock",
+    "nimble.lock": "lock", "flake.lock": "lock", "vcpkg-lock.json": "lock",
+    # where packages come from
+    ".npmrc": "registry", ".yarnrc": "registry", ".yarnrc.yml": "registry",
+    ".pnpmfile.cjs": "registry", "pip.conf": "registry", "pip.ini": "registry",
+    ".pypirc": "registry", "bunfig.toml": "registry", ".condarc": "registry",
+    "settings.xml": "registry",
+}
+_MANIFEST_SUFFIXES = (
+    ((".csproj", ".fsproj", ".vbproj", ".nuspec", ".props"), "csproj"),
+    ((".gemspec",), "gemspec"), ((".cabal",), "cabal"), ((".opam",), "opam"),
+    ((".nimble",), "nimble"), ((".sbt",), "sbt"), ((".gradle", ".gradle.kts"), "gradle"),
+)
+
+
 def manifest_kind(path: Optional[str]) -> Optional[str]:
     """The manifest family of a path, by its final component (case-insensitive)."""
     if not isinstance(path, str) or not path:
@@ -5573,17 +5954,22 @@ def manifest_kind(path: Optional[str]) -> Optional[str]:
     norm = path.replace("\\", "/").rstrip("/")
     base = norm.rsplit("/", 1)[-1].lower()
     parent = norm.rsplit("/", 2)[-2].lower() if norm.count("/") >= 1 else ""
-    fixed = {"package.json": "npm", "composer.json": "composer", "pyproject.toml": "pyproject",
-             "pipfile": "pipfile", "cargo.toml": "cargo", "go.mod": "gomod", "gemfile": "gemfile",
-             "deno.json": "npm", "deno.jsonc": "npm"}
-    if base in fixed:
-        return fixed[base]
-    if base.endswith((".csproj", ".fsproj", ".vbproj")) or base in (
-            "directory.packages.props", "packages.config"):
-        return "csproj"
+    if base in _MANIFEST_NAMES:
+        if base == "settings.xml" and parent != ".m2":
+            return None   # Maven's user settings only
+        if base == "description" and not norm.endswith("DESCRIPTION"):
+            return None   # R's DESCRIPTION, not .git/description
+        return _MANIFEST_NAMES[base]
+    if base == "config.toml" and parent == ".cargo" or base == "config" and parent == ".cargo":
+        return "registry"   # source replacement, registries
+    for suffixes, kind in _MANIFEST_SUFFIXES:
+        if base.endswith(suffixes):
+            return kind
     if base.endswith((".txt", ".in")) and ("requirements" in base or "constraints" in base
                                            or parent == "requirements"):
         return "requirements"
+    if base.startswith(("environment", "requirements")) and base.endswith((".yml", ".yaml")):
+        return "yaml"   # environment-dev.yml, requirements.yml (Ansible roles)
     return None
 
 
@@ -5596,6 +5982,11 @@ _NPM_META = frozenset(("name", "version", "description", "main", "module", "type
                        "exports", "browser", "sideEffects", "workspaces", "funding",
                        "minimum-stability", "prefer-stable", "config", "extra", "autoload",
                        "autoload-dev", "node", "npm", "php", "lockfileVersion", "tasks"))
+
+
+def _spec(text: str) -> str:
+    """A version or source spec compared without blanks or case."""
+    return "".join(text.split()).lower()
 
 
 def _pep503(name: str) -> str:
@@ -5705,7 +6096,7 @@ def _req_keys(text: str) -> Dict[Tuple[str, str], str]:
             continue
         name = _req_name(line)
         if name:
-            keys[("req", name)] = line
+            keys[("req", name)] = _spec(line)
     return keys
 
 
@@ -5718,7 +6109,7 @@ _TOML_META = frozenset((
     "verify_ssl", "python_version", "build-backend", "backend-path", "entry-points",
     "gui-scripts", "line-length", "target-version", "select", "ignore", "testpaths",
     "addopts", "strict", "autobins", "autoexamples", "autotests", "autobenches",
-    "package-mode", "requires",
+    "package-mode", "requires", "uuid",
 ))
 
 
@@ -5737,6 +6128,16 @@ def _toml_scope(section: str, kind: str) -> Optional[str]:
         if low and low[0] == "source":
             return "source"
         return low[0] if low and low[0] in ("packages", "dev-packages") else None
+    if kind == "pixi":
+        if any("dependencies" in p for p in low):
+            return ".".join(low)
+        return "pixi-project" if low[:1] in (["project"], ["workspace"]) else None
+    if kind == "julia":
+        return low[0] if low and low[0] in ("deps", "compat", "extras", "weakdeps", "sources",
+                                            "targets") else None
+    if kind == "gradlecat":
+        return low[0] if low and low[0] in ("versions", "libraries", "plugins", "bundles") \
+            else None
     # pyproject
     if low[:2] == ["tool", "uv"] and len(low) > 2 and low[2] in ("sources", "index"):
         return "source"
@@ -5820,7 +6221,7 @@ def _toml_item(keys: Dict[Tuple[str, str], str], scope: Optional[str], array_key
         return
     if low in ("classifiers", "keywords", "authors", "maintainers", "include", "exclude",
                "members", "packages", "license-files", "dynamic", "categories", "features",
-               "default-features", "testpaths", "select", "ignore"):
+               "default-features", "testpaths", "select", "ignore", "platforms"):
         return
     if scope == "build-system" and low != "requires":
         return
@@ -5829,7 +6230,7 @@ def _toml_item(keys: Dict[Tuple[str, str], str], scope: Optional[str], array_key
         return
     name = _req_name(item)
     if name:
-        keys[((scope or "?") + ":" + low, name)] = ""
+        keys[((scope or "?") + ":" + low, name)] = _spec(item)
     elif "/" in item or "://" in item:
         keys[("source", item)] = ""
 
@@ -5841,20 +6242,22 @@ def _toml_entry(keys: Dict[Tuple[str, str], str], kind: str, section: Optional[s
         # Fragment mode: a `name = spec` line counts unless it is well-known metadata.
         if low in _TOML_META:
             return
-        if value.startswith("{") or _an_rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value):
+        if value.startswith("{") or _an_rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value) \
+                or (kind == "julia" and value.startswith('"')):
             keys[("?", _pep503(base_key) if kind != "cargo" else base_key.replace("_", "-"))] \
-                = value
+                = _spec(value)
             if any(s in value for s in ("git", "path", "registry", "url")):
                 keys[("source", key + "=" + value)] = ""
         return
-    if scope is None or scope in ("build-system",) or scope == "project":
+    if scope is None or scope in ("build-system", "project", "pixi-project"):
         return
     if scope.startswith(("project", "tool.uv", "tool.pdm")) and "dependencies" not in scope:
         return
-    if low in ("python",):
-        return
+    if low in ("python", "julia"):
+        return   # the language version, not a package
     name = _pep503(base_key) if kind != "cargo" else base_key.replace("_", "-")
-    keys[(scope, name)] = ""
+    previous = keys.get((scope, name), "")
+    keys[(scope, name)] = previous + _spec(value) if "." in key else _spec(value)
     if any(s in value for s in ("git", "path", "registry", "url")):
         keys[("source", scope + ":" + key + "=" + " ".join(value.split()))] = ""
 
@@ -5873,11 +6276,11 @@ def _gomod_keys(text: str) -> Dict[Tuple[str, str], str]:
             _gomod_line(keys, block, line)
             continue
         word, _, rest = line.partition(" ")
-        if word in ("require", "replace", "exclude", "retract", "tool", "godebug", "ignore") \
+        if word in ("require", "replace", "exclude", "retract", "tool", "godebug", "ignore", "use") \
                 and rest.strip().startswith("("):
             block = word
             continue
-        if word in ("require", "replace", "exclude", "tool"):
+        if word in ("require", "replace", "exclude", "tool", "use"):
             _gomod_line(keys, word, rest.strip())
         elif word not in ("module", "go", "toolchain", "retract", "godebug") and "/" in word:
             _gomod_line(keys, "?", line)
@@ -5891,7 +6294,9 @@ def _gomod_line(keys: Dict[Tuple[str, str], str], block: str, line: str) -> None
     if block == "replace" or "=>" in parts:
         keys[("source", " ".join(parts))] = ""
     elif block in ("require", "?", "tool"):
-        keys[("require", parts[0])] = ""
+        keys[("require", parts[0])] = _spec(" ".join(parts[1:2]))
+    elif block == "use":
+        keys[("use", parts[0])] = ""
 
 
 def _gem_name(line: str) -> Optional[str]:
@@ -5911,7 +6316,7 @@ def _gemfile_keys(text: str) -> Dict[Tuple[str, str], str]:
         line = raw.split("#", 1)[0].strip()
         name = _gem_name(line)
         if name:
-            keys[("gem", name)] = ""
+            keys[("gem", name)] = _spec(line.split(",", 1)[1]) if "," in line else ""
             if any(k in line for k in ("git:", "path:", "source:", "github:", ":git", ":path")):
                 keys[("source", " ".join(line.split()))] = ""
         elif line.startswith(("source", "git_source", "gemspec")):
@@ -5924,80 +6329,655 @@ _XML_DEP_TAGS = frozenset(("packagereference", "packageversion", "package", "pro
 _XML_DEP_ATTRS = ("include", "id", "key")
 
 
+def _xml_attr(low: str, attr: str) -> Optional[str]:
+    """The value of attr="..." in a lower-cased tag body, without a regex."""
+    k = low.find(attr + "=")
+    while k > 0 and low[k - 1] not in " \t\n":
+        k = low.find(attr + "=", k + 1)
+    if k < 0:
+        return None
+    value = low[k + len(attr) + 1:].lstrip()
+    if value[:1] in ('"', "'"):
+        end_q = value.find(value[0], 1)
+        if end_q > 0:
+            return value[1:end_q]
+    return None
+
+
 def _csproj_keys(text: str) -> Dict[Tuple[str, str], str]:
-    """PackageReference-style elements, scanned tag by tag (linear on any input)."""
+    """PackageReference-style elements, scanned tag by tag (linear on any input).
+    The value is the version (attribute or child <Version>) or the source URL."""
     keys: Dict[Tuple[str, str], str] = {}
+    last: Optional[Tuple[str, str]] = None
     for chunk in text.split("<")[1:]:
-        tag = chunk.split(">", 1)[0][:2000]
+        tag, _, body = chunk.partition(">")
+        tag = tag[:2000]
         parts = tag.replace("\n", " ").replace("\t", " ").split(" ", 1)
         name = parts[0].strip().lower()
-        if name not in _XML_DEP_TAGS or len(parts) < 2:
+        if name in ("version", "versionoverride") and last is not None:
+            keys[last] = _spec(body[:200])
+            continue
+        if name not in _XML_DEP_TAGS or len(parts) < 2 or "=" not in parts[1]:
             continue
         low = parts[1].lower()
-        for attr in _XML_DEP_ATTRS:
-            k = low.find(attr + "=")
-            while k > 0 and low[k - 1] not in " \t\n":
-                k = low.find(attr + "=", k + 1)
-            if k >= 0:
-                value = low[k + len(attr) + 1:].lstrip()
-                if value[:1] in ('"', "'"):
-                    end_q = value.find(value[0], 1)
-                    if end_q > 0:
-                        keys[(name, value[1:end_q])] = ""
-                        break
+        for attr in _XML_DEP_ATTRS + ("update",):
+            found = _xml_attr(low, attr)
+            if found is not None:
+                last = (name, found)
+                version = (_xml_attr(low, "version") or _xml_attr(low, "versionoverride")
+                           or _xml_attr(low, "value") or "")
+                keys[last] = _spec(version)
+                break
     return keys
 
 
+# -- code that installs packages ------------------------------------------
+#
+# Inline code (`python3 -c`, a heredoc fed to node, ...) can run a package
+# manager or write a manifest itself: `subprocess.run(["pip", "install",
+# "x"])`, `install.packages("x")`, `open("requirements.txt", "a")`.
+
+_DEP_CODE_TRIGGERS = ("install", "add", "require", "get", "inject", "bundler/inline",
+                      "pip.main", "pip._internal", "gemfile")
+_DEP_CODE_RX = (
+    r"(?<![\w.\-])(?:pip[\d.]*|uv|npm|pnpm|yarn|bun|cargo|go|gem|bundle|composer|poetry|pdm"
+    r"|pixi|rye|conda|mamba|micromamba|brew|apt|apt-get|dnf|yum|apk|zypper|dotnet|nuget|choco"
+    r"|winget|scoop|cabal|stack|nimble|dart|flutter|pipx|vcpkg|conan|luarocks|cpanm|opam"
+    r"|nix-env|port|spack)['\"]?(?:\s*,\s*['\"]?|\s+)(?:(?:-[\w\-]+|pip|global|pub|package|mod"
+    r"|tool|self)['\"]?(?:\s*,\s*['\"]?|\s+)){0,3}(?:install|add|i|require|get|inject)['\"]?"
+    r"(?:\s*,\s*['\"]?|\s+)(?![-'\"])[\w@./:]"
+    r"|install\.packages\s*\(|\b(?:remotes|devtools|biocmanager|pak|renv)\s*::\s*\w*install"
+    r"|\bpkg\s*\.\s*add\s*\(|\bmix\s*\.\s*install\s*\(|bundler/inline|\bpip\s*\.\s*main\s*\("
+    r"|pip\._internal")
+
+
+def _code_writes(low: str) -> bool:
+    """Whether code looks like it writes a file (the same test inline code gets)."""
+    return any(p in low for p in _CODE_WRITES) and any(
+        w in low for w in ("'w", '"w', "'a", '"a', "write", "append", "copy", "rename",
+                           "move", "replace"))
+
+
+def _code_dep_intent(code: str, writes: bool = False) -> bool:
+    """True when code installs a package or writes a dependency manifest."""
+    low = code.lower()
+    if any(t in low for t in _DEP_CODE_TRIGGERS) and \
+            _an_rx("dep-code", _DEP_CODE_RX).search(low) is not None:
+        return True
+    if not (writes or _code_writes(low)):
+        return False
+    for quoted in _an_rx("dep-code-str", r"[\"'`]([^\"'`\n]{1,300})[\"'`]").findall(code):
+        if manifest_kind(quoted.strip()) is not None:
+            return True   # a manifest named by code that writes: its content is unknown
+    return False
+
+
+# -- manifests read line by line -------------------------------------------
+#
+# Each reader returns {(scope, name): spec}.  A scope of "?" (or "?:...")
+# marks a fragment whose enclosing section is not in the text: the same
+# name under any scope on the other side is the same declaration.  "source"
+# entries name where packages come from; their name holds the whole entry.
+
+def _line_keys(text: str, rules: Tuple[Tuple[str, str], ...],
+               sources: Tuple[str, ...] = ()) -> Dict[Tuple[str, str], str]:
+    """Declarations found by per-line patterns: (scope, regex with groups name[, spec])."""
+    keys: Dict[Tuple[str, str], str] = {}
+    compiled = [(scope, _an_rx("dep-" + pattern, pattern)) for scope, pattern in rules]
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "//", "--", ";")):
+            continue
+        low = line.lower()
+        if sources and low.startswith(sources):
+            keys[("source", " ".join(low.split()))] = ""
+            continue
+        for scope, rx in compiled:
+            for m in rx.finditer(line):
+                spec = m.group(2) if rx.groups >= 2 and m.group(2) else ""
+                keys[(scope, m.group(1).lower())] = _spec(spec)
+    return keys
+
+
+def _gemspec_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("gem", r"add_(?:runtime_|development_)?dependency\s*\(?\s*['\"]([^'\"]+)['\"](.*)"),))
+
+
+def _podfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (("pod", r"^\s*pod\s*\(?\s*['\"]([^'\"]+)['\"](.*)"),),
+                      ("source", "plugin"))
+
+
+def _brewfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("brew", r"^\s*(?:brew|cask|mas|vscode|whalebrew|go|cargo|npm|uv)\s+['\"]([^'\"]+)['\"]"
+                 r"(.*)"),), ("tap",))
+
+
+def _cartfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (("carthage", r"^\s*(?:github|git|binary)\s+\"([^\"]+)\"(.*)"),))
+
+
+def _paket_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("paket", r"^\s*(?:nuget|github|git|http|gist|clitool)\s+(\S+)(.*)"),), ("source",))
+
+
+_GRADLE_CONFIG = (r"\b(?:implementation|api|compile|compileOnly|runtimeOnly|runtime|classpath"
+                  r"|testImplementation|testRuntimeOnly|testCompileOnly|testCompile"
+                  r"|annotationProcessor|kapt|ksp|androidTestImplementation|\w+Implementation"
+                  r"|\w+Api|\w+CompileOnly|\w+RuntimeOnly|developmentOnly|coreLibraryDesugaring"
+                  r"|lintChecks|detektPlugins|compileOnlyApi|shadow|provided)\s*\(?\s*"
+                  r"(?:(?:platform|enforcedPlatform|testFixtures|kotlin)\s*\(\s*)?"
+                  r"(?:['\"]([^'\"$\n]+)['\"]|(libs\.[\w.]+)|group\s*[:=]\s*['\"]([^'\"]+)['\"]"
+                  r"\s*,\s*name\s*[:=]\s*['\"]([^'\"]+)['\"](?:\s*,\s*version\s*[:=]\s*"
+                  r"['\"]([^'\"]+)['\"])?)")
+
+
+def _gradle_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Gradle's configurations (`implementation "g:a:v"`, `api(libs.x)`, the map
+    form), plugins and repositories, Groovy or Kotlin DSL."""
+    keys = _line_keys(text, (
+        ("plugin", r"\bid\s*\(?\s*['\"]([\w.\-]+)['\"]\s*\)?(?:\s*version\s*\(?\s*['\"]"
+                   r"([^'\"]+)['\"])?"),
+        ("plugin", r"\balias\s*\(\s*([\w.\-]+)\s*\)"),
+        ("repo", r"\b(mavenCentral|google|jcenter|mavenLocal|gradlePluginPortal)\s*\(\s*\)"),
+        ("repo", r"\burl\s*(?:=|\()?\s*(?:uri\s*\(\s*)?['\"]([^'\"]+)['\"]"),
+    ))
+    for m in _an_rx("gradle-dep", _GRADLE_CONFIG).finditer(text[:_MAX_MANIFEST]):
+        coordinate, catalog, group, name, version = m.groups()
+        if coordinate:
+            parts = coordinate.split(":")
+            if len(parts) >= 3:
+                keys[("gradle", ":".join(parts[:2]).lower())] = _spec(":".join(parts[2:]))
+            else:
+                keys[("gradle", coordinate.lower())] = ""
+        elif catalog:
+            keys[("gradle", catalog.lower())] = ""
+        elif group and name:
+            keys[("gradle", (group + ":" + name).lower())] = _spec(version or "")
+    return keys
+
+
+def _sbt_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("sbt", r"(\"[\w.\-]+\"\s*%{1,3}\s*\"[\w.\-]+\")\s*%\s*(\"[^\"]*\"|\w+)"),),
+        ("resolvers", "externalresolvers"))
+
+
+def _maven_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """<dependency>, <plugin>, <parent>, <extension> coordinates; version properties;
+    repositories.  Tag by tag, so that a fragment reads too."""
+    keys: Dict[Tuple[str, str], str] = {}
+    group = artifact = ""
+    scope = "?"
+    for m in _an_rx("maven-tag", r"<\s*(/?)\s*([\w.\-]+)[^>]*>([^<]*)").finditer(text[:_MAX_MANIFEST]):
+        closing, tag, body = m.group(1), m.group(2).lower(), m.group(3).strip()
+        if tag in ("dependency", "plugin", "parent", "extension"):
+            if closing and artifact:
+                keys.setdefault((scope, group + ":" + artifact), "")
+            scope, group, artifact = (tag if not closing else "?"), "", ""
+        elif closing:
+            continue
+        elif tag == "groupid":
+            group = body
+        elif tag == "artifactid":
+            artifact = body
+            keys[(scope, group + ":" + artifact)] = ""
+        elif tag == "version" and artifact:
+            keys[(scope, group + ":" + artifact)] = _spec(body)
+        elif tag.endswith(("version", ".version")) and tag not in ("modelversion",):
+            keys[("property", tag)] = _spec(body)
+        elif tag == "url":
+            keys[("source", body)] = ""
+    return keys
+
+
+def _conan_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """`zlib/1.2.13` references in [requires] sections or quoted in conanfile.py."""
+    keys: Dict[Tuple[str, str], str] = {}
+    section = ""
+    ref = _an_rx("conan-ref", r"(?<![\w/.\-])([a-z0-9_][\w.+\-]*)/(\[[^\]\n]*\]|[\w.+\-]+)"
+                              r"(?:@[\w.+/\-]+)?(?:#\w+)?")
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line.lower()
+            continue
+        if not line or line.startswith("#") or section in ("[options]", "[generators]",
+                                                           "[layout]", "[imports]", "[conf]"):
+            continue
+        quoted = "'" in line or '"' in line
+        for m in ref.finditer(line):
+            if quoted and line[max(0, m.start() - 1):m.start()] not in ("'", '"'):
+                continue
+            keys[("conan", m.group(1).lower())] = _spec(m.group(0))
+    return keys
+
+
+_R_DEP_FIELDS = ("depends", "imports", "suggests", "linkingto", "enhances", "remotes")
+
+
+def _rdesc_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """R's DESCRIPTION: `Imports: pkg (>= 1.0), other` fields and their continuations."""
+    keys: Dict[Tuple[str, str], str] = {}
+    field = "?"
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        value = raw
+        if raw[:1] not in (" ", "\t") and ":" in raw:
+            name, _, value = raw.partition(":")
+            field = name.strip().lower()
+        if field not in _R_DEP_FIELDS and field != "?":
+            continue
+        for item in value.split(","):
+            item = item.strip()
+            m = _an_rx("r-pkg", r"([A-Za-z][\w.]*(?:/[\w.\-@#]+)?)\s*(\([^)]*\))?\s*$").match(item)
+            if m and (field != "?" or m.group(2)):
+                keys[(field, m.group(1).lower())] = _spec(m.group(2) or "")
+    return keys
+
+
+def _cabal_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """`build-depends:` lists (with continuation lines), extra-packages, constraints and
+    source-repository-package stanzas of .cabal and cabal.project files."""
+    keys: Dict[Tuple[str, str], str] = {}
+    indent: Optional[int] = None
+    scope = "?"
+    item = _an_rx("cabal-item", r"([A-Za-z][\w\-]*)\s*(.*)$")
+    for raw in text.splitlines():
+        line = raw.split("--", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        lead = len(line) - len(line.lstrip())
+        low = line.strip().lower()
+        if low.startswith("source-repository-package"):
+            keys[("source", low)] = ""
+            indent, scope = lead, "source"
+            continue
+        field, colon, value = low.partition(":")
+        if colon and _an_rx("cabal-field", r"[a-z][\w\-]*\Z").match(field.strip()):
+            if field.strip() in ("build-depends", "extra-packages", "constraints",
+                                 "build-tool-depends"):
+                indent, scope = lead, field.strip()
+            elif scope == "source" and indent is not None and lead > indent:
+                keys[("source", " ".join(low.split()))] = ""
+                continue
+            else:
+                indent, scope = None, "?"
+                continue
+        elif indent is not None and lead <= indent:
+            indent, scope = None, "?"
+            continue
+        else:
+            value = low   # a continuation line, or a fragment (only bounded items count)
+        for part in value.split(","):
+            m = item.match(part.strip())
+            if m and (indent is not None or m.group(2)):
+                keys[(scope, m.group(1))] = _spec(m.group(2))
+    return keys
+
+
+_YAML_DEP_KEYS = frozenset((
+    "dependencies", "dev_dependencies", "dependency_overrides", "development_dependencies",
+    "extra-deps", "build-tools", "channels", "collections", "roles", "resolver", "snapshot"))
+_YAML_META = frozenset(("sdk", "flutter", "version", "name", "description", "homepage",
+                        "publish_to", "environment", "repository", "author", "authors"))
+
+
+def _yaml_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Dependency sections of YAML manifests (pubspec, shard, conda environment,
+    hpack package.yaml, stack.yaml, Helm Chart.yaml, Ansible requirements):
+    each child or list item under a dependency key, with everything nested
+    under it as its spec."""
+    keys: Dict[Tuple[str, str], str] = {}
+    section: Optional[Tuple[int, str]] = None     # (indent, key) of the open dep section
+    child: Optional[Tuple[int, Tuple[str, str]]] = None
+    for raw in text.splitlines():
+        content = raw.split(" #", 1)[0].rstrip()
+        if not content.strip() or content.strip().startswith("#"):
+            continue
+        lead = len(content) - len(content.lstrip(" -"))
+        body = content.strip()
+        item = body.startswith("- ") or body == "-"
+        body = body[1:].strip() if item else body
+        key, colon, value = body.partition(":")
+        key = key.strip().strip("\"'").lower()
+        if section is not None and lead <= section[0] and not (item and lead == section[0]):
+            section = child = None
+        if section is None:
+            if colon and key in _YAML_DEP_KEYS and lead < 40:
+                if key in ("resolver", "snapshot"):
+                    keys[("source", key)] = _spec(value)
+                    continue
+                section = (lead, key)
+                if value.strip().startswith("["):   # dependencies: [a, b]
+                    for name in value.strip("[] ").split(","):
+                        if name.strip():
+                            keys[(key, _yaml_name(name))] = _spec(name)
+                    section = None
+                continue
+            if (item or (colon and key not in _YAML_META and _an_rx(
+                    "yaml-ver", r"\s*['\"]?(?:[\^~<>=]|\d|any\b)").match(value))):
+                # A fragment: a list item or a `name: ^1.0` line with no section above.
+                name = _yaml_name(body if item and not colon else key)
+                if name:
+                    keys[("?", name)] = _spec(value if colon else body)
+            continue
+        scope = "source" if section[1] == "channels" else section[1]
+        if child is not None and lead > child[0] and not (item and lead == child[0]):
+            keys[child[1]] = keys.get(child[1], "") + _spec(body)
+            continue
+        if item and colon and key == "name":
+            entry = (scope, _yaml_name(value))
+        elif item and colon and key in ("src", "source", "git", "url"):
+            entry = (scope, _yaml_name(value))
+        else:
+            entry = (scope, _yaml_name(body if item and not colon else key))
+        keys[entry] = _spec(value if colon and not item else (body if item else value))
+        child = (lead, entry)
+    return keys
+
+
+def _yaml_name(text: str) -> str:
+    """The package in a YAML dependency entry: `numpy=1.2`, `text >= 1`, `acme-1.2.3`."""
+    text = text.strip().strip("\"'").lower()
+    for stop in ("=", "<", ">", "!", "~", " ", "[", "@"):
+        text = text.split(stop, 1)[0]
+    return text
+
+
+def _clojure_keys(text: str, lein: bool) -> Dict[Tuple[str, str], str]:
+    """deps.edn `lib {:mvn/version "1"}` / `{:git/url ...}`; project.clj `[lib "1"]`."""
+    keys: Dict[Tuple[str, str], str] = {}
+    if lein:
+        pattern = r"\[\s*([a-z][\w.\-]*(?:/[\w.\-]+)?)\s+\"([^\"]*)\""
+    else:
+        pattern = (r"([a-z][\w.\-]*(?:/[\w.\-]+)?)\s*\{([^{}]*:(?:mvn/version|git/\w+|local/root"
+                   r"|sha|tag|deps/root)[^{}]*)\}")
+    for m in _an_rx("clj-" + str(lein), pattern, 2).finditer(text[:_MAX_MANIFEST]):
+        keys[("clj", m.group(1).lower())] = _spec(m.group(2))
+    for line in text.splitlines():
+        if any(w in line for w in (":mvn/repos", ":repositories", ":url ")):
+            keys[("source", " ".join(line.split()))] = ""
+    return keys
+
+
+def _mix_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("mix", r"\{\s*:([a-z_]\w*)\s*,\s*((?:\"[^\"]*\"|(?:git|github|path|hex|in_umbrella"
+                r"|sparse|override|only|runtime|optional|organization|repo|tag|branch|ref)\s*:)"
+                r"[^{}]*)\}"),))
+
+
+def _rebar_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("rebar", r"\{\s*([a-z]\w*)\s*,\s*(\"[^\"]*\"|\{\s*(?:git|hg|pkg|git_subdir)\b[^}]*\}?)"),))
+
+
+def _opam_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """opam `depends: [ "dune" {>= "3.0"} ]`, dune-project `(depends (lwt (>= 5)))`,
+    pin-depends (sources)."""
+    keys: Dict[Tuple[str, str], str] = {}
+    low = text.lower()[:_MAX_MANIFEST]
+    regions = [m.group(1) for m in _an_rx(
+        "opam-region", r"\b(?:depends|depopts|build-depends|conflicts)\s*:\s*\[([^\]]*)\]?"
+    ).finditer(low)]
+    if not regions and "depends" not in low:
+        # A fragment of a depends list: lines that start with a package string.
+        regions = [line for line in low.splitlines() if line.strip().startswith(('"', "["))]
+    for region in regions:
+        for m in _an_rx("opam-dep", r"\"([a-z][\w\-+.]*)\"\s*(\{[^}]*\})?").finditer(region):
+            keys[("opam", m.group(1))] = _spec(m.group(2) or "")
+    for m in _an_rx("dune-dep", r"\(\s*([a-z][\w\-+]*)\s*(\((?:>=|<=|=|<|>|and|or|:with-test"
+                                r"|:build|:dev)[^()]*(?:\([^()]*\)[^()]*)*\))").finditer(low):
+        keys[("opam", m.group(1))] = _spec(m.group(2))
+    for m in _an_rx("dune-depends", r"\(depends\b([^()]*)").finditer(low):
+        for name in m.group(1).split():
+            keys.setdefault(("opam", name), "")
+    for line in low.splitlines():
+        if "pin-depends" in line or "git+" in line:
+            keys[("source", " ".join(line.split()))] = ""
+    # Metadata fields and build commands are quoted strings too: never count them.
+    return {k: v for k, v in keys.items() if k[1] not in _OPAM_WORDS}
+
+
+_OPAM_WORDS = frozenset((
+    "name", "version", "synopsis", "description", "maintainer", "authors", "license",
+    "homepage", "bug-reports", "dev-repo", "doc", "build", "install", "opam-version", "lang",
+    "source", "generate_opam_files", "package", "depends", "-p", "@install", "@runtest",
+    "@doc", "-j", "jobs", "subst", "runtest", "with-test", "with-doc"))
+
+
+def _dune_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    for m in _an_rx("dune-libs", r"\(\s*libraries\b([^()]*)").finditer(text[:_MAX_MANIFEST]):
+        for name in m.group(1).split():
+            keys[("dune", name.lower())] = ""
+    return keys
+
+
+def _swiftpm_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("swiftpm", r"\.package\s*\(\s*(?:name\s*:\s*\"[^\"]*\"\s*,\s*)?(?:url|path|id)\s*:\s*"
+                    r"\"([^\"]+)\"([^\n]*)"),))
+
+
+def _nimble_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line.lower().startswith(("requires", "\"", "'")):
+            continue
+        for item in _an_rx("nim-req", r"\"([^\"]+)\"|'([^']+)'").findall(line):
+            req = (item[0] or item[1]).strip()
+            name = req.split(" ", 1)[0].split(">", 1)[0].split("<", 1)[0].split("=", 1)[0]
+            if name:
+                keys[("nimble", name.lower())] = _spec(req)
+    return keys
+
+
+def _zon_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """build.zig.zon: every dependency's .url, .path and .hash lines."""
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        m = _an_rx("zon", r"\.(url|path|hash|lazy)\s*=\s*(.+?),?$").match(line)
+        if m:
+            keys[("source", _spec(line))] = ""
+        m = _an_rx("zon-dep", r"\.(@\"[^\"]+\"|\w+)\s*=\s*\.\{\s*$").match(line)
+        if m and m.group(1) not in ("dependencies", "paths"):
+            keys[("zig", m.group(1).lower())] = ""
+    return keys
+
+
+def _nix_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """flake inputs (`x.url = "github:..."`) and package lists (buildInputs, packages)."""
+    keys: Dict[Tuple[str, str], str] = {}
+    low = text[:_MAX_MANIFEST]
+    for m in _an_rx("nix-input", r"([\w\-]+)\s*\.\s*url\s*=\s*\"([^\"]*)\"").finditer(low):
+        keys[("input", m.group(1))] = _spec(m.group(2))
+    for m in _an_rx("nix-url", r"\burl\s*=\s*\"([^\"]*)\"").finditer(low):
+        keys[("source", m.group(1))] = ""
+    lists = _an_rx("nix-list", r"(?:buildInputs|nativeBuildInputs|propagatedBuildInputs|packages"
+                               r"|checkInputs|nativeCheckInputs|buildPackages)\s*=\s*"
+                               r"(?:(?:with\s+[\w.]+\s*;|\(?\s*[\w.]+\s*:)\s*)*\[([^\]]*)\]?")
+    bodies = [m.group(1) for m in lists.finditer(low)]
+    if not bodies and "=" not in low:
+        bodies = [low]   # a fragment of a list: `  jq` lines
+    for body in bodies:
+        for word in _an_rx("nix-word", r"[A-Za-z_][\w.\-']*").findall(body.split("#", 1)[0]):
+            if word not in ("with", "pkgs", "inherit"):
+                keys[("nix", word)] = ""
+    return keys
+
+
+def _setuppy_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Requirement strings of setup(install_requires=..., extras_require=...,
+    setup_requires=..., tests_require=...) and [options] of setup.cfg."""
+    keys: Dict[Tuple[str, str], str] = {}
+    strings = _an_rx("py-str", r"\"([^\"\n]*)\"|'([^'\n]*)'")
+    low = text[:_MAX_MANIFEST]
+    regions = []
+    for m in _an_rx("setup-kw", r"\b(install_requires|setup_requires|tests_require|extras_require"
+                                r"|dependency_links)\s*[=:]").finditer(low):
+        depth, k, opened = 0, m.end(), False
+        while k < len(low):
+            ch = low[k]
+            if ch in "[({":
+                depth += 1
+                opened = True
+            elif ch in "])}":
+                depth -= 1
+                if depth <= 0:
+                    break
+            elif depth == 0 and (ch == "," or (ch == "\n" and opened)):
+                break
+            k += 1
+        regions.append((m.group(1), low[m.end():k + 1]))
+    with_spec = []
+    bare = []
+    for kw, region in regions or [("?", low)]:
+        for quoted in strings.findall(region):
+            item = (quoted[0] or quoted[1]).strip()
+            name = _req_name(item)
+            if not name or not any(ch.isalpha() for ch in name) or "/" in item:
+                if "://" in item:
+                    keys[("source", item)] = ""
+                continue
+            rest = item[len(name):].lstrip() if item.lower().startswith(name) else "?"
+            if rest and not rest.startswith(("==", ">=", "<=", "~=", "!=", "<", ">", "@", ";",
+                                             "[", "(")) and _pep503(item) != name:
+                continue   # `x=pkg.mod:main` is an entry point, not a requirement
+            (with_spec if item != name and any(c in item for c in "<>=~!@[;") else bare).append(
+                (kw, name, item))
+    for kw, name, item in with_spec + (bare if regions or with_spec else []):
+        keys[(kw, name)] = _spec(item)
+    return keys
+
+
+def _setupcfg_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    section, field = "", "?"
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip()
+        if not line.strip() or line.strip().startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            section, field = line.strip("[] ").lower(), ""
+            continue
+        if line[:1] not in (" ", "\t") and ("=" in line or ":" in line):
+            name, _, value = line.partition("=") if "=" in line else line.partition(":")
+            field = name.strip().lower()
+            if section != "options.extras_require" and field not in (
+                    "install_requires", "setup_requires", "tests_require"):
+                field = ""
+                continue
+            line = value
+        elif not field:
+            continue
+        item = line.strip()
+        name = _req_name(item.split(";", 1)[0])
+        if name and any(ch.isalpha() for ch in name) and (field != "?" or item != name):
+            keys[(field, name)] = _spec(item)
+    return keys
+
+
+def _generic_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Files that are nothing but declarations (vcpkg.json, registry settings):
+    every meaningful line counts."""
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if line and not line.startswith(("#", "//", ";")) and line not in ("{", "}", "[", "]",
+                                                                          "},", "],"):
+            keys[("line", line.rstrip(","))] = ""
+    return keys
+
+
+_MANIFEST_READERS: Dict[str, Callable[[str], Dict[Tuple[str, str], str]]] = {
+    "npm": lambda t: _npm_keys(t), "composer": lambda t: _npm_keys(t),
+    "requirements": lambda t: _req_keys(t), "gomod": lambda t: _gomod_keys(t),
+    "gemfile": lambda t: _gemfile_keys(t), "csproj": lambda t: _csproj_keys(t),
+    "gemspec": lambda t: _gemspec_keys(t), "podfile": lambda t: _podfile_keys(t),
+    "brewfile": lambda t: _brewfile_keys(t), "cartfile": lambda t: _cartfile_keys(t),
+    "paket": lambda t: _paket_keys(t), "gradle": lambda t: _gradle_keys(t),
+    "sbt": lambda t: _sbt_keys(t), "maven": lambda t: _maven_keys(t),
+    "conan": lambda t: _conan_keys(t), "rdesc": lambda t: _rdesc_keys(t),
+    "cabal": lambda t: _cabal_keys(t), "yaml": lambda t: _yaml_keys(t),
+    "edn": lambda t: _clojure_keys(t, False), "lein": lambda t: _clojure_keys(t, True),
+    "mix": lambda t: _mix_keys(t), "rebar": lambda t: _rebar_keys(t),
+    "opam": lambda t: _opam_keys(t), "dune": lambda t: _dune_keys(t),
+    "swiftpm": lambda t: _swiftpm_keys(t), "nimble": lambda t: _nimble_keys(t),
+    "zon": lambda t: _zon_keys(t), "nix": lambda t: _nix_keys(t),
+    "setuppy": lambda t: _setuppy_keys(t), "setupcfg": lambda t: _setupcfg_keys(t),
+    "generic": lambda t: _generic_keys(t), "registry": lambda t: _generic_keys(t),
+}
+
+
 def _manifest_keys(kind: str, text: str) -> Dict[Tuple[str, str], str]:
-    if kind in ("npm", "composer"):
-        return _npm_keys(text)
-    if kind == "requirements":
-        return _req_keys(text)
-    if kind in ("pyproject", "cargo", "pipfile"):
+    if kind in ("pyproject", "cargo", "pipfile", "pixi", "julia", "gradlecat"):
         return _toml_keys(text, kind)
-    if kind == "gomod":
-        return _gomod_keys(text)
-    if kind == "gemfile":
-        return _gemfile_keys(text)
-    if kind == "csproj":
-        return _csproj_keys(text)
-    return {}
+    reader = _MANIFEST_READERS.get(kind)
+    return reader(text) if reader is not None else {}
 
 
 _MAX_MANIFEST = 4 << 20
 
 
+def _wild(scope: str) -> bool:
+    return scope == "?" or scope.startswith("?:")
+
+
+def _lock_change(old_text: Optional[str], new_text: str) -> bool:
+    """A lockfile changes what is installed when it gains a line it did not have."""
+    def entries(text: str) -> set:
+        return {" ".join(line.split()).rstrip(",") for line in text.splitlines()} - {
+            "", "{", "}", "[", "]"}
+    return bool(entries(new_text) - entries(old_text or ""))
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
-    """True when a manifest change adds a dependency (analysis.md 3, 5.8).
+    """True when a manifest change adds a dependency or changes one (analysis.md 3, 5.8).
 
     A Write passes old_text None (or the file's current content when the
     caller has it); an Edit passes the replaced fragment and its
-    replacement.  Names are compared, so a version bump is not an addition;
-    a change of where packages come from (registry, index, git/path
-    source, overrides, replace) counts.
+    replacement.  A new name, a changed version or source of a kept name
+    (`requests==2.31.0` -> `2.32.0`: new code all the same), a change of
+    where packages come from (registry, index, git/path source, overrides,
+    replace) and a lockfile that gains an entry all count; removing a
+    dependency and reformatting do not.
     """
     kind = manifest_kind(path)
     if kind is None or not isinstance(new_text, str):
         return False
     if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
         return True   # too large to compare: assume the worst
+    if kind == "lock":
+        return _lock_change(old_text, new_text)
 
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
+    by_name: Dict[str, List[Tuple[str, str]]] = {}
+    for (scope, name), value in old.items():
+        by_name.setdefault(name, []).append((scope, value))
     for key, value in new.items():
-        if key[0] == "section":
+        scope, name = key
+        if scope == "section":
             continue
-        if key not in old:
-            # A fragment without a header has scope "?": the same name on the
-            # other side, under any scope, is the same declaration.
-            if any(k[1] == key[1] and "?" in (k[0], key[0]) for k in old):
-                continue
+        if key in old:
+            if old[key] != value and (value or scope == "source"):
+                return True   # a kept dependency with another version or source
+            continue
+        # A fragment without a header has scope "?": the same name on the
+        # other side, under any scope, is the same declaration.
+        same = [v for s, v in by_name.get(name, ()) if _wild(s) or _wild(scope)]
+        if not same:
             return True
-        if key[0] == "source" and old[key] != value:
-            return True
-        if key[0] != "source" and value and _looks_source(value.strip('"')) \
-                and old[key] != value:
+        if value and value not in same and any(same):
             return True
     # A header turned into a dependency table (Cargo/pyproject).
     if old_text is not None:

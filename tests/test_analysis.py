@@ -137,7 +137,8 @@ DEP_CASES = [
     ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "1.6.0"', True),
     ("package.json", '"dependencies": {\n"lodash": "^4.17.21"\n}',
      '"dependencies": {\n"lodash": "^4.17.21",\n"axios": "1.6.0"\n}', True),
-    ("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"', False),
+    # A version change of a kept dependency brings in new code (True)...
+    ("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"', True),
     ("package.json", '"lodash": "^4.17.21",\n"axios": "^1.6.0"', '"lodash": "^4.17.21"', False),
     ("package.json", '"name": "x"', '"name": "x",\n"overrides": {"minimist": "1.2.8"}', True),
     ("package.json", '{"devDependencies": {"a": "1"}}', '{"dependencies": {"a": "1"}}', True),
@@ -147,7 +148,9 @@ DEP_CASES = [
     ("requirements.txt", "requests==2.31.0", "requests==2.31.0\nhttpx==0.27.0", True),
     ("requirements.txt", "requests==2.31.0\nhttpx==0.27.0", "requests==2.31.0", False),
     ("requirements.txt", "requests==2.31.0", "requests==2.31.0  # pinned", False),
-    ("requirements.txt", "requests==2.31.0", "requests==2.32.0", False),
+    ("requirements.txt", "requests==2.31.0", "requests==2.32.0", True),
+    ("requirements.txt", "requests==2.31.0", "requests == 2.31.0", False),  # only blanks
+    ("requirements.txt", "requests", "requests[socks]", True),
     ("requirements.txt", "requests",
      "requests\n--extra-index-url https://pkgs.example.com/simple", True),
     ("requirements.txt", None, "httpx >= 0.27, < 1\n", True),
@@ -159,7 +162,7 @@ DEP_CASES = [
     ("pyproject.toml", '[build-system]\nrequires = ["setuptools"]',
      '[build-system]\nrequires = ["setuptools", "cython"]', True),
     ("pyproject.toml", '[project]\ndependencies = ["httpx>=0.1"]',
-     '[project]\ndependencies = ["httpx>=0.2"]', False),
+     '[project]\ndependencies = ["httpx>=0.2"]', True),
     ("pyproject.toml", '[project]\nversion = "0.1"', '[project]\nversion = "0.2"', False),
     ("pyproject.toml", 'version = "0.1"', 'version = "0.2"', False),
     ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.9"',
@@ -167,20 +170,20 @@ DEP_CASES = [
     ("Cargo.toml", 'serde = "1"', 'serde = "1"\ntokio = "1"', True),
     ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1"\ntokio = "1"', True),
     ("Cargo.toml", "[package.metadata]", "[dependencies]", True),
-    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1.0.100"', False),
+    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1.0.100"', True),
     ("Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"', False),
     ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = { git = "https://x" }',
      True),
     ("go.mod", "require (\n\tgolang.org/x/sys v0.1.0\n)",
      "require (\n\tgolang.org/x/sys v0.1.0\n\tgithub.com/pkg/errors v0.9.1\n)", True),
     ("go.mod", "go 1.22", "go 1.22\nreplace github.com/pkg/errors => ../errors", True),
-    ("go.mod", "require golang.org/x/sys v0.1.0", "require golang.org/x/sys v0.2.0", False),
+    ("go.mod", "require golang.org/x/sys v0.1.0", "require golang.org/x/sys v0.2.0", True),
     ("Gemfile", None, 'source "https://rubygems.org"\ngem "rails"\n', True),
     ("Gemfile", 'source "https://rubygems.org"', 'source "https://gems.example.com"', True),
-    ("Gemfile", 'gem "rails", "~> 7.0"', 'gem "rails", "~> 7.1"', False),
+    ("Gemfile", 'gem "rails", "~> 7.0"', 'gem "rails", "~> 7.1"', True),
     ("Pipfile", None, '[packages]\nrequests = "*"\n', True),
     ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
-     '<PackageReference Include="A" Version="2" />', False),
+     '<PackageReference Include="A" Version="2" />', True),
     ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
      '<PackageReference Include="A" Version="1" />\n<PackageReference Include="B" Version="1" />',
      True),
@@ -201,7 +204,7 @@ def test_dependency_intent_in_change(path, old, new, expected):
     ("pyproject.toml", "pyproject"), ("requirements.txt", "requirements"),
     ("requirements-dev.txt", "requirements"), ("Cargo.toml", "cargo"), ("go.mod", "gomod"),
     ("Gemfile", "gemfile"), ("src/App.csproj", "csproj"), ("README.md", None),
-    ("package-lock.json", None), ("go.sum", None), ("", None), (None, None),
+    ("package-lock.json", "lock"), ("go.sum", "lock"), ("", None), (None, None),
 ])
 def test_manifest_kind(path, kind):
     assert sts.manifest_kind(path) == kind
@@ -244,9 +247,13 @@ def test_patch_dependency_intent():
                                     ' serde = "1"', '+tokio = "1"')).dependency_intent
     assert sts.analyze_patch(_patch("*** Update File: Cargo.toml", "@@", ' serde = "1"',
                                     '+tokio = "1"')).dependency_intent
+    # A version bump brings in new code; a reformatted line does not.
+    assert sts.analyze_patch(_patch("*** Update File: package.json", "@@",
+                                    '-    "lodash": "^4.17.20"',
+                                    '+    "lodash": "^4.17.21"')).dependency_intent
     assert not sts.analyze_patch(_patch("*** Update File: package.json", "@@",
                                         '-    "lodash": "^4.17.20"',
-                                        '+    "lodash": "^4.17.21"')).dependency_intent
+                                        '+    "lodash":   "^4.17.20"')).dependency_intent
     # Renaming a file into a manifest brings its declarations (4 I127).
     assert sts.analyze_patch(_patch("*** Update File: manifest.txt", "*** Move to: package.json",
                                     "@@", ' {"dependencies":{"demo":"1"}}')).dependency_intent
