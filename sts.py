@@ -1902,6 +1902,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             # ...and code written through the shell can add hashing.
             if content and not v.hash and _hash_family(t) is not None:
                 v.hash = hash_intent_in_text(content, t)
+    if v.mut == "write" and not v.dep:
+        v.dep = _manifest_by_name(cmd, inner.mut == "write")
     if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
@@ -1979,6 +1981,59 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     if text is not None:
         return dependency_intent_in_change(target, None, text)
     return True
+
+
+_COPIERS = frozenset(("cp", "mv", "install", "ln", "rsync", "scp", "ditto", "gcp", "gmv"))
+_SCRIPTED_WRITERS = frozenset(("awk", "gawk", "mawk", "nawk", "sed", "gsed", "perl"))
+
+
+def _manifest_token(text: str) -> bool:
+    """Whether a word names a manifest anywhere in it (`print > "go.mod"`)."""
+    if manifest_kind(text) is not None:
+        return True
+    for sep in "\"'`()<>;,|&{}=[] \t\n":
+        text = text.replace(sep, "\0")
+    return any(manifest_kind(token) is not None for token in text.split("\0") if token)
+
+
+def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
+    """A write that lands on a manifest without naming it as its target: a copy
+    into a folder (`cp ../a/package.json .`), a download saved under its remote
+    name (`wget https://x/requirements.txt`), a script that writes one
+    (`awk '{print > "requirements.txt"}'`).  Its content is not known."""
+    name = _cmd_name(cmd)
+    words = cmd.words[1:]
+    texts = [w.text for w in words if w.static]
+    operands = [t for t in texts if not t.startswith("-")]
+    if name in _COPIERS and len(operands) >= 2:
+        dest = operands[-1]
+        into = [t for t in texts if t.startswith("--target-directory")]
+        if "-t" in texts or into:
+            sources, folder = operands, True
+        else:
+            base = dest.rstrip("/").rsplit("/", 1)[-1]
+            sources = operands[:-1]
+            folder = dest.endswith("/") or base in (".", "..", "~", "") or "." not in base
+        return folder and any(manifest_kind(t) is not None for t in sources)
+    if name in ("wget", "curl"):
+        saves_remote = name == "wget" or any(t in ("-O", "--remote-name", "--remote-name-all")
+                                             for t in texts)
+        for k, t in enumerate(texts):
+            if name == "wget" and t in ("-O", "--output-document") and k + 1 < len(texts):
+                if manifest_kind(texts[k + 1]) is not None:
+                    return True
+            if t.startswith(("--output-document=", "-O")) and len(t) > 2 and name == "wget":
+                if manifest_kind(t.split("=", 1)[-1][2 if t.startswith("-O") else 0:]) \
+                        is not None:
+                    return True
+            if saves_remote and "://" in t:
+                remote = t.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+                if manifest_kind(remote) is not None:
+                    return True
+        return False
+    if name in _SCRIPTED_WRITERS and program_writes:
+        return any(_manifest_token(t) for t in texts)
+    return False
 
 
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
@@ -2480,13 +2535,20 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     code = args[i]
     if not code.static:
-        return _unknown("shell_syntax_unproven")
+        return _dynamic_code(code.text, ctx, _analyze_bash)
     return _analyze_bash(code.text, ctx.deeper())
+
+
+def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V:
+    """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
+    what its known words do still counts: each expansion is read as a plain word."""
+    inner = reader(text.replace("\0", "x"), ctx.deeper())
+    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if not all(w.static for w in args):
-        return _unknown("shell_syntax_unproven")
+        return _dynamic_code(" ".join(w.text for w in args), ctx, _analyze_bash)
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
 
 
@@ -2506,7 +2568,7 @@ def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-command", "-c") and i + 1 < len(args):
             rest = args[i + 1:]
             if not all(x.static for x in rest):
-                return _unknown("shell_syntax_unproven")
+                return _dynamic_code(" ".join(x.text for x in rest), ctx, _analyze_powershell)
             return _analyze_powershell(" ".join(x.text for x in rest), ctx.deeper())
         if t in ("-encodedcommand", "-enc", "-e", "-ec") and i + 1 < len(args):
             import binascii
@@ -2526,6 +2588,8 @@ def _w_cmd(name: str, args: List[_W], ctx: _Ctx) -> _V:
         rest = args[1:]
         if rest and all(x.static for x in rest):
             return _analyze_cmd(" ".join(x.text for x in rest), ctx.deeper())
+        if rest:
+            return _dynamic_code(" ".join(x.text for x in rest), ctx, _analyze_cmd)
     return _unknown()
 
 
@@ -5064,11 +5128,41 @@ def _combine(items: List[Any], ctx: _Ctx) -> _V:
     return total
 
 
+def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> _V:
+    """A line a reader refused still carries intent: each `;`/`|`/`&`-separated
+    segment, split at blanks with quotes dropped, is classified for its hash and
+    dependency intent only, and the raw text is scanned for hashing commands and
+    code.  The verdict's mutability and reason stay as the reader left them."""
+    if len(text) > _MAX_COMMAND or ctx.depth >= _MAX_DEPTH - 1:
+        return v
+    flat = text
+    for sep in ";|&\n\r`()":
+        flat = flat.replace(sep, "\0")
+    for segment in flat.split("\0"):
+        words = [w.strip("\"'") for w in segment.split()]
+        words = [w for w in words if w]
+        if not words:
+            continue
+        try:
+            if powershell:
+                inner = _ps_command([(w, False) for w in words], ctx.deeper())
+            else:
+                inner = _classify_argv([_lit(w) for w in words], ctx.deeper())
+        except (_Give, RecursionError):
+            continue
+        v.hash = v.hash or inner.hash
+        v.dep = v.dep or inner.dep
+    if not v.hash:
+        v.hash = hash_intent_in_text(text, "x.ps1" if powershell else "x.sh")
+    return v
+
+
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
         return _unknown("analysis_limit")
     if _has_bad_char(text):
-        return _unknown("control_character")
+        return _fallback_intents(_unknown("control_character"),
+                                 _an_rx("bad", _BAD_CHARS).sub(" ", text), ctx)
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
@@ -5076,7 +5170,7 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
         items = _Bash(stripped, ctx.depth).parse()
         return _combine(items, ctx)
     except _Give as g:
-        return _V(g.mut, g.reason)
+        return _fallback_intents(_V(g.mut, g.reason), stripped, ctx)
     except RecursionError:
         return _unknown("analysis_limit")
 
@@ -5109,12 +5203,19 @@ _PS_WRITE_CMDLETS = frozenset((
 ))
 
 
-def _ps_words(text: str) -> List[Any]:
-    """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest."""
+def _ps_words(text: str, redirects: Optional[List[str]] = None) -> List[Any]:
+    """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest.
+
+    An output redirection does not stop the reading: its target goes to
+    `redirects` and the command before it is still classified, so that
+    `sha256sum a.js > a.sha` keeps its hash intent.  A target that is not a
+    plain word (a variable, a subexpression) still makes the line a write.
+    """
     cmds: List[List[Tuple[str, bool]]] = []
     cur: List[Tuple[str, bool]] = []
     i, n = 0, len(text)
     need = False
+    target_next = False
     while i < n:
         c = text[i]
         if c in _PS_SPACE:
@@ -5153,7 +5254,12 @@ def _ps_words(text: str) -> List[Any]:
             if target.lower() in ("$null", "nul"):
                 i = k
                 continue
-            raise _Give("shell_redirection", "write")
+            if redirects is None or j >= n or text[j] in ";|&>" or any(
+                    ch in _PS_REFUSE for ch in target):
+                raise _Give("shell_redirection", "write")
+            target_next = True
+            i = j
+            continue
         word: List[str] = []
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
@@ -5199,10 +5305,15 @@ def _ps_words(text: str) -> List[Any]:
                 raise _Give("shell_syntax_unproven")
             word.append(c)
             i += 1
+        if target_next:
+            redirects.append("".join(word))   # type: ignore[union-attr]
+            target_next = False
+            continue
         cur.append(("".join(word), quoted))
         need = False
-    if need:
-        raise _Give("shell_syntax_unproven")
+    if need or target_next:
+        raise _Give("shell_syntax_unproven" if need else "shell_redirection",
+                    "unknown" if need else "write")
     if cur:
         cmds.append(cur)
     if not cmds:
@@ -5216,13 +5327,18 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     if _an_rx("psbad", "[\x00-\x08\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c]"
            ).search(text):
         return _unknown("control_character")
+    redirects: List[str] = []
     try:
-        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"))
+        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), redirects)
     except _Give as g:
-        return _V(g.mut, g.reason)
+        return _fallback_intents(_V(g.mut, g.reason), text, ctx, powershell=True)
     total = _V()
     for cmd in cmds:
         total.join(_ps_command(cmd, ctx))
+    if redirects:
+        total.join(_write(redirects, "shell_redirection"))
+        # What a command prints into a manifest is not known: assume a dependency.
+        total.dep = total.dep or any(manifest_kind(t) is not None for t in redirects)
     return total
 
 
@@ -5278,13 +5394,31 @@ def _ps_sets_variable(arg: str) -> bool:
     return len(name) >= 3 and any(p.startswith(name) for p in _PS_VARIABLE_PARAMS)
 
 
+# Cmdlets that install modules, scripts or packages.
+_PS_INSTALL_CMDLETS = frozenset((
+    "install-module", "install-package", "install-script", "install-psresource",
+    "update-module", "update-psresource", "update-script", "save-module", "save-package",
+    "save-psresource", "register-psrepository", "register-packagesource",
+    "register-psresourcerepository"))
+# Cmdlets that only remove or empty a file: a manifest they touch gains nothing.
+_PS_REMOVERS = frozenset(("remove-item", "ri", "rm", "rmdir", "del", "erase", "rd",
+                          "clear-content", "clc"))
+
+
 def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     prog = cmd[0][0].lower()
     if prog.endswith(".exe"):
         prog = prog[:-4]
     args = cmd[1:]
+    if prog in _PS_INSTALL_CMDLETS:
+        return _V("write", dep=True)
     if prog in _PS_WRITE_CMDLETS:
-        return _write(_ps_targets(args, prog in _PS_COPIERS))
+        v = _write(_ps_targets(args, prog in _PS_COPIERS))
+        if prog not in _PS_REMOVERS:
+            # Content written into a manifest is not read here: assume it adds.
+            v.dep = any(manifest_kind(t) is not None for t in v.targets) or (
+                prog in _PS_COPIERS and any(manifest_kind(a) is not None for a, _ in args))
+        return v
     if prog in _PS_READ_CMDLETS:
         if any(a.lower().startswith("-outfile") or a.lower().startswith("-outvariable")
                for a, q in args if not q):
@@ -5319,12 +5453,10 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 # -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
-    if any(ch in text for ch in "^%!()"):
-        return _unknown("shell_syntax_unproven")
-    if text.lstrip(" \t").startswith('"'):
-        # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
-        # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
-        return _unknown("shell_syntax_unproven")
+    if any(ch in text for ch in "^%!()") or text.lstrip(" \t").startswith('"'):
+        # A leading quote: `cmd /c` drops it and the last quote of the line
+        # (cmd /?), re-pairing the rest: `"dir" "& del x &" "y"` runs del.
+        return _fallback_intents(_unknown("shell_syntax_unproven"), text, ctx)
     total = _V()
     i, n = 0, len(text)
     cur: List[_W] = []
@@ -5347,7 +5479,19 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             if rest.lower() == "nul" or c == "<":
                 i += 1
                 continue
-            return total.join(_write([], "shell_redirection"))
+            # Record the target and read on: the command before it still counts.
+            j = i + 1
+            while j < n and text[j] in " >":
+                j += 1
+            k = j
+            while k < n and text[k] not in " \t\r\n&|<>":
+                k += 1
+            target = text[j:k].strip('"')
+            redirect = _write([target] if target else [], "shell_redirection")
+            redirect.dep = manifest_kind(target) is not None
+            total.join(redirect)
+            i = k
+            continue
         word = []
         while i < n and text[i] not in " \t\r\n&|<>":
             if text[i] == '"':
