@@ -6,6 +6,9 @@ Prints medians and ratios, then repeats with 1,000 session files and 100,000
 audit lines present to show the cost does not grow with them.
 
     python3 tests/bench.py [--runs N]
+
+Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
+Code, each in its own payload shape, interleaved with the floor.
 """
 import json
 import os
@@ -77,6 +80,65 @@ def report(title, medians):
         print("  %-16s %7.1f ms  %5.2fx floor" % (name, value * 1000, value / floor))
 
 
+# The new command-hook hosts, each in its own payload shape: (prompt, read, write).
+# Copilot's command ends in the event name, as install writes it.
+def _host_events(host):
+    if host == "gemini":
+        base = {"session_id": SESSION, "cwd": "/repo", "timestamp": "2026-12-01T00:00:00.000Z"}
+        prompt = dict(base, hook_event_name="BeforeAgent", prompt="$stop-that-shit review")
+        read = dict(base, hook_event_name="BeforeTool", tool_name="run_shell_command",
+                    tool_input={"command": "git status"})
+        write = dict(base, hook_event_name="BeforeTool", tool_name="write_file",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
+    elif host == "copilot":
+        base = {"sessionId": SESSION, "cwd": "/repo", "timestamp": 1796134000000}
+        prompt = dict(base, prompt="$stop-that-shit review")
+        read = dict(base, toolName="bash", toolArgs={"command": "git status", "description": "d"})
+        write = dict(base, toolName="create", toolArgs={"path": "/repo/a.txt", "file_text": "x"})
+    else:  # qwen, and claude for reference
+        base = {"session_id": SESSION, "cwd": "/repo", "prompt_id": "p"}
+        prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review",
+                      submitted_prompt="$stop-that-shit review")
+        shell, write_tool = (("Bash", "Write") if host == "claude"
+                             else ("run_shell_command", "write_file"))
+        read = dict(base, hook_event_name="PreToolUse", tool_name=shell, tool_use_id="r",
+                    tool_input={"command": "git status"})
+        write = dict(base, hook_event_name="PreToolUse", tool_name=write_tool, tool_use_id="w",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
+    return [json.dumps(e).encode() for e in (prompt, read, write)]
+
+
+def bench_hosts(runs):
+    """The hook's cost per host beside the floor, in one interleaved run."""
+    floor_argv = [sys.executable, "-I", "-S", "-c", "pass"]
+    hosts = ("claude", "gemini", "copilot", "qwen")
+    samples = {"floor": []}
+    plans = {}
+    with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:
+        env = dict(os.environ, STS_HOME=home)
+        for host in hosts:
+            argv = shlex.split(sts.hook_command(host, python=sys.executable))
+            prompt, read, write = _host_events(host)
+            if host == "copilot":
+                timed(argv + ["userPromptSubmitted"], prompt, env)
+                argv = argv + ["preToolUse"]
+            else:
+                timed(argv, prompt, env)
+            out = timed(argv, write, env)[1]
+            if b"deny" not in out:
+                raise SystemExit("%s: the write was not denied: %r" % (host, out))
+            plans[host] = (argv, read, write)
+            samples[host + " read"] = []
+            samples[host + " write"] = []
+        for _ in range(runs):
+            samples["floor"].append(timed(floor_argv, b"", env)[0])
+            for host, (argv, read, write) in plans.items():
+                samples[host + " read"].append(timed(argv, read, env)[0])
+                samples[host + " write"].append(timed(argv, write, env)[0])
+    report("per host, armed review session, %d runs each (median; read allowed, write denied):"
+           % runs, {name: statistics.median(v) for name, v in samples.items()})
+
+
 def main():
     runs = 30
     if "--runs" in sys.argv:
@@ -102,6 +164,7 @@ def main():
         target = 3.0
         worst = max(base["read (allowed)"], base["write (denied)"]) / base["floor"]
         print("target: at most %.1fx floor -> %s (%.2fx)" % (target, "OK" if worst <= target else "OVER", worst))
+    bench_hosts(runs)
 
 
 if __name__ == "__main__":
