@@ -5602,8 +5602,9 @@ _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     # a call, generic type or path named after an algorithm
     (_HASH_ALGS, r"(?:" + _HASH_ALG_WORD + r")[a-z0-9_]{0,40}\]?\s*(?:\(|<\s*\w|::\s*[\w<{]"
                  r"|\.\s*\w+\s*[(<])"),
-    # importing a function or module named after one (`from zlib import crc32 as c`)
-    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?:" + _HASH_ALG_WORD + r")\w*\s*"
+    # importing a function or module named after one (`from zlib import crc32 as c`);
+    # not `import hmac`, which also serves the constant-time compare_digest
+    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?!hmac\b)(?:" + _HASH_ALG_WORD + r")\w*\s*"
                  r"(?:as\s+\w+\s*)?(?:[,)}\n;]|$)"),
     (("hashlib",), r"hashlib\s*[.,)\]'\"]"),
     (("hashlib",), r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}_?hashlib\b"),
@@ -5703,6 +5704,9 @@ _HASH_SH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("md5", "sha1", "sha2", "sha3", "sha5"),
      r"(?:md5|sha1|sha224|sha256|sha384|sha512)\s+-[sqr]"),
 )
+# Comparing two values in constant time hashes nothing (`hmac.compare_digest`,
+# Go's `hmac.Equal`).
+_HASH_NOT_HITS = frozenset(("hmac.compare_digest", "hmac.equal"))
 _SH_WORD_LEAD = frozenset(" \t\n\r;&|(`!{=$'\"")
 _RULE_RX: Dict[Any, Any] = {}
 
@@ -5775,7 +5779,9 @@ def _run_rules(low: str, present: frozenset, table: str,
         for m in rx.finditer(low):
             if table == "sh" and m.start() and low[m.start() - 1] not in _SH_WORD_LEAD:
                 continue   # part of a longer word (`xsha256sum`, `my_cksum`)
-            hits.append("".join(m.group(0).split()).strip("\"'`;&|({=$!%"))
+            hit = "".join(m.group(0).split()).strip("\"'`;&|({=$!%")
+            if hit not in _HASH_NOT_HITS:
+                hits.append(hit)
 
 
 def _hash_hits(text: str, family: str) -> List[str]:
@@ -10196,7 +10202,8 @@ class ClaudeAdapter(_CommandHookAdapter):
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "UserPromptExpansion",
                                 "SubagentStart", "PreToolUse"))
     TOOLS = {
-        "Write": "_write_tool", "Edit": "_write_tool", "NotebookEdit": "_notebook",
+        "Write": "_write_tool", "Edit": "_write_tool", "MultiEdit": "_multi_edit",
+        "NotebookEdit": "_notebook",
         "EnterWorktree": "write",
         "Bash": "_shell", "Monitor": "_monitor", "PowerShell": "_powershell",
         "Agent": "delegate", "Task": "delegate", "Workflow": "_workflow",
@@ -10236,11 +10243,26 @@ class ClaudeAdapter(_CommandHookAdapter):
             action["affectedPaths"] = [os.path.join(data_dir(), "sessions")]
         return action
 
+    def _multi_edit(self, name: str, tool_input: dict) -> dict:
+        """Several Edits of one file: each pair is judged as an Edit would be."""
+        path = _first_text(tool_input, "file_path", "path")
+        edits = tool_input.get("edits")
+        action = file_write_action(name, path, None)
+        for edit in edits if isinstance(edits, list) else []:
+            if isinstance(edit, dict):
+                one = file_write_action(name, path, edit.get("new_string"),
+                                        edit.get("old_string"), whole_file=False)
+                action["hashIntent"] = action["hashIntent"] or one["hashIntent"]
+                action["dependencyIntent"] = action["dependencyIntent"] or one["dependencyIntent"]
+        return action
+
     def _notebook(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "notebook_path")
         source = tool_input.get("new_source")
         action = file_write_action(name, path, source)
         action["dependencyIntent"] = False
+        if tool_input.get("cell_type") == "markdown":
+            action["hashIntent"] = False   # a markdown cell is prose
         return action
 
     def _monitor(self, name: str, tool_input: dict) -> dict:
@@ -10739,10 +10761,17 @@ class HermesAdapter(_HostBAdapter):
             if not isinstance(text, str):
                 text = _first_text(tool_input, "patch_text", "content", "input") or ""
             paths = _v4a_paths(text)
-            added = _added_lines(text)
+            # Intents come from the shared patch reader, file by file with each
+            # file's path, as on every other host.  A header only Hermes' own
+            # parser accepts leaves its lines unattributed: they are read whole.
+            summary = analyze_patch(text, v4a=True)
+            stray = [p for p in paths if p not in summary.paths]
+            added = _added_lines(text) if stray else ""
             return {"name": name, "mutability": "write", "affectedPaths": paths,
-                    "hashIntent": bool(added) and hash_intent_in_text(added, None),
-                    "dependencyIntent": False}
+                    "hashIntent": summary.hash_intent or (
+                        bool(added) and hash_intent_in_text(added, None)),
+                    "dependencyIntent": summary.dependency_intent or (bool(added) and any(
+                        dependency_intent_in_change(p, None, added) for p in stray))}
         return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
 
@@ -11277,9 +11306,11 @@ class PiAdapter(_ShimAdapter):
             if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
         path_text = path if isinstance(path, str) else None
         added = "\n".join(new for _, new in pairs if isinstance(new, str))
+        removed = "\n".join(old for old, _ in pairs if isinstance(old, str))
         return {"name": name, "mutability": "write",
                 "affectedPaths": [path_text] if path_text else [],
-                "hashIntent": bool(added) and hash_intent_in_text(added, path_text),
+                "hashIntent": bool(added) and hash_intent_in_text(added, path_text,
+                                                                  removed_text=removed),
                 "dependencyIntent": any(
                     isinstance(new, str) and new and dependency_intent_in_change(
                         path_text, old if isinstance(old, str) else "", new)
@@ -11578,7 +11609,12 @@ class OmpAdapter(PiAdapter):
             found = [omp_host_path(p) for p in found]
             summary = analyze_patch(text)  # the Codex-style transport
             paths = found + [omp_host_path(p) for p in summary.paths if p not in found]
-            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
+            # Lines of Codex-style sections were read with their own file's path by
+            # analyze_patch; only hashline and anchored sections are read here.
+            if not found:
+                added = ""
+            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(
+                added, found[0] if len(found) == 1 else None))
             dependency_hit = summary.dependency_intent or (bool(added) and any(
                 dependency_intent_in_change(p, "", added) for p in found))
         for key in ("path", "_path"):
