@@ -5585,12 +5585,16 @@ _HASH_ALG_LITERAL = (r"sha-?(?:1|224|256|384|512)(?:[-/_](?:224|256))?|sha3[-_](
                      r"|shake[-_]?(?:128|256)|hmac-?(?:sha-?\d+|md5)|hmacsha\d+|crc32c?"
                      r"|xxh(?:32|64|3|128)|keccak-?\d*")
 # Programs and subcommands that compute a digest (shell words).
+# Words of one command: blanks, or an argv list's `", "` (`["openssl", "dgst"]`).
+_ARGV_GAP = r"(?:\s+|['\"]\s*,\s*['\"])"
 _HASH_PROG_WORD = (r"g?(?:md5|sha1|sha224|sha256|sha384|sha512|sha3|b2|b3|ck|xxh|xxh32|xxh64"
                    r"|xxh128)sum|shasum|rhash|hashdeep|(?:md5|sha1|sha256|tiger|whirlpool)deep"
                    r"|jacksum|ssdeep|nix-hash|htpasswd|mkpasswd|get-filehash"
-                   r"|openssl(?:\.exe)?\s+(?:dgst|mac|kdf|passwd|" + _HASH_ALG_LITERAL + ")"
-                   r"|git\s+hash-object|cmake\s+-e\s+\w*sum|busybox\s+\w*sum|gpg2?\s+--print-mds?"
-                   r"|certutil(?:\.exe)?\s+[-/]hashfile|nix\s+hash")
+                   r"|openssl(?:\.exe)?" + _ARGV_GAP + r"(?:dgst|mac|kdf|passwd|"
+                   + _HASH_ALG_LITERAL + ")|git" + _ARGV_GAP + r"hash-object|cmake" + _ARGV_GAP
+                   + r"-e" + _ARGV_GAP + r"\w*sum|busybox" + _ARGV_GAP + r"\w*sum|gpg2?"
+                   + _ARGV_GAP + r"--print-mds?|certutil(?:\.exe)?" + _ARGV_GAP + r"[-/]hashfile"
+                   r"|nix" + _ARGV_GAP + r"hash")
 _HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", "cksum", "xxh",
                        "shasum", "rhash", "hashdeep", "deep", "jacksum", "nix-hash", "nix hash",
                        "htpasswd", "mkpasswd", "filehash", "openssl", "hash-object", "hashfile",
@@ -5756,19 +5760,27 @@ def _hash_family(path: Optional[str]) -> Optional[str]:
 
 
 def _hash_triggers_in(low: str) -> frozenset:
-    """Which trigger substrings of every rule occur: each is searched once."""
+    """Which trigger substrings of every rule occur.  Each is searched once, the
+    shorter first: one that holds a shorter trigger (`hashlib` holds `hash`) is
+    only searched when that one occurs."""
     every = _RULE_RX.get("triggers")
     if every is None:
         found = set(_HASH_LITERAL_TRIGGERS)
         for table in (_HASH_RULES, _HASH_PHP_RULES, _HASH_SH_RULES):
             for triggers, _ in table:
                 found.update(triggers)
-        every = _RULE_RX["triggers"] = tuple(sorted(found))
-    return frozenset(t for t in every if t in low)
+        ordered = sorted(found, key=lambda t: (len(t), t))
+        every = _RULE_RX["triggers"] = tuple(
+            (t, next((o for o in ordered if len(o) < len(t) and o in t), None)) for t in ordered)
+    present = set()
+    for trigger, inside in every:
+        if (inside is None or inside in present) and trigger in low:
+            present.add(trigger)
+    return frozenset(present)
 
 
 def _run_rules(low: str, present: frozenset, table: str,
-               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: List[str]) -> None:
+               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: Dict[str, int]) -> None:
     for k, (triggers, pattern) in enumerate(rules):
         if not any(t in present for t in triggers):
             continue
@@ -5776,21 +5788,30 @@ def _run_rules(low: str, present: frozenset, table: str,
         if rx is None:
             import re   # loaded by json already: a dict lookup
             rx = _RULE_RX[(table, k)] = re.compile(pattern, re.MULTILINE)
-        for m in rx.finditer(low):
-            if table == "sh" and m.start() and low[m.start() - 1] not in _SH_WORD_LEAD:
-                continue   # part of a longer word (`xsha256sum`, `my_cksum`)
-            hit = "".join(m.group(0).split()).strip("\"'`;&|({=$!%")
+        if table == "sh":
+            # A command word: not part of a longer one (`xsha256sum`, `my_cksum`).
+            found = [m.group(0) for m in rx.finditer(low)
+                     if not m.start() or low[m.start() - 1] in _SH_WORD_LEAD]
+        else:
+            found = [m.group(0) for m in rx.finditer(low)]
+        for raw, count in _count(found).items():
+            hit = "".join(raw.split()).strip("\"'`;&|({=$!%")
             if hit not in _HASH_NOT_HITS:
-                hits.append(hit)
+                hits[hit] = hits.get(hit, 0) + count
 
 
-def _hash_hits(text: str, family: str) -> List[str]:
-    """Normalised matches of every rule that applies to `family`."""
+def _count(items: List[str]) -> Dict[str, int]:
+    from collections import Counter   # loaded with re and json already
+    return Counter(items)
+
+
+def _hash_hits(text: str, family: str) -> Dict[str, int]:
+    """Normalised matches of every rule that applies to `family`, with their counts."""
     if not text:
-        return []
+        return {}
     low = text.lower()
     present = _hash_triggers_in(low)
-    hits: List[str] = []
+    hits: Dict[str, int] = {}
     if not present:
         return hits
     if family != "scripts":   # a JSON manifest: only the commands of its scripts
@@ -5801,7 +5822,8 @@ def _hash_hits(text: str, family: str) -> List[str]:
                 head = low[max(0, m.start() - 200):m.start()]
                 found = call.search(head)
                 if found:
-                    hits.append("".join((found.group(0) + m.group(0)).split()))
+                    hit = "".join((found.group(0) + m.group(0)).split())
+                    hits[hit] = hits.get(hit, 0) + 1
     if family == "php":
         _run_rules(low, present, "php", _HASH_PHP_RULES, hits)
     if family in ("sh", "nb", "?", "scripts"):
@@ -5810,7 +5832,7 @@ def _hash_hits(text: str, family: str) -> List[str]:
             # certutil ... -hashfile on one line; plain string tests keep this linear.
             for line in low.splitlines():
                 if "certutil" in line and "hashfile" in line.split("certutil", 1)[1]:
-                    hits.append("certutil-hashfile")
+                    hits["certutil-hashfile"] = hits.get("certutil-hashfile", 0) + 1
     return hits
 
 
@@ -5922,7 +5944,8 @@ def _py_hash_text(tree: Any) -> str:
                     assigns.append((t.id, node.value))
         elif kind is ast.Expr and type(node.value) is ast.Constant:
             prose.add(id(node.value))   # a docstring or a bare string: prose
-        elif kind in (ast.Call, ast.Attribute, ast.Subscript, ast.Name, ast.Constant):
+        elif kind in (ast.Call, ast.Attribute, ast.Subscript, ast.Name, ast.Constant, ast.List,
+                      ast.Tuple):
             pieces.append(node)
     for _ in range(4):   # `a = hashlib; b = a; c = b.sha256` settles in a few rounds
         changed = False
@@ -5953,6 +5976,10 @@ def _py_hash_text(tree: Any) -> str:
         elif kind is ast.Constant:
             if isinstance(node.value, str) and id(node) not in prose:
                 out.append(repr(node.value))
+        elif kind in (ast.List, ast.Tuple):
+            # An argv list, `["git", "hash-object", p]`, read as one command.
+            items = [_py_const_str(e) for e in node.elts[:8]]
+            out.append("[%s]" % ", ".join(repr(i) if i is not None else "_" for i in items))
         else:
             dotted = _py_dotted(node, aliases)
             if dotted:
@@ -5960,7 +5987,13 @@ def _py_hash_text(tree: Any) -> str:
     return "\n".join(out)
 
 
-def _code_hash_hits(text: str, family: str) -> List[str]:
+def _merge_hits(into: Dict[str, int], more: Dict[str, int]) -> Dict[str, int]:
+    for hit, count in more.items():
+        into[hit] = into.get(hit, 0) + count
+    return into
+
+
+def _code_hash_hits(text: str, family: str) -> Dict[str, int]:
     """Hash evidence in one code text of the given family."""
     if family == "nb":
         return _notebook_hash_hits(text)
@@ -5980,7 +6013,7 @@ def _code_hash_hits(text: str, family: str) -> List[str]:
     return _hash_hits(_py_hash_text(tree), "py")
 
 
-def _notebook_hash_hits(text: str) -> List[str]:
+def _notebook_hash_hits(text: str) -> Dict[str, int]:
     """A notebook: every code cell, in whatever language it is written; shell
     escapes (`!cmd`, `%%bash`) as commands.  Markdown cells are prose."""
     try:
@@ -5990,7 +6023,7 @@ def _notebook_hash_hits(text: str) -> List[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         # One cell's source (NotebookEdit) or a fragment of the JSON.
         return _cell_hash_hits(text)
-    hits: List[str] = []
+    hits: Dict[str, int] = {}
     for cell in doc["cells"]:
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", None):
             continue
@@ -5998,11 +6031,11 @@ def _notebook_hash_hits(text: str) -> List[str]:
         if isinstance(source, list):
             source = "".join(s for s in source if isinstance(s, str))
         if isinstance(source, str):
-            hits.extend(_cell_hash_hits(source))
+            _merge_hits(hits, _cell_hash_hits(source))
     return hits
 
 
-def _cell_hash_hits(source: str) -> List[str]:
+def _cell_hash_hits(source: str) -> Dict[str, int]:
     shell = []
     code = []
     magic_cell = source.lstrip().startswith(("%%bash", "%%sh", "%%script", "%%system",
@@ -6014,8 +6047,8 @@ def _cell_hash_hits(source: str) -> List[str]:
             code.append("")
         else:
             code.append(line)
-    hits = _hash_hits("\n".join(shell), "sh") if shell else []
-    return hits + _code_hash_hits("\n".join(code), "py")
+    hits = _hash_hits("\n".join(shell), "sh") if shell else {}
+    return _merge_hits(hits, _code_hash_hits("\n".join(code), "py"))
 
 
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
@@ -6040,12 +6073,7 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     if not removed_text:
         return True
     before = _code_hash_hits(removed_text, family)
-    for h in hits:
-        if h in before:
-            before.remove(h)
-        else:
-            return True
-    return False
+    return any(count > before.get(hit, 0) for hit, count in hits.items())
 
 
 # ------------------------------------------------------ dependency intent ----
