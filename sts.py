@@ -2547,6 +2547,19 @@ def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V
     return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
 
 
+def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """fish, nu, xonsh, tcsh... -c CODE: another shell's syntax, never proven, but
+    what its words run (a digest, an install) is read as if it were sh."""
+    texts = [w.text for w in args]
+    if texts in (["--version"], ["-v"], ["-V"], ["version"]):
+        return _an_read()
+    for k, t in enumerate(texts):
+        if t in ("-c", "--command", "-C") or (t.startswith("--command=")):
+            code = t.split("=", 1)[1] if "=" in t else " ".join(texts[k + 1:k + 2])
+            return _dynamic_code(code, ctx, _analyze_bash)
+    return _unknown()
+
+
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if not all(w.static for w in args):
         return _dynamic_code(" ".join(w.text for w in args), ctx, _analyze_bash)
@@ -4955,6 +4968,8 @@ _PROGRAMS.update({
     "nohup": _w_transparent(capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
+    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
+                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
     **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
