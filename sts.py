@@ -6068,7 +6068,7 @@ def _cell_hash_hits(source: str) -> Dict[str, int]:
 
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
                         removed_text: Optional[str] = None) -> bool:
-    """True when code added to `path` computes a hash/digest (analysis.md 2, 5.7).
+    """True when code added to `path` computes a hash or digest.
 
     Every code file is read with the rules of every language; prose and
     data files (.md, .txt, .json, ...) are not read.  With `removed_text`
@@ -7135,7 +7135,7 @@ def _lock_change(old_text: Optional[str], new_text: str) -> bool:
 
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
-    """True when a manifest change adds a dependency or changes one (analysis.md 3, 5.8).
+    """True when a manifest change adds a dependency or changes one.
 
     A Write passes old_text None (or the file's current content when the
     caller has it); an Edit passes the replaced fragment and its
