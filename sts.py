@@ -5868,6 +5868,36 @@ def _py_dedent(text: str) -> str:
     return "\n".join(ln[pad:] if ln.strip() else "" for ln in text.splitlines())
 
 
+def _py_code_only(text: str) -> str:
+    """Python text with comments and triple-quoted strings blanked, cheaply.  It
+    may blank code too (a `#` inside a string): it only ever serves to say yes
+    sooner; whatever it leaves in doubt is decided by the parse."""
+    out = []
+    state: Optional[str] = None
+    for line in text.split("\n"):
+        buf = []
+        i, n = 0, len(line)
+        while i < n:
+            if state is not None:
+                j = line.find(state, i)
+                if j < 0:
+                    break
+                i, state = j + 3, None
+                continue
+            marks = [(k, m) for m, k in (("#", line.find("#", i)), ('"""', line.find('"""', i)),
+                                         ("'''", line.find("'''", i))) if k >= 0]
+            if not marks:
+                buf.append(line[i:])
+                break
+            k, mark = min(marks)
+            buf.append(line[i:k])
+            if mark == "#":
+                break
+            i, state = k + 3, mark
+        out.append("".join(buf))
+    return "\n".join(out)
+
+
 def _py_parse(text: str) -> Any:
     """The ast of Python text, or None when it does not parse (tokens then decide)."""
     if len(text) > _PY_MAX_AST:
@@ -6015,6 +6045,12 @@ def _code_hash_hits(text: str, family: str) -> Dict[str, int]:
     hits = _hash_hits(text, family)
     if family != "py":
         return hits
+    if len(text) > _PY_MAX_AST:
+        return hits   # too long to parse: the tokens decide
+    if hits:
+        sure = _hash_hits(_py_code_only(text), "py")
+        if sure:
+            return sure   # hashing in code for sure: no need to parse
     if not hits:
         # Nothing by tokens: only a dynamic import or lookup can still hide a digest.
         low = text.lower()
