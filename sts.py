@@ -2456,6 +2456,60 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return v.cap("state_change") if capped else v
 
 
+# Programs that run the command in their arguments: (options that take a value,
+# positional words before the command).  What they run is never proven here,
+# but its hash and dependency intent is its own.
+_RUNNERS: Dict[str, Tuple[Tuple[str, ...], int]] = {
+    "watch": (("-n", "--interval", "-d", "--differences"), 0),
+    "strace": (("-o", "-e", "-p", "-s", "-u"), 0), "ltrace": (("-o", "-e", "-p", "-s"), 0),
+    "ionice": (("-c", "-n", "-p"), 0), "chrt": (("-p",), 1), "taskset": (("-p",), 1),
+    "flock": (("-w", "--timeout", "-E"), 1), "unbuffer": ((), 0), "setsid": ((), 0),
+    "chronic": ((), 0), "fakeroot": ((), 0), "firejail": ((), 0), "proxychains": (("-f",), 0),
+    "proxychains4": (("-f",), 0), "torsocks": ((), 0), "valgrind": ((), 0),
+    "caffeinate": (("-t", "-w"), 0), "sem": (("-j", "--jobs", "--id"), 0),
+    "parallel": (("-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--delay"), 0),
+}
+# `poetry run CMD`, `uv run CMD`, `conda run -n env CMD`, `bundle exec CMD`:
+# the command runs in the project's environment.
+_ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--with-editable",
+                   "--with-requirements", "--env-file", "--directory", "--project", "--package",
+                   "-e", "--env", "--extra", "--group", "--environment", "--manifest-path")
+
+
+def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
+               positional: int = 0) -> _V:
+    """The intents of the command a runner starts (its verdict: never a read)."""
+    i = 0
+    while i < len(args):
+        t = args[i].text
+        if t == "--":
+            i += 1
+            break
+        if t.startswith("-"):
+            i += 2 if t in valued else 1
+            continue
+        if positional:
+            positional -= 1
+            i += 1
+            continue
+        break
+    rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
+    if ":::" in [w.text for w in args[i:]]:
+        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    if not rest:
+        return _unknown()
+    return _payload(rest, ctx).cap("shell_command_unproven")
+
+
+def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
+        return _an_read()
+    valued, positional = _RUNNERS[name]
+    inner = _run_inner(args, ctx, valued, positional)
+    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
+        if inner.mut != "write" else inner
+
+
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # --eof, --max-lines and --replace take their value only after "=": a
     # separate word is already the command (`xargs --replace rm cat` runs rm).
@@ -3778,6 +3832,9 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
             return _code_intents(_write(ops[1:] if ops else []), " ".join(texts), path)
         if lang == "deno" and texts[:1] and texts[0] in _PM_VERBS["deno"]:
             return _pm_table("deno", args, ctx)
+        if lang == "deno" and texts[:1] == ["run"] and any(
+                t.startswith(("npm:", "jsr:", "http://", "https://")) for t in texts[1:]):
+            return _V("unknown", "shell_command_unproven", dep=True)   # a registry package
         if lang == "r" and texts[:2] == ["CMD", "INSTALL"]:
             return _V("write", dep=True)
         found = _code_option(texts, code_flags)
@@ -3910,6 +3967,9 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     if name == "yarn" and verb == "global" and rest and rest[0].text in ("add", "upgrade"):
         return _V("write", dep=True)
+    if name == "yarn" and verb in ("workspace", "workspaces") and len(rest) >= 2:
+        # `yarn workspace app add lodash`: the verb after the workspace's name
+        return _npm(name, rest[1:] if verb == "workspace" else rest, ctx)
     ops, g = _operands_of(rest, _NPM_VALUED_OPTS)
     is_global = is_global or g
     if any(w.text.startswith("--registry") for w in args):
@@ -4043,8 +4103,9 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _an_read()
         return _write()
     if verb == "run":
-        dep = any(t.startswith("--with") for t in texts)
-        return _V("unknown", "shell_command_unproven", dep=dep)
+        inner = _run_inner(args[1:], ctx)
+        dep = any(t.startswith("--with") for t in texts) or inner.dep
+        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
     if verb in ("tree",):
         return _an_read()
     return _unknown()
@@ -4055,6 +4116,11 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-V"]):
         return _an_read()
     verb = texts[0] if texts else ""
+    if verb == "run" and name != "pipx":
+        # `poetry run pip install x`: what runs in the environment counts.
+        at = next(k for k, w in enumerate(args) if w.text == "run")
+        inner = _run_inner(args[at + 1:], ctx)
+        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1 or any(
             w.text in ("--selective-upgrade", "-U") for w in args))
@@ -4223,6 +4289,10 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in ("add", "update", "inject") or (verb == "lock" and any(
             w.text.startswith("--update") for w in args)):
         return _V("write", dep=True)   # a new gem, or newer versions of declared ones
+    if name != "gem" and verb == "exec":
+        at = next(k for k, w in enumerate(args) if w.text == "exec")
+        inner = _run_inner(args[at + 1:], ctx)
+        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -4362,6 +4432,13 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
             "develop": "restore", "build": "restore"},
     "deno": {"add": "dep", "install": "add", "i": "add", "outdated": "write",
              "cache": "restore"},
+    "mvn": {"dependency:get": "dep", "versions:use-latest-versions": "dep",
+            "versions:use-latest-releases": "dep", "versions:use-next-releases": "dep",
+            "versions:update-properties": "dep", "versions:update-parent": "dep",
+            "install": "restore", "package": "restore", "compile": "restore",
+            "dependency:resolve": "restore", "dependency:go-offline": "restore"},
+    "lerna": {"add": "dep", "bootstrap": "restore"},
+    "rush": {"add": "dep", "update": "dep", "install": "restore", "upgrade-interactive": "dep"},
     "rye": {}, "pdm": {},
 }
 # Programs whose every operand is a package to install.
@@ -4391,7 +4468,7 @@ def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
                   for t in texts)
         return _V("write", dep=True) if hit else _unknown()
     words = [t for t in texts if not t.startswith("-")]
-    table = _PM_VERBS.get(name, {})
+    table = _PM_VERBS.get("mvn" if name == "mvnw" else name, {})
     for size in (3, 2, 1):
         verb = " ".join(words[:size])
         effect = table.get(verb)
@@ -4967,6 +5044,7 @@ _PROGRAMS.update({
     "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
     "nohup": _w_transparent(capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
+    **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
     **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
                                            "yash", "mksh", "oksh", "ash", "rc", "es")},
@@ -4980,6 +5058,7 @@ _PROGRAMS.update({
     "pdm": _poetry, "rye": _poetry,
     **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
        + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
+    "mvnw": _pm_table,
     "cargo": _cargo, "go": _go, "gem": _gem, "bundle": _gem, "bundler": _gem,
     "composer": _composer, "dotnet": _dotnet,
     "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
@@ -5184,7 +5263,13 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
         return _unknown("shell_syntax_unproven")
     try:
         items = _Bash(stripped, ctx.depth).parse()
-        return _combine(items, ctx)
+        total = _combine(items, ctx)
+        if total.mut != "read" and not total.hash and ("$" in stripped or "`" in stripped):
+            # `h=sha256sum; $h f`, `$(which md5sum) f`: the program is named, then run.
+            total.hash = _an_rx("hash-named-prog", r"(?:=['\"]?|(?:which|command\s+-v|type\s+-p"
+                                                   r"|whereis)\s+)(?:" + _HASH_PROG_WORD
+                                + r")\b", 2).search(stripped) is not None
+        return total
     except _Give as g:
         return _fallback_intents(_V(g.mut, g.reason), stripped, ctx)
     except RecursionError:
