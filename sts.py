@@ -6318,16 +6318,6 @@ def _pep503(name: str) -> str:
     return "".join(out)
 
 
-def _looks_source(spec: str) -> bool:
-    """A dependency spec that points somewhere other than the default registry."""
-    s = spec.strip().lower()
-    return any(s.startswith(p) for p in ("git", "http", "file:", "link:", "npm:", "github:",
-                                         "gitlab:", "bitbucket:", "portal:", "patch:", "./",
-                                         "../", "/", "ssh:")) or ("/" in s and ":" not in s
-                                                                  and not s[:1].isdigit()
-                                                                  and "#" in s)
-
-
 def _json_deps(doc: Any) -> Dict[Tuple[str, str], str]:
     keys: Dict[Tuple[str, str], str] = {}
     if not isinstance(doc, dict):
