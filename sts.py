@@ -7820,6 +7820,16 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
+    if not words or not qprog:
+        # A line no reader could split, or a program named through an expansion
+        # (`$(which sha256sum) f`), still read for intent: name its line.
+        for line in command.splitlines():
+            if intent == "dep" or hash_intent_in_text(line, "x.sh") \
+                    or hash_intent_in_text(line, None):
+                shown = _quote(line.strip(), command)
+                if shown:
+                    return "%s %s" % (shown, "adds or runs hashing" if intent == "hash"
+                                      else "adds or changes packages")
     if intent == "hash":
         texts = words[1:] + ([where.stdin] if isinstance(where, _Cmd) and where.stdin else [])
         for text in texts:
