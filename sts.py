@@ -7995,18 +7995,8 @@ _HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", 
 # (trigger substrings, pattern): a rule runs only on a text holding one of
 # its triggers.  Evidence in any code text, whatever its language.
 _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
-    # a call, generic type or path named after an algorithm
-    (_HASH_ALGS, r"(?:" + _HASH_ALG_WORD + r")[a-z0-9_]{0,40}\]?\s*(?:\(|<\s*\w|::\s*[\w<{]"
-                 r"|\.\s*\w+\s*[(<])"),
-    # importing a function or module named after one (`from zlib import crc32 as c`);
-    # not `import hmac`, which also serves the constant-time compare_digest
-    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?!hmac\b)(?:" + _HASH_ALG_WORD + r")\w*\s*"
-                 r"(?:as\s+\w+\s*)?(?:[,)}\n;]|$)"),
     (("hashlib",), r"hashlib\s*[.,)\]'\"]"),
     (("hashlib",), r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}_?hashlib\b"),
-    # `use md5;`, `extern crate sha2;`
-    (_HASH_ALGS, r"use\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac|argon2|bcrypt|pbkdf2"
-                 r"|scrypt)\b|crate\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac)\b"),
     (("createhash",), r"createhash\b"),
     (("digest",), r"messagedigest|digestutils|subtle\s*\.\s*digest\s*\(|evp_digest|digest\s*::\s*\w"
                   r"|ring\s*::\s*digest|data\.digest|(?:require|from|import)\s*\(?\s*['\"]"
@@ -8072,6 +8062,18 @@ _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("openssl::",), r"openssl\s*::\s*(?:hmac|digest|kdf)\b"),
     (("md5", "sha1", "sha2", "sha3", "sha5"), r"(?:file|string)\s*\(\s*(?:md5|sha1|sha224|sha256|sha384|sha512"
                          r"|sha3_\d+)\b"),  # CMake
+    # (the broad rules last: a caller that only asks whether there is a hit
+    # seldom compiles them)
+    # a call, generic type or path named after an algorithm
+    (_HASH_ALGS, r"(?:" + _HASH_ALG_WORD + r")[a-z0-9_]{0,40}\]?\s*(?:\(|<\s*\w|::\s*[\w<{]"
+                 r"|\.\s*\w+\s*[(<])"),
+    # importing a function or module named after one (`from zlib import crc32 as c`);
+    # not `import hmac`, which also serves the constant-time compare_digest
+    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?!hmac\b)(?:" + _HASH_ALG_WORD + r")\w*\s*"
+                 r"(?:as\s+\w+\s*)?(?:[,)}\n;]|$)"),
+    # `use md5;`, `extern crate sha2;`
+    (_HASH_ALGS, r"use\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac|argon2|bcrypt|pbkdf2"
+                 r"|scrypt)\b|crate\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac)\b"),
     # a hashing program started from code: `["sha256sum", f]`, `"openssl dgst ..."`
     (_HASH_PROG_TRIGGERS, r"['\"`]\s*[!%]?\s*(?:sudo\s+)?(?:" + _HASH_PROG_WORD
                           + r")(?:\.exe)?\b|['\"\s]-hashfile\b"),
@@ -8151,64 +8153,69 @@ def _hash_family(path: Optional[str]) -> Optional[str]:
     return _EXT_FAMILY.get(ext, "code")
 
 
-def _hash_triggers_in(low: str) -> frozenset:
-    """Which trigger substrings of every rule occur.  Each is searched once, the
-    shorter first: one that holds a shorter trigger (`hashlib` holds `hash`) is
-    only searched when that one occurs."""
-    every = _RULE_RX.get("triggers")
-    if every is None:
-        found = set(_HASH_LITERAL_TRIGGERS)
-        for table in (_HASH_RULES, _HASH_PHP_RULES, _HASH_SH_RULES):
-            for triggers, _ in table:
-                found.update(triggers)
-        ordered = sorted(found, key=lambda t: (len(t), t))
-        every = _RULE_RX["triggers"] = tuple(
-            (t, next((o for o in ordered if len(o) < len(t) and o in t), None)) for t in ordered)
-    present = set()
-    for trigger, inside in every:
-        if (inside is None or inside in present) and trigger in low:
-            present.add(trigger)
-    return frozenset(present)
+class _Triggers:
+    """Which trigger substrings a text holds, each searched at most once."""
+
+    __slots__ = ("low", "seen")
+
+    def __init__(self, low: str) -> None:
+        self.low = low
+        self.seen: Dict[str, bool] = {}
+
+    def any(self, triggers: Tuple[str, ...]) -> bool:
+        for t in triggers:
+            found = self.seen.get(t)
+            if found is None:
+                found = self.seen[t] = t in self.low
+            if found:
+                return True
+        return False
 
 
-def _run_rules(low: str, present: frozenset, table: str,
-               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: Dict[str, int]) -> None:
+def _run_rules(present: _Triggers, table: str,
+               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: Dict[str, int],
+               first: bool) -> None:
+    """Add every rule's normalised matches to hits (with `first`, stop at one):
+    a rule compiles only when one of its triggers occurs."""
+    low = present.low
     for k, (triggers, pattern) in enumerate(rules):
-        if not any(t in present for t in triggers):
+        if first and hits:
+            return
+        if not present.any(triggers):
             continue
         rx = _RULE_RX.get((table, k))
         if rx is None:
             import re   # loaded by json already: a dict lookup
             rx = _RULE_RX[(table, k)] = re.compile(pattern, re.MULTILINE)
-        if table == "sh":
-            # A command word: not part of a longer one (`xsha256sum`, `my_cksum`).
-            found = [m.group(0) for m in rx.finditer(low)
-                     if not m.start() or low[m.start() - 1] in _SH_WORD_LEAD]
-        else:
-            found = [m.group(0) for m in rx.finditer(low)]
-        for raw, count in _count(found).items():
-            hit = "".join(raw.split()).strip("\"'`;&|({=$!%")
+        for m in rx.finditer(low):
+            if table == "sh" and m.start() and low[m.start() - 1] not in _SH_WORD_LEAD:
+                continue   # part of a longer word (`xsha256sum`, `my_cksum`)
+            raw = m.group(0)
+            hit = _HIT_SPELLING.get(raw)
+            if hit is None:
+                hit = "".join(raw.split()).strip("\"'`;&|({=$!%")
+                if len(_HIT_SPELLING) < 4096:
+                    _HIT_SPELLING[raw] = hit
             if hit not in _HASH_NOT_HITS:
-                hits[hit] = hits.get(hit, 0) + count
+                hits[hit] = hits.get(hit, 0) + 1
+                if first:
+                    return
 
 
-def _count(items: List[str]) -> Dict[str, int]:
-    from collections import Counter   # loaded with re and json already
-    return Counter(items)
+_HIT_SPELLING: Dict[str, str] = {}
 
 
-def _hash_hits(text: str, family: str) -> Dict[str, int]:
-    """Normalised matches of every rule that applies to `family`, with their counts."""
+def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
+    """Normalised matches of every rule that applies to `family`, with their counts;
+    with `first`, only whether there is one."""
     if not text:
         return {}
-    low = text.lower()
-    present = _hash_triggers_in(low)
+    present = _Triggers(text.lower())
+    low = present.low
     hits: Dict[str, int] = {}
-    if not present:
-        return hits
     if family != "scripts":   # a JSON manifest: only the commands of its scripts
-        _run_rules(low, present, "any", _HASH_RULES, hits)
-        if any(t in present for t in _HASH_LITERAL_TRIGGERS):
+        _run_rules(present, "any", _HASH_RULES, hits, first)
+        if not (first and hits) and present.any(_HASH_LITERAL_TRIGGERS):
             call = _an_rx("hash-literal-call", _HASH_LITERAL_CALL)
             for m in _an_rx("hash-literal", _HASH_LITERAL_RX).finditer(low):
                 head = low[max(0, m.start() - 200):m.start()]
@@ -8216,10 +8223,10 @@ def _hash_hits(text: str, family: str) -> Dict[str, int]:
                 if found:
                     hit = "".join((found.group(0) + m.group(0)).split())
                     hits[hit] = hits.get(hit, 0) + 1
-    if family == "php":
-        _run_rules(low, present, "php", _HASH_PHP_RULES, hits)
-    if family in ("sh", "nb", "?", "scripts"):
-        _run_rules(low, present, "sh", _HASH_SH_RULES, hits)
+    if family == "php" and not (first and hits):
+        _run_rules(present, "php", _HASH_PHP_RULES, hits, first)
+    if family in ("sh", "nb", "?", "scripts") and not (first and hits):
+        _run_rules(present, "sh", _HASH_SH_RULES, hits, first)
         if "certutil" in low and "hashfile" in low:
             # certutil ... -hashfile on one line; plain string tests keep this linear.
             for line in low.splitlines():
@@ -8415,17 +8422,17 @@ def _merge_hits(into: Dict[str, int], more: Dict[str, int]) -> Dict[str, int]:
     return into
 
 
-def _code_hash_hits(text: str, family: str) -> Dict[str, int]:
-    """Hash evidence in one code text of the given family."""
+def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
+    """Hash evidence in one code text of the given family (with `first`: whether any)."""
     if family == "nb":
         return _notebook_hash_hits(text)
-    hits = _hash_hits(text, family)
+    hits = _hash_hits(text, family, first)
     if family != "py":
         return hits
     if len(text) > _PY_MAX_AST:
         return hits   # too long to parse: the tokens decide
     if hits:
-        sure = _hash_hits(_py_code_only(text), "py")
+        sure = _hash_hits(_py_code_only(text), "py", first)
         if sure:
             return sure   # hashing in code for sure: no need to parse
     if not hits:
@@ -8495,7 +8502,7 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
         return False
     if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
         family = "py"
-    hits = _code_hash_hits(added_text, family)
+    hits = _code_hash_hits(added_text, family, first=not removed_text)
     if not hits:
         return False
     if not removed_text:
