@@ -8519,35 +8519,31 @@ def _hash_family(path: Optional[str]) -> Optional[str]:
     return _EXT_FAMILY.get(ext, "code")
 
 
-class _Triggers:
-    """Which trigger substrings a text holds, each searched at most once."""
-
-    __slots__ = ("low", "seen")
-
-    def __init__(self, low: str) -> None:
-        self.low = low
-        self.seen: Dict[str, bool] = {}
-
-    def any(self, triggers: Tuple[str, ...]) -> bool:
-        for t in triggers:
-            found = self.seen.get(t)
-            if found is None:
-                found = self.seen[t] = t in self.low
-            if found:
-                return True
-        return False
+def _rule_triggers() -> Tuple[Tuple[str, ...], Dict[str, List[frozenset]]]:
+    """Every trigger (once) and each table's triggers as sets, built on first use."""
+    cached = _RULE_RX.get("triggers")
+    if cached is None:
+        every = set(_HASH_LITERAL_TRIGGERS)
+        tables: Dict[str, List[frozenset]] = {}
+        for name, table in (("any", _HASH_RULES), ("php", _HASH_PHP_RULES),
+                            ("sh", _HASH_SH_RULES)):
+            tables[name] = [frozenset(triggers) for triggers, _ in table]
+            for triggers, _ in table:
+                every.update(triggers)
+        cached = _RULE_RX["triggers"] = (tuple(every), tables)
+    return cached
 
 
-def _run_rules(present: _Triggers, table: str,
+def _run_rules(low: str, present: set, table: str,
                rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: Dict[str, int],
                first: bool) -> None:
     """Add every rule's normalised matches to hits (with `first`, stop at one):
     a rule compiles only when one of its triggers occurs."""
-    low = present.low
-    for k, (triggers, pattern) in enumerate(rules):
+    sets = _rule_triggers()[1][table]
+    for k, (_, pattern) in enumerate(rules):
         if first and hits:
             return
-        if not present.any(triggers):
+        if present.isdisjoint(sets[k]):
             continue
         rx = _RULE_RX.get((table, k))
         if rx is None:
@@ -8576,12 +8572,14 @@ def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
     with `first`, only whether there is one."""
     if not text:
         return {}
-    present = _Triggers(text.lower())
-    low = present.low
+    low = text.lower()
+    present = {t for t in _rule_triggers()[0] if t in low}
     hits: Dict[str, int] = {}
+    if not present:
+        return hits
     if family != "scripts":   # a JSON manifest: only the commands of its scripts
-        _run_rules(present, "any", _HASH_RULES, hits, first)
-        if not (first and hits) and present.any(_HASH_LITERAL_TRIGGERS):
+        _run_rules(low, present, "any", _HASH_RULES, hits, first)
+        if not (first and hits) and not present.isdisjoint(_HASH_LITERAL_TRIGGERS):
             call = _an_rx("hash-literal-call", _HASH_LITERAL_CALL)
             for m in _an_rx("hash-literal", _HASH_LITERAL_RX).finditer(low):
                 head = low[max(0, m.start() - 200):m.start()]
@@ -8590,9 +8588,9 @@ def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
                     hit = "".join((found.group(0) + m.group(0)).split())
                     hits[hit] = hits.get(hit, 0) + 1
     if family == "php" and not (first and hits):
-        _run_rules(present, "php", _HASH_PHP_RULES, hits, first)
+        _run_rules(low, present, "php", _HASH_PHP_RULES, hits, first)
     if family in ("sh", "nb", "?", "scripts") and not (first and hits):
-        _run_rules(present, "sh", _HASH_SH_RULES, hits, first)
+        _run_rules(low, present, "sh", _HASH_SH_RULES, hits, first)
         if "certutil" in low and "hashfile" in low:
             # certutil ... -hashfile on one line; plain string tests keep this linear.
             for line in low.splitlines():
