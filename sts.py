@@ -14570,7 +14570,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
     },
     "claude": {
         "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
-        "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
+        "MultiEdit": (("file_path", "path"), "", ""), "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
         "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
         "PowerShell": ((), "powershell", ""),
         "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
