@@ -408,6 +408,8 @@ ALL_WRITES = [
     ("claude", "Write", lambda p: {"file_path": p, "content": "{}"}),
     ("claude", "Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "["}),
     ("claude", "NotebookEdit", lambda p: {"notebook_path": p, "new_source": "x"}),
+    ("claude", "MultiEdit", lambda p: {"file_path": p, "edits": [{"old_string": "{",
+                                                                 "new_string": "["}]}),
     ("claude", "mcp__fs__write_file", lambda p: {"path": p, "content": "{}"}),
     ("codex", "apply_patch", lambda p: {"command": _patch(p)}),
     ("codex", "apply_patch", lambda p: {"command": _move_patch("src/app.py", p)}),
