@@ -11884,8 +11884,10 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
 
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) that reach a protected root."""
-    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    """Paths of `action` (affected or shell write targets) that reach a protected
+    root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
+    hits = [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    return hits or [raw for raw, _, _ in host_settings_matches(action, protected_paths)]
 
 
 def _tamper_what(root: str) -> str:
@@ -11910,6 +11912,620 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# ---- host settings that decide whether the hook runs -----------------------
+#
+# A host runs the guard only while its own settings say so, and most of those
+# files were never written by `sts.py install`: a project
+# .claude/settings.local.json with "disableAllHooks", Gemini CLI's
+# `hooksConfig.enabled: false`, Codex's `[features] hooks = false`, a hooks
+# block that replaces ours, a folder of plugins or extensions the host loads
+# into its own process (where any code can unhook ours), a trust list that
+# makes the host skip project hooks, a profile switch or an environment file
+# that points the host at a folder where the guard is not wired.  One write to
+# any of them ends the guard silently, for this session or the next, so
+# self-protection covers them by name, whoever wrote them.
+#
+# The set is matched on names: building it reads no file, and a named path is
+# only looked at on disk the way every self-protection check looks at it (its
+# links followed), or when a name matches in another letter case (is that the
+# same file here?).  Glob patterns are the exception, see below.  Where an
+# entry applies:
+#   "**"    under any folder: project layers, and the user folders whose
+#           names are fixed (~/.claude, ~/.codex, ~/.pi/agent, ...), which
+#           also covers a home reached through a link;
+#   "~"     the home folder; "~/$VAR" a folder named by a variable under it;
+#   "$VAR"  the folder or file an environment variable names, as the host
+#           reads it (left out when the variable is unset);
+#   "/..."  system folders, of every platform: a path of another OS never
+#           matches, so listing them all costs nothing.
+# An entry ending in "/" is a folder and covers everything in it; "" is the
+# base itself; "*" stands for any one name.  A path is hit when it is an
+# entry, lies in a folder entry, or is a folder holding one (`rm -rf .codex`),
+# unless it holds the working folder (`git add .`).
+
+_CLAUDE_SYSTEM = ("/etc/claude-code", "/Library/Application Support/ClaudeCode",
+                  "C:/Program Files/ClaudeCode", "C:/ProgramData/ClaudeCode")
+# Folders of code that Oh My Pi imports into its own process, per config folder.
+_OMP_CODE = ("extensions/", "hooks/pre/", "hooks/post/", "tools/")
+_OMP_AGENT = ("settings.json", "config.yml", "config.yaml", ".env") + _OMP_CODE
+
+# host -> ((what it is, where, entries), ...).  The one list of host files
+# self-protection guards beside the guard's own; README.md shows it as a table.
+HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...]] = {
+    "claude": (
+        ("a Claude Code settings file", ("**",),
+         (".claude/settings.json", ".claude/settings.local.json")),
+        ("Claude Code's plugin folder", ("**",), (".claude/plugins/",)),
+        ("Claude Code's list of trusted projects", ("**",), (".claude.json",)),
+        ("a Claude Code settings file, plugin folder or trust list", ("$CLAUDE_CONFIG_DIR",),
+         ("settings.json", "settings.local.json", "plugins/", ".claude.json")),
+        ("Claude Code's managed settings", _CLAUDE_SYSTEM,
+         ("managed-settings.json", "managed-settings.d/")),
+    ),
+    "codex": (
+        ("a Codex config or hooks file", ("**",),
+         (".codex/config.toml", ".codex/hooks.json", ".codex/*.config.toml",
+          ".codex/requirements.toml", ".codex/managed_config.toml")),
+        ("a Codex config or hooks file", ("$CODEX_HOME",),
+         ("config.toml", "hooks.json", "*.config.toml", "requirements.toml",
+          "managed_config.toml")),
+        ("Codex's system or managed config", ("/etc/codex",),
+         ("config.toml", "hooks.json", "requirements.toml", "managed_config.toml")),
+    ),
+    "gemini": (
+        ("a Gemini CLI settings file", ("**",), (".gemini/settings.json",)),
+        ("Gemini CLI's list of trusted folders", ("**",), (".gemini/trustedFolders.json",)),
+        ("a Gemini CLI settings file or trust list",
+         ("$GEMINI_CLI_HOME/.gemini", "$GEMINI_CLI_HOME/.cache/.gemini"),
+         ("settings.json", "trustedFolders.json")),
+        ("Gemini CLI's list of trusted folders", ("$GEMINI_CLI_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Gemini CLI's system settings",
+         ("/etc/gemini-cli", "/Library/Application Support/GeminiCli",
+          "C:/ProgramData/gemini-cli"), ("settings.json", "system-defaults.json")),
+        ("Gemini CLI's system settings",
+         ("$GEMINI_CLI_SYSTEM_SETTINGS_PATH", "$GEMINI_CLI_SYSTEM_DEFAULTS_PATH"), ("",)),
+    ),
+    "qwen": (
+        ("a Qwen Code settings file", ("**",), (".qwen/settings.json",)),
+        ("Qwen Code's list of trusted folders", ("**",), (".qwen/trustedFolders.json",)),
+        ("an environment file Qwen Code reads at start (it can move QWEN_HOME)",
+         ("**",), (".qwen/.env",)),
+        ("a Qwen Code settings file, trust list or environment file", ("$QWEN_HOME",),
+         ("settings.json", "trustedFolders.json", ".env")),
+        ("Qwen Code's list of trusted folders", ("$QWEN_CODE_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Qwen Code's system settings",
+         ("/etc/qwen-code", "/Library/Application Support/QwenCode", "C:/ProgramData/qwen-code"),
+         ("settings.json", "system-defaults.json")),
+        ("Qwen Code's system settings",
+         ("$QWEN_CODE_SYSTEM_SETTINGS_PATH", "$QWEN_CODE_SYSTEM_DEFAULTS_PATH"), ("",)),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "copilot": (
+        ("a Copilot CLI settings or hooks file", ("**",),
+         (".copilot/settings.json", ".copilot/config.json", ".copilot/hooks/",
+          ".github/hooks/", ".github/copilot/settings.json",
+          ".github/copilot/settings.local.json")),
+        ("a Copilot CLI settings or hooks file", ("$COPILOT_HOME",),
+         ("settings.json", "config.json", "hooks/")),
+    ),
+    "opencode": (
+        ("an OpenCode config file", ("**",),
+         ("opencode.json", "opencode.jsonc", ".config/opencode/config.json")),
+        ("a folder of code OpenCode loads into its own process", ("**",),
+         (".opencode/plugin/", ".opencode/plugins/", ".opencode/tool/", ".opencode/tools/",
+          ".opencode/package.json", ".config/opencode/plugin/", ".config/opencode/plugins/",
+          ".config/opencode/tool/", ".config/opencode/tools/",
+          ".config/opencode/package.json")),
+        ("an OpenCode config file or plugin folder",
+         ("$XDG_CONFIG_HOME/opencode", "$OPENCODE_CONFIG_DIR"),
+         ("opencode.json", "opencode.jsonc", "config.json", "plugin/", "plugins/", "tool/",
+          "tools/", "package.json")),
+        ("an OpenCode config file", ("$OPENCODE_CONFIG",), ("",)),
+        ("OpenCode's managed config",
+         ("/etc/opencode", "/Library/Application Support/opencode", "C:/ProgramData/opencode",
+          "$ProgramData/opencode"), ("opencode.json", "opencode.jsonc")),
+    ),
+    "pi": (
+        ("Pi's settings (they list and exclude extensions)", ("**",),
+         (".pi/settings.json", ".pi/agent/settings.json")),
+        ("a folder of code Pi loads into its own process", ("**",),
+         (".pi/extensions/", ".pi/npm/", ".pi/git/", ".pi/agent/extensions/",
+          ".pi/agent/git/")),
+        ("Pi's settings or extension folder", ("$PI_CODING_AGENT_DIR",),
+         ("settings.json", "extensions/", "git/")),
+    ),
+    "omp": (
+        ("Oh My Pi's settings (they list extensions)", ("**",),
+         (".omp/settings.json", ".omp/config.yml", ".omp/config.yaml")
+         + tuple(".omp/agent/" + e for e in _OMP_AGENT[:3])
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_AGENT[:3])),
+        ("a folder of code Oh My Pi loads into its own process", ("**",),
+         tuple(".omp/" + e for e in _OMP_CODE) + tuple(".omp/agent/" + e for e in _OMP_CODE)
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_CODE)
+         + (".omp/plugins/", ".omp/profiles/*/plugins/")
+         + tuple(".claude/" + e for e in _OMP_CODE)
+         + (".codex/extensions/", ".codex/hooks/", ".codex/tools/", ".gemini/extensions/")),
+        ("an environment file Oh My Pi reads at start (it can move the agent folder)", ("**",),
+         (".omp/.env", ".omp/agent/.env", ".omp/profiles/*/.env", ".omp/profiles/*/agent/.env")),
+        ("Oh My Pi's settings, environment file or code folder", ("$PI_CODING_AGENT_DIR",),
+         _OMP_AGENT),
+        ("Oh My Pi's settings, environment file or code folder", ("~/$PI_CONFIG_DIR",),
+         (".env", "plugins/", "profiles/") + tuple("agent/" + e for e in _OMP_AGENT)),
+        ("Oh My Pi's plugin folder", ("$XDG_DATA_HOME/omp",), ("plugins/", "profiles/*/plugins/")),
+        ("a folder of code Oh My Pi loads into its own process",
+         ("$CLAUDE_CONFIG_DIR", "$CODEX_HOME"), _OMP_CODE),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "hermes": (
+        ("Hermes' config, environment file or hook approvals", ("**",),
+         (".hermes/config.yaml", ".hermes/.env", ".hermes/.op.env",
+          ".hermes/shell-hooks-allowlist.json", ".hermes/profiles/*/config.yaml",
+          ".hermes/profiles/*/.env", ".hermes/profiles/*/shell-hooks-allowlist.json")),
+        ("Hermes' active profile (it picks the folder Hermes starts from)", ("**",),
+         (".hermes/active_profile",)),
+        ("a Hermes plugin folder, loaded into Hermes' own process", ("**",),
+         (".hermes/plugins/", ".hermes/profiles/*/plugins/")),
+        ("Hermes' config, plugin folder or environment file", ("$HERMES_HOME", "$LOCALAPPDATA/hermes"),
+         ("config.yaml", ".env", ".op.env", "shell-hooks-allowlist.json", "active_profile",
+          "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
+        ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
+    ),
+}
+
+class HostSettings(Record):
+    """HOST_SETTINGS for one environment: the first names of the entries that
+    apply under any folder, and the folders the other entries lie under.  It
+    rides in the protected set beside the guard's own paths (see
+    _protected_paths).  Entries are split into names only for a path that
+    reaches one of these, so a call naming `src/app.py` costs a few lookups."""
+
+    __slots__ = FIELDS = ('heads', 'bases')
+
+    heads: "frozenset[str]"   # case-folded
+    # first name of the folder, case-folded -> (names of the folder, the folder
+    # as written, Windows path?, host, row index)
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]]
+
+
+def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
+    if not windows:
+        return tuple(p for p in path.split("/") if p and p != ".")
+    # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
+    # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
+    path = path.replace("\\", "/")
+    if path.startswith(("//?/", "//./")):
+        path = path[4:]
+    parts = []
+    for i, part in enumerate(p for p in path.split("/") if p and p != "."):
+        if i or not (len(part) == 2 and part[1] == ":"):
+            part = part.split(":", 1)[0].rstrip(". ") or part
+        parts.append(part)
+    return tuple(parts)
+
+
+def _settings_base(spec: str, environ: Any, home: str
+                   ) -> Optional[Tuple[Tuple[str, ...], str, bool]]:
+    """(names, text, Windows path?) of the folder a HOST_SETTINGS base stands
+    for here, or None: a variable is unset, or names a relative folder (which
+    depends on the host's working folder)."""
+    text = spec
+    if "$" in text:
+        head, _, rest = text.partition("$")
+        name, sep, tail = rest.partition("/")
+        value = (environ.get(name) or "").strip()
+        if not value:
+            return None
+        text = head + value + sep + tail
+    if text == "~" or text.startswith("~/"):
+        text = home + text[1:]
+    elif text.startswith("~"):
+        text = os.path.expanduser(text)
+    windows = _files_win_abs(text)
+    if not windows and not os.path.isabs(text):
+        return None
+    parts = _settings_parts(text if windows else os.path.normpath(text), windows)
+    return (parts, text.rstrip("/\\") or text, windows) if parts else None
+
+
+# HOST_SETTINGS parsed once per process, on first need.
+_SETTINGS_CACHE: Dict[Any, Any] = {}
+
+
+def _settings_static() -> Tuple["frozenset[str]", list, list]:
+    """(first names of the entries under any folder, fixed system folders,
+    bases an environment variable or the home folder decides)."""
+    cached = _SETTINGS_CACHE.get("static")
+    if cached is None:
+        heads, system, variable = set(), [], []
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, entries) in enumerate(rows):
+                for spec in bases:
+                    if spec == "**":
+                        heads.update(e.split("/", 1)[0].casefold() for e in entries)
+                    elif "$" in spec or spec.startswith("~"):
+                        variable.append((spec, host, index))
+                    else:
+                        base = _settings_base(spec, {}, "")
+                        if base is not None:
+                            system.append(base + (host, index))
+        cached = _SETTINGS_CACHE["static"] = (frozenset(heads), system, variable)
+    return cached
+
+
+def _settings_row(host: str, index: int) -> List[Tuple[Tuple[str, ...], bool, str]]:
+    """(names, folder?, as written) of one HOST_SETTINGS row's entries."""
+    key = (host, index)
+    row = _SETTINGS_CACHE.get(key)
+    if row is None:
+        row = _SETTINGS_CACHE[key] = [(_settings_parts(e, False), e.endswith("/"), e)
+                                      for e in HOST_SETTINGS[host][index][2]]
+    return row
+
+
+def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str, int]]]:
+    """First name (case-folded) -> (names, folder?, as written, host, row) of
+    every entry that applies under any folder."""
+    table = _SETTINGS_CACHE.get("anywhere")
+    if table is None:
+        table = _SETTINGS_CACHE["anywhere"] = {}
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, _) in enumerate(rows):
+                if "**" in bases:
+                    for parts, folder, spelled in _settings_row(host, index):
+                        table.setdefault(parts[0].casefold(), []).append(
+                            (parts, folder, spelled, host, index))
+    return table
+
+
+def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettings:
+    """HOST_SETTINGS resolved against `environ` (default: this process's, which
+    the host passed on to the hook) and the home folder."""
+    environ = os.environ if environ is None else environ
+    home = home or os.path.expanduser("~")
+    heads, system, variable = _settings_static()
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]] = {}
+    for base in system + [b + (host, index) for spec, host, index in variable
+                          for b in [_settings_base(spec, environ, home)] if b is not None]:
+        bases.setdefault(base[0][0].casefold(), []).append(base)
+    return HostSettings(heads, bases)
+
+
+def _settings_name_match(name: str, want: str, fold: bool) -> bool:
+    if fold:
+        name, want = name.casefold(), want.casefold()
+    if "*" in want:
+        import fnmatch
+        return fnmatch.fnmatchcase(name, want)
+    return name == want
+
+
+def _settings_relation(parts: Tuple[str, ...], want: Tuple[str, ...], folder: bool,
+                       fold: bool) -> Optional[str]:
+    """"is", "in" (inside a folder entry) or "holds" when the names `parts`
+    reach the entry `want`, else None."""
+    n, m = len(parts), len(want)
+    if n > m and not folder:
+        return None
+    for name, pattern in zip(parts, want):
+        if not _settings_name_match(name, pattern, fold):
+            return None
+    return "is" if n == m else ("in" if n > m else "holds")
+
+
+class _SettingsReading(Record):
+    """One way a path named by a call can be read: its absolute names (or,
+    with no known folder, the names as written) and how to compare them."""
+
+    __slots__ = FIELDS = ('shown', 'parts', 'windows', 'absolute')
+
+    shown: str
+    parts: Tuple[str, ...]
+    windows: bool
+    absolute: bool
+
+
+def _settings_physical(path: str, folders: Optional[Dict[str, str]]) -> str:
+    """realpath(path), with the folder's own resolution shared through
+    `folders` by every path of one call in the same folder (`rm` of a
+    thousand files resolves their folder once, and lstats each name)."""
+    head, tail = os.path.split(path)
+    if folders is None or tail in ("", ".", ".."):
+        return _files_realpath(path)
+    real = folders.get(head)
+    if real is None:
+        real = folders[head] = _files_realpath(head)
+    if os.path.islink(path):
+        return _files_realpath(path)
+    return os.path.join(real, tail)
+
+
+def _settings_readings(raw: str, cwd: Optional[str], folders: Optional[Dict[str, str]] = None
+                       ) -> List[_SettingsReading]:
+    """The lexical reading (`..` applied to the names) and the physical one
+    (links followed) of a path, since hosts differ in which they use."""
+    text = raw.strip()
+    if not text:
+        return []
+    base = cwd.strip() if isinstance(cwd, str) else ""
+    if _files_win_abs(text) or (not text.startswith(("/", "~")) and _files_win_abs(base)):
+        import ntpath
+        joined = ntpath.normpath(ntpath.join(base, text) if _files_win_abs(base) else text)
+        return [_SettingsReading(joined, _settings_parts(joined, True), True,
+                                 _files_win_abs(joined))]
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    if not os.path.isabs(text):
+        if base.startswith("~"):
+            base = os.path.expanduser(base)
+        if not os.path.isabs(base):
+            return [_SettingsReading(text, _settings_parts(os.path.normpath(text), False),
+                                     False, False)]
+        text = os.path.join(base, text)
+    lexical = os.path.normpath(text)
+    readings = [_SettingsReading(lexical, _settings_parts(lexical, False), False, True)]
+    physical = _settings_physical(text, folders)
+    if physical != lexical:
+        readings.append(_SettingsReading(physical, _settings_parts(physical, False), False, True))
+    return readings
+
+
+def _settings_holds_cwd(reading: _SettingsReading, cwd_parts: List[Tuple[str, ...]]) -> bool:
+    n = len(reading.parts)
+    fold = reading.windows
+    want = tuple(p.casefold() for p in reading.parts) if fold else reading.parts
+    return reading.absolute and any(
+        (tuple(p.casefold() for p in c[:n]) if fold else c[:n]) == want for c in cwd_parts)
+
+
+# (relation, host, row index, the entry as written out)
+_SettingsHit = "Tuple[str, str, int, str]"
+
+
+def _settings_scan(reading: _SettingsReading, settings: HostSettings
+                   ) -> Tuple[Optional[_SettingsHit], bool]:
+    """(the first entry the names reach in any letter case, whether that
+    match is exact); an exact match wins over one found earlier in another case."""
+    names = reading.parts
+    folded = [n.casefold() for n in names]
+    other: Optional[_SettingsHit] = None
+    if not settings.heads.isdisjoint(folded):
+        anywhere = _settings_anywhere()
+        for i, name in enumerate(folded):
+            for parts, folder, spelled, host, index in anywhere.get(name, ()):
+                relation = _settings_relation(names[i:], parts, folder, True)
+                if relation:
+                    if _settings_relation(names[i:], parts, folder, False) == relation:
+                        return (relation, host, index, spelled), True
+                    other = other or (relation, host, index, spelled)
+    if not reading.absolute or not names:
+        return other, False
+    for head, shown, windows, host, index in settings.bases.get(folded[0], ()):
+        if windows != reading.windows:
+            continue
+        k = min(len(head), len(names))
+        if any(not _settings_name_match(a, b, True) for a, b in zip(names[:k], head[:k])):
+            continue
+        for parts, folder, spelled in _settings_row(host, index):
+            relation = _settings_relation(names, head + parts, folder, True)
+            if relation:
+                hit = relation, host, index, shown + "/" + spelled if spelled else shown
+                if _settings_relation(names, head + parts, folder, False) == relation:
+                    return hit, True
+                other = other or hit
+    return other, False
+
+
+def _settings_reach(reading: _SettingsReading, settings: HostSettings
+                    ) -> Optional[_SettingsHit]:
+    """The first entry `reading` reaches.  Letter case counts except on
+    Windows paths and where the file system ignores it (probed only when a
+    name matches in another case)."""
+    hit, exact = _settings_scan(reading, settings)
+    if hit is None or exact or reading.windows:
+        return hit
+    # With no known folder to probe, another case is taken to be the same file.
+    if not reading.absolute or _tamper_case_insensitive(reading.shown):
+        return hit
+    return None
+
+
+def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, _SettingsHit]]:
+    """(raw path, path as read, hit) for every path of `action` (affected or
+    shell write target) that reaches a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    cwd_parts: Optional[List[Tuple[str, ...]]] = None
+    folders: Dict[str, str] = {}
+    found = []
+    for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        for reading in _settings_readings(raw, action.cwd, folders):
+            hit = _settings_reach(reading, settings)
+            if hit is None:
+                continue
+            if hit[0] == "holds":
+                if cwd_parts is None:
+                    cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
+                                 if r.absolute]
+                if _settings_holds_cwd(reading, cwd_parts):
+                    continue
+            found.append((raw, reading.shown, hit))
+            break
+    return found
+
+
+# Glob patterns of shell write targets: `rm .claude/*.json`, `rm -rf d` (which
+# the analyzer also gives as d/**), `cp -r x/. .claude` (.claude/*).  A
+# pattern reaches an entry in any of three ways:
+#   - by names, where the entry's own names are written out: `.claude/*`
+#     reaches .claude/settings.json whether or not it exists yet.  A wildcard
+#     never stands for the first name of an entry that applies under any
+#     folder, or `dist/*` would stand for dist/.claude and every folder
+#     would hold settings;
+#   - on disk: a shell wildcard expands to names that exist, so the pattern
+#     is expanded and every path it yields is matched like a named path (a
+#     link included);
+#   - for a folder changed as a whole (a `**`), by looking up in it the first
+#     names of the entries that apply under any folder, then the entries
+#     under the names that exist.
+# Where the disk cannot be read (a Windows path here, no known working
+# folder, a listing past the limit), the names alone decide.
+
+_GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names decide
+
+
+def _glob_wild(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _glob_name(name: str, pattern: str, fold: bool) -> bool:
+    """Whether some name matches both `name` (an entry's, maybe with its own
+    `*`) and `pattern` (a pattern's)."""
+    if fold:
+        name, pattern = name.casefold(), pattern.casefold()
+    import fnmatch
+    if "*" in name:
+        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
+    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+
+
+def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
+                fold: bool, free_stars: bool) -> Optional[str]:
+    """How a path matching the pattern names q[i:] reaches the entry names
+    want[j:]: "is", "in", "holds" or None.  free_stars: a `**` may stand for
+    names of the entry (one at a known place); for an entry under any folder
+    it may not, or it would stand for every folder."""
+    if j == len(want):
+        if all(p == "**" for p in q[i:]):
+            return "is"
+        return "in" if folder else None
+    if i == len(q):
+        return "holds" if j > 0 or free_stars else None
+    if q[i] == "**":
+        return (_glob_reach(q, i + 1, want, j, folder, fold, free_stars)
+                or (_glob_reach(q, i, want, j + 1, folder, fold, free_stars)
+                    if free_stars else None))
+    if _glob_name(want[j], q[i], fold):
+        return _glob_reach(q, i + 1, want, j + 1, folder, fold, free_stars)
+    return None
+
+
+def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional[_SettingsHit]:
+    """The first entry some path matching the pattern could reach, by names alone."""
+    q, fold = reading.parts, True  # letter case cannot be probed on a pattern: either counts
+    anywhere = _settings_anywhere()
+    for start in range(len(q)):
+        for parts, folder, spelled, host, index in anywhere.get(q[start].casefold(), ()):
+            relation = _glob_reach(q, start, parts, 0, folder, fold, False)
+            if relation:
+                return relation, host, index, spelled
+    if reading.absolute:
+        for head, shown, windows, host, index in (
+                b for bases in settings.bases.values() for b in bases):
+            if windows == reading.windows:
+                for parts, folder, spelled in _settings_row(host, index):
+                    relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
+                    if relation:
+                        return relation, host, index, shown + "/" + spelled if spelled else shown
+    return None
+
+
+def _glob_tree(folder: str) -> Optional[_SettingsHit]:
+    """An entry (of those under any folder) that exists directly in `folder`."""
+    anywhere = _settings_anywhere()
+    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+        if os.path.lexists(os.path.join(folder, first)):
+            for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
+                if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
+                    return "holds", host, index, spelled
+    return None
+
+
+def _glob_expand(folder: str, rest: Tuple[str, ...], budget: List[int],
+                 out: List[Tuple[str, bool]]) -> bool:
+    """Collect (path, whole tree?) for the paths `rest` names below `folder`;
+    False when the listing limit ran out."""
+    if not rest:
+        out.append((folder, False))
+        return True
+    name = rest[0]
+    if name == "**":
+        out.append((folder, True))
+        return True
+    if not _glob_wild(name):
+        return _glob_expand(os.path.join(folder, name), rest[1:], budget, out)
+    import fnmatch
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True  # nothing to expand: the word stays as written, a new name
+    budget[0] -= len(names)
+    if budget[0] < 0:
+        return False
+    return all(_glob_expand(os.path.join(folder, n), rest[1:], budget, out)
+               for n in sorted(names) if fnmatch.fnmatchcase(n, name))
+
+
+def host_settings_pattern_matches(patterns: Any, cwd: Optional[str], protected_paths: Any
+                                  ) -> List[Tuple[str, str, _SettingsHit]]:
+    """(pattern, what it reaches, hit) for the shell write patterns (see
+    ShellAnalysis) that may reach a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    found = []
+    for pattern in patterns:
+        readings = _settings_readings(pattern, cwd)
+        if not readings:
+            continue
+        reading = readings[0]  # the names as written: links are followed per path below
+        hit = _glob_by_name(reading, settings)
+        if hit is not None:
+            found.append((pattern, reading.shown, hit))
+            continue
+        if not reading.absolute or not reading.parts or reading.windows != (os.name == "nt"):
+            continue  # no folder to list, or a path of another OS
+        start, rest = ((reading.parts[0] + "\\", reading.parts[1:]) if reading.windows
+                       else ("/", reading.parts))
+        expanded: List[Tuple[str, bool]] = []
+        if not _glob_expand(start, rest, [_GLOB_LIST_LIMIT], expanded):
+            continue
+        for path, tree in expanded:
+            hit = next((h for r in _settings_readings(path, None)
+                        for h in [_settings_reach(r, settings)] if h is not None), None)
+            if hit is None and tree:
+                hit = _glob_tree(path)
+            if hit is not None:
+                found.append((pattern, path, hit))
+                break
+    return found
+
+
+def _host_settings_detail(hits: List[Tuple[str, str, _SettingsHit]]) -> str:
+    parts = []
+    for raw, shown, (relation, host, index, spelled) in hits:
+        named = shown if raw == shown else "%s (named `%s`)" % (shown, raw)
+        what = HOST_SETTINGS[host][index][0]  # it names the host
+        if relation == "is":
+            parts.append("%s is %s" % (named, what))
+        elif relation == "in":
+            parts.append("%s lies in %s, %s" % (named, spelled, what))
+        else:
+            parts.append("%s holds %s, %s" % (named, spelled, what))
+    return ("This call would change a host file that decides whether the guard's hook runs: "
+            "%s. A write there can turn the hooks off, replace them or load code that "
+            "unhooks the guard, so self-protection stops it in every mode while the guard is "
+            "armed, change and open included." % "; ".join(parts))
+
+
+# What an agent stopped for a host settings file is told to do.
+_HOST_SETTINGS_NEXT = (
+    "Do not work around this. If the user wants this file changed, the user first turns the "
+    "guard off for this session by sending `$stop-that-shit off` as a prompt, then asks for "
+    "the edit again (`$stop-that-shit change` arms the guard again afterwards); or the user "
+    "edits the file by hand. Tell the user what you wanted to change in it and why.")
 
 
 def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
@@ -12018,6 +12634,11 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    settings = host_settings_matches(f.action, f.protected_paths)
+    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
+                                              f.protected_paths)
+    if settings:
+        return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
         # A write whose target could be a guard file is not let through.
         unplaced = _tamper_unplaced(f.action)
@@ -12241,7 +12862,8 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     storage_error: {"code", "message"} when the session is in read-only
     recovery (core.md 7.5); `state` is then the recovery state.
     protected_paths: resolved absolute roots the agent must not write
-    (decisions.md 3); any sequence of strings.
+    (decisions.md 3), strings, and at most one HostSettings (host files
+    named by HOST_SETTINGS).
     thrash_repeats: runs in a row of this same command with no write in
     between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
     on, the call is reported.
@@ -13657,9 +14279,10 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
                             bool(summary.unresolved_reasons), storage_error)
 
 
-def _protected_paths(store: Store) -> List[str]:
-    """The self-protection set of decisions.md 3: data dir, this file, installed paths."""
-    paths = [store.root, os.path.abspath(__file__)]
+def _protected_paths(store: Store) -> List[Any]:
+    """The self-protection set: data dir, this file, installed paths, and the
+    host settings that decide whether the hook runs (HostSettings)."""
+    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
     try:
         with open(store.path("installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
