@@ -6939,8 +6939,9 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
-# recovery, armed markers, session links, and the append-only runtime audit.
-# core.md 7 and 8; decisions.md 5 and 7.
+# recovery, armed markers, session links, the per-host "last event" marks,
+# and the append-only runtime audit: one line per judged tool call, written
+# with one O_APPEND write so that concurrent hooks never interleave bytes.
 ###############################################################################
 
 
@@ -7066,7 +7067,7 @@ def _uuid4_text() -> str:
 
 
 def _state_int_ok(value: Any) -> bool:
-    # S4: JSON true/false must not pass as 1/0.
+    # JSON true/false must not pass as 1/0 (bool is an int subclass).
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -7125,7 +7126,7 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
-    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # Only agentAliases is optional.  A missing unresolved map
     # or accepted-id list must not read as empty: that would forget an
     # unproven count or a used id and grant budget nothing proved free.
     for required in ("acceptedActions", "unresolved"):
@@ -7183,7 +7184,7 @@ def _validate_delegation(raw: Any) -> dict:
 
 
 def validate_state(obj: Any) -> dict:
-    """Check a parsed state file against schema 4 (core.md 7.3) and normalize it.
+    """Check a parsed state file against schema 4 and normalize it.
 
     Raises StateDamaged on the first problem.  Normalizing happens in memory
     only (legacy budget keys dropped, optional fields filled in); the file is
@@ -7193,7 +7194,7 @@ def validate_state(obj: Any) -> dict:
         raise _damaged("not a JSON object")
     version = obj.get("schemaVersion")
     if type(version) is not int or version != STATE_SCHEMA_VERSION:
-        # S3: the port never wrote schemas 1-3, and a future one cannot be read safely.
+        # sts never wrote schemas 1-3, and a future one cannot be read safely.
         raise _damaged("unsupported schemaVersion %s" % json.dumps(version, default=str)[:20])
     state = {k: v for k, v in obj.items() if k not in _LEGACY_KEYS}
     state["contract"] = _validate_contract(obj.get("contract"))
@@ -7211,7 +7212,9 @@ def validate_state(obj: Any) -> dict:
 
 
 def recovery_state(storage_error: dict) -> dict:
-    """The read-only recovery state of core.md 7.5 for a `{code, message}` error."""
+    """The read-only recovery state for a `{code, message}` storage error: review /
+    guard with source `recovery`, and the agent count marked unproven, so reads
+    go on and everything else is denied until the user starts over."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -7226,7 +7229,8 @@ def _lock_damaged(key: str) -> dict:
 
 
 def _pid_alive(pid: int) -> bool:
-    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go (C4)."""
+    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go
+    (where liveness cannot be probed, a pid counts as alive)."""
     if pid <= 0:
         return True
     if os.name == "nt":
@@ -7282,7 +7286,8 @@ class Store:
 
     def __init__(self, root: Optional[str] = None) -> None:
         self.root = root or data_dir()
-        # Keys whose damaged file was moved aside during the current update (S1).
+        # Keys whose damaged file was moved aside during the current update
+        # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
 
     def path(self, *parts: str) -> str:
@@ -7291,15 +7296,15 @@ class Store:
     def _state_path(self, key: str) -> str:
         return os.path.join(self.root, "sessions", key + ".json")
 
-    # -- reading -----------------------------------------------------------
+    # ---- reading ------------------------------------------------------------
 
     def load(self, key: str) -> Loaded:
-        """Lock-free read; damage yields the recovery state (core.md 7.5)."""
+        """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
             import stat
             if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
-                # C5: sts never writes a lock file, so one here is foreign or corrupt.
+                # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
         except FileNotFoundError:
@@ -7328,7 +7333,7 @@ class Store:
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
 
-    # -- locking -----------------------------------------------------------
+    # ---- locking ------------------------------------------------------------
 
     def _acquire(self, key: str) -> Optional[str]:
         """Take the session lock; the owner file's path, or None if the lock is damaged."""
@@ -7422,7 +7427,8 @@ class Store:
         """Lock, load, call change(loaded) -> (new_state or None, result), write, unlock.
 
         In recovery nothing is written, except after `preserve_damaged(key)`
-        was called from inside `change` (S1): the damaged bytes are then out
+        was called from inside `change` (a valid directive starts a damaged
+        session afresh): the damaged bytes are then out
         of the way and the fresh state is written.  A lock path that is a
         file yields STS_LOCK_DAMAGED recovery without waiting.  Raises
         LockTimeout after 1.5 s; write errors propagate.
@@ -7447,7 +7453,8 @@ class Store:
             self._release(owner)
 
     def preserve_damaged(self, key: str) -> str:
-        """Move a damaged state file aside, bytes untouched (S1); returns the new path."""
+        """Move a damaged state file aside as `<file>.damaged-<UTC stamp>`, bytes
+        untouched; returns the new path."""
         import time
         target = self._state_path(key)
         now = time.time()
@@ -7462,10 +7469,11 @@ class Store:
         self._preserved.add(key)
         return kept
 
-    # -- writing -----------------------------------------------------------
+    # ---- writing ------------------------------------------------------------
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
-        """Durable atomic replace (S2): the old file survives any failure."""
+        """Durable atomic replace: temp file in the same folder, fsync, rename,
+        folder fsync; the old file survives any failure."""
         import time
         directory = os.path.dirname(target)
         _state_mkdirs(directory)
@@ -7529,7 +7537,11 @@ class Store:
         self._append_line("runtime", "annotations.jsonl", record)
 
     def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event (decisions.md 4); returns the line."""
+        """Record an observed host effect for an event; returns the line.
+
+        The hook itself always writes `unobserved` (a returned denial does not
+        prove the host skipped the call); a test or user that saw what the host
+        did says so here, in an annotation line, never by rewriting the log."""
         event_id = event_id.lower() if isinstance(event_id, str) else event_id
         if not event_id_ok(event_id):
             raise ValueError("invalid event id: %r" % (event_id,))
@@ -7540,7 +7552,7 @@ class Store:
         self.append_annotation(record)
         return record
 
-    # -- markers, links, hosts ------------------------------------------------
+    # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
         """Keep <data>/armed/<key> present iff the governing contract is armed.
@@ -7686,7 +7698,7 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
-# -- audit readers (inspection only; a tool-call hook never reads logs) -----
+# ---- audit readers (inspection only; a tool-call hook never reads logs) -----
 
 _AUDIT_RES: Dict[str, Any] = {}
 
@@ -7704,7 +7716,7 @@ def _audit_re(name: str) -> Any:
 
 
 def event_id_ok(value: Any) -> bool:
-    """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
+    """`evt_` followed by lower-case hex and dashes."""
     return isinstance(value, str) and _audit_re("event").match(value) is not None
 
 
@@ -7735,7 +7747,8 @@ def _time_ok(value: Any) -> bool:
 
 
 def runtime_event_ok(record: Any) -> bool:
-    """Shape checks of core.md 8.3 for one RuntimeEvent v1 line."""
+    """Shape checks for one RuntimeEvent v1 line; a line that fails them is
+    counted as damaged and skipped by readers."""
     if not isinstance(record, dict) or type(record.get("schemaVersion")) is not int \
             or record.get("schemaVersion") != 1:
         return False
