@@ -10829,8 +10829,8 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 # Install, uninstall and doctor
 #
-# Owns wiring sts into each host's configuration: the hook command form of
-# decisions.md 1, merging JSON configs without losing the user's keys,
+# Owns wiring sts into each host's configuration: the import-form hook
+# command (see hook_argv), merging JSON configs without losing the user's keys,
 # backups, idempotence, the shims' copies, and the doctor's checks.
 #
 # Every edit is planned first (path, old bytes, new bytes), so --dry-run and
@@ -10852,7 +10852,9 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 
 # Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
-# 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
+# 5 s: well above a hook's cost (including a 1.5 s lock wait), well below what
+# a user would wait for.  A tool hook sees every tool; a PostToolUse hook only
+# the tools that start or wait for subagents, whose results the ledger needs.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
 _GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
@@ -10924,9 +10926,10 @@ def _xdg_config(*parts: str) -> str:
     return os.path.join(base, *parts)
 
 
-# The per-host table: where the user and project layers live (adapters.md 3.6,
-# 4.6, 5.6, 6.6, 7.6, 8.7) and what install writes there.  "config" is the JSON
-# hooks file for command-hook hosts; shim hosts use _SHIM_FILES instead.
+# The per-host table: where each host reads its user and project layers (and
+# the environment variable that moves the user one) and what install writes
+# there.  "config" is the JSON hooks file for command-hook hosts; shim hosts
+# use _SHIM_FILES instead.
 _HOSTS: Dict[str, Dict[str, Any]] = {
     "codex": {"user": lambda: _env_dir("CODEX_HOME", ".codex"), "project": ".codex",
               "config": "hooks.json", "binary": "codex"},
@@ -10996,7 +10999,7 @@ class _Manual(Exception):
     """An edit sts cannot prove safe; the user gets the exact lines instead."""
 
 
-# --------------------------------------------------------------- the command
+# ---- the command ------------------------------------------------------------
 
 
 def _sts_path() -> str:
@@ -11024,7 +11027,10 @@ def _dir_writable(path: str) -> bool:
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
-    """The hook command as argv (decisions.md 1): the import form, so bytecode is reused."""
+    """The hook command as argv: the import form, so bytecode is reused (a file
+    run as a script is compiled on every run); -I keeps PYTHON* variables and
+    the user's site folder from changing the guard, -S skips site start-up (sts
+    needs only the standard library)."""
     path = os.path.abspath(sts_path or _sts_path())
     folder = os.path.dirname(path)
     argv = [python, "-I", "-S"]
@@ -11039,12 +11045,12 @@ def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None
 
 
 def hook_command(host: str, python: str = "python3", sts_path: Optional[str] = None) -> str:
-    """The import-form hook command (decisions.md 1) for this copy of sts.py, as one
+    """The import-form hook command (see hook_argv) for this copy of sts.py, as one
     shell-quoted string (Codex and Claude run it with sh -c; Hermes shlex-splits it)."""
     return " ".join(_sh_quote(w) for w in hook_argv(host, python, sts_path))
 
 
-# --------------------------------------------------------------- JSON splicing
+# ---- JSON splicing ----------------------------------------------------------
 #
 # json.loads validates the file and reports line and column; the scanner below
 # then only has to find spans in text that is known to be valid JSON.
@@ -11334,7 +11340,7 @@ def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
     return True, "%s runs sts on %d events" % (path, len(_HOOK_EVENTS[host]))
 
 
-# --------------------------------------------------------------- Codex TOML
+# ---- Codex TOML -------------------------------------------------------------
 #
 # Codex wants `[features] hooks = true` in config.toml (the host kit set it).
 # sts never rewrites TOML: it appends a new [features] table, or adds one line
@@ -11476,7 +11482,7 @@ def _toml_hooks_enabled(path: str) -> Optional[bool]:
             return None
 
 
-# --------------------------------------------------------------- Hermes YAML
+# ---- Hermes YAML ------------------------------------------------------------
 #
 # No YAML library: sts reads config.yaml only as far as it must to prove where
 # `plugins.enabled` is, and gives up (printing the lines) on anything fancier
@@ -11656,7 +11662,7 @@ def _yaml_enable_lines() -> str:
     return "plugins:\n  enabled:\n    - %s" % _SHIM_NAME
 
 
-# --------------------------------------------------------------- shims
+# ---- shims ------------------------------------------------------------------
 
 
 def _shims_dir() -> str:
@@ -11700,7 +11706,7 @@ def _shim_pinned_to(path: str) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-# --------------------------------------------------------------- planning
+# ---- planning ---------------------------------------------------------------
 
 
 class _Change(Record):
@@ -11927,7 +11933,7 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
 
 def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it (adapters.md 5.6).
+    offline) unless node_modules/ exists and package-lock.json lists it.
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
@@ -12037,7 +12043,7 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     return plan
 
 
-# --------------------------------------------------------------- applying
+# ---- applying ---------------------------------------------------------------
 
 
 def _diff(ch: _Change) -> str:
@@ -12134,10 +12140,9 @@ def _apply(plan: _Plan, out: Any) -> List[str]:
     return done
 
 
-# --------------------------------------------------------------- installed.json
+# ---- installed.json ---------------------------------------------------------
 #
-# decisions.md 3: the self-protection check protects every path listed under
-# "paths".  "installs" keeps, per host, scope and folder, what install did, so
+# The self-protection check protects every path listed under "paths".  "installs" keeps, per host, scope and folder, what install did, so
 # that uninstall can take away exactly that.
 
 
@@ -12170,7 +12175,7 @@ def _entry_key(host: str, scope: str, base: str) -> str:
     return "%s:%s:%s" % (host, scope, base)
 
 
-# --------------------------------------------------------------- Codex trust
+# ---- Codex trust ------------------------------------------------------------
 
 
 class _AppServer:
@@ -12270,7 +12275,7 @@ def _codex_trust(hooks_path: str, command: str, cwd: str, write: bool) -> List[d
         server.close()
 
 
-# --------------------------------------------------------------- commands
+# ---- commands ---------------------------------------------------------------
 
 
 def _parse(args: List[str], flags: Dict[str, bool]) -> Tuple[Optional[str], Dict[str, Any]]:
@@ -12416,7 +12421,7 @@ def cmd_uninstall(args: List[str]) -> int:
         return 2
 
 
-# --------------------------------------------------------------- doctor
+# ---- doctor -----------------------------------------------------------------
 
 
 def _probe(host: str, command: str) -> Tuple[bool, str]:
