@@ -12666,8 +12666,9 @@ def cmd_doctor(args: List[str]) -> int:
 # Inspection
 #
 # Owns the read side: status, runtime, explain and label, both as prompt
-# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  Only
-# these read audit logs; a tool-call hook never does.
+# commands (`$stop-that-shit status`, which never change the contract) and
+# from the terminal (`python3 sts.py status`, exit 1 when nothing is found, 2
+# on a usage error).  Only these read audit logs; a tool-call hook never does.
 ###############################################################################
 
 
@@ -12767,7 +12768,7 @@ class _Tally:
         return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
 
     def summary(self, damaged: int) -> Dict[str, Any]:
-        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        """The `summary` object of `runtime --json`, plus observed host effects."""
         responses = self.responses
         return {"checkedActions": self.row[0],
                 "contextResponses": responses.get("context_returned", 0),
@@ -12868,14 +12869,14 @@ def _minute(occurred_at: str) -> str:
     return "%s %s" % (occurred_at[:10], occurred_at[11:16]) if occurred_at else "-"
 
 
-# ---- status -------------------------------------------------------------------
+# ---- status -----------------------------------------------------------------
 
 
 def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     delegation = state.get("delegation") or {}
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", []))
                    for r in (delegation.get("reservations") or {}).values())
-    # First-seen order, as the reference prints them.
+    # In the order they were first recorded.
     reasons = list(dict.fromkeys((delegation.get("unresolved") or {}).values()))
     return reserved, reasons
 
@@ -12904,7 +12905,8 @@ class _StatusView:
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self, terminal: bool = False) -> List[str]:
-        """core.md 8.4 line for line; the terminal shows an unlimited budget as a word."""
+        """The status lines the agent gets for `$stop-that-shit status`; the
+        terminal shows an unlimited budget as a word."""
         state = self.loaded.state
         contract = state["contract"]
         fields = contract_fields(contract, self.reserved, bool(self.reasons))
@@ -13032,7 +13034,7 @@ def _event_lines(event: dict, notes: "Annotations") -> List[str]:
     return [first, second]
 
 
-# ---- runtime ------------------------------------------------------------------
+# ---- runtime ----------------------------------------------------------------
 
 
 def _runtime_text(summary: dict) -> str:
@@ -13049,7 +13051,7 @@ def _runtime_text(summary: dict) -> str:
         lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
     effects = summary["hostEffects"]
     if any(effects.values()):
-        # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
+        # Only effects someone confirmed afterwards are counted; the rest stay unobserved.
         lines.append("Observed host effects: blocked=%d; ran=%d"
                      % (effects["observed_blocked"], effects["observed_ran"]))
     return "\n".join(lines)
@@ -13155,11 +13157,11 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
     return summary, rows, events, notes, len(found)
 
 
-# ---- explain and label --------------------------------------------------------
+# ---- explain and label ------------------------------------------------------
 
 
 def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are lower-cased, L2).
+    """The event with this exact id in any session's log (ids are compared lower-cased).
 
     Each log is searched as bytes first and only a line holding the id is
     parsed: sts writes ids unescaped, so a log without those bytes cannot hold
@@ -13221,7 +13223,7 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
-# ---- prompt answers -------------------------------------------------------------
+# ---- prompt answers ---------------------------------------------------------
 
 
 def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
@@ -13253,7 +13255,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
-# ---- terminal -----------------------------------------------------------------
+# ---- terminal ---------------------------------------------------------------
 
 
 _INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
