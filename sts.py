@@ -13825,8 +13825,12 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 # CLI
 #
-# Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
-# A3) and main().
+# Owns the hook runner and main().  A hook never shows the host a traceback.
+# Input that is empty, not JSON or not an object, and an event that fails
+# validation, fail open: no answer, one stderr line, exit 0.  An internal
+# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
+# call in a session known to be armed: there the call is denied, because the
+# host would run the tool when the hook crashes.
 ###############################################################################
 
 
@@ -13837,7 +13841,7 @@ ADAPTERS: Dict[str, Adapter] = {
     **HOST_ADAPTERS_C,
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
 _SCAN_CAP = 64 * 1024
 # Host event names after which the host runs a tool (fail-closed candidates).
 _TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
@@ -13859,7 +13863,7 @@ def _fail_open(error: str, reason: str) -> str:
 
 
 def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock (core.md 10-C1)."""
+    """Armed by marker, or by a readable contract at guard/lock."""
     if not session_id:
         return False
     key = session_key(session_id)
@@ -13931,7 +13935,7 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         event = ControlEvent.from_dict(call.event)
     except EventError as exc:
         return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the catch must live in sts.py (core.md 10-C1)
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
         result = handle_event(event, store, adapter.response_outcome)
@@ -13957,7 +13961,9 @@ def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
 
 def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
                       event: Optional[str] = None) -> str:
-    """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
+    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
+    scanned for a session id.  Deny when that session is armed and this is a
+    tool hook; otherwise fail open."""
     session = _scan_for(raw, ("session_id", "sessionId"))
     hook = _scan_for(raw, ("hook_event_name", "hook")) or event
     if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
