@@ -1,4 +1,4 @@
-"""Oracles for the Analysis section (analysis.md 5.8): real bash and real git.
+"""Oracles for the Analysis section: real bash and real git.
 
 1. argv agreement: the parser's words for a simple command must equal the
    argv bash passes, on fuzzed text full of quotes, escapes and odd bytes.

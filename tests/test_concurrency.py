@@ -1,4 +1,6 @@
-"""Locking and audit appends under real concurrent processes (core.md 7.4, decisions.md 7)."""
+"""Locking and audit appends under real concurrent processes: the session lock
+(bounded 1.5 s wait, dead owners reclaimed at once, empty lock dirs after 2 s) and
+one O_APPEND write per audit line."""
 import json
 import multiprocessing
 import os

@@ -1,11 +1,13 @@
 """The delegation budget and the session state under real concurrent hook processes.
 
 Every hook here is a real `python3 -I -S -c "import sts ..." <host>` process,
-the command form the hosts run (decisions.md 1).  Processes are spawned
+the command form the hosts run.  Processes are spawned
 first, then released together: each blocks reading its stdin, and only when
 all of them are waiting there does the test write every payload.  That makes
 the hooks race for the session lock as hosts make them race when they run the
-hooks of parallel tool calls at once (issue 5; core.md 6.2, 7.4, 10-C2/C3).
+hooks of parallel tool calls at once (issue 5): admission is atomic (read,
+decide, apply, write in one lock hold), a lock wait is bounded, and a dead
+owner's lock is reclaimed at once.
 """
 import json
 import os
@@ -436,7 +438,8 @@ def test_joined_facts_racing_new_agent_calls_never_overdraw(tmp_path):
     first = run_hooks("claude", home, [claude_agent(session, "toolu_old_%d" % i)
                                        for i in range(4)])
     assert [claude_verdict(r)[0] for r in first] == ["allow"] * 4
-    # A session end alone frees nothing (core.md 6.3), even racing new calls.
+    # A session end alone frees nothing (only a fact that the delegations ended
+    # does), even racing new calls.
     events = [claude("SessionEnd", session, reason="other")] + \
         [claude_agent(session, "toolu_early_%d" % i) for i in range(4)]
     runs = run_hooks("claude", home, events)
