@@ -46,7 +46,9 @@ def measure(hook_argv, env, runs):
     floor_argv = [sys.executable, "-I", "-S", "-c", "pass"]
     read = event("Bash", {"command": "git status"}, "c-read")
     write = event("Write", {"file_path": "/repo/a.txt", "content": "x"}, "c-write")
-    samples = {"floor": [], "read (allowed)": [], "write (denied)": []}
+    # A denied shell line: its message names the culprit (the analysis runs again).
+    shell = event("Bash", {"command": "git status && rm -rf build"}, "c-shell")
+    samples = {"floor": [], "read (allowed)": [], "write (denied)": [], "shell (denied)": []}
     for _ in range(runs):
         samples["floor"].append(timed(floor_argv, b"", env)[0])
         samples["read (allowed)"].append(timed(hook_argv, read, env)[0])
@@ -54,6 +56,10 @@ def measure(hook_argv, env, runs):
         if b'"deny"' not in out:
             raise SystemExit("the write was not denied: %r" % out)
         samples["write (denied)"].append(elapsed)
+        elapsed, out = timed(hook_argv, shell, env)
+        if b'"deny"' not in out:
+            raise SystemExit("the shell line was not denied: %r" % out)
+        samples["shell (denied)"].append(elapsed)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -162,7 +168,8 @@ def main():
         growth = scaled["read (allowed)"] / base["read (allowed)"]
         print("growth with scale (read): %.2fx" % growth)
         target = 3.0
-        worst = max(base["read (allowed)"], base["write (denied)"]) / base["floor"]
+        worst = max(base["read (allowed)"], base["write (denied)"],
+                    base["shell (denied)"]) / base["floor"]
         print("target: at most %.1fx floor -> %s (%.2fx)" % (target, "OK" if worst <= target else "OVER", worst))
     bench_hosts(runs)
 
