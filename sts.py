@@ -7266,9 +7266,10 @@ def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchS
 ###############################################################################
 # Decision
 #
-# Owns the ordered checks of core.md 4.2 (plus self-protection and thrash
-# from decisions.md), `files=` matching (4.3) and the STOP/WATCH message
-# (5.1).  `decide` is pure apart from resolving symlinks: state in, Decision out.
+# Owns DECISION_TABLE, the ordered checks (the first that matches decides),
+# `files=` matching, self-protection, the culprit of a deny, and the
+# STOP/WATCH message.  `decide` is pure apart from resolving symlinks: state
+# in, Decision out.
 ###############################################################################
 
 
@@ -7287,7 +7288,9 @@ class Decision(Record):
 
 FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
 
-# Policy outcome -> the kind of core result the engine returns (core.md 3).
+# Policy outcome -> the kind of core result the engine returns: nothing, a
+# context note for the agent, or a deny (approval is a deny too: no host
+# "ask" dialog is used).
 _DECISION_RESULT_KINDS: Dict[str, str] = {
     "allow": "none",
     "report_and_defer": "context",
@@ -7295,105 +7298,42 @@ _DECISION_RESULT_KINDS: Dict[str, str] = {
     "require_user_approval": "deny",
 }
 
-# The modes that authorize no repository change (checks 5 and 6).
+# The modes that authorize no repository change (MODE_FORBIDS_MUTATION and
+# MUTABILITY_UNPROVEN).
 _MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
 
-# A command repeated this many times with no write in between is thrash
-# (decisions.md 2).  The engine counts; `decide` only compares.
+# A command repeated this many times with no write in between is thrash.
+# The engine counts; `decide` only compares.
 THRASH_REPEAT_LIMIT = 3
 
 
-class _DecisionRule(Record):
-    """How one reason code turns into an outcome, and what to do next.
+class _DecisionRow(Record):
+    """One row of DECISION_TABLE: a reason code, what a match means, the check.
 
-    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
-    "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
-    (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
-    approval when the governing policy is `ask`).
+    family: I (intent), H (hashing), S (scope), T (thrash), None for an allow.
+    outcome: a rule of _DECISION_OUTCOMES (how the outcome depends on whether
+    the guard is armed).  check: the function that says whether the row
+    matches (see _DecisionFacts), None for a code decided before `decide` runs.
+    next: the default "Next:" line, what the agent should do instead.
     """
 
-    __slots__ = FIELDS = ('family', 'outcome', 'next')
+    __slots__ = FIELDS = ('code', 'family', 'outcome', 'check', 'next')
+    DEFAULTS = {'next': ""}
 
+    code: str
     family: Optional[str]
     outcome: str
+    check: Optional[Callable[[Any], Any]]
     next: str
 
 
-# What an agent stopped by self-protection is told to do (decisions.md 3).
+# What an agent stopped by self-protection is told to do.
 _TAMPER_NEXT = (
     "Do not work around this. Only the user changes the guard: tell the user what you wanted "
     "to change and why. The user can turn the guard off for this session by sending "
     "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
-
-
-# Reason code -> family, outcome rule and default Next wording.  The order of
-# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
-DECISION_RULES: Dict[str, _DecisionRule] = {
-    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
-    "STS_LOCK_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Follow the lock-recovery steps (stop every host using this data dir, then move only "
-        "the lock aside); contracts and the delegation ledger are kept."),
-    "STATE_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Restore a known-good backup of the session file or start a new host session; "
-        "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
-    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
-    "INVALID_DIRECTIVE": _DecisionRule(
-        "S", "ctl", "Have the user fix the reported directive field before delegating."),
-    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
-        "S", "ctl",
-        "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
-    "MODE_FORBIDS_MUTATION": _DecisionRule(
-        "I", "ctl",
-        "Report what you found, use a read-only action, or ask the user for a change contract."),
-    "MUTABILITY_UNPROVEN": _DecisionRule(
-        "I", "ctl_approval",
-        "Use a command that is plainly read-only, or ask the user for a change contract."),
-    "HASH_NOT_AUTHORIZED": _DecisionRule(
-        "H", "ctl_policy",
-        "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
-        "hash, what cost it replaces and which decision it changes."),
-    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
-        "H", "always_defer",
-        "Defer this hardening unless evidence shows the input or state is reachable."),
-    "WRITE_PATH_UNPROVEN": _DecisionRule(
-        "S", "ctl_approval",
-        "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
-        "broader boundary."),
-    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
-        "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
-    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
-        "S", "ctl_policy",
-        "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
-    "UNBOUNDED_DELEGATION": _DecisionRule(
-        "S", "ctl",
-        "Delegate a bounded batch instead, or have the user switch the guard off for this "
-        "workflow."),
-    "DUPLICATE_ACTION_ID": _DecisionRule(
-        "S", "ctl", "Give every delegation call its own id."),
-    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Wait until that call is confirmed complete, or continue in a new host session."),
-    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Start a new delegation call instead; messaging and resuming agents stay available "
-        "when no finite agent limit is set."),
-    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
-        "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
-    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
-        "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
-    "STATE_BUSY": _DecisionRule(
-        "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
-    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
-        "T", "always_defer",
-        "Change something (code, input or approach) before running it again, or report "
-        "what blocks you."),
-    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
-}
 
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
@@ -7410,28 +7350,30 @@ def outcome_result_kind(outcome: str) -> str:
     return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
-# resolved first: approval when the governing policy is `ask`, else plain ctl.
+# Outcome rule -> (outcome while only watching, outcome when armed).  A guard
+# that only watches reports what it would stop; an armed one stops it.
+# "policy_when_armed" is resolved first, by the governing hash= or deps=
+# policy: `ask` asks the user, anything else denies.
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
     "always_defer": ("report_and_defer", "report_and_defer"),
-    "ctl": ("report_and_defer", "deny_and_explain"),
-    "ctl_approval": ("report_and_defer", "require_user_approval"),
+    "deny_when_armed": ("report_and_defer", "deny_and_explain"),
+    "approval_when_armed": ("report_and_defer", "require_user_approval"),
 }
 
 
 def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
-    if rule == "ctl_policy":
-        rule = "ctl_approval" if policy == "ask" else "ctl"
+    if rule == "policy_when_armed":
+        rule = "approval_when_armed" if policy == "ask" else "deny_when_armed"
     return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
 def _decision_for(code: str, armed: bool, detail: str = "",
                   next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
-    rule = DECISION_RULES[code]
-    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
-                    rule.next if next_text is None else next_text)
+    row = _DECISION_ROWS[code]
+    return Decision(_decision_outcome(row.outcome, armed, policy), code, row.family, detail,
+                    row.next if next_text is None else next_text)
 
 
 _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
@@ -7439,7 +7381,9 @@ _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent l
 
 
 def state_busy_decision(contract: Optional[dict] = None) -> Decision:
-    """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
+    """STATE_BUSY: the lock wait ran out for a delegation change.  Letting it
+    through could exceed a finite budget, so it is denied (when armed) and
+    audited instead; the agent is told to retry.
 
     The engine calls this only for a delegation-changing action.before under a
     finite budget; the call is neither evaluated nor reserved.  Without the
@@ -7452,7 +7396,7 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
     return _decision_for("STATE_BUSY", control_state(contract) == "ARMED", _STATE_BUSY_DETAIL)
 
 
-# ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
+# ---- files= matching --------------------------------------------------------
 
 
 def _files_win_abs(text: str) -> bool:
@@ -7461,8 +7405,9 @@ def _files_win_abs(text: str) -> bool:
 
 
 def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
-    # trailing "/" and collapses a leading "//" (10-P1).
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
     if path == "":
         return "."
     absolute = path.startswith("/")
@@ -7488,7 +7433,9 @@ def _files_normalize(path: str) -> str:
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
-    """One path or pattern in the form that core.md 4.3 compares."""
+    """One path or pattern in the form that is compared: trimmed, `\\` as `/`,
+    relative to cwd when both are absolute the same way (Windows or POSIX),
+    normalized, one leading `./` dropped."""
     text = raw.strip()
     windows = _files_win_abs(text)
     path = text.replace("\\", "/")
@@ -7498,7 +7445,7 @@ def _boundary_form(raw: str, cwd: Optional[str]) -> str:
         try:
             path = ntpath.relpath(path, base).replace("\\", "/")
         except ValueError:
-            pass  # other drive: Node keeps the absolute target (10-P1)
+            pass  # other drive: Node keeps the absolute target
     elif base and not windows and path.startswith("/") and base.startswith("/") \
             and not _files_win_abs(base):
         import posixpath
@@ -7531,7 +7478,7 @@ def _files_keep_slash(original: str, resolved: str) -> str:
 
 def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
                           ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
-    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
+    """Physical paths (two readings each), patterns and cwd for matching.
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -7594,17 +7541,21 @@ def _files_covers(pattern: str, path: str) -> bool:
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
-    """True when a pattern normalizes to `**`, so no visible path is needed (10-P2)."""
+    """True when a pattern normalizes to `**` (`./**` too), so no visible path is
+    needed."""
     return any(_boundary_form(p, cwd) == "**" for p in patterns)
 
 
 def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = None, *,
                   resolve: bool = True) -> List[str]:
-    """The affected paths (as given) that lie outside `files=` patterns (core.md 4.3).
+    """The affected paths (as given) that lie outside `files=` patterns.
 
+    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
+    path is `dir` or lies under it; there are no other wildcards.  Case is
+    ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
-    of cwd are resolved first (10-P4); resolve=False is the reference's purely
-    lexical reading.
+    of cwd are resolved first, so a link inside the boundary cannot lead
+    outside it; resolve=False reads the paths lexically only.
     """
     if resolve:
         physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
@@ -7631,7 +7582,7 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     return outside
 
 
-# ---- self-protection (decisions.md 3) --------------------------------------
+# ---- self-protection --------------------------------------------------------
 
 
 def _tamper_target(raw: str, cwd: Optional[str]) -> Optional[str]:
@@ -7755,11 +7706,13 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
             % "; ".join(parts))
 
 
-# ---- the ordered checks (core.md 4.2) --------------------------------------
+# ---- the ordered checks -----------------------------------------------------
 
 
 class _DecisionFacts:
-    """Prepared inputs of core.md 4.1, shared by the checks."""
+    """What the checks read, prepared once per call: the contract, whether the
+    guard is armed, the budget (unlimited unless a valid integer), the
+    admission count and the ledger summary."""
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
                  storage_error: Optional[dict], protected_paths: Any,
@@ -7841,7 +7794,7 @@ def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
     if isinstance(error, dict):
         what = str(error.get("message") or error.get("code") or "")
     what = what or "unknown directive error"
-    # 10-L3: the embedded message ends with its own period; avoid "..".
+    # The embedded message ends with its own period; avoid "..".
     if what.endswith("."):
         what = what[:-1]
     return ("The active directive is invalid: %s." % what, None, None)
@@ -7910,8 +7863,8 @@ def _when_dependency(f: _DecisionFacts) -> _CheckHit:
 
 
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
-    # decisions.md 10: only a finite budget makes an unbounded fan-out a
-    # problem; under the unlimited default it is admitted as unresolved.
+    # Only a finite budget makes an unbounded fan-out a problem; under the
+    # unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
@@ -7965,60 +7918,109 @@ def _when_within(f: _DecisionFacts) -> _CheckHit:
     return ("The call is within the active contract.", None, None)
 
 
-# First match decides.  1a/1b, then self-protection (decisions.md 3), then
-# core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
-_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
-    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
-    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
-    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
-    ("GUARD_SELF_PROTECTION", _when_tamper),
-    ("CONTROL_INACTIVE", _when_inactive),                  # 2
-    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
-    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
-    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
-    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
-    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
-    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
-    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
-    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
-    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
-    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
-    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
-    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
-    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
-    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
-    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
-    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
-    ("WITHIN_CONTRACT", _when_within),                     # 18
+# The decision table: every reason code, in the order the checks run.  The
+# first row whose check matches decides; WITHIN_CONTRACT always matches.
+# Damaged state comes first (nothing else can be trusted), then
+# self-protection (no mode, change and open included, lets an armed agent
+# switch the guard off), then whether anything is enforced at all, then the
+# contract's own rules, and thrash just before the final allow.
+DECISION_TABLE: Tuple[_DecisionRow, ...] = (
+    # Decided by the engine, not by a check: the session lock stayed taken
+    # for a delegation change under a finite budget (see state_busy_decision).
+    _DecisionRow("STATE_BUSY", "S", "deny_when_armed", None,
+                 "Retry the call in a moment; another hook holds the session state."),
+    # Read-only recovery: the state file or its lock is damaged.
+    _DecisionRow("RECOVERY_READ_ONLY", None, "allow", _when_recovery_read),
+    _DecisionRow("STS_LOCK_DAMAGED", "I", "always_deny", _when_lock_damaged,
+                 "Follow the lock-recovery steps (stop every host using this data dir, then "
+                 "move only the lock aside); contracts and the delegation ledger are kept."),
+    _DecisionRow("STATE_DAMAGED", "I", "always_deny", _when_state_damaged,
+                 "Restore a known-good backup of the session file or start a new host "
+                 "session; do not clear unresolved delegation records by hand."),
+    _DecisionRow("GUARD_SELF_PROTECTION", "I", "deny_when_armed", _when_tamper, _TAMPER_NEXT),
+    _DecisionRow("CONTROL_INACTIVE", None, "allow", _when_inactive),
+    _DecisionRow("INVALID_DIRECTIVE", "S", "deny_when_armed", _when_invalid_directive,
+                 "Have the user fix the reported directive field before delegating."),
+    _DecisionRow("LIFECYCLE_PROTOCOL_REQUIRED", "S", "deny_when_armed", _when_legacy,
+                 "Upgrade the adapter and the runtime together; reads and writes keep "
+                 "working meanwhile."),
+    _DecisionRow("MODE_FORBIDS_MUTATION", "I", "deny_when_armed", _when_mode_write,
+                 "Report what you found, use a read-only action, or ask the user for a "
+                 "change contract."),
+    _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
+                 "Use a command that is plainly read-only, or ask the user for a change "
+                 "contract."),
+    # Hashing outranks the file boundary: an H finding is reported as H.
+    _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
+                 "Use a direct alternative, or get `hash=allow` from the user naming who "
+                 "consumes the hash, what cost it replaces and which decision it changes."),
+    _DecisionRow("HYPOTHETICAL_UNREACHABLE", "H", "always_defer", _when_unreachable,
+                 "Defer this hardening unless evidence shows the input or state is "
+                 "reachable."),
+    _DecisionRow("WRITE_PATH_UNPROVEN", "S", "approval_when_armed", _when_write_path,
+                 "Use a patch or edit tool whose paths are visible, or ask the user to "
+                 "approve a broader boundary."),
+    _DecisionRow("PATH_OUTSIDE_CONTRACT", "S", "deny_when_armed", _when_outside,
+                 "Stay inside the declared files= boundary, or ask the user for a new one."),
+    _DecisionRow("DEPENDENCY_NOT_AUTHORIZED", "S", "policy_when_armed", _when_dependency,
+                 "Keep to the existing stack, or get `deps=allow` from the user for this "
+                 "dependency."),
+    # Delegation: a call that cannot be counted, then the count itself.
+    _DecisionRow("UNBOUNDED_DELEGATION", "S", "deny_when_armed", _when_unbounded,
+                 "Delegate a bounded batch instead, or have the user switch the guard off "
+                 "for this workflow."),
+    _DecisionRow("DUPLICATE_ACTION_ID", "S", "deny_when_armed", _when_duplicate,
+                 "Give every delegation call its own id."),
+    _DecisionRow("DELEGATION_STATE_UNPROVEN", "S", "deny_when_armed", _when_state_unproven,
+                 "Wait until that call is confirmed complete, or continue in a new host "
+                 "session."),
+    _DecisionRow("DELEGATION_LIFECYCLE_UNPROVEN", "S", "deny_when_armed",
+                 _when_lifecycle_unproven,
+                 "Start a new delegation call instead; messaging and resuming agents stay "
+                 "available when no finite agent limit is set."),
+    _DecisionRow("AGENT_BUDGET_EXHAUSTED", "S", "deny_when_armed", _when_budget,
+                 "Wait for a delegated call to complete, or ask the user to raise agents=N."),
+    _DecisionRow("UNAPPROVED_SCOPE_EXPANSION", "S", "approval_when_armed", _when_expansion,
+                 "Report it, defer it, or get the user's explicit approval first."),
+    # Thrash is only ever reported, at every level: it never denies.
+    _DecisionRow("REPEATED_WITHOUT_CHANGE", "T", "always_defer", _when_thrash,
+                 "Change something (code, input or approach) before running it again, or "
+                 "report what blocks you."),
+    _DecisionRow("WITHIN_CONTRACT", None, "allow", _when_within),
 )
+
+# The same rows by code, for the decisions made outside `decide` (STATE_BUSY).
+_DECISION_ROWS: Dict[str, _DecisionRow] = {row.code: row for row in DECISION_TABLE}
 
 
 def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
            storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
            thrash_repeats: int = 0) -> Decision:
-    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict).
+    """Run DECISION_TABLE against `state` (schema 4 dict): the first row whose
+    check matches decides.
 
     storage_error: {"code", "message"} when the session is in read-only
-    recovery (core.md 7.5); `state` is then the recovery state.
-    protected_paths: resolved absolute roots the agent must not write
-    (decisions.md 3); any sequence of strings.
+    recovery; `state` is then the recovery state.
+    protected_paths: resolved absolute roots the agent must not write (the
+    data dir, the running sts.py, the files install wrote); any sequence of
+    strings.
     thrash_repeats: runs in a row of this same command with no write in
-    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
-    on, the call is reported.
+    between, this call included; from THRASH_REPEAT_LIMIT on, the call is
+    reported.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error,
                            protected_paths, thrash_repeats)
-    for code, check in _DECISION_CHECKS:
-        hit = check(facts)
+    for row in DECISION_TABLE:
+        hit = row.check(facts) if row.check is not None else None
         if hit is not None:
             detail, next_text, policy = hit
-            if DECISION_RULES[code].outcome == "allow":
-                return Decision("allow", code, None, detail, "")
-            return _decision_for(code, facts.armed, detail, next_text, policy)
+            if row.outcome == "allow":
+                return Decision("allow", row.code, None, detail, "")
+            return _decision_for(row.code, facts.armed, detail, next_text, policy)
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
-# ---- the culprit: which part of the call decided ---------------------------
+# ---- the culprit: which part of the call decided ----------------------------
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
@@ -8103,7 +8105,7 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
-# ---- the STOP / WATCH message (core.md 5.1) --------------------------------
+# ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
     "context": "The guard returned context and did not deny the call.",
@@ -8114,7 +8116,9 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
                      response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
-    """The multi-line STOP/WATCH message of core.md 5.1.
+    """The multi-line STOP/WATCH message: WATCH when the result is context,
+    then the response line, Reason, Detail, Code, State, Event, Culprit, Next
+    (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.

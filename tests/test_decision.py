@@ -649,6 +649,22 @@ def test_family_words_and_result_kinds():
 
 
 def test_every_code_in_the_table_has_a_family_letter_or_allows():
-    for code, rule in sts.DECISION_RULES.items():
-        assert code.isupper()
-        assert (rule.family is None) == (rule.outcome == "allow"), code
+    for row in sts.DECISION_TABLE:
+        assert row.code.isupper()
+        assert (row.family is None) == (row.outcome == "allow"), row.code
+
+
+def test_one_table_holds_each_code_once_in_the_order_of_the_checks():
+    codes = [row.code for row in sts.DECISION_TABLE]
+    assert len(codes) == len(set(codes))
+    # Only STATE_BUSY is decided outside `decide` (by the engine, when the lock
+    # wait runs out); every other row is a check, and the last one always matches.
+    assert [row.code for row in sts.DECISION_TABLE if row.check is None] == ["STATE_BUSY"]
+    assert codes[-1] == "WITHIN_CONTRACT"
+    # Damaged state, then self-protection, then whether anything is enforced.
+    assert codes[1:6] == ["RECOVERY_READ_ONLY", "STS_LOCK_DAMAGED", "STATE_DAMAGED",
+                          "GUARD_SELF_PROTECTION", "CONTROL_INACTIVE"]
+    assert codes[-2] == "REPEATED_WITHOUT_CHANGE"
+    for row in sts.DECISION_TABLE:
+        assert row.outcome in ("allow", "always_deny", "always_defer", "deny_when_armed",
+                               "approval_when_armed", "policy_when_armed"), row.code
