@@ -9406,7 +9406,9 @@ def handle_event(event: ControlEvent, store: Store,
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
-    """What the shims' armed marker means (adapters.md 2.3)."""
+    """What the shims' armed marker means: the guard is armed, a directive error
+    is pending, or the state is in read-only recovery.  When sts.py cannot
+    answer, a shim blocks a tool call exactly when this was true."""
     return (storage_error is not None or bool(state.get("directiveError"))
             or control_state(state["contract"]) == "ARMED")
 
@@ -9415,7 +9417,7 @@ def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -
     """Keep the armed markers of the governing session and its children true.
 
     Children's markers are rewritten only when the root's marker changes, so
-    an ordinary tool call costs one stat (adapters.md 2.3).
+    an ordinary tool call costs one stat.
     """
     try:
         if store.set_armed(key, armed):
@@ -9435,7 +9437,8 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
 
 
 def _protected_paths(store: Store) -> List[str]:
-    """The self-protection set of decisions.md 3: data dir, this file, installed paths."""
+    """The self-protection set: the data dir, this file, and every path that
+    install listed in installed.json."""
     paths = [store.root, os.path.abspath(__file__)]
     try:
         with open(store.path("installed.json"), "rb") as fh:
@@ -9509,7 +9512,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         try:
             loaded, decision = store.update(key, change)
         except LockTimeout as exc:
-            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
+            # Only a finite budget makes a lost admission unsafe: STATE_BUSY.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
             sys.stderr.write("sts: %s\n" % exc)
@@ -9517,7 +9520,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
                 decision = state_busy_decision(loaded.state["contract"])
             else:
                 # Unlimited: judged without the lock and not reserved, but still
-                # audited (decisions.md 7); fails open like the reference.
+                # audited like every judged tool call.
                 decision = judge(loaded)
     else:
         loaded = store.load(key)
@@ -9563,7 +9566,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
             _refresh_markers(store, event, key, True)
             return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
                               error["code"])
-        # decisions S1: a valid directive keeps the damaged bytes aside and starts fresh.
+        # A valid directive keeps the damaged bytes aside and starts fresh.
         kept_file = store.preserve_damaged(key)
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
@@ -9600,8 +9603,9 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     try:
         result, state = store.update(key, lambda loaded: _with_state(change, loaded))
     except (LockTimeout, OSError) as exc:
-        # A directive that cannot be saved must not vanish in silence (core.md
-        # 10-C2); an ordinary prompt fails open like any other hook.
+        # A directive that cannot be saved must not vanish in silence: the
+        # user is asked to resubmit it; an ordinary prompt fails open like any
+        # other hook.
         contract = store.load(key).state["contract"]
         if interpret_prompt(contract, prompt).kind == "plain":
             raise
@@ -9639,7 +9643,7 @@ def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], Loaded]:
         if loaded.storage_error is not None:
-            return None, loaded  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None, loaded  # recovery never writes: lifecycle facts are lost
         changed = apply_lifecycle_fact(loaded.state["delegation"], event)
         return (loaded.state if changed else None), loaded
 
@@ -9660,7 +9664,7 @@ _KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]]
 }
 
 
-# --- Thrash bookkeeping (decisions.md 2) --------------------------------------
+# ---- thrash bookkeeping -----------------------------------------------------
 # A small side file per session holds a digest of the last repeated command,
 # how often it ran and whether a write came in between.  Best effort: one
 # lock-free replace, a lost update is acceptable, a failure never changes a
