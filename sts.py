@@ -9765,8 +9765,8 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 ###############################################################################
 # Adapters: shared helpers
 #
-# Owns what every host adapter shares: path normalization (adapters.md 1.4),
-# the name-based fallback classifier (1.5), shell/patch classification
+# Owns what every host adapter shares: path normalization, the name-based
+# fallback classifier for tools no table covers, shell/patch classification
 # through the analysis section, and the Adapter base class whose tables map
 # host events to kinds and tools to buckets.
 ###############################################################################
@@ -9807,7 +9807,10 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique."""
+    """Trim (and one leading and one trailing quote), relativize to cwd (Windows
+    rules when both look like `C:\\` or a UNC path), forward slashes, no leading
+    ./, no empty paths, each once, in order.  A path outside cwd becomes
+    `../...`, so it is outside any files= boundary."""
     out: List[str] = []
     for raw in paths:
         if not isinstance(raw, str):
@@ -9821,14 +9824,14 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 try:
                     path = ntpath.relpath(path, cwd)
                 except ValueError:
-                    pass  # another drive: Node keeps the absolute path (core.md 10-P1)
+                    pass  # another drive: Node keeps the absolute path
             elif path.startswith("/") and cwd.startswith("/"):
                 base = cwd.rstrip("/") + "/"
                 if path.startswith(base) and len(path) > len(base):
                     # Cut the prefix and keep any "..": relpath would apply it
                     # lexically, but Hermes and OpenCode hand an absolute path
                     # to the kernel, which applies it after following a link.
-                    # The core reads the rest both ways (core.md 10-P4).
+                    # The core reads the rest both ways (see _resolve_for_boundary).
                     path = path[len(base):]
                 else:
                     import posixpath
@@ -9842,7 +9845,8 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
     return out
 
 
-# adapters.md 1.5: whole words of a tool name, write list first.
+# For a tool no table covers (MCP, plugins): the whole words of its name (split
+# at `_`), write words first, else read words, else unknown.
 _FALLBACK_WRITE_WORDS = frozenset((
     "add append apply archive close commit copy create delete deploy edit install merge "
     "move patch post publish push remove rename send set submit update upload write").split())
@@ -9893,7 +9897,7 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
     path_text = path if isinstance(path, str) else None
     old = None if whole_file else (removed if isinstance(removed, str) else "")
     # An edit that keeps an existing hash call is not new hashing: only what
-    # the replacement adds over the replaced text counts (analysis.md 2).
+    # the replacement adds over the replaced text counts.
     action = {"name": name, "mutability": "write",
               "affectedPaths": [path_text] if path_text else [],
               "hashIntent": bool(added_text) and hash_intent_in_text(
@@ -9982,7 +9986,7 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Command hooks: JSON on stdin, JSON on stdout, exit 0.  adapters.md 3 and 4.
+# Command hooks: JSON on stdin, JSON on stdout, exit 0.
 # Both hosts answer with the same hookSpecificOutput shapes, so they share
 # one rendering; their event and tool tables differ.
 ###############################################################################
@@ -10079,7 +10083,7 @@ class _CommandHookAdapter(Adapter):
         if _is_text(call_id):
             action["id"] = call_id
         elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
-            return None  # adapters.md 1.1: a delegate call without id is dropped
+            return None  # a delegate call without id cannot be counted: dropped
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
@@ -10108,7 +10112,7 @@ def _is_uuid(value: Any) -> bool:
 
 
 class CodexAdapter(_CommandHookAdapter):
-    """Codex CLI command hooks (adapters.md 3)."""
+    """Codex CLI command hooks."""
 
     host = "codex"
     family = "codex"
@@ -10214,7 +10218,8 @@ def _sets_contract(text: str) -> bool:
 
 
 def _claude_slash_to_directive(prompt: str) -> str:
-    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
+    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit, in the
+    one place a directive counts (first non-empty line, at most three spaces in)."""
     lines = prompt.split("\n")
     for index, line in enumerate(lines):
         if line.strip(" \t\r") == "":
@@ -10251,7 +10256,7 @@ def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
 
 
 class ClaudeAdapter(_CommandHookAdapter):
-    """Claude Code command hooks (adapters.md 4)."""
+    """Claude Code command hooks."""
 
     host = "claude"
     family = "claude-code"
@@ -10336,7 +10341,8 @@ class ClaudeAdapter(_CommandHookAdapter):
         if isinstance(prompt, str):
             note = parse_task_notification(prompt)
             if note is not None:
-                # Model-written text: never contract authority (adapters.md 4.4).
+                # A subagent's completion notice arrives as a prompt, but its
+                # text is model-written: never contract authority.
                 return self._task_done(payload, note, name)
         return super().on_prompt(payload, store, name)
 
@@ -10401,11 +10407,11 @@ class ClaudeAdapter(_CommandHookAdapter):
 #
 # Hermes speaks the native command-hook format (its plugin in host_shims/
 # builds the same envelope); OpenCode, Pi and Oh My Pi arrive through the
-# shims' wire protocol (adapters.md 2).  adapters.md 5-8.
+# shims' wire protocol (see host_shims/README.md).
 ###############################################################################
 
 
-# --- Shared by the four hosts -------------------------------------------------
+# ---- shared by the four hosts -----------------------------------------------
 
 
 class ShimCall(HookCall):
@@ -10483,7 +10489,7 @@ def link_child(store: Store, child: str, root: str) -> None:
 
 
 def _recovery_state(error: dict) -> dict:
-    """core.md 7.5: review / guard / source recovery, count unproven."""
+    """Read-only recovery: review / guard / source recovery, count unproven."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -10491,7 +10497,7 @@ def _recovery_state(error: dict) -> dict:
 
 
 def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
-    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    """An adapter-forced recovery (PARENT_LINK_DAMAGED): the core's
     own checks run against the recovery state, so reads pass and the rest is
     denied with the storage code, exactly as for a damaged state file."""
     parsed = Action.from_dict(action)
@@ -10513,7 +10519,9 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 
 def directive_pause_text(error: dict) -> str:
-    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    """What Hermes and OpenCode say while a directive is rejected: they cannot
+    reject the prompt itself, so the agent is told which directive failed, that
+    the previous contract still applies, and that tools wait for a fix."""
     code = error.get("code") or "INVALID_DIRECTIVE"
     message = error.get("message") or "the directive could not be parsed"
     return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
@@ -10590,7 +10598,8 @@ class _HostBAdapter(Adapter):
 
     def before_call(self, name: str, session: str, root: str, action: dict,
                     call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
-        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        """action.before for `root`; None when a delegate call has no id (it
+        could not be counted)."""
         if _is_text(call_id):
             action["id"] = call_id
         elif _needs_call_id(action):
@@ -10616,7 +10625,7 @@ class _HostBAdapter(Adapter):
 
 
 class _ShimAdapter(_HostBAdapter):
-    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (host_shims/README.md).
 
     The shim needs exactly one JSON object back, so every path answers at
     least `{}` (an unmapped hook included).
@@ -10663,7 +10672,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
                     session_id=session)
 
 
-# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# ---- Hermes Agent -----------------------------------------------------------
 # Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
@@ -10682,7 +10691,7 @@ def _v4a_paths(patch_text: Any) -> List[str]:
         return []
     header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
     # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
-    # the same without a backtracking regex over model text (decisions.md 8).
+    # the same without a backtracking regex over model text.
     move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
@@ -10705,7 +10714,8 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+    """The number of children of a delegate_task: the length of `tasks` (an
+    array or its JSON text), else 1 for a non-empty `goal`, else 0.
 
     A `tasks` value that is not a usable array counts as absent rather than
     as zero: Hermes then falls back to `goal` and starts that child, so
@@ -10729,7 +10739,7 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
 
     Hermes 0.19 background results carry no subagent ids, so nothing would
     ever bind a child to its delegate_task call and a finite budget would stay
-    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    spent.  A child is bound only when exactly one call can
     own it; with two candidates nothing is guessed (never first-in-first-out).
     """
     reservations = store.load(session_key(root)).state["delegation"].get("reservations")
@@ -10784,7 +10794,7 @@ class HermesAdapter(_HostBAdapter):
             return _json({"action": "block",
                           "message": result.text or "Stop That Shit blocked this call."})
         if call.host_event != "pre_llm_call" or not call.render:
-            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+            return ""  # Hermes shows context on prompts only
         if result.kind == "prompt-error":
             error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
             return _json({"context": directive_pause_text(error)})
@@ -10802,7 +10812,7 @@ class HermesAdapter(_HostBAdapter):
             return None
         return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write_file(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
 
@@ -10829,7 +10839,7 @@ class HermesAdapter(_HostBAdapter):
             return {"name": name, "mutability": "control", "delegationCount": 0}
         return {"name": name, "mutability": "delegate", "delegationCount": count}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         if session is None:
@@ -10871,7 +10881,7 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+        if pending:  # paused until a corrected directive, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 turnId=self.field(payload, "turn_id"))
@@ -10885,7 +10895,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged:
-            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None  # recovery never writes: lifecycle facts are lost
         fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
         return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
@@ -10916,7 +10926,8 @@ class HermesAdapter(_HostBAdapter):
             return None
         try:
             root = resolve_root(store, parent)
-            # adapters.md 8.5: the child's own events must find the root contract.
+            # Every child is its own Hermes session: its own events must find
+            # the root contract through these links.
             for linked in (child, alias):
                 if linked and linked != root:
                     link_child(store, linked, root)
@@ -10955,12 +10966,12 @@ class HermesAdapter(_HostBAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- OpenCode (adapters.md 5) ---------------------------------------------------
+# ---- OpenCode ---------------------------------------------------------------
 _DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
 
 
 def opencode_message_text(parts: Any) -> str:
-    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    """The user's text: text parts that are neither synthetic nor ignored, joined by \\n."""
     if not isinstance(parts, list):
         return ""
     texts = [p["text"] for p in parts
@@ -10970,7 +10981,7 @@ def opencode_message_text(parts: Any) -> str:
 
 
 def unwrap_run_quoting(text: str) -> str:
-    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+    """`opencode run` wraps an argument holding spaces in double quotes.
 
     Only a whole-text quoted argument whose content starts with the directive
     is unwrapped; any other quoted text stays data, as the parser intends.
@@ -11000,7 +11011,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
     """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
 
     OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
-    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    decides.  None means unknown (treated as editable).
     """
     if isinstance(value, bool) or value is None:
         return value
@@ -11023,7 +11034,9 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
 
 
 def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
-    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+    """OpenCode editable-agent promotion: a root message without a directive, sent
+    to an agent that can edit while the contract is review, makes it change
+    (source host; files, hash and deps kept).
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
@@ -11138,7 +11151,7 @@ class OpenCodeAdapter(_ShimAdapter):
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
             # The shim could not look the parent up, so this may be a child we
-            # cannot link: not known to be a root means no authority (5.4).
+            # cannot link: not known to be a root means no authority.
             return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
@@ -11166,7 +11179,7 @@ class OpenCodeAdapter(_ShimAdapter):
         if session is None:
             return None
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+        if pending:  # every tool call waits for a corrected directive (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, inner.get("callID"),
                                 self.cwd_of(payload), store)
@@ -11188,7 +11201,7 @@ class OpenCodeAdapter(_ShimAdapter):
 
     @staticmethod
     def task_result(output: Any) -> dict:
-        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        """The child session id binds the call; background keeps it running."""
         if not isinstance(output, dict) or not isinstance(output.get("output"), str):
             return {"lifecycle": "unknown"}
         meta = output.get("metadata")
@@ -11216,20 +11229,20 @@ class OpenCodeAdapter(_ShimAdapter):
             return ShimCall(name, self.envelope("session.end", root), render=False,
                             session_id=session, root=root, store=store)
         if kind == "session.idle" and root != session:
-            # A child that went idle has finished its run (REF V1).
+            # A child that went idle has finished its run.
             stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
             return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
         return None  # session.created only stores the link; a deleted child never frees the root
 
 
-# --- Pi (adapters.md 6) ---------------------------------------------------------
+# ---- Pi ---------------------------------------------------------------------
 _PI_SKILL_FORM = "/skill:stop-that-shit"
 _PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
                    "background")
 
 
 def _replace_skill_form(text: str) -> str:
-    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit."""
     lower = text.lower()
     out, start = [], 0
     while True:
@@ -11244,7 +11257,9 @@ def _replace_skill_form(text: str) -> str:
 
 
 def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    """(count, unbounded) for the example `subagent` extension: exactly one of
+    agent+task (1), a non-empty tasks[] (its length) or a non-empty chain[] (1,
+    run one after another); none or several shapes is unbounded, count 0."""
     args = tool_input if isinstance(tool_input, dict) else {}
     shapes = []
     if _is_text(args.get("agent")) and _is_text(args.get("task")):
@@ -11455,7 +11470,7 @@ class PiAdapter(_ShimAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+# ---- Oh My Pi ---------------------------------------------------------------
 _OMP_HUB_OPS = {
     **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
     "cancel": "control", "stop": "control",
@@ -11468,7 +11483,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # Only the directive position counts: blank lines, then at most three
     # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
     offset = 0
     for line in text.split("\n"):
@@ -11540,7 +11555,8 @@ def omp_edit_paths(text: str) -> Tuple[List[str], str]:
 
 
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    """(count, unbounded) of an OMP `task` call: the batch length, else 1;
+    unbounded when any item (or the single form) lacks a non-empty `task`."""
     args = tool_input if isinstance(tool_input, dict) else {}
     tasks = args.get("tasks")
     if isinstance(tasks, list) and tasks:
@@ -11629,7 +11645,7 @@ class OmpAdapter(PiAdapter):
             return session, root
         return session, resolve_root(store, session, ctx.get("parentSessionId"))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write(self, name: str, args: dict) -> dict:
         path = args.get("path")
         if isinstance(path, str):
@@ -11698,7 +11714,7 @@ class OmpAdapter(PiAdapter):
     def _spawner(self, name: str, args: dict) -> dict:
         return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         flag = _ctx(body).get("flag")
         if not _is_text(flag):
@@ -11956,7 +11972,7 @@ class _NewHostAdapter(_CommandHookAdapter):
                              payload.get("tool_input"), call_id)
 
 
-# --- Gemini CLI 0.61 ----------------------------------------------------------
+# ---- Gemini CLI 0.61 --------------------------------------------------------
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
 # contract (which is right) but cannot be told apart from the parent's.
@@ -12039,7 +12055,7 @@ class GeminiAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
-# --- Copilot CLI 1.0 (camelCase hooks) ------------------------------------------
+# ---- Copilot CLI 1.0 (camelCase hooks) --------------------------------------
 # Install writes the camelCase flavour (version-1 hook files, `bash` commands):
 # Copilot's own tool names reach the hook unchanged, and a subagent's calls
 # carry agentId/parentAgentId.  The PascalCase flavour renames tools to
@@ -12126,7 +12142,7 @@ class CopilotAdapter(_NewHostAdapter):
             return _json({"additionalContext": result.text})
         return ""
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _create(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("file_text"))
 
@@ -12150,7 +12166,7 @@ class CopilotAdapter(_NewHostAdapter):
             return patch_action(name, tool_input)
         return super().classify(name, tool_input)
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session, root = self.governing(payload, store)
         if session is None:
@@ -12220,7 +12236,7 @@ class CopilotAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("subagent.stop", root, agentId=agent), render=False)
 
 
-# --- Qwen Code 0.24 -----------------------------------------------------------
+# ---- Qwen Code 0.24 ---------------------------------------------------------
 # Claude's event names and answer format, Qwen's own tool names (the host
 # maps legacy names such as `task` and `replace` to `agent` and `edit` before
 # the hook runs).  UserPromptSubmit fires again after every tool result, with
