@@ -1054,7 +1054,9 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 # Owns everything that reads commands and content: the shell lexer/parser and
 # read-only proof, PowerShell's conservative reading, hash-intent and
 # dependency-intent detection in commands, patches and file writes, and patch
-# path extraction.  Pure functions; every adapter calls these.  analysis.md.
+# path extraction.  Pure functions; every adapter calls these.  A command is
+# "read" only when every part of it is proven read-only; anything not proven
+# is "unknown", never a guess (a false read is a security bug).
 ###############################################################################
 
 # Public interface (what adapters call):
@@ -1062,7 +1064,7 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   analyze_patch(text, v4a=False)     -> PatchSummary (paths, added text, intents)
 #   hash_intent_in_text(added, path, removed_text=None)
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
-# Trust boundary (analysis.md 5.6): configuration and session state (git
+# Trust boundary: configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
 # aliases and functions defined earlier in a persistent shell) are not
 # seen here; commands that change them are reported as state_change.
@@ -1092,7 +1094,7 @@ class ShellAnalysis(Record):
     unknown_target: bool
 
 
-_MAX_COMMAND = 64 * 1024  # decisions.md 8
+_MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
 _MAX_DEPTH = 32
 _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
@@ -1187,7 +1189,7 @@ def _write(targets: Optional[List[str]] = None, reason: Optional[str] = None) ->
     return _V("write", reason, list(targets or []))
 
 
-# ---------------------------------------------------------------- words ----
+# ---- words ------------------------------------------------------------------
 
 
 class _W:
@@ -1252,11 +1254,11 @@ class _Cmd:
         return not (self.words or self.assigns or self.redirs)
 
 
-# ---------------------------------------------------------- characters ----
+# ---- characters -------------------------------------------------------------
 
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
-# and terminals disagree about them, so they are refused outright (5.3).
+# and terminals disagree about them, so they are refused outright.
 _BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
               "\u2028-\u202f\u205f-\u206f\u3000\ufeff\u061c]")
 
@@ -1312,7 +1314,7 @@ def _ansi_c(body: str) -> str:
     return text
 
 
-# ------------------------------------------------------------ bash parser ----
+# ---- bash parser ------------------------------------------------------------
 
 _META = " \t\n;&|()<>"
 _RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
@@ -1402,7 +1404,8 @@ def _param_safe(body: str) -> bool:
 
 
 class _Bash:
-    """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
+    """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
+    substitutions, subshells, compound commands, redirections and heredocs.
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
@@ -1419,7 +1422,7 @@ class _Bash:
         self.items: List[Any] = []   # _Cmd or a ready _V
         self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
 
-    # -- driver ---------------------------------------------------------
+    # ---- driver -------------------------------------------------------------
     def parse(self) -> List[Any]:
         self._list(None, 0)
         if self.heredocs:
@@ -1691,7 +1694,7 @@ class _Bash:
         finally:
             self.depth -= 1
 
-    # -- words ------------------------------------------------------------
+    # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
         out: List[str] = []
@@ -1889,13 +1892,13 @@ class _Bash:
         sub.parse()
 
 
-# ---------------------------------------------------------- classification ----
+# ---- classification ---------------------------------------------------------
 
 _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3).
+# Prefix assignments that only change presentation; any other one is unknown.
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
@@ -2240,7 +2243,7 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     return handler(name, args, ctx)
 
 
-# ------------------------------------------------------- generic options ----
+# ---- generic options --------------------------------------------------------
 
 class _OptSpec:
     """GNU-style option model: short flags, short options with a value, long options."""
@@ -2388,7 +2391,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# ------------------------------------------------------------- writers ----
+# ---- writers ----------------------------------------------------------------
 
 _WRITERS = frozenset((
     "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
@@ -2463,7 +2466,7 @@ def _writer_targets(name: str, args: List[_W]) -> List[str]:
     return [t for t in operands if t]
 
 
-# ------------------------------------------------------------ wrappers ----
+# ---- wrappers ---------------------------------------------------------------
 
 def _payload(args: List[_W], ctx: _Ctx) -> _V:
     return _classify_argv(args, ctx.deeper())
@@ -2706,7 +2709,7 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _payload(args[start:], ctx).cap("shell_command_unproven")
 
 
-# ----------------------------------------------------------------- git ----
+# ---- git --------------------------------------------------------------------
 
 _GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
                                "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
@@ -2949,7 +2952,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
 
 
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes (1.3)."""
+    """git branch: listing is read, creation/deletion/moves are writes."""
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -3375,7 +3378,7 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return v
 
 
-# ----------------------------------------------------------- ripgrep ----
+# ---- ripgrep ----------------------------------------------------------------
 
 _RG_VALUED = frozenset((
     "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
@@ -3388,7 +3391,7 @@ _RG_VALUED = frozenset((
 
 
 def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs (1.4)."""
+    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
     i, n = 0, len(args)
     while i < n:
         w = args[i]
@@ -3423,7 +3426,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# --------------------------------------------------------------- find ----
+# ---- find -------------------------------------------------------------------
 
 _FIND_0 = frozenset(("-print", "-print0", "-prune", "-empty", "-true", "-false", "-depth",
                      "-mount", "-xdev", "-daystart", "-follow", "-noleaf", "-nouser", "-nogroup",
@@ -3509,7 +3512,7 @@ def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- sed ----
+# ---- sed --------------------------------------------------------------------
 
 def _sed_script(script: str) -> Tuple[str, List[str]]:
     """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
@@ -3706,7 +3709,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- awk ----
+# ---- awk --------------------------------------------------------------------
 
 # Characters after which a '/' can only open a regex literal in awk; after
 # anything else (an operand, ')', a keyword) it may be a division, and then
@@ -3870,7 +3873,7 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ------------------------------------------------------- interpreters ----
+# ---- interpreters -----------------------------------------------------------
 
 _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unlink", "rmtree",
                 "rename(", "shutil.", "writefile", "appendfile", "rmsync", "mkdir", "fs.rm",
@@ -3925,7 +3928,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# -- Python inline code proven read-only with `ast` --------------------------
+# ---- Python inline code proven read-only with `ast` -------------------------
 # `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
 # CODE parses and keeps to a small subset: literals, arithmetic,
 # comprehensions, a few pure builtins, str/int/float/list/dict methods,
@@ -4037,7 +4040,7 @@ class _PyProof:
     def fail(self, node: Any, why: str) -> None:
         raise _PyUnproven(node, why)
 
-    # -- statements --
+    # ---- statements ---------------------------------------------------------
     def body(self, stmts: List[Any]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
@@ -4141,7 +4144,7 @@ class _PyProof:
             return
         self.fail(node, "writes an attribute or an item it does not own")
 
-    # -- expressions --
+    # ---- expressions --------------------------------------------------------
     def expr(self, node: Any, shared_ok: bool = False) -> None:
         """Check one expression; shared_ok: `sys.path` may stand here, since
         the place only reads it (a loop, a comparison, an index, a copy)."""
@@ -4385,7 +4388,7 @@ def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -
     return verdict
 
 
-# ------------------------------------------------------ package managers ----
+# ---- package managers -------------------------------------------------------
 
 _NPM_INSTALL = frozenset(("i", "in", "ins", "inst", "insta", "instal", "install", "isnt",
                           "isnta", "isntal", "isntall", "add"))
@@ -4797,7 +4800,7 @@ def _system_pm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write()
 
 
-# ------------------------------------------------------- small programs ----
+# ---- small programs ---------------------------------------------------------
 
 def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     files = []
@@ -5459,7 +5462,7 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
-# ------------------------------------------------------------- drivers ----
+# ---- drivers ----------------------------------------------------------------
 
 def _combine(items: List[Any], ctx: _Ctx) -> _V:
     total = _V()
@@ -5521,7 +5524,7 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
         return _unknown("analysis_limit")
 
 
-# -- PowerShell: a conservative subset (5.4) -------------------------------
+# ---- PowerShell: a conservative subset --------------------------------------
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
@@ -5761,7 +5764,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     return full
 
 
-# -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
+# ---- cmd.exe: only enough to refuse what cmd would reinterpret --------------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     special = next((ch for ch in text if ch in "^%!()"), None)
@@ -5815,6 +5818,11 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
+# ---- analyze_shell ----------------------------------------------------------
+# The entry point: the reader for the shell (when the shell is unknown, bash,
+# PowerShell and cmd must all agree), then the internal verdict as a
+# ShellAnalysis.  A bug inside never lets a command through as read.
+
 def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
     ctx = _Ctx(0, shell, seen)
     if shell == "powershell":
@@ -5847,7 +5855,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
 
 
-# ------------------------------------------------------------- culprits ----
+# ---- culprits ---------------------------------------------------------------
 # A denial names the smallest part of the command that decided it, so that
 # the next call can leave out exactly that part.  None of this runs unless a
 # call is denied or noted: the analysis then runs once more with a list that
@@ -6503,7 +6511,7 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     return line
 
 
-# ------------------------------------------------------------ hash intent ----
+# ---- hash intent ------------------------------------------------------------
 
 _HASH_CODE = {
     "js": (r"\bcreateHash\s*\(|\bcreateHmac\s*\(|\bsubtle\s*\.\s*digest\s*\(|\bbcrypt\s*\."
@@ -6605,7 +6613,9 @@ def _hash_hits(text: str, langs: Optional[Tuple[str, ...]]) -> List[str]:
 
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
                         removed_text: Optional[str] = None) -> bool:
-    """True when code added to `path` computes a hash/digest (analysis.md 2, 5.7).
+    """True when code added to `path` computes a hash/digest, read in the path's
+    language (a data file never; any language when the path or its extension
+    is unknown).
 
     With `removed_text` (an Edit's old string, a patch's '-' lines) a call
     that was already there and is only kept is not new intent.
@@ -6629,7 +6639,7 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return False
 
 
-# ------------------------------------------------------ dependency intent ----
+# ---- dependency intent ------------------------------------------------------
 
 def manifest_kind(path: Optional[str]) -> Optional[str]:
     """The manifest family of a path, by its final component (case-insensitive)."""
@@ -7034,7 +7044,8 @@ _MAX_MANIFEST = 4 << 20
 
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
-    """True when a manifest change adds a dependency (analysis.md 3, 5.8).
+    """True when a manifest change adds a dependency, or points one at another
+    source (a git URL, a path, a registry override).
 
     A Write passes old_text None (or the file's current content when the
     caller has it); an Edit passes the replaced fragment and its
@@ -7077,7 +7088,7 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     return False
 
 
-# ---------------------------------------------------------------- patches ----
+# ---- patches ----------------------------------------------------------------
 
 class PatchSummary(Record):
     """Paths and added text of a Codex-style `*** Begin Patch` text."""
