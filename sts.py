@@ -11035,7 +11035,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
                     and rule.get("pattern") == "*":
                 editable = rule.get("action") != "deny"
         return editable
-    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+    if isinstance(value, dict):  # the older object form {edit: "deny"}
         edit = value.get("edit")
         if isinstance(edit, dict):
             edit = edit.get("*")

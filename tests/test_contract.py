@@ -446,7 +446,7 @@ def test_rule5_must_start_the_prose(text):
     "apply none of the patches", "Patch not yet",
 ])
 def test_rule5_never_widens_on_a_negated_object(text):
-    """Beyond the reference: `fix nothing` must not switch a review to change."""
+    """A verb whose object is a negation: `fix nothing` must not switch a review to change."""
     assert run(text, contract(mode="review", level="guard")).kind == "plain"
 
 

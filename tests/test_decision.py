@@ -448,7 +448,7 @@ def test_symlink_inside_boundary_leading_outside_is_outside(tmp_path):
     assert outside(["src/link/f.txt"], ["src/**"], cwd) == ["src/link/f.txt"]
     assert outside([str(proj / "src" / "link" / "f.txt")], ["src/**"], cwd) != []
     assert outside(["src/real.txt", "src/new/dir/f"], ["src/**"], cwd) == []
-    # The reference's lexical reading is still available.
+    # The purely lexical reading is still available.
     assert sts.paths_outside(["src/link/f.txt"], ["src/**"], cwd, resolve=False) == []
     state = make_state(allowedPaths=["src/**"])
     escaping = act("write", affected_paths=["src/link/f.txt"], cwd=cwd)

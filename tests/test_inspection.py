@@ -383,7 +383,7 @@ def test_cli_status_never_shows_paths_or_commands(store, capsys):
     store.append_audit(KEY, event(KEY, tool="Edit", mutability="write", paths=3))
     text = "\n".join(_status_out(store, capsys, "--session", "s1"))
     assert "Edit (write)" in text
-    assert "files=src/**." in text  # the contract the user typed, as the spec line shows it
+    assert "files=src/**." in text  # the contract the user typed, as the fields line shows it
     assert text.count("src/") == 1
 
 
