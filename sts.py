@@ -17,12 +17,15 @@ The plain form works too, only slower::
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
     python3 sts.py demo | cases [DIR] | --help | --version
 
-Data flows through the sections of this file in order (search for a title):
+The sections read top to bottom as layers: each uses only the sections above
+it, except three calls that reach down (the Decision reads the ledger summary,
+the Engine answers prompt commands through Inspection, Cases replay events
+through the CLI's hook runner).  Search for a title:
 
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
-    Decision             the ordered checks and the STOP/WATCH message
+    Decision             DECISION_TABLE, the ordered checks, the STOP/WATCH message
     Delegation ledger    agents=N reservations and lifecycle facts
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
@@ -31,6 +34,21 @@ Data flows through the sections of this file in order (search for a title):
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, the hook runner and main()
+
+The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
+
+    1. main() reads stdin (at most 8 MiB) and calls run_hook("claude", ...).
+    2. ClaudeAdapter.translate turns the host payload into a ControlEvent:
+       action.before, the session whose contract governs, and the action
+       (write, affected path src/a.py, hash and dependency intent from
+       Analysis).  ControlEvent.from_dict validates it.
+    3. handle_event loads the session state, lock-free: only a call that can
+       change the delegation count takes the session lock.
+    4. decide() walks DECISION_TABLE; the first check that matches decides
+       (under a review contract: MODE_FORBIDS_MUTATION, a deny when armed).
+    5. The engine appends one audit line and keeps the armed marker true.
+    6. The adapter renders the result as Claude's permission deny with the
+       STOP message; the hook exits 0.
 
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the

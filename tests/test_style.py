@@ -169,3 +169,50 @@ def test_the_citation_patterns_catch_what_they_are_for():
     plain = ["C0 and C1 controls", "S1-codex is a case", "python 3.11", "sqrt(2.5)",
              "sha256 over UTF-8", "Node 20"]
     assert not any(_CITATION.search(text) for text in plain)
+
+
+# ---- the module docstring's map -------------------------------------------------
+
+def _sections():
+    """(first line, title) of each top-level section banner of sts.py."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    return [(number + 2, lines[number + 1][2:].split(":")[0].strip())
+            for number, line in enumerate(lines[:-1])
+            if line == "#" * 79 and re.match(r"# [A-Z]", lines[number + 1])]
+
+
+def test_the_docstring_lists_the_sections_in_file_order():
+    listed = re.findall(r"^    ([A-Z][a-z]+(?: [a-z]+)*(?:, [A-Z]+)?)  ",
+                        ast.get_docstring(sts_tree()), re.M)
+    titles = list(dict.fromkeys(title for _, title in _sections()))
+    assert [t.split(",")[0] for t in titles] == \
+        [name for entry in listed for name in entry.split(", ")]
+
+
+def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
+    """The module docstring says the file reads as layers, and names the calls
+    that reach down; this keeps that true."""
+    starts = _sections()
+    order = ["(top)"] + list(dict.fromkeys(title for _, title in starts))
+
+    def section_of(line):
+        found = "(top)"
+        for start, title in starts:
+            if line >= start:
+                found = title
+        return found
+
+    defined = {}
+    for node in sts_tree().body:
+        for name, line in top_level_names(ast.Module(body=[node], type_ignores=[])):
+            defined[name] = section_of(line)
+    down = set()
+    for node in sts_tree().body:
+        here = section_of(node.lineno)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in defined \
+                    and order.index(defined[sub.id]) > order.index(here):
+                down.add((here, sub.id))
+    assert down == {("Decision", "ledger_summary"), ("Engine", "inspection_response"),
+                    ("Cases", "ADAPTERS"), ("Cases", "run_hook")}
