@@ -562,14 +562,23 @@ def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_pa
     rng = random.Random(11)
     texts = list(_CONTRACTS)
     arm("claude", claude_prompt(session, texts[0]), home)
-    current = _CONTRACTS[texts[0]]
+    # How long one directive hook takes here, now, from its input to its end
+    # (one run left alone): the kills are spread over twice that, so that on
+    # a loaded machine too they land before and after the rename.
+    proc = spawn_hook("claude", home)
+    wait_until_reading([proc])
+    started = time.monotonic()
+    _feed(proc, claude_prompt(session, texts[1]))
+    proc.communicate()
+    window = max(0.06, 2 * (time.monotonic() - started))
+    current = _CONTRACTS[texts[1]]
     outcomes = {"old": 0, "new": 0}
     for trial in range(trials):
-        text = texts[(trial + 1) % 2]
+        text = next(t for t in texts if _CONTRACTS[t] != current)  # always a change
         proc = spawn_hook("claude", home)
         wait_until_reading([proc])
         _feed(proc, claude_prompt(session, text))
-        time.sleep(rng.uniform(0.0, 0.06))
+        time.sleep(rng.uniform(0.0, window))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         loaded = store.load(key)
