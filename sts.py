@@ -1084,8 +1084,10 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
 # Trust boundary: configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
-# aliases and functions defined earlier in a persistent shell) are not
-# seen here; commands that change them are reported as state_change.
+# aliases and functions defined earlier in a persistent shell, zsh options
+# and cdpath set in a startup file) are not seen here; commands that change
+# them are reported as state_change.  CDPATH in the hook's own environment
+# is seen: with it a bare `cd name` may lead anywhere.
 
 
 class ShellAnalysis(Record):
@@ -1151,7 +1153,7 @@ class _V:
     verdict that decides, like the reason.
     """
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1163,6 +1165,9 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        # How the command moves the shell it runs in (cd, pushd, eval...): a
+        # move of the drivers section ("to", folder), ("places", [...]) ... or None.
+        self.cd: Optional[Tuple[Any, ...]] = None
         self.why: Optional[tuple] = None
 
     def join(self, other: "_V") -> "_V":
@@ -1257,7 +1262,8 @@ class _Cmd:
     """One simple command.  src[start:end] is its source text (with any
     leading reserved word such as `then`), kept so that a denial can quote it."""
 
-    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end")
+    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
+                 "attached", "zsh_drop")
 
     def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
@@ -1267,6 +1273,10 @@ class _Cmd:
         self.stdin_literal = False         # the delimiter was quoted: no expansion in the body
         self.src = src
         self.start = self.end = start
+        # Redirections of a group, `( ... ) > f` or `$(< f)`: not a command of its own.
+        self.attached = False
+        # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
+        self.zsh_drop: List[_W] = []
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -1333,6 +1343,19 @@ def _ansi_c(body: str) -> str:
 
 
 # ---- bash parser ------------------------------------------------------------
+#
+# One reader for every POSIX shell a host may run a command in: bash, zsh
+# (the login shell on macOS, which Codex and Claude Code use) and sh (dash
+# on Debian and Ubuntu).  No event says which one runs, so a line is proven
+# read only when it reads in each.  Where zsh expands what bash leaves alone
+# ($~x globs a value, $=x splits it, $x[...] evaluates arithmetic that may
+# assign, `=cmd` looks up a path, `<1-9>` globs numbers, a bare `< f` runs
+# $READNULLCMD, `}` ends a group anywhere) the form is refused or read the
+# way that covers both; where dash differs ($'...' is `$` then a quoted
+# string, `a &> f` is `a &` then `> f`) the line is read a second time as
+# dash reads it.  zsh options a user turns on in a startup file
+# (EXTENDED_GLOB, GLOB_SUBST, SH_WORD_SPLIT...) are configuration, like
+# aliases: a line that turns one on itself is refused (setopt, emulate).
 
 _META = " \t\n;&|()<>"
 _RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
@@ -1427,17 +1450,22 @@ class _Bash:
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
-    collected flat in `items`; the line is read only if each one is.
+    collected flat in `items`; the line is read only if each one is.  Marks
+    between them keep the shape that decides where a command runs: the
+    separators `;` `&&` `||` `|` `&`, `(` `)` around a subshell, `$(` `$)`
+    around a substitution, and the reserved words { } ! if then elif else
+    fi while until for do done.  dash=True reads the line as dash does.
     """
 
-    def __init__(self, src: str, depth: int) -> None:
+    def __init__(self, src: str, depth: int, dash: bool = False) -> None:
         if depth > _MAX_DEPTH:
             raise _Give("analysis_limit")
         self.s = src
         self.n = len(src)
         self.i = 0
         self.depth = depth
-        self.items: List[Any] = []   # _Cmd or a ready _V
+        self.dash = dash
+        self.items: List[Any] = []   # _Cmd, a ready _V, or a mark (a str)
         self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
 
     # ---- driver -------------------------------------------------------------
@@ -1476,6 +1504,8 @@ class _Bash:
                 self.i += 1
                 cmd = _Cmd(s, self.i)
                 self._read_heredocs()
+                if not need_cmd:
+                    self.items.append(";")
                 had_cmd = had_cmd and need_cmd
                 at_start = True
                 continue
@@ -1486,22 +1516,33 @@ class _Bash:
                 self.i += 1
                 return
             if c == "(":
-                if not cmd.empty() or not at_start:
+                if not cmd.empty() or not at_start or cmd.attached:
                     raise _Give("shell_syntax_unproven")
                 if s.startswith("((", self.i):
                     raise _Give("shell_syntax_unproven")
                 if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
                     raise _Give("analysis_limit")
                 self.i += 1
+                start = len(self.items)
+                self.items.append("(")
                 self._list(")", nest + 1)
+                if len(self.items) == start + 1:
+                    # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
+                    raise _Give("shell_syntax_unproven")
+                self.items.append(")")
                 # Redirections may follow the group; words may not.
                 cmd = _Cmd(s, self.i)
+                cmd.attached = True
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
             if c in ";&|":
                 end = self.i
                 op = self._operator()
+                if op in ("&>", "&>>") and self.dash:
+                    # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
+                    self.i -= len(op) - 1
+                    op = "&"
                 if op in ("&>", "&>>"):
                     self._redirection(cmd, op)
                     at_start = False
@@ -1511,6 +1552,7 @@ class _Bash:
                 if cmd.empty() and not had_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd, end)
+                self.items.append("|" if op == "|&" else op)
                 cmd = _Cmd(s, self.i)
                 had_cmd = False
                 need_cmd = op in ("|", "||", "&&", "|&")
@@ -1521,6 +1563,15 @@ class _Bash:
                 self._redirection(cmd, op)
                 at_start = False
                 continue
+            if cmd.attached:
+                # After `)`, `}`, `fi` or `done` only a redirection, a separator or
+                # a reserved word may follow: `(ls) rm x` is no command.
+                save = self.i
+                word = self._word()
+                if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
+                    raise _Give("shell_syntax_unproven")
+                self.i = save
+                at_start = True
             if at_start:
                 name = self._assignment_name()
                 if name is not None:
@@ -1542,16 +1593,24 @@ class _Bash:
                 if text in _RESERVED_SKIP:
                     if not cmd.empty():
                         raise _Give("shell_syntax_unproven")
+                    self.items.append(text)
                     had_cmd = text in ("}", "fi", "done")
                     need_cmd = text in ("!", "if", "then", "elif", "else", "do", "while",
                                         "until", "{")
+                    # Redirections after `}`, `fi` or `done` belong to the whole construct.
+                    cmd.attached = had_cmd
                     continue
                 if text in _RESERVED_REFUSE:
                     raise _Give("shell_syntax_unproven")
                 if text == "for":
+                    self.items.append("for")
                     self._for_header()
                     need_cmd, had_cmd = False, True
                     continue
+            elif word.text == "}" and not word.quoted:
+                # zsh ends a group at a lone `}` anywhere on the line, where bash
+                # sees an argument: `{ ls } always { rm x }` runs rm in zsh.
+                raise _Give("shell_syntax_unproven")
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
@@ -1571,6 +1630,8 @@ class _Bash:
 
     def _finish(self, cmd: _Cmd, end: int = -1) -> None:
         if not cmd.empty():
+            if self.dash and not cmd.words:
+                cmd.attached = True   # dash runs no program for a bare redirection
             cmd.end = self.i if end < 0 else end
             self.items.append(cmd)
 
@@ -1595,6 +1656,18 @@ class _Bash:
             j += 1
         fd = s[self.i:j]
         self.i = j
+        if s.startswith("<", j):
+            k = j + 1
+            while k < self.n and s[k].isdigit():
+                k += 1
+            if s.startswith("-", k):
+                k += 1
+                while k < self.n and s[k].isdigit():
+                    k += 1
+                if s.startswith(">", k):
+                    # zsh globs `<1-9>` (and `<->`) for numbered files where bash
+                    # reads `< 1-9` and writes `> ...`: `uniq a <-> /dev/null`.
+                    raise _Give("shell_syntax_unproven")
         for op in ("<<<", "<<-", "<<", "<>", "<&", "<(", "<", ">>", ">|", ">&", ">(", ">"):
             if s.startswith(op, self.i):
                 if op in ("<(", ">("):
@@ -1611,7 +1684,7 @@ class _Bash:
             # <(...) / >(...) standing as an argument
             start = self.i - 1
             self.i += 1
-            self._nested(")")
+            self._nested(")", "$(")
             if kind == ">":
                 # The inner commands are collected; what they do with the data is unproven.
                 self.items.append(_unknown("shell_syntax_unproven", "procsub",
@@ -1625,7 +1698,7 @@ class _Bash:
             # collected; what they do with the data is not proven.
             start = self.i
             self.i += 2
-            self._nested(")")
+            self._nested(")", "$(")
             self.items.append(_unknown("shell_syntax_unproven", "procsub",
                                        self.s[start:self.i]))
             return
@@ -1636,10 +1709,35 @@ class _Bash:
             self.heredocs.append((word.text, word.quoted, kind == "<<-", cmd))
             cmd.redirs.append((fd + kind, None))
             return
+        if kind in (">", ">>", ">&", "&>", "&>>") and self.s.startswith("!", self.i):
+            self._clobber(cmd, fd + kind)
+            return
         if self.i >= self.n or self.s[self.i] in _META:
             raise _Give("shell_syntax_unproven")
         word = self._word()
         cmd.redirs.append((fd + kind, word))
+
+    def _clobber(self, cmd: _Cmd, op: str) -> None:
+        """`>! f`, `>>! f`, `>&! f`: zsh writes f (the `!` overrides noclobber);
+        bash and dash write a file named `!` and pass f to the command.  Both
+        targets are kept, and the command is judged with and without f."""
+        self.i += 1
+        if self.i < self.n and self.s[self.i] not in _META:
+            word = self._word()                       # `>!f`: bash writes `!f`
+            bang = _W("!" + word.text, dyn=word.dyn, split=word.split, glob=word.glob,
+                      quoted=word.quoted)
+            cmd.redirs.append((op, bang))
+            cmd.redirs.append((op, word))
+            return
+        cmd.redirs.append((op, _lit("!")))
+        while self.i < self.n and self.s[self.i] in " \t":
+            self.i += 1
+        if self.i >= self.n or self.s[self.i] in _META:
+            return
+        word = self._word()
+        cmd.redirs.append((op, word))
+        cmd.words.append(word)
+        cmd.zsh_drop.append(word)
 
     def _read_heredocs(self) -> None:
         """Consume pending heredoc bodies after a newline; bodies are data, never commands."""
@@ -1662,6 +1760,11 @@ class _Bash:
                                    or line.endswith("\\")):
                     # A trailing backslash joins the next line in an unquoted body:
                     # `$\` then `(cmd)` is a command substitution.
+                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
+                if not quoted and "$" in line and _an_rx(
+                        "hdsub", r"\$(#?[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])\[").search(line):
+                    # zsh expands $f[PATH=5] in the body too, as arithmetic that
+                    # assigns, in this shell when the command is a builtin.
                     raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
                 body.append(check)
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
@@ -1696,9 +1799,13 @@ class _Bash:
                 return
             if s[self.i] in _META:
                 raise _Give("shell_syntax_unproven")
-            self._word()  # the list; nested substitutions are collected as commands
+            item = self._word()  # the list; nested substitutions are collected as commands
+            if item.text == "}" and not item.quoted:
+                raise _Give("shell_syntax_unproven")   # zsh: the end of a group
 
-    def _nested(self, closer: str) -> None:
+    def _nested(self, closer: str, mark: str) -> None:
+        """A substitution's commands, between the marks `$(` and `$)`: they run
+        in a shell of their own, so a `cd` inside stays inside."""
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
         if self.heredocs:
@@ -1707,10 +1814,21 @@ class _Bash:
             # would be commands we took for heredoc text.
             raise _Give("shell_syntax_unproven")
         self.depth += 1
+        start = len(self.items)
+        self.items.append(mark)
         try:
             self._list(closer, 0)
         finally:
             self.depth -= 1
+        self._close_substitution(start)
+
+    def _close_substitution(self, start: int) -> None:
+        body = [x for x in self.items[start + 1:] if x != ";"]
+        if len(body) == 1 and isinstance(body[0], _Cmd) and not body[0].words \
+                and not body[0].assigns and len(body[0].redirs) == 1 \
+                and body[0].redirs[0][0].lstrip("0123456789") == "<":
+            body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
+        self.items.append("$)")
 
     # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
@@ -1725,6 +1843,10 @@ class _Bash:
             if lead is None:
                 lead = is_literal and ch != "-"
 
+        # zsh replaces a word that starts with an unquoted `=cmd` by the path
+        # of cmd (`==x` and a lone `=` fail or stay as they are).
+        equals = s.startswith("=", self.i) and self.i + 1 < n \
+            and s[self.i + 1] not in _META and s[self.i + 1] != "="
         while self.i < n:
             c = s[self.i]
             if c in _META:
@@ -1758,6 +1880,11 @@ class _Bash:
                 continue
             if c == "$":
                 nxt = s[self.i + 1] if self.i + 1 < n else ""
+                if nxt == "'" and self.dash:
+                    first(True, "$")        # dash: a plain `$`, then a quoted string
+                    out.append("$")
+                    self.i += 1
+                    continue
                 if nxt == "'":
                     end = self.i + 2
                     while end < n and s[end] != "'":
@@ -1810,6 +1937,9 @@ class _Bash:
                 continue
             if c in "+@!" and self.i + 1 < n and s[self.i + 1] == "(":
                 raise _Give("shell_syntax_unproven")  # extglob
+            if c == "~" and s.startswith("~[", self.i):
+                # zsh's dynamic named directory: ~[name] calls a shell function.
+                raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
             first(True, c)
@@ -1824,7 +1954,7 @@ class _Bash:
                     lead = False
         if lead is None:
             lead = True
-        return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted)
+        return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted)
 
     def _dquote(self, out: List[str], first: Callable[[bool, str], None]) -> bool:
         """Inside "...": only $, backtick and backslash are special."""
@@ -1874,28 +2004,39 @@ class _Bash:
                 self.i = end + 2
                 return True
             self.i = i + 2
-            self._nested(")")
+            self._nested(")", "$(")
             return True
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
             if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
-                    or not _param_safe(body):
+                    or body[0] in "^+" or not _param_safe(body):
+                # ${^x} and ${+x} are zsh's (array product, is-set); bash refuses them
                 raise _Give("shell_syntax_unproven")
             self.i = end + 1
             return True
-        if nxt == "[":
+        if nxt == "[" or (nxt and nxt in "~=^+"):
+            # zsh: $~x globs the value (a glob qualifier in it runs code), $=x
+            # splits it, $^x and $+x too; bash prints these as text.
             raise _Give("shell_syntax_unproven")
+        j = i + 1
         if nxt and (nxt in _NAME_START):
-            j = i + 1
             while j < n and s[j] in _NAME_CHARS:
                 j += 1
-            self.i = j
-            return True
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i = i + 2
-            return True
-        return False
+        elif nxt == "#" and i + 2 < n and s[i + 2] in _NAME_START:
+            j = i + 2                # zsh: $#name is the length of name
+            while j < n and s[j] in _NAME_CHARS:
+                j += 1
+        elif nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            j = i + 2
+        else:
+            return False
+        if s.startswith("[", j):
+            # zsh reads $name[...] as a subscript, evaluated as arithmetic that
+            # may assign: `echo $f[PATH=.]` sets PATH.  bash sees a glob.
+            raise _Give("shell_syntax_unproven")
+        self.i = j
+        return True
 
     def _backtick(self) -> None:
         end = self.s.find("`", self.i + 1)
@@ -1905,9 +2046,12 @@ class _Bash:
         if "\\" in body:
             raise _Give("shell_syntax_unproven")
         self.i = end + 1
-        sub = _Bash(body, self.depth + 1)
+        sub = _Bash(body, self.depth + 1, self.dash)
         sub.items = self.items
+        start = len(self.items)
+        self.items.append("$(")
         sub.parse()
+        self._close_substitution(start)
 
 
 # ---- classification ---------------------------------------------------------
@@ -2046,13 +2190,22 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if not cmd.words:
         if cmd.assigns:
             return v.join(_unknown("state_change", "assign", cmd.assigns[0][0]))
+        if not cmd.attached:
+            # A redirection with no command: zsh runs $NULLCMD (cat) for it,
+            # or for an input alone $READNULLCMD (a pager, `more`).
+            v.join(_unknown("shell_syntax_unproven", "zsh",
+                            cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if cmd.zsh_drop:
+        # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
+        inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
+    v.cd = inner.cd
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
         for t in v.targets:
@@ -2109,7 +2262,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # The body is expanded before the shell reads it: `\\` becomes `\`,
             # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
             return verdict
-        return _analyze_bash(body, ctx.deeper())
+        script = _analyze_bash(body, ctx.deeper())
+        script.cd = None      # a shell of its own: its cd stays there
+        return script
     if name in _STDIN_CODE:
         verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
     return verdict
@@ -2236,6 +2391,15 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+# Commands that run inside the shell itself, so that a folder change they
+# make (cd, pushd, a sourced file...) stays for the commands after them.
+# Any other program runs in a process of its own: `env cd x`, `xargs cd`
+# and `bash -c 'cd x'` leave the shell where it was.
+_SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", "eval", "trap",
+                         "emulate", "fc", "r", "command", "builtin", "exec", "time", "noglob",
+                         "nocorrect", "-"))
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
@@ -2245,7 +2409,11 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             return _write().blame("writer", words[0].text)
         if words[0].static:
             return _unknown("shell_command_unproven", "path", words[0].text)
-        return _unknown("shell_syntax_unproven", "dynamic")
+        # `$c x` may run any builtin, cd among them.
+        return _runs_here(_unknown("shell_syntax_unproven", "dynamic"))
+    if name == "r" and words[0].text == "r":
+        # zsh's `r` repeats the last command (fc -e -); R's interpreter is `R`.
+        return _runs_here(_unknown("shell_command_unproven", "zsh", "r", "rerun"))
     handler = _PROGRAMS.get(name)
     args = words[1:]
     if len(args) == 1 and _help_only(name, args):
@@ -2258,7 +2426,10 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         if name in _WRITERS:
             return _write(_writer_targets(name, args)).blame("writer", name)
         return _unknown("shell_command_unproven", "unlisted", name)
-    return handler(name, args, ctx)
+    v = handler(name, args, ctx)
+    if v.cd is not None and name not in _SHELL_HERE:
+        v.cd = None
+    return v
 
 
 # ---- generic options --------------------------------------------------------
@@ -2390,6 +2561,18 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
+
+
+def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """GNU stat only prints; zsh's stat builtin (zmodload zsh/stat) assigns
+    an array with -A NAME or a hash with -H NAME, options GNU stat lacks."""
+    for w in args:
+        if w.text == "--":
+            break
+        if w.static and w.text.startswith("-") and not w.text.startswith("--") \
+                and ("A" in w.text or "H" in w.text):
+            return _unknown("state_change")
+    return _an_read()
 
 
 def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
@@ -2558,6 +2741,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     capped: Optional[str] = None
+    folders: List[_W] = []
     i = 0
     while i < len(args):
         w = args[i]
@@ -2567,8 +2751,13 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-i", "--ignore-environment", "-0", "--null", "-"):
             i += 1
         elif t in ("-u", "--unset", "-C", "--chdir"):
+            if t in ("-C", "--chdir") and i + 1 < len(args):
+                folders.append(args[i + 1])
             i += 2
         elif t.startswith(("--unset=", "--chdir=")) or (t.startswith(("-u", "-C")) and len(t) > 2):
+            if t.startswith(("--chdir=", "-C")):
+                folders.append(_lit(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+                               if w.static else _W("\0", dyn=True))
             i += 1
         elif t == "--":
             i += 1
@@ -2585,8 +2774,60 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args[i:]
     if not rest:
         return _an_read()
-    v = _payload(rest, ctx)
+    v = _in_dir(_payload(rest, ctx), folders)
     return v.cap("state_change", ("env", capped)) if capped else v
+
+
+def _in_dir(v: _V, folders: List[_W]) -> _V:
+    """Targets of a program that first moves to `folders`, one after the
+    other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
+    expansion among them leaves the folder unknown."""
+    if not folders or not v.targets:
+        return v
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
+        elif prefix is None:
+            v.opaque = True
+        else:
+            placed.append(_cd_join(prefix, t)[0] or t)
+    v.targets = placed
+    return v
+
+
+def _wrapper_option(opts: List[_W], short: str, long: str, valued: str) -> List[_W]:
+    """Every value of a wrapper's option (`-D dir`, `-Ddir`, `--chdir=dir`,
+    `--chdir dir`) among the option words before its payload; `valued` are
+    the letters that take a value, which ends a cluster."""
+    found: List[_W] = []
+    i = 0
+    while i < len(opts):
+        w = opts[i]
+        t = w.text
+        i += 1
+        if t == long:
+            if i < len(opts):
+                found.append(opts[i])
+                i += 1
+        elif t.startswith(long + "="):
+            found.append(_lit(t[len(long) + 1:]) if w.static else _W("\0", dyn=True))
+        elif t.startswith("-") and not t.startswith("--"):
+            for k in range(1, len(t)):
+                if t[k] in valued:
+                    value = t[k + 1:]
+                    if t[k] == short:
+                        if value:
+                            found.append(_lit(value) if w.static else _W("\0", dyn=True))
+                        elif i < len(opts):
+                            found.append(opts[i])
+                    if not value:
+                        i += 1
+                    break
+    return found
 
 
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2674,9 +2915,17 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """eval runs its text in this shell: a cd inside moves the commands after it."""
     if not all(w.static for w in args):
-        return _unknown("shell_syntax_unproven", "dyncode", name)
+        return _runs_here(_unknown("shell_syntax_unproven", "dyncode", name))
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
+
+
+def _runs_here(v: _V) -> _V:
+    """A verdict for code run in this very shell that cannot be seen: after
+    it the shell may be in any folder."""
+    v.cd = ("any",)
+    return v
 
 
 def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2724,7 +2973,8 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                long_flags=("--preserve-env", "--non-interactive"))
     if start is None or start >= len(args):
         return _unknown()
-    return _payload(args[start:], ctx).cap("shell_command_unproven")
+    folders = _wrapper_option(args[:start], "D", "--chdir", "ugCDhprtT")
+    return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
 # ---- git --------------------------------------------------------------------
@@ -3321,6 +3571,7 @@ def _git_dry_run(sub: str, args: List[_W]) -> bool:
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
+    folders: List[_W] = []
     while i < n:
         w = args[i]
         if not w.static:
@@ -3331,18 +3582,21 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         elif t == "-C":
             if i + 1 >= n:
                 return _unknown("option_value_missing")
+            folders.append(args[i + 1])     # git works (and writes) from there
             i += 2
         elif t.startswith("-C"):
-            i += 1     # -Cdir, the same as -C dir
+            folders.append(_lit(t[2:]))     # -Cdir, the same as -C dir
+            i += 1
         elif t in ("--version", "-v", "--help", "-h"):
             return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
         else:
             break
     if i >= n:
         return _unknown("git_arguments_unproven")
-    sub_w = args[i]
-    sub = sub_w.text
-    rest = args[i + 1:]
+    return _in_dir(_git_command(args[i].text, args[i + 1:]), folders)
+
+
+def _git_command(sub: str, rest: List[_W]) -> _V:
     if sub.startswith("-"):
         return _unknown("git_arguments_unproven", "gitglobal", sub)
     if len(rest) == 1 and rest[0].static and rest[0].text in ("--help", "-h") \
@@ -4838,9 +5092,74 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write([f for f in files if f])
 
 
+def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
+    """Operands of cd/pushd/popd after their leading flags, and whether -n
+    (change the stack only) was among them."""
+    ops: List[_W] = []
+    no_cd = dd = False
+    for w in args:
+        if not ops and not dd and w.static and w.text == "--":
+            dd = True
+        elif not ops and not dd and w.static and w.text in flags:
+            no_cd = no_cd or w.text == "-n"
+        else:
+            ops.append(w)
+    return ops, no_cd
+
+
+def _dir_of(word: _W) -> Optional[str]:
+    """Where `cd WORD` goes, or None when that cannot be known: an expansion,
+    `-` (the previous folder) or a stack entry such as +1 or -2."""
+    text = word.text
+    if not word.static or text == "-" or (len(text) > 1 and text[0] in "+-"
+                                          and text[1:].isdigit()):
+        return None
+    return text
+
+
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    ops = [w for w in args if not (w.static and w.text in ("-L", "-P", "-e", "-@"))]
-    return _an_read() if len(ops) <= 1 else _unknown()
+    """cd, and zsh's chdir: reads nothing, writes nothing, moves the shell."""
+    ops, _ = _dir_operands(args, ("-L", "-P", "-e", "-@", "-q", "-s"))
+    v = _an_read() if len(ops) <= 2 else _unknown()
+    # No operand: $HOME.  Two: zsh replaces the first by the second in $PWD
+    # (bash refuses), a folder this line cannot name.
+    v.cd = ("to", "~" if not ops else _dir_of(ops[0]) if len(ops) == 1 else None)
+    return v
+
+
+def _pushd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q", "-s", "-L", "-P"))
+    v = _an_read()       # pushd moves the shell; it writes nothing
+    if no_cd:
+        v.cd = ("stack",)
+    elif not ops:
+        v.cd = ("swap",)          # the top two entries change places
+    elif len(ops) == 1 and _dir_of(ops[0]) is not None:
+        v.cd = ("push", ops[0].text)
+    else:
+        v.cd = ("lost",)          # a rotation (+N, -N), an expansion, zsh's old/new
+    return v
+
+
+def _popd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q"))
+    v = _an_read()
+    v.cd = ("stack",) if no_cd else ("pop",) if not ops else ("lost",)
+    return v
+
+
+def _dirs(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """dirs lists the stack; -c clears it, and in zsh `dirs a b` sets it."""
+    v = _an_read()
+    for w in args:
+        t = w.text
+        index = len(t) > 1 and t[0] in "+-" and t[1:].isdigit()
+        if not w.static or not (index or t in ("-c", "-l", "-p", "-v", "-lv", "-pv")):
+            v = _unknown("state_change")
+            v.cd = ("stack",)
+        elif t == "-c":
+            v.cd = ("stack",)
+    return v
 
 
 def _printf(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5150,14 +5469,85 @@ def _tar_lists(args: List[_W]) -> bool:
     return "t" in letters
 
 
+# GNU tar's short options that take a value: in a cluster the value is the
+# rest of the word or, at its end, the next word (old style: the next words
+# in turn).
+_TAR_VALUED = "bCfFgHIKLNTVX"
+
+
+def _tar_words(args: List[_W]) -> Tuple[str, List[_W], List[_W]]:
+    """(mode letters, archives named by -f, folders named by -C in order)."""
+    mode, archives, folders = "", [], []    # type: Tuple[str, List[_W], List[_W]]
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        t = w.text
+        i += 1
+        if t == "--":
+            break
+        if t.startswith("--"):
+            key, eq, val = t.partition("=")
+            value = _lit(val) if eq and w.static else _W("\0", dyn=True) if eq else None
+            if len(key) >= 5 and "--directory".startswith(key) or len(key) >= 4 \
+                    and "--file".startswith(key):
+                if value is None and i < n:
+                    value = args[i]
+                    i += 1
+                if value is not None:
+                    (folders if key.startswith("--d") else archives).append(value)
+            elif key in ("--create", "--append", "--update", "--delete", "--catenate",
+                         "--concatenate"):
+                mode += "c"
+            elif key in ("--extract", "--get"):
+                mode += "x"
+            continue
+        old_style = i == 1 and not t.startswith("-")
+        if not t.startswith("-") and not old_style:
+            continue                        # a member name
+        letters = t if old_style else t[1:]
+        for k, ch in enumerate(letters):
+            if ch not in _TAR_VALUED:
+                mode += ch
+                continue
+            value = None if old_style else letters[k + 1:]
+            if value:
+                value_w = _lit(value) if w.static else _W("\0", dyn=True)
+            elif i < n:
+                value_w = args[i]
+                i += 1
+            else:
+                break
+            if ch == "C":
+                folders.append(value_w)
+            elif ch == "f":
+                archives.append(value_w)
+            if not old_style:
+                break
+    return mode, archives, folders
+
+
 def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A listing reads; creating writes the archive (named from where tar
+    starts); extracting writes into the folders -C moves to, each relative
+    to the one before."""
     if _tar_lists(args):
         return _an_read()
-    first = args[0].text if args else ""
-    mode = first.lstrip("-")
-    if mode[:1] == "c" and len(args) > 1 and "f" in mode:
-        return _write([args[1].text] if args[1].static else [])
-    return _write(_option_dirs(args, ("-C", "--directory")))
+    mode, archives, folders = _tar_words(args)
+    if any(ch in mode for ch in "cruA"):
+        v = _write([w.text for w in archives if w.static])
+        v.opaque = v.opaque or any(not w.static for w in archives)
+        return v
+    v = _write()
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+        if prefix is None:
+            v.opaque = True
+            break
+        v.targets.append(prefix)
+    if not folders and "x" in mode:
+        v.targets.append(".")     # the members land in the folder tar runs in
+    return v
 
 
 def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
@@ -5185,7 +5575,23 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
                for w in args[1:]):
             return _an_read()
         return _unknown()
-    return _write(_option_dirs(args, ("-d",)))
+    v = _write(_option_dirs(args, ("-d",)))
+    # `unzip a.zip -d $dir`: the files land in a folder nobody can name here.
+    v.opaque = any(w.text == "-d" and k + 1 < len(args) and not args[k + 1].static
+                   for k, w in enumerate(args))
+    return v
+
+
+def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """patch changes the files its input names, after `-d DIR` moves it
+    there; -o writes elsewhere.  The folder stands for the files."""
+    valued = "BDFgiopYrVzd"
+    folders = _wrapper_option(args, "d", "--directory", valued)
+    outputs = _wrapper_option(args, "o", "--output", valued)
+    v = _in_dir(_write([w.text for w in outputs if w.static]), folders[-1:])
+    v.targets.extend(w.text for w in folders[-1:] if w.static)
+    v.opaque = v.opaque or any(not w.static for w in folders + outputs)
+    return v
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
@@ -5316,7 +5722,8 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
@@ -5348,7 +5755,7 @@ _PROGRAMS.update({
     "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
-    "tar": _tar, "unzip": _unzip, "curl": _curl,
+    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
     "export": lambda n, a, c: _unknown("state_change"),
 })
 for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
@@ -5356,6 +5763,12 @@ for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
+for _p in ("source", ".", "trap"):
+    # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown("state_change"))
+for _p in ("emulate", "fc"):
+    # `emulate sh -c CODE` runs CODE; fc re-runs or edits history commands.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown())
 _BUN_EVAL = _interp("bun")
 _PY_INTERP = _interp("python")
 for _p in _PYTHON_NAMES:
@@ -5482,38 +5895,365 @@ del _p
 
 # ---- drivers ----------------------------------------------------------------
 
-def _combine(items: List[Any], ctx: _Ctx) -> _V:
-    total = _V()
-    base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
-    seen = ctx.seen
-    for item in items:
-        if isinstance(item, _V):
-            if seen is not None:
-                seen.append((None, item))
-            total.join(item)
+# Where a command runs.  A write target is named relative to the folder the
+# shell is in when the command runs, and that folder moves: `cd`, `pushd`,
+# `popd`, a sourced file, `eval`.  A place is (folder, stack): the folder
+# relative to where the line starts ("" there, "/abs" or "~/x" fixed, None
+# unknown) and the pushd stack this line built (older entries are unknown).
+# Every place the shell can be in is kept: a cd may fail (`cd x; rm a`
+# removes x/a or a), a subshell, a pipeline stage (bash) or a background job
+# keeps its cd to itself, `&&` and `||` choose the success or failure side.
+_START = ("", ())
+_LOST = (None, ())
+_MAX_PLACES = 24
+
+
+def _logical(path: str) -> str:
+    """`a/b/..` as cd -L reads it (the shell's own PWD, before symlinks)."""
+    out: List[str] = []
+    for part in path.split("/"):
+        if part == ".." and out and out[-1] not in ("..", "") and not out[-1].startswith("~"):
+            out.pop()
+        elif part == ".." and out == [""]:
+            continue                      # the parent of / is /
+        elif part != "." or not out:
+            out.append(part)
+    return "/".join(out)
+
+
+def _fixed(path: str) -> bool:
+    """A path that does not depend on the folder: /x, ~/x, and on Windows
+    C:\\x, C:/x or \\\\server\\share."""
+    return path.startswith(("/", "~", "\\\\")) or (
+        path[1:2] == ":" and path[:1].isalpha() and path[2:3] in ("\\", "/"))
+
+
+def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
+    """Name v's relative write targets from each folder the shell may be in;
+    one that is unknown makes the write's place unknown (opaque)."""
+    if not v.targets or folders == [""]:
+        return
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
             continue
+        for folder in folders:
+            if folder is None:
+                v.opaque = True
+            elif folder == "" or t == ".":
+                placed.append(folder or t)
+            else:
+                placed.append(folder.rstrip("/") + "/" + t)
+    v.targets = placed
+
+
+def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
+    """The folders `cd path` may reach from `folder`: logically and, for a
+    path through `..`, physically too (a symlinked folder's parent)."""
+    if folder is None or path is None:
+        return [None]
+    if path in ("", "."):
+        return [folder]
+    if _fixed(path) or folder == "":
+        new = path
+    else:
+        new = folder.rstrip("/") + "/" + path
+    if ".." in new.split("/"):
+        logical = _logical(new)
+        if logical != new:
+            return [new, logical]
+    return [new]
+
+
+def _merge(*groups: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+    first = groups[0]
+    if all(group is first or not group for group in groups):
+        return first          # nothing moved: the common case, no copy
+    out: List[Tuple[Any, Any]] = []
+    for group in groups:
+        for place in group:
+            if place not in out:
+                out.append(place)
+    return out if len(out) <= _MAX_PLACES else [_LOST]
+
+
+def _cdpath_sensitive(path: Optional[str]) -> bool:
+    """CDPATH is searched for a bare name, never for /x, ./x, ../x or ~."""
+    return path is not None and path not in ("", ".", "..") \
+        and not path.startswith(("/", "./", "../", "~"))
+
+
+def _moved(here: List[Tuple[Any, Any]], move: Tuple[Any, ...],
+           cdpath: bool) -> List[Tuple[Any, Any]]:
+    """The places after `move` succeeds, from each place of `here`."""
+    kind = move[0]
+    out: List[Tuple[Any, Any]] = []
+    for folder, stack in here:
+        if kind in ("to", "push"):
+            path = move[1]
+            pushed = stack + (folder,) if kind == "push" else stack
+            for new in _cd_join(folder, path):
+                out.append((new, pushed))
+            if cdpath and _cdpath_sensitive(path):
+                out.append((None, pushed))    # CDPATH may lead anywhere
+        elif kind in ("pop", "swap"):
+            if not stack:
+                out.append(_LOST)             # an entry pushed before this line
+            elif kind == "pop":
+                out.append((stack[-1], stack[:-1]))
+            else:
+                out.append((stack[-1], stack[:-1] + (folder,)))
+        elif kind == "stack":
+            out.append((folder, ()))
+        elif kind == "places":
+            for inner, inner_stack in move[1]:
+                rebased = tuple(_cd_join(folder, e)[0] for e in inner_stack)
+                for new in _cd_join(folder, inner):
+                    out.append((new, stack + rebased))
+        else:                                 # "lost" / "any"
+            if kind == "any":
+                out.append((folder, stack))
+            out.append(_LOST)
+    return _merge(out)
+
+
+class _Flow:
+    """Walks the items and marks of _Bash, judging every command once and
+    naming its write targets from each place the shell may be in."""
+
+    __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
+
+    def __init__(self, items: List[Any], ctx: _Ctx, text: str) -> None:
+        self.items = items
+        self.k = 0
+        self.ctx = ctx
+        self.total = _V()
+        # CDPATH is (or may be) set, so a bare `cd name` may go anywhere: the
+        # line names it, or the hook's environment has it (looked up on need).
+        self.cdpath: Optional[bool] = True if "CDPATH" in text or "cdpath" in text else None
+        self.last: Any = None    # (success, failure) places of the last list seq ran
+        self.lead: List[Tuple[Any, Any]] = []   # places before the last pipeline of a list
+
+    def run(self) -> _V:
+        items = self.items
+        if len(items) == 1 and items[0].__class__ is _Cmd:
+            # One simple command, the common case: no walk.
+            ok, failed = self.moves(items[0], self.simple(items[0], [_START]), [_START])
+            here = _merge(ok, failed)
+        else:
+            here = self.seq([_START], ())
+        total = self.total
+        if here != [_START]:
+            total.cd = ("places", here)
+        return total
+
+    def peek(self) -> Any:
+        return self.items[self.k] if self.k < len(self.items) else None
+
+    def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """Commands separated by `;`, newlines and `&`, up to a mark in stop.
+        self.last keeps the two sides of the last one: a group's status."""
+        self.last = (here, here)
+        while True:
+            item = self.peek()
+            if item is None or (item.__class__ is str and item in stop):
+                return here
+            if item == ";" or item == "&":
+                self.k += 1
+                continue
+            entry = here
+            ok, failed = self.andor(here, stop)
+            here = _merge(ok, failed) or entry      # empty: every path called exit
+            self.last = (ok, failed)
+            if self.peek() == "&":
+                self.k += 1
+                # bash runs the whole `a && b &` in the background; zsh only b,
+                # after running a here.
+                here = _merge(entry, self.lead)
+                self.last = (here, here)
+
+    def andor(self, here: List[Tuple[Any, Any]],
+              stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, places after failure) of `a && b || c`."""
+        entry = here
+        lead: List[Tuple[Any, Any]] = []
+        ok, failed = self.pipeline(here, stop)
+        while True:
+            op = self.peek()
+            if op == "&&":
+                self.k += 1
+                lead = _merge(ok, failed)
+                ok2, failed2 = self.pipeline(ok or entry, stop)
+                ok, failed = ok2, _merge(failed, failed2)
+            elif op == "||":
+                self.k += 1
+                lead = _merge(ok, failed)
+                ok2, failed2 = self.pipeline(failed or entry, stop)
+                ok, failed = _merge(ok, ok2), failed2
+            else:
+                self.lead = lead
+                return ok, failed
+
+    def pipeline(self, here: List[Tuple[Any, Any]],
+                 stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        negate = False
+        while self.peek() == "!":
+            self.k += 1
+            negate = not negate
+        ok, failed = self.command(here, stop)
+        if self.peek() == "|":
+            while self.peek() == "|":
+                self.k += 1
+                while self.peek() == "!":
+                    self.k += 1
+                ok, failed = self.command(here, stop)
+            # bash runs every stage in a subshell, zsh the last one in this shell.
+            ok, failed = _merge(here, ok), _merge(here, failed)
+        if negate:
+            ok = failed = _merge(ok, failed)
+        return ok, failed
+
+    def prefix(self, here: List[Tuple[Any, Any]]) -> None:
+        """Substitutions inside the next command's words run first, in subshells."""
+        while True:
+            item = self.peek()
+            if item == "$(":
+                self.k += 1
+                self.seq(here, ("$)",))
+                self.k += 1
+            elif item.__class__ is _V:
+                self.k += 1
+                if self.ctx.seen is not None:
+                    self.ctx.seen.append((None, item))
+                self.total.join(item)
+            else:
+                return
+
+    def attached(self, here: List[Tuple[Any, Any]]) -> None:
+        """`( ... ) > f`: the group's redirections are opened where it starts."""
+        self.prefix(here)
+        item = self.peek()
+        if item.__class__ is _Cmd and item.attached:
+            self.k += 1
+            self.simple(item, here)
+
+    def close(self, closer: str) -> None:
+        if self.peek() == closer:
+            self.k += 1
+
+    def command(self, here: List[Tuple[Any, Any]],
+                stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        self.prefix(here)
+        item = self.peek()
+        if item is None:
+            return here, here
+        if item.__class__ is _Cmd:
+            self.k += 1
+            return self.moves(item, self.simple(item, here), here)
+        if item in stop or item in (";", "&", "&&", "||", "|"):
+            return here, here
+        self.k += 1
+        if item == "(":
+            self.seq(here, (")",))
+            self.close(")")
+            self.attached(here)
+            return here, here
+        if item == "{":
+            self.seq(here, ("}",) + stop)
+            ok, failed = self.last
+            self.close("}")
+            self.attached(here)
+            return ok, failed
+        if item == "if":
+            out = self.parts(here, ("then", "elif", "else"), "fi", stop)
+            self.attached(here)
+            return out, out
+        if item in ("while", "until", "for"):
+            entry = here
+            if self.loop_moves():
+                # A round that moves the shell starts the next one elsewhere.
+                here = _merge(here, [_LOST])
+            out = self.parts(here, ("do",), "done", stop)
+            self.attached(entry)
+            return out, out
+        return here, here                 # a reserved word out of place (`fi` alone)
+
+    def moves(self, cmd: _Cmd, v: _V,
+              here: List[Tuple[Any, Any]]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, after failure) of one simple command."""
+        move = v.cd
+        if move is None:
+            if cmd.words and cmd.words[0].text == "exit" and not cmd.assigns:
+                return [], []             # nothing after it runs
+            return here, here
+        if cmd.assigns:
+            move = ("lost",)              # HOME=/x cd, CDPATH=/x cd y
+        if self.cdpath is None and move[0] in ("to", "push") and _cdpath_sensitive(move[1]):
+            self.cdpath = bool(os.environ.get("CDPATH"))
+        moved = _moved(here, move, bool(self.cdpath))
+        if move[0] in ("places", "any", "stack"):
+            return moved, moved
+        return moved, here                # a failed cd, pushd or popd stays
+
+    def loop_moves(self) -> bool:
+        """Whether the loop whose header starts here holds, outside subshells,
+        a command that may move the shell (cd, pushd, source, `$c x`...)."""
+        depth, sub = 1, 0
+        for k in range(self.k, len(self.items)):
+            item = self.items[k]
+            if item.__class__ is _Cmd:
+                if sub == 0 and item.words and (not item.words[0].static
+                                                or _cmd_name(item) in _SHELL_HERE):
+                    return True
+            elif item in ("(", "$("):
+                sub += 1
+            elif item in (")", "$)"):
+                sub -= 1
+            elif item in ("while", "until", "for"):
+                depth += 1
+            elif item == "done":
+                depth -= 1
+                if depth == 0:
+                    return False
+        return False
+
+    def parts(self, here: List[Tuple[Any, Any]], seps: Tuple[str, ...], end: str,
+              stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """The parts of if/while/until/for: any may run after any other, so the
+        places each part reaches are merged."""
+        reached = here
+        inner_stop = seps + (end,) + stop
+        while True:
+            reached = _merge(reached, self.seq(reached, inner_stop))
+            item = self.peek()
+            if item in seps:
+                self.k += 1
+                continue
+            if item == end:
+                self.k += 1
+            return reached
+
+    def simple(self, cmd: _Cmd, here: List[Tuple[Any, Any]]) -> _V:
+        seen = self.ctx.seen
         try:
-            v = _classify_cmd(item, ctx)
+            v = _classify_cmd(cmd, self.ctx)
         except _Give as g:
             if seen is not None:
-                seen.append((item, g.verdict()))
+                seen.append((cmd, g.verdict()))
             raise
         if seen is not None:
-            seen.append((item, v))
-        if v.targets and base != "":
-            v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
-                         for t in v.targets] if base is not None else []
-        total.join(v)
-        words = item.words
-        if words and words[0].static and words[0].text in ("cd", "pushd"):
-            ops = [w for w in words[1:] if not w.text.startswith("-")]
-            if len(ops) == 1 and ops[0].static and base is not None:
-                target = ops[0].text
-                base = target if target.startswith(("/", "~")) or base == "" \
-                    else base.rstrip("/") + "/" + target
-            else:
-                base = None
-    return total
+            seen.append((cmd, v))
+        if v.reason == "state_change":
+            self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
+        if v.targets and here != [_START]:
+            _place_targets(v, [folder for folder, _ in here])
+        self.total.join(v)
+        return v
+
+
+def _run_places(v: _V) -> List[Tuple[Any, Any]]:
+    return v.cd[1] if v.cd is not None and v.cd[0] == "places" else [_START]
 
 
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
@@ -5524,22 +6264,41 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
-    parser = None
     try:
-        parser = _Bash(stripped, ctx.depth)
-        items = parser.parse()
+        v = _Flow(_bash_items(stripped, ctx, False), ctx, stripped).run()
+        if "$'" in stripped or "&>" in stripped:
+            # dash reads these differently: judge its reading too.
+            try:
+                other = _Flow(_bash_items(stripped, _Ctx(ctx.depth, ctx.shell), True),
+                              _Ctx(ctx.depth, ctx.shell), stripped).run()
+            except _Give as g:
+                other = g.verdict()
+            if _RANK[other.mut] > _RANK[v.mut]:
+                # What decides is dash's reading: name the piece it reads otherwise.
+                ansi = stripped.find("$'")
+                piece = stripped[ansi:stripped.find("'", ansi + 2) + 1] if ansi >= 0 else "&>"
+                other.why = ("sh", piece, "ansi" if ansi >= 0 else "amp")
+                if ctx.seen is not None:
+                    ctx.seen.append((None, other))
+            places = _merge(_run_places(v), _run_places(other))
+            v.join(other)
+            v.cd = ("places", places) if places != [_START] else None
+        return v
     except _Give as g:
-        if ctx.seen is not None and parser is not None:
-            ctx.seen.append((_Spot(stripped, parser.i), g.verdict()))
         return g.verdict()
     except RecursionError:
         return _unknown("analysis_limit")
+
+
+def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
+    """The parsed line; a refusal is noted where the parser stopped (for `explain`)."""
+    parser = _Bash(text, ctx.depth, dash)
     try:
-        return _combine(items, ctx)
+        return parser.parse()
     except _Give as g:
-        return g.verdict()
-    except RecursionError:
-        return _unknown("analysis_limit")
+        if ctx.seen is not None:
+            ctx.seen.append((_Spot(text, parser.i), g.verdict()))
+        raise
 
 
 # ---- PowerShell: a conservative subset --------------------------------------
@@ -5684,12 +6443,62 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
             ctx.seen.append((None, g.verdict()))
         return g.verdict()
     total = _V()
+    folders: List[Optional[str]] = [""]
     for cmd in cmds:
         v = _ps_command(cmd, ctx)
+        _place_targets(v, folders)
         if ctx.seen is not None:
             ctx.seen.append((_Spot(words=[w for w, _ in cmd]), v))
         total.join(v)
+        prog = cmd[0][0].lower()
+        if prog in _PS_LOCATION:
+            paths = _ps_location_paths(cmd[1:])
+            dest = None if _PS_LOCATION[prog] or len(paths) > 1 or paths[:1] in (["-"], ["+"]) \
+                else paths[0] if paths else "~"
+            # A failed Set-Location is an error the next command runs after.
+            folders = _folders_after(folders, dest)
     return total
+
+
+def _ps_location_paths(args: List[Tuple[str, bool]]) -> List[str]:
+    """The paths a Set-Location or Push-Location names (-Path, -LiteralPath or positional)."""
+    paths: List[str] = []
+    i = 0
+    while i < len(args):
+        text, quoted = args[i]
+        low = text.lower()
+        i += 1
+        if quoted or not low.startswith("-") or low in ("-", "+"):
+            paths.append(text)
+        elif low.split(":", 1)[0] in ("-path", "-literalpath", "-lp", "-stackname"):
+            if ":" in low:
+                value = text.split(":", 1)[1]
+            elif i < len(args):
+                value = args[i][0]
+                i += 1
+            else:
+                continue
+            if low.startswith("-stackname"):
+                paths.append("+")       # another named stack: where it leads is unknown
+            else:
+                paths.append(value)
+    return paths
+
+
+def _folders_after(folders: List[Optional[str]], dest: Optional[str]) -> List[Optional[str]]:
+    """A location change that may fail: every folder before it, and where it leads."""
+    out = list(folders)
+    for folder in folders:
+        for new in _cd_join(folder, dest):
+            if new not in out:
+                out.append(new)
+    return out if len(out) <= _MAX_PLACES else [None]
+
+
+# Location changers of PowerShell and cmd.exe: True when where they go
+# cannot be read from the line (a stack entry).
+_PS_LOCATION = {"cd": False, "chdir": False, "sl": False, "set-location": False,
+                "pushd": False, "push-location": False, "popd": True, "pop-location": True}
 
 
 _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-target", "-lp")
@@ -5793,6 +6602,7 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
         return _unknown("shell_syntax_unproven", "cmdquote")
     total = _V()
+    folders: List[Optional[str]] = [""]
     i, n = 0, len(text)
     cur: List[_W] = []
     while i <= n:
@@ -5803,9 +6613,17 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
         if c in "\r\n&|":
             if cur:
                 v = _classify_argv(cur, ctx)
+                _place_targets(v, folders)
                 if ctx.seen is not None:
                     ctx.seen.append((_Spot(words=[w.text for w in cur]), v))
                 total.join(v)
+                name = cur[0].text.lower()
+                if name in _PS_LOCATION:
+                    # `cd` alone prints the folder; `cd /d x` also changes the drive.
+                    ops = [w.text for w in cur[1:] if w.text.lower() != "/d"]
+                    if ops or name in ("popd", "pushd"):
+                        dest = None if _PS_LOCATION[name] or len(ops) != 1 else ops[0]
+                        folders = _folders_after(folders, dest)
                 cur = []
             i += 1
             continue
@@ -5997,6 +6815,15 @@ _GIT_GLOBAL_WHY: Dict[str, str] = {
 }
 
 # Reason code -> what the deciding piece does, when nothing more precise is known.
+# What zsh (the login shell on macOS) does with a form bash leaves alone.
+_ZSH_WHY: Dict[str, str] = {
+    "nullcmd": "is a redirection with no command: zsh runs $NULLCMD or $READNULLCMD for it",
+    "rerun": "repeats the previous command in zsh",
+    # sh (dash) has no $'...' and no &>:
+    "ansi": "is a `$` and a quoted string to sh (dash), not one decoded word",
+    "amp": "sends the command to the background in sh (dash), then redirects apart",
+}
+
 _REASON_WHY: Dict[str, str] = {
     "shell_syntax_unproven": "could not be read",
     "shell_command_unproven": "is not proven read-only",
@@ -6343,6 +7170,8 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
     if kind == "dyncode":
         return "%s runs text that is only known when the command runs" % (
             _quote(why[1], command) or "it"), ""
+    if kind in ("zsh", "sh"):
+        return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
     if kind == "python":
         return _python_why(why, prog, command)
     if kind == "pystdin":
