@@ -4,11 +4,10 @@
 
 Most of the suite's time goes to tests that start other programs and wait on
 them (Node for the shims, real hook processes racing for a lock, commands run
-in real shells).  Those files
-run in one process, everything else in the other, each with its own temporary
-folder.  The second one's output is printed when the first one is done; the
-exit status is the first non-zero one.  Plain `python3 -m pytest tests` runs the same tests in
-one process.
+in real shells).  Those files run in one process, everything else in the
+other, each with its own temporary folder.  The second one's output is
+printed when the first one is done; the exit status is the first non-zero
+one.  Plain `python3 -m pytest tests` runs the same tests in one process.
 """
 import os
 import shutil
