@@ -251,6 +251,9 @@ class Action:
     shell_write_targets: List[str] = field(default_factory=list)
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # The coding agent CLI the call starts outside the host's delegation
+    # tools (`claude -p` from the shell): a delegation nothing can count.
+    starts_agent: Optional[str] = None
     cwd: Optional[str] = None
     hash_intent: bool = False
     dependency_intent: bool = False
@@ -327,6 +330,9 @@ class Action:
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
+        starts_agent = obj.get("startsAgent")
+        if starts_agent is not None and not _is_text(starts_agent):
+            raise _bad(where + "startsAgent", starts_agent)
         shell = obj.get("shell")
         if shell is not None and shell not in ("bash", "powershell", "unknown"):
             raise _bad(where + "shell", shell)
@@ -336,7 +342,7 @@ class Action:
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            unknown_write_target=flags["unknownWriteTarget"], cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1099,12 +1105,18 @@ class ShellAnalysis(Record):
     unknown_target is True when the line also writes somewhere the analyzer
     could not establish (a variable, a substitution, a folder it cannot
     follow): such a write may land on any path.
+    starts_agent names the coding agent CLI the line starts (`claude -p`,
+    `codex exec`, `opencode run`, ...; "?" for a program named by a variable
+    or substitution, which may be one): a delegation the host never sees.
+    resumes_session: that agent is told to continue an existing session, so
+    the text given to it arrives there as a prompt.
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
-                          'write_targets', 'unknown_target')
+                          'write_targets', 'unknown_target', 'starts_agent', 'resumes_session')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
-                'write_targets': list, 'unknown_target': False}
+                'write_targets': list, 'unknown_target': False, 'starts_agent': None,
+                'resumes_session': False}
 
     mutability: str
     reason: Optional[str]
@@ -1112,6 +1124,8 @@ class ShellAnalysis(Record):
     dependency_intent: bool
     write_targets: List[str]
     unknown_target: bool
+    starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
+    resumes_session: bool         # ...on an existing session, which the prompt then reaches
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1153,7 +1167,8 @@ class _V:
     verdict that decides, like the reason.
     """
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
+                 "resume")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1169,6 +1184,10 @@ class _V:
         # move of the drivers section ("to", folder), ("places", [...]) ... or None.
         self.cd: Optional[Tuple[Any, ...]] = None
         self.why: Optional[tuple] = None
+        # The coding agent this line starts (see ShellAnalysis.starts_agent), and
+        # whether it resumes an existing session of it.
+        self.agent: Optional[str] = None
+        self.resume = False
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1183,6 +1202,8 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.agent = self.agent or other.agent
+        self.resume = self.resume or other.resume
         return self
 
     def cap(self, reason: str, why: Optional[tuple] = None) -> "_V":
@@ -2109,7 +2130,10 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("TF_*", "changes terraform's setup"), ("TERMINFO*", "points %s at other terminal data"),
     ("TERMCAP", "points %s at other terminal data"), ("GZIP", "passes options to gzip"),
     ("BZIP*", "passes options to bzip2"), ("XZ_*", "passes options to xz"),
-    ("ZSTD_*", "passes options to zstd"), ("CC", "names the compiler %s runs"),
+    ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
+    ("ZIPINFO", "passes options to zipinfo"),
+    ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
     ("OPENSSL_*", "makes openssl load other modules"), ("SUDO_*", "changes what sudo runs"),
@@ -2345,7 +2369,7 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
     "rustc": ("-V",), "rustup": ("-V",), "gcc": ("-v", "-dumpversion"),
     "g++": ("-v", "-dumpversion"), "clang": ("-v",), "cc": ("-v", "-dumpversion"),
     "java": ("-version",), "javac": ("-version",), "kotlin": ("-version",),
-    "scala": ("-version",), "tsc": ("-v",), "terraform": ("-v", "version"), "make": ("-v",),
+    "scala": ("-version",), "tsc": ("-v",), "make": ("-v",),
     "gradle": ("-v",), "mvn": ("-v",), "helm": ("version",), "psql": ("-V",),
     "sqlite3": ("-version",), "ruff": ("-V", "version"), "mypy": ("-V",), "pytest": ("-V",),
     "eslint": ("-v",), "prettier": ("-v",), "jest": ("-v",), "vitest": ("-v",),
@@ -2374,6 +2398,10 @@ _HELP_PROGRAMS = frozenset((
 ))
 # Programs whose -h is no option at all: they print their usage and stop.
 _HELP_SHORT = frozenset(("scp", "sftp", "ssh"))
+# Programs whose version forms do more than print: terraform asks HashiCorp's
+# server for news and writes ~/.terraform.d/checkpoint_signature (seen by the
+# fuzzer in its sandbox).
+_VERSION_CALLS_OUT = frozenset(("terraform",))
 
 
 def _help_only(name: str, args: List[_W]) -> bool:
@@ -2381,7 +2409,9 @@ def _help_only(name: str, args: List[_W]) -> bool:
     if len(args) != 1 or name not in _HELP_PROGRAMS or not args[0].static:
         return False
     word = args[0].text
-    return word in ("--help", "--version") or (word == "-h" and name in _HELP_SHORT)
+    if word == "--version":
+        return name not in _VERSION_CALLS_OUT
+    return word == "--help" or (word == "-h" and name in _HELP_SHORT)
 
 
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2401,6 +2431,18 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
+    v = _classify_program(words, ctx)
+    if v.mut != "read" and v.agent is None:
+        # A proven read starts nothing, so only the rest is looked at.  The
+        # operands of a launcher are searched once, at the top: the wrappers
+        # the analyzer sees through come back here with their payload.
+        found = _agent_started(words, ctx.depth == 0)
+        if found is not None:
+            v.agent, v.resume = found
+    return v
+
+
+def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
@@ -2422,6 +2464,9 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         if w.text and w.text[0] in _UNICODE_DASHES:
             # looks like an option to a reader, is not one to the program
             return _unknown("shell_command_unproven", "dash", w.text)
+    modes = _READ_MODES.get(name)
+    if modes is not None and _reads_in_mode(args, *modes):
+        return _an_read()
     if handler is None:
         if name in _WRITERS:
             return _write(_writer_targets(name, args)).blame("writer", name)
@@ -2529,14 +2574,22 @@ def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optiona
         if effect == "write":
             v = _write([value.text] if value is not None and value.static else [])
         else:
-            v = _unknown("shell_execution_option")
+            v = _unknown("state_change" if effect == "state" else "shell_execution_option")
         v.why = ("spec", opt, value.text if value is not None else None, effect)
         out = v if out is None else out.join(v)
     return out
 
 
 def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
-                  write_operand: Optional[int] = None) -> Callable[[str, List[_W], _Ctx], _V]:
+                  write_operand: Optional[int] = None, needs: Tuple[str, ...] = (),
+                  verbs: Optional[frozenset] = None,
+                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None
+                  ) -> Callable[[str, List[_W], _Ctx], _V]:
+    """A program judged by its option table.  needs: one of these options
+    must be given (`top -b`: without it top takes keystrokes that kill
+    processes); verbs: what the first operand may be ("" for none), every
+    other verb is unproven; check: a last look at the operands (a verdict
+    refuses them)."""
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _parse_opts(args, spec)
         if fail is not None:
@@ -2544,6 +2597,17 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
         denied = _apply_deny(spec, seen)
         if denied is not None:
             return denied
+        if needs and not any(opt in needs for opt, _ in seen):
+            return _unknown()
+        if verbs is not None:
+            first = operands[0] if operands else None
+            if (first.text if first is not None and first.static else None) not in verbs \
+                    and not (first is None and "" in verbs):
+                return _unknown()
+        if check is not None:
+            refused = check(operands)
+            if refused is not None:
+                return refused
         if (write_operand is not None or max_operands is not None) \
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
@@ -5256,6 +5320,8 @@ def _wait(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) == 1 and args[0].static and args[0].text in ("-o", "+o"):
+        return _an_read()       # prints the options (+o: as commands that set them)
     i = 0
     while i < len(args):
         t = args[i].text
@@ -5565,12 +5631,28 @@ def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
     return out
 
 
+# unzip's listing modes (-l, -v, -t, -z, -p and -c print to the terminal,
+# -Z is zipinfo) -> the letters that may follow the mode in its word (-lv,
+# -tq, -Z1): they only quiet or shape the listing.
+_UNZIP_MODES = {"l": "qv", "v": "qv", "t": "q", "z": "q", "p": "q", "c": "q",
+                "Z": "12smlvhtTzC"}
+
+
+def _unzip_mode(word: _W) -> str:
+    """The listing mode the first word names, or ""."""
+    t = word.text
+    if not word.static or len(t) < 2 or t[0] != "-" or t[1] not in _UNZIP_MODES:
+        return ""
+    return t[1] if all(ch in _UNZIP_MODES[t[1]] for ch in t[2:]) else ""
+
+
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # A listing mode first, and no later option: unzip negates an option
     # with a second dash, so `unzip -t --t a.zip` extracts.
-    if args and args[0].static and args[0].text in ("-l", "-v", "-Z", "-t", "-p", "-z"):
+    mode = _unzip_mode(args[0]) if args else ""
+    if mode:
         later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
-            if args[0].text == "-Z" else ("-q", "-qq", "-x")
+            if mode == "Z" else ("-q", "-qq", "-x")
         if all(w.static and (not w.text.startswith("-") or w.text in later)
                for w in args[1:]):
             return _an_read()
@@ -5688,6 +5770,291 @@ _FILE = _spec_program(_OptSpec(
     deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
 
 
+# ---- programs that read in some modes only --------------------------------
+# Compressors write (the file in place, or beside it) unless they write to
+# standard output (-c), every operand is "-" (standard input to standard
+# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
+# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
+# compresses), so a showing mode counts only with neither -z nor -d
+# anywhere.  The deciding option must come before the first file: with
+# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
+# named -c.  Any other shape is the write it always was (--files, -r and
+# -o are left out: they name files to change).
+_GZIP_SPEC = _OptSpec(
+    short="cdfhklLnNqrtvV123456789", short_val="S",
+    long={"stdout": 0, "to-stdout": 0, "decompress": 0, "uncompress": 0, "force": 0,
+          "help": 0, "keep": 0, "list": 0, "license": 0, "no-name": 0, "name": 0,
+          "quiet": 0, "recursive": 0, "rsyncable": 0, "suffix": 1, "synchronous": 0,
+          "test": 0, "verbose": 0, "version": 0, "fast": 0, "best": 0})
+_BZIP2_SPEC = _OptSpec(
+    short="cdzkftqvhLVs123456789",
+    long={"help": 0, "decompress": 0, "compress": 0, "keep": 0, "force": 0, "test": 0,
+          "stdout": 0, "quiet": 0, "verbose": 0, "license": 0, "version": 0, "small": 0,
+          "fast": 0, "best": 0})
+_XZ_SPEC = _OptSpec(
+    short="zdtlkfcqvQhHVe0123456789", short_val="SFCTM",
+    long={"compress": 0, "decompress": 0, "uncompress": 0, "test": 0, "list": 0, "keep": 0,
+          "force": 0, "stdout": 0, "to-stdout": 0, "single-stream": 0, "no-sparse": 0,
+          "suffix": 1, "format": 1, "check": 1, "ignore-check": 0, "extreme": 0,
+          "threads": 1, "memlimit-decompress": 1, "memlimit": 1, "memory": 1,
+          "no-adjust": 0, "quiet": 0, "verbose": 0, "no-warn": 0, "robot": 0, "help": 0,
+          "long-help": 0, "version": 0})
+_ZSTD_SPEC = _OptSpec(
+    short="cdfklqtvVhH0123456789",
+    long={"stdout": 0, "decompress": 0, "uncompress": 0, "force": 0, "keep": 0, "list": 0,
+          "test": 0, "quiet": 0, "verbose": 0, "version": 0, "help": 0, "progress": 0,
+          "no-progress": 0, "check": 0, "no-check": 0, "sparse": 0, "no-sparse": 0,
+          "single-thread": 0})
+_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
+_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
+_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
+# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
+# only tells whether PID exists (bash, zsh, dash and procps kill alike).
+_KILL_SPEC = _OptSpec(short="lL0", permute=False)
+# program -> (its options, the options that make it only show)
+_READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
+    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
+    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
+    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
+    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
+    "kill": (_KILL_SPEC, frozenset("lL0")),
+}
+
+
+def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
+    fail, operands, seen = _parse_opts(args, spec)
+    if fail is not None or _apply_deny(spec, seen) is not None:
+        return False
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+        return True
+    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`
+    leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
+        spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
+    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
+        opt in _REMODING for opt, _ in seen))
+
+
+def _all_static(operands: List[_W]) -> Optional[_V]:
+    """A lookup that may leave the machine reads only what is written out:
+    `getent hosts $(whoami).example.com` would send a name to a DNS server."""
+    return None if all(w.static for w in operands) else _unknown("shell_syntax_unproven")
+
+
+def _no_assignment(operands: List[_W]) -> Optional[_V]:
+    """`sysctl name=value` sets the value, with or without -w."""
+    if all(w.static and "=" not in w.text for w in operands):
+        return None
+    return _unknown("state_change")
+
+
+_ZIPINFO = _spec_program(_OptSpec(short="12smlvhtTzCx"))
+_GETENT = _spec_program(_OptSpec(
+    short="Ai", short_val="s",
+    long={"no-addrconfig": 0, "no-idn": 0, "service": 1, "help": 0, "usage": 0, "version": 0},
+    # -s names the NSS module getent loads: a library chosen by the command.
+    deny={"s": "exec", "service": "exec"}), check=_all_static)
+# Its cache of package lists is rebuilt (as root) when out of date, as git
+# refreshes its index on `git status`: nothing else is written.  -o, -c, -p
+# and -s (other configuration, other cache files) stay unproven.
+_APT_CACHE = _spec_program(_OptSpec(
+    short="qiafn",
+    long={"quiet": 0, "important": 0, "no-pre-depends": 0, "no-depends": 0,
+          "no-recommends": 0, "no-suggests": 0, "no-conflicts": 0, "no-breaks": 0,
+          "no-replaces": 0, "no-enhances": 0, "implicit": 0, "full": 0, "all-versions": 0,
+          "no-all-versions": 0, "names-only": 0, "all-names": 0, "recurse": 0,
+          "installed": 0}),
+    verbs=frozenset(("policy", "show", "showpkg", "showsrc", "search", "depends", "rdepends",
+                     "madison", "stats", "pkgnames", "unmet")))
+# systemd tools run a pager only on a terminal, as git log does.  -H/--host
+# reaches another machine through ssh; -M, --root and --image are left out.
+_SYSTEMCTL = _spec_program(_OptSpec(
+    short="alrqh", short_val="tpPnoH",
+    long={"system": 0, "user": 0, "type": 1, "state": 1, "failed": 0, "property": 1,
+          "all": 0, "full": 0, "recursive": 0, "reverse": 0, "with-dependencies": 0,
+          "show-types": 0, "value": 0, "legend": 1, "no-legend": 0, "no-pager": 0,
+          "no-ask-password": 0, "plain": 0, "lines": 1, "output": 1, "timestamp": 1,
+          "quiet": 0, "host": 1, "help": 0, "version": 0},
+    deny={"H": "exec", "host": "exec"}),
+    verbs=frozenset(("", "list-units", "list-automounts", "list-sockets", "list-timers",
+                     "is-active", "is-failed", "status", "show", "cat", "list-dependencies",
+                     "list-unit-files", "is-enabled", "get-default", "list-machines",
+                     "list-jobs", "show-environment", "is-system-running")))
+# journalctl shows the journal unless told to change it.  -b and -n take
+# the next word only when it is a boot or a count (`-b -1`), hence the digits.
+_JOURNALCTL = _spec_program(_OptSpec(
+    short="mbknrxalfqeNh0123456789", short_val="DSUcutpgoF",
+    long={"system": 0, "user": 0, "merge": 0, "directory": 1, "file": 1, "namespace": 1,
+          "since": 1, "until": 1, "cursor": 1, "after-cursor": 1, "boot": 2, "unit": 1,
+          "user-unit": 1, "identifier": 1, "priority": 1, "facility": 1, "grep": 1,
+          "case-sensitive": 2, "dmesg": 0, "output": 1, "output-fields": 1, "lines": 2,
+          "reverse": 0, "show-cursor": 0, "utc": 0, "catalog": 0, "no-hostname": 0,
+          "no-full": 0, "full": 0, "all": 0, "follow": 0, "no-tail": 0, "quiet": 0,
+          "no-pager": 0, "pager-end": 0, "help": 0, "version": 0, "fields": 0, "field": 1,
+          "list-boots": 0, "disk-usage": 0, "header": 0, "list-catalog": 0,
+          "dump-catalog": 0, "verify": 0, "verify-key": 1,
+          "cursor-file": 1, "vacuum-size": 1, "vacuum-files": 1, "vacuum-time": 1,
+          "rotate": 0, "sync": 0, "flush": 0, "relinquish-var": 0, "smart-relinquish-var": 0,
+          "update-catalog": 0, "setup-keys": 0},
+    # --cursor-file writes the file it names; the others remove, rotate,
+    # move or add journal files, catalogs and keys.
+    deny={"cursor-file": "write", "vacuum-size": "state", "vacuum-files": "state",
+          "vacuum-time": "state", "rotate": "state", "update-catalog": "state",
+          "setup-keys": "state", "sync": "state", "flush": "state", "relinquish-var": "state",
+          "smart-relinquish-var": "state"}))
+_HOSTNAMECTL = _spec_program(_OptSpec(
+    short="h", short_val="H",
+    long={"help": 0, "version": 0, "no-ask-password": 0, "host": 1, "json": 1},
+    deny={"H": "exec", "host": "exec"}), verbs=frozenset(("", "status")), max_operands=1)
+_TIMEDATECTL = _spec_program(_OptSpec(
+    short="ha", short_val="pH",
+    long={"help": 0, "version": 0, "no-pager": 0, "no-ask-password": 0, "host": 1,
+          "property": 1, "all": 0, "value": 0, "monitor": 0},
+    deny={"H": "exec", "host": "exec"}),
+    verbs=frozenset(("", "status", "show", "list-timezones", "timesync-status",
+                     "show-timesync")), max_operands=1)
+_DMESG = _spec_program(_OptSpec(
+    short="CcDEHJkLPprSuwWxdeTthV", short_val="Fflsn",
+    long={"clear": 0, "read-clear": 0, "console-off": 0, "console-on": 0, "file": 1,
+          "facility": 1, "human": 0, "json": 0, "kernel": 0, "color": 2, "level": 1,
+          "console-level": 1, "nopager": 0, "force-prefix": 0, "raw": 0, "noescape": 0,
+          "syslog": 0, "buffer-size": 1, "userspace": 0, "follow": 0, "follow-new": 0,
+          "decode": 0, "show-delta": 0, "reltime": 0, "ctime": 0, "notime": 0,
+          "time-format": 1, "since": 1, "until": 1, "help": 0, "version": 0},
+    # They clear the kernel's buffer or change what reaches the console.
+    deny={"C": "state", "clear": "state", "c": "state", "read-clear": "state",
+          "D": "state", "console-off": "state", "E": "state", "console-on": "state",
+          "n": "state", "console-level": "state"}), max_operands=0)
+_SYSCTL = _spec_program(_OptSpec(
+    short="aAXbeNnqoxdhVwpf", short_val="r",
+    long={"all": 0, "deprecated": 0, "binary": 0, "ignore": 0, "names": 0, "values": 0,
+          "pattern": 1, "quiet": 0, "help": 0, "version": 0, "write": 0, "load": 2,
+          "system": 0},
+    deny={"w": "state", "write": "state", "p": "state", "f": "state", "load": "state",
+          "system": "state"}), check=_no_assignment)
+_FUSER = _spec_program(_OptSpec(
+    short="aiIlmMsuvwVk46", short_val="n",
+    long={"all": 0, "interactive": 0, "inode": 0, "kill": 0, "list-signals": 0, "mount": 0,
+          "ismountpoint": 0, "namespace": 1, "silent": 0, "user": 0, "verbose": 0,
+          "writeonly": 0, "version": 0, "ipv4": 0, "ipv6": 0},
+    deny={"k": "state", "kill": "state"}))
+_ICONV = _spec_program(_OptSpec(
+    short="clsV", short_val="fto",
+    long={"from-code": 1, "to-code": 1, "list": 0, "output": 1, "silent": 0, "verbose": 0,
+          "help": 0, "usage": 0, "version": 0},
+    deny={"o": "write", "output": "write"}))
+# Only the forms that print the settings; any SETTING word changes the terminal.
+_STTY = _spec_program(_OptSpec(short="ag", long={"all": 0, "save": 0, "help": 0,
+                                                   "version": 0}), max_operands=0)
+# `mount` alone (or -l, -t TYPE) lists; with an operand it mounts.
+_MOUNT = _spec_program(_OptSpec(short="lvhV", short_val="t",
+                                long={"show-labels": 0, "verbose": 0, "types": 1, "help": 0,
+                                      "version": 0}), max_operands=0)
+_LSB_RELEASE = _spec_program(_OptSpec(
+    short="hvidrcas",
+    long={"help": 0, "version": 0, "id": 0, "description": 0, "release": 0, "codename": 0,
+          "all": 0, "short": 0}), max_operands=0)
+_CRONTAB = _spec_program(_OptSpec(short="l", short_val="u"), needs=("l",), max_operands=0)
+# ss -K closes sockets, -D writes a dump; -r and -N (name lookups, other
+# namespaces) are left out.
+_SS = _spec_program(_OptSpec(
+    short="hVnaloempTisbEZz460tMSudwxHOK", short_val="fAFD",
+    long={"help": 0, "version": 0, "numeric": 0, "all": 0, "listening": 0, "options": 0,
+          "extended": 0, "memory": 0, "processes": 0, "threads": 0, "info": 0,
+          "tipcinfo": 0, "summary": 0, "tos": 0, "cgroup": 0, "bpf": 0, "events": 0,
+          "context": 0, "contexts": 0, "ipv4": 0, "ipv6": 0, "packet": 0, "tcp": 0,
+          "mptcp": 0, "sctp": 0, "udp": 0, "dccp": 0, "raw": 0, "unix": 0, "tipc": 0,
+          "vsock": 0, "xdp": 0, "family": 1, "no-header": 0, "oneline": 0,
+          "inet-sockopt": 0, "query": 1, "socket": 1, "filter": 1, "kill": 0, "diag": 1},
+    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}))
+_NETSTAT = _spec_program(_OptSpec(
+    short="rigsMvWnNepoclaFCZtuUSwx46hV", short_val="A",
+    long={"route": 0, "interfaces": 0, "groups": 0, "statistics": 0, "masquerade": 0,
+          "verbose": 0, "wide": 0, "numeric": 0, "numeric-hosts": 0, "numeric-ports": 0,
+          "numeric-users": 0, "symbolic": 0, "extend": 0, "programs": 0, "timers": 0,
+          "continuous": 0, "listening": 0, "all": 0, "fib": 0, "cache": 0, "context": 0,
+          "tcp": 0, "udp": 0, "udplite": 0, "sctp": 0, "raw": 0, "unix": 0, "protocol": 1,
+          "help": 0, "version": 0}), max_operands=0)
+# ifconfig with one interface (or none) shows it; any word after the
+# interface changes it (`ifconfig eth0 down`, `ifconfig eth0 -arp`).
+_IFCONFIG = _spec_program(_OptSpec(short="asv", permute=False), max_operands=1)
+# Both programs named yq: -i (--in-place, --inplace) rewrites the file and
+# Go yq's -s (--split-exp) writes one file per document.  Python yq takes
+# any unambiguous prefix of a long option, so the writers stay in the table
+# and a prefix shared with them is refused.
+_YQ = _spec_program(_OptSpec(
+    short="renCMyYjPcis", short_val="opI",
+    long={"yaml-output": 0, "yaml-roundtrip": 0, "raw-output": 0, "exit-status": 0,
+          "null-input": 0, "compact-output": 0, "output-format": 1, "input-format": 1,
+          "unwrapScalar": 0, "prettyPrint": 0, "no-colors": 0, "colors": 0, "indent": 1,
+          "in-place": 0, "inplace": 0, "split-exp": 1, "split-exp-file": 1},
+    deny={"i": "write", "in-place": "write", "inplace": "write", "s": "write",
+          "split-exp": "write", "split-exp-file": "write"}))
+# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
+# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
+# and `history 20` list (their options clear or write the history file).
+_ULIMIT = _spec_program(_OptSpec(short="HSabcdefiklmnpqrstuvxPRT"), max_operands=0)
+
+
+def _names_only(operands: List[_W]) -> Optional[_V]:
+    """Names to print: no `x=1` to assign, no `a[$(cmd)]` whose subscript runs cmd."""
+    if all(w.static and _is_name(w.text) for w in operands):
+        return None
+    return _unknown("state_change")
+
+
+# `shopt` and `shopt -p NAME` print (-s and -u set); `declare -p`/`-f`
+# print variables and functions (zsh reads `declare -F x` as a new float).
+_SHOPT = _spec_program(_OptSpec(short="pqo"), check=_names_only)
+_DECLARE = _spec_program(_OptSpec(short="pf"), needs=("p", "f"), check=_names_only)
+_UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
+_HISTORY = _spec_program(_OptSpec(), max_operands=1)
+
+
+# ip: options matched by their whole spelling (ip takes any prefix of its
+# own, and `-b` is -batch, which runs the commands of a file; -n enters
+# another namespace, -r asks DNS, -force and -all go with writes).
+_IP_FLAGS = frozenset((
+    "-4", "-6", "-0", "-s", "-stats", "-statistics", "-d", "-details", "-o", "-oneline",
+    "-br", "-brief", "-j", "-json", "-p", "-pretty", "-c", "-color", "-h", "-human",
+    "-human-readable", "-N", "-Numeric", "-t", "-timestamp", "-ts", "-tshort", "-iec",
+    "-V", "-Version"))
+# Object spellings -> the object; each object -> the words after it that
+# only show (none at all shows too).  Whole words only: `ip link s` is set.
+_IP_OBJECTS = {
+    "a": "address", "addr": "address", "address": "address", "r": "route", "ro": "route",
+    "route": "route", "l": "link", "link": "link", "n": "neigh", "neigh": "neigh",
+    "neighbor": "neigh", "neighbour": "neigh", "ru": "rule", "rule": "rule",
+    "maddr": "maddress", "maddress": "maddress", "mroute": "mroute", "netconf": "netconf",
+    "tunnel": "tunnel", "monitor": "monitor"}
+_IP_SHOWS = {"address": ("show", "list", "lst"), "route": ("show", "list", "lst", "get"),
+             "link": ("show", "list", "lst"), "neigh": ("show", "list", "lst", "get"),
+             "rule": ("show", "list", "lst"), "maddress": ("show", "list", "lst"),
+             "mroute": ("show", "list", "lst"), "netconf": ("show", "list"),
+             "tunnel": ("show", "list", "lst"), "monitor": None}
+
+
+def _ip(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if not all(w.static for w in args):
+        return _unknown("shell_syntax_unproven")
+    texts = [w.text for w in args]
+    k = 0
+    while k < len(texts) and texts[k].startswith("-"):
+        if texts[k] in ("-f", "-family"):
+            k += 2          # the address family
+            continue
+        if texts[k] not in _IP_FLAGS:
+            return _unknown("shell_command_unproven", "option", texts[k])
+        k += 1
+    obj = _IP_OBJECTS.get(texts[k]) if k < len(texts) else None
+    if obj is None:
+        return _unknown()
+    verbs = _IP_SHOWS[obj]
+    if k + 1 >= len(texts) or verbs is None or texts[k + 1] in verbs:
+        return _an_read()
+    return _unknown("state_change")
+
+
 _HASH_PROGRAMS = frozenset((
     "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "shasum", "b2sum",
     "b3sum", "cksum", "sum", "md5", "sha1", "sha256", "sha512", "xxhsum", "xxh32sum",
@@ -5708,10 +6075,13 @@ _INERT = (
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
-    "findstr", "where",
+    "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
+    "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
-# ldd (may run the binary), cloc/scc (report files), history (-w writes).
+# ldd (may run the binary), cloc/scc (report files), lspci (-q asks a DNS
+# server and writes a cache), top (it creates ~/.config/procps when missing,
+# and without -b its keys kill and renice), history (see _HISTORY: -w writes).
 
 
 _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
@@ -5756,12 +6126,18 @@ _PROGRAMS.update({
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
     "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
+    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
+    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
+    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
+    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
+    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
+    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
+    "declare": _DECLARE, "typeset": _DECLARE,
     "export": lambda n, a, c: _unknown("state_change"),
 })
-for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
-           "local", "readonly", "ulimit", "umask", "enable", "exit", "logout", "return",
-           "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
-           "shift", "getopts", "mapfile", "readarray", "let"):
+for _p in ("alias", "unalias", "unset", "source", ".", "trap", "local", "readonly", "enable",
+           "exit", "logout", "return", "bind", "complete", "setopt", "unsetopt", "autoload",
+           "disown", "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
 for _p in ("source", ".", "trap"):
     # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
@@ -5840,11 +6216,15 @@ def _gh_api(rest: List[str]) -> _V:
 
 
 def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, ...] = (),
-                      deny_short: str = "") -> Callable[[str, List[_W], _Ctx], _V]:
+                      deny_short: str = "", lead: Optional[Dict[str, int]] = None
+                      ) -> Callable[[str, List[_W], _Ctx], _V]:
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
     the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    lead: options that may come before the verb, and whether each takes the
+    next word (`kubectl -n kube-system get pods`).  The count must be right:
+    an option wrongly taken to need a value would hide the verb after it.
     """
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
@@ -5860,7 +6240,12 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
                 return _unknown("shell_execution_option", "option", t)
-        if words[0] in table.get("", ()):
+        while lead and words and words[0].startswith("-"):
+            key, eq, _ = words[0].partition("=")
+            if key not in lead or (eq and not lead[key]):
+                break
+            words = words[1 + (lead[key] if not eq else 0):]
+        if words and words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
             return _an_read()
@@ -5869,28 +6254,202 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
 
 
 _PROGRAMS["docker"] = _subcommand_reads({
-    "": ("ps", "images", "info", "version"),
-    "image": ("ls", "inspect", "history"), "container": ("ls", "inspect"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")},
+    "": ("ps", "images", "info", "version", "inspect", "logs", "top", "port", "history",
+         "stats", "diff", "events", "save", "export"),
+    "image": ("ls", "inspect", "history", "save"),
+    "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
+    "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
+    "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
+    "plugin": ("ls", "inspect")},
+    lead={"--context": 1, "-c": 1, "--log-level": 1, "-l": 1, "--debug": 0, "-D": 0},
     # `docker compose config -o FILE` saves the model to FILE.
     deny_long=("output",), deny_short="o")
 _PROGRAMS["kubectl"] = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
-         "version", "top"),
-    "config": ("view", "get-contexts", "current-context")},
+         "version", "top", "logs", "events", "wait", "completion"),
+    "config": ("view", "get-contexts", "current-context", "get-clusters", "get-users"),
+    "auth": ("can-i", "whoami"), "rollout": ("status", "history"), "plugin": ("list",)},
     # --profile writes profile.pprof (or --profile-output); --kubeconfig may
     # name a file whose exec credential plugin runs a program; --server sends
     # the current credentials elsewhere; `cluster-info dump
-    # --output-directory` and --cache-dir write files.
+    # --output-directory` and --cache-dir write files; older kubectl writes
+    # its own log to --log-file or --log-dir; -k/--kustomize builds a
+    # kustomization, which may fetch remote bases with git.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir"), deny_short="s")
+               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+    lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
-           "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
+           "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
            "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
            "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
     _PROGRAMS.setdefault(_p.lower(), _version_only)
 del _p
+
+
+# ---- agents started here ----------------------------------------------------
+# A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
+# `opencode run`, ...) is a delegation the host never sees: it cannot be
+# counted against agents=N, and told to resume a session it delivers the
+# model's text there as a prompt.  The analyzer only names the agent; the
+# decision stops it under a finite budget and self-protection stops a resume.
+
+# Agent CLI -> (first words that do not start an agent: setup and management
+# subcommands; options or subcommands that continue an existing session, or
+# serve a protocol (app-server, ACP, RPC) through which any session can be
+# given a prompt).
+# Anything else given to the program starts an agent: an unknown option is
+# counted as a start, not guessed away.
+_AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
+    "claude": (frozenset(("mcp", "config", "doctor", "update", "upgrade", "install",
+                          "migrate-installer", "setup-token", "plugin", "auth")),
+               frozenset(("-r", "--resume", "-c", "--continue", "--session-id",
+                          "--fork-session", "--from-pr"))),
+    "codex": (frozenset(("login", "logout", "mcp", "completion", "features", "sandbox",
+                         "debug", "apply", "a")),
+              frozenset(("resume", "fork", "--last", "app-server", "mcp-server"))),
+    "opencode": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                            "debug", "agent", "providers")),
+                 frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                            "acp"))),
+    "pi": (frozenset(("install", "remove", "uninstall", "update", "list", "config")),
+           frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
+    "omp": (frozenset(("install", "remove", "uninstall", "update", "list", "config", "plugin",
+                       "stats")),
+            frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
+    "hermes": (frozenset(("setup", "config", "model", "tools", "skills", "plugins", "doctor",
+                          "update", "status", "version", "login", "logout", "auth", "sessions",
+                          "uninstall")),
+               frozenset(("-r", "--resume", "-c", "--continue", "acp"))),
+    "gemini": (frozenset(("mcp", "extensions", "extension")),
+               frozenset(("-r", "--resume", "--list-sessions", "--acp", "--experimental-acp"))),
+    "copilot": (frozenset(("login", "logout", "mcp", "plugin", "update")),
+                frozenset(("--resume", "--continue", "--acp", "--server"))),
+    "qwen": (frozenset(("mcp", "extensions", "extension")),
+             frozenset(("-r", "--resume", "-c", "--continue", "--acp", "--experimental-acp"))),
+    "aider": (frozenset(), frozenset(("--restore-chat-history",))),
+    "cursor-agent": (frozenset(("login", "logout", "status", "mcp", "update", "ls")),
+                     frozenset(("resume", "--resume"))),
+    "goose": (frozenset(("configure", "info", "update", "mcp", "project", "projects")),
+              frozenset(("-r", "--resume"))),
+    "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
+            frozenset(("continue",))),
+    "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
+    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "cline": (frozenset(("auth", "config", "instance", "version")),
+              frozenset(("task", "-T", "--taskId"))),
+    "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
+               frozenset(("-c", "--continue", "-r", "--resume"))),
+    "kimi": (frozenset(("login", "logout", "mcp")), frozenset(("-C", "--continue", "-S", "--session"))),
+    "qodo": (frozenset(("login", "logout", "mcp")), frozenset(("--resume",))),
+    "plandex": (frozenset(("sign-in", "sign-out", "models")), frozenset(("continue", "cd"))),
+    "openhands": (frozenset(("mcp",)), frozenset(("--resume",))),
+    "kiro-cli": (frozenset(("login", "logout", "mcp", "settings", "doctor")),
+                 frozenset(("--resume",))),
+    "cn": (frozenset(("login", "logout")), frozenset(("--resume",))),
+}
+# Package names that npx, bunx, uvx, pipx run and their kin start as one of the CLIs.
+_AGENT_PACKAGES: Dict[str, str] = {
+    "@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "opencode-ai": "opencode",
+    "@mariozechner/pi-coding-agent": "pi", "@oh-my-pi/pi-coding-agent": "omp",
+    "hermes-agent": "hermes", "@google/gemini-cli": "gemini", "@github/copilot": "copilot",
+    "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
+    "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
+    "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+}
+# Programs whose operands can start another program (wrappers the analyzer
+# may not see through, schedulers, terminal multiplexers, interpreters with
+# inline code): their static words are searched for an agent CLI.
+_AGENT_LAUNCHERS = frozenset((
+    "nohup", "setsid", "timeout", "env", "nice", "ionice", "chrt", "taskset", "time", "stdbuf",
+    "xargs", "parallel", "sudo", "doas", "su", "runuser", "command", "builtin", "exec", "eval",
+    "bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "tmux", "screen",
+    "script", "watch", "at", "batch", "systemd-run", "unbuffer", "expect", "caffeinate",
+    "flock", "dtach", "abduco", "nq", "ts", "pueue", "firejail", "bwrap", "docker", "podman",
+    "python", "python3", "py", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "osascript",
+    "npx", "bunx", "pnpx", "npm", "pnpm", "yarn", "uvx", "uv", "pipx", "make", "just", "task",
+))
+_AGENT_HELP = frozenset(("--version", "-v", "-V", "--help", "-h", "version", "help"))
+
+
+def _agent_cli(text: str) -> Optional[str]:
+    """The agent CLI a word names, or None: by basename in any folder (`.exe`,
+    `.cmd`, `.js` and an `@version` dropped), or by its npm/PyPI package name,
+    also as a path into node_modules."""
+    low = text.lower()
+    if low in _AGENT_CLIS:
+        return low
+    if not any(c in low for c in "/\\@."):
+        return None  # a plain word that is no agent: the common case, kept cheap
+    path = low.replace("\\", "/").rstrip("/")
+    low = path
+    for package, cli in _AGENT_PACKAGES.items():
+        if low == package or low.startswith(package + "@") \
+                or ("/node_modules/" + package + "/") in low + "/":
+            return cli
+    base = low.rpartition("/")[2]
+    if "@" in base[1:]:
+        base = base[:base.index("@", 1)]
+    for suffix in (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+            break
+    return base if base in _AGENT_CLIS else None
+
+
+def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) when `cli args...` starts an agent; None for help,
+    version and the setup subcommands."""
+    if args and all(a in _AGENT_HELP for a in args):
+        return None
+    management, resume = _AGENT_CLIS[cli]
+    if args and args[0] in management:
+        return None
+    return cli, any(a.split("=", 1)[0] in resume for a in args)
+
+
+def _agent_tokens(text: str) -> List[str]:
+    """Words of a command string or inline code, split at blanks, quotes and
+    the punctuation that separates arguments in shell and code."""
+    return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
+
+
+def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str, bool]]:
+    """(agent CLI, resumes a session) when this simple command starts a coding
+    agent, else None.  A program named by a variable or substitution counts as
+    "?": it may be one, and nothing can count it.  operands: also search a
+    launcher's operands (nohup, tmux, python -c, ...) for one."""
+    head = words[0]
+    program = head.text.replace("\\", "/").rpartition("/")[2]
+    if not program or "\0" in program:
+        return "?", False
+    texts = [w.text for w in words]
+    cli = _agent_cli(head.text)
+    if cli is not None:
+        return _agent_call(cli, texts[1:])
+    if not operands or program.lower() not in _AGENT_LAUNCHERS:
+        return None
+    # A launcher: an operand that names a CLI starts it with the words after
+    # it; a command string or inline code is searched word by word.
+    for i, text in enumerate(texts[1:], 1):
+        if "\0" in text:
+            continue
+        cli = _agent_cli(text)
+        if cli is not None:
+            found = _agent_call(cli, texts[i + 1:])
+            if found is not None:
+                return found
+            continue
+        tokens = _agent_tokens(text)
+        for j, token in enumerate(tokens if len(tokens) > 1 else ()):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                return found
+    return None
 
 
 # ---- drivers ----------------------------------------------------------------
@@ -6671,6 +7230,10 @@ def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
     return _analyze_bash(command, ctx)
 
 
+# Reasons that mean the line was not read word by word.
+_UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
@@ -6684,11 +7247,21 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
+    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES:
+        # The line could not be read word by word; its text still names any
+        # agent CLI it would start.
+        tokens = _agent_tokens(command)
+        for j, token in enumerate(tokens):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                v.agent, v.resume = found
+                break
     seen = []
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque, v.agent, v.resume)
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -7108,6 +7681,9 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
         if effect == "write":
             return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
+                    _without(where, spelled))
+        if effect == "state":
+            return ("%s changes the state of the system" % (shown or qprog),
                     _without(where, spelled))
         return "%s runs another program" % (shown or qprog), _without(where, spelled)
     if kind in ("env", "assign"):
@@ -8720,12 +9296,25 @@ def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+_AGENT_START_NEXT = (
+    "Delegate through the host's own subagent tool, which the guard counts, or ask the user "
+    "to lift agents=N for this work.")
+
+
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
     # Only a finite budget makes an unbounded fan-out a problem; under the
     # unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
+    agent = f.action.starts_agent
+    if agent and f.finite:
+        # An agent started from the shell runs outside every host event the
+        # guard sees, so no reservation could ever be released: uncountable.
+        what = ("a program named by a variable or substitution, which may be a coding agent"
+                if agent == "?" else "the coding agent `%s`" % agent)
+        return ("The call starts %s outside the host's delegation tools, so agents=%d cannot "
+                "count it." % (what, f.budget), _AGENT_START_NEXT, None)
     return None
 
 
@@ -10318,6 +10907,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
         "hashIntent": action.hash_intent, "dependencyIntent": action.dependency_intent,
         "unboundedDelegation": action.unbounded_delegation,
     }
+    if action.starts_agent:
+        action_part["startsAgent"] = action.starts_agent
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -10488,7 +11079,29 @@ def _handle_session_start(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
     loaded = store.load(key)
     _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
-    return CoreResult("context", _context_for(loaded.state, loaded.storage_error))
+    text = _context_for(loaded.state, loaded.storage_error)
+    missing = _guard_files_missing(store)
+    if missing and event.source_session_id is None:
+        text = _GUARD_FILES_MISSING % ", ".join(missing) + "\n" + text
+    return CoreResult("context", text)
+
+
+# What a session start says when files `install` wrote are gone: a hook or
+# shim that cannot start does not block, so that host runs unguarded.
+_GUARD_FILES_MISSING = (
+    "WARNING: Stop That Shit is not fully installed: %s is missing. A host whose hook or shim "
+    "cannot start runs every tool call without the guard (the shims and the Hermes plugin "
+    "still block while a session is armed). Run `python3 sts.py doctor`, then reinstall.")
+
+
+def _guard_files_missing(store: Store) -> List[str]:
+    """The files `install` wrote (installed.json) that no longer exist."""
+    try:
+        with open(store.path("installed.json"), "rb") as fh:
+            listed = json.loads(fh.read()).get("paths", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [p for p in listed if isinstance(p, str) and not os.path.exists(p)]
 
 
 def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
@@ -10668,7 +11281,11 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
     """Trim (and one leading and one trailing quote), relativize to cwd (Windows
     rules when both look like `C:\\` or a UNC path), forward slashes, no leading
     ./, no empty paths, each once, in order.  A path outside cwd becomes
-    `../...`, so it is outside any files= boundary."""
+    `../...`, so it is outside any files= boundary.
+
+    A `./` stays in front of `~`: it marks a folder literally named `~` on a
+    host that does not expand it (see `host_path`), which the core must not
+    read as the home folder."""
     out: List[str] = []
     for raw in paths:
         if not isinstance(raw, str):
@@ -10696,7 +11313,7 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                     trailing = path.endswith("/") and len(path) > 1
                     path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
         path = path.replace("\\", "/")
-        while path.startswith("./"):
+        while path.startswith("./") and not path.startswith("./~"):
             path = path[2:]
         if path and path not in out:
             out.append(path)
@@ -10723,6 +11340,325 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
+# ---- what the host itself does with a path ----------------------------------
+# A path is judged the way the host resolves it, before files= and
+# self-protection see it.  The core reads a leading `~` as the home folder;
+# hosts differ, so each adapter hands over the path the host will open:
+# expanded where the host expands, marked `./~` where `~` is a plain name.
+
+# Host -> which leading-`~` forms its file tools expand: "none" (a plain
+# folder name), "home" (`~` and `~/` only; `~user` is a plain name) or "all"
+# (`~user` too).
+_HOST_TILDE: Dict[str, str] = {
+    "codex": "none", "claude": "home", "opencode": "none", "hermes": "all",
+    "pi": "home", "omp": "all", "gemini": "none", "copilot": "none", "qwen": "none",
+}
+
+
+def host_paths(host: str, path: Any) -> List[Any]:
+    """The paths the host may open for `path`, as to its leading `~` (see
+    _HOST_TILDE): the home folder where it expands it, else a folder literally
+    named `~` (`./~…`).  Where `~` stays a plain name both readings are
+    judged: a model can create that folder, and no host's reading is taken
+    on trust that the other would be harmless.
+
+    Other host rules (Pi's `@`, Oh My Pi's `file://`, ...) are applied by the
+    host's own adapter first; this is the last, shared step."""
+    if not isinstance(path, str):
+        return [path]
+    text = path.strip()
+    if not text.startswith("~"):
+        return [path]
+    rule = _HOST_TILDE.get(host, "none")
+    home_form = text == "~" or text.startswith(("~/", "~\\"))
+    expanded = os.path.expanduser(text.replace("\\", "/", 1) if home_form else text)
+    literal = "./" + text
+    if rule == "all" or (rule == "home" and home_form):
+        return [expanded] if not expanded.startswith("~") else [literal]
+    return [literal] if expanded.startswith("~") else [literal, expanded]
+
+
+def run_folder(host: str, cwd: Optional[str], workdir: Any) -> Tuple[Optional[str], bool]:
+    """(folder, known): where a shell tool's command runs when the call names
+    its own working folder (Codex `workdir`, OpenCode `workdir`, Hermes
+    `workdir`, Oh My Pi `cwd`).  A relative folder is taken from the session
+    folder; `known` is False when the folder cannot be established (an
+    internal URL, a variable, no session folder to start from)."""
+    if workdir is None or workdir == "":
+        return cwd, True
+    if not isinstance(workdir, str) or not workdir.strip():
+        return cwd, False
+    text = workdir.strip()
+    if "://" in text or text.startswith("local:") or "$" in text or "%" in text:
+        return cwd, False  # internal URLs and variables: not a folder we can name
+    readings = host_paths(host, text)
+    if len(readings) > 1:
+        return cwd, False  # the host's own reading of `~` here is not certain
+    text = readings[0]
+    if text.startswith("./~"):
+        text = text[2:]  # a plain folder named `~`, below the session folder
+    elif os.path.isabs(text) or _is_windows_path(text):
+        return text, True
+    if not cwd:
+        return cwd, False
+    return os.path.join(cwd, text), True
+
+
+def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Optional[str]) -> dict:
+    """Re-anchor a shell action's relative write targets in its run folder."""
+    if folder == cwd and known:
+        return action
+    if not known:
+        if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
+               for t in action.get("shellWriteTargets") or []):
+            action["unknownWriteTarget"] = True  # relative targets in an unknown folder
+        return action
+    targets = []
+    for target in action.get("shellWriteTargets") or []:
+        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
+            targets.append(target)
+        else:
+            targets.append(os.path.join(folder, target))
+    action["shellWriteTargets"] = targets
+    return action
+
+
+# Argument names that name a file or folder, in the tools a host does not
+# document to us (MCP servers, plugins); compared lower-case, without `_`/`-`.
+_PATH_KEYS = frozenset((
+    "path", "paths", "file", "files", "filepath", "filepaths", "filename", "filenames",
+    "source", "sources", "destination", "destinations", "src", "dst", "dest", "target",
+    "targets", "from", "to", "oldpath", "newpath", "old", "new", "directory", "directories",
+    "dir", "dirs", "folder", "folders", "cwd", "workdir", "workingdirectory", "root", "uri",
+    "uris", "location", "output", "outputpath", "outputfile", "input", "inputpath", "inputfile",
+    "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
+))
+_PATH_ARG_LIMIT = 64
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
+    """(paths, complete) for a tool the guard does not know: every argument
+    that names a file, at any depth and in every list, is a possible target.
+
+    An argument counts when its name says so (`source`, `destination`,
+    `path`, ...) or its value reads like a path.  `complete` is False when
+    there were more than the guard looks at, so the rest stay unestablished."""
+    found: List[str] = []
+    complete = True
+
+    def visit(value: Any, keyed: bool, depth: int) -> None:
+        nonlocal complete
+        if depth > 6 or len(found) > _PATH_ARG_LIMIT:
+            complete = False
+            return
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower().startswith("file://"):
+                text = text[7:]
+            if text and ((keyed and "\n" not in text and len(text) <= 4096)
+                         or _looks_like_path(text)):
+                if text not in found:
+                    found.append(text)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = str(key).lower().replace("_", "").replace("-", "")
+                visit(item, name in _PATH_KEYS, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, keyed, depth + 1)
+
+    visit(tool_input, False, 0)
+    if len(found) > _PATH_ARG_LIMIT:
+        return found[:_PATH_ARG_LIMIT], False
+    return found, complete
+
+
+def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
+    """A tool no table lists: its name's verdict, every path it may touch,
+    and the shell analysis of a command it may run."""
+    action: dict = {"name": name, "mutability": mutability}
+    if isinstance(tool_input, dict):
+        command = _first_text(tool_input, "command", "cmd", "script")
+        code = _first_text(tool_input, "code", "source_code")
+        ran = None
+        if command is not None:
+            ran = shell_action(name, command)
+        elif code is not None:
+            ran = code_action(name, _first_text(tool_input, "language", "lang") or "", code)
+        if ran is not None:
+            # It may run this: the same intents as through the shell, and never
+            # a better verdict than the name earned.
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+                if ran.get(key):
+                    action[key] = ran[key]
+            if ran.get("shellWriteTargets"):
+                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            if mutability == "read" and ran["mutability"] != "read":
+                action["mutability"] = ran["mutability"]
+    if action["mutability"] != "read":
+        paths, complete = path_arguments(tool_input)
+        if paths and action["mutability"] == "write":
+            action["affectedPaths"] = paths
+        elif paths:
+            # An unproven tool may touch these, and maybe more: self-protection
+            # judges them, while files= still finds its targets unproven.
+            action["shellWriteTargets"] = action.get("shellWriteTargets", []) + paths
+        if not complete:
+            action["unknownWriteTarget"] = True
+    return action
+
+
+# Languages a code-running tool may be given -> the interpreter the shell
+# analyzer reads inline code for.
+_CODE_LANGUAGES: Dict[str, str] = {
+    "py": "python3", "python": "python3", "python3": "python3", "ipython": "python3",
+    "js": "node", "javascript": "node", "node": "node", "ts": "deno", "typescript": "deno",
+    "rb": "ruby", "ruby": "ruby", "pl": "perl", "perl": "perl", "php": "php",
+    "sh": "bash", "bash": "bash", "shell": "bash", "zsh": "bash",
+}
+
+
+def code_action(name: str, language: str, code: Any) -> dict:
+    """A tool that runs code (Hermes `execute_code`, Oh My Pi `eval`, ...):
+    the same analysis the shell gets for that code given to its interpreter
+    inline, so hashing, dependencies, agents and writes are found alike.  An
+    unknown language is unproven."""
+    interpreter = _CODE_LANGUAGES.get(language.strip().lower(), "python3" if not language else "")
+    if not isinstance(code, str) or not interpreter:
+        return {"name": name, "mutability": "unknown", "analysisReason": "interpreter_code"}
+    if interpreter == "bash":
+        return shell_action(name, code)
+    import shlex
+    flag = {"node": "-e", "ruby": "-e", "perl": "-e", "php": "-r", "deno": "eval"}.get(
+        interpreter, "-c")
+    action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
+    action.pop("command", None)  # not a shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+    # Commands the code hands to a shell or to subprocess (`os.system("npm i
+    # x")`, `run(["sha256sum", f])`, `execSync('claude -p …')`) carry the same
+    # intents as typed into the shell.
+    lines, paths = _code_commands(code)
+    for line in lines:
+        ran = analyze_shell(line)
+        action["hashIntent"] = action["hashIntent"] or ran.hash_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        if ran.starts_agent and not action.get("startsAgent"):
+            action["startsAgent"] = ran.starts_agent
+    # Code can write any file it names: the literals that read like paths are
+    # possible targets (names it builds at run time stay as unseen as for
+    # the same code given to the interpreter in the shell).
+    action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
+    return action
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
+    """A tool that starts a program from an argv list (Oh My Pi `hub start`):
+    judged as the same command typed into the shell, environment included."""
+    if not _is_text(program) or not isinstance(args, (list, type(None))) \
+            or not all(isinstance(a, str) for a in args or []):
+        return {"name": name, "mutability": "unknown"}
+    import shlex
+    words = [shlex.quote(program)] + [shlex.quote(a) for a in args or []]
+    return shell_action(name, _with_env(env) + " ".join(words))
+
+
+def _with_env(env: Any) -> str:
+    """`K=V ` prefixes for the environment a tool passes to its command, so the
+    analyzer judges what those variables change (GIT_*, LD_PRELOAD, PATH)."""
+    if not isinstance(env, dict) or not env:
+        return ""
+    import shlex
+    parts = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not key.replace("_", "a").isalnum() or key[:1].isdigit():
+            return "env -i "  # a name the shell cannot take: not provably harmless
+        parts.append("%s=%s" % (key, shlex.quote(value if isinstance(value, str) else str(value))))
+    return " ".join(parts) + " "
+
+
+# The name a call is audited under when the host sent no usable tool name.
+_UNNAMED_TOOL = "(no tool name)"
+
+
+def unreadable_call() -> dict:
+    """A tool call whose name is missing or not a string (`null`, `42`): it is
+    judged and audited as unproven, like any call the guard cannot read, and
+    never passes in silence."""
+    return {"name": _UNNAMED_TOOL, "mutability": "unknown"}
+
+
+def tool_facts(host: str, tool: str) -> Tuple[Tuple[str, ...], str, str]:
+    """(path arguments, runs, working-folder argument) of one tool (ADAPTER_TOOLS)."""
+    return ADAPTER_TOOLS.get(host, {}).get(tool, ((), "", ""))
+
+
+def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optional[str]) -> dict:
+    """Apply the host's own path rules to an action before the core sees it:
+    paths as the host resolves them, and a command's relative write targets in
+    the folder the call says it runs in."""
+    if action.get("affectedPaths"):
+        action["affectedPaths"] = normalize_paths(
+            [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
+    workdir = tool_facts(host, tool)[2]
+    if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
+        folder, known = run_folder(host, cwd, tool_input.get(workdir))
+        _in_run_folder(action, folder, known, cwd)
+    return action
+
+
+def _session_state_folder() -> str:
+    """Where contracts live.  A call that would deliver model-written text as a
+    prompt (a scheduled prompt, a resumed session) names it as its target, so
+    self-protection stops it while the guard is armed: the model never sets or
+    widens its own contract."""
+    return os.path.join(data_dir(), "sessions")
+
+
 def _shell_kind(powershell: bool = False) -> str:
     if powershell:
         return "powershell"
@@ -10738,6 +11674,13 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.starts_agent:
+        action["startsAgent"] = verdict.starts_agent
+        if verdict.resumes_session:
+            # The model's text would arrive in an existing session (this one,
+            # likely) as a prompt: that writes contract state, never allowed
+            # to the model while the guard is armed.
+            action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
@@ -10776,6 +11719,29 @@ def patch_action(name: str, patch_text: Any) -> dict:
     return action
 
 
+def directive_rejected_text(error: dict, paused: bool = False) -> str:
+    """The one wording every host uses for a rejected directive, so tooling
+    reads one form: `Stop That Shit: directive rejected (CODE): message.`
+    paused: the host cannot refuse the prompt itself (Hermes, OpenCode), so
+    its tools wait for a corrected directive instead."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = (error.get("message") or "the directive could not be parsed").rstrip(". ")
+    text = ("Stop That Shit: directive rejected (%s): %s. The previous task contract still "
+            "applies; correct the directive and send it again." % (code, message))
+    if paused:
+        text += " Tools stay paused until the user sends a corrected directive."
+    return text
+
+
+def rejection_of(result: CoreResult) -> Optional[dict]:
+    """{code, message} when a prompt-error is a rejected directive (the core's
+    `CODE: message`), else None (a directive that could not be saved)."""
+    prefix = (result.code or "") + ": "
+    if result.kind != "prompt-error" or not result.code or not result.text.startswith(prefix):
+        return None
+    return {"code": result.code, "message": result.text[len(prefix):]}
+
+
 def _first_text(obj: Any, *keys: str) -> Optional[str]:
     if not isinstance(obj, dict):
         return None
@@ -10794,6 +11760,169 @@ def _as_object(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+# ---- the adapters table: every tool of every host ---------------------------
+# One place to read what each host's tools do with the file system: which
+# arguments name paths, whether the tool runs code or programs, and where it
+# runs.  Each host's TOOLS (below) says how a call is classified; this table
+# says what it touches, and tests/test_adapters_table.py holds the two equal.
+#
+# host -> tool -> (path arguments, runs, working-folder argument)
+#   path arguments: the input fields naming files or folders the tool touches
+#     (patch texts name theirs in `*** ... File:` headers, listed as such);
+#   runs: "" nothing; "shell"/"powershell" a command line (the shell
+#     analyzer); "code" source code for an interpreter (the same analyzer,
+#     inline code); "program" an argv; "agent" starts a subagent; "input"
+#     feeds a running program; "prompt" schedules text that comes back as a
+#     prompt;
+#   working-folder argument: where the command runs and relative targets
+#     land, when the call may name it ("" = the session folder).
+# A tool not listed for its host is judged by its name (Codex, Claude Code,
+# OpenCode) or is unproven (Hermes, Pi, Oh My Pi); either way every argument
+# that looks like a path is a possible target (`path_arguments`), and a
+# `command`/`code` argument gets the shell's analysis (`unlisted_action`).
+ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
+    "codex": {
+        # Codex resolves exec_command's `workdir` itself: the hook gets only the
+        # command, with the folder as the event's cwd (seen on 0.171.0).
+        "Bash": ((), "shell", ""), "exec_command": ((), "shell", ""),
+        "shell_command": ((), "shell", ""),
+        "apply_patch": (("command: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "Edit": (("file_path", "path"), "", ""), "Write": (("file_path", "path"), "", ""),
+        "spawn_agent": ((), "agent", ""), "Agent": ((), "agent", ""),
+        "write_stdin": ((), "input", ""),
+        **{tool: ((), "", "") for tool in (
+            "update_plan", "request_user_input", "wait", "wait_agent", "interrupt_agent",
+            "close_agent", "list_agents", "send_message", "send_input", "resume_agent",
+            "followup_task", "create_goal", "update_goal", "get_goal")},
+    },
+    "claude": {
+        "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
+        "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
+        "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
+        "PowerShell": ((), "powershell", ""),
+        "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
+        "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
+        "LSP": (("filePath",), "", ""),
+        "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""),
+        **{tool: ((), "", "") for tool in (
+            "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
+            "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "ReportFindings", "SendMessage", "TodoWrite", "TaskCreate", "TaskUpdate",
+            "TaskList", "TaskGet", "TaskOutput", "TaskStop", "ToolSearch", "WaitForMcpServers")},
+    },
+    "opencode": {
+        "write": (("filePath",), "", ""), "edit": (("filePath",), "", ""),
+        "apply_patch": (("patchText: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "bash": ((), "shell", "workdir"), "task": ((), "agent", ""),
+        "read": (("filePath",), "", ""), "glob": (("path",), "", ""), "grep": (("path",), "", ""),
+        "lsp": (("filePath",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "webfetch", "websearch", "plan_enter", "plan_exit", "question", "skill",
+            "todowrite")},
+    },
+    "hermes": {
+        "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
+        "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
+        "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
+            "skills_list", "clarify", "todo")},
+    },
+    "pi": {
+        "write": (("path",), "", ""), "edit": (("path",), "", ""),
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""),
+    },
+    "omp": {
+        "write": (("path",), "", ""),
+        "edit": (("path", "paths", "edits[].rename", "input: [PATH#TAG], *** Edit File:"), "", ""),
+        "bash": ((), "shell", "cwd"), "powershell": ((), "powershell", "cwd"),
+        "eval": ((), "code", ""), "hub": ((), "program", "cwd"),
+        "task": ((), "agent", ""), "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in ("web_search", "ask", "todo", "yield")},
+    },
+    "gemini": {
+        "write_file": (("file_path",), "", ""), "replace": (("file_path",), "", ""),
+        "save_memory": ((), "", ""),
+        "run_shell_command": ((), "shell", "dir_path"),
+        **{tool: ((), "agent", "") for tool in (
+            "invoke_agent", "codebase_investigator", "cli_help", "generalist", "browser_agent")},
+        "read_file": (("file_path",), "", ""), "read_many_files": (("include",), "", ""),
+        "list_directory": (("dir_path",), "", ""), "glob": (("dir_path",), "", ""),
+        "grep_search": (("dir_path",), "", ""), "search_file_content": (("dir_path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "google_web_search", "web_fetch", "get_internal_docs", "read_mcp_resource",
+            "list_mcp_resources", "list_background_processes", "read_background_output",
+            "tracker_get_task", "tracker_list_tasks", "tracker_visualize", "take_snapshot",
+            "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
+            "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
+            "tracker_add_dependency")},
+    },
+    "copilot": {
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "create": (("path",), "", ""), "edit": (("path",), "", ""),
+        "str_replace_editor": (("path",), "", ""),
+        "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "task": ((), "agent", ""), "write_agent": ((), "agent", ""),
+        "write_bash": ((), "input", ""), "write_powershell": ((), "input", ""),
+        "view": (("path",), "", ""), "grep": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "read_bash", "read_powershell", "list_bash", "list_powershell",
+            "lexical_code_search", "semantic_code_search", "web_fetch",
+            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
+            "report_intent", "update_todo")},
+        "skill": ((), "prompt", ""),
+    },
+    "qwen": {
+        "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
+        "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
+        "enter_worktree": ((), "", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
+        "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
+        "send_message": ((), "agent", ""), "exec": ((), "code", ""),
+        "tool_call": (("arguments: as the tool named",), "", ""),
+        "cron_create": ((), "prompt", ""), "loop_wakeup": ((), "prompt", ""),
+        "skill": ((), "prompt", ""),
+        "read_file": (("file_path",), "", ""), "glob": (("path",), "", ""),
+        "grep_search": (("path",), "", ""), "list_directory": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
+            "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
+            "omni_recall_media_memory", "todo_write", "exit_plan_mode",
+            "enter_plan_mode", "ask_user_question", "cron_delete", "task_create", "task_update",
+            "task_stop", "structured_output", "report_findings", "update_goal", "propose_goal",
+            "request_shutdown", "team_delete", "team_plan_approval", "exit_worktree")},
+    },
+}
+
+# Host -> how its file tools resolve a path the model wrote (the functions that
+# apply it: `host_paths`, `pi_host_path`, `omp_host_path`, `omp_edit_candidates`).
+HOST_PATH_RULES: Dict[str, str] = {
+    "codex": "relative to the session folder; `~` is a plain folder name",
+    "claude": "relative to the session folder; `~` and `~/` are the home folder, `~user` a "
+              "plain name",
+    "opencode": "relative to the session folder; `~` is a plain folder name",
+    "hermes": "relative to the terminal's live folder (the plugin asks Hermes for it); `~`, "
+              "`~/` and `~user` are home folders",
+    "pi": "one leading `@` dropped, Unicode spaces made plain; `~` and `~/` are the home folder",
+    "omp": "`:` and `@` prefixes dropped, `file://` decoded, `~`, `~/` and `~name` expanded; "
+           "`edit` of a path that does not exist lands on the one workspace file whose path "
+           "ends the same way",
+    "gemini": "relative to the session folder; a leading `~` is judged both ways",
+    "copilot": "relative to the session folder; a leading `~` is judged both ways",
+    "qwen": "relative to the session folder; a leading `~` is judged both ways",
+}
 
 
 class Adapter:
@@ -10866,7 +11995,9 @@ class _CommandHookAdapter(Adapter):
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
                 "permissionDecisionReason": reason}}, ensure_ascii=False)
         if result.kind == "prompt-error":
-            return json.dumps({"decision": "block", "reason": result.text}, ensure_ascii=False)
+            error = rejection_of(result)
+            reason = directive_rejected_text(error) if error else result.text
+            return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return json.dumps({"hookSpecificOutput": {
@@ -10893,10 +12024,41 @@ class _CommandHookAdapter(Adapter):
         return action
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": fallback_mutability(name)}
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def _skill(self, name: str, tool_input: dict) -> dict:
+        """A control, unless it loads this guard's own skill with arguments that
+        would set the contract: the model may read the skill, never type the
+        directive for the user."""
+        action = {"name": name, "mutability": "control"}
+        skill = _first_text(tool_input, "skill", "command", "name") or ""
+        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
+            args = " ".join(v for k, v in tool_input.items()
+                            if isinstance(v, str) and k not in ("skill", "command", "name"))
+            if args.strip() and _sets_contract("$stop-that-shit " + args):
+                action["affectedPaths"] = [_session_state_folder()]
+        return action
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        """A control, unless the prompt it schedules would set the contract.
+
+        A scheduled prompt comes back later as a prompt, so a model could
+        schedule `$stop-that-shit open` (or "fix it" during a review) and
+        widen its own contract.  That changes the session state in the
+        guard's data folder, so it is named as such and self-protection
+        stops it while the session is armed.
+        """
+        action = {"name": name, "mutability": "control"}
+        texts = [value for value in tool_input.values() if isinstance(value, str)]
+        if any(_sets_contract(text) for text in texts):
+            action["affectedPaths"] = [_session_state_folder()]
+        return action
 
     def _write_tool(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "file_path", "path")
@@ -10933,10 +12095,10 @@ class _CommandHookAdapter(Adapter):
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         tool_input = payload.get("tool_input")
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
         if _is_text(call_id):
             action["id"] = call_id
@@ -10945,8 +12107,8 @@ class _CommandHookAdapter(Adapter):
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            place_call(self.host, self.canonical_tool(tool), action, tool_input, cwd)
         return HookCall(name, self.envelope("action.before", session, action=action,
                                             turnId=payload.get("turn_id") or payload.get("prompt_id"),
                                             host=self.host_meta(payload)),
@@ -11060,6 +12222,9 @@ class CodexAdapter(_CommandHookAdapter):
         return {"id": call_id, "lifecycle": "unknown", "endedAgentIds": ended}
 
 
+# Claude Code 2.1 UserPromptSubmit `source`: who authored the turn.  Only these
+# are the user (typed, or given to `-p`/the SDK); absent on older builds.
+_CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
@@ -11140,37 +12305,15 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
+        "Skill": "_skill",
         **{name: "control" for name in (
             "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
             "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
-            "ReportFindings", "SendMessage", "Skill", "TodoWrite",
+            "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
-
-    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
-        """A control, unless the prompt it schedules would set the contract.
-
-        A scheduled prompt comes back later as a prompt, so a model could
-        schedule `$stop-that-shit open` (or "fix it" during a review) and
-        widen its own contract.  That changes the session state in the
-        guard's data folder, so it is named as such and self-protection
-        stops it while the session is armed.
-        """
-        action = {"name": name, "mutability": "control"}
-        texts = [value for value in tool_input.values() if isinstance(value, str)]
-        if any(_sets_contract(text) for text in texts):
-            action["affectedPaths"] = [os.path.join(data_dir(), "sessions")]
-        return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "notebook_path")
@@ -11183,9 +12326,6 @@ class ClaudeAdapter(_CommandHookAdapter):
         if "command" not in tool_input and "ws" in tool_input:
             return {"name": name, "mutability": "read"}
         return shell_action(name, tool_input.get("command"))
-
-    def _powershell(self, name: str, tool_input: dict) -> dict:
-        return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _workflow(self, name: str, tool_input: dict) -> dict:
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
@@ -11202,6 +12342,12 @@ class ClaudeAdapter(_CommandHookAdapter):
                 # A subagent's completion notice arrives as a prompt, but its
                 # text is model-written: never contract authority.
                 return self._task_done(payload, note, name)
+        source = payload.get("source")
+        if source is not None and source not in _CLAUDE_USER_SOURCES:
+            # Claude names who authored the turn: a scheduled fire, a /loop
+            # wakeup, a peer or channel message, an auto-continuation.  Those
+            # carry text the model wrote or scheduled: never the contract.
+            return HookCall(name, None, answer=NO_RESULT)
         return super().on_prompt(payload, store, name)
 
     def _task_done(self, payload: dict, note: dict, name: str) -> Optional[HookCall]:
@@ -11218,8 +12364,9 @@ class ClaudeAdapter(_CommandHookAdapter):
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
-        if expansion not in (None, "slash_command") or \
-                command not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+        # Matched without case, like the typed directive (`/Stop-That-Shit`).
+        if expansion not in (None, "slash_command") or not isinstance(command, str) or \
+                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
@@ -11380,17 +12527,13 @@ def directive_pause_text(error: dict) -> str:
     """What Hermes and OpenCode say while a directive is rejected: they cannot
     reject the prompt itself, so the agent is told which directive failed, that
     the previous contract still applies, and that tools wait for a fix."""
-    code = error.get("code") or "INVALID_DIRECTIVE"
-    message = error.get("message") or "the directive could not be parsed"
-    return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
-            "task contract still applies. Tools stay paused until the user sends a corrected "
-            "directive." % (code, message.rstrip(".") + "."))
+    return directive_rejected_text(error, paused=True)
 
 
 def _rejected_text(result: CoreResult) -> str:
     """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
-    return ("Stop That Shit rejected this directive: %s. The previous task contract still "
-            "applies; correct the directive and send it again." % result.text.rstrip(". "))
+    error = rejection_of(result)
+    return directive_rejected_text(error) if error else result.text
 
 
 def current_context(store: Store, root: str) -> str:
@@ -11441,7 +12584,7 @@ class _HostBAdapter(Adapter):
         return name
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": "unknown"}  # Hermes, Pi, OMP: no name fallback
+        return unlisted_action(name, tool_input, "unknown")  # Hermes, Pi, OMP: no name fallback
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"))
@@ -11449,13 +12592,17 @@ class _HostBAdapter(Adapter):
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
 
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        """Paths the host itself may substitute for the ones named (none here)."""
+
     def fields(self, session: str, root: str, **more: Any) -> dict:
         if session != root:
             more["sourceSessionId"] = session
         return more
 
     def before_call(self, name: str, session: str, root: str, action: dict,
-                    call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
+                    call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
+                    **more: Any) -> Optional[ShimCall]:
         """action.before for `root`; None when a delegate call has no id (it
         could not be counted)."""
         if _is_text(call_id):
@@ -11465,8 +12612,8 @@ class _HostBAdapter(Adapter):
         cwd = cwd if isinstance(cwd, str) and cwd else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        self.host_resolution(action, tool_input, cwd)
+        place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
         return ShimCall(name, event, tool_call=True, session_id=session, root=root,
@@ -11607,6 +12754,15 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
     return open_keys[0] if len(open_keys) == 1 else None
 
 
+# Hermes `cronjob` actions that start nothing (create, update, resume and run
+# schedule or start an agent run).
+_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
+# Link name of a Hermes task id, for tool calls that carry no session id.
+_HERMES_TASK_LINK = "hermes-task:"
+# How Hermes 0.19 begins the notices it queues as user turns (process_registry).
+_HERMES_NOTICE_HEADS = ("[IMPORTANT: ", "[ASYNC DELEGATION ")
+
+
 class HermesAdapter(_HostBAdapter):
     """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
 
@@ -11626,6 +12782,7 @@ class HermesAdapter(_HostBAdapter):
             "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
             "session_search", "skill_view", "skills_list")},
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
+        "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
     }
 
@@ -11654,8 +12811,8 @@ class HermesAdapter(_HostBAdapter):
         if call.host_event != "pre_llm_call" or not call.render:
             return ""  # Hermes shows context on prompts only
         if result.kind == "prompt-error":
-            error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-            return _json({"context": directive_pause_text(error)})
+            error = rejection_of(result)
+            return _json({"context": directive_pause_text(error) if error else result.text})
         text = result.text if result.kind == "context" else ""
         store, root = getattr(call, "store", None), getattr(call, "root", None)
         if store is not None and root and not getattr(call, "child", False):
@@ -11686,6 +12843,19 @@ class HermesAdapter(_HostBAdapter):
                     "dependencyIntent": False}
         return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
+
+    def _execute_code(self, name: str, tool_input: dict) -> dict:
+        # Python in a sandbox that can also call terminal/write_file/patch
+        # (those calls come back through pre_tool_call on their own).
+        return code_action(name, "python", tool_input.get("code"))
+
+    def _cronjob(self, name: str, tool_input: dict) -> dict:
+        """Managing jobs is a control; creating, changing or running one starts
+        an agent later, in a session of its own the guard never counts."""
+        verb = tool_input.get("action")
+        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
+            return {"name": name, "mutability": "control"}
+        return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
         count = hermes_delegation_count(tool_input)
@@ -11719,9 +12889,25 @@ class HermesAdapter(_HostBAdapter):
             event = self.envelope("session.start", root, sourceSessionId=session,
                                   host={"family": self.family})
             return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+        task = _text_or_none(self.field(payload, "task_id"))
+        if task:
+            # Tools that execute_code calls from its sandbox name only this
+            # task.  The link has its own name space: several root sessions
+            # may share a task id, and this link must not merge them.
+            try:
+                if store.link_root(_HERMES_TASK_LINK + task) != root:
+                    link_child(store, _HERMES_TASK_LINK + task, root)
+            except (OSError, StateDamaged):
+                pass
         prompt = self.field(payload, "user_message")
         if not isinstance(prompt, str):
             return None
+        if prompt.lstrip().startswith(_HERMES_NOTICE_HEADS):
+            # Hermes queues its own notices (a background process ended, an
+            # async delegation finished) as user turns; they carry output the
+            # model wrote, so they never set the contract.
+            event = self.envelope("session.start", root, host={"family": self.family})
+            return ShimCall(name, event, session_id=session, root=root, store=store)
         turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
         event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
                               host={"family": self.family})
@@ -11729,20 +12915,28 @@ class HermesAdapter(_HostBAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        task = _text_or_none(self.field(payload, "task_id"))
+        if session is None and task is not None:
+            # A tool that `execute_code` calls from its sandbox arrives with an
+            # empty session id and the task id; the task is linked to its
+            # session when that session's prompt arrives (on_prompt).
+            session = _HERMES_TASK_LINK + task
+        if session is None:
             return None
+        tool = payload.get("tool_name")
         call_id = self.field(payload, "tool_call_id")
-        action = self.classify(tool, payload.get("tool_input"))
+        tool_input = payload.get("tool_input")
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         try:
-            root = self.resolve(payload, store)
+            root = self.resolve(payload, store) if not session.startswith(_HERMES_TASK_LINK) \
+                else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
         if pending:  # paused until a corrected directive, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
-                                turnId=self.field(payload, "turn_id"))
+                                tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         # Only delegation results carry ledger facts; others would cost a lock.
@@ -11944,12 +13138,7 @@ class OpenCodeAdapter(_ShimAdapter):
         return name.lower()
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = {"name": name, "mutability": fallback_mutability(name)}
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "filePath", "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _write(self, name: str, args: dict) -> dict:
         return file_write_action(name, args.get("filePath"), args.get("content"))
@@ -11978,8 +13167,8 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
         # A chat message cannot be rejected: the rejection becomes the context.
-        error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-        return self._with_contract(directive_pause_text(error), call)
+        error = rejection_of(result)
+        return self._with_contract(directive_pause_text(error) if error else result.text, call)
 
     def _with_contract(self, text: str, call: HookCall) -> str:
         store, root = getattr(call, "store", None), getattr(call, "root", None)
@@ -12025,10 +13214,11 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
-        if not isinstance(inner, dict) or not _is_text(inner.get("tool")):
+        if not isinstance(inner, dict):
             return None
         args = output.get("args") if isinstance(output, dict) else None
-        action = self.classify(inner["tool"], args)
+        tool = inner.get("tool")
+        action = self.classify(tool, args) if _is_text(tool) else unreadable_call()
         try:
             session, root = self.session_and_root(payload, body, store, inner)
         except _LinkDamaged as exc:
@@ -12039,8 +13229,27 @@ class OpenCodeAdapter(_ShimAdapter):
         pending = _pending_directive_error(store, root)
         if pending:  # every tool call waits for a corrected directive (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
+        if self.tool_key(action["name"]) == "task":
+            self._resumed_session(action, args, store, session, root)
         return self.before_call(name, session, root, action, inner.get("callID"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=args)
+
+    @staticmethod
+    def _resumed_session(action: dict, args: Any, store: Store, session: str, root: str) -> None:
+        """`task` with a task_id resumes that session with the model's prompt,
+        and OpenCode checks no parent: named after the root (or any session
+        not known as one of its children) the text arrives there as a user
+        turn.  That sets contract state, so self-protection stops it."""
+        target = next((args[k] for k in _TASK_ID_KEYS
+                       if isinstance(args, dict) and _is_text(args.get(k))), None)
+        if target is None:
+            return
+        try:
+            known_child = target not in (session, root) and store.link_root(target) == root
+        except StateDamaged:
+            known_child = False
+        if not known_child:
+            action.setdefault("affectedPaths", []).append(_session_state_folder())
 
     def on_post_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
@@ -12274,9 +13483,7 @@ class PiAdapter(_ShimAdapter):
     def on_tool_call(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
         tool = event.get("toolName")
-        if not _is_text(tool):
-            return None
-        action = self.classify(tool, event.get("input"))
+        action = self.classify(tool, event.get("input")) if _is_text(tool) else unreadable_call()
         if self.COMPLETION_SCOPE:
             action["completionScope"] = self.COMPLETION_SCOPE
         try:
@@ -12287,7 +13494,7 @@ class PiAdapter(_ShimAdapter):
         if session is None:
             return None
         return self.before_call(name, session, root, action, event.get("toolCallId"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=event.get("input"))
 
     def result_fact(self, event: dict) -> Optional[dict]:
         if event.get("toolName") != "subagent":
@@ -12412,6 +13619,44 @@ def omp_edit_paths(text: str) -> Tuple[List[str], str]:
     return paths, "\n".join(added)
 
 
+# How many entries the guard walks looking for Oh My Pi's suffix fallback.
+_OMP_SUFFIX_WALK_LIMIT = 20000
+
+
+def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str], bool]:
+    """(extra paths, complete) for an Oh My Pi `edit`: its engine, given a path
+    that does not exist, edits the one workspace file whose path ends the same
+    way ("suffix recovery": `src/util.py` may land in `vendor/src/util.py`).
+    Every such file is a possible target, so all of them are judged.
+    `complete` is False when the workspace was too large to search, so where
+    the edit lands is not established."""
+    extra: List[str] = []
+    wanted = []
+    for raw in paths:
+        text = raw.replace("\\", "/").strip()
+        while text.startswith("./"):
+            text = text[2:]
+        text = text.rstrip("/")
+        if not text or os.path.isabs(text) or not cwd or text.startswith("../") or text == "..":
+            continue
+        if not os.path.lexists(os.path.join(cwd, text)):
+            wanted.append(text)
+    if not wanted:
+        return extra, True
+    seen = 0
+    for folder, dirs, files in os.walk(cwd):
+        seen += len(dirs) + len(files)
+        if seen > _OMP_SUFFIX_WALK_LIMIT:
+            return extra, False
+        base = os.path.relpath(folder, cwd).replace(os.sep, "/")
+        for entry in dirs + files:
+            rel = entry if base == "." else base + "/" + entry
+            for text in wanted:
+                if (rel.endswith("/" + text) or rel == text) and rel not in extra:
+                    extra.append(rel)
+    return extra, True
+
+
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
     """(count, unbounded) of an OMP `task` call: the batch length, else 1;
     unbounded when any item (or the single form) lacks a non-empty `task`."""
@@ -12487,8 +13732,36 @@ class OmpAdapter(PiAdapter):
         "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
         "task": "_task", "hub": "_hub",
         **{name: "control" for name in ("ask", "todo", "yield")},
-        "eval": "_spawner", "subagent": "_spawner",
+        "eval": "_eval", "subagent": "_spawner",
     }
+
+    def _shell(self, name: str, args: dict) -> dict:
+        # `env` gives the command extra variables: judged as `K=V command`.
+        return shell_action(name, _with_env(args.get("env")) + args["command"]
+                            if isinstance(args.get("command"), str) else None)
+
+    def _powershell(self, name: str, args: dict) -> dict:
+        action = shell_action(name, args.get("command"), powershell=True)
+        if args.get("env"):
+            action["mutability"] = "write" if action["mutability"] == "write" else "unknown"
+            action.setdefault("analysisReason", "state_change")
+        return action
+
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        if self.tool_key(action["name"]) != "edit" or not action.get("affectedPaths"):
+            return
+        extra, complete = omp_edit_candidates(action["affectedPaths"], cwd)
+        action["affectedPaths"] = action["affectedPaths"] + extra
+        if not complete:
+            action["unknownWriteTarget"] = True
+
+    def _eval(self, name: str, args: dict) -> dict:
+        """Code in OMP's persistent py/js kernel: the shell's analysis of that
+        code; it may also wake agents through helpers, so never countable."""
+        action = code_action(name, args.get("language") if isinstance(args.get("language"), str)
+                             else "py", args.get("code"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def normalize_prompt(self, text: str) -> str:
         return _omp_directive_form(text)
@@ -12564,6 +13837,9 @@ class OmpAdapter(PiAdapter):
 
     def _hub(self, name: str, args: dict) -> dict:
         op = args.get("op")
+        if op in ("start", "restart") and "application" in args:
+            # Starts a program from an argv: the same command through the shell.
+            return argv_action(name, args.get("application"), args.get("args"), args.get("env"))
         action = {"name": name, "mutability": _OMP_HUB_OPS.get(op, "unknown")}
         if op == "send" and not _is_text(args.get("name")):
             action["delegationLifecycleUnproven"] = True  # a message to an agent, not a process
@@ -12757,32 +14033,12 @@ def _reservation_by_digest(store: Store, root: str, host: str, tool: str, tool_i
     return found[0] if len(found) == 1 else None
 
 
-def _joined_dir(cwd: Optional[str], folder: Any) -> Optional[str]:
-    """The folder a shell tool runs in: `folder` (absolute, or relative to cwd)."""
-    if not _is_text(folder):
-        return cwd
-    folder = folder.strip()
-    if folder.startswith("/") or _is_windows_path(folder) or not cwd:
-        return folder
-    return os.path.join(cwd, folder)
-
-
 class _NewHostAdapter(_CommandHookAdapter):
     """What Gemini CLI, Copilot CLI and Qwen Code share: the table-driven
     classification of the command-hook hosts, a cwd that follows a shell
     tool's own folder argument, and delegation ids for hosts that give none."""
 
-    # Shell tools whose input names the folder they run in: tool -> key.
-    SHELL_DIRS: Dict[str, str] = {}
     STAMPED_IDS = False  # the host gives tool calls no id
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path", "filePath")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
 
     def _spawner(self, name: str, tool_input: dict) -> dict:
         # Runs code that can call any tool, agents included.
@@ -12797,9 +14053,9 @@ class _NewHostAdapter(_CommandHookAdapter):
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
 
     def pre_tool(self, payload: dict, store: Store, name: str, session: str, root: str,
-                 tool: str, tool_input: Any, call_id: Any) -> Optional[HookCall]:
+                 tool: Any, tool_input: Any, call_id: Any) -> Optional[HookCall]:
         """action.before for `root`, judged for `session` (a child when they differ)."""
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
             call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
         if _is_text(call_id):
@@ -12807,13 +14063,12 @@ class _NewHostAdapter(_CommandHookAdapter):
         elif _needs_call_id(action):
             return None  # a delegation without an id cannot hold a place in the ledger
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        key = self.SHELL_DIRS.get(tool)
-        if key and isinstance(tool_input, dict):
-            cwd = _joined_dir(cwd, tool_input.get(key))
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            # The shell tool's own folder argument (Gemini dir_path, Qwen
+            # directory) re-anchors its targets there; see ADAPTER_TOOLS.
+            place_call(self.host, tool, action, tool_input, cwd)
         fields = {"sourceSessionId": session} if session != root else {}
         event = self.envelope("action.before", root, action=action,
                               turnId=payload.get("prompt_id"), host=self.host_meta(payload),
@@ -12822,11 +14077,10 @@ class _NewHostAdapter(_CommandHookAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
-        return self.pre_tool(payload, store, name, session, session, tool,
+        return self.pre_tool(payload, store, name, session, session, payload.get("tool_name"),
                              payload.get("tool_input"), call_id)
 
 
@@ -12869,7 +14123,6 @@ class GeminiAdapter(_NewHostAdapter):
             "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
             "tracker_add_dependency")},
     }
-    SHELL_DIRS = {"run_shell_command": "dir_path"}
     STAMPED_IDS = True
 
     def prompt_text(self, payload: dict) -> Optional[str]:
@@ -12892,7 +14145,7 @@ class GeminiAdapter(_NewHostAdapter):
             return _json({"decision": "deny",
                           "reason": result.text or "Stop That Shit denied this call."})
         if result.kind == "prompt-error":  # BeforeAgent: the turn is blocked, the user sees why
-            return _json({"decision": "block", "reason": result.text})
+            return _json({"decision": "block", "reason": _rejected_text(result)})
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return _json({"hookSpecificOutput": {
@@ -12957,8 +14210,9 @@ class CopilotAdapter(_NewHostAdapter):
             "list_agents")},
         # sql works on the session's own SQLite database (todos), not the repository.
         **{name: "control" for name in (
-            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
             "report_intent", "update_todo")},
+        "skill": "_skill",
     }
     STAMPED_IDS = True
 
@@ -13047,14 +14301,11 @@ class CopilotAdapter(_NewHostAdapter):
                                             host=self.host_meta(payload)))
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        tool = payload.get("toolName")
-        if not _is_text(tool):
-            return None
         session, root = self.governing(payload, store)
         if session is None:
             return None
-        return self.pre_tool(payload, store, name, session, root, tool, payload.get("toolArgs"),
-                             None)
+        return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
+                             payload.get("toolArgs"), None)
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         if payload.get("toolName") != _COPILOT_AGENT_TOOL:
@@ -13126,21 +14377,23 @@ class QwenAdapter(_NewHostAdapter):
         "save_memory": "write", "enter_worktree": "write",
         "run_shell_command": "_shell", "monitor": "_monitor",
         "agent": "delegate", "workflow": "_unbounded", "team_create": "_unbounded",
-        "create_sub_session": "_spawner", "exec": "_spawner",
+        "create_sub_session": "_spawner", "exec": "_exec",
         "send_message": "_wakes_agent", "tool_call": "_tool_call",
+        # Text scheduled now comes back later as a prompt (as in Claude Code).
+        "cron_create": "_scheduled_prompt", "loop_wakeup": "_scheduled_prompt",
+        "skill": "_skill",
         **{name: "read" for name in (
             "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
         **{name: "control" for name in (
-            "todo_write", "skill", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_create", "cron_delete", "loop_wakeup", "task_create", "task_update",
+            "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
+            "cron_delete", "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
             "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
             "exit_worktree")},
     }
-    SHELL_DIRS = {"run_shell_command": "directory"}
     _TOOL_CALL_DEPTH = 4
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
@@ -13153,6 +14406,14 @@ class QwenAdapter(_NewHostAdapter):
         if "command" not in tool_input:
             return {"name": name, "mutability": "unknown"}
         return shell_action(name, tool_input.get("command"))
+
+    def _exec(self, name: str, tool_input: dict) -> dict:
+        """Code that can call any tool, agents included: the shell's analysis of
+        that code, and never countable."""
+        language = _first_text(tool_input, "language", "lang") or "js"
+        action = code_action(name, language, _first_text(tool_input, "code", "script"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def _tool_call(self, name: str, tool_input: dict, depth: int = 0) -> dict:
         """The deferred-tool bridge: judged as the tool it calls.  Qwen resolves
@@ -14876,6 +16137,66 @@ def _age(seconds: float) -> str:
     return "%d s" % seconds
 
 
+# What happens on a host whose hook command names an sts.py that is gone.
+_GUARD_GONE = {
+    "shim": "the shim blocks tool calls while a session is armed and lets everything else "
+            "run unguarded",
+    "hook": "the hook cannot start, and a hook that cannot start does not block: every tool "
+            "call runs without the guard",
+}
+
+
+def _command_sts_path(command: str) -> Optional[str]:
+    """The sts.py a hook command runs: the folder its import form puts on
+    sys.path, or an sts.py it names; None when it names neither."""
+    import ast
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv):
+            try:
+                tree = ast.parse(argv[index + 1])
+            except SyntaxError:
+                return None
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "insert" \
+                        and len(node.args) == 2 and isinstance(node.args[1], ast.Constant) \
+                        and isinstance(node.args[1].value, str):
+                    return os.path.join(node.args[1].value, "sts.py")
+        if word.endswith("sts.py"):
+            return word
+    return None
+
+
+def _missing_sts_refs(path: str) -> List[str]:
+    """Each sts.py the hook commands of a host's JSON configuration run that
+    does not exist."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    found: List[str] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, str) and ("import sts" in value or "sts.py" in value):
+            target = _command_sts_path(value)
+            if target and not os.path.isfile(target) and target not in found:
+                found.append(target)
+
+    visit(data)
+    return found
+
+
 def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> None:
     python = entries[0].get("python", "python3") if entries else "python3"
     command = hook_command(host, python)
@@ -14886,6 +16207,9 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
         fix_s = fix + (" --scope project" if scope == "project" else "")
         if host in _HOOK_EVENTS:
             cfg = os.path.join(base, _HOSTS[host]["config"])
+            for gone in _missing_sts_refs(cfg):
+                check("FAIL", host, "GUARD MISSING: %s runs %s, which does not exist; %s"
+                      % (cfg, gone, _GUARD_GONE["hook"]), fix_s)
             ok, text = _json_hooks_wired(cfg, host, command)
             check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
         for _, dst in _SHIM_FILES.get(host, ()):
@@ -14896,7 +16220,10 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                                                                "is missing"), None if ok else fix_s)
                 continue
             pinned = _shim_pinned_to(dest)
-            if pinned == _sts_path():
+            if pinned and not os.path.isfile(pinned):
+                check("FAIL", host, "GUARD MISSING: shim %s runs %s, which does not exist; %s"
+                      % (dest, pinned, _GUARD_GONE["shim"]), fix_s)
+            elif pinned == _sts_path():
                 check("OK", host, "shim %s points at this sts.py" % dest)
             elif pinned:
                 check("FAIL", host, "shim %s points at %s, not this sts.py" % (dest, pinned), fix_s)
@@ -14960,6 +16287,9 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
 def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]) -> None:
     dest = _copilot_hook_path(base)
     raw = _install_read(dest)
+    for gone in _missing_sts_refs(dest):
+        check("FAIL", "copilot", "GUARD MISSING: %s runs %s, which does not exist; %s"
+              % (dest, gone, _GUARD_GONE["hook"]), fix)
     if raw is None:
         check("FAIL", "copilot", "%s does not exist" % dest, fix)
     elif raw != _copilot_hooks_text(python).encode("utf-8"):
