@@ -51,10 +51,10 @@ def fake(name):
 
 
 @pytest.fixture
-def env(tmp_path):
-    """A clean environment with its own STS_HOME; no STS_* leaks in."""
+def env(tmp_path, ram_path):
+    """A clean environment with its own STS_HOME (in RAM); no STS_* leaks in."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("STS_", "FAKE_"))}
-    base["STS_HOME"] = str(tmp_path / "sts-home")
+    base["STS_HOME"] = str(ram_path / "sts-home")
     base["HOME"] = str(tmp_path / "home")
     base.pop("XDG_STATE_HOME", None)
     base["FAKE_LOG"] = str(tmp_path / "fake-log.jsonl")
