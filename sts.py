@@ -17,12 +17,15 @@ The plain form works too, only slower::
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
     python3 sts.py demo | cases [DIR] | --help | --version
 
-Data flows through the sections of this file in order (search for a title):
+The sections read top to bottom as layers: each uses only the sections above
+it, except three calls that reach down (the Decision reads the ledger summary,
+the Engine answers prompt commands through Inspection, Cases replay events
+through the CLI's hook runner).  Search for a title:
 
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
-    Decision             the ordered checks and the STOP/WATCH message
+    Decision             DECISION_TABLE, the ordered checks, the STOP/WATCH message
     Delegation ledger    agents=N reservations and lifecycle facts
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
@@ -31,6 +34,21 @@ Data flows through the sections of this file in order (search for a title):
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, the hook runner and main()
+
+The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
+
+    1. main() reads stdin (at most 8 MiB) and calls run_hook("claude", ...).
+    2. ClaudeAdapter.translate turns the host payload into a ControlEvent:
+       action.before, the session whose contract governs, and the action
+       (write, affected path src/a.py, hash and dependency intent from
+       Analysis).  ControlEvent.from_dict validates it.
+    3. handle_event loads the session state, lock-free: only a call that can
+       change the delegation count takes the session lock.
+    4. decide() walks DECISION_TABLE; the first check that matches decides
+       (under a review contract: MODE_FORBIDS_MUTATION, a deny when armed).
+    5. The engine appends one audit line and keeps the armed marker true.
+    6. The adapter renders the result as Claude's permission deny with the
+       STOP message; the hook exits 0.
 
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the
@@ -1067,7 +1085,9 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 # Owns everything that reads commands and content: the shell lexer/parser and
 # read-only proof, PowerShell's conservative reading, hash-intent and
 # dependency-intent detection in commands, patches and file writes, and patch
-# path extraction.  Pure functions; every adapter calls these.  analysis.md.
+# path extraction.  Pure functions; every adapter calls these.  A command is
+# "read" only when every part of it is proven read-only; anything not proven
+# is "unknown", never a guess (a false read is a security bug).
 ###############################################################################
 
 # Public interface (what adapters call):
@@ -1075,7 +1095,7 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   analyze_patch(text, v4a=False)     -> PatchSummary (paths, added text, intents)
 #   hash_intent_in_text(added, path, removed_text=None)
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
-# Trust boundary (analysis.md 5.6): configuration and session state (git
+# Trust boundary: configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
 # aliases and functions defined earlier in a persistent shell, zsh options
 # and cdpath set in a startup file) are not seen here; commands that change
@@ -1121,7 +1141,7 @@ class ShellAnalysis(Record):
     write_patterns: List[str]
 
 
-_MAX_COMMAND = 64 * 1024  # decisions.md 8
+_MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
 _MAX_DEPTH = 32
 _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
@@ -1273,7 +1293,7 @@ def _glob_escape(path: str) -> str:
     return "".join("[%s]" % ch if ch in "*?[" else ch for ch in path)
 
 
-# ---------------------------------------------------------------- words ----
+# ---- words ------------------------------------------------------------------
 
 
 class _W:
@@ -1322,7 +1342,7 @@ def _lit(text: str) -> _W:
     return _W(text, lead=not text.startswith("-"))
 
 
-# --------------------------------------------------------- write targets ----
+# ---- write targets ----------------------------------------------------------
 #
 # A write target written with a glob, a brace list, a variable or a command
 # substitution is resolved as far as it can be, into paths and glob
@@ -1511,11 +1531,11 @@ class _Cmd:
         return not (self.words or self.assigns or self.redirs)
 
 
-# ---------------------------------------------------------- characters ----
+# ---- characters -------------------------------------------------------------
 
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
-# and terminals disagree about them, so they are refused outright (5.3).
+# and terminals disagree about them, so they are refused outright.
 _BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
               "\u2028-\u202f\u205f-\u206f\u3000\ufeff\u061c]")
 
@@ -1571,7 +1591,7 @@ def _ansi_c(body: str) -> str:
     return text
 
 
-# ------------------------------------------------------------ bash parser ----
+# ---- bash parser ------------------------------------------------------------
 #
 # One reader for every POSIX shell a host may run a command in: bash, zsh
 # (the login shell on macOS, which Codex and Claude Code use) and sh (dash
@@ -1697,7 +1717,8 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
 
 
 class _Bash:
-    """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
+    """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
+    substitutions, subshells, compound commands, redirections and heredocs.
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
@@ -1722,7 +1743,7 @@ class _Bash:
         # Loop variable -> the words of its list (None: "$@" or unreadable).
         self.loops: Dict[str, Optional[List[_W]]] = {}
 
-    # -- driver ---------------------------------------------------------
+    # ---- driver -------------------------------------------------------------
     def parse(self) -> List[Any]:
         self._list(None, 0)
         if self.heredocs:
@@ -2091,7 +2112,7 @@ class _Bash:
             body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
         self.items.append("$)")
 
-    # -- words ------------------------------------------------------------
+    # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
         out: List[str] = []
@@ -2328,13 +2349,13 @@ class _Bash:
         self.exp = ("sub", body)
 
 
-# ---------------------------------------------------------- classification ----
+# ---- classification ---------------------------------------------------------
 
 _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3).
+# Prefix assignments that only change presentation; any other one is unknown.
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
@@ -2859,7 +2880,7 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ------------------------------------------------------- generic options ----
+# ---- generic options --------------------------------------------------------
 
 class _OptSpec:
     """GNU-style option model: short flags, short options with a value, long options."""
@@ -3038,7 +3059,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# ------------------------------------------------------------- writers ----
+# ---- writers ----------------------------------------------------------------
 
 _WRITERS = frozenset((
     "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
@@ -3244,7 +3265,7 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
     return v
 
 
-# ------------------------------------------------------------ wrappers ----
+# ---- wrappers ---------------------------------------------------------------
 
 def _payload(args: List[_W], ctx: _Ctx) -> _V:
     inner = ctx.deeper()
@@ -3647,7 +3668,7 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
-# ----------------------------------------------------------------- git ----
+# ---- git --------------------------------------------------------------------
 
 _GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
                                "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
@@ -3891,7 +3912,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
 
 
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes (1.3)."""
+    """git branch: listing is read, creation/deletion/moves are writes."""
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -4356,7 +4377,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
     return v
 
 
-# ----------------------------------------------------------- ripgrep ----
+# ---- ripgrep ----------------------------------------------------------------
 
 _RG_VALUED = frozenset((
     "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
@@ -4369,7 +4390,7 @@ _RG_VALUED = frozenset((
 
 
 def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs (1.4)."""
+    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
     i, n = 0, len(args)
     while i < n:
         w = args[i]
@@ -4404,7 +4425,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# --------------------------------------------------------------- find ----
+# ---- find -------------------------------------------------------------------
 
 _FIND_0 = frozenset(("-print", "-print0", "-prune", "-empty", "-true", "-false", "-depth",
                      "-mount", "-xdev", "-daystart", "-follow", "-noleaf", "-nouser", "-nogroup",
@@ -4509,7 +4530,7 @@ def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- sed ----
+# ---- sed --------------------------------------------------------------------
 
 def _sed_script(script: str) -> Tuple[str, List[str]]:
     """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
@@ -4713,7 +4734,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- awk ----
+# ---- awk --------------------------------------------------------------------
 
 # Characters after which a '/' can only open a regex literal in awk; after
 # anything else (an operand, ')', a keyword) it may be a division, and then
@@ -4915,7 +4936,7 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ------------------------------------------------------- interpreters ----
+# ---- interpreters -----------------------------------------------------------
 
 _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unlink", "rmtree",
                 "rename(", "shutil.", "writefile", "appendfile", "rmsync", "mkdir", "fs.rm",
@@ -5073,7 +5094,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# -- Python inline code proven read-only with `ast` --------------------------
+# ---- Python inline code proven read-only with `ast` -------------------------
 # `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
 # CODE parses and keeps to a small subset: literals, arithmetic,
 # comprehensions, a few pure builtins, str/int/float/list/dict methods,
@@ -5185,7 +5206,7 @@ class _PyProof:
     def fail(self, node: Any, why: str) -> None:
         raise _PyUnproven(node, why)
 
-    # -- statements --
+    # ---- statements ---------------------------------------------------------
     def body(self, stmts: List[Any]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
@@ -5289,7 +5310,7 @@ class _PyProof:
             return
         self.fail(node, "writes an attribute or an item it does not own")
 
-    # -- expressions --
+    # ---- expressions --------------------------------------------------------
     def expr(self, node: Any, shared_ok: bool = False) -> None:
         """Check one expression; shared_ok: `sys.path` may stand here, since
         the place only reads it (a loop, a comparison, an index, a copy)."""
@@ -5533,7 +5554,7 @@ def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -
     return verdict
 
 
-# ------------------------------------------------------ package managers ----
+# ---- package managers -------------------------------------------------------
 
 _NPM_INSTALL = frozenset(("i", "in", "ins", "inst", "insta", "instal", "install", "isnt",
                           "isnta", "isntal", "isntall", "add"))
@@ -6201,7 +6222,7 @@ def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                                       "swift") else _unknown()
 
 
-# ------------------------------------------------------- small programs ----
+# ---- small programs ---------------------------------------------------------
 
 def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     files = []
@@ -6844,7 +6865,7 @@ def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# ------------------------------------------------------ network reads ----
+# ---- network reads ----------------------------------------------------------
 #
 # A request that only asks (a lookup, a GET, a registry query) reads, as
 # long as everything it sends is written out in the command: a variable, a
@@ -6927,7 +6948,7 @@ _FILE = _spec_program(_OptSpec(
     deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
 
 
-# ---- programs that read in some modes only --------------------------------
+# ---- programs that read in some modes only ----------------------------------
 # Compressors write (the file in place, or beside it) unless they write to
 # standard output (-c), every operand is "-" (standard input to standard
 # output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
@@ -7504,7 +7525,7 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
-# ------------------------------------------------ agents started here ----
+# ---- agents started here ----------------------------------------------------
 # A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
 # `opencode run`, ...) is a delegation the host never sees: it cannot be
 # counted against agents=N, and told to resume a session it delivers the
@@ -7667,7 +7688,7 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
     return None
 
 
-# ------------------------------------------------------------- drivers ----
+# ---- drivers ----------------------------------------------------------------
 
 # Builtins that set the variables they name to a value written there
 # (`export NAME=value`), and those that set them to a value read or made
@@ -8237,7 +8258,7 @@ def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
     return items
 
 
-# -- PowerShell: a conservative subset (5.4) -------------------------------
+# ---- PowerShell: a conservative subset --------------------------------------
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
@@ -8573,7 +8594,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     return full
 
 
-# -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
+# ---- cmd.exe: only enough to refuse what cmd would reinterpret --------------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     special = next((ch for ch in text if ch in "^%!()"), None)
@@ -8650,6 +8671,11 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
+# ---- analyze_shell ----------------------------------------------------------
+# The entry point: the reader for the shell (when the shell is unknown, bash,
+# PowerShell and cmd must all agree), then the internal verdict as a
+# ShellAnalysis.  A bug inside never lets a command through as read.
+
 def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
     ctx = _Ctx(0, shell, seen)
     if shell == "powershell":
@@ -8697,7 +8723,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
                          v.agent, v.resume, patterns)
 
 
-# ------------------------------------------------------------- culprits ----
+# ---- culprits ---------------------------------------------------------------
 # A denial names the smallest part of the command that decided it, so that
 # the next call can leave out exactly that part.  None of this runs unless a
 # call is denied or noted: the analysis then runs once more with a list that
@@ -9377,7 +9403,7 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     return line
 
 
-# ------------------------------------------------------------ hash intent ----
+# ---- hash intent ------------------------------------------------------------
 #
 # Hashing is looked for by meaning, in whatever file or inline code it lands:
 # every rule below applies to every code text, whatever its extension says,
@@ -9675,7 +9701,7 @@ def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
     return hits
 
 
-# -- Python, read with ast ------------------------------------------------
+# ---- Python, read with ast --------------------------------------------------
 
 _PY_DYNAMIC = ("getattr", "exec", "eval", " as ")
 _PY_MAX_AST = 128 * 1024   # larger texts are read by the token rules only
@@ -9951,7 +9977,7 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return any(count > before.get(hit, 0) for hit, count in hits.items())
 
 
-# ------------------------------------------------------ dependency intent ----
+# ---- dependency intent ------------------------------------------------------
 
 # Manifests by file name: each ecosystem's list.  A lockfile ("lock") pins the
 # exact code that is installed, and registry settings ("registry") say where
@@ -10415,7 +10441,7 @@ def _csproj_keys(text: str) -> Dict[Tuple[str, str], str]:
     return keys
 
 
-# -- code that installs packages ------------------------------------------
+# ---- code that installs packages --------------------------------------------
 #
 # Inline code (`python3 -c`, a heredoc fed to node, ...) can run a package
 # manager or write a manifest itself: `subprocess.run(["pip", "install",
@@ -10456,7 +10482,7 @@ def _code_dep_intent(code: str, writes: bool = False) -> bool:
     return False
 
 
-# -- manifests read line by line -------------------------------------------
+# ---- manifests read line by line --------------------------------------------
 #
 # Each reader returns {(scope, name): spec}.  A scope of "?" (or "?:...")
 # marks a fragment whose enclosing section is not in the text: the same
@@ -11025,7 +11051,7 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     return False
 
 
-# ---------------------------------------------------------------- patches ----
+# ---- patches ----------------------------------------------------------------
 
 class PatchSummary(Record):
     """Paths and added text of a Codex-style `*** Begin Patch` text."""
@@ -11214,9 +11240,10 @@ def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchS
 ###############################################################################
 # Decision
 #
-# Owns the ordered checks of core.md 4.2 (plus self-protection and thrash
-# from decisions.md), `files=` matching (4.3) and the STOP/WATCH message
-# (5.1).  `decide` is pure apart from resolving symlinks: state in, Decision out.
+# Owns DECISION_TABLE, the ordered checks (the first that matches decides),
+# `files=` matching, self-protection, the culprit of a deny, and the
+# STOP/WATCH message.  `decide` is pure apart from resolving symlinks: state
+# in, Decision out.
 ###############################################################################
 
 
@@ -11235,7 +11262,9 @@ class Decision(Record):
 
 FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
 
-# Policy outcome -> the kind of core result the engine returns (core.md 3).
+# Policy outcome -> the kind of core result the engine returns: nothing, a
+# context note for the agent, or a deny (approval is a deny too: no host
+# "ask" dialog is used).
 _DECISION_RESULT_KINDS: Dict[str, str] = {
     "allow": "none",
     "report_and_defer": "context",
@@ -11243,105 +11272,42 @@ _DECISION_RESULT_KINDS: Dict[str, str] = {
     "require_user_approval": "deny",
 }
 
-# The modes that authorize no repository change (checks 5 and 6).
+# The modes that authorize no repository change (MODE_FORBIDS_MUTATION and
+# MUTABILITY_UNPROVEN).
 _MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
 
-# A command repeated this many times with no write in between is thrash
-# (decisions.md 2).  The engine counts; `decide` only compares.
+# A command repeated this many times with no write in between is thrash.
+# The engine counts; `decide` only compares.
 THRASH_REPEAT_LIMIT = 3
 
 
-class _DecisionRule(Record):
-    """How one reason code turns into an outcome, and what to do next.
+class _DecisionRow(Record):
+    """One row of DECISION_TABLE: a reason code, what a match means, the check.
 
-    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
-    "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
-    (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
-    approval when the governing policy is `ask`).
+    family: I (intent), H (hashing), S (scope), T (thrash), None for an allow.
+    outcome: a rule of _DECISION_OUTCOMES (how the outcome depends on whether
+    the guard is armed).  check: the function that says whether the row
+    matches (see _DecisionFacts), None for a code decided before `decide` runs.
+    next: the default "Next:" line, what the agent should do instead.
     """
 
-    __slots__ = FIELDS = ('family', 'outcome', 'next')
+    __slots__ = FIELDS = ('code', 'family', 'outcome', 'check', 'next')
+    DEFAULTS = {'next': ""}
 
+    code: str
     family: Optional[str]
     outcome: str
+    check: Optional[Callable[[Any], Any]]
     next: str
 
 
-# What an agent stopped by self-protection is told to do (decisions.md 3).
+# What an agent stopped by self-protection is told to do.
 _TAMPER_NEXT = (
     "Do not work around this. Only the user changes the guard: tell the user what you wanted "
     "to change and why. The user can turn the guard off for this session by sending "
     "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
-
-
-# Reason code -> family, outcome rule and default Next wording.  The order of
-# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
-DECISION_RULES: Dict[str, _DecisionRule] = {
-    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
-    "STS_LOCK_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Follow the lock-recovery steps (stop every host using this data dir, then move only "
-        "the lock aside); contracts and the delegation ledger are kept."),
-    "STATE_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Restore a known-good backup of the session file or start a new host session; "
-        "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
-    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
-    "INVALID_DIRECTIVE": _DecisionRule(
-        "S", "ctl", "Have the user fix the reported directive field before delegating."),
-    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
-        "S", "ctl",
-        "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
-    "MODE_FORBIDS_MUTATION": _DecisionRule(
-        "I", "ctl",
-        "Report what you found, use a read-only action, or ask the user for a change contract."),
-    "MUTABILITY_UNPROVEN": _DecisionRule(
-        "I", "ctl_approval",
-        "Use a command that is plainly read-only, or ask the user for a change contract."),
-    "HASH_NOT_AUTHORIZED": _DecisionRule(
-        "H", "ctl_policy",
-        "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
-        "hash, what cost it replaces and which decision it changes."),
-    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
-        "H", "always_defer",
-        "Defer this hardening unless evidence shows the input or state is reachable."),
-    "WRITE_PATH_UNPROVEN": _DecisionRule(
-        "S", "ctl_approval",
-        "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
-        "broader boundary."),
-    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
-        "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
-    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
-        "S", "ctl_policy",
-        "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
-    "UNBOUNDED_DELEGATION": _DecisionRule(
-        "S", "ctl",
-        "Delegate a bounded batch instead, or have the user switch the guard off for this "
-        "workflow."),
-    "DUPLICATE_ACTION_ID": _DecisionRule(
-        "S", "ctl", "Give every delegation call its own id."),
-    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Wait until that call is confirmed complete, or continue in a new host session."),
-    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Start a new delegation call instead; messaging and resuming agents stay available "
-        "when no finite agent limit is set."),
-    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
-        "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
-    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
-        "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
-    "STATE_BUSY": _DecisionRule(
-        "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
-    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
-        "T", "always_defer",
-        "Change something (code, input or approach) before running it again, or report "
-        "what blocks you."),
-    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
-}
 
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
@@ -11358,28 +11324,30 @@ def outcome_result_kind(outcome: str) -> str:
     return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
-# resolved first: approval when the governing policy is `ask`, else plain ctl.
+# Outcome rule -> (outcome while only watching, outcome when armed).  A guard
+# that only watches reports what it would stop; an armed one stops it.
+# "policy_when_armed" is resolved first, by the governing hash= or deps=
+# policy: `ask` asks the user, anything else denies.
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
     "always_defer": ("report_and_defer", "report_and_defer"),
-    "ctl": ("report_and_defer", "deny_and_explain"),
-    "ctl_approval": ("report_and_defer", "require_user_approval"),
+    "deny_when_armed": ("report_and_defer", "deny_and_explain"),
+    "approval_when_armed": ("report_and_defer", "require_user_approval"),
 }
 
 
 def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
-    if rule == "ctl_policy":
-        rule = "ctl_approval" if policy == "ask" else "ctl"
+    if rule == "policy_when_armed":
+        rule = "approval_when_armed" if policy == "ask" else "deny_when_armed"
     return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
 def _decision_for(code: str, armed: bool, detail: str = "",
                   next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
-    rule = DECISION_RULES[code]
-    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
-                    rule.next if next_text is None else next_text)
+    row = _DECISION_ROWS[code]
+    return Decision(_decision_outcome(row.outcome, armed, policy), code, row.family, detail,
+                    row.next if next_text is None else next_text)
 
 
 _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
@@ -11387,7 +11355,9 @@ _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent l
 
 
 def state_busy_decision(contract: Optional[dict] = None) -> Decision:
-    """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
+    """STATE_BUSY: the lock wait ran out for a delegation change.  Letting it
+    through could exceed a finite budget, so it is denied (when armed) and
+    audited instead; the agent is told to retry.
 
     The engine calls this only for a delegation-changing action.before under a
     finite budget; the call is neither evaluated nor reserved.  Without the
@@ -11400,7 +11370,7 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
     return _decision_for("STATE_BUSY", control_state(contract) == "ARMED", _STATE_BUSY_DETAIL)
 
 
-# ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
+# ---- files= matching --------------------------------------------------------
 
 
 def _files_win_abs(text: str) -> bool:
@@ -11409,8 +11379,9 @@ def _files_win_abs(text: str) -> bool:
 
 
 def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
-    # trailing "/" and collapses a leading "//" (10-P1).
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
     if path == "":
         return "."
     absolute = path.startswith("/")
@@ -11436,7 +11407,9 @@ def _files_normalize(path: str) -> str:
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
-    """One path or pattern in the form that core.md 4.3 compares."""
+    """One path or pattern in the form that is compared: trimmed, `\\` as `/`,
+    relative to cwd when both are absolute the same way (Windows or POSIX),
+    normalized, one leading `./` dropped."""
     text = raw.strip()
     windows = _files_win_abs(text)
     path = text.replace("\\", "/")
@@ -11446,7 +11419,7 @@ def _boundary_form(raw: str, cwd: Optional[str]) -> str:
         try:
             path = ntpath.relpath(path, base).replace("\\", "/")
         except ValueError:
-            pass  # other drive: Node keeps the absolute target (10-P1)
+            pass  # other drive: Node keeps the absolute target
     elif base and not windows and path.startswith("/") and base.startswith("/") \
             and not _files_win_abs(base):
         import posixpath
@@ -11479,7 +11452,7 @@ def _files_keep_slash(original: str, resolved: str) -> str:
 
 def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
                           ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
-    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
+    """Physical paths (two readings each), patterns and cwd for matching.
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -11542,17 +11515,21 @@ def _files_covers(pattern: str, path: str) -> bool:
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
-    """True when a pattern normalizes to `**`, so no visible path is needed (10-P2)."""
+    """True when a pattern normalizes to `**` (`./**` too), so no visible path is
+    needed."""
     return any(_boundary_form(p, cwd) == "**" for p in patterns)
 
 
 def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = None, *,
                   resolve: bool = True) -> List[str]:
-    """The affected paths (as given) that lie outside `files=` patterns (core.md 4.3).
+    """The affected paths (as given) that lie outside `files=` patterns.
 
+    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
+    path is `dir` or lies under it; there are no other wildcards.  Case is
+    ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
-    of cwd are resolved first (10-P4); resolve=False is the reference's purely
-    lexical reading.
+    of cwd are resolved first, so a link inside the boundary cannot lead
+    outside it; resolve=False reads the paths lexically only.
     """
     if resolve:
         physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
@@ -11579,7 +11556,7 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     return outside
 
 
-# ---- paths named by a tool call --------------------------------------------
+# ---- paths named by a tool call ---------------------------------------------
 
 
 def _path_flavour(text: str, cwd: Optional[str]) -> str:
@@ -11632,7 +11609,7 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
     return _files_realpath(path) if physical else os.path.normpath(path)
 
 
-# ---- self-protection (decisions.md 3) --------------------------------------
+# ---- self-protection --------------------------------------------------------
 
 
 def _tamper_readings(raw: str, cwd: Optional[str]) -> Optional[List[str]]:
@@ -11914,7 +11891,7 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
             % "; ".join(parts))
 
 
-# ---- host settings that decide whether the hook runs -----------------------
+# ---- host settings that decide whether the hook runs ------------------------
 #
 # A host runs the guard only while its own settings say so, and most of those
 # files were never written by `sts.py install`: a project
@@ -12579,11 +12556,13 @@ _TAMPER_UNKNOWN_NEXT = (
     "files. If you did mean to change the guard, tell the user instead.")
 
 
-# ---- the ordered checks (core.md 4.2) --------------------------------------
+# ---- the ordered checks -----------------------------------------------------
 
 
 class _DecisionFacts:
-    """Prepared inputs of core.md 4.1, shared by the checks."""
+    """What the checks read, prepared once per call: the contract, whether the
+    guard is armed, the budget (unlimited unless a valid integer), the
+    admission count and the ledger summary."""
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
                  storage_error: Optional[dict], protected_paths: Any,
@@ -12678,7 +12657,7 @@ def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
     if isinstance(error, dict):
         what = str(error.get("message") or error.get("code") or "")
     what = what or "unknown directive error"
-    # 10-L3: the embedded message ends with its own period; avoid "..".
+    # The embedded message ends with its own period; avoid "..".
     if what.endswith("."):
         what = what[:-1]
     return ("The active directive is invalid: %s." % what, None, None)
@@ -12780,8 +12759,8 @@ _AGENT_START_NEXT = (
 
 
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
-    # decisions.md 10: only a finite budget makes an unbounded fan-out a
-    # problem; under the unlimited default it is admitted as unresolved.
+    # Only a finite budget makes an unbounded fan-out a problem; under the
+    # unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
@@ -12843,61 +12822,109 @@ def _when_within(f: _DecisionFacts) -> _CheckHit:
     return ("The call is within the active contract.", None, None)
 
 
-# First match decides.  1a/1b, then self-protection (decisions.md 3), then
-# core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
-_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
-    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
-    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
-    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
-    ("GUARD_SELF_PROTECTION", _when_tamper),
-    ("CONTROL_INACTIVE", _when_inactive),                  # 2
-    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
-    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
-    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
-    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
-    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
-    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
-    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
-    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
-    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
-    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
-    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
-    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
-    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
-    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
-    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
-    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
-    ("WITHIN_CONTRACT", _when_within),                     # 18
+# The decision table: every reason code, in the order the checks run.  The
+# first row whose check matches decides; WITHIN_CONTRACT always matches.
+# Damaged state comes first (nothing else can be trusted), then
+# self-protection (no mode, change and open included, lets an armed agent
+# switch the guard off), then whether anything is enforced at all, then the
+# contract's own rules, and thrash just before the final allow.
+DECISION_TABLE: Tuple[_DecisionRow, ...] = (
+    # Decided by the engine, not by a check: the session lock stayed taken
+    # for a delegation change under a finite budget (see state_busy_decision).
+    _DecisionRow("STATE_BUSY", "S", "deny_when_armed", None,
+                 "Retry the call in a moment; another hook holds the session state."),
+    # Read-only recovery: the state file or its lock is damaged.
+    _DecisionRow("RECOVERY_READ_ONLY", None, "allow", _when_recovery_read),
+    _DecisionRow("STS_LOCK_DAMAGED", "I", "always_deny", _when_lock_damaged,
+                 "Follow the lock-recovery steps (stop every host using this data dir, then "
+                 "move only the lock aside); contracts and the delegation ledger are kept."),
+    _DecisionRow("STATE_DAMAGED", "I", "always_deny", _when_state_damaged,
+                 "Restore a known-good backup of the session file or start a new host "
+                 "session; do not clear unresolved delegation records by hand."),
+    _DecisionRow("GUARD_SELF_PROTECTION", "I", "deny_when_armed", _when_tamper, _TAMPER_NEXT),
+    _DecisionRow("CONTROL_INACTIVE", None, "allow", _when_inactive),
+    _DecisionRow("INVALID_DIRECTIVE", "S", "deny_when_armed", _when_invalid_directive,
+                 "Have the user fix the reported directive field before delegating."),
+    _DecisionRow("LIFECYCLE_PROTOCOL_REQUIRED", "S", "deny_when_armed", _when_legacy,
+                 "Upgrade the adapter and the runtime together; reads and writes keep "
+                 "working meanwhile."),
+    _DecisionRow("MODE_FORBIDS_MUTATION", "I", "deny_when_armed", _when_mode_write,
+                 "Report what you found, use a read-only action, or ask the user for a "
+                 "change contract."),
+    _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
+                 "Use a command that is plainly read-only, or ask the user for a change "
+                 "contract."),
+    # Hashing outranks the file boundary: an H finding is reported as H.
+    _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
+                 "Use a direct alternative, or get `hash=allow` from the user naming who "
+                 "consumes the hash, what cost it replaces and which decision it changes."),
+    _DecisionRow("HYPOTHETICAL_UNREACHABLE", "H", "always_defer", _when_unreachable,
+                 "Defer this hardening unless evidence shows the input or state is "
+                 "reachable."),
+    _DecisionRow("WRITE_PATH_UNPROVEN", "S", "approval_when_armed", _when_write_path,
+                 "Use a patch or edit tool whose paths are visible, or ask the user to "
+                 "approve a broader boundary."),
+    _DecisionRow("PATH_OUTSIDE_CONTRACT", "S", "deny_when_armed", _when_outside,
+                 "Stay inside the declared files= boundary, or ask the user for a new one."),
+    _DecisionRow("DEPENDENCY_NOT_AUTHORIZED", "S", "policy_when_armed", _when_dependency,
+                 "Keep to the existing stack, or get `deps=allow` from the user for this "
+                 "dependency."),
+    # Delegation: a call that cannot be counted, then the count itself.
+    _DecisionRow("UNBOUNDED_DELEGATION", "S", "deny_when_armed", _when_unbounded,
+                 "Delegate a bounded batch instead, or have the user switch the guard off "
+                 "for this workflow."),
+    _DecisionRow("DUPLICATE_ACTION_ID", "S", "deny_when_armed", _when_duplicate,
+                 "Give every delegation call its own id."),
+    _DecisionRow("DELEGATION_STATE_UNPROVEN", "S", "deny_when_armed", _when_state_unproven,
+                 "Wait until that call is confirmed complete, or continue in a new host "
+                 "session."),
+    _DecisionRow("DELEGATION_LIFECYCLE_UNPROVEN", "S", "deny_when_armed",
+                 _when_lifecycle_unproven,
+                 "Start a new delegation call instead; messaging and resuming agents stay "
+                 "available when no finite agent limit is set."),
+    _DecisionRow("AGENT_BUDGET_EXHAUSTED", "S", "deny_when_armed", _when_budget,
+                 "Wait for a delegated call to complete, or ask the user to raise agents=N."),
+    _DecisionRow("UNAPPROVED_SCOPE_EXPANSION", "S", "approval_when_armed", _when_expansion,
+                 "Report it, defer it, or get the user's explicit approval first."),
+    # Thrash is only ever reported, at every level: it never denies.
+    _DecisionRow("REPEATED_WITHOUT_CHANGE", "T", "always_defer", _when_thrash,
+                 "Change something (code, input or approach) before running it again, or "
+                 "report what blocks you."),
+    _DecisionRow("WITHIN_CONTRACT", None, "allow", _when_within),
 )
+
+# The same rows by code, for the decisions made outside `decide` (STATE_BUSY).
+_DECISION_ROWS: Dict[str, _DecisionRow] = {row.code: row for row in DECISION_TABLE}
 
 
 def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
            storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
            thrash_repeats: int = 0) -> Decision:
-    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict).
+    """Run DECISION_TABLE against `state` (schema 4 dict): the first row whose
+    check matches decides.
 
     storage_error: {"code", "message"} when the session is in read-only
-    recovery (core.md 7.5); `state` is then the recovery state.
-    protected_paths: resolved absolute roots the agent must not write
-    (decisions.md 3), strings, and at most one HostSettings (host files
-    named by HOST_SETTINGS).
+    recovery; `state` is then the recovery state.
+    protected_paths: resolved absolute roots the agent must not write (the
+    data dir, the running sts.py, the files install wrote), strings, and at
+    most one HostSettings (host files named by HOST_SETTINGS).
     thrash_repeats: runs in a row of this same command with no write in
-    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
-    on, the call is reported.
+    between, this call included; from THRASH_REPEAT_LIMIT on, the call is
+    reported.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error,
                            protected_paths, thrash_repeats)
-    for code, check in _DECISION_CHECKS:
-        hit = check(facts)
+    for row in DECISION_TABLE:
+        hit = row.check(facts) if row.check is not None else None
         if hit is not None:
             detail, next_text, policy = hit
-            if DECISION_RULES[code].outcome == "allow":
-                return Decision("allow", code, None, detail, "")
-            return _decision_for(code, facts.armed, detail, next_text, policy)
+            if row.outcome == "allow":
+                return Decision("allow", row.code, None, detail, "")
+            return _decision_for(row.code, facts.armed, detail, next_text, policy)
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
-# ---- the culprit: which part of the call decided ---------------------------
+# ---- the culprit: which part of the call decided ----------------------------
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
@@ -12982,7 +13009,7 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
-# ---- the STOP / WATCH message (core.md 5.1) --------------------------------
+# ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
     "context": "The guard returned context and did not deny the call.",
@@ -12993,7 +13020,9 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
                      response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
-    """The multi-line STOP/WATCH message of core.md 5.1.
+    """The multi-line STOP/WATCH message: WATCH when the result is context,
+    then the response line, Reason, Detail, Code, State, Event, Culprit, Next
+    (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -13337,8 +13366,9 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
-# recovery, armed markers, session links, and the append-only runtime audit.
-# core.md 7 and 8; decisions.md 5 and 7.
+# recovery, armed markers, session links, the per-host "last event" marks,
+# and the append-only runtime audit: one line per judged tool call, written
+# with one O_APPEND write so that concurrent hooks never interleave bytes.
 ###############################################################################
 
 
@@ -13464,7 +13494,7 @@ def _uuid4_text() -> str:
 
 
 def _state_int_ok(value: Any) -> bool:
-    # S4: JSON true/false must not pass as 1/0.
+    # JSON true/false must not pass as 1/0 (bool is an int subclass).
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -13523,7 +13553,7 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
-    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # Only agentAliases is optional.  A missing unresolved map
     # or accepted-id list must not read as empty: that would forget an
     # unproven count or a used id and grant budget nothing proved free.
     for required in ("acceptedActions", "unresolved"):
@@ -13581,7 +13611,7 @@ def _validate_delegation(raw: Any) -> dict:
 
 
 def validate_state(obj: Any) -> dict:
-    """Check a parsed state file against schema 4 (core.md 7.3) and normalize it.
+    """Check a parsed state file against schema 4 and normalize it.
 
     Raises StateDamaged on the first problem.  Normalizing happens in memory
     only (legacy budget keys dropped, optional fields filled in); the file is
@@ -13591,7 +13621,7 @@ def validate_state(obj: Any) -> dict:
         raise _damaged("not a JSON object")
     version = obj.get("schemaVersion")
     if type(version) is not int or version != STATE_SCHEMA_VERSION:
-        # S3: the port never wrote schemas 1-3, and a future one cannot be read safely.
+        # sts never wrote schemas 1-3, and a future one cannot be read safely.
         raise _damaged("unsupported schemaVersion %s" % json.dumps(version, default=str)[:20])
     state = {k: v for k, v in obj.items() if k not in _LEGACY_KEYS}
     state["contract"] = _validate_contract(obj.get("contract"))
@@ -13609,7 +13639,9 @@ def validate_state(obj: Any) -> dict:
 
 
 def recovery_state(storage_error: dict) -> dict:
-    """The read-only recovery state of core.md 7.5 for a `{code, message}` error."""
+    """The read-only recovery state for a `{code, message}` storage error: review /
+    guard with source `recovery`, and the agent count marked unproven, so reads
+    go on and everything else is denied until the user starts over."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -13624,7 +13656,8 @@ def _lock_damaged(key: str) -> dict:
 
 
 def _pid_alive(pid: int) -> bool:
-    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go (C4)."""
+    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go
+    (where liveness cannot be probed, a pid counts as alive)."""
     if pid <= 0:
         return True
     if os.name == "nt":
@@ -13680,7 +13713,8 @@ class Store:
 
     def __init__(self, root: Optional[str] = None) -> None:
         self.root = root or data_dir()
-        # Keys whose damaged file was moved aside during the current update (S1).
+        # Keys whose damaged file was moved aside during the current update
+        # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
 
     def path(self, *parts: str) -> str:
@@ -13689,15 +13723,15 @@ class Store:
     def _state_path(self, key: str) -> str:
         return os.path.join(self.root, "sessions", key + ".json")
 
-    # -- reading -----------------------------------------------------------
+    # ---- reading ------------------------------------------------------------
 
     def load(self, key: str) -> Loaded:
-        """Lock-free read; damage yields the recovery state (core.md 7.5)."""
+        """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
             import stat
             if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
-                # C5: sts never writes a lock file, so one here is foreign or corrupt.
+                # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
         except FileNotFoundError:
@@ -13726,7 +13760,7 @@ class Store:
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
 
-    # -- locking -----------------------------------------------------------
+    # ---- locking ------------------------------------------------------------
 
     def _acquire(self, key: str) -> Optional[str]:
         """Take the session lock; the owner file's path, or None if the lock is damaged."""
@@ -13820,7 +13854,8 @@ class Store:
         """Lock, load, call change(loaded) -> (new_state or None, result), write, unlock.
 
         In recovery nothing is written, except after `preserve_damaged(key)`
-        was called from inside `change` (S1): the damaged bytes are then out
+        was called from inside `change` (a valid directive starts a damaged
+        session afresh): the damaged bytes are then out
         of the way and the fresh state is written.  A lock path that is a
         file yields STS_LOCK_DAMAGED recovery without waiting.  Raises
         LockTimeout after 1.5 s; write errors propagate.
@@ -13845,7 +13880,8 @@ class Store:
             self._release(owner)
 
     def preserve_damaged(self, key: str) -> str:
-        """Move a damaged state file aside, bytes untouched (S1); returns the new path."""
+        """Move a damaged state file aside as `<file>.damaged-<UTC stamp>`, bytes
+        untouched; returns the new path."""
         import time
         target = self._state_path(key)
         now = time.time()
@@ -13860,10 +13896,11 @@ class Store:
         self._preserved.add(key)
         return kept
 
-    # -- writing -----------------------------------------------------------
+    # ---- writing ------------------------------------------------------------
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
-        """Durable atomic replace (S2): the old file survives any failure."""
+        """Durable atomic replace: temp file in the same folder, fsync, rename,
+        folder fsync; the old file survives any failure."""
         import time
         directory = os.path.dirname(target)
         _state_mkdirs(directory)
@@ -13927,7 +13964,11 @@ class Store:
         self._append_line("runtime", "annotations.jsonl", record)
 
     def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event (decisions.md 4); returns the line."""
+        """Record an observed host effect for an event; returns the line.
+
+        The hook itself always writes `unobserved` (a returned denial does not
+        prove the host skipped the call); a test or user that saw what the host
+        did says so here, in an annotation line, never by rewriting the log."""
         event_id = event_id.lower() if isinstance(event_id, str) else event_id
         if not event_id_ok(event_id):
             raise ValueError("invalid event id: %r" % (event_id,))
@@ -13938,7 +13979,7 @@ class Store:
         self.append_annotation(record)
         return record
 
-    # -- markers, links, hosts ------------------------------------------------
+    # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
         """Keep <data>/armed/<key> present iff the governing contract is armed.
@@ -14084,7 +14125,7 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
-# -- audit readers (inspection only; a tool-call hook never reads logs) -----
+# ---- audit readers (inspection only; a tool-call hook never reads logs) -----
 
 _AUDIT_RES: Dict[str, Any] = {}
 
@@ -14102,7 +14143,7 @@ def _audit_re(name: str) -> Any:
 
 
 def event_id_ok(value: Any) -> bool:
-    """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
+    """`evt_` followed by lower-case hex and dashes."""
     return isinstance(value, str) and _audit_re("event").match(value) is not None
 
 
@@ -14133,7 +14174,8 @@ def _time_ok(value: Any) -> bool:
 
 
 def runtime_event_ok(record: Any) -> bool:
-    """Shape checks of core.md 8.3 for one RuntimeEvent v1 line."""
+    """Shape checks for one RuntimeEvent v1 line; a line that fails them is
+    counted as damaged and skipped by readers."""
     if not isinstance(record, dict) or type(record.get("schemaVersion")) is not int \
             or record.get("schemaVersion") != 1:
         return False
@@ -14268,7 +14310,9 @@ def handle_event(event: ControlEvent, store: Store,
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
-    """What the shims' armed marker means (adapters.md 2.3)."""
+    """What the shims' armed marker means: the guard is armed, a directive error
+    is pending, or the state is in read-only recovery.  When sts.py cannot
+    answer, a shim blocks a tool call exactly when this was true."""
     return (storage_error is not None or bool(state.get("directiveError"))
             or control_state(state["contract"]) == "ARMED")
 
@@ -14277,7 +14321,7 @@ def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -
     """Keep the armed markers of the governing session and its children true.
 
     Children's markers are rewritten only when the root's marker changes, so
-    an ordinary tool call costs one stat (adapters.md 2.3).
+    an ordinary tool call costs one stat.
     """
     try:
         if store.set_armed(key, armed):
@@ -14375,7 +14419,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         try:
             loaded, decision = store.update(key, change)
         except LockTimeout as exc:
-            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
+            # Only a finite budget makes a lost admission unsafe: STATE_BUSY.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
             sys.stderr.write("sts: %s\n" % exc)
@@ -14383,7 +14427,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
                 decision = state_busy_decision(loaded.state["contract"])
             else:
                 # Unlimited: judged without the lock and not reserved, but still
-                # audited (decisions.md 7); fails open like the reference.
+                # audited like every judged tool call.
                 decision = judge(loaded)
     else:
         loaded = store.load(key)
@@ -14429,7 +14473,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
             _refresh_markers(store, event, key, True)
             return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
                               error["code"])
-        # decisions S1: a valid directive keeps the damaged bytes aside and starts fresh.
+        # A valid directive keeps the damaged bytes aside and starts fresh.
         kept_file = store.preserve_damaged(key)
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
@@ -14466,8 +14510,9 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     try:
         result, state = store.update(key, lambda loaded: _with_state(change, loaded))
     except (LockTimeout, OSError) as exc:
-        # A directive that cannot be saved must not vanish in silence (core.md
-        # 10-C2); an ordinary prompt fails open like any other hook.
+        # A directive that cannot be saved must not vanish in silence: the
+        # user is asked to resubmit it; an ordinary prompt fails open like any
+        # other hook.
         contract = store.load(key).state["contract"]
         if interpret_prompt(contract, prompt).kind == "plain":
             raise
@@ -14527,7 +14572,7 @@ def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], Loaded]:
         if loaded.storage_error is not None:
-            return None, loaded  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None, loaded  # recovery never writes: lifecycle facts are lost
         changed = apply_lifecycle_fact(loaded.state["delegation"], event)
         return (loaded.state if changed else None), loaded
 
@@ -14548,7 +14593,7 @@ _KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]]
 }
 
 
-# --- Thrash bookkeeping (decisions.md 2) --------------------------------------
+# ---- thrash bookkeeping -----------------------------------------------------
 # A small side file per session holds a digest of the last repeated command,
 # how often it ran and whether a write came in between.  Best effort: one
 # lock-free replace, a lost update is acceptable, a failure never changes a
@@ -14649,8 +14694,8 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 ###############################################################################
 # Adapters: shared helpers
 #
-# Owns what every host adapter shares: path normalization (adapters.md 1.4),
-# the name-based fallback classifier (1.5), shell/patch classification
+# Owns what every host adapter shares: path normalization, the name-based
+# fallback classifier for tools no table covers, shell/patch classification
 # through the analysis section, and the Adapter base class whose tables map
 # host events to kinds and tools to buckets.
 ###############################################################################
@@ -14691,7 +14736,10 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """Trim, relativize to cwd, forward slashes, no ./, unique.
+    """Trim (and one leading and one trailing quote), relativize to cwd (Windows
+    rules when both look like `C:\\` or a UNC path), forward slashes, no leading
+    ./, no empty paths, each once, in order.  A path outside cwd becomes
+    `../...`, so it is outside any files= boundary.
 
     A `./` stays in front of `~`: it marks a folder literally named `~` on a
     host that does not expand it (see `host_path`), which the core must not
@@ -14709,14 +14757,14 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 try:
                     path = ntpath.relpath(path, cwd)
                 except ValueError:
-                    pass  # another drive: Node keeps the absolute path (core.md 10-P1)
+                    pass  # another drive: Node keeps the absolute path
             elif path.startswith("/") and cwd.startswith("/"):
                 base = cwd.rstrip("/") + "/"
                 if path.startswith(base) and len(path) > len(base):
                     # Cut the prefix and keep any "..": relpath would apply it
                     # lexically, but Hermes and OpenCode hand an absolute path
                     # to the kernel, which applies it after following a link.
-                    # The core reads the rest both ways (core.md 10-P4).
+                    # The core reads the rest both ways (see _resolve_for_boundary).
                     path = path[len(base):]
                 else:
                     import posixpath
@@ -14730,7 +14778,8 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
     return out
 
 
-# adapters.md 1.5: whole words of a tool name, write list first.
+# For a tool no table covers (MCP, plugins): the whole words of its name (split
+# at `_`), write words first, else read words, else unknown.
 _FALLBACK_WRITE_WORDS = frozenset((
     "add append apply archive close commit copy create delete deploy edit install merge "
     "move patch post publish push remove rename send set submit update upload write").split())
@@ -14749,7 +14798,7 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
-# --- What the host itself does with a path ------------------------------------
+# ---- what the host itself does with a path ----------------------------------
 # A path is judged the way the host resolves it, before files= and
 # self-protection see it.  The core reads a leading `~` as the home folder;
 # hosts differ, so each adapter hands over the path the host will open:
@@ -15109,7 +15158,7 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
     path_text = path if isinstance(path, str) else None
     old = None if whole_file else (removed if isinstance(removed, str) else "")
     # An edit that keeps an existing hash call is not new hashing: only what
-    # the replacement adds over the replaced text counts (analysis.md 2).
+    # the replacement adds over the replaced text counts.
     action = {"name": name, "mutability": "write",
               "affectedPaths": [path_text] if path_text else [],
               "hashIntent": bool(added_text) and hash_intent_in_text(
@@ -15173,7 +15222,7 @@ def _as_object(value: Any) -> Any:
     return value
 
 
-# --- The adapters table: every tool of every host ----------------------------
+# ---- the adapters table: every tool of every host ---------------------------
 # One place to read what each host's tools do with the file system: which
 # arguments name paths, whether the tool runs code or programs, and where it
 # runs.  Each host's TOOLS (below) says how a call is classified; this table
@@ -15384,7 +15433,7 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Command hooks: JSON on stdin, JSON on stdout, exit 0.  adapters.md 3 and 4.
+# Command hooks: JSON on stdin, JSON on stdout, exit 0.
 # Both hosts answer with the same hookSpecificOutput shapes, so they share
 # one rendering; their event and tool tables differ.
 ###############################################################################
@@ -15514,7 +15563,7 @@ class _CommandHookAdapter(Adapter):
         if _is_text(call_id):
             action["id"] = call_id
         elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
-            return None  # adapters.md 1.1: a delegate call without id is dropped
+            return None  # a delegate call without id cannot be counted: dropped
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
@@ -15543,7 +15592,7 @@ def _is_uuid(value: Any) -> bool:
 
 
 class CodexAdapter(_CommandHookAdapter):
-    """Codex CLI command hooks (adapters.md 3)."""
+    """Codex CLI command hooks."""
 
     host = "codex"
     family = "codex"
@@ -15652,7 +15701,8 @@ def _sets_contract(text: str) -> bool:
 
 
 def _claude_slash_to_directive(prompt: str) -> str:
-    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
+    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit, in the
+    one place a directive counts (first non-empty line, at most three spaces in)."""
     lines = prompt.split("\n")
     for index, line in enumerate(lines):
         if line.strip(" \t\r") == "":
@@ -15689,7 +15739,7 @@ def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
 
 
 class ClaudeAdapter(_CommandHookAdapter):
-    """Claude Code command hooks (adapters.md 4)."""
+    """Claude Code command hooks."""
 
     host = "claude"
     family = "claude-code"
@@ -15765,7 +15815,8 @@ class ClaudeAdapter(_CommandHookAdapter):
         if isinstance(prompt, str):
             note = parse_task_notification(prompt)
             if note is not None:
-                # Model-written text: never contract authority (adapters.md 4.4).
+                # A subagent's completion notice arrives as a prompt, but its
+                # text is model-written: never contract authority.
                 return self._task_done(payload, note, name)
         source = payload.get("source")
         if source is not None and source not in _CLAUDE_USER_SOURCES:
@@ -15837,11 +15888,11 @@ class ClaudeAdapter(_CommandHookAdapter):
 #
 # Hermes speaks the native command-hook format (its plugin in host_shims/
 # builds the same envelope); OpenCode, Pi and Oh My Pi arrive through the
-# shims' wire protocol (adapters.md 2).  adapters.md 5-8.
+# shims' wire protocol (see host_shims/README.md).
 ###############################################################################
 
 
-# --- Shared by the four hosts -------------------------------------------------
+# ---- shared by the four hosts -----------------------------------------------
 
 
 class ShimCall(HookCall):
@@ -15919,7 +15970,7 @@ def link_child(store: Store, child: str, root: str) -> None:
 
 
 def _recovery_state(error: dict) -> dict:
-    """core.md 7.5: review / guard / source recovery, count unproven."""
+    """Read-only recovery: review / guard / source recovery, count unproven."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -15927,7 +15978,7 @@ def _recovery_state(error: dict) -> dict:
 
 
 def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
-    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    """An adapter-forced recovery (PARENT_LINK_DAMAGED): the core's
     own checks run against the recovery state, so reads pass and the rest is
     denied with the storage code, exactly as for a damaged state file."""
     parsed = Action.from_dict(action)
@@ -15949,7 +16000,9 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 
 def directive_pause_text(error: dict) -> str:
-    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    """What Hermes and OpenCode say while a directive is rejected: they cannot
+    reject the prompt itself, so the agent is told which directive failed, that
+    the previous contract still applies, and that tools wait for a fix."""
     return directive_rejected_text(error, paused=True)
 
 
@@ -16026,7 +16079,8 @@ class _HostBAdapter(Adapter):
     def before_call(self, name: str, session: str, root: str, action: dict,
                     call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
                     **more: Any) -> Optional[ShimCall]:
-        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        """action.before for `root`; None when a delegate call has no id (it
+        could not be counted)."""
         if _is_text(call_id):
             action["id"] = call_id
         elif _needs_call_id(action):
@@ -16052,7 +16106,7 @@ class _HostBAdapter(Adapter):
 
 
 class _ShimAdapter(_HostBAdapter):
-    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (host_shims/README.md).
 
     The shim needs exactly one JSON object back, so every path answers at
     least `{}` (an unmapped hook included).
@@ -16099,7 +16153,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
                     session_id=session)
 
 
-# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# ---- Hermes Agent -----------------------------------------------------------
 # Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
@@ -16118,7 +16172,7 @@ def _v4a_paths(patch_text: Any) -> List[str]:
         return []
     header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
     # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
-    # the same without a backtracking regex over model text (decisions.md 8).
+    # the same without a backtracking regex over model text.
     move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
@@ -16141,7 +16195,8 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+    """The number of children of a delegate_task: the length of `tasks` (an
+    array or its JSON text), else 1 for a non-empty `goal`, else 0.
 
     A `tasks` value that is not a usable array counts as absent rather than
     as zero: Hermes then falls back to `goal` and starts that child, so
@@ -16165,7 +16220,7 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
 
     Hermes 0.19 background results carry no subagent ids, so nothing would
     ever bind a child to its delegate_task call and a finite budget would stay
-    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    spent.  A child is bound only when exactly one call can
     own it; with two candidates nothing is guessed (never first-in-first-out).
     """
     reservations = store.load(session_key(root)).state["delegation"].get("reservations")
@@ -16230,7 +16285,7 @@ class HermesAdapter(_HostBAdapter):
             return _json({"action": "block",
                           "message": result.text or "Stop That Shit blocked this call."})
         if call.host_event != "pre_llm_call" or not call.render:
-            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+            return ""  # Hermes shows context on prompts only
         if result.kind == "prompt-error":
             error = rejection_of(result)
             return _json({"context": directive_pause_text(error) if error else result.text})
@@ -16248,7 +16303,7 @@ class HermesAdapter(_HostBAdapter):
             return None
         return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write_file(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
 
@@ -16295,7 +16350,7 @@ class HermesAdapter(_HostBAdapter):
             return {"name": name, "mutability": "control", "delegationCount": 0}
         return {"name": name, "mutability": "delegate", "delegationCount": count}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         if session is None:
@@ -16361,7 +16416,7 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+        if pending:  # paused until a corrected directive, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
@@ -16375,7 +16430,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged:
-            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None  # recovery never writes: lifecycle facts are lost
         fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
         return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
@@ -16406,7 +16461,8 @@ class HermesAdapter(_HostBAdapter):
             return None
         try:
             root = resolve_root(store, parent)
-            # adapters.md 8.5: the child's own events must find the root contract.
+            # Every child is its own Hermes session: its own events must find
+            # the root contract through these links.
             for linked in (child, alias):
                 if linked and linked != root:
                     link_child(store, linked, root)
@@ -16445,12 +16501,12 @@ class HermesAdapter(_HostBAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- OpenCode (adapters.md 5) ---------------------------------------------------
+# ---- OpenCode ---------------------------------------------------------------
 _DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
 
 
 def opencode_message_text(parts: Any) -> str:
-    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    """The user's text: text parts that are neither synthetic nor ignored, joined by \\n."""
     if not isinstance(parts, list):
         return ""
     texts = [p["text"] for p in parts
@@ -16460,7 +16516,7 @@ def opencode_message_text(parts: Any) -> str:
 
 
 def unwrap_run_quoting(text: str) -> str:
-    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+    """`opencode run` wraps an argument holding spaces in double quotes.
 
     Only a whole-text quoted argument whose content starts with the directive
     is unwrapped; any other quoted text stays data, as the parser intends.
@@ -16490,7 +16546,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
     """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
 
     OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
-    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    decides.  None means unknown (treated as editable).
     """
     if isinstance(value, bool) or value is None:
         return value
@@ -16503,7 +16559,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
                     and rule.get("pattern") == "*":
                 editable = rule.get("action") != "deny"
         return editable
-    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+    if isinstance(value, dict):  # the older object form {edit: "deny"}
         edit = value.get("edit")
         if isinstance(edit, dict):
             edit = edit.get("*")
@@ -16513,7 +16569,9 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
 
 
 def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
-    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+    """OpenCode editable-agent promotion: a root message without a directive, sent
+    to an agent that can edit while the contract is review, makes it change
+    (source host; files, hash and deps kept).
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
@@ -16623,7 +16681,7 @@ class OpenCodeAdapter(_ShimAdapter):
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
             # The shim could not look the parent up, so this may be a child we
-            # cannot link: not known to be a root means no authority (5.4).
+            # cannot link: not known to be a root means no authority.
             return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
@@ -16652,7 +16710,7 @@ class OpenCodeAdapter(_ShimAdapter):
         if session is None:
             return None
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+        if pending:  # every tool call waits for a corrected directive (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         if self.tool_key(action["name"]) == "task":
             self._resumed_session(action, args, store, session, root)
@@ -16693,7 +16751,7 @@ class OpenCodeAdapter(_ShimAdapter):
 
     @staticmethod
     def task_result(output: Any) -> dict:
-        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        """The child session id binds the call; background keeps it running."""
         if not isinstance(output, dict) or not isinstance(output.get("output"), str):
             return {"lifecycle": "unknown"}
         meta = output.get("metadata")
@@ -16721,20 +16779,20 @@ class OpenCodeAdapter(_ShimAdapter):
             return ShimCall(name, self.envelope("session.end", root), render=False,
                             session_id=session, root=root, store=store)
         if kind == "session.idle" and root != session:
-            # A child that went idle has finished its run (REF V1).
+            # A child that went idle has finished its run.
             stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
             return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
         return None  # session.created only stores the link; a deleted child never frees the root
 
 
-# --- Pi (adapters.md 6) ---------------------------------------------------------
+# ---- Pi ---------------------------------------------------------------------
 _PI_SKILL_FORM = "/skill:stop-that-shit"
 _PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
                    "background")
 
 
 def _replace_skill_form(text: str) -> str:
-    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit."""
     lower = text.lower()
     out, start = [], 0
     while True:
@@ -16749,7 +16807,9 @@ def _replace_skill_form(text: str) -> str:
 
 
 def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    """(count, unbounded) for the example `subagent` extension: exactly one of
+    agent+task (1), a non-empty tasks[] (its length) or a non-empty chain[] (1,
+    run one after another); none or several shapes is unbounded, count 0."""
     args = tool_input if isinstance(tool_input, dict) else {}
     shapes = []
     if _is_text(args.get("agent")) and _is_text(args.get("task")):
@@ -16960,7 +17020,7 @@ class PiAdapter(_ShimAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+# ---- Oh My Pi ---------------------------------------------------------------
 _OMP_HUB_OPS = {
     **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
     "cancel": "control", "stop": "control",
@@ -16973,7 +17033,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # Only the directive position counts: blank lines, then at most three
     # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
     offset = 0
     for line in text.split("\n"):
@@ -17083,7 +17143,8 @@ def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str]
 
 
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    """(count, unbounded) of an OMP `task` call: the batch length, else 1;
+    unbounded when any item (or the single form) lacks a non-empty `task`."""
     args = tool_input if isinstance(tool_input, dict) else {}
     tasks = args.get("tasks")
     if isinstance(tasks, list) and tasks:
@@ -17200,7 +17261,7 @@ class OmpAdapter(PiAdapter):
             return session, root
         return session, resolve_root(store, session, ctx.get("parentSessionId"))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write(self, name: str, args: dict) -> dict:
         path = args.get("path")
         if isinstance(path, str):
@@ -17277,7 +17338,7 @@ class OmpAdapter(PiAdapter):
     def _spawner(self, name: str, args: dict) -> dict:
         return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         flag = _ctx(body).get("flag")
         if not _is_text(flag):
@@ -17513,7 +17574,7 @@ class _NewHostAdapter(_CommandHookAdapter):
                              payload.get("tool_input"), call_id)
 
 
-# --- Gemini CLI 0.61 ----------------------------------------------------------
+# ---- Gemini CLI 0.61 --------------------------------------------------------
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
 # contract (which is right) but cannot be told apart from the parent's.
@@ -17595,7 +17656,7 @@ class GeminiAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
-# --- Copilot CLI 1.0 (camelCase hooks) ------------------------------------------
+# ---- Copilot CLI 1.0 (camelCase hooks) --------------------------------------
 # Install writes the camelCase flavour (version-1 hook files, `bash` commands):
 # Copilot's own tool names reach the hook unchanged, and a subagent's calls
 # carry agentId/parentAgentId.  The PascalCase flavour renames tools to
@@ -17683,7 +17744,7 @@ class CopilotAdapter(_NewHostAdapter):
             return _json({"additionalContext": result.text})
         return ""
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _create(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("file_text"))
 
@@ -17707,7 +17768,7 @@ class CopilotAdapter(_NewHostAdapter):
             return patch_action(name, tool_input)
         return super().classify(name, tool_input)
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session, root = self.governing(payload, store)
         if session is None:
@@ -17774,7 +17835,7 @@ class CopilotAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("subagent.stop", root, agentId=agent), render=False)
 
 
-# --- Qwen Code 0.24 -----------------------------------------------------------
+# ---- Qwen Code 0.24 ---------------------------------------------------------
 # Claude's event names and answer format, Qwen's own tool names (the host
 # maps legacy names such as `task` and `replace` to `agent` and `edit` before
 # the hook runs).  UserPromptSubmit fires again after every tool result, with
@@ -17931,8 +17992,8 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 # Install, uninstall and doctor
 #
-# Owns wiring sts into each host's configuration: the hook command form of
-# decisions.md 1, merging JSON configs without losing the user's keys,
+# Owns wiring sts into each host's configuration: the import-form hook
+# command (see hook_argv), merging JSON configs without losing the user's keys,
 # backups, idempotence, the shims' copies, and the doctor's checks.
 #
 # Every edit is planned first (path, old bytes, new bytes), so --dry-run and
@@ -17954,7 +18015,9 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 
 # Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
-# 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
+# 5 s: well above a hook's cost (including a 1.5 s lock wait), well below what
+# a user would wait for.  A tool hook sees every tool; a PostToolUse hook only
+# the tools that start or wait for subagents, whose results the ledger needs.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
 _GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
@@ -18026,9 +18089,10 @@ def _xdg_config(*parts: str) -> str:
     return os.path.join(base, *parts)
 
 
-# The per-host table: where the user and project layers live (adapters.md 3.6,
-# 4.6, 5.6, 6.6, 7.6, 8.7) and what install writes there.  "config" is the JSON
-# hooks file for command-hook hosts; shim hosts use _SHIM_FILES instead.
+# The per-host table: where each host reads its user and project layers (and
+# the environment variable that moves the user one) and what install writes
+# there.  "config" is the JSON hooks file for command-hook hosts; shim hosts
+# use _SHIM_FILES instead.
 _HOSTS: Dict[str, Dict[str, Any]] = {
     "codex": {"user": lambda: _env_dir("CODEX_HOME", ".codex"), "project": ".codex",
               "config": "hooks.json", "binary": "codex"},
@@ -18098,7 +18162,7 @@ class _Manual(Exception):
     """An edit sts cannot prove safe; the user gets the exact lines instead."""
 
 
-# --------------------------------------------------------------- the command
+# ---- the command ------------------------------------------------------------
 
 
 def _sts_path() -> str:
@@ -18126,7 +18190,10 @@ def _dir_writable(path: str) -> bool:
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
-    """The hook command as argv (decisions.md 1): the import form, so bytecode is reused."""
+    """The hook command as argv: the import form, so bytecode is reused (a file
+    run as a script is compiled on every run); -I keeps PYTHON* variables and
+    the user's site folder from changing the guard, -S skips site start-up (sts
+    needs only the standard library)."""
     path = os.path.abspath(sts_path or _sts_path())
     folder = os.path.dirname(path)
     argv = [python, "-I", "-S"]
@@ -18141,12 +18208,12 @@ def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None
 
 
 def hook_command(host: str, python: str = "python3", sts_path: Optional[str] = None) -> str:
-    """The import-form hook command (decisions.md 1) for this copy of sts.py, as one
+    """The import-form hook command (see hook_argv) for this copy of sts.py, as one
     shell-quoted string (Codex and Claude run it with sh -c; Hermes shlex-splits it)."""
     return " ".join(_sh_quote(w) for w in hook_argv(host, python, sts_path))
 
 
-# --------------------------------------------------------------- JSON splicing
+# ---- JSON splicing ----------------------------------------------------------
 #
 # json.loads validates the file and reports line and column; the scanner below
 # then only has to find spans in text that is known to be valid JSON.
@@ -18436,7 +18503,7 @@ def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
     return True, "%s runs sts on %d events" % (path, len(_HOOK_EVENTS[host]))
 
 
-# --------------------------------------------------------------- Codex TOML
+# ---- Codex TOML -------------------------------------------------------------
 #
 # Codex wants `[features] hooks = true` in config.toml (the host kit set it).
 # sts never rewrites TOML: it appends a new [features] table, or adds one line
@@ -18578,7 +18645,7 @@ def _toml_hooks_enabled(path: str) -> Optional[bool]:
             return None
 
 
-# --------------------------------------------------------------- Hermes YAML
+# ---- Hermes YAML ------------------------------------------------------------
 #
 # No YAML library: sts reads config.yaml only as far as it must to prove where
 # `plugins.enabled` is, and gives up (printing the lines) on anything fancier
@@ -18758,7 +18825,7 @@ def _yaml_enable_lines() -> str:
     return "plugins:\n  enabled:\n    - %s" % _SHIM_NAME
 
 
-# --------------------------------------------------------------- shims
+# ---- shims ------------------------------------------------------------------
 
 
 def _shims_dir() -> str:
@@ -18802,7 +18869,7 @@ def _shim_pinned_to(path: str) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-# --------------------------------------------------------------- planning
+# ---- planning ---------------------------------------------------------------
 
 
 class _Change(Record):
@@ -19029,7 +19096,7 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
 
 def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it (adapters.md 5.6).
+    offline) unless node_modules/ exists and package-lock.json lists it.
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
@@ -19139,7 +19206,7 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     return plan
 
 
-# --------------------------------------------------------------- applying
+# ---- applying ---------------------------------------------------------------
 
 
 def _diff(ch: _Change) -> str:
@@ -19236,10 +19303,9 @@ def _apply(plan: _Plan, out: Any) -> List[str]:
     return done
 
 
-# --------------------------------------------------------------- installed.json
+# ---- installed.json ---------------------------------------------------------
 #
-# decisions.md 3: the self-protection check protects every path listed under
-# "paths".  "installs" keeps, per host, scope and folder, what install did, so
+# The self-protection check protects every path listed under "paths".  "installs" keeps, per host, scope and folder, what install did, so
 # that uninstall can take away exactly that.
 
 
@@ -19272,7 +19338,7 @@ def _entry_key(host: str, scope: str, base: str) -> str:
     return "%s:%s:%s" % (host, scope, base)
 
 
-# --------------------------------------------------------------- Codex trust
+# ---- Codex trust ------------------------------------------------------------
 
 
 class _AppServer:
@@ -19372,7 +19438,7 @@ def _codex_trust(hooks_path: str, command: str, cwd: str, write: bool) -> List[d
         server.close()
 
 
-# --------------------------------------------------------------- commands
+# ---- commands ---------------------------------------------------------------
 
 
 def _parse(args: List[str], flags: Dict[str, bool]) -> Tuple[Optional[str], Dict[str, Any]]:
@@ -19518,7 +19584,7 @@ def cmd_uninstall(args: List[str]) -> int:
         return 2
 
 
-# --------------------------------------------------------------- doctor
+# ---- doctor -----------------------------------------------------------------
 
 
 def _probe(host: str, command: str) -> Tuple[bool, str]:
@@ -19832,8 +19898,9 @@ def cmd_doctor(args: List[str]) -> int:
 # Inspection
 #
 # Owns the read side: status, runtime, explain and label, both as prompt
-# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  Only
-# these read audit logs; a tool-call hook never does.
+# commands (`$stop-that-shit status`, which never change the contract) and
+# from the terminal (`python3 sts.py status`, exit 1 when nothing is found, 2
+# on a usage error).  Only these read audit logs; a tool-call hook never does.
 ###############################################################################
 
 
@@ -19933,7 +20000,7 @@ class _Tally:
         return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
 
     def summary(self, damaged: int) -> Dict[str, Any]:
-        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        """The `summary` object of `runtime --json`, plus observed host effects."""
         responses = self.responses
         return {"checkedActions": self.row[0],
                 "contextResponses": responses.get("context_returned", 0),
@@ -20034,14 +20101,14 @@ def _minute(occurred_at: str) -> str:
     return "%s %s" % (occurred_at[:10], occurred_at[11:16]) if occurred_at else "-"
 
 
-# ---- status -------------------------------------------------------------------
+# ---- status -----------------------------------------------------------------
 
 
 def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     delegation = state.get("delegation") or {}
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", []))
                    for r in (delegation.get("reservations") or {}).values())
-    # First-seen order, as the reference prints them.
+    # In the order they were first recorded.
     reasons = list(dict.fromkeys((delegation.get("unresolved") or {}).values()))
     return reserved, reasons
 
@@ -20195,7 +20262,7 @@ def _event_lines(event: dict, notes: "Annotations") -> List[str]:
     return [first, second]
 
 
-# ---- runtime ------------------------------------------------------------------
+# ---- runtime ----------------------------------------------------------------
 
 
 def _runtime_text(summary: dict) -> str:
@@ -20212,7 +20279,7 @@ def _runtime_text(summary: dict) -> str:
         lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
     effects = summary["hostEffects"]
     if any(effects.values()):
-        # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
+        # Only effects someone confirmed afterwards are counted; the rest stay unobserved.
         lines.append("Observed host effects: blocked=%d; ran=%d"
                      % (effects["observed_blocked"], effects["observed_ran"]))
     return "\n".join(lines)
@@ -20318,11 +20385,11 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
     return summary, rows, events, notes, len(found)
 
 
-# ---- explain and label --------------------------------------------------------
+# ---- explain and label ------------------------------------------------------
 
 
 def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are lower-cased, L2).
+    """The event with this exact id in any session's log (ids are compared lower-cased).
 
     Each log is searched as bytes first and only a line holding the id is
     parsed: sts writes ids unescaped, so a log without those bytes cannot hold
@@ -20384,7 +20451,7 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
-# ---- prompt answers -------------------------------------------------------------
+# ---- prompt answers ---------------------------------------------------------
 
 
 def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
@@ -20416,7 +20483,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
-# ---- terminal -----------------------------------------------------------------
+# ---- terminal ---------------------------------------------------------------
 
 
 _INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
@@ -20986,8 +21053,12 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 # CLI
 #
-# Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
-# A3) and main().
+# Owns the hook runner and main().  A hook never shows the host a traceback.
+# Input that is empty, not JSON or not an object, and an event that fails
+# validation, fail open: no answer, one stderr line, exit 0.  An internal
+# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
+# call in a session known to be armed: there the call is denied, because the
+# host would run the tool when the hook crashes.
 ###############################################################################
 
 
@@ -20998,7 +21069,7 @@ ADAPTERS: Dict[str, Adapter] = {
     **HOST_ADAPTERS_C,
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
 _SCAN_CAP = 64 * 1024
 # Host event names after which the host runs a tool (fail-closed candidates).
 _TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
@@ -21020,7 +21091,7 @@ def _fail_open(error: str, reason: str) -> str:
 
 
 def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock (core.md 10-C1)."""
+    """Armed by marker, or by a readable contract at guard/lock."""
     if not session_id:
         return False
     key = session_key(session_id)
@@ -21092,7 +21163,7 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         event = ControlEvent.from_dict(call.event)
     except EventError as exc:
         return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the catch must live in sts.py (core.md 10-C1)
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
         result = handle_event(event, store, adapter.response_outcome)
@@ -21118,7 +21189,9 @@ def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
 
 def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
                       event: Optional[str] = None) -> str:
-    """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
+    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
+    scanned for a session id.  Deny when that session is armed and this is a
+    tool hook; otherwise fail open."""
     session = _scan_for(raw, ("session_id", "sessionId"))
     hook = _scan_for(raw, ("hook_event_name", "hook")) or event
     if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
