@@ -2091,6 +2091,9 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
     ("ZIPINFO", "passes options to zipinfo"),
     ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    # sd-bus and libdbus connect to these addresses, and a `unixexec:path=P`
+    # address runs P (seen: hostnamectl and systemctl status ran it).
+    ("DBUS_*", "points %s at a message bus, whose address may name a program to run"),
     ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
@@ -2106,7 +2109,7 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
                     "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
                     "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
 def _env_risky(upper: str) -> bool:
@@ -2342,7 +2345,8 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # first operand (`rm x --help` removes x), and an option may take the next
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
-# JVM options from the project) and those whose help runs a pager (aws).
+# JVM options from the project; see _PROJECT_PICKS) and those whose help
+# runs a pager (aws).
 _HELP_PROGRAMS = frozenset((
     "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
     "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
@@ -2379,6 +2383,40 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+# Programs that, before they do anything else, obey a file of the project
+# that picks, fetches or runs another build of themselves, or loads the
+# project's own code, so that not even their version and help forms only
+# read.  name -> what a denial says.  (A program chosen through a version
+# manager the user installed, mise or volta, is configuration like PATH.)
+_PROJECT_PICKS: Dict[str, str] = {
+    # rustup's proxies: `path = "/some/dir"` in rust-toolchain.toml runs
+    # /some/dir/bin/cargo (seen), a channel there may be installed first.
+    "cargo": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustc": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustup": "runs the build of Rust that the project's rust-toolchain.toml names",
+    # Go 1.21+: a newer `go` or `toolchain` line in go.mod or go.work makes
+    # every go command, `go version` too, fetch and run that release.
+    "go": "fetches and runs the Go release that the project's go.mod asks for",
+    # .yarnrc `yarn-path` / .yarnrc.yml `yarnPath` name a script yarn runs
+    # instead of itself (seen); corepack fetches `packageManager`.
+    "yarn": "runs the script that the project's .yarnrc names in its place",
+    # pnpm 9.7+ installs and runs the pnpm that package.json's
+    # `packageManager` names (seen: it writes ~/.local/share/pnpm/.tools).
+    "pnpm": "installs and runs the pnpm that the project's package.json names",
+    # .mvn/jvm.config holds JVM options (seen: -Xlog:...:file=F writes F;
+    # -javaagent: runs code).
+    "mvn": "starts Java with the options in the project's .mvn/jvm.config",
+    # pytest 8 loads conftest.py and plugins before it prints its version;
+    # pytest 9.0 runs the whole session for -V (both seen).
+    "pytest": "loads the project's conftest.py and plugins first",
+    # The sbt launcher reads .jvmopts/.sbtopts and fetches the sbt of
+    # project/build.properties; bazelisk fetches the bazel of .bazelversion
+    # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
+    "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
+    "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+}
+
+
 # Commands that run inside the shell itself, so that a folder change they
 # make (cd, pushd, a sourced file...) stays for the commands after them.
 # Any other program runs in a process of its own: `env cd x`, `xargs cd`
@@ -2389,6 +2427,15 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
+    v = _classify_words(words, ctx)
+    if v.mut == "read" and words:
+        name = _program_name(words[0])
+        if name in _PROJECT_PICKS:
+            v.cap("shell_execution_option", ("project", name))
+    return v
+
+
+def _classify_words(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
@@ -2511,6 +2558,17 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
     return None, operands, seen
 
 
+def _posix_operands(args: List[_W], spec: _OptSpec) -> List[_W]:
+    """The operands when options end at the first operand, as every GNU
+    getopt program reads them once POSIXLY_CORRECT is set (in the user's
+    environment or before the command): `uniq a.txt -c` then writes to a
+    file named -c.  Only the count and order matter to the callers."""
+    if not spec.permute:
+        return _parse_opts(args, spec)[1]
+    strict = _OptSpec(spec.short, spec.short_val, spec.long, spec.deny, permute=False)
+    return _parse_opts(args, strict)[1]
+
+
 def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optional[_V]:
     out: Optional[_V] = None
     for opt, value in seen:
@@ -2558,6 +2616,10 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
             return _unknown("shell_syntax_unproven")
+        if write_operand is not None:
+            # With POSIXLY_CORRECT an option after the input is the output.
+            strict = _posix_operands(args, spec)
+            operands = strict if len(strict) > len(operands) else operands
         if write_operand is not None and len(operands) > write_operand:
             w = operands[write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
@@ -4858,7 +4920,8 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
         return _V("unknown", dep=True, reason="shell_command_unproven")
-    if texts[:1] in (["--version"], ["-V"], ["version"]):
+    # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
+    if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
     if not texts:
         return _unknown()
@@ -5771,7 +5834,9 @@ def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
     fail, operands, seen = _parse_opts(args, spec)
     if fail is not None or _apply_deny(spec, seen) is not None:
         return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
+                                      for w in _posix_operands(args, spec)):
+        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
         return True
     if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
         return False    # `kill -0 $PID` may hold `-9 1`
@@ -5957,6 +6022,17 @@ _UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
 _HISTORY = _spec_program(_OptSpec(), max_operands=1)
 
 
+def _tput(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """tput prints capabilities, but `tput init` and `tput reset` also set the
+    terminal's modes, as `stty sane` does (seen: they turn echo back on), and
+    -S takes the capability names from standard input."""
+    for w in args:
+        if not w.static or w.glob or w.text in ("init", "reset") or (
+                w.text.startswith("-") and "S" in w.text):
+            return _unknown("state_change")
+    return _an_read()
+
+
 # ip: options matched by their whole spelling (ip takes any prefix of its
 # own, and `-b` is -batch, which runs the commands of a file; -n enters
 # another namespace, -r asks DNS, -force and -all go with writes).
@@ -6020,7 +6096,7 @@ _INERT = (
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
+    "logname", "nslookup", "dig", "host", "ping", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
     "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
@@ -6038,7 +6114,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -6167,7 +6243,8 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
-    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster;
+    kubectl reads `_` in a flag name as `-`: `--cache_dir` is --cache-dir).
     lead: options that may come before the verb, and whether each takes the
     next word (`kubectl -n kube-system get pods`).  The count must be right:
     an option wrongly taken to need a value would hide the verb after it.
@@ -6181,7 +6258,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
         for t in words:
             if t == "--":
                 break
-            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+            if t.startswith("--") and t[2:].split("=", 1)[0].replace("_", "-") in deny_long:
                 return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
@@ -7514,6 +7591,11 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
     if kind == "python":
         return _python_why(why, prog, command)
+    if kind == "project":
+        # `sudo cargo -V`: name the program, not the wrapper in front of it
+        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
+                      and _quote(w, command)), "")
+        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), ""
     if kind == "pystdin":
         return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)
