@@ -2094,6 +2094,8 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     # sd-bus and libdbus connect to these addresses, and a `unixexec:path=P`
     # address runs P (seen: hostnamectl and systemctl status ran it).
     ("DBUS_*", "points %s at a message bus, whose address may name a program to run"),
+    # tar reads $TAPE without -f; `host:file` there runs rsh host rmt (seen).
+    ("TAPE", "names the archive %s reads, which may be on another machine"),
     ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),

@@ -100,6 +100,20 @@ def test_uv_version_with_a_value_rewrites_the_project():
         assert _verdict(line) != "read", line
 
 
+# ---- tar's TAPE may name an archive on another machine ----------------------------
+
+def test_tar_runs_a_remote_shell_for_a_tape_on_another_machine(tmp_path):
+    assert _verdict("TAPE=localhost:/x tar -t") != "read"
+    assert _verdict("tar -t") == "read"
+    if not (shutil.which("tar") and shutil.which("strace")):
+        pytest.skip("tar or strace not installed")
+    trace = tmp_path / "trace"
+    _run(["strace", "-f", "-e", "trace=execve", "-o", str(trace), "tar", "-t"], tmp_path,
+         {"TAPE": "localhost:/x"})
+    started = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    assert any("rmt" in line for line in started), started   # rsh localhost .../rmt
+
+
 # ---- a message bus address may name a program -----------------------------------
 
 @pytest.mark.parametrize("line,bare", [
