@@ -2064,6 +2064,9 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
     ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
     ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
+    # On Windows every shell=True child (Python's platform.uname() runs `ver`
+    # that way) starts %ComSpec%.
+    ("COMSPEC", "names the shell %s may start"),
     ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
     ("GIT_*", "changes what git reads, runs or writes"),
     ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
