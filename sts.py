@@ -1243,7 +1243,7 @@ class _Cmd:
     leading reserved word such as `then`), kept so that a denial can quote it."""
 
     __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
-                 "attached", "zsh_drop")
+                 "attached", "zsh_drop", "piped")
 
     def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
@@ -1257,6 +1257,9 @@ class _Cmd:
         self.attached = False
         # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
         self.zsh_drop: List[_W] = []
+        # A later stage of a pipeline: zsh (MULTIOS, on by default) feeds it
+        # the pipe and then its own `<`, `<<` or `<<<`, one after the other.
+        self.piped = False
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -2223,8 +2226,10 @@ def _stdin_body(cmd: _Cmd) -> Optional[str]:
     gives it, and nothing else redirects stdin; else None."""
     given = [(op, w) for op, w in cmd.redirs
              if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
-    if len(given) != 1:
-        return None   # none, or a later `< file` that replaces the here-document
+    if len(given) != 1 or cmd.piped:
+        # none, or a later `< file` that replaces the here-document; or a
+        # pipe into it, which zsh reads first: `echo CODE | python3 -I - <<'EOF'`
+        return None
     op, word = given[0]
     kind = op.lstrip("0123456789")
     if kind in ("<<", "<<-"):
@@ -6531,6 +6536,9 @@ class _Flow:
                 self.k += 1
                 while self.peek() == "!":
                     self.k += 1
+                stage = self.peek()
+                if stage.__class__ is _Cmd:
+                    stage.piped = True
                 ok, failed = self.command(here, stop)
             # bash runs every stage in a subshell, zsh the last one in this shell.
             ok, failed = _merge(here, ok), _merge(here, failed)

@@ -100,6 +100,28 @@ def test_uv_version_with_a_value_rewrites_the_project():
         assert _verdict(line) != "read", line
 
 
+# ---- zsh feeds a pipeline stage the pipe, then its own here-document --------------
+
+@pytest.mark.parametrize("line", [
+    "echo 'open(\"pwned\", \"w\")' | python3 -I - <<'EOF'\nprint(1)\nEOF\n",
+    "echo 'open(\"pwned\", \"w\")' | python3 -I - <<<'print(1)'",
+    "echo 'touch pwned' | sh <<'EOF'\nls >/dev/null\nEOF\n"])
+def test_zsh_joins_a_pipe_and_a_here_document(tmp_path, line):
+    assert _verdict(line) != "read"
+    if not shutil.which("zsh"):
+        pytest.skip("zsh not installed")
+    _run(["bash", "--norc", "--noprofile", "-c", line], tmp_path)
+    assert not (tmp_path / "pwned").exists()       # bash: the here-document alone
+    _run(["zsh", "-f", "-c", line], tmp_path)
+    assert (tmp_path / "pwned").exists()           # zsh: the pipe, then the rest
+
+
+def test_a_here_document_without_a_pipe_into_it_is_still_proven():
+    for line in ("python3 -I - <<'EOF'\nprint(1)\nEOF\n", "python3 -I - <<<'print(1)' | cat",
+                 "echo x | ( python3 -I - <<'EOF'\nprint(1)\nEOF\n)"):
+        assert _verdict(line) == "read", line
+
+
 # ---- tar's TAPE may name an archive on another machine ----------------------------
 
 def test_tar_runs_a_remote_shell_for_a_tape_on_another_machine(tmp_path):
