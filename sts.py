@@ -2356,9 +2356,10 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
 # JVM options from the project; see _PROJECT_PICKS) and those whose help
-# runs a pager (aws).
+# runs a pager (aws).  `unlink` is left out: the BSD one (macOS) parses no
+# option and removes the file its one argument names, `--help` included.
 _HELP_PROGRAMS = frozenset((
-    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "rm", "rmdir", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
     "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
     "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
     "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
