@@ -5858,7 +5858,15 @@ _PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
 _REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
 # `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
 # only tells whether PID exists (bash, zsh, dash and procps kill alike).
+# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
+# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
+# every operand must be a PID, a process group (-N) or a job (%N).
 _KILL_SPEC = _OptSpec(short="lL0", permute=False)
+
+
+def _kill_target(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
 # program -> (its options, the options that make it only show)
 _READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
     "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
@@ -5877,8 +5885,9 @@ def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
                                       for w in _posix_operands(args, spec)):
         # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
         return True
-    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`
+    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
+                                              for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
     leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
         spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
     return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
