@@ -236,3 +236,28 @@ def test_tput_init_and_reset_change_the_terminal(tmp_path, cap):
     out = _run(["script", "-qc", inner, "/dev/null"], tmp_path, {"TERM": "xterm"})
     words = out.stdout.decode("utf-8", "replace").split()
     assert "echo" in words and "-echo" not in words, words   # echo is back on
+
+
+# ---- through the real hook, in review mode ------------------------------------------
+
+HOOK_CASES = [
+    "uniq a.txt -c", "gzip - -c", "cargo --version", "go list ./...", "yarn --version",
+    "DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=./x systemctl status",
+    "kubectl get pods --cache_dir=x", "tput reset", "TAPE=host:/x tar -t",
+    "echo 'open(\"x\", \"w\")' | python3 -I - <<'EOF'\nprint(1)\nEOF\n",
+    "unlink --help", "/bin/kill -0 1234 -s 9",
+    "COMSPEC=x python3 -I -c 'import platform; print(platform.uname())'"]
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_review_mode_denies_each_false_read_and_allows_the_read(tmp_path, monkeypatch, host):
+    from test_same_answer import decision_code
+    for k, line in enumerate(HOOK_CASES + ["uniq -c a.txt"]):
+        home = tmp_path / ("%s%d" % (host, k))
+        monkeypatch.setenv("STS_HOME", str(home))
+        code = decision_code(host, "$stop-that-shit review -- audit", "shell", line,
+                             sts.Store(str(home)))
+        if line == "uniq -c a.txt":
+            assert code is None, line
+        else:
+            assert code in ("MUTABILITY_UNPROVEN", "MODE_FORBIDS_MUTATION"), (line, code)
