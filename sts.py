@@ -2156,6 +2156,8 @@ def _env_ok(name: str, value: _W) -> bool:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
+    if name in _PICKS_PINNED_BY:
+        return value.static and value.text == _PICKS_PINNED_BY[name][1]
     if name != name.upper() and not _plain_var(name):
         return False
     return not _env_risky(name.upper())
@@ -2211,6 +2213,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
+        inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
@@ -2447,6 +2451,17 @@ _PROJECT_PICKS: Dict[str, str] = {
     "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
     "bazel": "fetches and runs the bazel that the project's .bazelversion names",
 }
+
+
+# The variable that keeps such a program on the build it is: name -> (program,
+# value).  `GOTOOLCHAIN=local go list` runs the go at hand, whatever go.mod says.
+_PICKS_PINNED_BY: Dict[str, Tuple[str, str]] = {"GOTOOLCHAIN": ("go", "local")}
+
+
+def _pinned(name: str, assigns: List[Tuple[str, _W]]) -> bool:
+    """Whether a prefix assignment pins program `name` to itself."""
+    return any(_PICKS_PINNED_BY.get(var, ("", ""))[0] == name and value.static
+               and value.text == _PICKS_PINNED_BY[var][1] for var, value in assigns)
 
 
 # Commands that run inside the shell itself, so that a folder change they
@@ -7823,7 +7838,9 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         # `sudo cargo -V`: name the program, not the wrapper in front of it
         shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
                       and _quote(w, command)), "")
-        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), ""
+        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
+        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
     if kind == "pystdin":
         return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)

@@ -65,6 +65,16 @@ def test_a_project_file_may_pick_what_runs_so_no_form_is_a_read(line):
     assert "project" in culprit, culprit
 
 
+def test_gotoolchain_local_makes_go_reads_reads_again():
+    for line in ("GOTOOLCHAIN=local go version", "GOTOOLCHAIN=local go list ./..."):
+        assert _verdict(line) == "read", line
+    for line in ("GOTOOLCHAIN=auto go version", "env GOTOOLCHAIN=local go version",
+                 "GOTOOLCHAIN=local cargo --version"):
+        assert _verdict(line) != "read", line
+    culprit = sts.shell_culprit("go list ./...", "bash", "MUTABILITY_UNPROVEN")
+    assert "GOTOOLCHAIN=local go" in culprit, culprit
+
+
 def test_rust_toolchain_file_runs_a_folder_of_the_project(tmp_path):
     """rustup's proxies run the binaries of `path` in rust-toolchain.toml."""
     if not (shutil.which("cargo") and shutil.which("rustup")):
