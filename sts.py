@@ -7076,9 +7076,11 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
     # the current credentials elsewhere; `cluster-info dump
     # --output-directory` and --cache-dir write files; older kubectl writes
     # its own log to --log-file or --log-dir; -k/--kustomize builds a
-    # kustomization, which may fetch remote bases with git.
+    # kustomization, which may fetch remote bases with git.  --kuberc (kubectl
+    # 1.33 and later) names a preferences file whose defaults add flags to
+    # the command, --output-directory among them.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+               "cache-dir", "log-file", "log-dir", "kustomize", "kuberc"), deny_short="sk",
     lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 # `--version` of these already runs what the project provides: rustup's
 # toolchain file may name a project folder, mvn reads .mvn/jvm.config (JVM
