@@ -1512,7 +1512,7 @@ class _Cmd:
     leading reserved word such as `then`), kept so that a denial can quote it."""
 
     __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
-                 "attached", "zsh_drop")
+                 "attached", "zsh_drop", "piped")
 
     def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
@@ -1526,6 +1526,9 @@ class _Cmd:
         self.attached = False
         # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
         self.zsh_drop: List[_W] = []
+        # A later stage of a pipeline: zsh (MULTIOS, on by default) feeds it
+        # the pipe and then its own `<`, `<<` or `<<<`, one after the other.
+        self.piped = False
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -2380,6 +2383,9 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
     ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
     ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
+    # On Windows every shell=True child (Python's platform.uname() runs `ver`
+    # that way) starts %ComSpec%.
+    ("COMSPEC", "names the shell %s may start"),
     ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
     ("GIT_*", "changes what git reads, runs or writes"),
     ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
@@ -2407,6 +2413,11 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
     ("ZIPINFO", "passes options to zipinfo"),
     ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    # sd-bus and libdbus connect to these addresses, and a `unixexec:path=P`
+    # address runs P (seen: hostnamectl and systemctl status ran it).
+    ("DBUS_*", "points %s at a message bus, whose address may name a program to run"),
+    # tar reads $TAPE without -f; `host:file` there runs rsh host rmt (seen).
+    ("TAPE", "names the archive %s reads, which may be on another machine"),
     ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
@@ -2422,7 +2433,7 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
                     "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
                     "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
 def _env_risky(upper: str) -> bool:
@@ -2440,6 +2451,8 @@ def _env_ok(name: str, value: _W) -> bool:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
+    if name in _PICKS_PINNED_BY:
+        return value.static and value.text == _PICKS_PINNED_BY[name][1]
     if name != name.upper() and not _plain_var(name):
         return False
     return not _env_risky(name.upper())
@@ -2500,6 +2513,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
+        inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
@@ -2545,8 +2560,10 @@ def _stdin_body(cmd: _Cmd) -> Optional[str]:
     gives it, and nothing else redirects stdin; else None."""
     given = [(op, w) for op, w in cmd.redirs
              if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
-    if len(given) != 1:
-        return None   # none, or a later `< file` that replaces the here-document
+    if len(given) != 1 or cmd.piped:
+        # none, or a later `< file` that replaces the here-document; or a
+        # pipe into it, which zsh reads first: `echo CODE | python3 -I - <<'EOF'`
+        return None
     op, word = given[0]
     kind = op.lstrip("0123456789")
     if kind in ("<<", "<<-"):
@@ -2730,10 +2747,12 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
 # JVM options from the project, cargo, rustc and rustup run the toolchain a
-# rust-toolchain.toml may point into the project) and those whose help runs a
-# pager (aws).
+# rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
+# those whose help runs a pager (aws).  `unlink` is left out: the BSD one
+# (macOS) parses no option and removes the file its one argument names,
+# `--help` included.
 _HELP_PROGRAMS = frozenset((
-    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "rm", "rmdir", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
     "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
     "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
     "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
@@ -2793,6 +2812,51 @@ def _program_alias(word: _W) -> Optional[str]:
     return None
 
 
+# Programs that, before they do anything else, obey a file of the project
+# that picks, fetches or runs another build of themselves, or loads the
+# project's own code, so that not even their version and help forms only
+# read.  name -> what a denial says.  (A program chosen through a version
+# manager the user installed, mise or volta, is configuration like PATH.)
+_PROJECT_PICKS: Dict[str, str] = {
+    # rustup's proxies: `path = "/some/dir"` in rust-toolchain.toml runs
+    # /some/dir/bin/cargo (seen), a channel there may be installed first.
+    "cargo": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustc": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustup": "runs the build of Rust that the project's rust-toolchain.toml names",
+    # Go 1.21+: a newer `go` or `toolchain` line in go.mod or go.work makes
+    # every go command, `go version` too, fetch and run that release.
+    "go": "fetches and runs the Go release that the project's go.mod asks for",
+    # .yarnrc `yarn-path` / .yarnrc.yml `yarnPath` name a script yarn runs
+    # instead of itself (seen); corepack fetches `packageManager`.
+    "yarn": "runs the script that the project's .yarnrc names in its place",
+    # pnpm 9.7+ installs and runs the pnpm that package.json's
+    # `packageManager` names (seen: it writes ~/.local/share/pnpm/.tools).
+    "pnpm": "installs and runs the pnpm that the project's package.json names",
+    # .mvn/jvm.config holds JVM options (seen: -Xlog:...:file=F writes F;
+    # -javaagent: runs code).
+    "mvn": "starts Java with the options in the project's .mvn/jvm.config",
+    # pytest 8 loads conftest.py and plugins before it prints its version;
+    # pytest 9.0 runs the whole session for -V (both seen).
+    "pytest": "loads the project's conftest.py and plugins first",
+    # The sbt launcher reads .jvmopts/.sbtopts and fetches the sbt of
+    # project/build.properties; bazelisk fetches the bazel of .bazelversion
+    # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
+    "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
+    "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+}
+
+
+# The variable that keeps such a program on the build it is: name -> (program,
+# value).  `GOTOOLCHAIN=local go list` runs the go at hand, whatever go.mod says.
+_PICKS_PINNED_BY: Dict[str, Tuple[str, str]] = {"GOTOOLCHAIN": ("go", "local")}
+
+
+def _pinned(name: str, assigns: List[Tuple[str, _W]]) -> bool:
+    """Whether a prefix assignment pins program `name` to itself."""
+    return any(_PICKS_PINNED_BY.get(var, ("", ""))[0] == name and value.static
+               and value.text == _PICKS_PINNED_BY[var][1] for var, value in assigns)
+
+
 # Commands that run inside the shell itself, so that a folder change they
 # make (cd, pushd, a sourced file...) stays for the commands after them.
 # Any other program runs in a process of its own: `env cd x`, `xargs cd`
@@ -2804,6 +2868,11 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
+        name = _program_name(words[0])
+        if name in _PROJECT_PICKS:
+            v.cap("repository_code")
+            v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
         # A proven read starts nothing, so only the rest is looked at.  The
         # operands of a launcher are searched once, at the top: the wrappers
@@ -2968,6 +3037,17 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
     return None, operands, seen
 
 
+def _posix_operands(args: List[_W], spec: _OptSpec) -> List[_W]:
+    """The operands when options end at the first operand, as every GNU
+    getopt program reads them once POSIXLY_CORRECT is set (in the user's
+    environment or before the command): `uniq a.txt -c` then writes to a
+    file named -c.  Only the count and order matter to the callers."""
+    if not spec.permute:
+        return _parse_opts(args, spec)[1]
+    strict = _OptSpec(spec.short, spec.short_val, spec.long, spec.deny, permute=False)
+    return _parse_opts(args, strict)[1]
+
+
 def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optional[_V]:
     out: Optional[_V] = None
     for opt, value in seen:
@@ -3015,6 +3095,10 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
             return _unknown("shell_syntax_unproven")
+        if write_operand is not None:
+            # With POSIXLY_CORRECT an option after the input is the output.
+            strict = _posix_operands(args, spec)
+            operands = strict if len(strict) > len(operands) else operands
         if write_operand is not None and len(operands) > write_operand:
             w = operands[write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
@@ -5798,7 +5882,8 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
         return _V("unknown", dep=True, reason="shell_command_unproven")
-    if texts[:1] in (["--version"], ["-V"], ["version"]):
+    # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
+    if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
     if not texts:
         return _unknown()
@@ -6988,7 +7073,15 @@ _PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
 _REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
 # `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
 # only tells whether PID exists (bash, zsh, dash and procps kill alike).
+# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
+# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
+# every operand must be a PID, a process group (-N) or a job (%N).
 _KILL_SPEC = _OptSpec(short="lL0", permute=False)
+
+
+def _kill_target(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
 # program -> (its options, the options that make it only show)
 _READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
     "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
@@ -7003,10 +7096,13 @@ def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
     fail, operands, seen = _parse_opts(args, spec)
     if fail is not None or _apply_deny(spec, seen) is not None:
         return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
+                                      for w in _posix_operands(args, spec)):
+        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
         return True
-    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`
+    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
+                                              for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
     leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
         spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
     return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
@@ -7189,6 +7285,17 @@ _UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
 _HISTORY = _spec_program(_OptSpec(), max_operands=1)
 
 
+def _tput(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """tput prints capabilities, but `tput init` and `tput reset` also set the
+    terminal's modes, as `stty sane` does (seen: they turn echo back on), and
+    -S takes the capability names from standard input."""
+    for w in args:
+        if not w.static or w.glob or w.text in ("init", "reset") or (
+                w.text.startswith("-") and "S" in w.text):
+            return _unknown("state_change")
+    return _an_read()
+
+
 # ip: options matched by their whole spelling (ip takes any prefix of its
 # own, and `-b` is -batch, which runs the commands of a file; -n enters
 # another namespace, -r asks DNS, -force and -all go with writes).
@@ -7265,7 +7372,7 @@ _INERT = (
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "tput", "tokei",
+    "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
     "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
@@ -7283,7 +7390,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -7439,7 +7546,8 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
-    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster;
+    kubectl reads `_` in a flag name as `-`: `--cache_dir` is --cache-dir).
     lead: options that may come before the verb, and whether each takes the
     next word (`kubectl -n kube-system get pods`).  The count must be right:
     an option wrongly taken to need a value would hide the verb after it.
@@ -7453,7 +7561,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
         for t in words:
             if t == "--":
                 break
-            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+            if t.startswith("--") and t[2:].split("=", 1)[0].replace("_", "-") in deny_long:
                 return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
@@ -7494,9 +7602,11 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
     # the current credentials elsewhere; `cluster-info dump
     # --output-directory` and --cache-dir write files; older kubectl writes
     # its own log to --log-file or --log-dir; -k/--kustomize builds a
-    # kustomization, which may fetch remote bases with git.
+    # kustomization, which may fetch remote bases with git.  --kuberc (kubectl
+    # 1.33 and later) names a preferences file whose defaults add flags to
+    # the command, --output-directory among them.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+               "cache-dir", "log-file", "log-dir", "kustomize", "kuberc"), deny_short="sk",
     lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 # `--version` of these already runs what the project provides: rustup's
 # toolchain file may name a project folder, mvn reads .mvn/jvm.config (JVM
@@ -7978,6 +8088,9 @@ class _Flow:
                 self.k += 1
                 while self.peek() == "!":
                     self.k += 1
+                stage = self.peek()
+                if stage.__class__ is _Cmd:
+                    stage.piped = True
                 ok, failed = self.command(here, stop)
             # bash runs every stage in a subshell, zsh the last one in this shell.
             ok, failed = _merge(here, ok), _merge(here, failed)
@@ -9209,6 +9322,13 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
     if kind == "python":
         return _python_why(why, prog, command)
+    if kind == "project":
+        # `sudo cargo -V`: name the program, not the wrapper in front of it
+        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
+                      and _quote(w, command)), "")
+        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
+        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
     if kind == "pystdin":
         return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)
