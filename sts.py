@@ -2088,7 +2088,10 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("TF_*", "changes terraform's setup"), ("TERMINFO*", "points %s at other terminal data"),
     ("TERMCAP", "points %s at other terminal data"), ("GZIP", "passes options to gzip"),
     ("BZIP*", "passes options to bzip2"), ("XZ_*", "passes options to xz"),
-    ("ZSTD_*", "passes options to zstd"), ("CC", "names the compiler %s runs"),
+    ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
+    ("ZIPINFO", "passes options to zipinfo"),
+    ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
     ("OPENSSL_*", "makes openssl load other modules"), ("SUDO_*", "changes what sudo runs"),
@@ -2324,7 +2327,7 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
     "rustc": ("-V",), "rustup": ("-V",), "gcc": ("-v", "-dumpversion"),
     "g++": ("-v", "-dumpversion"), "clang": ("-v",), "cc": ("-v", "-dumpversion"),
     "java": ("-version",), "javac": ("-version",), "kotlin": ("-version",),
-    "scala": ("-version",), "tsc": ("-v",), "terraform": ("-v", "version"), "make": ("-v",),
+    "scala": ("-version",), "tsc": ("-v",), "make": ("-v",),
     "gradle": ("-v",), "mvn": ("-v",), "helm": ("version",), "psql": ("-V",),
     "sqlite3": ("-version",), "ruff": ("-V", "version"), "mypy": ("-V",), "pytest": ("-V",),
     "eslint": ("-v",), "prettier": ("-v",), "jest": ("-v",), "vitest": ("-v",),
@@ -2353,6 +2356,10 @@ _HELP_PROGRAMS = frozenset((
 ))
 # Programs whose -h is no option at all: they print their usage and stop.
 _HELP_SHORT = frozenset(("scp", "sftp", "ssh"))
+# Programs whose version forms do more than print: terraform asks HashiCorp's
+# server for news and writes ~/.terraform.d/checkpoint_signature (seen by the
+# fuzzer in its sandbox).
+_VERSION_CALLS_OUT = frozenset(("terraform",))
 
 
 def _help_only(name: str, args: List[_W]) -> bool:
@@ -2360,7 +2367,9 @@ def _help_only(name: str, args: List[_W]) -> bool:
     if len(args) != 1 or name not in _HELP_PROGRAMS or not args[0].static:
         return False
     word = args[0].text
-    return word in ("--help", "--version") or (word == "-h" and name in _HELP_SHORT)
+    if word == "--version":
+        return name not in _VERSION_CALLS_OUT
+    return word == "--help" or (word == "-h" and name in _HELP_SHORT)
 
 
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2401,6 +2410,9 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
         if w.text and w.text[0] in _UNICODE_DASHES:
             # looks like an option to a reader, is not one to the program
             return _unknown("shell_command_unproven", "dash", w.text)
+    modes = _READ_MODES.get(name)
+    if modes is not None and _reads_in_mode(args, *modes):
+        return _an_read()
     if handler is None:
         if name in _WRITERS:
             return _write(_writer_targets(name, args)).blame("writer", name)
@@ -2508,14 +2520,22 @@ def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optiona
         if effect == "write":
             v = _write([value.text] if value is not None and value.static else [])
         else:
-            v = _unknown("shell_execution_option")
+            v = _unknown("state_change" if effect == "state" else "shell_execution_option")
         v.why = ("spec", opt, value.text if value is not None else None, effect)
         out = v if out is None else out.join(v)
     return out
 
 
 def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
-                  write_operand: Optional[int] = None) -> Callable[[str, List[_W], _Ctx], _V]:
+                  write_operand: Optional[int] = None, needs: Tuple[str, ...] = (),
+                  verbs: Optional[frozenset] = None,
+                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None
+                  ) -> Callable[[str, List[_W], _Ctx], _V]:
+    """A program judged by its option table.  needs: one of these options
+    must be given (`top -b`: without it top takes keystrokes that kill
+    processes); verbs: what the first operand may be ("" for none), every
+    other verb is unproven; check: a last look at the operands (a verdict
+    refuses them)."""
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _parse_opts(args, spec)
         if fail is not None:
@@ -2523,6 +2543,17 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
         denied = _apply_deny(spec, seen)
         if denied is not None:
             return denied
+        if needs and not any(opt in needs for opt, _ in seen):
+            return _unknown()
+        if verbs is not None:
+            first = operands[0] if operands else None
+            if (first.text if first is not None and first.static else None) not in verbs \
+                    and not (first is None and "" in verbs):
+                return _unknown()
+        if check is not None:
+            refused = check(operands)
+            if refused is not None:
+                return refused
         if (write_operand is not None or max_operands is not None) \
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
@@ -5235,6 +5266,8 @@ def _wait(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) == 1 and args[0].static and args[0].text in ("-o", "+o"):
+        return _an_read()       # prints the options (+o: as commands that set them)
     i = 0
     while i < len(args):
         t = args[i].text
@@ -5544,12 +5577,28 @@ def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
     return out
 
 
+# unzip's listing modes (-l, -v, -t, -z, -p and -c print to the terminal,
+# -Z is zipinfo) -> the letters that may follow the mode in its word (-lv,
+# -tq, -Z1): they only quiet or shape the listing.
+_UNZIP_MODES = {"l": "qv", "v": "qv", "t": "q", "z": "q", "p": "q", "c": "q",
+                "Z": "12smlvhtTzC"}
+
+
+def _unzip_mode(word: _W) -> str:
+    """The listing mode the first word names, or ""."""
+    t = word.text
+    if not word.static or len(t) < 2 or t[0] != "-" or t[1] not in _UNZIP_MODES:
+        return ""
+    return t[1] if all(ch in _UNZIP_MODES[t[1]] for ch in t[2:]) else ""
+
+
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # A listing mode first, and no later option: unzip negates an option
     # with a second dash, so `unzip -t --t a.zip` extracts.
-    if args and args[0].static and args[0].text in ("-l", "-v", "-Z", "-t", "-p", "-z"):
+    mode = _unzip_mode(args[0]) if args else ""
+    if mode:
         later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
-            if args[0].text == "-Z" else ("-q", "-qq", "-x")
+            if mode == "Z" else ("-q", "-qq", "-x")
         if all(w.static and (not w.text.startswith("-") or w.text in later)
                for w in args[1:]):
             return _an_read()
@@ -5667,6 +5716,291 @@ _FILE = _spec_program(_OptSpec(
     deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
 
 
+# ---- programs that read in some modes only --------------------------------
+# Compressors write (the file in place, or beside it) unless they write to
+# standard output (-c), every operand is "-" (standard input to standard
+# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
+# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
+# compresses), so a showing mode counts only with neither -z nor -d
+# anywhere.  The deciding option must come before the first file: with
+# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
+# named -c.  Any other shape is the write it always was (--files, -r and
+# -o are left out: they name files to change).
+_GZIP_SPEC = _OptSpec(
+    short="cdfhklLnNqrtvV123456789", short_val="S",
+    long={"stdout": 0, "to-stdout": 0, "decompress": 0, "uncompress": 0, "force": 0,
+          "help": 0, "keep": 0, "list": 0, "license": 0, "no-name": 0, "name": 0,
+          "quiet": 0, "recursive": 0, "rsyncable": 0, "suffix": 1, "synchronous": 0,
+          "test": 0, "verbose": 0, "version": 0, "fast": 0, "best": 0})
+_BZIP2_SPEC = _OptSpec(
+    short="cdzkftqvhLVs123456789",
+    long={"help": 0, "decompress": 0, "compress": 0, "keep": 0, "force": 0, "test": 0,
+          "stdout": 0, "quiet": 0, "verbose": 0, "license": 0, "version": 0, "small": 0,
+          "fast": 0, "best": 0})
+_XZ_SPEC = _OptSpec(
+    short="zdtlkfcqvQhHVe0123456789", short_val="SFCTM",
+    long={"compress": 0, "decompress": 0, "uncompress": 0, "test": 0, "list": 0, "keep": 0,
+          "force": 0, "stdout": 0, "to-stdout": 0, "single-stream": 0, "no-sparse": 0,
+          "suffix": 1, "format": 1, "check": 1, "ignore-check": 0, "extreme": 0,
+          "threads": 1, "memlimit-decompress": 1, "memlimit": 1, "memory": 1,
+          "no-adjust": 0, "quiet": 0, "verbose": 0, "no-warn": 0, "robot": 0, "help": 0,
+          "long-help": 0, "version": 0})
+_ZSTD_SPEC = _OptSpec(
+    short="cdfklqtvVhH0123456789",
+    long={"stdout": 0, "decompress": 0, "uncompress": 0, "force": 0, "keep": 0, "list": 0,
+          "test": 0, "quiet": 0, "verbose": 0, "version": 0, "help": 0, "progress": 0,
+          "no-progress": 0, "check": 0, "no-check": 0, "sparse": 0, "no-sparse": 0,
+          "single-thread": 0})
+_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
+_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
+_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
+# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
+# only tells whether PID exists (bash, zsh, dash and procps kill alike).
+_KILL_SPEC = _OptSpec(short="lL0", permute=False)
+# program -> (its options, the options that make it only show)
+_READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
+    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
+    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
+    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
+    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
+    "kill": (_KILL_SPEC, frozenset("lL0")),
+}
+
+
+def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
+    fail, operands, seen = _parse_opts(args, spec)
+    if fail is not None or _apply_deny(spec, seen) is not None:
+        return False
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+        return True
+    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`
+    leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
+        spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
+    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
+        opt in _REMODING for opt, _ in seen))
+
+
+def _all_static(operands: List[_W]) -> Optional[_V]:
+    """A lookup that may leave the machine reads only what is written out:
+    `getent hosts $(whoami).example.com` would send a name to a DNS server."""
+    return None if all(w.static for w in operands) else _unknown("shell_syntax_unproven")
+
+
+def _no_assignment(operands: List[_W]) -> Optional[_V]:
+    """`sysctl name=value` sets the value, with or without -w."""
+    if all(w.static and "=" not in w.text for w in operands):
+        return None
+    return _unknown("state_change")
+
+
+_ZIPINFO = _spec_program(_OptSpec(short="12smlvhtTzCx"))
+_GETENT = _spec_program(_OptSpec(
+    short="Ai", short_val="s",
+    long={"no-addrconfig": 0, "no-idn": 0, "service": 1, "help": 0, "usage": 0, "version": 0},
+    # -s names the NSS module getent loads: a library chosen by the command.
+    deny={"s": "exec", "service": "exec"}), check=_all_static)
+# Its cache of package lists is rebuilt (as root) when out of date, as git
+# refreshes its index on `git status`: nothing else is written.  -o, -c, -p
+# and -s (other configuration, other cache files) stay unproven.
+_APT_CACHE = _spec_program(_OptSpec(
+    short="qiafn",
+    long={"quiet": 0, "important": 0, "no-pre-depends": 0, "no-depends": 0,
+          "no-recommends": 0, "no-suggests": 0, "no-conflicts": 0, "no-breaks": 0,
+          "no-replaces": 0, "no-enhances": 0, "implicit": 0, "full": 0, "all-versions": 0,
+          "no-all-versions": 0, "names-only": 0, "all-names": 0, "recurse": 0,
+          "installed": 0}),
+    verbs=frozenset(("policy", "show", "showpkg", "showsrc", "search", "depends", "rdepends",
+                     "madison", "stats", "pkgnames", "unmet")))
+# systemd tools run a pager only on a terminal, as git log does.  -H/--host
+# reaches another machine through ssh; -M, --root and --image are left out.
+_SYSTEMCTL = _spec_program(_OptSpec(
+    short="alrqh", short_val="tpPnoH",
+    long={"system": 0, "user": 0, "type": 1, "state": 1, "failed": 0, "property": 1,
+          "all": 0, "full": 0, "recursive": 0, "reverse": 0, "with-dependencies": 0,
+          "show-types": 0, "value": 0, "legend": 1, "no-legend": 0, "no-pager": 0,
+          "no-ask-password": 0, "plain": 0, "lines": 1, "output": 1, "timestamp": 1,
+          "quiet": 0, "host": 1, "help": 0, "version": 0},
+    deny={"H": "exec", "host": "exec"}),
+    verbs=frozenset(("", "list-units", "list-automounts", "list-sockets", "list-timers",
+                     "is-active", "is-failed", "status", "show", "cat", "list-dependencies",
+                     "list-unit-files", "is-enabled", "get-default", "list-machines",
+                     "list-jobs", "show-environment", "is-system-running")))
+# journalctl shows the journal unless told to change it.  -b and -n take
+# the next word only when it is a boot or a count (`-b -1`), hence the digits.
+_JOURNALCTL = _spec_program(_OptSpec(
+    short="mbknrxalfqeNh0123456789", short_val="DSUcutpgoF",
+    long={"system": 0, "user": 0, "merge": 0, "directory": 1, "file": 1, "namespace": 1,
+          "since": 1, "until": 1, "cursor": 1, "after-cursor": 1, "boot": 2, "unit": 1,
+          "user-unit": 1, "identifier": 1, "priority": 1, "facility": 1, "grep": 1,
+          "case-sensitive": 2, "dmesg": 0, "output": 1, "output-fields": 1, "lines": 2,
+          "reverse": 0, "show-cursor": 0, "utc": 0, "catalog": 0, "no-hostname": 0,
+          "no-full": 0, "full": 0, "all": 0, "follow": 0, "no-tail": 0, "quiet": 0,
+          "no-pager": 0, "pager-end": 0, "help": 0, "version": 0, "fields": 0, "field": 1,
+          "list-boots": 0, "disk-usage": 0, "header": 0, "list-catalog": 0,
+          "dump-catalog": 0, "verify": 0, "verify-key": 1,
+          "cursor-file": 1, "vacuum-size": 1, "vacuum-files": 1, "vacuum-time": 1,
+          "rotate": 0, "sync": 0, "flush": 0, "relinquish-var": 0, "smart-relinquish-var": 0,
+          "update-catalog": 0, "setup-keys": 0},
+    # --cursor-file writes the file it names; the others remove, rotate,
+    # move or add journal files, catalogs and keys.
+    deny={"cursor-file": "write", "vacuum-size": "state", "vacuum-files": "state",
+          "vacuum-time": "state", "rotate": "state", "update-catalog": "state",
+          "setup-keys": "state", "sync": "state", "flush": "state", "relinquish-var": "state",
+          "smart-relinquish-var": "state"}))
+_HOSTNAMECTL = _spec_program(_OptSpec(
+    short="h", short_val="H",
+    long={"help": 0, "version": 0, "no-ask-password": 0, "host": 1, "json": 1},
+    deny={"H": "exec", "host": "exec"}), verbs=frozenset(("", "status")), max_operands=1)
+_TIMEDATECTL = _spec_program(_OptSpec(
+    short="ha", short_val="pH",
+    long={"help": 0, "version": 0, "no-pager": 0, "no-ask-password": 0, "host": 1,
+          "property": 1, "all": 0, "value": 0, "monitor": 0},
+    deny={"H": "exec", "host": "exec"}),
+    verbs=frozenset(("", "status", "show", "list-timezones", "timesync-status",
+                     "show-timesync")), max_operands=1)
+_DMESG = _spec_program(_OptSpec(
+    short="CcDEHJkLPprSuwWxdeTthV", short_val="Fflsn",
+    long={"clear": 0, "read-clear": 0, "console-off": 0, "console-on": 0, "file": 1,
+          "facility": 1, "human": 0, "json": 0, "kernel": 0, "color": 2, "level": 1,
+          "console-level": 1, "nopager": 0, "force-prefix": 0, "raw": 0, "noescape": 0,
+          "syslog": 0, "buffer-size": 1, "userspace": 0, "follow": 0, "follow-new": 0,
+          "decode": 0, "show-delta": 0, "reltime": 0, "ctime": 0, "notime": 0,
+          "time-format": 1, "since": 1, "until": 1, "help": 0, "version": 0},
+    # They clear the kernel's buffer or change what reaches the console.
+    deny={"C": "state", "clear": "state", "c": "state", "read-clear": "state",
+          "D": "state", "console-off": "state", "E": "state", "console-on": "state",
+          "n": "state", "console-level": "state"}), max_operands=0)
+_SYSCTL = _spec_program(_OptSpec(
+    short="aAXbeNnqoxdhVwpf", short_val="r",
+    long={"all": 0, "deprecated": 0, "binary": 0, "ignore": 0, "names": 0, "values": 0,
+          "pattern": 1, "quiet": 0, "help": 0, "version": 0, "write": 0, "load": 2,
+          "system": 0},
+    deny={"w": "state", "write": "state", "p": "state", "f": "state", "load": "state",
+          "system": "state"}), check=_no_assignment)
+_FUSER = _spec_program(_OptSpec(
+    short="aiIlmMsuvwVk46", short_val="n",
+    long={"all": 0, "interactive": 0, "inode": 0, "kill": 0, "list-signals": 0, "mount": 0,
+          "ismountpoint": 0, "namespace": 1, "silent": 0, "user": 0, "verbose": 0,
+          "writeonly": 0, "version": 0, "ipv4": 0, "ipv6": 0},
+    deny={"k": "state", "kill": "state"}))
+_ICONV = _spec_program(_OptSpec(
+    short="clsV", short_val="fto",
+    long={"from-code": 1, "to-code": 1, "list": 0, "output": 1, "silent": 0, "verbose": 0,
+          "help": 0, "usage": 0, "version": 0},
+    deny={"o": "write", "output": "write"}))
+# Only the forms that print the settings; any SETTING word changes the terminal.
+_STTY = _spec_program(_OptSpec(short="ag", long={"all": 0, "save": 0, "help": 0,
+                                                   "version": 0}), max_operands=0)
+# `mount` alone (or -l, -t TYPE) lists; with an operand it mounts.
+_MOUNT = _spec_program(_OptSpec(short="lvhV", short_val="t",
+                                long={"show-labels": 0, "verbose": 0, "types": 1, "help": 0,
+                                      "version": 0}), max_operands=0)
+_LSB_RELEASE = _spec_program(_OptSpec(
+    short="hvidrcas",
+    long={"help": 0, "version": 0, "id": 0, "description": 0, "release": 0, "codename": 0,
+          "all": 0, "short": 0}), max_operands=0)
+_CRONTAB = _spec_program(_OptSpec(short="l", short_val="u"), needs=("l",), max_operands=0)
+# ss -K closes sockets, -D writes a dump; -r and -N (name lookups, other
+# namespaces) are left out.
+_SS = _spec_program(_OptSpec(
+    short="hVnaloempTisbEZz460tMSudwxHOK", short_val="fAFD",
+    long={"help": 0, "version": 0, "numeric": 0, "all": 0, "listening": 0, "options": 0,
+          "extended": 0, "memory": 0, "processes": 0, "threads": 0, "info": 0,
+          "tipcinfo": 0, "summary": 0, "tos": 0, "cgroup": 0, "bpf": 0, "events": 0,
+          "context": 0, "contexts": 0, "ipv4": 0, "ipv6": 0, "packet": 0, "tcp": 0,
+          "mptcp": 0, "sctp": 0, "udp": 0, "dccp": 0, "raw": 0, "unix": 0, "tipc": 0,
+          "vsock": 0, "xdp": 0, "family": 1, "no-header": 0, "oneline": 0,
+          "inet-sockopt": 0, "query": 1, "socket": 1, "filter": 1, "kill": 0, "diag": 1},
+    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}))
+_NETSTAT = _spec_program(_OptSpec(
+    short="rigsMvWnNepoclaFCZtuUSwx46hV", short_val="A",
+    long={"route": 0, "interfaces": 0, "groups": 0, "statistics": 0, "masquerade": 0,
+          "verbose": 0, "wide": 0, "numeric": 0, "numeric-hosts": 0, "numeric-ports": 0,
+          "numeric-users": 0, "symbolic": 0, "extend": 0, "programs": 0, "timers": 0,
+          "continuous": 0, "listening": 0, "all": 0, "fib": 0, "cache": 0, "context": 0,
+          "tcp": 0, "udp": 0, "udplite": 0, "sctp": 0, "raw": 0, "unix": 0, "protocol": 1,
+          "help": 0, "version": 0}), max_operands=0)
+# ifconfig with one interface (or none) shows it; any word after the
+# interface changes it (`ifconfig eth0 down`, `ifconfig eth0 -arp`).
+_IFCONFIG = _spec_program(_OptSpec(short="asv", permute=False), max_operands=1)
+# Both programs named yq: -i (--in-place, --inplace) rewrites the file and
+# Go yq's -s (--split-exp) writes one file per document.  Python yq takes
+# any unambiguous prefix of a long option, so the writers stay in the table
+# and a prefix shared with them is refused.
+_YQ = _spec_program(_OptSpec(
+    short="renCMyYjPcis", short_val="opI",
+    long={"yaml-output": 0, "yaml-roundtrip": 0, "raw-output": 0, "exit-status": 0,
+          "null-input": 0, "compact-output": 0, "output-format": 1, "input-format": 1,
+          "unwrapScalar": 0, "prettyPrint": 0, "no-colors": 0, "colors": 0, "indent": 1,
+          "in-place": 0, "inplace": 0, "split-exp": 1, "split-exp-file": 1},
+    deny={"i": "write", "in-place": "write", "inplace": "write", "s": "write",
+          "split-exp": "write", "split-exp-file": "write"}))
+# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
+# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
+# and `history 20` list (their options clear or write the history file).
+_ULIMIT = _spec_program(_OptSpec(short="HSabcdefiklmnpqrstuvxPRT"), max_operands=0)
+
+
+def _names_only(operands: List[_W]) -> Optional[_V]:
+    """Names to print: no `x=1` to assign, no `a[$(cmd)]` whose subscript runs cmd."""
+    if all(w.static and _is_name(w.text) for w in operands):
+        return None
+    return _unknown("state_change")
+
+
+# `shopt` and `shopt -p NAME` print (-s and -u set); `declare -p`/`-f`
+# print variables and functions (zsh reads `declare -F x` as a new float).
+_SHOPT = _spec_program(_OptSpec(short="pqo"), check=_names_only)
+_DECLARE = _spec_program(_OptSpec(short="pf"), needs=("p", "f"), check=_names_only)
+_UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
+_HISTORY = _spec_program(_OptSpec(), max_operands=1)
+
+
+# ip: options matched by their whole spelling (ip takes any prefix of its
+# own, and `-b` is -batch, which runs the commands of a file; -n enters
+# another namespace, -r asks DNS, -force and -all go with writes).
+_IP_FLAGS = frozenset((
+    "-4", "-6", "-0", "-s", "-stats", "-statistics", "-d", "-details", "-o", "-oneline",
+    "-br", "-brief", "-j", "-json", "-p", "-pretty", "-c", "-color", "-h", "-human",
+    "-human-readable", "-N", "-Numeric", "-t", "-timestamp", "-ts", "-tshort", "-iec",
+    "-V", "-Version"))
+# Object spellings -> the object; each object -> the words after it that
+# only show (none at all shows too).  Whole words only: `ip link s` is set.
+_IP_OBJECTS = {
+    "a": "address", "addr": "address", "address": "address", "r": "route", "ro": "route",
+    "route": "route", "l": "link", "link": "link", "n": "neigh", "neigh": "neigh",
+    "neighbor": "neigh", "neighbour": "neigh", "ru": "rule", "rule": "rule",
+    "maddr": "maddress", "maddress": "maddress", "mroute": "mroute", "netconf": "netconf",
+    "tunnel": "tunnel", "monitor": "monitor"}
+_IP_SHOWS = {"address": ("show", "list", "lst"), "route": ("show", "list", "lst", "get"),
+             "link": ("show", "list", "lst"), "neigh": ("show", "list", "lst", "get"),
+             "rule": ("show", "list", "lst"), "maddress": ("show", "list", "lst"),
+             "mroute": ("show", "list", "lst"), "netconf": ("show", "list"),
+             "tunnel": ("show", "list", "lst"), "monitor": None}
+
+
+def _ip(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if not all(w.static for w in args):
+        return _unknown("shell_syntax_unproven")
+    texts = [w.text for w in args]
+    k = 0
+    while k < len(texts) and texts[k].startswith("-"):
+        if texts[k] in ("-f", "-family"):
+            k += 2          # the address family
+            continue
+        if texts[k] not in _IP_FLAGS:
+            return _unknown("shell_command_unproven", "option", texts[k])
+        k += 1
+    obj = _IP_OBJECTS.get(texts[k]) if k < len(texts) else None
+    if obj is None:
+        return _unknown()
+    verbs = _IP_SHOWS[obj]
+    if k + 1 >= len(texts) or verbs is None or texts[k + 1] in verbs:
+        return _an_read()
+    return _unknown("state_change")
+
+
 _HASH_PROGRAMS = frozenset((
     "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "shasum", "b2sum",
     "b3sum", "cksum", "sum", "md5", "sha1", "sha256", "sha512", "xxhsum", "xxh32sum",
@@ -5687,10 +6021,13 @@ _INERT = (
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "nslookup", "dig", "host", "ping", "tput", "tokei",
-    "findstr", "where",
+    "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
+    "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
 # Left out on purpose: ack/ag (--pager runs a program), sdiff (-o writes),
-# ldd (may run the binary), cloc/scc (report files), history (-w writes).
+# ldd (may run the binary), cloc/scc (report files), lspci (-q asks a DNS
+# server and writes a cache), top (it creates ~/.config/procps when missing,
+# and without -b its keys kill and renice), history (see _HISTORY: -w writes).
 
 
 _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
@@ -5735,12 +6072,18 @@ _PROGRAMS.update({
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
     "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
+    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
+    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
+    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
+    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
+    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
+    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
+    "declare": _DECLARE, "typeset": _DECLARE,
     "export": lambda n, a, c: _unknown("state_change"),
 })
-for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
-           "local", "readonly", "ulimit", "umask", "enable", "exit", "logout", "return",
-           "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
-           "shift", "getopts", "mapfile", "readarray", "let"):
+for _p in ("alias", "unalias", "unset", "source", ".", "trap", "local", "readonly", "enable",
+           "exit", "logout", "return", "bind", "complete", "setopt", "unsetopt", "autoload",
+           "disown", "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
 for _p in ("source", ".", "trap"):
     # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
@@ -5819,11 +6162,15 @@ def _gh_api(rest: List[str]) -> _V:
 
 
 def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, ...] = (),
-                      deny_short: str = "") -> Callable[[str, List[_W], _Ctx], _V]:
+                      deny_short: str = "", lead: Optional[Dict[str, int]] = None
+                      ) -> Callable[[str, List[_W], _Ctx], _V]:
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
     the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    lead: options that may come before the verb, and whether each takes the
+    next word (`kubectl -n kube-system get pods`).  The count must be right:
+    an option wrongly taken to need a value would hide the verb after it.
     """
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         words = [w.text for w in args]
@@ -5839,7 +6186,12 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
                 return _unknown("shell_execution_option", "option", t)
-        if words[0] in table.get("", ()):
+        while lead and words and words[0].startswith("-"):
+            key, eq, _ = words[0].partition("=")
+            if key not in lead or (eq and not lead[key]):
+                break
+            words = words[1 + (lead[key] if not eq else 0):]
+        if words and words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
             return _an_read()
@@ -5848,23 +6200,34 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
 
 
 _PROGRAMS["docker"] = _subcommand_reads({
-    "": ("ps", "images", "info", "version"),
-    "image": ("ls", "inspect", "history"), "container": ("ls", "inspect"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect")},
+    "": ("ps", "images", "info", "version", "inspect", "logs", "top", "port", "history",
+         "stats", "diff", "events", "save", "export"),
+    "image": ("ls", "inspect", "history", "save"),
+    "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
+    "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
+    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
+    "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
+    "plugin": ("ls", "inspect")},
+    lead={"--context": 1, "-c": 1, "--log-level": 1, "-l": 1, "--debug": 0, "-D": 0},
     # `docker compose config -o FILE` saves the model to FILE.
     deny_long=("output",), deny_short="o")
 _PROGRAMS["kubectl"] = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
-         "version", "top"),
-    "config": ("view", "get-contexts", "current-context")},
+         "version", "top", "logs", "events", "wait", "completion"),
+    "config": ("view", "get-contexts", "current-context", "get-clusters", "get-users"),
+    "auth": ("can-i", "whoami"), "rollout": ("status", "history"), "plugin": ("list",)},
     # --profile writes profile.pprof (or --profile-output); --kubeconfig may
     # name a file whose exec credential plugin runs a program; --server sends
     # the current credentials elsewhere; `cluster-info dump
-    # --output-directory` and --cache-dir write files.
+    # --output-directory` and --cache-dir write files; older kubectl writes
+    # its own log to --log-file or --log-dir; -k/--kustomize builds a
+    # kustomization, which may fetch remote bases with git.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir"), deny_short="s")
+               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+    lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
-           "swift", "docker", "kubectl", "terraform", "cmake", "make", "gradle", "mvn", "helm",
+           "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
            "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
            "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
@@ -7082,6 +7445,9 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
         if effect == "write":
             return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
+                    _without(where, spelled))
+        if effect == "state":
+            return ("%s changes the state of the system" % (shown or qprog),
                     _without(where, spelled))
         return "%s runs another program" % (shown or qprog), _without(where, spelled)
     if kind in ("env", "assign"):

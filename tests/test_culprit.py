@@ -36,6 +36,9 @@ def quoted(line):
 
 @pytest.mark.parametrize("command,expected", [
     ("git status && rm -rf build", "Culprit: `rm -rf build`: `rm` removes `build`."),
+    ("dmesg -c", "Culprit: `dmesg -c` changes the state of the system."),
+    ("gzip a.txt -c", "Culprit: `gzip` compresses files in place."),
+    ("systemctl restart nginx", "Culprit: `systemctl` controls services."),
     ("make test", "Culprit: `make` runs the project's build."),
     ("sed -i -n 1p x.txt", "Culprit: `sed -i` edits `x.txt` in place."),
     ("git diff --output=f", "Culprit: `--output=f` makes git write `f`."),
@@ -60,6 +63,10 @@ def test_culprit_names_the_deciding_part(command, expected):
     ("git clean -fdx", "`git clean -n` lists what would be removed"),
     ("GIT_EXTERNAL_DIFF=x git diff",
      "the same command without `GIT_EXTERNAL_DIFF=x` only reads"),
+    # an option that changes the system, in a program that otherwise only shows
+    ("dmesg -T -c", "the same command without `-c` only reads"),
+    ("journalctl -u nginx --rotate", "the same command without `--rotate` only reads"),
+    ("iconv -f latin1 -t utf-8 -o out.txt a.txt", "the same command without `-o out.txt`"),
 ])
 def test_instead_names_a_read_only_way(command, instead):
     lines = culprit(command).split("\n")
