@@ -233,6 +233,9 @@ class Action:
     shell_write_targets: List[str] = field(default_factory=list)
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # The coding agent CLI the call starts outside the host's delegation
+    # tools (`claude -p` from the shell): a delegation nothing can count.
+    starts_agent: Optional[str] = None
     cwd: Optional[str] = None
     hash_intent: bool = False
     dependency_intent: bool = False
@@ -309,6 +312,9 @@ class Action:
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
+        starts_agent = obj.get("startsAgent")
+        if starts_agent is not None and not _is_text(starts_agent):
+            raise _bad(where + "startsAgent", starts_agent)
         shell = obj.get("shell")
         if shell is not None and shell not in ("bash", "powershell", "unknown"):
             raise _bad(where + "shell", shell)
@@ -318,7 +324,7 @@ class Action:
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            unknown_write_target=flags["unknownWriteTarget"], cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1079,12 +1085,18 @@ class ShellAnalysis(Record):
     unknown_target is True when the line also writes somewhere the analyzer
     could not establish (a variable, a substitution, a folder it cannot
     follow): such a write may land on any path.
+    starts_agent names the coding agent CLI the line starts (`claude -p`,
+    `codex exec`, `opencode run`, ...; "?" for a program named by a variable
+    or substitution, which may be one): a delegation the host never sees.
+    resumes_session: that agent is told to continue an existing session, so
+    the text given to it arrives there as a prompt.
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
-                          'write_targets', 'unknown_target')
+                          'write_targets', 'unknown_target', 'starts_agent', 'resumes_session')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
-                'write_targets': list, 'unknown_target': False}
+                'write_targets': list, 'unknown_target': False, 'starts_agent': None,
+                'resumes_session': False}
 
     mutability: str
     reason: Optional[str]
@@ -1092,6 +1104,8 @@ class ShellAnalysis(Record):
     dependency_intent: bool
     write_targets: List[str]
     unknown_target: bool
+    starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
+    resumes_session: bool         # ...on an existing session, which the prompt then reaches
 
 
 _MAX_COMMAND = 64 * 1024  # decisions.md 8
@@ -1133,7 +1147,8 @@ class _V:
     verdict that decides, like the reason.
     """
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd")
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
+                 "resume")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1149,6 +1164,10 @@ class _V:
         # move of the drivers section ("to", folder), ("places", [...]) ... or None.
         self.cd: Optional[Tuple[Any, ...]] = None
         self.why: Optional[tuple] = None
+        # The coding agent this line starts (see ShellAnalysis.starts_agent), and
+        # whether it resumes an existing session of it.
+        self.agent: Optional[str] = None
+        self.resume = False
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1163,6 +1182,8 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.agent = self.agent or other.agent
+        self.resume = self.resume or other.resume
         return self
 
     def cap(self, reason: str, why: Optional[tuple] = None) -> "_V":
@@ -2389,6 +2410,18 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
+    v = _classify_program(words, ctx)
+    if v.mut != "read" and v.agent is None:
+        # A proven read starts nothing, so only the rest is looked at.  The
+        # operands of a launcher are searched once, at the top: the wrappers
+        # the analyzer sees through come back here with their payload.
+        found = _agent_started(words, ctx.depth == 0)
+        if found is not None:
+            v.agent, v.resume = found
+    return v
+
+
+def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
@@ -6235,6 +6268,169 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
+# ------------------------------------------------ agents started here ----
+# A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
+# `opencode run`, ...) is a delegation the host never sees: it cannot be
+# counted against agents=N, and told to resume a session it delivers the
+# model's text there as a prompt.  The analyzer only names the agent; the
+# decision stops it under a finite budget and self-protection stops a resume.
+
+# Agent CLI -> (first words that do not start an agent: setup and management
+# subcommands; options or subcommands that continue an existing session, or
+# serve a protocol (app-server, ACP, RPC) through which any session can be
+# given a prompt).
+# Anything else given to the program starts an agent: an unknown option is
+# counted as a start, not guessed away.
+_AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
+    "claude": (frozenset(("mcp", "config", "doctor", "update", "upgrade", "install",
+                          "migrate-installer", "setup-token", "plugin", "auth")),
+               frozenset(("-r", "--resume", "-c", "--continue", "--session-id",
+                          "--fork-session", "--from-pr"))),
+    "codex": (frozenset(("login", "logout", "mcp", "completion", "features", "sandbox",
+                         "debug", "apply", "a")),
+              frozenset(("resume", "fork", "--last", "app-server", "mcp-server"))),
+    "opencode": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                            "debug", "agent", "providers")),
+                 frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                            "acp"))),
+    "pi": (frozenset(("install", "remove", "uninstall", "update", "list", "config")),
+           frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
+    "omp": (frozenset(("install", "remove", "uninstall", "update", "list", "config", "plugin",
+                       "stats")),
+            frozenset(("-c", "--continue", "-r", "--resume", "--session", "rpc"))),
+    "hermes": (frozenset(("setup", "config", "model", "tools", "skills", "plugins", "doctor",
+                          "update", "status", "version", "login", "logout", "auth", "sessions",
+                          "uninstall")),
+               frozenset(("-r", "--resume", "-c", "--continue", "acp"))),
+    "gemini": (frozenset(("mcp", "extensions", "extension")),
+               frozenset(("-r", "--resume", "--list-sessions", "--acp", "--experimental-acp"))),
+    "copilot": (frozenset(("login", "logout", "mcp", "plugin", "update")),
+                frozenset(("--resume", "--continue", "--acp", "--server"))),
+    "qwen": (frozenset(("mcp", "extensions", "extension")),
+             frozenset(("-r", "--resume", "-c", "--continue", "--acp", "--experimental-acp"))),
+    "aider": (frozenset(), frozenset(("--restore-chat-history",))),
+    "cursor-agent": (frozenset(("login", "logout", "status", "mcp", "update", "ls")),
+                     frozenset(("resume", "--resume"))),
+    "goose": (frozenset(("configure", "info", "update", "mcp", "project", "projects")),
+              frozenset(("-r", "--resume"))),
+    "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
+            frozenset(("continue",))),
+    "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
+    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "cline": (frozenset(("auth", "config", "instance", "version")),
+              frozenset(("task", "-T", "--taskId"))),
+    "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
+               frozenset(("-c", "--continue", "-r", "--resume"))),
+    "kimi": (frozenset(("login", "logout", "mcp")), frozenset(("-C", "--continue", "-S", "--session"))),
+    "qodo": (frozenset(("login", "logout", "mcp")), frozenset(("--resume",))),
+    "plandex": (frozenset(("sign-in", "sign-out", "models")), frozenset(("continue", "cd"))),
+    "openhands": (frozenset(("mcp",)), frozenset(("--resume",))),
+    "kiro-cli": (frozenset(("login", "logout", "mcp", "settings", "doctor")),
+                 frozenset(("--resume",))),
+    "cn": (frozenset(("login", "logout")), frozenset(("--resume",))),
+}
+# Package names that npx, bunx, uvx, pipx run and their kin start as one of the CLIs.
+_AGENT_PACKAGES: Dict[str, str] = {
+    "@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "opencode-ai": "opencode",
+    "@mariozechner/pi-coding-agent": "pi", "@oh-my-pi/pi-coding-agent": "omp",
+    "hermes-agent": "hermes", "@google/gemini-cli": "gemini", "@github/copilot": "copilot",
+    "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
+    "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
+    "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+}
+# Programs whose operands can start another program (wrappers the analyzer
+# may not see through, schedulers, terminal multiplexers, interpreters with
+# inline code): their static words are searched for an agent CLI.
+_AGENT_LAUNCHERS = frozenset((
+    "nohup", "setsid", "timeout", "env", "nice", "ionice", "chrt", "taskset", "time", "stdbuf",
+    "xargs", "parallel", "sudo", "doas", "su", "runuser", "command", "builtin", "exec", "eval",
+    "bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "tmux", "screen",
+    "script", "watch", "at", "batch", "systemd-run", "unbuffer", "expect", "caffeinate",
+    "flock", "dtach", "abduco", "nq", "ts", "pueue", "firejail", "bwrap", "docker", "podman",
+    "python", "python3", "py", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "osascript",
+    "npx", "bunx", "pnpx", "npm", "pnpm", "yarn", "uvx", "uv", "pipx", "make", "just", "task",
+))
+_AGENT_HELP = frozenset(("--version", "-v", "-V", "--help", "-h", "version", "help"))
+
+
+def _agent_cli(text: str) -> Optional[str]:
+    """The agent CLI a word names, or None: by basename in any folder (`.exe`,
+    `.cmd`, `.js` and an `@version` dropped), or by its npm/PyPI package name,
+    also as a path into node_modules."""
+    low = text.lower()
+    if low in _AGENT_CLIS:
+        return low
+    if not any(c in low for c in "/\\@."):
+        return None  # a plain word that is no agent: the common case, kept cheap
+    path = low.replace("\\", "/").rstrip("/")
+    low = path
+    for package, cli in _AGENT_PACKAGES.items():
+        if low == package or low.startswith(package + "@") \
+                or ("/node_modules/" + package + "/") in low + "/":
+            return cli
+    base = low.rpartition("/")[2]
+    if "@" in base[1:]:
+        base = base[:base.index("@", 1)]
+    for suffix in (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+            break
+    return base if base in _AGENT_CLIS else None
+
+
+def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) when `cli args...` starts an agent; None for help,
+    version and the setup subcommands."""
+    if args and all(a in _AGENT_HELP for a in args):
+        return None
+    management, resume = _AGENT_CLIS[cli]
+    if args and args[0] in management:
+        return None
+    return cli, any(a.split("=", 1)[0] in resume for a in args)
+
+
+def _agent_tokens(text: str) -> List[str]:
+    """Words of a command string or inline code, split at blanks, quotes and
+    the punctuation that separates arguments in shell and code."""
+    return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
+
+
+def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str, bool]]:
+    """(agent CLI, resumes a session) when this simple command starts a coding
+    agent, else None.  A program named by a variable or substitution counts as
+    "?": it may be one, and nothing can count it.  operands: also search a
+    launcher's operands (nohup, tmux, python -c, ...) for one."""
+    head = words[0]
+    program = head.text.replace("\\", "/").rpartition("/")[2]
+    if not program or "\0" in program:
+        return "?", False
+    texts = [w.text for w in words]
+    cli = _agent_cli(head.text)
+    if cli is not None:
+        return _agent_call(cli, texts[1:])
+    if not operands or program.lower() not in _AGENT_LAUNCHERS:
+        return None
+    # A launcher: an operand that names a CLI starts it with the words after
+    # it; a command string or inline code is searched word by word.
+    for i, text in enumerate(texts[1:], 1):
+        if "\0" in text:
+            continue
+        cli = _agent_cli(text)
+        if cli is not None:
+            found = _agent_call(cli, texts[i + 1:])
+            if found is not None:
+                return found
+            continue
+        tokens = _agent_tokens(text)
+        for j, token in enumerate(tokens if len(tokens) > 1 else ()):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                return found
+    return None
+
+
 # ------------------------------------------------------------- drivers ----
 
 # Where a command runs.  A write target is named relative to the folder the
@@ -7008,6 +7204,10 @@ def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
     return _analyze_bash(command, ctx)
 
 
+# Reasons that mean the line was not read word by word.
+_UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
@@ -7021,11 +7221,21 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
+    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES:
+        # The line could not be read word by word; its text still names any
+        # agent CLI it would start.
+        tokens = _agent_tokens(command)
+        for j, token in enumerate(tokens):
+            cli = _agent_cli(token)
+            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            if found is not None:
+                v.agent, v.resume = found
+                break
     seen = []
     for t in v.targets:
         if t and t not in seen:
             seen.append(t)
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque, v.agent, v.resume)
 
 
 # ------------------------------------------------------------- culprits ----
@@ -9104,12 +9314,25 @@ def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+_AGENT_START_NEXT = (
+    "Delegate through the host's own subagent tool, which the guard counts, or ask the user "
+    "to lift agents=N for this work.")
+
+
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
     # decisions.md 10: only a finite budget makes an unbounded fan-out a
     # problem; under the unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
+    agent = f.action.starts_agent
+    if agent and f.finite:
+        # An agent started from the shell runs outside every host event the
+        # guard sees, so no reservation could ever be released: uncountable.
+        what = ("a program named by a variable or substitution, which may be a coding agent"
+                if agent == "?" else "the coding agent `%s`" % agent)
+        return ("The call starts %s outside the host's delegation tools, so agents=%d cannot "
+                "count it." % (what, f.budget), _AGENT_START_NEXT, None)
     return None
 
 
@@ -10635,6 +10858,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
         "hashIntent": action.hash_intent, "dependencyIntent": action.dependency_intent,
         "unboundedDelegation": action.unbounded_delegation,
     }
+    if action.starts_agent:
+        action_part["startsAgent"] = action.starts_agent
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -10804,7 +11029,29 @@ def _handle_session_start(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
     loaded = store.load(key)
     _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
-    return CoreResult("context", _context_for(loaded.state, loaded.storage_error))
+    text = _context_for(loaded.state, loaded.storage_error)
+    missing = _guard_files_missing(store)
+    if missing and event.source_session_id is None:
+        text = _GUARD_FILES_MISSING % ", ".join(missing) + "\n" + text
+    return CoreResult("context", text)
+
+
+# What a session start says when files `install` wrote are gone: a hook or
+# shim that cannot start does not block, so that host runs unguarded.
+_GUARD_FILES_MISSING = (
+    "WARNING: Stop That Shit is not fully installed: %s is missing. A host whose hook or shim "
+    "cannot start runs every tool call without the guard (the shims and the Hermes plugin "
+    "still block while a session is armed). Run `python3 sts.py doctor`, then reinstall.")
+
+
+def _guard_files_missing(store: Store) -> List[str]:
+    """The files `install` wrote (installed.json) that no longer exist."""
+    try:
+        with open(store.path("installed.json"), "rb") as fh:
+            listed = json.loads(fh.read()).get("paths", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [p for p in listed if isinstance(p, str) and not os.path.exists(p)]
 
 
 def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
@@ -10981,7 +11228,11 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """adapters.md 1.4: trim, relativize to cwd, forward slashes, no ./, unique."""
+    """Trim, relativize to cwd, forward slashes, no ./, unique.
+
+    A `./` stays in front of `~`: it marks a folder literally named `~` on a
+    host that does not expand it (see `host_path`), which the core must not
+    read as the home folder."""
     out: List[str] = []
     for raw in paths:
         if not isinstance(raw, str):
@@ -11009,7 +11260,7 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                     trailing = path.endswith("/") and len(path) > 1
                     path = posixpath.relpath(path, cwd) + ("/" if trailing else "")
         path = path.replace("\\", "/")
-        while path.startswith("./"):
+        while path.startswith("./") and not path.startswith("./~"):
             path = path[2:]
         if path and path not in out:
             out.append(path)
@@ -11035,6 +11286,325 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
+# --- What the host itself does with a path ------------------------------------
+# A path is judged the way the host resolves it, before files= and
+# self-protection see it.  The core reads a leading `~` as the home folder;
+# hosts differ, so each adapter hands over the path the host will open:
+# expanded where the host expands, marked `./~` where `~` is a plain name.
+
+# Host -> which leading-`~` forms its file tools expand: "none" (a plain
+# folder name), "home" (`~` and `~/` only; `~user` is a plain name) or "all"
+# (`~user` too).
+_HOST_TILDE: Dict[str, str] = {
+    "codex": "none", "claude": "home", "opencode": "none", "hermes": "all",
+    "pi": "home", "omp": "all", "gemini": "none", "copilot": "none", "qwen": "none",
+}
+
+
+def host_paths(host: str, path: Any) -> List[Any]:
+    """The paths the host may open for `path`, as to its leading `~` (see
+    _HOST_TILDE): the home folder where it expands it, else a folder literally
+    named `~` (`./~…`).  Where `~` stays a plain name both readings are
+    judged: a model can create that folder, and no host's reading is taken
+    on trust that the other would be harmless.
+
+    Other host rules (Pi's `@`, Oh My Pi's `file://`, ...) are applied by the
+    host's own adapter first; this is the last, shared step."""
+    if not isinstance(path, str):
+        return [path]
+    text = path.strip()
+    if not text.startswith("~"):
+        return [path]
+    rule = _HOST_TILDE.get(host, "none")
+    home_form = text == "~" or text.startswith(("~/", "~\\"))
+    expanded = os.path.expanduser(text.replace("\\", "/", 1) if home_form else text)
+    literal = "./" + text
+    if rule == "all" or (rule == "home" and home_form):
+        return [expanded] if not expanded.startswith("~") else [literal]
+    return [literal] if expanded.startswith("~") else [literal, expanded]
+
+
+def run_folder(host: str, cwd: Optional[str], workdir: Any) -> Tuple[Optional[str], bool]:
+    """(folder, known): where a shell tool's command runs when the call names
+    its own working folder (Codex `workdir`, OpenCode `workdir`, Hermes
+    `workdir`, Oh My Pi `cwd`).  A relative folder is taken from the session
+    folder; `known` is False when the folder cannot be established (an
+    internal URL, a variable, no session folder to start from)."""
+    if workdir is None or workdir == "":
+        return cwd, True
+    if not isinstance(workdir, str) or not workdir.strip():
+        return cwd, False
+    text = workdir.strip()
+    if "://" in text or text.startswith("local:") or "$" in text or "%" in text:
+        return cwd, False  # internal URLs and variables: not a folder we can name
+    readings = host_paths(host, text)
+    if len(readings) > 1:
+        return cwd, False  # the host's own reading of `~` here is not certain
+    text = readings[0]
+    if text.startswith("./~"):
+        text = text[2:]  # a plain folder named `~`, below the session folder
+    elif os.path.isabs(text) or _is_windows_path(text):
+        return text, True
+    if not cwd:
+        return cwd, False
+    return os.path.join(cwd, text), True
+
+
+def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Optional[str]) -> dict:
+    """Re-anchor a shell action's relative write targets in its run folder."""
+    if folder == cwd and known:
+        return action
+    if not known:
+        if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
+               for t in action.get("shellWriteTargets") or []):
+            action["unknownWriteTarget"] = True  # relative targets in an unknown folder
+        return action
+    targets = []
+    for target in action.get("shellWriteTargets") or []:
+        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
+            targets.append(target)
+        else:
+            targets.append(os.path.join(folder, target))
+    action["shellWriteTargets"] = targets
+    return action
+
+
+# Argument names that name a file or folder, in the tools a host does not
+# document to us (MCP servers, plugins); compared lower-case, without `_`/`-`.
+_PATH_KEYS = frozenset((
+    "path", "paths", "file", "files", "filepath", "filepaths", "filename", "filenames",
+    "source", "sources", "destination", "destinations", "src", "dst", "dest", "target",
+    "targets", "from", "to", "oldpath", "newpath", "old", "new", "directory", "directories",
+    "dir", "dirs", "folder", "folders", "cwd", "workdir", "workingdirectory", "root", "uri",
+    "uris", "location", "output", "outputpath", "outputfile", "input", "inputpath", "inputfile",
+    "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
+))
+_PATH_ARG_LIMIT = 64
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
+    """(paths, complete) for a tool the guard does not know: every argument
+    that names a file, at any depth and in every list, is a possible target.
+
+    An argument counts when its name says so (`source`, `destination`,
+    `path`, ...) or its value reads like a path.  `complete` is False when
+    there were more than the guard looks at, so the rest stay unestablished."""
+    found: List[str] = []
+    complete = True
+
+    def visit(value: Any, keyed: bool, depth: int) -> None:
+        nonlocal complete
+        if depth > 6 or len(found) > _PATH_ARG_LIMIT:
+            complete = False
+            return
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower().startswith("file://"):
+                text = text[7:]
+            if text and ((keyed and "\n" not in text and len(text) <= 4096)
+                         or _looks_like_path(text)):
+                if text not in found:
+                    found.append(text)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = str(key).lower().replace("_", "").replace("-", "")
+                visit(item, name in _PATH_KEYS, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, keyed, depth + 1)
+
+    visit(tool_input, False, 0)
+    if len(found) > _PATH_ARG_LIMIT:
+        return found[:_PATH_ARG_LIMIT], False
+    return found, complete
+
+
+def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
+    """A tool no table lists: its name's verdict, every path it may touch,
+    and the shell analysis of a command it may run."""
+    action: dict = {"name": name, "mutability": mutability}
+    if isinstance(tool_input, dict):
+        command = _first_text(tool_input, "command", "cmd", "script")
+        code = _first_text(tool_input, "code", "source_code")
+        ran = None
+        if command is not None:
+            ran = shell_action(name, command)
+        elif code is not None:
+            ran = code_action(name, _first_text(tool_input, "language", "lang") or "", code)
+        if ran is not None:
+            # It may run this: the same intents as through the shell, and never
+            # a better verdict than the name earned.
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+                if ran.get(key):
+                    action[key] = ran[key]
+            if ran.get("shellWriteTargets"):
+                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            if mutability == "read" and ran["mutability"] != "read":
+                action["mutability"] = ran["mutability"]
+    if action["mutability"] != "read":
+        paths, complete = path_arguments(tool_input)
+        if paths and action["mutability"] == "write":
+            action["affectedPaths"] = paths
+        elif paths:
+            # An unproven tool may touch these, and maybe more: self-protection
+            # judges them, while files= still finds its targets unproven.
+            action["shellWriteTargets"] = action.get("shellWriteTargets", []) + paths
+        if not complete:
+            action["unknownWriteTarget"] = True
+    return action
+
+
+# Languages a code-running tool may be given -> the interpreter the shell
+# analyzer reads inline code for.
+_CODE_LANGUAGES: Dict[str, str] = {
+    "py": "python3", "python": "python3", "python3": "python3", "ipython": "python3",
+    "js": "node", "javascript": "node", "node": "node", "ts": "deno", "typescript": "deno",
+    "rb": "ruby", "ruby": "ruby", "pl": "perl", "perl": "perl", "php": "php",
+    "sh": "bash", "bash": "bash", "shell": "bash", "zsh": "bash",
+}
+
+
+def code_action(name: str, language: str, code: Any) -> dict:
+    """A tool that runs code (Hermes `execute_code`, Oh My Pi `eval`, ...):
+    the same analysis the shell gets for that code given to its interpreter
+    inline, so hashing, dependencies, agents and writes are found alike.  An
+    unknown language is unproven."""
+    interpreter = _CODE_LANGUAGES.get(language.strip().lower(), "python3" if not language else "")
+    if not isinstance(code, str) or not interpreter:
+        return {"name": name, "mutability": "unknown", "analysisReason": "interpreter_code"}
+    if interpreter == "bash":
+        return shell_action(name, code)
+    import shlex
+    flag = {"node": "-e", "ruby": "-e", "perl": "-e", "php": "-r", "deno": "eval"}.get(
+        interpreter, "-c")
+    action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
+    action.pop("command", None)  # not a shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+    # Commands the code hands to a shell or to subprocess (`os.system("npm i
+    # x")`, `run(["sha256sum", f])`, `execSync('claude -p …')`) carry the same
+    # intents as typed into the shell.
+    lines, paths = _code_commands(code)
+    for line in lines:
+        ran = analyze_shell(line)
+        action["hashIntent"] = action["hashIntent"] or ran.hash_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        if ran.starts_agent and not action.get("startsAgent"):
+            action["startsAgent"] = ran.starts_agent
+    # Code can write any file it names: the literals that read like paths are
+    # possible targets (names it builds at run time stay as unseen as for
+    # the same code given to the interpreter in the shell).
+    action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
+    return action
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
+    """A tool that starts a program from an argv list (Oh My Pi `hub start`):
+    judged as the same command typed into the shell, environment included."""
+    if not _is_text(program) or not isinstance(args, (list, type(None))) \
+            or not all(isinstance(a, str) for a in args or []):
+        return {"name": name, "mutability": "unknown"}
+    import shlex
+    words = [shlex.quote(program)] + [shlex.quote(a) for a in args or []]
+    return shell_action(name, _with_env(env) + " ".join(words))
+
+
+def _with_env(env: Any) -> str:
+    """`K=V ` prefixes for the environment a tool passes to its command, so the
+    analyzer judges what those variables change (GIT_*, LD_PRELOAD, PATH)."""
+    if not isinstance(env, dict) or not env:
+        return ""
+    import shlex
+    parts = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not key.replace("_", "a").isalnum() or key[:1].isdigit():
+            return "env -i "  # a name the shell cannot take: not provably harmless
+        parts.append("%s=%s" % (key, shlex.quote(value if isinstance(value, str) else str(value))))
+    return " ".join(parts) + " "
+
+
+# The name a call is audited under when the host sent no usable tool name.
+_UNNAMED_TOOL = "(no tool name)"
+
+
+def unreadable_call() -> dict:
+    """A tool call whose name is missing or not a string (`null`, `42`): it is
+    judged and audited as unproven, like any call the guard cannot read, and
+    never passes in silence."""
+    return {"name": _UNNAMED_TOOL, "mutability": "unknown"}
+
+
+def tool_facts(host: str, tool: str) -> Tuple[Tuple[str, ...], str, str]:
+    """(path arguments, runs, working-folder argument) of one tool (ADAPTER_TOOLS)."""
+    return ADAPTER_TOOLS.get(host, {}).get(tool, ((), "", ""))
+
+
+def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optional[str]) -> dict:
+    """Apply the host's own path rules to an action before the core sees it:
+    paths as the host resolves them, and a command's relative write targets in
+    the folder the call says it runs in."""
+    if action.get("affectedPaths"):
+        action["affectedPaths"] = normalize_paths(
+            [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
+    workdir = tool_facts(host, tool)[2]
+    if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
+        folder, known = run_folder(host, cwd, tool_input.get(workdir))
+        _in_run_folder(action, folder, known, cwd)
+    return action
+
+
+def _session_state_folder() -> str:
+    """Where contracts live.  A call that would deliver model-written text as a
+    prompt (a scheduled prompt, a resumed session) names it as its target, so
+    self-protection stops it while the guard is armed: the model never sets or
+    widens its own contract."""
+    return os.path.join(data_dir(), "sessions")
+
+
 def _shell_kind(powershell: bool = False) -> str:
     if powershell:
         return "powershell"
@@ -11050,6 +11620,13 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.starts_agent:
+        action["startsAgent"] = verdict.starts_agent
+        if verdict.resumes_session:
+            # The model's text would arrive in an existing session (this one,
+            # likely) as a prompt: that writes contract state, never allowed
+            # to the model while the guard is armed.
+            action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
@@ -11088,6 +11665,29 @@ def patch_action(name: str, patch_text: Any) -> dict:
     return action
 
 
+def directive_rejected_text(error: dict, paused: bool = False) -> str:
+    """The one wording every host uses for a rejected directive, so tooling
+    reads one form: `Stop That Shit: directive rejected (CODE): message.`
+    paused: the host cannot refuse the prompt itself (Hermes, OpenCode), so
+    its tools wait for a corrected directive instead."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = (error.get("message") or "the directive could not be parsed").rstrip(". ")
+    text = ("Stop That Shit: directive rejected (%s): %s. The previous task contract still "
+            "applies; correct the directive and send it again." % (code, message))
+    if paused:
+        text += " Tools stay paused until the user sends a corrected directive."
+    return text
+
+
+def rejection_of(result: CoreResult) -> Optional[dict]:
+    """{code, message} when a prompt-error is a rejected directive (the core's
+    `CODE: message`), else None (a directive that could not be saved)."""
+    prefix = (result.code or "") + ": "
+    if result.kind != "prompt-error" or not result.code or not result.text.startswith(prefix):
+        return None
+    return {"code": result.code, "message": result.text[len(prefix):]}
+
+
 def _first_text(obj: Any, *keys: str) -> Optional[str]:
     if not isinstance(obj, dict):
         return None
@@ -11106,6 +11706,169 @@ def _as_object(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+# --- The adapters table: every tool of every host ----------------------------
+# One place to read what each host's tools do with the file system: which
+# arguments name paths, whether the tool runs code or programs, and where it
+# runs.  Each host's TOOLS (below) says how a call is classified; this table
+# says what it touches, and tests/test_adapters_table.py holds the two equal.
+#
+# host -> tool -> (path arguments, runs, working-folder argument)
+#   path arguments: the input fields naming files or folders the tool touches
+#     (patch texts name theirs in `*** ... File:` headers, listed as such);
+#   runs: "" nothing; "shell"/"powershell" a command line (the shell
+#     analyzer); "code" source code for an interpreter (the same analyzer,
+#     inline code); "program" an argv; "agent" starts a subagent; "input"
+#     feeds a running program; "prompt" schedules text that comes back as a
+#     prompt;
+#   working-folder argument: where the command runs and relative targets
+#     land, when the call may name it ("" = the session folder).
+# A tool not listed for its host is judged by its name (Codex, Claude Code,
+# OpenCode) or is unproven (Hermes, Pi, Oh My Pi); either way every argument
+# that looks like a path is a possible target (`path_arguments`), and a
+# `command`/`code` argument gets the shell's analysis (`unlisted_action`).
+ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
+    "codex": {
+        # Codex resolves exec_command's `workdir` itself: the hook gets only the
+        # command, with the folder as the event's cwd (seen on 0.171.0).
+        "Bash": ((), "shell", ""), "exec_command": ((), "shell", ""),
+        "shell_command": ((), "shell", ""),
+        "apply_patch": (("command: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "Edit": (("file_path", "path"), "", ""), "Write": (("file_path", "path"), "", ""),
+        "spawn_agent": ((), "agent", ""), "Agent": ((), "agent", ""),
+        "write_stdin": ((), "input", ""),
+        **{tool: ((), "", "") for tool in (
+            "update_plan", "request_user_input", "wait", "wait_agent", "interrupt_agent",
+            "close_agent", "list_agents", "send_message", "send_input", "resume_agent",
+            "followup_task", "create_goal", "update_goal", "get_goal")},
+    },
+    "claude": {
+        "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
+        "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
+        "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
+        "PowerShell": ((), "powershell", ""),
+        "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
+        "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
+        "LSP": (("filePath",), "", ""),
+        "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""),
+        **{tool: ((), "", "") for tool in (
+            "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
+            "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "ReportFindings", "SendMessage", "TodoWrite", "TaskCreate", "TaskUpdate",
+            "TaskList", "TaskGet", "TaskOutput", "TaskStop", "ToolSearch", "WaitForMcpServers")},
+    },
+    "opencode": {
+        "write": (("filePath",), "", ""), "edit": (("filePath",), "", ""),
+        "apply_patch": (("patchText: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "bash": ((), "shell", "workdir"), "task": ((), "agent", ""),
+        "read": (("filePath",), "", ""), "glob": (("path",), "", ""), "grep": (("path",), "", ""),
+        "lsp": (("filePath",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "webfetch", "websearch", "plan_enter", "plan_exit", "question", "skill",
+            "todowrite")},
+    },
+    "hermes": {
+        "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
+        "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
+        "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
+            "skills_list", "clarify", "todo")},
+    },
+    "pi": {
+        "write": (("path",), "", ""), "edit": (("path",), "", ""),
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""),
+    },
+    "omp": {
+        "write": (("path",), "", ""),
+        "edit": (("path", "paths", "edits[].rename", "input: [PATH#TAG], *** Edit File:"), "", ""),
+        "bash": ((), "shell", "cwd"), "powershell": ((), "powershell", "cwd"),
+        "eval": ((), "code", ""), "hub": ((), "program", "cwd"),
+        "task": ((), "agent", ""), "subagent": ((), "agent", ""),
+        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
+        "ls": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in ("web_search", "ask", "todo", "yield")},
+    },
+    "gemini": {
+        "write_file": (("file_path",), "", ""), "replace": (("file_path",), "", ""),
+        "save_memory": ((), "", ""),
+        "run_shell_command": ((), "shell", "dir_path"),
+        **{tool: ((), "agent", "") for tool in (
+            "invoke_agent", "codebase_investigator", "cli_help", "generalist", "browser_agent")},
+        "read_file": (("file_path",), "", ""), "read_many_files": (("include",), "", ""),
+        "list_directory": (("dir_path",), "", ""), "glob": (("dir_path",), "", ""),
+        "grep_search": (("dir_path",), "", ""), "search_file_content": (("dir_path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "google_web_search", "web_fetch", "get_internal_docs", "read_mcp_resource",
+            "list_mcp_resources", "list_background_processes", "read_background_output",
+            "tracker_get_task", "tracker_list_tasks", "tracker_visualize", "take_snapshot",
+            "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
+            "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
+            "tracker_add_dependency")},
+    },
+    "copilot": {
+        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
+        "create": (("path",), "", ""), "edit": (("path",), "", ""),
+        "str_replace_editor": (("path",), "", ""),
+        "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "task": ((), "agent", ""), "write_agent": ((), "agent", ""),
+        "write_bash": ((), "input", ""), "write_powershell": ((), "input", ""),
+        "view": (("path",), "", ""), "grep": (("path",), "", ""), "glob": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "read_bash", "read_powershell", "list_bash", "list_powershell",
+            "lexical_code_search", "semantic_code_search", "web_fetch",
+            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
+            "report_intent", "update_todo")},
+        "skill": ((), "prompt", ""),
+    },
+    "qwen": {
+        "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
+        "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
+        "enter_worktree": ((), "", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
+        "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
+        "send_message": ((), "agent", ""), "exec": ((), "code", ""),
+        "tool_call": (("arguments: as the tool named",), "", ""),
+        "cron_create": ((), "prompt", ""), "loop_wakeup": ((), "prompt", ""),
+        "skill": ((), "prompt", ""),
+        "read_file": (("file_path",), "", ""), "glob": (("path",), "", ""),
+        "grep_search": (("path",), "", ""), "list_directory": (("path",), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
+            "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
+            "omni_recall_media_memory", "todo_write", "exit_plan_mode",
+            "enter_plan_mode", "ask_user_question", "cron_delete", "task_create", "task_update",
+            "task_stop", "structured_output", "report_findings", "update_goal", "propose_goal",
+            "request_shutdown", "team_delete", "team_plan_approval", "exit_worktree")},
+    },
+}
+
+# Host -> how its file tools resolve a path the model wrote (the functions that
+# apply it: `host_paths`, `pi_host_path`, `omp_host_path`, `omp_edit_candidates`).
+HOST_PATH_RULES: Dict[str, str] = {
+    "codex": "relative to the session folder; `~` is a plain folder name",
+    "claude": "relative to the session folder; `~` and `~/` are the home folder, `~user` a "
+              "plain name",
+    "opencode": "relative to the session folder; `~` is a plain folder name",
+    "hermes": "relative to the terminal's live folder (the plugin asks Hermes for it); `~`, "
+              "`~/` and `~user` are home folders",
+    "pi": "one leading `@` dropped, Unicode spaces made plain; `~` and `~/` are the home folder",
+    "omp": "`:` and `@` prefixes dropped, `file://` decoded, `~`, `~/` and `~name` expanded; "
+           "`edit` of a path that does not exist lands on the one workspace file whose path "
+           "ends the same way",
+    "gemini": "relative to the session folder; a leading `~` is judged both ways",
+    "copilot": "relative to the session folder; a leading `~` is judged both ways",
+    "qwen": "relative to the session folder; a leading `~` is judged both ways",
+}
 
 
 class Adapter:
@@ -11178,7 +11941,9 @@ class _CommandHookAdapter(Adapter):
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
                 "permissionDecisionReason": reason}}, ensure_ascii=False)
         if result.kind == "prompt-error":
-            return json.dumps({"decision": "block", "reason": result.text}, ensure_ascii=False)
+            error = rejection_of(result)
+            reason = directive_rejected_text(error) if error else result.text
+            return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return json.dumps({"hookSpecificOutput": {
@@ -11205,10 +11970,41 @@ class _CommandHookAdapter(Adapter):
         return action
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": fallback_mutability(name)}
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
+    def _powershell(self, name: str, tool_input: dict) -> dict:
+        return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def _skill(self, name: str, tool_input: dict) -> dict:
+        """A control, unless it loads this guard's own skill with arguments that
+        would set the contract: the model may read the skill, never type the
+        directive for the user."""
+        action = {"name": name, "mutability": "control"}
+        skill = _first_text(tool_input, "skill", "command", "name") or ""
+        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
+            args = " ".join(v for k, v in tool_input.items()
+                            if isinstance(v, str) and k not in ("skill", "command", "name"))
+            if args.strip() and _sets_contract("$stop-that-shit " + args):
+                action["affectedPaths"] = [_session_state_folder()]
+        return action
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        """A control, unless the prompt it schedules would set the contract.
+
+        A scheduled prompt comes back later as a prompt, so a model could
+        schedule `$stop-that-shit open` (or "fix it" during a review) and
+        widen its own contract.  That changes the session state in the
+        guard's data folder, so it is named as such and self-protection
+        stops it while the session is armed.
+        """
+        action = {"name": name, "mutability": "control"}
+        texts = [value for value in tool_input.values() if isinstance(value, str)]
+        if any(_sets_contract(text) for text in texts):
+            action["affectedPaths"] = [_session_state_folder()]
+        return action
 
     def _write_tool(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "file_path", "path")
@@ -11245,10 +12041,10 @@ class _CommandHookAdapter(Adapter):
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         tool_input = payload.get("tool_input")
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
         if _is_text(call_id):
             action["id"] = call_id
@@ -11257,8 +12053,8 @@ class _CommandHookAdapter(Adapter):
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            place_call(self.host, self.canonical_tool(tool), action, tool_input, cwd)
         return HookCall(name, self.envelope("action.before", session, action=action,
                                             turnId=payload.get("turn_id") or payload.get("prompt_id"),
                                             host=self.host_meta(payload)),
@@ -11372,6 +12168,9 @@ class CodexAdapter(_CommandHookAdapter):
         return {"id": call_id, "lifecycle": "unknown", "endedAgentIds": ended}
 
 
+# Claude Code 2.1 UserPromptSubmit `source`: who authored the turn.  Only these
+# are the user (typed, or given to `-p`/the SDK); absent on older builds.
+_CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
@@ -11451,37 +12250,15 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
+        "Skill": "_skill",
         **{name: "control" for name in (
             "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
             "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
-            "ReportFindings", "SendMessage", "Skill", "TodoWrite",
+            "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
-
-    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
-        """A control, unless the prompt it schedules would set the contract.
-
-        A scheduled prompt comes back later as a prompt, so a model could
-        schedule `$stop-that-shit open` (or "fix it" during a review) and
-        widen its own contract.  That changes the session state in the
-        guard's data folder, so it is named as such and self-protection
-        stops it while the session is armed.
-        """
-        action = {"name": name, "mutability": "control"}
-        texts = [value for value in tool_input.values() if isinstance(value, str)]
-        if any(_sets_contract(text) for text in texts):
-            action["affectedPaths"] = [os.path.join(data_dir(), "sessions")]
-        return action
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "notebook_path")
@@ -11494,9 +12271,6 @@ class ClaudeAdapter(_CommandHookAdapter):
         if "command" not in tool_input and "ws" in tool_input:
             return {"name": name, "mutability": "read"}
         return shell_action(name, tool_input.get("command"))
-
-    def _powershell(self, name: str, tool_input: dict) -> dict:
-        return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _workflow(self, name: str, tool_input: dict) -> dict:
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
@@ -11512,6 +12286,12 @@ class ClaudeAdapter(_CommandHookAdapter):
             if note is not None:
                 # Model-written text: never contract authority (adapters.md 4.4).
                 return self._task_done(payload, note, name)
+        source = payload.get("source")
+        if source is not None and source not in _CLAUDE_USER_SOURCES:
+            # Claude names who authored the turn: a scheduled fire, a /loop
+            # wakeup, a peer or channel message, an auto-continuation.  Those
+            # carry text the model wrote or scheduled: never the contract.
+            return HookCall(name, None, answer=NO_RESULT)
         return super().on_prompt(payload, store, name)
 
     def _task_done(self, payload: dict, note: dict, name: str) -> Optional[HookCall]:
@@ -11528,8 +12308,9 @@ class ClaudeAdapter(_CommandHookAdapter):
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
-        if expansion not in (None, "slash_command") or \
-                command not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+        # Matched without case, like the typed directive (`/Stop-That-Shit`).
+        if expansion not in (None, "slash_command") or not isinstance(command, str) or \
+                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
@@ -11688,17 +12469,13 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 def directive_pause_text(error: dict) -> str:
     """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
-    code = error.get("code") or "INVALID_DIRECTIVE"
-    message = error.get("message") or "the directive could not be parsed"
-    return ("Stop That Shit rejected the last $stop-that-shit directive (%s): %s The previous "
-            "task contract still applies. Tools stay paused until the user sends a corrected "
-            "directive." % (code, message.rstrip(".") + "."))
+    return directive_rejected_text(error, paused=True)
 
 
 def _rejected_text(result: CoreResult) -> str:
     """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
-    return ("Stop That Shit rejected this directive: %s. The previous task contract still "
-            "applies; correct the directive and send it again." % result.text.rstrip(". "))
+    error = rejection_of(result)
+    return directive_rejected_text(error) if error else result.text
 
 
 def current_context(store: Store, root: str) -> str:
@@ -11749,7 +12526,7 @@ class _HostBAdapter(Adapter):
         return name
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        return {"name": name, "mutability": "unknown"}  # Hermes, Pi, OMP: no name fallback
+        return unlisted_action(name, tool_input, "unknown")  # Hermes, Pi, OMP: no name fallback
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"))
@@ -11757,13 +12534,17 @@ class _HostBAdapter(Adapter):
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
 
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        """Paths the host itself may substitute for the ones named (none here)."""
+
     def fields(self, session: str, root: str, **more: Any) -> dict:
         if session != root:
             more["sourceSessionId"] = session
         return more
 
     def before_call(self, name: str, session: str, root: str, action: dict,
-                    call_id: Any, cwd: Any, store: Store, **more: Any) -> Optional[ShimCall]:
+                    call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
+                    **more: Any) -> Optional[ShimCall]:
         """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
         if _is_text(call_id):
             action["id"] = call_id
@@ -11772,8 +12553,8 @@ class _HostBAdapter(Adapter):
         cwd = cwd if isinstance(cwd, str) and cwd else None
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        self.host_resolution(action, tool_input, cwd)
+        place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
         return ShimCall(name, event, tool_call=True, session_id=session, root=root,
@@ -11913,6 +12694,15 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
     return open_keys[0] if len(open_keys) == 1 else None
 
 
+# Hermes `cronjob` actions that start nothing (create, update, resume and run
+# schedule or start an agent run).
+_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
+# Link name of a Hermes task id, for tool calls that carry no session id.
+_HERMES_TASK_LINK = "hermes-task:"
+# How Hermes 0.19 begins the notices it queues as user turns (process_registry).
+_HERMES_NOTICE_HEADS = ("[IMPORTANT: ", "[ASYNC DELEGATION ")
+
+
 class HermesAdapter(_HostBAdapter):
     """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
 
@@ -11932,6 +12722,7 @@ class HermesAdapter(_HostBAdapter):
             "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
             "session_search", "skill_view", "skills_list")},
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
+        "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
     }
 
@@ -11960,8 +12751,8 @@ class HermesAdapter(_HostBAdapter):
         if call.host_event != "pre_llm_call" or not call.render:
             return ""  # Hermes shows context on prompts only (adapters.md 8.4)
         if result.kind == "prompt-error":
-            error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-            return _json({"context": directive_pause_text(error)})
+            error = rejection_of(result)
+            return _json({"context": directive_pause_text(error) if error else result.text})
         text = result.text if result.kind == "context" else ""
         store, root = getattr(call, "store", None), getattr(call, "root", None)
         if store is not None and root and not getattr(call, "child", False):
@@ -11992,6 +12783,19 @@ class HermesAdapter(_HostBAdapter):
                     "dependencyIntent": False}
         return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
+
+    def _execute_code(self, name: str, tool_input: dict) -> dict:
+        # Python in a sandbox that can also call terminal/write_file/patch
+        # (those calls come back through pre_tool_call on their own).
+        return code_action(name, "python", tool_input.get("code"))
+
+    def _cronjob(self, name: str, tool_input: dict) -> dict:
+        """Managing jobs is a control; creating, changing or running one starts
+        an agent later, in a session of its own the guard never counts."""
+        verb = tool_input.get("action")
+        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
+            return {"name": name, "mutability": "control"}
+        return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
         count = hermes_delegation_count(tool_input)
@@ -12025,9 +12829,25 @@ class HermesAdapter(_HostBAdapter):
             event = self.envelope("session.start", root, sourceSessionId=session,
                                   host={"family": self.family})
             return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+        task = _text_or_none(self.field(payload, "task_id"))
+        if task:
+            # Tools that execute_code calls from its sandbox name only this
+            # task.  The link has its own name space: several root sessions
+            # may share a task id, and this link must not merge them.
+            try:
+                if store.link_root(_HERMES_TASK_LINK + task) != root:
+                    link_child(store, _HERMES_TASK_LINK + task, root)
+            except (OSError, StateDamaged):
+                pass
         prompt = self.field(payload, "user_message")
         if not isinstance(prompt, str):
             return None
+        if prompt.lstrip().startswith(_HERMES_NOTICE_HEADS):
+            # Hermes queues its own notices (a background process ended, an
+            # async delegation finished) as user turns; they carry output the
+            # model wrote, so they never set the contract.
+            event = self.envelope("session.start", root, host={"family": self.family})
+            return ShimCall(name, event, session_id=session, root=root, store=store)
         turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
         event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
                               host={"family": self.family})
@@ -12035,20 +12855,28 @@ class HermesAdapter(_HostBAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        task = _text_or_none(self.field(payload, "task_id"))
+        if session is None and task is not None:
+            # A tool that `execute_code` calls from its sandbox arrives with an
+            # empty session id and the task id; the task is linked to its
+            # session when that session's prompt arrives (on_prompt).
+            session = _HERMES_TASK_LINK + task
+        if session is None:
             return None
+        tool = payload.get("tool_name")
         call_id = self.field(payload, "tool_call_id")
-        action = self.classify(tool, payload.get("tool_input"))
+        tool_input = payload.get("tool_input")
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         try:
-            root = self.resolve(payload, store)
+            root = self.resolve(payload, store) if not session.startswith(_HERMES_TASK_LINK) \
+                else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
         if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
-                                turnId=self.field(payload, "turn_id"))
+                                tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         # Only delegation results carry ledger facts; others would cost a lock.
@@ -12247,12 +13075,7 @@ class OpenCodeAdapter(_ShimAdapter):
         return name.lower()
 
     def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = {"name": name, "mutability": fallback_mutability(name)}
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "filePath", "file_path", "path")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
+        return unlisted_action(name, tool_input, fallback_mutability(name))
 
     def _write(self, name: str, args: dict) -> dict:
         return file_write_action(name, args.get("filePath"), args.get("content"))
@@ -12281,8 +13104,8 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
         # A chat message cannot be rejected: the rejection becomes the context.
-        error = {"code": result.code, "message": result.text.partition(": ")[2] or result.text}
-        return self._with_contract(directive_pause_text(error), call)
+        error = rejection_of(result)
+        return self._with_contract(directive_pause_text(error) if error else result.text, call)
 
     def _with_contract(self, text: str, call: HookCall) -> str:
         store, root = getattr(call, "store", None), getattr(call, "root", None)
@@ -12328,10 +13151,11 @@ class OpenCodeAdapter(_ShimAdapter):
 
     def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
-        if not isinstance(inner, dict) or not _is_text(inner.get("tool")):
+        if not isinstance(inner, dict):
             return None
         args = output.get("args") if isinstance(output, dict) else None
-        action = self.classify(inner["tool"], args)
+        tool = inner.get("tool")
+        action = self.classify(tool, args) if _is_text(tool) else unreadable_call()
         try:
             session, root = self.session_and_root(payload, body, store, inner)
         except _LinkDamaged as exc:
@@ -12342,8 +13166,27 @@ class OpenCodeAdapter(_ShimAdapter):
         pending = _pending_directive_error(store, root)
         if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
             return _block(name, directive_pause_text(pending), session, tool_call=True)
+        if self.tool_key(action["name"]) == "task":
+            self._resumed_session(action, args, store, session, root)
         return self.before_call(name, session, root, action, inner.get("callID"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=args)
+
+    @staticmethod
+    def _resumed_session(action: dict, args: Any, store: Store, session: str, root: str) -> None:
+        """`task` with a task_id resumes that session with the model's prompt,
+        and OpenCode checks no parent: named after the root (or any session
+        not known as one of its children) the text arrives there as a user
+        turn.  That sets contract state, so self-protection stops it."""
+        target = next((args[k] for k in _TASK_ID_KEYS
+                       if isinstance(args, dict) and _is_text(args.get(k))), None)
+        if target is None:
+            return
+        try:
+            known_child = target not in (session, root) and store.link_root(target) == root
+        except StateDamaged:
+            known_child = False
+        if not known_child:
+            action.setdefault("affectedPaths", []).append(_session_state_folder())
 
     def on_post_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
@@ -12575,9 +13418,7 @@ class PiAdapter(_ShimAdapter):
     def on_tool_call(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
         tool = event.get("toolName")
-        if not _is_text(tool):
-            return None
-        action = self.classify(tool, event.get("input"))
+        action = self.classify(tool, event.get("input")) if _is_text(tool) else unreadable_call()
         if self.COMPLETION_SCOPE:
             action["completionScope"] = self.COMPLETION_SCOPE
         try:
@@ -12588,7 +13429,7 @@ class PiAdapter(_ShimAdapter):
         if session is None:
             return None
         return self.before_call(name, session, root, action, event.get("toolCallId"),
-                                self.cwd_of(payload), store)
+                                self.cwd_of(payload), store, tool_input=event.get("input"))
 
     def result_fact(self, event: dict) -> Optional[dict]:
         if event.get("toolName") != "subagent":
@@ -12713,6 +13554,44 @@ def omp_edit_paths(text: str) -> Tuple[List[str], str]:
     return paths, "\n".join(added)
 
 
+# How many entries the guard walks looking for Oh My Pi's suffix fallback.
+_OMP_SUFFIX_WALK_LIMIT = 20000
+
+
+def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str], bool]:
+    """(extra paths, complete) for an Oh My Pi `edit`: its engine, given a path
+    that does not exist, edits the one workspace file whose path ends the same
+    way ("suffix recovery": `src/util.py` may land in `vendor/src/util.py`).
+    Every such file is a possible target, so all of them are judged.
+    `complete` is False when the workspace was too large to search, so where
+    the edit lands is not established."""
+    extra: List[str] = []
+    wanted = []
+    for raw in paths:
+        text = raw.replace("\\", "/").strip()
+        while text.startswith("./"):
+            text = text[2:]
+        text = text.rstrip("/")
+        if not text or os.path.isabs(text) or not cwd or text.startswith("../") or text == "..":
+            continue
+        if not os.path.lexists(os.path.join(cwd, text)):
+            wanted.append(text)
+    if not wanted:
+        return extra, True
+    seen = 0
+    for folder, dirs, files in os.walk(cwd):
+        seen += len(dirs) + len(files)
+        if seen > _OMP_SUFFIX_WALK_LIMIT:
+            return extra, False
+        base = os.path.relpath(folder, cwd).replace(os.sep, "/")
+        for entry in dirs + files:
+            rel = entry if base == "." else base + "/" + entry
+            for text in wanted:
+                if (rel.endswith("/" + text) or rel == text) and rel not in extra:
+                    extra.append(rel)
+    return extra, True
+
+
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
     """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
     args = tool_input if isinstance(tool_input, dict) else {}
@@ -12787,8 +13666,36 @@ class OmpAdapter(PiAdapter):
         "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
         "task": "_task", "hub": "_hub",
         **{name: "control" for name in ("ask", "todo", "yield")},
-        "eval": "_spawner", "subagent": "_spawner",
+        "eval": "_eval", "subagent": "_spawner",
     }
+
+    def _shell(self, name: str, args: dict) -> dict:
+        # `env` gives the command extra variables: judged as `K=V command`.
+        return shell_action(name, _with_env(args.get("env")) + args["command"]
+                            if isinstance(args.get("command"), str) else None)
+
+    def _powershell(self, name: str, args: dict) -> dict:
+        action = shell_action(name, args.get("command"), powershell=True)
+        if args.get("env"):
+            action["mutability"] = "write" if action["mutability"] == "write" else "unknown"
+            action.setdefault("analysisReason", "state_change")
+        return action
+
+    def host_resolution(self, action: dict, tool_input: Any, cwd: Optional[str]) -> None:
+        if self.tool_key(action["name"]) != "edit" or not action.get("affectedPaths"):
+            return
+        extra, complete = omp_edit_candidates(action["affectedPaths"], cwd)
+        action["affectedPaths"] = action["affectedPaths"] + extra
+        if not complete:
+            action["unknownWriteTarget"] = True
+
+    def _eval(self, name: str, args: dict) -> dict:
+        """Code in OMP's persistent py/js kernel: the shell's analysis of that
+        code; it may also wake agents through helpers, so never countable."""
+        action = code_action(name, args.get("language") if isinstance(args.get("language"), str)
+                             else "py", args.get("code"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def normalize_prompt(self, text: str) -> str:
         return _omp_directive_form(text)
@@ -12864,6 +13771,9 @@ class OmpAdapter(PiAdapter):
 
     def _hub(self, name: str, args: dict) -> dict:
         op = args.get("op")
+        if op in ("start", "restart") and "application" in args:
+            # Starts a program from an argv: the same command through the shell.
+            return argv_action(name, args.get("application"), args.get("args"), args.get("env"))
         action = {"name": name, "mutability": _OMP_HUB_OPS.get(op, "unknown")}
         if op == "send" and not _is_text(args.get("name")):
             action["delegationLifecycleUnproven"] = True  # a message to an agent, not a process
@@ -13057,32 +13967,12 @@ def _reservation_by_digest(store: Store, root: str, host: str, tool: str, tool_i
     return found[0] if len(found) == 1 else None
 
 
-def _joined_dir(cwd: Optional[str], folder: Any) -> Optional[str]:
-    """The folder a shell tool runs in: `folder` (absolute, or relative to cwd)."""
-    if not _is_text(folder):
-        return cwd
-    folder = folder.strip()
-    if folder.startswith("/") or _is_windows_path(folder) or not cwd:
-        return folder
-    return os.path.join(cwd, folder)
-
-
 class _NewHostAdapter(_CommandHookAdapter):
     """What Gemini CLI, Copilot CLI and Qwen Code share: the table-driven
     classification of the command-hook hosts, a cwd that follows a shell
     tool's own folder argument, and delegation ids for hosts that give none."""
 
-    # Shell tools whose input names the folder they run in: tool -> key.
-    SHELL_DIRS: Dict[str, str] = {}
     STAMPED_IDS = False  # the host gives tool calls no id
-
-    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
-        action = super().classify_unlisted(name, tool_input)
-        if action["mutability"] == "write":
-            path = _first_text(tool_input, "file_path", "path", "filePath")
-            if path:
-                action["affectedPaths"] = [path]
-        return action
 
     def _spawner(self, name: str, tool_input: dict) -> dict:
         # Runs code that can call any tool, agents included.
@@ -13097,9 +13987,9 @@ class _NewHostAdapter(_CommandHookAdapter):
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
 
     def pre_tool(self, payload: dict, store: Store, name: str, session: str, root: str,
-                 tool: str, tool_input: Any, call_id: Any) -> Optional[HookCall]:
+                 tool: Any, tool_input: Any, call_id: Any) -> Optional[HookCall]:
         """action.before for `root`, judged for `session` (a child when they differ)."""
-        action = self.classify(tool, tool_input)
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
             call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
         if _is_text(call_id):
@@ -13107,13 +13997,12 @@ class _NewHostAdapter(_CommandHookAdapter):
         elif _needs_call_id(action):
             return None  # a delegation without an id cannot hold a place in the ledger
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        key = self.SHELL_DIRS.get(tool)
-        if key and isinstance(tool_input, dict):
-            cwd = _joined_dir(cwd, tool_input.get(key))
         if cwd:
             action["cwd"] = cwd
-        if action.get("affectedPaths"):
-            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        if _is_text(tool):
+            # The shell tool's own folder argument (Gemini dir_path, Qwen
+            # directory) re-anchors its targets there; see ADAPTER_TOOLS.
+            place_call(self.host, tool, action, tool_input, cwd)
         fields = {"sourceSessionId": session} if session != root else {}
         event = self.envelope("action.before", root, action=action,
                               turnId=payload.get("prompt_id"), host=self.host_meta(payload),
@@ -13122,11 +14011,10 @@ class _NewHostAdapter(_CommandHookAdapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
-        if session is None or not _is_text(tool):
+        if session is None:
             return None
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
-        return self.pre_tool(payload, store, name, session, session, tool,
+        return self.pre_tool(payload, store, name, session, session, payload.get("tool_name"),
                              payload.get("tool_input"), call_id)
 
 
@@ -13169,7 +14057,6 @@ class GeminiAdapter(_NewHostAdapter):
             "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
             "tracker_add_dependency")},
     }
-    SHELL_DIRS = {"run_shell_command": "dir_path"}
     STAMPED_IDS = True
 
     def prompt_text(self, payload: dict) -> Optional[str]:
@@ -13192,7 +14079,7 @@ class GeminiAdapter(_NewHostAdapter):
             return _json({"decision": "deny",
                           "reason": result.text or "Stop That Shit denied this call."})
         if result.kind == "prompt-error":  # BeforeAgent: the turn is blocked, the user sees why
-            return _json({"decision": "block", "reason": result.text})
+            return _json({"decision": "block", "reason": _rejected_text(result)})
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return _json({"hookSpecificOutput": {
@@ -13257,8 +14144,9 @@ class CopilotAdapter(_NewHostAdapter):
             "list_agents")},
         # sql works on the session's own SQLite database (todos), not the repository.
         **{name: "control" for name in (
-            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
             "report_intent", "update_todo")},
+        "skill": "_skill",
     }
     STAMPED_IDS = True
 
@@ -13347,14 +14235,11 @@ class CopilotAdapter(_NewHostAdapter):
                                             host=self.host_meta(payload)))
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        tool = payload.get("toolName")
-        if not _is_text(tool):
-            return None
         session, root = self.governing(payload, store)
         if session is None:
             return None
-        return self.pre_tool(payload, store, name, session, root, tool, payload.get("toolArgs"),
-                             None)
+        return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
+                             payload.get("toolArgs"), None)
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         if payload.get("toolName") != _COPILOT_AGENT_TOOL:
@@ -13426,21 +14311,23 @@ class QwenAdapter(_NewHostAdapter):
         "save_memory": "write", "enter_worktree": "write",
         "run_shell_command": "_shell", "monitor": "_monitor",
         "agent": "delegate", "workflow": "_unbounded", "team_create": "_unbounded",
-        "create_sub_session": "_spawner", "exec": "_spawner",
+        "create_sub_session": "_spawner", "exec": "_exec",
         "send_message": "_wakes_agent", "tool_call": "_tool_call",
+        # Text scheduled now comes back later as a prompt (as in Claude Code).
+        "cron_create": "_scheduled_prompt", "loop_wakeup": "_scheduled_prompt",
+        "skill": "_skill",
         **{name: "read" for name in (
             "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
         **{name: "control" for name in (
-            "todo_write", "skill", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_create", "cron_delete", "loop_wakeup", "task_create", "task_update",
+            "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
+            "cron_delete", "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
             "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
             "exit_worktree")},
     }
-    SHELL_DIRS = {"run_shell_command": "directory"}
     _TOOL_CALL_DEPTH = 4
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
@@ -13453,6 +14340,14 @@ class QwenAdapter(_NewHostAdapter):
         if "command" not in tool_input:
             return {"name": name, "mutability": "unknown"}
         return shell_action(name, tool_input.get("command"))
+
+    def _exec(self, name: str, tool_input: dict) -> dict:
+        """Code that can call any tool, agents included: the shell's analysis of
+        that code, and never countable."""
+        language = _first_text(tool_input, "language", "lang") or "js"
+        action = code_action(name, language, _first_text(tool_input, "code", "script"))
+        action["delegationLifecycleUnproven"] = True
+        return action
 
     def _tool_call(self, name: str, tool_input: dict, depth: int = 0) -> dict:
         """The deferred-tool bridge: judged as the tool it calls.  Qwen resolves
@@ -15171,6 +16066,66 @@ def _age(seconds: float) -> str:
     return "%d s" % seconds
 
 
+# What happens on a host whose hook command names an sts.py that is gone.
+_GUARD_GONE = {
+    "shim": "the shim blocks tool calls while a session is armed and lets everything else "
+            "run unguarded",
+    "hook": "the hook cannot start, and a hook that cannot start does not block: every tool "
+            "call runs without the guard",
+}
+
+
+def _command_sts_path(command: str) -> Optional[str]:
+    """The sts.py a hook command runs: the folder its import form puts on
+    sys.path, or an sts.py it names; None when it names neither."""
+    import ast
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv):
+            try:
+                tree = ast.parse(argv[index + 1])
+            except SyntaxError:
+                return None
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "insert" \
+                        and len(node.args) == 2 and isinstance(node.args[1], ast.Constant) \
+                        and isinstance(node.args[1].value, str):
+                    return os.path.join(node.args[1].value, "sts.py")
+        if word.endswith("sts.py"):
+            return word
+    return None
+
+
+def _missing_sts_refs(path: str) -> List[str]:
+    """Each sts.py the hook commands of a host's JSON configuration run that
+    does not exist."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    found: List[str] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, str) and ("import sts" in value or "sts.py" in value):
+            target = _command_sts_path(value)
+            if target and not os.path.isfile(target) and target not in found:
+                found.append(target)
+
+    visit(data)
+    return found
+
+
 def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> None:
     python = entries[0].get("python", "python3") if entries else "python3"
     command = hook_command(host, python)
@@ -15181,6 +16136,9 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
         fix_s = fix + (" --scope project" if scope == "project" else "")
         if host in _HOOK_EVENTS:
             cfg = os.path.join(base, _HOSTS[host]["config"])
+            for gone in _missing_sts_refs(cfg):
+                check("FAIL", host, "GUARD MISSING: %s runs %s, which does not exist; %s"
+                      % (cfg, gone, _GUARD_GONE["hook"]), fix_s)
             ok, text = _json_hooks_wired(cfg, host, command)
             check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
         for _, dst in _SHIM_FILES.get(host, ()):
@@ -15191,7 +16149,10 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                                                                "is missing"), None if ok else fix_s)
                 continue
             pinned = _shim_pinned_to(dest)
-            if pinned == _sts_path():
+            if pinned and not os.path.isfile(pinned):
+                check("FAIL", host, "GUARD MISSING: shim %s runs %s, which does not exist; %s"
+                      % (dest, pinned, _GUARD_GONE["shim"]), fix_s)
+            elif pinned == _sts_path():
                 check("OK", host, "shim %s points at this sts.py" % dest)
             elif pinned:
                 check("FAIL", host, "shim %s points at %s, not this sts.py" % (dest, pinned), fix_s)
@@ -15255,6 +16216,9 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
 def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]) -> None:
     dest = _copilot_hook_path(base)
     raw = _install_read(dest)
+    for gone in _missing_sts_refs(dest):
+        check("FAIL", "copilot", "GUARD MISSING: %s runs %s, which does not exist; %s"
+              % (dest, gone, _GUARD_GONE["hook"]), fix)
     if raw is None:
         check("FAIL", "copilot", "%s does not exist" % dest, fix)
     elif raw != _copilot_hooks_text(python).encode("utf-8"):

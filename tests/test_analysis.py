@@ -72,6 +72,12 @@ def test_corpus_label(number, label, tags, command):
             assert result.dependency_intent, result
         elif tag == "-D":
             assert not result.dependency_intent, result
+        elif tag == "+A":
+            assert result.starts_agent, result
+        elif tag == "-A":
+            assert result.starts_agent is None, result
+        elif tag == "+R":
+            assert result.starts_agent and result.resumes_session, result
         elif tag == ">?":
             assert result.unknown_target, result
         elif tag == ">-?":
