@@ -112,6 +112,15 @@ def test_a_task_notification_never_changes_the_contract(store):
     assert write(store) is None
 
 
+def test_a_turn_the_user_did_not_type_is_no_prompt(store):
+    listed("A Claude Code turn whose `source` is not the user")
+    say(store, "$stop-that-shit review -- look")
+    prompt, _ = claude()
+    woken = dict(prompt, prompt="$stop-that-shit change -- go on", source="schedule_wakeup")
+    assert hook("claude", woken, store) is None
+    assert reason(write(store)) == "MODE_FORBIDS_MUTATION"
+
+
 def test_a_scheduled_prompt_that_would_set_the_contract_is_stopped(store):
     listed("A Claude Code `CronCreate` or `ScheduleWakeup` whose prompt would set the "
            "contract is stopped (`GUARD_SELF_PROTECTION`)")
@@ -258,6 +267,15 @@ def test_a_delegation_that_cannot_be_counted_is_stopped_under_a_limit_only(store
     assert call(store, "Workflow", {}, "toolu_w1") is None
     say(store, "$stop-that-shit agents=3")
     assert reason(call(store, "Workflow", {}, "toolu_w2")) == "UNBOUNDED_DELEGATION"
+
+
+def test_an_agent_started_from_the_shell_cannot_be_counted(store):
+    listed("A coding agent started from the shell (`claude -p … &`, `codex exec`")
+    say(store, "$stop-that-shit change -- go")
+    assert bash(store, "claude -p 'write the tests' &") is None   # no limit: it runs
+    say(store, "$stop-that-shit agents=2")
+    assert reason(bash(store, "claude -p 'write the tests' &", "toolu_t2")) \
+        == "UNBOUNDED_DELEGATION"
 
 
 # ---- hosts ---------------------------------------------------------------------
