@@ -253,6 +253,20 @@ def test_thrash_is_a_note_never_a_deny(store):
     assert context_text(third).startswith("WATCH / THRASH\n")
 
 
+def test_a_write_to_a_path_the_guard_cannot_establish_is_stopped_while_armed(store):
+    listed("While armed, a shell line that writes to a path the guard cannot establish")
+    say(store, "$stop-that-shit open -- anything goes")
+    assert reason(bash(store, 'cp notes.txt "$OUT"')) == "GUARD_SELF_PROTECTION"
+    assert bash(store, "cp notes.txt build/notes.txt", "toolu_t2") is None
+
+
+def test_a_shell_target_outside_files_is_named_outside(store):
+    listed("Under `files=`, a shell line's write targets are checked")
+    say(store, "$stop-that-shit change files=src/** -- go")
+    assert reason(bash(store, "echo x > lib/out.txt")) == "PATH_OUTSIDE_CONTRACT"
+    assert reason(bash(store, "echo x > src/out.txt", "toolu_t2")) == "WRITE_PATH_UNPROVEN"
+
+
 def test_files_dot_star_star_is_the_whole_tree(store):
     listed("`files=./**` lets writes with no named path through, like `files=**`")
     say(store, "$stop-that-shit change files=src/** -- go")
