@@ -2520,6 +2520,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+    if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
+        inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
@@ -2553,6 +2555,72 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
+
+# Shells and their code options, for _runs_unread_code; interpreters come
+# from _INLINE_CODE.
+_CODE_SHELLS: Dict[str, Tuple[str, ...]] = {
+    **{name: ("-c",) for name in _STDIN_SHELLS}, "fish": ("-c", "--command"),
+    "pwsh": ("-c", "-command", "-Command"), "powershell": ("-c", "-command", "-Command"),
+}
+
+
+def _runs_unread_code(cmd: _Cmd) -> bool:
+    """Whether a shell or an interpreter here runs code that the line does not
+    spell out: `eval "$x"`, `bash -c "$x"`, `python3 -c "$x"`, `. "$f"`,
+    `source <(curl ...)`, or a program it reads from a pipe (`curl ... | sh`,
+    `base64 -d <<< ... | python3`) or from a here-document with expansions.
+    Such code may install a package, hash, or start an agent, and nothing
+    can tell: the callers treat it like a program named by a variable.  (A
+    script named by a file, `sh build.sh` or `sh < build.sh`, is the
+    project's code and is not counted here.)"""
+    words = cmd.words
+    name = _program_name(words[0]) if words and words[0].static else None
+    if name is None:
+        return False
+    args = words[1:]
+    if name in ("eval", "source", "."):
+        return any(not w.static or w.text.startswith("/dev/") for w in args[:1 if name != "eval"
+                                                                               else None])
+    lang = _INTERPRETERS.get(name)
+    flags = _CODE_SHELLS.get(name) or (_INLINE_CODE[lang][1] if lang else None)
+    if flags is None:
+        return False
+    texts = [w.text for w in args]
+    found = _code_option(texts, flags)
+    if found is not None:
+        k, attached = found
+        code = args[k] if attached is not None else (args[k + 1] if k + 1 < len(args) else None)
+        return code is not None and not code.static
+    operands = []
+    skip = from_stdin = False
+    for w in args:
+        if skip:
+            skip = False
+        elif w.static and w.text.startswith("-") and w.text != "-":
+            # python -W ignore / -X dev: the value is no script
+            skip = lang == "python" and w.text in ("-W", "-X")
+            # sh -s ARGS: the script is stdin and the words are its arguments
+            from_stdin = from_stdin or (lang is None and not w.text.startswith("--")
+                                        and "s" in w.text)
+        elif not (w.static and lang is None and w.text == "pipefail"):
+            operands.append(w)
+    if operands and not from_stdin and not (operands[0].static and operands[0].text == "-"):
+        # python -m MOD, sh build.sh: a file of the project, unless the
+        # word naming it is itself an expansion.
+        return not operands[0].static
+    # No script: the program comes from stdin.
+    if cmd.piped:
+        return True
+    for op, word in cmd.redirs:
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-"):
+            return not cmd.stdin_literal and cmd.stdin is not None and (
+                "$" in cmd.stdin or "`" in cmd.stdin)
+        if kind == "<<<":
+            return word is None or not word.static
+        if kind.startswith("<") and word is not None and not word.static:
+            return True
+    return False
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -2866,8 +2934,34 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
                          "nocorrect", "-"))
 
 
+# Package managers and installers: one of these whose verb is an expansion
+# (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+_INSTALLERS = frozenset((
+    "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
+    "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
+    "rustup", "go", "gem", "bundle", "composer", "apt", "apt-get", "brew", "dnf", "yum", "apk",
+    "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
+    "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
+))
+
+
+def _verb_unread(name: str, args: List[_W]) -> bool:
+    """Whether an installer's first word after its options is an expansion."""
+    if name not in _INSTALLERS and name not in _PM_VERBS:
+        return False
+    for w in args:
+        if not w.static:
+            return True
+        if not w.text.startswith("-"):
+            return False
+    return False
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if not v.dep and v.agent is None and v.mut != "read" and words \
+            and _verb_unread(_program_name(words[0]) or "", words[1:]):
+        v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
         name = _program_name(words[0])
         if name in _PROJECT_PICKS:
@@ -8868,8 +8962,8 @@ _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
-    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep,
+    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -9408,6 +9502,14 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
+    if v.agent == "?" and qprog and not (v.hash if intent == "hash" else v.dep):
+        # No intent seen, only a program or code that cannot be read.
+        shown, _ = _program_phrase(words, command) if words else ("", None)
+        if name in _INSTALLERS or name in _PM_VERBS:
+            return "%s takes its verb from an expansion" % (shown or qprog)
+        return "%s runs %s" % (shown or qprog or "the command",
+                               "a program named by an expansion" if not qprog or "$" in prog
+                               or "`" in prog else "code the guard cannot read")
     if not words or not qprog:
         # A line no reader could split, or a program named through an expansion
         # (`$(which sha256sum) f`), still read for intent: name its line.
@@ -12806,9 +12908,15 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
 
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
-    if f.action.hash_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.hash_intent:
         return ("The call adds or runs hashing while the contract says hash=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it.)
+        return ("The call runs %s, which may compute a hash while the contract says hash=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
@@ -12865,11 +12973,26 @@ def _when_outside(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+# A program named by a variable or substitution, or code a shell or an
+# interpreter reads from a pipe or an expansion (`$pm install x`,
+# `curl ... | sh`, `eval "$x"`): it may install or hash, and nothing shows
+# what it is.  The analysis marks it as it marks a possible agent ("?").
+_UNREAD_PROGRAM = ("a program named by a variable or substitution, or code the guard cannot "
+                   "read")
+_UNREAD_NEXT = "Write the program and its code out in the command, so that the guard can read them."
+
+
 def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("dependencyPolicy")
-    if f.action.dependency_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.dependency_intent:
         return ("The call adds a dependency while the contract says deps=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it first.)
+        return ("The call runs %s, which may add a dependency while the contract says deps=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
