@@ -2540,6 +2540,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                 v.hash = hash_intent_in_text(content, t)
     if v.mut == "write" and not v.dep:
         v.dep = _manifest_by_name(cmd, inner.mut == "write")
+    if not v.dep and _cmd_name(cmd) == "git" and _git_from_another_commit(cmd.words[1:]):
+        v.dep = _git_paths_may_hold_a_manifest(cmd.words[1:])
     if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
@@ -2705,11 +2707,74 @@ def _mv_source(words: List[_W], target: str) -> bool:
     return target != words[-1].text
 
 
+_GIT_SELF = frozenset(("HEAD", "@"))
+
+
+def _git_from_another_commit(args: List[_W]) -> bool:
+    """Whether `git checkout REF -- paths` or `git restore --source=REF paths`
+    writes files as another commit has them (HEAD and the index restore)."""
+    while args and args[0].static and args[0].text.startswith("-") and args[0].text != "--":
+        args = args[1:] if args[0].text not in ("-c", "-C") else args[2:]   # git's own options
+    if not args:
+        return False
+    sub, rest = args[0].text, args[1:]
+    if sub == "restore":
+        for k, w in enumerate(rest):
+            t = w.text
+            source = (t.split("=", 1)[1] if t.startswith("--source=") else
+                      t[2:] if t.startswith("-s") and len(t) > 2 and not t.startswith("--") else
+                      rest[k + 1].text if t in ("-s", "--source") and k + 1 < len(rest) else None)
+            if source is not None:
+                return source not in _GIT_SELF or not w.static
+        return False
+    if sub != "checkout":
+        return False
+    texts = [w.text for w in rest]
+    before = texts[:texts.index("--")] if "--" in texts else texts
+    operands = [t for t in before if not t.startswith("-")]
+    if "--" in texts:
+        return bool(operands) and operands[0] not in _GIT_SELF
+    # `git checkout REF path...`: with two or more operands the first is a commit
+    return len(operands) >= 2 and operands[0] not in _GIT_SELF
+
+
+def _git_paths_may_hold_a_manifest(args: List[_W]) -> bool:
+    """For a checkout or restore from another commit: whether a path it
+    writes is a manifest or a folder that may hold one (`.`, `src/`, a
+    glob, a name without an extension)."""
+    texts = [w.text if w.static else "*" for w in args]
+    at = next((k for k, t in enumerate(texts) if t in ("checkout", "restore")), 0)
+    sub, texts = texts[at], texts[at + 1:]
+    if "--" in texts:
+        paths = texts[texts.index("--") + 1:]
+    else:
+        paths, skip = [], False
+        for t in texts:
+            if skip:
+                skip = False
+            elif t in ("-s", "--source"):
+                skip = True
+            elif not t.startswith("-"):
+                paths.append(t)
+        if sub == "checkout":
+            paths = paths[1:]      # the first operand is the commit
+    if not paths:
+        return True
+    for path in paths:
+        base = path.rstrip("/").rsplit("/", 1)[-1]
+        if manifest_kind(path) is not None or path.endswith("/") or "." not in base \
+                or base in (".", "..") or any(ch in path for ch in "*?[:"):
+            return True
+    return False
+
+
 def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     """Dependency intent of text written into a manifest by echo/printf redirection."""
     words = cmd.words
     name = _program_name(words[0]) if words else None
     redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
+    if not redirected and name == "git" and _git_from_another_commit(words[1:]):
+        return True    # `git checkout other -- package.json`: another commit's manifest
     if not redirected and name in _NO_CONTENT_WRITERS:
         return False   # removing, touching or restoring a manifest adds nothing
     if not redirected and name == "mv" and _mv_source(words, target):
