@@ -3273,6 +3273,38 @@ def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _V(hash_=name in _HASH_PROGRAMS)
 
 
+def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """GNU base64 only prints, but the macOS one writes the file of its
+    -o/--output option (and takes -i FILE, -b N, -D).  An expansion may
+    become -o, so it leaves the line unproven with an unknown target."""
+    for k, w in enumerate(args):
+        t = w.text
+        if not w.static:
+            v = _unknown()
+            v.opaque = _may_be_option(w, ctx)
+            return v
+        if t == "--":
+            break
+        if t.startswith("--"):
+            opt = t[2:].split("=", 1)[0]
+            if len(opt) >= 2 and "output".startswith(opt):
+                value = _w_tail(w, t.index("=") + 1) if "=" in t else (
+                    args[k + 1] if k + 1 < len(args) else None)
+                return _write([value] if value is not None else [])
+            if not any(o.startswith(opt) for o in ("decode", "ignore-garbage", "wrap", "break",
+                                                    "input", "help", "version")) or not opt:
+                return _unknown("shell_command_unproven", "option", name, t)
+        elif t.startswith("-") and t != "-":
+            at = t.find("o")
+            if at > 0:
+                value = _w_tail(w, at + 1) if at + 1 < len(t) else (
+                    args[k + 1] if k + 1 < len(args) else None)
+                return _write([value] if value is not None else [])
+            if any(ch not in "dDiwbh0123456789" for ch in t[1:]):
+                return _unknown("shell_command_unproven", "option", name, t)
+    return _an_read()
+
+
 def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """GNU stat only prints; zsh's stat builtin (zmodload zsh/stat) assigns
     an array with -A NAME or a hash with -H NAME, options GNU stat lacks."""
@@ -7527,7 +7559,7 @@ _INERT = (
     "which", "whereis", "type", "uname", "whoami", "id", "groups", "printenv",
     "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat", "xzcat", "cut", "tr", "paste",
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
-    "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
+    "fold", "fmt", "expand", "unexpand", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
@@ -7549,7 +7581,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
