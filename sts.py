@@ -3305,6 +3305,17 @@ def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
+def _lsof(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """lsof only lists, but for -D: `-Db PATH` builds its device cache file
+    there (where it is built with one).  +D DIR only searches a folder."""
+    for w in args:
+        if not w.static:
+            return _unknown("shell_syntax_unproven")
+        if w.text.startswith("-") and not w.text.startswith("--") and "D" in w.text:
+            return _unknown("shell_command_unproven", "option", name, w.text)
+    return _an_read()
+
+
 def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """GNU stat only prints; zsh's stat builtin (zmodload zsh/stat) assigns
     an array with -A NAME or a hash with -H NAME, options GNU stat lacks."""
@@ -7561,7 +7572,7 @@ _INERT = (
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
     "fold", "fmt", "expand", "unexpand", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
+    ":", "pushd", "popd", "dirs", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
@@ -7581,7 +7592,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "base64": _base64, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
