@@ -5985,6 +5985,10 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
+        if verb == "audit":
+            # It posts the whole tree of package-lock.json to the registry
+            # (which a project's .npmrc may name): data out, not a read.
+            return _unknown("network_data_unproven")
         if verb == "fund" and ops:
             return _unknown("shell_command_unproven")   # `npm fund PKG` opens its funding URL
         if verb in _NPM_SPEC_VERBS and ops and all(w.static for w in rest) \
