@@ -62,6 +62,24 @@ def test_invalid_directive_reaches_the_model_as_context(store):
     assert answer["additionalContext"].startswith("Stop That Shit: directive rejected (INVALID_")
 
 
+def test_tools_wait_for_a_corrected_directive(store):
+    # The prompt cannot be refused, so the turn of the rejected directive runs:
+    # its tools, a plain read included, are paused until the user fixes it.
+    calls = copilot_run("copilot-shell-allow")
+    say(store, calls, "$stop-that-shit change")
+    rejected = say(store, calls, "$stop-that-shit change fix the bug")
+    assert "Tools stay paused" in rejected["additionalContext"]
+    view = dict(first(calls, "preToolUse", "bash"), toolArgs={"command": "git status"})
+    reason = denied(hook_event("copilot", "preToolUse", view, store))
+    assert reason.startswith("Stop That Shit: directive rejected (INVALID_DIRECTIVE_TOKEN)")
+    event_id = reason.rsplit("Event: ", 1)[1].strip()
+    assert sts.find_event(store, event_id)["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
+    later = say(store, calls, "what now?")  # the rejection stays in front of every prompt
+    assert later["additionalContext"].startswith("Stop That Shit: directive rejected (")
+    say(store, calls, "$stop-that-shit change")
+    assert hook_event("copilot", "preToolUse", view, store) is None
+
+
 def test_subagent_calls_are_judged_by_the_parents_contract(store):
     calls = copilot_run("copilot-agent-deny-json-inner")
     say(store, calls, "$stop-that-shit review -- look")

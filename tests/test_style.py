@@ -78,3 +78,45 @@ def test_every_private_top_level_name_is_used():
     unused = sorted(name for name, _ in top_level_names(tree)
                     if name.startswith("_") and not name.startswith("__") and name not in used)
     assert unused == []
+
+
+def _section_lines(title):
+    """(first, last) line of the bannered section whose title line is `# <title>`."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    banner = "#" * 79
+    starts = [i + 1 for i, line in enumerate(lines) if line == banner
+              and i + 1 < len(lines) and lines[i + 1].startswith("# ")
+              and lines[i + 1][2:].strip()]
+    titles = {lines[n][2:].strip(): n for n in starts}
+    first = titles[title]
+    later = [n for n in starts if n > first]
+    return first, (later[0] if later else len(lines))
+
+
+def test_nothing_outside_the_state_section_calls_a_private_part_of_store():
+    """The State and audit section owns the files on disk; everything else goes
+    through Store's public methods, so a write is durable and locked the same
+    way wherever it comes from."""
+    store = next(node for node in sts_tree().body
+                 if isinstance(node, ast.ClassDef) and node.name == "Store")
+    private = {node.name for node in store.body if isinstance(node, ast.FunctionDef)
+               and node.name.startswith("_") and not node.name.startswith("__")}
+    private |= {node.attr for node in ast.walk(store) if isinstance(node, ast.Attribute)
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and getattr(node.value, "id", None) == "self"}
+    assert {"_write_json", "_acquire", "_state_path"} <= private  # the rule has teeth
+    first, last = _section_lines("State and audit")
+    own = {}  # a class outside the section may have a private method of the same name
+    for node in sts_nodes():
+        if isinstance(node, ast.ClassDef) and node.name != "Store":
+            names = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            for inner in ast.walk(node):
+                own[id(inner)] = names
+    outside = sorted(
+        (node.lineno, node.attr) for node in sts_nodes()
+        if isinstance(node, ast.Attribute) and node.attr in private
+        and not first <= node.lineno <= last
+        and not (getattr(node.value, "id", None) in ("self", "cls")
+                 and node.attr in own.get(id(node), ())))
+    assert outside == []
