@@ -11383,7 +11383,8 @@ class HookCall(Record):
     """One host event, translated.
 
     event: the ControlEvent v2 as a JSON dict, or None when the core is not
-    asked (then `answer` is the adapter's own answer, e.g. a paused session).
+    asked (then `answer` is the adapter's own answer: nothing to do, or an event
+    it cannot translate, such as an Oh My Pi child command).
     tool_call: the host will run a tool after this hook (fail-closed rules).
     render: whether a context result reaches the model on this host event.
     """
@@ -12598,7 +12599,8 @@ def link_child(store: Store, child: str, root: str) -> None:
 
 
 def directive_pause_text(error: dict) -> str:
-    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    """What a host that cannot refuse a prompt (Hermes, OpenCode, Copilot) says
+    while a directive is rejected: its tools wait for the corrected one."""
     return directive_rejected_text(error, paused=True)
 
 
