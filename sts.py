@@ -12049,7 +12049,11 @@ def read_annotations(store: Store) -> Annotations:
 # Owns the glue: one validated ControlEvent in, one CoreResult out.  It picks
 # the governing session, runs the decision or the contract update under the
 # right lock, writes the audit line and keeps the armed marker true.  No
-# host knowledge lives here.
+# host knowledge lives here: where hosts differ, the event states the fact
+# (a prompt the host cannot refuse, an agent that can edit, a turn in
+# progress, a governing session that cannot be found, a child the host never
+# ties to its call) and the rule for it lives here or in the decision table.
+# Each event reads the session state once.
 ###############################################################################
 
 
