@@ -12127,6 +12127,23 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
           "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
         ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
     ),
+    # Not a host: the startup files of the shells every host's shell tool runs
+    # (Codex and Claude Code start a login shell).  A line written there runs
+    # before every later command, so an alias or a function could turn a proven
+    # read such as `ls` into a write, or move HOME and TMPDIR, which the guard
+    # trusts when it resolves `~` and `$TMPDIR`.
+    "shell": (
+        ("a startup file the shell reads before every command", ("~",),
+         (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshenv", ".zprofile",
+          ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$ZDOTDIR",),
+         (".zshenv", ".zprofile", ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$BASH_ENV", "$ENV"), ("",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)", ("~/.claude",),
+         ("session-env/",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)",
+         ("$CLAUDE_CONFIG_DIR",), ("session-env/",)),
+    ),
 }
 
 class HostSettings(Record):

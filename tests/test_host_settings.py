@@ -813,9 +813,10 @@ def test_a_listing_past_the_limit_leaves_the_names_to_decide(world, monkeypatch)
 # --- the table and its documentation ---------------------------------------------------
 
 def test_every_host_has_project_or_user_rows_and_clean_entries():
-    assert set(sts.HOST_SETTINGS) == set(HOSTS) == set(sts.ADAPTERS)
+    # One key per host, plus "shell": the startup files every host's shell reads.
+    assert set(sts.HOST_SETTINGS) - {"shell"} == set(HOSTS) == set(sts.ADAPTERS)
     for host, rows in sts.HOST_SETTINGS.items():
-        assert any("**" in bases for _, bases, _ in rows), host
+        assert host == "shell" or any("**" in bases for _, bases, _ in rows), host
         for what, bases, entries in rows:
             assert what and bases and entries, host
             for entry in entries:
@@ -824,7 +825,7 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
-              "omp": "Oh My Pi", "hermes": "Hermes Agent"}
+              "omp": "Oh My Pi", "hermes": "Hermes Agent", "shell": "Every host's shell"}
 
 
 def readme_table():
@@ -871,3 +872,43 @@ def test_globs_elsewhere_go_through(world, command):
     world.real(world.p("dist", "a.js"))
     session = arm(world, "claude")
     assert denial("claude", use(world, "claude", session, SHELL, command)) is None
+
+
+# --- the shell's own startup files ------------------------------------------------------
+# Every host's shell tool runs a shell that reads these before each command.
+
+SHELL_STARTUP = [".bashrc", ".bash_profile", ".profile", ".zshenv", ".zshrc", ".zprofile"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_shell_startup_files_in_home_are_protected(world, host):
+    session = arm(world, host)
+    for name in SHELL_STARTUP:
+        target = world.real(world.h(name), "# the user's own\n")
+        assert_protected(host, use(world, host, session, WRITE, target), named=target)
+        for command in ("echo \"alias ls='rm -rf .'\" >> ~/%s" % name,
+                        "sed -i 's/^/#/' ~/%s" % name, "cp /dev/null ~/%s" % name):
+            assert_protected(host, use(world, host, session, SHELL, command))
+    # Claude Code's CLAUDE_ENV_FILE lives in a per-session folder under ~/.claude.
+    env_file = world.real(world.h(".claude", "session-env", "s1", "hook-0.sh"), "")
+    assert_protected(host, use(world, host, session, WRITE, env_file), named=env_file)
+
+
+def test_shell_startup_files_named_by_the_environment_are_protected(world, monkeypatch):
+    zdot = world.tmp / "zdot"
+    monkeypatch.setenv("ZDOTDIR", str(zdot))
+    bash_env = world.real(str(world.tmp / "bash-env.sh"), "")
+    monkeypatch.setenv("BASH_ENV", bash_env)
+    session = arm(world, "claude")
+    for target in (world.real(str(zdot / ".zshenv"), ""), bash_env):
+        assert_protected("claude", use(world, "claude", session, WRITE, target), named=target)
+
+
+def test_startup_file_names_elsewhere_stay_writable(world):
+    session = arm(world, "claude")
+    for rel in ("dotfiles/.bashrc", ".zshrc", "docs/.profile"):
+        path = world.real(world.p(rel))
+        assert denial("claude", use(world, "claude", session, WRITE, path)) is None, rel
+    off = arm(world, "claude", "$stop-that-shit off")
+    target = world.real(world.h(".bashrc"))
+    assert denial("claude", use(world, "claude", off, WRITE, target)) is None
