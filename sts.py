@@ -15724,6 +15724,21 @@ class Adapter:
         event.update({k: v for k, v in fields.items() if v is not None})
         return event
 
+    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
+                          error: dict) -> HookCall:
+        """action.before for a tool call whose governing session cannot be
+        found (a stored parent link is unreadable): every host sends it to the
+        core, which judges it in read-only recovery, so reads pass and the
+        rest is denied and audited, never run for want of an answer."""
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _needs_call_id(action):
+            action["id"] = "unidentified"  # still denied: recovery allows only reads
+        # Judged under the session's own id: the root is the unknown part.
+        event = self.envelope("action.before", session, action=action,
+                              host={"family": self.family}, storageError=error)
+        return HookCall(name, event, tool_call=True, session_id=session)
+
     def host_meta(self, payload: dict) -> dict:
         meta = {"family": self.family}
         for key, target in (("model", "model"), ("permission_mode", "permissionMode"),
@@ -16344,18 +16359,6 @@ class _HostBAdapter(Adapter):
         place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
-        return HookCall(name, event, tool_call=True, session_id=session)
-
-    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
-                          error: dict) -> HookCall:
-        if _is_text(call_id):
-            action["id"] = call_id
-        elif _needs_call_id(action):
-            action["id"] = "unidentified"  # still denied: recovery allows only reads
-        # The governing session is unknown: the core judges the call in
-        # read-only recovery under the session's own id.
-        event = self.envelope("action.before", session, action=action,
-                              host={"family": self.family}, storageError=error)
         return HookCall(name, event, tool_call=True, session_id=session)
 
 
@@ -17932,7 +17935,11 @@ class CopilotAdapter(_NewHostAdapter):
 
     # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            text = "%s: %s" % (exc.error["code"], exc.error["message"])
+            return HookCall(name, None, answer=CoreResult("context", text))
         if session is None:
             return None
         fields = {"sourceSessionId": session} if session != root else {}
@@ -17940,7 +17947,11 @@ class CopilotAdapter(_NewHostAdapter):
                                             **fields))
 
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            text = "%s: %s" % (exc.error["code"], exc.error["message"])
+            return HookCall(name, None, answer=CoreResult("context", text))
         prompt = payload.get("prompt")
         if session is None or not isinstance(prompt, str):
             return None
@@ -17953,7 +17964,14 @@ class CopilotAdapter(_NewHostAdapter):
                                             host=self.host_meta(payload)))
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            tool = payload.get("toolName")
+            action = self.classify(tool, payload.get("toolArgs")) if _is_text(tool) \
+                else unreadable_call()
+            return self.damaged_tool_call(name, self.session_of(payload) or "unknown", action,
+                                          None, exc.error)
         if session is None:
             return None
         return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
@@ -17962,7 +17980,10 @@ class CopilotAdapter(_NewHostAdapter):
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         if payload.get("toolName") != _COPILOT_AGENT_TOOL:
             return None
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         if session is None:
             return None
         args = payload.get("toolArgs")
@@ -17974,7 +17995,10 @@ class CopilotAdapter(_NewHostAdapter):
                         render=False)
 
     def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         agent = _text_or_none(payload.get("agentId"))
         if session is None or agent is None:
             return None
@@ -17986,7 +18010,10 @@ class CopilotAdapter(_NewHostAdapter):
         return HookCall(name, event, render=False)
 
     def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         agent = _text_or_none(payload.get("agentId"))
         if session is None or agent is None:
             return None
