@@ -205,7 +205,7 @@ def test_an_oh_my_pi_command_reads_the_state_once(store, loads):
     assert seen == {"first": 1, "again": 1}
 
 
-@pytest.mark.parametrize("host", ("hermes", "opencode", "omp"))
+@pytest.mark.parametrize("host", ("hermes", "opencode", "omp", "copilot"))
 def test_a_call_whose_parent_link_is_damaged_reads_no_state(host, store, loads):
     # Judged in read-only recovery: no session's state is the right one to read.
     target = store.path("links", sts.session_key(CHILD) + ".json")
