@@ -433,8 +433,9 @@ class ControlEvent:
     agent_can_edit: Optional[bool] = None
     agent_busy: Optional[bool] = None
     # action.before: False when the host cannot refuse a prompt, so a turn whose
-    # directive was rejected still runs; a storage error when the adapter could
-    # not find the governing session (a damaged link): judged in recovery.
+    # directive was rejected still runs.  action.before and session.start: a
+    # storage error when the adapter could not find the governing session (a
+    # damaged link): a call is judged in recovery, a prompt is told why.
     prompts_refusable: Optional[bool] = None
     storage_error: Optional[dict] = None
     # subagent.start: the host never says which delegation call started a child.
@@ -493,8 +494,8 @@ class ControlEvent:
         elif kind == "action.before":
             event.action = Action.from_dict(obj.get("action"))
             event.prompts_refusable = _opt_bool(obj, "promptsRefusable", "")
-            if obj.get("storageError") is not None:
-                event.storage_error = _storage_error_field(obj["storageError"])
+        if kind in ("action.before", "session.start") and obj.get("storageError") is not None:
+            event.storage_error = _storage_error_field(obj["storageError"])
         elif kind == "action.after":
             event.action = ActionResult.from_dict(obj.get("action"))
         event.all_delegations_stopped = _opt_bool(obj, "allDelegationsStopped", "")
@@ -14846,6 +14847,13 @@ def _holding(event: ControlEvent, result: CoreResult, state: dict,
 
 def _handle_session_start(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
+    if event.storage_error is not None:
+        # The adapter could not find the governing session (a damaged link):
+        # the prompt or start is told why, its tools are judged in read-only
+        # recovery, and nothing is read for a session that may be the wrong one.
+        error = event.storage_error
+        _refresh_markers(store, event, key, True)
+        return CoreResult("context", "%s: %s" % (error["code"], error["message"]), error["code"])
     loaded = store.load(key)
     _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
     text = _context_for(loaded.state, loaded.storage_error)
@@ -15739,6 +15747,14 @@ class Adapter:
                               host={"family": self.family}, storageError=error)
         return HookCall(name, event, tool_call=True, session_id=session)
 
+    def damaged_prompt_call(self, name: str, session: str, error: dict) -> HookCall:
+        """What a prompt, command or session start sends when its governing
+        session cannot be found: the core answers with the storage error, the
+        same on every host, and no prompt text sets a contract meanwhile."""
+        event = self.envelope("session.start", session, host={"family": self.family},
+                              storageError=error)
+        return HookCall(name, event, session_id=session)
+
     def host_meta(self, payload: dict) -> dict:
         meta = {"family": self.family}
         for key, target in (("model", "model"), ("permission_mode", "permissionMode"),
@@ -16591,8 +16607,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged as exc:
-            text = "%s: %s" % (exc.error["code"], exc.error["message"])
-            return HookCall(name, None, answer=CoreResult("context", text), session_id=session)
+            return self.damaged_prompt_call(name, session, exc.error)
         # REAL 0.19.0: a root's pre_llm_call never names a parent session, so
         # one that does is a child's even without platform "subagent" (and
         # session_of may have fallen back to that parent's id).
@@ -16881,8 +16896,8 @@ class OpenCodeAdapter(_ShimAdapter):
         try:
             session, root = self.session_and_root(payload, body, store, inner)
         except _LinkDamaged as exc:
-            return HookCall(name, None, answer=CoreResult(
-                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
@@ -17389,6 +17404,11 @@ def omp_write_parent(store: Store, session_file: str, root: str) -> None:
     store.create_json(omp_link_path(store, session_file), {"rootSessionId": root})
 
 
+# Oh My Pi events that can be refused before anything runs: the startup
+# flag, the `/sts` command and typed input.
+_OMP_REFUSABLE_INPUTS = frozenset(("session_start", "command:sts", "input"))
+
+
 class OmpAdapter(PiAdapter):
     """Oh My Pi 18.2 extension shim; children run in-process with their own sessions."""
 
@@ -17540,7 +17560,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # children see the same argv: the flag belongs to the root only
         prompt = self.normalize_prompt(flag.strip())
@@ -17555,7 +17576,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         if root != session:
@@ -17568,6 +17590,12 @@ class OmpAdapter(PiAdapter):
         if call.host_event == "command:sts" and result.kind == "none" and result.contract_line:
             # A command always answers visibly, even when the contract did not change.
             return _json({"context": result.contract_line})
+        if call.host_event in _OMP_REFUSABLE_INPUTS and call.event is not None \
+                and call.event.get("storageError") and result.text:
+            # Its governing session cannot be found: Oh My Pi can refuse the
+            # input, so the core's answer is shown to the user and the turn
+            # never starts under a guessed contract.
+            return _json({"block": True, "reason": result.text})
         return super().render(result, call)
 
     def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
@@ -17576,7 +17604,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # a child's input never grants authority
         return super().on_input(payload, body, store, name)
@@ -17585,8 +17614,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return HookCall(name, None, answer=CoreResult(
-                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         # The prompt here may be model-written (a child's assignment): never parsed.
@@ -17938,8 +17967,8 @@ class CopilotAdapter(_NewHostAdapter):
         try:
             session, root = self.governing(payload, store)
         except _LinkDamaged as exc:
-            text = "%s: %s" % (exc.error["code"], exc.error["message"])
-            return HookCall(name, None, answer=CoreResult("context", text))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         fields = {"sourceSessionId": session} if session != root else {}
@@ -17950,8 +17979,8 @@ class CopilotAdapter(_NewHostAdapter):
         try:
             session, root = self.governing(payload, store)
         except _LinkDamaged as exc:
-            text = "%s: %s" % (exc.error["code"], exc.error["message"])
-            return HookCall(name, None, answer=CoreResult("context", text))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         prompt = payload.get("prompt")
         if session is None or not isinstance(prompt, str):
             return None

@@ -300,3 +300,15 @@ def test_a_call_whose_governing_session_is_unknown_is_judged_in_recovery(store):
     assert "The parent link is unreadable." in denied.text and denied.event_id
     assert audit_lines(store)[-1]["decision"]["reasonCode"] == "STATE_DAMAGED"
     assert store.load(sts.session_key("s-engine")).state["contract"]["mode"] == "change"
+
+
+def test_a_prompt_whose_governing_session_is_unknown_is_told_why_and_changes_nothing(store):
+    prompt(store, "$stop-that-shit review")
+    path = store.path("sessions", sts.session_key("s-engine") + ".json")
+    before = open(path, "rb").read()
+    damaged = {"code": "PARENT_LINK_DAMAGED", "message": "The parent link is unreadable."}
+    told = sts.handle_event(event("session.start", storageError=damaged), store)
+    assert (told.kind, told.code) == ("context", "PARENT_LINK_DAMAGED")
+    assert told.text == "PARENT_LINK_DAMAGED: The parent link is unreadable."
+    assert open(path, "rb").read() == before  # the contract stays review
+    assert store.armed_marker(sts.session_key("s-engine"))  # a shim fails closed meanwhile

@@ -7,6 +7,7 @@ is rendered from the engine's result.  Each case runs one host's session
 through the hook runner and counts `Store.load` calls per event.
 """
 import json
+import os
 
 import pytest
 
@@ -217,3 +218,23 @@ def test_a_call_whose_parent_link_is_damaged_reads_no_state(host, store, loads):
     out = sts.run_hook(host, text.encode(), store)
     assert loads["n"] == before
     assert "STATE_DAMAGED" in out and "parent link" in out
+
+
+@pytest.mark.parametrize("host", ("hermes", "opencode", "omp", "copilot"))
+def test_a_prompt_whose_parent_link_is_damaged_is_answered_by_the_core(host, store, loads):
+    # Which contract governs the prompt is unknown, so it sets none: the core
+    # answers with the storage error (Oh My Pi, which can refuse input, shows
+    # it as a refusal), reads no state, and arms the session, so a shim that
+    # cannot reach sts.py blocks its tools as sts.py would.
+    target = store.path("links", sts.session_key(CHILD) + ".json")
+    store.create_json(target, {"rootSessionId": ""})
+    prompt, _ = DRIVERS[host]
+    text = json.dumps(prompt("$stop-that-shit open")).replace(SESSION, CHILD)
+    before = loads["n"]
+    out = sts.run_hook(host, text.encode(), store)
+    assert loads["n"] == before
+    assert "PARENT_LINK_DAMAGED: " in out and "parent link" in out
+    if host == "omp":
+        assert json.loads(out)["block"] is True
+    assert store.armed_marker(sts.session_key(CHILD))
+    assert not os.path.exists(store.path("sessions", sts.session_key(CHILD) + ".json"))
