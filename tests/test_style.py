@@ -258,3 +258,43 @@ def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
                 down.add((here, sub.id))
     assert down == {("Decision", "ledger_summary"), ("Engine", "inspection_response"),
                     ("Cases", "ADAPTERS"), ("Cases", "run_hook")}
+
+
+# ---- adapters only translate ---------------------------------------------------
+
+# What only the engine may do: judge a call, change the ledger or the
+# contract, read or write the session state.
+_ENGINE_ONLY = {"decide", "handle_event", "apply_admission", "apply_lifecycle_fact",
+                "state_busy_decision", "recovery_state", "default_state"}
+_STATE_METHODS = {"load", "update", "preserve_damaged"}
+
+
+def test_the_adapters_never_judge_and_never_touch_the_session_state():
+    """An adapter turns a host event into a ControlEvent and the core's answer
+    into the host's; a rule in an adapter would give one host its own answer."""
+    starts = _sections()
+    adapter_lines = []
+    for index, (start, title) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else 10 ** 9
+        if title == "Adapters":
+            adapter_lines.append((start, end))
+    assert len(adapter_lines) >= 4  # shared helpers and the three host groups
+
+    def in_adapters(node):
+        return any(a <= getattr(node, "lineno", 0) < b for a, b in adapter_lines)
+    found = []
+    for node in sts_nodes():
+        if not isinstance(node, ast.Call) or not in_adapters(node):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _ENGINE_ONLY:
+            found.append((node.lineno, func.id))
+        elif isinstance(func, ast.Attribute) and func.attr in _STATE_METHODS \
+                and getattr(func.value, "id", None) == "store":
+            found.append((node.lineno, "store." + func.attr))
+        elif isinstance(func, ast.Name) and func.id == "CoreResult" and node.args \
+                and getattr(node.args[0], "value", None) == "deny":
+            found.append((node.lineno, "CoreResult(deny)"))
+    # The one answer an adapter gives itself: Oh My Pi's `/sts` typed in a
+    # child session, refused because it can never reach the root's contract.
+    assert [name for _, name in found] == ["CoreResult(deny)"]
