@@ -2574,6 +2574,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+    if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
+        inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
@@ -2607,6 +2609,72 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
+
+# Shells and their code options, for _runs_unread_code; interpreters come
+# from _INLINE_CODE.
+_CODE_SHELLS: Dict[str, Tuple[str, ...]] = {
+    **{name: ("-c",) for name in _STDIN_SHELLS}, "fish": ("-c", "--command"),
+    "pwsh": ("-c", "-command", "-Command"), "powershell": ("-c", "-command", "-Command"),
+}
+
+
+def _runs_unread_code(cmd: _Cmd) -> bool:
+    """Whether a shell or an interpreter here runs code that the line does not
+    spell out: `eval "$x"`, `bash -c "$x"`, `python3 -c "$x"`, `. "$f"`,
+    `source <(curl ...)`, or a program it reads from a pipe (`curl ... | sh`,
+    `base64 -d <<< ... | python3`) or from a here-document with expansions.
+    Such code may install a package, hash, or start an agent, and nothing
+    can tell: the callers treat it like a program named by a variable.  (A
+    script named by a file, `sh build.sh` or `sh < build.sh`, is the
+    project's code and is not counted here.)"""
+    words = cmd.words
+    name = _program_name(words[0]) if words and words[0].static else None
+    if name is None:
+        return False
+    args = words[1:]
+    if name in ("eval", "source", "."):
+        return any(not w.static or w.text.startswith("/dev/") for w in args[:1 if name != "eval"
+                                                                               else None])
+    lang = _INTERPRETERS.get(name)
+    flags = _CODE_SHELLS.get(name) or (_INLINE_CODE[lang][1] if lang else None)
+    if flags is None:
+        return False
+    texts = [w.text for w in args]
+    found = _code_option(texts, flags)
+    if found is not None:
+        k, attached = found
+        code = args[k] if attached is not None else (args[k + 1] if k + 1 < len(args) else None)
+        return code is not None and not code.static
+    operands = []
+    skip = from_stdin = False
+    for w in args:
+        if skip:
+            skip = False
+        elif w.static and w.text.startswith("-") and w.text != "-":
+            # python -W ignore / -X dev: the value is no script
+            skip = lang == "python" and w.text in ("-W", "-X")
+            # sh -s ARGS: the script is stdin and the words are its arguments
+            from_stdin = from_stdin or (lang is None and not w.text.startswith("--")
+                                        and "s" in w.text)
+        elif not (w.static and lang is None and w.text == "pipefail"):
+            operands.append(w)
+    if operands and not from_stdin and not (operands[0].static and operands[0].text == "-"):
+        # python -m MOD, sh build.sh: a file of the project, unless the
+        # word naming it is itself an expansion.
+        return not operands[0].static
+    # No script: the program comes from stdin.
+    if cmd.piped:
+        return True
+    for op, word in cmd.redirs:
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-"):
+            return not cmd.stdin_literal and cmd.stdin is not None and (
+                "$" in cmd.stdin or "`" in cmd.stdin)
+        if kind == "<<<":
+            return word is None or not word.static
+        if kind.startswith("<") and word is not None and not word.static:
+            return True
+    return False
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -2920,8 +2988,34 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
                          "nocorrect", "-"))
 
 
+# Package managers and installers: one of these whose verb is an expansion
+# (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+_INSTALLERS = frozenset((
+    "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
+    "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
+    "rustup", "go", "gem", "bundle", "composer", "apt", "apt-get", "brew", "dnf", "yum", "apk",
+    "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
+    "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
+))
+
+
+def _verb_unread(name: str, args: List[_W]) -> bool:
+    """Whether an installer's first word after its options is an expansion."""
+    if name not in _INSTALLERS and name not in _PM_VERBS:
+        return False
+    for w in args:
+        if not w.static:
+            return True
+        if not w.text.startswith("-"):
+            return False
+    return False
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if not v.dep and v.agent is None and v.mut != "read" and words \
+            and _verb_unread(_program_name(words[0]) or "", words[1:]):
+        v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
         name = _program_name(words[0])
         if name in _PROJECT_PICKS:
@@ -8922,8 +9016,8 @@ _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
-    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep,
+    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -9462,6 +9556,14 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
+    if v.agent == "?" and qprog and not (v.hash if intent == "hash" else v.dep):
+        # No intent seen, only a program or code that cannot be read.
+        shown, _ = _program_phrase(words, command) if words else ("", None)
+        if name in _INSTALLERS or name in _PM_VERBS:
+            return "%s takes its verb from an expansion" % (shown or qprog)
+        return "%s runs %s" % (shown or qprog or "the command",
+                               "a program named by an expansion" if not qprog or "$" in prog
+                               or "`" in prog else "code the guard cannot read")
     if not words or not qprog:
         # A line no reader could split, or a program named through an expansion
         # (`$(which sha256sum) f`), still read for intent: name its line.
@@ -9936,25 +10038,111 @@ def _py_parse(text: str) -> Any:
 
 
 def _py_const_str(node: Any, depth: int = 0) -> Optional[str]:
-    """The value of a string expression built from literals ("hash" + "lib", f"{'sha'}256")."""
+    """The value of a string expression built from literals ("hash" + "lib",
+    f"{'sha'}256", "".join(["hash", "lib"]), "bilhsah"[::-1], a base64 or hex
+    literal decoded): the ways code hides a module name or code from a reader."""
+    value = _py_fold(node, depth)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return value
+
+
+# Decoders of a literal that obfuscated code uses: dotted call -> how.
+_PY_DECODERS: Dict[str, Callable[[bytes], bytes]] = {}
+
+
+def _py_decoder(name: str) -> Optional[Callable[[bytes], bytes]]:
+    if not _PY_DECODERS:
+        import base64
+        import binascii
+        import codecs
+        _PY_DECODERS.update({
+            "base64.b64decode": base64.b64decode, "b64decode": base64.b64decode,
+            "base64.standard_b64decode": base64.standard_b64decode,
+            "base64.urlsafe_b64decode": base64.urlsafe_b64decode,
+            "base64.b32decode": base64.b32decode, "base64.b16decode": base64.b16decode,
+            "base64.b85decode": base64.b85decode, "base64.a85decode": base64.a85decode,
+            "binascii.unhexlify": binascii.unhexlify, "binascii.a2b_hex": binascii.a2b_hex,
+            "binascii.a2b_base64": binascii.a2b_base64,
+            "bytes.fromhex": lambda b: bytes.fromhex(b.decode("latin-1")),
+            "bytearray.fromhex": lambda b: bytes.fromhex(b.decode("latin-1")),
+            "codecs.decode": lambda b: codecs.decode(b.decode("latin-1"), "rot13").encode(),
+        })
+    return _PY_DECODERS.get(name)
+
+
+def _py_fold(node: Any, depth: int = 0) -> Any:
+    """str or bytes that a literal-only expression evaluates to, else None.
+    Only pure operations on constants are folded; nothing is ever run."""
     import ast
     if depth > 20:
         return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = _py_const_str(node.left, depth + 1)
-        right = _py_const_str(node.right, depth + 1)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
+    kind = type(node)
+    if kind is ast.Constant:
+        return node.value if isinstance(node.value, (str, bytes)) else None
+    if kind is ast.BinOp and isinstance(node.op, ast.Add):
+        left, right = _py_fold(node.left, depth + 1), _py_fold(node.right, depth + 1)
+        if left is not None and type(left) is type(right):
+            return left + right
+        return None
+    if kind is ast.JoinedStr:
         parts = []
         for value in node.values:
             inner = value.value if isinstance(value, ast.FormattedValue) else value
-            part = _py_const_str(inner, depth + 1)
-            if part is None:
+            part = _py_fold(inner, depth + 1)
+            if not isinstance(part, str):
                 return None
             parts.append(part)
         return "".join(parts)
+    if kind is ast.Subscript and isinstance(node.slice, ast.Slice):
+        # "bilhsah"[::-1]
+        base = _py_fold(node.value, depth + 1)
+        sl = node.slice
+        if base is not None and sl.lower is None and sl.upper is None and isinstance(
+                sl.step, ast.UnaryOp) and isinstance(sl.step.op, ast.USub) \
+                and isinstance(sl.step.operand, ast.Constant) and sl.step.operand.value == 1:
+            return base[::-1]
+        return None
+    if kind is not ast.Call or len(node.args) > 2 or node.keywords:
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("join", "decode", "encode"):
+        owner = _py_fold(func.value, depth + 1)
+        if func.attr == "join" and isinstance(owner, (str, bytes)) and len(node.args) == 1:
+            seq = node.args[0]
+            if not isinstance(seq, (ast.List, ast.Tuple)) or len(seq.elts) > 256:
+                return None
+            items = [_py_fold(e, depth + 1) for e in seq.elts]
+            if all(type(i) is type(owner) for i in items):
+                return owner.join(items)
+            return None
+        if func.attr == "decode" and isinstance(owner, bytes):
+            try:
+                return owner.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        if func.attr == "encode" and isinstance(owner, str):
+            return owner.encode("utf-8", "replace")
+    name = _py_dotted(func, {})
+    if name == "chr" and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, int) and 0 <= node.args[0].value < 0x110000:
+        return chr(node.args[0].value)
+    decoder = _py_decoder(name or "")
+    if decoder is not None and node.args:
+        if name == "codecs.decode" and not (len(node.args) == 2 and _py_fold(
+                node.args[1], depth + 1) in ("rot13", "rot_13")):
+            return None
+        raw = _py_fold(node.args[0], depth + 1)
+        if isinstance(raw, str):
+            raw = raw.encode("latin-1", "replace")
+        if isinstance(raw, bytes) and len(raw) <= 1 << 16:
+            try:
+                return decoder(raw)
+            except (ValueError, TypeError):
+                return None
     return None
 
 
@@ -9985,7 +10173,7 @@ def _py_dotted(node: Any, aliases: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def _py_hash_text(tree: Any) -> str:
+def _py_hash_text(tree: Any, depth: int = 0) -> str:
     """The code of a parsed Python text as the token rules should see it: no comments
     or docstrings, every alias and dynamic lookup spelled out (`h.new` ->
     `hashlib.new`, `__import__("hash"+"lib")` -> `hashlib`)."""
@@ -10034,6 +10222,12 @@ def _py_hash_text(tree: Any) -> str:
             out.append("from %s import %s" % (node.module, ", ".join(a.name for a in node.names)))
         elif kind is ast.Call:
             fn = _py_dotted(node.func, aliases)
+            if fn in ("exec", "eval", "compile", "builtins.exec", "builtins.eval") and node.args:
+                # Code built from literals (decoded base64, a join) is read as code.
+                code = _py_const_str(node.args[0])
+                if code is not None and depth < 3:
+                    inner = _py_parse(code)
+                    out.append(_py_hash_text(inner, depth + 1) if inner is not None else code)
             args = []
             for a in node.args[:3]:
                 value = _py_const_str(a)
@@ -10062,11 +10256,98 @@ def _merge_hits(into: Dict[str, int], more: Dict[str, int]) -> Dict[str, int]:
     return into
 
 
+# Ways code outside Python hides a module name or code in literals (Python's
+# are folded on its syntax tree, see _py_fold): 'cr' + 'ypto', ['cr',
+# 'ypto'].join(''), 'otpyrc'.split('').reverse().join(''), atob('...'),
+# Buffer.from('...', 'base64' | 'hex').  _unfold_literals rewrites each to
+# the plain string and adds what was decoded, so the rules read it as code.
+_UNFOLD_TRIGGERS = ("' +", "\" +", "'+", "\"+", ".join(", "atob(", "buffer.from(", "reverse()",
+                    "['", "[\"", "[`")
+_Q = r"""(['"`])((?:(?!\1)[^\\\n]){0,4096})\1"""
+_UNFOLD_RX = {
+    "concat": _Q + r"\s*\+\s*" + _Q.replace("\\1", "\\3"),
+    "join": r"\[\s*((?:['\"`][^'\"`\\\n]{0,256}['\"`]\s*,\s*){0,64}['\"`][^'\"`\\\n]{0,256}"
+            r"['\"`])\s*,?\s*\]\s*\.\s*join\(\s*(['\"`])([^'\"`\\\n]{0,16})\2\s*\)",
+    "reverse": _Q + r"\s*\.\s*split\(\s*(['\"`])\3\s*\)\s*\.\s*reverse\(\s*\)\s*\.\s*join"
+               r"\(\s*(['\"`])\4\s*\)",
+    "atob": r"\batob\(\s*(['\"`])([A-Za-z0-9+/=_-]{1,65536})\1\s*\)",
+    "buffer": r"\bBuffer\s*\.\s*from\(\s*(['\"`])([A-Za-z0-9+/=_-]{1,65536})\1\s*,\s*(['\"`])"
+              r"(base64|base64url|hex)\3\s*\)(?:\s*\.\s*toString\(\s*(?:['\"`]utf-?8['\"`])?\s*\))?",
+}
+
+
+def _unfold_literals(text: str) -> Optional[str]:
+    """The text with literal-built strings spelled out (see above), or None
+    when there is nothing to unfold."""
+    low = text.lower()
+    if len(text) > _PY_MAX_AST or not any(t in low for t in _UNFOLD_TRIGGERS):
+        return None
+    import base64
+    decoded: List[str] = []
+
+    def plain(value: str) -> str:
+        quote = "'" if "'" not in value else '"'
+        return quote + value.replace(quote, "") + quote
+
+    def b64(raw: str) -> Optional[str]:
+        try:
+            out = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_"
+                                   if ("-" in raw or "_" in raw) else None)
+            return out.decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    def on_atob(m: Any) -> str:
+        value = b64(m.group(2))
+        if value is None:
+            return m.group(0)
+        decoded.append(value)
+        return plain(value)
+
+    def on_buffer(m: Any) -> str:
+        try:
+            value = (bytes.fromhex(m.group(2)).decode("utf-8") if m.group(4) == "hex"
+                     else b64(m.group(2)))
+        except (ValueError, UnicodeDecodeError):
+            value = None
+        if value is None:
+            return m.group(0)
+        decoded.append(value)
+        return plain(value)
+
+    def on_join(m: Any) -> str:
+        items = _an_rx("unfold-items", r"['\"`]([^'\"`\\\n]*)['\"`]").findall(m.group(1))
+        return plain(m.group(3).join(items))
+
+    out = text
+    for _ in range(8):     # 'a' + 'b' + 'c' folds one pair per round
+        before = out
+        out = _an_rx("unfold-concat", _UNFOLD_RX["concat"]).sub(
+            lambda m: plain(m.group(2) + m.group(4)), out)
+        out = _an_rx("unfold-join", _UNFOLD_RX["join"]).sub(on_join, out)
+        out = _an_rx("unfold-reverse", _UNFOLD_RX["reverse"]).sub(
+            lambda m: plain(m.group(2)[::-1]), out)
+        out = _an_rx("unfold-atob", _UNFOLD_RX["atob"]).sub(on_atob, out)
+        out = _an_rx("unfold-buffer", _UNFOLD_RX["buffer"], 0).sub(on_buffer, out)
+        # obj['digest'] -> obj.digest, as the rules spell a member
+        out = _an_rx("unfold-member", r"\[\s*(['\"`])([A-Za-z_$][\w$]{0,64})\1\s*\]").sub(
+            lambda m: "." + m.group(2), out)
+        if out == before:
+            break
+    if out == text and not decoded:
+        return None
+    return "\n".join([out] + decoded)
+
+
 def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
     """Hash evidence in one code text of the given family (with `first`: whether any)."""
     if family == "nb":
         return _notebook_hash_hits(text)
     hits = _hash_hits(text, family, first)
+    if family in ("code", "?") and not hits:
+        unfolded = _unfold_literals(text)
+        if unfolded is not None:
+            hits = _hash_hits(unfolded, family, first)
     if family != "py":
         return hits
     if len(text) > _PY_MAX_AST:
@@ -10078,7 +10359,8 @@ def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, in
     if not hits:
         # Nothing by tokens: only a dynamic import or lookup can still hide a digest.
         low = text.lower()
-        if not any(t in low for t in ("__import__", "import_module", "sys.modules")) and not (
+        if not any(t in low for t in ("__import__", "import_module", "sys.modules", "exec",
+                                      "eval", "compile")) and not (
                 any(t in low for t in _PY_DYNAMIC)
                 and any(t in low for t in _HASH_ALGS + ("hash", "digest", "crypt"))):
             return hits
@@ -12872,9 +13154,15 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
 
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
-    if f.action.hash_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.hash_intent:
         return ("The call adds or runs hashing while the contract says hash=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it.)
+        return ("The call runs %s, which may compute a hash while the contract says hash=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
@@ -12931,11 +13219,26 @@ def _when_outside(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+# A program named by a variable or substitution, or code a shell or an
+# interpreter reads from a pipe or an expansion (`$pm install x`,
+# `curl ... | sh`, `eval "$x"`): it may install or hash, and nothing shows
+# what it is.  The analysis marks it as it marks a possible agent ("?").
+_UNREAD_PROGRAM = ("a program named by a variable or substitution, or code the guard cannot "
+                   "read")
+_UNREAD_NEXT = "Write the program and its code out in the command, so that the guard can read them."
+
+
 def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("dependencyPolicy")
-    if f.action.dependency_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.dependency_intent:
         return ("The call adds a dependency while the contract says deps=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it first.)
+        return ("The call runs %s, which may add a dependency while the contract says deps=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
