@@ -2765,7 +2765,7 @@ _GIT_SELF = frozenset(("HEAD", "@"))
 
 
 def _git_from_another_commit(args: List[_W]) -> bool:
-    """Whether `git checkout REF -- paths` or `git restore --source=REF paths`
+    """Whether `git checkout other -- paths` or `git restore --source=other paths`
     writes files as another commit has them (HEAD and the index restore)."""
     while args and args[0].static and args[0].text.startswith("-") and args[0].text != "--":
         args = args[1:] if args[0].text not in ("-c", "-C") else args[2:]   # git's own options
@@ -2788,7 +2788,7 @@ def _git_from_another_commit(args: List[_W]) -> bool:
     operands = [t for t in before if not t.startswith("-")]
     if "--" in texts:
         return bool(operands) and operands[0] not in _GIT_SELF
-    # `git checkout REF path...`: with two or more operands the first is a commit
+    # `git checkout other path...`: with two or more operands the first is a commit
     return len(operands) >= 2 and operands[0] not in _GIT_SELF
 
 
