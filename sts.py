@@ -2709,9 +2709,10 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         if code is None or not (literal or ("$" not in code and "\\" not in code
                                             and "`" not in code)):
             # Expanded before Python reads it: never proven, still read for intent.
-            return _code_intents(verdict, body, "x.py")
+            return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
-        return proven if proven.mut == "read" else _code_intents(proven, code, "x.py")
+        return proven if proven.mut == "read" else _code_targets(
+            _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -2724,7 +2725,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         return script
     lang = "node" if name == "bun" else _INTERPRETERS.get(name or "")
     if lang is not None:
-        _code_intents(verdict, body, _INLINE_CODE[lang][0])
+        _code_targets(_code_intents(verdict, body, _INLINE_CODE[lang][0]), body)
     return verdict
 
 
@@ -5430,8 +5431,79 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 v = _write()
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
-        return _code_intents(v, " ".join(texts), path)
+        return _code_targets(_code_intents(v, " ".join(texts), path),
+                             " ".join(texts) if code.static else None)
     return handler
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+# Code that finds its files at run time: the home folder, the environment,
+# a listing or a glob.  What it writes is a target nobody can name.
+_CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "homedir",
+                "expanduser", "glob", "walk(", "listdir", "scandir", "readdir", "rmtree",
+                "xdg_", "appdata", "sts_home")
+
+
+def _code_targets(v: _V, code: Optional[str]) -> _V:
+    """Inline code not proven read may write any file it names: the literals
+    that read like paths become its possible targets (self-protection judges
+    them, as for a tool that runs code), and code that finds its files at
+    run time, or code that is itself an expansion, writes to an unknown one."""
+    if v.mut == "read":
+        return v
+    if code is None:
+        v.opaque = True
+        return v
+    _, paths = _code_commands(code)
+    for found in paths:
+        v.add(found)
+    low = code.lower()
+    if any(place in low for place in _CODE_PLACES):
+        v.opaque = True
+    return v
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -15629,19 +15701,6 @@ _PATH_KEYS = frozenset((
 _PATH_ARG_LIMIT = 64
 
 
-def _looks_like_path(text: str) -> bool:
-    """A single token that a file tool would take for a path: it has a
-    separator, starts with `~`/`.`, or is a file name with an extension."""
-    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
-        return False
-    if " " in text or "\t" in text:
-        return False
-    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
-        return True
-    stem, dot, ext = text.rpartition(".")
-    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
-
-
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     """(paths, complete) for a tool the guard does not know: every argument
     that names a file, at any depth and in every list, is a possible target.
@@ -15756,37 +15815,6 @@ def code_action(name: str, language: str, code: Any) -> dict:
     # the same code given to the interpreter in the shell).
     action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
     return action
-
-
-_CODE_COMMAND_LIMIT = 200
-
-
-def _code_commands(code: str) -> Tuple[List[str], List[str]]:
-    """(command lines, paths) a piece of code spells out: every string literal
-    holding a blank, and every bracketed list of string literals joined by
-    blanks; and the literals that read like paths."""
-    if len(code) > _MAX_COMMAND:
-        return [], []
-    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
-    found: List[str] = []
-    paths: List[str] = []
-    for match in literal.finditer(code):
-        text = match.group(1) if match.group(1) is not None else match.group(2)
-        if " " in text.strip():
-            found.append(text)
-        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
-            paths.append(text)
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            return found, paths
-    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
-        words = [m.group(1) if m.group(1) is not None else m.group(2)
-                 for m in literal.finditer(match.group(1))]
-        if len(words) >= 2:
-            import shlex
-            found.append(" ".join(shlex.quote(w) for w in words))
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            break
-    return found, paths
 
 
 def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
