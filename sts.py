@@ -10664,6 +10664,12 @@ _MANIFEST_NAMES = {
     ".pnpmfile.cjs": "registry", "pip.conf": "registry", "pip.ini": "registry",
     ".pypirc": "registry", "bunfig.toml": "registry", ".condarc": "registry",
     "settings.xml": "registry",
+    # Deno's import maps; images, submodules, CI actions and hooks: each line
+    # that names one brings in code all the same (read by _line_declarations)
+    "import_map.json": "npm", "importmap.json": "npm",
+    "dockerfile": "image", "containerfile": "image", ".gitmodules": "submodule",
+    ".pre-commit-config.yaml": "hooks", ".pre-commit-config.yml": "hooks",
+    "action.yml": "actions", "action.yaml": "actions",
 }
 _MANIFEST_SUFFIXES = (
     ((".csproj", ".fsproj", ".vbproj", ".nuspec", ".props"), "csproj"),
@@ -10695,6 +10701,11 @@ def manifest_kind(path: Optional[str]) -> Optional[str]:
         return "requirements"
     if base.startswith(("environment", "requirements")) and base.endswith((".yml", ".yaml")):
         return "yaml"   # environment-dev.yml, requirements.yml (Ansible roles)
+    if base.startswith(("dockerfile.", "containerfile.")) or base.endswith(".dockerfile"):
+        return "image"
+    if parent == "workflows" and base.endswith((".yml", ".yaml")) \
+            and "/.github/workflows/" in "/" + norm.lower():
+        return "actions"
     return None
 
 
@@ -11643,6 +11654,98 @@ def _lock_change(old_text: Optional[str], new_text: str) -> bool:
     return bool(entries(new_text) - entries(old_text or ""))
 
 
+def _joined_lines(text: Optional[str]) -> List[str]:
+    """Lines with `\\`-continuations joined and blanks squeezed."""
+    out: List[str] = []
+    pending = ""
+    for line in (text or "").splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append(" ".join((pending + line).split()))
+        pending = ""
+    if pending:
+        out.append(" ".join(pending.split()))
+    return [line for line in out if line]
+
+
+def _image_line(line: str) -> bool:
+    """A Dockerfile line that brings in code: a base image, a remote ADD,
+    a RUN whose command adds a package."""
+    word, _, rest = line.partition(" ")
+    word = word.upper()
+    if word == "FROM" or (word == "ADD" and "://" in rest) or (
+            word == "COPY" and "--from=" in rest):
+        return True
+    if word != "RUN":
+        return False
+    while rest.startswith("--"):     # RUN --mount=... --network=...
+        rest = rest.partition(" ")[2]
+    if rest.startswith("["):         # exec form: ["pip", "install", "x"]
+        try:
+            rest = " ".join(json.loads(rest))
+        except (ValueError, TypeError):
+            return True
+    return analyze_shell(rest).dependency_intent
+
+
+# A line that declares code from elsewhere, per kind: kind -> test of one
+# added line (already joined and squeezed).
+_LINE_DECLARATIONS: Dict[str, Callable[[str], bool]] = {
+    "image": _image_line,
+    "submodule": lambda line: line.lower().startswith(("url", "branch", "[submodule")),
+    "hooks": lambda line: line.lstrip("- ").startswith(("repo:", "rev:", "additional_dependencies")),
+    "actions": lambda line: line.lstrip("- ").startswith("uses:")
+    or line.lstrip("- ").startswith("image:"),
+}
+
+
+def _line_declarations(kind: str, old_text: Optional[str], new_text: str) -> bool:
+    """Whether the new text adds a line of this kind that the old did not have."""
+    test = _LINE_DECLARATIONS[kind]
+    before = set(_joined_lines(old_text))
+    return any(line not in before and test(line) for line in _joined_lines(new_text))
+
+
+# Code files that declare dependencies in the code itself: a Python script's
+# inline metadata (`# /// script` ... `dependencies = [...]`), and JS/TS
+# imports of a registry or a URL (`npm:x`, `jsr:@std/x`, `https://esm.sh/x`),
+# which Deno and Bun fetch.
+_URL_IMPORT = (r"""(?:\bfrom|\bimport|\brequire|\bimport\s*\()\s*\(?\s*['"`]"""
+               r"""((?:npm|jsr|https?):[^'"`\s]{1,2000})['"`]""")
+
+
+def _code_declares(path: Optional[str], old_text: Optional[str], new_text: str) -> bool:
+    if not isinstance(path, str):
+        return False
+    low = path.lower()
+    if low.endswith((".py", ".pyw")) and "# /// script" in new_text:
+        return _script_deps(new_text) - _script_deps(old_text or "") != set()
+    if low.endswith((".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")) and (
+            "npm:" in new_text or "jsr:" in new_text or "http" in new_text):
+        rx = _an_rx("url-import", _URL_IMPORT)
+        return bool(set(rx.findall(new_text)) - set(rx.findall(old_text or "")))
+    return False
+
+
+def _script_deps(text: str) -> set:
+    """The requirement strings of a `# /// script` block (and its python version)."""
+    found: set = set()
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "# /// script":
+            inside = True
+        elif stripped == "# ///":
+            inside = False
+        elif inside:
+            body = stripped.lstrip("#").strip()
+            found.update(_an_rx("quoted", r"""['"]([^'"]+)['"]""").findall(body))
+            if body.startswith(("[[tool.uv.index]]", "url", "index")):
+                found.add(body)
+    return found
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
     """True when a manifest change adds a dependency or changes one.
@@ -11656,12 +11759,16 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     dependency and reformatting do not.
     """
     kind = manifest_kind(path)
-    if kind is None or not isinstance(new_text, str):
+    if not isinstance(new_text, str):
         return False
+    if kind is None:
+        return _code_declares(path, old_text, new_text)
     if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
         return True   # too large to compare: assume the worst
     if kind == "lock":
         return _lock_change(old_text, new_text)
+    if kind in _LINE_DECLARATIONS:
+        return _line_declarations(kind, old_text, new_text)
 
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
