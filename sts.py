@@ -3365,6 +3365,15 @@ def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
+def _sqlite(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """sqlite3 DB [SQL...] (and -cmd SQL): it may change the database, never
+    proven; its SQL is read for hashing (`select sha1(x)`) like any code."""
+    if _version_only(name, args, ctx).mut == "read":
+        return _an_read()
+    v = _unknown("shell_command_unproven", "unlisted", name)
+    return _code_intents(v, " ".join(w.text for w in args), "x.sql")
+
+
 def _lsof(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """lsof only lists, but for -D: `-Db PATH` builds its device cache file
     there (where it is built with one).  +D DIR only searches a folder."""
@@ -7727,7 +7736,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
