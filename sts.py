@@ -12936,6 +12936,23 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
         ("git's config, whose settings name programs that reads run",
          ("$GIT_CONFIG_GLOBAL",), ("",)),
     ),
+    # The same for other programs whose reads sts proves: a line in these
+    # makes `curl URL` write a file or send one, or `kubectl get` run a program.
+    "tools": (
+        ("curl's or wget's config, read by every download", ("~",),
+         (".curlrc", ".wgetrc")),
+        ("curl's or wget's config, read by every download", ("$CURL_HOME", "$XDG_CONFIG_HOME"),
+         (".curlrc",)),
+        ("curl's or wget's config, read by every download", ("$WGETRC",), ("",)),
+        ("kubectl's config, whose exec credential plugin runs on every call", ("~",),
+         (".kube/config",)),
+        ("kubectl's config, whose exec credential plugin runs on every call", ("$KUBECONFIG",),
+         ("",)),
+        ("gh's config, whose pager, browser and ! aliases are programs", ("~",),
+         (".config/gh/config.yml",)),
+        ("gh's config, whose pager, browser and ! aliases are programs", ("$GH_CONFIG_DIR",),
+         ("config.yml",)),
+    ),
 }
 
 class HostSettings(Record):

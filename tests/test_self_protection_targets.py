@@ -395,6 +395,19 @@ def test_git_hooks_and_settings_that_run_code(place, command, code):
     assert_all(place, command, code, cwd=place.project)
 
 
+@pytest.mark.parametrize("command,code", [
+    # Config that turns a proven read into a write or a program run
+    ("echo 'output = /tmp/x' >> ~/.curlrc", CODE),
+    ("echo 'output_document = /tmp/x' > ~/.wgetrc", CODE),
+    ("cp /tmp/evil.yaml ~/.kube/config", CODE),
+    ("echo 'pager: sh' >> ~/.config/gh/config.yml", CODE),
+    ("echo 'x' > ~/notes.txt", None),
+])
+def test_tool_settings_that_make_reads_run_code(place, command, code):
+    os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
+    assert_all(place, command, code, cwd=place.project)
+
+
 def test_powershell_writes_behind_a_variable_are_unknown_targets(place):
     session = arm(place, "claude")
     for command, code in (("Remove-Item $env:USERPROFILE\\.claude -Recurse", CODE),
