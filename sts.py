@@ -38,50 +38,9 @@ same action gets the same answer on every host.
 
 from __future__ import annotations
 
-import json
+import _thread  # for one lock; the interpreter has loaded it already
 import os
 import sys
-
-
-class _DeferredModule(type(sys)):
-    """Stands in for a module until one of its attributes is first read.
-
-    `dataclasses` imports `inspect` (and with it `ast`, `dis` and `tokenize`)
-    and `copy`: about 5 ms, the largest single cost of a hook call.  Before
-    Python 3.12 it reads `inspect` only to write a docstring for a dataclass
-    that has none, and ours all have one (3.12 and later read it for every
-    dataclass, so there it loads at once); `copy` only serves `asdict()`.
-    The first attribute read imports the real module and copies it in, so a
-    user of either never notices.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        module_name = self.__dict__["__name__"]
-        if sys.modules.get(module_name) is self:
-            del sys.modules[module_name]
-        real = __import__(module_name)
-        self.__dict__.update(real.__dict__)
-        return getattr(real, name)
-
-
-def _import_dataclasses() -> Any:
-    """`from dataclasses import dataclass, field`, without paying for what
-    the hook never uses."""
-    stand_ins = {}
-    if "dataclasses" not in sys.modules:
-        for name in ("inspect", "copy"):
-            if name not in sys.modules:
-                stand_ins[name] = sys.modules[name] = _DeferredModule(name)
-    try:
-        import dataclasses
-    finally:
-        for name, stand_in in stand_ins.items():
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]  # later importers get the real module
-    return dataclasses.dataclass, dataclasses.field
-
-
-dataclass, field = _import_dataclasses()
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs ~2 ms per hook
@@ -90,6 +49,207 @@ if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
+
+
+###############################################################################
+# JSON without the json package's start-up
+#
+# Owns `json` as every other section sees it: `json.loads` and `json.dumps`
+# with the same results, bytes and exceptions as the standard library's.
+# `import json` costs about a third of a hook call, because the package
+# imports `re` (and with it enum, functools and collections) to compile the
+# patterns of its pure-Python fallbacks.  The work itself is done by `_json`,
+# the C accelerator json uses when present; called directly it gives the same
+# objects and the same text.  What `_json` cannot do before Python 3.13, the
+# indented writer of state files, is `_json_indented`, a plain recursive copy
+# of what json's own pure-Python writer produces.  Anything else (an option
+# not handled here, any error, a Python without `_json`) is passed to the
+# real module, imported then, so errors keep json's types and messages, and
+# every other name (`json.JSONDecodeError`, `json.dump`, ...) is json's own.
+###############################################################################
+
+
+class _FastJson:
+    """The `json` of this file: see the section banner."""
+
+    __slots__ = ("_scan", "_encoders", "_plain")
+
+    def __init__(self) -> None:
+        self._scan: Any = None      # _json's scanner, made on first use
+        self._encoders: Any = None  # (ASCII-only, UTF-8) string encoders of _json
+        self._plain: Any = None     # the real json module, imported on first need
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def _real(self) -> Any:
+        if self._plain is None:
+            import json as plain
+            self._plain = plain
+        return self._plain
+
+    def _accelerator(self) -> bool:
+        """Load _json's scanner and encoders once; False where it is missing."""
+        if self._encoders is None:
+            try:
+                import _json
+            except ImportError:
+                self._encoders = False
+                return False
+            self._scan = _json.make_scanner(_ScanOptions())
+            self._encoders = (_json.make_encoder, _json.encode_basestring_ascii,
+                              _json.encode_basestring)
+        return bool(self._encoders)
+
+    def loads(self, s: Any, **options: Any) -> Any:
+        """json.loads(s): str, or bytes that json would read as UTF-8."""
+        if not options and self._accelerator():
+            text = s
+            if isinstance(s, (bytes, bytearray)):
+                # json picks UTF-16/32 from a BOM or from NUL bytes in the
+                # head; a first byte that is ASCII and no NUL after it is UTF-8.
+                text = None
+                if s and 0 < s[0] < 0x80 and (len(s) < 2 or s[1]):
+                    try:
+                        text = bytes(s).decode("utf-8", "surrogatepass")
+                    except UnicodeDecodeError:
+                        text = None
+            if isinstance(text, str) and not text.startswith("\ufeff"):
+                # json.loads = skip JSON whitespace, scan one value, and
+                # accept only whitespace after it.
+                body = text.rstrip(" \t\n\r")
+                start = len(text) - len(text.lstrip(" \t\n\r"))
+                try:
+                    value, end = self._scan(body, start)
+                except Exception:  # noqa: BLE001 - json reports it (before 3.12, _json
+                    end = -1       # cannot build its error without json.decoder loaded)
+                if end == len(body):
+                    return value
+        return self._real().loads(s, **options)
+
+    def dumps(self, obj: Any, *, ensure_ascii: bool = True, indent: Optional[int] = None,
+              separators: Optional[Tuple[str, str]] = None, sort_keys: bool = False,
+              default: Optional[Callable[[Any], Any]] = None, **options: Any) -> str:
+        """json.dumps with the options this file uses; others go to json."""
+        if options or not self._accelerator() or not (indent is None or type(indent) is int):
+            return self._real().dumps(obj, ensure_ascii=ensure_ascii, indent=indent,
+                                      separators=separators, sort_keys=sort_keys,
+                                      default=default, **options)
+        make_encoder, ascii_text, utf8_text = self._encoders
+        text = ascii_text if ensure_ascii else utf8_text
+        if separators is not None:
+            item_sep, key_sep = separators
+        else:
+            item_sep, key_sep = (", " if indent is None else ","), ": "
+        try:
+            if indent is None or sys.version_info >= (3, 13):
+                # From 3.13 the C writer also indents; json uses it then too.
+                encode = make_encoder({}, default or _json_unserializable, text,
+                                      None if indent is None else " " * indent,
+                                      key_sep, item_sep, sort_keys, False, True)
+                return "".join(encode(obj, 0))
+            out: List[str] = []
+            _json_indented(obj, out, "\n", " " * indent, text, item_sep, key_sep, sort_keys,
+                           default or _json_unserializable, 0)
+            return "".join(out)
+        except Exception:  # noqa: BLE001 - json itself raises its own error
+            return self._real().dumps(obj, ensure_ascii=ensure_ascii, indent=indent,
+                                      separators=separators, sort_keys=sort_keys,
+                                      default=default)
+
+
+class _ScanOptions:
+    """What `_json.make_scanner` reads from a JSONDecoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"),
+                      "-Infinity": float("-inf")}.__getitem__
+
+
+def _json_unserializable(value: Any) -> Any:
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+# Deeper values go to json's own writer, which decides at its recursion limit.
+_JSON_INDENT_DEPTH = 200
+
+
+def _json_float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _json_indented(value: Any, out: List[str], newline: str, step: str, text: Any,
+                   item_sep: str, key_sep: str, sort_keys: bool, default: Any,
+                   depth: int) -> None:
+    """Append what json.dumps(value, indent=...) writes, value by value.
+
+    The tests compare it with json's own output; the order of the type
+    checks is json's, so subclasses of str, int, float, list and dict come
+    out as json writes them."""
+    if isinstance(value, str):
+        out.append(text(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_json_float(value))
+    elif depth > _JSON_INDENT_DEPTH:
+        raise RecursionError("nested deeper than the fast writer goes")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + step
+        out.append("[" + inner)
+        for n, item in enumerate(value):
+            if n:
+                out.append(item_sep + inner)
+            _json_indented(item, out, inner, step, text, item_sep, key_sep, sort_keys,
+                           default, depth + 1)
+        out.append(newline + "]")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + step
+        out.append("{" + inner)
+        items = sorted(value.items()) if sort_keys else value.items()
+        for n, (key, item) in enumerate(items):
+            if isinstance(key, str):
+                pass
+            elif isinstance(key, float):
+                key = _json_float(key)
+            elif key is True or key is False or key is None:
+                key = {True: "true", False: "false", None: "null"}[key]
+            elif isinstance(key, int):
+                key = int.__repr__(key)
+            else:
+                raise TypeError("keys must be str, int, float, bool or None")
+            if n:
+                out.append(item_sep + inner)
+            out.append(text(key) + key_sep)
+            _json_indented(item, out, inner, step, text, item_sep, key_sep, sort_keys,
+                           default, depth + 1)
+        out.append(newline + "}")
+    else:
+        _json_indented(default(value), out, newline, step, text, item_sep, key_sep,
+                       sort_keys, default, depth + 1)
+
+
+json = _FastJson()
 
 
 ###############################################################################
@@ -221,15 +381,88 @@ def _opt_text_list(obj: dict, key: str, where: str) -> Optional[List[str]]:
     return list(value)
 
 
-@dataclass
-class Action:
+class _NewList:
+    """A field default meaning "a fresh empty list" (dataclasses' default_factory=list)."""
+
+    __slots__ = ()
+
+
+_NEW_LIST = _NewList()
+# Field names and defaults per event type, read from the class body on first use.
+_EVENT_FIELDS: Dict[type, Tuple[Tuple[str, ...], Dict[str, Any]]] = {}
+
+
+class _EventType:
+    """Base of Action, ActionResult and ControlEvent: dataclasses, paid for when read.
+
+    The three ControlEvent v2 types are real dataclasses for every user of
+    this module.  Making a dataclass generates and compiles code at import
+    and, from Python 3.12, imports `inspect`: about a fifth of a hook call on
+    3.12 and 3.13, for types the hook uses only as plain records.  So they are
+    declared as ordinary classes (annotated fields with defaults, `_NEW_LIST`
+    for a fresh list) and this base gives them what the hook needs: init by
+    keyword or position, field-by-field equality and the dataclass repr.
+    The first time one of them is read as an attribute of the module
+    (`sts.Action`, `from sts import ControlEvent`), `_event_dataclasses`
+    applies `dataclasses.dataclass` to the same three class objects, in
+    place: instances made before and after are the same type, and
+    `dataclasses.fields`, `asdict` and `replace` work on both.  The hook
+    reads these names only as globals of this file, never as module
+    attributes, so it never pays.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _fields(cls) -> Tuple[Tuple[str, ...], Dict[str, Any]]:
+        spec = _EVENT_FIELDS.get(cls)
+        if spec is None:
+            names = tuple(cls.__dict__.get("__annotations__", {}))
+            defaults = {name: cls.__dict__[name] for name in names if name in cls.__dict__}
+            spec = _EVENT_FIELDS[cls] = (names, defaults)
+        return spec
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names, defaults = self._fields()
+        if len(args) > len(names):
+            raise TypeError("%s takes %d fields" % (type(self).__name__, len(names)))
+        for name, value in zip(names, args):
+            setattr(self, name, value)
+        for name in names[len(args):]:
+            if name in kwargs:
+                value = kwargs.pop(name)
+            elif name in defaults:
+                value = defaults[name]
+                if value is _NEW_LIST:
+                    value = []
+            else:
+                raise TypeError("%s needs %r" % (type(self).__name__, name))
+            setattr(self, name, value)
+        if kwargs:
+            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(kwargs)))
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self._fields()[0]
+        return (tuple(getattr(self, name) for name in names)
+                == tuple(getattr(other, name) for name in names))
+
+    __hash__ = None  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        return "%s(%s)" % (type(self).__qualname__, ", ".join(
+            "%s=%r" % (name, getattr(self, name)) for name in self._fields()[0]))
+
+
+class Action(_EventType):
     """`action` of an action.before event: one tool call the host is about to run."""
 
     name: str
     mutability: str
     id: Optional[str] = None
-    affected_paths: List[str] = field(default_factory=list)
-    shell_write_targets: List[str] = field(default_factory=list)
+    affected_paths: List[str] = _NEW_LIST
+    shell_write_targets: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
     cwd: Optional[str] = None
@@ -316,15 +549,14 @@ class Action:
         )
 
 
-@dataclass
-class ActionResult:
+class ActionResult(_EventType):
     """`action` of an action.after event: a fact about a call that already ran."""
 
     id: str
     lifecycle: str = "unknown"
     agent_id: Optional[str] = None
-    agent_aliases: List[str] = field(default_factory=list)
-    ended_agent_ids: List[str] = field(default_factory=list)
+    agent_aliases: List[str] = _NEW_LIST
+    ended_agent_ids: List[str] = _NEW_LIST
     completed: Optional[bool] = None
     async_launched: Optional[bool] = None
 
@@ -353,8 +585,7 @@ class ActionResult:
                    completed=completed, async_launched=async_launched)
 
 
-@dataclass
-class ControlEvent:
+class ControlEvent(_EventType):
     """One validated host-free event (core.md 1)."""
 
     kind: str
@@ -437,6 +668,39 @@ class ControlEvent:
                 if isinstance(event.action, Action):
                     event.action.completion_scope = scope
         return event
+
+
+def _event_dataclasses() -> None:
+    """Make Action, ActionResult and ControlEvent dataclasses, once (see _EventType)."""
+    with _EVENT_LOCK:
+        if "__dataclass_fields__" in ControlEvent.__dict__:
+            return
+        import dataclasses
+        for cls in (Action, ActionResult, ControlEvent):
+            for name, value in list(cls.__dict__.items()):
+                if value is _NEW_LIST:
+                    setattr(cls, name, dataclasses.field(default_factory=list))
+            dataclasses.dataclass(cls)
+
+
+def _event_type(name: str) -> property:
+    def read(module: Any) -> type:
+        _event_dataclasses()
+        return module.__dict__[name]
+    return property(read, doc="The ControlEvent v2 dataclass %s." % name)
+
+
+class _Module(type(sys)):
+    """This module, with the three event types read through `_event_type`."""
+
+    Action = _event_type("Action")
+    ActionResult = _event_type("ActionResult")
+    ControlEvent = _event_type("ControlEvent")
+
+
+_EVENT_LOCK = _thread.allocate_lock()
+if sys.modules.get(__name__) is not None and sys.modules[__name__].__dict__ is globals():
+    sys.modules[__name__].__class__ = _Module
 
 
 class CoreResult(Record):
@@ -1200,12 +1464,18 @@ class _Cmd:
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
 # and terminals disagree about them, so they are refused outright (5.3).
-_BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
-              "\u2028-\u202f\u205f-\u206f\u3000\ufeff\u061c]")
+_BAD_CHAR_SET = frozenset().union(*(
+    map(chr, range(ord(low), ord(high) + 1)) for low, high in (
+        ("\x00", "\x08"), ("\x0b", "\x0c"), ("\x0e", "\x1f"), ("\x7f", "\x9f"),
+        ("\u00a0", "\u00a0"), ("\u1680", "\u1680"), ("\u2000", "\u200f"),
+        ("\u2028", "\u202f"), ("\u205f", "\u206f"), ("\u3000", "\u3000"),
+        ("\ufeff", "\ufeff"), ("\u061c", "\u061c"))))
 
 
 def _has_bad_char(text: str) -> bool:
-    return _an_rx("bad", _BAD_CHARS).search(text) is not None
+    # Every one of them is unprintable to Python, so printable text (the
+    # common case, one C pass) needs no closer look and no regex.
+    return not text.isprintable() and not _BAD_CHAR_SET.isdisjoint(text)
 
 
 _ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
@@ -1635,6 +1905,7 @@ class _Bash:
         dyn = split = glob = quoted = False
         lead: Optional[bool] = None   # decided by the first character
         brace = False
+        meta_end = close_at = -1      # see "[" below
 
         def first(is_literal: bool, ch: str) -> None:
             nonlocal lead
@@ -1713,10 +1984,18 @@ class _Bash:
                 self.i += 1
                 continue
             if c == "[":
-                rest_end = self.i
-                while rest_end < n and s[rest_end] not in _META:
-                    rest_end += 1
-                if "]" in s[self.i + 1:rest_end]:
+                # A pattern needs a "]" before the next unquoted-or-not shell
+                # metacharacter.  Both positions are found once and reused
+                # while the word walks past them: a fresh scan for every "["
+                # would make a line of "[" quadratic.
+                if meta_end < self.i:
+                    meta_end = self.i
+                    while meta_end < n and s[meta_end] not in _META:
+                        meta_end += 1
+                if close_at <= self.i:
+                    close_at = s.find("]", self.i + 1)
+                    close_at = n if close_at < 0 else close_at
+                if close_at < meta_end:
                     first(False, c)
                     glob = True
                 else:

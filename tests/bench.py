@@ -1,11 +1,19 @@
 """Benchmark: one PreToolUse hook call in an armed session, as a whole process.
 
-Runs the exact hook command `install` writes (the import form of decisions.md 1)
-and, in the same run and interleaved, the interpreter floor `python3 -I -S -c pass`.
+Runs the exact hook command `install` writes (the import form) and, in the
+same run and interleaved, the interpreter floor `python3 -I -S -c pass`.
 Prints medians and ratios, then repeats with 1,000 session files and 100,000
-audit lines present to show the cost does not grow with them.
+audit lines present to show the cost does not grow with them, then times
+long commands of several shapes just under the 64 KiB analysis cap.
 
-    python3 tests/bench.py [--runs N]
+    python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes]
+
+Each --python runs the whole benchmark under that interpreter (default: the
+one running this script), so one run compares versions side by side.
+
+Two clocks per process: CPU (user + system time of the child, from wait4)
+and wall.  The ratios use CPU: on a shared machine other processes stretch
+the wall clock of both the floor and the hook, not the work they do.
 """
 import json
 import os
@@ -21,6 +29,8 @@ sys.path.insert(0, ROOT)
 import sts  # noqa: E402
 
 SESSION = "bench-session"
+TARGET = 2.0  # at most this many times the floor, on every Python measured
+SHAPE_TARGET = 5.0
 
 
 def event(tool_name, tool_input, call_id):
@@ -29,29 +39,47 @@ def event(tool_name, tool_input, call_id):
                        "tool_input": tool_input}).encode()
 
 
-def timed(argv, payload, env):
+def run_once(argv, payload, env):
+    """(cpu, wall, stdout): the child is reaped with wait4 to read its CPU time."""
     start = time.perf_counter()
-    proc = subprocess.run(argv, input=payload, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env, check=False)
-    elapsed = time.perf_counter() - start
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
+        else status >> 8
+    proc.stdout.close()
+    proc.stderr.close()
     if proc.returncode != 0:
-        raise SystemExit("hook failed: %r" % proc.stderr)
-    return elapsed, proc.stdout
+        raise SystemExit("process failed: %r" % err[-500:])
+    return usage.ru_utime + usage.ru_stime, wall, out
 
 
-def measure(hook_argv, env, runs):
-    floor_argv = [sys.executable, "-I", "-S", "-c", "pass"]
-    read = event("Bash", {"command": "git status"}, "c-read")
-    write = event("Write", {"file_path": "/repo/a.txt", "content": "x"}, "c-write")
-    samples = {"floor": [], "read (allowed)": [], "write (denied)": []}
+def measure(python, hook_argv, env, runs, payloads):
+    """Interleaved runs of the floor and each payload; medians of CPU and wall."""
+    floor_argv = [python, "-I", "-S", "-c", "pass"]
+    samples = {"floor": ([], [])}
+    for name in payloads:
+        samples[name] = ([], [])
     for _ in range(runs):
-        samples["floor"].append(timed(floor_argv, b"", env)[0])
-        samples["read (allowed)"].append(timed(hook_argv, read, env)[0])
-        elapsed, out = timed(hook_argv, write, env)
-        if b'"deny"' not in out:
-            raise SystemExit("the write was not denied: %r" % out)
-        samples["write (denied)"].append(elapsed)
-    return {name: statistics.median(values) for name, values in samples.items()}
+        cpu, wall, _ = run_once(floor_argv, b"", env)
+        samples["floor"][0].append(cpu)
+        samples["floor"][1].append(wall)
+        for name, (payload, check) in payloads.items():
+            cpu, wall, out = run_once(hook_argv, payload, env)
+            if check is not None and check not in out:
+                raise SystemExit("%s: expected %r in the answer, got %r" % (name, check, out))
+            samples[name][0].append(cpu)
+            samples[name][1].append(wall)
+    return {name: (statistics.median(c), statistics.median(w))
+            for name, (c, w) in samples.items()}
 
 
 def populate(home, sessions, audit_lines):
@@ -71,37 +99,121 @@ def populate(home, sessions, audit_lines):
 
 
 def report(title, medians):
-    floor = medians["floor"]
+    floor_cpu, floor_wall = medians["floor"]
     print(title)
-    for name, value in medians.items():
-        print("  %-16s %7.1f ms  %5.2fx floor" % (name, value * 1000, value / floor))
+    print("  %-24s %9s %7s %9s" % ("", "cpu", "ratio", "wall"))
+    for name, (cpu, wall) in medians.items():
+        print("  %-24s %7.1fms %6.2fx %7.1fms" % (name, cpu * 1e3, cpu / floor_cpu, wall * 1e3))
 
 
-def main():
-    runs = 30
-    if "--runs" in sys.argv:
-        runs = int(sys.argv[sys.argv.index("--runs") + 1])
-    command = sts.hook_command("claude", python=sys.executable)
+def _cap(text, limit=64 * 1024 - 1):
+    return text[:limit]
+
+
+def shapes():
+    """Long commands of many shapes, each just under the 64 KiB cap."""
+    rows = {
+        "5,000 ';' commands": "; ".join("ls dir%d" % i for i in range(5000)),
+        "';' commands to the cap": "; ".join("ls dir%d" % i for i in range(9000)),
+        "64 KiB of backticks": "`" * 65535,
+        "backtick pairs": "echo " + "`ls`" * 16000,
+        "$( ) nested 30 deep": "echo " + "$(echo " * 30 + "x" + ")" * 30,
+        "$( ) side by side": "echo " + "$(ls)" * 12000,
+        "subshells nested": "(" * 31 + "ls" + ")" * 31,
+        "many pipes": " | ".join(["cat a"] + ["grep x%d" % i for i in range(6000)]),
+        "many redirections": "cat a" + "".join(" 2>/dev/null" for _ in range(5000)),
+        "many && and ||": " && ".join("test -f f%d || ls" % i for i in range(3000)),
+        "one long quoted word": "echo '" + "a" * 65000 + "'",
+        "long double-quoted $vars": 'echo "' + "$HOME/x " * 8000 + '"',
+        "heredocs": "cat <<EOF\nline\nEOF\n" * 3000,
+        "words": "ls " + "a " * 32000,
+        "escapes": "echo " + "\\ " * 30000,
+        "brace/glob words": "ls " + "{a,b}*[x] " * 6000,
+        "for loops": "; ".join("for f in a b c; do cat $f; done" for _ in range(1800)),
+        "if chains": "; ".join("if test -f x; then cat x; fi" for _ in range(2000)),
+        "unicode words": "ls " + "é日本 " * 12000,
+        "assignments": " ".join("A%d=1" % i for i in range(9000)) + " ls",
+        "git log options": "git log " + "--oneline " * 6500,
+        "find -name chain": "find . " + "-name x -o " * 5000 + "-name y",
+        "sed script": "sed -n '" + "p;" * 30000 + "' f",
+        "awk program": "awk '{ " + "print $1; " * 6000 + "}' f",
+    }
+    powershell = {
+        "PowerShell ';' commands": "; ".join("Get-Content f%d" % i for i in range(4000)),
+        "PowerShell pipeline": " | ".join(["Get-Content a"] + ["Select-String x"] * 4000),
+        "PowerShell subexpressions": "Write-Output " + "$(Get-Date)" * 5000,
+    }
+    out = [(label, "Bash", {"command": _cap(c)}) for label, c in rows.items()]
+    out += [(label, "PowerShell", {"command": _cap(c)}) for label, c in powershell.items()]
+    return out
+
+
+def bench_python(python, runs, with_shapes):
+    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                             stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    command = sts.hook_command("claude", python=python)
     hook_argv = shlex.split(command)
-    print("hook command: %s" % command)
+    print("=== Python %s: %s" % (version, command))
     with tempfile.TemporaryDirectory(prefix="sts-bench-") as home:
         env = dict(os.environ, STS_HOME=home)
         prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
                              "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
-        out = timed(hook_argv, prompt, env)[1]
+        out = run_once(hook_argv, prompt, env)[2]
         if b"mode=review" not in out:
             raise SystemExit("could not arm the session: %r" % out)
-        timed(hook_argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode cache
-        base = measure(hook_argv, env, runs)
+        run_once(hook_argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
+        payloads = {
+            "read (allowed)": (event("Bash", {"command": "git status"}, "c-read"), None),
+            "write (denied)": (event("Write", {"file_path": "/repo/a.txt", "content": "x"},
+                                     "c-write"), b'"deny"'),
+        }
+        base = measure(python, hook_argv, env, runs, payloads)
         report("armed review session, %d runs each (median):" % runs, base)
         populate(home, 1000, 100000)
-        scaled = measure(hook_argv, env, runs)
+        scaled = measure(python, hook_argv, env, runs, payloads)
         report("same, with 1,000 session files and 100,000 audit lines:", scaled)
-        growth = scaled["read (allowed)"] / base["read (allowed)"]
-        print("growth with scale (read): %.2fx" % growth)
-        target = 3.0
-        worst = max(base["read (allowed)"], base["write (denied)"]) / base["floor"]
-        print("target: at most %.1fx floor -> %s (%.2fx)" % (target, "OK" if worst <= target else "OVER", worst))
+        growth = scaled["read (allowed)"][0] / base["read (allowed)"][0]
+        print("growth with scale (read, cpu): %.2fx" % growth)
+        worst = max(base["read (allowed)"][0], base["write (denied)"][0]) / base["floor"][0]
+        print("target: at most %.1fx floor -> %s (%.2fx)"
+              % (TARGET, "OK" if worst <= TARGET else "OVER", worst))
+        result = {"version": version, "worst": worst}
+        if with_shapes:
+            shape_runs = max(3, runs // 4)
+            payloads = {"%s (%s, %d B)" % (label, tool, len(args["command"])):
+                        (event(tool, args, "c-shape"), None)
+                        for label, tool, args in shapes()}
+            medians = measure(python, hook_argv, env, shape_runs, payloads)
+            report("long commands under the 64 KiB cap, %d runs each (median):" % shape_runs,
+                   medians)
+            name, (cpu, _) = max(((n, m) for n, m in medians.items() if n != "floor"),
+                                 key=lambda item: item[1][0])
+            result["shape"] = (name, cpu / medians["floor"][0])
+            print("worst shape: %s, %.2fx floor -> %s" % (
+                name, cpu / medians["floor"][0],
+                "OK" if cpu / medians["floor"][0] < SHAPE_TARGET else "OVER"))
+        return result
+
+
+def main():
+    runs = 30
+    pythons = []
+    args = sys.argv[1:]
+    if "--runs" in args:
+        runs = int(args[args.index("--runs") + 1])
+    for n, arg in enumerate(args):
+        if arg == "--python":
+            pythons.append(args[n + 1])
+    results = [bench_python(python, runs, "--no-shapes" not in args)
+               for python in pythons or [sys.executable]]
+    if len(results) > 1:
+        print("=== summary (CPU ratio to the floor of the same Python, same run)")
+        for result in results:
+            line = "  Python %-8s hook %.2fx" % (result["version"], result["worst"])
+            if "shape" in result:
+                line += ", worst long command %.2fx (%s)" % (result["shape"][1],
+                                                             result["shape"][0])
+            print(line)
 
 
 if __name__ == "__main__":
