@@ -1330,6 +1330,32 @@ class ShellAnalysis(Record):
 
 _MAX_COMMAND = 64 * 1024  # decisions.md 8
 _MAX_DEPTH = 32
+# Length and depth do not bound the work: 64 KiB of `a;a;a` is 32,000
+# commands, and each costs microseconds to read and judge, so a line under
+# the length cap took up to a second.  So reading is paid for in units: a
+# word costs 1 plus 1 per 8 characters (a program may walk its text, as sed
+# does its script), every simple command, redirection, substitution or
+# nested parse _COMMAND_WORK.  A line that spends more than _MAX_WORK over
+# all its shells and nested scripts is `analysis_limit`, like one over
+# 64 KiB.  An ordinary command line spends tens of units; the limit
+# (about 25 KB of dense text) keeps the slowest shape that fits within a
+# few interpreter start-ups (`make bench` times the shapes).
+_MAX_WORK = 4000
+_COMMAND_WORK = 4
+
+
+def _spend(work: List[int], units: int) -> None:
+    work[0] -= units
+    if work[0] < 0:
+        raise _Give("analysis_limit")
+
+
+def _limited(ctx: _Ctx, verdict: Optional[_V] = None) -> _V:
+    """A limit was hit somewhere in this line: the whole line is analysis_limit
+    (see analyze_shell), even when another part of it decided first."""
+    ctx.work[0] = -1
+    return verdict if verdict is not None else _unknown("analysis_limit")
+
 _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
 
@@ -1622,9 +1648,12 @@ class _Bash:
     collected flat in `items`; the line is read only if each one is.
     """
 
-    def __init__(self, src: str, depth: int) -> None:
+    def __init__(self, src: str, depth: int, work: Optional[List[int]] = None) -> None:
         if depth > _MAX_DEPTH:
             raise _Give("analysis_limit")
+        work = work if work is not None else [_MAX_WORK]
+        _spend(work, _COMMAND_WORK)
+        self.work = work
         self.s = src
         self.n = len(src)
         self.i = 0
@@ -1762,6 +1791,7 @@ class _Bash:
 
     def _finish(self, cmd: _Cmd) -> None:
         if not cmd.empty():
+            _spend(self.work, _COMMAND_WORK)
             self.items.append(cmd)
 
     def _operator(self) -> str:
@@ -1796,6 +1826,7 @@ class _Bash:
         return fd + "\x01" + s[self.i - 1]
 
     def _redirection(self, cmd: _Cmd, op: str) -> None:
+        _spend(self.work, _COMMAND_WORK)
         fd, _, kind = op.rpartition("\x01")
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
@@ -1892,6 +1923,7 @@ class _Bash:
             # outside is not taken from the lines inside it, so those lines
             # would be commands we took for heredoc text.
             raise _Give("shell_syntax_unproven")
+        _spend(self.work, _COMMAND_WORK)
         self.depth += 1
         try:
             self._list(closer, 0)
@@ -1901,6 +1933,7 @@ class _Bash:
     # -- words ------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
+        start = self.i
         out: List[str] = []
         dyn = split = glob = quoted = False
         lead: Optional[bool] = None   # decided by the first character
@@ -2019,6 +2052,7 @@ class _Bash:
                     lead = False
         if lead is None:
             lead = True
+        _spend(self.work, 1 + (self.i - start) // 8)
         return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted)
 
     def _dquote(self, out: List[str], first: Callable[[bool, str], None]) -> bool:
@@ -2100,7 +2134,7 @@ class _Bash:
         if "\\" in body:
             raise _Give("shell_syntax_unproven")
         self.i = end + 1
-        sub = _Bash(body, self.depth + 1)
+        sub = _Bash(body, self.depth + 1, self.work)
         sub.items = self.items
         sub.parse()
 
@@ -2142,16 +2176,19 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    __slots__ = ("depth", "shell")
+    """Where a command is read: nesting depth, shell, and the work left (see _spend)."""
 
-    def __init__(self, depth: int, shell: str) -> None:
+    __slots__ = ("depth", "shell", "work")
+
+    def __init__(self, depth: int, shell: str, work: Optional[List[int]] = None) -> None:
         self.depth = depth
         self.shell = shell
+        self.work = work if work is not None else [_MAX_WORK]
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell)
+        return _Ctx(self.depth + 1, self.shell, self.work)
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
@@ -5012,25 +5049,32 @@ def _combine(items: List[Any], ctx: _Ctx) -> _V:
 
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
-        return _unknown("analysis_limit")
+        return _limited(ctx)
     if _has_bad_char(text):
         return _unknown("control_character")
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
     try:
-        items = _Bash(stripped, ctx.depth).parse()
+        items = _Bash(stripped, ctx.depth, ctx.work).parse()
         return _combine(items, ctx)
     except _Give as g:
-        return _V(g.mut, g.reason)
+        verdict = _V(g.mut, g.reason)
+        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
     except RecursionError:
-        return _unknown("analysis_limit")
+        return _limited(ctx)
 
 
 # -- PowerShell: a conservative subset (5.4) -------------------------------
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
+# Controls PowerShell reads inconsistently (tab, newline, VT, FF and CR are
+# whitespace to it).  All are unprintable, like _BAD_CHAR_SET, so printable
+# text needs no closer look.
+_PS_BAD_CHARS = frozenset(map(chr, [*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f,
+                                    *range(0x200b, 0x2010), *range(0x202a, 0x202f),
+                                    *range(0x2066, 0x206a), 0x061c]))
 _PS_SQUOTES = "'\u2018\u2019\u201a\u201b"
 _PS_DQUOTES = '"\u201c\u201d\u201e'
 _PS_REFUSE = "$`@{}()%?#,[]*\\<"
@@ -5055,7 +5099,7 @@ _PS_WRITE_CMDLETS = frozenset((
 ))
 
 
-def _ps_words(text: str) -> List[Any]:
+def _ps_words(text: str, work: List[int]) -> List[Any]:
     """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest."""
     cmds: List[List[Tuple[str, bool]]] = []
     cur: List[Tuple[str, bool]] = []
@@ -5145,6 +5189,7 @@ def _ps_words(text: str) -> List[Any]:
                 raise _Give("shell_syntax_unproven")
             word.append(c)
             i += 1
+        _spend(work, 1 + len(word) // 8)
         cur.append(("".join(word), quoted))
         need = False
     if need:
@@ -5158,14 +5203,15 @@ def _ps_words(text: str) -> List[Any]:
 
 def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
-        return _unknown("analysis_limit")
-    if _an_rx("psbad", "[\x00-\x08\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c]"
-           ).search(text):
+        return _limited(ctx)
+    if not text.isprintable() and not _PS_BAD_CHARS.isdisjoint(text):
         return _unknown("control_character")
     try:
-        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"))
+        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), ctx.work)
+        _spend(ctx.work, _COMMAND_WORK * len(cmds))
     except _Give as g:
-        return _V(g.mut, g.reason)
+        verdict = _V(g.mut, g.reason)
+        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
     total = _V()
     for cmd in cmds:
         total.join(_ps_command(cmd, ctx))
@@ -5281,6 +5327,10 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             continue
         if c in "\r\n&|":
             if cur:
+                try:
+                    _spend(ctx.work, _COMMAND_WORK)
+                except _Give as g:
+                    return _limited(ctx, total.join(_V(g.mut, g.reason)))
                 total.join(_classify_argv(cur, ctx))
                 cur = []
             i += 1
@@ -5289,8 +5339,16 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             if text.startswith("2>&1", i - 1) or text.startswith(">&", i):
                 i += 2
                 continue
-            rest = text[i + 1:].lstrip(" >").split(" ", 1)[0]
-            if rest.lower() == "nul" or c == "<":
+            if c == "<":
+                i += 1
+                continue
+            # The word after the operator, found without copying the rest of
+            # the line: a copy per ">" makes a line of them quadratic.
+            start = i + 1
+            while start < n and text[start] in " >":
+                start += 1
+            end = text.find(" ", start)
+            if text[start:n if end < 0 else end].lower() == "nul":
                 i += 1
                 continue
             return total.join(_write([], "shell_redirection"))
@@ -5308,12 +5366,16 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             word.append(text[i])
             i += 1
         t = "".join(word)
+        try:
+            _spend(ctx.work, 1 + len(t) // 8)
+        except _Give as g:
+            return _limited(ctx, total.join(_V(g.mut, g.reason)))
         cur.append(_lit(t.lower()) if not cur else _lit(t))
     return total
 
 
-def _analyze_any(command: str, shell: str) -> _V:
-    ctx = _Ctx(0, shell)
+def _analyze_any(command: str, shell: str, ctx: Optional[_Ctx] = None) -> _V:
+    ctx = ctx or _Ctx(0, shell)
     if shell == "powershell":
         return _analyze_powershell(command, ctx)
     if shell == "unknown":
@@ -5324,16 +5386,28 @@ def _analyze_any(command: str, shell: str) -> _V:
     return _analyze_bash(command, ctx)
 
 
+def _beyond_analysis() -> ShellAnalysis:
+    """A line too long, too deep or too costly to read: nothing about it is
+    proven, so it may write anywhere and may add hashing or a dependency.
+    Saying less would let padding hide a `sha256sum` or a `pip install`
+    from hash= and deps= in a change contract."""
+    return ShellAnalysis("unknown", "analysis_limit", hash_intent=True, dependency_intent=True,
+                         unknown_target=True)
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit")
+        return _beyond_analysis()
+    ctx = _Ctx(0, shell)
     try:
-        v = _analyze_any(command, shell)
+        v = _analyze_any(command, shell, ctx)
     except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
         return ShellAnalysis("unknown", "shell_syntax_unproven")
+    if ctx.work[0] < 0:
+        return _beyond_analysis()
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"

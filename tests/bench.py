@@ -4,7 +4,8 @@ Runs the exact hook command `install` writes (the import form) and, in the
 same run and interleaved, the interpreter floor `python3 -I -S -c pass`.
 Prints medians and ratios, then repeats with 1,000 session files and 100,000
 audit lines present to show the cost does not grow with them, then times
-long commands of several shapes just under the 64 KiB analysis cap.
+long commands of many shapes, each at the largest size the analyzer still
+reads in full (its work limit) and at the 64 KiB cap.
 
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes]
 
@@ -106,45 +107,76 @@ def report(title, medians):
         print("  %-24s %7.1fms %6.2fx %7.1fms" % (name, cpu * 1e3, cpu / floor_cpu, wall * 1e3))
 
 
-def _cap(text, limit=64 * 1024 - 1):
-    return text[:limit]
+# Long commands, one generator per shape: f(n) repeats the shape n times.
+SHAPES = {
+    "';' commands": lambda n: "; ".join("ls dir%d" % i for i in range(n)),
+    "tiny unknown commands": lambda n: ";".join("a" for _ in range(n)),
+    "backtick pairs": lambda n: "echo " + "`ls`" * n,
+    "backticks alone": lambda n: "`" * n,
+    "$( ) side by side": lambda n: "echo " + "$(ls)" * n,
+    "$( ) nested": lambda n: "echo " + "$(echo " * n + "x" + ")" * n,
+    "many pipes": lambda n: " | ".join(["cat a"] + ["grep x%d" % i for i in range(n)]),
+    "many redirections": lambda n: "cat a" + " 2>/dev/null" * n,
+    "many && and ||": lambda n: " && ".join("test -f f%d || ls" % i for i in range(n)),
+    "one long quoted word": lambda n: "echo '" + "a" * n + "'",
+    "double-quoted $vars": lambda n: 'echo "' + "$HOME/x " * n + '"',
+    "heredocs": lambda n: "cat <<EOF\nline\nEOF\n" * n,
+    "plain words": lambda n: "ls " + "a " * n,
+    "escapes": lambda n: "echo " + "\\a" * n,
+    "brace/glob words": lambda n: "ls " + "{a,b}*[x] " * n,
+    "[ [ [ patterns": lambda n: "ls " + "[" * n,
+    "for loops": lambda n: "; ".join("for f in a b c; do cat $f; done" for _ in range(n)),
+    "if chains": lambda n: "; ".join("if test -f x; then cat x; fi" for _ in range(n)),
+    "unicode words": lambda n: "ls " + "\u00e9\u65e5\u672c " * n,
+    "git options": lambda n: "git log " + " ".join("--author=x%d" % i for i in range(n)),
+    "find -name chain": lambda n: "find . " + "-name x -o " * n + "-name y",
+    "sed script": lambda n: "sed -n '" + "p;" * n + "' f",
+    "sed -e options": lambda n: "sed -n " + " ".join("-e 's/a/b/'" for _ in range(n)) + " f",
+    "awk program": lambda n: "awk '{ " + "print $1; " * n + "}' f",
+    "grep -e options": lambda n: "grep " + " ".join("-e x%d" % i for i in range(n)) + " f",
+    "xargs chain": lambda n: "ls | xargs " * n + "cat",
+    "bash -c script": lambda n: "bash -c 'ls " + "a " * n + "'",
+    "subshells": lambda n: "(ls); " * n,
+}
+PS_SHAPES = {
+    "PowerShell ';' commands": lambda n: "; ".join("Get-Content f%d" % i for i in range(n)),
+    "PowerShell words": lambda n: "Get-Content " + "a " * n,
+    "PowerShell pipeline": lambda n: " | ".join(["Get-Content a"] + ["Select-String x"] * n),
+}
+
+
+def _largest(make, shell):
+    """The largest repetition the analyzer still reads in full: under the
+    64 KiB cap and under its work limit (the costliest accepted command)."""
+    def fits(n):
+        text = make(n)
+        return len(text) <= 64 * 1024 and sts.analyze_shell(text, shell).reason != "analysis_limit"
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return make(max(low, 1))
 
 
 def shapes():
-    """Long commands of many shapes, each just under the 64 KiB cap."""
-    rows = {
-        "5,000 ';' commands": "; ".join("ls dir%d" % i for i in range(5000)),
-        "';' commands to the cap": "; ".join("ls dir%d" % i for i in range(9000)),
-        "64 KiB of backticks": "`" * 65535,
-        "backtick pairs": "echo " + "`ls`" * 16000,
-        "$( ) nested 30 deep": "echo " + "$(echo " * 30 + "x" + ")" * 30,
-        "$( ) side by side": "echo " + "$(ls)" * 12000,
-        "subshells nested": "(" * 31 + "ls" + ")" * 31,
-        "many pipes": " | ".join(["cat a"] + ["grep x%d" % i for i in range(6000)]),
-        "many redirections": "cat a" + "".join(" 2>/dev/null" for _ in range(5000)),
-        "many && and ||": " && ".join("test -f f%d || ls" % i for i in range(3000)),
-        "one long quoted word": "echo '" + "a" * 65000 + "'",
-        "long double-quoted $vars": 'echo "' + "$HOME/x " * 8000 + '"',
-        "heredocs": "cat <<EOF\nline\nEOF\n" * 3000,
-        "words": "ls " + "a " * 32000,
-        "escapes": "echo " + "\\ " * 30000,
-        "brace/glob words": "ls " + "{a,b}*[x] " * 6000,
-        "for loops": "; ".join("for f in a b c; do cat $f; done" for _ in range(1800)),
-        "if chains": "; ".join("if test -f x; then cat x; fi" for _ in range(2000)),
-        "unicode words": "ls " + "é日本 " * 12000,
-        "assignments": " ".join("A%d=1" % i for i in range(9000)) + " ls",
-        "git log options": "git log " + "--oneline " * 6500,
-        "find -name chain": "find . " + "-name x -o " * 5000 + "-name y",
-        "sed script": "sed -n '" + "p;" * 30000 + "' f",
-        "awk program": "awk '{ " + "print $1; " * 6000 + "}' f",
-    }
-    powershell = {
-        "PowerShell ';' commands": "; ".join("Get-Content f%d" % i for i in range(4000)),
-        "PowerShell pipeline": " | ".join(["Get-Content a"] + ["Select-String x"] * 4000),
-        "PowerShell subexpressions": "Write-Output " + "$(Get-Date)" * 5000,
-    }
-    out = [(label, "Bash", {"command": _cap(c)}) for label, c in rows.items()]
-    out += [(label, "PowerShell", {"command": _cap(c)}) for label, c in powershell.items()]
+    """(label, tool, tool_input) for every shape at its largest accepted size,
+    plus the same shape at the 64 KiB cap (refused as analysis_limit)."""
+    out = []
+    for table, tool, shell in ((SHAPES, "Bash", "bash"), (PS_SHAPES, "PowerShell", "powershell")):
+        for label, make in table.items():
+            out.append((label, tool, {"command": _largest(make, shell)}))
+            n = 1
+            while len(make(n * 2)) <= 64 * 1024 - 1:
+                n *= 2
+            low, high = n, n * 2
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (mid, high) if len(make(mid)) <= 64 * 1024 - 1 else (low, mid)
+            capped = make(low)
+            if capped != out[-1][2]["command"]:
+                out.append((label + " at the cap", tool, {"command": capped}))
     return out
 
 

@@ -361,10 +361,61 @@ def test_one_megabyte_command_is_refused_quickly(shell):
     assert took < 0.05
 
 
-def test_just_under_the_size_limit_still_answers():
-    result, took = _timed("ls " + "a " * 30000)
-    assert result.mutability == "read"
-    assert took < 1.0
+def test_a_long_line_within_the_work_limit_is_read_in_full():
+    assert sts.analyze_shell("ls " + "a " * 3000).mutability == "read"
+    assert sts.analyze_shell("; ".join("ls dir%d" % i for i in range(600))).mutability == "read"
+    assert sts.analyze_shell("cat a" + " 2>/dev/null" * 600).mutability == "read"
+    assert sts.analyze_shell("git log " + "--oneline " * 1500).mutability == "read"
+
+
+# Shapes under the 64 KiB cap that cost far more to read than their length
+# suggests; each is refused as a whole, whatever it holds.
+COSTLY = {
+    "32,000 tiny commands": ";".join("a" for _ in range(32000)),
+    "30,000 words": "ls " + "a " * 30000,
+    "5,000 redirections": "cat a" + " 2>/dev/null" * 5000,
+    "64 KiB of backticks": "`" * 65535,
+    "16,000 substitutions": "echo " + "`ls`" * 16000,
+    "a 60 KiB sed script": "sed -n '" + "p;" * 30000 + "' f",
+    "work inside bash -c": "bash -c 'ls " + "a " * 20000 + "'",
+}
+
+
+@pytest.mark.parametrize("shell", ["bash", "powershell", "unknown"])
+@pytest.mark.parametrize("name", sorted(COSTLY))
+def test_a_line_that_costs_too_much_to_read_is_analysis_limit(name, shell):
+    result = sts.analyze_shell(COSTLY[name], shell)
+    if shell == "powershell":
+        # PowerShell refuses most of these shapes as syntax or as writes
+        # before it has read far; what matters is that none is a read.
+        assert result.mutability != "read"
+    else:
+        assert (result.mutability, result.reason) == ("unknown", "analysis_limit")
+
+
+@pytest.mark.parametrize("hidden", ["sha256sum secrets.txt", "pip install leftpad",
+                                    "cp payload ~/.local/state/stop-that-shit/x"])
+@pytest.mark.parametrize("padding", ["; ls a" * 1500, " " + "a " * 9000 + ";", ""])
+def test_padding_past_a_limit_hides_no_hash_dependency_or_write(hidden, padding):
+    """A line beyond the length, depth or work limit proves nothing: it may
+    hash, add a dependency or write anywhere, so padding cannot hide one."""
+    for command in (hidden + padding, hidden + "; " + "#" * 70000,
+                    hidden + "; echo " + "$(echo " * 40 + "x" + ")" * 40):
+        if command == hidden:
+            continue
+        result = sts.analyze_shell(command)
+        assert result.reason == "analysis_limit", command[:60]
+        assert result.hash_intent and result.dependency_intent and result.unknown_target
+
+
+def test_the_work_limit_is_shared_by_every_shell_and_nested_script():
+    """`unknown` reads a line as bash, PowerShell and cmd; a script inside
+    bash -c is read by the same reader: all spend one budget."""
+    line = "type " + "a " * 1800
+    assert sts.analyze_shell(line, "bash").mutability == "read"
+    assert sts.analyze_shell(line, "unknown").reason == "analysis_limit"
+    nested = "bash -c 'ls " + "a " * 2500 + "'; " + "; ".join("ls d%d" % i for i in range(400))
+    assert sts.analyze_shell(nested).reason == "analysis_limit"
 
 
 @pytest.mark.parametrize("command", [
