@@ -12,7 +12,7 @@ the bytecode cached)::
 
 The plain form works too, only slower::
 
-    python3 sts.py codex|claude|hermes|opencode|pi|omp   < host-event.json
+    python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
     python3 sts.py install <host> | uninstall <host> | doctor
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
     python3 sts.py demo | cases [DIR] | --help | --version
@@ -26,7 +26,8 @@ Data flows through the sections of this file in order (search for a title):
     Delegation ledger    agents=N reservations and lifecycle facts
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
-    Adapters             Codex, Claude Code, Hermes, OpenCode, Pi, Oh My Pi
+    Adapters             Codex, Claude Code, Hermes, OpenCode, Pi, Oh My Pi,
+                         Gemini CLI, Copilot CLI, Qwen Code
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, the hook runner and main()
@@ -10608,6 +10609,545 @@ HOST_ADAPTERS_B: Dict[str, Adapter] = {
 
 
 ###############################################################################
+# Adapters: Gemini CLI, Copilot CLI and Qwen Code
+#
+# Three command-hook hosts, each with its own answer format: Gemini CLI
+# 0.61 denies only with {"decision": "deny"} (a Claude-style
+# permissionDecision is ignored there), Copilot CLI 1.0 with a top-level
+# {"permissionDecision": "deny"} (camelCase hooks), and Qwen Code 0.24, a
+# Gemini fork with Claude's event names, with Claude's hookSpecificOutput.
+# All three fail open on an answer that is not JSON, so sts always prints
+# JSON or nothing, and a crash inside sts is caught and, while armed,
+# answered with a deny like on every host.
+#
+# Gemini and Copilot give a tool call no id.  A delegation still needs one
+# to hold its place in the agents=N ledger, so these adapters name the call
+# by the host's timestamp and a digest of the tool name and input; the
+# result hook of the same call carries the same input, so the digest finds
+# the reservation again, and only when exactly one open reservation has it.
+###############################################################################
+
+
+def _call_digest(tool: str, tool_input: Any) -> str:
+    """A short digest of one tool call's name and input (key order ignored)."""
+    text = json.dumps([tool, tool_input], sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"), default=str)
+    return sha256_hex(text.encode("utf-8"))[:16]
+
+
+def _stamped_call_id(host: str, stamp: Any, tool: str, tool_input: Any) -> str:
+    """The id of a delegation call on a host that gives none: host, its
+    timestamp and the digest, so two calls differ even with equal input."""
+    return "%s:%s:%s" % (host, stamp if isinstance(stamp, (str, int)) else "-",
+                         _call_digest(tool, tool_input))
+
+
+def _reservation_by_digest(store: Store, root: str, host: str, tool: str, tool_input: Any,
+                           source: Optional[str] = None) -> Optional[str]:
+    """The stamped id of the one open reservation of this call (same digest,
+    made by `source`, a child, or by the root when None); None when there is
+    none or more than one (never a guess).  Lock-free read."""
+    suffix = ":" + _call_digest(tool, tool_input)
+    reservations = store.load(session_key(root)).state["delegation"].get("reservations")
+    found = []
+    for item in (reservations or {}).values():
+        key = item.get("actionId") if isinstance(item, dict) else None
+        if not isinstance(key, str):
+            continue
+        maker, raw = None, key
+        if key.startswith("["):  # a child's call, namespaced by the core
+            try:
+                maker, raw = json.loads(key)
+            except (ValueError, TypeError):
+                continue
+        if maker == source and isinstance(raw, str) and raw.startswith(host + ":") \
+                and raw.endswith(suffix):
+            found.append(raw)
+    return found[0] if len(found) == 1 else None
+
+
+def _joined_dir(cwd: Optional[str], folder: Any) -> Optional[str]:
+    """The folder a shell tool runs in: `folder` (absolute, or relative to cwd)."""
+    if not _is_text(folder):
+        return cwd
+    folder = folder.strip()
+    if folder.startswith("/") or _is_windows_path(folder) or not cwd:
+        return folder
+    return os.path.join(cwd, folder)
+
+
+class _NewHostAdapter(_CommandHookAdapter):
+    """What Gemini CLI, Copilot CLI and Qwen Code share: the table-driven
+    classification of the command-hook hosts, a cwd that follows a shell
+    tool's own folder argument, and delegation ids for hosts that give none."""
+
+    # Shell tools whose input names the folder they run in: tool -> key.
+    SHELL_DIRS: Dict[str, str] = {}
+    STAMPED_IDS = False  # the host gives tool calls no id
+
+    def classify_unlisted(self, name: str, tool_input: Any) -> dict:
+        action = super().classify_unlisted(name, tool_input)
+        if action["mutability"] == "write":
+            path = _first_text(tool_input, "file_path", "path", "filePath")
+            if path:
+                action["affectedPaths"] = [path]
+        return action
+
+    def _spawner(self, name: str, tool_input: dict) -> dict:
+        # Runs code that can call any tool, agents included.
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    def _wakes_agent(self, name: str, tool_input: dict) -> dict:
+        # A message to a running or idle agent starts a new turn the ledger
+        # cannot tell apart from the first.
+        return {"name": name, "mutability": "control", "delegationLifecycleUnproven": True}
+
+    def _unbounded(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def pre_tool(self, payload: dict, store: Store, name: str, session: str, root: str,
+                 tool: str, tool_input: Any, call_id: Any) -> Optional[HookCall]:
+        """action.before for `root`, judged for `session` (a child when they differ)."""
+        action = self.classify(tool, tool_input)
+        if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
+            call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _needs_call_id(action):
+            return None  # a delegation without an id cannot hold a place in the ledger
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        key = self.SHELL_DIRS.get(tool)
+        if key and isinstance(tool_input, dict):
+            cwd = _joined_dir(cwd, tool_input.get(key))
+        if cwd:
+            action["cwd"] = cwd
+        if action.get("affectedPaths"):
+            action["affectedPaths"] = normalize_paths(action["affectedPaths"], cwd)
+        fields = {"sourceSessionId": session} if session != root else {}
+        event = self.envelope("action.before", root, action=action,
+                              turnId=payload.get("prompt_id"), host=self.host_meta(payload),
+                              **fields)
+        return HookCall(name, event, tool_call=True, session_id=session)
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        tool = payload.get("tool_name")
+        if session is None or not _is_text(tool):
+            return None
+        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        return self.pre_tool(payload, store, name, session, session, tool,
+                             payload.get("tool_input"), call_id)
+
+
+# --- Gemini CLI 0.61 ----------------------------------------------------------
+# The subagent tool is invoke_agent; a subagent's own calls arrive with the
+# parent's session id and no marker, so they are judged by the parent's
+# contract (which is right) but cannot be told apart from the parent's.
+_GEMINI_CONTEXT_OPEN, _GEMINI_CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
+_GEMINI_AGENT_TOOLS = ("invoke_agent", "codebase_investigator", "cli_help", "generalist",
+                       "browser_agent")
+
+
+class GeminiAdapter(_NewHostAdapter):
+    """Gemini CLI command hooks (settings.json `hooks`)."""
+
+    host = "gemini"
+    family = "gemini-cli"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "BeforeAgent": "on_prompt",
+        "BeforeTool": "on_pre_tool",
+        "AfterTool": "on_post_tool",
+        "SessionEnd": "on_session_end",
+    }
+    # Gemini adds additionalContext to the model's turn on these two only; a
+    # watch note on BeforeTool is audited but not shown.
+    CONTEXT_EVENTS = frozenset(("SessionStart", "BeforeAgent"))
+    TOOLS = {
+        "write_file": "_write_tool", "replace": "_write_tool", "save_memory": "write",
+        "run_shell_command": "_shell",
+        **{name: "delegate" for name in _GEMINI_AGENT_TOOLS},
+        **{name: "read" for name in (
+            "read_file", "read_many_files", "list_directory", "glob", "grep_search",
+            "search_file_content", "google_web_search", "web_fetch", "get_internal_docs",
+            "read_mcp_resource", "list_mcp_resources", "list_background_processes",
+            "read_background_output", "tracker_get_task", "tracker_list_tasks",
+            "tracker_visualize", "take_snapshot")},
+        **{name: "control" for name in (
+            "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
+            "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
+            "tracker_add_dependency")},
+    }
+    SHELL_DIRS = {"run_shell_command": "dir_path"}
+    STAMPED_IDS = True
+
+    def prompt_text(self, payload: dict) -> Optional[str]:
+        # Gemini puts the SessionStart context in front of the first prompt as
+        # <hook_context>...</hook_context> (with < and > of the context itself
+        # escaped), so the user's directive line starts after those blocks.
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            return None
+        rest = prompt.lstrip()
+        while rest.startswith(_GEMINI_CONTEXT_OPEN):
+            end = rest.find(_GEMINI_CONTEXT_CLOSE)
+            if end < 0:
+                break
+            rest = rest[end + len(_GEMINI_CONTEXT_CLOSE):].lstrip()
+        return rest if rest != prompt.lstrip() else prompt
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"decision": "deny",
+                          "reason": result.text or "Stop That Shit denied this call."})
+        if result.kind == "prompt-error":  # BeforeAgent: the turn is blocked, the user sees why
+            return _json({"decision": "block", "reason": result.text})
+        if result.kind == "context" and result.text and call.render \
+                and call.host_event in self.CONTEXT_EVENTS:
+            return _json({"hookSpecificOutput": {
+                "hookEventName": call.host_event, "additionalContext": result.text}})
+        return ""
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # invoke_agent returns when its subagent has finished: the whole call joined.
+        session = self.session_of(payload)
+        tool = payload.get("tool_name")
+        if session is None or tool not in _GEMINI_AGENT_TOOLS:
+            return None
+        call_id = _reservation_by_digest(store, session, self.host, tool,
+                                         payload.get("tool_input"))
+        if call_id is None:
+            return None
+        fact = {"id": call_id, "lifecycle": "joined"}
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+
+# --- Copilot CLI 1.0 (camelCase hooks) ------------------------------------------
+# Install writes the camelCase flavour (version-1 hook files, `bash` commands):
+# Copilot's own tool names reach the hook unchanged, and a subagent's calls
+# carry agentId/parentAgentId.  The PascalCase flavour renames tools to
+# Claude's names and carries no agent marker.  camelCase stdin names no
+# event, so the installed command passes it as an argument and run_hook adds
+# it to the payload as hook_event_name.
+_COPILOT_AGENT_TOOL = "task"
+
+
+def _copilot_patch_text(tool_input: Any) -> Any:
+    if isinstance(tool_input, str):
+        return tool_input
+    return _first_text(tool_input, "input", "patch", "command", "content")
+
+
+class CopilotAdapter(_NewHostAdapter):
+    """GitHub Copilot CLI command hooks (~/.copilot/hooks/*.json, camelCase events)."""
+
+    host = "copilot"
+    family = "copilot-cli"
+    EVENTS = {
+        "sessionStart": "on_session_start",
+        "userPromptSubmitted": "on_prompt",
+        "preToolUse": "on_pre_tool",
+        "postToolUse": "on_post_tool",
+        "subagentStart": "on_subagent_start",
+        "subagentStop": "on_subagent_stop",
+    }
+    CONTEXT_EVENTS = frozenset(("sessionStart", "userPromptSubmitted", "subagentStart"))
+    TOOLS = {
+        "bash": "_shell", "powershell": "_powershell",
+        "create": "_create", "edit": "_edit", "str_replace_editor": "_str_replace_editor",
+        "apply_patch": "_patch",
+        _COPILOT_AGENT_TOOL: "delegate", "write_agent": "_wakes_agent",
+        # Input to a running shell: what it does depends on that program.
+        "write_bash": "unknown", "write_powershell": "unknown",
+        **{name: "read" for name in (
+            "view", "grep", "glob", "read_bash", "read_powershell", "list_bash",
+            "list_powershell", "lexical_code_search", "semantic_code_search", "web_fetch",
+            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent",
+            "list_agents")},
+        # sql works on the session's own SQLite database (todos), not the repository.
+        **{name: "control" for name in (
+            "stop_bash", "stop_powershell", "skill", "sql", "ask_user", "exit_plan_mode",
+            "report_intent", "update_todo")},
+    }
+    STAMPED_IDS = True
+
+    def event_name(self, payload: dict) -> Optional[str]:
+        name = payload.get("hook_event_name")
+        return name if isinstance(name, str) else None
+
+    def session_of(self, payload: dict) -> Optional[str]:
+        return _text_or_none(payload.get("sessionId")) or _text_or_none(payload.get("session_id"))
+
+    def host_meta(self, payload: dict) -> dict:
+        meta = {"family": self.family}
+        for key, target in (("agentId", "agentId"), ("agentType", "agentType")):
+            if isinstance(payload.get(key), str):
+                meta[target] = payload[key]
+        return meta
+
+    def governing(self, payload: dict, store: Store) -> Tuple[Optional[str], str]:
+        """(the session that sent the event, the root whose contract governs it).
+        A subagent's events carry its own id as sessionId and its parent's as
+        parentAgentId; the link is stored so that nested agents find the root."""
+        session = self.session_of(payload)
+        if session is None:
+            return None, ""
+        parent = _text_or_none(payload.get("parentAgentId"))
+        if parent == session:
+            parent = None
+        return session, resolve_root(store, session, parent)
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"permissionDecision": "deny", "permissionDecisionReason":
+                          result.text or "Stop That Shit denied this call."})
+        if result.kind == "prompt-error":
+            # A prompt cannot be refused here: the rejection reaches the model instead.
+            return _json({"additionalContext": _rejected_text(result)})
+        if result.kind == "context" and result.text and call.render \
+                and call.host_event in self.CONTEXT_EVENTS:
+            return _json({"additionalContext": result.text})
+        return ""
+
+    # -- tools --
+    def _create(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("path"), tool_input.get("file_text"))
+
+    def _edit(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("path"), tool_input.get("new_str"),
+                                 tool_input.get("old_str"), whole_file=False)
+
+    def _str_replace_editor(self, name: str, tool_input: dict) -> dict:
+        command = tool_input.get("command")
+        if command == "view":
+            return {"name": name, "mutability": "read"}
+        if command == "create":
+            return self._create(name, tool_input)
+        return self._edit(name, tool_input)  # str_replace, insert, undo_edit: a write
+
+    def _patch(self, name: str, tool_input: Any) -> dict:
+        return patch_action(name, _copilot_patch_text(tool_input))
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        if name == "apply_patch" and isinstance(tool_input, str):
+            return patch_action(name, tool_input)
+        return super().classify(name, tool_input)
+
+    # -- events --
+    def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session, root = self.governing(payload, store)
+        if session is None:
+            return None
+        fields = {"sourceSessionId": session} if session != root else {}
+        return HookCall(name, self.envelope("session.start", root, host=self.host_meta(payload),
+                                            **fields))
+
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session, root = self.governing(payload, store)
+        prompt = payload.get("prompt")
+        if session is None or not isinstance(prompt, str):
+            return None
+        if root != session or _is_text(payload.get("agentId")):
+            # A subagent's prompt is its parent model's text: it gets the
+            # root's contract as context and never sets it.
+            return HookCall(name, self.envelope("session.start", root, sourceSessionId=session,
+                                                host=self.host_meta(payload)))
+        return HookCall(name, self.envelope("prompt.submit", root, prompt=prompt,
+                                            host=self.host_meta(payload)))
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        tool = payload.get("toolName")
+        if not _is_text(tool):
+            return None
+        session, root = self.governing(payload, store)
+        if session is None:
+            return None
+        return self.pre_tool(payload, store, name, session, root, tool, payload.get("toolArgs"),
+                             None)
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        if payload.get("toolName") != _COPILOT_AGENT_TOOL:
+            return None
+        session, root = self.governing(payload, store)
+        if session is None:
+            return None
+        args = payload.get("toolArgs")
+        call_id = _reservation_by_digest(store, root, self.host, _COPILOT_AGENT_TOOL, args,
+                                         session if session != root else None)
+        if call_id is None:
+            return None
+        background = isinstance(args, dict) and args.get("mode") == "background"
+        fact = {"id": call_id, "lifecycle": "running" if background else "joined"}
+        fields = {"sourceSessionId": session} if session != root else {}
+        return HookCall(name, self.envelope("action.after", root, action=fact, **fields),
+                        render=False)
+
+    def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session, root = self.governing(payload, store)
+        agent = _text_or_none(payload.get("agentId"))
+        if session is None or agent is None:
+            return None
+        if agent != root:
+            link_child(store, agent, root)  # the child's own events find the root
+        # Copilot names no call here: a child binds only to the one open call.
+        event = self.envelope("subagent.start", root, agentId=agent,
+                              reservationId=_sole_open_reservation(store, root),
+                              **({"sourceSessionId": session} if session != root else {}))
+        return HookCall(name, event, render=False)
+
+    def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session, root = self.governing(payload, store)
+        agent = _text_or_none(payload.get("agentId"))
+        if session is None or agent is None:
+            return None
+        return HookCall(name, self.envelope("subagent.stop", root, agentId=agent), render=False)
+
+
+# --- Qwen Code 0.24 -----------------------------------------------------------
+# Claude's event names and answer format, Qwen's own tool names (the host
+# maps legacy names such as `task` and `replace` to `agent` and `edit` before
+# the hook runs).  UserPromptSubmit fires again after every tool result, with
+# an empty prompt or text the host assembled; only the user's own text, which
+# Qwen passes as `submitted_prompt`, or a non-empty prompt, ever sets the
+# contract.  A subagent's calls carry agent_id and the parent's session id.
+_QWEN_BACKGROUND_HEAD = "Background agent launched successfully"
+
+
+class QwenAdapter(_NewHostAdapter):
+    """Qwen Code command hooks (settings.json `hooks`, Claude-style events)."""
+
+    host = "qwen"
+    family = "qwen-code"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "PreToolUse": "on_pre_tool",
+        "PostToolUse": "on_post_tool",
+        "PostToolUseFailure": "on_post_tool",
+        "SubagentStart": "on_subagent_start",
+        "SubagentStop": "on_subagent_stop",
+        "SessionEnd": "on_session_end",
+    }
+    CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "SubagentStart",
+                                "PreToolUse"))
+    TOOLS = {
+        "write_file": "_write_tool", "edit": "_write_tool", "notebook_edit": "_notebook",
+        "save_memory": "write", "enter_worktree": "write",
+        "run_shell_command": "_shell", "monitor": "_monitor",
+        "agent": "delegate", "workflow": "_unbounded", "team_create": "_unbounded",
+        "create_sub_session": "_spawner", "exec": "_spawner",
+        "send_message": "_wakes_agent", "tool_call": "_tool_call",
+        **{name: "read" for name in (
+            "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
+            "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
+            "zoom_image", "display_image", "cron_list", "task_list",
+            "omni_recall_media_memory")},
+        **{name: "control" for name in (
+            "todo_write", "skill", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
+            "cron_create", "cron_delete", "loop_wakeup", "task_create", "task_update",
+            "task_stop", "structured_output", "report_findings", "update_goal",
+            "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
+            "exit_worktree")},
+    }
+    SHELL_DIRS = {"run_shell_command": "directory"}
+    _TOOL_CALL_DEPTH = 4
+
+    def _notebook(self, name: str, tool_input: dict) -> dict:
+        action = file_write_action(name, _first_text(tool_input, "notebook_path"),
+                                   tool_input.get("new_source"))
+        action["dependencyIntent"] = False
+        return action
+
+    def _monitor(self, name: str, tool_input: dict) -> dict:
+        if "command" not in tool_input:
+            return {"name": name, "mutability": "unknown"}
+        return shell_action(name, tool_input.get("command"))
+
+    def _tool_call(self, name: str, tool_input: dict, depth: int = 0) -> dict:
+        """The deferred-tool bridge: judged as the tool it calls.  Qwen resolves
+        it before the hook runs; a bridge that still arrives keeps the inner
+        tool's bucket under the outer name."""
+        inner, args = tool_input.get("name"), tool_input.get("arguments")
+        if not _is_text(inner) or depth >= self._TOOL_CALL_DEPTH:
+            return {"name": name, "mutability": "unknown"}
+        if inner == "tool_call" and isinstance(args, dict):
+            action = self._tool_call(name, args, depth + 1)
+        else:
+            action = self.classify(inner, args)
+        return dict(action, name=name)
+
+    def prompt_text(self, payload: dict) -> Optional[str]:
+        submitted = payload.get("submitted_prompt")
+        if _is_text(submitted):
+            return submitted  # what the user typed; `prompt` may hold expanded @file text
+        prompt = payload.get("prompt")
+        return prompt if _is_text(prompt) else None
+
+    def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        if _is_text(payload.get("agent_id")):
+            return None  # a subagent's prompt: its parent model's text
+        return super().on_prompt(payload, store, name)
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        if session is None or not _is_text(call_id) or payload.get("tool_name") != "agent":
+            return None
+        fact: dict = {"id": call_id}
+        if name == "PostToolUseFailure":
+            fact["lifecycle"] = "unknown"
+        else:
+            fact.update(self.agent_result(payload.get("tool_response")))
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+    @staticmethod
+    def agent_result(response: Any) -> dict:
+        """A background launch keeps running (its task id binds the child);
+        anything else means the agent has ended, or never started."""
+        text = response.get("llmContent") if isinstance(response, dict) else response
+        if isinstance(text, list):
+            text = "\n".join(p.get("text", "") for p in text if isinstance(p, dict)
+                             and isinstance(p.get("text"), str))
+        if not isinstance(text, str):
+            return {"lifecycle": "unknown"}
+        if not text.startswith(_QWEN_BACKGROUND_HEAD):
+            return {"lifecycle": "joined"}
+        fact = {"lifecycle": "running"}
+        for line in text.split("\n"):
+            if line.startswith("task_id: "):
+                agent = line[len("task_id: "):].split(" ")[0].strip()
+                if agent:
+                    fact["agentId"] = agent
+                break
+        return fact
+
+    def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session = self.session_of(payload)
+        agent = payload.get("agent_id")
+        if session is None:
+            return None
+        return HookCall(name, self.envelope("subagent.start", session,
+                                            agentId=agent if _is_text(agent) else None))
+
+    def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # A background agent's end reaches hooks only here (its completion
+        # notice is not a UserPromptSubmit), so this frees its place.
+        session = self.session_of(payload)
+        agent = _text_or_none(payload.get("agent_id"))
+        if session is None or agent is None:
+            return None
+        return HookCall(name, self.envelope("subagent.stop", session, agentId=agent),
+                        render=False)
+
+
+HOST_ADAPTERS_C: Dict[str, Adapter] = {
+    "gemini": GeminiAdapter(),
+    "copilot": CopilotAdapter(),
+    "qwen": QwenAdapter(),
+}
+
+
+###############################################################################
 # Install, uninstall and doctor
 #
 # Owns wiring sts into each host's configuration: the hook command form of
@@ -10636,6 +11176,7 @@ HOST_ADAPTERS_B: Dict[str, Adapter] = {
 # 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
+_GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
 _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
     "codex": (
         ("SessionStart", None, 5),
@@ -10654,7 +11195,34 @@ _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
         ("SubagentStart", None, 5),
         ("SessionEnd", None, 5),
     ),
+    # Gemini CLI counts hook timeouts in milliseconds; its matcher is a regex.
+    "gemini": (
+        ("SessionStart", None, 5000),
+        ("BeforeAgent", None, 5000),
+        ("BeforeTool", ".*", 10000),
+        ("AfterTool", _GEMINI_POST_MATCHER, 10000),
+        ("SessionEnd", None, 5000),
+    ),
+    # Qwen Code counts seconds (it reads large values as old-style milliseconds).
+    "qwen": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", ".*", 10),
+        ("PostToolUse", "^agent$", 10),
+        ("PostToolUseFailure", "^agent$", 10),
+        ("SubagentStart", None, 5),
+        ("SubagentStop", None, 5),
+        ("SessionEnd", None, 5),
+    ),
 }
+
+# Copilot CLI: one hook file of its own (version 1, camelCase events), each
+# command ending in the event name, because Copilot's stdin does not carry it.
+_COPILOT_EVENTS: Tuple[Tuple[str, int], ...] = (
+    ("sessionStart", 5), ("userPromptSubmitted", 5), ("preToolUse", 10),
+    ("postToolUse", 10), ("subagentStart", 5), ("subagentStop", 5),
+)
+_COPILOT_HOOK_FILE = "stop-that-shit.json"
 
 # Shim files per in-process host: (source under host_shims/, destination under
 # the host's base folder).  Copies, not links: each copy pins this sts.py.
@@ -10693,6 +11261,15 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
             "binary": "omp"},
     "hermes": {"user": lambda: _env_dir("HERMES_HOME", ".hermes"), "project": ".hermes",
                "binary": "hermes"},
+    # GEMINI_CLI_HOME stands in for the home folder; QWEN_HOME and COPILOT_HOME
+    # name the host's own folder.
+    "gemini": {"user": lambda: os.path.join(os.environ.get("GEMINI_CLI_HOME")
+                                            or os.path.expanduser("~"), ".gemini"),
+               "project": ".gemini", "config": "settings.json", "binary": "gemini"},
+    "qwen": {"user": lambda: _env_dir("QWEN_HOME", ".qwen"), "project": ".qwen",
+             "config": "settings.json", "binary": "qwen"},
+    "copilot": {"user": lambda: _env_dir("COPILOT_HOME", ".copilot"), "project": ".github",
+                "binary": "copilot"},
 }
 
 # A harmless event per host for doctor: nothing in it can arm, deny or change a
@@ -10710,6 +11287,12 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
                             "payload": {"event": {"type": "session_shutdown"},
                                         "ctx": {"idle": True, "hasUI": False}}},
+    "gemini": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                                "source": "startup", "cwd": cwd},
+    "qwen": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                              "source": "startup", "cwd": cwd},
+    "copilot": lambda sid, cwd: {"sessionId": sid, "timestamp": 0, "cwd": cwd, "source": "new",
+                                 "initialPrompt": ""},
     "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
                              "payload": {"event": {"type": "before_agent_start", "prompt": "",
                                                    "systemPrompt": []},
@@ -10718,7 +11301,7 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 }
 
 # Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
-_SILENT_OK = frozenset(("codex", "claude", "hermes"))
+_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot"))
 
 _PIN_MARK = "sts install rewrites this line"
 _SHIM_NAME = "stop-that-shit"
@@ -11555,6 +12138,10 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         rec = dict(prior.get(dest) or {"type": "file", "created_file": old is None})
         rec["sha256"] = _sha(new)
         plan.files[dest] = rec
+    if host == "copilot":
+        _plan_copilot_hooks(plan, base, python, prior)
+    for note in _TRUST_NOTES.get((host, scope), ()):
+        plan.notes.append(note % {"root": _project_root(), "base": base})
     if host == "opencode":
         _plan_opencode_seed(plan, base, prior)
     if host == "hermes":
@@ -11571,6 +12158,65 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
             d = os.path.dirname(d)
         plan.dirs.extend(reversed(missing))
     return plan
+
+
+# What a host needs before it runs project hooks (the Codex note lives in _plan_install).
+_TRUST_NOTES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("gemini", "project"): (
+        "Gemini CLI runs the hooks of %(base)s only in a trusted folder: trust %(root)s when "
+        "gemini asks (or list it in ~/.gemini/trustedFolders.json; GEMINI_CLI_TRUST_WORKSPACE=true "
+        "for a headless run). On first start it warns once that the project has hooks.",),
+    ("qwen", "project"): (
+        "Qwen Code reads %(base)s only in a trusted folder when folder trust is on: trust "
+        "%(root)s when qwen asks.",),
+    ("copilot", "project"): (
+        "Copilot CLI runs the hooks in %(base)s/hooks only in a trusted folder: trust %(root)s when copilot "
+        "asks, or start it with --trust-folder.",),
+}
+
+
+def _copilot_commands(python: str, sts_path: Optional[str] = None) -> Dict[str, str]:
+    base = hook_command("copilot", python, sts_path)
+    return {event: "%s %s" % (base, event) for event, _ in _COPILOT_EVENTS}
+
+
+def _copilot_hooks_text(python: str) -> str:
+    commands = _copilot_commands(python)
+    hooks = {event: [{"type": "command", "bash": commands[event], "timeoutSec": timeout}]
+             for event, timeout in _COPILOT_EVENTS}
+    return json.dumps({"version": 1, "hooks": hooks}, indent=2, ensure_ascii=False) + "\n"
+
+
+def _copilot_file_is_ours(raw: Optional[bytes]) -> bool:
+    """A hook file install wrote: every command runs an sts hook for copilot."""
+    try:
+        data = json.loads((raw or b"").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if not isinstance(hooks, dict) or not hooks:
+        return False
+    entries = [e for group in hooks.values() if isinstance(group, list) for e in group]
+    return bool(entries) and all(
+        isinstance(e, dict) and isinstance(e.get("bash"), str)
+        and "sts.main()" in e["bash"] and " copilot " in e["bash"] for e in entries)
+
+
+def _copilot_hook_path(base: str) -> str:
+    return os.path.join(base, "hooks", _COPILOT_HOOK_FILE)
+
+
+def _plan_copilot_hooks(plan: _Plan, base: str, python: str, prior: Dict[str, dict]) -> None:
+    dest = _copilot_hook_path(base)
+    new = _copilot_hooks_text(python).encode("utf-8")
+    old = _install_read(dest)
+    if old is not None and old != new and not _copilot_file_is_ours(old):
+        raise InstallError("%s exists and is not an sts hook file; move it away and run "
+                           "install again." % dest)
+    _change(plan, dest, old, new)
+    rec = dict(prior.get(dest) or {"type": "file", "created_file": old is None})
+    rec["sha256"] = _sha(new)
+    plan.files[dest] = rec
 
 
 def _codex_trust_note() -> str:
@@ -11670,6 +12316,10 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     for src, dst in _SHIM_FILES.get(host, ()):
         dest = os.path.join(base, *dst.split("/"))
         if dest not in files and _shim_pinned_to(dest) == _sts_path():
+            files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    if host == "copilot":
+        dest = _copilot_hook_path(base)
+        if dest not in files and _install_read(dest) == _copilot_hooks_text(python).encode():
             files[dest] = {"type": "file", "created_file": True, "sha256": None}
     for path, rec in files.items():
         raw = _install_read(path)
@@ -12099,8 +12749,9 @@ def _probe(host: str, command: str) -> Tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="sts-doctor-") as tmp:
         env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
         event = _PROBE_EVENTS[host]("sts-doctor-" + os.urandom(6).hex(), tmp)
-        # Codex and Claude hand the command to sh -c; Hermes and the shims split it.
-        argv = ["/bin/sh", "-c", command] if host in _HOOK_EVENTS else shlex.split(command)
+        # The command-hook hosts hand the command to a shell; Hermes and the shims split it.
+        shell = host in _HOOK_EVENTS or host == "copilot"
+        argv = ["/bin/sh", "-c", command] if shell else shlex.split(command)
         try:
             p = subprocess.run(argv, input=json.dumps(event).encode("utf-8"), cwd=tmp, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
@@ -12157,6 +12808,10 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                 check("FAIL", host, "shim %s is missing or not an sts shim" % dest, fix_s)
         if host == "codex":
             _doctor_codex(base, scope, command, fix_s, check)
+        if host == "copilot":
+            _doctor_copilot(base, python, fix_s, check)
+    if host == "copilot":
+        command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
         _doctor_hermes(fix, check)
     ok, text = _probe(host, command)
@@ -12204,6 +12859,26 @@ def _doctor_codex(base: str, scope: str, command: str, fix: str,
     else:
         check("FAIL", "codex", "%d of %d sts hooks are not trusted (Codex skips them silently)"
               % (len(bad), len(found)), fix + " --trust")
+
+
+def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]) -> None:
+    dest = _copilot_hook_path(base)
+    raw = _install_read(dest)
+    if raw is None:
+        check("FAIL", "copilot", "%s does not exist" % dest, fix)
+    elif raw != _copilot_hooks_text(python).encode("utf-8"):
+        check("FAIL", "copilot", "%s does not run this sts.py on every event" % dest, fix)
+    else:
+        check("OK", "copilot", "wired: %s runs sts on %d events" % (dest, len(_COPILOT_EVENTS)))
+    settings = os.path.join(_HOSTS["copilot"]["user"](), "config.json")
+    try:
+        with open(settings, encoding="utf-8") as fh:
+            disabled = json.load(fh).get("disableAllHooks") is True
+    except (OSError, ValueError, AttributeError):
+        disabled = False
+    if disabled:
+        check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
+              "remove disableAllHooks from it")
 
 
 def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
@@ -13095,7 +13770,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
-CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
+CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -13106,7 +13781,7 @@ _STEP_KEYS = frozenset(("send", "expect"))
 # Hooks after which the host runs a tool: a block there is a deny, on any
 # other hook (a prompt) it is a rejected prompt.
 _CASE_TOOL_HOOKS = frozenset(("PreToolUse", "pre_tool_call", "tool.execute.before",
-                              "tool_call"))
+                              "tool_call", "BeforeTool", "preToolUse"))
 
 
 class CaseError(ValueError):
@@ -13278,7 +13953,7 @@ def _case_code(text: str) -> Optional[str]:
 
 
 def read_answer(hook: Optional[str], answer: str) -> CaseAnswer:
-    """Reduce a host answer (any of the six formats) to result, code and text."""
+    """Reduce a host answer (any of the nine hosts' formats) to result, code and text."""
     if not answer.strip():
         return CaseAnswer("allow", None)
     try:
@@ -13296,6 +13971,14 @@ def read_answer(hook: Optional[str], answer: str) -> CaseAnswer:
         text = str(spec.get("additionalContext") or "")
         if text:
             return CaseAnswer("context", _case_code(text), text)
+    if obj.get("permissionDecision") == "deny":  # Copilot CLI
+        text = str(obj.get("permissionDecisionReason") or "")
+        return CaseAnswer("deny", _case_code(text), text)
+    if obj.get("decision") == "deny":  # Gemini CLI
+        text = str(obj.get("reason") or "")
+        return CaseAnswer("deny", _case_code(text), text)
+    if isinstance(obj.get("additionalContext"), str) and obj["additionalContext"]:  # Copilot
+        return CaseAnswer("context", _case_code(obj["additionalContext"]), obj["additionalContext"])
     if obj.get("decision") == "block" or obj.get("action") == "block" or obj.get("block") is True:
         text = str(obj.get("reason") or obj.get("message") or "")
         return CaseAnswer("deny" if tool_hook else "prompt-error", _case_code(text), text)
@@ -13465,12 +14148,14 @@ ADAPTERS: Dict[str, Adapter] = {
     "codex": CodexAdapter(),
     "claude": ClaudeAdapter(),
     **HOST_ADAPTERS_B,
+    **HOST_ADAPTERS_C,
 }
 
 STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
 _SCAN_CAP = 64 * 1024
 # Host event names after which the host runs a tool (fail-closed candidates).
-_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call")
+_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
+                    "BeforeTool", "preToolUse")
 
 _INTERNAL_ERROR_REASON = (
     "Stop That Shit could not evaluate this call (internal error: {error}); the task "
@@ -13519,8 +14204,13 @@ def _scan_for(raw: bytes, names: Tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def run_hook(host: str, raw: bytes, store: Optional[Store] = None) -> str:
-    """One host event in, the host's answer out ('' = nothing).  Never raises."""
+def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
+             event: Optional[str] = None) -> str:
+    """One host event in, the host's answer out ('' = nothing).  Never raises.
+
+    event: the hook's event name from the command line, for hosts whose stdin
+    does not name it (Copilot's camelCase hooks); the payload's own
+    hook_event_name wins when it has one."""
     adapter = ADAPTERS[host]
     store = store or Store()
     try:
@@ -13534,7 +14224,7 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None) -> str:
         except UnicodeDecodeError:
             text = None
     if text is None:
-        return _unreadable_input(adapter, raw, store)
+        return _unreadable_input(adapter, raw, store, event)
     if not text.strip():
         return _fail_open("EmptyInput", "no event on stdin")
     try:
@@ -13543,6 +14233,8 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None) -> str:
         return _fail_open("InvalidJSON", str(exc).split(":")[0])
     if not isinstance(payload, dict):
         return _fail_open("InvalidEvent", "the event is not a JSON object")
+    if event and not isinstance(payload.get("hook_event_name"), str):
+        payload["hook_event_name"] = event
     call = None
     try:
         call = adapter.translate(payload, store)
@@ -13577,10 +14269,11 @@ def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
     return _fail_open(error, "internal error; the session is not armed")
 
 
-def _unreadable_input(adapter: Adapter, raw: bytes, store: Store) -> str:
+def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
+                      event: Optional[str] = None) -> str:
     """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
     session = _scan_for(raw, ("session_id", "sessionId"))
-    hook = _scan_for(raw, ("hook_event_name", "hook"))
+    hook = _scan_for(raw, ("hook_event_name", "hook")) or event
     if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
         sys.stderr.write("sts: failed closed: input too large to evaluate\n")
         result = CoreResult("deny", _OVERSIZE_REASON, "INPUT_TOO_LARGE")
@@ -13600,7 +14293,8 @@ def _read_stdin() -> bytes:
 _USAGE = """usage: sts.py <command> [args]
 
 hooks (read one host event on stdin):
-  codex | claude | hermes | opencode | pi | omp
+  codex | claude | hermes | opencode | pi | omp | gemini | qwen
+  copilot EVENT                         (Copilot's stdin does not name the event)
 
 inspection:
   status  [--session ID] [--json]       contract and counts of a session
@@ -13645,7 +14339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     command, rest = args[0], args[1:]
     if command in ADAPTERS:
         try:
-            answer = run_hook(command, _read_stdin())
+            answer = run_hook(command, _read_stdin(), event=rest[0] if rest else None)
         except Exception as exc:  # noqa: BLE001 - last resort: never a traceback in a hook
             answer = _fail_open(type(exc).__name__, "unexpected failure")
         if answer:

@@ -9,6 +9,9 @@ reads in full (its work limit) and at the 64 KiB cap.
 
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes]
 
+Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
+Code, each in its own payload shape, interleaved with the floor.
+
 Each --python runs the whole benchmark under that interpreter (default: the
 one running this script), so one run compares versions side by side.
 
@@ -180,6 +183,70 @@ def shapes():
     return out
 
 
+# The command-hook hosts, each in its own payload shape: (prompt, read, write).
+# Copilot's command ends in the event name, as install writes it.
+def _host_events(host):
+    if host == "gemini":
+        base = {"session_id": SESSION, "cwd": "/repo", "timestamp": "2026-12-01T00:00:00.000Z"}
+        prompt = dict(base, hook_event_name="BeforeAgent", prompt="$stop-that-shit review")
+        read = dict(base, hook_event_name="BeforeTool", tool_name="run_shell_command",
+                    tool_input={"command": "git status"})
+        write = dict(base, hook_event_name="BeforeTool", tool_name="write_file",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
+    elif host == "copilot":
+        base = {"sessionId": SESSION, "cwd": "/repo", "timestamp": 1796134000000}
+        prompt = dict(base, prompt="$stop-that-shit review")
+        read = dict(base, toolName="bash", toolArgs={"command": "git status", "description": "d"})
+        write = dict(base, toolName="create", toolArgs={"path": "/repo/a.txt", "file_text": "x"})
+    else:  # qwen, and claude for reference
+        base = {"session_id": SESSION, "cwd": "/repo", "prompt_id": "p"}
+        prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review",
+                      submitted_prompt="$stop-that-shit review")
+        shell, write_tool = (("Bash", "Write") if host == "claude"
+                             else ("run_shell_command", "write_file"))
+        read = dict(base, hook_event_name="PreToolUse", tool_name=shell, tool_use_id="r",
+                    tool_input={"command": "git status"})
+        write = dict(base, hook_event_name="PreToolUse", tool_name=write_tool, tool_use_id="w",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
+    return [json.dumps(e).encode() for e in (prompt, read, write)]
+
+
+def bench_hosts(python, runs):
+    """The hook's cost per host beside the floor, in one interleaved run."""
+    floor_argv = [python, "-I", "-S", "-c", "pass"]
+    hosts = ("claude", "gemini", "copilot", "qwen")
+    samples = {"floor": ([], [])}
+    plans = {}
+    with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:
+        env = dict(os.environ, STS_HOME=home)
+        for host in hosts:
+            argv = shlex.split(sts.hook_command(host, python=python))
+            prompt, read, write = _host_events(host)
+            if host == "copilot":
+                run_once(argv + ["userPromptSubmitted"], prompt, env)
+                argv = argv + ["preToolUse"]
+            else:
+                run_once(argv, prompt, env)
+            out = run_once(argv, write, env)[2]
+            if b"deny" not in out:
+                raise SystemExit("%s: the write was not denied: %r" % (host, out))
+            plans[host] = (argv, read, write)
+            samples[host + " read"] = ([], [])
+            samples[host + " write"] = ([], [])
+        for _ in range(runs):
+            cpu, wall, _ = run_once(floor_argv, b"", env)
+            samples["floor"][0].append(cpu)
+            samples["floor"][1].append(wall)
+            for host, (argv, read, write) in plans.items():
+                for kind, payload in (("read", read), ("write", write)):
+                    cpu, wall, _ = run_once(argv, payload, env)
+                    samples["%s %s" % (host, kind)][0].append(cpu)
+                    samples["%s %s" % (host, kind)][1].append(wall)
+    report("per host, armed review session, %d runs each (median; read allowed, write denied):"
+           % runs, {name: (statistics.median(c), statistics.median(w))
+                    for name, (c, w) in samples.items()})
+
+
 def bench_python(python, runs, with_shapes):
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
@@ -224,7 +291,8 @@ def bench_python(python, runs, with_shapes):
             print("worst shape: %s, %.2fx floor -> %s" % (
                 name, cpu / medians["floor"][0],
                 "OK" if cpu / medians["floor"][0] < SHAPE_TARGET else "OVER"))
-        return result
+    bench_hosts(python, max(3, runs // 3))
+    return result
 
 
 def main():

@@ -49,3 +49,19 @@ def context_text(answer):
     if not answer:
         return None
     return answer.get("hookSpecificOutput", {}).get("additionalContext")
+
+
+def kit_calls(name):
+    """(event, stdin) of every hook call in one recorded run: the event as the hook
+    was registered, which Copilot's camelCase stdin does not carry itself."""
+    path = os.path.join(KIT, name, "hook-stdin.jsonl")
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [(row["event"], row["stdin"]) for row in rows]
+
+
+def hook_event(host, event, payload, store):
+    """One event through run_hook with the event name passed as the command line does."""
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    out = sts.run_hook(host, raw, store, event=event)
+    return json.loads(out) if out else None

@@ -9,7 +9,7 @@ import sts
 from hooks import KIT
 
 WORK = "/tmp/run/work"
-COMMAND_HOOK_HOSTS = ("codex", "claude", "hermes")  # the kit rewrote every run's cwd to this
+COMMAND_HOOK_HOSTS = ("codex", "claude", "hermes", "gemini", "copilot", "qwen")  # the kit rewrote every run's cwd to this
 
 
 def host_events(name):

@@ -230,6 +230,15 @@ WATCH = "WATCH / THRASH\nThe guard returned context.\nReason: REPEATED_WITHOUT_C
     ("tool_call", json.dumps({"context": WATCH}), "context", "REPEATED_WITHOUT_CHANGE"),
     ("input", json.dumps({"block": True, "reason": "rejected (CONFLICTING_DIRECTIVE)"}),
      "prompt-error", "CONFLICTING_DIRECTIVE"),
+    ("BeforeTool", json.dumps({"decision": "deny", "reason": STOP}),
+     "deny", "MODE_FORBIDS_MUTATION"),
+    ("BeforeAgent", json.dumps({"decision": "block", "reason":
+                                "INVALID_AGENT_LIMIT: needs a whole number"}),
+     "prompt-error", "INVALID_AGENT_LIMIT"),
+    ("preToolUse", json.dumps({"permissionDecision": "deny", "permissionDecisionReason": STOP}),
+     "deny", "MODE_FORBIDS_MUTATION"),
+    ("userPromptSubmitted", json.dumps({"additionalContext": "Stop That Shit (active): mode=x."}),
+     "context", None),
     ("tool_call", "not json", "unreadable", None),
     ("tool_call", json.dumps({"decision": "approve"}), "unreadable", None),
 ])
@@ -354,7 +363,9 @@ def kit_fields():
                     record = json.loads(line)
                     if "stdin" in record:
                         event = record["stdin"]
-                        seen[(host, event["hook_event_name"])] |= set(event)
+                        # Copilot's camelCase stdin names no event; the kit recorded it.
+                        hook = event.get("hook_event_name") or record["event"]
+                        seen[(host, hook)] |= set(event)
                     elif isinstance(record.get("ev"), dict):
                         event = record["ev"]
                         seen[(host, record["name"])] |= set(event)
@@ -373,8 +384,12 @@ def test_case_payloads_only_use_fields_the_real_hosts_send():
     for case in load_all():
         for step in case.steps:
             event = step.payload
-            if case.host in ("codex", "claude"):
+            if case.host in ("codex", "claude", "gemini", "qwen"):
                 known = seen[(case.host, event["hook_event_name"])]
+                assert set(event) <= known, (case.name, set(event) - known)
+            elif case.host == "copilot":
+                # hook_event_name is what run_hook adds from the command line.
+                known = seen[("copilot", event["hook_event_name"])] | {"hook_event_name"}
                 assert set(event) <= known, (case.name, set(event) - known)
             elif case.host == "hermes":
                 assert set(event) == HERMES_STDIN, case.name

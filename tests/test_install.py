@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOSTS = ["codex", "claude", "opencode", "pi", "omp", "hermes"]
+HOSTS = ["codex", "claude", "opencode", "pi", "omp", "hermes", "gemini", "qwen", "copilot"]
 _count = itertools.count()
 
 STANDIN_JS = "// stand-in shim\nconst INSTALLED_STS_PY = null; // sts install rewrites this line\nexport default {};\n"
@@ -56,7 +56,8 @@ class Env:
         monkeypatch.setenv("HOME", str(self.home))
         monkeypatch.setenv("STS_HOME", str(self.state))
         for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR",
-                    "HERMES_HOME", "CODEX_BIN", "HERMES_SAFE_MODE"):
+                    "HERMES_HOME", "CODEX_BIN", "HERMES_SAFE_MODE", "GEMINI_CLI_HOME",
+                    "QWEN_HOME", "COPILOT_HOME"):
             monkeypatch.delenv(var, raising=False)
         monkeypatch.setenv("PATH", "/usr/bin:/bin:" + os.path.dirname(sys.executable))
         monkeypatch.chdir(self.work)
@@ -677,3 +678,117 @@ def test_uninstall_without_a_record_still_removes_this_sts(env):
     assert env.run("uninstall", "claude") == 0
     data = json.loads(read(env.p(".claude", "settings.json")))
     assert all(g == [] for g in data.get("hooks", {}).values())
+
+
+# ---------------------------------------------------------------- Gemini, Qwen, Copilot
+
+
+def test_gemini_hooks_use_milliseconds_and_keep_the_users_settings(env):
+    cfg = env.p(".gemini", "settings.json")
+    original = ('{\n  "theme": "Dracula",\n  "hooks": {\n    "BeforeTool": [\n      {"matcher": '
+                '"write_file", "hooks": [{"type": "command", "command": "lint.sh"}]}\n    ]\n'
+                '  }\n}\n')
+    write(cfg, original)
+    assert env.run("install", "gemini") == 0, env.err
+    data = json.loads(read(cfg))
+    assert data["theme"] == "Dracula"
+    before = data["hooks"]["BeforeTool"]
+    assert before[0]["hooks"][0]["command"] == "lint.sh"  # the user's hook stays first
+    ours = before[1]
+    assert ours["matcher"] == ".*" and ours["hooks"][0]["timeout"] == 10000
+    assert ours["hooks"][0]["command"].endswith(" gemini")
+    assert data["hooks"]["AfterTool"][0]["matcher"].startswith("^(invoke_agent|")
+    assert set(data["hooks"]) == {"BeforeTool", "SessionStart", "BeforeAgent", "AfterTool",
+                                  "SessionEnd"}
+    assert backups(cfg)
+    assert env.run("uninstall", "gemini") == 0
+    assert read(cfg) == original
+
+
+def test_gemini_cli_home_moves_the_user_folder(env, monkeypatch):
+    other = env.tmp / "gemini home"
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(other))
+    assert env.run("install", "gemini") == 0, env.err
+    assert os.path.exists(str(other / ".gemini" / "settings.json"))
+    assert not os.path.exists(env.p(".gemini"))
+
+
+def test_qwen_hooks_use_seconds_and_qwen_home(env, monkeypatch):
+    home = env.tmp / "qwen home"
+    monkeypatch.setenv("QWEN_HOME", str(home))
+    assert env.run("install", "qwen") == 0, env.err
+    data = json.loads(read(str(home / "settings.json")))
+    pre = data["hooks"]["PreToolUse"][0]
+    assert pre["matcher"] == ".*" and pre["hooks"][0]["timeout"] == 10
+    assert data["hooks"]["PostToolUse"][0]["matcher"] == "^agent$"
+    assert {"SubagentStart", "SubagentStop", "UserPromptSubmit"} <= set(data["hooks"])
+
+
+def test_copilot_hook_file_names_each_event_in_its_command(env):
+    assert env.run("install", "copilot") == 0, env.err
+    path = env.p(".copilot", "hooks", "stop-that-shit.json")
+    data = json.loads(read(path))
+    assert data["version"] == 1
+    for event, hooks in data["hooks"].items():
+        assert len(hooks) == 1 and hooks[0]["type"] == "command"
+        assert shlex.split(hooks[0]["bash"])[-2:] == ["copilot", event]
+    assert data["hooks"]["preToolUse"][0]["timeoutSec"] == 10
+
+
+def test_copilot_will_not_overwrite_a_foreign_hook_file(env):
+    path = env.p(".copilot", "hooks", "stop-that-shit.json")
+    write(path, '{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "mine"}]}}')
+    assert env.run("install", "copilot") == 2
+    assert "not an sts hook file" in env.err
+    assert "mine" in read(path)
+
+
+def test_copilot_and_gemini_project_scope_say_what_trust_they_need(env, monkeypatch):
+    repo = env.tmp / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(str(repo))
+    assert env.run("install", "copilot", "--scope", "project") == 0, env.err
+    assert os.path.exists(str(repo / ".github" / "hooks" / "stop-that-shit.json"))
+    assert "--trust-folder" in env.out
+    assert env.run("install", "gemini", "--scope", "project") == 0, env.err
+    assert "trusted folder" in env.out and "GEMINI_CLI_TRUST_WORKSPACE" in env.out
+    assert env.run("uninstall", "copilot", "--scope", "project") == 0
+    assert env.run("uninstall", "gemini", "--scope", "project") == 0
+    assert sorted(os.listdir(str(repo))) == [".git"]
+
+
+@pytest.mark.parametrize("host, rel", [("gemini", (".gemini", "settings.json")),
+                                       ("qwen", (".qwen", "settings.json"))])
+def test_malformed_new_host_settings_are_never_overwritten(env, host, rel):
+    cfg = env.p(*rel)
+    write(cfg, '{"hooks": {,}}')
+    assert env.run("install", host) == 2
+    assert "not valid JSON" in env.err and "line 1" in env.err
+    assert read(cfg) == '{"hooks": {,}}'
+
+
+@pytest.mark.parametrize("host", ["gemini", "qwen", "copilot"])
+def test_doctor_runs_each_new_hosts_command(env, host):
+    assert env.run("install", host) == 0, env.err
+    assert env.run("doctor", host) == 0, env.out
+    assert "OK   %-8s wired" % host in env.out
+    assert "OK   %-8s command works" % host in env.out
+
+
+def test_doctor_sees_a_removed_copilot_hook_file_and_disabled_hooks(env):
+    assert env.run("install", "copilot") == 0
+    write(env.p(".copilot", "config.json"), '{"disableAllHooks": true}')
+    assert env.run("doctor", "copilot") == 1
+    assert "disableAllHooks" in env.out
+    os.unlink(env.p(".copilot", "hooks", "stop-that-shit.json"))
+    assert env.run("doctor", "copilot") == 1
+    assert "does not exist" in env.out
+
+
+def test_new_host_configs_are_in_the_protected_set(env):
+    for host in ("gemini", "qwen", "copilot"):
+        assert env.run("install", host) == 0, env.err
+    paths = json.loads(read(str(env.state / "installed.json")))["paths"]
+    assert env.p(".gemini", "settings.json") in paths
+    assert env.p(".qwen", "settings.json") in paths
+    assert env.p(".copilot", "hooks", "stop-that-shit.json") in paths

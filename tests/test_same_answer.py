@@ -1,4 +1,4 @@
-"""One logical action, six hosts, one answer (issue 4).
+"""One logical action, nine hosts, one answer (issue 4).
 
 Each case arms the same contract on every host, sends the same action in
 that host's own tool shape, and reads the decision code from the `Reason:`
@@ -10,7 +10,7 @@ from hooks_shim import answer, block_reason, reason_code, request
 
 CWD = "/tmp/same/work"
 SESSION = "same-answer-session"
-HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
+HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
 
 
 def _abs(path):
@@ -119,17 +119,68 @@ def _omp_call(name, args, call_id):
                    cwd=CWD, ctx={"idle": False, "hasUI": False, "sessionFile": None})
 
 
+def gemini_prompt(text):
+    return {"session_id": SESSION, "cwd": CWD, "hook_event_name": "BeforeAgent",
+            "timestamp": "2026-12-01T14:00:00.000Z", "prompt": text}
+
+
+def gemini_tool(kind, arg, call_id):
+    name, args = {"write": ("write_file", {"file_path": _abs(arg), "content": "x = 1\n"}),
+                  "shell": ("run_shell_command", {"command": arg}),
+                  "agent": ("invoke_agent", {"agent_name": "generalist", "prompt": "help"})}[kind]
+    return {"session_id": SESSION, "cwd": CWD, "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-01T14:00:01.000Z", "tool_name": name, "tool_input": args}
+
+
+# Copilot's camelCase stdin names no event: the command line does, and run_hook
+# puts it in the payload as hook_event_name (what these drivers send directly).
+def copilot_prompt(text):
+    return {"hook_event_name": "userPromptSubmitted", "sessionId": SESSION,
+            "timestamp": 1796134000000, "cwd": CWD, "prompt": text}
+
+
+def copilot_tool(kind, arg, call_id):
+    name, args = {"write": ("create", {"path": _abs(arg), "file_text": "x = 1\n"}),
+                  "shell": ("bash", {"command": arg, "description": "d"}),
+                  "agent": ("task", {"description": "d", "prompt": "p", "name": "n",
+                                     "agent_type": "general-purpose"})}[kind]
+    return {"hook_event_name": "preToolUse", "sessionId": SESSION, "timestamp": 1796134000100,
+            "cwd": CWD, "toolName": name, "toolArgs": args}
+
+
+def qwen_prompt(text):
+    return {"session_id": SESSION, "cwd": CWD, "hook_event_name": "UserPromptSubmit",
+            "prompt_id": SESSION + "########0", "prompt": text, "submitted_prompt": text}
+
+
+def qwen_tool(kind, arg, call_id):
+    name, args = {"write": ("write_file", {"file_path": _abs(arg), "content": "x = 1\n"}),
+                  "shell": ("run_shell_command", {"command": arg}),
+                  "agent": ("agent", {"description": "d", "prompt": "p",
+                                      "subagent_type": "general-purpose"})}[kind]
+    return {"session_id": SESSION, "cwd": CWD, "hook_event_name": "PreToolUse",
+            "tool_name": name, "tool_input": args, "tool_use_id": "toolu_" + call_id,
+            "tool_call_id": call_id}
+
+
 DRIVERS = {
     "codex": (codex_prompt, codex_tool), "claude": (claude_prompt, claude_tool),
     "hermes": (hermes_prompt, hermes_tool), "opencode": (opencode_prompt, opencode_tool),
     "pi": (pi_prompt, pi_tool), "omp": (omp_prompt, omp_tool),
+    "gemini": (gemini_prompt, gemini_tool), "copilot": (copilot_prompt, copilot_tool),
+    "qwen": (qwen_prompt, qwen_tool),
 }
 
 
 def deny_text(host, got):
-    if host in ("codex", "claude"):
+    if host in ("codex", "claude", "qwen"):
         from hooks import deny_reason
         return deny_reason(got)
+    if host == "gemini":
+        return got.get("reason") if got and got.get("decision") == "deny" else None
+    if host == "copilot":
+        return got.get("permissionDecisionReason") \
+            if got and got.get("permissionDecision") == "deny" else None
     return block_reason(host, got)
 
 

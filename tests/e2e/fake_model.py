@@ -6,6 +6,8 @@ It listens on 127.0.0.1 only and speaks the three wire APIs the hosts use:
   POST .../responses          OpenAI Responses, server-sent events     (Codex)
   POST .../chat/completions   OpenAI Chat Completions, SSE or JSON     (OpenCode, Pi, Oh My Pi, Hermes)
   POST .../messages           Anthropic Messages, SSE or JSON          (Claude Code)
+  POST .../models/<m>:streamGenerateContent  Gemini API, SSE              (Gemini CLI)
+  POST .../models/<m>:generateContent, :countTokens                    (Gemini side requests)
   POST .../messages/count_tokens, GET .../models                       (side requests)
 
 What to answer is decided from each request alone (no server-side session),
@@ -120,6 +122,48 @@ def read_chat(body) -> Conversation:
         elif msg.get("role") == "user":
             users.append(_text_of(msg.get("content")))
     return Conversation(tools, results, "\n".join(users))
+
+
+def read_gemini(body) -> Conversation:
+    tools = {}
+    for group in body.get("tools") or []:
+        for decl in (group or {}).get("functionDeclarations") or []:
+            if decl.get("name"):
+                tools[decl["name"]] = {"custom": False, "namespace": None}
+    results, users = [], []
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            if not isinstance(part, dict):
+                continue
+            if "functionResponse" in part:
+                response = (part["functionResponse"] or {}).get("response")
+                results.append(_text_of(response) if not isinstance(response, dict)
+                               else json.dumps(response, ensure_ascii=False))
+            elif content.get("role") == "user" and isinstance(part.get("text"), str):
+                users.append(part["text"])
+    return Conversation(tools, results, "\n".join(users))
+
+
+def answer_gemini(decision, body: dict, stream: bool) -> bytes:
+    if decision[0] == "tool":
+        part = {"functionCall": {"name": decision[1]["tool"], "args": decision[1].get("args", {})}}
+    else:
+        config = body.get("generationConfig") or {}
+        text = decision[1]
+        if config.get("responseMimeType") == "application/json" or config.get("responseSchema") \
+                or config.get("responseJsonSchema"):
+            # Side requests (routing, next speaker) want JSON back.
+            text = json.dumps({"reasoning": "fake", "next_speaker": "user",
+                               "model_choice": "flash"})
+        part = {"text": text}
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [part]},
+                             "finishReason": "STOP", "index": 0}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                               "totalTokenCount": 15},
+             "modelVersion": MODEL_ID}
+    if stream:
+        return ("data: %s\r\n\r\n" % json.dumps(chunk)).encode()
+    return json.dumps(chunk).encode()
 
 
 def read_anthropic(body) -> Conversation:
@@ -393,6 +437,23 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         entry = {"n": n, "t": time.time(), "method": "POST", "path": self.path,
                  "headers": self._headers()}
+        if path.endswith(":countTokens"):
+            entry.update(api="gemini", decision=["count_tokens"], body=body)
+            self.server.log(entry)
+            self._send(200, "application/json", b'{"totalTokens": 10}')
+            return
+        if path.endswith((":streamGenerateContent", ":generateContent")):
+            conv = read_gemini(body)
+            decision = self.server.script.decide(conv)
+            entry.update(api="gemini", tools=sorted(conv.tools), toolResults=conv.results,
+                         userText=conv.user_text[-4000:],
+                         decision=(["tool", decision[1]["tool"]] if decision[0] == "tool"
+                                   else ["text", decision[1]]), body=body)
+            self.server.log(entry)
+            stream = path.endswith(":streamGenerateContent")
+            self._send(200, "text/event-stream" if stream else "application/json",
+                       answer_gemini(decision, body, stream))
+            return
         if path.endswith("/messages/count_tokens"):
             entry.update(api="anthropic", decision=["count_tokens"], body=body)
             self.server.log(entry)

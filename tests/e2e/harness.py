@@ -280,7 +280,8 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         res.notes.append("no network namespace: not isolated from the network")
     work = os.path.join(root, "work")
     requests = fake_model.read_log(os.path.join(root, "requests.jsonl"))
-    model_posts = [r for r in requests if r.get("api") in ("responses", "chat", "anthropic")]
+    model_posts = [r for r in requests if r.get("api") in ("responses", "chat", "anthropic",
+                                                            "gemini")]
     if not model_posts:
         p.append("the host never called the fake model")
         return

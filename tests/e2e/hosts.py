@@ -326,9 +326,92 @@ model:
     return argv, env
 
 
+# ---------------------------------------------------------------------------
+# Gemini CLI, Copilot CLI, Qwen Code
+# ---------------------------------------------------------------------------
+
+def _settings_hooks(run: Run, host: str, events):
+    """Hand-written hooks for settings.json (direct and probe wiring)."""
+    cmd = hook_command(run)
+    hooks = {}
+    for event, matcher, timeout in events:
+        group = {"hooks": [{"type": "command", "command": cmd, "timeout": timeout}]}
+        if matcher is not None:
+            group["matcher"] = matcher
+        hooks[event] = [group]
+    return hooks
+
+
+GEMINI_EVENTS = (("SessionStart", None, 5000), ("BeforeAgent", None, 5000),
+                 ("BeforeTool", ".*", 10000),
+                 ("AfterTool", "^(invoke_agent|codebase_investigator|cli_help|generalist|"
+                               "browser_agent)$", 10000),
+                 ("SessionEnd", None, 5000))
+QWEN_EVENTS = (("SessionStart", None, 5), ("UserPromptSubmit", None, 5),
+               ("PreToolUse", ".*", 10), ("PostToolUse", "^agent$", 10),
+               ("PostToolUseFailure", "^agent$", 10), ("SubagentStart", None, 5),
+               ("SubagentStop", None, 5), ("SessionEnd", None, 5))
+COPILOT_EVENTS = (("sessionStart", 5), ("userPromptSubmitted", 5), ("preToolUse", 10),
+                  ("postToolUse", 10), ("subagentStart", 5), ("subagentStop", 5))
+
+
+def configure_gemini(run: Run):
+    folder = os.path.join(run.home, ".gemini")
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "experimental": {"enableAgents": True},
+    }
+    if run.wiring != "install":
+        settings["hooks"] = _settings_hooks(run, "gemini", GEMINI_EVENTS)
+    _write(os.path.join(folder, "settings.json"), json.dumps(settings, indent=2))
+    env = base_env(run)
+    env.update(GEMINI_API_KEY="sk-e2e", GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:%d" % run.port,
+               GEMINI_CLI_TRUST_WORKSPACE="true")
+    argv = [install.binary("gemini"), "-p", run.prompt, "--yolo", "--model", "gemini-2.5-flash",
+            "--output-format", "stream-json"]
+    return argv, env
+
+
+def configure_qwen(run: Run):
+    folder = os.path.join(run.home, ".qwen")
+    settings = {
+        "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "disableAutoUpdate": True},
+    }
+    if run.wiring != "install":
+        settings["hooks"] = _settings_hooks(run, "qwen", QWEN_EVENTS)
+    _write(os.path.join(folder, "settings.json"), json.dumps(settings, indent=2))
+    env = base_env(run)
+    env.update(OPENAI_API_KEY="sk-e2e", OPENAI_BASE_URL=run.base_url, OPENAI_MODEL=MODEL)
+    argv = [install.binary("qwen"), "-p", run.prompt, "--yolo", "--auth-type", "openai",
+            "--model", MODEL, "--output-format", "stream-json"]
+    return argv, env
+
+
+def configure_copilot(run: Run):
+    folder = os.path.join(run.home, ".copilot")
+    if run.wiring != "install":
+        cmd = hook_command(run)
+        hooks = {event: [{"type": "command", "bash": "%s %s" % (cmd, event), "timeoutSec": t}]
+                 for event, t in COPILOT_EVENTS}
+        _write(os.path.join(folder, "hooks", "stop-that-shit.json"),
+               json.dumps({"version": 1, "hooks": hooks}, indent=2))
+    env = base_env(run)
+    env.update(COPILOT_HOME=folder, COPILOT_OFFLINE="true", COPILOT_AUTO_UPDATE="false",
+               COPILOT_PROVIDER_BASE_URL=run.base_url, COPILOT_PROVIDER_TYPE="openai",
+               COPILOT_PROVIDER_API_KEY="sk-e2e", COPILOT_MODEL="gpt-4.1")
+    argv = [install.binary("copilot"), "-p", run.prompt, "--allow-all-tools", "--no-auto-update",
+            "--output-format", "json", "--disable-client-telemetry"]
+    return argv, env
+
+
 CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
              "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
-             "hermes": configure_hermes}
+             "hermes": configure_hermes, "gemini": configure_gemini, "qwen": configure_qwen,
+             "copilot": configure_copilot}
 
 
 def configure(run: Run):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Pinned installs of the six real host CLIs into one cache folder.
+"""Pinned installs of the nine real host CLIs into one cache folder.
 
-    python3 tests/e2e/install.py [HOST ...]     # default: all six, in parallel
+    python3 tests/e2e/install.py [HOST ...]     # default: all nine, in parallel
 
 The cache folder is STS_E2E_CACHE (default ~/.cache/sts-e2e).  Each host lives
 in <cache>/<host>-<version>/ and is reused when its stamp file says the
@@ -26,6 +26,9 @@ PINS = {
     "pi": ("npm", ["@mariozechner/pi-coding-agent@0.73.1"], "0.73.1", "node_modules/.bin/pi"),
     "omp": ("npm", ["@oh-my-pi/pi-coding-agent@18.2.3", "bun@1.4.5"], "18.2.3", "node_modules/.bin/omp"),
     "hermes": ("pip", ["hermes-agent==0.19.0"], "0.19.0", "venv/bin/hermes"),
+    "gemini": ("npm", ["@google/gemini-cli@0.61.0"], "0.61.0", "node_modules/.bin/gemini"),
+    "copilot": ("npm", ["@github/copilot@1.0.102"], "1.0.102", "node_modules/.bin/copilot"),
+    "qwen": ("npm", ["@qwen-code/qwen-code@0.24.4"], "0.24.4", "node_modules/.bin/qwen"),
 }
 HOSTS = list(PINS)
 INSTALL_TIMEOUT = int(os.environ.get("STS_E2E_INSTALL_TIMEOUT", "900"))

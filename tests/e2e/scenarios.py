@@ -24,6 +24,10 @@ def _write_call(host: str, path: str, content: str) -> dict:
         return {"tool": "write", "args": {"filePath": path, "content": content + "\n"}}
     if host == "hermes":
         return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
+    if host in ("gemini", "qwen"):
+        return {"tool": "write_file", "args": {"file_path": path, "content": content + "\n"}}
+    if host == "copilot":
+        return {"tool": "create", "args": {"path": path, "file_text": content + "\n"}}
     return {"tool": "write", "args": {"path": path, "content": content + "\n"}}  # pi, omp
 
 
@@ -36,6 +40,10 @@ def _shell_call(host: str, command: str) -> dict:
         return {"tool": "bash", "args": {"command": command, "description": "e2e step"}}
     if host == "hermes":
         return {"tool": "terminal", "args": {"command": command}}
+    if host in ("gemini", "qwen"):
+        return {"tool": "run_shell_command", "args": {"command": command}}
+    if host == "copilot":
+        return {"tool": "bash", "args": {"command": command, "description": "e2e step"}}
     return {"tool": "bash", "args": {"command": command}}  # pi, omp
 
 
@@ -68,6 +76,18 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
                 # `codex exec` ends with the parent's turn: wait for the child
                 {"tool": "wait_agent", "unless": SUBAGENT_MARK, "step": 2,
                  "args": {"targets": ["{{last.agent_id}}"], "timeout_ms": 60000}},
+                child_write]
+    if host == "gemini":  # invoke_agent returns when the subagent ends
+        return [{"tool": "invoke_agent", "unless": SUBAGENT_MARK,
+                 "args": {"agent_name": "generalist", "prompt": goal}}, child_write]
+    if host == "copilot":
+        return [{"tool": "task", "unless": SUBAGENT_MARK,
+                 "args": {"description": "e2e helper", "prompt": goal, "name": "helper",
+                          "agent_type": "general-purpose"}}, child_write]
+    if host == "qwen":  # a foreground agent: `qwen -p` may end before a background one
+        return [{"tool": "agent", "unless": SUBAGENT_MARK,
+                 "args": {"description": "e2e helper", "prompt": goal,
+                          "subagent_type": "general-purpose", "run_in_background": False}},
                 child_write]
     return None  # pi: no built-in subagent tool
 
