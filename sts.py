@@ -7798,8 +7798,12 @@ class Store:
 
     # -- writing -----------------------------------------------------------
 
-    def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
-        """Durable atomic replace (S2): the old file survives any failure."""
+    def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2,
+                    durable: bool = True) -> None:
+        """Durable atomic replace (S2): the old file survives any failure.
+
+        durable=False skips the fsyncs, for files that can be rebuilt (the
+        audit index): still atomic, only not forced to disk at once."""
         import time
         directory = os.path.dirname(target)
         _state_mkdirs(directory)
@@ -7812,7 +7816,8 @@ class Store:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, target)
@@ -7822,7 +7827,7 @@ class Store:
             except OSError:
                 pass
             raise
-        if os.name != "nt":
+        if durable and os.name != "nt":
             try:
                 dfd = os.open(directory, os.O_RDONLY)
                 try:
@@ -7832,8 +7837,11 @@ class Store:
             except OSError:
                 pass  # some filesystems refuse a dir fsync; the rename already happened
 
-    def _append_line(self, subdir: str, name: str, record: dict) -> None:
-        """One JSON line with a single O_APPEND write, so lines never interleave."""
+    def _append_line(self, subdir: str, name: str, record: dict) -> Tuple[int, int, int]:
+        """One JSON line with a single O_APPEND write, so lines never interleave.
+
+        Returns where the line starts and ends in the file, and the file's
+        inode: the audit's upkeep decides from them, without another read."""
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"))
                 + "\n").encode("utf-8")
         target = os.path.join(self.root, subdir, name)
@@ -7845,18 +7853,210 @@ class Store:
             fd = os.open(target, flags, 0o600)
         try:
             written = os.write(fd, data)
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            inode = os.fstat(fd).st_ino
         finally:
             os.close(fd)
         if written != len(data):
             raise OSError("short audit write (%d of %d bytes)" % (written, len(data)))
+        return end - written, end, inode
 
     def append_audit(self, key: str, record: dict) -> bool:
-        """One O_APPEND write of one JSON line; False (never raise) on failure."""
+        """One O_APPEND write of one JSON line; False (never raise) on failure.
+
+        Then the upkeep of the audit (fold, rotate, bound), which never fails
+        the call either."""
         try:
-            self._append_line("runtime", key + ".jsonl", record)
-            return True
+            start, end, inode = self._append_line("runtime", key + ".jsonl", record)
         except Exception:
             return False
+        try:
+            self._audit_upkeep(key, start, end, inode)
+        except Exception:  # noqa: BLE001 - upkeep is best effort; the line is written
+            pass
+        return True
+
+    def _audit_upkeep(self, key: str, start: int, end: int, inode: int) -> None:
+        """Fold, rotate and bound the audit when this line crossed a boundary
+        (see the audit layout above the audit readers).  Appends never
+        overlap, so exactly one hook sees its line cross a given boundary."""
+        limit = audit_limit_bytes()
+        segment = _audit_segment_bytes(limit)
+        step = min(_AUDIT_FOLD_BYTES, segment)
+        rotated = False
+        if start // step != end // step:
+            audit_index(self, key)
+            if end >= segment:
+                rotated = self._rotate_audit(key, inode)
+        if (start == 0 or rotated) and limit:   # a new log, or a new segment
+            self.prune_audit(limit, keep=key)
+
+    def _rotate_audit(self, key: str, inode: int) -> bool:
+        """Rename the session's log to a dated segment, if it is still the file
+        this hook wrote to (another hook may have rotated it already)."""
+        import time
+        current = os.path.join(self.root, "runtime", key + ".jsonl")
+        try:
+            if os.stat(current).st_ino != inode:
+                return False
+            now = time.time()
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % (
+                int(now * 1000) % 1000)
+            target = os.path.join(self.root, "runtime", "%s.%s.jsonl" % (key, stamp))
+            suffix = 0
+            while os.path.lexists(target):
+                suffix += 1
+                target = os.path.join(self.root, "runtime", "%s.%s%d.jsonl" % (key, stamp, suffix))
+            os.rename(current, target)
+        except OSError:
+            return False   # read-only, full, or gone: the log keeps growing, nothing is lost
+        return True
+
+    def prune_audit(self, limit: Optional[int] = None, keep: Optional[str] = None,
+                    now: Optional[float] = None) -> int:
+        """Remove the oldest log files of idle sessions until the audit is under
+        the limit; returns the bytes removed.
+
+        A session is active while any of its files was written in the last
+        seven days, and `keep` (the caller's session) always is: their lines
+        stay even when the audit is over the limit.  One pruner at a time (a
+        lock dir; a busy one makes this a no-op, so no hook ever waits).
+        Each file is first claimed by a rename, then its removal is recorded
+        in removed.jsonl, then it is unlinked: a pruner killed half-way
+        leaves a claimed file that the next one finishes.
+        """
+        import time
+        limit = audit_limit_bytes() if limit is None else limit
+        if not limit:
+            return 0
+        now = time.time() if now is None else now
+        runtime = os.path.join(self.root, "runtime")
+        lock = os.path.join(runtime, ".prune.lock")
+        try:
+            os.mkdir(lock, 0o700)
+        except FileExistsError:
+            try:
+                if now - os.stat(lock).st_mtime < _AUDIT_PRUNE_STALE:
+                    return 0
+                os.rmdir(lock)
+                os.mkdir(lock, 0o700)
+            except OSError:
+                return 0
+        except OSError:
+            return 0
+        try:
+            return self._prune_locked(runtime, limit, keep, now)
+        finally:
+            try:
+                os.rmdir(lock)
+            except OSError:
+                pass
+
+    def _prune_locked(self, runtime: str, limit: int, keep: Optional[str], now: float) -> int:
+        files, claimed, total, latest = [], [], 0, {}
+        with os.scandir(runtime) as entries:
+            for entry in entries:
+                name = entry.name
+                base = name[:-9] if name.endswith(".removing") else name
+                parsed = _audit_file_key(base)
+                if parsed is None:
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if name != base:
+                    claimed.append((info.st_mtime, name, parsed[0], info.st_size))
+                    continue
+                total += info.st_size
+                files.append((info.st_mtime, name, parsed[0], info.st_size))
+                latest[parsed[0]] = max(latest.get(parsed[0], 0.0), info.st_mtime)
+        removed = 0
+        for mtime, name, key, size in claimed:   # left by a pruner that was killed
+            removed += self._remove_claimed(runtime, name, key, size, mtime, now)
+        if total <= limit:
+            return removed
+        active = {k for k, t in latest.items() if now - t < _AUDIT_ACTIVE_SECONDS}
+        if keep is not None:
+            active.add(keep)
+        target = limit - limit // 10   # some room, so that pruning is not needed again at once
+        for mtime, name, key, size in sorted(files):
+            if total <= target:
+                break
+            if key in active:
+                continue
+            try:
+                os.rename(os.path.join(runtime, name), os.path.join(runtime, name + ".removing"))
+            except OSError:
+                continue   # gone already, or not ours to move: leave it
+            freed = self._remove_claimed(runtime, name + ".removing", key, size, mtime, now)
+            if not freed:
+                break      # the removal could not be recorded: stop, keep the rest
+            removed += freed
+            total -= size
+        self._clear_stale_index_temps(now)
+        gone = {key for _, _, key, _ in files} - set(audit_files(self))
+        for key in gone:   # a session whose every file was removed has no index either
+            try:
+                os.unlink(_index_path(self, key))
+            except OSError:
+                pass
+        self._compact_removed(runtime)
+        return removed
+
+    def _clear_stale_index_temps(self, now: float) -> None:
+        """Temp files of index writes whose process was killed half-way."""
+        folder = os.path.join(self.root, "runtime", "index")
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".tmp") and \
+                            now - entry.stat().st_mtime > _AUDIT_PRUNE_STALE:
+                        os.unlink(entry.path)
+        except OSError:
+            pass
+
+    def _remove_claimed(self, runtime: str, claimed: str, key: str, size: int, mtime: float,
+                        now: float) -> int:
+        """Record, then unlink, one claimed file; the bytes freed (0 if not recorded)."""
+        import time
+        path = os.path.join(runtime, claimed)
+        record = {"schemaVersion": 1, "removedAt": time.strftime(
+                      "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now)),
+                  "sessionKey": key, "file": claimed[:-9], "bytes": size,
+                  "lastWriteAt": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(mtime))}
+        try:
+            self._append_line("runtime", "removed.jsonl", record)
+        except (OSError, ValueError):
+            try:
+                os.rename(path, path[:-9])   # keep it readable; a later pruner retries
+            except OSError:
+                pass
+            return 0
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return 0
+        return size
+
+    def _compact_removed(self, runtime: str) -> None:
+        """Keep removed.jsonl small: past 256 KiB its lines become one total."""
+        path = os.path.join(runtime, "removed.jsonl")
+        try:
+            if os.stat(path).st_size < _REMOVED_COMPACT_BYTES:
+                return
+        except OSError:
+            return
+        seen = removed_audit(self)
+        record = {"schemaVersion": 1, "removedAt": seen["lastRemovedAt"], "files": seen["files"],
+                  "bytes": seen["bytes"], "sessions": len(seen["sessions"]),
+                  "lastWriteAt": seen["newestRemoved"]}
+        try:
+            self._write_json(path, record, indent=None, durable=False)
+        except OSError:
+            pass
 
     def append_annotation(self, record: dict) -> None:
         """Append to runtime/annotations.jsonl; raises OSError on failure."""
@@ -7871,6 +8071,9 @@ class Store:
             raise ValueError("invalid host effect: %r" % (effect,))
         record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
                   "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
+        found = find_event(self, event_id)
+        if found is not None:
+            record["sessionKey"] = found["sessionKey"]
         self.append_annotation(record)
         return record
 
@@ -8020,26 +8223,113 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
-# -- audit readers (inspection only; a tool-call hook never reads logs) -----
+# -- the audit on disk: segments, the bound, the index -------------------------
+#
+# runtime/<key>.jsonl                the session's log: one line per checked action,
+#                                    each written with one O_APPEND write
+# runtime/<key>.<UTC stamp>.jsonl    older segments of it: when the log passes the
+#                                    segment size it is renamed whole, and the next
+#                                    line starts a new log.  A rename moves no byte,
+#                                    so no line is lost or written twice, and hooks
+#                                    still writing to the old file land in the segment.
+# runtime/index/<key>.json           what status and runtime show (counts by outcome,
+#                                    family and reason, the last events), folded from
+#                                    each file up to a byte offset.  It is a cache:
+#                                    its counts are always those of an exact prefix
+#                                    of each file, whoever wrote it last, and a
+#                                    missing or damaged index is rebuilt from the logs.
+# runtime/removed.jsonl              one line per file removed to keep the audit
+#                                    under the limit, so readers can say so.
+#
+# The hook keeps all of this up to date at little cost: after its append it
+# knows where its line ended, and only a line that crosses a multiple of the
+# fold step folds the new lines into the index (about one call in 90), only
+# one that crosses the segment size renames the log, and only a new log or
+# a rename looks at the total and removes the oldest files of sessions idle
+# for a week, until the audit is under STS_AUDIT_MAX_MB (default 100).  An
+# active session's lines are never removed.  Every step may fail (read-only
+# or full disk, a process killed half-way) without losing a written line and
+# without changing the decision; the next crossing, or the next reader,
+# picks up where it stopped.
 
-_AUDIT_RES: Dict[str, Any] = {}
+AUDIT_LIMIT_ENV = "STS_AUDIT_MAX_MB"
+AUDIT_DEFAULT_MB = 100
+_AUDIT_ACTIVE_SECONDS = 7 * 86400
+_AUDIT_FOLD_BYTES = 64 * 1024
+_AUDIT_MIN_SEGMENT = 32 * 1024
+_AUDIT_HEAD = 96           # bytes that tell one log file from another with the same inode
+_AUDIT_RECENT = 5          # last events kept per file (status shows five)
+_AUDIT_PRUNE_STALE = 60.0  # seconds after which a pruner's lock is taken over
+_REMOVED_COMPACT_BYTES = 256 * 1024
 
 
-def _audit_re(name: str) -> Any:
-    # Compiled on first use: tool-call hooks never read logs, so they never pay for these.
-    if not _AUDIT_RES:
-        import re
-        _AUDIT_RES.update(
-            event=re.compile(r"evt_[0-9a-f-]+\Z"),
-            reason=re.compile(r"[A-Z][A-Z_0-9]*\Z"),
-            time=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
-                            r"(\.[0-9]{1,6})?Z\Z"))
-    return _AUDIT_RES[name]
+def audit_limit_bytes() -> int:
+    """STS_AUDIT_MAX_MB in bytes (default 100 MB); 0 keeps every line."""
+    raw = os.environ.get(AUDIT_LIMIT_ENV, "")
+    try:
+        megabytes = float(raw) if raw.strip() else AUDIT_DEFAULT_MB
+    except ValueError:
+        megabytes = AUDIT_DEFAULT_MB
+    if not megabytes == megabytes or megabytes < 0:  # NaN or negative: the default
+        megabytes = AUDIT_DEFAULT_MB
+    return int(min(megabytes, 1 << 40) * 1024 * 1024)
+
+
+def _audit_segment_bytes(limit: int) -> int:
+    """Size at which a session's log becomes a segment: a sixteenth of the limit."""
+    return max(limit // 16, _AUDIT_MIN_SEGMENT) if limit else 1 << 62
+
+
+def _key_ok(key: str) -> bool:
+    return key == "unknown" or (len(key) == 24 and all(c in "0123456789abcdef" for c in key))
+
+
+def _audit_file_key(name: str) -> Optional[Tuple[str, str]]:
+    """(key, stamp) of a log file name: stamp "" for the current log, else the
+    UTC stamp of a segment; None for anything else (annotations, temp files)."""
+    if not name.endswith(".jsonl"):
+        return None
+    key, _, stamp = name[:-6].partition(".")
+    if not _key_ok(key):
+        return None
+    if stamp and not (len(stamp) >= 19 and stamp[8] == "T" and stamp.endswith("Z")
+                      and stamp[:8].isdigit() and stamp.isascii()):
+        return None
+    return key, stamp
+
+
+def audit_files(store: Store, key: Optional[str] = None) -> Dict[str, List[str]]:
+    """Session key -> its log files in reading order: segments by stamp, then
+    the current log.  Only `key`'s when given."""
+    try:
+        names = os.listdir(store.path("runtime"))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    found: Dict[str, List[Tuple[int, str, str]]] = {}
+    for name in names:
+        parsed = _audit_file_key(name)
+        if parsed is None or (key is not None and parsed[0] != key):
+            continue
+        found.setdefault(parsed[0], []).append((0 if parsed[1] else 1, parsed[1], name))
+    return {k: [name for _, _, name in sorted(files)] for k, files in found.items()}
+
+
+# -- shape checks of a RuntimeEvent line (no regex: the hook's fold uses them) --
+
+_HEX_ID = "0123456789abcdef-"
+_REASON_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789"
 
 
 def event_id_ok(value: Any) -> bool:
     """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
-    return isinstance(value, str) and _audit_re("event").match(value) is not None
+    return (isinstance(value, str) and len(value) > 4 and value.startswith("evt_")
+            and not value[4:].strip(_HEX_ID))
+
+
+def _reason_ok(value: Any) -> bool:
+    """An upper-case reason code: [A-Z][A-Z_0-9]*."""
+    return (isinstance(value, str) and value[:1].isascii() and value[:1].isupper()
+            and not value.strip(_REASON_CHARS))
 
 
 # Calendar validity per "YYYY-MM-DD"; a log holds few distinct days.
@@ -8047,12 +8337,24 @@ _AUDIT_DAYS: Dict[str, bool] = {}
 
 
 def _time_ok(value: Any) -> bool:
-    if not isinstance(value, str) or not _audit_re("time").match(value):
+    """YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z with a real date and clock."""
+    if not isinstance(value, str) or not value.isascii():
+        return False
+    n = len(value)
+    if not (n == 20 or 22 <= n <= 27) or value[-1] != "Z":
+        return False
+    if (value[4], value[7], value[10], value[13], value[16]) != ("-", "-", "T", ":", ":"):
+        return False
+    digits = value[:4] + value[5:7] + value[8:10] + value[11:13] + value[14:16] + value[17:19]
+    if n > 20:
+        if value[19] != ".":
+            return False
+        digits += value[20:-1]
+    if not digits.isdigit():
         return False
     # Accepts exactly what strptime("%Y-%m-%dT%H:%M:%S") accepted, without its
-    # cost (about 12 us a call, half of a 100,000-line `runtime all`): the
-    # regex fixed the shape, so the date is checked once per day and the
-    # clock by comparing two-digit strings.
+    # cost: the shape is fixed above, so the date is checked once per day and
+    # the clock by comparing two-digit strings.
     day = value[:10]
     ok = _AUDIT_DAYS.get(day)
     if ok is None:
@@ -8088,8 +8390,7 @@ def runtime_event_ok(record: Any) -> bool:
     for name in ("policyOutcome", "responseOutcome"):
         if not isinstance(decision.get(name), str):
             return False
-    reason = decision.get("reasonCode")
-    if not isinstance(reason, str) or not _audit_re("reason").match(reason):
+    if not _reason_ok(decision.get("reasonCode")):
         return False
     return record.get("contract") is None or isinstance(record.get("contract"), dict)
 
@@ -8099,10 +8400,40 @@ def _annotation_ok(record: Any) -> bool:
         return False
     if not event_id_ok(record.get("eventId")):
         return False
+    if "sessionKey" in record and not (isinstance(record["sessionKey"], str)
+                                       and _key_ok(record["sessionKey"])):
+        return False
     if "label" in record:
         return record["label"] in LABELS and ("hostEffect" not in record
                                               or record["hostEffect"] in HOST_EFFECTS)
     return record.get("hostEffect") in HOST_EFFECTS
+
+
+def _json_line(raw: bytes) -> Any:
+    """One JSON value that fills the line, or None: what json.loads accepts."""
+    try:
+        text = raw.decode("utf-8").strip(" \t\n\r")
+        return json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _line_record(raw: bytes, check: Callable[[Any], bool]) -> Tuple[Any, int]:
+    """(record or None, damaged lines) of one log line.
+
+    A write cut short by a full disk leaves a line without its newline, and
+    the next line written lands glued to it.  That next line was written and
+    acknowledged in full, so it is read from its own start (sts writes every
+    line beginning with `{"schemaVersion":`); only the cut one is damaged."""
+    record = _json_line(raw)
+    if record is not None and check(record):
+        return record, 0
+    at = raw.rfind(b'{"schemaVersion":')
+    if at > 0:
+        record = _json_line(raw[at:])
+        if record is not None and check(record):
+            return record, 1
+    return None, 1
 
 
 def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]):
@@ -8110,60 +8441,56 @@ def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]
         fh = open(path, "rb")
     except FileNotFoundError:
         return
-    # The C scanner behind json.loads, called directly: json.loads adds about
-    # 2 us of Python per call, a third of the parse time of a 100,000-line
-    # `runtime all`.  Stripping JSON's own four whitespace characters and
-    # requiring the value to end the line accepts exactly what json.loads does.
-    scan = json.JSONDecoder().scan_once
     with fh:
         for raw in fh:
             if not raw.strip():
                 continue
-            try:
-                text = raw.decode("utf-8").strip(" \t\n\r")
-                record, end = scan(text, 0)
-                if end != len(text):
-                    record = None
-            except (ValueError, RecursionError, StopIteration):
-                record = None
-            if record is not None and check(record):
+            record, damaged = _line_record(raw, check)
+            if damaged and counter is not None:
+                counter["damaged"] = counter.get("damaged", 0) + damaged
+            if record is not None:
                 yield record
-            elif counter is not None:
-                counter["damaged"] = counter.get("damaged", 0) + 1
-
-
-def audit_log_keys(store: Store) -> List[str]:
-    """Session keys that have a runtime log, sorted."""
-    try:
-        names = os.listdir(store.path("runtime"))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(n[:-6] for n in names if n.endswith(".jsonl") and n != "annotations.jsonl")
 
 
 def iter_audit(store: Store, key: Optional[str] = None, counter: Optional[dict] = None):
     """Stream valid RuntimeEvent records of one session's log, or of every log.
 
+    A session's segments come first, oldest first, then its current log.
     Lines that are unparseable or fail the shape checks are skipped and
     counted in counter["damaged"] when a dict is given.  Records come in file
     order; callers that need time order sort by occurredAt (stable).
     """
-    keys = [key] if key is not None else audit_log_keys(store)
-    for k in keys:
-        for record in _iter_jsonl(store.path("runtime", k + ".jsonl"), runtime_event_ok, counter):
-            yield record
+    files = audit_files(store, key)
+    for k in sorted(files):
+        for name in files[k]:
+            for record in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
+                yield record
+
+
+def audit_log_keys(store: Store) -> List[str]:
+    """Session keys that have a runtime log or segment, sorted."""
+    return sorted(audit_files(store))
 
 
 class Annotations(Record):
-    """runtime/annotations.jsonl folded per event: the last line of each kind wins."""
+    """runtime/annotations.jsonl folded per event: the last line of each kind wins.
 
-    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged')
-    DEFAULTS = {'labels': dict, 'host_effects': dict, 'records': list, 'damaged': 0}
+    sessions maps an event id to the session key its annotation named (lines
+    written by `label` carry it; lines written by hand may not)."""
+
+    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged', 'sessions', 'keyless')
+    DEFAULTS = {'labels': dict, 'host_effects': dict, 'records': list, 'damaged': 0,
+                'sessions': dict, 'keyless': list}
 
     labels: Dict[str, str]
     host_effects: Dict[str, str]
     records: List[dict]
     damaged: int
+    sessions: Dict[str, str]
+    keyless: List[str]    # ids no line named a session for, in first-seen order
+
+
+_NO_NOTES = Annotations()
 
 
 def read_annotations(store: Store) -> Annotations:
@@ -8177,7 +8504,369 @@ def read_annotations(store: Store) -> Annotations:
             out.labels[record["eventId"]] = record["label"]
         if "hostEffect" in record:
             out.host_effects[record["eventId"]] = record["hostEffect"]
+        if "sessionKey" in record:
+            out.sessions[record["eventId"]] = record["sessionKey"]
+    seen = set()
+    for record in out.records:
+        event_id = record["eventId"]
+        if event_id not in out.sessions and event_id not in seen:
+            seen.add(event_id)
+            out.keyless.append(event_id)
     out.damaged = counter["damaged"]
+    return out
+
+
+# policyOutcome -> column of a count row [checked, allowed, denied, notes].
+# require_user_approval is a denial that names the user as the way out.
+_OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
+                   "report_and_defer": 3}
+
+
+class _Tally:
+    """Counts over the events of one scope (a file, a session, every session).
+
+    Rows are [checked, allowed, denied, notes].  Built in one pass over a
+    stream, so `runtime all` never holds 100,000 events unless --json asks.
+    Labels and host effects come from annotations, which may be written long
+    after the event: the index keeps tallies without them (`_NO_NOTES`) and
+    readers add them (`count_notes`).
+    """
+
+    __slots__ = ("row", "responses", "reasons", "families", "labels", "effects", "last")
+
+    def __init__(self) -> None:
+        self.row = [0, 0, 0, 0]
+        self.responses: Dict[str, int] = {}
+        self.reasons: Dict[str, list] = {}    # code -> [family, checked, allowed, denied, notes]
+        self.families: Dict[str, List[int]] = {}  # letter or "-" -> row
+        self.labels: Dict[str, int] = {}
+        self.effects: Dict[str, int] = {}
+        self.last = ""  # the greatest occurredAt seen
+
+    def add(self, event: dict, notes: "Annotations") -> None:
+        decision = event["decision"]
+        column = _OUTCOME_COLUMN.get(decision["policyOutcome"])
+        family = decision.get("family")
+        family = family if isinstance(family, str) and family else "-"
+        row = self.row
+        row[0] += 1
+        fam = self.families.get(family)
+        if fam is None:
+            fam = self.families[family] = [0, 0, 0, 0]
+        fam[0] += 1
+        code = decision["reasonCode"]
+        reason = self.reasons.get(code)
+        if reason is None:
+            reason = self.reasons[code] = [family, 0, 0, 0, 0]
+        reason[1] += 1
+        if column is not None:
+            row[column] += 1
+            fam[column] += 1
+            reason[column + 1] += 1
+        response = decision["responseOutcome"]
+        self.responses[response] = self.responses.get(response, 0) + 1
+        if notes.labels or notes.host_effects:
+            self.count_notes(event["eventId"], notes)
+        if event["occurredAt"] > self.last:
+            self.last = event["occurredAt"]
+
+    def count_notes(self, event_id: str, notes: "Annotations") -> None:
+        label = notes.labels.get(event_id)
+        if label:
+            self.labels[label] = self.labels.get(label, 0) + 1
+        effect = notes.host_effects.get(event_id)
+        if effect:
+            self.effects[effect] = self.effects.get(effect, 0) + 1
+
+    def merge(self, other: "_Tally") -> None:
+        for i, n in enumerate(other.row):
+            self.row[i] += n
+        for mine, theirs in ((self.responses, other.responses), (self.labels, other.labels),
+                             (self.effects, other.effects)):
+            for name, n in theirs.items():
+                mine[name] = mine.get(name, 0) + n
+        for family, counts in other.families.items():
+            row = self.families.setdefault(family, [0, 0, 0, 0])
+            for i, n in enumerate(counts):
+                row[i] += n
+        for code, counts in other.reasons.items():
+            row = self.reasons.setdefault(code, [counts[0], 0, 0, 0, 0])
+            for i in range(1, 5):
+                row[i] += counts[i]
+        self.last = max(self.last, other.last)
+
+    def top_denied(self, limit: Optional[int] = None) -> List[Tuple[str, int]]:
+        ranked = sorted(((code, r[3]) for code, r in self.reasons.items() if r[3]),
+                        key=lambda item: (-item[1], item[0]))
+        return ranked[:_TOP_DENIED if limit is None else limit]
+
+    def counts(self) -> Dict[str, int]:
+        return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
+
+    def summary(self, damaged: int) -> Dict[str, Any]:
+        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        responses = self.responses
+        return {"checkedActions": self.row[0],
+                "contextResponses": responses.get("context_returned", 0),
+                "permissionDenyResponses": responses.get("permission_deny_returned", 0),
+                "executionDenialResponses": responses.get("execution_denial_returned", 0),
+                "reasons": {code: r[1] for code, r in sorted(self.reasons.items())},
+                "labels": {name: self.labels.get(name, 0) for name in LABELS},
+                "damagedRecords": damaged,
+                "hostEffects": {name: self.effects.get(name, 0) for name in HOST_EFFECTS}}
+
+    def to_json(self) -> dict:
+        return {"row": self.row, "responses": self.responses, "reasons": self.reasons,
+                "families": self.families, "last": self.last}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> "_Tally":
+        """A tally saved by to_json; ValueError when it is not one."""
+        tally = cls()
+        try:
+            row, last = obj["row"], obj["last"]
+            if not (isinstance(row, list) and len(row) == 4 and all(_is_int(n) for n in row)
+                    and isinstance(last, str)):
+                raise ValueError
+            tally.row, tally.last = list(row), last
+            for name, n in obj["responses"].items():
+                if not (isinstance(name, str) and _is_int(n)):
+                    raise ValueError
+                tally.responses[name] = n
+            for name, counts in obj["families"].items():
+                if not (isinstance(name, str) and isinstance(counts, list) and len(counts) == 4
+                        and all(_is_int(n) for n in counts)):
+                    raise ValueError
+                tally.families[name] = list(counts)
+            for code, counts in obj["reasons"].items():
+                if not (isinstance(code, str) and isinstance(counts, list) and len(counts) == 5
+                        and isinstance(counts[0], str) and all(_is_int(n) for n in counts[1:])):
+                    raise ValueError
+                tally.reasons[code] = list(counts)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError("not a tally") from exc
+        return tally
+
+
+def _index_path(store: Store, key: str) -> str:
+    return store.path("runtime", "index", key + ".json")
+
+
+def _load_index(store: Store, key: str) -> dict:
+    """The saved index of `key`, checked entry by entry; {} when there is none."""
+    try:
+        with open(_index_path(store, key), "rb") as fh:
+            obj = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(obj, dict) or obj.get("schemaVersion") != 1 \
+            or obj.get("sessionKey") != key or not isinstance(obj.get("files"), list):
+        return {}
+    return obj
+
+
+def _fold_entry(raw: Any) -> Optional[dict]:
+    """One file's saved fold, with its tally rebuilt; None when malformed."""
+    try:
+        entry = dict(raw)
+        if type(entry["ino"]) is not int or type(entry.get("mtime", 0)) is not int \
+                or not isinstance(entry["head"], str) or not _is_int(entry["offset"]) \
+                or not _is_int(entry["damaged"]) or not _is_int(entry["lines"]):
+            return None
+        recent = entry["recent"]
+        if not isinstance(recent, list) or not all(
+                isinstance(r, list) and len(r) == 2 and _is_int(r[0])
+                and runtime_event_ok(r[1]) for r in recent):
+            return None
+        entry["tally"] = _Tally.from_json(entry["tally"])
+        return entry
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _fold_file(path: str, entry: Optional[dict], info: Any) -> Tuple[dict, bool]:
+    """Bring one file's fold up to its last complete line; (entry, changed).
+
+    `entry` is the saved fold or None, `info` the file's stat.  A file whose
+    inode, size and modification time are those the fold saw is not even
+    opened.  Otherwise the fold is used only when the file is the same file
+    (inode and first bytes) and has not shrunk, and the file is folded from
+    its start when it is not.  Raises OSError when it cannot be read.
+    """
+    if entry is not None and entry["ino"] == info.st_ino and entry["offset"] == info.st_size \
+            and entry.get("mtime") == info.st_mtime_ns:
+        return entry, False
+    with open(path, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        head = fh.read(_AUDIT_HEAD).decode("latin-1")
+        # The same file: same inode, not shrunk, and the same first bytes
+        # (an inode number is reused once a file is removed).
+        same = (entry is not None and entry["ino"] == info.st_ino
+                and entry["offset"] <= info.st_size and head.startswith(entry["head"])
+                and (len(entry["head"]) == _AUDIT_HEAD or entry["offset"] <= len(entry["head"])))
+        if not same:
+            entry = {"ino": info.st_ino, "head": "", "offset": 0, "damaged": 0, "lines": 0,
+                     "recent": [], "tally": _Tally()}
+        entry["head"] = head
+        if info.st_size <= entry["offset"]:
+            changed = not same or entry.get("mtime") != info.st_mtime_ns
+            entry["mtime"] = info.st_mtime_ns
+            return entry, changed
+        fh.seek(entry["offset"])
+        data = fh.read(info.st_size - entry["offset"])
+    end = data.rfind(b"\n") + 1   # a line still being written waits for the next fold
+    if end == len(data):
+        entry["mtime"] = info.st_mtime_ns   # folded to the end: unchanged until written
+    if not end:
+        return entry, not same
+    tally, recent, line_no = entry["tally"], entry["recent"], entry["lines"]
+    damaged = 0
+    for raw in data[:end].split(b"\n")[:-1]:
+        if not raw.strip():
+            continue
+        record, cut = _line_record(raw, runtime_event_ok)
+        line_no += 1
+        damaged += cut
+        if record is None:
+            continue
+        tally.add(record, _NO_NOTES)
+        # The latest events by time, file order breaking ties (as a stable sort would).
+        if len(recent) < _AUDIT_RECENT or record["occurredAt"] >= recent[0][1]["occurredAt"]:
+            recent.append([line_no, record])
+            recent.sort(key=lambda r: (r[1]["occurredAt"], r[0]))
+            del recent[:-_AUDIT_RECENT]
+    entry.update(offset=entry["offset"] + end, lines=line_no,
+                 damaged=entry["damaged"] + damaged)
+    return entry, True
+
+
+class AuditIndex(Record):
+    """One session's audit as status and runtime need it, from its index."""
+
+    __slots__ = FIELDS = ('key', 'tally', 'recent', 'damaged', 'unreadable', 'files', 'noted')
+    DEFAULTS = {'tally': None, 'recent': list, 'damaged': 0, 'unreadable': 0, 'files': list,
+                'noted': list}
+
+    key: str
+    tally: Any            # _Tally; labels and host effects only when notes were given
+    recent: List[dict]    # the last events, oldest first
+    damaged: int
+    unreadable: int
+    files: List[str]      # the log files that remain, in reading order
+    noted: List[str]      # annotated event ids of this session that no line named it for
+
+
+def _ids_in_files(store: Store, names: List[str], wanted: set) -> List[str]:
+    """Which of `wanted` are event ids of lines in these log files (one pass)."""
+    found = []
+    marker = b'"eventId":"'
+    for name in names:
+        try:
+            with open(store.path("runtime", name), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        for raw in data.split(b"\n"):
+            at = raw.rfind(marker)
+            if at < 0:
+                continue
+            end = raw.find(b'"', at + len(marker))
+            event_id = raw[at + len(marker):end].decode("ascii", "replace")
+            if event_id in wanted:
+                record = _line_record(raw, runtime_event_ok)[0]
+                if record is not None and record["eventId"] == event_id:
+                    found.append(event_id)
+    return found
+
+
+def audit_index(store: Store, key: str, save: bool = True,
+                notes: Optional["Annotations"] = None) -> AuditIndex:
+    """Fold whatever the index of `key` has not seen yet, and save it (best effort).
+
+    Cost: the index file, a stat and a small read per log file, and the
+    lines written since the last fold; the hook folds every 64 KiB, so a
+    reader meets at most a few hundred new lines.  With `notes`, labels and
+    host effects of this session's events are counted too: an annotation
+    names its session, or (written by hand) is looked up once in this
+    session's logs and remembered in the index.
+    """
+    saved = _load_index(store, key)
+    by_ino: Dict[int, dict] = {}
+    for raw in saved.get("files", []):
+        entry = _fold_entry(raw)
+        if entry is not None:
+            by_ino[entry["ino"]] = entry
+    names = audit_files(store, key).get(key, [])
+    entries, changed, unreadable = [], len(by_ino) != len(saved.get("files", [])), 0
+    for order, name in enumerate(names):
+        path = store.path("runtime", name)
+        try:
+            info = os.stat(path)
+            entry, moved = _fold_file(path, by_ino.pop(info.st_ino, None), info)
+        except FileNotFoundError:
+            continue   # removed or renamed while we looked: the next fold sees it
+        except OSError:
+            unreadable += 1
+            continue
+        changed = changed or moved or entry.get("name") != name
+        entry["name"] = name
+        entries.append((order, entry))
+    changed = changed or bool(by_ino)   # files that are gone
+    out = AuditIndex(key, _Tally(), files=names, unreadable=unreadable)
+    recent = []
+    for order, entry in entries:
+        out.tally.merge(entry["tally"])
+        out.damaged += entry["damaged"]
+        recent += [(r[1]["occurredAt"], order, r[0], r[1]) for r in entry["recent"]]
+    out.recent = [r[3] for r in sorted(recent)[-_AUDIT_RECENT:]]
+    looked = saved.get("noted")
+    if not (isinstance(looked, dict) and _is_int(looked.get("count"))
+            and isinstance(looked.get("ids"), list)) or changed and by_ino:
+        looked = {"count": 0, "ids": []}   # files were removed: look again
+    if notes is not None:
+        keyless = notes.keyless
+        if looked["count"] > len(keyless):
+            looked = {"count": 0, "ids": []}
+        if looked["count"] < len(keyless):
+            new = set(keyless[looked["count"]:])
+            looked = {"count": len(keyless),
+                      "ids": looked["ids"] + _ids_in_files(store, names, new)}
+            changed = True
+        out.noted = [i for i in looked["ids"] if isinstance(i, str)]
+        mine = set(out.noted)
+        for event_id, owner in notes.sessions.items():
+            if owner == key:
+                mine.add(event_id)
+        for event_id in mine:
+            out.tally.count_notes(event_id, notes)
+    if changed and save:
+        doc = {"schemaVersion": 1, "sessionKey": key, "noted": looked,
+               "files": [dict({k: v for k, v in e.items() if k != "tally"},
+                              tally=e["tally"].to_json()) for _, e in entries]}
+        try:
+            store._write_json(_index_path(store, key), doc, indent=None, durable=False)
+        except OSError:
+            pass   # read-only or full: the next reader folds again from the logs
+    return out
+
+
+def removed_audit(store: Store) -> Dict[str, Any]:
+    """What runtime/removed.jsonl says was removed: files, bytes, sessions and times."""
+    out: Dict[str, Any] = {"files": 0, "bytes": 0, "sessions": set(), "newestRemoved": "",
+                           "lastRemovedAt": ""}
+    for record in _iter_jsonl(store.path("runtime", "removed.jsonl"),
+                              lambda r: isinstance(r, dict), None):
+        files, size = record.get("files", 1), record.get("bytes", 0)
+        if not (_is_int(files) and _is_int(size)):
+            continue
+        out["files"] += files
+        out["bytes"] += size
+        if isinstance(record.get("sessionKey"), str):
+            out["sessions"].add(record["sessionKey"])
+        for field_name, mine in (("lastWriteAt", "newestRemoved"), ("removedAt", "lastRemovedAt")):
+            value = record.get(field_name)
+            if isinstance(value, str) and value > out[mine]:
+                out[mine] = value
     return out
 
 
@@ -12993,10 +13682,6 @@ _STATUS_RECENT = 5
 _TOP_DENIED = 3
 _INSPECT_WIDTH = 80
 _FAMILY_ORDER = ("I", "H", "S", "T")
-# policyOutcome -> column of a count row [checked, allowed, denied, notes].
-# require_user_approval is a denial that names the user as the way out.
-_OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
-                   "report_and_defer": 3}
 # policyOutcome -> the word of the terminal's event list (legend in its title).
 _OUTCOME_WORD = {"allow": "allow", "deny_and_explain": "deny", "require_user_approval": "ask",
                  "report_and_defer": "note"}
@@ -13006,114 +13691,35 @@ class InspectionError(Exception):
     """A lookup that found nothing or a bad argument: one stderr line, exit 1."""
 
 
-class _Tally:
-    """Counts over the events of one scope (a session, or every session).
-
-    Rows are [checked, allowed, denied, notes].  Built in one pass over a
-    stream, so `runtime all` never holds 100,000 events unless --json asks.
-    """
-
-    __slots__ = ("row", "responses", "reasons", "families", "labels", "effects", "last")
-
-    def __init__(self) -> None:
-        self.row = [0, 0, 0, 0]
-        self.responses: Dict[str, int] = {}
-        self.reasons: Dict[str, list] = {}    # code -> [family, checked, allowed, denied, notes]
-        self.families: Dict[str, List[int]] = {}  # letter or "-" -> row
-        self.labels: Dict[str, int] = {}
-        self.effects: Dict[str, int] = {}
-        self.last = ""  # the greatest occurredAt seen
-
-    def add(self, event: dict, notes: "Annotations") -> None:
-        decision = event["decision"]
-        column = _OUTCOME_COLUMN.get(decision["policyOutcome"])
-        family = decision.get("family")
-        family = family if isinstance(family, str) and family else "-"
-        row = self.row
-        row[0] += 1
-        fam = self.families.get(family)
-        if fam is None:
-            fam = self.families[family] = [0, 0, 0, 0]
-        fam[0] += 1
-        code = decision["reasonCode"]
-        reason = self.reasons.get(code)
-        if reason is None:
-            reason = self.reasons[code] = [family, 0, 0, 0, 0]
-        reason[1] += 1
-        if column is not None:
-            row[column] += 1
-            fam[column] += 1
-            reason[column + 1] += 1
-        response = decision["responseOutcome"]
-        self.responses[response] = self.responses.get(response, 0) + 1
-        if notes.labels or notes.host_effects:
-            event_id = event["eventId"]
-            label = notes.labels.get(event_id)
-            if label:
-                self.labels[label] = self.labels.get(label, 0) + 1
-            effect = notes.host_effects.get(event_id)
-            if effect:
-                self.effects[effect] = self.effects.get(effect, 0) + 1
-        if event["occurredAt"] > self.last:
-            self.last = event["occurredAt"]
-
-    def merge(self, other: "_Tally") -> None:
-        for i, n in enumerate(other.row):
-            self.row[i] += n
-        for mine, theirs in ((self.responses, other.responses), (self.labels, other.labels),
-                             (self.effects, other.effects)):
-            for name, n in theirs.items():
-                mine[name] = mine.get(name, 0) + n
-        for family, counts in other.families.items():
-            row = self.families.setdefault(family, [0, 0, 0, 0])
-            for i, n in enumerate(counts):
-                row[i] += n
-        for code, counts in other.reasons.items():
-            row = self.reasons.setdefault(code, [counts[0], 0, 0, 0, 0])
-            for i in range(1, 5):
-                row[i] += counts[i]
-        self.last = max(self.last, other.last)
-
-    def top_denied(self, limit: int = _TOP_DENIED) -> List[Tuple[str, int]]:
-        ranked = sorted(((code, r[3]) for code, r in self.reasons.items() if r[3]),
-                        key=lambda item: (-item[1], item[0]))
-        return ranked[:limit]
-
-    def counts(self) -> Dict[str, int]:
-        return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
-
-    def summary(self, damaged: int) -> Dict[str, Any]:
-        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
-        responses = self.responses
-        return {"checkedActions": self.row[0],
-                "contextResponses": responses.get("context_returned", 0),
-                "permissionDenyResponses": responses.get("permission_deny_returned", 0),
-                "executionDenialResponses": responses.get("execution_denial_returned", 0),
-                "reasons": {code: r[1] for code, r in sorted(self.reasons.items())},
-                "labels": {name: self.labels.get(name, 0) for name in LABELS},
-                "damagedRecords": damaged,
-                "hostEffects": {name: self.effects.get(name, 0) for name in HOST_EFFECTS}}
-
-
 def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool = False
-          ) -> Tuple[Dict[str, _Tally], int, List[dict]]:
-    """One pass over the logs of `keys`: a tally per key, the counts of
-    damaged lines and unreadable logs, and (only when asked) the events
-    themselves in file order."""
+          ) -> Tuple[Dict[str, _Tally], Dict[str, int], List[dict]]:
+    """A tally per key, the counts of damaged lines and unreadable logs, and
+    (only when asked) the events themselves in file order.
+
+    Tallies come from each session's index (see audit_index), so a summary
+    costs the lines written since the last fold, not the whole log; only
+    keep_events (`runtime --json`) reads every line of every file."""
     tallies: Dict[str, _Tally] = {}
     kept: List[dict] = []
     counter = {"damaged": 0, "unreadable": 0}
+    files = audit_files(store) if keep_events else {}
     for key in keys:
+        if not keep_events:
+            index = audit_index(store, key, notes=notes)
+            tallies[key] = index.tally
+            counter["damaged"] += index.damaged
+            counter["unreadable"] += index.unreadable
+            continue
         tally = tallies[key] = _Tally()
-        try:
-            for event in iter_audit(store, key, counter):
-                tally.add(event, notes)
-                if keep_events:
+        for name in files.get(key, []):
+            try:
+                for event in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
+                    tally.add(event, notes)
                     kept.append(event)
-        except OSError:
-            # One unreadable log (a directory, no permission) must not hide
-            # the other 999; it is counted and named in the answer.
-            counter["unreadable"] += 1
+            except OSError:
+                # One unreadable log (a directory, no permission) must not hide
+                # the other 999; it is counted and named in the answer.
+                counter["unreadable"] += 1
     return tallies, counter, kept
 
 
@@ -13207,16 +13813,12 @@ class _StatusView:
         self.loaded = store.load(key)
         self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
         self.notes = read_annotations(store)
-        self.tally = _Tally()
-        self.events: List[dict] = []
-        self.damaged = 0
-        # The prompt answer needs the log only when some effect was observed;
-        # otherwise the answer is "unobserved" without reading it.
-        if with_events or self.notes.host_effects:
-            tallies, counter, events = _scan(store, [key], self.notes, keep_events=True)
-            self.damaged = counter["damaged"]
-            self.tally = tallies[key]
-            self.events = _sorted_events(events)
+        # Counts and the last events come from the session's index: the
+        # cost does not grow with the length of the log.
+        index = audit_index(store, key, notes=self.notes)
+        self.tally = index.tally
+        self.events: List[dict] = index.recent   # the last few, oldest first
+        self.damaged = index.damaged
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self, terminal: bool = False) -> List[str]:
@@ -13363,6 +13965,9 @@ def _runtime_text(summary: dict) -> str:
     lines.append("Damaged records ignored: %d" % summary["damagedRecords"])
     if summary.get("unreadableLogs"):
         lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
+    removed = summary.get("removedAudit")
+    if removed:
+        lines.append(_removed_sentence(removed))
     effects = summary["hostEffects"]
     if any(effects.values()):
         # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
@@ -13371,31 +13976,23 @@ def _runtime_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _key_ok(key: str) -> bool:
-    return key == "unknown" or (len(key) == 24 and all(c in "0123456789abcdef" for c in key))
-
-
 def _session_keys(store: Store) -> Dict[str, float]:
     """Every session the data dir knows (a state file or a log) -> the mtime of
     its state file, 0.0 when there is none."""
-    found: Dict[str, float] = {}
-    for sub, suffix in (("runtime", ".jsonl"), ("sessions", ".json")):
+    found: Dict[str, float] = {key: 0.0 for key in audit_files(store)}
+    try:
+        entries = list(os.scandir(store.path("sessions")))
+    except (FileNotFoundError, NotADirectoryError):
+        entries = []
+    for entry in entries:
+        name = entry.name
+        key = name[:-5]
+        if not name.endswith(".json") or not _key_ok(key):
+            continue  # lock dirs, kept damaged files, temp files
         try:
-            entries = list(os.scandir(store.path(sub)))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for entry in entries:
-            name = entry.name
-            key = name[:-len(suffix)]
-            if not name.endswith(suffix) or not _key_ok(key):
-                continue  # annotations.jsonl, lock dirs, kept damaged files, temp files
-            if sub == "runtime":
-                found.setdefault(key, 0.0)
-                continue
-            try:
-                found[key] = entry.stat().st_mtime
-            except OSError:
-                found.setdefault(key, 0.0)
+            found[key] = entry.stat().st_mtime
+        except OSError:
+            found.setdefault(key, 0.0)
     return found
 
 
@@ -13461,12 +14058,17 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
             found = {key: os.stat(store.path("sessions", key + ".json")).st_mtime}
         except OSError:
             found = {key: 0.0}
-        if not found[key] and not os.path.exists(store.path("runtime", key + ".jsonl")):
+        if not found[key] and not audit_files(store, key):
             found = {}
     tallies, counter, events = _scan(store, sorted(found), notes, keep_events)
     summary = _total(tallies).summary(counter["damaged"] + notes.damaged)
     if counter["unreadable"]:
         summary["unreadableLogs"] = counter["unreadable"]
+    removed = removed_audit(store)
+    if removed["files"] and (key is None or key in removed["sessions"]):
+        summary["removedAudit"] = {"files": removed["files"], "bytes": removed["bytes"],
+                                   "newestRemoved": removed["newestRemoved"] or None,
+                                   "limitMegabytes": audit_limit_bytes() / (1024 * 1024)}
     rows = _session_rows(store, found, tallies) if with_rows else []
     return summary, rows, events, notes, len(found)
 
@@ -13485,8 +14087,8 @@ def find_event(store: Store, event_id: str) -> Optional[dict]:
     if not event_id_ok(event_id):
         return None
     needle = event_id.encode("ascii")
-    for key in audit_log_keys(store):
-        path = store.path("runtime", key + ".jsonl")
+    for name in (name for names in audit_files(store).values() for name in names):
+        path = store.path("runtime", name)
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
@@ -13497,11 +14099,8 @@ def find_event(store: Store, event_id: str) -> Optional[dict]:
             start = data.rfind(b"\n", 0, at) + 1
             end = data.find(b"\n", at)
             end = len(data) if end < 0 else end
-            try:
-                record = json.loads(data[start:end].decode("utf-8"))
-            except (ValueError, RecursionError):
-                record = None
-            if runtime_event_ok(record) and record["eventId"] == event_id:
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"] == event_id:
                 return record
             at = data.find(needle, end)
     return None
@@ -13524,15 +14123,38 @@ def _explain_text(event: dict, notes: "Annotations") -> str:
     return "\n".join(lines)
 
 
+def _removed_sentence(removed: Dict[str, Any]) -> str:
+    newest = removed.get("newestRemoved")
+    return ("Older audit removed: %d file%s (%.1f MB) of idle sessions%s, to stay under "
+            "%s=%g" % (removed["files"], "" if removed["files"] == 1 else "s",
+                       removed["bytes"] / 1e6,
+                       ", written up to %s UTC" % _minute(newest) if newest else "",
+                       AUDIT_LIMIT_ENV, removed["limitMegabytes"]))
+
+
+def _not_found(store: Store, event_id: str) -> str:
+    """The not-found answer, saying so when older audit files were removed."""
+    text = "Stop That Shit runtime event not found: %s" % event_id.lower()
+    removed = removed_audit(store)
+    if removed["files"]:
+        text += " (older audit files were removed to stay under %s=%g%s)" % (
+            AUDIT_LIMIT_ENV, audit_limit_bytes() / (1024 * 1024),
+            ", the newest written %s UTC" % _minute(removed["newestRemoved"])
+            if removed["newestRemoved"] else "")
+    return text
+
+
 def record_label(store: Store, event_id: str, label: str) -> dict:
     """Append a label annotation; InspectionError for a bad label or an unknown event."""
     event_id, label = event_id.lower(), label.lower()
     if label not in LABELS:
         raise InspectionError("invalid label %r: use correct, incorrect or inconclusive" % label)
-    if not event_id_ok(event_id) or find_event(store, event_id) is None:
-        raise InspectionError("Stop That Shit runtime event not found: %s" % event_id)
+    event = find_event(store, event_id) if event_id_ok(event_id) else None
+    if event is None:
+        raise InspectionError(_not_found(store, event_id))
     record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
-              "occurredAt": utc_now_iso(), "eventId": event_id, "label": label}
+              "occurredAt": utc_now_iso(), "eventId": event_id, "label": label,
+              "sessionKey": event["sessionKey"]}
     store.append_annotation(record)
     return record
 
@@ -13556,7 +14178,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     if name == "explain" and len(command) > 1:
         event = find_event(store, command[1])
         if event is None:
-            return "Stop That Shit runtime event not found: %s" % command[1].lower()
+            return _not_found(store, command[1])
         return _explain_text(event, read_annotations(store))
     if name == "label" and len(command) > 2:
         try:
@@ -13585,7 +14207,11 @@ def _latest_session_key(store: Store) -> Optional[str]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         for entry in entries:
-            key = entry.name[:-len(suffix)]
+            if sub == "runtime":
+                parsed = _audit_file_key(entry.name)
+                key = parsed[0] if parsed is not None else ""
+            else:
+                key = entry.name[:-len(suffix)]
             if not entry.name.endswith(suffix) or not _key_ok(key):
                 continue
             try:
@@ -13725,8 +14351,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         if command == "explain":
             event = find_event(store, positional[0])
             if event is None:
-                raise InspectionError("Stop That Shit runtime event not found: %s"
-                                      % positional[0].lower())
+                raise InspectionError(_not_found(store, positional[0]))
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,

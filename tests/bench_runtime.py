@@ -6,9 +6,11 @@
 Builds, in a temporary folder, a data dir with N sessions (default 1,000),
 each with a schema-4 state file, and N audit lines in total (default
 100,000) spread unevenly across their logs, plus an annotations file with a
-label or an observed host effect for about 2% of the events.  Then it times
-whole processes, interpreter start-up included, exactly as a user types
-them:
+label or an observed host effect for about 2% of the events.  The lines are
+appended by the timed sts.py's own Store.append_audit, as its hooks would
+write them (so whatever it keeps beside the log is there too), and the
+labels name their session, as `label` writes them.  Then it times whole
+processes, interpreter start-up included, exactly as a user types them:
 
     python3 sts.py --version          (the floor: start-up and import only)
     python3 sts.py runtime all        (every session, one line each)
@@ -39,6 +41,16 @@ STS_PY = os.path.join(ROOT, "sts.py")
 sys.path.insert(0, ROOT)
 
 import sts  # noqa: E402
+
+
+def _load(path: str):
+    """The sts.py under test, as its own module (it may be another version)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sts_timed", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sts_timed"] = module
+    spec.loader.exec_module(module)
+    return module
 
 # (policyOutcome, family, reasonCode, responseOutcome, weight): roughly what a
 # guarded session sees, mostly allowed reads with a tail of notes and denials.
@@ -78,9 +90,10 @@ def _event(rng: random.Random, key: str, when: float, mode: str, level: str) -> 
     }
 
 
-def build(root: str, sessions: int, lines: int, seed: int = 8) -> str:
+def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts) -> str:
     """Fill `root` as a data dir; returns the id of an event in the last log."""
     rng = random.Random(seed)
+    store = timed.Store(root)
     os.makedirs(os.path.join(root, "sessions"), 0o700)
     os.makedirs(os.path.join(root, "runtime"), 0o700)
     keys = [sts.session_key("bench-%d" % i) for i in range(sessions)]
@@ -101,28 +114,29 @@ def build(root: str, sessions: int, lines: int, seed: int = 8) -> str:
         with open(state_path, "w", encoding="utf-8") as fh:
             json.dump(state, fh, indent=2)
         when = start + rng.uniform(0, 29 * 86400)
-        out = []
         for _ in range(count):
             when += rng.uniform(0.5, 30)
             record = _event(rng, key, when, mode, level)
-            out.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
+            if not store.append_audit(key, record):
+                raise SystemExit("could not append to %s" % root)
             if rng.random() < 0.02:
                 note = {"schemaVersion": 1, "annotationId": "ann_" + sts._uuid4_text(),
-                        "occurredAt": record["occurredAt"], "eventId": record["eventId"]}
+                        "occurredAt": record["occurredAt"], "eventId": record["eventId"],
+                        "sessionKey": key}
                 if rng.random() < 0.5:
                     note["label"] = rng.choice(sts.LABELS)
                 else:
                     note["hostEffect"] = rng.choice(sts.HOST_EFFECTS)
                 annotations.append(json.dumps(note, separators=(",", ":")))
             last_id = record["eventId"]
-        with open(os.path.join(root, "runtime", key + ".jsonl"), "w", encoding="utf-8") as fh:
-            fh.write("\n".join(out) + "\n")
         os.utime(state_path, (when, when))
     with open(os.path.join(root, "runtime", "annotations.jsonl"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(annotations) + "\n")
     # explain searches logs in sorted key order: the last key is the worst case.
     last_key = sorted(keys)[-1]
-    with open(os.path.join(root, "runtime", last_key + ".jsonl"), encoding="utf-8") as fh:
+    last_log = sorted(n for n in os.listdir(os.path.join(root, "runtime"))
+                      if n.startswith(last_key) and n.endswith(".jsonl"))[-1]
+    with open(os.path.join(root, "runtime", last_log), encoding="utf-8") as fh:
         last_id = json.loads(fh.read().splitlines()[-1])["eventId"]
     return last_id
 
@@ -161,9 +175,10 @@ def main() -> int:
     try:
         root = os.path.join(tmp, "data")
         t0 = time.perf_counter()
-        event_id = build(root, args.sessions, args.lines)
+        event_id = build(root, args.sessions, args.lines, timed=_load(args.sts))
         log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
-                        for n in os.listdir(os.path.join(root, "runtime")))
+                        for n in os.listdir(os.path.join(root, "runtime"))
+                        if n.endswith(".jsonl"))
         print("data dir: %d sessions, %d audit lines, %.1f MB of logs (built in %.1f s)"
               % (args.sessions, args.lines, log_bytes / 1e6, time.perf_counter() - t0))
         print("python: %s" % sys.version.split()[0])

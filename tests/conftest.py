@@ -22,3 +22,9 @@ def sts_home(tmp_path, monkeypatch):
 @pytest.fixture
 def store(sts_home):
     return sts.Store(str(sts_home))
+
+
+def pytest_configure(config):
+    # Real-process stress tests (many processes, SIGKILL, minutes of CPU on a
+    # busy machine): `make test` may deselect them with -m "not slow".
+    config.addinivalue_line("markers", "slow: a real-process stress test; run by make test-all")

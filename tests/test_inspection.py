@@ -624,8 +624,13 @@ def test_runtime_all_reads_each_log_once(store, monkeypatch):
     code = sts.cmd_inspect(["runtime", "all"], store)
     logs = [name for name in opened if name.endswith(".jsonl")]
     assert code == 0
-    assert sorted(logs) == sorted(["annotations.jsonl"] +
+    assert sorted(logs) == sorted(["annotations.jsonl", "removed.jsonl"] +
                                   [sts.session_key(n) + ".jsonl" for n in "abc"])
+    # The second time the index has every line: no log is opened at all.
+    del opened[:]
+    assert sts.cmd_inspect(["runtime", "all"], store) == 0
+    assert sorted(n for n in opened if n.endswith(".jsonl")) == ["annotations.jsonl",
+                                                                 "removed.jsonl"]
 
 
 def test_cli_runtime_all_in_a_real_process(store):
