@@ -7273,7 +7273,8 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
-# recovery, armed markers, session links, and the append-only runtime audit.
+# recovery, armed markers, session links, and the runtime audit: its lines,
+# dated segments, the total limit and the index its readers use.
 # core.md 7 and 8; decisions.md 5 and 7.
 ###############################################################################
 
@@ -8243,7 +8244,8 @@ def utc_now_iso() -> str:
 #
 # The hook keeps all of this up to date at little cost: after its append it
 # knows where its line ended, and only a line that crosses a multiple of the
-# fold step folds the new lines into the index (about one call in 90), only
+# fold step (16 KiB) folds the new lines into the index (about one call in
+# 20, a millisecond), only
 # one that crosses the segment size renames the log, and only a new log or
 # a rename looks at the total and removes the oldest files of sessions idle
 # for a week, until the audit is under STS_AUDIT_MAX_MB (default 100).  An
@@ -8255,7 +8257,7 @@ def utc_now_iso() -> str:
 AUDIT_LIMIT_ENV = "STS_AUDIT_MAX_MB"
 AUDIT_DEFAULT_MB = 100
 _AUDIT_ACTIVE_SECONDS = 7 * 86400
-_AUDIT_FOLD_BYTES = 64 * 1024
+_AUDIT_FOLD_BYTES = 16 * 1024
 _AUDIT_MIN_SEGMENT = 32 * 1024
 _AUDIT_HEAD = 96           # bytes that tell one log file from another with the same inode
 _AUDIT_RECENT = 5          # last events kept per file (status shows five)
@@ -8780,15 +8782,17 @@ def _ids_in_files(store: Store, names: List[str], wanted: set) -> List[str]:
 
 
 def audit_index(store: Store, key: str, save: bool = True,
-                notes: Optional["Annotations"] = None) -> AuditIndex:
+                notes: Optional["Annotations"] = None,
+                names: Optional[List[str]] = None) -> AuditIndex:
     """Fold whatever the index of `key` has not seen yet, and save it (best effort).
 
     Cost: the index file, a stat and a small read per log file, and the
-    lines written since the last fold; the hook folds every 64 KiB, so a
-    reader meets at most a few hundred new lines.  With `notes`, labels and
+    lines written since the last fold; the hook folds every 16 KiB, so a
+    reader meets a few dozen new lines per session.  With `notes`, labels and
     host effects of this session's events are counted too: an annotation
     names its session, or (written by hand) is looked up once in this
-    session's logs and remembered in the index.
+    session's logs and remembered in the index.  `names` are the session's
+    log files when the caller has listed them already (runtime all).
     """
     saved = _load_index(store, key)
     by_ino: Dict[int, dict] = {}
@@ -8796,7 +8800,8 @@ def audit_index(store: Store, key: str, save: bool = True,
         entry = _fold_entry(raw)
         if entry is not None:
             by_ino[entry["ino"]] = entry
-    names = audit_files(store, key).get(key, [])
+    if names is None:
+        names = audit_files(store, key).get(key, [])
     entries, changed, unreadable = [], len(by_ino) != len(saved.get("files", [])), 0
     for order, name in enumerate(names):
         path = store.path("runtime", name)
@@ -13671,8 +13676,9 @@ def cmd_doctor(args: List[str]) -> int:
 # Inspection
 #
 # Owns the read side: status, runtime, explain and label, both as prompt
-# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  Only
-# these read audit logs; a tool-call hook never does.
+# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  They
+# read each session's audit index (State and audit), and whole logs only for
+# --json event lists and for finding one event.
 ###############################################################################
 
 
@@ -13702,10 +13708,13 @@ def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool
     tallies: Dict[str, _Tally] = {}
     kept: List[dict] = []
     counter = {"damaged": 0, "unreadable": 0}
-    files = audit_files(store) if keep_events else {}
+    files = audit_files(store)
     for key in keys:
         if not keep_events:
-            index = audit_index(store, key, notes=notes)
+            # One session's reader saves what it folded; `runtime all` does
+            # not write a thousand index files for a few lines each.
+            index = audit_index(store, key, save=len(keys) == 1, notes=notes,
+                                names=files.get(key, []))
             tallies[key] = index.tally
             counter["damaged"] += index.damaged
             counter["unreadable"] += index.unreadable

@@ -1,7 +1,7 @@
 """Time the terminal inspection commands on a large data dir.
 
     python3 tests/bench_runtime.py [--sessions N] [--lines N] [--rounds N] [--keep]
-                                   [--sts PATH]
+                                   [--sts PATH] [--latest-share F] [--form plain|import]
 
 Builds, in a temporary folder, a data dir with N sessions (default 1,000),
 each with a schema-4 state file, and N audit lines in total (default
@@ -90,7 +90,8 @@ def _event(rng: random.Random, key: str, when: float, mode: str, level: str) -> 
     }
 
 
-def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts) -> str:
+def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts,
+          latest_share: float = 0.0) -> str:
     """Fill `root` as a data dir; returns the id of an event in the last log."""
     rng = random.Random(seed)
     store = timed.Store(root)
@@ -100,8 +101,10 @@ def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts) -> str
     # Uneven spread: a few long sessions, many short ones, every session >= 1 line.
     weights = [rng.paretovariate(1.5) for _ in keys]
     counts = [1] * sessions
-    for i in rng.choices(range(sessions), weights, k=max(lines - sessions, 0)):
+    heavy = int(lines * latest_share)   # the latest session's own share, when asked
+    for i in rng.choices(range(sessions), weights, k=max(lines - sessions - heavy, 0)):
         counts[i] += 1
+    counts[-1] += heavy
     start = time.time() - 30 * 86400
     annotations = []
     last_id = ""
@@ -129,6 +132,8 @@ def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts) -> str
                     note["hostEffect"] = rng.choice(sts.HOST_EFFECTS)
                 annotations.append(json.dumps(note, separators=(",", ":")))
             last_id = record["eventId"]
+        if n == sessions - 1 and latest_share:
+            when = time.time()   # the heavy session is the one status picks
         os.utime(state_path, (when, when))
     with open(os.path.join(root, "runtime", "annotations.jsonl"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(annotations) + "\n")
@@ -168,6 +173,11 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--lines", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--form", choices=("plain", "import"), default="plain",
+                        help="plain: python3 sts.py CMD (compiles sts.py every time); import: "
+                             "the hook's import form, from cached bytecode")
+    parser.add_argument("--latest-share", type=float, default=0.0,
+                        help="put this share of the lines in the latest session (status's)")
     parser.add_argument("--keep", action="store_true", help="keep the data dir and print it")
     parser.add_argument("--sts", default=STS_PY, help="the sts.py to time (to compare versions)")
     args = parser.parse_args()
@@ -175,7 +185,8 @@ def main() -> int:
     try:
         root = os.path.join(tmp, "data")
         t0 = time.perf_counter()
-        event_id = build(root, args.sessions, args.lines, timed=_load(args.sts))
+        event_id = build(root, args.sessions, args.lines, timed=_load(args.sts),
+                         latest_share=args.latest_share)
         log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
                         for n in os.listdir(os.path.join(root, "runtime"))
                         if n.endswith(".jsonl"))
@@ -184,6 +195,10 @@ def main() -> int:
         print("python: %s" % sys.version.split()[0])
         env = dict(os.environ, STS_HOME=root)
         base = [sys.executable, args.sts]
+        if args.form == "import":
+            base = [sys.executable, "-I", "-S", "-c",
+                    "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())"
+                    % os.path.dirname(os.path.abspath(args.sts))]
         subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)  # warm
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
                 ("status", "--json"), ("runtime",), ("explain", event_id)]
