@@ -11,8 +11,9 @@ test:
 demo:
 	$(PYTHON) sts.py demo
 
+# BENCH_PYTHONS="/path/python3.11 /path/python3.12 ..." times each in one run.
 bench:
-	$(PYTHON) tests/bench.py
+	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p))
 
 e2e:
 	$(PYTHON) -m pytest -q tests/e2e

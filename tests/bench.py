@@ -7,12 +7,13 @@ audit lines present to show the cost does not grow with them, then times
 long commands of many shapes, each at the largest size the analyzer still
 reads in full (its work limit) and at the 64 KiB cap.
 
-    python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes]
+    python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
 
 Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
 Code, each in its own payload shape, interleaved with the floor.
 
-Each --python runs the whole benchmark under that interpreter (default: the
+--sts times another sts.py (an older version, to compare) with the same
+command form.  Each --python runs the whole benchmark under that interpreter (default: the
 one running this script), so one run compares versions side by side.
 
 Two clocks per process: CPU (user + system time of the child, from wait4)
@@ -247,11 +248,20 @@ def bench_hosts(python, runs):
                     for name, (c, w) in samples.items()})
 
 
-def bench_python(python, runs, with_shapes):
+def hook_argv_for(python, host, sts_path=None):
+    """The installed hook command, or the same form for another sts.py."""
+    if sts_path is None:
+        return shlex.split(sts.hook_command(host, python=python))
+    folder = os.path.dirname(os.path.abspath(sts_path))
+    return [python, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); import sts; "
+            "sys.exit(sts.main())" % folder, host]
+
+
+def bench_python(python, runs, with_shapes, sts_path=None):
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
-    command = sts.hook_command("claude", python=python)
-    hook_argv = shlex.split(command)
+    hook_argv = hook_argv_for(python, "claude", sts_path)
+    command = " ".join(shlex.quote(a) for a in hook_argv)
     print("=== Python %s: %s" % (version, command))
     with tempfile.TemporaryDirectory(prefix="sts-bench-") as home:
         env = dict(os.environ, STS_HOME=home)
@@ -291,7 +301,8 @@ def bench_python(python, runs, with_shapes):
             print("worst shape: %s, %.2fx floor -> %s" % (
                 name, cpu / medians["floor"][0],
                 "OK" if cpu / medians["floor"][0] < SHAPE_TARGET else "OVER"))
-    bench_hosts(python, max(3, runs // 3))
+    if sts_path is None:   # an older sts.py may not know these hosts
+        bench_hosts(python, max(3, runs // 3))
     return result
 
 
@@ -304,7 +315,8 @@ def main():
     for n, arg in enumerate(args):
         if arg == "--python":
             pythons.append(args[n + 1])
-    results = [bench_python(python, runs, "--no-shapes" not in args)
+    other = args[args.index("--sts") + 1] if "--sts" in args else None
+    results = [bench_python(python, runs, "--no-shapes" not in args, other)
                for python in pythons or [sys.executable]]
     if len(results) > 1:
         print("=== summary (CPU ratio to the floor of the same Python, same run)")
