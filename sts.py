@@ -1940,6 +1940,10 @@ class _Bash:
         lead: Optional[bool] = None   # decided by the first character
         brace = False
         meta_end = close_at = -1      # see "[" below
+        # A word costs a unit per 8 characters (charged at its end): past what
+        # the work left pays for, the line is over the limit whatever follows,
+        # so a 64 KiB word stops here instead of being read to its end.
+        affordable = start + (self.work[0] + 1) * 8
 
         def first(is_literal: bool, ch: str) -> None:
             nonlocal lead
@@ -1947,6 +1951,8 @@ class _Bash:
                 lead = is_literal and ch != "-"
 
         while self.i < n:
+            if self.i > affordable:
+                raise _Give("analysis_limit")
             c = s[self.i]
             if c in _META:
                 break
@@ -2060,9 +2066,12 @@ class _Bash:
         """Inside "...": only $, backtick and backslash are special."""
         s, n = self.s, self.n
         dyn = False
+        affordable = self.i + (self.work[0] + 1) * 8   # as in _word
         while True:
             if self.i >= n:
                 raise _Give("shell_syntax_unproven")
+            if self.i > affordable:
+                raise _Give("analysis_limit")
             c = s[self.i]
             if c == '"':
                 self.i += 1
