@@ -19,6 +19,7 @@ The plain form works too, only slower::
 
 Data flows through the sections of this file in order (search for a title):
 
+    JSON                 json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
@@ -8498,9 +8499,10 @@ class Annotations(Record):
     sessions maps an event id to the session key its annotation named (lines
     written by `label` carry it; lines written by hand may not)."""
 
-    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged', 'sessions', 'keyless')
+    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged', 'sessions', 'keyless',
+                          'by_session')
     DEFAULTS = {'labels': dict, 'host_effects': dict, 'records': list, 'damaged': 0,
-                'sessions': dict, 'keyless': list}
+                'sessions': dict, 'keyless': list, 'by_session': dict}
 
     labels: Dict[str, str]
     host_effects: Dict[str, str]
@@ -8508,6 +8510,7 @@ class Annotations(Record):
     damaged: int
     sessions: Dict[str, str]
     keyless: List[str]    # ids no line named a session for, in first-seen order
+    by_session: Dict[str, List[str]]   # session key -> the ids its lines named
 
 
 _NO_NOTES = Annotations()
@@ -8532,6 +8535,8 @@ def read_annotations(store: Store) -> Annotations:
         if event_id not in out.sessions and event_id not in seen:
             seen.add(event_id)
             out.keyless.append(event_id)
+    for event_id, key in out.sessions.items():
+        out.by_session.setdefault(key, []).append(event_id)
     out.damaged = counter["damaged"]
     return out
 
@@ -8857,9 +8862,7 @@ def audit_index(store: Store, key: str, save: bool = True,
             changed = True
         out.noted = [i for i in looked["ids"] if isinstance(i, str)]
         mine = set(out.noted)
-        for event_id, owner in notes.sessions.items():
-            if owner == key:
-                mine.add(event_id)
+        mine.update(notes.by_session.get(key, ()))
         for event_id in mine:
             out.tally.count_notes(event_id, notes)
     if changed and save:
