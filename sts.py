@@ -259,8 +259,8 @@ json = _FastJson()
 #
 # Owns the vocabulary every other section speaks: the seven event kinds, the
 # five mutability buckets, analyzer reason codes, and the dataclasses that a
-# validated event becomes.  Validation follows core.md 1.3: the first failure
-# raises EventError naming the field and the bad value.
+# validated event becomes.  Validation checks the fields in a fixed order and
+# the first failure raises EventError naming the field and the bad value.
 ###############################################################################
 
 MAX_SAFE_INTEGER = 9007199254740991  # 2**53 - 1; as an agent budget it means "unlimited"
@@ -295,7 +295,7 @@ ANALYSIS_REASONS: Dict[str, str] = {
 class Record:
     """Base of the internal result records (decisions, analyses, loaded state).
 
-    The ControlEvent v2 types below are dataclasses, as the design card asks.
+    The ControlEvent v2 types below are dataclasses: they are the protocol.
     Internal records use this instead: a dataclass generates and compiles
     code while the module is imported (0.2-0.9 ms each here), and the hook
     pays that on every tool call.  A subclass names its FIELDS in order and
@@ -588,7 +588,7 @@ class ActionResult(_EventType):
 
 
 class ControlEvent(_EventType):
-    """One validated host-free event (core.md 1)."""
+    """One validated host-free event: what every adapter turns a host event into."""
 
     kind: str
     session_id: str
@@ -607,13 +607,15 @@ class ControlEvent(_EventType):
 
     @property
     def declared(self) -> bool:
-        """Lifecycle facts count only from adapters that declare version 2 (core.md 1.4)."""
+        """Lifecycle facts count only from adapters that declare version 2: an
+        undeclared (legacy) adapter's delegation is unproven and its facts are ignored."""
         return (self.protocol_version == 2 and type(self.lifecycle_version) is int
                 and self.lifecycle_version == 2)
 
     @property
     def action_id(self) -> Optional[str]:
-        """The call id, namespaced by the child session that sent it (core.md 1.5)."""
+        """The call id, namespaced by the child session that sent it, so children
+        sharing a root contract never collide on equal call ids."""
         raw = getattr(self.action, "id", None)
         if raw is None:
             return None
@@ -729,7 +731,7 @@ NO_RESULT = CoreResult()
 #
 # Owns the `$stop-that-shit` directive grammar, natural-language corrections
 # (English and Chinese), the inspection-command grammar and the contract
-# context text.  Pure functions on contract dicts; no I/O.  core.md 2 and 5.2.
+# context text.  Pure functions on contract dicts; no I/O.
 ###############################################################################
 
 DEFAULT_CONTRACT: Dict[str, Any] = {
@@ -744,7 +746,7 @@ DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
 LEVELS = frozenset(("watch", "guard", "lock", "off"))
 POLICIES = frozenset(("deny", "ask", "allow"))
 # Modes that grant no write authority; only from these may a plain "fix it"
-# upgrade the contract to change (core.md 2.6 rule 5, 10-G4).
+# upgrade the contract to change (the one correction that widens authority).
 READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
 # Budget counters of older releases; the contract no longer has a usage count.
 _LEGACY_CONTRACT_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
@@ -757,7 +759,8 @@ class PromptOutcome(Record):
     kind: "directive" (a valid `$stop-that-shit` directive), "correction" (a
     natural-language correction), "error" (an invalid directive; `contract`
     is the unchanged previous one) or "plain" (ordinary text).
-    changed: the resulting contract differs from the previous one (10-G5).
+    changed: the resulting contract differs from the previous one, nothing
+    else (a directive repeated word for word is no change).
     """
 
     __slots__ = FIELDS = ('kind', 'contract', 'error', 'changed')
@@ -770,7 +773,7 @@ class PromptOutcome(Record):
 
 
 def control_state(contract: dict) -> str:
-    """OFF, OBSERVING or ARMED (core.md 3)."""
+    """OFF (level off), ARMED (guard or lock with a confirmed mode) or OBSERVING."""
     level = contract.get("level")
     if level == "off":
         return "OFF"
@@ -782,7 +785,8 @@ def control_state(contract: dict) -> str:
 # Regexes are compiled on first use: most hook runs are tool calls that never
 # read a prompt, so they should not pay for compiling these.  Flags are inline
 # so that this table needs no `re` at import time.  `(?a)` keeps \b and \s
-# ASCII as in the reference; `\Z` is its end-of-input `$`.
+# ASCII, so word boundaries are ASCII ones; `\Z` is the end of the text (`$`
+# would also match before a final newline).
 _PATTERNS: Dict[str, str] = {
     # Blank lines, up to three spaces, the mention, then end/space/`,`/`:`.
     # Letters fold ASCII-only: under plain (?i) U+017F `ſ` matches `s` and the
@@ -799,7 +803,7 @@ _PATTERNS: Dict[str, str] = {
         r"|(label)[ \t]+(evt_[0-9a-f-]+)[ \t]+(correct|incorrect|inconclusive))"
         r"[ \t]*(?:\r?\n[ \t]*)*\Z"
     ),
-    # Correction rules, in priority order (core.md 2.6).
+    # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
     "review": (
         r"(?ai)\breview\s+only\b"
@@ -813,12 +817,12 @@ _PATTERNS: Dict[str, str] = {
         r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|继续|这次|本次|现在|接下来|先)*"
         r"只(?:监控|观察)(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
-    # Beyond core.md 2.6: a verb whose object is a negation ("fix nothing",
+    # Stricter than a bare verb match: a verb whose object is a negation ("fix nothing",
     # "implement none of it") keeps the read-only mode instead of widening it.
     # So does a word that is not an imperative at all: a question ("Fix?"), a
     # choice ("Fix or not?"), a label or compound ("Change: none", "fix-it
     # ticket", "change's") or a noun subject ("Change is risky", "Patch
-    # notes").  Only rule 5 widens, so in doubt it must not fire.
+    # notes").  Only this rule widens authority, so in doubt it must not fire.
     "change": (
         r"(?ai)(?:please\s+)?(?:fix|implement|change|apply|patch)\b"
         r"(?!\s*\?|[:\-'\u2019]|\s+(?:nothing|none|no|not|never|or"
@@ -980,7 +984,7 @@ def _normalized(contract: dict) -> Dict[str, Any]:
 
 def _hold_invariant(contract: Dict[str, Any]) -> Dict[str, Any]:
     # Without a confirmed mode there is nothing to enforce, so a level can only
-    # be watch (or off): core.md 2.1.
+    # be watch (or off).
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
         contract["level"] = "watch"
     return contract
@@ -995,7 +999,7 @@ def _apply_directive(contract: dict, given: Dict[str, Any]) -> Dict[str, Any]:
     return _hold_invariant(result)
 
 
-# --- prose reduction (core.md 2.6 steps 1-4) --------------------------------
+# ---- prose reduction: blank out code, quotes and quoted lines ---------------
 
 def _fence_run(line: str) -> Optional[Tuple[str, int, str]]:
     """(fence char, run length, rest of line) for a possible fence line."""
@@ -1148,7 +1152,8 @@ _QUOTE_PAIRS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u300c", "\u300d")
 
 
 def _prose(text: str) -> str:
-    """The prompt with code, quotations and quoted lines blanked out (core.md 2.6)."""
+    """The prompt with code, quotations and quoted lines blanked out, so that a
+    correction only counts when the user says it, not when they quote it."""
     reduced = _blank_double_quotes(_blank_inline_code(_blank_blocks(text)))
     reduced = _blank_single_quotes(reduced)
     for opener, closer in _QUOTE_PAIRS:
@@ -1175,12 +1180,13 @@ def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
 
 
 def has_directive_mention(text: str) -> bool:
-    """True when the text starts with a `$stop-that-shit` mention (core.md 2.2)."""
+    """True when the text starts with a `$stop-that-shit` mention: only the first
+    non-empty line counts, indented by at most three spaces."""
     return isinstance(text, str) and _rx("mention").match(text) is not None
 
 
 def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
-    """Apply a directive or correction in `text` to `contract` (core.md 2.2-2.6).
+    """Apply a directive, else a natural-language correction, in `text` to `contract`.
 
     Callers check parse_inspection_command first: here `status` is just an
     unknown directive token.
@@ -1225,7 +1231,7 @@ def parse_inspection_command(text: str) -> Optional[Tuple[str, ...]]:
     return ("label", label_id.lower(), label_value.lower())
 
 
-# --- contract context (core.md 5.2) ----------------------------------------
+# ---- contract context -------------------------------------------------------
 
 _OFF_TEXT = "Stop That Shit is off for this session; it enforces no decision."
 _UNCONFIRMED_TEXT = (
@@ -1246,7 +1252,8 @@ _LADDER_TEXT = (
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The exact `<fields>` line of core.md 5.2 (also used by `status`)."""
+    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
+    contract context (also used by `status`)."""
     budget = contract.get("agentBudget")
     if not _is_int(budget):
         budget = MAX_SAFE_INTEGER
@@ -1270,7 +1277,7 @@ def directive_error_text(error: Optional[dict]) -> str:
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
                      storage_error: Optional[dict] = None, *,
                      warning: Optional[str] = None) -> str:
-    """The one-line contract context of core.md 5.2.
+    """The one-line contract context the agent sees when it changes.
 
     `warning` is the reserved `directiveWarning` slot; nothing sets it yet.
     """
@@ -6983,7 +6990,10 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
 # Delegation ledger
 #
 # Owns `state["delegation"]`: reservations keyed by the host's action id,
-# admission, lifecycle facts and the summary the decision reads.  core.md 6.
+# admission, lifecycle facts and the summary the decision reads.  The count
+# is an upper bound, never a live count: a unit is freed only by a fact that
+# proves the child or the whole call ended, so a lost or doubtful fact can
+# only keep capacity reserved, never free it.
 ###############################################################################
 
 
@@ -7002,7 +7012,9 @@ REUSED_ACTION_ID = "reused_action_id"
 
 
 def ledger_summary(delegation: dict, action_id: Optional[str] = None) -> LedgerSummary:
-    """Reserved upper bound, unresolved reasons, unknown results, duplicate id (core.md 6.1)."""
+    """What the decision reads: units reserved (pending plus bound children), the
+    reasons some admitted activity has no provable bound, the reservations whose
+    result is unknown, and whether `action_id` was already accepted."""
     reservations = (delegation.get("reservations") or {}).values()
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", ())) for r in reservations)
     unknown = sum(1 for r in reservations if r.get("resultUnknown"))
@@ -7028,7 +7040,10 @@ def _ledger_slot(action_id: str) -> str:
 
 
 def changes_delegation(action: Action, declared: bool) -> bool:
-    """Whether admission must run under the session lock (core.md 4.1)."""
+    """Whether admission must run under the session lock: a delegation, a call
+    that may restart an agent, or anything but a read or write from an adapter
+    that does not declare lifecycle support.  Everything else is judged
+    lock-free and writes no state."""
     legacy = not declared and action.mutability in ("delegate", "control", "unknown")
     return action.mutability == "delegate" or action.delegation_lifecycle_unproven or legacy
 
@@ -7045,7 +7060,8 @@ def _ledger_uncertainty(action: Action, declared: bool) -> Optional[str]:
 
 
 def admit(delegation: dict, action: Action, action_id: Optional[str], declared: bool) -> None:
-    """Record an accepted delegation-changing action (core.md 6.2).
+    """Record an accepted delegation-changing action: its id, its units pending,
+    and why its bound is unprovable, if it is.
 
     The engine calls this, inside the same lock hold as the decision, when
     changes_delegation() and the outcome is allow or report_and_defer.
@@ -7088,7 +7104,8 @@ def mark_denied_duplicate(delegation: dict, action_id: str) -> None:
 
 def apply_admission(delegation: dict, action: Action, action_id: Optional[str],
                     declared: bool, decision: Decision) -> bool:
-    """All of core.md 6.2 after `decide`; True when the ledger must be written.
+    """Admission after `decide`, in the same lock hold; True when the ledger must
+    be written.
 
     Permitted (allow or report_and_defer) delegation changes are admitted; a
     denied duplicate marks the original; any other denial changes nothing,
@@ -7125,7 +7142,8 @@ def _ledger_add_unique(items: List[str], value: str) -> None:
 
 
 def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
-    """Move one pending unit of reservation `key` to child `agent_id` (core.md 6.3 Bind)."""
+    """Move one pending unit of reservation `key` to child `agent_id`; a child
+    id is bound once, ever."""
     if not agent_id or agent_id in ledger["agentIdsSeen"]:
         return
     reservation = ledger["reservations"].get(key)
@@ -7147,7 +7165,8 @@ def _ledger_bind(ledger: dict, agent_id: Optional[str], key: str) -> None:
 
 
 def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
-    """A child stopped (core.md 6.3 Release); idempotent."""
+    """A child stopped: free its unit if it was bound, and remember it stopped
+    (a stop may arrive before the start); idempotent."""
     if not agent_id:
         return
     key = _ledger_bound_in(ledger, agent_id)
@@ -7159,7 +7178,7 @@ def _ledger_release(ledger: dict, agent_id: Optional[str]) -> None:
 
 def _ledger_reservation_key(ledger: dict, event: ControlEvent, raw: str) -> Optional[str]:
     # reservationId names the delegating call; accept the stored key form
-    # too, and the child-namespaced id (core.md 1.5).
+    # too, and the id namespaced by the child session that sent it.
     candidates = [raw, _ledger_slot(raw)]
     source = event.source_session_id
     if source is not None and source != event.session_id:
@@ -7264,10 +7283,10 @@ _LEDGER_HANDLERS: Dict[str, Callable[[dict, ControlEvent], None]] = {
 
 
 def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
-    """Apply action.after / subagent.* / session.end facts; True when changed (core.md 6.3).
+    """Apply action.after / subagent.* / session.end facts; True when changed.
 
-    Undeclared (legacy) events carry no trustworthy facts (core.md 1.4) and
-    change nothing.
+    Undeclared (legacy) events carry no trustworthy facts (their adapter does
+    not declare lifecycle support) and change nothing.
     """
     handler = _LEDGER_HANDLERS.get(event.kind)
     if handler is None or not event.declared:

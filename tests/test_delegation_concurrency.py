@@ -21,7 +21,7 @@ import time
 import pytest
 
 import sts
-from conftest import ROOT
+from conftest import ROOT, fake_clock
 
 PY = sys.executable
 HOOK_CODE = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
@@ -278,11 +278,12 @@ def arm(host, payload, home):
 
 # --- (1) 32 parallel Agent calls under agents=4 ---------------------------------------------
 
-def test_32_parallel_agent_hooks_admit_exactly_4_in_20_runs(tmp_path):
+@pytest.mark.parametrize("rounds", [1, pytest.param(20, marks=pytest.mark.slow)])
+def test_32_parallel_agent_hooks_admit_exactly_4(tmp_path, rounds):
     session = "claude-burst"
     busy_total = 0
     started = time.monotonic()
-    for run in range(20):
+    for run in range(rounds):
         home = tmp_path / ("home-%02d" % run)
         answer = arm("claude", claude_prompt(session, "$stop-that-shit change agents=4"), home)
         assert "agents=0/4 reserved" in answer["hookSpecificOutput"]["additionalContext"]
@@ -308,18 +309,20 @@ def test_32_parallel_agent_hooks_admit_exactly_4_in_20_runs(tmp_path):
         assert all(r["contract"]["reservedUpperBound"] <= 4 for r in records)
         assert not os.path.exists(lock_path(home, session))
     elapsed = time.monotonic() - started
-    sys.stderr.write("32x Agent under agents=4: 20 runs in %.1f s; STATE_BUSY %d of 640\n"
-                     % (elapsed, busy_total))
+    sys.stderr.write("32x Agent under agents=4: %d runs in %.1f s; STATE_BUSY %d of %d\n"
+                     % (rounds, elapsed, busy_total, 32 * rounds))
     # A lock wait that times out is a safe deny, but it must stay rare.
-    assert busy_total <= 640 // 10
+    assert busy_total <= 32 * rounds // 10
 
 
-# --- (2) 200 concurrent hooks of mixed kinds on one session ---------------------------------
+# --- (2) concurrent hooks of mixed kinds on one session (200 of them in the slow run) --------
 
-def _mixed_payloads(session, rng):
-    """200 PreToolUse events of mixed tool kinds plus unaudited prompts and facts."""
+def _mixed_payloads(session, rng, count):
+    """`count` PreToolUse events of mixed tool kinds (a tenth of them Workflow,
+    three tenths Agent) plus count/5 unaudited prompts and facts."""
+    budget = count // 10
     before = []
-    for i in range(200):
+    for i in range(count):
         kind = i % 10
         cid = "toolu_mix_%03d" % i
         if kind in (0, 1, 2):
@@ -341,13 +344,13 @@ def _mixed_payloads(session, rng):
         else:
             before.append(claude_tool(session, "Grep", cid, {"pattern": "TODO"}))
     others = []
-    for i in range(40):
+    for i in range(count // 5):
         kind = i % 4
         if kind == 0:
             others.append(claude_prompt(session, "$stop-that-shit status"))
         elif kind == 1:
             # The same directive again: takes the lock, changes nothing.
-            others.append(claude_prompt(session, "$stop-that-shit change agents=20"))
+            others.append(claude_prompt(session, "$stop-that-shit change agents=%d" % budget))
         elif kind == 2:
             # "Still running" facts for Agent calls: they bind a child, never free a unit.
             cid = "toolu_mix_%03d" % (10 * i)
@@ -362,8 +365,9 @@ def _mixed_payloads(session, rng):
     return events
 
 
-def _check_mixed_run(home, session, events, runs):
+def _check_mixed_run(home, session, events, runs, count):
     """Assertions shared by the burst and the windowed run; returns the STATE_BUSY count."""
+    budget, agents = count // 10, 3 * count // 10
     assert all(r.returncode == 0 for r in runs)
     assert not [r.stderr for r in runs if "Traceback" in r.stderr]
     before = [(p, r) for (kind, p), r in zip(events, runs) if kind == "before"]
@@ -373,50 +377,54 @@ def _check_mixed_run(home, session, events, runs):
     assert {c for v, c in agent_verdicts if v == "deny"} <= {"AGENT_BUDGET_EXHAUSTED",
                                                               "STATE_BUSY"}
     # Every Agent hook that got the lock was judged against an exact count:
-    # the first 20 of them were admitted, the others refused.
-    assert len(agent_verdicts) == 60
-    assert len(allowed) == min(20, 60 - len(busy)), (len(allowed), len(busy))
+    # the first `budget` of them were admitted, the others refused.
+    assert len(agent_verdicts) == agents
+    assert len(allowed) == min(budget, agents - len(busy)), (len(allowed), len(busy))
     # Unbounded delegation is refused under a finite budget (a delegate takes
     # the lock too, so a timed-out wait is STATE_BUSY: still refused).
     workflow = [claude_verdict(r) for p, r in before if p["tool_name"] == "Workflow"]
-    assert len(workflow) == 20
+    assert len(workflow) == count // 10
     assert {v for v, _ in workflow} == {"deny"}
     assert {c for _, c in workflow} <= {"UNBOUNDED_DELEGATION", "STATE_BUSY"}
     busy_workflows = sum(c == "STATE_BUSY" for _, c in workflow)
     # The state file parses and validates, and the ledger agrees with the answers.
     state = state_of(home, session)
-    assert state["contract"]["agentBudget"] == 20 and state["contract"]["mode"] == "change"
+    assert state["contract"]["agentBudget"] == budget and state["contract"]["mode"] == "change"
     ledger = state["delegation"]
     assert len(ledger["acceptedActions"]) == len(allowed)
     assert sts.ledger_summary(ledger).reserved == len(allowed)
     # Exactly one audit line per PreToolUse (STATE_BUSY included), none for
     # prompts, facts or subagent starts.
     records = audit_records(home, session)
-    assert len(records) == 200
-    assert len({r["eventId"] for r in records}) == 200
+    assert len(records) == count
+    assert len({r["eventId"] for r in records}) == count
     assert sorted(r["action"]["toolName"] for r in records) == \
         sorted(p["tool_name"] for p, _ in before)
     assert sum(r["decision"]["reasonCode"] == "STATE_BUSY" for r in records) == \
         len(busy) + busy_workflows
-    assert all(r["contract"]["reservedUpperBound"] <= 20 for r in records)
+    assert all(r["contract"]["reservedUpperBound"] <= budget for r in records)
     assert not os.path.exists(lock_path(home, session))
     leftovers = [n for n in os.listdir(os.path.join(str(home), "sessions")) if n.endswith(".tmp")]
     assert leftovers == []
     return len(busy)
 
 
-@pytest.mark.parametrize("window", [None, 40], ids=["all-240-at-once", "40-in-flight"])
-def test_200_concurrent_mixed_hooks_keep_state_valid_and_audit_exact(tmp_path, window):
+@pytest.mark.parametrize("count,window", [
+    (30, None),
+    pytest.param(200, None, marks=pytest.mark.slow),
+    pytest.param(200, 40, marks=pytest.mark.slow),
+], ids=["36-at-once", "all-240-at-once", "240-40-in-flight"])
+def test_concurrent_mixed_hooks_keep_state_valid_and_audit_exact(tmp_path, count, window):
     session = "claude-mixed"
     home = tmp_path / "home"
-    arm("claude", claude_prompt(session, "$stop-that-shit change agents=20"), home)
-    events = _mixed_payloads(session, random.Random(5))
+    arm("claude", claude_prompt(session, "$stop-that-shit change agents=%d" % (count // 10)), home)
+    events = _mixed_payloads(session, random.Random(5), count)
     t0 = time.monotonic()
     runs = run_hooks("claude", home, [p for _, p in events], window=window)
     elapsed = time.monotonic() - t0
-    busy = _check_mixed_run(home, session, events, runs)
-    sys.stderr.write("240 mixed hooks (200 audited), window %s: %.1f s, STATE_BUSY %d of 60\n"
-                     % (window, elapsed, busy))
+    busy = _check_mixed_run(home, session, events, runs, count)
+    sys.stderr.write("%d mixed hooks (%d audited), window %s: %.1f s, STATE_BUSY %d of %d\n"
+                     % (len(events), count, window, elapsed, busy, 3 * count // 10))
 
 
 # --- releases race admissions: only proven facts free units ---------------------------------
@@ -529,9 +537,9 @@ def test_lock_of_a_killed_hook_is_recovered_by_the_next_hook_and_logged(tmp_path
     [entry] = os.listdir(lock)
     assert entry.startswith("%d-" % dead)
     run = run_hooks("claude", home, [claude_agent(session, "toolu_after_kill")])[0]
-    # Taken within the bounded wait: admitted, not STATE_BUSY, and well under 1.5 s.
+    # Taken within the bounded wait: admitted, not STATE_BUSY (how soon a dead
+    # owner's lock is taken is measured in test_concurrency.py).
     assert claude_verdict(run) == ("allow", None), run.stdout
-    assert run.latency < 1.2, run.latency
     assert "reclaimed the lock of session %s from dead process %d" % (key, dead) in run.stderr
     assert not os.path.exists(lock)
     assert list(state_of(home, session)["delegation"]["acceptedActions"]) == ["toolu_after_kill"]
@@ -542,7 +550,8 @@ _CONTRACTS = {"$stop-that-shit change agents=2": ("change", 2),
               "$stop-that-shit review agents=3": ("review", 3)}
 
 
-def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_path):
+@pytest.mark.parametrize("trials", [20, pytest.param(50, marks=pytest.mark.slow)])
+def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_path, trials):
     session = "claude-sigkill"
     home = tmp_path / "home"
     store = sts.Store(str(home))
@@ -552,7 +561,7 @@ def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_pa
     arm("claude", claude_prompt(session, texts[0]), home)
     current = _CONTRACTS[texts[0]]
     outcomes = {"old": 0, "new": 0}
-    for trial in range(50):
+    for trial in range(trials):
         text = texts[(trial + 1) % 2]
         proc = spawn_hook("claude", home)
         wait_until_reading([proc])
@@ -567,15 +576,16 @@ def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_pa
         assert got in (current, _CONTRACTS[text]), "trial %d: %r" % (trial, got)
         outcomes["old" if got == current else "new"] += 1
         current = got
-        # The next writer gets the lock: at once from a dead owner, after C3's
-        # 2 s grace when the kill left an empty lock dir (mkdir, no owner yet).
-        t0 = time.monotonic()
-        while True:
-            try:
-                store.update(key, lambda loaded: (None, None))
-                break
-            except sts.LockTimeout:
-                assert time.monotonic() - t0 < 4.5
+        # The next writer gets the lock at once (one poll to retry): from a dead
+        # owner on sight; from an empty lock dir (killed between mkdir and its
+        # owner file) once the dir is old enough, so age it instead of waiting.
+        lock = lock_path(home, session)
+        if os.path.isdir(lock) and not os.listdir(lock):
+            old = time.time() - sts.EMPTY_LOCK_RECLAIM_SECONDS - 1
+            os.utime(lock, (old, old))
+        with fake_clock() as clock:
+            store.update(key, lambda loaded: (None, None))
+        assert clock.waited <= 2 * sts.LOCK_POLL_SECONDS, "trial %d" % trial
     sys.stderr.write("SIGKILLed directive hooks: %r\n" % outcomes)
     assert outcomes["old"] and outcomes["new"]  # the kills landed before and after the rename
 
@@ -614,15 +624,17 @@ def test_live_lock_holder_gives_state_busy_and_lock_free_checks_go_on(tmp_path):
                    tool_input={}, tool_response={"status": "completed"}),
         ])
         agent, write, read, directive, fact = runs
-        # The delegation waited its bounded 1.5 s, then was denied, visibly.
+        # The delegation waited out its bounded wait (how long is tested in
+        # test_concurrency.py), then was denied, visibly.
         assert claude_verdict(agent) == ("deny", "STATE_BUSY")
-        assert 1.45 <= agent.latency < 3.0, agent.latency
         reason = deny_text(agent)
         assert "lock" in reason and "Retry" in reason and "Event: evt_" in reason
         assert "STS_LOCK_TIMEOUT" in agent.stderr and key in agent.stderr
-        # Lock-free checks are judged at once.
-        assert claude_verdict(write) == ("allow", None) and write.latency < 1.0
-        assert claude_verdict(read) == ("allow", None) and read.latency < 1.0
+        # Lock-free checks are judged while the lock is held, without waiting
+        # for it: a check that waited would have timed out like the delegation.
+        for check in (write, read):
+            assert claude_verdict(check) == ("allow", None)
+            assert "STS_LOCK_TIMEOUT" not in check.stderr and "LockTimeout" not in check.stderr
         # A directive is not silently dropped: the user is asked to resubmit.
         block = directive.answer()
         assert block["decision"] == "block" and "Resubmit" in block["reason"]

@@ -3,6 +3,7 @@
 Each test runs a copy of sts.py placed in a folder whose name holds spaces, a
 quote and non-ASCII characters, next to a host_shims/ folder (the real one when
 the repo has it, small stand-ins otherwise), so the pinned paths are exercised."""
+import functools
 import importlib.util
 import itertools
 import json
@@ -40,13 +41,47 @@ def _make_shims(dest):
         fh.write(STANDIN_PY)
 
 
+@functools.lru_cache(maxsize=None)
+def _sts_pyc():
+    """sts.py compiled once, as the bytes of a hash-checked .pyc.
+
+    Every test works on a fresh copy of sts.py, and compiling 13,000 lines costs
+    more than most tests.  The copy gets this file in its __pycache__ (so the
+    hook processes a test starts import it at once) and the in-process module is
+    run from the same code.  Hash-checked: a test that edits its copy gets that
+    copy recompiled, as Python always does for a changed source."""
+    import py_compile
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "sts.pyc")
+        py_compile.compile(os.path.join(ROOT, "sts.py"), cfile=out, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        with open(out, "rb") as fh:
+            return fh.read()
+
+
+@functools.lru_cache(maxsize=None)
+def _sts_code():
+    import marshal
+    return marshal.loads(_sts_pyc()[16:])  # after the 16-byte .pyc header
+
+
+def _place_sts_py(dest):
+    """Copy sts.py to `dest` with its compiled form beside it."""
+    shutil.copy(os.path.join(ROOT, "sts.py"), dest)
+    pyc = importlib.util.cache_from_source(dest)
+    os.makedirs(os.path.dirname(pyc), exist_ok=True)
+    with open(pyc, "wb") as fh:
+        fh.write(_sts_pyc())
+
+
 class Env:
     def __init__(self, tmp, monkeypatch, capsys, folder):
         self.tmp = tmp
         self.capsys = capsys
         self.app = tmp / folder
         self.app.mkdir(parents=True)
-        shutil.copy(os.path.join(ROOT, "sts.py"), self.app / "sts.py")
+        _place_sts_py(str(self.app / "sts.py"))
         _make_shims(str(self.app / "host_shims"))
         self.home = tmp / "home"
         self.home.mkdir()
@@ -63,9 +98,9 @@ class Env:
         monkeypatch.chdir(self.work)
         name = "sts_copy_%d" % next(_count)
         spec = importlib.util.spec_from_file_location(name, str(self.app / "sts.py"))
-        self.sts = importlib.util.module_from_spec(spec)
+        self.sts = importlib.util.module_from_spec(spec)  # __file__ is the copy
         sys.modules[name] = self.sts
-        spec.loader.exec_module(self.sts)
+        exec(_sts_code(), self.sts.__dict__)
         monkeypatch.setattr(self.sts, "_codex_bin", lambda: os.environ.get("CODEX_BIN"))
 
     def run(self, verb, *args):
@@ -98,13 +133,13 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, capsys):
-    return Env(tmp_path, monkeypatch, capsys, "my tools/sts ü's dir")
+def env(ram_path, monkeypatch, capsys):
+    return Env(ram_path, monkeypatch, capsys, "my tools/sts ü's dir")
 
 
 @pytest.fixture
-def plain_env(tmp_path, monkeypatch, capsys):
-    return Env(tmp_path, monkeypatch, capsys, "sts")
+def plain_env(ram_path, monkeypatch, capsys):
+    return Env(ram_path, monkeypatch, capsys, "sts")
 
 
 def write(path, text):
@@ -134,8 +169,8 @@ def test_hook_command_is_the_documented_import_form(plain_env):
 
 
 @pytest.mark.parametrize("folder", ["a b", "ü é ß", "it's", 'say "hi"', "cost $HOME", "back\\slash"])
-def test_hook_command_survives_sh_and_shlex(tmp_path, monkeypatch, capsys, folder):
-    e = Env(tmp_path, monkeypatch, capsys, folder)
+def test_hook_command_survives_sh_and_shlex(ram_path, monkeypatch, capsys, folder):
+    e = Env(ram_path, monkeypatch, capsys, folder)
     cmd = e.sts.hook_command("claude", python=sys.executable)
     # Hermes splits with shlex; Codex and Claude hand it to sh -c: both must see the same argv.
     argv = e.sts.hook_argv("claude", python=sys.executable)

@@ -1,18 +1,25 @@
-"""Self-protection (issue 9, decisions.md 3): an armed agent cannot switch the guard off
-by writing to the guard's own files.
+"""Self-protection (issue 9): an armed agent cannot switch the guard off by writing
+to the guard's own files.
 
-Every test works on real folders in tmp_path: HOME, the data dir (STS_HOME) and a
-project.  `sts.py install <host>` runs for real against that HOME, so the protected
-set comes from the installed.json that install writes, exactly as in use.  Events go
-through `sts.run_hook` in each host's own payload shape.
+Every test works on real folders: HOME, the data dir (STS_HOME) and a project.
+`sts.py install <host>` runs for real against that HOME, once per module, so the
+protected set comes from the installed.json that install writes, exactly as in
+use; each test then starts from a fresh copy of that installed world, at the same
+place.  The folders live in RAM where the machine has a tmpfs (a real disk is not
+the point here, and every install and state write is fsynced).  Events go through
+`sts.run_hook` in each host's own payload shape.
 """
 import itertools
 import json
 import os
+import pathlib
+import shutil
+import stat
 
 import pytest
 
 import sts
+from conftest import ram_dir
 from hooks import context_text, deny_reason
 from hooks_shim import block_reason, reason_code, request
 
@@ -26,13 +33,11 @@ _ids = itertools.count()
 class World:
     """Real folders for one test; the data dir lives under HOME so `~/` reaches it."""
 
-    def __init__(self, tmp, monkeypatch, capsys):
+    def __init__(self, tmp, monkeypatch):
         self.tmp = tmp
         self.home = tmp / "home"
-        self.home.mkdir()
         self.state = self.home / ".local" / "state" / "sts"
         self.project = tmp / "work" / "proj"
-        (self.project / "src").mkdir(parents=True)
         monkeypatch.setenv("HOME", str(self.home))
         monkeypatch.setenv("STS_HOME", str(self.state))
         for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR",
@@ -40,10 +45,15 @@ class World:
             monkeypatch.delenv(var, raising=False)
         monkeypatch.setattr(sts, "_codex_bin", lambda: None)
         monkeypatch.chdir(str(self.tmp))  # the hook must use the event's cwd, not ours
+        self.store = sts.Store(str(self.state))
+
+    def install_every_host(self):
+        self.home.mkdir()
+        (self.project / "src").mkdir(parents=True)
         for host in HOSTS:
             assert sts.cmd_install([host]) == 0
-        capsys.readouterr()
-        self.store = sts.Store(str(self.state))
+
+    def read_installed(self):
         with open(str(self.state / "installed.json"), encoding="utf-8") as fh:
             self.installed = json.load(fh)["paths"]
 
@@ -51,9 +61,61 @@ class World:
         return os.path.join(str(self.home), *parts)
 
 
+class Snapshot:
+    """Every folder, file (bytes and mode) and symlink under a folder, in memory,
+    to put back quickly: one per module instead of six installs per test."""
+
+    def __init__(self, root):
+        self.entries = []
+        for base, dirs, files in os.walk(root):
+            for name in sorted(dirs) + sorted(files):
+                path = os.path.join(base, name)
+                rel, mode = os.path.relpath(path, root), os.lstat(path).st_mode
+                if os.path.islink(path):
+                    self.entries.append((rel, "link", os.readlink(path), mode))
+                elif os.path.isdir(path):
+                    self.entries.append((rel, "dir", None, mode))
+                else:
+                    with open(path, "rb") as fh:
+                        self.entries.append((rel, "file", fh.read(), mode))
+
+    def restore(self, root):
+        shutil.rmtree(root, ignore_errors=True)
+        os.mkdir(root)
+        for rel, kind, data, mode in self.entries:  # os.walk order: parents first
+            path = os.path.join(root, rel)
+            if kind == "link":
+                os.symlink(data, path)
+            elif kind == "dir":
+                os.mkdir(path)
+            else:
+                with open(path, "wb") as fh:
+                    fh.write(data)
+        for rel, kind, _, mode in reversed(self.entries):  # modes last: a folder may be read-only
+            if kind != "link":
+                os.chmod(os.path.join(root, rel), stat.S_IMODE(mode))
+
+
+@pytest.fixture(scope="module")
+def installed_world():
+    """(a snapshot of the world as install left it, the folder each test works in)."""
+    base = ram_dir("sts-self-protection-")
+    live = pathlib.Path(base) / "world"
+    live.mkdir()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        World(live, monkeypatch).install_every_host()
+    yield Snapshot(str(live)), live
+    shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture
-def world(tmp_path, monkeypatch, capsys):
-    return World(tmp_path, monkeypatch, capsys)
+def world(installed_world, monkeypatch, capsys):
+    snapshot, live = installed_world
+    snapshot.restore(str(live))
+    made = World(live, monkeypatch)
+    made.read_installed()
+    capsys.readouterr()
+    return made
 
 
 def new_session():

@@ -303,8 +303,8 @@ def test_tool_call_failure_blocks_iff_armed(tmp_path, env, work, host, kind, arm
     texts = shown(rec)
     assert len(texts) == 1, texts
     assert FAILURES[kind][2] in texts[0]
-    if kind == "timeout":
-        assert rec["results"][0]["ms"] < 5000
+    if kind == "timeout":  # the configured limit, not the child's own 60 s
+        assert "timeout after 400 ms" in texts[0]
 
 
 @needs_node
@@ -465,11 +465,9 @@ def test_hermes_pre_tool_call_failure_blocks_iff_armed(tmp_path, env, monkeypatc
     if armed:
         arm(env, "20261130_1")
     module, ctx = load_hermes(monkeypatch, env)
-    start = time.monotonic()
     with caplog.at_level("WARNING", logger="stop-that-shit"):
         out = hermes_tool(ctx, "20261130_1", "write_file", {"path": "/w/a", "content": "x"})
         again = hermes_tool(ctx, "20261130_1", "write_file", {"path": "/w/b", "content": "x"}, call_id="c2")
-    assert time.monotonic() - start < 8
     if armed:
         assert out["action"] == "block"
         assert needle in out["message"] and "armed" in out["message"]
@@ -478,6 +476,8 @@ def test_hermes_pre_tool_call_failure_blocks_iff_armed(tmp_path, env, monkeypatc
         assert out is None and again is None
     warnings = [r.getMessage() for r in caplog.records if r.name == "stop-that-shit"]
     assert len(warnings) == 1 and needle in warnings[0]
+    if kind == "timeout":  # the configured limit, not the child's own 60 s
+        assert "timeout after 400 ms" in warnings[0]
 
 
 def test_hermes_other_hooks_fail_open_when_armed(tmp_path, env, monkeypatch):
@@ -650,7 +650,9 @@ def test_opencode_ancestry_from_the_sdk(tmp_path, env, work):
 
 
 @needs_node
-@pytest.mark.parametrize("lookup", ["throw", "hang", "missing"])
+# "hang" waits out the shim's 2 s SDK timeout twice: slow.
+@pytest.mark.parametrize("lookup", ["throw", pytest.param("hang", marks=pytest.mark.slow),
+                                    "missing"])
 def test_opencode_failed_ancestry_lookup_is_not_a_root(tmp_path, env, work, lookup):
     """A null parent after a failed lookup must not read as "root" (adapters.md 5.4)."""
     env = echo_env(env)

@@ -1,9 +1,23 @@
 """sts.py is one module: a name defined twice at top level silently replaces the first."""
 import ast
 import collections
+import functools
 import os
 
 from hooks import ROOT
+
+
+@functools.lru_cache(maxsize=None)
+def sts_tree():
+    """sts.py parsed once for every test here (13,000 lines take a while)."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        return ast.parse(fh.read())
+
+
+@functools.lru_cache(maxsize=None)
+def sts_nodes():
+    """Every node of sts.py's tree, walked once."""
+    return tuple(ast.walk(sts_tree()))
 
 
 def top_level_names(tree):
@@ -19,8 +33,7 @@ def top_level_names(tree):
 
 
 def test_no_top_level_name_is_defined_twice():
-    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
+    tree = sts_tree()
     seen = collections.defaultdict(list)
     for name, line in top_level_names(tree):
         seen[name].append(line)
@@ -29,12 +42,11 @@ def test_no_top_level_name_is_defined_twice():
 
 
 def test_sts_imports_only_the_standard_library():
-    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
+    tree = sts_tree()
     import sys
     stdlib = set(sys.stdlib_module_names) if hasattr(sys, "stdlib_module_names") else None
     modules = set()
-    for node in ast.walk(tree):
+    for node in sts_nodes():
         if isinstance(node, ast.Import):
             modules.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -49,8 +61,7 @@ def test_no_class_is_a_dataclass_at_import():
     """A dataclass costs code generation at import, on every hook run.  The
     three ControlEvent v2 types become dataclasses only when read from the
     module (see _EventType); nothing else is one."""
-    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
+    tree = sts_tree()
     decorated = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
                  and any("dataclass" in ast.dump(d) for d in node.decorator_list)]
     lazy = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
@@ -61,12 +72,11 @@ def test_no_class_is_a_dataclass_at_import():
 
 def test_every_private_top_level_name_is_used():
     """A private helper or table nothing reads is dead code left behind."""
-    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+    tree = sts_tree()
+    used = {node.id for node in sts_nodes() if isinstance(node, ast.Name)
             and isinstance(node.ctx, ast.Load)}
-    used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    used |= {node.value for node in ast.walk(tree)  # getattr(self, "_bucket") tables
+    used |= {node.attr for node in sts_nodes() if isinstance(node, ast.Attribute)}
+    used |= {node.value for node in sts_nodes()  # getattr(self, "_bucket") tables
              if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     unused = sorted(name for name, _ in top_level_names(tree)
                     if name.startswith("_") and not name.startswith("__") and name not in used)

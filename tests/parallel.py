@@ -1,0 +1,58 @@
+"""Run the test suite as two pytest processes at once, one per core.
+
+    python3 tests/parallel.py [pytest options]        (`make test` and `make test-all`)
+
+Most of the suite's time goes to tests that start other programs and wait on
+them (Node for the shims, real hook processes racing for a lock).  Those files
+run in one process, everything else in the other, each with its own temporary
+folder.  The second one's output is printed when the first one is done; the
+exit status is the first non-zero one.  Plain `python3 -m pytest tests` runs the same tests in
+one process.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# About half of the time of `make test`: the shims under Node, and the real
+# concurrent hook processes.
+FIRST = ("test_shims.py", "test_concurrency.py", "test_delegation_concurrency.py")
+
+
+def main(options):
+    first = [os.path.join(HERE, name) for name in FIRST]
+    groups = ([HERE] + ["--ignore=" + path for path in first], first)
+    runs = []
+    try:
+        for index, paths in enumerate(groups):
+            base = tempfile.mkdtemp(prefix="sts-pytest-")
+            output = tempfile.TemporaryFile() if index else None  # the first one shows live
+            argv = [sys.executable, "-m", "pytest", "--basetemp", os.path.join(base, "tmp")]
+            proc = subprocess.Popen(argv + list(options) + paths, stdout=output,
+                                    stderr=subprocess.STDOUT if output else None)
+            runs.append((proc, output, base))
+        status = 0
+        for proc, output, _ in runs:
+            code = proc.wait()
+            if output is not None:
+                output.seek(0)
+                sys.stdout.flush()
+                shutil.copyfileobj(output, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            status = status or code
+        return status
+    finally:
+        for proc, output, base in runs:
+            if proc.poll() is None:  # interrupted: stop the other run too
+                proc.terminate()
+                proc.wait()
+            if output is not None:
+                output.close()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
