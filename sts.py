@@ -8108,7 +8108,7 @@ class Store:
             raise ValueError("invalid host effect: %r" % (effect,))
         record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
                   "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
-        found = find_event(self, event_id)
+        found = _cold("find_event")(self, event_id)
         if found is not None:
             record["sessionKey"] = found["sessionKey"]
         self.append_annotation(record)
@@ -8560,6 +8560,7 @@ def read_annotations(store: Store) -> Annotations:
     return out
 
 
+_TOP_DENIED = 3   # denial reasons `status` ranks
 # policyOutcome -> column of a count row [checked, allowed, denied, notes].
 # require_user_approval is a denial that names the user as the way out.
 _OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
@@ -9080,7 +9081,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     prompt = event.prompt or ""
     command = parse_inspection_command(prompt)
     if command is not None:
-        return CoreResult("context", inspection_response(command, store, key))
+        return CoreResult("context", _cold("inspection_response")(command, store, key))
 
     kept_file = None
     first = store.load(key)
@@ -13725,7 +13726,6 @@ def cmd_doctor(args: List[str]) -> int:
 _UNRESOLVED_ADVICE = ("Only a confirmed completion or a new host session clears this; "
                       "never reset the ledger by hand.")
 _STATUS_RECENT = 5
-_TOP_DENIED = 3
 _INSPECT_WIDTH = 80
 _FAMILY_ORDER = ("I", "H", "S", "T")
 # policyOutcome -> the word of the terminal's event list (legend in its title).
@@ -15019,6 +15019,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         if answer:
             sys.stdout.write(answer + "\n")
         if argv is None:
+            if not _SLIM and __name__ != "__main__" and _hook_process():
+                # The first hook after sts.py changed: its answer is out; split
+                # the cache for the next ones (see "Cold sections").
+                try:
+                    sys.stdout.flush()
+                    _split_bytecode()
+                except Exception:  # noqa: BLE001 - a cache is never worth a failed hook
+                    pass
             _exit_now(0)
         return 0
     if command == "--version":
@@ -15097,17 +15105,201 @@ def cmd_demo(args: List[str]) -> int:
 
 
 _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
-    "status": lambda rest: cmd_inspect(["status"] + rest, Store()),
-    "runtime": lambda rest: cmd_inspect(["runtime"] + rest, Store()),
-    "explain": lambda rest: cmd_inspect(["explain"] + rest, Store()),
-    "label": lambda rest: cmd_inspect(["label"] + rest, Store()),
-    "install": cmd_install,
-    "uninstall": cmd_uninstall,
-    "doctor": cmd_doctor,
+    "status": lambda rest: _cold("cmd_inspect")(["status"] + rest, Store()),
+    "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
+    "explain": lambda rest: _cold("cmd_inspect")(["explain"] + rest, Store()),
+    "label": lambda rest: _cold("cmd_inspect")(["label"] + rest, Store()),
+    "install": lambda rest: _cold("cmd_install")(rest),
+    "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
+    "doctor": lambda rest: _cold("cmd_doctor")(rest),
     "demo": cmd_demo,
-    "cases": cmd_cases,
+    "cases": lambda rest: _cold("cmd_cases")(rest),
 }
 
+
+# --- Cold sections: install, inspection and cases, loaded when first used -----
+#
+# A hook call reads this module's bytecode from __pycache__ before it runs a
+# line of it, and about a fifth of that bytecode is install, doctor,
+# inspection and case replay, which a hook never runs: unmarshalling and
+# defining them cost about 0.2 of an interpreter start-up on every call.  The
+# source stays one file with those sections where they are; only the cache
+# changes.  The first hook process that finds the cache holding the whole
+# module (as Python's own import writes it) rewrites it in two parts, both
+# compiled from this very file with the other part's lines left blank, so
+# every line number stays true:
+#
+#   __pycache__/sts.<tag>.pyc        the hot part, under the header Python
+#                                    checks against sts.py (mtime and size), so
+#                                    `import sts` loads it like any cache
+#   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
+#
+# In the hot part _SLIM is True and _SOURCE_STAMP names the source it was
+# compiled from.  Hook code reaches a cold name only through _cold("name"),
+# which loads the cold part into this module first (tests/test_cli.py checks
+# that no hot code names a cold one directly).  Any other importer (tests,
+# `import sts; sts.cmd_install(...)`) gets the cold part at import, so for it
+# nothing differs.  When the cold cache is missing or stale it is compiled
+# from sts.py, if sts.py is still the file the hot part came from; a changed
+# sts.py makes Python recompile the whole module at the next import anyway.
+
+_COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
+_SLIM = False          # True only in the hot part of a split cache (see above)
+_SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
+_COLD_LOCK = _thread.allocate_lock()
+_COLD_STATE = {"loaded": False}
+
+
+def _cold(name: str) -> Any:
+    """A name defined in a cold section, loading the cold part if needed."""
+    if _SLIM and not _COLD_STATE["loaded"]:
+        _load_cold()
+    return globals()[name]
+
+
+def _hook_process() -> bool:
+    """Whether this process is a hook command (`python3 -c ... <host>`)."""
+    return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in ADAPTERS
+
+
+def _cold_range(lines: List[str]) -> Tuple[int, int]:
+    """Line indexes [start, end) of the cold sections: from the banner of the
+    first to the banner of the section after the last; (0, 0) if not found."""
+    starts = {}
+    for n in range(1, len(lines)):
+        if lines[n - 1].startswith("#" * 79) and lines[n].startswith("# "):
+            starts.setdefault(lines[n][2:].rstrip(), n - 1)
+    order = sorted(starts.values())
+    wanted = [starts.get(title) for title in _COLD_SECTIONS]
+    if None in wanted or wanted != sorted(wanted):
+        return 0, 0
+    first, last = wanted[0], wanted[-1]
+    later = [n for n in order if n > last]
+    if not later or [n for n in order if first <= n <= last] != wanted:
+        return 0, 0   # the cold sections must be contiguous and followed by a hot one
+    return first, later[0]
+
+
+def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str]]:
+    """(hot text, cold text) of this source, each with the other's lines blank."""
+    lines = source.split("\n")
+    start, end = _cold_range(lines)
+    if start == end:
+        return None
+    hot = lines[:start] + [""] * (end - start) + lines[end:]
+    cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
+    marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
+    for n, line in enumerate(hot):
+        for old, new in marks.items():
+            if line.startswith(old + " ") or line == old:
+                hot[n] = new
+    return "\n".join(hot), "\n".join(cold)
+
+
+def _cold_cache_path() -> Optional[str]:
+    import importlib.util
+    try:
+        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".cold.pyc"
+    except (NotImplementedError, ValueError, TypeError):
+        return None
+
+
+def _pyc_bytes(code: Any, stamp: Tuple[int, int]) -> bytes:
+    """A timestamp-checked cache file, exactly as Python's import writes one."""
+    import importlib.util
+    import marshal
+    return (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+            + (stamp[0] & 0xFFFFFFFF).to_bytes(4, "little")
+            + (stamp[1] & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+
+
+def _source_and_stamp() -> Optional[Tuple[str, Tuple[int, int]]]:
+    """This file's text and (mtime, size), or None if it changed while read."""
+    try:
+        before = os.stat(__file__)
+        with open(__file__, "rb") as fh:
+            data = fh.read()
+        after = os.stat(__file__)
+    except OSError:
+        return None
+    stamp = (int(before.st_mtime), before.st_size)
+    if stamp != (int(after.st_mtime), after.st_size) or len(data) != before.st_size:
+        return None
+    return data.decode("utf-8"), stamp
+
+
+def _compile_part(text: str) -> Any:
+    import __future__
+    return compile(text, __file__, "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
+
+
+def _load_cold() -> None:
+    """Run the cold sections in this module's namespace, once."""
+    import marshal
+    with _COLD_LOCK:
+        if _COLD_STATE["loaded"]:
+            return
+        code = None
+        path = _cold_cache_path()
+        try:
+            with open(path, "rb") as fh:   # type: ignore[arg-type]
+                data = fh.read()
+            if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
+                code = marshal.loads(data[16:])
+        except (OSError, TypeError, ValueError, EOFError):
+            code = None
+        if code is None:
+            found = _source_and_stamp()
+            if found is None or found[1] != _SOURCE_STAMP:
+                raise ImportError("sts.py changed since this process loaded it; run it again")
+            texts = _split_texts(*found)
+            if texts is None:
+                raise ImportError("sts.py has lost the banners of its cold sections")
+            code = _compile_part(texts[1])
+        exec(code, globals())
+        _COLD_STATE["loaded"] = True
+
+
+def _split_bytecode() -> bool:
+    """Rewrite this module's cache as a hot and a cold part (see above);
+    True when done.  Called by a hook process that loaded the whole module."""
+    import importlib.util
+    if sys.dont_write_bytecode or not __file__.endswith(".py"):
+        return False
+    try:
+        hot_path = importlib.util.cache_from_source(__file__)
+    except (NotImplementedError, ValueError):
+        return False
+    cold_path = _cold_cache_path()
+    folder = os.path.dirname(hot_path)
+    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(hot_path):
+        return False   # no cache to split (Python could not write one either)
+    found = _source_and_stamp()
+    if found is None:
+        return False
+    texts = _split_texts(*found)
+    if texts is None:
+        return False
+    stamp = found[1]
+    for path, text in ((cold_path, texts[1]), (hot_path, texts[0])):   # cold first
+        data = _pyc_bytes(_compile_part(text), stamp)
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return False
+    return True
+
+
+if _SLIM and not _hook_process():
+    _load_cold()   # every importer but a hook sees the whole module at once
 
 if __name__ == "__main__":
     sys.exit(main())
