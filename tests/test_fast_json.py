@@ -202,7 +202,7 @@ def test_a_tool_call_loads_neither_json_nor_re_nor_dataclasses(sts_home):
         {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/repo", "tool_name": "Read",
          "tool_use_id": "c3", "tool_input": {"file_path": "/repo/README.md"}},
     ):
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", code],
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, "claude"],
                               input=json.dumps(payload).encode(), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         assert proc.returncode == 0, proc.stderr
