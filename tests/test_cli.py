@@ -157,9 +157,11 @@ def _hot_names_used_cold():
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 out.add(node.name)
-            for target in getattr(node, "targets", []) + [getattr(node, "target", None)]:
-                out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name)) \
-                    if target is not None else None
+            targets = list(getattr(node, "targets", []))
+            if getattr(node, "target", None) is not None:
+                targets.append(node.target)   # annotated assignments and for loops
+            for target in targets:
+                out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
         return out
     cold_only = defined(cold) - defined(hot)
     return sorted({node.id for node in ast.walk(hot) if isinstance(node, ast.Name)
