@@ -479,8 +479,13 @@ class Action(_EventType):
     reachability: Optional[str] = None
     authorization: Optional[str] = None
     # The normalized text of a shell command, kept in memory only for the
-    # thrash detector (which stores a digest, never the text).
+    # thrash detector (which stores a digest, never the text) and for the
+    # culprit a denial names; `shell` is how it was analysed (bash when absent).
     command: Optional[str] = None
+    shell: Optional[str] = None
+    # What a file tool writes, in memory only, so that a hash or dependency
+    # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
+    changes: List[dict] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -538,6 +543,12 @@ class Action(_EventType):
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
+        shell = obj.get("shell")
+        if shell is not None and shell not in ("bash", "powershell", "unknown"):
+            raise _bad(where + "shell", shell)
+        changes = obj.get("changes", [])
+        if not isinstance(changes, list) or not all(isinstance(c, dict) for c in changes):
+            raise _bad(where + "changes", changes)
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
@@ -547,7 +558,7 @@ class Action(_EventType):
             delegation_lifecycle_unproven=lifecycle_unproven,
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
-            command=obj.get("command"),
+            command=obj.get("command"), shell=shell, changes=changes,
         )
 
 
@@ -872,7 +883,8 @@ def _invalid_token(token: str) -> _DirectiveError:
 def _invalid_agents(token: str) -> _DirectiveError:
     return _DirectiveError(
         "INVALID_AGENT_LIMIT", token,
-        "`%s` needs a whole number from 0 to %d." % (token, MAX_SAFE_INTEGER))
+        "`%s` needs a whole number (0 or more, below 2^53); leave `agents=` out for no "
+        "limit." % token)
 
 
 def _agent_budget(token: str, value: str) -> int:
@@ -1251,16 +1263,24 @@ _LADDER_TEXT = (
 )
 
 
+def budget_text(budget: Any) -> str:
+    """An agent budget as a person reads it: the number, or `unlimited` for the
+    2**53 - 1 that stands for no limit (and for a damaged value, read the same way).
+    JSON for scripts keeps the number."""
+    if not _is_int(budget) or budget == MAX_SAFE_INTEGER:
+        return "unlimited"
+    return str(budget)
+
+
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
     """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
-    contract context (also used by `status`)."""
-    budget = contract.get("agentBudget")
-    if not _is_int(budget):
-        budget = MAX_SAFE_INTEGER
+    contract context (also used by `status`); an unlimited budget reads
+    `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
     files = "|".join(paths) if isinstance(paths, list) else "unbounded"
-    return "mode=%s; agents=%d/%d reserved%s; hash=%s; deps=%s; files=%s." % (
-        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved, budget,
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+        contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
+        budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
         contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
@@ -1309,8 +1329,10 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
 # Trust boundary (analysis.md 5.6): configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
-# aliases and functions defined earlier in a persistent shell) are not
-# seen here; commands that change them are reported as state_change.
+# aliases and functions defined earlier in a persistent shell, zsh options
+# and cdpath set in a startup file) are not seen here; commands that change
+# them are reported as state_change.  CDPATH in the hook's own environment
+# is seen: with it a bare `cd name` may lead anywhere.
 
 
 class ShellAnalysis(Record):
@@ -1381,16 +1403,28 @@ def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
 class _Give(Exception):
     """Raised anywhere inside the analyzer to stop with a non-read verdict."""
 
-    def __init__(self, reason: str, mut: str = "unknown") -> None:
+    def __init__(self, reason: str, mut: str = "unknown", why: Optional[tuple] = None) -> None:
         Exception.__init__(self, reason)
         self.reason = reason
         self.mut = mut
+        self.why = why   # see _V.why
+
+    def verdict(self) -> "_V":
+        v = _V(self.mut, self.reason)
+        v.why = self.why
+        return v
 
 
 class _V:
-    """Verdict of one simple command (or of a whole line once combined)."""
+    """Verdict of one simple command (or of a whole line once combined).
 
-    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque")
+    why names the part that made it a write or unknown, as a small tuple the
+    culprit text is made of on a deny, e.g. ("option", "-i") or ("writer",
+    "rm"); None where the reason and the command say enough.  It follows the
+    verdict that decides, like the reason.
+    """
+
+    __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1402,23 +1436,35 @@ class _V:
         self.dep = dep
         # Some write target could not be established (see ShellAnalysis.unknown_target).
         self.opaque = False
+        # How the command moves the shell it runs in (cd, pushd, eval...): a
+        # move of the drivers section ("to", folder), ("places", [...]) ... or None.
+        self.cd: Optional[Tuple[Any, ...]] = None
+        self.why: Optional[tuple] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
         if _RANK[other.mut] > _RANK[self.mut]:
-            self.mut, self.reason = other.mut, other.reason
-        elif other.mut == self.mut and self.reason is None:
-            self.reason = other.reason
+            self.mut, self.reason, self.why = other.mut, other.reason, other.why
+        elif other.mut == self.mut:
+            if self.reason is None:
+                self.reason = other.reason
+            if self.why is None:
+                self.why = other.why
         self.targets.extend(other.targets)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
         return self
 
-    def cap(self, reason: str) -> "_V":
+    def cap(self, reason: str, why: Optional[tuple] = None) -> "_V":
         """A wrapper we cannot see through: a write stays a write, a read becomes unknown."""
         if self.mut == "read":
-            self.mut, self.reason = "unknown", reason
+            self.mut, self.reason, self.why = "unknown", reason, why
+        return self
+
+    def blame(self, *why: Any) -> "_V":
+        """Name the part that decided (see `why`); returns self for chaining."""
+        self.why = why
         return self
 
 
@@ -1426,8 +1472,11 @@ def _an_read() -> _V:
     return _V()
 
 
-def _unknown(reason: str = "shell_command_unproven") -> _V:
-    return _V("unknown", reason)
+def _unknown(reason: str = "shell_command_unproven", *why: Any) -> _V:
+    v = _V("unknown", reason)
+    if why:
+        v.why = why
+    return v
 
 
 def _write(targets: Optional[List[str]] = None, reason: Optional[str] = None) -> _V:
@@ -1481,14 +1530,24 @@ _STDIN_ITEM = _W("\0", dyn=True, split=True, lead=False)  # what xargs/find feed
 
 
 class _Cmd:
-    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal")
+    """One simple command.  src[start:end] is its source text (with any
+    leading reserved word such as `then`), kept so that a denial can quote it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
+                 "attached", "zsh_drop")
+
+    def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
         self.assigns: List[Tuple[str, _W]] = []
         self.redirs: List[Tuple[str, Optional[_W]]] = []
         self.stdin: Optional[str] = None   # heredoc body
         self.stdin_literal = False         # the delimiter was quoted: no expansion in the body
+        self.src = src
+        self.start = self.end = start
+        # Redirections of a group, `( ... ) > f` or `$(< f)`: not a command of its own.
+        self.attached = False
+        # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
+        self.zsh_drop: List[_W] = []
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
@@ -1561,6 +1620,19 @@ def _ansi_c(body: str) -> str:
 
 
 # ------------------------------------------------------------ bash parser ----
+#
+# One reader for every POSIX shell a host may run a command in: bash, zsh
+# (the login shell on macOS, which Codex and Claude Code use) and sh (dash
+# on Debian and Ubuntu).  No event says which one runs, so a line is proven
+# read only when it reads in each.  Where zsh expands what bash leaves alone
+# ($~x globs a value, $=x splits it, $x[...] evaluates arithmetic that may
+# assign, `=cmd` looks up a path, `<1-9>` globs numbers, a bare `< f` runs
+# $READNULLCMD, `}` ends a group anywhere) the form is refused or read the
+# way that covers both; where dash differs ($'...' is `$` then a quoted
+# string, `a &> f` is `a &` then `> f`) the line is read a second time as
+# dash reads it.  zsh options a user turns on in a startup file
+# (EXTENDED_GLOB, GLOB_SUBST, SH_WORD_SPLIT...) are configuration, like
+# aliases: a line that turns one on itself is refused (setopt, emulate).
 
 _META = " \t\n;&|()<>"
 _RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
@@ -1654,10 +1726,15 @@ class _Bash:
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
-    collected flat in `items`; the line is read only if each one is.
+    collected flat in `items`; the line is read only if each one is.  Marks
+    between them keep the shape that decides where a command runs: the
+    separators `;` `&&` `||` `|` `&`, `(` `)` around a subshell, `$(` `$)`
+    around a substitution, and the reserved words { } ! if then elif else
+    fi while until for do done.  dash=True reads the line as dash does.
     """
 
-    def __init__(self, src: str, depth: int, work: Optional[List[int]] = None) -> None:
+    def __init__(self, src: str, depth: int, dash: bool = False,
+                 work: Optional[List[int]] = None) -> None:
         if depth > _MAX_DEPTH:
             raise _Give("analysis_limit")
         work = work if work is not None else [_MAX_WORK]
@@ -1667,7 +1744,8 @@ class _Bash:
         self.n = len(src)
         self.i = 0
         self.depth = depth
-        self.items: List[Any] = []   # _Cmd or a ready _V
+        self.dash = dash
+        self.items: List[Any] = []   # _Cmd, a ready _V, or a mark (a str)
         self.heredocs: List[Tuple[str, bool, bool, _Cmd]] = []
 
     # -- driver ---------------------------------------------------------
@@ -1680,7 +1758,7 @@ class _Bash:
     def _list(self, closer: Optional[str], nest: int) -> None:
         """Read commands until `closer` (')' or '`' handled by callers) or the end."""
         s, n = self.s, self.n
-        cmd = _Cmd()
+        cmd = _Cmd(s, self.i)
         need_cmd = False      # after | && || a command must follow
         had_cmd = False       # something since the last separator
         at_start = True       # next word is in command position
@@ -1702,35 +1780,49 @@ class _Bash:
                     self.i += 1
                 continue
             if c == "\n":
-                self.i += 1
                 self._finish(cmd)
-                cmd = _Cmd()
+                self.i += 1
+                cmd = _Cmd(s, self.i)
                 self._read_heredocs()
+                if not need_cmd:
+                    self.items.append(";")
                 had_cmd = had_cmd and need_cmd
                 at_start = True
                 continue
             if c == ")":
                 if closer != ")" or need_cmd:
                     raise _Give("shell_syntax_unproven")
-                self.i += 1
                 self._finish(cmd)
+                self.i += 1
                 return
             if c == "(":
-                if not cmd.empty() or not at_start:
+                if not cmd.empty() or not at_start or cmd.attached:
                     raise _Give("shell_syntax_unproven")
                 if s.startswith("((", self.i):
                     raise _Give("shell_syntax_unproven")
                 if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
                     raise _Give("analysis_limit")
                 self.i += 1
+                start = len(self.items)
+                self.items.append("(")
                 self._list(")", nest + 1)
+                if len(self.items) == start + 1:
+                    # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
+                    raise _Give("shell_syntax_unproven")
+                self.items.append(")")
                 # Redirections may follow the group; words may not.
-                cmd = _Cmd()
+                cmd = _Cmd(s, self.i)
+                cmd.attached = True
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
             if c in ";&|":
+                end = self.i
                 op = self._operator()
+                if op in ("&>", "&>>") and self.dash:
+                    # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
+                    self.i -= len(op) - 1
+                    op = "&"
                 if op in ("&>", "&>>"):
                     self._redirection(cmd, op)
                     at_start = False
@@ -1739,8 +1831,9 @@ class _Bash:
                     raise _Give("shell_syntax_unproven")
                 if cmd.empty() and not had_cmd:
                     raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
-                cmd = _Cmd()
+                self._finish(cmd, end)
+                self.items.append("|" if op == "|&" else op)
+                cmd = _Cmd(s, self.i)
                 had_cmd = False
                 need_cmd = op in ("|", "||", "&&", "|&")
                 at_start = True
@@ -1750,6 +1843,15 @@ class _Bash:
                 self._redirection(cmd, op)
                 at_start = False
                 continue
+            if cmd.attached:
+                # After `)`, `}`, `fi` or `done` only a redirection, a separator or
+                # a reserved word may follow: `(ls) rm x` is no command.
+                save = self.i
+                word = self._word()
+                if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
+                    raise _Give("shell_syntax_unproven")
+                self.i = save
+                at_start = True
             if at_start:
                 name = self._assignment_name()
                 if name is not None:
@@ -1771,16 +1873,24 @@ class _Bash:
                 if text in _RESERVED_SKIP:
                     if not cmd.empty():
                         raise _Give("shell_syntax_unproven")
+                    self.items.append(text)
                     had_cmd = text in ("}", "fi", "done")
                     need_cmd = text in ("!", "if", "then", "elif", "else", "do", "while",
                                         "until", "{")
+                    # Redirections after `}`, `fi` or `done` belong to the whole construct.
+                    cmd.attached = had_cmd
                     continue
                 if text in _RESERVED_REFUSE:
                     raise _Give("shell_syntax_unproven")
                 if text == "for":
+                    self.items.append("for")
                     self._for_header()
                     need_cmd, had_cmd = False, True
                     continue
+            elif word.text == "}" and not word.quoted:
+                # zsh ends a group at a lone `}` anywhere on the line, where bash
+                # sees an argument: `{ ls } always { rm x }` runs rm in zsh.
+                raise _Give("shell_syntax_unproven")
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
@@ -1798,9 +1908,12 @@ class _Bash:
             return name
         return None
 
-    def _finish(self, cmd: _Cmd) -> None:
+    def _finish(self, cmd: _Cmd, end: int = -1) -> None:
         if not cmd.empty():
             _spend(self.work, _COMMAND_WORK)
+            if self.dash and not cmd.words:
+                cmd.attached = True   # dash runs no program for a bare redirection
+            cmd.end = self.i if end < 0 else end
             self.items.append(cmd)
 
     def _operator(self) -> str:
@@ -1824,6 +1937,18 @@ class _Bash:
             j += 1
         fd = s[self.i:j]
         self.i = j
+        if s.startswith("<", j):
+            k = j + 1
+            while k < self.n and s[k].isdigit():
+                k += 1
+            if s.startswith("-", k):
+                k += 1
+                while k < self.n and s[k].isdigit():
+                    k += 1
+                if s.startswith(">", k):
+                    # zsh globs `<1-9>` (and `<->`) for numbered files where bash
+                    # reads `< 1-9` and writes `> ...`: `uniq a <-> /dev/null`.
+                    raise _Give("shell_syntax_unproven")
         for op in ("<<<", "<<-", "<<", "<>", "<&", "<(", "<", ">>", ">|", ">&", ">(", ">"):
             if s.startswith(op, self.i):
                 if op in ("<(", ">("):
@@ -1839,11 +1964,13 @@ class _Bash:
         fd, _, kind = op.rpartition("\x01")
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
+            start = self.i - 1
             self.i += 1
-            self._nested(")")
+            self._nested(")", "$(")
             if kind == ">":
                 # The inner commands are collected; what they do with the data is unproven.
-                self.items.append(_unknown("shell_syntax_unproven"))
+                self.items.append(_unknown("shell_syntax_unproven", "procsub",
+                                           self.s[start:self.i]))
             cmd.words.append(_W("/dev/fd/63", dyn=True, lead=True))
             return
         while self.i < self.n and self.s[self.i] in " \t":
@@ -1851,9 +1978,11 @@ class _Bash:
         if self.s.startswith(("<(", ">("), self.i):
             # Output into a process substitution: the inner commands are
             # collected; what they do with the data is not proven.
+            start = self.i
             self.i += 2
-            self._nested(")")
-            self.items.append(_unknown("shell_syntax_unproven"))
+            self._nested(")", "$(")
+            self.items.append(_unknown("shell_syntax_unproven", "procsub",
+                                       self.s[start:self.i]))
             return
         if kind in ("<<", "<<-"):
             word = self._word()
@@ -1862,10 +1991,35 @@ class _Bash:
             self.heredocs.append((word.text, word.quoted, kind == "<<-", cmd))
             cmd.redirs.append((fd + kind, None))
             return
+        if kind in (">", ">>", ">&", "&>", "&>>") and self.s.startswith("!", self.i):
+            self._clobber(cmd, fd + kind)
+            return
         if self.i >= self.n or self.s[self.i] in _META:
             raise _Give("shell_syntax_unproven")
         word = self._word()
         cmd.redirs.append((fd + kind, word))
+
+    def _clobber(self, cmd: _Cmd, op: str) -> None:
+        """`>! f`, `>>! f`, `>&! f`: zsh writes f (the `!` overrides noclobber);
+        bash and dash write a file named `!` and pass f to the command.  Both
+        targets are kept, and the command is judged with and without f."""
+        self.i += 1
+        if self.i < self.n and self.s[self.i] not in _META:
+            word = self._word()                       # `>!f`: bash writes `!f`
+            bang = _W("!" + word.text, dyn=word.dyn, split=word.split, glob=word.glob,
+                      quoted=word.quoted)
+            cmd.redirs.append((op, bang))
+            cmd.redirs.append((op, word))
+            return
+        cmd.redirs.append((op, _lit("!")))
+        while self.i < self.n and self.s[self.i] in " \t":
+            self.i += 1
+        if self.i >= self.n or self.s[self.i] in _META:
+            return
+        word = self._word()
+        cmd.redirs.append((op, word))
+        cmd.words.append(word)
+        cmd.zsh_drop.append(word)
 
     def _read_heredocs(self) -> None:
         """Consume pending heredoc bodies after a newline; bodies are data, never commands."""
@@ -1875,7 +2029,7 @@ class _Bash:
             body: List[str] = []
             while True:
                 if self.i >= self.n:
-                    raise _Give("shell_syntax_unproven")
+                    raise _Give("shell_syntax_unproven", why=("heredoc_open", delim))
                 end = s.find("\n", self.i)
                 if end < 0:
                     end = self.n
@@ -1888,7 +2042,12 @@ class _Bash:
                                    or line.endswith("\\")):
                     # A trailing backslash joins the next line in an unquoted body:
                     # `$\` then `(cmd)` is a command substitution.
-                    raise _Give("shell_syntax_unproven")
+                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
+                if not quoted and "$" in line and _an_rx(
+                        "hdsub", r"\$(#?[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])\[").search(line):
+                    # zsh expands $f[PATH=5] in the body too, as arithmetic that
+                    # assigns, in this shell when the command is a builtin.
+                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
                 body.append(check)
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
             # (an unquoted body keeps its $name text: intents do not depend on values).
@@ -1922,9 +2081,13 @@ class _Bash:
                 return
             if s[self.i] in _META:
                 raise _Give("shell_syntax_unproven")
-            self._word()  # the list; nested substitutions are collected as commands
+            item = self._word()  # the list; nested substitutions are collected as commands
+            if item.text == "}" and not item.quoted:
+                raise _Give("shell_syntax_unproven")   # zsh: the end of a group
 
-    def _nested(self, closer: str) -> None:
+    def _nested(self, closer: str, mark: str) -> None:
+        """A substitution's commands, between the marks `$(` and `$)`: they run
+        in a shell of their own, so a `cd` inside stays inside."""
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
         if self.heredocs:
@@ -1934,10 +2097,21 @@ class _Bash:
             raise _Give("shell_syntax_unproven")
         _spend(self.work, _COMMAND_WORK)
         self.depth += 1
+        start = len(self.items)
+        self.items.append(mark)
         try:
             self._list(closer, 0)
         finally:
             self.depth -= 1
+        self._close_substitution(start)
+
+    def _close_substitution(self, start: int) -> None:
+        body = [x for x in self.items[start + 1:] if x != ";"]
+        if len(body) == 1 and isinstance(body[0], _Cmd) and not body[0].words \
+                and not body[0].assigns and len(body[0].redirs) == 1 \
+                and body[0].redirs[0][0].lstrip("0123456789") == "<":
+            body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
+        self.items.append("$)")
 
     # -- words ------------------------------------------------------------
     def _word(self) -> _W:
@@ -1958,6 +2132,10 @@ class _Bash:
             if lead is None:
                 lead = is_literal and ch != "-"
 
+        # zsh replaces a word that starts with an unquoted `=cmd` by the path
+        # of cmd (`==x` and a lone `=` fail or stay as they are).
+        equals = s.startswith("=", self.i) and self.i + 1 < n \
+            and s[self.i + 1] not in _META and s[self.i + 1] != "="
         while self.i < n:
             if self.i > affordable:
                 raise _Give("analysis_limit")
@@ -1993,6 +2171,11 @@ class _Bash:
                 continue
             if c == "$":
                 nxt = s[self.i + 1] if self.i + 1 < n else ""
+                if nxt == "'" and self.dash:
+                    first(True, "$")        # dash: a plain `$`, then a quoted string
+                    out.append("$")
+                    self.i += 1
+                    continue
                 if nxt == "'":
                     end = self.i + 2
                     while end < n and s[end] != "'":
@@ -2053,6 +2236,9 @@ class _Bash:
                 continue
             if c in "+@!" and self.i + 1 < n and s[self.i + 1] == "(":
                 raise _Give("shell_syntax_unproven")  # extglob
+            if c == "~" and s.startswith("~[", self.i):
+                # zsh's dynamic named directory: ~[name] calls a shell function.
+                raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
             first(True, c)
@@ -2068,7 +2254,7 @@ class _Bash:
         if lead is None:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
-        return _W(text, dyn=dyn, split=split, glob=glob, lead=lead, quoted=quoted)
+        return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted)
 
     def _dquote(self, out: List[str], first: Callable[[bool, str], None]) -> bool:
         """Inside "...": only $, backtick and backslash are special."""
@@ -2121,28 +2307,39 @@ class _Bash:
                 self.i = end + 2
                 return True
             self.i = i + 2
-            self._nested(")")
+            self._nested(")", "$(")
             return True
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
             if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
-                    or not _param_safe(body):
+                    or body[0] in "^+" or not _param_safe(body):
+                # ${^x} and ${+x} are zsh's (array product, is-set); bash refuses them
                 raise _Give("shell_syntax_unproven")
             self.i = end + 1
             return True
-        if nxt == "[":
+        if nxt == "[" or (nxt and nxt in "~=^+"):
+            # zsh: $~x globs the value (a glob qualifier in it runs code), $=x
+            # splits it, $^x and $+x too; bash prints these as text.
             raise _Give("shell_syntax_unproven")
+        j = i + 1
         if nxt and (nxt in _NAME_START):
-            j = i + 1
             while j < n and s[j] in _NAME_CHARS:
                 j += 1
-            self.i = j
-            return True
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i = i + 2
-            return True
-        return False
+        elif nxt == "#" and i + 2 < n and s[i + 2] in _NAME_START:
+            j = i + 2                # zsh: $#name is the length of name
+            while j < n and s[j] in _NAME_CHARS:
+                j += 1
+        elif nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            j = i + 2
+        else:
+            return False
+        if s.startswith("[", j):
+            # zsh reads $name[...] as a subscript, evaluated as arithmetic that
+            # may assign: `echo $f[PATH=.]` sets PATH.  bash sees a glob.
+            raise _Give("shell_syntax_unproven")
+        self.i = j
+        return True
 
     def _backtick(self) -> None:
         end = self.s.find("`", self.i + 1)
@@ -2152,9 +2349,12 @@ class _Bash:
         if "\\" in body:
             raise _Give("shell_syntax_unproven")
         self.i = end + 1
-        sub = _Bash(body, self.depth + 1, self.work)
+        sub = _Bash(body, self.depth + 1, self.dash, self.work)
         sub.items = self.items
+        start = len(self.items)
+        self.items.append("$(")
         sub.parse()
+        self._close_substitution(start)
 
 
 # ---------------------------------------------------------- classification ----
@@ -2163,20 +2363,91 @@ _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3); anything else
-# (GIT_*, LESSOPEN, LD_PRELOAD, PATH...) can change what a program does.
+# Prefix assignments that only change presentation (5.3).
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
 _SAFE_PAGERS = frozenset(("cat", ""))
 
+# Variables that make a program run or load other code, read other
+# configuration, or write somewhere: a prefix assignment of one of these
+# (exact, or a prefix ending in *) leaves the command unproven.  The phrase
+# is what a denial says (%s: the program).  Families whose members nobody
+# has listed one by one are refused whole: when unsure, refuse.
+_ENV_WHY: Tuple[Tuple[str, str], ...] = (
+    ("LD_*", "makes %s load other code"), ("DYLD_*", "makes %s load other code"),
+    ("GCONV_PATH", "makes %s load other code"), ("GLIBC_TUNABLES", "changes how %s loads"),
+    ("MALLOC_*", "changes how %s runs"),
+    ("BASH_ENV", "makes a shell run a script first"), ("ENV", "makes a shell run a script first"),
+    ("BASH_*", "changes how a shell runs"), ("SHELLOPTS", "changes how a shell runs"),
+    ("BASHOPTS", "changes how a shell runs"), ("ZDOTDIR", "makes zsh read other startup files"),
+    ("PS4", "runs code when a shell traces"), ("PROMPT_COMMAND", "runs code at each prompt"),
+    ("PS1", "sets a prompt a shell may expand"), ("PS2", "sets a prompt a shell may expand"),
+    ("PS3", "sets a prompt a shell may expand"), ("PROMPT*", "sets a prompt a shell may expand"),
+    ("RPROMPT*", "sets a prompt a shell may expand"), ("RPS*", "sets a prompt a shell may expand"),
+    ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
+    ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
+    ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
+    ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
+    ("GIT_*", "changes what git reads, runs or writes"),
+    ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
+    ("EDITOR", "names an editor %s may run"), ("VISUAL", "names an editor %s may run"),
+    ("LESS*", "changes what less runs"), ("BROWSER", "names a program %s may run"),
+    ("PYTHON*", "changes what Python loads or runs"), ("NODE_*", "changes what Node loads or runs"),
+    ("NPM_*", "changes npm's configuration"), ("YARN_*", "changes yarn's configuration"),
+    ("PNPM_*", "changes pnpm's configuration"), ("BUN_*", "changes bun's configuration"),
+    ("PERL*", "changes what Perl loads or runs"), ("RUBY*", "changes what Ruby loads or runs"),
+    ("GEM_*", "changes where Ruby gems come from"), ("BUNDLE_*", "changes bundler's setup"),
+    ("JAVA*", "loads options into Java"), ("_JAVA_OPTIONS", "loads options into Java"),
+    ("JDK_JAVA_OPTIONS", "loads options into Java"), ("GO*", "changes which Go toolchain runs"),
+    ("CGO_*", "changes what Go compiles with"), ("CARGO*", "changes cargo's setup"),
+    ("RUST*", "changes how Rust tools run"), ("PIP_*", "changes pip's configuration"),
+    ("UV_*", "changes uv's configuration"), ("POETRY_*", "changes poetry's configuration"),
+    ("CONDA*", "changes conda's setup"), ("VIRTUAL_ENV", "changes which Python runs"),
+    ("DOTNET_*", "changes .NET's setup"), ("NUGET_*", "changes .NET's setup"),
+    ("COMPOSER*", "changes composer's setup"), ("SSH_*", "changes what ssh runs"),
+    ("GNUPG*", "points gpg at other configuration"), ("GPG_*", "changes what gpg runs"),
+    ("DOCKER_*", "points docker elsewhere"), ("KUBE*", "points kubectl at other configuration"),
+    ("HELM_*", "changes helm's setup"), ("AWS_*", "changes the cloud account used"),
+    ("TF_*", "changes terraform's setup"), ("TERMINFO*", "points %s at other terminal data"),
+    ("TERMCAP", "points %s at other terminal data"), ("GZIP", "passes options to gzip"),
+    ("BZIP*", "passes options to bzip2"), ("XZ_*", "passes options to xz"),
+    ("ZSTD_*", "passes options to zstd"), ("CC", "names the compiler %s runs"),
+    ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
+    ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
+    ("OPENSSL_*", "makes openssl load other modules"), ("SUDO_*", "changes what sudo runs"),
+    ("NULLCMD", "names a program zsh runs"), ("READNULLCMD", "names a program zsh runs"),
+    ("STTY", "makes zsh run stty"), ("SSLKEYLOGFILE", "makes %s write its TLS keys to a file"),
+)
+# Parts of a name that suggest a program reads it to find code, configuration
+# or an output file: unsure, so refused.
+_ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMAND", "EXEC",
+                    "PROG", "HOOK", "PLUGIN", "PRELOAD", "LIB", "EDITOR", "PAGER", "SHELL",
+                    "ASKPASS", "PROXY", "TRACE", "LOG", "HIST", "FILE", "RC", "ENV", "RSH",
+                    "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
+                    "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
+                    "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+
+
+def _env_risky(upper: str) -> bool:
+    for pattern, _ in _ENV_WHY:
+        if upper == pattern or (pattern.endswith("*") and upper.startswith(pattern[:-1])):
+            return True
+    return upper.startswith("_") or any(part in upper for part in _ENV_RISKY_PARTS)
+
 
 def _env_ok(name: str, value: _W) -> bool:
+    """Whether `NAME=value cmd` judges like `cmd`: the variable only changes
+    presentation, or no program is known to read it (FOO=1, CI=true).  Names
+    that run code, point at configuration or look like they might are refused."""
     if name.startswith("LC_") or name in _SAFE_ENV:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
-    return False
+    if name != name.upper() and not _plain_var(name):
+        return False
+    return not _env_risky(name.upper())
 
 
 def _program_name(word: _W) -> Optional[str]:
@@ -2194,39 +2465,53 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    """Where a command is read: nesting depth, shell, and the work left (see _spend)."""
+    """Where the analysis is: nesting depth, shell, the work left (see
+    _spend; shared by every reading of one line), and (only when a denial is
+    being explained) `seen`, the list every judged piece is added to as
+    (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    __slots__ = ("depth", "shell", "work")
+    __slots__ = ("depth", "shell", "seen", "work")
 
-    def __init__(self, depth: int, shell: str, work: Optional[List[int]] = None) -> None:
+    def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
+                 work: Optional[List[int]] = None) -> None:
         self.depth = depth
         self.shell = shell
+        self.seen = seen
         self.work = work if work is not None else [_MAX_WORK]
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell, self.work)
+        return _Ctx(self.depth + 1, self.shell, self.seen, self.work)
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _V()
     for op, target in cmd.redirs:
         v.join(_redir_verdict(op, target))
-    env_capped = False
+    env_capped: Optional[str] = None
     for name, value in cmd.assigns:
-        if not _env_ok(name, value):
-            env_capped = True
+        if env_capped is None and not _env_ok(name, value):
+            env_capped = name
     if not cmd.words:
         if cmd.assigns:
-            return v.join(_unknown("state_change"))
+            return v.join(_unknown("state_change", "assign", cmd.assigns[0][0]))
+        if not cmd.attached:
+            # A redirection with no command: zsh runs $NULLCMD (cat) for it,
+            # or for an input alone $READNULLCMD (a pager, `more`).
+            v.join(_unknown("shell_syntax_unproven", "zsh",
+                            cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
-    if cmd.stdin is not None:
+    if cmd.zsh_drop:
+        # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
+        inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
+    if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
-    if env_capped:
-        inner.cap("state_change")
+    if env_capped is not None:
+        inner.cap("state_change", ("env", env_capped))
     v.join(inner)
+    v.cd = inner.cd
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
         for t in v.targets:
@@ -2249,18 +2534,43 @@ _STDIN_CODE = {"python": "x.py", "python3": "x.py", "node": "x.js", "ruby": "x.r
                "php": "x.php", "deno": "x.ts", "bun": "x.js"}
 
 
+def _stdin_body(cmd: _Cmd) -> Optional[str]:
+    """What the program reads on stdin when one here-document or here-string
+    gives it, and nothing else redirects stdin; else None."""
+    given = [(op, w) for op, w in cmd.redirs
+             if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
+    if len(given) != 1:
+        return None   # none, or a later `< file` that replaces the here-document
+    op, word = given[0]
+    kind = op.lstrip("0123456789")
+    if kind in ("<<", "<<-"):
+        return cmd.stdin
+    if kind == "<<<" and word is not None and word.static:
+        return word.text + "\n"
+    return None
+
+
 def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     """A heredoc fed to a shell is a script we can read; fed to an interpreter, code to scan."""
     name = _cmd_name(cmd)
     body = cmd.stdin or ""
-    if name in _STDIN_SHELLS and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu",
-                                                             "-ex", "-eux", "-")
-                                     for w in cmd.words[1:]):
+    if verdict.why and verdict.why[0] == "pystdin":
+        code = _stdin_body(cmd)
+        literal = cmd.stdin_literal or cmd.stdin is None
+        if code is None or not (literal or ("$" not in code and "\\" not in code
+                                            and "`" not in code)):
+            return verdict
+        return _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+    if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
+            and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
+                    for w in cmd.words[1:]):
         if not cmd.stdin_literal and ("$" in body or "\\" in body):
             # The body is expanded before the shell reads it: `\\` becomes `\`,
             # so `ls \\\; rm x` reaches the shell as `ls \\; rm x`.
             return verdict
-        return _analyze_bash(body, ctx.deeper())
+        script = _analyze_bash(body, ctx.deeper())
+        script.cd = None      # a shell of its own: its cd stays there
+        return script
     if name in _STDIN_CODE:
         verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
     return verdict
@@ -2326,7 +2636,7 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
     targets = [target.text] if target.static else []
-    return _write(targets, "shell_redirection")
+    return _write(targets, "shell_redirection").blame("redir", op, target.text)
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -2350,11 +2660,50 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 }
 
 
+# Programs that print their help for a lone `--help`, and their version for a
+# lone `--version`, and exit without doing anything else.  Only the lone word
+# counts: beside other arguments `POSIXLY_CORRECT` ends the options at the
+# first operand (`rm x --help` removes x), and an option may take the next
+# word as its value (`cp -t --help x`).  Left out: tools whose help loads the
+# project's own code or config (pytest loads conftest.py, mvn and gradle read
+# JVM options from the project) and those whose help runs a pager (aws).
+_HELP_PROGRAMS = frozenset((
+    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
+    "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
+    "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
+    "xargs", "env", "nice", "timeout", "nohup", "stdbuf", "sudo", "bash", "zsh",
+    "python", "python3", "node", "ruby", "deno", "make", "cmake", "cargo", "rustup", "rustc",
+    "pip", "pip3", "uv", "docker", "kubectl", "helm", "terraform", "gh", "systemctl",
+    "journalctl", "apt", "apt-get", "ssh", "scp", "sftp", "date", "hostname", "tree", "file",
+    "npm", "go",
+))
+# Programs whose -h is no option at all: they print their usage and stop.
+_HELP_SHORT = frozenset(("scp", "sftp", "ssh"))
+
+
+def _help_only(name: str, args: List[_W]) -> bool:
+    """`prog --help`, `prog --version` (and `scp -h`) alone, for a program of _HELP_PROGRAMS."""
+    if len(args) != 1 or name not in _HELP_PROGRAMS or not args[0].static:
+        return False
+    word = args[0].text
+    return word in ("--help", "--version") or (word == "-h" and name in _HELP_SHORT)
+
+
 def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].static and (
             args[0].text == "--version" or args[0].text in _VERSION_WORDS.get(name, ())):
         return _an_read()
     return _unknown()
+
+
+# Commands that run inside the shell itself, so that a folder change they
+# make (cd, pushd, a sourced file...) stays for the commands after them.
+# Any other program runs in a process of its own: `env cd x`, `xargs cd`
+# and `bash -c 'cd x'` leave the shell where it was.
+_SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", "eval", "trap",
+                         "emulate", "fc", "r", "command", "builtin", "exec", "time", "noglob",
+                         "nocorrect", "-"))
 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
@@ -2363,17 +2712,30 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     name = _program_name(words[0])
     if name is None:
         if words[0].static and words[0].text.lower().endswith(("/rm", "/rmdir", "/mv", "/cp")):
-            return _write()
-        return _unknown("shell_command_unproven" if words[0].static else "shell_syntax_unproven")
+            return _write().blame("writer", words[0].text)
+        if words[0].static:
+            return _unknown("shell_command_unproven", "path", words[0].text)
+        # `$c x` may run any builtin, cd among them.
+        return _runs_here(_unknown("shell_syntax_unproven", "dynamic"))
+    if name == "r" and words[0].text == "r":
+        # zsh's `r` repeats the last command (fc -e -); R's interpreter is `R`.
+        return _runs_here(_unknown("shell_command_unproven", "zsh", "r", "rerun"))
     handler = _PROGRAMS.get(name)
     args = words[1:]
-    if any(w.text and w.text[0] in _UNICODE_DASHES for w in args):
-        return _unknown()   # looks like an option to a reader, is not one to the program
+    if len(args) == 1 and _help_only(name, args):
+        return _an_read()
+    for w in args:
+        if w.text and w.text[0] in _UNICODE_DASHES:
+            # looks like an option to a reader, is not one to the program
+            return _unknown("shell_command_unproven", "dash", w.text)
     if handler is None:
         if name in _WRITERS:
-            return _write(_writer_targets(name, args))
-        return _unknown()
-    return handler(name, args, ctx)
+            return _write(_writer_targets(name, args)).blame("writer", name)
+        return _unknown("shell_command_unproven", "unlisted", name)
+    v = handler(name, args, ctx)
+    if v.cd is not None and name not in _SHELL_HERE:
+        v.cd = None
+    return v
 
 
 # ------------------------------------------------------- generic options ----
@@ -2417,7 +2779,7 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
             operands.append(w)
             continue
         if w.opaque:
-            return _unknown("shell_syntax_unproven"), operands, seen
+            return _unknown("shell_syntax_unproven", "opaque", w.text), operands, seen
         t = w.text
         if t == "--":
             dd = True
@@ -2430,16 +2792,16 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(spec, key)
             if canon is None:
-                return _unknown(), operands, seen
+                return _unknown("shell_command_unproven", "option", t), operands, seen
             arity = spec.long[canon]
             value: Optional[_W] = None
             if eq:
                 if arity == 0:
-                    return _unknown(), operands, seen
+                    return _unknown("shell_command_unproven", "option", t), operands, seen
                 value = _lit(val)
             elif arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing"), operands, seen
+                    return _unknown("option_value_missing", "option", t), operands, seen
                 value = args[i]
                 i += 1
             seen.append((canon, value))
@@ -2455,10 +2817,10 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
                     seen.append((ch, args[i]))
                     i += 1
                 else:
-                    return _unknown("option_value_missing"), operands, seen
+                    return _unknown("option_value_missing", "option", t), operands, seen
                 break
             if ch not in spec.short:
-                return _unknown(), operands, seen
+                return _unknown("shell_command_unproven", "option", t), operands, seen
             seen.append((ch, None))
             j += 1
     return None, operands, seen
@@ -2474,6 +2836,7 @@ def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optiona
             v = _write([value.text] if value is not None and value.static else [])
         else:
             v = _unknown("shell_execution_option")
+        v.why = ("spec", opt, value.text if value is not None else None, effect)
         out = v if out is None else out.join(v)
     return out
 
@@ -2506,6 +2869,18 @@ def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _V(hash_=name in _HASH_PROGRAMS)
 
 
+def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """GNU stat only prints; zsh's stat builtin (zmodload zsh/stat) assigns
+    an array with -A NAME or a hash with -H NAME, options GNU stat lacks."""
+    for w in args:
+        if w.text == "--":
+            break
+        if w.static and w.text.startswith("-") and not w.text.startswith("--") \
+                and ("A" in w.text or "H" in w.text):
+            return _unknown("state_change")
+    return _an_read()
+
+
 def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
     """Inert but for long options that run a program (nm --plugin loads a
     shared object, diff3 --diff-program runs one); getopt takes any unique
@@ -2518,7 +2893,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 break
             key = w.text[2:].split("=", 1)[0] if w.text.startswith("--") else ""
             if key and any(option.startswith(key) for option in running):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", w.text)
         return _inert(name, args, ctx)
     return handler
 
@@ -2671,7 +3046,8 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    capped = False
+    capped: Optional[str] = None
+    folders: List[_W] = []
     i = 0
     while i < len(args):
         w = args[i]
@@ -2681,8 +3057,13 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-i", "--ignore-environment", "-0", "--null", "-"):
             i += 1
         elif t in ("-u", "--unset", "-C", "--chdir"):
+            if t in ("-C", "--chdir") and i + 1 < len(args):
+                folders.append(args[i + 1])
             i += 2
         elif t.startswith(("--unset=", "--chdir=")) or (t.startswith(("-u", "-C")) and len(t) > 2):
+            if t.startswith(("--chdir=", "-C")):
+                folders.append(_lit(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+                               if w.static else _W("\0", dyn=True))
             i += 1
         elif t == "--":
             i += 1
@@ -2691,16 +3072,68 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _unknown()
         elif "=" in t and _is_name(t.split("=", 1)[0]):
             key, _, val = t.partition("=")
-            if not _env_ok(key, _lit(val)):
-                capped = True
+            if capped is None and not _env_ok(key, _lit(val)):
+                capped = key
             i += 1
         else:
             break
     rest = args[i:]
     if not rest:
         return _an_read()
-    v = _payload(rest, ctx)
-    return v.cap("state_change") if capped else v
+    v = _in_dir(_payload(rest, ctx), folders)
+    return v.cap("state_change", ("env", capped)) if capped else v
+
+
+def _in_dir(v: _V, folders: List[_W]) -> _V:
+    """Targets of a program that first moves to `folders`, one after the
+    other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
+    expansion among them leaves the folder unknown."""
+    if not folders or not v.targets:
+        return v
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
+        elif prefix is None:
+            v.opaque = True
+        else:
+            placed.append(_cd_join(prefix, t)[0] or t)
+    v.targets = placed
+    return v
+
+
+def _wrapper_option(opts: List[_W], short: str, long: str, valued: str) -> List[_W]:
+    """Every value of a wrapper's option (`-D dir`, `-Ddir`, `--chdir=dir`,
+    `--chdir dir`) among the option words before its payload; `valued` are
+    the letters that take a value, which ends a cluster."""
+    found: List[_W] = []
+    i = 0
+    while i < len(opts):
+        w = opts[i]
+        t = w.text
+        i += 1
+        if t == long:
+            if i < len(opts):
+                found.append(opts[i])
+                i += 1
+        elif t.startswith(long + "="):
+            found.append(_lit(t[len(long) + 1:]) if w.static else _W("\0", dyn=True))
+        elif t.startswith("-") and not t.startswith("--"):
+            for k in range(1, len(t)):
+                if t[k] in valued:
+                    value = t[k + 1:]
+                    if t[k] == short:
+                        if value:
+                            found.append(_lit(value) if w.static else _W("\0", dyn=True))
+                        elif i < len(opts):
+                            found.append(opts[i])
+                    if not value:
+                        i += 1
+                    break
+    return found
 
 
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2783,14 +3216,22 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     code = args[i]
     if not code.static:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven", "dyncode", name)
     return _analyze_bash(code.text, ctx.deeper())
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """eval runs its text in this shell: a cd inside moves the commands after it."""
     if not all(w.static for w in args):
-        return _unknown("shell_syntax_unproven")
+        return _runs_here(_unknown("shell_syntax_unproven", "dyncode", name))
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
+
+
+def _runs_here(v: _V) -> _V:
+    """A verdict for code run in this very shell that cannot be seen: after
+    it the shell may be in any folder."""
+    v.cd = ("any",)
+    return v
 
 
 def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -2838,7 +3279,8 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                long_flags=("--preserve-env", "--non-interactive"))
     if start is None or start >= len(args):
         return _unknown()
-    return _payload(args[start:], ctx).cap("shell_command_unproven")
+    folders = _wrapper_option(args[:start], "D", "--chdir", "ugCDhprtT")
+    return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
 # ----------------------------------------------------------------- git ----
@@ -2929,7 +3371,7 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
         w = args[i]
         i += 1
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
@@ -2940,16 +3382,16 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
             if key in deny:
                 if deny[key] == "write":
                     value = val if eq else (args[i].text if i < n else "")
-                    return _write([value] if value else [], "git_output_file")
-                return _unknown("shell_execution_option")
+                    return _write([value] if value else [], "git_output_file").blame("option", t)
+                return _unknown("shell_execution_option", "option", t)
             arity = longs.get(key)
             if arity is None:
-                return _unknown("git_arguments_unproven")
+                return _unknown("git_arguments_unproven", "option", t)
             if eq and arity == 0:
-                return _unknown("git_arguments_unproven")
+                return _unknown("git_arguments_unproven", "option", t)
             if not eq and arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 value_w = args[i]
                 i += 1
                 if value_w.opaque:
@@ -2961,13 +3403,13 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
             continue
         ch = t[1]
         if ch in short_deny:
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "option", t)
         if ch in short_val:
             if len(t) == 2 or (ch == "n" and not t[2:].isdigit() and len(t) > 2):
                 if len(t) > 2:
-                    return _unknown("git_arguments_unproven")
+                    return _unknown("git_arguments_unproven", "option", t)
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 value_w = args[i]
                 i += 1
                 if value_w.opaque:
@@ -2978,7 +3420,7 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
                         return again
             continue
         if not _git_short_ok(t, flags, num):
-            return _unknown("git_arguments_unproven")
+            return _unknown("git_arguments_unproven", "option", t)
     # Words after '--' are pathspecs and revisions: data only.
     return result
 
@@ -3246,6 +3688,12 @@ _GIT_READ_ACTIONS = {
 }
 
 
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_LONG)
+                   | frozenset(_GIT_READ_ACTIONS)
+                   | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
+                                "archive", "symbolic-ref", "help")))
+
+
 def _git_action(sub: str, args: List[_W]) -> _V:
     reads, writes = _GIT_READ_ACTIONS[sub]
     if sub == "remote":
@@ -3361,8 +3809,75 @@ def _format_patch_stdout(head: List[_W]) -> bool:
     return False
 
 
+# `git help` options that only print (-w opens a browser, -i runs info: left out).
+_GIT_HELP_FLAGS = frozenset(("-a", "--all", "-g", "--guides", "-c", "--config", "-m", "--man",
+                             "--user-interfaces", "--developer-interfaces", "--verbose",
+                             "--no-external-commands", "--no-aliases"))
+
+# Subcommands whose -n/--dry-run only shows what they would do:
+# sub -> (short flags in a cluster, long flags, options that take a value).
+_GIT_DRY_RUNS: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
+    "clean": ("ndxXqf", ("--dry-run", "--quiet", "--force"), ("-e", "--exclude")),
+    "add": ("nvfAu", ("--dry-run", "--verbose", "--force", "--all", "--update", "--no-all",
+                      "--ignore-removal", "--no-ignore-removal", "--ignore-errors",
+                      "--ignore-missing", "--sparse"), ()),
+    "rm": ("nrfq", ("--dry-run", "--cached", "--quiet", "--force", "--ignore-unmatch",
+                    "--sparse"), ()),
+    "mv": ("nfkv", ("--dry-run", "--force", "--verbose", "--sparse"), ()),
+}
+
+
+def _git_help(args: List[_W]) -> _V:
+    """`git help [name]` prints or shows a manual page, like `git log` shows its pager."""
+    names = 0
+    for w in args:
+        if not w.static:
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
+        if w.text.startswith("-"):
+            if w.text not in _GIT_HELP_FLAGS:
+                return _unknown("git_arguments_unproven", "option", w.text)
+        else:
+            names += 1
+    return _an_read() if names <= 1 else _unknown("git_arguments_unproven", "git", "help")
+
+
+def _git_dry_run(sub: str, args: List[_W]) -> bool:
+    """Whether this add/rm/mv/clean only shows what it would do (-n or --dry-run)."""
+    flags, longs, valued = _GIT_DRY_RUNS[sub]
+    dry = False
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        i += 1
+        if not w.static or w.glob:
+            return False   # may turn into an option such as -i (interactive)
+        t = w.text
+        if t == "--":
+            break
+        if not t.startswith("-") or t == "-":
+            continue
+        if t.startswith("--"):
+            key = t.split("=", 1)[0]
+            if key in valued:
+                i += 0 if "=" in t else 1
+                continue
+            if t not in longs:
+                return False
+            dry = dry or t == "--dry-run"
+            continue
+        for k, ch in enumerate(t[1:], 1):
+            if "-" + ch in valued:
+                i += 0 if t[k + 1:] else 1
+                break
+            if ch not in flags:
+                return False
+            dry = dry or ch == "n"
+    return dry and i <= n
+
+
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     i, n = 0, len(args)
+    folders: List[_W] = []
     while i < n:
         w = args[i]
         if not w.static:
@@ -3373,20 +3888,34 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
         elif t == "-C":
             if i + 1 >= n:
                 return _unknown("option_value_missing")
+            folders.append(args[i + 1])     # git works (and writes) from there
             i += 2
-        elif t in ("--version", "-v"):
+        elif t.startswith("-C"):
+            folders.append(_lit(t[2:]))     # -Cdir, the same as -C dir
+            i += 1
+        elif t in ("--version", "-v", "--help", "-h"):
             return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
         else:
             break
     if i >= n:
         return _unknown("git_arguments_unproven")
-    sub_w = args[i]
-    sub = sub_w.text
-    rest = args[i + 1:]
+    return _in_dir(_git_command(args[i].text, args[i + 1:]), folders)
+
+
+def _git_command(sub: str, rest: List[_W]) -> _V:
     if sub.startswith("-"):
-        return _unknown("git_arguments_unproven")
+        return _unknown("git_arguments_unproven", "gitglobal", sub)
+    if len(rest) == 1 and rest[0].static and rest[0].text in ("--help", "-h") \
+            and sub in _GIT_KNOWN_SUBS:
+        return _an_read()   # usage, or `git help SUB`; an alias never shadows a builtin
+    if sub == "help":
+        return _git_help(rest)
+    if sub in _GIT_DRY_RUNS and _git_dry_run(sub, rest):
+        return _an_read()
+    if sub == "bisect" and [w.text for w in rest] == ["log"]:
+        return _an_read()
     if sub in _GIT_WRITE_SUBS:
-        return _write(_git_targets(sub, rest))
+        return _write(_git_targets(sub, rest)).blame("git", sub)
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
     elif sub in _GIT_SIMPLE_LONG:
@@ -3421,7 +3950,9 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     elif sub == "symbolic-ref":
         v = _git_symbolic_ref(rest)
     else:
-        return _unknown("git_arguments_unproven")
+        return _unknown("git_arguments_unproven", "git", sub)
+    if v.mut != "read" and v.why is None:
+        v.why = ("git", sub)
     return v
 
 
@@ -3444,7 +3975,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
         w = args[i]
         i += 1
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
@@ -3453,21 +3984,21 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t.startswith("--"):
             key, eq, _ = t[2:].partition("=")
             if key in ("pre", "hostname-bin"):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
             if key in _RG_VALUED and not eq:
                 if i >= n:
-                    return _unknown("option_value_missing")
+                    return _unknown("option_value_missing", "option", t)
                 if args[i].opaque:
-                    return _unknown("shell_syntax_unproven")
+                    return _unknown("shell_syntax_unproven", "opaque", args[i].text)
                 i += 1
             continue
         for k, ch in enumerate(t[1:]):
             if ch in "efEmjgdtTABCMr":
                 if k == len(t) - 2:
                     if i >= n:
-                        return _unknown("option_value_missing")
+                        return _unknown("option_value_missing", "option", t)
                     if args[i].opaque:
-                        return _unknown("shell_syntax_unproven")
+                        return _unknown("shell_syntax_unproven", "opaque", args[i].text)
                     i += 1
                 break
     return _an_read()
@@ -3506,7 +4037,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
         w = args[i]
         i += 1
         if not w.static and not (w.glob and w.lead):
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t in _FIND_0:
             continue
@@ -3522,7 +4053,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             target = [args[i].text] if k and i < n and args[i].static else []
             if t == "-delete":
                 target = list(roots)
-            result.join(_write(target))
+            result.join(_write(target).blame("option", t))
             i += k
             continue
         if t in _FIND_EXEC:
@@ -3542,20 +4073,20 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 inner.reason = "shell_execution_option"
             result.join(inner)
             continue
-        return _unknown()
+        return _unknown("shell_command_unproven", "option", t)
     return result
 
 
 def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     for w in args:
         if w.opaque:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven", "opaque", w.text)
         t = w.text
         if t == "--":
             break
         if t.startswith(("--exec", "-x", "-X")) or (t.startswith("-") and not t.startswith("--")
                                                     and ("x" in t or "X" in t)):
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "option", t)
     return _an_read()
 
 
@@ -3703,36 +4234,38 @@ _SED_SPEC = _OptSpec(
 
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # -i takes an optional attached suffix, so handle it before the generic walk.
-    inplace = False
+    inplace = ""    # the -i word as written
     rest: List[_W] = []
     for w in args:
         t = w.text
         if w.static and t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
             head = t[1:t.index("i", 1)]
             if all(ch in "nrEsuz" for ch in head):
-                inplace = True
+                inplace = t
                 if head:
                     rest.append(_lit("-" + head))
                 continue
         if w.static and t.startswith("--") and len(t) > 2:
             key = t[2:].split("=", 1)[0]
             if key and "in-place".startswith(key) and not "file".startswith(key):
-                inplace = True
+                inplace = t
                 continue
         rest.append(w)
     fail, operands, seen = _parse_opts(rest, _SED_SPEC)
     scripts = [v for o, v in seen if o in ("e", "expression")]
     if any(o in ("f", "file") for o, _ in seen):
-        return _unknown()
+        spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
+        return _unknown("shell_command_unproven", "script_file", spelled)
     if not scripts:
         if fail is not None and not inplace:
             return fail
         if not operands:
-            return _unknown("shell_syntax_unproven") if not inplace else _write()
+            return _unknown("shell_syntax_unproven") if not inplace \
+                else _write().blame("inplace", inplace)
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write([w.text for w in operands if w.static])
+        return _write([w.text for w in operands if w.static]).blame("inplace", inplace)
     if fail is not None:
         return fail
     verdict = "read"
@@ -3743,13 +4276,14 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         kind, files = _sed_script(script.text)
         written.extend(files)
         if kind == "exec":
-            return _unknown("shell_execution_option")
+            return _unknown("shell_execution_option", "sed_script", script.text)
         if kind == "unknown":
             return _unknown()
         if kind == "write":
             verdict = "write"
     if verdict == "write":
-        return _write([f for f in written if f and f not in _DEV_SINKS])
+        return _write([f for f in written if f and f not in _DEV_SINKS]).blame(
+            "sed_script", scripts[0].text if scripts[0] is not None else "")
     return _an_read()
 
 
@@ -3898,7 +4432,10 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("--version", "-V", "--help"):
             return _an_read()
         if t.startswith("-"):
-            return _unknown()  # -f progfile, -i include, -E, --exec ...
+            # -f progfile, -i include, -E, --exec ...
+            return _unknown("shell_command_unproven",
+                            "script_file" if t.startswith(("-f", "-E", "-i", "--exec")) else
+                            "option", t)
         break
     if i >= n:
         return _unknown("shell_syntax_unproven")
@@ -3907,9 +4444,10 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown("shell_syntax_unproven")
     kind = _awk_program(program.text)
     if kind == "write":
-        return _write()
+        return _write().blame("awk", program.text, "writes a file from inside the program")
     if kind == "unknown":
-        return _unknown("interpreter_code")
+        return _unknown("interpreter_code", "awk", program.text,
+                        "runs a command or reads one from inside the program")
     return _an_read()
 
 
@@ -3966,6 +4504,466 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 return v
         return _unknown()
     return handler
+
+
+# -- Python inline code proven read-only with `ast` --------------------------
+# `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
+# CODE parses and keeps to a small subset: literals, arithmetic,
+# comprehensions, a few pure builtins, str/int/float/list/dict methods,
+# json, math, sys.version and friends, platform queries, and reading a file
+# named by a literal with `open(path)` or `open(path, "r")`.  Anything else
+# stays unproven: other imports, attribute writes, exec/eval/getattr,
+# dunders, lambdas, functions, classes, walrus, open() with another mode.
+#
+# -I or -P is required: without it Python puts the working folder first on
+# the import path, so a `json.py` or `json/` there decides what `import json`
+# runs, and Python 3.13 imports `linecache` (and `traceback`) from it for
+# any -c code, `pass` included.  The ast module loads only when such code is seen.
+
+_PY_SAFE_CALLS: Dict[str, Tuple[str, ...]] = {
+    # builtin -> keyword arguments it may take ("*": any name, values still checked)
+    "print": ("sep", "end", "flush"), "len": (), "sorted": ("key", "reverse"),
+    "sum": ("start",), "min": ("key", "default"), "max": ("key", "default"), "range": (),
+    "str": ("object", "encoding", "errors"), "int": ("base",), "float": (), "bool": (),
+    "complex": (), "list": (), "tuple": (), "dict": ("*",), "set": (), "frozenset": (),
+    "abs": (), "round": ("ndigits",), "enumerate": ("start",), "zip": ("strict",),
+    "reversed": (), "any": (), "all": (), "repr": (), "ascii": (), "chr": (), "ord": (),
+    "hex": (), "oct": (), "bin": (), "divmod": (), "pow": (), "isinstance": (), "map": (),
+    "filter": (), "iter": (), "next": (), "slice": (), "bytes": (), "bytearray": (),
+    "format": (), "callable": (), "open": ("mode", "encoding", "errors", "newline"),
+    "Exception": (), "ValueError": (), "KeyError": (), "IndexError": (), "TypeError": (),
+    "OSError": (), "FileNotFoundError": (), "ZeroDivisionError": (), "AttributeError": (),
+    "StopIteration": (), "RuntimeError": (), "UnicodeDecodeError": (), "LookupError": (),
+    "ArithmeticError": (), "OverflowError": (), "NotImplementedError": (),
+}
+_PY_SAFE_NAMES = frozenset(_PY_SAFE_CALLS) - {"open"} | {"Ellipsis", "NotImplemented"}
+
+# Methods and attributes of the values the subset can make (str, bytes,
+# numbers, list, dict, set, tuple, a file opened for reading, platform's
+# uname result, sys.version_info).  None of them writes outside the process.
+_PY_SAFE_ATTRS = frozenset((
+    "capitalize casefold center count decode encode endswith expandtabs find format "
+    "index isalnum isalpha isascii isdecimal isdigit isidentifier islower isnumeric "
+    "isprintable isspace istitle isupper join ljust lower lstrip maketrans partition "
+    "removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip split "
+    "splitlines startswith strip swapcase title translate upper zfill hex fromhex "
+    "bit_length bit_count to_bytes from_bytes real imag conjugate numerator denominator "
+    "as_integer_ratio is_integer append extend insert pop remove reverse sort copy clear "
+    "keys values items get setdefault update popitem fromkeys add discard union "
+    "intersection difference symmetric_difference issubset issuperset isdisjoint "
+    "read readline readlines close seek tell readable seekable name mode encoding "
+    "major minor micro releaselevel serial system node release version machine processor "
+    "start stop step").split())
+_PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
+    "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
+    "math": None,   # every public name: functions of numbers and constants
+    "platform": frozenset((
+        "system", "release", "version", "machine", "processor", "node", "platform",
+        "python_version", "python_version_tuple", "python_implementation", "uname",
+        "architecture", "libc_ver", "freedesktop_os_release", "mac_ver", "win32_ver")),
+    "sys": frozenset(("version", "version_info", "path", "argv", "platform", "maxsize",
+                      "byteorder", "executable", "stdin", "hexversion", "prefix",
+                      "base_prefix", "api_version", "float_info", "int_info")),
+}
+# json functions and the keywords they may take (callables only as safe names).
+_PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
+                                 "allow_nan", "skipkeys", "default")}
+# sys lists that must not be aliased or changed: sys.path decides what a later
+# import (platform imports subprocess lazily) loads.
+_PY_SHARED_LISTS = frozenset(("path", "argv"))
+_PY_READ_MODES = frozenset(("r", "rt", "tr", "rb", "br"))
+# Builtins that only read an argument or return a copy of it, never the object itself.
+_PY_COPYING = frozenset(("print", "len", "list", "tuple", "sorted", "str", "repr", "set",
+                         "frozenset", "enumerate", "reversed", "iter", "any", "all"))
+_PY_MAX_NODES = 4000
+
+
+class _PyUnproven(Exception):
+    """Code outside the proven subset; `node` is the part that decided."""
+
+    def __init__(self, node: Any, why: str) -> None:
+        Exception.__init__(self, why)
+        self.node = node
+        self.why = why
+
+
+class _PyProof:
+    """Walks a parsed module and raises _PyUnproven at the first node outside the subset."""
+
+    def __init__(self, ast_mod: Any, tree: Any) -> None:
+        import builtins
+        self.ast = ast_mod
+        self.builtin_names = frozenset(dir(builtins))
+        self.modules: Dict[str, str] = {}     # alias -> module
+        self.bound: set = set()
+        self.count = 0
+        self.collect(tree)
+
+    def collect(self, tree: Any) -> None:
+        """Names the code binds (assignment, loop, with, except, import)."""
+        ast = self.ast
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.bind(node, node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bind(node, node.name)
+
+    def bind(self, node: Any, name: str) -> None:
+        # Rebinding a builtin is harmless here: a name that is a builtin is
+        # only ever loaded when it is a safe one, whatever it holds.
+        if name.startswith("__"):
+            raise _PyUnproven(node, "binds a dunder name")
+        self.bound.add(name)
+
+    def fail(self, node: Any, why: str) -> None:
+        raise _PyUnproven(node, why)
+
+    # -- statements --
+    def body(self, stmts: List[Any]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def stmt(self, node: Any) -> None:
+        ast = self.ast
+        self.count += 1
+        if self.count > _PY_MAX_NODES:
+            self.fail(node, "is too long to prove")
+        if isinstance(node, ast.Expr):
+            self.expr(node.value)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self.target(target)
+            self.expr(node.value)
+        elif isinstance(node, ast.AugAssign):
+            self.target(node.target)
+            self.expr(node.value)
+        elif isinstance(node, ast.AnnAssign):
+            self.target(node.target)
+            self.expr(node.annotation)
+            if node.value is not None:
+                self.expr(node.value)
+        elif isinstance(node, (ast.For, ast.While, ast.If)):
+            if isinstance(node, ast.For):
+                self.target(node.target)
+                self.expr(node.iter, shared_ok=True)
+            else:
+                self.expr(node.test)
+            self.body(node.body)
+            self.body(node.orelse)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                call = item.context_expr
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id == "open"):
+                    self.fail(call, "is a context manager other than open()")
+                self.expr(call)
+                if item.optional_vars is not None:
+                    self.target(item.optional_vars)
+            self.body(node.body)
+        elif isinstance(node, ast.Try):
+            self.body(node.body)
+            for handler in node.handlers:
+                if handler.name in self.modules:
+                    self.fail(handler, "rebinds a module")
+                if handler.type is not None:
+                    self.expr(handler.type)
+                self.body(handler.body)
+            self.body(node.orelse)
+            self.body(node.finalbody)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test)
+            if node.msg is not None:
+                self.expr(node.msg)
+        elif isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.expr(node.exc)
+            if node.cause is not None:
+                self.expr(node.cause)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in _PY_MODULE_ATTRS:
+                    self.fail(node, "imports a module outside json, math, platform and sys")
+                name = alias.asname or alias.name
+                if name in self.builtin_names:
+                    self.fail(node, "names a module like a builtin")
+                self.bind(node, name)
+                self.modules[name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
+            if node.level or node.module not in _PY_MODULE_ATTRS:
+                self.fail(node, "imports a module outside json, math, platform and sys")
+            for alias in node.names:
+                if alias.name == "*" or alias.name.startswith("_") or \
+                        alias.name in _PY_SHARED_LISTS or \
+                        (allowed is not None and alias.name not in allowed):
+                    self.fail(node, "imports a name outside the proven subset")
+                self.bind(node, alias.asname or alias.name)
+        else:
+            self.fail(node, "is a statement outside the proven subset")
+
+    def target(self, node: Any) -> None:
+        ast = self.ast
+        if isinstance(node, ast.Name):
+            if node.id in self.modules:
+                self.fail(node, "rebinds a module")
+            return
+        if isinstance(node, (ast.Tuple, ast.List)):
+            for elt in node.elts:
+                self.target(elt)
+            return
+        if isinstance(node, ast.Starred):
+            self.target(node.value)
+            return
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and node.value.id in self.bound and node.value.id not in self.modules:
+            self.expr(node.slice)
+            return
+        self.fail(node, "writes an attribute or an item it does not own")
+
+    # -- expressions --
+    def expr(self, node: Any, shared_ok: bool = False) -> None:
+        """Check one expression; shared_ok: `sys.path` may stand here, since
+        the place only reads it (a loop, a comparison, an index, a copy)."""
+        ast = self.ast
+        self.count += 1
+        if self.count > _PY_MAX_NODES:
+            self.fail(node, "is too long to prove")
+        if isinstance(node, ast.Constant):
+            return
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name.startswith("__"):
+                self.fail(node, "reaches a dunder name")
+            if name in self.modules:
+                self.fail(node, "uses a module as a value")
+            if name == "open":
+                self.fail(node, "passes open itself around")
+            if name in _PY_SAFE_NAMES:
+                return
+            if name in self.bound and name not in self.builtin_names:
+                return
+            self.fail(node, "is not in the proven subset")
+        if isinstance(node, ast.Attribute):
+            self.attribute(node, shared_ok)
+            return
+        if isinstance(node, ast.Call):
+            self.call(node)
+            return
+        if isinstance(node, (ast.BinOp,)):
+            self.expr(node.left)
+            self.expr(node.right)
+        elif isinstance(node, ast.UnaryOp):
+            self.expr(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.Compare):
+            self.expr(node.left, shared_ok=True)
+            for value in node.comparators:
+                self.expr(value, shared_ok=True)
+        elif isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            self.expr(node.body)
+            self.expr(node.orelse)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            for elt in node.elts:
+                self.expr(elt)
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None:
+                    self.expr(key)
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.Starred):
+            self.expr(node.value)
+        elif isinstance(node, ast.Subscript):
+            self.expr(node.value, shared_ok=True)
+            self.expr(node.slice)
+        elif isinstance(node, ast.Slice):
+            for part in (node.lower, node.upper, node.step):
+                if part is not None:
+                    self.expr(part)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in node.generators:
+                if gen.is_async:
+                    self.fail(node, "is asynchronous")
+                self.target(gen.target)
+                self.expr(gen.iter, shared_ok=True)
+                for cond in gen.ifs:
+                    self.expr(cond)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+            else:
+                self.expr(node.elt)
+        elif isinstance(node, ast.JoinedStr):
+            for value in node.values:
+                self.expr(value)
+        elif isinstance(node, ast.FormattedValue):
+            self.expr(node.value, shared_ok=True)
+            if node.format_spec is not None:
+                self.expr(node.format_spec)
+        elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
+            self.expr(node.value)   # Python 3.8 wraps subscripts
+        else:
+            self.fail(node, "is an expression outside the proven subset")
+
+    def attribute(self, node: Any, shared_ok: bool) -> None:
+        ast = self.ast
+        attr = node.attr
+        if attr.startswith("_"):
+            self.fail(node, "reaches a private or dunder attribute")
+        base = node.value
+        if not (isinstance(base, ast.Name) and base.id in self.modules):
+            self.expr(base)   # the receiver first: it is the likelier culprit
+        if isinstance(base, ast.Name) and base.id in self.modules:
+            module = self.modules[base.id]
+            allowed = _PY_MODULE_ATTRS[module]
+            if allowed is not None and attr not in allowed:
+                self.fail(node, "is not a proven part of `%s`" % module)
+            if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
+                self.fail(node, "could change or alias `sys.%s`" % attr)
+            return
+        if attr not in _PY_SAFE_ATTRS:
+            self.fail(node, "is not a proven method or attribute")
+        if attr in ("format", "format_map") and not (
+                isinstance(base, ast.Constant) and isinstance(base.value, str)
+                and "__" not in base.value):
+            self.fail(node, "formats with a template that is not a plain literal")
+
+    def call(self, node: Any) -> None:
+        ast = self.ast
+        func = node.func
+        if isinstance(func, ast.Name):
+            name = func.id
+            keywords = _PY_SAFE_CALLS.get(name)
+            if keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+                self.fail(node, "calls something outside the proven subset")
+            if name == "open":
+                self.open_call(node)
+                return
+        elif isinstance(func, ast.Attribute):
+            self.expr(func)
+            keywords = ("*",)
+            if isinstance(func.value, ast.Name) and func.value.id in self.modules:
+                keywords = _PY_MODULE_KEYWORDS.get(func.attr, ())
+        else:
+            self.fail(node, "calls the result of an expression")
+            return
+        copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
+        for arg in node.args:
+            self.expr(arg, shared_ok=copies)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                self.fail(node, "passes keyword arguments with **")
+            if "*" not in keywords and keyword.arg not in keywords:
+                self.fail(node, "passes `%s=`, which the proof does not accept" % keyword.arg)
+            self.expr(keyword.value)
+
+    def open_call(self, node: Any) -> None:
+        ast = self.ast
+        args = list(node.args)
+        mode: Any = "r"
+        if any(isinstance(a, ast.Starred) for a in args) or len(args) not in (1, 2):
+            self.fail(node, "calls open() with other than a path and a mode")
+        if not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+            self.fail(node, "opens a path that is not a literal")
+        if len(args) == 2:
+            mode = args[1].value if isinstance(args[1], ast.Constant) else None
+        for keyword in node.keywords:
+            if keyword.arg not in _PY_SAFE_CALLS["open"] or \
+                    not isinstance(keyword.value, ast.Constant):
+                self.fail(node, "calls open() with a keyword the proof does not accept")
+            if keyword.arg == "mode":
+                if len(args) == 2:
+                    self.fail(node, "gives open() two modes")
+                mode = keyword.value.value
+        if mode not in _PY_READ_MODES:
+            self.fail(node, "opens a file in a mode that may write")
+
+
+def _py_code_proof(code: str) -> Tuple[bool, str]:
+    """(proven read, the part that decided or "") for Python source text."""
+    import ast
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(code, "<code>", "exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return False, ""
+    try:
+        proof = _PyProof(ast, tree)
+        proof.body(tree.body)
+    except _PyUnproven as exc:
+        try:
+            piece = ast.get_source_segment(code, exc.node) or ""
+        except (AttributeError, TypeError, ValueError, IndexError):
+            piece = ""
+        return False, "%s\x00%s" % (piece.split("\n", 1)[0], exc.why)
+    except RecursionError:
+        return False, ""
+    return True, ""
+
+
+# Options of python that may come before -c or the stdin script; -I and -P
+# keep the working folder off the import path (see above).  -i would read
+# more code from stdin, -W and -X take arguments that import or change things.
+_PY_FLAGS = frozenset("IPEsSBuqOdbRv")
+_PY_SAFE_PATH = frozenset("IP")
+_PYTHON_NAMES = frozenset(["python", "python3"] + ["python3.%d" % n for n in range(6, 16)])
+
+
+def _python_args(args: List[_W]) -> Tuple[Optional[str], Optional[_W], bool]:
+    """("code" | "stdin" | None, the code word, whether -I or -P was given).
+
+    None: a script, a module, an option outside _PY_FLAGS: not judged here."""
+    safe = False
+    i = 0
+    while i < len(args):
+        w = args[i]
+        if not w.static or w.glob:
+            return None, None, safe
+        t = w.text
+        if t == "-":
+            return "stdin", None, safe
+        if not t.startswith("-") or t.startswith("--") or len(t) < 2:
+            return None, None, safe
+        for k, ch in enumerate(t[1:], 1):
+            if ch == "c":
+                rest = t[k + 1:]
+                if rest:
+                    return "code", _lit(rest), safe
+                return ("code", args[i + 1], safe) if i + 1 < len(args) else (None, None, safe)
+            if ch not in _PY_FLAGS:
+                return None, None, safe
+            safe = safe or ch in _PY_SAFE_PATH
+        i += 1
+    return "stdin", None, safe
+
+
+def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """python -c CODE and python with code on stdin: proven when the code is."""
+    kind, code, safe = _python_args(args)
+    if kind == "code" and code is not None and code.static:
+        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx))
+    if kind == "stdin":
+        # The code arrives on stdin; _stdin_program judges a here-document.
+        return _unknown("interpreter_code", "pystdin", name, safe)
+    return _PY_INTERP(name, args, ctx)
+
+
+def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -> _V:
+    proven, part = _py_code_proof(code)
+    if proven and safe:
+        return _V(hash_=hash_intent_in_text(code, "x.py"))
+    verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
+    verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
+    if verdict.why is None or verdict.why[0] == "pystdin":
+        verdict.why = ("python", name, flag, proven, part)
+    return verdict
 
 
 # ------------------------------------------------------ package managers ----
@@ -4284,7 +5282,7 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     if verb == "work":
         return _write()
-    if verb == "version":
+    if verb == "version" or (verb == "help" and all(w.static for w in args)):
         return _an_read()
     if verb == "env":
         # Go's flag package also takes --w, -w=true and --u.
@@ -4400,9 +5398,74 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write([f for f in files if f])
 
 
+def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
+    """Operands of cd/pushd/popd after their leading flags, and whether -n
+    (change the stack only) was among them."""
+    ops: List[_W] = []
+    no_cd = dd = False
+    for w in args:
+        if not ops and not dd and w.static and w.text == "--":
+            dd = True
+        elif not ops and not dd and w.static and w.text in flags:
+            no_cd = no_cd or w.text == "-n"
+        else:
+            ops.append(w)
+    return ops, no_cd
+
+
+def _dir_of(word: _W) -> Optional[str]:
+    """Where `cd WORD` goes, or None when that cannot be known: an expansion,
+    `-` (the previous folder) or a stack entry such as +1 or -2."""
+    text = word.text
+    if not word.static or text == "-" or (len(text) > 1 and text[0] in "+-"
+                                          and text[1:].isdigit()):
+        return None
+    return text
+
+
 def _cd(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    ops = [w for w in args if not (w.static and w.text in ("-L", "-P", "-e", "-@"))]
-    return _an_read() if len(ops) <= 1 else _unknown()
+    """cd, and zsh's chdir: reads nothing, writes nothing, moves the shell."""
+    ops, _ = _dir_operands(args, ("-L", "-P", "-e", "-@", "-q", "-s"))
+    v = _an_read() if len(ops) <= 2 else _unknown()
+    # No operand: $HOME.  Two: zsh replaces the first by the second in $PWD
+    # (bash refuses), a folder this line cannot name.
+    v.cd = ("to", "~" if not ops else _dir_of(ops[0]) if len(ops) == 1 else None)
+    return v
+
+
+def _pushd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q", "-s", "-L", "-P"))
+    v = _an_read()       # pushd moves the shell; it writes nothing
+    if no_cd:
+        v.cd = ("stack",)
+    elif not ops:
+        v.cd = ("swap",)          # the top two entries change places
+    elif len(ops) == 1 and _dir_of(ops[0]) is not None:
+        v.cd = ("push", ops[0].text)
+    else:
+        v.cd = ("lost",)          # a rotation (+N, -N), an expansion, zsh's old/new
+    return v
+
+
+def _popd(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    ops, no_cd = _dir_operands(args, ("-n", "-q"))
+    v = _an_read()
+    v.cd = ("stack",) if no_cd else ("pop",) if not ops else ("lost",)
+    return v
+
+
+def _dirs(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """dirs lists the stack; -c clears it, and in zsh `dirs a b` sets it."""
+    v = _an_read()
+    for w in args:
+        t = w.text
+        index = len(t) > 1 and t[0] in "+-" and t[1:].isdigit()
+        if not w.static or not (index or t in ("-c", "-l", "-p", "-v", "-lv", "-pv")):
+            v = _unknown("state_change")
+            v.cd = ("stack",)
+        elif t == "-c":
+            v.cd = ("stack",)
+    return v
 
 
 def _printf(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4712,14 +5775,85 @@ def _tar_lists(args: List[_W]) -> bool:
     return "t" in letters
 
 
+# GNU tar's short options that take a value: in a cluster the value is the
+# rest of the word or, at its end, the next word (old style: the next words
+# in turn).
+_TAR_VALUED = "bCfFgHIKLNTVX"
+
+
+def _tar_words(args: List[_W]) -> Tuple[str, List[_W], List[_W]]:
+    """(mode letters, archives named by -f, folders named by -C in order)."""
+    mode, archives, folders = "", [], []    # type: Tuple[str, List[_W], List[_W]]
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        t = w.text
+        i += 1
+        if t == "--":
+            break
+        if t.startswith("--"):
+            key, eq, val = t.partition("=")
+            value = _lit(val) if eq and w.static else _W("\0", dyn=True) if eq else None
+            if len(key) >= 5 and "--directory".startswith(key) or len(key) >= 4 \
+                    and "--file".startswith(key):
+                if value is None and i < n:
+                    value = args[i]
+                    i += 1
+                if value is not None:
+                    (folders if key.startswith("--d") else archives).append(value)
+            elif key in ("--create", "--append", "--update", "--delete", "--catenate",
+                         "--concatenate"):
+                mode += "c"
+            elif key in ("--extract", "--get"):
+                mode += "x"
+            continue
+        old_style = i == 1 and not t.startswith("-")
+        if not t.startswith("-") and not old_style:
+            continue                        # a member name
+        letters = t if old_style else t[1:]
+        for k, ch in enumerate(letters):
+            if ch not in _TAR_VALUED:
+                mode += ch
+                continue
+            value = None if old_style else letters[k + 1:]
+            if value:
+                value_w = _lit(value) if w.static else _W("\0", dyn=True)
+            elif i < n:
+                value_w = args[i]
+                i += 1
+            else:
+                break
+            if ch == "C":
+                folders.append(value_w)
+            elif ch == "f":
+                archives.append(value_w)
+            if not old_style:
+                break
+    return mode, archives, folders
+
+
 def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A listing reads; creating writes the archive (named from where tar
+    starts); extracting writes into the folders -C moves to, each relative
+    to the one before."""
     if _tar_lists(args):
         return _an_read()
-    first = args[0].text if args else ""
-    mode = first.lstrip("-")
-    if mode[:1] == "c" and len(args) > 1 and "f" in mode:
-        return _write([args[1].text] if args[1].static else [])
-    return _write(_option_dirs(args, ("-C", "--directory")))
+    mode, archives, folders = _tar_words(args)
+    if any(ch in mode for ch in "cruA"):
+        v = _write([w.text for w in archives if w.static])
+        v.opaque = v.opaque or any(not w.static for w in archives)
+        return v
+    v = _write()
+    prefix: Optional[str] = ""
+    for w in folders:
+        prefix = _cd_join(prefix, w.text if w.static else None)[0]
+        if prefix is None:
+            v.opaque = True
+            break
+        v.targets.append(prefix)
+    if not folders and "x" in mode:
+        v.targets.append(".")     # the members land in the folder tar runs in
+    return v
 
 
 def _option_dirs(args: List[_W], options: Tuple[str, ...]) -> List[str]:
@@ -4747,17 +5881,33 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
                for w in args[1:]):
             return _an_read()
         return _unknown()
-    return _write(_option_dirs(args, ("-d",)))
+    v = _write(_option_dirs(args, ("-d",)))
+    # `unzip a.zip -d $dir`: the files land in a folder nobody can name here.
+    v.opaque = any(w.text == "-d" and k + 1 < len(args) and not args[k + 1].static
+                   for k, w in enumerate(args))
+    return v
+
+
+def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """patch changes the files its input names, after `-d DIR` moves it
+    there; -o writes elsewhere.  The folder stands for the files."""
+    valued = "BDFgiopYrVzd"
+    folders = _wrapper_option(args, "d", "--directory", valued)
+    outputs = _wrapper_option(args, "o", "--output", valued)
+    v = _in_dir(_write([w.text for w in outputs if w.static]), folders[-1:])
+    v.targets.extend(w.text for w in folders[-1:] if w.static)
+    v.opaque = v.opaque or any(not w.static for w in folders + outputs)
+    return v
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
     texts = [w.text for w in args]
     for k, t in enumerate(texts):
         if t in ("-o", "--output") and k + 1 < len(texts):
-            return _write([texts[k + 1]])
+            return _write([texts[k + 1]]).blame("option", t)
         if t in ("-O", "--remote-name", "--remote-name-all", "-J", "-D", "--dump-header",
                  "-c", "--cookie-jar", "--output-dir") or t.startswith("-o"):
-            return _write()
+            return _write().blame("option", t)
     return None
 
 
@@ -4878,7 +6028,8 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "cd": _cd, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
@@ -4894,8 +6045,8 @@ _PROGRAMS.update({
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    "python": _interp("python"), "python3": _interp("python"), "py": _interp("python"),
-    "python2": _interp("python"), "node": _interp("node"), "nodejs": _interp("node"),
+    "py": _interp("python"), "python2": _interp("python"), "node": _interp("node"),
+    "nodejs": _interp("node"),
     "perl": _interp("perl"), "ruby": _interp("ruby"), "php": _interp("php"),
     "deno": _interp("deno"),
     "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
@@ -4910,7 +6061,7 @@ _PROGRAMS.update({
     "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
     "sha256deep": _hash_unproven,
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
-    "tar": _tar, "unzip": _unzip, "curl": _curl,
+    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
     "export": lambda n, a, c: _unknown("state_change"),
 })
 for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare", "typeset",
@@ -4918,7 +6069,16 @@ for _p in ("alias", "unalias", "unset", "source", ".", "trap", "shopt", "declare
            "bind", "complete", "setopt", "unsetopt", "autoload", "disown", "fg", "bg",
            "shift", "getopts", "mapfile", "readarray", "let"):
     _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
+for _p in ("source", ".", "trap"):
+    # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown("state_change"))
+for _p in ("emulate", "fc"):
+    # `emulate sh -c CODE` runs CODE; fc re-runs or edits history commands.
+    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown())
 _BUN_EVAL = _interp("bun")
+_PY_INTERP = _interp("python")
+for _p in _PYTHON_NAMES:
+    _PROGRAMS[_p] = _python
 _PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
                                    else _npm(n, a, c))
 
@@ -5002,10 +6162,10 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
             if t == "--":
                 break
             if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
-                return _unknown("shell_execution_option")
+                return _unknown("shell_execution_option", "option", t)
         if words[0] in table.get("", ()):
             return _an_read()
         if len(words) > 1 and words[1] in table.get(words[0], ()):
@@ -5041,28 +6201,365 @@ del _p
 
 # ------------------------------------------------------------- drivers ----
 
-def _combine(items: List[Any], ctx: _Ctx) -> _V:
-    total = _V()
-    base: Optional[str] = ""    # where relative targets live after a `cd`; None = unknown
-    for item in items:
-        if isinstance(item, _V):
-            total.join(item)
+# Where a command runs.  A write target is named relative to the folder the
+# shell is in when the command runs, and that folder moves: `cd`, `pushd`,
+# `popd`, a sourced file, `eval`.  A place is (folder, stack): the folder
+# relative to where the line starts ("" there, "/abs" or "~/x" fixed, None
+# unknown) and the pushd stack this line built (older entries are unknown).
+# Every place the shell can be in is kept: a cd may fail (`cd x; rm a`
+# removes x/a or a), a subshell, a pipeline stage (bash) or a background job
+# keeps its cd to itself, `&&` and `||` choose the success or failure side.
+_START = ("", ())
+_LOST = (None, ())
+_MAX_PLACES = 24
+
+
+def _logical(path: str) -> str:
+    """`a/b/..` as cd -L reads it (the shell's own PWD, before symlinks)."""
+    out: List[str] = []
+    for part in path.split("/"):
+        if part == ".." and out and out[-1] not in ("..", "") and not out[-1].startswith("~"):
+            out.pop()
+        elif part == ".." and out == [""]:
+            continue                      # the parent of / is /
+        elif part != "." or not out:
+            out.append(part)
+    return "/".join(out)
+
+
+def _fixed(path: str) -> bool:
+    """A path that does not depend on the folder: /x, ~/x, and on Windows
+    C:\\x, C:/x or \\\\server\\share."""
+    return path.startswith(("/", "~", "\\\\")) or (
+        path[1:2] == ":" and path[:1].isalpha() and path[2:3] in ("\\", "/"))
+
+
+def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
+    """Name v's relative write targets from each folder the shell may be in;
+    one that is unknown makes the write's place unknown (opaque)."""
+    if not v.targets or folders == [""]:
+        return
+    placed: List[str] = []
+    for t in v.targets:
+        if _fixed(t):
+            placed.append(t)
             continue
-        v = _classify_cmd(item, ctx)
-        if v.targets and base != "":
-            v.targets = [t if t.startswith(("/", "~")) else base.rstrip("/") + "/" + t
-                         for t in v.targets] if base is not None else []
-        total.join(v)
-        words = item.words
-        if words and words[0].static and words[0].text in ("cd", "pushd"):
-            ops = [w for w in words[1:] if not w.text.startswith("-")]
-            if len(ops) == 1 and ops[0].static and base is not None:
-                target = ops[0].text
-                base = target if target.startswith(("/", "~")) or base == "" \
-                    else base.rstrip("/") + "/" + target
+        for folder in folders:
+            if folder is None:
+                v.opaque = True
+            elif folder == "" or t == ".":
+                placed.append(folder or t)
             else:
-                base = None
-    return total
+                placed.append(folder.rstrip("/") + "/" + t)
+    v.targets = placed
+
+
+def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
+    """The folders `cd path` may reach from `folder`: logically and, for a
+    path through `..`, physically too (a symlinked folder's parent)."""
+    if folder is None or path is None:
+        return [None]
+    if path in ("", "."):
+        return [folder]
+    if _fixed(path) or folder == "":
+        new = path
+    else:
+        new = folder.rstrip("/") + "/" + path
+    if ".." in new.split("/"):
+        logical = _logical(new)
+        if logical != new:
+            return [new, logical]
+    return [new]
+
+
+def _merge(*groups: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+    first = groups[0]
+    if all(group is first or not group for group in groups):
+        return first          # nothing moved: the common case, no copy
+    out: List[Tuple[Any, Any]] = []
+    for group in groups:
+        for place in group:
+            if place not in out:
+                out.append(place)
+    return out if len(out) <= _MAX_PLACES else [_LOST]
+
+
+def _cdpath_sensitive(path: Optional[str]) -> bool:
+    """CDPATH is searched for a bare name, never for /x, ./x, ../x or ~."""
+    return path is not None and path not in ("", ".", "..") \
+        and not path.startswith(("/", "./", "../", "~"))
+
+
+def _moved(here: List[Tuple[Any, Any]], move: Tuple[Any, ...],
+           cdpath: bool) -> List[Tuple[Any, Any]]:
+    """The places after `move` succeeds, from each place of `here`."""
+    kind = move[0]
+    out: List[Tuple[Any, Any]] = []
+    for folder, stack in here:
+        if kind in ("to", "push"):
+            path = move[1]
+            pushed = stack + (folder,) if kind == "push" else stack
+            for new in _cd_join(folder, path):
+                out.append((new, pushed))
+            if cdpath and _cdpath_sensitive(path):
+                out.append((None, pushed))    # CDPATH may lead anywhere
+        elif kind in ("pop", "swap"):
+            if not stack:
+                out.append(_LOST)             # an entry pushed before this line
+            elif kind == "pop":
+                out.append((stack[-1], stack[:-1]))
+            else:
+                out.append((stack[-1], stack[:-1] + (folder,)))
+        elif kind == "stack":
+            out.append((folder, ()))
+        elif kind == "places":
+            for inner, inner_stack in move[1]:
+                rebased = tuple(_cd_join(folder, e)[0] for e in inner_stack)
+                for new in _cd_join(folder, inner):
+                    out.append((new, stack + rebased))
+        else:                                 # "lost" / "any"
+            if kind == "any":
+                out.append((folder, stack))
+            out.append(_LOST)
+    return _merge(out)
+
+
+class _Flow:
+    """Walks the items and marks of _Bash, judging every command once and
+    naming its write targets from each place the shell may be in."""
+
+    __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
+
+    def __init__(self, items: List[Any], ctx: _Ctx, text: str) -> None:
+        self.items = items
+        self.k = 0
+        self.ctx = ctx
+        self.total = _V()
+        # CDPATH is (or may be) set, so a bare `cd name` may go anywhere: the
+        # line names it, or the hook's environment has it (looked up on need).
+        self.cdpath: Optional[bool] = True if "CDPATH" in text or "cdpath" in text else None
+        self.last: Any = None    # (success, failure) places of the last list seq ran
+        self.lead: List[Tuple[Any, Any]] = []   # places before the last pipeline of a list
+
+    def run(self) -> _V:
+        items = self.items
+        if len(items) == 1 and items[0].__class__ is _Cmd:
+            # One simple command, the common case: no walk.
+            ok, failed = self.moves(items[0], self.simple(items[0], [_START]), [_START])
+            here = _merge(ok, failed)
+        else:
+            here = self.seq([_START], ())
+        total = self.total
+        if here != [_START]:
+            total.cd = ("places", here)
+        return total
+
+    def peek(self) -> Any:
+        return self.items[self.k] if self.k < len(self.items) else None
+
+    def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """Commands separated by `;`, newlines and `&`, up to a mark in stop.
+        self.last keeps the two sides of the last one: a group's status."""
+        self.last = (here, here)
+        while True:
+            item = self.peek()
+            if item is None or (item.__class__ is str and item in stop):
+                return here
+            if item == ";" or item == "&":
+                self.k += 1
+                continue
+            entry = here
+            ok, failed = self.andor(here, stop)
+            here = _merge(ok, failed) or entry      # empty: every path called exit
+            self.last = (ok, failed)
+            if self.peek() == "&":
+                self.k += 1
+                # bash runs the whole `a && b &` in the background; zsh only b,
+                # after running a here.
+                here = _merge(entry, self.lead)
+                self.last = (here, here)
+
+    def andor(self, here: List[Tuple[Any, Any]],
+              stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, places after failure) of `a && b || c`."""
+        entry = here
+        lead: List[Tuple[Any, Any]] = []
+        ok, failed = self.pipeline(here, stop)
+        while True:
+            op = self.peek()
+            if op == "&&":
+                self.k += 1
+                lead = _merge(ok, failed)
+                ok2, failed2 = self.pipeline(ok or entry, stop)
+                ok, failed = ok2, _merge(failed, failed2)
+            elif op == "||":
+                self.k += 1
+                lead = _merge(ok, failed)
+                ok2, failed2 = self.pipeline(failed or entry, stop)
+                ok, failed = _merge(ok, ok2), failed2
+            else:
+                self.lead = lead
+                return ok, failed
+
+    def pipeline(self, here: List[Tuple[Any, Any]],
+                 stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        negate = False
+        while self.peek() == "!":
+            self.k += 1
+            negate = not negate
+        ok, failed = self.command(here, stop)
+        if self.peek() == "|":
+            while self.peek() == "|":
+                self.k += 1
+                while self.peek() == "!":
+                    self.k += 1
+                ok, failed = self.command(here, stop)
+            # bash runs every stage in a subshell, zsh the last one in this shell.
+            ok, failed = _merge(here, ok), _merge(here, failed)
+        if negate:
+            ok = failed = _merge(ok, failed)
+        return ok, failed
+
+    def prefix(self, here: List[Tuple[Any, Any]]) -> None:
+        """Substitutions inside the next command's words run first, in subshells."""
+        while True:
+            item = self.peek()
+            if item == "$(":
+                self.k += 1
+                self.seq(here, ("$)",))
+                self.k += 1
+            elif item.__class__ is _V:
+                self.k += 1
+                if self.ctx.seen is not None:
+                    self.ctx.seen.append((None, item))
+                self.total.join(item)
+            else:
+                return
+
+    def attached(self, here: List[Tuple[Any, Any]]) -> None:
+        """`( ... ) > f`: the group's redirections are opened where it starts."""
+        self.prefix(here)
+        item = self.peek()
+        if item.__class__ is _Cmd and item.attached:
+            self.k += 1
+            self.simple(item, here)
+
+    def close(self, closer: str) -> None:
+        if self.peek() == closer:
+            self.k += 1
+
+    def command(self, here: List[Tuple[Any, Any]],
+                stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        self.prefix(here)
+        item = self.peek()
+        if item is None:
+            return here, here
+        if item.__class__ is _Cmd:
+            self.k += 1
+            return self.moves(item, self.simple(item, here), here)
+        if item in stop or item in (";", "&", "&&", "||", "|"):
+            return here, here
+        self.k += 1
+        if item == "(":
+            self.seq(here, (")",))
+            self.close(")")
+            self.attached(here)
+            return here, here
+        if item == "{":
+            self.seq(here, ("}",) + stop)
+            ok, failed = self.last
+            self.close("}")
+            self.attached(here)
+            return ok, failed
+        if item == "if":
+            out = self.parts(here, ("then", "elif", "else"), "fi", stop)
+            self.attached(here)
+            return out, out
+        if item in ("while", "until", "for"):
+            entry = here
+            if self.loop_moves():
+                # A round that moves the shell starts the next one elsewhere.
+                here = _merge(here, [_LOST])
+            out = self.parts(here, ("do",), "done", stop)
+            self.attached(entry)
+            return out, out
+        return here, here                 # a reserved word out of place (`fi` alone)
+
+    def moves(self, cmd: _Cmd, v: _V,
+              here: List[Tuple[Any, Any]]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+        """(places after success, after failure) of one simple command."""
+        move = v.cd
+        if move is None:
+            if cmd.words and cmd.words[0].text == "exit" and not cmd.assigns:
+                return [], []             # nothing after it runs
+            return here, here
+        if cmd.assigns:
+            move = ("lost",)              # HOME=/x cd, CDPATH=/x cd y
+        if self.cdpath is None and move[0] in ("to", "push") and _cdpath_sensitive(move[1]):
+            self.cdpath = bool(os.environ.get("CDPATH"))
+        moved = _moved(here, move, bool(self.cdpath))
+        if move[0] in ("places", "any", "stack"):
+            return moved, moved
+        return moved, here                # a failed cd, pushd or popd stays
+
+    def loop_moves(self) -> bool:
+        """Whether the loop whose header starts here holds, outside subshells,
+        a command that may move the shell (cd, pushd, source, `$c x`...)."""
+        depth, sub = 1, 0
+        for k in range(self.k, len(self.items)):
+            item = self.items[k]
+            if item.__class__ is _Cmd:
+                if sub == 0 and item.words and (not item.words[0].static
+                                                or _cmd_name(item) in _SHELL_HERE):
+                    return True
+            elif item in ("(", "$("):
+                sub += 1
+            elif item in (")", "$)"):
+                sub -= 1
+            elif item in ("while", "until", "for"):
+                depth += 1
+            elif item == "done":
+                depth -= 1
+                if depth == 0:
+                    return False
+        return False
+
+    def parts(self, here: List[Tuple[Any, Any]], seps: Tuple[str, ...], end: str,
+              stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
+        """The parts of if/while/until/for: any may run after any other, so the
+        places each part reaches are merged."""
+        reached = here
+        inner_stop = seps + (end,) + stop
+        while True:
+            reached = _merge(reached, self.seq(reached, inner_stop))
+            item = self.peek()
+            if item in seps:
+                self.k += 1
+                continue
+            if item == end:
+                self.k += 1
+            return reached
+
+    def simple(self, cmd: _Cmd, here: List[Tuple[Any, Any]]) -> _V:
+        seen = self.ctx.seen
+        try:
+            v = _classify_cmd(cmd, self.ctx)
+        except _Give as g:
+            if seen is not None:
+                seen.append((cmd, g.verdict()))
+            raise
+        if seen is not None:
+            seen.append((cmd, v))
+        if v.reason == "state_change":
+            self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
+        if v.targets and here != [_START]:
+            _place_targets(v, [folder for folder, _ in here])
+        self.total.join(v)
+        return v
+
+
+def _run_places(v: _V) -> List[Tuple[Any, Any]]:
+    return v.cd[1] if v.cd is not None and v.cd[0] == "places" else [_START]
 
 
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
@@ -5074,13 +6571,40 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if not stripped:
         return _unknown("shell_syntax_unproven")
     try:
-        items = _Bash(stripped, ctx.depth, ctx.work).parse()
-        return _combine(items, ctx)
+        v = _Flow(_bash_items(stripped, ctx, False), ctx, stripped).run()
+        if "$'" in stripped or "&>" in stripped:
+            # dash reads these differently: judge its reading too.
+            dash = _Ctx(ctx.depth, ctx.shell, work=ctx.work)   # the same budget: one line
+            try:
+                other = _Flow(_bash_items(stripped, dash, True), dash, stripped).run()
+            except _Give as g:
+                other = g.verdict()
+            if _RANK[other.mut] > _RANK[v.mut]:
+                # What decides is dash's reading: name the piece it reads otherwise.
+                ansi = stripped.find("$'")
+                piece = stripped[ansi:stripped.find("'", ansi + 2) + 1] if ansi >= 0 else "&>"
+                other.why = ("sh", piece, "ansi" if ansi >= 0 else "amp")
+                if ctx.seen is not None:
+                    ctx.seen.append((None, other))
+            places = _merge(_run_places(v), _run_places(other))
+            v.join(other)
+            v.cd = ("places", places) if places != [_START] else None
+        return v
     except _Give as g:
-        verdict = _V(g.mut, g.reason)
-        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
+        return _limited(ctx, g.verdict()) if g.reason == "analysis_limit" else g.verdict()
     except RecursionError:
         return _limited(ctx)
+
+
+def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
+    """The parsed line; a refusal is noted where the parser stopped (for `explain`)."""
+    parser = _Bash(text, ctx.depth, dash, ctx.work)
+    try:
+        return parser.parse()
+    except _Give as g:
+        if ctx.seen is not None:
+            ctx.seen.append((_Spot(text, parser.i), g.verdict()))
+        raise
 
 
 # -- PowerShell: a conservative subset (5.4) -------------------------------
@@ -5139,7 +6663,7 @@ def _ps_words(text: str, work: List[int]) -> List[Any]:
         if c in "|&":
             op = text[i:i + 2] if text[i:i + 2] in ("||", "&&") else c
             if op == "&" or not cur:
-                raise _Give("shell_syntax_unproven")
+                raise _Give("shell_syntax_unproven", why=("pschar", op))
             cmds.append(cur)
             cur = []
             need = True
@@ -5161,7 +6685,7 @@ def _ps_words(text: str, work: List[int]) -> List[Any]:
             if target.lower() in ("$null", "nul"):
                 i = k
                 continue
-            raise _Give("shell_redirection", "write")
+            raise _Give("shell_redirection", "write", ("redir", text[i:j].strip(), target))
         word: List[str] = []
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
@@ -5202,7 +6726,7 @@ def _ps_words(text: str, work: List[int]) -> List[Any]:
                 quoted = True
                 continue
             if c in _PS_REFUSE and not (c == "\\" and word):
-                raise _Give("shell_syntax_unproven")
+                raise _Give("shell_syntax_unproven", why=("pschar", c))
             if c in "\u2013\u2014\u2015" or not c.isascii():
                 raise _Give("shell_syntax_unproven")
             word.append(c)
@@ -5228,12 +6752,68 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
         cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), ctx.work)
         _spend(ctx.work, _COMMAND_WORK * len(cmds))
     except _Give as g:
-        verdict = _V(g.mut, g.reason)
-        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
+        if ctx.seen is not None:
+            ctx.seen.append((None, g.verdict()))
+        if g.reason == "analysis_limit":
+            return _limited(ctx, g.verdict())
+        return g.verdict()
     total = _V()
+    folders: List[Optional[str]] = [""]
     for cmd in cmds:
-        total.join(_ps_command(cmd, ctx))
+        v = _ps_command(cmd, ctx)
+        _place_targets(v, folders)
+        if ctx.seen is not None:
+            ctx.seen.append((_Spot(words=[w for w, _ in cmd]), v))
+        total.join(v)
+        prog = cmd[0][0].lower()
+        if prog in _PS_LOCATION:
+            paths = _ps_location_paths(cmd[1:])
+            dest = None if _PS_LOCATION[prog] or len(paths) > 1 or paths[:1] in (["-"], ["+"]) \
+                else paths[0] if paths else "~"
+            # A failed Set-Location is an error the next command runs after.
+            folders = _folders_after(folders, dest)
     return total
+
+
+def _ps_location_paths(args: List[Tuple[str, bool]]) -> List[str]:
+    """The paths a Set-Location or Push-Location names (-Path, -LiteralPath or positional)."""
+    paths: List[str] = []
+    i = 0
+    while i < len(args):
+        text, quoted = args[i]
+        low = text.lower()
+        i += 1
+        if quoted or not low.startswith("-") or low in ("-", "+"):
+            paths.append(text)
+        elif low.split(":", 1)[0] in ("-path", "-literalpath", "-lp", "-stackname"):
+            if ":" in low:
+                value = text.split(":", 1)[1]
+            elif i < len(args):
+                value = args[i][0]
+                i += 1
+            else:
+                continue
+            if low.startswith("-stackname"):
+                paths.append("+")       # another named stack: where it leads is unknown
+            else:
+                paths.append(value)
+    return paths
+
+
+def _folders_after(folders: List[Optional[str]], dest: Optional[str]) -> List[Optional[str]]:
+    """A location change that may fail: every folder before it, and where it leads."""
+    out = list(folders)
+    for folder in folders:
+        for new in _cd_join(folder, dest):
+            if new not in out:
+                out.append(new)
+    return out if len(out) <= _MAX_PLACES else [None]
+
+
+# Location changers of PowerShell and cmd.exe: True when where they go
+# cannot be read from the line (a stack entry).
+_PS_LOCATION = {"cd": False, "chdir": False, "sl": False, "set-location": False,
+                "pushd": False, "push-location": False, "popd": True, "pop-location": True}
 
 
 _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-target", "-lp")
@@ -5329,13 +6909,15 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
 # -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
-    if any(ch in text for ch in "^%!()"):
-        return _unknown("shell_syntax_unproven")
+    special = next((ch for ch in text if ch in "^%!()"), None)
+    if special is not None:
+        return _unknown("shell_syntax_unproven", "cmdchar", special)
     if text.lstrip(" \t").startswith('"'):
         # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven", "cmdquote")
     total = _V()
+    folders: List[Optional[str]] = [""]
     i, n = 0, len(text)
     cur: List[_W] = []
     while i <= n:
@@ -5348,8 +6930,19 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
                 try:
                     _spend(ctx.work, _COMMAND_WORK)
                 except _Give as g:
-                    return _limited(ctx, total.join(_V(g.mut, g.reason)))
-                total.join(_classify_argv(cur, ctx))
+                    return _limited(ctx, total.join(g.verdict()))
+                v = _classify_argv(cur, ctx)
+                _place_targets(v, folders)
+                if ctx.seen is not None:
+                    ctx.seen.append((_Spot(words=[w.text for w in cur]), v))
+                total.join(v)
+                name = cur[0].text.lower()
+                if name in _PS_LOCATION:
+                    # `cd` alone prints the folder; `cd /d x` also changes the drive.
+                    ops = [w.text for w in cur[1:] if w.text.lower() != "/d"]
+                    if ops or name in ("popd", "pushd"):
+                        dest = None if _PS_LOCATION[name] or len(ops) != 1 else ops[0]
+                        folders = _folders_after(folders, dest)
                 cur = []
             i += 1
             continue
@@ -5366,10 +6959,11 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             while start < n and text[start] in " >":
                 start += 1
             end = text.find(" ", start)
-            if text[start:n if end < 0 else end].lower() == "nul":
+            rest = text[start:n if end < 0 else end]
+            if rest.lower() == "nul":
                 i += 1
                 continue
-            return total.join(_write([], "shell_redirection"))
+            return total.join(_write([], "shell_redirection").blame("redir", c, rest))
         word = []
         while i < n and text[i] not in " \t\r\n&|<>":
             if text[i] == '"':
@@ -5392,8 +6986,9 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
-def _analyze_any(command: str, shell: str, ctx: Optional[_Ctx] = None) -> _V:
-    ctx = ctx or _Ctx(0, shell)
+def _analyze_any(command: str, shell: str, seen: Optional[list] = None,
+                 ctx: Optional[_Ctx] = None) -> _V:
+    ctx = ctx or _Ctx(0, shell, seen)
     if shell == "powershell":
         return _analyze_powershell(command, ctx)
     if shell == "unknown":
@@ -5421,7 +7016,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         return _beyond_analysis()
     ctx = _Ctx(0, shell)
     try:
-        v = _analyze_any(command, shell, ctx)
+        v = _analyze_any(command, shell, ctx=ctx)
     except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if ctx.work[0] < 0:
@@ -5434,6 +7029,673 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         if t and t not in seen:
             seen.append(t)
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque)
+
+
+# ------------------------------------------------------------- culprits ----
+# A denial names the smallest part of the command that decided it, so that
+# the next call can leave out exactly that part.  None of this runs unless a
+# call is denied or noted: the analysis then runs once more with a list that
+# collects every judged piece (_Ctx.seen), and the text is made from the
+# deciding piece and its `why`.  Each quoted fragment is checked to be part
+# of the command as written; a fragment that is not is left out.
+
+_CULPRIT_WIDTH = 60
+
+
+class _Spot:
+    """A judged piece that is no parsed bash command: a parse failure at
+    src[pos], or a PowerShell or cmd.exe command by its words."""
+
+    __slots__ = ("src", "pos", "words")
+
+    def __init__(self, src: str = "", pos: int = 0, words: Optional[List[str]] = None) -> None:
+        self.src = src
+        self.pos = pos
+        self.words = words or []
+
+
+# Decision code -> which judged piece decided it (paths: the outside or
+# protected paths the decision named).
+_CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
+    "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
+    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
+    "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (
+        v.opaque or not v.targets or any(t in paths for t in v.targets)),
+    "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
+    "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
+    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep,
+}
+
+# What a writing program does, after its name: (verb, object when no target is known).
+_WRITER_WHY: Dict[str, Tuple[str, str]] = {
+    "rm": ("removes", "files"), "rmdir": ("removes", "folders"), "unlink": ("removes", "a file"),
+    "shred": ("destroys", "files"), "touch": ("creates or changes", "files"),
+    "mkdir": ("creates", "folders"), "truncate": ("cuts", "files"),
+    "chmod": ("changes permissions of", "files"), "chown": ("changes the owner of", "files"),
+    "chgrp": ("changes the group of", "files"), "ln": ("creates", "a link"),
+    "cp": ("writes", "a copy"), "mv": ("moves files to", "a new place"),
+    "install": ("writes", "files"), "dd": ("writes", "data"), "mktemp": ("creates", "a file"),
+    "split": ("writes", "pieces into files"), "csplit": ("writes", "pieces into files"),
+    "patch": ("edits", "files"), "rsync": ("copies files to", "a destination"),
+    "scp": ("copies files to", "a destination"), "zip": ("writes", "an archive"),
+    "7z": ("writes", "an archive"), "unzip": ("unpacks", "files"), "tar": ("writes", "files"),
+    "gzip": ("compresses", "files in place"), "bzip2": ("compresses", "files in place"),
+    "xz": ("compresses", "files in place"), "zstd": ("compresses", "files"),
+    "gunzip": ("unpacks", "files in place"), "bunzip2": ("unpacks", "files in place"),
+    "unxz": ("unpacks", "files in place"), "wget": ("downloads into", "files"),
+    "kill": ("stops", "processes"), "pkill": ("stops", "processes"),
+    "killall": ("stops", "processes"), "reboot": ("restarts", "the machine"),
+    "shutdown": ("stops", "the machine"), "apply_patch": ("edits", "files"),
+    "tee": ("writes", "files"), "mkfifo": ("creates", "a pipe file"),
+    "mknod": ("creates", "a device file"),
+}
+
+# Programs and "program subcommand" pairs that are not proven read-only, and why.
+_PROGRAM_WHY: Dict[str, str] = {
+    "make": "runs the project's build", "cmake": "configures or runs a build",
+    "ninja": "runs a build", "bazel": "runs a build", "gradle": "runs a build",
+    "mvn": "runs a build", "sbt": "runs a build", "ant": "runs a build",
+    "just": "runs project recipes", "task": "runs project tasks",
+    "pytest": "runs the tests, which can do anything", "tox": "runs the tests",
+    "nox": "runs the tests", "jest": "runs the tests", "vitest": "runs the tests",
+    "rspec": "runs the tests", "phpunit": "runs the tests", "ctest": "runs the tests",
+    "npm test": "runs the package's test script", "npm run": "runs a package script",
+    "npm start": "runs the package's start script", "yarn run": "runs a package script",
+    "pnpm run": "runs a package script", "npm exec": "fetches and runs a package",
+    "npx": "fetches and runs a package", "pnpm dlx": "fetches and runs a package",
+    "uvx": "fetches and runs a package", "bunx": "fetches and runs a package",
+    "cargo build": "builds the project", "cargo run": "builds and runs the project",
+    "cargo test": "builds and runs the tests", "cargo check": "builds the project",
+    "cargo clippy": "builds the project", "go build": "builds the project",
+    "go run": "builds and runs code", "go test": "builds and runs the tests",
+    "go generate": "runs generators", "go vet": "builds the project",
+    "dotnet build": "builds the project", "dotnet test": "builds and runs the tests",
+    "dotnet run": "builds and runs the project",
+    "python": "runs code", "python3": "runs code", "node": "runs code", "deno": "runs code",
+    "bun": "runs code", "ruby": "runs code", "perl": "runs code", "php": "runs code",
+    "bash": "runs a script", "sh": "runs a script", "zsh": "runs a script",
+    "docker": "controls containers", "kubectl": "controls a cluster",
+    "terraform": "changes infrastructure", "helm": "changes a cluster",
+    "ssh": "runs commands on another machine", "psql": "runs database commands",
+    "sqlite3": "can change a database", "mysql": "runs database commands",
+    "less": "is a pager that can run commands", "more": "is a pager that can run commands",
+    "most": "is a pager that can run commands",
+    "man": "runs a pager", "vi": "is an editor", "vim": "is an editor", "nvim": "is an editor",
+    "nano": "is an editor", "emacs": "is an editor", "code": "opens an editor",
+    "open": "opens another program", "xdg-open": "opens another program",
+    "crontab": "changes scheduled jobs", "systemctl": "controls services",
+    "source": "runs a script in this shell", ".": "runs a script in this shell",
+    "export": "changes the shell's environment", "alias": "changes the shell",
+    "unset": "changes the shell's state", "trap": "changes the shell",
+    "nohup": "starts a program that keeps running", "sudo": "runs as another user",
+    "doas": "runs as another user",
+    "black": "rewrites files", "prettier": "can rewrite files", "eslint": "can rewrite files",
+    "ruff": "can rewrite files", "mypy": "writes a cache", "tsc": "writes compiled files",
+    "gcc": "writes compiled files", "cc": "writes compiled files", "clang": "writes compiled files",
+    "rustc": "writes compiled files", "javac": "writes compiled files",
+}
+
+# Programs whose handler judges package commands.
+_PACKAGE_PROGRAMS = frozenset((
+    "npm", "pnpm", "yarn", "bun", "npx", "bunx", "pnpx", "pip", "pip3", "uv", "uvx", "poetry",
+    "pipenv", "pipx", "conda", "mamba", "micromamba", "cargo", "go", "gem", "bundle", "bundler",
+    "composer", "dotnet", "apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper",
+    "port", "choco", "winget", "scoop"))
+
+# git options before the subcommand that are not reads, and why.
+_GIT_GLOBAL_WHY: Dict[str, str] = {
+    "-c": "sets git configuration, which can name programs to run",
+    "--config-env": "sets git configuration, which can name programs to run",
+    "--git-dir": "points git at another repository and its configuration",
+    "--work-tree": "points git at another work tree",
+    "--exec-path": "makes git run its helpers from another folder",
+    "-p": "runs a pager", "--paginate": "runs a pager",
+    "--namespace": "changes which refs git reads",
+}
+
+# Reason code -> what the deciding piece does, when nothing more precise is known.
+# What zsh (the login shell on macOS) does with a form bash leaves alone.
+_ZSH_WHY: Dict[str, str] = {
+    "nullcmd": "is a redirection with no command: zsh runs $NULLCMD or $READNULLCMD for it",
+    "rerun": "repeats the previous command in zsh",
+    # sh (dash) has no $'...' and no &>:
+    "ansi": "is a `$` and a quoted string to sh (dash), not one decoded word",
+    "amp": "sends the command to the background in sh (dash), then redirects apart",
+}
+
+_REASON_WHY: Dict[str, str] = {
+    "shell_syntax_unproven": "could not be read",
+    "shell_command_unproven": "is not proven read-only",
+    "shell_execution_option": "can run another program",
+    "option_value_missing": "lacks an option's value",
+    "git_arguments_unproven": "is not a proven read-only git form",
+    "native_quotes_unproven": "has quotes a Windows program may split differently",
+    "native_empty_arguments": "has empty arguments a Windows program may drop",
+    "shell_redirection": "writes a file",
+    "git_output_file": "makes git write a file",
+    "control_character": "holds a control character",
+    "state_change": "changes the state of the shell or the system",
+    "analysis_limit": "is too long or too deeply nested to read",
+    "interpreter_code": "runs code that is not proven read-only",
+}
+
+# git subcommands that change something, and the read that shows the same.
+_GIT_INSTEAD: Dict[str, str] = {
+    "checkout": "`git show REV:PATH` prints a file as of REV",
+    "restore": "`git diff` shows what a restore would undo",
+    "reset": "`git diff REV` shows what a reset would change",
+    "clean": "`git clean -n` lists what would be removed",
+    "stash": "`git stash list` and `git stash show -p` read the stash",
+    "fetch": "`git log origin/BRANCH` reads what was fetched before",
+    "pull": "`git log origin/BRANCH` reads what was fetched before",
+    "rm": "`git ls-files` lists the tracked files",
+    "add": "`git diff` shows what would be staged",
+}
+
+# Programs whose output is the point of a redirection: no Instead for them.
+_CONTENT_WRITERS = frozenset(("echo", "printf", "cat", "tee", "exec", "true", ":", "yes"))
+
+_LEAD_RESERVED = ("!", "{", "if", "then", "elif", "else", "do", "while", "until", "time")
+
+
+def _invisible(text: str) -> bool:
+    return any(ch < " " and ch not in "\t" or "\x7f" <= ch <= "\x9f" for ch in text) \
+        or _has_bad_char(text)
+
+
+def _quote(text: Optional[str], command: str) -> str:
+    """`text` in backticks when the command holds it as written, else ""."""
+    if not text or "\0" in text or "\n" in text or text not in command or _invisible(text):
+        return ""
+    if len(text) > _CULPRIT_WIDTH:
+        return "`%s`…" % text[:_CULPRIT_WIDTH - 1].rstrip()
+    return "`%s`" % text
+
+
+def _balanced_end(src: str, start: int) -> int:
+    """End of a `$(`, `${`, `<(` or backquote piece that starts at `start`."""
+    if src.startswith("`", start):
+        end = src.find("`", start + 1)
+        return len(src) if end < 0 else end + 1
+    depth = 0
+    for j in range(start, len(src)):
+        ch = src[j]
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth <= 0:
+                return j + 1
+    return len(src)
+
+
+def _segment(where: Any, command: str) -> str:
+    """The source text of a judged piece, without the reserved word before it."""
+    if isinstance(where, _Cmd):
+        text = where.src[where.start:where.end].strip(" \t\n")
+        changed = True
+        while changed:
+            changed = False
+            for word in _LEAD_RESERVED:
+                if text.startswith(word) and text[len(word):len(word) + 1] in (" ", "\t", "\n"):
+                    text = text[len(word):].lstrip(" \t\n")
+                    changed = True
+        return text.split("\n", 1)[0] if "\n" in text else text
+    if isinstance(where, _Spot) and where.words:
+        joined = " ".join(where.words)
+        return joined if joined in command else where.words[0]
+    if isinstance(where, _Spot):
+        src, pos = where.src, min(where.pos, len(where.src))
+        start = pos
+        while start > 0 and src[start - 1] not in " \t\n;|&":
+            start -= 1
+        end = pos
+        while end < len(src) and src[end] not in " \t\n;|&":
+            end += 1
+        for k in range(start, end):
+            if src.startswith(("$(", "${", "<(", ">(", "`"), k):
+                end = max(end, _balanced_end(src, k))
+                break
+        return (src[start:end] or src[max(0, pos - 20):pos + 20].strip()).split("\n", 1)[0]
+    return ""
+
+
+def _words_of(where: Any) -> List[str]:
+    if isinstance(where, _Cmd):
+        return [w.text for w in where.words]
+    if isinstance(where, _Spot):
+        return list(where.words)
+    return []
+
+
+def _option_spelling(opt: str, words: List[str]) -> str:
+    """How an option the spec knows by its canonical name was written."""
+    for word in words:
+        if word.startswith("--") and len(opt) > 1:
+            key = word[2:].split("=", 1)[0]
+            if key and opt.startswith(key):
+                return word
+        if len(opt) == 1 and word.startswith("-") and not word.startswith("--") and opt in word:
+            return word
+    return ""
+
+
+def _subcommand(words: List[str]) -> str:
+    """The first operand after the program and its leading options (`git -C x log` -> log)."""
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+            continue
+        if word in ("-C", "-c", "--prefix"):
+            skip = True   # an option whose value is the next word
+            continue
+        if not word.startswith("-"):
+            return word
+    return ""
+
+
+def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
+    """(`prog sub` or `prog` as written, the table key that matched or "")."""
+    if not words:
+        return "", ""
+    prog = words[0]
+    name = _program_name(_lit(prog)) or prog
+    sub = _subcommand(words)
+    shown = (_quote(prog + " " + sub, command) if sub else "") or _quote(prog, command)
+    if sub and (name + " " + sub) in _PROGRAM_WHY:
+        return shown, name + " " + sub
+    if name in _PROGRAM_WHY:
+        return _quote(prog, command), name
+    return shown, ""
+
+
+def _explain_read(cmd: _Cmd) -> bool:
+    """Whether a trimmed copy of a command is a read (for the Instead line)."""
+    try:
+        return _classify_cmd(cmd, _Ctx(0, "bash")).mut == "read"
+    except (_Give, RecursionError):
+        return False
+
+
+def _without(where: Any, option: str) -> str:
+    """"the same command without `-x` only reads", when that is proven."""
+    if not option or not isinstance(where, _Cmd) or not where.words:
+        return ""
+    words = where.words
+    at = next((k for k, w in enumerate(words) if w.text == option), -1)
+    if at <= 0:
+        return ""
+    for drop in (2, 1) if "=" not in option else (1,):  # with its value first
+        kept = words[:at] + words[at + drop:]
+        if len(kept) < 1 or at + drop > len(words):
+            continue
+        bare = _Cmd(where.src)
+        bare.words, bare.assigns, bare.redirs = kept, where.assigns, where.redirs
+        gone = _quote(" ".join(w.text for w in words[at:at + drop]), where.src)
+        if gone and _explain_read(bare):
+            return "the same command without %s only reads" % gone
+    return ""
+
+
+def _redirect_shown(op: str, dest: str, where: Any, command: str) -> str:
+    """`> out.txt` as written in the command, or as near as can be quoted."""
+    op = op.replace("\x01", "")
+    found = _quote(op + " " + dest, command) or _quote(op + dest, command)
+    if found or not isinstance(where, _Cmd):
+        return found or _quote(op, command)
+    segment = where.src[where.start:where.end]
+    at = segment.find(op)
+    while at >= 0:
+        end = at + len(op)
+        while end < len(segment) and segment[end] in " \t":
+            end += 1
+        while end < len(segment) and segment[end] not in " \t\n;|&<>":
+            end += 1
+        found = _quote(segment[at:end], command)
+        if found:
+            return found
+        at = segment.find(op, at + 1)
+    return _quote(op, command)
+
+
+def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tuple[str, str]:
+    """(what the piece does, a read-only way to do the same or ""); prefer: the
+    targets to name first (those outside files=)."""
+    words = _words_of(where)
+    prog = words[0] if words else ""
+    name = (_program_name(_lit(prog)) or "") if prog else ""
+    qprog = _quote(prog, command)
+    why = v.why or ()
+    kind = why[0] if why else ""
+    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
+    target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
+        next((t for t in v.targets if _quote(t, command)), "")
+    qtarget = _quote(target, command)
+    if kind == "redir":
+        op, dest = why[1].replace("\x01", ""), why[2] or ""
+        shown = _redirect_shown(op, dest, where, command)
+        verb = "appends to" if op.endswith(">>") else "writes"
+        what = "%s %s %s" % (shown or "a redirection", verb,
+                             "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
+                             else _quote(dest, command))
+        instead = ""
+        if isinstance(where, _Cmd) and where.words and name not in _CONTENT_WRITERS:
+            bare = _Cmd(where.src)
+            bare.words, bare.assigns = where.words, where.assigns
+            if _explain_read(bare):
+                instead = "leave out %s and read the output directly" % (shown or "the redirection")
+                if name == "grep":
+                    instead = "`rg` prints the matches without a file; " + instead
+        return what, instead
+    if kind == "writer":
+        writer = _program_name(_lit(why[1])) or why[1]
+        verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
+        subject = _quote(why[1], command) or _quote(prog, command) or "the program"
+        return "%s %s %s" % (subject, verb, qtarget or obj), ""
+    if kind == "inplace":
+        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
+        if name in ("sed", "gsed"):
+            return ("%s edits %s in place" % (flag or "`-i`", qtarget or "files"),
+                    "`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
+                    "FILE` shows lines" % (name, why[1]))
+        return "%s edits %s in place" % (flag or "`-i`", qtarget or "files"), ""
+    if kind == "sed_script":
+        script = _quote(why[1], command) or "script"
+        if reason == "shell_execution_option":
+            return "the %s script %s runs a command" % (qprog or "sed", script), ""
+        return "the %s script %s writes %s" % (qprog or "sed", script, qtarget or "a file"), ""
+    if kind == "git":
+        sub = why[1]
+        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write":
+            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
+        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
+    if kind == "gitglobal":
+        opt = why[1]
+        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
+        key = opt.split("=", 1)[0]
+        return ("%s %s" % (shown or qprog, _GIT_GLOBAL_WHY.get(
+            key, "is not a git option proven read-only")), _without(where, opt))
+    if kind == "option":
+        opt = why[1]
+        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
+        if v.mut == "write" and reason != "git_output_file":
+            verb = "removes files under" if opt == "-delete" else "writes"
+            return "%s %s %s" % (shown or qprog, verb, qtarget or "files"), _without(where, opt)
+        if reason == "git_output_file":
+            value = opt.split("=", 1)[1] if "=" in opt else target
+            sub = _subcommand(words)
+            return ("%s makes git write %s" % (shown or "`--output`",
+                                              _quote(value, command) or "a file"),
+                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
+                                                                     opt.split("=", 1)[0]))
+        if reason == "shell_execution_option":
+            return "%s runs another program" % (shown or qprog), _without(where, opt)
+        if reason == "option_value_missing":
+            return "%s lacks its value" % (shown or qprog), ""
+        if name == "git":
+            sub = _subcommand(words)
+            return ("%s is not proven read-only for %s" % (
+                _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
+                _without(where, opt))
+        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
+                _without(where, opt))
+    if kind == "spec":
+        opt, value, effect = why[1], why[2], why[3]
+        spelled = _option_spelling(opt, words)
+        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
+        if effect == "write":
+            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
+                    _without(where, spelled))
+        return "%s runs another program" % (shown or qprog), _without(where, spelled)
+    if kind in ("env", "assign"):
+        shown = _assignment_shown(why[1], where, command)
+        if kind == "assign":
+            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
+        bare = None
+        if isinstance(where, _Cmd):
+            bare = _Cmd(where.src)
+            bare.words, bare.redirs = where.words, where.redirs
+            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
+        runs = _quote(prog, command) if prog.upper() != prog or "=" not in prog else ""
+        return ("%s %s" % (shown or "a variable", _env_why(why[1], runs)),
+                "the same command without %s only reads" % shown
+                if shown and bare is not None and bare.words and _explain_read(bare) else "")
+    if kind == "path":
+        text = why[1]
+        if "/" not in text and "\\" not in text:
+            return "%s is not a known program name" % (_quote(text, command) or "the program"), ""
+        return "%s runs a program from a path, not a known system program" % (
+            _quote(text, command) or "the command"), ""
+    if kind == "dynamic":
+        first = _segment(where, command).split(" ", 1)[0] if where is not None else ""
+        return "%s names the program only when the command runs" % (
+            _quote(first, command) or "the command"), ""
+    if kind == "dash":
+        return "%s starts with a Unicode dash, not a plain hyphen" % (_quote(why[1], command)
+                                                           or "an argument"), ""
+    if kind == "opaque":
+        piece = _quote(why[1], command)
+        if not piece and where is not None:
+            tokens = _segment(where, command).split()
+            piece = next((_quote(t, command) for t in tokens[1:]
+                          if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
+        return ("%s may turn into an option or several words when the command runs"
+                % (piece or "an argument with an expansion, a glob or braces")), ""
+    if kind == "awk":
+        shown = _quote(why[1], command)
+        return ("the %s program %s %s" % (qprog or "awk", shown, why[2]) if shown
+                else "the %s program %s" % (qprog or "awk", why[2])), ""
+    if kind == "script_file":
+        return "%s runs a script from a file the guard does not read" % (
+            _quote(prog + " " + why[1], command) or _quote(why[1], command) or qprog), ""
+    if kind == "procsub":
+        return "%s sends output to commands whose use of it is not proven" % (
+            _quote(why[1], command) or "a process substitution"), ""
+    if kind == "heredoc":
+        return ("the here-document line %s holds an expansion the shell would run"
+                % (_quote(why[1].strip(), command) or "")).replace("line  holds", "holds"), ""
+    if kind == "cmdchar":
+        return "%s is special to cmd.exe" % (_quote(why[1], command) or "a character"), ""
+    if kind == "cmdquote":
+        first = command.lstrip(" \t").split(" ", 1)[0]
+        return ("%s starts the line with a quote, and cmd.exe then drops the first and "
+                "last quote of the line" % (_quote(first, command) or "the command")), ""
+    if kind == "pschar":
+        return "%s is special to PowerShell" % (_quote(why[1], command) or "a character"), ""
+    if kind == "heredoc_open":
+        return "the here-document %s has no end line" % (_quote(why[1], command) or ""), ""
+    if kind == "dyncode":
+        return "%s runs text that is only known when the command runs" % (
+            _quote(why[1], command) or "it"), ""
+    if kind in ("zsh", "sh"):
+        return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
+    if kind == "python":
+        return _python_why(why, prog, command)
+    if kind == "pystdin":
+        return "%s reads its code from standard input" % (qprog or "python"), ""
+    shown, key = _program_phrase(words, command)
+    if kind == "unlisted" or (key and not kind and reason in (
+            "shell_command_unproven", "interpreter_code")):
+        return "%s %s" % (shown or "the program",
+                          _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
+    if not kind and v.mut == "write" and name == "gh":
+        return "%s changes something on GitHub" % (shown or qprog), ""
+    if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
+        return "%s installs or changes packages" % (shown or qprog), ""
+    if not kind and v.mut == "write" and name in _WRITER_WHY:
+        verb, obj = _WRITER_WHY[name]
+        return "%s %s %s" % (shown or qprog, verb, qtarget or obj), ""
+    if not kind and v.mut == "write":
+        return "%s %s" % (shown or "it", "writes " + qtarget if qtarget else "changes files"), ""
+    phrase = _REASON_WHY.get(reason, "is not proven read-only")
+    if reason == "shell_command_unproven" and name in _PROGRAMS:
+        phrase = "is not proven read-only with these arguments"
+    return "%s %s" % (shown or qprog or "it", phrase), ""
+
+
+def _assignment_shown(name: str, where: Any, command: str) -> str:
+    """`NAME=value` as written, else `NAME=`."""
+    if isinstance(where, _Cmd):
+        segment = where.src[where.start:where.end]
+        at = segment.find(name + "=")
+        if at >= 0:
+            end, quote = at + len(name) + 1, ""
+            while end < len(segment) and (quote or segment[end] not in " \t\n;|&<>"):
+                ch = segment[end]
+                if quote and ch == quote:
+                    quote = ""
+                elif not quote and ch in "'\"":
+                    quote = ch
+                end += 1
+            found = "" if quote else _quote(segment[at:end], command)
+            if found:
+                return found
+    return _quote(name + "=", command) or _quote(name, command)
+
+
+_PY_INSTEAD = ("`%s -I -c '…'` is proven when the code only computes, prints and reads "
+               "files (json, math, sys and platform allowed)")
+
+
+def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
+    """Why python code is unproven: its flags, or the part of the code that decided."""
+    _, name, flag, proven, part = why
+    shown = _quote(prog + " " + flag, command) or _quote(prog, command) or "python"
+    if proven:
+        return ("%s puts the working folder first on the import path, so a json.py or "
+                "linecache.py there would run" % shown, _PY_INSTEAD % name)
+    piece, _, reason = part.partition("\0")
+    if not reason:
+        return "the code given to %s does not parse as Python" % shown, ""
+    quoted = _quote(piece, command)
+    if not quoted:   # written with escapes in the command: quote what is verbatim
+        head = piece.split("(", 1)[0]
+        quoted = _quote(head + "(", command) if "(" in piece else _quote(head, command)
+        quoted = "the code at %s" % quoted if quoted else "the code"
+    return "%s %s" % (quoted, reason), _PY_INSTEAD % name
+
+
+def _env_why(name: str, runs: str) -> str:
+    """Why a variable on a command makes it unproven (see _env_ok)."""
+    program = runs or "the program"
+    for prefix, phrase in _ENV_WHY:
+        if name == prefix or (prefix.endswith("*") and name.startswith(prefix[:-1])):
+            return phrase % program if "%s" in phrase else phrase
+    return "can change what %s runs or reads" % program
+
+
+def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
+    """The call or word of a piece that carries hash or dependency intent."""
+    words = _words_of(where)
+    prog = words[0] if words else ""
+    name = (_program_name(_lit(prog)) or "") if prog else ""
+    qprog = _quote(prog, command)
+    if intent == "hash":
+        texts = words[1:] + ([where.stdin] if isinstance(where, _Cmd) and where.stdin else [])
+        for text in texts:
+            if not text or not hash_intent_in_text(text, None):
+                continue
+            for line in text.splitlines():
+                shown = _quote(line.strip(), command)
+                if shown and hash_intent_in_text(line, None):
+                    return "%s adds or runs hashing" % shown
+        if name in _HASH_PROGRAMS or name in _HASH_WITH_OUTPUT:
+            return "%s computes a hash" % (qprog or "the program")
+        shown, _ = _program_phrase(words, command)
+        return "%s computes or adds hashing" % (shown or qprog or "the command")
+    for op, dest in (where.redirs if isinstance(where, _Cmd) else []):
+        if dest is not None and manifest_kind(dest.text) is not None:
+            return "%s writes into a manifest" % (
+                _redirect_shown(op, dest.text, where, command) or "a redirection")
+    shown, _ = _program_phrase(words, command)
+    return "%s adds or changes packages" % (shown or qprog or "the command")
+
+
+def _spot_note(command: str, reason: Optional[str]) -> str:
+    """A piece no parse got to: say where, without quoting invisible characters."""
+    if reason == "control_character":
+        match = _an_rx("bad", _BAD_CHARS).search(command)
+        if match:
+            before = command[:match.start()].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
+            after = _quote(before.strip(), command)
+            return "the command holds the control character U+%04X at position %d%s" % (
+                ord(match.group()), match.start() + 1, ", after " + after if after else "")
+    if reason == "analysis_limit":
+        return "the command is too long (over %d KiB) or too deeply nested to read" % (
+            _MAX_COMMAND // 1024)
+    return ""
+
+
+def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()) -> str:
+    """The `Culprit:` (and `Instead:`) lines for a deny or note about `command`.
+
+    code is the decision's reason code; paths the outside or protected paths
+    it named.  Runs the analysis again, so call it only for a deny or note.
+    Returns "" when the command is not what decided (delegation, state, ...).
+    """
+    if not isinstance(command, str):
+        return ""
+    if code == "REPEATED_WITHOUT_CHANGE":
+        whole = _quote(command.strip(), command)
+        return "Culprit: %s, run again with no change in between." % (whole or "the command")
+    pick = _CULPRIT_PICKS.get(code)
+    if pick is None:
+        return ""
+    seen: List[Tuple[Any, _V]] = []
+    try:
+        final = _analyze_any(command, shell, seen)
+    except Exception:   # noqa: BLE001 - explaining must never fail a hook
+        return ""
+    chosen = [(w, v) for w, v in seen if pick(v, paths)] or \
+        [(w, v) for w, v in seen if v.mut != "read" or v.hash or v.dep]
+    if chosen and final.why is not None and all(w is None and v.why is None
+                                                for w, v in chosen):
+        chosen = [(None, final)]
+    where, v = None, final
+    for cand_where, cand_v in chosen:
+        if _quote(_segment(cand_where, command), command):
+            where, v = cand_where, cand_v
+            break
+    else:
+        if chosen:
+            where, v = chosen[0]
+    segment = _segment(where, command)
+    instead = ""
+    if code == "HASH_NOT_AUTHORIZED":
+        what = _hash_part(where, v, command, "hash")
+    elif code == "DEPENDENCY_NOT_AUTHORIZED":
+        what = _hash_part(where, v, command, "dep")
+    elif v.why is None and (where is None or (isinstance(where, _Spot) and not where.words)):
+        what = _spot_note(command, v.reason)
+        if not what:
+            piece = _quote(segment, command) or "the command"
+            what = "%s %s" % (piece, _REASON_WHY.get(v.reason or "", "could not be read"))
+        segment = ""
+    else:
+        what, instead = _why_text(where, v, command, paths)
+        if code not in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN"):
+            instead = ""   # a read-only way does not help a change kept out of files=
+        if v.reason == "native_empty_arguments":
+            what = "an empty argument that a Windows program may drop would leave: " + what
+        if isinstance(where, _Spot) and not where.words:
+            segment = ""   # a parse failure: the why says where, the token may not
+    if _invisible(segment) or (isinstance(where, _Cmd) and _invisible(
+            where.src[where.start:where.end].strip(" \t\n"))):
+        match = next((ch for ch in command if _invisible(ch) and ch not in "\n"), "")
+        if match:
+            what += " (the command holds U+%04X, which shells read differently)" % ord(match)
+    shown = _quote(segment, command)
+    if shown and segment.strip() != command.strip() and not what.startswith(shown) \
+            and shown not in what:
+        line = "Culprit: %s: %s." % (shown, what)
+    else:
+        line = "Culprit: %s." % what
+    if instead and not _invisible(instead):
+        line += "\nInstead: %s." % instead
+    return line
 
 
 # ------------------------------------------------------------ hash intent ----
@@ -6951,6 +9213,91 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
+# ---- the culprit: which part of the call decided ---------------------------
+
+
+def _lock_text(allowed: Optional[List[str]]) -> str:
+    return "`files=%s`" % ("|".join(allowed) if allowed else ".")
+
+
+def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
+    """(line, path) of a file tool's change that carries hash or dependency intent."""
+    if "patch" in change:
+        text = change.get("patch")
+        lines = [ln[1:] for ln in (text.splitlines() if isinstance(text, str) else [])
+                 if ln.startswith("+") and not ln.startswith("+++")]
+        path, old, new = None, "", "\n".join(lines)
+    else:
+        path, old, new = change.get("path"), change.get("old") or "", change.get("new") or ""
+        lines = new.splitlines()
+    before = set(old.splitlines())
+    fresh = [ln for ln in lines if ln.strip() and ln not in before][:50]
+    for line in fresh:
+        if intent == "hash" and hash_intent_in_text(line, path):
+            return line.strip(), path or ""
+        if intent == "dep" and path is not None:
+            without = "\n".join(ln for ln in new.splitlines() if ln != line)
+            if not dependency_intent_in_change(path, change.get("old"), without):
+                return line.strip(), path
+    return "", path or ""
+
+
+def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]] = None,
+                     protected_paths: Sequence[str] = ()) -> str:
+    """The `Culprit:` lines of a deny or note: the part of this call that
+    decided it, or "" when the decision is not about the call's content
+    (state, delegation, the directive).  Built only for a deny or a note."""
+    try:
+        return _decision_culprit(action, decision, allowed, protected_paths)
+    except Exception:   # noqa: BLE001 - naming the culprit must never break a deny
+        return ""
+
+
+def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
+                      protected_paths: Sequence[str]) -> str:
+    code = decision.code
+    if isinstance(action.command, str):
+        paths: Sequence[str] = ()
+        if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
+            paths = paths_outside(list(action.shell_write_targets), allowed, action.cwd)
+        elif code == "GUARD_SELF_PROTECTION":
+            paths = protected_hits(action, protected_paths)
+        culprit = shell_culprit(action.command, action.shell or "bash", code, paths)
+        if culprit and code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
+            # These carry no Instead line: the culprit is the whole message.
+            culprit = culprit[:-1] + "; the lock is %s." % _lock_text(allowed)
+        return culprit
+    if code == "PATH_OUTSIDE_CONTRACT" and allowed is not None:
+        outside = paths_outside(list(action.affected_paths), allowed, action.cwd)
+        if outside:
+            return "Culprit: %s %s outside the lock %s." % (
+                ", ".join("`%s`" % p for p in outside[:3]),
+                "is" if len(outside) == 1 else "are", _lock_text(allowed))
+    if code == "WRITE_PATH_UNPROVEN":
+        return "Culprit: `%s` names no path that can be checked against the lock %s." % (
+            action.name, _lock_text(allowed))
+    if code == "MODE_FORBIDS_MUTATION":
+        paths = [p for p in action.affected_paths if p]
+        return "Culprit: `%s` writes%s." % (action.name, " `%s`" % paths[0] if paths else "")
+    if code == "MUTABILITY_UNPROVEN":
+        return "Culprit: the tool `%s` is not known to be read-only." % action.name
+    if code in ("HASH_NOT_AUTHORIZED", "DEPENDENCY_NOT_AUTHORIZED"):
+        intent = "hash" if code == "HASH_NOT_AUTHORIZED" else "dep"
+        for change in action.changes:
+            line, path = _changed_line(change, intent)
+            if line:
+                if len(line) > 80:
+                    line = line[:79].rstrip() + "…"
+                where = " in `%s`" % path if path else ""
+                if intent == "hash":
+                    return "Culprit: `%s`%s adds hashing." % (line, where)
+                return "Culprit: `%s`%s adds a dependency." % (line, where)
+        paths = [p for p in action.affected_paths if p]
+        if paths:
+            return "Culprit: the text written to `%s`." % paths[0]
+    return ""
+
+
 # ---- the STOP / WATCH message (core.md 5.1) --------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
@@ -6961,11 +9308,13 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
-                     response_outcome: str, event_id: Optional[str]) -> str:
+                     response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
     """The multi-line STOP/WATCH message of core.md 5.1.
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
+    culprit (see decision_culprit) goes after Event and before Next, so the
+    lines before it keep their places for tools that read them.
     """
     is_context = outcome_result_kind(decision.outcome) == "context"
     if is_context:
@@ -6981,6 +9330,8 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
     lines.append("State: %s / %s" % (state_label, mode))
     if event_id is not None:
         lines.append("Event: " + event_id)
+    if culprit:
+        lines.append(culprit)
     if decision.next:
         lines.append("Next: " + decision.next)
     return "\n".join(lines)
@@ -9070,9 +11421,12 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     _thrash_note_write(store, key, action, decision)
     if kind == "none":
         return CoreResult("none", code=decision.code, event_id=event_id)
+    allowed = contract.get("allowedPaths")
+    culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
+                               protected)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
-                            event_id=event_id)
+                            event_id=event_id, culprit=culprit)
     return CoreResult(kind, text, decision.code, event_id)
 
 
@@ -9395,7 +11749,8 @@ def _shell_kind(powershell: bool = False) -> str:
 
 def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
     """The action fields of a shell tool call, from the one analyzer."""
-    verdict = analyze_shell(command, _shell_kind(powershell))
+    shell = _shell_kind(powershell)
+    verdict = analyze_shell(command, shell)
     action = {"name": name, "mutability": verdict.mutability,
               "hashIntent": verdict.hash_intent, "dependencyIntent": verdict.dependency_intent,
               "shellWriteTargets": list(verdict.write_targets)}
@@ -9405,6 +11760,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["analysisReason"] = verdict.reason
     if isinstance(command, str):
         action["command"] = command
+        if shell != "bash":
+            action["shell"] = shell
     return action
 
 
@@ -9423,13 +11780,18 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
                   added_text, path_text, removed_text=old)}
     action["dependencyIntent"] = bool(added_text) and dependency_intent_in_change(
         path_text, old, added_text)
+    if action["hashIntent"] or action["dependencyIntent"]:
+        action["changes"] = [{"path": path_text, "old": old, "new": added_text}]
     return action
 
 
 def patch_action(name: str, patch_text: Any) -> dict:
     summary = analyze_patch(patch_text)
-    return {"name": name, "mutability": "write", "affectedPaths": list(summary.paths),
-            "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
+    action = {"name": name, "mutability": "write", "affectedPaths": list(summary.paths),
+              "hashIntent": summary.hash_intent, "dependencyIntent": summary.dependency_intent}
+    if summary.hash_intent or summary.dependency_intent:
+        action["changes"] = [{"patch": patch_text}]
+    return action
 
 
 def _first_text(obj: Any, *keys: str) -> Optional[str]:
@@ -13870,14 +16232,11 @@ class _StatusView:
         self.damaged = index.damaged
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
-    def spec_lines(self, terminal: bool = False) -> List[str]:
-        """core.md 8.4 line for line; the terminal shows an unlimited budget as a word."""
+    def spec_lines(self) -> List[str]:
+        """The status lines, the same in a prompt answer and in the terminal."""
         state = self.loaded.state
         contract = state["contract"]
         fields = contract_fields(contract, self.reserved, bool(self.reasons))
-        if terminal and contract.get("agentBudget") == MAX_SAFE_INTEGER:
-            # Only the budget number is replaced; the prompt keeps the exact line.
-            fields = fields.replace("/%d reserved" % MAX_SAFE_INTEGER, "/unlimited reserved", 1)
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  fields,
@@ -13896,7 +16255,7 @@ class _StatusView:
 
     def terminal_lines(self) -> List[str]:
         lines: List[str] = []
-        for line in self.spec_lines(terminal=True):
+        for line in self.spec_lines():
             lines += _wrap(_clean(line))
         tally = self.tally
         lines.append("")

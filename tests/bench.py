@@ -275,6 +275,9 @@ def bench_python(python, runs, with_shapes, sts_path=None):
             "read (allowed)": (event("Bash", {"command": "git status"}, "c-read"), None),
             "write (denied)": (event("Write", {"file_path": "/repo/a.txt", "content": "x"},
                                      "c-write"), b'"deny"'),
+            # A denied shell line: its message names the culprit (the analysis runs again).
+            "shell (denied)": (event("Bash", {"command": "git status && rm -rf build"},
+                                     "c-shell"), b'"deny"'),
         }
         base = measure(python, hook_argv, env, runs, payloads)
         report("armed review session, %d runs each (median):" % runs, base)
@@ -283,7 +286,7 @@ def bench_python(python, runs, with_shapes, sts_path=None):
         report("same, with 1,000 session files and 100,000 audit lines:", scaled)
         growth = scaled["read (allowed)"][0] / base["read (allowed)"][0]
         print("growth with scale (read, cpu): %.2fx" % growth)
-        worst = max(base["read (allowed)"][0], base["write (denied)"][0]) / base["floor"][0]
+        worst = max(cpu for name, (cpu, _) in base.items() if name != "floor") / base["floor"][0]
         print("target: at most %.1fx floor -> %s (%.2fx)"
               % (TARGET, "OK" if worst <= TARGET else "OVER", worst))
         result = {"version": version, "worst": worst}

@@ -2,14 +2,18 @@
 
 Not a pytest module (the name does not start with test_).  Run it as root:
 
-    python3 tests/fuzz_reads.py [--count N] [--seed S] [--jobs 2] [--out DIR]
+    python3 tests/fuzz_reads.py [--count N] [--seed S] [--jobs 2] [--out DIR] [--dress P]
 
 1. Harvest the real options of every program the analyzer can prove read
    (`PROG --help`, `git SUB -h`), run in the sandbox below.
 2. Combine them into candidate lines (values, clusters, abbreviations,
-   operands, `--`, wrappers, pipes, redirections) and mutate the corpus
-   reads; keep only the lines analyze_shell calls "read": those are claims.
-3. Run every claim for real and look for an effect.  The sandbox is a new
+   operands, `--`, wrappers, pipes, redirections), mutate the corpus reads,
+   and dress some in the forms zsh reads otherwise ($~x, $=x, >!, =cmd,
+   <->, $x[...], noglob, a bare `< f`...) or that move the shell (cd,
+   pushd, subshells); keep only the lines analyze_shell calls "read": those
+   are claims.
+3. Run every claim for real under each shell a host may use (bash, zsh
+   without startup files, sh) and look for an effect.  The sandbox is a new
    network, mount and pid namespace (`unshare -n -m -p -f`) with fresh
    tmpfs on /tmp, /var/tmp, /dev/shm and /run/lock, this checkout remounted
    read-only, and the command itself runs as nobody with no capabilities,
@@ -19,8 +23,9 @@ Not a pytest module (the name does not start with test_).  Run it as root:
    candidate false read.  Marker payloads (`touch /tmp/PWN_...`, ./x, ./evil)
    catch options that run a program.
 
-Output: DIR/claims.txt (every line run) and DIR/findings.jsonl (line,
-changed paths, exit status, stderr head), plus a summary on stdout.
+Output: DIR/claims.txt (every line run), DIR/findings.jsonl (line, shell,
+changed paths, exit status, stderr head) and DIR/runs.json (runs per shell),
+plus a summary on stdout.
 """
 import argparse
 import hashlib
@@ -53,8 +58,13 @@ REPO = SCRATCH + "/repo"
 HOME = SCRATCH + "/home"
 ENV = {"HOME": HOME, "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "GIT_CONFIG_NOSYSTEM": "1", "PAGER": "cat", "GIT_PAGER": "cat", "LC_ALL": "C.UTF-8",
-       "TERM": "dumb", "USER": "nobody", "x": "-o1"}
+       "TERM": "dumb", "USER": "nobody", "x": "-o1",
+       # what zsh runs for a redirection with no command: a marker, not a pager
+       "NULLCMD": REPO + "/x", "READNULLCMD": REPO + "/x"}
 MARK = "/tmp/PWN"
+# Every claim runs under each of these that is installed: no startup files.
+SHELLS = (("bash", ["bash", "--norc", "--noprofile", "-c"]), ("zsh", ["zsh", "-f", "-c"]),
+          ("sh", ["sh", "-c"]))
 
 # Files of the scratch repository.  A few are named like options; x and
 # evil leave a marker when run, and so do the git hooks and dotfiles.
@@ -76,8 +86,11 @@ FILES = {
     "setup.py": "open('%s_setup', 'w')\n" % MARK,
     "go.mod": "module p\n\ngo 1.21\n", "main.go": "package main\nfunc main() {}\n",
     "x": _MARKER_SCRIPT, "evil": _MARKER_SCRIPT, "magic": "0 string foo FOO\n",
+    # zsh's <-> matches 1; $f[PATH=pbin] would make pbin/ls and pbin/git run.
+    "1": "1\n", "pbin/ls": _MARKER_SCRIPT, "pbin/git": _MARKER_SCRIPT,
+    "pbin/cat": _MARKER_SCRIPT, "src/src/a.txt": "nested\n",
 }
-EXECUTABLE = ("x", "evil")
+EXECUTABLE = ("x", "evil", "pbin/ls", "pbin/git", "pbin/cat")
 HOOKS = ("pre-commit", "post-checkout", "post-commit", "post-merge", "pre-push",
          "post-rewrite", "pre-auto-gc", "reference-transaction", "post-index-change",
          "fsmonitor-watchman", "pre-rebase")
@@ -220,10 +233,14 @@ def _reset():
 
 
 def runner(infile, outfile, verbose=False):
-    """Inside the namespaces, as root: mount, build, run every claim as nobody."""
+    """Inside the namespaces, as root: mount, build, run every claim as nobody
+    under each installed shell; DIR/runs-N.json counts the runs per shell."""
     with open(infile, encoding="utf-8") as fh:
         lines = [json.loads(x) for x in fh]
+    shells = [(name, argv) for name, argv in SHELLS if shutil.which(argv[0])]
+    runs = {name: 0 for name, _ in shells}
     out = open(outfile, "a", encoding="utf-8")
+    runs_out = open(infile + ".runs.json", "w")   # opened before /tmp is replaced
     for top in TMPFS:
         os.makedirs(top, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "none", top], check=True)
@@ -236,28 +253,34 @@ def runner(infile, outfile, verbose=False):
     # The fresh copy's own snapshot is the baseline; ignore directory mtimes
     # (they are in the listing) and keep everything else.
     for n, line in enumerate(lines):
-        _reset()
-        before = _snapshot()
-        t0 = time.time()
-        try:
-            res = subprocess.run(SETPRIV + ["timeout", "-s", "KILL", "3", "bash", "-c", line],
-                                 cwd=REPO, env=ENV, stdin=subprocess.DEVNULL,
-                                 capture_output=True, timeout=6)
-            rc, err = res.returncode, res.stderr[:300].decode("utf-8", "replace")
-            if verbose:
-                print("$ %s\n[rc %s] %s%s" % (line, rc, res.stdout[:600].decode("utf-8", "replace"),
-                                              err), file=sys.stderr)
-        except subprocess.TimeoutExpired:
-            rc, err = "timeout", ""
-        _kill_strays()
-        after = _snapshot()
-        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-        if changed:
-            detail = {k: [before.get(k), after.get(k)] for k in changed[:8]}
-            out.write(json.dumps({"line": line, "changed": changed[:30], "rc": rc, "err": err,
-                                  "detail": detail, "secs": round(time.time() - t0, 2)}) + "\n")
-            out.flush()
+        for shell, argv in shells:
+            _reset()
+            before = _snapshot()
+            t0 = time.time()
+            try:
+                res = subprocess.run(SETPRIV + ["timeout", "-s", "KILL", "3"] + argv + [line],
+                                     cwd=REPO, env=ENV, stdin=subprocess.DEVNULL,
+                                     capture_output=True, timeout=6)
+                rc, err = res.returncode, res.stderr[:300].decode("utf-8", "replace")
+                if verbose:
+                    print("%s$ %s\n[rc %s] %s%s" % (
+                        shell, line, rc, res.stdout[:600].decode("utf-8", "replace"), err),
+                        file=sys.stderr)
+            except subprocess.TimeoutExpired:
+                rc, err = "timeout", ""
+            runs[shell] += 1
+            _kill_strays()
+            after = _snapshot()
+            changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            if changed:
+                detail = {k: [before.get(k), after.get(k)] for k in changed[:8]}
+                out.write(json.dumps({"line": line, "shell": shell, "changed": changed[:30],
+                                      "rc": rc, "err": err, "detail": detail,
+                                      "secs": round(time.time() - t0, 2)}) + "\n")
+                out.flush()
     out.close()
+    json.dump(runs, runs_out)
+    runs_out.close()
 
 
 def _sandboxed(args):
@@ -449,6 +472,39 @@ def _simple(prog, opts, rng):
     return " ".join(words)
 
 
+# Forms zsh reads otherwise, and lines that move the shell first.  L is the
+# line, P its program; most of these must never be claimed read, and the
+# ones that are (noglob, cd src && ...) run under every shell.
+ZSH_TEMPLATES = [
+    "for x in 'a.txt(e:touch /tmp/PWN_q:)'; do @P@ $~x; done",
+    "for x in '*(e:touch /tmp/PWN_q:)'; do @P@ ${~x}; done",
+    "for x in 'touch /tmp/PWN_q'; do $=x; done", "for x in '@P@'; do ${=x}; done",
+    "@L@ >! /tmp/PWN_z", "@L@ >>! /tmp/PWN_z", "@L@ &>! /tmp/PWN_z", "@L@ >&! /tmp/PWN_z",
+    "@L@ 2>!/tmp/PWN_z", "echo $f[PATH=pbin]; @L@", "echo \"$f[PATH=pbin]\"; @L@",
+    "echo $#f[PATH=pbin]; @L@", "@P@ <-> /dev/null", "@P@ a.txt <-> /dev/null", "noglob @L@",
+    "nocorrect @L@", "=@P@ a.txt", "=touch /tmp/PWN_q", "{ @L@ } always { touch /tmp/PWN_a }",
+    "< a.txt", "<a.txt | @L@", "@L@ }", "() { @L@ }", "() @L@", "@P@ ${(e)x}", "@P@ $+x",
+    "@P@ =git", "@P@ ~[x]", "emulate sh -c '@L@'", "(cd src; @L@)", "cd src && @L@",
+    "cd src; @L@", "cd src || @L@", "pushd src >/dev/null; @L@; popd", "cd src 2>/dev/null && @L@",
+    "cd src &>/dev/null; @L@", "@L@ &>/dev/null", "@L@ &>>/dev/null", "builtin cd src && @L@",
+    "eval 'cd src' && @L@", "@L@ | cd src", "true | cd src; @L@",
+    "for d in src; do (cd $d && @L@); done", "@P@ $'a.txt'", "@P@ a.txt $'\\x2do' /tmp/PWN_o",
+    "r", "fc -l", "dirs src; popd; @L@", "chdir src && @L@", "time @L@",
+    "read x <<EOF\n$f[PATH=pbin]\nEOF\n@L@", "@L@ <<EOF\n$#f[PATH=pbin]\nEOF\nls",
+]
+
+
+DRESSED = set()     # the lines _zsh_form made, to count the claims among them
+
+
+def _zsh_form(line, rng):
+    prog = line.split()[0] if line.split() else "ls"
+    template = rng.choice(ZSH_TEMPLATES)
+    dressed = template.replace("@P@", prog).replace("@L@", line)
+    DRESSED.add(dressed)
+    return dressed
+
+
 def _wrap(line, rng):
     r = rng.random()
     if r < 0.15:
@@ -463,7 +519,7 @@ def _wrap(line, rng):
     return line
 
 
-def generate(table, git_subs, rng, count):
+def generate(table, git_subs, rng, count, dress=0.2):
     out = []
     progs = [p for p in table if not p.startswith("git ") and p != "git"]
     weights = [_WEIGHT_INERT if sts._PROGRAMS.get(p) is sts._inert else _WEIGHT_OTHER
@@ -506,6 +562,8 @@ def generate(table, git_subs, rng, count):
         else:
             continue
         line = _wrap(line, rng) + rng.choice(SUFFIXES)
+        if rng.random() < dress:
+            line = _zsh_form(line, rng)
         if rng.random() < 0.1:
             other = _simple(rng.choice(progs), list(table[rng.choice(progs)].items()), rng)
             line = line + rng.choice(JOINS) + other
@@ -530,6 +588,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="/tmp/fuzz_reads")
     ap.add_argument("--lines", help="run these lines (one a line) instead of generating")
+    ap.add_argument("--dress", type=float, default=0.2,
+                    help="share of lines dressed in a zsh form or a shell move")
     ap.add_argument("--verbose", action="store_true", help="print what each line printed")
     ap.add_argument("--runner", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -555,7 +615,7 @@ def main():
         claims, seen, generated = [], set(), 0
         per_head = {}
         while len(claims) < args.count and generated < args.count * 200:
-            for line in generate(table, git_subs, rng, 5000):
+            for line in generate(table, git_subs, rng, 5000, args.dress):
                 generated += 1
                 if line in seen:
                     continue
@@ -584,7 +644,25 @@ def main():
         p.wait()
     with open(findings, encoding="utf-8") as fh:
         found = [json.loads(x) for x in fh]
-    print("ran %d claims, %d with an effect (%s)" % (len(claims), len(found), findings))
+    runs = {}
+    for k in range(args.jobs):
+        try:
+            with open(os.path.join(args.out, "shard%d.jsonl.runs.json" % k)) as fh:
+                for shell, count in json.load(fh).items():
+                    runs[shell] = runs.get(shell, 0) + count
+        except (OSError, ValueError):
+            pass
+    with open(os.path.join(args.out, "runs.json"), "w") as fh:
+        json.dump(runs, fh)
+    zsh_forms = sum(1 for c in claims if c in DRESSED)
+    print("ran %d claims (%s; %d dressed in a zsh or cd form), %d runs with an effect (%s)" % (
+        len(claims), ", ".join("%s %d" % kv for kv in sorted(runs.items())), zsh_forms,
+        len(found), findings))
+    by_shell = {}
+    for f in found:
+        by_shell[f.get("shell", "?")] = by_shell.get(f.get("shell", "?"), 0) + 1
+    if by_shell:
+        print("effects per shell: %s" % ", ".join("%s %d" % kv for kv in sorted(by_shell.items())))
     for effect, lines in sorted(summarize(found).items(), key=lambda kv: -len(kv[1])):
         print("%5d  %s" % (len(lines), effect))
         for line in sorted(lines, key=len)[:3]:
@@ -596,7 +674,8 @@ def main():
 # stat cache on status/diff (and so runs the post-index-change hook), npm
 # keeps a debug log in ~/.npm/_logs.  Reported apart; see the final report.
 _NOISE = (re.compile(r"^/tmp/s/repo/\.git/index$"), re.compile(r"^/tmp/PWN_post-index-change$"),
-          re.compile(r"^/tmp/s/home(/\.npm(/_logs(/.*-debug-0\.log)?)?)?$"))
+          re.compile(r"^/tmp/s/home(/\.npm(/_logs(/.*-debug-0\.log)?)?)?$"),
+          re.compile(r"^/tmp/s/home/\.npm/_update-notifier-last-checked$"))
 
 
 def summarize(found):

@@ -72,6 +72,14 @@ def test_corpus_label(number, label, tags, command):
             assert result.dependency_intent, result
         elif tag == "-D":
             assert not result.dependency_intent, result
+        elif tag == ">?":
+            assert result.unknown_target, result
+        elif tag == ">-?":
+            assert not result.unknown_target, result
+        elif tag.startswith(">-"):
+            assert tag[2:] not in result.write_targets, result
+        elif tag.startswith(">"):
+            assert tag[1:] in result.write_targets, result
     if result.reason is not None:
         assert result.reason in sts.ANALYSIS_REASONS
 
@@ -300,7 +308,7 @@ def test_patch_garbage(value):
     ("git diff --output=d.txt", ["d.txt"]),
     ("find . -fprint list.txt", ["list.txt"]),
     ("cd sub && rm a", ["sub/a"]),
-    ("cd /etc; echo x > hosts", ["/etc/hosts"]),
+    ("cd /etc; echo x > hosts", ["/etc/hosts", "hosts"]),   # the cd may fail
     ("rm $X", []),
     ("curl -o page.html https://x", ["page.html"]),
     ("bash -c 'rm -f x'", ["x"]),
@@ -538,6 +546,13 @@ BYPASS_CLASSES = {
                     "git diff --no-index a.txt b.txt ' --output=victim.txt '"],
     "option abbreviation": ["sort --o=f in.txt", "sed --i 's/a/b/' a.txt"],
     "session state": ["alias ls='rm -rf'", "PATH=./bin:$PATH ls", "export FOO=1"],
+    "zsh expands what bash leaves alone": [
+        "for x in '*(e:touch pwned:)'; do ls $~x; done", "for x in 'touch pwned'; do $=x; done",
+        "echo $f[PATH=5]; ls", "=touch pwned", "< f", "{ ls } always { touch pwned }",
+        "uniq f <-> /dev/null", "ls ~[proj]", "emulate sh -c 'touch pwned'"],
+    "where a command runs": ["cd x; touch y", "cd x &>/dev/null && touch y",
+                             "true | cd x; touch y", "git -C sub checkout -- a",
+                             "env -C sub rm a", "tar -C a -C b -xf x.tar"],
 }
 
 
@@ -647,3 +662,282 @@ def test_powershell_write_targets(command, targets):
     result = sts.analyze_shell(command, "powershell")
     assert result.mutability == "write"
     assert result.write_targets == targets
+
+
+# ------------------------------------------------ the shell is not always bash ----
+# Codex and Claude Code run a command in the user's shell: zsh on macOS, sh
+# (dash) on some systems.  A form zsh expands where bash sees text must never
+# be proven read, in whatever place of a line it stands.
+
+ZSH_FORMS = [
+    "$~x", "$=x", "$^x", "$+x", "${~x}", "${=x}", "${^x}", "${+x}", "${(e)x}", "${(P)x}",
+    "${(%)x}", "${(f)x}", "${(s: :)x}", "${(j: :)x}", "$x[PATH=5]", "$x[1]", "$#x[1]",
+    "$@[1]", "$1[2]", "*(e:touch y:)", "f(+fn)", "f(N)", "*(#q.)", "(a|b)", "~[dir]",
+    "~[dir]/x", "<1-9>", "<->", "=(touch y)",
+]
+# Where a word can stand; X is replaced by the form.
+ZSH_PLACES = [
+    "ls X", "ls -- X", "ls a X b", "X", "echo X > /dev/null", "cat < X", "ls > X",
+    "for i in a; do ls X; done", "for i in X; do ls; done", "if true; then ls X; fi",
+    "ls $(echo X)", "echo `echo X`", "ls | grep X", "true && ls X", "(ls X)", "{ ls X; }",
+    "LC_ALL=C ls X", "env ls X", "command ls X", "timeout 5 ls X", "xargs ls X < /dev/null",
+    "bash -c 'ls X'", "sh -c \"ls X\"", "eval 'ls X'", "noglob ls X", "cd src && ls X",
+    "git -C src log X", "find . -name X", "test -n X",
+]
+# Expansions that run only inside double quotes too.
+ZSH_QUOTED = ["$~x", "$=x", "$^x", "$+x", "$x[PATH=5]", "$#x[1]", "$@[1]"]
+
+
+@pytest.mark.parametrize("form", ZSH_FORMS)
+def test_zsh_forms_are_never_read_in_any_place(form):
+    proven = [place.replace("X", form) for place in ZSH_PLACES
+              if sts.analyze_shell(place.replace("X", form)).mutability == "read"]
+    assert proven == []
+
+
+@pytest.mark.parametrize("form", ZSH_QUOTED)
+def test_zsh_forms_inside_double_quotes_are_not_read(form):
+    for line in ('echo "%s"' % form, 'ls -- "a%sb"' % form, 'cat "%s" > /dev/null' % form):
+        assert sts.analyze_shell(line).mutability != "read", line
+
+
+@pytest.mark.parametrize("place", ZSH_PLACES)
+def test_plain_words_in_the_same_places_stay_read(place):
+    # The refusals above are about the zsh forms, not about the places.
+    line = place.replace("X", "a.txt") if place != "X" else "ls"
+    if place in ("ls > X",):
+        line = "ls > /dev/null"
+    assert sts.analyze_shell(line).mutability == "read", line
+
+
+@pytest.mark.parametrize("op", [">!", ">>!", ">&!", "&>!", "2>!", "1>>!"])
+@pytest.mark.parametrize("spacing", [" ", ""])
+def test_clobber_redirections_write_both_readings(op, spacing):
+    # zsh writes the next word; bash and sh write `!` (or `!word`) and pass the word on.
+    result = sts.analyze_shell("ls %s%starget" % (op, spacing))
+    assert result.mutability == "write"
+    assert "target" in result.write_targets
+    assert ("!" if spacing else "!target") in result.write_targets
+
+
+@pytest.mark.parametrize("line,targets", [
+    ("cp a b >! c", ["!", "c", "b"]),           # bash: cp a b c; zsh: cp a b
+    (">! x rm -rf y", ["!", "x", "y"]),           # bash runs `x rm -rf y`, zsh `rm -rf y`
+    ("mv a >! b c", ["!", "b", "c", "a"]),
+])
+def test_clobber_word_is_judged_with_and_without(line, targets):
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write"
+    assert sorted(result.write_targets) == sorted(targets)
+
+
+@pytest.mark.parametrize("line", [
+    "< f", "<f", "< f | cat", "<<< x", "> /dev/null", "2>/dev/null", "<<EOF⏎x⏎EOF",
+    "< f; ls", "ls && < f", "echo $(ls; < f)",
+])
+def test_a_redirection_alone_runs_a_program_in_zsh(line):
+    result = sts.analyze_shell(line.replace("⏎", "\n"))
+    assert result.mutability != "read"
+
+
+@pytest.mark.parametrize("line", [
+    "cat < f", "echo $(< f)", "echo $( < f )", "echo `<f`", "(ls) < f", "{ ls; } < f",
+    "for x in a; do ls; done < f", "if true; then ls; fi < f", "while false; do ls; done < f",
+    "ls &>/dev/null", "ls &>> /dev/null", "ls 2>/dev/null", "git status &> /dev/null",
+])
+def test_redirections_of_a_command_or_group_stay_read(line):
+    assert sts.analyze_shell(line).mutability == "read"
+
+
+@pytest.mark.parametrize("line", [
+    "(ls) rm x", "(ls) > f rm x", "{ ls; } rm x", "if true; then ls; fi rm x",
+    "for x in a; do ls; done rm x", "(ls) x=1", "(ls) (rm x)", "() ls", "() { ls; }",
+])
+def test_words_after_a_group_are_refused(line):
+    assert sts.analyze_shell(line).mutability != "read"
+
+
+@pytest.mark.parametrize("line", [
+    "if (true) then ls; fi", "if { true; } then ls; fi", "for x in a; do if true; then ls; fi done",
+    "{ { ls; } }", "while false; do (ls) done",
+])
+def test_reserved_words_after_a_group_still_parse(line):
+    assert sts.analyze_shell(line).mutability == "read"
+
+
+@pytest.mark.parametrize("line", [
+    "grep $'\\t' a.txt", "printf $'%s\\n' a", "ls &>/dev/null", "ls &>>/dev/null",
+])
+def test_dash_readings_of_ansi_c_and_ampersand_redirection(line):
+    # dash reads $'\t' as `$` and a quoted `\t`, `a &> f` as `a &` then `> f`:
+    # both are reads there too.
+    assert sts.analyze_shell(line).mutability == "read"
+
+
+@pytest.mark.parametrize("line,targets", [
+    ("cd x &>/dev/null && touch y", ["x/y", "y"]),    # dash: cd ran in the background
+    ("cd x &> /dev/null; touch y", ["x/y", "y"]),
+    ("ls &> out", ["out"]),
+])
+def test_dash_reading_adds_its_targets(line, targets):
+    result = sts.analyze_shell(line)
+    assert sorted(result.write_targets) == sorted(targets)
+
+
+# ------------------------------------------------------- where a command runs ----
+# A write target is named from the folder the shell is in when the command
+# runs.  Every folder it may be in counts: a cd may fail, a subshell keeps its
+# cd, && and || choose a side.
+
+MOVERS = ["cd x", "builtin cd x", "command cd x", "eval cd x", "eval 'cd x'", "time cd x",
+          "noglob cd x", "nocorrect cd x", "chdir x", "pushd x", "cd -P x", "cd -L -- x",
+          "cd x/", "pushd -q x"]
+WRITERS = [("touch y", "y"), ("rm -f y", "y"), ("echo hi > y", "y"), ("ls | tee y", "y"),
+           ("cp a y", "y"), ("mkdir y", "y"), ("sed -i s/a/b/ y", "y"), ("ls >> y", "y"),
+           ("git checkout -- y", "y"), ("truncate -s 0 y", "y")]
+# connector -> (the writer may run after the move succeeded, after it failed)
+CONNECTORS = {" && ": (True, False), " || ": (False, True), "; ": (True, True),
+              "\n": (True, True), " 2>/dev/null; ": (True, True), " || true; ": (True, True),
+              " >/dev/null && ": (True, False), " &>/dev/null && ": (True, True),
+              " && true; ": (True, True), " & ": (False, True), " | cat; ": (False, True)}
+
+
+def _moved(writer_target, mover):
+    return "x/" + writer_target if not mover.startswith("eval") else "x/" + writer_target
+
+
+@pytest.mark.parametrize("mover", MOVERS)
+@pytest.mark.parametrize("connector", sorted(CONNECTORS))
+def test_targets_follow_every_folder_the_shell_may_be_in(mover, connector):
+    after_ok, after_failed = CONNECTORS[connector]
+    if mover.startswith("eval") and connector in (" && ", " >/dev/null && ", " || "):
+        after_ok = after_failed = True   # eval's status is not read as the cd's: both kept
+    for writer, target in WRITERS:
+        result = sts.analyze_shell(mover + connector + writer)
+        found = result.write_targets
+        assert ("x/" + target in found) == after_ok, (mover + connector + writer, found)
+        assert (target in found) == after_failed, (mover + connector + writer, found)
+        assert not result.unknown_target
+
+
+@pytest.mark.parametrize("wrapper", ["(%s);", "echo $(%s);", "echo `%s`;", ": $(%s);",
+                                     "bash -c '%s';", "sh -c '%s';", "zsh -c '%s';", "env %s;",
+                                     "nohup %s;", "timeout 5 %s;", "nice %s;", "xargs %s <f;",
+                                     "%s &", "%s | cat;", "cat <(%s);", "(%s) >/dev/null;"])
+def test_a_cd_that_stays_in_its_own_shell(wrapper):
+    # A subshell, a substitution, another shell, an external program, a
+    # background job or a pipeline stage (not the last) keeps its folder to itself.
+    line = (wrapper % "cd x") + " touch y"
+    result = sts.analyze_shell(line)
+    assert result.write_targets == ["y"], line
+    assert not result.unknown_target
+
+
+@pytest.mark.parametrize("line", [
+    "cd $d; touch y", "cd \"$d\" && touch y", "cd -; touch y", "cd +1 && touch y",
+    "cd -2 && touch y", "popd; touch y", "popd && touch y", "pushd +1 && touch y",
+    "pushd && touch y", "cd a b && touch y", "source ./e.sh; touch y", ". ./e.sh; touch y",
+    "trap 'cd /' DEBUG; touch y", "eval \"$c\"; touch y", "for c in cd; do $c x; touch y; done",
+    "$c x; touch y", "command $c x; touch y", "HOME=/tmp cd; touch y", "CDPATH=/ cd x; touch y",
+    "export CDPATH=/tmp; cd x && touch y", "read CDPATH; cd x && touch y",
+    "for d in a b; do cd $d; done; touch y", "while true; do cd x; done; touch y",
+    "emulate sh -c 'cd /'; touch y", "fc -e - ; touch y", "r; touch y", "dirs a b; popd; touch y",
+    "$(cd x); touch y", "`echo cd` x; touch y",
+])
+def test_an_unknown_folder_sets_the_opaque_flag(line):
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write"
+    assert result.unknown_target, (line, result)
+
+
+@pytest.mark.parametrize("line,targets", [
+    ("cd /etc && echo x > hosts", ["/etc/hosts"]),
+    ("cd ~/p && rm a", ["~/p/a"]),
+    ("cd && rm a", ["~/a"]),
+    ("cd x && rm /abs ~/h", ["/abs", "~/h"]),
+    ("cd x && cd y && rm a", ["x/y/a"]),
+    ("cd x && cd /y && rm a", ["/y/a"]),
+    ("cd x; cd y && rm a", ["x/y/a", "y/a"]),
+    ("cd a/.. && rm b", ["a/../b", "b"]),          # logical (cd -L) and physical
+    ("cd x && cd .. && rm b", ["x/../b", "b"]),
+    ("pushd x && pushd y && popd && rm a", ["x/a"]),
+    ("pushd x && popd && popd && rm a", []),         # the second popd leaves the line's stack
+    ("(cd x && rm a) && rm b", ["x/a", "b"]),
+    ("{ cd x && rm a; } && rm b", ["x/a", "x/b"]),
+    ("cd x && { rm a; rm b; }", ["x/a", "x/b"]),
+    ("cd x || { rm a; exit 1; }; rm b", ["a", "x/b"]),
+    ("! cd x && rm a", ["x/a", "a"]),
+    ("cd x && rm a | cat && rm b", ["x/a", "x/b"]),
+    ("if cd x; then rm a; else rm b; fi", ["a", "x/a", "b", "x/b"]),
+    ("for f in a; do rm $f; done; cd x && rm b", ["x/b"]),
+    ("for f in a; do (cd x && rm b); done; rm c", ["x/b", "c"]),
+    ("git -C x -C y checkout -- a", ["x/y/a"]),
+    ("git -C /r diff --output=o", ["/r/o"]),
+    ("cd x && git -C y restore a", ["x/y/a"]),
+    ("env -C x --unset=A rm a", ["x/a"]),
+    ("env --chdir x rm a", ["x/a"]),
+    ("sudo -u bob -D x rm a", ["x/a"]),
+    ("sudo --chdir=/srv rm a", ["/srv/a"]),
+    ("tar -C a -C b -xf t.tar", ["a", "a/b"]),
+    ("tar xvfC t.tar out", ["out"]),
+    ("tar --directory=out -xf t.tar", ["out"]),
+    ("tar -C out -czf t.tgz x", ["t.tgz"]),
+    ("cd x && tar -xf t.tar -C y", ["x/y"]),
+    ("patch -d src -p1 -i p.diff", ["src"]),
+    ("patch -d src -o out.c a.c -i p.diff", ["src/out.c", "src"]),
+    ("unzip a.zip -d out", ["out"]),
+])
+def test_write_targets_from_where_each_command_runs(line, targets):
+    result = sts.analyze_shell(line)
+    assert result.write_targets == targets, (line, result)
+
+
+@pytest.mark.parametrize("line", [
+    "git -C $d checkout -- a", "env -C $d rm a", "env -C \"$d\" rm a", "sudo -D $d rm a",
+    "tar -C $d -xf t.tar", "patch -d $d -i p.diff", "unzip a.zip -d $d",
+    "git -C src -C $d restore a",
+])
+def test_an_expansion_as_the_folder_sets_the_opaque_flag(line):
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write" and result.unknown_target, (line, result)
+    assert not any(t.endswith("/a") for t in result.write_targets)
+
+
+def test_cdpath_in_the_environment_makes_a_bare_cd_unknown(monkeypatch):
+    monkeypatch.delenv("CDPATH", raising=False)
+    assert sts.analyze_shell("cd x && rm a").write_targets == ["x/a"]
+    assert not sts.analyze_shell("cd x && rm a").unknown_target
+    monkeypatch.setenv("CDPATH", "/srv")
+    result = sts.analyze_shell("cd x && rm a")
+    assert result.write_targets == ["x/a"] and result.unknown_target
+    # CDPATH is never searched for /x, ./x, ../x or ~.
+    for line in ("cd ./x && rm a", "cd ../x && rm a", "cd /x && rm a", "cd ~ && rm a"):
+        assert not sts.analyze_shell(line).unknown_target, line
+
+
+@pytest.mark.parametrize("line,shell,targets,opaque", [
+    ("cd x; Remove-Item a", "powershell", ["a", "x/a"], False),
+    ("Set-Location -Path sub; Remove-Item a", "powershell", ["sub", "a", "sub/a"], False),
+    ("sl ..; ri sts.py", "powershell", ["sts.py", "../sts.py"], False),
+    ("popd; Remove-Item a", "powershell", ["a"], True),
+    ("Push-Location x; Remove-Item a", "powershell", ["a", "x/a"], False),
+    ("cd x & rm a", "unknown", ["a", "x/a"], False),
+    ("cd /d D:\\w & rm a", "unknown", ["a", "D:\\w/a"], False),
+])
+def test_location_changes_in_powershell_and_cmd(line, shell, targets, opaque):
+    result = sts.analyze_shell(line, shell)
+    assert result.write_targets == targets, result
+    assert result.unknown_target is opaque
+
+
+def test_many_cds_stay_bounded():
+    # Each cd may fail: 2^n folders; past a bound the folder is unknown, and
+    # the work grows with the line, not with the number of folders.
+    cds = lambda n: "; ".join("cd d%d" % k for k in range(n)) + "; rm a"
+    assert sts.analyze_shell(cds(40)).unknown_target
+    ok, detail = _grows_linearly(cds, 40)
+    assert ok, detail
+    loops = lambda n: "for a in 1; do " * n + "cd x; " + "done; " * n + "rm y"
+    assert sts.analyze_shell(loops(30)).unknown_target
+    ok, detail = _grows_linearly(loops, 12, power=2)   # each loop scans what it holds
+    assert ok, detail

@@ -1,10 +1,17 @@
-"""Oracles for the Analysis section (analysis.md 5.8): real bash and real git.
+"""Oracles for the Analysis section (analysis.md 5.8): real shells and real git.
 
 1. argv agreement: the parser's words for a simple command must equal the
-   argv bash passes, on fuzzed text full of quotes, escapes and odd bytes.
+   argv bash, zsh and sh (dash) pass, on fuzzed text full of quotes, escapes
+   and odd bytes.
 2. read means read: every git line proven read is run in a scratch
-   repository; none may create a file or change a ref.
-Both are skipped when the tool is missing.
+   repository; none may create a file or change a ref.  The corpus reads and
+   fuzzed reads run under each shell and leave the tree as it was.
+3. what zsh runs: the corpus lines tagged @zsh change something under real
+   zsh, so denying them is no false alarm.
+4. where a command runs: lines that cd, pushd, subshell or -C are run under
+   each shell; every file they change is among the write targets named, or
+   the analysis said the folder is unknown.
+Each is skipped when its tool is missing.
 """
 import os
 import random
@@ -17,6 +24,21 @@ import sts
 
 BASH = shutil.which("bash")
 GIT = shutil.which("git")
+# How each shell is run: no startup files, as a host's `-c` with a clean config.
+SHELLS = {"bash": ["--norc", "--noprofile", "-c"], "zsh": ["-f", "-c"], "dash": ["-c"]}
+
+
+def _shells(fast):
+    """Every shell as a test parameter; those not in `fast` only in `make test-all`."""
+    return [name if name in fast else pytest.param(name, marks=pytest.mark.slow)
+            for name in sorted(SHELLS)]
+
+
+def _shell(name):
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip("%s not installed" % name)
+    return [path] + SHELLS[name]
 
 PIECES = [
     "a", "b1", "-x", "--long=v", "''", '""', "'s p'", '"d q"', '"a\\"b"', '"\\$x"', "'\\'",
@@ -26,8 +48,8 @@ PIECES = [
 ]
 
 
-def _words(line):
-    items = sts._Bash(line, 0).parse()
+def _words(line, dash=False):
+    items = [x for x in sts._Bash(line, 0, dash).parse() if not isinstance(x, str)]
     if len(items) != 1 or not isinstance(items[0], sts._Cmd):
         return None
     cmd = items[0]
@@ -36,15 +58,16 @@ def _words(line):
     return [w.text for w in cmd.words]
 
 
-@pytest.mark.skipif(BASH is None, reason="bash not installed")
-def test_argv_agrees_with_bash():
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_argv_agrees_with_each_shell(shell):
+    argv = _shell(shell)
     rng = random.Random(58)
     lines = []
     for _ in range(400):
         parts = ["f"] + [rng.choice(PIECES) for _ in range(rng.randint(1, 6))] + ["z"]
         line = " ".join(parts)
         try:
-            words = _words(line)
+            words = _words(line, dash=shell == "dash")   # dash: $'...' is `$` and a string
         except sts._Give:
             continue
         if words is not None:
@@ -53,7 +76,7 @@ def test_argv_agrees_with_bash():
     script = ["f() { printf '%s\\0' \"$@\"; printf '\\1'; }"]
     for line, _ in lines:
         script.append(line)
-    out = subprocess.run([BASH, "--norc", "--noprofile", "-c", "\n".join(script)],
+    out = subprocess.run(argv + ["\n".join(script)],
                          capture_output=True, env={"PATH": os.environ.get("PATH", ""),
                                                    "LC_ALL": "C.UTF-8"}).stdout
     records = out.split(b"\x01")[:-1]
@@ -123,8 +146,10 @@ def _snapshot(root):
     return snap
 
 
-@pytest.mark.skipif(BASH is None or GIT is None, reason="bash and git needed")
-def test_corpus_reads_leave_the_tree_unchanged(tmp_path):
+@pytest.mark.skipif(GIT is None, reason="git needed")
+@pytest.mark.parametrize("shell", _shells(fast=("bash",)))
+def test_corpus_reads_leave_the_tree_unchanged(tmp_path, shell):
+    argv = _shell(shell)
     from test_analysis import ROWS  # the labelled corpus
     work = tmp_path / "work"
     work.mkdir()
@@ -154,7 +179,7 @@ def test_corpus_reads_leave_the_tree_unchanged(tmp_path):
         if any(word in command + "\n" for word in _NOT_RUN):
             continue
         try:
-            subprocess.run([BASH, "--norc", "--noprofile", "-c", command], cwd=str(work),
+            subprocess.run(argv + [command], cwd=str(work),
                            env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
         except subprocess.TimeoutExpired:
             pass
@@ -184,10 +209,12 @@ _FUZZ_ARGS = [
 ]
 
 
-@pytest.mark.skipif(BASH is None or GIT is None, reason="bash and git needed")
+@pytest.mark.skipif(GIT is None, reason="git needed")
+@pytest.mark.parametrize("shell", sorted(SHELLS))
 @pytest.mark.parametrize("lines", [150, pytest.param(700, marks=pytest.mark.slow)])
-def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, lines):
+def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, shell, lines):
     """Random lines over the allowlisted programs: whatever is proven read is run."""
+    argv = _shell(shell)
     work = tmp_path / "w"
     work.mkdir()
     env = dict(os.environ, HOME=str(tmp_path), GIT_PAGER="cat", PAGER="cat", x="-o1",
@@ -219,9 +246,166 @@ def test_fuzzed_reads_leave_the_tree_unchanged(tmp_path, lines):
             continue
         ran += 1
         try:
-            subprocess.run([BASH, "-c", line], cwd=str(work), env=env,
+            subprocess.run(argv + [line], cwd=str(work), env=env,
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
         except subprocess.TimeoutExpired:
             pass
         assert state() == before, line
     assert ran > lines // 5
+
+
+# ------------------------------------------------------------- zsh and sh ----
+
+def _tree(root):
+    """Relative path -> (kind, size, mtime, content) of every file; folders by
+    name only, since a file made inside one changes its time."""
+    snap = {}
+    for base, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            st = os.lstat(path)
+            rel = os.path.relpath(path, str(root))
+            if os.path.isdir(path) and not os.path.islink(path):
+                snap[rel] = ("dir",)
+            elif os.path.islink(path):
+                snap[rel] = ("link", os.readlink(path))
+            else:
+                with open(path, "rb") as fh:
+                    snap[rel] = ("file", st.st_size, st.st_mtime_ns, fh.read())
+    return snap
+
+
+def _changed(before, after):
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def _marker_script(path, touch):
+    path.write_text("#!/bin/sh\n%s pwned\n" % touch)
+    os.chmod(str(path), 0o755)
+
+
+@pytest.fixture
+def zsh_scratch(tmp_path):
+    """f and 1 to glob, d/ls and 5/ls that leave `pwned` when run."""
+    touch = shutil.which("touch")
+    root = tmp_path / "w"
+    for folder in ("d", "5", "home"):
+        (root / folder).mkdir(parents=True)
+    (root / "f").write_text("f\n")
+    (root / "1").write_text("1\n")
+    _marker_script(root / "d" / "ls", touch)
+    _marker_script(root / "5" / "ls", touch)
+    return root
+
+
+def test_zsh_runs_what_the_corpus_denies(zsh_scratch):
+    """Each corpus line tagged @zsh changes the scratch folder under real zsh
+    (a bare redirection runs $READNULLCMD or $NULLCMD, here d/ls)."""
+    argv = _shell("zsh")
+    from test_analysis import ROWS
+    rows = [r for r in ROWS if "@zsh" in r[2]]
+    assert len(rows) >= 30
+    root = zsh_scratch
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(root / "home"), "LC_ALL": "C.UTF-8",
+           "READNULLCMD": str(root / "d" / "ls"), "NULLCMD": str(root / "d" / "ls")}
+    quiet = []
+    for _, label, tags, command in rows:
+        assert sts.analyze_shell(command).mutability != "read", command
+        before = _tree(root)
+        try:
+            subprocess.run(argv + [command], cwd=str(root), env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        changed = _changed(before, _tree(root))
+        if not changed:
+            quiet.append(command)
+        for path in changed:       # put the folder back for the next line
+            if path in ("pwned", "!", "pwned!") or path.startswith("pwned"):
+                os.unlink(str(root / path))
+        if (root / "1").read_text() != "1\n":
+            (root / "1").write_text("1\n")
+    assert quiet == []
+
+
+# Lines that move the shell before they write, run for real.
+WHERE_LINES = [
+    "cd x; touch y", "cd x && touch y", "cd x || touch y", "cd x 2>/dev/null; touch y",
+    "cd x &>/dev/null && touch y", "cd x >/dev/null 2>&1 && touch y", "(cd x; touch z); touch y",
+    "cd x & wait; touch y", "true | cd x; touch y", "cd x | true; touch y",
+    "{ cd x; } > out; touch a", "if cd x; then touch a; fi; touch b",
+    "pushd x; touch a; popd; touch b", "pushd x && popd && touch b", "cd && touch a",
+    "cd ~; touch a", "builtin cd x && touch a", "command cd x && touch a",
+    "eval cd x && touch a", "eval 'cd x; touch a'; touch b", "time cd x && touch a",
+    "bash -c 'cd x; touch a'; touch b", "echo $(cd x); touch a", "cd l/.. && touch a",
+    "cd x && cd .. && touch b", "cd x/ && touch a", "for d in x; do cd $d; done; touch a",
+    "export CDPATH=sub; cd x && touch a", "popd; touch b", "cd x || exit 1; touch y",
+    "chdir x && touch a", "noglob cd x && touch a", "nocorrect cd x && touch a",
+    "cd x; cd x; touch y", "cd -P l && touch a", "cd - && touch a", "cd x && echo hi > y",
+    "cd x; ls > y", "cd x && ls | tee y", "cd x && mkdir -p n/m", "cd x && rm -f a",
+    "cd x && { touch a; }", "{ cd x && touch a; } && touch b",
+    "cd x || { touch a; exit 1; }; touch b", "env -C x touch a", "env --chdir=x touch a",
+    "tar -C out -xf t.tar", "cd x && tar -xf ../t.tar", "tar -xf t.tar -C x",
+    "tar -C x -C inner -xf ../../t.tar", "cd x; sh -c 'cd inner; touch a'; touch b",
+    "cd x && (cd inner && touch a) && touch b", "cd x\ntouch y", "cd x &&\ntouch y",
+    "! cd x || touch y", "cd x && true | touch y", "cd x && true & touch y; wait",
+    "cd x || true & touch y; wait", "cd x & touch y; wait",
+]
+
+
+def _where_scratch(root, variant):
+    """x a folder (with a, inner/, inner/z), missing, or a plain file."""
+    if root.exists():
+        shutil.rmtree(str(root))
+    for folder in ("home", "out", "sub/x"):
+        (root / folder).mkdir(parents=True)
+    if variant == "folder":
+        (root / "x" / "inner").mkdir(parents=True)
+        (root / "x" / "a").write_text("a\n")
+        (root / "x" / "inner" / "z").write_text("z\n")
+        os.symlink("x/inner", str(root / "l"))
+    elif variant == "file":
+        (root / "x").write_text("not a folder\n")
+    (root / "m").write_text("m\n")
+    subprocess.run(["tar", "cf", str(root / "t.tar"), "-C", str(root), "m"], check=True)
+
+
+def _covers(path, targets, root, home):
+    """A changed path is covered when it is a target, lies in one (tar -C
+    out) or is a folder made on the way to one (mkdir -p n/m)."""
+    real = os.path.realpath(os.path.join(str(root), path))
+    for target in targets:
+        if target.startswith("~"):
+            target = str(home) + target[1:]
+        full = os.path.realpath(os.path.join(str(root), target))
+        if real == full or real.startswith(full + os.sep) or full.startswith(real + os.sep):
+            return True
+    return False
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="tar needed")
+@pytest.mark.parametrize("shell", _shells(fast=("zsh",)))
+def test_targets_cover_what_each_shell_writes(tmp_path, shell, monkeypatch):
+    argv = _shell(shell)
+    monkeypatch.delenv("CDPATH", raising=False)
+    root = tmp_path / "w"
+    home = root / "home"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LC_ALL": "C.UTF-8"}
+    missed = []
+    for line in WHERE_LINES:
+        result = sts.analyze_shell(line)
+        for variant in ("folder", "missing", "file"):
+            _where_scratch(root, variant)
+            before = _tree(root)
+            try:
+                subprocess.run(argv + [line], cwd=str(root), env=env, stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            changed = _changed(before, _tree(root))
+            if result.unknown_target:
+                continue
+            stray = [p for p in changed if not _covers(p, result.write_targets, root, home)]
+            if stray:
+                missed.append((line, variant, stray, result.write_targets))
+    assert missed == []

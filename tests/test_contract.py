@@ -593,7 +593,7 @@ def test_context_unconfirmed():
 def test_context_active_fields_and_ladder():
     c = contract(mode="review", level="guard", source="directive")
     text = sts.contract_context(c, 0, False)
-    fields = ("mode=review; agents=0/9007199254740991 reserved; hash=deny; deps=ask; "
+    fields = ("mode=review; agents=0/unlimited reserved; hash=deny; deps=ask; "
               "files=unbounded.")
     assert text.startswith("Stop That Shit (active): " + fields + " ")
     for needle in ("requested", "necessary", "reachable evidence", "acceptance",
@@ -606,17 +606,30 @@ def test_context_active_fields_and_ladder():
     (dict(mode="change", agentBudget=1), 1, True,
      "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; files=unbounded."),
     (dict(mode="change", allowedPaths=[]), 0, False,
-     "mode=change; agents=0/9007199254740991 reserved; hash=deny; deps=ask; files=."),
+     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; files=."),
     (dict(mode="review", allowedPaths=["src/**", "a.js"], hashPolicy="allow",
           dependencyPolicy="deny", agentBudget=3), 2, False,
      "mode=review; agents=2/3 reserved; hash=allow; deps=deny; files=src/**|a.js."),
     (dict(mode="open", agentBudget=True), 0, False,
-     "mode=open; agents=0/9007199254740991 reserved; hash=deny; deps=ask; files=unbounded."),
+     "mode=open; agents=0/unlimited reserved; hash=deny; deps=ask; files=unbounded."),
 ])
 def test_contract_fields(fields, reserved, unproven, expected):
     c = contract(level="guard", **fields)
     assert sts.contract_fields(c, reserved, unproven) == expected
     assert expected in sts.contract_context(c, reserved, unproven)
+
+
+def test_budget_reads_as_a_word_only_when_unlimited():
+    # The largest finite budget is a number; the 2**53 - 1 that means "no limit"
+    # is never shown to a person or a model as 16 digits.
+    assert sts.budget_text(MAX - 1) == str(MAX - 1)
+    assert sts.budget_text(MAX) == "unlimited"
+    assert sts.budget_text(0) == "0"
+    c = contract(mode="change", level="guard")
+    assert "agents=0/unlimited reserved" in sts.contract_context(c, 0, False)
+    assert str(MAX) not in sts.contract_context(c, 0, False)
+    assert "agents=0/%d reserved" % (MAX - 1) in sts.contract_context(
+        contract(mode="change", level="guard", agentBudget=MAX - 1), 0, False)
 
 
 def test_context_does_not_mutate():

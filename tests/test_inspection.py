@@ -40,7 +40,7 @@ def test_status_of_a_fresh_session(store):
     assert text.split("\n") == [
         "Stop That Shit status",
         "State: OBSERVING / unconfirmed",
-        "mode=unconfirmed; agents=0/9007199254740991 reserved; hash=deny; deps=ask; "
+        "mode=unconfirmed; agents=0/unlimited reserved; hash=deny; deps=ask; "
         "files=unbounded.",
         "Authority source: default",
         "Host effect: unobserved",
@@ -331,7 +331,7 @@ def test_cli_status_layout_counts_and_tables(store, capsys):
                                       else "permission_deny_returned",
                                       at="2026-01-01T00:01:0%d.000Z" % n))
     lines = _status_out(store, capsys, "--session", "s1")
-    # The reference lines come first; only the unlimited budget reads as a word.
+    # The status lines come first; an unlimited budget reads as a word.
     assert lines[:6] == [
         "Stop That Shit status",
         "State: ARMED / change",
@@ -456,6 +456,8 @@ def test_cli_status_json_shape(store, capsys):
     doc = json.loads(out)
     assert doc["sessionKey"] == KEY and doc["controlState"] == "ARMED"
     assert doc["contract"]["mode"] == "change"
+    # Scripts read the budget as a number: 2**53 - 1 means unlimited (README).
+    assert doc["contract"]["agentBudget"] == sts.MAX_SAFE_INTEGER
     assert doc["hostEffect"] == "observed_blocked"  # the latest event, 00:00:04
     assert doc["lastActivity"] == "2026-01-01T00:00:04.000Z"
     assert doc["counts"] == {"checked": 4, "allowed": 1, "denied": 2, "notes": 1}

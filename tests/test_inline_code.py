@@ -1,0 +1,206 @@
+"""Inline Python proven read-only with `ast`.
+
+`python3 -I -c CODE` (or -P, or the code on a here-document) is a read when
+the code keeps to a small subset.  The tricks below each try to reach a write
+through that subset; every one must stay unproven.  The proven forms are run
+for real, in a folder that plants modules named like the standard ones, to
+show that -I keeps them out and that nothing is written.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import sts
+
+TRICKS = [
+    # (code, what decided: a fragment of the culprit)
+    ("().__class__.__base__.__subclasses__()", "__subclasses__"),
+    ('open(*["f", "w"])', 'open(*["f", "w"])'),
+    ('print(1, file=open("f", "w"))', "file="),
+    ("print(__builtins__)", "__builtins__"),
+    ("@print\ndef f(): pass", "def f(): pass"),
+    ("(x := 1)", "x := 1"),
+    ("[y := 5 for _ in [1]]", "y := 5"),
+    ("f\"{open('x', 'w')}\"", "open('x', 'w')"),
+    ("f\"{1:{open('x', 'w')}}\"", "open('x', 'w')"),
+    ("help()", "help()"),
+    ("breakpoint()", "breakpoint()"),
+    ("input()", "input()"),
+    ("exit()", "exit()"),
+    ("quit()", "quit()"),
+    ("globals()", "globals()"),
+    ("vars()", "vars()"),
+    ("locals()", "locals()"),
+    ('setattr(str, "a", 1)', "setattr"),
+    ('getattr(str, "x")', "getattr"),
+    ('type("X", (), {})', "type("),
+    ("class X: pass", "class X"),
+    ("f = lambda: 1", "lambda"),
+    ('sorted([1], key=lambda v: open("x", "w"))', "lambda"),
+    ('exec("1")', "exec("),
+    ('eval("1")', "eval("),
+    ('compile("1", "f", "exec")', "compile("),
+    ('__import__("os")', "__import__"),
+    ("import os", "import os"),
+    ("import subprocess", "import subprocess"),
+    ("import shutil", "import shutil"),
+    ('import pathlib; pathlib.Path("x").write_text("y")', "import pathlib"),
+    ("from os import system", "from os import system"),
+    ("import json.decoder", "import json.decoder"),
+    ('open("x", "a")', "may write"),
+    ('open("x", "r+")', "may write"),
+    ('open("x", "w+b")', "may write"),
+    ('m = "w"; open("x", m)', "may write"),
+    ('open("x", mode="w")', "may write"),
+    ('open("x", "r" if 1 else "w")', "may write"),
+    ('open("x", "r", opener=print)', "opener"),
+    ("open(1)", "not a literal"),
+    ('p = "x"; open(p)', "not a literal"),
+    ('open("f").write("x")', "write"),
+    ('list(map(open, ["f"], ["w"]))', "open"),
+    ('sorted(["f"], key=open)', "open"),
+    ('o = open; o("f", "w")', "open"),
+    ('for open in [print]: open("x", "w")', 'open("x", "w")'),
+    ('exec = print; exec("x")', 'exec("x")'),
+    ('import sys; sys.path.insert(0, ".")', "sys.path"),
+    ('import sys; p = sys.path; p.append(".")', "sys.path"),
+    ('import sys; l = []; l.append(sys.path); l[0].append(".")', "sys.path"),
+    ("import sys; max(sys.path, sys.argv).append(1)", "sys.path"),
+    ("import sys; sum([], sys.path).append(1)", "sys.path"),
+    ('import sys; sys.path += ["."]', "sys.path"),
+    ('import sys; sys.path[0:0] = ["."]', "sys.path"),
+    ("from sys import path", "from sys import path"),
+    ('import sys; d = {"p": sys.path}', "sys.path"),
+    ("import sys; print(*sys.path)", "sys.path"),
+    ('import sys; sys.stdout.write("x")', "sys.stdout"),
+    ("import sys; print(sys.modules)", "sys.modules"),
+    ("import sys; sys.exit(0)", "sys.exit"),
+    ("import json as j; j.x = 1", "j.x"),
+    ("import math; math.pi = 3", "math.pi"),
+    ("import json as print", "import json as print"),
+    ('import platform; platform.os.system("x")', "platform.os"),
+    ('import platform as p; p._syscmd_file("x")', "_syscmd_file"),
+    ("print.__self__", "__self__"),
+    ('"{0.__class__}".format(1)', "format"),
+    ('t = "{0}"; t.format(1)', "format"),
+    ('import json; json.loads("1", object_hook=print)', "object_hook"),
+    ("import json; json.dumps(1, cls=list)", "cls="),
+    ('print(**{"sep": ""})', "**"),
+    ("x = 1; x.__class__", "__class__"),
+    ('print(1) if __name__ == "__main__" else 0', "__name__"),
+    ("async def f(): pass", "async def"),
+    ("match 1:\n    case 1: pass", "match 1"),
+    ("del x", "del x"),
+    ("global x", "global x"),
+    ("try:\n    pass\nexcept* ValueError:\n    pass", "try"),
+    ("import json\ntry:\n    pass\nexcept Exception as json:\n    pass", "except"),
+    ("def f(): pass", "def f"),
+    ("print((lambda: 1)())", "lambda"),
+    ("with print: pass", "print"),
+    ("\uff45\uff58\uff45\uff43('1')", "calls something outside"),  # NFKC: exec
+]
+
+
+@pytest.mark.parametrize("code,fragment", TRICKS, ids=[t[0][:40] for t in TRICKS])
+def test_every_trick_stays_unproven(code, fragment):
+    proven, part = sts._py_code_proof(code)
+    assert not proven
+    if part:
+        assert fragment in part.replace("\0", " ") or fragment in code, part
+    for spelling in ("python3 -I -c %s", "python -P -c %s"):
+        command = spelling % sts_quote(code)
+        assert sts.analyze_shell(command).mutability != "read", command
+
+
+def sts_quote(code):
+    return "'" + code.replace("'", "'\"'\"'") + "'"
+
+
+PROVEN = [
+    "print(1 + 1)",
+    "import sys; print(sys.version)",
+    "import sys; print(sys.version_info >= (3, 8), sys.platform)",
+    "print(sum(range(10)), min(3, 4), max([1, 2]), len('abc'))",
+    "import json; print(json.dumps({'a': [1, 2]}, indent=2, sort_keys=True))",
+    "import json; print(json.loads('[1, 2]')[1])",
+    "import platform; print(platform.system(), platform.python_version())",
+    "import math; print(math.sqrt(2) * math.pi, math.floor(2.5))",
+    "print(sorted(set('hello')), 'a,b'.split(',')[0].upper())",
+    "print([x * x for x in range(5) if x % 2], {k: v for k, v in [(1, 2)]})",
+    "d = {}\nd['a'] = 1\nfor k in d:\n    print(k, d[k])",
+    "print(f\"{1 + 1:>5} {'x'!r}\")",
+    "import sys; print([p for p in sys.path if p][:1])",
+    "with open('data.json') as f: print(len(f.read().splitlines()))",
+    "import json; print(json.load(open('data.json', 'r'))['name'])",
+    "print(open('data.json', 'rb').read()[:5])",
+    "try:\n    print(int('x'))\nexcept ValueError:\n    print('no')",
+    "print(str(3).zfill(4), int('ff', 16), float('1.5'), hex(255))",
+]
+
+
+@pytest.mark.parametrize("code", PROVEN, ids=[c[:40] for c in PROVEN])
+def test_proven_code_is_a_read_only_with_the_safe_path_flag(code):
+    assert sts._py_code_proof(code) == (True, "")
+    quoted = sts_quote(code)
+    assert sts.analyze_shell("python3 -I -c %s" % quoted).mutability == "read"
+    assert sts.analyze_shell("python3 -P -c %s" % quoted).mutability == "read"
+    assert sts.analyze_shell("python3 -Ic %s" % quoted).mutability == "read"
+    assert sts.analyze_shell("python3 -I - <<'EOF'\n%s\nEOF" % code).mutability == "read"
+    # Without -I or -P the working folder comes first on the import path.
+    assert sts.analyze_shell("python3 -c %s" % quoted).mutability != "read"
+
+
+def test_how_python_is_invoked_matters():
+    code = "'print(1)'"
+    for command in ("python3 -I x.py -c %s" % code,      # runs x.py
+                    "python3 -I -m json.tool -c %s" % code,
+                    "python3 -I -i -c %s" % code,         # then reads more code from stdin
+                    "python3 -I -W error::x.Y -c %s" % code,
+                    "python3 -I -X importtime -c %s" % code,
+                    "python3 -I -c \"$CODE\"",
+                    "python3 -I - <<EOF\nprint('$HOME')\nEOF",   # expanded before python reads it
+                    "python3 -I - <<'EOF' < other.py\nprint(1)\nEOF",  # stdin is other.py
+                    "cat x.py | python3 -I",
+                    "PYTHONPATH=. python3 -I -c %s" % code):
+        assert sts.analyze_shell(command).mutability != "read", command
+    assert sts.analyze_shell("python3 -I <<< 'print(2)'").mutability == "read"
+    assert sts.analyze_shell("python3.12 -I -c %s" % code).mutability == "read"
+
+
+def test_hash_intent_sees_the_same_code():
+    assert sts.analyze_shell("python3 -I -c 'import hashlib; hashlib.sha256(b\"x\")'").hash_intent
+    verdict = sts.analyze_shell("python3 -I -c 'print(1)'")
+    assert verdict.mutability == "read" and not verdict.hash_intent
+
+
+@pytest.fixture
+def planted(tmp_path):
+    """A working folder whose modules shadow the standard ones and leave a mark when run."""
+    for name in ("json", "math", "platform", "linecache", "traceback", "re", "codecs",
+                 "encodings", "warnings", "subprocess"):
+        (tmp_path / (name + ".py")).write_text(
+            "open(%r, 'w').close()\n" % str(tmp_path / ("RAN_" + name)))
+    (tmp_path / "data.json").write_text('{"name": "demo"}\n')
+    return tmp_path
+
+
+def _snapshot(folder):
+    return sorted((p, os.path.getmtime(os.path.join(folder, p))) for p in os.listdir(folder))
+
+
+def test_proven_code_runs_for_real_and_writes_nothing(planted):
+    before = _snapshot(planted)
+    for code in PROVEN:
+        command = "%s -I -c %s" % (sys.executable, sts_quote(code))
+        subprocess.run(command, shell=True, cwd=str(planted), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60, check=False)
+    assert _snapshot(planted) == before
+
+
+def test_without_the_flag_the_working_folder_decides(planted):
+    """Why -I is required: the same code, run plainly, imports the planted json."""
+    subprocess.run([sys.executable, "-c", "import json"], cwd=str(planted),
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
+    assert (planted / "RAN_json").exists()
