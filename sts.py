@@ -7617,15 +7617,15 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
 def _spot_note(command: str, reason: Optional[str]) -> str:
     """A piece no parse got to: say where, without quoting invisible characters."""
     if reason == "control_character":
-        match = _an_rx("bad", _BAD_CHARS).search(command)
-        if match:
-            before = command[:match.start()].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
+        at = next((n for n, c in enumerate(command) if c in _BAD_CHAR_SET), -1)
+        if at >= 0:
+            before = command[:at].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
             after = _quote(before.strip(), command)
             return "the command holds the control character U+%04X at position %d%s" % (
-                ord(match.group()), match.start() + 1, ", after " + after if after else "")
+                ord(command[at]), at + 1, ", after " + after if after else "")
     if reason == "analysis_limit":
-        return "the command is too long (over %d KiB) or too deeply nested to read" % (
-            _MAX_COMMAND // 1024)
+        return ("the command is too long (over %d KiB), too much to read at once (over "
+                "about %d words) or too deeply nested" % (_MAX_COMMAND // 1024, _MAX_WORK))
     return ""
 
 
