@@ -287,7 +287,8 @@ ANALYSIS_REASONS: Dict[str, str] = {
     "git_output_file": "Git is asked to write an output file.",
     "control_character": "The command holds a control character that shells treat inconsistently.",
     "state_change": "The command changes shell or process state.",
-    "analysis_limit": "The command is too long or too deeply nested to analyse.",
+    "analysis_limit": "The command is too long, too much to read or too deeply nested to "
+                      "analyse.",
     "interpreter_code": "Inline code for an interpreter can do anything.",
 }
 
@@ -7206,11 +7207,14 @@ def _invisible(text: str) -> bool:
 
 def _quote(text: Optional[str], command: str) -> str:
     """`text` in backticks when the command holds it as written, else ""."""
-    if not text or "\0" in text or "\n" in text or text not in command or _invisible(text):
+    if not text or "\0" in text or "\n" in text or text not in command:
         return ""
+    # Only what is shown is checked character by character: a piece of a
+    # 64 KiB line is cut to the width first (the rest is never printed).
     if len(text) > _CULPRIT_WIDTH:
-        return "`%s`…" % text[:_CULPRIT_WIDTH - 1].rstrip()
-    return "`%s`" % text
+        shown = text[:_CULPRIT_WIDTH - 1].rstrip()
+        return "" if _invisible(shown) else "`%s`…" % shown
+    return "" if _invisible(text) else "`%s`" % text
 
 
 def _balanced_end(src: str, start: int) -> int:
@@ -7246,9 +7250,13 @@ def _segment(where: Any, command: str) -> str:
         joined = " ".join(where.words)
         return joined if joined in command else where.words[0]
     if isinstance(where, _Spot):
+        # Around the spot only: a culprit is shown at most _CULPRIT_WIDTH
+        # long, and walking a whole 64 KiB word would cost tens of ms.
         src, pos = where.src, min(where.pos, len(where.src))
+        src = src[:pos + 4 * _CULPRIT_WIDTH]
+        low = max(0, pos - 4 * _CULPRIT_WIDTH)
         start = pos
-        while start > 0 and src[start - 1] not in " \t\n;|&":
+        while start > low and src[start - 1] not in " \t\n;|&":
             start -= 1
         end = pos
         while end < len(src) and src[end] not in " \t\n;|&":
@@ -7629,15 +7637,22 @@ def _spot_note(command: str, reason: Optional[str]) -> str:
     return ""
 
 
-def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()) -> str:
+def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = (),
+                  reason: Optional[str] = None) -> str:
     """The `Culprit:` (and `Instead:`) lines for a deny or note about `command`.
 
     code is the decision's reason code; paths the outside or protected paths
-    it named.  Runs the analysis again, so call it only for a deny or note.
-    Returns "" when the command is not what decided (delegation, state, ...).
+    it named; reason the analyzer's.  Runs the analysis again, so call it only
+    for a deny or note.  Returns "" when the command is not what decided
+    (delegation, state, ...).
     """
     if not isinstance(command, str):
         return ""
+    if reason == "analysis_limit":
+        # The line was not read to its end: no piece of it decided, whatever
+        # the code (hash and dependencies are assumed for such a line), and
+        # reading it again would cost as much as the first time.
+        return "Culprit: %s." % _spot_note(command, reason)
     if code == "REPEATED_WITHOUT_CHANGE":
         whole = _quote(command.strip(), command)
         return "Culprit: %s, run again with no change in between." % (whole or "the command")
@@ -7645,9 +7660,14 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     if pick is None:
         return ""
     seen: List[Tuple[Any, _V]] = []
+    # Half the reading budget: a line that took more than that to judge gets
+    # no culprit line rather than a second full reading on its denial.
+    ctx = _Ctx(0, shell, seen, [_MAX_WORK // 2])
     try:
-        final = _analyze_any(command, shell, seen)
+        final = _analyze_any(command, shell, seen, ctx=ctx)
     except Exception:   # noqa: BLE001 - explaining must never fail a hook
+        return ""
+    if ctx.work[0] < 0:
         return ""
     chosen = [(w, v) for w, v in seen if pick(v, paths)] or \
         [(w, v) for w, v in seen if v.mut != "read" or v.hash or v.dep]
@@ -9262,7 +9282,8 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
             paths = paths_outside(list(action.shell_write_targets), allowed, action.cwd)
         elif code == "GUARD_SELF_PROTECTION":
             paths = protected_hits(action, protected_paths)
-        culprit = shell_culprit(action.command, action.shell or "bash", code, paths)
+        culprit = shell_culprit(action.command, action.shell or "bash", code, paths,
+                                action.analysis_reason)
         if culprit and code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
             # These carry no Instead line: the culprit is the whole message.
             culprit = culprit[:-1] + "; the lock is %s." % _lock_text(allowed)

@@ -941,3 +941,24 @@ def test_many_cds_stay_bounded():
     assert sts.analyze_shell(loops(30)).unknown_target
     ok, detail = _grows_linearly(loops, 12, power=2)   # each loop scans what it holds
     assert ok, detail
+
+
+def test_an_over_limit_line_is_its_own_culprit_in_every_family():
+    """Nothing in a line past a limit decided; the denial says so, at no cost."""
+    for code in ("MUTABILITY_UNPROVEN", "HASH_NOT_AUTHORIZED", "DEPENDENCY_NOT_AUTHORIZED"):
+        text, calls = calls_made(sts.shell_culprit, "ls " + "[" * 65000, "bash", code, (),
+                                 "analysis_limit")
+        assert text.startswith("Culprit: the command is too long") and "too much to read" in text
+        assert calls < 100
+
+
+def test_finding_a_culprit_reads_at_most_half_as_much_again():
+    """A denial reads the line a second time to name the culprit, with half
+    the budget: a long line gets no culprit line instead of a full re-read."""
+    short = "ls a; rm x"
+    assert "`rm x`" in sts.shell_culprit(short, "bash", "MODE_FORBIDS_MUTATION")
+    long_line = "; ".join("ls d%d" % i for i in range(600)) + "; rm x"
+    assert sts.analyze_shell(long_line).mutability == "write"   # read in full the first time
+    reading = _work(long_line)[1]
+    text, culprit = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and culprit <= reading * 0.6
