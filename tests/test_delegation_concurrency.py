@@ -560,13 +560,25 @@ def test_hook_processes_sigkilled_at_random_points_never_damage_the_state(tmp_pa
     texts = list(_CONTRACTS)
     arm("claude", claude_prompt(session, texts[0]), home)
     current = _CONTRACTS[texts[0]]
+    # The kills must land before and after the rename: spread them over how
+    # long one directive takes on this machine from stdin to exit (a loaded
+    # machine, or a first regex import after the read, stretches it).
+    spans = []
+    for text in reversed(texts):
+        proc = spawn_hook("claude", home)
+        wait_until_reading([proc])
+        fed = time.monotonic()
+        _feed(proc, claude_prompt(session, text))
+        proc.communicate()
+        spans.append(time.monotonic() - fed)
+    window = max(0.06, 1.5 * max(spans))
     outcomes = {"old": 0, "new": 0}
     for trial in range(trials):
         text = texts[(trial + 1) % 2]
         proc = spawn_hook("claude", home)
         wait_until_reading([proc])
         _feed(proc, claude_prompt(session, text))
-        time.sleep(rng.uniform(0.0, 0.06))
+        time.sleep(rng.uniform(0.0, window))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         loaded = store.load(key)
