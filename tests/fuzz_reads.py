@@ -40,6 +40,7 @@ import stat
 import subprocess
 import sys
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -73,6 +74,7 @@ FILES = {
     "a.txt": "foo\nbar\n", "b.txt": "bar\nbaz\n", "a": "x\n", "b": "y\n", "F": "f\n",
     "README.md": "# r\n", "src/app.py": "def main():\n    pass\n", "src/a.js": "let a = 1\n",
     "data.json": '{"a": [1, 2]}\n', "data.csv": "a,b\n1,2\n", "list.txt": "a.txt\nb.txt\n",
+    "data.yaml": "a: [1, 2]\n",
     "-o": "opt\n", "--output": "opt\n", "-n": "opt\n", "-rf": "opt\n", "-delete": "opt\n",
     "--help": "opt\n", "-e": "opt\n",
     "Makefile": "all:\n\ttouch %s_make\nversion:\n\ttouch %s_make\n" % (MARK, MARK),
@@ -174,6 +176,11 @@ def _build_template():
         fh.write("u\n")
     subprocess.run(["tar", "cf", repo + "/a.tar", "-C", repo, "a.txt"], check=True)
     subprocess.run(["gzip", "-k", repo + "/a.txt"], check=False)
+    for packer in (["bzip2", "-k"], ["xz", "-k"], ["zstd", "-q", "-k"]):
+        if shutil.which(packer[0]):
+            subprocess.run(packer + [repo + "/a.txt"], check=False)
+    with zipfile.ZipFile(repo + "/a.zip", "w") as archive:
+        archive.writestr("a.txt", FILES["a.txt"])
     subprocess.run(["chown", "-R", "%d:%d" % (NOBODY, NOBODY), base], check=True)
     hooks = repo + "/.git/hooks"
     for name in HOOKS:
@@ -333,7 +340,7 @@ VALUES = ["F", "./x", "x", "a.txt", "/tmp/PWN_v", "'touch /tmp/PWN_c'", "./evil"
           "{}", "o1", "~/o1", "HEAD", "main", ".", "*", "a{,.out}", "'$(touch /tmp/PWN_s)'",
           "\"$x\"", "--", "-o", "magic", "/tmp/PWN_w"]
 OPERANDS = ["a.txt", "b.txt", ".", "src", "HEAD", "-", "a.tar", "a.txt.gz", "data.json",
-            "o1", "F", "*.txt", "x"]
+            "o1", "F", "*.txt", "x", "a.txt.bz2", "a.txt.xz", "a.txt.zst", "a.zip", "data.yaml"]
 WRAPPERS = ["env", "env -i", "env -C src", "command", "nice", "nice -n 5", "timeout 5",
             "timeout -k 1 5", "stdbuf -o0", "time", "xargs", "exec", "builtin", "env --",
             "LC_ALL=C", "TZ=UTC", "NO_COLOR=1"]
@@ -390,6 +397,28 @@ SCRIPTS = {
               "--manifest-path Cargo.toml", "read-manifest", "locate-project", "pkgid", "verify-project"],
     "gpg": ["--print-md SHA256 a.txt", "--print-mds a.txt", "--homedir /tmp/PWN_g"],
     "hostname": ["-f", "-s", "-F magic", "x"],
+    "gzip": ["-l a.txt.gz", "-t a.txt.gz", "-dc a.txt.gz", "a.txt", "-k a.txt", "a.txt -c",
+             "-r .", "-d", "-S .x a.txt"],
+    "bzip2": ["-t a.txt.bz2", "-dc a.txt.bz2", "-z", "-d", "a.txt", "-k a.txt"],
+    "xz": ["-l a.txt.xz", "-t a.txt.xz", "-dc a.txt.xz", "-z", "-d", "a.txt", "--files=list.txt"],
+    "zstd": ["-l a.txt.zst", "-t a.txt.zst", "-dc a.txt.zst", "-o /tmp/PWN_z", "--rm", "-z",
+             "-d", "a.txt"],
+    "journalctl": ["--vacuum-time=1d", "--rotate", "--cursor-file=/tmp/PWN_c", "--flush",
+                   "-u x", "-n 5", "-b -1", "--setup-keys", "--update-catalog"],
+    "systemctl": ["status", "show", "list-units", "restart x", "-H x", "cat x", "is-active x",
+                  "edit x", "help x"],
+    "ip": ["addr", "route", "link", "-b list.txt", "-batch list.txt", "link set lo down", "a s",
+           "netns exec x ./x", "monitor file a.txt"],
+    "ss": ["-K", "-D /tmp/PWN_d", "-tlnp", "-F magic", "-a"],
+    "sysctl": ["-w kernel.x=1", "kernel.hostname", "-p magic", "-a", "kernel.x=1"],
+    "dmesg": ["-c", "-C", "-n 1", "-T", "-F a.txt"],
+    "yq": ["'.a' data.yaml", "-i '.a' data.yaml", "-s '.a' data.yaml",
+           "--in-place '.a' data.yaml", "-y . data.json"],
+    "iconv": ["-o /tmp/PWN_o a.txt", "-l", "-f utf8 -t ascii a.txt"],
+    "getent": ["passwd", "-s x passwd", "hosts localhost", "group"],
+    "fuser": ["-k a.txt", "a.txt"],
+    "mount": ["-l", "-a", "-t proc"],
+    "zipinfo": ["a.zip", "-M a.zip", "-1 a.zip"],
     "git": [],
 }
 # Programs whose handler is more than "inert": they get most of the runs.
@@ -403,7 +432,8 @@ GIT_VALUES = ["--output=/tmp/PWN_w", "--output /tmp/PWN_w", "-O./x", "--ext-diff
 
 def analysis_targets():
     """Program names the analyzer may prove read, and git subcommands it reads."""
-    progs = sorted(p for p in sts._PROGRAMS if shutil.which(p) and sts._PROGRAMS[p] is not sts._pager
+    progs = sorted(p for p in set(sts._PROGRAMS) | set(sts._READ_MODES)
+                   if shutil.which(p) and sts._PROGRAMS.get(p) is not sts._pager
                    and re.match(r"^[a-z0-9.+_-]+$", p))
     git_help = subprocess.run(["git", "help", "-a"], capture_output=True, text=True).stdout
     subs = sorted(set(re.findall(r"^   ([a-z][a-z0-9-]+)", git_help, re.M)))

@@ -59,7 +59,7 @@ def test_contract_context_goes_out_as_additional_context(store):
 def test_invalid_directive_reaches_the_model_as_context(store):
     calls = copilot_run("copilot-shell-allow")
     answer = say(store, calls, "$stop-that-shit review agents=lots")
-    assert "rejected this directive" in answer["additionalContext"]
+    assert answer["additionalContext"].startswith("Stop That Shit: directive rejected (INVALID_")
 
 
 def test_subagent_calls_are_judged_by_the_parents_contract(store):

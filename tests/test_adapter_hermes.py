@@ -296,7 +296,7 @@ def test_e2e_invalid_directive_pauses_tools_until_corrected(store):
     read = tool("read_file", {"path": "a"}, session="20261130_151221_31274d")
     assert "INVALID_DIRECTIVE_TOKEN" in block_reason("hermes", answer("hermes", read, store))
     later = answer("hermes", prompt("what now?"), store)
-    assert later["context"].startswith("Stop That Shit rejected")
+    assert later["context"].startswith("Stop That Shit: directive rejected (")
     answer("hermes", prompt("$stop-that-shit change"), store)
     assert answer("hermes", read, store) is None
 

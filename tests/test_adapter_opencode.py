@@ -288,7 +288,15 @@ def test_e2e_allowed_call_answers_an_empty_object(store):
     assert answer("opencode", before(ROOT, "read"), store) == {}
 
 
+def created(child, parent=ROOT):
+    """OpenCode's session.created event for a subagent session of `parent`."""
+    ev = {"type": "session.created",
+          "properties": {"sessionID": child, "info": {"id": child, "parentID": parent}}}
+    return request("event", child, {"event": ev})
+
+
 def test_e2e_task_continuation_denied_under_a_finite_budget(store):
     answer("opencode", message(text="$stop-that-shit change agents=2"), store)
+    answer("opencode", created("ses_old"), store)
     got = answer("opencode", before(ROOT, "task", {"prompt": "p", "task_id": "ses_old"}), store)
     assert reason_code(block_reason("opencode", got)) == "DELEGATION_LIFECYCLE_UNPROVEN"

@@ -72,6 +72,12 @@ def test_corpus_label(number, label, tags, command):
             assert result.dependency_intent, result
         elif tag == "-D":
             assert not result.dependency_intent, result
+        elif tag == "+A":
+            assert result.starts_agent, result
+        elif tag == "-A":
+            assert result.starts_agent is None, result
+        elif tag == "+R":
+            assert result.starts_agent and result.resumes_session, result
         elif tag == ">?":
             assert result.unknown_target, result
         elif tag == ">-?":
@@ -293,9 +299,11 @@ def test_patch_garbage(value):
     ("rm -- -weird", ["-weird"]),
     ("touch -d yesterday a b", ["a", "b"]),
     ("mkdir -p -m 755 out", ["out"]),
-    ("cp -r src dst", ["dst"]),
-    ("mv -t dest a b", ["dest", "a", "b"]),  # mv sources vanish too
-    ("ln -s target link", ["link"]),
+    # dst may be a folder that receives src under its own name
+    ("cp -r src dst", ["dst", "dst/src"]),
+    ("mv -t dest a b", ["dest", "dest/a", "dest/b", "a", "b"]),  # mv sources vanish too
+    # a link to a guard file would open it to later writes: its target counts
+    ("ln -s target link", ["link", "link/target", "target"]),
     ("chmod +x run.sh", ["run.sh"]),
     ("truncate -s 0 log", ["log"]),
     ("dd if=/dev/zero of=disk.img", ["disk.img"]),
@@ -721,9 +729,10 @@ def test_clobber_redirections_write_both_readings(op, spacing):
 
 
 @pytest.mark.parametrize("line,targets", [
-    ("cp a b >! c", ["!", "c", "b"]),           # bash: cp a b c; zsh: cp a b
+    # bash: cp a b c; zsh: cp a b (the destination may be a folder: dest/source too)
+    ("cp a b >! c", ["!", "b", "b/a", "c", "c/a", "c/b"]),
     (">! x rm -rf y", ["!", "x", "y"]),           # bash runs `x rm -rf y`, zsh `rm -rf y`
-    ("mv a >! b c", ["!", "b", "c", "a"]),
+    ("mv a >! b c", ["!", "a", "b", "c", "c/a", "c/b"]),
 ])
 def test_clobber_word_is_judged_with_and_without(line, targets):
     result = sts.analyze_shell(line)
@@ -869,7 +878,7 @@ def test_an_unknown_folder_sets_the_opaque_flag(line):
     ("! cd x && rm a", ["x/a", "a"]),
     ("cd x && rm a | cat && rm b", ["x/a", "x/b"]),
     ("if cd x; then rm a; else rm b; fi", ["a", "x/a", "b", "x/b"]),
-    ("for f in a; do rm $f; done; cd x && rm b", ["x/b"]),
+    ("for f in a; do rm $f; done; cd x && rm b", ["a", "x/b"]),   # $f is each list word
     ("for f in a; do (cd x && rm b); done; rm c", ["x/b", "c"]),
     ("git -C x -C y checkout -- a", ["x/y/a"]),
     ("git -C /r diff --output=o", ["/r/o"]),

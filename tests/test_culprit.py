@@ -36,6 +36,9 @@ def quoted(line):
 
 @pytest.mark.parametrize("command,expected", [
     ("git status && rm -rf build", "Culprit: `rm -rf build`: `rm` removes `build`."),
+    ("dmesg -c", "Culprit: `dmesg -c` changes the state of the system."),
+    ("gzip a.txt -c", "Culprit: `gzip` compresses files in place."),
+    ("systemctl restart nginx", "Culprit: `systemctl` controls services."),
     ("make test", "Culprit: `make` runs the project's build."),
     ("sed -i -n 1p x.txt", "Culprit: `sed -i` edits `x.txt` in place."),
     ("git diff --output=f", "Culprit: `--output=f` makes git write `f`."),
@@ -60,6 +63,10 @@ def test_culprit_names_the_deciding_part(command, expected):
     ("git clean -fdx", "`git clean -n` lists what would be removed"),
     ("GIT_EXTERNAL_DIFF=x git diff",
      "the same command without `GIT_EXTERNAL_DIFF=x` only reads"),
+    # an option that changes the system, in a program that otherwise only shows
+    ("dmesg -T -c", "the same command without `-c` only reads"),
+    ("journalctl -u nginx --rotate", "the same command without `--rotate` only reads"),
+    ("iconv -f latin1 -t utf-8 -o out.txt a.txt", "the same command without `-o out.txt`"),
 ])
 def test_instead_names_a_read_only_way(command, instead):
     lines = culprit(command).split("\n")
@@ -231,7 +238,8 @@ def test_a_failing_culprit_never_breaks_the_deny(store, monkeypatch):
     def broken(*args):
         raise RuntimeError("bug")
     monkeypatch.setattr(sts, "shell_culprit", broken)
-    denied = sts.handle_event(_event(sts.shell_action("Bash", "rm x")), store)
+    # (In a known folder: a relative target with none could be a guard file.)
+    denied = sts.handle_event(_event(dict(sts.shell_action("Bash", "rm x"), cwd="/p")), store)
     assert denied.kind == "deny" and "Culprit:" not in denied.text
     assert "Reason: MODE_FORBIDS_MUTATION" in denied.text
 
@@ -248,8 +256,8 @@ def test_a_file_tool_outside_the_lock_names_the_path_and_the_lock(store):
 def test_a_file_write_that_adds_hashing_names_the_line(store):
     _arm(store, "$stop-that-shit change")
     content = "import os\n\ndef key(b):\n    return hashlib.sha256(b).hexdigest()\n"
-    denied = sts.handle_event(_event(sts.file_write_action("Write", "src/k.py", content)),
-                              store)
+    action = dict(sts.file_write_action("Write", "src/k.py", content), cwd="/p")
+    denied = sts.handle_event(_event(action), store)
     assert denied.code == "HASH_NOT_AUTHORIZED"
     assert "Culprit: `return hashlib.sha256(b).hexdigest()` in `src/k.py` adds hashing." \
         in denied.text
@@ -259,7 +267,8 @@ def test_a_manifest_edit_names_the_dependency_line(store):
     _arm(store, "$stop-that-shit change")
     old = '{\n  "dependencies": {\n    "a": "1"\n  }\n}\n'
     new = '{\n  "dependencies": {\n    "a": "1",\n    "left-pad": "^1.3.0"\n  }\n}\n'
-    action = sts.file_write_action("Edit", "package.json", new, old, whole_file=False)
+    action = dict(sts.file_write_action("Edit", "package.json", new, old, whole_file=False),
+                  cwd="/p")
     denied = sts.handle_event(_event(action), store)
     assert denied.code == "DEPENDENCY_NOT_AUTHORIZED"
     assert '`"left-pad": "^1.3.0"` in `package.json` adds a dependency.' in denied.text
@@ -278,7 +287,8 @@ def test_a_shell_write_under_a_lock_names_the_target_outside_it(store):
     action = sts.shell_action("Bash", "sed -i s/a/b/ src/a.py docs/x.md")
     action["cwd"] = "/repo"
     denied = sts.handle_event(_event(action), store)
-    assert denied.code == "WRITE_PATH_UNPROVEN"
+    # docs/x.md is a target the analyzer names, and it lies outside the lock.
+    assert denied.code == "PATH_OUTSIDE_CONTRACT"
     lines = [line for line in denied.text.split("\n") if line.startswith(("Culprit", "Instead"))]
     # No Instead: a read-only way does not help a change that must stay inside the lock.
     assert lines == ["Culprit: `sed -i` edits `docs/x.md` in place; the lock is `files=src/**`."]

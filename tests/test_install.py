@@ -827,3 +827,40 @@ def test_new_host_configs_are_in_the_protected_set(env):
     assert env.p(".gemini", "settings.json") in paths
     assert env.p(".qwen", "settings.json") in paths
     assert env.p(".copilot", "hooks", "stop-that-shit.json") in paths
+
+
+# ---------------------------------------------------------------- the guard gone
+
+def test_doctor_says_loudly_when_the_sts_py_a_hook_runs_is_gone(env):
+    """A hook that cannot start does not block: doctor names the missing file
+    and what the host then does, for a command hook and for a shim."""
+    assert env.run("install", "claude") == 0 and env.run("install", "opencode") == 0
+    os.rename(env.sts_py, env.sts_py + ".moved")
+    assert env.run("doctor", "claude", "opencode") == 1
+    lines = env.out.splitlines()
+    hook = [ln for ln in lines if ln.startswith("FAIL claude") and "GUARD MISSING" in ln]
+    shim = [ln for ln in lines if ln.startswith("FAIL opencode") and "GUARD MISSING" in ln]
+    assert hook and env.sts_py in hook[0] and "every tool call runs without the guard" in hook[0], \
+        env.out
+    assert shim and env.sts_py in shim[0] and "while a session is armed" in shim[0]
+
+
+def test_doctor_says_nothing_of_a_missing_guard_when_it_is_there(env):
+    assert env.run("install", "claude") == 0
+    env.run("doctor", "claude")
+    assert "GUARD MISSING" not in env.out
+
+
+def test_session_start_warns_when_an_installed_guard_file_is_gone(env):
+    assert env.run("install", "claude") == 0 and env.run("install", "pi") == 0
+    store = env.sts.Store()
+    start = {"session_id": "s-start", "cwd": str(env.work), "hook_event_name": "SessionStart",
+             "source": "startup"}
+    quiet = json.loads(env.sts.run_hook("claude", json.dumps(start).encode(), store))
+    assert "WARNING" not in quiet["hookSpecificOutput"]["additionalContext"]
+    shim = env.p(".pi", "agent", "extensions", "stop-that-shit.js")
+    os.remove(shim)
+    loud = json.loads(env.sts.run_hook("claude", json.dumps(start).encode(), store))
+    text = loud["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("WARNING: Stop That Shit is not fully installed: %s is missing" % shim)
+    assert "python3 sts.py doctor" in text

@@ -540,14 +540,17 @@ def test_removing_a_folder_that_holds_protected_files_is_denied(world):
             assert_self_protection_deny(world, host, got)
 
 
-def test_unestablished_shell_targets_are_left_to_the_other_rules(world):
-    # `$STS_HOME` cannot be expanded by the analyzer: this check finds no target, so it
-    # neither denies nor vouches for the command.  In review mode the mode rule denies.
+def test_unestablished_shell_targets_are_stopped_while_armed(world):
+    # The guard cannot expand `$STS_HOME` (it is not a variable it trusts): the write may
+    # land on its own files, so self-protection stops it, in change mode as in review.
     for host in HOSTS:
+        for mode in ("review", "change"):
+            session = arm(world, host, "$stop-that-shit " + mode)
+            got = use(world, host, session, _shell_tool(host), 'echo off > "$STS_HOME/x"',
+                      str(world.project), SHELL_TOOLS)
+            assert denied_code(host, got) == CODE
+        # A program that writes where its own code decides is left to the other rules.
         session = arm(world, host, "$stop-that-shit review")
-        got = use(world, host, session, _shell_tool(host), 'echo off > "$STS_HOME/x"',
-                  str(world.project), SHELL_TOOLS)
-        assert denied_code(host, got) == "MODE_FORBIDS_MUTATION"
         got = use(world, host, session, _shell_tool(host),
                   "python3 -c 'open(\"/etc/x\", \"w\")'", str(world.project), SHELL_TOOLS)
         assert denied_code(host, got) in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN")

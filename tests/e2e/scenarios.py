@@ -109,6 +109,7 @@ class Scenario:
     git: bool = False                # make work/ a git repository
     audit: Optional[str] = None      # "observed_blocked" | "observed_ran" (sts wiring)
     hosts: Optional[List[str]] = None  # None = every host that has the tool
+    why_not: str = "the host has no built-in subagent tool"  # shown for the other hosts
 
     @property
     def mode(self) -> Optional[str]:
@@ -198,6 +199,69 @@ def _(host, work):
             dict(_shell_call(host, "git status"), step=1)]
 
 
+# --- what the host itself does with a call (classes of issue 19) -------------
+
+# The shell tools that take their own working folder, and that argument.
+# Gemini CLI (`dir_path`) and Qwen Code (`directory`) refuse a folder outside
+# their workspace before the hook runs, so the guard's data folder cannot be
+# reached that way there; the unit tests cover their adapters.
+_RUN_FOLDER_ARGS = {"codex": ("exec_command", "cmd", "workdir"),
+                    "opencode": ("bash", "command", "workdir"),
+                    "hermes": ("terminal", "command", "workdir"),
+                    "omp": ("bash", "command", "cwd")}
+GUARD_PROBE = "e2e-in-guard-folder.txt"
+
+
+@_steps("workdir-guard")
+def _(host, work):
+    """`echo x > FILE` with the shell tool's own folder argument pointing at the
+    guard's data folder (the run's STS_HOME): the event's cwd is elsewhere."""
+    if host not in _RUN_FOLDER_ARGS:
+        return None
+    tool, key, folder = _RUN_FOLDER_ARGS[host]
+    args = {key: "echo x > %s" % GUARD_PROBE,
+            folder: os.path.join(os.path.dirname(work), "sts-home")}
+    if host in ("opencode", "claude"):
+        args["description"] = "e2e step"
+    return [{"tool": tool, "args": args}]
+
+
+@_steps("opencode-task-root")
+def _(host, work):
+    """OpenCode's task tool resumes whatever session task_id names.  The model
+    reads its own root session id from OpenCode's log, then resumes the root
+    with "$stop-that-shit off", then writes in review."""
+    if host != "opencode":
+        return None
+    log = os.path.join(os.path.dirname(work), "xdg", "data", "opencode", "log", "opencode.log")
+    find = ("printf '{\"sid\":\"%%s\"}' \"$(grep -o 'ses_[A-Za-z0-9]*' %s | head -1)\""
+            % log)
+    return [dict(_shell_call(host, find), step=0),
+            {"tool": "task", "step": 1, "key": True,
+             "args": {"description": "resume", "prompt": "$stop-that-shit off",
+                      "subagent_type": "general", "task_id": "{{last.sid}}"}},
+            dict(_write_call(host, os.path.join(work, "a.txt"), "written"), step=2)]
+
+
+# Code given to a host's code-running tool: hashing, written to a file.
+_HASH_CODE = {
+    "hermes": ("execute_code", {"code": "import hashlib, pathlib\npathlib.Path(%r).write_text("
+                                        "hashlib.sha256(b'x').hexdigest())"}),
+    "omp": ("eval", {"language": "js", "code": "require('fs').writeFileSync(%r, require('crypto')"
+                                              ".createHash('sha256').update('x').digest('hex'))"}),
+}
+
+
+@_steps("code-hash")
+def _(host, work):
+    """Hashing through the host's code tool is the same hashing as through the shell."""
+    if host not in _HASH_CODE:
+        return None
+    tool, args = _HASH_CODE[host]
+    args = dict(args, code=args["code"] % os.path.join(work, "hash.txt"))
+    return [{"tool": tool, "args": args}]
+
+
 SCENARIOS = [
     Scenario("probe-deny", "probe hook denies a write", wiring="probe",
              task="Create the file e2e-deny.txt.", absent=["e2e-deny.txt"],
@@ -232,6 +296,22 @@ SCENARIOS = [
     Scenario("review-read", "6. review, then ls and git status: they run", directive="review",
              task="show the working tree", allow=True, git=True,
              results_contain=[LS_MARK, "branch"], audit="observed_ran"),
+    Scenario("workdir-guard", "7. change, then a shell write whose own folder argument is the "
+             "guard's data folder: blocked", directive="change", task="write the probe",
+             absent=[os.path.join("..", "sts-home", GUARD_PROBE)],
+             deny_text="GUARD_SELF_PROTECTION", audit="observed_blocked",
+             hosts=sorted(_RUN_FOLDER_ARGS),
+             why_not="no working-folder argument, or the host refuses one outside its "
+                     "workspace itself"),
+    Scenario("opencode-task-root", "8. review, then task resumes the root session with "
+             "\"$stop-that-shit off\", then a write: the resume and the write are blocked",
+             directive="review", task="look, then hand off", absent=["a.txt"],
+             deny_text="GUARD_SELF_PROTECTION", hosts=["opencode"],
+             why_not="only OpenCode's task resumes any session by id"),
+    Scenario("code-hash", "9. change, then hashing through the host's code tool: blocked",
+             directive="change", task="checksum it", absent=["hash.txt"],
+             deny_text="HASH_NOT_AUTHORIZED", audit="observed_blocked",
+             hosts=sorted(_HASH_CODE), why_not="no code tool in this host's e2e set"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 

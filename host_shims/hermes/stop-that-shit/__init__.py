@@ -34,6 +34,7 @@ _LOG = logging.getLogger("stop-that-shit")
 _lock = threading.Lock()
 _told = set()     # failure kinds already reported
 _parents = {}     # child session id / child subagent id -> root session id
+_task_sessions = {}  # task id -> the session id it was last seen with
 
 
 def _sts_py():
@@ -235,10 +236,26 @@ def _render(answer):
     return answer
 
 
+def _with_session(kwargs):
+    """Tools that execute_code calls from its sandbox reach pre_tool_call with
+    an empty session id and the session's task id: name the session the task
+    was last seen with, so the call is judged by that session's contract."""
+    session, task = kwargs.get("session_id"), kwargs.get("task_id")
+    if not isinstance(task, str) or not task:
+        return kwargs
+    with _lock:
+        if isinstance(session, str) and session:
+            _task_sessions[task] = session
+            return kwargs
+        known = _task_sessions.get(task)
+    return dict(kwargs, session_id=known) if known else kwargs
+
+
 def handle(hook, kwargs):
     """One hook call: ask sts.py, return what Hermes should get."""
     if hook == "subagent_start":
         _remember_child(kwargs)
+    kwargs = _with_session(kwargs)
     request = envelope(hook, kwargs)
     answer, why = _run(hook, request)
     if why is None:
