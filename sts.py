@@ -10468,7 +10468,6 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     (see ShellAnalysis.write_patterns) is, lies in or holds a protected root;
     (None, None) when none does.  Checked on names (paths that may not
     exist yet) and on the file system (a wildcard that matches a link)."""
-    import fnmatch
     parts = pattern.split("/")
     head: List[str] = []
     while parts and _glob_literal(parts[0]) is not None:
@@ -10524,6 +10523,7 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
         budget[0] -= len(names)
         if budget[0] < 0:
             return (os.path.join(folder, part), roots[0])
+        import fnmatch   # here only: it imports re, which a plain `rm -r dir` never needs
         for name in names:
             if fnmatch.fnmatchcase(name, part):
                 hit = walk(os.path.join(folder, name), rest_parts[1:])
@@ -10540,7 +10540,6 @@ def _glob_reaches(parts: List[str], rel: List[str], root_is_dir: bool,
     """Whether a path matching the components `parts` can be the path
     `rel` (both below the same folder), hold it, or (for a folder) lie in
     it.  `**` stands for any number of components; `..` for anything."""
-    import fnmatch
     seen: Dict[Tuple[int, int], bool] = {}
 
     def go(i: int, j: int) -> bool:
@@ -10557,7 +10556,12 @@ def _glob_reaches(parts: List[str], rel: List[str], root_is_dir: bool,
         else:
             name, want = (rel[j].casefold(), parts[i].casefold()) if insensitive \
                 else (rel[j], parts[i])
-            hit = fnmatch.fnmatchcase(name, want) and go(i + 1, j + 1)
+            literal = _glob_literal(want)
+            if literal is not None:   # no wildcard: a plain comparison, and no `re`
+                hit = name == literal and go(i + 1, j + 1)
+            else:
+                import fnmatch
+                hit = fnmatch.fnmatchcase(name, want) and go(i + 1, j + 1)
         seen[(i, j)] = hit
         return hit
 

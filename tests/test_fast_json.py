@@ -201,6 +201,9 @@ def test_a_tool_call_loads_neither_json_nor_re_nor_dataclasses(sts_home):
          "tool_input": {"file_path": "/repo/a.txt", "content": "x"}},
         {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/repo", "tool_name": "Read",
          "tool_use_id": "c3", "tool_input": {"file_path": "/repo/README.md"}},
+        # A denied removal: self-protection matches its write pattern `build/**`.
+        {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": "/repo", "tool_name": "Bash",
+         "tool_use_id": "c4", "tool_input": {"command": "git status && rm -rf build"}},
     ):
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, "claude"],
                               input=json.dumps(payload).encode(), env=env,
@@ -208,7 +211,7 @@ def test_a_tool_call_loads_neither_json_nor_re_nor_dataclasses(sts_home):
         assert proc.returncode == 0, proc.stderr
         *answer, loaded = proc.stdout.decode().split("\n")[:-1]
         assert loaded == "", (payload["tool_name"], loaded)
-        assert ('"deny"' in "".join(answer)) == (payload["tool_name"] == "Write")
+        assert ('"deny"' in "".join(answer)) == (payload["tool_use_id"] in ("c2", "c4"))
 
 
 def test_malformed_stdin_gets_json_s_message_and_fails_open(sts_home):
