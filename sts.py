@@ -7437,6 +7437,15 @@ def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
     return cli, any(a.split("=", 1)[0] in resume for a in args)
 
 
+def _names_an_agent(text: str) -> bool:
+    """Whether an agent CLI or package name occurs anywhere in `text`.  A word
+    can only name one (see _agent_cli) if the name is in the text, so a long
+    line that holds none skips the word-by-word scan, which costs tens of
+    microseconds a word: 64 KiB of path-like words took a tenth of a second."""
+    low = text.lower().replace("\\", "/")
+    return any(name in low for name in _AGENT_CLIS) or any(p in low for p in _AGENT_PACKAGES)
+
+
 def _agent_tokens(text: str) -> List[str]:
     """Words of a command string or inline code, split at blanks, quotes and
     the punctuation that separates arguments in shell and code."""
@@ -8436,11 +8445,18 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
-    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES:
+    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES \
+            and _names_an_agent(command):
         # The line could not be read word by word; its text still names any
         # agent CLI it would start.
         tokens = _agent_tokens(command)
+        named = _an_rx("agent_names", "|".join(
+            "".join(c if c.isalnum() else "\\" + c for c in name)
+            for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
         for j, token in enumerate(tokens):
+            # Only a word that holds a name can be one (see _names_an_agent).
+            if not named.search(token.lower().replace("\\", "/")):
+                continue
             cli = _agent_cli(token)
             found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
             if found is not None:
