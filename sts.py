@@ -17,13 +17,16 @@ The plain form works too, only slower::
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
     python3 sts.py demo | cases [DIR] | --help | --version
 
-Data flows through the sections of this file in order (search for a title):
+The sections read top to bottom as layers: each uses only the sections above
+it, except three calls that reach down (the Decision reads the ledger summary,
+the Engine answers prompt commands through Inspection, Cases replay events
+through the CLI's hook runner).  Search for a title:
 
     JSON                 json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
-    Decision             the ordered checks and the STOP/WATCH message
+    Decision             DECISION_TABLE, the ordered checks, the STOP/WATCH message
     Delegation ledger    agents=N reservations and lifecycle facts
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
@@ -32,6 +35,21 @@ Data flows through the sections of this file in order (search for a title):
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, the hook runner and main()
+
+The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
+
+    1. main() reads stdin (at most 8 MiB) and calls run_hook("claude", ...).
+    2. ClaudeAdapter.translate turns the host payload into a ControlEvent:
+       action.before, the session whose contract governs, and the action
+       (write, affected path src/a.py, hash and dependency intent from
+       Analysis).  ControlEvent.from_dict validates it.
+    3. handle_event loads the session state, lock-free: only a call that can
+       change the delegation count takes the session lock.
+    4. decide() walks DECISION_TABLE; the first check that matches decides
+       (under a review contract: MODE_FORBIDS_MUTATION, a deny when armed).
+    5. The engine appends one audit line and keeps the armed marker true.
+    6. The adapter renders the result as Claude's permission deny with the
+       STOP message; the hook exits 0.
 
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the
@@ -1333,7 +1351,9 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 # Owns everything that reads commands and content: the shell lexer/parser and
 # read-only proof, PowerShell's conservative reading, hash-intent and
 # dependency-intent detection in commands, patches and file writes, and patch
-# path extraction.  Pure functions; every adapter calls these.  analysis.md.
+# path extraction.  Pure functions; every adapter calls these.  A command is
+# "read" only when every part of it is proven read-only; anything not proven
+# is "unknown", never a guess (a false read is a security bug).
 ###############################################################################
 
 # Public interface (what adapters call):
@@ -1341,7 +1361,7 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   analyze_patch(text, v4a=False)     -> PatchSummary (paths, added text, intents)
 #   hash_intent_in_text(added, path, removed_text=None)
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
-# Trust boundary (analysis.md 5.6): configuration and session state (git
+# Trust boundary: configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
 # aliases and functions defined earlier in a persistent shell, zsh options
 # and cdpath set in a startup file) are not seen here; commands that change
@@ -1387,7 +1407,7 @@ class ShellAnalysis(Record):
     write_patterns: List[str]
 
 
-_MAX_COMMAND = 64 * 1024  # decisions.md 8
+_MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
 _MAX_DEPTH = 32
 # Length and depth do not bound the work: 64 KiB of `a;a;a` is 32,000
 # commands, and each costs microseconds to read and judge, so a line under
@@ -1565,7 +1585,7 @@ def _glob_escape(path: str) -> str:
     return "".join("[%s]" % ch if ch in "*?[" else ch for ch in path)
 
 
-# ---------------------------------------------------------------- words ----
+# ---- words ------------------------------------------------------------------
 
 
 class _W:
@@ -1614,7 +1634,7 @@ def _lit(text: str) -> _W:
     return _W(text, lead=not text.startswith("-"))
 
 
-# --------------------------------------------------------- write targets ----
+# ---- write targets ----------------------------------------------------------
 #
 # A write target written with a glob, a brace list, a variable or a command
 # substitution is resolved as far as it can be, into paths and glob
@@ -1784,7 +1804,7 @@ class _Cmd:
     leading reserved word such as `then`), kept so that a denial can quote it."""
 
     __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
-                 "attached", "zsh_drop")
+                 "attached", "zsh_drop", "piped")
 
     def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
@@ -1798,16 +1818,19 @@ class _Cmd:
         self.attached = False
         # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
         self.zsh_drop: List[_W] = []
+        # A later stage of a pipeline: zsh (MULTIOS, on by default) feeds it
+        # the pipe and then its own `<`, `<<` or `<<<`, one after the other.
+        self.piped = False
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
 
 
-# ---------------------------------------------------------- characters ----
+# ---- characters -------------------------------------------------------------
 
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
-# and terminals disagree about them, so they are refused outright (5.3).
+# and terminals disagree about them, so they are refused outright.
 _BAD_CHAR_SET = frozenset().union(*(
     map(chr, range(ord(low), ord(high) + 1)) for low, high in (
         ("\x00", "\x08"), ("\x0b", "\x0c"), ("\x0e", "\x1f"), ("\x7f", "\x9f"),
@@ -1869,7 +1892,7 @@ def _ansi_c(body: str) -> str:
     return text
 
 
-# ------------------------------------------------------------ bash parser ----
+# ---- bash parser ------------------------------------------------------------
 #
 # One reader for every POSIX shell a host may run a command in: bash, zsh
 # (the login shell on macOS, which Codex and Claude Code use) and sh (dash
@@ -1995,7 +2018,8 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
 
 
 class _Bash:
-    """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
+    """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
+    substitutions, subshells, compound commands, redirections and heredocs.
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
@@ -2024,7 +2048,7 @@ class _Bash:
         # Loop variable -> the words of its list (None: "$@" or unreadable).
         self.loops: Dict[str, Optional[List[_W]]] = {}
 
-    # -- driver ---------------------------------------------------------
+    # ---- driver -------------------------------------------------------------
     def parse(self) -> List[Any]:
         self._list(None, 0)
         if self.heredocs:
@@ -2396,7 +2420,7 @@ class _Bash:
             body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
         self.items.append("$)")
 
-    # -- words ------------------------------------------------------------
+    # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
         start = self.i
@@ -2653,13 +2677,13 @@ class _Bash:
         self.exp = ("sub", body)
 
 
-# ---------------------------------------------------------- classification ----
+# ---- classification ---------------------------------------------------------
 
 _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3).
+# Prefix assignments that only change presentation; any other one is unknown.
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
@@ -2684,6 +2708,9 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
     ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
     ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
+    # On Windows every shell=True child (Python's platform.uname() runs `ver`
+    # that way) starts %ComSpec%.
+    ("COMSPEC", "names the shell %s may start"),
     ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
     ("GIT_*", "changes what git reads, runs or writes"),
     ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
@@ -2711,6 +2738,11 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
     ("ZIPINFO", "passes options to zipinfo"),
     ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    # sd-bus and libdbus connect to these addresses, and a `unixexec:path=P`
+    # address runs P (seen: hostnamectl and systemctl status ran it).
+    ("DBUS_*", "points %s at a message bus, whose address may name a program to run"),
+    # tar reads $TAPE without -f; `host:file` there runs rsh host rmt (seen).
+    ("TAPE", "names the archive %s reads, which may be on another machine"),
     ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
@@ -2726,7 +2758,7 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
                     "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
                     "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
 def _env_risky(upper: str) -> bool:
@@ -2744,6 +2776,8 @@ def _env_ok(name: str, value: _W) -> bool:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
+    if name in _PICKS_PINNED_BY:
+        return value.static and value.text == _PICKS_PINNED_BY[name][1]
     if name != name.upper() and not _plain_var(name):
         return False
     return not _env_risky(name.upper())
@@ -2807,6 +2841,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
+        inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
@@ -2818,24 +2854,33 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v.cd = inner.cd
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
+        written = {w.text for w in cmd.words} | {w.text for _, w in cmd.redirs if w is not None}
         for t in v.targets:
+            if _cmd_name(cmd) in _COPIERS and t not in written:
+                continue   # `dest/package.json` if dest is a folder: see _manifest_by_name
             # A write straight into a manifest can add a dependency...
             if manifest_kind(t) is not None and not v.dep:
                 v.dep = _redirect_dep(cmd, t)
             # ...and code written through the shell can add hashing.
-            if content and not v.hash and _langs_for(t) is not None:
+            if content and not v.hash and _hash_family(t) is not None:
                 v.hash = hash_intent_in_text(content, t)
+    if v.mut == "write" and not v.dep:
+        v.dep = _manifest_by_name(cmd, inner.mut == "write")
     if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
+        v.hash = v.hash or patch.hash_intent
+        v.dep = v.dep or patch.dependency_intent
+    elif cmd.stdin and (_cmd_name(cmd) == "patch" or [w.text for w in cmd.words[:2]] == [
+            "git", "apply"]):
+        # A diff given on stdin: what it adds is read like any patch.
+        patch = analyze_patch(cmd.stdin)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
     return v
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
-_STDIN_CODE = {"python": "x.py", "python3": "x.py", "node": "x.js", "ruby": "x.rb", "perl": None,
-               "php": "x.php", "deno": "x.ts", "bun": "x.js"}
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -2843,8 +2888,10 @@ def _stdin_body(cmd: _Cmd) -> Optional[str]:
     gives it, and nothing else redirects stdin; else None."""
     given = [(op, w) for op, w in cmd.redirs
              if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
-    if len(given) != 1:
-        return None   # none, or a later `< file` that replaces the here-document
+    if len(given) != 1 or cmd.piped:
+        # none, or a later `< file` that replaces the here-document; or a
+        # pipe into it, which zsh reads first: `echo CODE | python3 -I - <<'EOF'`
+        return None
     op, word = given[0]
     kind = op.lstrip("0123456789")
     if kind in ("<<", "<<-"):
@@ -2857,14 +2904,18 @@ def _stdin_body(cmd: _Cmd) -> Optional[str]:
 def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
     """A heredoc fed to a shell is a script we can read; fed to an interpreter, code to scan."""
     name = _cmd_name(cmd)
+    if cmd.words and (name is None or name not in _PROGRAMS):
+        name = _program_alias(cmd.words[0]) or name
     body = cmd.stdin or ""
     if verdict.why and verdict.why[0] == "pystdin":
         code = _stdin_body(cmd)
         literal = cmd.stdin_literal or cmd.stdin is None
         if code is None or not (literal or ("$" not in code and "\\" not in code
                                             and "`" not in code)):
-            return verdict
-        return _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+            # Expanded before Python reads it: never proven, still read for intent.
+            return _code_intents(verdict, body, "x.py")
+        proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+        return proven if proven.mut == "read" else _code_intents(proven, code, "x.py")
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -2875,8 +2926,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         script = _analyze_bash(body, ctx.deeper())
         script.cd = None      # a shell of its own: its cd stays there
         return script
-    if name in _STDIN_CODE:
-        verdict.hash = verdict.hash or hash_intent_in_text(body, _STDIN_CODE[name])
+    lang = "node" if name == "bun" else _INTERPRETERS.get(name or "")
+    if lang is not None:
+        _code_intents(verdict, body, _INLINE_CODE[lang][0])
     return verdict
 
 
@@ -2928,6 +2980,59 @@ def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     return True
 
 
+_COPIERS = frozenset(("cp", "mv", "install", "ln", "rsync", "scp", "ditto", "gcp", "gmv"))
+_SCRIPTED_WRITERS = frozenset(("awk", "gawk", "mawk", "nawk", "sed", "gsed", "perl"))
+
+
+def _manifest_token(text: str) -> bool:
+    """Whether a word names a manifest anywhere in it (`print > "go.mod"`)."""
+    if manifest_kind(text) is not None:
+        return True
+    for sep in "\"'`()<>;,|&{}=[] \t\n":
+        text = text.replace(sep, "\0")
+    return any(manifest_kind(token) is not None for token in text.split("\0") if token)
+
+
+def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
+    """A write that lands on a manifest without naming it as its target: a copy
+    into a folder (`cp ../a/package.json .`), a download saved under its remote
+    name (`wget https://x/requirements.txt`), a script that writes one
+    (`awk '{print > "requirements.txt"}'`).  Its content is not known."""
+    name = _cmd_name(cmd)
+    words = cmd.words[1:]
+    texts = [w.text for w in words if w.static]
+    operands = [t for t in texts if not t.startswith("-")]
+    if name in _COPIERS and len(operands) >= 2:
+        dest = operands[-1]
+        into = [t for t in texts if t.startswith("--target-directory")]
+        if "-t" in texts or into:
+            sources, folder = operands, True
+        else:
+            base = dest.rstrip("/").rsplit("/", 1)[-1]
+            sources = operands[:-1]
+            folder = dest.endswith("/") or base in (".", "..", "~", "") or "." not in base
+        return folder and any(manifest_kind(t) is not None for t in sources)
+    if name in ("wget", "curl"):
+        saves_remote = name == "wget" or any(t in ("-O", "--remote-name", "--remote-name-all")
+                                             for t in texts)
+        for k, t in enumerate(texts):
+            if name == "wget" and t in ("-O", "--output-document") and k + 1 < len(texts):
+                if manifest_kind(texts[k + 1]) is not None:
+                    return True
+            if t.startswith(("--output-document=", "-O")) and len(t) > 2 and name == "wget":
+                if manifest_kind(t.split("=", 1)[-1][2 if t.startswith("-O") else 0:]) \
+                        is not None:
+                    return True
+            if saves_remote and "://" in t:
+                remote = t.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+                if manifest_kind(remote) is not None:
+                    return True
+        return False
+    if name in _SCRIPTED_WRITERS and program_writes:
+        return any(_manifest_token(t) for t in texts)
+    return False
+
+
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     kind = op.lstrip("0123456789")
     if target is None or kind in ("<", "<<<"):
@@ -2970,10 +3075,12 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
 # JVM options from the project, cargo, rustc and rustup run the toolchain a
-# rust-toolchain.toml may point into the project) and those whose help runs a
-# pager (aws).
+# rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
+# those whose help runs a pager (aws).  `unlink` is left out: the BSD one
+# (macOS) parses no option and removes the file its one argument names,
+# `--help` included.
 _HELP_PROGRAMS = frozenset((
-    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "rm", "rmdir", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
     "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
     "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
     "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
@@ -3008,6 +3115,76 @@ def _version_only(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+# Programs also installed under a versioned name (python3.12, pip3.11,
+# ruby3.2, shasum5.36): the version is not part of what they do.
+_VERSIONED = ("python", "pip", "pypy", "ruby", "gem", "bundle", "node", "php", "perl", "lua",
+              "luajit", "shasum", "julia", "pydoc", "idle", "easy_install", "gcc", "g++")
+
+
+def _program_alias(word: _W) -> Optional[str]:
+    """A program known under another spelling: /opt/x/bin/sha256sum, npm.cmd,
+    certutil.exe, pip3.12.  Its verdict is then never a proven read."""
+    if not word.static or not word.text:
+        return None
+    base = word.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
+        if base.endswith(suffix) and base[:-len(suffix)] in _PROGRAMS:
+            return base[:-len(suffix)]
+    for family in _VERSIONED:
+        rest = base[len(family):]
+        if base.startswith(family) and rest and all(ch.isdigit() or ch in ".-" for ch in rest) \
+                and rest[-1].isdigit():
+            return family if family in _PROGRAMS else None
+    if base != word.text.lower() and (base in _PROGRAMS or base in _WRITERS):
+        return base
+    return None
+
+
+# Programs that, before they do anything else, obey a file of the project
+# that picks, fetches or runs another build of themselves, or loads the
+# project's own code, so that not even their version and help forms only
+# read.  name -> what a denial says.  (A program chosen through a version
+# manager the user installed, mise or volta, is configuration like PATH.)
+_PROJECT_PICKS: Dict[str, str] = {
+    # rustup's proxies: `path = "/some/dir"` in rust-toolchain.toml runs
+    # /some/dir/bin/cargo (seen), a channel there may be installed first.
+    "cargo": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustc": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustup": "runs the build of Rust that the project's rust-toolchain.toml names",
+    # Go 1.21+: a newer `go` or `toolchain` line in go.mod or go.work makes
+    # every go command, `go version` too, fetch and run that release.
+    "go": "fetches and runs the Go release that the project's go.mod asks for",
+    # .yarnrc `yarn-path` / .yarnrc.yml `yarnPath` name a script yarn runs
+    # instead of itself (seen); corepack fetches `packageManager`.
+    "yarn": "runs the script that the project's .yarnrc names in its place",
+    # pnpm 9.7+ installs and runs the pnpm that package.json's
+    # `packageManager` names (seen: it writes ~/.local/share/pnpm/.tools).
+    "pnpm": "installs and runs the pnpm that the project's package.json names",
+    # .mvn/jvm.config holds JVM options (seen: -Xlog:...:file=F writes F;
+    # -javaagent: runs code).
+    "mvn": "starts Java with the options in the project's .mvn/jvm.config",
+    # pytest 8 loads conftest.py and plugins before it prints its version;
+    # pytest 9.0 runs the whole session for -V (both seen).
+    "pytest": "loads the project's conftest.py and plugins first",
+    # The sbt launcher reads .jvmopts/.sbtopts and fetches the sbt of
+    # project/build.properties; bazelisk fetches the bazel of .bazelversion
+    # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
+    "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
+    "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+}
+
+
+# The variable that keeps such a program on the build it is: name -> (program,
+# value).  `GOTOOLCHAIN=local go list` runs the go at hand, whatever go.mod says.
+_PICKS_PINNED_BY: Dict[str, Tuple[str, str]] = {"GOTOOLCHAIN": ("go", "local")}
+
+
+def _pinned(name: str, assigns: List[Tuple[str, _W]]) -> bool:
+    """Whether a prefix assignment pins program `name` to itself."""
+    return any(_PICKS_PINNED_BY.get(var, ("", ""))[0] == name and value.static
+               and value.text == _PICKS_PINNED_BY[var][1] for var, value in assigns)
+
+
 # Commands that run inside the shell itself, so that a folder change they
 # make (cd, pushd, a sourced file...) stays for the commands after them.
 # Any other program runs in a process of its own: `env cd x`, `xargs cd`
@@ -3019,6 +3196,11 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
+        name = _program_name(words[0])
+        if name in _PROJECT_PICKS:
+            v.cap("repository_code")
+            v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
         # A proven read starts nothing, so only the rest is looked at.  The
         # operands of a launcher are searched once, at the top: the wrappers
@@ -3033,6 +3215,11 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if not words:
         return _an_read()
     name = _program_name(words[0])
+    alias = _program_alias(words[0]) if name is None or (
+        name not in _PROGRAMS and name not in _WRITERS) else None
+    if alias is not None:
+        inner = _classify_argv([_lit(alias)] + words[1:], ctx.deeper())
+        return inner.cap("shell_command_unproven")
     if name is None:
         base = words[0].text.rpartition("/")[2].lower() if words[0].static else ""
         if base in ("rm", "rmdir", "mv", "cp") and "/" in words[0].text:
@@ -3090,7 +3277,7 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ------------------------------------------------------- generic options ----
+# ---- generic options --------------------------------------------------------
 
 class _OptSpec:
     """GNU-style option model: short flags, short options with a value, long options."""
@@ -3178,6 +3365,17 @@ def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W],
     return None, operands, seen
 
 
+def _posix_operands(args: List[_W], spec: _OptSpec) -> List[_W]:
+    """The operands when options end at the first operand, as every GNU
+    getopt program reads them once POSIXLY_CORRECT is set (in the user's
+    environment or before the command): `uniq a.txt -c` then writes to a
+    file named -c.  Only the count and order matter to the callers."""
+    if not spec.permute:
+        return _parse_opts(args, spec)[1]
+    strict = _OptSpec(spec.short, spec.short_val, spec.long, spec.deny, permute=False)
+    return _parse_opts(args, strict)[1]
+
+
 def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optional[_V]:
     out: Optional[_V] = None
     for opt, value in seen:
@@ -3225,6 +3423,10 @@ def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
             return _unknown("shell_syntax_unproven")
+        if write_operand is not None:
+            # With POSIXLY_CORRECT an option after the input is the output.
+            strict = _posix_operands(args, spec)
+            operands = strict if len(strict) > len(operands) else operands
         if write_operand is not None and len(operands) > write_operand:
             w = operands[write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
@@ -3269,7 +3471,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# ------------------------------------------------------------- writers ----
+# ---- writers ----------------------------------------------------------------
 
 _WRITERS = frozenset((
     "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
@@ -3475,7 +3677,7 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
     return v
 
 
-# ------------------------------------------------------------ wrappers ----
+# ---- wrappers ---------------------------------------------------------------
 
 def _payload(args: List[_W], ctx: _Ctx) -> _V:
     inner = ctx.deeper()
@@ -3588,6 +3790,60 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _an_read()
     v = _in_dir(_payload(rest, ctx), folders)
     return v.cap("state_change", ("env", capped)) if capped else v
+
+
+# Programs that run the command in their arguments: (options that take a value,
+# positional words before the command).  What they run is never proven here,
+# but its hash and dependency intent is its own.
+_RUNNERS: Dict[str, Tuple[Tuple[str, ...], int]] = {
+    "watch": (("-n", "--interval", "-d", "--differences"), 0),
+    "strace": (("-o", "-e", "-p", "-s", "-u"), 0), "ltrace": (("-o", "-e", "-p", "-s"), 0),
+    "ionice": (("-c", "-n", "-p"), 0), "chrt": (("-p",), 1), "taskset": (("-p",), 1),
+    "flock": (("-w", "--timeout", "-E"), 1), "unbuffer": ((), 0), "setsid": ((), 0),
+    "chronic": ((), 0), "fakeroot": ((), 0), "firejail": ((), 0), "proxychains": (("-f",), 0),
+    "proxychains4": (("-f",), 0), "torsocks": ((), 0), "valgrind": ((), 0),
+    "caffeinate": (("-t", "-w"), 0), "sem": (("-j", "--jobs", "--id"), 0),
+    "parallel": (("-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "--delay"), 0),
+}
+# `poetry run CMD`, `uv run CMD`, `conda run -n env CMD`, `bundle exec CMD`:
+# the command runs in the project's environment.
+_ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--with-editable",
+                   "--with-requirements", "--env-file", "--directory", "--project", "--package",
+                   "-e", "--env", "--extra", "--group", "--environment", "--manifest-path")
+
+
+def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
+               positional: int = 0) -> _V:
+    """The intents of the command a runner starts (its verdict: never a read)."""
+    i = 0
+    while i < len(args):
+        t = args[i].text
+        if t == "--":
+            i += 1
+            break
+        if t.startswith("-"):
+            i += 2 if t in valued else 1
+            continue
+        if positional:
+            positional -= 1
+            i += 1
+            continue
+        break
+    rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
+    if ":::" in [w.text for w in args[i:]]:
+        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    if not rest:
+        return _unknown()
+    return _payload(rest, ctx).cap("shell_command_unproven")
+
+
+def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
+        return _an_read()
+    valued, positional = _RUNNERS[name]
+    inner = _run_inner(args, ctx, valued, positional)
+    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
+        if inner.mut != "write" else inner
 
 
 def _in_dir(v: _V, folders: List[_W]) -> _V:
@@ -3734,14 +3990,35 @@ def _w_sh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     code = args[i]
     if not code.static:
-        return _unknown("shell_syntax_unproven", "dyncode", name)
+        return _dynamic_code(code.text, ctx, _analyze_bash).blame("dyncode", name)
     return _analyze_bash(code.text, ctx.deeper())
+
+
+def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V:
+    """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
+    what its known words do still counts: each expansion is read as a plain word."""
+    inner = reader(text.replace("\0", "x"), ctx.deeper())
+    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
+
+
+def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """fish, nu, xonsh, tcsh... -c CODE: another shell's syntax, never proven, but
+    what its words run (a digest, an install) is read as if it were sh."""
+    texts = [w.text for w in args]
+    if texts in (["--version"], ["-v"], ["-V"], ["version"]):
+        return _an_read()
+    for k, t in enumerate(texts):
+        if t in ("-c", "--command", "-C") or (t.startswith("--command=")):
+            code = t.split("=", 1)[1] if "=" in t else " ".join(texts[k + 1:k + 2])
+            return _dynamic_code(code, ctx, _analyze_bash)
+    return _unknown()
 
 
 def _w_eval(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """eval runs its text in this shell: a cd inside moves the commands after it."""
     if not all(w.static for w in args):
-        return _runs_here(_unknown("shell_syntax_unproven", "dyncode", name))
+        return _runs_here(_dynamic_code(" ".join(w.text for w in args), ctx,
+                                        _analyze_bash).blame("dyncode", name))
     return _analyze_bash(" ".join(w.text for w in args), ctx.deeper())
 
 
@@ -3768,7 +4045,7 @@ def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-command", "-c") and i + 1 < len(args):
             rest = args[i + 1:]
             if not all(x.static for x in rest):
-                return _unknown("shell_syntax_unproven")
+                return _dynamic_code(" ".join(x.text for x in rest), ctx, _analyze_powershell)
             return _analyze_powershell(" ".join(x.text for x in rest), ctx.deeper())
         if t in ("-encodedcommand", "-enc", "-e", "-ec") and i + 1 < len(args):
             import binascii
@@ -3788,6 +4065,8 @@ def _w_cmd(name: str, args: List[_W], ctx: _Ctx) -> _V:
         rest = args[1:]
         if rest and all(x.static for x in rest):
             return _analyze_cmd(" ".join(x.text for x in rest), ctx.deeper())
+        if rest:
+            return _dynamic_code(" ".join(x.text for x in rest), ctx, _analyze_cmd)
     return _unknown()
 
 
@@ -3801,7 +4080,7 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
-# ----------------------------------------------------------------- git ----
+# ---- git --------------------------------------------------------------------
 
 _GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
                                "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
@@ -4045,7 +4324,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
 
 
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes (1.3)."""
+    """git branch: listing is read, creation/deletion/moves are writes."""
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -4481,6 +4760,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         v = _git_action(sub, rest)
     elif sub == "hash-object":
         v = _git_hash_object(rest)
+        v.hash = True   # it computes the object's digest, whether or not it stores it
     elif sub == "format-patch":
         # --stdout prints the patches, but the diff options still apply:
         # `--stdout --output=f` truncates f before git refuses the pair.
@@ -4509,7 +4789,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
     return v
 
 
-# ----------------------------------------------------------- ripgrep ----
+# ---- ripgrep ----------------------------------------------------------------
 
 _RG_VALUED = frozenset((
     "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
@@ -4522,7 +4802,7 @@ _RG_VALUED = frozenset((
 
 
 def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs (1.4)."""
+    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
     i, n = 0, len(args)
     while i < n:
         w = args[i]
@@ -4557,7 +4837,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# --------------------------------------------------------------- find ----
+# ---- find -------------------------------------------------------------------
 
 _FIND_0 = frozenset(("-print", "-print0", "-prune", "-empty", "-true", "-false", "-depth",
                      "-mount", "-xdev", "-daystart", "-follow", "-noleaf", "-nouser", "-nogroup",
@@ -4662,7 +4942,7 @@ def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- sed ----
+# ---- sed --------------------------------------------------------------------
 
 def _sed_script(script: str) -> Tuple[str, List[str]]:
     """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
@@ -4866,7 +5146,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- awk ----
+# ---- awk --------------------------------------------------------------------
 
 # Characters after which a '/' can only open a regex literal in awk; after
 # anything else (an operand, ')', a keyword) it may be a division, and then
@@ -5068,12 +5348,65 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ------------------------------------------------------- interpreters ----
+# ---- interpreters -----------------------------------------------------------
 
 _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unlink", "rmtree",
                 "rename(", "shutil.", "writefile", "appendfile", "rmsync", "mkdir", "fs.rm",
                 "subprocess", "os.system", "child_process", "exec(", "spawn", "file.write",
                 "fileutils", "system(", "`")
+
+
+# Inline code, per language: the pseudo path the hash detector reads the code
+# as, and the options that take code.  A cluster (`-Ic`, `perl -le`) or an
+# attached value (`-c'...'`, `--eval=...`) counts as the option too.
+_INLINE_CODE: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "python": ("x.py", ("-c",)), "node": ("x.js", ("-e", "--eval", "-p", "--print")),
+    "perl": ("x.pl", ("-e", "-E")), "ruby": ("x.rb", ("-e",)), "php": ("x.php", ("-r",)),
+    "deno": ("x.ts", ("eval",)), "bun": ("x.js", ("-e", "--eval", "-p", "--print")),
+    "r": ("x.r", ("-e",)), "julia": ("x.jl", ("-e", "--eval", "-E", "--print")),
+    "elixir": ("x.exs", ("-e", "--eval")), "erl": ("x.erl", ("-eval",)),
+    "lua": ("x.lua", ("-e",)), "groovy": ("x.groovy", ("-e",)), "scala": ("x.scala", ("-e",)),
+    "kotlin": ("x.kts", ("-e",)), "osascript": ("x.js", ("-e",)),
+    "racket": ("x.rkt", ("-e", "--eval")), "guile": ("x.scm", ("-c",)),
+    "clojure": ("x.clj", ("-e", "--eval")), "sbcl": ("x.lisp", ("--eval",)),
+    "psql": ("x.sql", ("-c", "--command")), "mysql": ("x.sql", ("-e", "--execute")),
+    "duckdb": ("x.sql", ("-c",)),
+}
+_INTERPRETERS = {
+    "python": "python", "python3": "python", "python2": "python", "py": "python",
+    "pypy": "python", "pypy3": "python", "node": "node", "nodejs": "node", "perl": "perl",
+    "ruby": "ruby", "php": "php", "deno": "deno", "rscript": "r", "r": "r", "julia": "julia",
+    "elixir": "elixir", "erl": "erl", "lua": "lua", "luajit": "lua", "groovy": "groovy",
+    "scala": "scala", "kotlin": "kotlin", "osascript": "osascript", "racket": "racket",
+    "guile": "guile", "clojure": "clojure", "clj": "clojure", "bb": "clojure", "sbcl": "sbcl",
+    "psql": "psql", "mysql": "mysql", "duckdb": "duckdb",
+}
+
+
+def _code_option(texts: List[str], flags: Tuple[str, ...]) -> Optional[Tuple[int, Optional[str]]]:
+    """Where inline code starts: (index of the option word, attached code or None)."""
+    letters = "".join(f[1] for f in flags if len(f) == 2 and f[0] == "-")
+    for k, t in enumerate(texts):
+        if t == "--":
+            return None
+        if t in flags:
+            return k, None
+        for f in flags:
+            if f.startswith("--") and t.startswith(f + "="):
+                return k, t[len(f) + 1:]
+        if letters and t.startswith("-") and not t.startswith("--") and len(t) > 2:
+            for j, ch in enumerate(t[1:], 1):
+                if ch in letters:
+                    return k, t[j + 1:] or None
+    return None
+
+
+def _code_intents(v: _V, code: str, path: Optional[str]) -> _V:
+    """Hash and dependency intent of code an interpreter is given."""
+    text = code.replace("\0", " ")
+    v.hash = v.hash or hash_intent_in_text(text, path)
+    v.dep = v.dep or _code_dep_intent(text, v.mut == "write")
+    return v
 
 
 _JSON_TOOL_FLAGS = frozenset(("--sort-keys", "--no-ensure-ascii", "--json-lines", "--tab",
@@ -5098,13 +5431,12 @@ def _json_tool_operands(args: List[_W]) -> Optional[List[_W]]:
 
 
 def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
-    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
-                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",),
-                  "deno": ("eval",), "bun": ("-e", "--eval")}[lang]
+    path, code_flags = _INLINE_CODE[lang]
 
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         texts = [w.text for w in args]
-        if len(args) == 1 and texts[0] in ("--version", "-V", "-v", "version"):
+        if len(args) == 1 and (texts[0] in ("--version", "-V", "-v", "version")
+                               or texts[0] in _VERSION_WORDS.get(name, ())):
             return _an_read()
         isolated = False
         if lang == "python":
@@ -5137,36 +5469,44 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 return _an_read() if all(w.static and not w.glob for w in args[2:]) else _unknown()
             if mod == "pip":
                 return _pip("pip", args[2:], ctx)
+            if mod in ("pipx", "uv", "poetry", "pdm", "conda"):
+                return _PROGRAMS[mod](mod, args[2:], ctx)
             if mod in ("venv", "ensurepip"):
                 return _write()
             return _unknown()
         if lang == "perl" and any(t.startswith("-") and not t.startswith("--") and "i" in t
-                                  and not t.startswith(("-I", "-e")) for t in texts):
+                                  and not t.startswith(("-I", "-e", "-M", "-m")) for t in texts):
             ops = [w for w in args if not w.text.startswith("-")]
-            return _write(ops[1:] if ops else [])
-        for k, t in enumerate(texts):
-            if t in code_flags or (lang == "perl" and t.startswith("-") and t[-1:] in "eE"
-                                   and not t.startswith("--")):
-                if k + 1 >= len(texts):
-                    return _unknown("option_value_missing")
-                code = args[k + 1]
-                v = _unknown("interpreter_code")
-                if code.static:
-                    low = code.text.lower()
-                    if any(p in low for p in _CODE_WRITES) and ("'w" in low or '"w' in low
-                                                                or "'a" in low or '"a' in low
-                                                                or "write" in low or "unlink" in low
-                                                                or "remove" in low or "rm" in low):
-                        v = _write()
-                    path = {"python": "x.py", "node": "x.js", "bun": "x.js", "deno": "x.ts",
-                            "ruby": "x.rb", "php": "x.php", "perl": None}[lang]
-                    v.hash = hash_intent_in_text(code.text, path)
-                return v
-        return _unknown()
+            return _code_intents(_write(ops[1:] if ops else []), " ".join(texts), path)
+        if lang == "deno" and texts[:1] and texts[0] in _PM_VERBS["deno"]:
+            return _pm_table("deno", args, ctx)
+        if lang == "deno" and texts[:1] == ["run"] and any(
+                t.startswith(("npm:", "jsr:", "http://", "https://")) for t in texts[1:]):
+            return _V("unknown", "shell_command_unproven", dep=True)   # a registry package
+        if lang == "r" and texts[:2] == ["CMD", "INSTALL"]:
+            return _V("write", dep=True)
+        found = _code_option(texts, code_flags)
+        if found is None:
+            return _unknown()
+        k, attached = found
+        if attached is None and k + 1 >= len(texts):
+            return _unknown("option_value_missing")
+        code = _lit(attached) if attached is not None else args[k + 1]
+        v = _unknown("interpreter_code")
+        if code.static:
+            low = code.text.lower()
+            if any(p in low for p in _CODE_WRITES) and ("'w" in low or '"w' in low
+                                                        or "'a" in low or '"a' in low
+                                                        or "write" in low or "unlink" in low
+                                                        or "remove" in low or "rm" in low):
+                v = _write()
+        # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
+        # its module outside the code, and arguments after it reach the code.
+        return _code_intents(v, " ".join(texts), path)
     return handler
 
 
-# -- Python inline code proven read-only with `ast` --------------------------
+# ---- Python inline code proven read-only with `ast` -------------------------
 # `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
 # CODE parses and keeps to a small subset: literals, arithmetic,
 # comprehensions, a few pure builtins, str/int/float/list/dict methods,
@@ -5278,7 +5618,7 @@ class _PyProof:
     def fail(self, node: Any, why: str) -> None:
         raise _PyUnproven(node, why)
 
-    # -- statements --
+    # ---- statements ---------------------------------------------------------
     def body(self, stmts: List[Any]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
@@ -5382,7 +5722,7 @@ class _PyProof:
             return
         self.fail(node, "writes an attribute or an item it does not own")
 
-    # -- expressions --
+    # ---- expressions --------------------------------------------------------
     def expr(self, node: Any, shared_ok: bool = False) -> None:
         """Check one expression; shared_ok: `sys.path` may stand here, since
         the place only reads it (a loop, a comparison, an index, a copy)."""
@@ -5626,7 +5966,7 @@ def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -
     return verdict
 
 
-# ------------------------------------------------------ package managers ----
+# ---- package managers -------------------------------------------------------
 
 _NPM_INSTALL = frozenset(("i", "in", "ins", "inst", "insta", "instal", "install", "isnt",
                           "isnta", "isntal", "isntall", "add"))
@@ -5668,6 +6008,22 @@ def _npm_risky_setting(args: List[_W]) -> bool:
             return True
     return False
 _NPM_EXEC = frozenset(("exec", "x", "dlx", "npx", "bunx"))
+# Verbs that move declared packages to newer versions.
+_NPM_UPGRADE = frozenset(("update", "up", "upgrade", "udpate", "upgrade-interactive"))
+_NPM_VALUED_OPTS = ("--prefix", "-w", "--workspace", "--filter", "--tag", "-C", "--omit",
+                    "--include", "--install-strategy", "--loglevel", "--cache", "--userconfig",
+                    "--cwd", "--dir", "-F")
+_NPM_DEP_KEYS = ("dependencies", "devdependencies", "optionaldependencies", "peerdependencies",
+                 "bundledependencies", "bundleddependencies", "overrides", "resolutions",
+                 "pnpm", "workspaces", "imports", "require", "require-dev", "repositories")
+
+
+def _npm_dep_setting(w: _W) -> bool:
+    """`npm pkg set dependencies.x=1` (or `dependencies[x]`, or --json): a declaration."""
+    if not w.static:
+        return True
+    key = w.text.split("=", 1)[0].lower().lstrip("-")
+    return key.split(".", 1)[0].split("[", 1)[0] in _NPM_DEP_KEYS
 _NPM_VALUED_GLOBALS = frozenset(("--prefix", "-C", "--dir", "--workspace", "-w", "--filter",
                                  "-F", "--loglevel", "--registry", "--cwd", "--userconfig",
                                  "--cache", "--tag"))
@@ -5723,14 +6079,29 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if name in ("yarn",) and not args:
             return _write()   # bare `yarn` installs what is declared
         return _unknown()
-    if name == "yarn" and verb == "global" and rest and rest[0].text == "add":
+    if name == "yarn" and verb == "global" and rest and rest[0].text in ("add", "upgrade"):
         return _V("write", dep=True)
-    ops, g = _operands_of(rest, ("--prefix", "-w", "--workspace", "--filter", "--tag", "-C"))
+    if name == "yarn" and verb in ("workspace", "workspaces") and len(rest) >= 2:
+        # `yarn workspace app add lodash`: the verb after the workspace's name
+        return _npm(name, rest[1:] if verb == "workspace" else rest, ctx)
+    ops, g = _operands_of(rest, _NPM_VALUED_OPTS)
     is_global = is_global or g
+    if any(w.text.startswith("--registry") for w in args) and (
+            verb in _NPM_INSTALL or verb in _NPM_RESTORE or verb in _NPM_UPGRADE
+            or verb in _NPM_EXEC):
+        return _V("write", dep=True)   # packages from somewhere else
     if verb in _NPM_INSTALL or (name in ("bun", "pnpm", "yarn") and verb == "a"):
         if ops or verb == "add":
             return _V("write", dep=True)
         return _write()
+    if verb in _NPM_UPGRADE or (verb == "audit" and rest and rest[0].text == "fix"):
+        return _V("write", dep=True)   # newer versions of what is declared: new code
+    if verb in ("init", "create", "innit") and ops:
+        return _V("write", dep=True)   # `npm init vite` runs the create-vite package
+    if verb in ("link", "ln") and ops:
+        return _V("write", dep=True)
+    if verb == "pkg" and rest and rest[0].text == "set":
+        return _V("write", dep=any(_npm_dep_setting(w) for w in rest[1:]))
     if verb in _NPM_RESTORE or (name == "bun" and verb == "install"):
         return _write()
     if verb in _NPM_EXEC:
@@ -5819,6 +6190,10 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
         if any(w.text in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
                or w.text.startswith(("--index-url=", "--extra-index-url=")) for w in rest):
             return _V("write", dep=True)
+        if any(w.text in ("-U", "--upgrade") or (w.text.startswith("-") and not
+                                                 w.text.startswith("--") and "U" in w.text)
+               for w in rest):
+            return _V("write", dep=True)   # newer versions, even of what is declared
         return _V("write", dep=bool(adds))
     if verb == "uninstall":
         return _write()
@@ -5835,7 +6210,8 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
         return _V("unknown", dep=True, reason="shell_command_unproven")
-    if texts[:1] in (["--version"], ["-V"], ["version"]):
+    # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
+    if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
     if not texts:
         return _unknown()
@@ -5847,7 +6223,11 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "add":
         return _V("write", dep=True)
     if verb in ("sync", "lock", "remove", "venv", "init", "export"):
-        return _write()
+        upgrade = any(t in ("-U", "--upgrade") or t.startswith(("--upgrade-package", "-P"))
+                      for t in texts[1:])
+        return _V("write", dep=upgrade and verb in ("sync", "lock"))
+    if verb == "self" and texts[1:2] == ["update"]:
+        return _V("write", dep=True)
     if verb == "tool":
         sub = texts[1] if len(texts) > 1 else ""
         if sub in ("install", "run", "upgrade"):
@@ -5857,8 +6237,9 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
             return _an_read()
         return _write()
     if verb == "run":
-        dep = any(t.startswith("--with") for t in texts)
-        return _V("unknown", "shell_command_unproven", dep=dep)
+        inner = _run_inner(args[1:], ctx)
+        dep = any(t.startswith("--with") for t in texts) or inner.dep
+        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
     if verb in ("tree",):
         # It resolves the project, which may build it (setup.py, a build backend).
         return _unknown("repository_code")
@@ -5870,18 +6251,33 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-V"]):
         return _an_read()
     verb = texts[0] if texts else ""
+    if verb == "run" and name != "pipx":
+        # `poetry run pip install x`: what runs in the environment counts.
+        at = next(k for k, w in enumerate(args) if w.text == "run")
+        inner = _run_inner(args[at + 1:], ctx)
+        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
     if name == "pipenv" and verb == "install":
-        return _V("write", dep=len(texts) > 1)
-    if name in ("conda", "mamba", "micromamba") and verb in ("install", "create"):
-        return _V("write", dep=True)
+        return _V("write", dep=len(texts) > 1 or any(
+            w.text in ("--selective-upgrade", "-U") for w in args))
+    if name in ("conda", "mamba", "micromamba"):
+        return _conda(verb, args)
     if name == "pipx":
-        if verb in ("install", "run", "inject"):
+        if verb in ("install", "run", "inject", "upgrade", "upgrade-all", "reinstall",
+                    "reinstall-all", "install-all"):
             return _V("write" if verb != "run" else "unknown", dep=True,
                       reason="shell_command_unproven" if verb == "run" else None)
         if verb == "list":
             return _an_read()
         return _write()
-    if verb == "add":
+    if verb in ("add", "update", "upgrade", "import") or (verb == "self" and len(texts) > 1
+                                                         and texts[1] in ("add", "update")):
+        return _V("write", dep=True)   # a new package, or newer versions of declared ones
+    if verb == "source" and len(texts) > 1 and texts[1] == "add":
+        return _V("write", dep=True)   # packages from another index
+    if verb in ("lock", "sync") and any(w.text in ("--regenerate", "--update-all", "--update")
+                                        or w.text.startswith("--update=") for w in args):
+        return _V("write", dep=True)
+    if name == "rye" and verb in ("install", "tools"):
         return _V("write", dep=True)
     if verb in ("install", "lock", "remove", "update", "sync", "init", "new", "build", "publish",
                 "uninstall", "clean", "export"):
@@ -5893,6 +6289,29 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
             # Poetry loads the plugins a project asks for and runs the project's
             # .venv interpreter; pipenv loads the project's .env into it.
             return _unknown("repository_code")
+        return _an_read()
+    return _unknown()
+
+
+_CONDA_VALUED = ("-n", "--name", "-p", "--prefix", "--file", "-f", "--solver", "--json-file")
+
+
+def _conda(verb: str, args: List[_W]) -> _V:
+    """conda/mamba install, create and update: a package named, a channel given, or
+    newer versions fetched is a dependency change; `--file`/`env update` restores."""
+    texts = [w.text for w in args]
+    if verb in ("install", "create", "update", "upgrade", "i"):
+        k = texts.index(verb) if verb in texts else 0
+        ops, _ = _operands_of(args[k + 1:], _CONDA_VALUED + ("-c", "--channel"))
+        channel = any(t in ("-c", "--channel", "--override-channels") or
+                      t.startswith("--channel=") for t in texts)
+        return _V("write", dep=bool(ops) or channel or verb in ("update", "upgrade")
+                  and "--all" in texts)
+    if verb == "env":
+        return _write()
+    if verb == "config" and any(t in ("--add", "--append", "--prepend") for t in texts):
+        return _V("write", dep=any("channel" in t for t in texts))
+    if verb in ("list", "info", "search"):
         return _an_read()
     return _unknown()
 
@@ -5909,11 +6328,10 @@ def _cargo_verb(args: List[_W]) -> _V:
     verb = next((t for t in texts if not t.startswith(("-", "+"))), "")
     if texts[:1] in (["--version"], ["-V"], ["version"]):
         return _an_read()
-    if verb == "add":
+    if verb in ("add", "install", "binstall", "update", "upgrade"):
+        # update moves Cargo.lock to newer versions: new code, as an addition is
         return _V("write", dep=True)
-    if verb == "install":
-        return _V("write", dep=True)
-    if verb in ("remove", "rm", "update", "fetch", "new", "init", "generate-lockfile",
+    if verb in ("remove", "rm", "fetch", "new", "init", "generate-lockfile",
                 "vendor", "publish", "clean", "fix", "fmt", "package", "uninstall", "login"):
         return _write()
     # `cargo tree` is left out: it writes Cargo.lock when it is missing or
@@ -5970,10 +6388,19 @@ def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if verb == "install":
         return _V("write", dep=any("@" in t for t in texts[1:]))
+    if verb == "run" and any("@" in t for t in texts[1:] if not t.startswith("-")):
+        return _V("unknown", "shell_command_unproven", dep=True)   # go run mod@version
     if verb == "mod":
         sub = texts[1] if len(texts) > 1 else ""
         if sub in ("graph", "why", "verify"):
             return _an_read()
+        if sub == "edit":
+            # -require, -replace, -tool, -exclude change what is built; -droprequire
+            # and -go do not.  Go's flag package takes -x, --x, -x=v and -x v.
+            return _V("write", dep=any(_go_flag(t) in ("require", "replace", "tool", "exclude",
+                                                        "godebug") for t in texts[2:]))
+        if sub == "download":
+            return _V("write", dep=any("@" in t for t in texts[2:]))
         return _write()
     if verb == "work":
         return _write()
@@ -5997,14 +6424,21 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     if name == "gem":
-        if verb == "install":
+        if verb in ("install", "i", "update"):
+            return _V("write", dep=True)
+        if verb == "sources" and any(w.text in ("-a", "--add") for w in args):
             return _V("write", dep=True)
         if verb in ("list", "search", "info", "contents", "environment", "which", "query",
                     "specification", "help", "outdated"):
             return _an_read()
         return _write()
-    if verb == "add":
-        return _V("write", dep=True)
+    if verb in ("add", "update", "inject") or (verb == "lock" and any(
+            w.text.startswith("--update") for w in args)):
+        return _V("write", dep=True)   # a new gem, or newer versions of declared ones
+    if name != "gem" and verb == "exec":
+        at = next(k for k, w in enumerate(args) if w.text == "exec")
+        inner = _run_inner(args[at + 1:], ctx)
+        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -6023,9 +6457,11 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
     verb = texts[0] if texts else ""
     if [w.text for w in args] in (["--version"], ["-V"]):
         return _an_read()
-    if verb in ("require", "req"):
+    if verb in ("require", "req", "update", "u", "upgrade", "create-project"):
+        return _V("write", dep=True)   # a new package or newer versions of declared ones
+    if verb in ("global",) and len(texts) > 1 and texts[1] in ("require", "req", "update"):
         return _V("write", dep=True)
-    if verb in ("global",) and len(texts) > 1 and texts[1] in ("require", "req"):
+    if verb == "config" and any(t.startswith("repositories") for t in texts[1:]):
         return _V("write", dep=True)
     if verb in ("show", "info", "outdated", "validate", "licenses", "depends", "why",
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
@@ -6050,10 +6486,13 @@ def _dotnet(name: str, args: List[_W], ctx: _Ctx) -> _V:
     verb = low[0] if low else ""
     if verb == "add":
         return _V("write", dep="package" in low)
-    if verb == "package" and len(low) > 1 and low[1] == "add":
+    if verb == "package" and len(low) > 1 and low[1] in ("add", "update"):
         return _V("write", dep=True)
-    if verb == "tool" and len(low) > 1 and low[1] in ("install", "run", "exec"):
+    if verb == "tool" and len(low) > 1 and low[1] in ("install", "run", "exec", "update"):
         return _V("write", dep=True)
+    if (verb == "new" and len(low) > 1 and low[1] in ("install", "--install", "-i")) or (
+            verb == "nuget" and low[1:3] in (["add", "source"], ["update", "source"])):
+        return _V("write", dep=True)   # a template package; another package source
     if verb == "list" or (verb == "package" and len(low) > 1 and low[1] == "list"):
         return _unknown("repository_code")   # MSBuild evaluates the project files
     if verb in ("restore", "remove", "new", "clean", "publish", "pack", "nuget", "sln",
@@ -6078,7 +6517,125 @@ def _system_pm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _write()
 
 
-# ------------------------------------------------------- small programs ----
+# Other package managers, by verb (one or two words).  "add": a dependency
+# change when the verb names a package, else it restores what is declared;
+# "dep": always one (newer versions, another source, a package run from the
+# registry); "restore": installs what is declared; "write": other changes.
+# A verb not listed is unknown.  Restoring is not adding: `mix deps.get`,
+# `pod install`, `dart pub get` install exactly what the manifest and lock say.
+_PM_VERBS: Dict[str, Dict[str, str]] = {
+    "pixi": {"add": "dep", "global install": "dep", "global add": "dep", "global upgrade": "dep",
+             "global update": "dep", "global sync": "restore", "exec": "dep", "x": "dep",
+             "install": "restore", "update": "dep", "upgrade": "dep", "lock": "write",
+             "remove": "write", "rm": "write", "init": "write", "self-update": "dep",
+             "project channel add": "dep", "workspace channel add": "dep"},
+    "nuget": {"install": "add", "update": "dep", "restore": "restore", "sources add": "dep",
+              "add": "dep", "delete": "write", "push": "write"},
+    "paket": {"add": "dep", "update": "dep", "install": "restore", "restore": "restore",
+              "remove": "write"},
+    "vcpkg": {"install": "add", "add port": "dep", "add": "dep", "upgrade": "dep",
+              "x-update-baseline": "dep", "remove": "write", "integrate": "write"},
+    "conan": {"install": "restore", "remote add": "dep", "create": "write", "remove": "write",
+              "lock create": "write", "build": "restore"},
+    "cabal": {"install": "add", "v2-install": "add", "get": "dep", "update": "write",
+              "build": "restore", "v2-build": "restore"},
+    "stack": {"install": "add", "upgrade": "dep", "build": "restore", "setup": "write"},
+    "nimble": {"install": "add", "add": "dep", "upgrade": "dep", "refresh": "write",
+               "uninstall": "write", "remove": "write", "develop": "dep"},
+    "mix": {"deps.get": "restore", "deps.compile": "restore", "deps.update": "dep",
+            "deps.unlock": "write", "deps.clean": "write", "archive.install": "dep",
+            "escript.install": "dep", "local.hex": "dep", "local.rebar": "dep",
+            "igniter.install": "dep", "hex.organization": "dep", "hex.repo": "dep"},
+    "rebar3": {"upgrade": "dep", "get-deps": "restore", "unlock": "write", "compile": "restore"},
+    "dart": {"pub add": "dep", "pub upgrade": "dep", "pub downgrade": "dep", "pub get": "restore",
+             "pub global activate": "dep", "pub remove": "write", "pub cache add": "dep",
+             "create": "write"},
+    "flutter": {"pub add": "dep", "pub upgrade": "dep", "pub downgrade": "dep",
+                "pub get": "restore", "pub global activate": "dep", "pub remove": "write",
+                "create": "write", "packages get": "restore", "packages upgrade": "dep"},
+    "pub": {"add": "dep", "upgrade": "dep", "downgrade": "dep", "get": "restore",
+            "global activate": "dep", "remove": "write"},
+    "swift": {"package add-dependency": "dep", "package update": "dep",
+              "package resolve": "restore", "package init": "write", "build": "restore"},
+    "pod": {"install": "restore", "update": "dep", "repo add": "dep", "init": "write",
+            "deintegrate": "write"},
+    "carthage": {"update": "dep", "bootstrap": "restore", "checkout": "restore",
+                 "build": "restore"},
+    "bower": {"install": "add", "i": "add", "update": "dep", "uninstall": "write"},
+    "volta": {"install": "dep", "pin": "dep", "uninstall": "write"},
+    "mise": {"use": "dep", "u": "dep", "install": "add", "i": "add", "upgrade": "dep",
+             "plugins install": "dep", "plugin install": "dep", "plugins add": "dep"},
+    "asdf": {"plugin add": "dep", "plugin-add": "dep", "install": "add", "plugin update": "dep"},
+    "spack": {"install": "dep", "add": "dep"},
+    "opam": {"install": "add", "pin add": "dep", "pin": "dep", "upgrade": "dep",
+             "repo add": "dep", "repository add": "dep", "update": "write"},
+    "luarocks": {"install": "dep"}, "pecl": {"install": "dep", "upgrade": "dep"},
+    "pear": {"install": "dep", "upgrade": "dep"}, "cpan": {"install": "dep", "-i": "dep"},
+    "snap": {"install": "dep", "refresh": "dep", "remove": "write"},
+    "flatpak": {"install": "dep", "update": "dep", "remote-add": "dep", "uninstall": "write"},
+    "guix": {"install": "dep", "upgrade": "dep", "pull": "dep", "remove": "write"},
+    "pkg": {"install": "dep", "add": "dep", "upgrade": "dep", "update": "write"},
+    "pkgin": {"install": "dep", "in": "dep", "upgrade": "dep", "full-upgrade": "dep"},
+    "aptitude": {"install": "dep", "upgrade": "dep", "safe-upgrade": "dep",
+                 "full-upgrade": "dep", "update": "write"},
+    "nix": {"profile install": "dep", "profile add": "dep", "profile upgrade": "dep",
+            "shell": "dep", "run": "dep", "flake update": "dep", "registry add": "dep",
+            "develop": "restore", "build": "restore"},
+    "deno": {"add": "dep", "install": "add", "i": "add", "outdated": "write",
+             "cache": "restore"},
+    "mvn": {"dependency:get": "dep", "versions:use-latest-versions": "dep",
+            "versions:use-latest-releases": "dep", "versions:use-next-releases": "dep",
+            "versions:update-properties": "dep", "versions:update-parent": "dep",
+            "install": "restore", "package": "restore", "compile": "restore",
+            "dependency:resolve": "restore", "dependency:go-offline": "restore"},
+    "lerna": {"add": "dep", "bootstrap": "restore"},
+    "rush": {"add": "dep", "update": "dep", "install": "restore", "upgrade-interactive": "dep"},
+    "rye": {}, "pdm": {},
+}
+# Programs whose every operand is a package to install.
+_PM_OPERAND_INSTALLS = frozenset(("cpanm", "easy_install", "emerge", "xbps-install"))
+# Flag-driven installers: these options install a package or a newer version.
+_PM_INSTALL_FLAGS = {
+    "dpkg": ("-i", "--install", "--unpack"), "rpm": ("-i", "-U", "-F", "--install", "--upgrade",
+                                                     "--freshen"),
+    "yay": ("-S", "-U"), "paru": ("-S", "-U"),
+    "nix-env": ("-i", "--install", "-u", "--upgrade"), "nix-shell": ("-p", "--packages"),
+}
+
+
+def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    texts = [w.text for w in args]
+    if texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
+            [[v] for v in _VERSION_WORDS.get(name, ())]):
+        return _an_read()
+    if name in _PM_OPERAND_INSTALLS:
+        return _V("write", dep=any(not t.startswith("-") for t in texts))
+    if name in _PM_INSTALL_FLAGS:
+        flags = _PM_INSTALL_FLAGS[name]
+        letters = "".join(f[1] for f in flags if len(f) == 2)
+        # `-i`, `--install`, or the letter inside a cluster (`rpm -Uvh`, `nix-env -iA`)
+        hit = any(t in flags or (t[:1] == "-" and t[1:2] != "-" and any(ch in letters
+                                                                          for ch in t[1:]))
+                  for t in texts)
+        return _V("write", dep=True) if hit else _unknown()
+    words = [t for t in texts if not t.startswith("-")]
+    table = _PM_VERBS.get("mvn" if name == "mvnw" else name, {})
+    for size in (3, 2, 1):
+        verb = " ".join(words[:size])
+        effect = table.get(verb)
+        if effect is None:
+            continue
+        if effect == "add":
+            return _V("write", dep=len(words) > size or not all(w.static for w in args))
+        if name == "conan" and verb == "install":
+            return _V("write", dep=any(t.startswith(("--requires", "--tool-requires"))
+                                       for t in texts))
+        return _V("write", dep=effect == "dep")
+    return _version_only(name, args, ctx) if name in ("stack", "mix", "dart", "flutter",
+                                                      "swift") else _unknown()
+
+
+# ---- small programs ---------------------------------------------------------
 
 def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     files = []
@@ -6351,6 +6908,14 @@ def _hostname(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # Options of `openssl dgst` that only shape the printed digest.
 _OPENSSL_PRINT_OPTS = frozenset(("-hex", "-binary", "-r", "-c", "-list"))
+# Every digest `openssl` takes as a command of its own (`openssl sha3-512`,
+# `openssl blake2b512`); `openssl list -digest-commands` prints them.
+_OPENSSL_DIGESTS = frozenset((
+    "dgst", "md4", "md5", "md5-sha1", "mdc2", "rmd160", "ripemd", "ripemd160", "ripemd-160",
+    "sha1", "sha224", "sha256", "sha384", "sha512", "sha512-224", "sha512-256", "sha3-224",
+    "sha3-256", "sha3-384", "sha3-512", "shake128", "shake256", "sm3", "blake2b512",
+    "blake2s256", "whirlpool", "keccak-224", "keccak-256", "keccak-384", "keccak-512",
+    "ssl3-md5", "ssl3-sha1", "gost"))
 
 
 def _openssl_opt(text: str) -> str:
@@ -6362,16 +6927,17 @@ def _openssl_opt(text: str) -> str:
 
 def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
-    verb = texts[0] if texts else ""
-    digest = verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224", "mac",
-                      "passwd", "kdf", "sha3-256", "blake2b512", "blake2s256", "rmd160")
+    verb = texts[0].lower() if texts else ""
+    opts = [_openssl_opt(t) for t in texts[1:] if t.startswith("-") and t != "-"]
+    # A digest command, a MAC or key derivation, a password hash, or a
+    # certificate's fingerprint: each computes a digest.
+    digest = verb in _OPENSSL_DIGESTS or verb in ("mac", "passwd", "kdf") or (
+        not args[0].static if args else False) or "-fingerprint" in opts
     if verb in ("version",) or texts == ["--version"]:
         return _an_read()
-    opts = [_openssl_opt(t) for t in texts[1:] if t.startswith("-") and t != "-"]
     if any(o in ("-out", "-keyout", "-writerand") for o in opts):
         return _V("write", hash_=digest)
-    if digest and verb in ("dgst", "md5", "sha1", "sha256", "sha512", "sha384", "sha224") \
-            and all(w.static for w in args) \
+    if verb in _OPENSSL_DIGESTS and texts[0] == verb and all(w.static for w in args) \
             and all(o in _OPENSSL_PRINT_OPTS
                     or _an_rx("ossl-md", r"-(md[245]|sha[0-9]*(-[0-9]+)?|sha3-[0-9]+|shake[0-9]+"
                                          r"|blake2[bs][0-9]+|rmd160|ripemd160|sm3)\Z").match(o)
@@ -6385,6 +6951,33 @@ def _openssl(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _hash_unproven(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _V("unknown", "shell_command_unproven", hash_=True)
+
+
+# `cmake -E` tools that print a file's digest.
+_CMAKE_HASH_TOOLS = frozenset(("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
+                               "sha512sum", "sha3_224sum", "sha3_256sum", "sha3_384sum",
+                               "sha3_512sum"))
+
+
+def _cmake(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    if len(args) >= 2 and args[0].text == "-E":
+        tool = args[1].text.lower()
+        return _V("unknown", "shell_command_unproven",
+                  hash_=tool in _CMAKE_HASH_TOOLS or not args[1].static)
+    return _version_only(name, args, ctx)
+
+
+def _multicall(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """busybox/toybox/coreutils APPLET ARGS runs the applet: what it would do
+    (a digest, a write, an install) is what the call does, never proven read."""
+    if not args:
+        return _unknown()
+    applet, rest = args[0], args[1:]
+    if name == "coreutils" and applet.text.startswith("--coreutils-prog="):
+        applet = _lit(applet.text.split("=", 1)[1])
+    if not applet.static or applet.text.startswith("-"):
+        return _unknown()
+    return _classify_argv([applet] + rest, ctx.deeper()).cap("shell_command_unproven")
 
 
 def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -6685,7 +7278,7 @@ def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# ------------------------------------------------------ network reads ----
+# ---- network reads ----------------------------------------------------------
 #
 # A request that only asks (a lookup, a GET, a registry query) reads, as
 # long as everything it sends is written out in the command: a variable, a
@@ -6768,7 +7361,7 @@ _FILE = _spec_program(_OptSpec(
     deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
 
 
-# ---- programs that read in some modes only --------------------------------
+# ---- programs that read in some modes only ----------------------------------
 # Compressors write (the file in place, or beside it) unless they write to
 # standard output (-c), every operand is "-" (standard input to standard
 # output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
@@ -6808,7 +7401,15 @@ _PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
 _REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
 # `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
 # only tells whether PID exists (bash, zsh, dash and procps kill alike).
+# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
+# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
+# every operand must be a PID, a process group (-N) or a job (%N).
 _KILL_SPEC = _OptSpec(short="lL0", permute=False)
+
+
+def _kill_target(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
 # program -> (its options, the options that make it only show)
 _READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
     "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
@@ -6823,10 +7424,13 @@ def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
     fail, operands, seen = _parse_opts(args, spec)
     if fail is not None or _apply_deny(spec, seen) is not None:
         return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
+                                      for w in _posix_operands(args, spec)):
+        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
         return True
-    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`
+    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
+                                              for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
     leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
         spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
     return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
@@ -7009,6 +7613,17 @@ _UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
 _HISTORY = _spec_program(_OptSpec(), max_operands=1)
 
 
+def _tput(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """tput prints capabilities, but `tput init` and `tput reset` also set the
+    terminal's modes, as `stty sane` does (seen: they turn echo back on), and
+    -S takes the capability names from standard input."""
+    for w in args:
+        if not w.static or w.glob or w.text in ("init", "reset") or (
+                w.text.startswith("-") and "S" in w.text):
+            return _unknown("state_change")
+    return _an_read()
+
+
 # ip: options matched by their whole spelling (ip takes any prefix of its
 # own, and `-b` is -batch, which runs the commands of a file; -n enters
 # another namespace, -r asks DNS, -force and -all go with writes).
@@ -7054,13 +7669,26 @@ def _ip(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 _HASH_PROGRAMS = frozenset((
-    "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "shasum", "b2sum",
-    "b3sum", "cksum", "sum", "md5", "sha1", "sha256", "sha512", "xxhsum", "xxh32sum",
-    "xxh64sum", "xxh128sum", "rhash", "hashdeep", "md5deep", "sha256deep", "get-filehash",
+    # GNU coreutils, also under the g prefix Homebrew gives them on macOS
+    "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum",
+    "sum", "gmd5sum", "gsha1sum", "gsha224sum", "gsha256sum", "gsha384sum", "gsha512sum",
+    "gb2sum", "gcksum", "gsum",
+    # BSD and macOS digest programs, Perl's shasum/sha3sum, BLAKE3, xxHash, crc32
+    "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha512t256", "rmd160",
+    "skein256", "skein512", "skein1024", "shasum", "sha3sum", "b3sum", "xxhsum", "xxh32sum",
+    "xxh64sum", "xxh128sum", "crc32",
+    # tools that may also write (an output, an update, a password file)
+    "rhash", "hashdeep", "md5deep", "sha1deep", "sha256deep", "tigerdeep", "whirlpooldeep",
+    "get-filehash", "jacksum", "ssdeep", "nix-hash", "htpasswd", "mkpasswd", "argon2",
+    "hashcat", "cfv",
 ))
 
-# Hash tools with an output or update option: hash intent, never proven read.
-_HASH_WITH_OUTPUT = frozenset(("get-filehash", "rhash", "hashdeep", "md5deep", "sha256deep"))
+# Hash tools with an output, update or other option we do not model: hash
+# intent, never proven read.
+_HASH_WITH_OUTPUT = frozenset((
+    "get-filehash", "rhash", "hashdeep", "md5deep", "sha1deep", "sha256deep", "tigerdeep",
+    "whirlpooldeep", "jacksum", "ssdeep", "nix-hash", "htpasswd", "mkpasswd", "argon2",
+    "hashcat", "cfv"))
 
 _INERT = (
     "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat", "du", "df", "ls",
@@ -7072,7 +7700,7 @@ _INERT = (
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "tput", "tokei",
+    "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
     "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
@@ -7090,7 +7718,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -7104,25 +7732,30 @@ _PROGRAMS.update({
     "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
     "nohup": _w_transparent(capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
+    **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
+    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
+                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    "py": _interp("python"), "python2": _interp("python"), "node": _interp("node"),
-    "nodejs": _interp("node"),
-    "perl": _interp("perl"), "ruby": _interp("ruby"), "php": _interp("php"),
-    "deno": _interp("deno"),
+    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
     "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
     "pnpx": _npm,
     "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
     "pipx": _poetry, "conda": _poetry, "mamba": _poetry, "micromamba": _poetry,
+    "pdm": _poetry, "rye": _poetry,
+    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
+       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
+    "mvnw": _pm_table,
     "cargo": _cargo, "go": _go, "gem": _gem, "bundle": _gem, "bundler": _gem,
     "composer": _composer, "dotnet": _dotnet,
     "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
     "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
     "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
-    "get-filehash": _hash_unproven, "rhash": _hash_unproven, "hashdeep": _hash_unproven, "md5deep": _hash_unproven,
-    "sha256deep": _hash_unproven,
+    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
     "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
+    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
+    "coreutils": _multicall,
     "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
     "dig": _net_lookup, "host": _net_lookup, "nslookup": _net_lookup, "ping": _net_lookup,
     "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
@@ -7241,7 +7874,8 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
-    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster;
+    kubectl reads `_` in a flag name as `-`: `--cache_dir` is --cache-dir).
     lead: options that may come before the verb, and whether each takes the
     next word (`kubectl -n kube-system get pods`).  The count must be right:
     an option wrongly taken to need a value would hide the verb after it.
@@ -7255,7 +7889,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
         for t in words:
             if t == "--":
                 break
-            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+            if t.startswith("--") and t[2:].split("=", 1)[0].replace("_", "-") in deny_long:
                 return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
@@ -7296,16 +7930,30 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
     # the current credentials elsewhere; `cluster-info dump
     # --output-directory` and --cache-dir write files; older kubectl writes
     # its own log to --log-file or --log-dir; -k/--kustomize builds a
-    # kustomization, which may fetch remote bases with git.
+    # kustomization, which may fetch remote bases with git.  --kuberc (kubectl
+    # 1.33 and later) names a preferences file whose defaults add flags to
+    # the command, --output-directory among them.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+               "cache-dir", "log-file", "log-dir", "kustomize", "kuberc"), deny_short="sk",
     lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 # `--version` of these already runs what the project provides: rustup's
 # toolchain file may name a project folder, mvn reads .mvn/jvm.config (JVM
 # options such as -javaagent), sbt reads .sbtopts and .jvmopts, bazelisk
 # reads .bazeliskrc (where to download Bazel from), pytest loads conftest.py.
-for _p in ("rustc", "rustup", "mvn", "sbt", "bazel", "pytest", "py.test"):
-    _PROGRAMS[_p] = lambda n, a, c: _unknown("repository_code")
+def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
+                      ) -> Callable[[str, List[_W], _Ctx], _V]:
+    """Never a read, as the project's files decide what runs; what the command
+    does otherwise (a write, a dependency: `mvn dependency:get`) still counts."""
+    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
+        v = inner(name, args, ctx) if inner is not None else _unknown()
+        if v.mut == "write":
+            return v
+        return _V("unknown", "repository_code", hash_=v.hash, dep=v.dep)
+    return handler
+
+
+for _p in ("rustc", "rustup", "mvn", "mvnw", "sbt", "bazel", "pytest", "py.test"):
+    _PROGRAMS[_p] = _repository_code(_PROGRAMS.get(_p))
 for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
            "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
            "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
@@ -7315,7 +7963,7 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
-# ------------------------------------------------ agents started here ----
+# ---- agents started here ----------------------------------------------------
 # A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
 # `opencode run`, ...) is a delegation the host never sees: it cannot be
 # counted against agents=N, and told to resume a session it delivers the
@@ -7487,7 +8135,7 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
     return None
 
 
-# ------------------------------------------------------------- drivers ----
+# ---- drivers ----------------------------------------------------------------
 
 # Builtins that set the variables they name to a value written there
 # (`export NAME=value`), and those that set them to a value read or made
@@ -7777,6 +8425,9 @@ class _Flow:
                 self.k += 1
                 while self.peek() == "!":
                     self.k += 1
+                stage = self.peek()
+                if stage.__class__ is _Cmd:
+                    stage.piped = True
                 ok, failed = self.command(here, stop)
             # bash runs every stage in a subshell, zsh the last one in this shell.
             ok, failed = _merge(here, ok), _merge(here, failed)
@@ -7928,6 +8579,44 @@ def _run_places(v: _V) -> List[Tuple[Any, Any]]:
     return v.cd[1] if v.cd is not None and v.cd[0] == "places" else [_START]
 
 
+def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> _V:
+    """A line a reader refused still carries intent: each `;`/`|`/`&`-separated
+    segment, split at blanks with quotes dropped, is classified for its hash and
+    dependency intent only, and the raw text is scanned for hashing commands and
+    code.  The verdict's mutability and reason stay as the reader left them.
+
+    The segments spend the line's work (see _spend): where it runs out, the
+    line is past the work limit and analyze_shell gives it every intent."""
+    if len(text) > _MAX_COMMAND or ctx.depth >= _MAX_DEPTH - 1 or ctx.work[0] < 0:
+        return v
+    flat = text
+    for sep in ";|&\n\r`()":
+        flat = flat.replace(sep, "\0")
+    done = set()
+    for segment in flat.split("\0"):
+        words = tuple(w for w in (w.strip("\"'") for w in segment.split()) if w)
+        if not words or words in done:
+            continue
+        done.add(words)
+        try:
+            _spend(ctx.work, _COMMAND_WORK + len(words))
+            if powershell:
+                inner = _ps_command([(w, False) for w in words], ctx.deeper())
+            else:
+                inner = _classify_argv([_lit(w) for w in words], ctx.deeper())
+        except RecursionError:
+            continue
+        except _Give:
+            if ctx.work[0] < 0:
+                return _limited(ctx, v)
+            continue
+        v.hash = v.hash or inner.hash
+        v.dep = v.dep or inner.dep
+    if not v.hash:
+        v.hash = hash_intent_in_text(text, "x.ps1" if powershell else "x.sh")
+    return v
+
+
 def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     """Turn the words a command writes to into paths and patterns."""
     for word, tree in v.pending:
@@ -7978,7 +8667,9 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
         return _limited(ctx)
     if _has_bad_char(text):
-        return _unknown("control_character")
+        return _fallback_intents(_unknown("control_character"),
+                                 text.translate(dict.fromkeys(map(ord, _BAD_CHAR_SET), " ")),
+                                 ctx)
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
@@ -8001,9 +8692,14 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
             places = _merge(_run_places(v), _run_places(other))
             v.join(other)
             v.cd = ("places", places) if places != [_START] else None
+        if v.mut != "read" and not v.hash and ("$" in stripped or "`" in stripped):
+            # `h=sha256sum; $h f`, `$(which md5sum) f`: the program is named, then run.
+            v.hash = _an_rx("hash-named-prog", r"(?:=['\"]?|(?:which|command\s+-v|type\s+-p"
+                                               r"|whereis)\s+)(?:" + _HASH_PROG_WORD
+                            + r")\b", 2).search(stripped) is not None
         return v
     except _Give as g:
-        verdict = _unread(g, stripped, _WRITERS)
+        verdict = _fallback_intents(_unread(g, stripped, _WRITERS), stripped, ctx)
         return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
     except RecursionError:
         return _limited(ctx)
@@ -8023,7 +8719,7 @@ def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
     return items
 
 
-# -- PowerShell: a conservative subset (5.4) -------------------------------
+# ---- PowerShell: a conservative subset --------------------------------------
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
@@ -8057,12 +8753,20 @@ _PS_WRITE_CMDLETS = frozenset((
 ))
 
 
-def _ps_words(text: str, work: List[int]) -> List[Any]:
-    """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest."""
+def _ps_words(text: str, work: List[int],
+              redirects: Optional[List[Tuple[int, str, str]]] = None) -> List[Any]:
+    """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest.
+
+    An output redirection does not stop the reading: its target goes to
+    `redirects` and the command before it is still classified, so that
+    `sha256sum a.js > a.sha` keeps its hash intent.  A target that is not a
+    plain word (a variable, a subexpression) still makes the line a write.
+    """
     cmds: List[List[Tuple[str, bool]]] = []
     cur: List[Tuple[str, bool]] = []
     i, n = 0, len(text)
     need = False
+    target_next = False
     while i < n:
         c = text[i]
         if c in _PS_SPACE:
@@ -8101,7 +8805,13 @@ def _ps_words(text: str, work: List[int]) -> List[Any]:
             if target.lower() in ("$null", "nul"):
                 i = k
                 continue
-            raise _Give("shell_redirection", "write", ("redir", text[i:j].strip(), target))
+            if redirects is None or j >= n or text[j] in ";|&>" or any(
+                    ch in _PS_REFUSE for ch in target):
+                raise _Give("shell_redirection", "write", ("redir", text[i:j].strip(), target))
+            redirects.append((len(cmds), text[i:j].strip(), ""))   # the target: next word
+            target_next = True
+            i = j
+            continue
         word: List[str] = []
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
@@ -8148,10 +8858,16 @@ def _ps_words(text: str, work: List[int]) -> List[Any]:
             word.append(c)
             i += 1
         _spend(work, 1 + len(word) // 8)
+        if target_next:
+            at, op, _ = redirects[-1]   # type: ignore[index]
+            redirects[-1] = (at, op, "".join(word))   # type: ignore[index]
+            target_next = False
+            continue
         cur.append(("".join(word), quoted))
         need = False
-    if need:
-        raise _Give("shell_syntax_unproven")
+    if need or target_next:
+        raise _Give("shell_syntax_unproven" if need else "shell_redirection",
+                    "unknown" if need else "write")
     if cur:
         cmds.append(cur)
     if not cmds:
@@ -8164,18 +8880,27 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
         return _limited(ctx)
     if not text.isprintable() and not _PS_BAD_CHARS.isdisjoint(text):
         return _unknown("control_character")
+    redirects: List[Tuple[int, str, str]] = []
     try:
-        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), ctx.work)
+        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), ctx.work, redirects)
         _spend(ctx.work, _COMMAND_WORK * len(cmds))
     except _Give as g:
         if ctx.seen is not None:
             ctx.seen.append((None, g.verdict()))
-        verdict = _unread(g, text, _PS_WRITE_CMDLETS, "$`@({%*?[")
+        verdict = _fallback_intents(_unread(g, text, _PS_WRITE_CMDLETS, "$`@({%*?["), text, ctx,
+                                    powershell=True)
         return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
     total = _V()
     folders: List[Optional[str]] = [""]
-    for cmd in cmds:
+    for k, cmd in enumerate(cmds):
         v = _ps_command(cmd, ctx)
+        mine = [(op, target) for at, op, target in redirects if at == k]
+        if mine:
+            # The command's output goes to a file: a write, and what a command
+            # prints into a manifest is not known, so a dependency is assumed.
+            out = _write([t for _, t in mine], "shell_redirection").blame("redir", *mine[0])
+            out.dep = any(manifest_kind(t) is not None for _, t in mine)
+            v.join(out)
         _place_targets(v, folders)
         if ctx.seen is not None:
             ctx.seen.append((_Spot(words=[w for w, _ in cmd]), v))
@@ -8283,13 +9008,31 @@ def _ps_sets_variable(arg: str) -> bool:
     return len(name) >= 3 and any(p.startswith(name) for p in _PS_VARIABLE_PARAMS)
 
 
+# Cmdlets that install modules, scripts or packages.
+_PS_INSTALL_CMDLETS = frozenset((
+    "install-module", "install-package", "install-script", "install-psresource",
+    "update-module", "update-psresource", "update-script", "save-module", "save-package",
+    "save-psresource", "register-psrepository", "register-packagesource",
+    "register-psresourcerepository"))
+# Cmdlets that only remove or empty a file: a manifest they touch gains nothing.
+_PS_REMOVERS = frozenset(("remove-item", "ri", "rm", "rmdir", "del", "erase", "rd",
+                          "clear-content", "clc"))
+
+
 def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     prog = cmd[0][0].lower()
     if prog.endswith(".exe"):
         prog = prog[:-4]
     args = cmd[1:]
+    if prog in _PS_INSTALL_CMDLETS:
+        return _V("write", dep=True)
     if prog in _PS_WRITE_CMDLETS:
-        return _write(_ps_targets(args, prog in _PS_COPIERS))
+        v = _write(_ps_targets(args, prog in _PS_COPIERS))
+        if prog not in _PS_REMOVERS:
+            # Content written into a manifest is not read here: assume it adds.
+            v.dep = any(manifest_kind(t) is not None for t in v.targets) or (
+                prog in _PS_COPIERS and any(manifest_kind(a) is not None for a, _ in args))
+        return v
     if prog in _PS_READ_CMDLETS:
         if any(a.lower().startswith("-outfile") or a.lower().startswith("-outvariable")
                for a, q in args if not q):
@@ -8321,17 +9064,17 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     return full
 
 
-# -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
+# ---- cmd.exe: only enough to refuse what cmd would reinterpret --------------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     special = next((ch for ch in text if ch in "^%!()"), None)
     if special is not None:
-        return _unread(_Give("shell_syntax_unproven", why=("cmdchar", special)), text,
-                       _WRITERS, "%!")
+        return _fallback_intents(_unread(_Give("shell_syntax_unproven", why=("cmdchar", special)),
+                                         text, _WRITERS, "%!"), text, ctx)
     if text.lstrip(" \t").startswith('"'):
         # `cmd /c` drops a leading quote and the last quote of the line (cmd /?),
         # re-pairing the rest: `"dir" "& del x &" "y"` runs del.
-        return _unknown("shell_syntax_unproven", "cmdquote")
+        return _fallback_intents(_unknown("shell_syntax_unproven", "cmdquote"), text, ctx)
     total = _V()
     folders: List[Optional[str]] = [""]
     i, n = 0, len(text)
@@ -8379,7 +9122,20 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             if rest.lower() == "nul":
                 i += 1
                 continue
-            return total.join(_write([], "shell_redirection").blame("redir", c, rest))
+            # Record the target and read on: the command before it still counts.
+            j = i + 1
+            while j < n and text[j] in " >":
+                j += 1
+            k = j
+            while k < n and text[k] not in " \t\r\n&|<>":
+                k += 1
+            target = text[j:k].strip('"')
+            redirect = _write([target] if target else [], "shell_redirection").blame(
+                "redir", c, rest)
+            redirect.dep = manifest_kind(target) is not None
+            total.join(redirect)
+            i = k
+            continue
         word = []
         while i < n and text[i] not in " \t\r\n&|<>":
             if text[i] == '"':
@@ -8401,6 +9157,11 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
         cur.append(_lit(t.lower()) if not cur else _lit(t))
     return total
 
+
+# ---- analyze_shell ----------------------------------------------------------
+# The entry point: the reader for the shell (when the shell is unknown, bash,
+# PowerShell and cmd must all agree), then the internal verdict as a
+# ShellAnalysis.  A bug inside never lets a command through as read.
 
 def _analyze_any(command: str, shell: str, seen: Optional[list] = None,
                  ctx: Optional[_Ctx] = None) -> _V:
@@ -8470,7 +9231,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
                          v.agent, v.resume, patterns)
 
 
-# ------------------------------------------------------------- culprits ----
+# ---- culprits ---------------------------------------------------------------
 # A denial names the smallest part of the command that decided it, so that
 # the next call can leave out exactly that part.  None of this runs unless a
 # call is denied or noted: the analysis then runs once more with a list that
@@ -8963,6 +9724,13 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
     if kind == "python":
         return _python_why(why, prog, command)
+    if kind == "project":
+        # `sudo cargo -V`: name the program, not the wrapper in front of it
+        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
+                      and _quote(w, command)), "")
+        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
+        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
     if kind == "pystdin":
         return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)
@@ -9042,6 +9810,16 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
+    if not words or not qprog:
+        # A line no reader could split, or a program named through an expansion
+        # (`$(which sha256sum) f`), still read for intent: name its line.
+        for line in command.splitlines():
+            if intent == "dep" or hash_intent_in_text(line, "x.sh") \
+                    or hash_intent_in_text(line, None):
+                shown = _quote(line.strip(), command)
+                if shown:
+                    return "%s %s" % (shown, "adds or runs hashing" if intent == "hash"
+                                      else "adds or changes packages")
     if intent == "hash":
         texts = words[1:] + ([where.stdin] if isinstance(where, _Cmd) and where.stdin else [])
         for text in texts:
@@ -9159,133 +9937,629 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     return line
 
 
-# ------------------------------------------------------------ hash intent ----
+# ---- hash intent ------------------------------------------------------------
+#
+# Hashing is looked for by meaning, in whatever file or inline code it lands:
+# every rule below applies to every code text, whatever its extension says,
+# because a model can put Python's `hashlib.md5(x)` into `App.java` or run a
+# digest through an alias (`import hashlib as h`, `{ createHash: ch }`,
+# `s "crypto/sha256"`).  Only prose and data files (.md, .txt, .json, ...)
+# are never scanned.  Four kinds of evidence count:
+#   - a hashing API or module: `hashlib`, `createHash`, `MessageDigest`,
+#     `System.Security.Cryptography.SHA256`, an import of `crypto/sha256`,
+#     `Digest::`, `:crypto.hash`, `#include <openssl/sha.h>`, ...;
+#   - a call or type named after a digest algorithm (`sha256(`, `h.md5(`,
+#     `Sha256::new`, `SHA256.Create(`, `XXH64(`, `crc32(`, `Hmac<Sha256>`);
+#   - a digest algorithm named as a literal argument of a hashing-shaped
+#     call (`h.new("md5")`, `getInstance("SHA-256")`, `hash("sha256", $x)`);
+#   - a hashing program run from code (`["sha256sum", f]`, `"openssl dgst"`)
+#     or, in shell-like files, as a command.
+# Python text is read with the standard `ast` module when it parses, so that
+# comments and docstrings do not count and aliases, `__import__("hash" +
+# "lib")` and `getattr(m, "sha256")` resolve; it falls back to the token
+# rules when it does not parse.  Every pattern compiles only after a plain
+# substring test finds one of _HASH_TRIGGERS, so code without any of them
+# costs a few substring searches and no regex at all.
 
-_HASH_CODE = {
-    "js": (r"\bcreateHash\s*\(|\bcreateHmac\s*\(|\bsubtle\s*\.\s*digest\s*\(|\bbcrypt\s*\."
-           r"\s*hash(Sync)?\s*\(|\bargon2\s*\.\s*hash\s*\(|\bpbkdf2(Sync)?\s*\(|\bscrypt(Sync)?"
-           r"\s*\(|\bCryptoJS\s*\.\s*(MD5|SHA\d+|SHA3|HmacSHA\d+|RIPEMD160)\b|\bhash\s*\.\s*"
-           r"(sha256|sha1|sha512|md5)\b"),
-    "py": (r"\bhashlib\s*\.\s*(md5|sha1|sha224|sha256|sha384|sha512|blake2b|blake2s|sha3_\d+|"
-           r"shake_\d+|new|file_digest|pbkdf2_hmac|scrypt)\s*\(|\bfrom\s+hashlib\s+import\b|"
-           r"\bhmac\s*\.\s*(new|digest)\s*\(|\bbcrypt\s*\.\s*hashpw\s*\(|\b(zlib|binascii)\s*\."
-           r"\s*crc32\s*\(|\bxxhash\s*\.|\bmmh3\s*\."),
-    "go": (r"\b(md5|sha1|sha256|sha512|sha3|blake2b|blake2s|crc32|crc64|fnv|adler32)\s*\.\s*"
-           r"(New\w*|Sum\w*|Checksum\w*)\s*\(|\bhmac\s*\.\s*New\s*\(|\bbcrypt\s*\.\s*"
-           r"GenerateFromPassword\s*\(|\bxxhash\s*\.\s*(Sum64|New)"),
-    "rs": (r"\b(Sha1|Sha224|Sha256|Sha384|Sha512|Sha3_256|Sha3_512|Md5|Blake2b\w*|Blake2s\w*|"
-           r"Blake3|Hmac)\s*::|\bblake3\s*::\s*hash\s*\(|\bmd5\s*::\s*compute\s*\(|\bring\s*::"
-           r"\s*digest\b|\bdigest\s*::\s*digest\s*\(|\bcrc32fast\s*::|\bsha2\s*::|\bxxhash_rust\b|"
-           r"\btwox_hash\b"),
-    "java": (r"\bMessageDigest\s*\.\s*getInstance\s*\(|\bDigestUtils\s*\.\s*\w+\s*\(|\bMac\s*\."
-             r"\s*getInstance\s*\(|\bHashing\s*\.\s*(sha\d+|md5|murmur3_\w+|crc32\w*|sipHash24|"
-             r"farmHashFingerprint64|goodFastHash)\s*\(|\bBCrypt\s*\.\s*hashpw\s*\(|\bnew\s+"
-             r"CRC32C?\s*\(|\bSecretKeyFactory\s*\.\s*getInstance\s*\("),
-    "cs": (r"\b(SHA1|SHA256|SHA384|SHA512|MD5|SHA3_256|HMACSHA\d+|HMACMD5|IncrementalHash)\s*"
-           r"\.\s*(Create\w*|HashData\w*|TryHashData\w*)\s*\(|\bnew\s+HMAC(SHA\d+|MD5)\s*\(|"
-           r"\bPasswordHasher\s*[<(]|\bRfc2898DeriveBytes\b|\.\s*ComputeHash\s*\("),
-    "rb": (r"\bDigest\s*::\s*\w+|\bOpenSSL\s*::\s*(HMAC|Digest)\b|\bBCrypt\s*::\s*Password\s*\."
-           r"\s*create\b|\bZlib\s*\.\s*crc32\b"),
-    "php": (r"\b(hash|hash_hmac|hash_file|hash_init|hash_pbkdf2|md5|sha1|md5_file|sha1_file|"
-            r"crc32|password_hash)\s*\("),
-    "c": (r"\bEVP_Digest\w*\s*\(|\bEVP_(md5|sha\d+)\s*\(|\b(SHA\d+|MD5)(_Init|_Update|_Final)?"
-          r"\s*\(|\bHMAC\s*\(|\bcrypto_generichash\w*\s*\(|\bCC_(SHA\d+|MD5)\s*\("),
-    "swift": (r"\b(SHA256|SHA384|SHA512)\s*\.\s*hash\s*\(|\bInsecure\s*\.\s*(MD5|SHA1)\b|"
-              r"\bHMAC\s*<|\bCC_(SHA\d+|MD5)\s*\("),
-    "sh": (r"(^|[\s;&|(`])(Get-FileHash|md5sum|sha1sum|sha224sum|sha256sum|sha384sum|sha512sum|"
-           r"shasum|b2sum|b3sum|cksum|xxhsum|xxh64sum|rhash|hashdeep)\b|\bopenssl\s+(dgst|md5|"
-           r"sha1|sha256|sha512|mac|passwd|kdf)\b|\bgpg\s+--print-md"),
+# Digest and password-hash algorithm names as they appear inside identifiers
+# (lower case: rules run on the lower-cased text, which keeps the regex
+# engine's fast literal search; an IGNORECASE or \b-led pattern loses it).
+_HASH_ALGS = ("sha1", "sha2", "sha3", "sha5", "md5", "md4", "crc32", "crc64", "adler32", "fnv",
+              "xxh", "murmur", "mmh3", "siphash", "highwayhash", "cityhash", "farmhash",
+              "metrohash", "wyhash", "t1ha", "blake", "ripemd", "rmd160", "whirlpool",
+              "keccak", "shake_128", "shake_256", "shake128", "shake256", "sm3", "hmac",
+              "scrypt", "pbkdf2", "argon2", "hkdf")
+_HASH_ALG_WORD = (r"sha\d|md[45]|crc(?:32c?|64)|adler32|fnv(?:1a?|32|64|128)|xxh(?:32|64|3|128)"
+                  r"|xxhash|murmur|mmh3|siphash|highwayhash|cityhash|farmhash|metrohash|wyhash"
+                  r"|t1ha|blake(?:2[bs]p?|3|2)|ripemd|rmd160|whirlpool|keccak|shake_?(?:128|256)"
+                  r"|sm3|hmac|scrypt|pbkdf2|argon2|hkdf")
+# ... and as a literal argument ("SHA-256", 'sha3_512', "HmacSHA256").
+_HASH_ALG_LITERAL = (r"sha-?(?:1|224|256|384|512)(?:[-/_](?:224|256))?|sha3[-_](?:224|256|384|512)"
+                     r"|md[45]|blake2[bs]\d*|blake3|ripemd-?160|rmd160|whirlpool|sm3"
+                     r"|shake[-_]?(?:128|256)|hmac-?(?:sha-?\d+|md5)|hmacsha\d+|crc32c?"
+                     r"|xxh(?:32|64|3|128)|keccak-?\d*")
+# Programs and subcommands that compute a digest (shell words).
+# Words of one command: blanks, or an argv list's `", "` (`["openssl", "dgst"]`).
+_ARGV_GAP = r"(?:\s+|['\"]\s*,\s*['\"])"
+_HASH_PROG_WORD = (r"g?(?:md5|sha1|sha224|sha256|sha384|sha512|sha3|b2|b3|ck|xxh|xxh32|xxh64"
+                   r"|xxh128)sum|shasum|rhash|hashdeep|(?:md5|sha1|sha256|tiger|whirlpool)deep"
+                   r"|jacksum|ssdeep|nix-hash|htpasswd|mkpasswd|get-filehash"
+                   r"|openssl(?:\.exe)?" + _ARGV_GAP + r"(?:dgst|mac|kdf|passwd|"
+                   + _HASH_ALG_LITERAL + ")|git" + _ARGV_GAP + r"hash-object|cmake" + _ARGV_GAP
+                   + r"-e" + _ARGV_GAP + r"\w*sum|busybox" + _ARGV_GAP + r"\w*sum|gpg2?"
+                   + _ARGV_GAP + r"--print-mds?|certutil(?:\.exe)?" + _ARGV_GAP + r"[-/]hashfile"
+                   r"|nix" + _ARGV_GAP + r"hash")
+_HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", "cksum", "xxh",
+                       "shasum", "rhash", "hashdeep", "deep", "jacksum", "nix-hash", "nix hash",
+                       "htpasswd", "mkpasswd", "filehash", "openssl", "hash-object", "hashfile",
+                       "print-md")
+
+# (trigger substrings, pattern): a rule runs only on a text holding one of
+# its triggers.  Evidence in any code text, whatever its language.
+_HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    (("hashlib",), r"hashlib\s*[.,)\]'\"]"),
+    (("hashlib",), r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}_?hashlib\b"),
+    (("createhash",), r"createhash\b"),
+    (("digest",), r"messagedigest|digestutils|subtle\s*\.\s*digest\s*\(|evp_digest|digest\s*::\s*\w"
+                  r"|ring\s*::\s*digest|data\.digest|(?:require|from|import)\s*\(?\s*['\"]"
+                  r"(?:openssl/)?digest(?:/\w+)?['\"]|crypto\.digests|pointycastle/digests"
+                  r"|commons\.codec\.digest"),
+    (("crypto",), r"crypto\s*(?:\.\s*|\[\s*['\"])hash\b|:crypto\s*\.\s*(?:hash|mac|hmac)\w*\s*\("
+                  r"|crypto\s*:\s*(?:hash|mac|hmac)\w*\s*\(|cryptojs\s*\.\s*\w+"
+                  r"|crypto_(?:generic|pw|sh)hash|system\s*\.\s*security\s*\.\s*cryptography\s*\."
+                  r"\s*(?:sha\w*|md5\w*|hmac\w*|incrementalhash|hashalgorithm\w*"
+                  r"|rfc2898derivebytes|keyedhashalgorithm)|(?:crypto|cryptodome)\.hash\b"
+                  r"|cryptography\.hazmat\.primitives(?:\.(?:hashes|hmac|kdf)|\s+import\s+"
+                  r"[^\n]{0,80}\b(?:hashes|hmac))|\{[^{}\n]{0,200}\bhash\b[^{}\n]{0,200}\}\s*=\s*"
+                  r"(?:await\s+)?(?:require|import)\s*\(\s*['\"](?:node:)?crypto['\"]"
+                  r"|import\s*\{[^{}]{0,200}\bhash\b[^{}]{0,200}\}\s*from\s*['\"](?:node:)?crypto"
+                  r"['\"]|['\"](?:crypto/(?:md5|sha1|sha256|sha512|sha3|hmac)|golang\.org/x/crypto/"
+                  r"(?:sha3|blake2[bs]|bcrypt|argon2|pbkdf2|scrypt|md4|ripemd160|hkdf))['\"]"
+                  r"|javax\.crypto\.mac|bouncycastle\.crypto\.(?:digests|macs)"
+                  r"|springframework\.security\.crypto|(?:from|require\s*\(?|import\s*\(?)\s*['\"]"
+                  r"(?:crypto-js[^'\"]*|package:crypto/[^'\"]*)['\"]"),
+    # .NET, Java, PHP, SQL, Guava, Go names that only hashing code uses
+    (("incrementalhash",), r"incrementalhash"),
+    (("keyedhashalgorithm",), r"keyedhashalgorithm"),
+    (("passwordhasher",), r"passwordhasher"),
+    (("rfc2898derivebytes",), r"rfc2898derivebytes"),
+    (("secretkeyfactory",), r"secretkeyfactory"),
+    (("hashalgorithmname",), r"hashalgorithmname\s*\.\s*\w"),
+    (("computehash",), r"computehash"),
+    (("hashdata",), r"hashdata\w*\s*\("),
+    (("password_hash",), r"password_hash\s*\("),
+    (("hashbytes",), r"hashbytes\s*\("),
+    (("goodfasthash",), r"goodfasthash"),
+    (("farmhashfingerprint",), r"farmhashfingerprint"),
+    (("generatefrompassword",), r"generatefrompassword"),
+    (("hash_",), r"hash_(?:file|init|hmac\w*|pbkdf2|update\w*|final|copy)\s*\("),
+    (("bcrypt",), r"bcrypt\s*(?:\.\s*\w+\s*\(|\(|::)|bcrypt(?:create|finish|hash)\w*\s*\("
+                  r"|jbcrypt|['\"]bcrypt(?:js)?['\"]"),
+    (("argon2",), r"argon2\s*\.\s*hash\b|['\"]argon2['\"]"),
+    (("hash",), r"['\"](?:hash/(?:crc32|crc64|fnv|adler32|maphash)|@noble/hashes[^'\"]*|hash\.js"
+                r"|hash-wasm|object-hash|create-hash|hasha)['\"]|com\.google\.common\.hash"
+                r"|net\.openhft\.hashing|hashing\s*\.\s*(?:goodfasthash|siphash24)\b"),
+    (("sum224", "sum256", "sum384", "sum512", "crc32"),
+     r"\.\s*sum(?:224|256|384|512)\s*\(|new\s+crc32c?\s*\(|java\.util\.zip\.(?:crc32|adler32)"),
+    (("zip.checksum",), r"java\.util\.zip\.checksum"),
+    (("sha1", "sha2", "sha.js", "js-sha", "md5"), r"(?:from|require\s*\(?|import\s*\(?)\s*['\"](?:js-sha\d+|js-md5|md5|sha\.js|sha1|sha256|spark-md5|blueimp-md5"
+                     r"|resty\.(?:sha\w*|md5)|crc-?32|fnv-plus|xxhash\w*|xxhashjs|murmurhash\w*"
+                     r"|create-hmac)['\"]"),
+    (("crc-32", "fnv-plus", "xxhash", "murmurhash", "cespare", "lukechampine", "zeebo",
+      "spaolacci"),
+     r"['\"](?:crc-32|fnv-plus|xxhash\w*|murmurhash\w*)['\"]|github\.com/cespare/xxhash"
+     r"|lukechampine\.com/blake3|github\.com/zeebo/(?:blake3|xxh3)|github\.com/spaolacci/murmur3"),
+    (("crcmod", "passlib", "mmh3", "xxhash", "blake3", "crc32c"),
+     r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}(?:crcmod|passlib|mmh3|xxhash|blake3|crc32c)\b"),
+    (("password4j",), r"com\.password4j"),
+    (("twox_hash", "seahash", "siphasher", "crc32fast", "xxhash_rust"),
+     r"(?:extern\s+crate|use)\s+(?:twox_hash|seahash|siphasher|crc32fast|xxhash_rust)\b"),
+    (("using sha",), r"using\s+sha\b"),
+    (("crypto.hash", "crypto.mac", "crypto.kdf", "data.digest"),
+     r"import\s+(?:qualified\s+)?(?:crypto\.(?:hash|mac|kdf)|data\.digest)\b"),
+    (("include",), r"#\s*include\s*[<\"][^>\"\n]{0,80}(?:sha\d*|md5|hmac|blake[23]?|xxhash"
+                   r"|murmur\w*|crc32\w*|commondigest|commonhmac|ripemd|whirlpool|sm3|keccak"
+                   r"|siphash|argon2)[^>\"\n]{0,40}[>\"]"),
+    (("md5", "sha1"), r"insecure\s*\.\s*(?:md5|sha1)\b"),
+    (("openssl::",), r"openssl\s*::\s*(?:hmac|digest|kdf)\b"),
+    (("md5", "sha1", "sha2", "sha3", "sha5"), r"(?:file|string)\s*\(\s*(?:md5|sha1|sha224|sha256|sha384|sha512"
+                         r"|sha3_\d+)\b"),  # CMake
+    # (the broad rules last: a caller that only asks whether there is a hit
+    # seldom compiles them)
+    # a call, generic type or path named after an algorithm
+    (_HASH_ALGS, r"(?:" + _HASH_ALG_WORD + r")[a-z0-9_]{0,40}\]?\s*(?:\(|<\s*\w|::\s*[\w<{]"
+                 r"|\.\s*\w+\s*[(<])"),
+    # importing a function or module named after one (`from zlib import crc32 as c`);
+    # not `import hmac`, which also serves the constant-time compare_digest
+    (_HASH_ALGS, r"import\s+[^\n;]{0,120}?(?<![\w.])(?!hmac\b)(?:" + _HASH_ALG_WORD + r")\w*\s*"
+                 r"(?:as\s+\w+\s*)?(?:[,)}\n;]|$)"),
+    # `use md5;`, `extern crate sha2;`
+    (_HASH_ALGS, r"use\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac|argon2|bcrypt|pbkdf2"
+                 r"|scrypt)\b|crate\s+(?:sha1|sha2|sha3|md5|md4|blake2|blake3|hmac)\b"),
+    # a hashing program started from code: `["sha256sum", f]`, `"openssl dgst ..."`
+    (_HASH_PROG_TRIGGERS, r"['\"`]\s*[!%]?\s*(?:sudo\s+)?(?:" + _HASH_PROG_WORD
+                          + r")(?:\.exe)?\b|['\"\s]-hashfile\b"),
+)
+# A digest named as a literal argument counts when the call is hashing-shaped
+# (`h.new("md5")`, `getInstance("SHA-256")`, `hash("sha256", $x)`): the
+# literal is found first, then the text just before it is checked.
+_HASH_LITERAL_RX = r"['\"](?:" + _HASH_ALG_LITERAL + r")['\"]"
+_HASH_LITERAL_CALL = (r"(?:new|getinstance|create\w{0,20}|hash\w{0,20}|digest\w{0,10}"
+                      r"|hmac\w{0,10}|derive\w{0,20}|getattr)\s*\(\s*(?:[^()'\"\n]{0,80},\s*)"
+                      r"{0,2}\Z")
+_HASH_LITERAL_TRIGGERS = ("sha-", "sha1", "sha2", "sha3", "sha5", "md5", "md4", "blake",
+                          "ripemd", "rmd160", "whirlpool", "sm3", "shake", "hmac", "crc32",
+                          "xxh", "keccak")
+# Only in the language that owns them: PHP's `hash(` and its string
+# callbacks; shell-like files' hashing commands.
+_HASH_PHP_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    (("hash",), r"(?<![\w$>:.])hash\s*\("),
+    (("md5", "sha1", "crc32", "hash"), r"['\"](?:md5|sha1|crc32|hash|hash_hmac|md5_file"
+                                       r"|sha1_file|hash_file)['\"]"),
+)
+# A command word: the character before it (checked after the match, which
+# keeps the pattern's fast search) is one of _SH_WORD_LEAD or the start.
+_HASH_SH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
+    (_HASH_PROG_TRIGGERS, r"(?:" + _HASH_PROG_WORD + r")(?:\.exe)?\b"),
+    (("md5", "sha1", "sha2", "sha3", "sha5"),
+     r"(?:md5|sha1|sha224|sha256|sha384|sha512)\s+-[sqr]"),
+)
+# Comparing two values in constant time hashes nothing (`hmac.compare_digest`,
+# Go's `hmac.Equal`).
+_HASH_NOT_HITS = frozenset(("hmac.compare_digest", "hmac.equal"))
+_SH_WORD_LEAD = frozenset(" \t\n\r;&|(`!{=$'\"")
+_RULE_RX: Dict[Any, Any] = {}
+
+# File families: which rules beyond _HASH_RULES apply.
+_EXT_FAMILY = {
+    "py": "py", "pyw": "py", "pyi": "py", "ipynb": "nb", "php": "php", "phtml": "php",
+    "sh": "sh", "bash": "sh", "zsh": "sh", "ksh": "sh", "fish": "sh", "ps1": "sh", "psm1": "sh",
+    "psd1": "sh", "bat": "sh", "cmd": "sh", "mk": "sh", "mak": "sh", "yml": "sh", "yaml": "sh",
+    "just": "sh", "nix": "sh", "cmake": "sh", "dockerfile": "sh", "containerfile": "sh",
 }
-_HASH_ALL_EXCEPT = ("php", "sh")   # too generic for files of unknown type
-_EXT_LANG = {
-    "js": "js", "jsx": "js", "ts": "js", "tsx": "js", "cjs": "js", "mjs": "js", "cts": "js",
-    "mts": "js", "vue": "js", "svelte": "js",
-    "py": "py", "pyw": "py", "ipynb": "py", "go": "go", "rs": "rs",
-    "java": "java", "kt": "java", "kts": "java", "scala": "java", "groovy": "java",
-    "cs": "cs", "fs": "cs", "vb": "cs", "rb": "rb", "rake": "rb", "php": "php",
-    "c": "c", "cc": "c", "cpp": "c", "cxx": "c", "h": "c", "hpp": "c", "m": "c", "mm": "c",
-    "swift": "swift", "sh": "sh", "bash": "sh", "zsh": "sh", "ps1": "sh", "psm1": "sh",
-    "bat": "sh", "cmd": "sh", "mk": "sh", "yml": "sh", "yaml": "sh",
-    "lua": None, "pl": None, "ex": None, "exs": None, "dart": None,
-}
-_NON_CODE_EXT = frozenset(("md", "markdown", "rst", "txt", "adoc", "json", "lock", "csv", "tsv",
-                           "svg", "html", "htm", "css", "scss", "toml", "ini", "cfg", "xml",
-                           "sum", "log", "png", "jpg", "gif", "pdf", "snap"))
+# Prose and data: never scanned for hashing.
+_NON_CODE_EXT = frozenset(("md", "markdown", "mdx", "rst", "txt", "text", "adoc", "asciidoc",
+                           "org", "rtf", "tex", "json", "jsonl", "ndjson", "lock", "csv", "tsv",
+                           "svg", "css", "scss", "sass", "less", "toml", "ini", "cfg", "conf",
+                           "xml", "plist", "sum", "log", "png", "jpg", "jpeg", "gif", "webp",
+                           "ico", "pdf", "snap", "sha256", "sha512", "sha1", "md5", "asc",
+                           "sig", "pem", "crt", "key", "po", "pot", "properties", "env",
+                           "gitignore", "gitattributes", "dockerignore", "editorconfig"))
 _SHELL_NAMES = frozenset(("makefile", "gnumakefile", "dockerfile", "containerfile", "justfile",
-                          "procfile", "vagrantfile"))
+                          "procfile", "vagrantfile", "cmakelists.txt", "brewfile", "taskfile",
+                          "jenkinsfile", "earthfile", "tiltfile", "rakefile", "gemfile"))
+_PROSE_NAMES = frozenset(("readme", "license", "licence", "copying", "notice", "authors",
+                          "contributors", "changelog", "changes", "news", "history", "todo",
+                          "maintainers", "codeowners", "owners", "version"))
+# package.json / composer.json / deno.json run their "scripts" through a shell.
+_SCRIPT_MANIFESTS = frozenset(("package.json", "composer.json", "deno.json", "deno.jsonc"))
 
 
-def _langs_for(path: Optional[str]) -> Optional[Tuple[str, ...]]:
-    """Languages whose patterns apply to `path`; () for data files, None for all."""
+def _hash_family(path: Optional[str]) -> Optional[str]:
+    """How a file is read for hashing: None (prose/data), "code", "py", "php", "sh", "nb",
+    "scripts" (a JSON manifest whose scripts run in a shell) or "?" (no extension)."""
     if not path:
-        return None
+        return "code"
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if base in _SHELL_NAMES or base.startswith("dockerfile"):
-        return ("sh",)
-    if base == "gemfile" or base == "rakefile":
-        return ("rb",)
-    if "." not in base:
-        return None
-    ext = base.rsplit(".", 1)[1]
+    if base in _SHELL_NAMES or base.startswith(("dockerfile", "containerfile")):
+        return "sh"
+    if base in _SCRIPT_MANIFESTS:
+        return "scripts"
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem:
+        # No extension (or a dotfile): a script or a prose file by name.
+        return None if (base.lstrip(".") in _PROSE_NAMES or stem.lstrip(".") in _PROSE_NAMES
+                        ) else "?"
     if ext in _NON_CODE_EXT:
-        return ()
-    if ext in _EXT_LANG:
-        lang = _EXT_LANG[ext]
-        if lang is None:
-            return None
-        return (lang,)
+        return None
+    return _EXT_FAMILY.get(ext, "code")
+
+
+def _rule_triggers() -> Tuple[Tuple[str, ...], Dict[str, List[frozenset]]]:
+    """Every trigger (once) and each table's triggers as sets, built on first use."""
+    cached = _RULE_RX.get("triggers")
+    if cached is None:
+        every = set(_HASH_LITERAL_TRIGGERS)
+        tables: Dict[str, List[frozenset]] = {}
+        for name, table in (("any", _HASH_RULES), ("php", _HASH_PHP_RULES),
+                            ("sh", _HASH_SH_RULES)):
+            tables[name] = [frozenset(triggers) for triggers, _ in table]
+            for triggers, _ in table:
+                every.update(triggers)
+        cached = _RULE_RX["triggers"] = (tuple(every), tables)
+    return cached
+
+
+def _run_rules(low: str, present: set, table: str,
+               rules: Tuple[Tuple[Tuple[str, ...], str], ...], hits: Dict[str, int],
+               first: bool) -> None:
+    """Add every rule's normalised matches to hits (with `first`, stop at one):
+    a rule compiles only when one of its triggers occurs."""
+    sets = _rule_triggers()[1][table]
+    for k, (_, pattern) in enumerate(rules):
+        if first and hits:
+            return
+        if present.isdisjoint(sets[k]):
+            continue
+        rx = _RULE_RX.get((table, k))
+        if rx is None:
+            import re   # loaded by json already: a dict lookup
+            rx = _RULE_RX[(table, k)] = re.compile(pattern, re.MULTILINE)
+        for m in rx.finditer(low):
+            if table == "sh" and m.start() and low[m.start() - 1] not in _SH_WORD_LEAD:
+                continue   # part of a longer word (`xsha256sum`, `my_cksum`)
+            raw = m.group(0)
+            hit = _HIT_SPELLING.get(raw)
+            if hit is None:
+                hit = "".join(raw.split()).strip("\"'`;&|({=$!%")
+                if len(_HIT_SPELLING) < 4096:
+                    _HIT_SPELLING[raw] = hit
+            if hit not in _HASH_NOT_HITS:
+                hits[hit] = hits.get(hit, 0) + 1
+                if first:
+                    return
+
+
+_HIT_SPELLING: Dict[str, str] = {}
+
+
+def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
+    """Normalised matches of every rule that applies to `family`, with their counts;
+    with `first`, only whether there is one."""
+    if not text:
+        return {}
+    low = text.lower()
+    present = {t for t in _rule_triggers()[0] if t in low}
+    hits: Dict[str, int] = {}
+    if not present:
+        return hits
+    if family != "scripts":   # a JSON manifest: only the commands of its scripts
+        _run_rules(low, present, "any", _HASH_RULES, hits, first)
+        if not (first and hits) and not present.isdisjoint(_HASH_LITERAL_TRIGGERS):
+            call = _an_rx("hash-literal-call", _HASH_LITERAL_CALL)
+            for m in _an_rx("hash-literal", _HASH_LITERAL_RX).finditer(low):
+                head = low[max(0, m.start() - 200):m.start()]
+                found = call.search(head)
+                if found:
+                    hit = "".join((found.group(0) + m.group(0)).split())
+                    hits[hit] = hits.get(hit, 0) + 1
+    if family == "php" and not (first and hits):
+        _run_rules(low, present, "php", _HASH_PHP_RULES, hits, first)
+    if family in ("sh", "nb", "?", "scripts") and not (first and hits):
+        _run_rules(low, present, "sh", _HASH_SH_RULES, hits, first)
+        if "certutil" in low and "hashfile" in low:
+            # certutil ... -hashfile on one line; plain string tests keep this linear.
+            for line in low.splitlines():
+                if "certutil" in line and "hashfile" in line.split("certutil", 1)[1]:
+                    hits["certutil-hashfile"] = hits.get("certutil-hashfile", 0) + 1
+    return hits
+
+
+# ---- Python, read with ast --------------------------------------------------
+
+_PY_DYNAMIC = ("getattr", "exec", "eval", " as ")
+_PY_MAX_AST = 128 * 1024   # larger texts are read by the token rules only
+
+
+def _py_dedent(text: str) -> str:
+    """An edited fragment is often indented as a whole: strip the common indent."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return text
+    pad = min(len(ln) - len(ln.lstrip(" \t")) for ln in lines)
+    if not pad:
+        return text
+    return "\n".join(ln[pad:] if ln.strip() else "" for ln in text.splitlines())
+
+
+def _py_code_only(text: str) -> str:
+    """Python text with comments and triple-quoted strings blanked, cheaply.  It
+    may blank code too (a `#` inside a string): it only ever serves to say yes
+    sooner; whatever it leaves in doubt is decided by the parse."""
+    out = []
+    state: Optional[str] = None
+    for line in text.split("\n"):
+        buf = []
+        i, n = 0, len(line)
+        while i < n:
+            if state is not None:
+                j = line.find(state, i)
+                if j < 0:
+                    break
+                i, state = j + 3, None
+                continue
+            marks = [(k, m) for m, k in (("#", line.find("#", i)), ('"""', line.find('"""', i)),
+                                         ("'''", line.find("'''", i))) if k >= 0]
+            if not marks:
+                buf.append(line[i:])
+                break
+            k, mark = min(marks)
+            buf.append(line[i:k])
+            if mark == "#":
+                break
+            i, state = k + 3, mark
+        out.append("".join(buf))
+    return "\n".join(out)
+
+
+def _py_parse(text: str) -> Any:
+    """The ast of Python text, or None when it does not parse (tokens then decide)."""
+    if len(text) > _PY_MAX_AST:
+        return None
+    import ast   # only here: a few ms, paid by texts that may hold hashing
+    for candidate in (text, _py_dedent(text)):
+        try:
+            return ast.parse(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
     return None
 
 
-def _hash_rx(lang: str) -> Any:
-    flags = 2 | 8   # re.IGNORECASE | re.MULTILINE without importing re here
-    return _an_rx("hash-" + lang, _HASH_CODE[lang], flags)
+def _py_const_str(node: Any, depth: int = 0) -> Optional[str]:
+    """The value of a string expression built from literals ("hash" + "lib", f"{'sha'}256")."""
+    import ast
+    if depth > 20:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = _py_const_str(node.left, depth + 1)
+        right = _py_const_str(node.right, depth + 1)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            inner = value.value if isinstance(value, ast.FormattedValue) else value
+            part = _py_const_str(inner, depth + 1)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    return None
 
 
-def _hash_hits(text: str, langs: Optional[Tuple[str, ...]]) -> List[str]:
-    if not text:
-        return []
-    chosen = langs if langs is not None else tuple(k for k in _HASH_CODE
-                                                   if k not in _HASH_ALL_EXCEPT)
-    hits: List[str] = []
-    for lang in chosen:
-        for m in _hash_rx(lang).finditer(text):
-            hits.append(" ".join(m.group(0).lower().split()))
-    if "sh" in chosen and "certutil" in text.lower():
-        # certutil ... -hashfile on one line; plain string tests keep this linear.
-        for line in text.lower().splitlines():
-            if "certutil" in line and "-hashfile" in line.split("certutil", 1)[1]:
-                hits.append("certutil -hashfile")
+def _py_dotted(node: Any, aliases: Dict[str, str]) -> Optional[str]:
+    """`h.sha256` -> `hashlib.sha256` through the aliases; None for other shapes."""
+    import ast
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _py_dotted(node.value, aliases)
+        return base + "." + node.attr if base is not None else None
+    if isinstance(node, ast.Call) and node.args:
+        fn = _py_dotted(node.func, aliases)
+        arg = _py_const_str(node.args[0])
+        if fn in ("__import__", "importlib.import_module", "import_module") and arg:
+            return arg
+        if fn in ("getattr", "builtins.getattr") and len(node.args) >= 2:
+            base = _py_dotted(node.args[0], aliases)
+            name = _py_const_str(node.args[1])
+            if base is not None and name is not None:
+                return base + "." + name
+    if isinstance(node, ast.Subscript):
+        # sys.modules["hashlib"]
+        base = _py_dotted(node.value, aliases)
+        key = _py_const_str(node.slice)
+        if base in ("sys.modules",) and key:
+            return key
+    return None
+
+
+def _py_hash_text(tree: Any) -> str:
+    """The code of a parsed Python text as the token rules should see it: no comments
+    or docstrings, every alias and dynamic lookup spelled out (`h.new` ->
+    `hashlib.new`, `__import__("hash"+"lib")` -> `hashlib`)."""
+    import ast
+    aliases: Dict[str, str] = {}
+    assigns: List[Tuple[str, Any]] = []
+    pieces: List[Any] = []
+    prose = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Import:
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+            pieces.append(node)
+        elif kind is ast.ImportFrom:
+            for a in node.names:
+                if node.module:
+                    aliases[a.asname or a.name] = node.module + "." + a.name
+            pieces.append(node)
+        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr):
+            targets = node.targets if kind is ast.Assign else [node.target]
+            for t in targets:
+                if type(t) is ast.Name and node.value is not None:
+                    assigns.append((t.id, node.value))
+        elif kind is ast.Expr and type(node.value) is ast.Constant:
+            prose.add(id(node.value))   # a docstring or a bare string: prose
+        elif kind in (ast.Call, ast.Attribute, ast.Subscript, ast.Name, ast.Constant, ast.List,
+                      ast.Tuple):
+            pieces.append(node)
+    for _ in range(4):   # `a = hashlib; b = a; c = b.sha256` settles in a few rounds
+        changed = False
+        for name, value in assigns:
+            dotted = _py_dotted(value, aliases)
+            if dotted and dotted != name and aliases.get(name) != dotted:
+                aliases[name] = dotted
+                changed = True
+        if not changed:
+            break
+    out: List[str] = []
+    for node in pieces:
+        kind = type(node)
+        if kind is ast.Import:
+            out.append("import " + ", ".join(a.name for a in node.names))
+        elif kind is ast.ImportFrom:
+            out.append("from %s import %s" % (node.module, ", ".join(a.name for a in node.names)))
+        elif kind is ast.Call:
+            fn = _py_dotted(node.func, aliases)
+            args = []
+            for a in node.args[:3]:
+                value = _py_const_str(a)
+                args.append(repr(value) if value is not None else _py_dotted(a, aliases) or "_")
+            out.append("%s(%s)" % (fn or "_", ", ".join(args)))
+        elif kind is ast.Name:
+            if node.id in aliases:
+                out.append(aliases[node.id] + " ")
+        elif kind is ast.Constant:
+            if isinstance(node.value, str) and id(node) not in prose:
+                out.append(repr(node.value))
+        elif kind in (ast.List, ast.Tuple):
+            # An argv list, `["git", "hash-object", p]`, read as one command.
+            items = [_py_const_str(e) for e in node.elts[:8]]
+            out.append("[%s]" % ", ".join(repr(i) if i is not None else "_" for i in items))
+        else:
+            dotted = _py_dotted(node, aliases)
+            if dotted:
+                out.append(dotted + " ")
+    return "\n".join(out)
+
+
+def _merge_hits(into: Dict[str, int], more: Dict[str, int]) -> Dict[str, int]:
+    for hit, count in more.items():
+        into[hit] = into.get(hit, 0) + count
+    return into
+
+
+def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
+    """Hash evidence in one code text of the given family (with `first`: whether any)."""
+    if family == "nb":
+        return _notebook_hash_hits(text)
+    hits = _hash_hits(text, family, first)
+    if family != "py":
+        return hits
+    if len(text) > _PY_MAX_AST:
+        return hits   # too long to parse: the tokens decide
+    if hits:
+        sure = _hash_hits(_py_code_only(text), "py", first)
+        if sure:
+            return sure   # hashing in code for sure: no need to parse
+    if not hits:
+        # Nothing by tokens: only a dynamic import or lookup can still hide a digest.
+        low = text.lower()
+        if not any(t in low for t in ("__import__", "import_module", "sys.modules")) and not (
+                any(t in low for t in _PY_DYNAMIC)
+                and any(t in low for t in _HASH_ALGS + ("hash", "digest", "crypt"))):
+            return hits
+    tree = _py_parse(text)
+    if tree is None:
+        return hits
+    return _hash_hits(_py_hash_text(tree), "py")
+
+
+def _notebook_hash_hits(text: str) -> Dict[str, int]:
+    """A notebook: every code cell, in whatever language it is written; shell
+    escapes (`!cmd`, `%%bash`) as commands.  Markdown cells are prose."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        # One cell's source (NotebookEdit) or a fragment of the JSON.
+        return _cell_hash_hits(text)
+    hits: Dict[str, int] = {}
+    for cell in doc["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", None):
+            continue
+        source = cell.get("source")
+        if isinstance(source, list):
+            source = "".join(s for s in source if isinstance(s, str))
+        if isinstance(source, str):
+            _merge_hits(hits, _cell_hash_hits(source))
     return hits
+
+
+def _cell_hash_hits(source: str) -> Dict[str, int]:
+    shell = []
+    code = []
+    magic_cell = source.lstrip().startswith(("%%bash", "%%sh", "%%script", "%%system",
+                                             "%%powershell", "%%cmd"))
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        if magic_cell or stripped.startswith(("!", "%")):
+            shell.append(stripped.lstrip("!%"))
+            code.append("")
+        else:
+            code.append(line)
+    hits = _hash_hits("\n".join(shell), "sh") if shell else {}
+    return _merge_hits(hits, _code_hash_hits("\n".join(code), "py"))
 
 
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
                         removed_text: Optional[str] = None) -> bool:
-    """True when code added to `path` computes a hash/digest (analysis.md 2, 5.7).
+    """True when code added to `path` computes a hash or digest.
 
-    With `removed_text` (an Edit's old string, a patch's '-' lines) a call
-    that was already there and is only kept is not new intent.
+    Every code file is read with the rules of every language; prose and
+    data files (.md, .txt, .json, ...) are not read.  With `removed_text`
+    (an Edit's old string, a patch's '-' lines) a call that was already
+    there and is only kept is not new intent.
     """
     if not isinstance(added_text, str) or not added_text:
         return False
-    langs = _langs_for(path)
-    if langs == ():
+    family = _hash_family(path)
+    if family is None:
         return False
-    hits = _hash_hits(added_text, langs)
+    if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
+        family = "py"
+    hits = _code_hash_hits(added_text, family, first=not removed_text)
     if not hits:
         return False
     if not removed_text:
         return True
-    before = _hash_hits(removed_text, langs)
-    for h in hits:
-        if h in before:
-            before.remove(h)
-        else:
-            return True
-    return False
+    before = _code_hash_hits(removed_text, family)
+    return any(count > before.get(hit, 0) for hit, count in hits.items())
 
 
-# ------------------------------------------------------ dependency intent ----
+# ---- dependency intent ------------------------------------------------------
+
+# Manifests by file name: each ecosystem's list.  A lockfile ("lock") pins the
+# exact code that is installed, and registry settings ("registry") say where
+# it comes from: a change of either brings in other code too.
+_MANIFEST_NAMES = {
+    "package.json": "npm", "deno.json": "npm", "deno.jsonc": "npm", "bower.json": "npm",
+    "composer.json": "composer", "pyproject.toml": "pyproject", "pipfile": "pipfile",
+    "setup.py": "setuppy", "setup.cfg": "setupcfg", "pixi.toml": "pixi",
+    "environment.yml": "yaml", "environment.yaml": "yaml", "conda.yml": "yaml",
+    "conda.yaml": "yaml", "cargo.toml": "cargo", "go.mod": "gomod", "go.work": "gomod",
+    "gemfile": "gemfile", "gems.rb": "gemfile", "podfile": "podfile", "brewfile": "brewfile",
+    "cartfile": "cartfile", "cartfile.private": "cartfile", "directory.packages.props": "csproj",
+    "directory.build.props": "csproj", "packages.config": "csproj", "nuget.config": "csproj",
+    "paket.dependencies": "paket", "pom.xml": "maven", "build.gradle": "gradle",
+    "build.gradle.kts": "gradle", "settings.gradle": "gradle", "settings.gradle.kts": "gradle",
+    "libs.versions.toml": "gradlecat", "build.sbt": "sbt", "plugins.sbt": "sbt",
+    "vcpkg.json": "generic", "vcpkg-configuration.json": "generic", "conanfile.txt": "conan",
+    "conanfile.py": "conan", "description": "rdesc", "project.toml": "julia",
+    "juliaproject.toml": "julia", "cabal.project": "cabal", "package.yaml": "yaml",
+    "stack.yaml": "yaml", "deps.edn": "edn", "bb.edn": "edn", "shadow-cljs.edn": "edn",
+    "project.clj": "lein", "mix.exs": "mix", "rebar.config": "rebar", "pubspec.yaml": "yaml",
+    "package.swift": "swiftpm", "dune-project": "opam", "opam": "opam", "dune": "dune",
+    "shard.yml": "yaml", "build.zig.zon": "zon", "flake.nix": "nix", "shell.nix": "nix",
+    "default.nix": "nix", "chart.yaml": "yaml", "requirements.yml": "yaml",
+    # lockfiles
+    "package-lock.json": "lock", "npm-shrinkwrap.json": "lock", "yarn.lock": "lock",
+    "pnpm-lock.yaml": "lock", "bun.lock": "lock", "bun.lockb": "lock", "deno.lock": "lock",
+    "composer.lock": "lock", "poetry.lock": "lock", "pipfile.lock": "lock", "uv.lock": "lock",
+    "pdm.lock": "lock", "pixi.lock": "lock", "conda-lock.yml": "lock", "cargo.lock": "lock",
+    "go.sum": "lock", "go.work.sum": "lock", "gemfile.lock": "lock", "gems.locked": "lock",
+    "podfile.lock": "lock", "cartfile.resolved": "lock", "package.resolved": "lock",
+    "packages.lock.json": "lock", "paket.lock": "lock", "gradle.lockfile": "lock",
+    "conan.lock": "lock", "renv.lock": "lock", "manifest.toml": "lock",
+    "juliamanifest.toml": "lock", "cabal.project.freeze": "lock", "stack.yaml.lock": "lock",
+    "mix.lock": "lock", "rebar.lock": "lock", "pubspec.lock": "lock", "shard.lock": "lock",
+    "nimble.lock": "lock", "flake.lock": "lock", "vcpkg-lock.json": "lock",
+    # where packages come from
+    ".npmrc": "registry", ".yarnrc": "registry", ".yarnrc.yml": "registry",
+    ".pnpmfile.cjs": "registry", "pip.conf": "registry", "pip.ini": "registry",
+    ".pypirc": "registry", "bunfig.toml": "registry", ".condarc": "registry",
+    "settings.xml": "registry",
+}
+_MANIFEST_SUFFIXES = (
+    ((".csproj", ".fsproj", ".vbproj", ".nuspec", ".props"), "csproj"),
+    ((".gemspec",), "gemspec"), ((".cabal",), "cabal"), ((".opam",), "opam"),
+    ((".nimble",), "nimble"), ((".sbt",), "sbt"), ((".gradle", ".gradle.kts"), "gradle"),
+)
+
 
 def manifest_kind(path: Optional[str]) -> Optional[str]:
     """The manifest family of a path, by its final component (case-insensitive)."""
@@ -9294,17 +10568,22 @@ def manifest_kind(path: Optional[str]) -> Optional[str]:
     norm = path.replace("\\", "/").rstrip("/")
     base = norm.rsplit("/", 1)[-1].lower()
     parent = norm.rsplit("/", 2)[-2].lower() if norm.count("/") >= 1 else ""
-    fixed = {"package.json": "npm", "composer.json": "composer", "pyproject.toml": "pyproject",
-             "pipfile": "pipfile", "cargo.toml": "cargo", "go.mod": "gomod", "gemfile": "gemfile",
-             "deno.json": "npm", "deno.jsonc": "npm"}
-    if base in fixed:
-        return fixed[base]
-    if base.endswith((".csproj", ".fsproj", ".vbproj")) or base in (
-            "directory.packages.props", "packages.config"):
-        return "csproj"
+    if base in _MANIFEST_NAMES:
+        if base == "settings.xml" and parent != ".m2":
+            return None   # Maven's user settings only
+        if base == "description" and not norm.endswith("DESCRIPTION"):
+            return None   # R's DESCRIPTION, not .git/description
+        return _MANIFEST_NAMES[base]
+    if base == "config.toml" and parent == ".cargo" or base == "config" and parent == ".cargo":
+        return "registry"   # source replacement, registries
+    for suffixes, kind in _MANIFEST_SUFFIXES:
+        if base.endswith(suffixes):
+            return kind
     if base.endswith((".txt", ".in")) and ("requirements" in base or "constraints" in base
                                            or parent == "requirements"):
         return "requirements"
+    if base.startswith(("environment", "requirements")) and base.endswith((".yml", ".yaml")):
+        return "yaml"   # environment-dev.yml, requirements.yml (Ansible roles)
     return None
 
 
@@ -9319,6 +10598,11 @@ _NPM_META = frozenset(("name", "version", "description", "main", "module", "type
                        "autoload-dev", "node", "npm", "php", "lockfileVersion", "tasks"))
 
 
+def _spec(text: str) -> str:
+    """A version or source spec compared without blanks or case."""
+    return "".join(text.split()).lower()
+
+
 def _pep503(name: str) -> str:
     out = []
     prev_sep = False
@@ -9331,16 +10615,6 @@ def _pep503(name: str) -> str:
             out.append(ch)
             prev_sep = False
     return "".join(out)
-
-
-def _looks_source(spec: str) -> bool:
-    """A dependency spec that points somewhere other than the default registry."""
-    s = spec.strip().lower()
-    return any(s.startswith(p) for p in ("git", "http", "file:", "link:", "npm:", "github:",
-                                         "gitlab:", "bitbucket:", "portal:", "patch:", "./",
-                                         "../", "/", "ssh:")) or ("/" in s and ":" not in s
-                                                                  and not s[:1].isdigit()
-                                                                  and "#" in s)
 
 
 def _json_deps(doc: Any) -> Dict[Tuple[str, str], str]:
@@ -9426,7 +10700,7 @@ def _req_keys(text: str) -> Dict[Tuple[str, str], str]:
             continue
         name = _req_name(line)
         if name:
-            keys[("req", name)] = line
+            keys[("req", name)] = _spec(line)
     return keys
 
 
@@ -9439,7 +10713,7 @@ _TOML_META = frozenset((
     "verify_ssl", "python_version", "build-backend", "backend-path", "entry-points",
     "gui-scripts", "line-length", "target-version", "select", "ignore", "testpaths",
     "addopts", "strict", "autobins", "autoexamples", "autotests", "autobenches",
-    "package-mode", "requires",
+    "package-mode", "requires", "uuid",
 ))
 
 
@@ -9458,6 +10732,16 @@ def _toml_scope(section: str, kind: str) -> Optional[str]:
         if low and low[0] == "source":
             return "source"
         return low[0] if low and low[0] in ("packages", "dev-packages") else None
+    if kind == "pixi":
+        if any("dependencies" in p for p in low):
+            return ".".join(low)
+        return "pixi-project" if low[:1] in (["project"], ["workspace"]) else None
+    if kind == "julia":
+        return low[0] if low and low[0] in ("deps", "compat", "extras", "weakdeps", "sources",
+                                            "targets") else None
+    if kind == "gradlecat":
+        return low[0] if low and low[0] in ("versions", "libraries", "plugins", "bundles") \
+            else None
     # pyproject
     if low[:2] == ["tool", "uv"] and len(low) > 2 and low[2] in ("sources", "index"):
         return "source"
@@ -9541,7 +10825,7 @@ def _toml_item(keys: Dict[Tuple[str, str], str], scope: Optional[str], array_key
         return
     if low in ("classifiers", "keywords", "authors", "maintainers", "include", "exclude",
                "members", "packages", "license-files", "dynamic", "categories", "features",
-               "default-features", "testpaths", "select", "ignore"):
+               "default-features", "testpaths", "select", "ignore", "platforms"):
         return
     if scope == "build-system" and low != "requires":
         return
@@ -9550,7 +10834,7 @@ def _toml_item(keys: Dict[Tuple[str, str], str], scope: Optional[str], array_key
         return
     name = _req_name(item)
     if name:
-        keys[((scope or "?") + ":" + low, name)] = ""
+        keys[((scope or "?") + ":" + low, name)] = _spec(item)
     elif "/" in item or "://" in item:
         keys[("source", item)] = ""
 
@@ -9562,20 +10846,22 @@ def _toml_entry(keys: Dict[Tuple[str, str], str], kind: str, section: Optional[s
         # Fragment mode: a `name = spec` line counts unless it is well-known metadata.
         if low in _TOML_META:
             return
-        if value.startswith("{") or _an_rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value):
+        if value.startswith("{") or _an_rx("tomlver", r'["\'][\^~<>=*]|["\']\d|["\']\*').match(value) \
+                or (kind == "julia" and value.startswith('"')):
             keys[("?", _pep503(base_key) if kind != "cargo" else base_key.replace("_", "-"))] \
-                = value
+                = _spec(value)
             if any(s in value for s in ("git", "path", "registry", "url")):
                 keys[("source", key + "=" + value)] = ""
         return
-    if scope is None or scope in ("build-system",) or scope == "project":
+    if scope is None or scope in ("build-system", "project", "pixi-project"):
         return
     if scope.startswith(("project", "tool.uv", "tool.pdm")) and "dependencies" not in scope:
         return
-    if low in ("python",):
-        return
+    if low in ("python", "julia"):
+        return   # the language version, not a package
     name = _pep503(base_key) if kind != "cargo" else base_key.replace("_", "-")
-    keys[(scope, name)] = ""
+    previous = keys.get((scope, name), "")
+    keys[(scope, name)] = previous + _spec(value) if "." in key else _spec(value)
     if any(s in value for s in ("git", "path", "registry", "url")):
         keys[("source", scope + ":" + key + "=" + " ".join(value.split()))] = ""
 
@@ -9594,11 +10880,11 @@ def _gomod_keys(text: str) -> Dict[Tuple[str, str], str]:
             _gomod_line(keys, block, line)
             continue
         word, _, rest = line.partition(" ")
-        if word in ("require", "replace", "exclude", "retract", "tool", "godebug", "ignore") \
+        if word in ("require", "replace", "exclude", "retract", "tool", "godebug", "ignore", "use") \
                 and rest.strip().startswith("("):
             block = word
             continue
-        if word in ("require", "replace", "exclude", "tool"):
+        if word in ("require", "replace", "exclude", "tool", "use"):
             _gomod_line(keys, word, rest.strip())
         elif word not in ("module", "go", "toolchain", "retract", "godebug") and "/" in word:
             _gomod_line(keys, "?", line)
@@ -9612,7 +10898,9 @@ def _gomod_line(keys: Dict[Tuple[str, str], str], block: str, line: str) -> None
     if block == "replace" or "=>" in parts:
         keys[("source", " ".join(parts))] = ""
     elif block in ("require", "?", "tool"):
-        keys[("require", parts[0])] = ""
+        keys[("require", parts[0])] = _spec(" ".join(parts[1:2]))
+    elif block == "use":
+        keys[("use", parts[0])] = ""
 
 
 def _gem_name(line: str) -> Optional[str]:
@@ -9632,7 +10920,7 @@ def _gemfile_keys(text: str) -> Dict[Tuple[str, str], str]:
         line = raw.split("#", 1)[0].strip()
         name = _gem_name(line)
         if name:
-            keys[("gem", name)] = ""
+            keys[("gem", name)] = _spec(line.split(",", 1)[1]) if "," in line else ""
             if any(k in line for k in ("git:", "path:", "source:", "github:", ":git", ":path")):
                 keys[("source", " ".join(line.split()))] = ""
         elif line.startswith(("source", "git_source", "gemspec")):
@@ -9645,80 +10933,644 @@ _XML_DEP_TAGS = frozenset(("packagereference", "packageversion", "package", "pro
 _XML_DEP_ATTRS = ("include", "id", "key")
 
 
+def _xml_attr(low: str, attr: str) -> Optional[str]:
+    """The value of attr="..." in a lower-cased tag body, without a regex."""
+    k = low.find(attr + "=")
+    while k > 0 and low[k - 1] not in " \t\n":
+        k = low.find(attr + "=", k + 1)
+    if k < 0:
+        return None
+    value = low[k + len(attr) + 1:].lstrip()
+    if value[:1] in ('"', "'"):
+        end_q = value.find(value[0], 1)
+        if end_q > 0:
+            return value[1:end_q]
+    return None
+
+
 def _csproj_keys(text: str) -> Dict[Tuple[str, str], str]:
-    """PackageReference-style elements, scanned tag by tag (linear on any input)."""
+    """PackageReference-style elements, scanned tag by tag (linear on any input).
+    The value is the version (attribute or child <Version>) or the source URL."""
     keys: Dict[Tuple[str, str], str] = {}
+    last: Optional[Tuple[str, str]] = None
     for chunk in text.split("<")[1:]:
-        tag = chunk.split(">", 1)[0][:2000]
+        tag, _, body = chunk.partition(">")
+        tag = tag[:2000]
         parts = tag.replace("\n", " ").replace("\t", " ").split(" ", 1)
         name = parts[0].strip().lower()
-        if name not in _XML_DEP_TAGS or len(parts) < 2:
+        if name in ("version", "versionoverride") and last is not None:
+            keys[last] = _spec(body[:200])
+            continue
+        if name not in _XML_DEP_TAGS or len(parts) < 2 or "=" not in parts[1]:
             continue
         low = parts[1].lower()
-        for attr in _XML_DEP_ATTRS:
-            k = low.find(attr + "=")
-            while k > 0 and low[k - 1] not in " \t\n":
-                k = low.find(attr + "=", k + 1)
-            if k >= 0:
-                value = low[k + len(attr) + 1:].lstrip()
-                if value[:1] in ('"', "'"):
-                    end_q = value.find(value[0], 1)
-                    if end_q > 0:
-                        keys[(name, value[1:end_q])] = ""
-                        break
+        for attr in _XML_DEP_ATTRS + ("update",):
+            found = _xml_attr(low, attr)
+            if found is not None:
+                last = (name, found)
+                version = (_xml_attr(low, "version") or _xml_attr(low, "versionoverride")
+                           or _xml_attr(low, "value") or "")
+                keys[last] = _spec(version)
+                break
     return keys
 
 
+# ---- code that installs packages --------------------------------------------
+#
+# Inline code (`python3 -c`, a heredoc fed to node, ...) can run a package
+# manager or write a manifest itself: `subprocess.run(["pip", "install",
+# "x"])`, `install.packages("x")`, `open("requirements.txt", "a")`.
+
+_DEP_CODE_TRIGGERS = ("install", "add", "require", "get", "inject", "bundler/inline",
+                      "pip.main", "pip._internal", "gemfile")
+_DEP_CODE_RX = (
+    r"(?<![\w.\-])(?:pip[\d.]*|uv|npm|pnpm|yarn|bun|cargo|go|gem|bundle|composer|poetry|pdm"
+    r"|pixi|rye|conda|mamba|micromamba|brew|apt|apt-get|dnf|yum|apk|zypper|dotnet|nuget|choco"
+    r"|winget|scoop|cabal|stack|nimble|dart|flutter|pipx|vcpkg|conan|luarocks|cpanm|opam"
+    r"|nix-env|port|spack)['\"]?(?:\s*,\s*['\"]?|\s+)(?:(?:-[\w\-]+|pip|global|pub|package|mod"
+    r"|tool|self)['\"]?(?:\s*,\s*['\"]?|\s+)){0,3}(?:install|add|i|require|get|inject)['\"]?"
+    r"(?:\s*,\s*['\"]?|\s+)(?![-'\"])[\w@./:]"
+    r"|install\.packages\s*\(|\b(?:remotes|devtools|biocmanager|pak|renv)\s*::\s*\w*install"
+    r"|\bpkg\s*\.\s*add\s*\(|\bmix\s*\.\s*install\s*\(|bundler/inline|\bpip\s*\.\s*main\s*\("
+    r"|pip\._internal")
+
+
+def _code_writes(low: str) -> bool:
+    """Whether code looks like it writes a file (the same test inline code gets)."""
+    return any(p in low for p in _CODE_WRITES) and any(
+        w in low for w in ("'w", '"w', "'a", '"a', "write", "append", "copy", "rename",
+                           "move", "replace"))
+
+
+def _code_dep_intent(code: str, writes: bool = False) -> bool:
+    """True when code installs a package or writes a dependency manifest."""
+    low = code.lower()
+    if any(t in low for t in _DEP_CODE_TRIGGERS) and \
+            _an_rx("dep-code", _DEP_CODE_RX).search(low) is not None:
+        return True
+    if not (writes or _code_writes(low)):
+        return False
+    for quoted in _an_rx("dep-code-str", r"[\"'`]([^\"'`\n]{1,300})[\"'`]").findall(code):
+        if manifest_kind(quoted.strip()) is not None:
+            return True   # a manifest named by code that writes: its content is unknown
+    return False
+
+
+# ---- manifests read line by line --------------------------------------------
+#
+# Each reader returns {(scope, name): spec}.  A scope of "?" (or "?:...")
+# marks a fragment whose enclosing section is not in the text: the same
+# name under any scope on the other side is the same declaration.  "source"
+# entries name where packages come from; their name holds the whole entry.
+
+def _line_keys(text: str, rules: Tuple[Tuple[str, str], ...],
+               sources: Tuple[str, ...] = ()) -> Dict[Tuple[str, str], str]:
+    """Declarations found by per-line patterns: (scope, regex with groups name[, spec])."""
+    keys: Dict[Tuple[str, str], str] = {}
+    compiled = [(scope, _an_rx("dep-" + pattern, pattern)) for scope, pattern in rules]
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "//", "--", ";")):
+            continue
+        low = line.lower()
+        if sources and low.startswith(sources):
+            keys[("source", " ".join(low.split()))] = ""
+            continue
+        for scope, rx in compiled:
+            for m in rx.finditer(line):
+                spec = m.group(2) if rx.groups >= 2 and m.group(2) else ""
+                keys[(scope, m.group(1).lower())] = _spec(spec)
+    return keys
+
+
+def _gemspec_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("gem", r"add_(?:runtime_|development_)?dependency\s*\(?\s*['\"]([^'\"]+)['\"](.*)"),))
+
+
+def _podfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (("pod", r"^\s*pod\s*\(?\s*['\"]([^'\"]+)['\"](.*)"),),
+                      ("source", "plugin"))
+
+
+def _brewfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("brew", r"^\s*(?:brew|cask|mas|vscode|whalebrew|go|cargo|npm|uv)\s+['\"]([^'\"]+)['\"]"
+                 r"(.*)"),), ("tap",))
+
+
+def _cartfile_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (("carthage", r"^\s*(?:github|git|binary)\s+\"([^\"]+)\"(.*)"),))
+
+
+def _paket_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("paket", r"^\s*(?:nuget|github|git|http|gist|clitool)\s+(\S+)(.*)"),), ("source",))
+
+
+_GRADLE_CONFIG = (r"\b(?:implementation|api|compile|compileOnly|runtimeOnly|runtime|classpath"
+                  r"|testImplementation|testRuntimeOnly|testCompileOnly|testCompile"
+                  r"|annotationProcessor|kapt|ksp|androidTestImplementation|\w+Implementation"
+                  r"|\w+Api|\w+CompileOnly|\w+RuntimeOnly|developmentOnly|coreLibraryDesugaring"
+                  r"|lintChecks|detektPlugins|compileOnlyApi|shadow|provided)\s*\(?\s*"
+                  r"(?:(?:platform|enforcedPlatform|testFixtures|kotlin)\s*\(\s*)?"
+                  r"(?:['\"]([^'\"$\n]+)['\"]|(libs\.[\w.]+)|group\s*[:=]\s*['\"]([^'\"]+)['\"]"
+                  r"\s*,\s*name\s*[:=]\s*['\"]([^'\"]+)['\"](?:\s*,\s*version\s*[:=]\s*"
+                  r"['\"]([^'\"]+)['\"])?)")
+
+
+def _gradle_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Gradle's configurations (`implementation "g:a:v"`, `api(libs.x)`, the map
+    form), plugins and repositories, Groovy or Kotlin DSL."""
+    keys = _line_keys(text, (
+        ("plugin", r"\bid\s*\(?\s*['\"]([\w.\-]+)['\"]\s*\)?(?:\s*version\s*\(?\s*['\"]"
+                   r"([^'\"]+)['\"])?"),
+        ("plugin", r"\balias\s*\(\s*([\w.\-]+)\s*\)"),
+        ("repo", r"\b(mavenCentral|google|jcenter|mavenLocal|gradlePluginPortal)\s*\(\s*\)"),
+        ("repo", r"\burl\s*(?:=|\()?\s*(?:uri\s*\(\s*)?['\"]([^'\"]+)['\"]"),
+    ))
+    for m in _an_rx("gradle-dep", _GRADLE_CONFIG).finditer(text[:_MAX_MANIFEST]):
+        coordinate, catalog, group, name, version = m.groups()
+        if coordinate:
+            parts = coordinate.split(":")
+            if len(parts) >= 3:
+                keys[("gradle", ":".join(parts[:2]).lower())] = _spec(":".join(parts[2:]))
+            else:
+                keys[("gradle", coordinate.lower())] = ""
+        elif catalog:
+            keys[("gradle", catalog.lower())] = ""
+        elif group and name:
+            keys[("gradle", (group + ":" + name).lower())] = _spec(version or "")
+    return keys
+
+
+def _sbt_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("sbt", r"(\"[\w.\-]+\"\s*%{1,3}\s*\"[\w.\-]+\")\s*%\s*(\"[^\"]*\"|\w+)"),),
+        ("resolvers", "externalresolvers"))
+
+
+def _maven_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """<dependency>, <plugin>, <parent>, <extension> coordinates; version properties;
+    repositories.  Tag by tag, so that a fragment reads too."""
+    keys: Dict[Tuple[str, str], str] = {}
+    group = artifact = ""
+    scope = "?"
+    for m in _an_rx("maven-tag", r"<\s*(/?)\s*([\w.\-]+)[^>]*>([^<]*)").finditer(text[:_MAX_MANIFEST]):
+        closing, tag, body = m.group(1), m.group(2).lower(), m.group(3).strip()
+        if tag in ("dependency", "plugin", "parent", "extension"):
+            if closing and artifact:
+                keys.setdefault((scope, group + ":" + artifact), "")
+            scope, group, artifact = (tag if not closing else "?"), "", ""
+        elif closing:
+            continue
+        elif tag == "groupid":
+            group = body
+        elif tag == "artifactid":
+            artifact = body
+            keys[(scope, group + ":" + artifact)] = ""
+        elif tag == "version" and artifact:
+            keys[(scope, group + ":" + artifact)] = _spec(body)
+        elif tag.endswith(("version", ".version")) and tag not in ("modelversion",):
+            keys[("property", tag)] = _spec(body)
+        elif tag == "url":
+            keys[("source", body)] = ""
+    return keys
+
+
+def _conan_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """`zlib/1.2.13` references in [requires] sections or quoted in conanfile.py."""
+    keys: Dict[Tuple[str, str], str] = {}
+    section = ""
+    ref = _an_rx("conan-ref", r"(?<![\w/.\-])([a-z0-9_][\w.+\-]*)/(\[[^\]\n]*\]|[\w.+\-]+)"
+                              r"(?:@[\w.+/\-]+)?(?:#\w+)?")
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line.lower()
+            continue
+        if not line or line.startswith("#") or section in ("[options]", "[generators]",
+                                                           "[layout]", "[imports]", "[conf]"):
+            continue
+        quoted = "'" in line or '"' in line
+        for m in ref.finditer(line):
+            if quoted and line[max(0, m.start() - 1):m.start()] not in ("'", '"'):
+                continue
+            keys[("conan", m.group(1).lower())] = _spec(m.group(0))
+    return keys
+
+
+_R_DEP_FIELDS = ("depends", "imports", "suggests", "linkingto", "enhances", "remotes")
+
+
+def _rdesc_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """R's DESCRIPTION: `Imports: pkg (>= 1.0), other` fields and their continuations."""
+    keys: Dict[Tuple[str, str], str] = {}
+    field = "?"
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        value = raw
+        if raw[:1] not in (" ", "\t") and ":" in raw:
+            name, _, value = raw.partition(":")
+            field = name.strip().lower()
+        if field not in _R_DEP_FIELDS and field != "?":
+            continue
+        for item in value.split(","):
+            item = item.strip()
+            m = _an_rx("r-pkg", r"([A-Za-z][\w.]*(?:/[\w.\-@#]+)?)\s*(\([^)]*\))?\s*$").match(item)
+            if m and (field != "?" or m.group(2)):
+                keys[(field, m.group(1).lower())] = _spec(m.group(2) or "")
+    return keys
+
+
+def _cabal_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """`build-depends:` lists (with continuation lines), extra-packages, constraints and
+    source-repository-package stanzas of .cabal and cabal.project files."""
+    keys: Dict[Tuple[str, str], str] = {}
+    indent: Optional[int] = None
+    scope = "?"
+    item = _an_rx("cabal-item", r"([A-Za-z][\w\-]*)\s*(.*)$")
+    for raw in text.splitlines():
+        line = raw.split("--", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        lead = len(line) - len(line.lstrip())
+        low = line.strip().lower()
+        if low.startswith("source-repository-package"):
+            keys[("source", low)] = ""
+            indent, scope = lead, "source"
+            continue
+        field, colon, value = low.partition(":")
+        if colon and _an_rx("cabal-field", r"[a-z][\w\-]*\Z").match(field.strip()):
+            if field.strip() in ("build-depends", "extra-packages", "constraints",
+                                 "build-tool-depends"):
+                indent, scope = lead, field.strip()
+            elif scope == "source" and indent is not None and lead > indent:
+                keys[("source", " ".join(low.split()))] = ""
+                continue
+            else:
+                indent, scope = None, "?"
+                continue
+        elif indent is not None and lead <= indent:
+            indent, scope = None, "?"
+            continue
+        else:
+            value = low   # a continuation line, or a fragment (only bounded items count)
+        for part in value.split(","):
+            m = item.match(part.strip())
+            if m and (indent is not None or m.group(2)):
+                keys[(scope, m.group(1))] = _spec(m.group(2))
+    return keys
+
+
+_YAML_DEP_KEYS = frozenset((
+    "dependencies", "dev_dependencies", "dependency_overrides", "development_dependencies",
+    "extra-deps", "build-tools", "channels", "collections", "roles", "resolver", "snapshot"))
+_YAML_META = frozenset(("sdk", "flutter", "version", "name", "description", "homepage",
+                        "publish_to", "environment", "repository", "author", "authors"))
+
+
+def _yaml_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Dependency sections of YAML manifests (pubspec, shard, conda environment,
+    hpack package.yaml, stack.yaml, Helm Chart.yaml, Ansible requirements):
+    each child or list item under a dependency key, with everything nested
+    under it as its spec."""
+    keys: Dict[Tuple[str, str], str] = {}
+    section: Optional[Tuple[int, str]] = None     # (indent, key) of the open dep section
+    child: Optional[Tuple[int, Tuple[str, str]]] = None
+    for raw in text.splitlines():
+        content = raw.split(" #", 1)[0].rstrip()
+        if not content.strip() or content.strip().startswith("#"):
+            continue
+        lead = len(content) - len(content.lstrip(" -"))
+        body = content.strip()
+        item = body.startswith("- ") or body == "-"
+        body = body[1:].strip() if item else body
+        key, colon, value = body.partition(":")
+        key = key.strip().strip("\"'").lower()
+        if section is not None and lead <= section[0] and not (item and lead == section[0]):
+            section = child = None
+        if section is None:
+            if colon and key in _YAML_DEP_KEYS and lead < 40:
+                if key in ("resolver", "snapshot"):
+                    keys[("source", key)] = _spec(value)
+                    continue
+                section = (lead, key)
+                if value.strip().startswith("["):   # dependencies: [a, b]
+                    for name in value.strip("[] ").split(","):
+                        if name.strip():
+                            keys[(key, _yaml_name(name))] = _spec(name)
+                    section = None
+                continue
+            if (item or (colon and key not in _YAML_META and _an_rx(
+                    "yaml-ver", r"\s*['\"]?(?:[\^~<>=]|\d|any\b)").match(value))):
+                # A fragment: a list item or a `name: ^1.0` line with no section above.
+                name = _yaml_name(body if item and not colon else key)
+                if name:
+                    keys[("?", name)] = _spec(value if colon else body)
+            continue
+        scope = "source" if section[1] == "channels" else section[1]
+        if child is not None and lead > child[0] and not (item and lead == child[0]):
+            keys[child[1]] = keys.get(child[1], "") + _spec(body)
+            continue
+        if item and colon and key == "name":
+            entry = (scope, _yaml_name(value))
+        elif item and colon and key in ("src", "source", "git", "url"):
+            entry = (scope, _yaml_name(value))
+        else:
+            entry = (scope, _yaml_name(body if item and not colon else key))
+        keys[entry] = _spec(value if colon and not item else (body if item else value))
+        child = (lead, entry)
+    return keys
+
+
+def _yaml_name(text: str) -> str:
+    """The package in a YAML dependency entry: `numpy=1.2`, `text >= 1`, `acme-1.2.3`."""
+    text = text.strip().strip("\"'").lower()
+    for stop in ("=", "<", ">", "!", "~", " ", "[", "@"):
+        text = text.split(stop, 1)[0]
+    return text
+
+
+def _clojure_keys(text: str, lein: bool) -> Dict[Tuple[str, str], str]:
+    """deps.edn `lib {:mvn/version "1"}` / `{:git/url ...}`; project.clj `[lib "1"]`."""
+    keys: Dict[Tuple[str, str], str] = {}
+    if lein:
+        pattern = r"\[\s*([a-z][\w.\-]*(?:/[\w.\-]+)?)\s+\"([^\"]*)\""
+    else:
+        pattern = (r"([a-z][\w.\-]*(?:/[\w.\-]+)?)\s*\{([^{}]*:(?:mvn/version|git/\w+|local/root"
+                   r"|sha|tag|deps/root)[^{}]*)\}")
+    for m in _an_rx("clj-" + str(lein), pattern, 2).finditer(text[:_MAX_MANIFEST]):
+        keys[("clj", m.group(1).lower())] = _spec(m.group(2))
+    for line in text.splitlines():
+        if any(w in line for w in (":mvn/repos", ":repositories", ":url ")):
+            keys[("source", " ".join(line.split()))] = ""
+    return keys
+
+
+def _mix_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("mix", r"\{\s*:([a-z_]\w*)\s*,\s*((?:\"[^\"]*\"|(?:git|github|path|hex|in_umbrella"
+                r"|sparse|override|only|runtime|optional|organization|repo|tag|branch|ref)\s*:)"
+                r"[^{}]*)\}"),))
+
+
+def _rebar_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("rebar", r"\{\s*([a-z]\w*)\s*,\s*(\"[^\"]*\"|\{\s*(?:git|hg|pkg|git_subdir)\b[^}]*\}?)"),))
+
+
+def _opam_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """opam `depends: [ "dune" {>= "3.0"} ]`, dune-project `(depends (lwt (>= 5)))`,
+    pin-depends (sources)."""
+    keys: Dict[Tuple[str, str], str] = {}
+    low = text.lower()[:_MAX_MANIFEST]
+    regions = [m.group(1) for m in _an_rx(
+        "opam-region", r"\b(?:depends|depopts|build-depends|conflicts)\s*:\s*\[([^\]]*)\]?"
+    ).finditer(low)]
+    if not regions and "depends" not in low:
+        # A fragment of a depends list: lines that start with a package string.
+        regions = [line for line in low.splitlines() if line.strip().startswith(('"', "["))]
+    for region in regions:
+        for m in _an_rx("opam-dep", r"\"([a-z][\w\-+.]*)\"\s*(\{[^}]*\})?").finditer(region):
+            keys[("opam", m.group(1))] = _spec(m.group(2) or "")
+    for m in _an_rx("dune-dep", r"\(\s*([a-z][\w\-+]*)\s*(\((?:>=|<=|=|<|>|and|or|:with-test"
+                                r"|:build|:dev)[^()]*(?:\([^()]*\)[^()]*)*\))").finditer(low):
+        keys[("opam", m.group(1))] = _spec(m.group(2))
+    for m in _an_rx("dune-depends", r"\(depends\b([^()]*)").finditer(low):
+        for name in m.group(1).split():
+            keys.setdefault(("opam", name), "")
+    for line in low.splitlines():
+        if "pin-depends" in line or "git+" in line:
+            keys[("source", " ".join(line.split()))] = ""
+    # Metadata fields and build commands are quoted strings too: never count them.
+    return {k: v for k, v in keys.items() if k[1] not in _OPAM_WORDS}
+
+
+_OPAM_WORDS = frozenset((
+    "name", "version", "synopsis", "description", "maintainer", "authors", "license",
+    "homepage", "bug-reports", "dev-repo", "doc", "build", "install", "opam-version", "lang",
+    "source", "generate_opam_files", "package", "depends", "-p", "@install", "@runtest",
+    "@doc", "-j", "jobs", "subst", "runtest", "with-test", "with-doc"))
+
+
+def _dune_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    for m in _an_rx("dune-libs", r"\(\s*libraries\b([^()]*)").finditer(text[:_MAX_MANIFEST]):
+        for name in m.group(1).split():
+            keys[("dune", name.lower())] = ""
+    return keys
+
+
+def _swiftpm_keys(text: str) -> Dict[Tuple[str, str], str]:
+    return _line_keys(text, (
+        ("swiftpm", r"\.package\s*\(\s*(?:name\s*:\s*\"[^\"]*\"\s*,\s*)?(?:url|path|id)\s*:\s*"
+                    r"\"([^\"]+)\"([^\n]*)"),))
+
+
+def _nimble_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line.lower().startswith(("requires", "\"", "'")):
+            continue
+        for item in _an_rx("nim-req", r"\"([^\"]+)\"|'([^']+)'").findall(line):
+            req = (item[0] or item[1]).strip()
+            name = req.split(" ", 1)[0].split(">", 1)[0].split("<", 1)[0].split("=", 1)[0]
+            if name:
+                keys[("nimble", name.lower())] = _spec(req)
+    return keys
+
+
+def _zon_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """build.zig.zon: every dependency's .url, .path and .hash lines."""
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        m = _an_rx("zon", r"\.(url|path|hash|lazy)\s*=\s*(.+?),?$").match(line)
+        if m:
+            keys[("source", _spec(line))] = ""
+        m = _an_rx("zon-dep", r"\.(@\"[^\"]+\"|\w+)\s*=\s*\.\{\s*$").match(line)
+        if m and m.group(1) not in ("dependencies", "paths"):
+            keys[("zig", m.group(1).lower())] = ""
+    return keys
+
+
+def _nix_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """flake inputs (`x.url = "github:..."`) and package lists (buildInputs, packages)."""
+    keys: Dict[Tuple[str, str], str] = {}
+    low = text[:_MAX_MANIFEST]
+    for m in _an_rx("nix-input", r"([\w\-]+)\s*\.\s*url\s*=\s*\"([^\"]*)\"").finditer(low):
+        keys[("input", m.group(1))] = _spec(m.group(2))
+    for m in _an_rx("nix-url", r"\burl\s*=\s*\"([^\"]*)\"").finditer(low):
+        keys[("source", m.group(1))] = ""
+    lists = _an_rx("nix-list", r"(?:buildInputs|nativeBuildInputs|propagatedBuildInputs|packages"
+                               r"|checkInputs|nativeCheckInputs|buildPackages)\s*=\s*"
+                               r"(?:(?:with\s+[\w.]+\s*;|\(?\s*[\w.]+\s*:)\s*)*\[([^\]]*)\]?")
+    bodies = [m.group(1) for m in lists.finditer(low)]
+    if not bodies and "=" not in low:
+        bodies = [low]   # a fragment of a list: `  jq` lines
+    for body in bodies:
+        for word in _an_rx("nix-word", r"[A-Za-z_][\w.\-']*").findall(body.split("#", 1)[0]):
+            if word not in ("with", "pkgs", "inherit"):
+                keys[("nix", word)] = ""
+    return keys
+
+
+def _setuppy_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Requirement strings of setup(install_requires=..., extras_require=...,
+    setup_requires=..., tests_require=...) and [options] of setup.cfg."""
+    keys: Dict[Tuple[str, str], str] = {}
+    strings = _an_rx("py-str", r"\"([^\"\n]*)\"|'([^'\n]*)'")
+    low = text[:_MAX_MANIFEST]
+    # The list after each keyword, up to its first closing bracket (a dict of
+    # lists for extras_require): one regex pass, linear on any input.
+    regions = [(m.group(1) or m.group(3), m.group(2) if m.group(1) else m.group(4))
+               for m in _an_rx("setup-kw", r"\b(install_requires|setup_requires|tests_require"
+                                           r"|dependency_links)\s*[=:]\s*[\[(]([^\])]*)"
+                                           r"|\b(extras_require)\s*[=:]\s*\{([^}]*)").finditer(low)]
+    with_spec = []
+    bare = []
+    for kw, region in regions or [("?", low)]:
+        for quoted in strings.findall(region):
+            item = (quoted[0] or quoted[1]).strip()
+            name = _req_name(item)
+            if not name or not any(ch.isalpha() for ch in name) or "/" in item:
+                if "://" in item:
+                    keys[("source", item)] = ""
+                continue
+            rest = item[len(name):].lstrip() if item.lower().startswith(name) else "?"
+            if rest and not rest.startswith(("==", ">=", "<=", "~=", "!=", "<", ">", "@", ";",
+                                             "[", "(")) and _pep503(item) != name:
+                continue   # `x=pkg.mod:main` is an entry point, not a requirement
+            (with_spec if item != name and any(c in item for c in "<>=~!@[;") else bare).append(
+                (kw, name, item))
+    for kw, name, item in with_spec + (bare if regions or with_spec else []):
+        keys[(kw, name)] = _spec(item)
+    return keys
+
+
+def _setupcfg_keys(text: str) -> Dict[Tuple[str, str], str]:
+    keys: Dict[Tuple[str, str], str] = {}
+    section, field = "", "?"
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip()
+        if not line.strip() or line.strip().startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            section, field = line.strip("[] ").lower(), ""
+            continue
+        if line[:1] not in (" ", "\t") and ("=" in line or ":" in line):
+            name, _, value = line.partition("=") if "=" in line else line.partition(":")
+            field = name.strip().lower()
+            if section != "options.extras_require" and field not in (
+                    "install_requires", "setup_requires", "tests_require"):
+                field = ""
+                continue
+            line = value
+        elif not field:
+            continue
+        item = line.strip()
+        name = _req_name(item.split(";", 1)[0])
+        if name and any(ch.isalpha() for ch in name) and (field != "?" or item != name):
+            keys[(field, name)] = _spec(item)
+    return keys
+
+
+def _generic_keys(text: str) -> Dict[Tuple[str, str], str]:
+    """Files that are nothing but declarations (vcpkg.json, registry settings):
+    every meaningful line counts."""
+    keys: Dict[Tuple[str, str], str] = {}
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if line and not line.startswith(("#", "//", ";")) and line not in ("{", "}", "[", "]",
+                                                                          "},", "],"):
+            keys[("line", line.rstrip(","))] = ""
+    return keys
+
+
+_MANIFEST_READERS: Dict[str, Callable[[str], Dict[Tuple[str, str], str]]] = {
+    "npm": lambda t: _npm_keys(t), "composer": lambda t: _npm_keys(t),
+    "requirements": lambda t: _req_keys(t), "gomod": lambda t: _gomod_keys(t),
+    "gemfile": lambda t: _gemfile_keys(t), "csproj": lambda t: _csproj_keys(t),
+    "gemspec": lambda t: _gemspec_keys(t), "podfile": lambda t: _podfile_keys(t),
+    "brewfile": lambda t: _brewfile_keys(t), "cartfile": lambda t: _cartfile_keys(t),
+    "paket": lambda t: _paket_keys(t), "gradle": lambda t: _gradle_keys(t),
+    "sbt": lambda t: _sbt_keys(t), "maven": lambda t: _maven_keys(t),
+    "conan": lambda t: _conan_keys(t), "rdesc": lambda t: _rdesc_keys(t),
+    "cabal": lambda t: _cabal_keys(t), "yaml": lambda t: _yaml_keys(t),
+    "edn": lambda t: _clojure_keys(t, False), "lein": lambda t: _clojure_keys(t, True),
+    "mix": lambda t: _mix_keys(t), "rebar": lambda t: _rebar_keys(t),
+    "opam": lambda t: _opam_keys(t), "dune": lambda t: _dune_keys(t),
+    "swiftpm": lambda t: _swiftpm_keys(t), "nimble": lambda t: _nimble_keys(t),
+    "zon": lambda t: _zon_keys(t), "nix": lambda t: _nix_keys(t),
+    "setuppy": lambda t: _setuppy_keys(t), "setupcfg": lambda t: _setupcfg_keys(t),
+    "generic": lambda t: _generic_keys(t), "registry": lambda t: _generic_keys(t),
+}
+
+
 def _manifest_keys(kind: str, text: str) -> Dict[Tuple[str, str], str]:
-    if kind in ("npm", "composer"):
-        return _npm_keys(text)
-    if kind == "requirements":
-        return _req_keys(text)
-    if kind in ("pyproject", "cargo", "pipfile"):
+    if kind in ("pyproject", "cargo", "pipfile", "pixi", "julia", "gradlecat"):
         return _toml_keys(text, kind)
-    if kind == "gomod":
-        return _gomod_keys(text)
-    if kind == "gemfile":
-        return _gemfile_keys(text)
-    if kind == "csproj":
-        return _csproj_keys(text)
-    return {}
+    reader = _MANIFEST_READERS.get(kind)
+    return reader(text) if reader is not None else {}
 
 
 _MAX_MANIFEST = 4 << 20
 
 
+def _wild(scope: str) -> bool:
+    return scope == "?" or scope.startswith("?:")
+
+
+def _lock_change(old_text: Optional[str], new_text: str) -> bool:
+    """A lockfile changes what is installed when it gains a line it did not have."""
+    def entries(text: str) -> set:
+        return {" ".join(line.split()).rstrip(",") for line in text.splitlines()} - {
+            "", "{", "}", "[", "]"}
+    return bool(entries(new_text) - entries(old_text or ""))
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
-    """True when a manifest change adds a dependency (analysis.md 3, 5.8).
+    """True when a manifest change adds a dependency or changes one.
 
     A Write passes old_text None (or the file's current content when the
     caller has it); an Edit passes the replaced fragment and its
-    replacement.  Names are compared, so a version bump is not an addition;
-    a change of where packages come from (registry, index, git/path
-    source, overrides, replace) counts.
+    replacement.  A new name, a changed version or source of a kept name
+    (`requests==2.31.0` -> `2.32.0`: new code all the same), a change of
+    where packages come from (registry, index, git/path source, overrides,
+    replace) and a lockfile that gains an entry all count; removing a
+    dependency and reformatting do not.
     """
     kind = manifest_kind(path)
     if kind is None or not isinstance(new_text, str):
         return False
     if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
         return True   # too large to compare: assume the worst
+    if kind == "lock":
+        return _lock_change(old_text, new_text)
 
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
+    by_name: Dict[str, List[Tuple[str, str]]] = {}
+    for (scope, name), value in old.items():
+        by_name.setdefault(name, []).append((scope, value))
     for key, value in new.items():
-        if key[0] == "section":
+        scope, name = key
+        if scope == "section":
             continue
-        if key not in old:
-            # A fragment without a header has scope "?": the same name on the
-            # other side, under any scope, is the same declaration.
-            if any(k[1] == key[1] and "?" in (k[0], key[0]) for k in old):
-                continue
+        if key in old:
+            if old[key] != value and (value or scope == "source"):
+                return True   # a kept dependency with another version or source
+            continue
+        # A fragment without a header has scope "?": the same name on the
+        # other side, under any scope, is the same declaration.
+        same = [v for s, v in by_name.get(name, ()) if _wild(s) or _wild(scope)]
+        if not same:
             return True
-        if key[0] == "source" and old[key] != value:
-            return True
-        if key[0] != "source" and value and _looks_source(value.strip('"')) \
-                and old[key] != value:
+        if value and value not in same and any(same):
             return True
     # A header turned into a dependency table (Cargo/pyproject).
     if old_text is not None:
@@ -9733,7 +11585,7 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     return False
 
 
-# ---------------------------------------------------------------- patches ----
+# ---- patches ----------------------------------------------------------------
 
 class PatchSummary(Record):
     """Paths and added text of a Codex-style `*** Begin Patch` text."""
@@ -9922,9 +11774,10 @@ def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchS
 ###############################################################################
 # Decision
 #
-# Owns the ordered checks of core.md 4.2 (plus self-protection and thrash
-# from decisions.md), `files=` matching (4.3) and the STOP/WATCH message
-# (5.1).  `decide` is pure apart from resolving symlinks: state in, Decision out.
+# Owns DECISION_TABLE, the ordered checks (the first that matches decides),
+# `files=` matching, self-protection, the culprit of a deny, and the
+# STOP/WATCH message.  `decide` is pure apart from resolving symlinks: state
+# in, Decision out.
 ###############################################################################
 
 
@@ -9943,7 +11796,9 @@ class Decision(Record):
 
 FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
 
-# Policy outcome -> the kind of core result the engine returns (core.md 3).
+# Policy outcome -> the kind of core result the engine returns: nothing, a
+# context note for the agent, or a deny (approval is a deny too: no host
+# "ask" dialog is used).
 _DECISION_RESULT_KINDS: Dict[str, str] = {
     "allow": "none",
     "report_and_defer": "context",
@@ -9951,105 +11806,42 @@ _DECISION_RESULT_KINDS: Dict[str, str] = {
     "require_user_approval": "deny",
 }
 
-# The modes that authorize no repository change (checks 5 and 6).
+# The modes that authorize no repository change (MODE_FORBIDS_MUTATION and
+# MUTABILITY_UNPROVEN).
 _MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
 
-# A command repeated this many times with no write in between is thrash
-# (decisions.md 2).  The engine counts; `decide` only compares.
+# A command repeated this many times with no write in between is thrash.
+# The engine counts; `decide` only compares.
 THRASH_REPEAT_LIMIT = 3
 
 
-class _DecisionRule(Record):
-    """How one reason code turns into an outcome, and what to do next.
+class _DecisionRow(Record):
+    """One row of DECISION_TABLE: a reason code, what a match means, the check.
 
-    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
-    "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
-    (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
-    approval when the governing policy is `ask`).
+    family: I (intent), H (hashing), S (scope), T (thrash), None for an allow.
+    outcome: a rule of _DECISION_OUTCOMES (how the outcome depends on whether
+    the guard is armed).  check: the function that says whether the row
+    matches (see _DecisionFacts), None for a code decided before `decide` runs.
+    next: the default "Next:" line, what the agent should do instead.
     """
 
-    __slots__ = FIELDS = ('family', 'outcome', 'next')
+    __slots__ = FIELDS = ('code', 'family', 'outcome', 'check', 'next')
+    DEFAULTS = {'next': ""}
 
+    code: str
     family: Optional[str]
     outcome: str
+    check: Optional[Callable[[Any], Any]]
     next: str
 
 
-# What an agent stopped by self-protection is told to do (decisions.md 3).
+# What an agent stopped by self-protection is told to do.
 _TAMPER_NEXT = (
     "Do not work around this. Only the user changes the guard: tell the user what you wanted "
     "to change and why. The user can turn the guard off for this session by sending "
     "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
-
-
-# Reason code -> family, outcome rule and default Next wording.  The order of
-# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
-DECISION_RULES: Dict[str, _DecisionRule] = {
-    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
-    "STS_LOCK_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Follow the lock-recovery steps (stop every host using this data dir, then move only "
-        "the lock aside); contracts and the delegation ledger are kept."),
-    "STATE_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Restore a known-good backup of the session file or start a new host session; "
-        "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
-    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
-    "INVALID_DIRECTIVE": _DecisionRule(
-        "S", "ctl", "Have the user fix the reported directive field before delegating."),
-    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
-        "S", "ctl",
-        "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
-    "MODE_FORBIDS_MUTATION": _DecisionRule(
-        "I", "ctl",
-        "Report what you found, use a read-only action, or ask the user for a change contract."),
-    "MUTABILITY_UNPROVEN": _DecisionRule(
-        "I", "ctl_approval",
-        "Use a command that is plainly read-only, or ask the user for a change contract."),
-    "HASH_NOT_AUTHORIZED": _DecisionRule(
-        "H", "ctl_policy",
-        "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
-        "hash, what cost it replaces and which decision it changes."),
-    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
-        "H", "always_defer",
-        "Defer this hardening unless evidence shows the input or state is reachable."),
-    "WRITE_PATH_UNPROVEN": _DecisionRule(
-        "S", "ctl_approval",
-        "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
-        "broader boundary."),
-    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
-        "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
-    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
-        "S", "ctl_policy",
-        "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
-    "UNBOUNDED_DELEGATION": _DecisionRule(
-        "S", "ctl",
-        "Delegate a bounded batch instead, or have the user switch the guard off for this "
-        "workflow."),
-    "DUPLICATE_ACTION_ID": _DecisionRule(
-        "S", "ctl", "Give every delegation call its own id."),
-    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Wait until that call is confirmed complete, or continue in a new host session."),
-    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Start a new delegation call instead; messaging and resuming agents stay available "
-        "when no finite agent limit is set."),
-    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
-        "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
-    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
-        "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
-    "STATE_BUSY": _DecisionRule(
-        "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
-    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
-        "T", "always_defer",
-        "Change something (code, input or approach) before running it again, or report "
-        "what blocks you."),
-    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
-}
 
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
@@ -10066,28 +11858,30 @@ def outcome_result_kind(outcome: str) -> str:
     return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
-# resolved first: approval when the governing policy is `ask`, else plain ctl.
+# Outcome rule -> (outcome while only watching, outcome when armed).  A guard
+# that only watches reports what it would stop; an armed one stops it.
+# "policy_when_armed" is resolved first, by the governing hash= or deps=
+# policy: `ask` asks the user, anything else denies.
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
     "always_defer": ("report_and_defer", "report_and_defer"),
-    "ctl": ("report_and_defer", "deny_and_explain"),
-    "ctl_approval": ("report_and_defer", "require_user_approval"),
+    "deny_when_armed": ("report_and_defer", "deny_and_explain"),
+    "approval_when_armed": ("report_and_defer", "require_user_approval"),
 }
 
 
 def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
-    if rule == "ctl_policy":
-        rule = "ctl_approval" if policy == "ask" else "ctl"
+    if rule == "policy_when_armed":
+        rule = "approval_when_armed" if policy == "ask" else "deny_when_armed"
     return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
 def _decision_for(code: str, armed: bool, detail: str = "",
                   next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
-    rule = DECISION_RULES[code]
-    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
-                    rule.next if next_text is None else next_text)
+    row = _DECISION_ROWS[code]
+    return Decision(_decision_outcome(row.outcome, armed, policy), code, row.family, detail,
+                    row.next if next_text is None else next_text)
 
 
 _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
@@ -10095,7 +11889,9 @@ _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent l
 
 
 def state_busy_decision(contract: Optional[dict] = None) -> Decision:
-    """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
+    """STATE_BUSY: the lock wait ran out for a delegation change.  Letting it
+    through could exceed a finite budget, so it is denied (when armed) and
+    audited instead; the agent is told to retry.
 
     The engine calls this only for a delegation-changing action.before under a
     finite budget; the call is neither evaluated nor reserved.  Without the
@@ -10108,7 +11904,7 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
     return _decision_for("STATE_BUSY", control_state(contract) == "ARMED", _STATE_BUSY_DETAIL)
 
 
-# ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
+# ---- files= matching --------------------------------------------------------
 
 
 def _files_win_abs(text: str) -> bool:
@@ -10117,8 +11913,9 @@ def _files_win_abs(text: str) -> bool:
 
 
 def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
-    # trailing "/" and collapses a leading "//" (10-P1).
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
     if path == "":
         return "."
     absolute = path.startswith("/")
@@ -10144,7 +11941,9 @@ def _files_normalize(path: str) -> str:
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
-    """One path or pattern in the form that core.md 4.3 compares."""
+    """One path or pattern in the form that is compared: trimmed, `\\` as `/`,
+    relative to cwd when both are absolute the same way (Windows or POSIX),
+    normalized, one leading `./` dropped."""
     text = raw.strip()
     windows = _files_win_abs(text)
     path = text.replace("\\", "/")
@@ -10154,7 +11953,7 @@ def _boundary_form(raw: str, cwd: Optional[str]) -> str:
         try:
             path = ntpath.relpath(path, base).replace("\\", "/")
         except ValueError:
-            pass  # other drive: Node keeps the absolute target (10-P1)
+            pass  # other drive: Node keeps the absolute target
     elif base and not windows and path.startswith("/") and base.startswith("/") \
             and not _files_win_abs(base):
         import posixpath
@@ -10187,7 +11986,7 @@ def _files_keep_slash(original: str, resolved: str) -> str:
 
 def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
                           ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
-    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
+    """Physical paths (two readings each), patterns and cwd for matching.
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -10250,17 +12049,21 @@ def _files_covers(pattern: str, path: str) -> bool:
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
-    """True when a pattern normalizes to `**`, so no visible path is needed (10-P2)."""
+    """True when a pattern normalizes to `**` (`./**` too), so no visible path is
+    needed."""
     return any(_boundary_form(p, cwd) == "**" for p in patterns)
 
 
 def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = None, *,
                   resolve: bool = True) -> List[str]:
-    """The affected paths (as given) that lie outside `files=` patterns (core.md 4.3).
+    """The affected paths (as given) that lie outside `files=` patterns.
 
+    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
+    path is `dir` or lies under it; there are no other wildcards.  Case is
+    ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
-    of cwd are resolved first (10-P4); resolve=False is the reference's purely
-    lexical reading.
+    of cwd are resolved first, so a link inside the boundary cannot lead
+    outside it; resolve=False reads the paths lexically only.
     """
     if resolve:
         physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
@@ -10287,7 +12090,7 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     return outside
 
 
-# ---- paths named by a tool call --------------------------------------------
+# ---- paths named by a tool call ---------------------------------------------
 
 
 def _path_flavour(text: str, cwd: Optional[str]) -> str:
@@ -10340,7 +12143,7 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
     return _files_realpath(path) if physical else os.path.normpath(path)
 
 
-# ---- self-protection (decisions.md 3) --------------------------------------
+# ---- self-protection --------------------------------------------------------
 
 
 def _tamper_readings(raw: str, cwd: Optional[str]) -> Optional[List[str]]:
@@ -10596,8 +12399,10 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
 
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) that reach a protected root."""
-    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    """Paths of `action` (affected or shell write targets) that reach a protected
+    root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
+    hits = [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    return hits or [raw for raw, _, _ in host_settings_matches(action, protected_paths)]
 
 
 def _tamper_what(root: str) -> str:
@@ -10622,6 +12427,637 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# ---- host settings that decide whether the hook runs ------------------------
+#
+# A host runs the guard only while its own settings say so, and most of those
+# files were never written by `sts.py install`: a project
+# .claude/settings.local.json with "disableAllHooks", Gemini CLI's
+# `hooksConfig.enabled: false`, Codex's `[features] hooks = false`, a hooks
+# block that replaces ours, a folder of plugins or extensions the host loads
+# into its own process (where any code can unhook ours), a trust list that
+# makes the host skip project hooks, a profile switch or an environment file
+# that points the host at a folder where the guard is not wired.  One write to
+# any of them ends the guard silently, for this session or the next, so
+# self-protection covers them by name, whoever wrote them.
+#
+# The set is matched on names: building it reads no file, and a named path is
+# only looked at on disk the way every self-protection check looks at it (its
+# links followed), or when a name matches in another letter case (is that the
+# same file here?).  Glob patterns are the exception, see below.  Where an
+# entry applies:
+#   "**"    under any folder: project layers, and the user folders whose
+#           names are fixed (~/.claude, ~/.codex, ~/.pi/agent, ...), which
+#           also covers a home reached through a link;
+#   "~"     the home folder; "~/$VAR" a folder named by a variable under it;
+#   "$VAR"  the folder or file an environment variable names, as the host
+#           reads it (left out when the variable is unset);
+#   "/..."  system folders, of every platform: a path of another OS never
+#           matches, so listing them all costs nothing.
+# An entry ending in "/" is a folder and covers everything in it; "" is the
+# base itself; "*" stands for any one name.  A path is hit when it is an
+# entry, lies in a folder entry, or is a folder holding one (`rm -rf .codex`),
+# unless it holds the working folder (`git add .`).
+
+_CLAUDE_SYSTEM = ("/etc/claude-code", "/Library/Application Support/ClaudeCode",
+                  "C:/Program Files/ClaudeCode", "C:/ProgramData/ClaudeCode")
+# Folders of code that Oh My Pi imports into its own process, per config folder.
+_OMP_CODE = ("extensions/", "hooks/pre/", "hooks/post/", "tools/")
+_OMP_AGENT = ("settings.json", "config.yml", "config.yaml", ".env") + _OMP_CODE
+
+# host -> ((what it is, where, entries), ...).  The one list of host files
+# self-protection guards beside the guard's own; README.md shows it as a table.
+HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...]] = {
+    "claude": (
+        ("a Claude Code settings file", ("**",),
+         (".claude/settings.json", ".claude/settings.local.json")),
+        ("Claude Code's plugin folder", ("**",), (".claude/plugins/",)),
+        ("Claude Code's list of trusted projects", ("**",), (".claude.json",)),
+        ("a Claude Code settings file, plugin folder or trust list", ("$CLAUDE_CONFIG_DIR",),
+         ("settings.json", "settings.local.json", "plugins/", ".claude.json")),
+        ("Claude Code's managed settings", _CLAUDE_SYSTEM,
+         ("managed-settings.json", "managed-settings.d/")),
+    ),
+    "codex": (
+        ("a Codex config or hooks file", ("**",),
+         (".codex/config.toml", ".codex/hooks.json", ".codex/*.config.toml",
+          ".codex/requirements.toml", ".codex/managed_config.toml")),
+        ("a Codex config or hooks file", ("$CODEX_HOME",),
+         ("config.toml", "hooks.json", "*.config.toml", "requirements.toml",
+          "managed_config.toml")),
+        ("Codex's system or managed config", ("/etc/codex",),
+         ("config.toml", "hooks.json", "requirements.toml", "managed_config.toml")),
+    ),
+    "gemini": (
+        ("a Gemini CLI settings file", ("**",), (".gemini/settings.json",)),
+        ("Gemini CLI's list of trusted folders", ("**",), (".gemini/trustedFolders.json",)),
+        ("a Gemini CLI settings file or trust list",
+         ("$GEMINI_CLI_HOME/.gemini", "$GEMINI_CLI_HOME/.cache/.gemini"),
+         ("settings.json", "trustedFolders.json")),
+        ("Gemini CLI's list of trusted folders", ("$GEMINI_CLI_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Gemini CLI's system settings",
+         ("/etc/gemini-cli", "/Library/Application Support/GeminiCli",
+          "C:/ProgramData/gemini-cli"), ("settings.json", "system-defaults.json")),
+        ("Gemini CLI's system settings",
+         ("$GEMINI_CLI_SYSTEM_SETTINGS_PATH", "$GEMINI_CLI_SYSTEM_DEFAULTS_PATH"), ("",)),
+    ),
+    "qwen": (
+        ("a Qwen Code settings file", ("**",), (".qwen/settings.json",)),
+        ("Qwen Code's list of trusted folders", ("**",), (".qwen/trustedFolders.json",)),
+        ("an environment file Qwen Code reads at start (it can move QWEN_HOME)",
+         ("**",), (".qwen/.env",)),
+        ("a Qwen Code settings file, trust list or environment file", ("$QWEN_HOME",),
+         ("settings.json", "trustedFolders.json", ".env")),
+        ("Qwen Code's list of trusted folders", ("$QWEN_CODE_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Qwen Code's system settings",
+         ("/etc/qwen-code", "/Library/Application Support/QwenCode", "C:/ProgramData/qwen-code"),
+         ("settings.json", "system-defaults.json")),
+        ("Qwen Code's system settings",
+         ("$QWEN_CODE_SYSTEM_SETTINGS_PATH", "$QWEN_CODE_SYSTEM_DEFAULTS_PATH"), ("",)),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "copilot": (
+        ("a Copilot CLI settings or hooks file", ("**",),
+         (".copilot/settings.json", ".copilot/config.json", ".copilot/hooks/",
+          ".github/hooks/", ".github/copilot/settings.json",
+          ".github/copilot/settings.local.json")),
+        ("a Copilot CLI settings or hooks file", ("$COPILOT_HOME",),
+         ("settings.json", "config.json", "hooks/")),
+    ),
+    "opencode": (
+        ("an OpenCode config file", ("**",),
+         ("opencode.json", "opencode.jsonc", ".config/opencode/config.json")),
+        ("a folder of code OpenCode loads into its own process", ("**",),
+         (".opencode/plugin/", ".opencode/plugins/", ".opencode/tool/", ".opencode/tools/",
+          ".opencode/package.json", ".config/opencode/plugin/", ".config/opencode/plugins/",
+          ".config/opencode/tool/", ".config/opencode/tools/",
+          ".config/opencode/package.json")),
+        ("an OpenCode config file or plugin folder",
+         ("$XDG_CONFIG_HOME/opencode", "$OPENCODE_CONFIG_DIR"),
+         ("opencode.json", "opencode.jsonc", "config.json", "plugin/", "plugins/", "tool/",
+          "tools/", "package.json")),
+        ("an OpenCode config file", ("$OPENCODE_CONFIG",), ("",)),
+        ("OpenCode's managed config",
+         ("/etc/opencode", "/Library/Application Support/opencode", "C:/ProgramData/opencode",
+          "$ProgramData/opencode"), ("opencode.json", "opencode.jsonc")),
+    ),
+    "pi": (
+        ("Pi's settings (they list and exclude extensions)", ("**",),
+         (".pi/settings.json", ".pi/agent/settings.json")),
+        ("a folder of code Pi loads into its own process", ("**",),
+         (".pi/extensions/", ".pi/npm/", ".pi/git/", ".pi/agent/extensions/",
+          ".pi/agent/git/")),
+        ("Pi's settings or extension folder", ("$PI_CODING_AGENT_DIR",),
+         ("settings.json", "extensions/", "git/")),
+    ),
+    "omp": (
+        ("Oh My Pi's settings (they list extensions)", ("**",),
+         (".omp/settings.json", ".omp/config.yml", ".omp/config.yaml")
+         + tuple(".omp/agent/" + e for e in _OMP_AGENT[:3])
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_AGENT[:3])),
+        ("a folder of code Oh My Pi loads into its own process", ("**",),
+         tuple(".omp/" + e for e in _OMP_CODE) + tuple(".omp/agent/" + e for e in _OMP_CODE)
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_CODE)
+         + (".omp/plugins/", ".omp/profiles/*/plugins/")
+         + tuple(".claude/" + e for e in _OMP_CODE)
+         + (".codex/extensions/", ".codex/hooks/", ".codex/tools/", ".gemini/extensions/")),
+        ("an environment file Oh My Pi reads at start (it can move the agent folder)", ("**",),
+         (".omp/.env", ".omp/agent/.env", ".omp/profiles/*/.env", ".omp/profiles/*/agent/.env")),
+        ("Oh My Pi's settings, environment file or code folder", ("$PI_CODING_AGENT_DIR",),
+         _OMP_AGENT),
+        ("Oh My Pi's settings, environment file or code folder", ("~/$PI_CONFIG_DIR",),
+         (".env", "plugins/", "profiles/") + tuple("agent/" + e for e in _OMP_AGENT)),
+        ("Oh My Pi's plugin folder", ("$XDG_DATA_HOME/omp",), ("plugins/", "profiles/*/plugins/")),
+        ("a folder of code Oh My Pi loads into its own process",
+         ("$CLAUDE_CONFIG_DIR", "$CODEX_HOME"), _OMP_CODE),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "hermes": (
+        ("Hermes' config, environment file or hook approvals", ("**",),
+         (".hermes/config.yaml", ".hermes/.env", ".hermes/.op.env",
+          ".hermes/shell-hooks-allowlist.json", ".hermes/profiles/*/config.yaml",
+          ".hermes/profiles/*/.env", ".hermes/profiles/*/shell-hooks-allowlist.json")),
+        ("Hermes' active profile (it picks the folder Hermes starts from)", ("**",),
+         (".hermes/active_profile",)),
+        ("a Hermes plugin folder, loaded into Hermes' own process", ("**",),
+         (".hermes/plugins/", ".hermes/profiles/*/plugins/")),
+        ("Hermes' config, plugin folder or environment file", ("$HERMES_HOME", "$LOCALAPPDATA/hermes"),
+         ("config.yaml", ".env", ".op.env", "shell-hooks-allowlist.json", "active_profile",
+          "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
+        ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
+    ),
+    # Not a host: the startup files of the shells every host's shell tool runs
+    # (Codex and Claude Code start a login shell).  A line written there runs
+    # before every later command, so an alias or a function could turn a proven
+    # read such as `ls` into a write, or move HOME and TMPDIR, which the guard
+    # trusts when it resolves `~` and `$TMPDIR`.
+    "shell": (
+        ("a startup file the shell reads before every command", ("~",),
+         (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshenv", ".zprofile",
+          ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$ZDOTDIR",),
+         (".zshenv", ".zprofile", ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$BASH_ENV", "$ENV"), ("",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)", ("~/.claude",),
+         ("session-env/",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)",
+         ("$CLAUDE_CONFIG_DIR",), ("session-env/",)),
+    ),
+}
+
+class HostSettings(Record):
+    """HOST_SETTINGS for one environment: the first names of the entries that
+    apply under any folder, and the folders the other entries lie under.  It
+    rides in the protected set beside the guard's own paths (see
+    _protected_paths).  Entries are split into names only for a path that
+    reaches one of these, so a call naming `src/app.py` costs a few lookups."""
+
+    __slots__ = FIELDS = ('heads', 'bases')
+
+    heads: "frozenset[str]"   # case-folded
+    # first name of the folder, case-folded -> (names of the folder, the folder
+    # as written, Windows path?, host, row index)
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]]
+
+
+def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
+    if not windows:
+        return tuple(p for p in path.split("/") if p and p != ".")
+    # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
+    # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
+    path = path.replace("\\", "/")
+    if path.startswith(("//?/", "//./")):
+        path = path[4:]
+    parts = []
+    for i, part in enumerate(p for p in path.split("/") if p and p != "."):
+        if i or not (len(part) == 2 and part[1] == ":"):
+            part = part.split(":", 1)[0].rstrip(". ") or part
+        parts.append(part)
+    return tuple(parts)
+
+
+def _settings_base(spec: str, environ: Any, home: str
+                   ) -> Optional[Tuple[Tuple[str, ...], str, bool]]:
+    """(names, text, Windows path?) of the folder a HOST_SETTINGS base stands
+    for here, or None: a variable is unset, or names a relative folder (which
+    depends on the host's working folder)."""
+    text = spec
+    if "$" in text:
+        head, _, rest = text.partition("$")
+        name, sep, tail = rest.partition("/")
+        value = (environ.get(name) or "").strip()
+        if not value:
+            return None
+        text = head + value + sep + tail
+    if text == "~" or text.startswith("~/"):
+        text = home + text[1:]
+    elif text.startswith("~"):
+        text = os.path.expanduser(text)
+    windows = _files_win_abs(text)
+    if not windows and not os.path.isabs(text):
+        return None
+    parts = _settings_parts(text if windows else os.path.normpath(text), windows)
+    return (parts, text.rstrip("/\\") or text, windows) if parts else None
+
+
+# HOST_SETTINGS parsed once per process, on first need.
+_SETTINGS_CACHE: Dict[Any, Any] = {}
+
+
+def _settings_static() -> Tuple["frozenset[str]", list, list]:
+    """(first names of the entries under any folder, fixed system folders,
+    bases an environment variable or the home folder decides)."""
+    cached = _SETTINGS_CACHE.get("static")
+    if cached is None:
+        heads, system, variable = set(), [], []
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, entries) in enumerate(rows):
+                for spec in bases:
+                    if spec == "**":
+                        heads.update(e.split("/", 1)[0].casefold() for e in entries)
+                    elif "$" in spec or spec.startswith("~"):
+                        variable.append((spec, host, index))
+                    else:
+                        base = _settings_base(spec, {}, "")
+                        if base is not None:
+                            system.append(base + (host, index))
+        cached = _SETTINGS_CACHE["static"] = (frozenset(heads), system, variable)
+    return cached
+
+
+def _settings_row(host: str, index: int) -> List[Tuple[Tuple[str, ...], bool, str]]:
+    """(names, folder?, as written) of one HOST_SETTINGS row's entries."""
+    key = (host, index)
+    row = _SETTINGS_CACHE.get(key)
+    if row is None:
+        row = _SETTINGS_CACHE[key] = [(_settings_parts(e, False), e.endswith("/"), e)
+                                      for e in HOST_SETTINGS[host][index][2]]
+    return row
+
+
+def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str, int]]]:
+    """First name (case-folded) -> (names, folder?, as written, host, row) of
+    every entry that applies under any folder."""
+    table = _SETTINGS_CACHE.get("anywhere")
+    if table is None:
+        table = _SETTINGS_CACHE["anywhere"] = {}
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, _) in enumerate(rows):
+                if "**" in bases:
+                    for parts, folder, spelled in _settings_row(host, index):
+                        table.setdefault(parts[0].casefold(), []).append(
+                            (parts, folder, spelled, host, index))
+    return table
+
+
+def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettings:
+    """HOST_SETTINGS resolved against `environ` (default: this process's, which
+    the host passed on to the hook) and the home folder."""
+    environ = os.environ if environ is None else environ
+    home = home or os.path.expanduser("~")
+    heads, system, variable = _settings_static()
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]] = {}
+    for base in system + [b + (host, index) for spec, host, index in variable
+                          for b in [_settings_base(spec, environ, home)] if b is not None]:
+        bases.setdefault(base[0][0].casefold(), []).append(base)
+    return HostSettings(heads, bases)
+
+
+def _settings_name_match(name: str, want: str, fold: bool) -> bool:
+    if fold:
+        name, want = name.casefold(), want.casefold()
+    if "*" in want:
+        import fnmatch
+        return fnmatch.fnmatchcase(name, want)
+    return name == want
+
+
+def _settings_relation(parts: Tuple[str, ...], want: Tuple[str, ...], folder: bool,
+                       fold: bool) -> Optional[str]:
+    """"is", "in" (inside a folder entry) or "holds" when the names `parts`
+    reach the entry `want`, else None."""
+    n, m = len(parts), len(want)
+    if n > m and not folder:
+        return None
+    for name, pattern in zip(parts, want):
+        if not _settings_name_match(name, pattern, fold):
+            return None
+    return "is" if n == m else ("in" if n > m else "holds")
+
+
+class _SettingsReading(Record):
+    """One way a path named by a call can be read: its absolute names (or,
+    with no known folder, the names as written) and how to compare them."""
+
+    __slots__ = FIELDS = ('shown', 'parts', 'windows', 'absolute')
+
+    shown: str
+    parts: Tuple[str, ...]
+    windows: bool
+    absolute: bool
+
+
+def _settings_physical(path: str, folders: Optional[Dict[str, str]]) -> str:
+    """realpath(path), with the folder's own resolution shared through
+    `folders` by every path of one call in the same folder (`rm` of a
+    thousand files resolves their folder once, and lstats each name)."""
+    head, tail = os.path.split(path)
+    if folders is None or tail in ("", ".", ".."):
+        return _files_realpath(path)
+    real = folders.get(head)
+    if real is None:
+        real = folders[head] = _files_realpath(head)
+    if os.path.islink(path):
+        return _files_realpath(path)
+    return os.path.join(real, tail)
+
+
+def _settings_readings(raw: str, cwd: Optional[str], folders: Optional[Dict[str, str]] = None
+                       ) -> List[_SettingsReading]:
+    """The lexical reading (`..` applied to the names) and the physical one
+    (links followed) of a path, since hosts differ in which they use."""
+    text = raw.strip()
+    if not text:
+        return []
+    base = cwd.strip() if isinstance(cwd, str) else ""
+    if _files_win_abs(text) or (not text.startswith(("/", "~")) and _files_win_abs(base)):
+        import ntpath
+        joined = ntpath.normpath(ntpath.join(base, text) if _files_win_abs(base) else text)
+        return [_SettingsReading(joined, _settings_parts(joined, True), True,
+                                 _files_win_abs(joined))]
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    if not os.path.isabs(text):
+        if base.startswith("~"):
+            base = os.path.expanduser(base)
+        if not os.path.isabs(base):
+            return [_SettingsReading(text, _settings_parts(os.path.normpath(text), False),
+                                     False, False)]
+        text = os.path.join(base, text)
+    lexical = os.path.normpath(text)
+    readings = [_SettingsReading(lexical, _settings_parts(lexical, False), False, True)]
+    physical = _settings_physical(text, folders)
+    if physical != lexical:
+        readings.append(_SettingsReading(physical, _settings_parts(physical, False), False, True))
+    return readings
+
+
+def _settings_holds_cwd(reading: _SettingsReading, cwd_parts: List[Tuple[str, ...]]) -> bool:
+    n = len(reading.parts)
+    fold = reading.windows
+    want = tuple(p.casefold() for p in reading.parts) if fold else reading.parts
+    return reading.absolute and any(
+        (tuple(p.casefold() for p in c[:n]) if fold else c[:n]) == want for c in cwd_parts)
+
+
+# (relation, host, row index, the entry as written out)
+_SettingsHit = "Tuple[str, str, int, str]"
+
+
+def _settings_scan(reading: _SettingsReading, settings: HostSettings
+                   ) -> Tuple[Optional[_SettingsHit], bool]:
+    """(the first entry the names reach in any letter case, whether that
+    match is exact); an exact match wins over one found earlier in another case."""
+    names = reading.parts
+    folded = [n.casefold() for n in names]
+    other: Optional[_SettingsHit] = None
+    if not settings.heads.isdisjoint(folded):
+        anywhere = _settings_anywhere()
+        for i, name in enumerate(folded):
+            for parts, folder, spelled, host, index in anywhere.get(name, ()):
+                relation = _settings_relation(names[i:], parts, folder, True)
+                if relation:
+                    if _settings_relation(names[i:], parts, folder, False) == relation:
+                        return (relation, host, index, spelled), True
+                    other = other or (relation, host, index, spelled)
+    if not reading.absolute or not names:
+        return other, False
+    for head, shown, windows, host, index in settings.bases.get(folded[0], ()):
+        if windows != reading.windows:
+            continue
+        k = min(len(head), len(names))
+        if any(not _settings_name_match(a, b, True) for a, b in zip(names[:k], head[:k])):
+            continue
+        for parts, folder, spelled in _settings_row(host, index):
+            relation = _settings_relation(names, head + parts, folder, True)
+            if relation:
+                hit = relation, host, index, shown + "/" + spelled if spelled else shown
+                if _settings_relation(names, head + parts, folder, False) == relation:
+                    return hit, True
+                other = other or hit
+    return other, False
+
+
+def _settings_reach(reading: _SettingsReading, settings: HostSettings
+                    ) -> Optional[_SettingsHit]:
+    """The first entry `reading` reaches.  Letter case counts except on
+    Windows paths and where the file system ignores it (probed only when a
+    name matches in another case)."""
+    hit, exact = _settings_scan(reading, settings)
+    if hit is None or exact or reading.windows:
+        return hit
+    # With no known folder to probe, another case is taken to be the same file.
+    if not reading.absolute or _tamper_case_insensitive(reading.shown):
+        return hit
+    return None
+
+
+def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, _SettingsHit]]:
+    """(raw path, path as read, hit) for every path of `action` (affected or
+    shell write target) that reaches a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    cwd_parts: Optional[List[Tuple[str, ...]]] = None
+    folders: Dict[str, str] = {}
+    found = []
+    for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        for reading in _settings_readings(raw, action.cwd, folders):
+            hit = _settings_reach(reading, settings)
+            if hit is None:
+                continue
+            if hit[0] == "holds":
+                if cwd_parts is None:
+                    cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
+                                 if r.absolute]
+                if _settings_holds_cwd(reading, cwd_parts):
+                    continue
+            found.append((raw, reading.shown, hit))
+            break
+    return found
+
+
+# Glob patterns of shell write targets: `rm .claude/*.json`, `rm -rf d` (which
+# the analyzer also gives as d/**), `cp -r x/. .claude` (.claude/*).  A
+# pattern reaches an entry in any of three ways:
+#   - by names, where the entry's own names are written out: `.claude/*`
+#     reaches .claude/settings.json whether or not it exists yet.  A wildcard
+#     never stands for the first name of an entry that applies under any
+#     folder, or `dist/*` would stand for dist/.claude and every folder
+#     would hold settings;
+#   - on disk: a shell wildcard expands to names that exist, so the pattern
+#     is expanded and every path it yields is matched like a named path (a
+#     link included);
+#   - for a folder changed as a whole (a `**`), by looking up in it the first
+#     names of the entries that apply under any folder, then the entries
+#     under the names that exist.
+# Where the disk cannot be read (a Windows path here, no known working
+# folder, a listing past the limit), the names alone decide.
+
+_GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names decide
+
+
+def _glob_wild(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _glob_name(name: str, pattern: str, fold: bool) -> bool:
+    """Whether some name matches both `name` (an entry's, maybe with its own
+    `*`) and `pattern` (a pattern's)."""
+    if fold:
+        name, pattern = name.casefold(), pattern.casefold()
+    import fnmatch
+    if "*" in name:
+        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
+    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+
+
+def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
+                fold: bool, free_stars: bool) -> Optional[str]:
+    """How a path matching the pattern names q[i:] reaches the entry names
+    want[j:]: "is", "in", "holds" or None.  free_stars: a `**` may stand for
+    names of the entry (one at a known place); for an entry under any folder
+    it may not, or it would stand for every folder."""
+    if j == len(want):
+        if all(p == "**" for p in q[i:]):
+            return "is"
+        return "in" if folder else None
+    if i == len(q):
+        return "holds" if j > 0 or free_stars else None
+    if q[i] == "**":
+        return (_glob_reach(q, i + 1, want, j, folder, fold, free_stars)
+                or (_glob_reach(q, i, want, j + 1, folder, fold, free_stars)
+                    if free_stars else None))
+    if _glob_name(want[j], q[i], fold):
+        return _glob_reach(q, i + 1, want, j + 1, folder, fold, free_stars)
+    return None
+
+
+def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional[_SettingsHit]:
+    """The first entry some path matching the pattern could reach, by names alone."""
+    q, fold = reading.parts, True  # letter case cannot be probed on a pattern: either counts
+    anywhere = _settings_anywhere()
+    for start in range(len(q)):
+        for parts, folder, spelled, host, index in anywhere.get(q[start].casefold(), ()):
+            relation = _glob_reach(q, start, parts, 0, folder, fold, False)
+            if relation:
+                return relation, host, index, spelled
+    if reading.absolute:
+        for head, shown, windows, host, index in (
+                b for bases in settings.bases.values() for b in bases):
+            if windows == reading.windows:
+                for parts, folder, spelled in _settings_row(host, index):
+                    relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
+                    if relation:
+                        return relation, host, index, shown + "/" + spelled if spelled else shown
+    return None
+
+
+def _glob_tree(folder: str) -> Optional[_SettingsHit]:
+    """An entry (of those under any folder) that exists directly in `folder`."""
+    anywhere = _settings_anywhere()
+    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+        if os.path.lexists(os.path.join(folder, first)):
+            for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
+                if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
+                    return "holds", host, index, spelled
+    return None
+
+
+def _glob_expand(folder: str, rest: Tuple[str, ...], budget: List[int],
+                 out: List[Tuple[str, bool]]) -> bool:
+    """Collect (path, whole tree?) for the paths `rest` names below `folder`;
+    False when the listing limit ran out."""
+    if not rest:
+        out.append((folder, False))
+        return True
+    name = rest[0]
+    if name == "**":
+        out.append((folder, True))
+        return True
+    if not _glob_wild(name):
+        return _glob_expand(os.path.join(folder, name), rest[1:], budget, out)
+    import fnmatch
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True  # nothing to expand: the word stays as written, a new name
+    budget[0] -= len(names)
+    if budget[0] < 0:
+        return False
+    return all(_glob_expand(os.path.join(folder, n), rest[1:], budget, out)
+               for n in sorted(names) if fnmatch.fnmatchcase(n, name))
+
+
+def host_settings_pattern_matches(patterns: Any, cwd: Optional[str], protected_paths: Any
+                                  ) -> List[Tuple[str, str, _SettingsHit]]:
+    """(pattern, what it reaches, hit) for the shell write patterns (see
+    ShellAnalysis) that may reach a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    found = []
+    for pattern in patterns:
+        readings = _settings_readings(pattern, cwd)
+        if not readings:
+            continue
+        reading = readings[0]  # the names as written: links are followed per path below
+        hit = _glob_by_name(reading, settings)
+        if hit is not None:
+            found.append((pattern, reading.shown, hit))
+            continue
+        if not reading.absolute or not reading.parts or reading.windows != (os.name == "nt"):
+            continue  # no folder to list, or a path of another OS
+        start, rest = ((reading.parts[0] + "\\", reading.parts[1:]) if reading.windows
+                       else ("/", reading.parts))
+        expanded: List[Tuple[str, bool]] = []
+        if not _glob_expand(start, rest, [_GLOB_LIST_LIMIT], expanded):
+            continue
+        for path, tree in expanded:
+            hit = next((h for r in _settings_readings(path, None)
+                        for h in [_settings_reach(r, settings)] if h is not None), None)
+            if hit is None and tree:
+                hit = _glob_tree(path)
+            if hit is not None:
+                found.append((pattern, path, hit))
+                break
+    return found
+
+
+def _host_settings_detail(hits: List[Tuple[str, str, _SettingsHit]]) -> str:
+    parts = []
+    for raw, shown, (relation, host, index, spelled) in hits:
+        named = shown if raw == shown else "%s (named `%s`)" % (shown, raw)
+        what = HOST_SETTINGS[host][index][0]  # it names the host
+        if relation == "is":
+            parts.append("%s is %s" % (named, what))
+        elif relation == "in":
+            parts.append("%s lies in %s, %s" % (named, spelled, what))
+        else:
+            parts.append("%s holds %s, %s" % (named, spelled, what))
+    return ("This call would change a host file that decides whether the guard's hook runs: "
+            "%s. A write there can turn the hooks off, replace them or load code that "
+            "unhooks the guard, so self-protection stops it in every mode while the guard is "
+            "armed, change and open included." % "; ".join(parts))
+
+
+# What an agent stopped for a host settings file is told to do.
+_HOST_SETTINGS_NEXT = (
+    "Do not work around this. If the user wants this file changed, the user first turns the "
+    "guard off for this session by sending `$stop-that-shit off` as a prompt, then asks for "
+    "the edit again (`$stop-that-shit change` arms the guard again afterwards); or the user "
+    "edits the file by hand. Tell the user what you wanted to change in it and why.")
 
 
 def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
@@ -10658,11 +13094,13 @@ _TAMPER_UNKNOWN_NEXT = (
     "files. If you did mean to change the guard, tell the user instead.")
 
 
-# ---- the ordered checks (core.md 4.2) --------------------------------------
+# ---- the ordered checks -----------------------------------------------------
 
 
 class _DecisionFacts:
-    """Prepared inputs of core.md 4.1, shared by the checks."""
+    """What the checks read, prepared once per call: the contract, whether the
+    guard is armed, the budget (unlimited unless a valid integer), the
+    admission count and the ledger summary."""
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
                  storage_error: Optional[dict], protected_paths: Any,
@@ -10730,6 +13168,11 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    settings = host_settings_matches(f.action, f.protected_paths)
+    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
+                                              f.protected_paths)
+    if settings:
+        return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
         # A write whose target could be a guard file is not let through.
         unplaced = _tamper_unplaced(f.action)
@@ -10752,7 +13195,7 @@ def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
     if isinstance(error, dict):
         what = str(error.get("message") or error.get("code") or "")
     what = what or "unknown directive error"
-    # 10-L3: the embedded message ends with its own period; avoid "..".
+    # The embedded message ends with its own period; avoid "..".
     if what.endswith("."):
         what = what[:-1]
     return ("The active directive is invalid: %s." % what, None, None)
@@ -10854,8 +13297,8 @@ _AGENT_START_NEXT = (
 
 
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
-    # decisions.md 10: only a finite budget makes an unbounded fan-out a
-    # problem; under the unlimited default it is admitted as unresolved.
+    # Only a finite budget makes an unbounded fan-out a problem; under the
+    # unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
@@ -10917,60 +13360,109 @@ def _when_within(f: _DecisionFacts) -> _CheckHit:
     return ("The call is within the active contract.", None, None)
 
 
-# First match decides.  1a/1b, then self-protection (decisions.md 3), then
-# core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
-_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
-    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
-    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
-    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
-    ("GUARD_SELF_PROTECTION", _when_tamper),
-    ("CONTROL_INACTIVE", _when_inactive),                  # 2
-    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
-    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
-    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
-    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
-    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
-    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
-    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
-    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
-    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
-    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
-    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
-    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
-    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
-    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
-    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
-    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
-    ("WITHIN_CONTRACT", _when_within),                     # 18
+# The decision table: every reason code, in the order the checks run.  The
+# first row whose check matches decides; WITHIN_CONTRACT always matches.
+# Damaged state comes first (nothing else can be trusted), then
+# self-protection (no mode, change and open included, lets an armed agent
+# switch the guard off), then whether anything is enforced at all, then the
+# contract's own rules, and thrash just before the final allow.
+DECISION_TABLE: Tuple[_DecisionRow, ...] = (
+    # Decided by the engine, not by a check: the session lock stayed taken
+    # for a delegation change under a finite budget (see state_busy_decision).
+    _DecisionRow("STATE_BUSY", "S", "deny_when_armed", None,
+                 "Retry the call in a moment; another hook holds the session state."),
+    # Read-only recovery: the state file or its lock is damaged.
+    _DecisionRow("RECOVERY_READ_ONLY", None, "allow", _when_recovery_read),
+    _DecisionRow("STS_LOCK_DAMAGED", "I", "always_deny", _when_lock_damaged,
+                 "Follow the lock-recovery steps (stop every host using this data dir, then "
+                 "move only the lock aside); contracts and the delegation ledger are kept."),
+    _DecisionRow("STATE_DAMAGED", "I", "always_deny", _when_state_damaged,
+                 "Restore a known-good backup of the session file or start a new host "
+                 "session; do not clear unresolved delegation records by hand."),
+    _DecisionRow("GUARD_SELF_PROTECTION", "I", "deny_when_armed", _when_tamper, _TAMPER_NEXT),
+    _DecisionRow("CONTROL_INACTIVE", None, "allow", _when_inactive),
+    _DecisionRow("INVALID_DIRECTIVE", "S", "deny_when_armed", _when_invalid_directive,
+                 "Have the user fix the reported directive field before delegating."),
+    _DecisionRow("LIFECYCLE_PROTOCOL_REQUIRED", "S", "deny_when_armed", _when_legacy,
+                 "Upgrade the adapter and the runtime together; reads and writes keep "
+                 "working meanwhile."),
+    _DecisionRow("MODE_FORBIDS_MUTATION", "I", "deny_when_armed", _when_mode_write,
+                 "Report what you found, use a read-only action, or ask the user for a "
+                 "change contract."),
+    _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
+                 "Use a command that is plainly read-only, or ask the user for a change "
+                 "contract."),
+    # Hashing outranks the file boundary: an H finding is reported as H.
+    _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
+                 "Use a direct alternative, or get `hash=allow` from the user naming who "
+                 "consumes the hash, what cost it replaces and which decision it changes."),
+    _DecisionRow("HYPOTHETICAL_UNREACHABLE", "H", "always_defer", _when_unreachable,
+                 "Defer this hardening unless evidence shows the input or state is "
+                 "reachable."),
+    _DecisionRow("WRITE_PATH_UNPROVEN", "S", "approval_when_armed", _when_write_path,
+                 "Use a patch or edit tool whose paths are visible, or ask the user to "
+                 "approve a broader boundary."),
+    _DecisionRow("PATH_OUTSIDE_CONTRACT", "S", "deny_when_armed", _when_outside,
+                 "Stay inside the declared files= boundary, or ask the user for a new one."),
+    _DecisionRow("DEPENDENCY_NOT_AUTHORIZED", "S", "policy_when_armed", _when_dependency,
+                 "Keep to the existing stack, or get `deps=allow` from the user for this "
+                 "dependency."),
+    # Delegation: a call that cannot be counted, then the count itself.
+    _DecisionRow("UNBOUNDED_DELEGATION", "S", "deny_when_armed", _when_unbounded,
+                 "Delegate a bounded batch instead, or have the user switch the guard off "
+                 "for this workflow."),
+    _DecisionRow("DUPLICATE_ACTION_ID", "S", "deny_when_armed", _when_duplicate,
+                 "Give every delegation call its own id."),
+    _DecisionRow("DELEGATION_STATE_UNPROVEN", "S", "deny_when_armed", _when_state_unproven,
+                 "Wait until that call is confirmed complete, or continue in a new host "
+                 "session."),
+    _DecisionRow("DELEGATION_LIFECYCLE_UNPROVEN", "S", "deny_when_armed",
+                 _when_lifecycle_unproven,
+                 "Start a new delegation call instead; messaging and resuming agents stay "
+                 "available when no finite agent limit is set."),
+    _DecisionRow("AGENT_BUDGET_EXHAUSTED", "S", "deny_when_armed", _when_budget,
+                 "Wait for a delegated call to complete, or ask the user to raise agents=N."),
+    _DecisionRow("UNAPPROVED_SCOPE_EXPANSION", "S", "approval_when_armed", _when_expansion,
+                 "Report it, defer it, or get the user's explicit approval first."),
+    # Thrash is only ever reported, at every level: it never denies.
+    _DecisionRow("REPEATED_WITHOUT_CHANGE", "T", "always_defer", _when_thrash,
+                 "Change something (code, input or approach) before running it again, or "
+                 "report what blocks you."),
+    _DecisionRow("WITHIN_CONTRACT", None, "allow", _when_within),
 )
+
+# The same rows by code, for the decisions made outside `decide` (STATE_BUSY).
+_DECISION_ROWS: Dict[str, _DecisionRow] = {row.code: row for row in DECISION_TABLE}
 
 
 def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
            storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
            thrash_repeats: int = 0) -> Decision:
-    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict).
+    """Run DECISION_TABLE against `state` (schema 4 dict): the first row whose
+    check matches decides.
 
     storage_error: {"code", "message"} when the session is in read-only
-    recovery (core.md 7.5); `state` is then the recovery state.
-    protected_paths: resolved absolute roots the agent must not write
-    (decisions.md 3); any sequence of strings.
+    recovery; `state` is then the recovery state.
+    protected_paths: resolved absolute roots the agent must not write (the
+    data dir, the running sts.py, the files install wrote), strings, and at
+    most one HostSettings (host files named by HOST_SETTINGS).
     thrash_repeats: runs in a row of this same command with no write in
-    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
-    on, the call is reported.
+    between, this call included; from THRASH_REPEAT_LIMIT on, the call is
+    reported.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error,
                            protected_paths, thrash_repeats)
-    for code, check in _DECISION_CHECKS:
-        hit = check(facts)
+    for row in DECISION_TABLE:
+        hit = row.check(facts) if row.check is not None else None
         if hit is not None:
             detail, next_text, policy = hit
-            if DECISION_RULES[code].outcome == "allow":
-                return Decision("allow", code, None, detail, "")
-            return _decision_for(code, facts.armed, detail, next_text, policy)
+            if row.outcome == "allow":
+                return Decision("allow", row.code, None, detail, "")
+            return _decision_for(row.code, facts.armed, detail, next_text, policy)
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
-# ---- the culprit: which part of the call decided ---------------------------
+# ---- the culprit: which part of the call decided ----------------------------
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
@@ -11056,7 +13548,7 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
-# ---- the STOP / WATCH message (core.md 5.1) --------------------------------
+# ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
     "context": "The guard returned context and did not deny the call.",
@@ -11067,7 +13559,9 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
                      response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
-    """The multi-line STOP/WATCH message of core.md 5.1.
+    """The multi-line STOP/WATCH message: WATCH when the result is context,
+    then the response line, Reason, Detail, Code, State, Event, Culprit, Next
+    (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -11411,9 +13905,10 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
-# recovery, armed markers, session links, and the runtime audit: its lines,
-# dated segments, the total limit and the index its readers use.
-# core.md 7 and 8; decisions.md 5 and 7.
+# recovery, armed markers, session links, the per-host "last event" marks,
+# and the runtime audit: one line per judged tool call, written with one
+# O_APPEND write so that concurrent hooks never interleave bytes, in dated
+# segments under a total limit, with the index its readers use.
 ###############################################################################
 
 
@@ -11539,7 +14034,7 @@ def _uuid4_text() -> str:
 
 
 def _state_int_ok(value: Any) -> bool:
-    # S4: JSON true/false must not pass as 1/0.
+    # JSON true/false must not pass as 1/0 (bool is an int subclass).
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -11598,7 +14093,7 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
-    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # Only agentAliases is optional.  A missing unresolved map
     # or accepted-id list must not read as empty: that would forget an
     # unproven count or a used id and grant budget nothing proved free.
     for required in ("acceptedActions", "unresolved"):
@@ -11656,7 +14151,7 @@ def _validate_delegation(raw: Any) -> dict:
 
 
 def validate_state(obj: Any) -> dict:
-    """Check a parsed state file against schema 4 (core.md 7.3) and normalize it.
+    """Check a parsed state file against schema 4 and normalize it.
 
     Raises StateDamaged on the first problem.  Normalizing happens in memory
     only (legacy budget keys dropped, optional fields filled in); the file is
@@ -11666,7 +14161,7 @@ def validate_state(obj: Any) -> dict:
         raise _damaged("not a JSON object")
     version = obj.get("schemaVersion")
     if type(version) is not int or version != STATE_SCHEMA_VERSION:
-        # S3: the port never wrote schemas 1-3, and a future one cannot be read safely.
+        # sts never wrote schemas 1-3, and a future one cannot be read safely.
         raise _damaged("unsupported schemaVersion %s" % json.dumps(version, default=str)[:20])
     state = {k: v for k, v in obj.items() if k not in _LEGACY_KEYS}
     state["contract"] = _validate_contract(obj.get("contract"))
@@ -11684,7 +14179,9 @@ def validate_state(obj: Any) -> dict:
 
 
 def recovery_state(storage_error: dict) -> dict:
-    """The read-only recovery state of core.md 7.5 for a `{code, message}` error."""
+    """The read-only recovery state for a `{code, message}` storage error: review /
+    guard with source `recovery`, and the agent count marked unproven, so reads
+    go on and everything else is denied until the user starts over."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -11699,7 +14196,8 @@ def _lock_damaged(key: str) -> dict:
 
 
 def _pid_alive(pid: int) -> bool:
-    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go (C4)."""
+    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go
+    (where liveness cannot be probed, a pid counts as alive)."""
     if pid <= 0:
         return True
     if os.name == "nt":
@@ -11755,7 +14253,8 @@ class Store:
 
     def __init__(self, root: Optional[str] = None) -> None:
         self.root = root or data_dir()
-        # Keys whose damaged file was moved aside during the current update (S1).
+        # Keys whose damaged file was moved aside during the current update
+        # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
 
     def path(self, *parts: str) -> str:
@@ -11764,15 +14263,15 @@ class Store:
     def _state_path(self, key: str) -> str:
         return os.path.join(self.root, "sessions", key + ".json")
 
-    # -- reading -----------------------------------------------------------
+    # ---- reading ------------------------------------------------------------
 
     def load(self, key: str) -> Loaded:
-        """Lock-free read; damage yields the recovery state (core.md 7.5)."""
+        """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
             import stat
             if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
-                # C5: sts never writes a lock file, so one here is foreign or corrupt.
+                # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
         except FileNotFoundError:
@@ -11801,7 +14300,7 @@ class Store:
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
 
-    # -- locking -----------------------------------------------------------
+    # ---- locking ------------------------------------------------------------
 
     def _acquire(self, key: str) -> Optional[str]:
         """Take the session lock; the owner file's path, or None if the lock is damaged."""
@@ -11895,7 +14394,8 @@ class Store:
         """Lock, load, call change(loaded) -> (new_state or None, result), write, unlock.
 
         In recovery nothing is written, except after `preserve_damaged(key)`
-        was called from inside `change` (S1): the damaged bytes are then out
+        was called from inside `change` (a valid directive starts a damaged
+        session afresh): the damaged bytes are then out
         of the way and the fresh state is written.  A lock path that is a
         file yields STS_LOCK_DAMAGED recovery without waiting.  Raises
         LockTimeout after 1.5 s; write errors propagate.
@@ -11920,7 +14420,8 @@ class Store:
             self._release(owner)
 
     def preserve_damaged(self, key: str) -> str:
-        """Move a damaged state file aside, bytes untouched (S1); returns the new path."""
+        """Move a damaged state file aside as `<file>.damaged-<UTC stamp>`, bytes
+        untouched; returns the new path."""
         import time
         target = self._state_path(key)
         now = time.time()
@@ -11935,11 +14436,12 @@ class Store:
         self._preserved.add(key)
         return kept
 
-    # -- writing -----------------------------------------------------------
+    # ---- writing ------------------------------------------------------------
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2,
                     durable: bool = True) -> None:
-        """Durable atomic replace (S2): the old file survives any failure.
+        """Durable atomic replace: temp file in the same folder, fsync, rename,
+        folder fsync; the old file survives any failure.
 
         durable=False, for files that can be rebuilt (the audit index), skips
         the fsyncs and removes the old file before the rename: ext4 flushes
@@ -12209,7 +14711,11 @@ class Store:
         self._append_line("runtime", "annotations.jsonl", record)
 
     def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event (decisions.md 4); returns the line."""
+        """Record an observed host effect for an event; returns the line.
+
+        The hook itself always writes `unobserved` (a returned denial does not
+        prove the host skipped the call); a test or user that saw what the host
+        did says so here, in an annotation line, never by rewriting the log."""
         event_id = event_id.lower() if isinstance(event_id, str) else event_id
         if not event_id_ok(event_id):
             raise ValueError("invalid event id: %r" % (event_id,))
@@ -12223,7 +14729,7 @@ class Store:
         self.append_annotation(record)
         return record
 
-    # -- markers, links, hosts ------------------------------------------------
+    # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
         """Keep <data>/armed/<key> present iff the governing contract is armed.
@@ -12470,7 +14976,7 @@ _REASON_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789"
 
 
 def event_id_ok(value: Any) -> bool:
-    """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
+    """`evt_` followed by lower-case hex and dashes."""
     return (isinstance(value, str) and len(value) > 4 and value.startswith("evt_")
             and not value[4:].strip(_HEX_ID))
 
@@ -12520,7 +15026,8 @@ def _time_ok(value: Any) -> bool:
 
 
 def runtime_event_ok(record: Any) -> bool:
-    """Shape checks of core.md 8.3 for one RuntimeEvent v1 line."""
+    """Shape checks for one RuntimeEvent v1 line; a line that fails them is
+    counted as damaged and skipped by readers."""
     if not isinstance(record, dict) or type(record.get("schemaVersion")) is not int \
             or record.get("schemaVersion") != 1:
         return False
@@ -12758,7 +15265,7 @@ class _Tally:
         return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
 
     def summary(self, damaged: int) -> Dict[str, Any]:
-        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        """The `summary` object of `runtime --json`, plus observed host effects."""
         responses = self.responses
         return {"checkedActions": self.row[0],
                 "contextResponses": responses.get("context_returned", 0),
@@ -13048,7 +15555,9 @@ def handle_event(event: ControlEvent, store: Store,
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
-    """What the shims' armed marker means (adapters.md 2.3)."""
+    """What the shims' armed marker means: the guard is armed, a directive error
+    is pending, or the state is in read-only recovery.  When sts.py cannot
+    answer, a shim blocks a tool call exactly when this was true."""
     return (storage_error is not None or bool(state.get("directiveError"))
             or control_state(state["contract"]) == "ARMED")
 
@@ -13057,7 +15566,7 @@ def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -
     """Keep the armed markers of the governing session and its children true.
 
     Children's markers are rewritten only when the root's marker changes, so
-    an ordinary tool call costs one stat (adapters.md 2.3).
+    an ordinary tool call costs one stat.
     """
     try:
         if store.set_armed(key, armed):
@@ -13076,9 +15585,10 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
                             bool(summary.unresolved_reasons), storage_error)
 
 
-def _protected_paths(store: Store) -> List[str]:
-    """The self-protection set of decisions.md 3: data dir, this file, installed paths."""
-    paths = [store.root, os.path.abspath(__file__)]
+def _protected_paths(store: Store) -> List[Any]:
+    """The self-protection set: data dir, this file, installed paths, and the
+    host settings that decide whether the hook runs (HostSettings)."""
+    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
     try:
         with open(store.path("installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
@@ -13154,7 +15664,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         try:
             loaded, decision = store.update(key, change)
         except LockTimeout as exc:
-            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
+            # Only a finite budget makes a lost admission unsafe: STATE_BUSY.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
             sys.stderr.write("sts: %s\n" % exc)
@@ -13162,7 +15672,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
                 decision = state_busy_decision(loaded.state["contract"])
             else:
                 # Unlimited: judged without the lock and not reserved, but still
-                # audited (decisions.md 7); fails open like the reference.
+                # audited like every judged tool call.
                 decision = judge(loaded)
     else:
         loaded = store.load(key)
@@ -13208,7 +15718,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
             _refresh_markers(store, event, key, True)
             return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
                               error["code"])
-        # decisions S1: a valid directive keeps the damaged bytes aside and starts fresh.
+        # A valid directive keeps the damaged bytes aside and starts fresh.
         kept_file = store.preserve_damaged(key)
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
@@ -13245,8 +15755,9 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     try:
         result, state = store.update(key, lambda loaded: _with_state(change, loaded))
     except (LockTimeout, OSError) as exc:
-        # A directive that cannot be saved must not vanish in silence (core.md
-        # 10-C2); an ordinary prompt fails open like any other hook.
+        # A directive that cannot be saved must not vanish in silence: the
+        # user is asked to resubmit it; an ordinary prompt fails open like any
+        # other hook.
         contract = store.load(key).state["contract"]
         if interpret_prompt(contract, prompt).kind == "plain":
             raise
@@ -13306,7 +15817,7 @@ def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], Loaded]:
         if loaded.storage_error is not None:
-            return None, loaded  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None, loaded  # recovery never writes: lifecycle facts are lost
         changed = apply_lifecycle_fact(loaded.state["delegation"], event)
         return (loaded.state if changed else None), loaded
 
@@ -13327,7 +15838,7 @@ _KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]]
 }
 
 
-# --- Thrash bookkeeping (decisions.md 2) --------------------------------------
+# ---- thrash bookkeeping -----------------------------------------------------
 # A small side file per session holds a digest of the last repeated command,
 # how often it ran and whether a write came in between.  Best effort: one
 # lock-free replace, a lost update is acceptable, a failure never changes a
@@ -13428,8 +15939,8 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 ###############################################################################
 # Adapters: shared helpers
 #
-# Owns what every host adapter shares: path normalization (adapters.md 1.4),
-# the name-based fallback classifier (1.5), shell/patch classification
+# Owns what every host adapter shares: path normalization, the name-based
+# fallback classifier for tools no table covers, shell/patch classification
 # through the analysis section, and the Adapter base class whose tables map
 # host events to kinds and tools to buckets.
 ###############################################################################
@@ -13470,7 +15981,10 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """Trim, relativize to cwd, forward slashes, no ./, unique.
+    """Trim (and one leading and one trailing quote), relativize to cwd (Windows
+    rules when both look like `C:\\` or a UNC path), forward slashes, no leading
+    ./, no empty paths, each once, in order.  A path outside cwd becomes
+    `../...`, so it is outside any files= boundary.
 
     A `./` stays in front of `~`: it marks a folder literally named `~` on a
     host that does not expand it (see `host_path`), which the core must not
@@ -13488,14 +16002,14 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 try:
                     path = ntpath.relpath(path, cwd)
                 except ValueError:
-                    pass  # another drive: Node keeps the absolute path (core.md 10-P1)
+                    pass  # another drive: Node keeps the absolute path
             elif path.startswith("/") and cwd.startswith("/"):
                 base = cwd.rstrip("/") + "/"
                 if path.startswith(base) and len(path) > len(base):
                     # Cut the prefix and keep any "..": relpath would apply it
                     # lexically, but Hermes and OpenCode hand an absolute path
                     # to the kernel, which applies it after following a link.
-                    # The core reads the rest both ways (core.md 10-P4).
+                    # The core reads the rest both ways (see _resolve_for_boundary).
                     path = path[len(base):]
                 else:
                     import posixpath
@@ -13509,7 +16023,8 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
     return out
 
 
-# adapters.md 1.5: whole words of a tool name, write list first.
+# For a tool no table covers (MCP, plugins): the whole words of its name (split
+# at `_`), write words first, else read words, else unknown.
 _FALLBACK_WRITE_WORDS = frozenset((
     "add append apply archive close commit copy create delete deploy edit install merge "
     "move patch post publish push remove rename send set submit update upload write").split())
@@ -13528,7 +16043,7 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
-# --- What the host itself does with a path ------------------------------------
+# ---- what the host itself does with a path ----------------------------------
 # A path is judged the way the host resolves it, before files= and
 # self-protection see it.  The core reads a leading `~` as the home folder;
 # hosts differ, so each adapter hands over the path the host will open:
@@ -13888,7 +16403,7 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
     path_text = path if isinstance(path, str) else None
     old = None if whole_file else (removed if isinstance(removed, str) else "")
     # An edit that keeps an existing hash call is not new hashing: only what
-    # the replacement adds over the replaced text counts (analysis.md 2).
+    # the replacement adds over the replaced text counts.
     action = {"name": name, "mutability": "write",
               "affectedPaths": [path_text] if path_text else [],
               "hashIntent": bool(added_text) and hash_intent_in_text(
@@ -13952,7 +16467,7 @@ def _as_object(value: Any) -> Any:
     return value
 
 
-# --- The adapters table: every tool of every host ----------------------------
+# ---- the adapters table: every tool of every host ---------------------------
 # One place to read what each host's tools do with the file system: which
 # arguments name paths, whether the tool runs code or programs, and where it
 # runs.  Each host's TOOLS (below) says how a call is classified; this table
@@ -13989,7 +16504,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
     },
     "claude": {
         "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
-        "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
+        "MultiEdit": (("file_path", "path"), "", ""), "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
         "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
         "PowerShell": ((), "powershell", ""),
         "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
@@ -14163,7 +16678,7 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Command hooks: JSON on stdin, JSON on stdout, exit 0.  adapters.md 3 and 4.
+# Command hooks: JSON on stdin, JSON on stdout, exit 0.
 # Both hosts answer with the same hookSpecificOutput shapes, so they share
 # one rendering; their event and tool tables differ.
 ###############################################################################
@@ -14293,7 +16808,7 @@ class _CommandHookAdapter(Adapter):
         if _is_text(call_id):
             action["id"] = call_id
         elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
-            return None  # adapters.md 1.1: a delegate call without id is dropped
+            return None  # a delegate call without id cannot be counted: dropped
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
@@ -14322,7 +16837,7 @@ def _is_uuid(value: Any) -> bool:
 
 
 class CodexAdapter(_CommandHookAdapter):
-    """Codex CLI command hooks (adapters.md 3)."""
+    """Codex CLI command hooks."""
 
     host = "codex"
     family = "codex"
@@ -14431,7 +16946,8 @@ def _sets_contract(text: str) -> bool:
 
 
 def _claude_slash_to_directive(prompt: str) -> str:
-    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
+    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit, in the
+    one place a directive counts (first non-empty line, at most three spaces in)."""
     lines = prompt.split("\n")
     for index, line in enumerate(lines):
         if line.strip(" \t\r") == "":
@@ -14468,7 +16984,7 @@ def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
 
 
 class ClaudeAdapter(_CommandHookAdapter):
-    """Claude Code command hooks (adapters.md 4)."""
+    """Claude Code command hooks."""
 
     host = "claude"
     family = "claude-code"
@@ -14486,7 +17002,8 @@ class ClaudeAdapter(_CommandHookAdapter):
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "UserPromptExpansion",
                                 "SubagentStart", "PreToolUse"))
     TOOLS = {
-        "Write": "_write_tool", "Edit": "_write_tool", "NotebookEdit": "_notebook",
+        "Write": "_write_tool", "Edit": "_write_tool", "MultiEdit": "_multi_edit",
+        "NotebookEdit": "_notebook",
         "EnterWorktree": "write",
         "Bash": "_shell", "Monitor": "_monitor", "PowerShell": "_powershell",
         "Agent": "delegate", "Task": "delegate", "Workflow": "_workflow",
@@ -14504,11 +17021,26 @@ class ClaudeAdapter(_CommandHookAdapter):
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
 
+    def _multi_edit(self, name: str, tool_input: dict) -> dict:
+        """Several Edits of one file: each pair is judged as an Edit would be."""
+        path = _first_text(tool_input, "file_path", "path")
+        edits = tool_input.get("edits")
+        action = file_write_action(name, path, None)
+        for edit in edits if isinstance(edits, list) else []:
+            if isinstance(edit, dict):
+                one = file_write_action(name, path, edit.get("new_string"),
+                                        edit.get("old_string"), whole_file=False)
+                action["hashIntent"] = action["hashIntent"] or one["hashIntent"]
+                action["dependencyIntent"] = action["dependencyIntent"] or one["dependencyIntent"]
+        return action
+
     def _notebook(self, name: str, tool_input: dict) -> dict:
         path = _first_text(tool_input, "notebook_path")
         source = tool_input.get("new_source")
         action = file_write_action(name, path, source)
         action["dependencyIntent"] = False
+        if tool_input.get("cell_type") == "markdown":
+            action["hashIntent"] = False   # a markdown cell is prose
         return action
 
     def _monitor(self, name: str, tool_input: dict) -> dict:
@@ -14528,7 +17060,8 @@ class ClaudeAdapter(_CommandHookAdapter):
         if isinstance(prompt, str):
             note = parse_task_notification(prompt)
             if note is not None:
-                # Model-written text: never contract authority (adapters.md 4.4).
+                # A subagent's completion notice arrives as a prompt, but its
+                # text is model-written: never contract authority.
                 return self._task_done(payload, note, name)
         source = payload.get("source")
         if source is not None and source not in _CLAUDE_USER_SOURCES:
@@ -14600,11 +17133,11 @@ class ClaudeAdapter(_CommandHookAdapter):
 #
 # Hermes speaks the native command-hook format (its plugin in host_shims/
 # builds the same envelope); OpenCode, Pi and Oh My Pi arrive through the
-# shims' wire protocol (adapters.md 2).  adapters.md 5-8.
+# shims' wire protocol (see host_shims/README.md).
 ###############################################################################
 
 
-# --- Shared by the four hosts -------------------------------------------------
+# ---- shared by the four hosts -----------------------------------------------
 
 
 class ShimCall(HookCall):
@@ -14682,7 +17215,7 @@ def link_child(store: Store, child: str, root: str) -> None:
 
 
 def _recovery_state(error: dict) -> dict:
-    """core.md 7.5: review / guard / source recovery, count unproven."""
+    """Read-only recovery: review / guard / source recovery, count unproven."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -14690,7 +17223,7 @@ def _recovery_state(error: dict) -> dict:
 
 
 def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
-    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    """An adapter-forced recovery (PARENT_LINK_DAMAGED): the core's
     own checks run against the recovery state, so reads pass and the rest is
     denied with the storage code, exactly as for a damaged state file."""
     parsed = Action.from_dict(action)
@@ -14712,7 +17245,9 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 
 def directive_pause_text(error: dict) -> str:
-    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    """What Hermes and OpenCode say while a directive is rejected: they cannot
+    reject the prompt itself, so the agent is told which directive failed, that
+    the previous contract still applies, and that tools wait for a fix."""
     return directive_rejected_text(error, paused=True)
 
 
@@ -14789,7 +17324,8 @@ class _HostBAdapter(Adapter):
     def before_call(self, name: str, session: str, root: str, action: dict,
                     call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
                     **more: Any) -> Optional[ShimCall]:
-        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        """action.before for `root`; None when a delegate call has no id (it
+        could not be counted)."""
         if _is_text(call_id):
             action["id"] = call_id
         elif _needs_call_id(action):
@@ -14815,7 +17351,7 @@ class _HostBAdapter(Adapter):
 
 
 class _ShimAdapter(_HostBAdapter):
-    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (host_shims/README.md).
 
     The shim needs exactly one JSON object back, so every path answers at
     least `{}` (an unmapped hook included).
@@ -14862,7 +17398,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
                     session_id=session)
 
 
-# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# ---- Hermes Agent -----------------------------------------------------------
 # Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
@@ -14881,7 +17417,7 @@ def _v4a_paths(patch_text: Any) -> List[str]:
         return []
     header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
     # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
-    # the same without a backtracking regex over model text (decisions.md 8).
+    # the same without a backtracking regex over model text.
     move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
@@ -14904,7 +17440,8 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+    """The number of children of a delegate_task: the length of `tasks` (an
+    array or its JSON text), else 1 for a non-empty `goal`, else 0.
 
     A `tasks` value that is not a usable array counts as absent rather than
     as zero: Hermes then falls back to `goal` and starts that child, so
@@ -14928,7 +17465,7 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
 
     Hermes 0.19 background results carry no subagent ids, so nothing would
     ever bind a child to its delegate_task call and a finite budget would stay
-    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    spent.  A child is bound only when exactly one call can
     own it; with two candidates nothing is guessed (never first-in-first-out).
     """
     reservations = store.load(session_key(root)).state["delegation"].get("reservations")
@@ -14993,7 +17530,7 @@ class HermesAdapter(_HostBAdapter):
             return _json({"action": "block",
                           "message": result.text or "Stop That Shit blocked this call."})
         if call.host_event != "pre_llm_call" or not call.render:
-            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+            return ""  # Hermes shows context on prompts only
         if result.kind == "prompt-error":
             error = rejection_of(result)
             return _json({"context": directive_pause_text(error) if error else result.text})
@@ -15011,7 +17548,7 @@ class HermesAdapter(_HostBAdapter):
             return None
         return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write_file(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
 
@@ -15021,10 +17558,17 @@ class HermesAdapter(_HostBAdapter):
             if not isinstance(text, str):
                 text = _first_text(tool_input, "patch_text", "content", "input") or ""
             paths = _v4a_paths(text)
-            added = _added_lines(text)
+            # Intents come from the shared patch reader, file by file with each
+            # file's path, as on every other host.  A header only Hermes' own
+            # parser accepts leaves its lines unattributed: they are read whole.
+            summary = analyze_patch(text, v4a=True)
+            stray = [p for p in paths if p not in summary.paths]
+            added = _added_lines(text) if stray else ""
             return {"name": name, "mutability": "write", "affectedPaths": paths,
-                    "hashIntent": bool(added) and hash_intent_in_text(added, None),
-                    "dependencyIntent": False}
+                    "hashIntent": summary.hash_intent or (
+                        bool(added) and hash_intent_in_text(added, None)),
+                    "dependencyIntent": summary.dependency_intent or (bool(added) and any(
+                        dependency_intent_in_change(p, None, added) for p in stray))}
         return file_write_action(name, tool_input.get("path"), tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
 
@@ -15051,7 +17595,7 @@ class HermesAdapter(_HostBAdapter):
             return {"name": name, "mutability": "control", "delegationCount": 0}
         return {"name": name, "mutability": "delegate", "delegationCount": count}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         if session is None:
@@ -15117,7 +17661,7 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+        if pending:  # paused until a corrected directive, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
@@ -15131,7 +17675,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged:
-            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None  # recovery never writes: lifecycle facts are lost
         fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
         return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
@@ -15162,7 +17706,8 @@ class HermesAdapter(_HostBAdapter):
             return None
         try:
             root = resolve_root(store, parent)
-            # adapters.md 8.5: the child's own events must find the root contract.
+            # Every child is its own Hermes session: its own events must find
+            # the root contract through these links.
             for linked in (child, alias):
                 if linked and linked != root:
                     link_child(store, linked, root)
@@ -15201,12 +17746,12 @@ class HermesAdapter(_HostBAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- OpenCode (adapters.md 5) ---------------------------------------------------
+# ---- OpenCode ---------------------------------------------------------------
 _DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
 
 
 def opencode_message_text(parts: Any) -> str:
-    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    """The user's text: text parts that are neither synthetic nor ignored, joined by \\n."""
     if not isinstance(parts, list):
         return ""
     texts = [p["text"] for p in parts
@@ -15216,7 +17761,7 @@ def opencode_message_text(parts: Any) -> str:
 
 
 def unwrap_run_quoting(text: str) -> str:
-    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+    """`opencode run` wraps an argument holding spaces in double quotes.
 
     Only a whole-text quoted argument whose content starts with the directive
     is unwrapped; any other quoted text stays data, as the parser intends.
@@ -15246,7 +17791,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
     """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
 
     OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
-    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    decides.  None means unknown (treated as editable).
     """
     if isinstance(value, bool) or value is None:
         return value
@@ -15259,7 +17804,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
                     and rule.get("pattern") == "*":
                 editable = rule.get("action") != "deny"
         return editable
-    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+    if isinstance(value, dict):  # the older object form {edit: "deny"}
         edit = value.get("edit")
         if isinstance(edit, dict):
             edit = edit.get("*")
@@ -15269,7 +17814,9 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
 
 
 def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
-    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+    """OpenCode editable-agent promotion: a root message without a directive, sent
+    to an agent that can edit while the contract is review, makes it change
+    (source host; files, hash and deps kept).
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
@@ -15379,7 +17926,7 @@ class OpenCodeAdapter(_ShimAdapter):
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
             # The shim could not look the parent up, so this may be a child we
-            # cannot link: not known to be a root means no authority (5.4).
+            # cannot link: not known to be a root means no authority.
             return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
@@ -15408,7 +17955,7 @@ class OpenCodeAdapter(_ShimAdapter):
         if session is None:
             return None
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+        if pending:  # every tool call waits for a corrected directive (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         if self.tool_key(action["name"]) == "task":
             self._resumed_session(action, args, store, session, root)
@@ -15449,7 +17996,7 @@ class OpenCodeAdapter(_ShimAdapter):
 
     @staticmethod
     def task_result(output: Any) -> dict:
-        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        """The child session id binds the call; background keeps it running."""
         if not isinstance(output, dict) or not isinstance(output.get("output"), str):
             return {"lifecycle": "unknown"}
         meta = output.get("metadata")
@@ -15477,20 +18024,20 @@ class OpenCodeAdapter(_ShimAdapter):
             return ShimCall(name, self.envelope("session.end", root), render=False,
                             session_id=session, root=root, store=store)
         if kind == "session.idle" and root != session:
-            # A child that went idle has finished its run (REF V1).
+            # A child that went idle has finished its run.
             stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
             return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
         return None  # session.created only stores the link; a deleted child never frees the root
 
 
-# --- Pi (adapters.md 6) ---------------------------------------------------------
+# ---- Pi ---------------------------------------------------------------------
 _PI_SKILL_FORM = "/skill:stop-that-shit"
 _PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
                    "background")
 
 
 def _replace_skill_form(text: str) -> str:
-    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit."""
     lower = text.lower()
     out, start = [], 0
     while True:
@@ -15505,7 +18052,9 @@ def _replace_skill_form(text: str) -> str:
 
 
 def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    """(count, unbounded) for the example `subagent` extension: exactly one of
+    agent+task (1), a non-empty tasks[] (its length) or a non-empty chain[] (1,
+    run one after another); none or several shapes is unbounded, count 0."""
     args = tool_input if isinstance(tool_input, dict) else {}
     shapes = []
     if _is_text(args.get("agent")) and _is_text(args.get("task")):
@@ -15611,9 +18160,11 @@ class PiAdapter(_ShimAdapter):
             if isinstance(edits, list) else [(args.get("oldText"), args.get("newText"))]
         path_text = path if isinstance(path, str) else None
         added = "\n".join(new for _, new in pairs if isinstance(new, str))
+        removed = "\n".join(old for old, _ in pairs if isinstance(old, str))
         return {"name": name, "mutability": "write",
                 "affectedPaths": [path_text] if path_text else [],
-                "hashIntent": bool(added) and hash_intent_in_text(added, path_text),
+                "hashIntent": bool(added) and hash_intent_in_text(added, path_text,
+                                                                  removed_text=removed),
                 "dependencyIntent": any(
                     isinstance(new, str) and new and dependency_intent_in_change(
                         path_text, old if isinstance(old, str) else "", new)
@@ -15714,7 +18265,7 @@ class PiAdapter(_ShimAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+# ---- Oh My Pi ---------------------------------------------------------------
 _OMP_HUB_OPS = {
     **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
     "cancel": "control", "stop": "control",
@@ -15727,7 +18278,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # Only the directive position counts: blank lines, then at most three
     # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
     offset = 0
     for line in text.split("\n"):
@@ -15837,7 +18388,8 @@ def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str]
 
 
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    """(count, unbounded) of an OMP `task` call: the batch length, else 1;
+    unbounded when any item (or the single form) lacks a non-empty `task`."""
     args = tool_input if isinstance(tool_input, dict) else {}
     tasks = args.get("tasks")
     if isinstance(tasks, list) and tasks:
@@ -15954,7 +18506,7 @@ class OmpAdapter(PiAdapter):
             return session, root
         return session, resolve_root(store, session, ctx.get("parentSessionId"))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write(self, name: str, args: dict) -> dict:
         path = args.get("path")
         if isinstance(path, str):
@@ -15976,7 +18528,12 @@ class OmpAdapter(PiAdapter):
             found = [omp_host_path(p) for p in found]
             summary = analyze_patch(text)  # the Codex-style transport
             paths = found + [omp_host_path(p) for p in summary.paths if p not in found]
-            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(added, None))
+            # Lines of Codex-style sections were read with their own file's path by
+            # analyze_patch; only hashline and anchored sections are read here.
+            if not found:
+                added = ""
+            hash_hit = summary.hash_intent or (bool(added) and hash_intent_in_text(
+                added, found[0] if len(found) == 1 else None))
             dependency_hit = summary.dependency_intent or (bool(added) and any(
                 dependency_intent_in_change(p, "", added) for p in found))
         for key in ("path", "_path"):
@@ -16026,7 +18583,7 @@ class OmpAdapter(PiAdapter):
     def _spawner(self, name: str, args: dict) -> dict:
         return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         flag = _ctx(body).get("flag")
         if not _is_text(flag):
@@ -16262,7 +18819,7 @@ class _NewHostAdapter(_CommandHookAdapter):
                              payload.get("tool_input"), call_id)
 
 
-# --- Gemini CLI 0.61 ----------------------------------------------------------
+# ---- Gemini CLI 0.61 --------------------------------------------------------
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
 # contract (which is right) but cannot be told apart from the parent's.
@@ -16344,7 +18901,7 @@ class GeminiAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
-# --- Copilot CLI 1.0 (camelCase hooks) ------------------------------------------
+# ---- Copilot CLI 1.0 (camelCase hooks) --------------------------------------
 # Install writes the camelCase flavour (version-1 hook files, `bash` commands):
 # Copilot's own tool names reach the hook unchanged, and a subagent's calls
 # carry agentId/parentAgentId.  The PascalCase flavour renames tools to
@@ -16432,7 +18989,7 @@ class CopilotAdapter(_NewHostAdapter):
             return _json({"additionalContext": result.text})
         return ""
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _create(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("file_text"))
 
@@ -16456,7 +19013,7 @@ class CopilotAdapter(_NewHostAdapter):
             return patch_action(name, tool_input)
         return super().classify(name, tool_input)
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session, root = self.governing(payload, store)
         if session is None:
@@ -16523,7 +19080,7 @@ class CopilotAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("subagent.stop", root, agentId=agent), render=False)
 
 
-# --- Qwen Code 0.24 -----------------------------------------------------------
+# ---- Qwen Code 0.24 ---------------------------------------------------------
 # Claude's event names and answer format, Qwen's own tool names (the host
 # maps legacy names such as `task` and `replace` to `agent` and `edit` before
 # the hook runs).  UserPromptSubmit fires again after every tool result, with
@@ -16680,8 +19237,8 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 # Install, uninstall and doctor
 #
-# Owns wiring sts into each host's configuration: the hook command form of
-# decisions.md 1, merging JSON configs without losing the user's keys,
+# Owns wiring sts into each host's configuration: the import-form hook
+# command (see hook_argv), merging JSON configs without losing the user's keys,
 # backups, idempotence, the shims' copies, and the doctor's checks.
 #
 # Every edit is planned first (path, old bytes, new bytes), so --dry-run and
@@ -16703,7 +19260,9 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 
 # Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
-# 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
+# 5 s: well above a hook's cost (including a 1.5 s lock wait), well below what
+# a user would wait for.  A tool hook sees every tool; a PostToolUse hook only
+# the tools that start or wait for subagents, whose results the ledger needs.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
 _GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
@@ -16775,9 +19334,10 @@ def _xdg_config(*parts: str) -> str:
     return os.path.join(base, *parts)
 
 
-# The per-host table: where the user and project layers live (adapters.md 3.6,
-# 4.6, 5.6, 6.6, 7.6, 8.7) and what install writes there.  "config" is the JSON
-# hooks file for command-hook hosts; shim hosts use _SHIM_FILES instead.
+# The per-host table: where each host reads its user and project layers (and
+# the environment variable that moves the user one) and what install writes
+# there.  "config" is the JSON hooks file for command-hook hosts; shim hosts
+# use _SHIM_FILES instead.
 _HOSTS: Dict[str, Dict[str, Any]] = {
     "codex": {"user": lambda: _env_dir("CODEX_HOME", ".codex"), "project": ".codex",
               "config": "hooks.json", "binary": "codex"},
@@ -16847,7 +19407,7 @@ class _Manual(Exception):
     """An edit sts cannot prove safe; the user gets the exact lines instead."""
 
 
-# --------------------------------------------------------------- the command
+# ---- the command ------------------------------------------------------------
 
 
 def _sts_path() -> str:
@@ -16875,7 +19435,10 @@ def _dir_writable(path: str) -> bool:
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
-    """The hook command as argv (decisions.md 1): the import form, so bytecode is reused."""
+    """The hook command as argv: the import form, so bytecode is reused (a file
+    run as a script is compiled on every run); -I keeps PYTHON* variables and
+    the user's site folder from changing the guard, -S skips site start-up (sts
+    needs only the standard library)."""
     path = os.path.abspath(sts_path or _sts_path())
     folder = os.path.dirname(path)
     argv = [python, "-I", "-S"]
@@ -16890,12 +19453,12 @@ def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None
 
 
 def hook_command(host: str, python: str = "python3", sts_path: Optional[str] = None) -> str:
-    """The import-form hook command (decisions.md 1) for this copy of sts.py, as one
+    """The import-form hook command (see hook_argv) for this copy of sts.py, as one
     shell-quoted string (Codex and Claude run it with sh -c; Hermes shlex-splits it)."""
     return " ".join(_sh_quote(w) for w in hook_argv(host, python, sts_path))
 
 
-# --------------------------------------------------------------- JSON splicing
+# ---- JSON splicing ----------------------------------------------------------
 #
 # json.loads validates the file and reports line and column; the scanner below
 # then only has to find spans in text that is known to be valid JSON.
@@ -17185,7 +19748,7 @@ def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
     return True, "%s runs sts on %d events" % (path, len(_HOOK_EVENTS[host]))
 
 
-# --------------------------------------------------------------- Codex TOML
+# ---- Codex TOML -------------------------------------------------------------
 #
 # Codex wants `[features] hooks = true` in config.toml (the host kit set it).
 # sts never rewrites TOML: it appends a new [features] table, or adds one line
@@ -17327,7 +19890,7 @@ def _toml_hooks_enabled(path: str) -> Optional[bool]:
             return None
 
 
-# --------------------------------------------------------------- Hermes YAML
+# ---- Hermes YAML ------------------------------------------------------------
 #
 # No YAML library: sts reads config.yaml only as far as it must to prove where
 # `plugins.enabled` is, and gives up (printing the lines) on anything fancier
@@ -17507,7 +20070,7 @@ def _yaml_enable_lines() -> str:
     return "plugins:\n  enabled:\n    - %s" % _SHIM_NAME
 
 
-# --------------------------------------------------------------- shims
+# ---- shims ------------------------------------------------------------------
 
 
 def _shims_dir() -> str:
@@ -17551,7 +20114,7 @@ def _shim_pinned_to(path: str) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-# --------------------------------------------------------------- planning
+# ---- planning ---------------------------------------------------------------
 
 
 class _Change(Record):
@@ -17778,7 +20341,7 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
 
 def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it (adapters.md 5.6).
+    offline) unless node_modules/ exists and package-lock.json lists it.
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
@@ -17888,7 +20451,7 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     return plan
 
 
-# --------------------------------------------------------------- applying
+# ---- applying ---------------------------------------------------------------
 
 
 def _diff(ch: _Change) -> str:
@@ -17985,10 +20548,9 @@ def _apply(plan: _Plan, out: Any) -> List[str]:
     return done
 
 
-# --------------------------------------------------------------- installed.json
+# ---- installed.json ---------------------------------------------------------
 #
-# decisions.md 3: the self-protection check protects every path listed under
-# "paths".  "installs" keeps, per host, scope and folder, what install did, so
+# The self-protection check protects every path listed under "paths".  "installs" keeps, per host, scope and folder, what install did, so
 # that uninstall can take away exactly that.
 
 
@@ -18021,7 +20583,7 @@ def _entry_key(host: str, scope: str, base: str) -> str:
     return "%s:%s:%s" % (host, scope, base)
 
 
-# --------------------------------------------------------------- Codex trust
+# ---- Codex trust ------------------------------------------------------------
 
 
 class _AppServer:
@@ -18121,7 +20683,7 @@ def _codex_trust(hooks_path: str, command: str, cwd: str, write: bool) -> List[d
         server.close()
 
 
-# --------------------------------------------------------------- commands
+# ---- commands ---------------------------------------------------------------
 
 
 def _parse(args: List[str], flags: Dict[str, bool]) -> Tuple[Optional[str], Dict[str, Any]]:
@@ -18267,7 +20829,7 @@ def cmd_uninstall(args: List[str]) -> int:
         return 2
 
 
-# --------------------------------------------------------------- doctor
+# ---- doctor -----------------------------------------------------------------
 
 
 def _probe(host: str, command: str) -> Tuple[bool, str]:
@@ -18581,9 +21143,10 @@ def cmd_doctor(args: List[str]) -> int:
 # Inspection
 #
 # Owns the read side: status, runtime, explain and label, both as prompt
-# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  They
-# read each session's audit index (State and audit), and whole logs only for
-# --json event lists and for finding one event.
+# commands (`$stop-that-shit status`, which never change the contract) and
+# from the terminal (`python3 sts.py status`, exit 1 when nothing is found, 2
+# on a usage error).  They read each session's audit index (State and audit),
+# and whole logs only for --json event lists and for finding one event.
 ###############################################################################
 
 
@@ -18703,14 +21266,14 @@ def _minute(occurred_at: str) -> str:
     return "%s %s" % (occurred_at[:10], occurred_at[11:16]) if occurred_at else "-"
 
 
-# ---- status -------------------------------------------------------------------
+# ---- status -----------------------------------------------------------------
 
 
 def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     delegation = state.get("delegation") or {}
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", []))
                    for r in (delegation.get("reservations") or {}).values())
-    # First-seen order, as the reference prints them.
+    # In the order they were first recorded.
     reasons = list(dict.fromkeys((delegation.get("unresolved") or {}).values()))
     return reserved, reasons
 
@@ -18860,7 +21423,7 @@ def _event_lines(event: dict, notes: "Annotations") -> List[str]:
     return [first, second]
 
 
-# ---- runtime ------------------------------------------------------------------
+# ---- runtime ----------------------------------------------------------------
 
 
 def _runtime_text(summary: dict) -> str:
@@ -18880,7 +21443,7 @@ def _runtime_text(summary: dict) -> str:
         lines.append(_removed_sentence(removed))
     effects = summary["hostEffects"]
     if any(effects.values()):
-        # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
+        # Only effects someone confirmed afterwards are counted; the rest stay unobserved.
         lines.append("Observed host effects: blocked=%d; ran=%d"
                      % (effects["observed_blocked"], effects["observed_ran"]))
     return "\n".join(lines)
@@ -18983,11 +21546,11 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
     return summary, rows, events, notes, len(found)
 
 
-# ---- explain and label --------------------------------------------------------
+# ---- explain and label ------------------------------------------------------
 
 
 def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are lower-cased, L2).
+    """The event with this exact id in any session's log (ids are compared lower-cased).
 
     Each log is searched as bytes first and only a line holding the id is
     parsed: sts writes ids unescaped, so a log without those bytes cannot hold
@@ -19069,7 +21632,7 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
-# ---- prompt answers -------------------------------------------------------------
+# ---- prompt answers ---------------------------------------------------------
 
 
 def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
@@ -19101,7 +21664,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
-# ---- terminal -----------------------------------------------------------------
+# ---- terminal ---------------------------------------------------------------
 
 
 _INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
@@ -19674,8 +22237,12 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 # CLI
 #
-# Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
-# A3) and main().
+# Owns the hook runner and main().  A hook never shows the host a traceback.
+# Input that is empty, not JSON or not an object, and an event that fails
+# validation, fail open: no answer, one stderr line, exit 0.  An internal
+# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
+# call in a session known to be armed: there the call is denied, because the
+# host would run the tool when the hook crashes.
 ###############################################################################
 
 
@@ -19686,7 +22253,7 @@ ADAPTERS: Dict[str, Adapter] = {
     **HOST_ADAPTERS_C,
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
 _SCAN_CAP = 64 * 1024
 # Host event names after which the host runs a tool (fail-closed candidates).
 _TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
@@ -19708,7 +22275,7 @@ def _fail_open(error: str, reason: str) -> str:
 
 
 def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock (core.md 10-C1)."""
+    """Armed by marker, or by a readable contract at guard/lock."""
     if not session_id:
         return False
     key = session_key(session_id)
@@ -19780,7 +22347,7 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         event = ControlEvent.from_dict(call.event)
     except EventError as exc:
         return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the catch must live in sts.py (core.md 10-C1)
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
         result = handle_event(event, store, adapter.response_outcome)
@@ -19806,7 +22373,9 @@ def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
 
 def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
                       event: Optional[str] = None) -> str:
-    """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
+    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
+    scanned for a session id.  Deny when that session is armed and this is a
+    tool hook; otherwise fail open."""
     session = _scan_for(raw, ("session_id", "sessionId"))
     hook = _scan_for(raw, ("hook_event_name", "hook")) or event
     if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):

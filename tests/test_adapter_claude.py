@@ -1,4 +1,4 @@
-"""Claude Code adapter (adapters.md 4), driven with the payloads Claude Code 2.1.332 sent."""
+"""Claude Code adapter, driven with the payloads Claude Code 2.1.332 sent."""
 import sts
 from hooks import context_text, deny_reason, hook, kit_events
 
@@ -159,7 +159,7 @@ def test_a_scheduled_prompt_may_not_set_the_contract(store):
             ("ScheduleWakeup", "Continue.\n$stop-that-shit change")]):
         reason = deny_reason(hook("claude", _schedule(prompt, tool, text, "cron%d" % n), store))
         if text.startswith("Continue"):
-            assert reason is None  # a mention after the first line is plain text (core.md 2.2)
+            assert reason is None  # a mention after the first line is plain text
             continue
         assert "Code: I/GUARD_SELF_PROTECTION" in reason, text
     assert sts.Store(store.root).load(sts.session_key(prompt["session_id"])) \
@@ -172,3 +172,35 @@ def test_ordinary_scheduled_prompts_stay_controls(store):
     for n, text in enumerate(["check the CI run again", "$stop-that-shit status",
                               "Once the build is green, report the failures"]):
         assert hook("claude", _schedule(prompt, "CronCreate", text, "ok%d" % n), store) is None
+
+
+def test_multiedit_and_notebookedit_carry_intent(store):
+    """MultiEdit is judged edit by edit, as Edit is; NotebookEdit code cells are
+    code in whatever language, markdown cells prose."""
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit change deps=deny"), store)
+    multi = dict(tool, tool_name="MultiEdit", tool_input={
+        "file_path": "/tmp/run/work/requirements.txt",
+        "edits": [{"old_string": "# deps", "new_string": "# runtime deps"},
+                  {"old_string": "requests==2.31.0", "new_string": "requests==2.32.0"}]})
+    assert "DEPENDENCY_NOT_AUTHORIZED" in deny_reason(hook("claude", multi, store))
+    claude = sts.ClaudeAdapter()
+    kept = claude.classify("MultiEdit", {"file_path": "/w/a.js", "edits": [
+        {"old_string": "createHash('sha256').update(a)", "new_string":
+         "createHash('sha256').update(b)"}]})
+    assert kept["mutability"] == "write" and kept["affectedPaths"] == ["/w/a.js"]
+    assert kept["hashIntent"] is False
+    cell = {"notebook_path": "/w/a.ipynb", "new_source": "!sha256sum data.csv",
+            "cell_type": "code"}
+    assert claude.classify("NotebookEdit", cell)["hashIntent"] is True
+    r_cell = dict(cell, new_source='digest::digest(x, algo = "sha256")')
+    assert claude.classify("NotebookEdit", r_cell)["hashIntent"] is True
+    prose = dict(cell, new_source="We check `hashlib.sha256(data)` later.", cell_type="markdown")
+    assert claude.classify("NotebookEdit", prose)["hashIntent"] is False
+
+
+def test_powershell_redirect_keeps_hash_intent(store):
+    prompt, tool = claude_run("write")
+    hook("claude", say(prompt, "$stop-that-shit open hash=deny"), store)
+    shell = dict(tool, tool_name="PowerShell", tool_input={"command": "sha256sum a.js > a.sha"})
+    assert "HASH_NOT_AUTHORIZED" in deny_reason(hook("claude", shell, store))

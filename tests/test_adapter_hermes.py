@@ -1,4 +1,4 @@
-"""Hermes Agent adapter (adapters.md 8), driven with what Hermes 0.19.0 really sent."""
+"""Hermes Agent adapter, driven with what Hermes 0.19.0 really sent."""
 import json
 
 import pytest
@@ -81,6 +81,30 @@ def test_v4a_patch_paths(store):
             "*** UpdateFile: not-a-header\n*** End Patch\n")
     action = action_of(tool("patch", {"mode": "patch", "patch": text}), store)
     assert action["affectedPaths"] == ["new.py", "src/a.py", "old.py", "m.py", "n.py"]
+
+
+def test_v4a_patch_reads_intents_file_by_file(store):
+    """A V4A patch goes through the same patch reader as every other host: its
+    manifests are checked for dependencies, and each file's lines are read with
+    that file's path (a .md file is prose)."""
+    def patch(*lines):
+        return action_of(tool("patch", {"mode": "patch", "patch": "\n".join(
+            ("*** Begin Patch",) + lines + ("*** End Patch", ""))}), store)
+    added = patch("*** Update File: " + WORK + "/requirements.txt", "@@", " requests==2.31.0",
+                  "+flask>=2.0")
+    assert added["dependencyIntent"] is True and added["hashIntent"] is False
+    bumped = patch("*** Update File: requirements.txt", "@@", "-requests==2.31.0",
+                   "+requests==2.32.0")
+    assert bumped["dependencyIntent"] is True
+    comment = patch("*** Update File: requirements.txt", "@@", " requests==2.31.0", "+# pinned")
+    assert comment["dependencyIntent"] is False
+    prose = patch("*** Update File: docs/notes.md", "@@", "+Use hashlib.sha256(data).")
+    assert prose["hashIntent"] is False
+    code = patch("*** Update File: src/App.java", "@@", "+h = hashlib.md5(x)")
+    assert code["hashIntent"] is True
+    # A header only Hermes' own parser takes still has its lines read (whole).
+    odd = patch("*** Update\u00a0File: src/a.py", "@@", "+x = hashlib.md5(b)")
+    assert odd["affectedPaths"] == ["src/a.py"] and odd["hashIntent"] is True
 
 
 def test_absolute_path_keeps_its_dotdot_for_the_core(store):

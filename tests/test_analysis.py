@@ -1,5 +1,7 @@
 """Tests for the Analysis section of sts.py: shell verdicts, intents, patches."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -102,7 +104,8 @@ def test_corpus_size_and_mix():
 # ------------------------------------------------------------ hash intent ----
 
 HASH_CASES = [
-    # (added text, path, removed text, expected) -- analysis.md 4 group H and 5.7
+    # (added text, path, removed text, expected): code that computes a hash or
+    # digest is hash intent; a call only kept from the removed text is not new.
     ("const h = crypto.createHash('sha256')", "src/a.js", None, True),
     ("createHash('sha256')", "docs/a.md", None, False),
     ("hashlib.new('sha256', data)", "src/a.py", None, True),
@@ -134,6 +137,71 @@ HASH_CASES = [
     ("#[derive(Hash, Eq)]", "a.rs", None, False),
     ('"integrity": "sha512-abc"', "package-lock.json", None, False),
     ("", "a.py", None, False),
+    # Any language's hashing API in any code file (not only the extension's own)
+    ("h = hashlib.md5(x)", "src/App.java", None, True),
+    ('MessageDigest.getInstance("SHA-256")', "src/lib.rs", None, True),
+    ("let d = Sha256::digest(b);", "src/a.go", None, True),
+    ("var h = SHA256.HashData(bytes);", "app.kt", None, True),
+    ("h = hashlib.md5(x)", "notes.txt", None, False),             # data and prose stay unread
+    ("h = hashlib.md5(x)", "README", None, False),
+    # Aliases, bindings and dynamic lookups
+    ("import hashlib as h\nx = h.sha256(b)", "a.py", None, True),
+    ("import hashlib as h\nx = h.new('md5', b)", "a.py", None, True),
+    ("from hashlib import sha256 as s\ns(b)", "a.py", None, True),
+    ("from zlib import crc32 as c\nc(data)", "a.py", None, True),
+    ("m = __import__('hashlib')\nm.md5(b)", "a.py", None, True),
+    ("getattr(__import__('hash' + 'lib'), 'md' + '5')(b)", "a.py", None, True),
+    ("import importlib\nm = importlib.import_module('hashlib')", "a.py", None, True),
+    ("f = getattr(hashlib, name)", "a.py", None, True),
+    ("mod = sys.modules['hashlib']", "a.py", None, True),
+    ("import { createHash as ch } from 'crypto'", "a.ts", None, True),
+    ("const { hash } = require('node:crypto')", "a.js", None, True),
+    ("const ch = crypto['createHash']", "a.js", None, True),
+    ("h := sha256.Sum256(b)", "main.go", None, True),
+    ('import s "crypto/sha256"', "main.go", None, True),
+    ("x := s.Sum256(b)", "main.go", None, True),            # the alias imported elsewhere
+    ("using S = System.Security.Cryptography.SHA256;", "A.cs", None, True),
+    ("require 'digest'", "a.rb", None, True),
+    ("use md5;", "a.rs", None, True),
+    ("type H = Hmac<Sha256>;", "a.rs", None, True),
+    ("#include <openssl/sha.h>", "a.c", None, True),
+    ("XXH64(buf, len, 0)", "a.c", None, True),
+    (":crypto.hash(:sha256, x)", "a.ex", None, True),
+    ("sha256.convert(bytes)", "a.dart", None, True),
+    ("SELECT md5(name) FROM t", "q.sql", None, True),
+    ("file(SHA256 ${f} out)", "CMakeLists.txt", None, True),
+    ("[System.Security.Cryptography.SHA256]::Create()", "a.ps1", None, True),
+    ("$h = hash('sha256', $s);", "a.py", None, True),     # a digest named to a hash() call
+    ("array_map('sha1', $a);", "a.php", None, True),
+    # Hashing programs run from code or a script
+    ("subprocess.run(['sha256sum', path])", "a.py", None, True),
+    ('exec.Command("openssl", "dgst", f)', "main.go", None, True),   # an argv list
+    ("subprocess.run(['git', 'hash-object', p])", "a.py", None, True),
+    ('exec.Command("sha256sum", f)', "main.go", None, True),
+    ("os.system('openssl dgst -sha256 x')", "a.py", None, True),
+    ("sha256sum dist/*.zip", "bin/release", None, True),   # a script without extension
+    ('"scripts": {"sum": "sha256sum dist/*"}', "package.json", None, True),
+    ('"scripts": {"build": "tsc"}', "package.json", None, False),
+    # Notebooks: code cells in any language, shell escapes; markdown cells are prose
+    ('{"cells":[{"cell_type":"markdown","source":["hashlib.md5(x)"]}]}', "a.ipynb", None, False),
+    ('{"cells":[{"cell_type":"code","source":["!sha256sum a"]}]}', "a.ipynb", None, True),
+    ('{"cells":[{"cell_type":"code","source":["digest::digest(x)"]}]}', "a.ipynb", None, True),
+    ("%%bash\nsha256sum a", "a.ipynb", None, True),
+    # Mentions are not hashing: comments, docstrings, dict keys, other APIs
+    ("# we might use sha256 later\nx = 1", "a.py", None, False),
+    ('"""Return the sha256 (hex) of data."""\nx = 1', "a.py", None, False),
+    ("# hashlib.sha256(b) is slow\nx = 1", "a.py", None, False),
+    ("x = {'sha256': digest_value}", "a.py", None, False),
+    ("let m: HashMap<String, u32> = HashMap::new();", "a.rs", None, False),
+    ("const id = crypto.randomUUID()", "a.js", None, False),
+    ("import crypto from 'crypto'\nconst b = crypto.randomBytes(8)", "a.js", None, False),
+    ("secrets.compare_digest(a, b)", "a.py", None, False),
+    ("import hmac\nok = hmac.compare_digest(a, b)", "a.py", None, False),  # constant-time compare
+    ("if hmac.Equal(a, b) {", "a.go", None, False),
+    ("digest = emailDigest(user)", "a.js", None, False),
+    ("md2html(text)", "a.py", None, False),
+    ("BCryptGenRandom(NULL, buf, n, 0)", "a.c", None, False),
+    ("x = getattr(obj, 'name')", "a.py", None, False),
 ]
 
 
@@ -145,13 +213,15 @@ def test_hash_intent_in_text(text, path, removed, expected):
 # ------------------------------------------------------ dependency intent ----
 
 DEP_CASES = [
-    # (path, old, new, expected) -- analysis.md 4 group I, with the "should be" column
+    # (path, old, new, expected): a manifest change that adds a dependency or
+    # points one at another source is dependency intent; metadata is not.
     ("package.json", None, '{"name": "x", "dependencies": {"lodash": "^4.17.21"}}', True),
     ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "^1.6.0"', True),
     ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "1.6.0"', True),
     ("package.json", '"dependencies": {\n"lodash": "^4.17.21"\n}',
      '"dependencies": {\n"lodash": "^4.17.21",\n"axios": "1.6.0"\n}', True),
-    ("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"', False),
+    # A version change of a kept dependency brings in new code (True)...
+    ("package.json", '"lodash": "^4.17.20"', '"lodash": "^4.17.21"', True),
     ("package.json", '"lodash": "^4.17.21",\n"axios": "^1.6.0"', '"lodash": "^4.17.21"', False),
     ("package.json", '"name": "x"', '"name": "x",\n"overrides": {"minimist": "1.2.8"}', True),
     ("package.json", '{"devDependencies": {"a": "1"}}', '{"dependencies": {"a": "1"}}', True),
@@ -161,7 +231,9 @@ DEP_CASES = [
     ("requirements.txt", "requests==2.31.0", "requests==2.31.0\nhttpx==0.27.0", True),
     ("requirements.txt", "requests==2.31.0\nhttpx==0.27.0", "requests==2.31.0", False),
     ("requirements.txt", "requests==2.31.0", "requests==2.31.0  # pinned", False),
-    ("requirements.txt", "requests==2.31.0", "requests==2.32.0", False),
+    ("requirements.txt", "requests==2.31.0", "requests==2.32.0", True),
+    ("requirements.txt", "requests==2.31.0", "requests == 2.31.0", False),  # only blanks
+    ("requirements.txt", "requests", "requests[socks]", True),
     ("requirements.txt", "requests",
      "requests\n--extra-index-url https://pkgs.example.com/simple", True),
     ("requirements.txt", None, "httpx >= 0.27, < 1\n", True),
@@ -173,7 +245,7 @@ DEP_CASES = [
     ("pyproject.toml", '[build-system]\nrequires = ["setuptools"]',
      '[build-system]\nrequires = ["setuptools", "cython"]', True),
     ("pyproject.toml", '[project]\ndependencies = ["httpx>=0.1"]',
-     '[project]\ndependencies = ["httpx>=0.2"]', False),
+     '[project]\ndependencies = ["httpx>=0.2"]', True),
     ("pyproject.toml", '[project]\nversion = "0.1"', '[project]\nversion = "0.2"', False),
     ("pyproject.toml", 'version = "0.1"', 'version = "0.2"', False),
     ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.9"',
@@ -181,20 +253,20 @@ DEP_CASES = [
     ("Cargo.toml", 'serde = "1"', 'serde = "1"\ntokio = "1"', True),
     ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1"\ntokio = "1"', True),
     ("Cargo.toml", "[package.metadata]", "[dependencies]", True),
-    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1.0.100"', False),
+    ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = "1.0.100"', True),
     ("Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"', False),
     ("Cargo.toml", '[dependencies]\nserde = "1"', '[dependencies]\nserde = { git = "https://x" }',
      True),
     ("go.mod", "require (\n\tgolang.org/x/sys v0.1.0\n)",
      "require (\n\tgolang.org/x/sys v0.1.0\n\tgithub.com/pkg/errors v0.9.1\n)", True),
     ("go.mod", "go 1.22", "go 1.22\nreplace github.com/pkg/errors => ../errors", True),
-    ("go.mod", "require golang.org/x/sys v0.1.0", "require golang.org/x/sys v0.2.0", False),
+    ("go.mod", "require golang.org/x/sys v0.1.0", "require golang.org/x/sys v0.2.0", True),
     ("Gemfile", None, 'source "https://rubygems.org"\ngem "rails"\n', True),
     ("Gemfile", 'source "https://rubygems.org"', 'source "https://gems.example.com"', True),
-    ("Gemfile", 'gem "rails", "~> 7.0"', 'gem "rails", "~> 7.1"', False),
+    ("Gemfile", 'gem "rails", "~> 7.0"', 'gem "rails", "~> 7.1"', True),
     ("Pipfile", None, '[packages]\nrequests = "*"\n', True),
     ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
-     '<PackageReference Include="A" Version="2" />', False),
+     '<PackageReference Include="A" Version="2" />', True),
     ("src/App.csproj", '<PackageReference Include="A" Version="1" />',
      '<PackageReference Include="A" Version="1" />\n<PackageReference Include="B" Version="1" />',
      True),
@@ -202,6 +274,108 @@ DEP_CASES = [
      '"require": {"php": ">=8", "monolog/monolog": "^3"}', True),
     ("README.md", None, "npm install lodash", False),
     (None, None, "x", False),
+    # Version changes of a kept dependency, and specs compared without blanks
+    ("Cargo.toml", 'serde = "1"', 'serde = "1.0.200"', True),
+    ("pyproject.toml", '[tool.poetry.dependencies]\nrequests = "^2.31"',
+     '[tool.poetry.dependencies]\nrequests = "^2.32"', True),
+    ("Pipfile", '[packages]\nrequests = "==2.31"', '[packages]\nrequests = "==2.32"', True),
+    ("composer.json", '"monolog/monolog": "^3.0"', '"monolog/monolog": "^3.5"', True),
+    ("package-lock.json", '"node_modules/a": {"version": "1.0.0"}',
+     '"node_modules/a": {"version": "1.0.1"}', True),
+    ("package-lock.json", '"a": 1,\n"b": 2', '"a": 1', False),      # a lockfile losing entries
+    ("yarn.lock", None, 'lodash@^4:\n  version "4.17.21"\n', True),
+    (".npmrc", "", "registry=https://r.example/\n", True),           # where packages come from
+    # Every ecosystem's manifest: additions count, metadata does not
+    ("setup.py", None, 'setup(name="x", install_requires=["requests>=2", "httpx"])', True),
+    ("setup.py", '    "requests>=2",\n    ],', '    "requests>=2",\n    "httpx",\n    ],', True),
+    ("setup.py", 'version="1.0",', 'version="1.1",', False),
+    ("setup.py", 'entry_points={"console_scripts": ["x=pkg.mod:main"]},',
+     'entry_points={"console_scripts": ["x=pkg.mod:main", "y=pkg.mod:other"]},', False),
+    ("setup.cfg", "[options]\ninstall_requires =\n    requests\n",
+     "[options]\ninstall_requires =\n    requests\n    httpx\n", True),
+    ("setup.cfg", "[metadata]\nversion = 1\n", "[metadata]\nversion = 2\n", False),
+    ("environment.yml", "dependencies:\n  - numpy=1.2\n", "dependencies:\n  - numpy=1.3\n", True),
+    ("environment.yml", "dependencies:\n  - pip:\n    - requests\n",
+     "dependencies:\n  - pip:\n    - requests\n    - httpx\n", True),
+    ("environment.yml", "channels:\n  - defaults\n", "channels:\n  - defaults\n  - conda-forge\n",
+     True),
+    ("environment.yml", "name: env1\n", "name: env2\n", False),
+    ("pom.xml", "<dependency><groupId>g</groupId><artifactId>a</artifactId><version>1</version>"
+     "</dependency>", "<dependency><groupId>g</groupId><artifactId>a</artifactId><version>2"
+     "</version></dependency>", True),
+    ("pom.xml", "<junit.version>4</junit.version>", "<junit.version>5</junit.version>", True),
+    ("pom.xml", "<name>x</name>", "<name>y</name>", False),
+    ("build.gradle", "dependencies {\n}",
+     "dependencies {\n    implementation 'com.squareup.okhttp3:okhttp:4.12.0'\n}", True),
+    ("build.gradle.kts", 'implementation("g:a:1.0")', 'implementation("g:a:1.0")\n'
+     'implementation(libs.retrofit)', True),
+    ("build.gradle", "plugins {\n  id 'java'\n}",
+     "plugins {\n  id 'java'\n  id 'org.springframework.boot' version '3.2.0'\n}", True),
+    ("build.gradle", "sourceCompatibility = 11", "sourceCompatibility = 17", False),
+    ("gradle/libs.versions.toml", '[versions]\nokhttp = "4.11.0"\n',
+     '[versions]\nokhttp = "4.12.0"\n', True),
+    ("build.sbt", 'libraryDependencies += "org" %% "cats" % "2.9.0"',
+     'libraryDependencies += "org" %% "cats" % "2.10.0"', True),
+    ("build.sbt", 'scalaVersion := "2.13.10"', 'scalaVersion := "2.13.12"', False),
+    ("x.gemspec", "spec.add_dependency 'rack'",
+     "spec.add_dependency 'rack'\nspec.add_dependency 'thor', '~> 1'", True),
+    ("Directory.Packages.props", '<PackageVersion Include="A" Version="1" />',
+     '<PackageVersion Include="A" Version="2" />', True),
+    ("App.csproj", '<TargetFramework>net6.0</TargetFramework>',
+     '<TargetFramework>net8.0</TargetFramework>', False),
+    ("packages.config", '<package id="A" version="1" />',
+     '<package id="A" version="1" />\n<package id="B" version="1" />', True),
+    ("vcpkg.json", '{"dependencies": ["fmt"]}', '{"dependencies": ["fmt", "zlib"]}', True),
+    ("conanfile.txt", "[requires]\nzlib/1.2.13\n", "[requires]\nzlib/1.3\n", True),
+    ("conanfile.txt", "[generators]\nCMakeDeps\n", "[generators]\nCMakeDeps\nCMakeToolchain\n",
+     False),
+    ("conanfile.py", 'self.requires("zlib/1.2.13")',
+     'self.requires("zlib/1.2.13")\n        self.requires("boost/1.83.0")', True),
+    ("DESCRIPTION", "Imports: dplyr\n", "Imports: dplyr, ggplot2\n", True),
+    ("DESCRIPTION", "Version: 1.0\n", "Version: 1.1\n", False),
+    (".git/description", None, "Imports: dplyr\n", False),
+    ("Project.toml", '[compat]\nJSON = "0.21"\n', '[compat]\nJSON = "0.22"\n', True),
+    ("Project.toml", '[compat]\njulia = "1.6"\n', '[compat]\njulia = "1.9"\n', False),
+    ("x.cabal", "  build-depends:\n      base\n    , text\n",
+     "  build-depends:\n      base\n    , text\n    , lens\n", True),
+    ("x.cabal", "  exposed-modules: Foo\n", "  exposed-modules: Foo\n                   Bar\n", False),
+    ("package.yaml", "dependencies:\n- base\n", "dependencies:\n- base\n- text\n", True),
+    ("stack.yaml", "resolver: lts-21.0\n", "resolver: lts-22.0\n", True),
+    ("deps.edn", '{:deps {org.clojure/clojure {:mvn/version "1.11.1"}}}',
+     '{:deps {org.clojure/clojure {:mvn/version "1.12.0"}}}', True),
+    ("project.clj", ':dependencies [[org.clojure/clojure "1.11.1"]]',
+     ':dependencies [[org.clojure/clojure "1.11.1"] [ring "1.9.0"]]', True),
+    ("mix.exs", '{:phoenix, "~> 1.7"}', '{:phoenix, "~> 1.7"},\n      {:jason, "~> 1.4"}', True),
+    ("mix.exs", 'version: "0.1.0",', 'version: "0.2.0",', False),
+    ("rebar.config", '{deps, [{cowboy, "2.9.0"}]}.', '{deps, [{cowboy, "2.9.0"}, {jsx, "3.1.0"}]}.',
+     True),
+    ("pubspec.yaml", "  http: ^1.1.0\n", "  http: ^1.2.0\n", True),
+    ("pubspec.yaml", "environment:\n  sdk: '>=3.0.0 <4.0.0'\n",
+     "environment:\n  sdk: '>=3.1.0 <4.0.0'\n", False),
+    ("Package.swift", '.package(url: "https://github.com/apple/swift-log", from: "1.0.0")',
+     '.package(url: "https://github.com/apple/swift-log", from: "1.5.0")', True),
+    ("Podfile", "pod 'Alamofire', '~> 5.0'", "pod 'Alamofire', '~> 5.0'\npod 'SnapKit'", True),
+    ("Cartfile", 'github "Alamofire/Alamofire" ~> 5.0', 'github "Alamofire/Alamofire" ~> 5.1', True),
+    ("x.nimble", 'requires "nim >= 1.6"', 'requires "nim >= 1.6", "jester >= 0.5"', True),
+    ("x.opam", 'depends: [ "ocaml" {>= "4.14"} ]', 'depends: [ "ocaml" {>= "4.14"} "lwt" ]', True),
+    ("x.opam", 'synopsis: "a"', 'synopsis: "b"', False),
+    ("dune-project", "(depends (ocaml (>= 4.14)))", "(depends (ocaml (>= 4.14)) (lwt (>= 5.0)))",
+     True),
+    ("dune", "(libraries lwt)", "(libraries lwt cohttp)", True),
+    ("shard.yml", "dependencies:\n  kemal:\n    github: kemalcr/kemal\n    version: 1.0\n",
+     "dependencies:\n  kemal:\n    github: kemalcr/kemal\n    version: 1.1\n", True),
+    ("build.zig.zon", '.dependencies = .{\n},', '.dependencies = .{\n    .zap = .{\n        .url = '
+     '"https://x/zap.tar.gz",\n        .hash = "1220abc",\n    },\n},', True),
+    ("flake.nix", 'inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-23.05";',
+     'inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-23.11";', True),
+    ("flake.nix", 'packages = with pkgs; [ git ];', 'packages = with pkgs; [ git jq ];', True),
+    ("pixi.toml", '[dependencies]\npython = "3.11"\n', '[dependencies]\npython = "3.11"\n'
+     'numpy = ">=1.26"\n', True),
+    ("pixi.toml", '[project]\nname = "a"\n', '[project]\nname = "b"\n', False),
+    ("Brewfile", 'brew "jq"', 'brew "jq"\nbrew "yq"', True),
+    ("Chart.yaml", "dependencies:\n  - name: redis\n    version: 17.0.0\n",
+     "dependencies:\n  - name: redis\n    version: 18.0.0\n", True),
+    ("Chart.yaml", "version: 0.1.0\n", "version: 0.2.0\n", False),
 ]
 
 
@@ -215,7 +389,12 @@ def test_dependency_intent_in_change(path, old, new, expected):
     ("pyproject.toml", "pyproject"), ("requirements.txt", "requirements"),
     ("requirements-dev.txt", "requirements"), ("Cargo.toml", "cargo"), ("go.mod", "gomod"),
     ("Gemfile", "gemfile"), ("src/App.csproj", "csproj"), ("README.md", None),
-    ("package-lock.json", None), ("go.sum", None), ("", None), (None, None),
+    ("package-lock.json", "lock"), ("go.sum", "lock"), ("", None), (None, None),
+    ("setup.py", "setuppy"), ("app/build.gradle.kts", "gradle"), ("x.gemspec", "gemspec"),
+    ("lib/App.fsproj", "csproj"), ("pom.xml", "maven"), ("DESCRIPTION", "rdesc"),
+    ("x.cabal", "cabal"), ("pubspec.yaml", "yaml"), ("environment-dev.yml", "yaml"),
+    ("Package.swift", "swiftpm"), ("flake.nix", "nix"), ("~/.m2/settings.xml", "registry"),
+    ("settings.xml", None), (".cargo/config.toml", "registry"), ("config.toml", None),
 ])
 def test_manifest_kind(path, kind):
     assert sts.manifest_kind(path) == kind
@@ -258,9 +437,13 @@ def test_patch_dependency_intent():
                                     ' serde = "1"', '+tokio = "1"')).dependency_intent
     assert sts.analyze_patch(_patch("*** Update File: Cargo.toml", "@@", ' serde = "1"',
                                     '+tokio = "1"')).dependency_intent
+    # A version bump brings in new code; a reformatted line does not.
+    assert sts.analyze_patch(_patch("*** Update File: package.json", "@@",
+                                    '-    "lodash": "^4.17.20"',
+                                    '+    "lodash": "^4.17.21"')).dependency_intent
     assert not sts.analyze_patch(_patch("*** Update File: package.json", "@@",
                                         '-    "lodash": "^4.17.20"',
-                                        '+    "lodash": "^4.17.21"')).dependency_intent
+                                        '+    "lodash":   "^4.17.20"')).dependency_intent
     # Renaming a file into a manifest brings its declarations (4 I127).
     assert sts.analyze_patch(_patch("*** Update File: manifest.txt", "*** Move to: package.json",
                                     "@@", ' {"dependencies":{"demo":"1"}}')).dependency_intent
@@ -529,7 +712,8 @@ def test_no_false_reads_and_read_recall():
     assert recall >= 0.93, recall
 
 
-# Bypass classes of analysis.md 5.6 -> corpus lines that exercise them.
+# Ways a model could reach a write through a command that looks like a read ->
+# corpus lines that exercise each of them.
 BYPASS_CLASSES = {
     "env prefix, env, sudo, command, builtin": ["FOO=1 rm -rf x", "env rm x", "sudo rm x",
                                                 "command rm x", "builtin cd / && rm x"],
@@ -588,11 +772,23 @@ MANIFEST_STRESS = [
     ("requirements.txt", "a" + " " * 300000 + "x"),
     ("pyproject.toml", "[" * 200000),
     ("go.mod", "require (" + "\n" * 200000),
+    ("setup.py", "install_requires=[" * 20000),
+    ("pom.xml", "<dependency>" * 20000),
+    ("build.gradle", "implementation '" * 20000),
+    ("conanfile.py", '"a/1" ' * 20000),
+    ("pubspec.yaml", "dependencies:\n" + "  - a\n" * 20000),
 ]
 HASH_STRESS = [
     ("a.ps1", "certutil " * 100000),
     ("a.js", "createHash " * 100000 + "("),
     (None, "hashlib." * 100000),
+    ("a.js", "sha256" * 50000),
+    ("a.js", "sha1" + "a" * 100000 + "("),
+    ("a.js", "'sha256'" * 20000),
+    ("a.js", "{" + " hash " * 20000),
+    ("a.sh", "sha256sum " * 50000),
+    ("a.py", "from a import " + "sha1, " * 30000),
+    ("a.py", "import hashlib\n" + "h.new('md5')\n" * 20000),
 ]
 
 
@@ -604,6 +800,25 @@ def test_large_manifests_get_an_answer(path, text):
 @pytest.mark.parametrize("path,text", HASH_STRESS)
 def test_large_texts_get_a_hash_answer(path, text):
     assert sts.hash_intent_in_text(text, path) in (True, False)
+
+
+def test_code_without_hashing_words_costs_no_pattern_and_no_ast():
+    """The hook path: ordinary code is read with substring tests only."""
+    probe = ("import sys; sys.path.insert(0, %r); import sts; "
+             "r = sts.hash_intent_in_text('def f(x):\\n    return x + 1\\n' * 200, 'src/a.py'); "
+             "print(r, 'ast' in sys.modules, len([k for k in sts._RULE_RX if k != 'triggers']))"
+             % os.path.dirname(HERE))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["False", "False", "0"]   # substring tests only: no pattern compiled
+    hashing = probe.replace("return x + 1", "return hashlib.md5(x)")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", hashing], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[:2] == ["True", "False"]     # a call in plain code: sure without a parse
+    mention = probe.replace("return x + 1", "return x  # not hashlib.md5(x)")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", mention], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[:2] == ["False", "True"]     # only in a comment: the parse decides
 
 
 def test_oversized_manifest_is_assumed_to_add():
