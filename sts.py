@@ -22,7 +22,7 @@ it, except three calls that reach down (the Decision reads the ledger summary,
 the Engine answers prompt commands through Inspection, Cases replay events
 through the CLI's hook runner).  Search for a title:
 
-    JSON                 json.loads/dumps without the json package's start-up
+    Fast json            json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
@@ -72,7 +72,7 @@ LIFECYCLE_VERSION = 2
 
 
 ###############################################################################
-# JSON without the json package's start-up
+# Fast json: json.loads and json.dumps without the json package's start-up
 #
 # Owns `json` as every other section sees it: `json.loads` and `json.dumps`
 # with the same results, bytes and exceptions as the standard library's.
@@ -112,13 +112,13 @@ class _FastJson:
         """Load _json's scanner and encoders once; False where it is missing."""
         if self._encoders is None:
             try:
-                import _json
+                import _json as speedups   # (sts has a _json of its own: the adapters')
             except ImportError:
                 self._encoders = False
                 return False
-            self._scan = _json.make_scanner(_ScanOptions())
-            self._encoders = (_json.make_encoder, _json.encode_basestring_ascii,
-                              _json.encode_basestring)
+            self._scan = speedups.make_scanner(_ScanOptions())
+            self._encoders = (speedups.make_encoder, speedups.encode_basestring_ascii,
+                              speedups.encode_basestring)
         return bool(self._encoders)
 
     def loads(self, s: Any, **options: Any) -> Any:
@@ -12917,10 +12917,13 @@ def _glob_name(name: str, pattern: str, fold: bool) -> bool:
     `*`) and `pattern` (a pattern's)."""
     if fold:
         name, pattern = name.casefold(), pattern.casefold()
-    import fnmatch
     if "*" in name:
-        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
-    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+        if _glob_wild(pattern):
+            return True
+    elif not _glob_wild(pattern):
+        return name == pattern   # no wildcard on either side: no fnmatch, and so no `re`
+    import fnmatch
+    return fnmatch.fnmatchcase(pattern, name) if "*" in name else fnmatch.fnmatchcase(name, pattern)
 
 
 def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
@@ -14723,7 +14726,7 @@ class Store:
             raise ValueError("invalid host effect: %r" % (effect,))
         record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
                   "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
-        found = _cold("find_event")(self, event_id)
+        found = find_event(self, event_id)
         if found is not None:
             record["sessionKey"] = found["sessionKey"]
         self.append_annotation(record)
@@ -15121,6 +15124,36 @@ def iter_audit(store: Store, key: Optional[str] = None, counter: Optional[dict] 
         for name in files[k]:
             for record in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
                 yield record
+
+
+def find_event(store: Store, event_id: str) -> Optional[dict]:
+    """The event with this exact id in any session's log (ids are compared lower-cased).
+
+    Each log is searched as bytes first and only a line holding the id is
+    parsed: sts writes ids unescaped, so a log without those bytes cannot hold
+    the event, and `explain` stays a fast scan even over 100,000 lines.
+    """
+    event_id = event_id.lower()
+    if not event_id_ok(event_id):
+        return None
+    needle = event_id.encode("ascii")
+    for name in (name for names in audit_files(store).values() for name in names):
+        path = store.path("runtime", name)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"] == event_id:
+                return record
+            at = data.find(needle, end)
+    return None
 
 
 def audit_log_keys(store: Store) -> List[str]:
@@ -21547,36 +21580,6 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
 
 
 # ---- explain and label ------------------------------------------------------
-
-
-def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are compared lower-cased).
-
-    Each log is searched as bytes first and only a line holding the id is
-    parsed: sts writes ids unescaped, so a log without those bytes cannot hold
-    the event, and `explain` stays a fast scan even over 100,000 lines.
-    """
-    event_id = event_id.lower()
-    if not event_id_ok(event_id):
-        return None
-    needle = event_id.encode("ascii")
-    for name in (name for names in audit_files(store).values() for name in names):
-        path = store.path("runtime", name)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        at = data.find(needle)
-        while at >= 0:
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at)
-            end = len(data) if end < 0 else end
-            record = _line_record(data[start:end], runtime_event_ok)[0]
-            if record is not None and record["eventId"] == event_id:
-                return record
-            at = data.find(needle, end)
-    return None
 
 
 def _explain_text(event: dict, notes: "Annotations") -> str:

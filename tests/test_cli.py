@@ -172,7 +172,7 @@ def _hot_names_used_cold():
 def test_hot_code_reaches_cold_names_only_through_cold():
     used, cold_only = _hot_names_used_cold()
     assert used == []
-    assert {"cmd_install", "cmd_inspect", "find_event", "cmd_cases"} <= cold_only
+    assert {"cmd_install", "cmd_inspect", "inspection_response", "cmd_cases"} <= cold_only
 
 
 def _copy_sts(tmp_path):
