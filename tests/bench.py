@@ -8,12 +8,15 @@ long commands of many shapes, each at the largest size the analyzer still
 reads in full (its work limit) and at the 64 KiB cap.
 
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
+                           [--before PATH]
 
 Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
 Code, each in its own payload shape, interleaved with the floor.
 
 --sts times another sts.py (an older version, to compare) with the same
-command form.  Each --python runs the whole benchmark under that interpreter (default: the
+command form.  --before PATH times another sts.py beside this one, run for
+run in the same loop (rows marked `before`), so that both ratios share one
+floor and one moment of the machine's load.  Each --python runs the whole benchmark under that interpreter (default: the
 one running this script), so one run compares versions side by side.
 
 Two clocks per process: CPU (user + system time of the child, from wait4)
@@ -67,22 +70,27 @@ def run_once(argv, payload, env):
     return usage.ru_utime + usage.ru_stime, wall, out
 
 
-def measure(python, hook_argv, env, runs, payloads):
-    """Interleaved runs of the floor and each payload; medians of CPU and wall."""
+def measure(python, hooks, runs, payloads):
+    """Interleaved runs of the floor and each payload under each hook
+    (hooks: [(prefix, argv, env)], e.g. this sts.py and an older one);
+    medians of CPU and wall, keyed prefix + payload name."""
     floor_argv = [python, "-I", "-S", "-c", "pass"]
     samples = {"floor": ([], [])}
-    for name in payloads:
-        samples[name] = ([], [])
+    for prefix, _, _ in hooks:
+        for name in payloads:
+            samples[prefix + name] = ([], [])
     for _ in range(runs):
-        cpu, wall, _ = run_once(floor_argv, b"", env)
+        cpu, wall, _ = run_once(floor_argv, b"", hooks[0][2])
         samples["floor"][0].append(cpu)
         samples["floor"][1].append(wall)
         for name, (payload, check) in payloads.items():
-            cpu, wall, out = run_once(hook_argv, payload, env)
-            if check is not None and check not in out:
-                raise SystemExit("%s: expected %r in the answer, got %r" % (name, check, out))
-            samples[name][0].append(cpu)
-            samples[name][1].append(wall)
+            for prefix, argv, env in hooks:
+                cpu, wall, out = run_once(argv, payload, env)
+                if check is not None and check not in out:
+                    raise SystemExit("%s%s: expected %r in the answer, got %r"
+                                     % (prefix, name, check, out))
+                samples[prefix + name][0].append(cpu)
+                samples[prefix + name][1].append(wall)
     return {name: (statistics.median(c), statistics.median(w))
             for name, (c, w) in samples.items()}
 
@@ -257,20 +265,34 @@ def hook_argv_for(python, host, sts_path=None):
             "sys.exit(sts.main())" % folder, host]
 
 
-def bench_python(python, runs, with_shapes, sts_path=None):
+def _worst(medians, prefix):
+    """(name, ratio to the floor) of the costliest payload of one hook."""
+    mine = [(n, m) for n, m in medians.items() if n != "floor"
+            and n.startswith("before ") == (prefix == "before ")]
+    name, (cpu, _) = max(mine, key=lambda item: item[1][0])
+    return name, cpu / medians["floor"][0]
+
+
+def bench_python(python, runs, with_shapes, sts_path=None, before=None):
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
     hook_argv = hook_argv_for(python, "claude", sts_path)
     command = " ".join(shlex.quote(a) for a in hook_argv)
     print("=== Python %s: %s" % (version, command))
+    if before is not None:
+        print("    'before' rows: the same command form for %s, interleaved" % before)
     with tempfile.TemporaryDirectory(prefix="sts-bench-") as home:
-        env = dict(os.environ, STS_HOME=home)
+        hooks = [("", hook_argv, dict(os.environ, STS_HOME=os.path.join(home, "after")))]
+        if before is not None:   # each version with a data dir of its own
+            hooks.append(("before ", hook_argv_for(python, "claude", before),
+                          dict(os.environ, STS_HOME=os.path.join(home, "before"))))
         prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
                              "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
-        out = run_once(hook_argv, prompt, env)[2]
-        if b"mode=review" not in out:
-            raise SystemExit("could not arm the session: %r" % out)
-        run_once(hook_argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
+        for _, argv, env in hooks:
+            out = run_once(argv, prompt, env)[2]
+            if b"mode=review" not in out:
+                raise SystemExit("could not arm the session: %r" % out)
+            run_once(argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
         payloads = {
             "read (allowed)": (event("Bash", {"command": "git status"}, "c-read"), None),
             "write (denied)": (event("Write", {"file_path": "/repo/a.txt", "content": "x"},
@@ -279,31 +301,36 @@ def bench_python(python, runs, with_shapes, sts_path=None):
             "shell (denied)": (event("Bash", {"command": "git status && rm -rf build"},
                                      "c-shell"), b'"deny"'),
         }
-        base = measure(python, hook_argv, env, runs, payloads)
+        base = measure(python, hooks, runs, payloads)
         report("armed review session, %d runs each (median):" % runs, base)
-        populate(home, 1000, 100000)
-        scaled = measure(python, hook_argv, env, runs, payloads)
+        for _, _, env in hooks:
+            populate(env["STS_HOME"], 1000, 100000)
+        scaled = measure(python, hooks, runs, payloads)
         report("same, with 1,000 session files and 100,000 audit lines:", scaled)
         growth = scaled["read (allowed)"][0] / base["read (allowed)"][0]
         print("growth with scale (read, cpu): %.2fx" % growth)
-        worst = max(cpu for name, (cpu, _) in base.items() if name != "floor") / base["floor"][0]
+        worst = _worst(base, "")[1]
         print("target: at most %.1fx floor -> %s (%.2fx)"
               % (TARGET, "OK" if worst <= TARGET else "OVER", worst))
         result = {"version": version, "worst": worst}
+        if before is not None:
+            result["before"] = _worst(base, "before ")[1]
+            print("before: %.2fx floor" % result["before"])
         if with_shapes:
             shape_runs = max(3, runs // 4)
             payloads = {"%s (%s, %d B)" % (label, tool, len(args["command"])):
                         (event(tool, args, "c-shape"), None)
                         for label, tool, args in shapes()}
-            medians = measure(python, hook_argv, env, shape_runs, payloads)
+            medians = measure(python, hooks, shape_runs, payloads)
             report("long commands under the 64 KiB cap, %d runs each (median):" % shape_runs,
                    medians)
-            name, (cpu, _) = max(((n, m) for n, m in medians.items() if n != "floor"),
-                                 key=lambda item: item[1][0])
-            result["shape"] = (name, cpu / medians["floor"][0])
+            result["shape"] = _worst(medians, "")
             print("worst shape: %s, %.2fx floor -> %s" % (
-                name, cpu / medians["floor"][0],
-                "OK" if cpu / medians["floor"][0] < SHAPE_TARGET else "OVER"))
+                result["shape"][0], result["shape"][1],
+                "OK" if result["shape"][1] < SHAPE_TARGET else "OVER"))
+            if before is not None:
+                result["before shape"] = _worst(medians, "before ")
+                print("before, worst shape: %s, %.2fx floor" % result["before shape"])
     if sts_path is None:   # an older sts.py may not know these hosts
         bench_hosts(python, max(3, runs // 3))
     return result
@@ -319,15 +346,21 @@ def main():
         if arg == "--python":
             pythons.append(args[n + 1])
     other = args[args.index("--sts") + 1] if "--sts" in args else None
-    results = [bench_python(python, runs, "--no-shapes" not in args, other)
+    before = args[args.index("--before") + 1] if "--before" in args else None
+    results = [bench_python(python, runs, "--no-shapes" not in args, other, before)
                for python in pythons or [sys.executable]]
-    if len(results) > 1:
+    if len(results) > 1 or before is not None:
         print("=== summary (CPU ratio to the floor of the same Python, same run)")
         for result in results:
             line = "  Python %-8s hook %.2fx" % (result["version"], result["worst"])
+            if "before" in result:
+                line += " (before %.2fx)" % result["before"]
             if "shape" in result:
                 line += ", worst long command %.2fx (%s)" % (result["shape"][1],
                                                              result["shape"][0])
+            if "before shape" in result:
+                line += " (before %.2fx: %s)" % (result["before shape"][1],
+                                                 result["before shape"][0][len("before "):])
             print(line)
 
 

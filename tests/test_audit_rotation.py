@@ -527,3 +527,87 @@ def kill_writers(store, rounds, min_killed, min_files):
     assert_index_is_exact(store, key)
     leftovers = [n for n in os.listdir(store.path("runtime")) if n.endswith(".removing")]
     assert leftovers == []
+
+
+# ---- real hook processes: 32 at once, and killed ---------------------------------
+# Each call here is its own `python3 -I -S -c "import sts ..." claude` process,
+# the command install writes: spawned, held at its stdin read until all 32 of a
+# wave are there, then fed together, so they append, fold and rotate at once.
+
+def _hook_wave(session, home, count):
+    from test_delegation_concurrency import spawn_hook, wait_until_reading
+    procs = [spawn_hook("claude", home) for _ in range(count)]
+    wait_until_reading(procs)
+    for n, proc in enumerate(procs):
+        payload = {"hook_event_name": "PreToolUse", "session_id": session, "cwd": "/repo",
+                   "tool_name": "Write", "tool_use_id": "w%d" % n,
+                   "tool_input": {"file_path": "/repo/f%d.txt" % n, "content": "x"}}
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        proc.stdin = None
+    return procs
+
+
+def _acked(proc, timeout=120):
+    """The event id a finished hook named in its denial, or None."""
+    out, err = proc.communicate(timeout=timeout)
+    if proc.returncode != 0:
+        assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+        return None
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    return reason.split("Event: ")[1].split()[0]
+
+
+@pytest.mark.slow
+def test_32_concurrent_hook_processes_rotate_without_losing_or_doubling_a_line(
+        store, monkeypatch):
+    monkeypatch.setenv("STS_AUDIT_MAX_MB", "0.5")   # 32 KiB segments: a rotation every ~45 lines
+    session = "wave"
+    _arm_review(store, session)
+    key = sts.session_key(session)
+    acked = []
+    for _ in range(8):
+        acked += [_acked(proc) for proc in _hook_wave(session, store.root, 32)]
+    assert None not in acked and len(acked) == 256
+    lines = all_lines(store)
+    assert sorted(lines) == sorted(acked)          # none lost, none extra
+    assert set(lines.values()) == {1}              # none doubled
+    assert len(sts.audit_files(store)[key]) >= 4   # the waves rotated the log several times
+    assert_index_is_exact(store, key)
+
+
+@pytest.mark.slow
+def test_hook_processes_killed_during_rotation_lose_or_double_no_line(store, monkeypatch):
+    """Half of each wave of 32 is SIGKILLed at a random moment after its input:
+    an acknowledged line is there once; a killed hook's line is there at most once."""
+    monkeypatch.setenv("STS_AUDIT_MAX_MB", "0.5")
+    session = "wave-killed"
+    _arm_review(store, session)
+    key = sts.session_key(session)
+    rng = random.Random(16)
+    # A first wave left alone says how long a wave takes here, from its input
+    # to its last answer: the kills are spread over that time.
+    procs = _hook_wave(session, store.root, 32)
+    started = time.monotonic()
+    acked = [_acked(proc) for proc in procs]
+    window = time.monotonic() - started
+    killed = 0
+    for _ in range(8):
+        procs = _hook_wave(session, store.root, 32)
+        started = time.monotonic()
+        for when, _, proc in sorted((rng.uniform(0.0, window), n, proc)
+                                    for n, proc in enumerate(rng.sample(procs, 16))):
+            time.sleep(max(0.0, started + when - time.monotonic()))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                killed += 1
+        acked += [event_id for event_id in map(_acked, procs) if event_id is not None]
+    sys.stderr.write("%d hooks killed, %d answered\n" % (killed, len(acked)))
+    assert killed >= 16
+    lines = all_lines(store)
+    assert set(acked) <= set(lines)
+    assert set(lines.values()) == {1}
+    assert len(lines) - len(acked) <= killed
+    assert len(sts.audit_files(store)[key]) >= 3
+    assert_index_is_exact(store, key)
+    assert [n for n in os.listdir(store.path("runtime")) if n.endswith(".removing")] == []
