@@ -611,3 +611,105 @@ def test_hook_processes_killed_during_rotation_lose_or_double_no_line(store, mon
     assert len(sts.audit_files(store)[key]) >= 3
     assert_index_is_exact(store, key)
     assert [n for n in os.listdir(store.path("runtime")) if n.endswith(".removing")] == []
+
+
+# ---- a full or read-only disk without root: the faults injected into real hooks -----
+# The tmpfs tests above need root to mount a disk.  These run anywhere with
+# /proc: each hook is a real process whose os functions fail as a full disk
+# (ENOSPC once a number of bytes is written, a short write first) or a
+# read-only one (EROFS on every change) fails them, under the data dir only.
+
+FAULTY_HOOK = r"""
+import errno, os, sys
+sys.path.insert(0, sys.argv[1])
+home, kind, budget = os.path.realpath(sys.argv[2]), sys.argv[3], [int(sys.argv[4])]
+
+def mine(path):
+    try:
+        return os.path.realpath(os.fsdecode(path)).startswith(home + os.sep)
+    except (TypeError, ValueError):
+        return False
+
+def fd_mine(fd):
+    try:
+        return mine(os.readlink("/proc/self/fd/%d" % fd))
+    except OSError:
+        return False
+
+real_write, real_open = os.write, os.open
+def write(fd, data):
+    if not fd_mine(fd):
+        return real_write(fd, data)
+    if kind == "erofs" or budget[0] <= 0:
+        raise OSError(errno.EROFS if kind == "erofs" else errno.ENOSPC, "injected")
+    done = real_write(fd, bytes(data)[:budget[0]])   # a short write, as a filling disk does
+    budget[0] -= done
+    return done
+
+def open_(path, flags, *args, **kwargs):
+    if kind == "erofs" and mine(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+        raise OSError(errno.EROFS, "injected")
+    return real_open(path, flags, *args, **kwargs)
+
+def refuse(real):
+    def call(*args, **kwargs):
+        if kind == "erofs" and any(mine(a) for a in args if isinstance(a, (str, bytes))):
+            raise OSError(errno.EROFS, "injected")
+        return real(*args, **kwargs)
+    return call
+
+os.write, os.open = write, open_
+for name in ("rename", "replace", "unlink", "mkdir", "rmdir", "makedirs"):
+    setattr(os, name, refuse(getattr(os, name)))
+import sts
+sys.argv = ["-c", "claude"]
+sys.exit(sts.main())
+"""
+
+
+def _faulty_hook(store, kind, budget, payload):
+    env = dict(os.environ, STS_HOME=store.root, STS_AUDIT_MAX_MB="0.5")
+    return subprocess.run([PY, "-I", "-S", "-c", FAULTY_HOOK, ROOT, store.root, kind,
+                           str(budget)], input=json.dumps(payload).encode(), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to map fds to paths")
+@pytest.mark.parametrize("kind", ["enospc", "erofs"])
+def test_hooks_on_a_failing_disk_during_rotation_lose_nothing_and_block_no_allowed_call(
+        store, monkeypatch, kind):
+    monkeypatch.setenv("STS_AUDIT_MAX_MB", "0.5")
+    session = "disk-" + kind
+    _arm_review(store, session)
+    key = sts.session_key(session)
+    for n in range(40):   # near the first segment's end (32 KiB), past a fold
+        store.append_audit(key, event(key, n))
+    before = all_lines(store)
+    assert set(before.values()) == {1}
+    rng = random.Random(28)
+    read = {"hook_event_name": "PreToolUse", "session_id": session, "cwd": "/repo",
+            "tool_name": "Read", "tool_use_id": "r", "tool_input": {"file_path": "/repo/a.py"}}
+    write = dict(read, tool_name="Write", tool_use_id="w",
+                 tool_input={"file_path": "/repo/a.py", "content": "x"})
+    for n in range(12):
+        # Bytes the disk still takes: none, part of a line, a line and a bit.
+        budget = rng.choice([0, 1, 300, 900, 4000])
+        allowed = _faulty_hook(store, kind, budget, dict(read, tool_use_id="r%d" % n))
+        assert allowed.returncode == 0, allowed.stderr.decode()[-2000:]
+        assert b"deny" not in allowed.stdout and b"block" not in allowed.stdout, allowed.stdout
+        denied = _faulty_hook(store, kind, budget, dict(write, tool_use_id="w%d" % n))
+        assert denied.returncode == 0, denied.stderr.decode()[-2000:]
+        assert b'"deny"' in denied.stdout
+    after = all_lines(store)
+    assert {i: after.get(i) for i in before} == before   # every earlier line, once
+    if kind == "erofs":
+        assert after == before                           # nothing could be written
+    else:
+        assert 0 < len(after) - len(before) < 24         # some lines fit, some did not
+    # The disk works again: appends, rotation and the index carry on.
+    for n in range(100, 160):
+        assert store.append_audit(key, event(key, n))
+    lines = all_lines(store)
+    assert all(lines[event(key, n)["eventId"]] == 1 for n in range(100, 160))
+    assert len(sts.audit_files(store)[key]) > 1
+    assert_index_is_exact(store, key)
