@@ -22558,14 +22558,24 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # defining them cost about 0.2 of an interpreter start-up on every call.  The
 # source stays one file with those sections where they are; only the cache
 # changes.  The first hook process that finds the cache holding the whole
-# module (as Python's own import writes it) rewrites it in two parts, both
-# compiled from this very file with the other part's lines left blank, so
-# every line number stays true:
+# module (as Python's own import writes it) rewrites it in three parts, the
+# hot and cold ones compiled from this very file with the other part's lines
+# left blank, so every line number stays true:
 #
-#   __pycache__/sts.<tag>.pyc        the hot part, under the header Python
-#                                    checks against sts.py (mtime and size), so
-#                                    `import sts` loads it like any cache
+#   __pycache__/sts.<tag>.pyc        a loader of a few lines (_LOADER), under
+#                                    the header Python checks against sts.py
+#                                    (mtime and size), so `import sts` runs it
+#   __pycache__/sts.<tag>.hot.pyc    the hot part, under the same header
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
+#
+# The loader exists for the garbage collector: reading a megabyte of bytecode
+# and defining what it holds makes some hundred thousand objects, and on the
+# way the collector runs about twenty times over all of them for nothing (a
+# tenth of a hook call).  So the loader turns it off, runs the hot part, and
+# in a hook process freezes what the import made (gc.freeze: later
+# collections skip it) before turning it back on.  A missing or stale hot
+# part makes the loader compile the whole of sts.py instead, which the hook
+# then splits again.
 #
 # In the hot part _SLIM is True and _SOURCE_STAMP names the source it was
 # compiled from.  Hook code reaches a cold name only through _cold("name"),
@@ -22581,6 +22591,38 @@ _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
 _COLD_STATE = {"loaded": False}
+# What __pycache__/sts.<tag>.pyc holds once split; %r is the header both
+# other parts must carry.  Its names are deleted after use.
+_LOADER = """\
+import gc as _loader_gc
+_loader_gc_on = _loader_gc.isenabled()
+_loader_gc.disable()
+try:
+    try:
+        with open(__cached__[:-len(".pyc")] + ".hot.pyc", "rb") as _loader_fh:
+            _loader_data = _loader_fh.read()
+    except (OSError, TypeError):
+        _loader_data = b""
+    _loader_code = None
+    if _loader_data[:16] == %r:
+        import marshal as _loader_marshal
+        try:
+            _loader_code = _loader_marshal.loads(memoryview(_loader_data)[16:])
+        except (EOFError, ValueError, TypeError):
+            pass
+    if _loader_code is None:
+        with open(__file__, "rb") as _loader_fh:
+            _loader_code = compile(_loader_fh.read(), __file__, "exec", dont_inherit=True)
+    exec(_loader_code, globals())
+    if _loader_gc_on and globals()["_hook_process"]():
+        _loader_gc.freeze()
+finally:
+    if _loader_gc_on:
+        _loader_gc.enable()
+for _loader_name in [n for n in globals() if n.startswith("_loader_")]:
+    del globals()[_loader_name]
+del _loader_name
+"""
 
 
 def _cold(name: str) -> Any:
@@ -22695,18 +22737,19 @@ def _load_cold() -> None:
 
 
 def _split_bytecode() -> bool:
-    """Rewrite this module's cache as a hot and a cold part (see above);
-    True when done.  Called by a hook process that loaded the whole module."""
+    """Rewrite this module's cache as a loader, a hot and a cold part (see
+    above); True when done.  Called by a hook process that loaded the whole
+    module."""
     import importlib.util
     if sys.dont_write_bytecode or not __file__.endswith(".py"):
         return False
     try:
-        hot_path = importlib.util.cache_from_source(__file__)
+        loader_path = importlib.util.cache_from_source(__file__)
     except (NotImplementedError, ValueError):
         return False
     cold_path = _cold_cache_path()
-    folder = os.path.dirname(hot_path)
-    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(hot_path):
+    folder = os.path.dirname(loader_path)
+    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(loader_path):
         return False   # no cache to split (Python could not write one either)
     found = _source_and_stamp()
     if found is None:
@@ -22715,8 +22758,13 @@ def _split_bytecode() -> bool:
     if texts is None:
         return False
     stamp = found[1]
-    for path, text in ((cold_path, texts[1]), (hot_path, texts[0])):   # cold first
-        data = _pyc_bytes(_compile_part(text), stamp)
+    header = _pyc_bytes(None, stamp)[:16]
+    loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
+    # The loader last: until it is there, Python loads the whole module.
+    for path, code in ((cold_path, _compile_part(texts[1])),
+                       (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
+                       (loader_path, loader)):
+        data = _pyc_bytes(code, stamp)
         tmp = "%s.%d.tmp" % (path, os.getpid())
         try:
             with open(tmp, "wb") as fh:

@@ -201,7 +201,8 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
                 .encode(), env).returncode == 0
     names = sorted(os.listdir(cache))
-    assert len(names) == 2 and names[0].endswith(".cold.pyc")
+    assert len(names) == 3 and names[0].endswith(".cold.pyc") and names[1].endswith(".hot.pyc")
+    assert os.path.getsize(os.path.join(cache, names[2])) < 8000   # the loader alone
     # A hook process: the hot part only.
     assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
     # Anyone else: the whole module at import, as always.
@@ -225,6 +226,42 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     # The CLI in the import form: its commands are all cold.
     out = _run(folder, HOOK, ["status"], env=env)
     assert out.returncode == 0 and b"Stop That Shit status" in out.stdout
+
+
+GC_PROBE = ("import gc, sts\nprint(gc.isenabled(), gc.get_freeze_count() > 0,"
+            " [n for n in vars(sts) if n.startswith('_loader')])")
+
+
+def test_the_loader_runs_the_hot_part_with_the_collector_off_and_leaves_it_on(tmp_path):
+    """What the import made is frozen in a hook process only; every process
+    gets the collector back on, and the loader leaves no name behind."""
+    folder = _copy_sts(tmp_path)
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    assert _run(folder, GC_PROBE, ["claude"]).stdout.split() == [b"True", b"True", b"[]"]
+    assert _run(folder, GC_PROBE).stdout.split() == [b"True", b"False", b"[]"]
+    off = "import gc\ngc.disable()\n" + GC_PROBE   # a program that keeps it off: still off
+    assert _run(folder, off).stdout.split() == [b"False", b"False", b"[]"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty", "cut", "another header"])
+def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp_path, damage):
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    cache = os.path.join(folder, "__pycache__")
+    hot = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hot.pyc")][0]
+    data = open(hot, "rb").read()
+    if damage == "missing":
+        os.unlink(hot)
+    else:
+        with open(hot, "wb") as fh:
+            fh.write({"empty": b"", "cut": data[:100],
+                      "another header": data[:8] + b"\0" * 8 + data[16:]}[damage])
+    # The whole module from sts.py, the same answer, and the cache split anew.
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"False", b"True", b"False"]
+    out = _run(folder, HOOK, ["claude"], json.dumps(WRITE).encode(), env)
+    assert out.returncode == 0 and out.stderr == b""
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
 
 
 def test_a_cold_part_keeps_its_line_numbers(tmp_path):
