@@ -15368,9 +15368,10 @@ def _fold_entry(raw: Any) -> Optional[dict]:
                 or not _is_int(entry["damaged"]) or not _is_int(entry["lines"]):
             return None
         recent = entry["recent"]
+        # Only their sort key here: audit_index checks the few it shows.
         if not isinstance(recent, list) or not all(
-                isinstance(r, list) and len(r) == 2 and _is_int(r[0])
-                and runtime_event_ok(r[1]) for r in recent):
+                isinstance(r, list) and len(r) == 2 and _is_int(r[0]) and isinstance(r[1], dict)
+                and isinstance(r[1].get("occurredAt"), str) for r in recent):
             return None
         entry["tally"] = _Tally.from_json(entry["tally"])
         return entry
@@ -15475,7 +15476,8 @@ def _ids_in_files(store: Store, names: List[str], wanted: set) -> List[str]:
 
 def audit_index(store: Store, key: str, save: bool = True,
                 notes: Optional["Annotations"] = None,
-                names: Optional[List[str]] = None) -> AuditIndex:
+                names: Optional[List[str]] = None, saved: Optional[dict] = None,
+                want_recent: bool = True) -> AuditIndex:
     """Fold whatever the index of `key` has not seen yet, and save it (best effort).
 
     Cost: the index file, a stat and a small read per log file, and the
@@ -15484,9 +15486,12 @@ def audit_index(store: Store, key: str, save: bool = True,
     host effects of this session's events are counted too: an annotation
     names its session, or (written by hand) is looked up once in this
     session's logs and remembered in the index.  `names` are the session's
-    log files when the caller has listed them already (runtime all).
+    log files when the caller has listed them already (runtime all), which
+    also needs no last events (want_recent=False); `saved` replaces the
+    index file ({}: fold every file afresh).
     """
-    saved = _load_index(store, key)
+    if saved is None:
+        saved = _load_index(store, key)
     by_ino: Dict[int, dict] = {}
     for raw in saved.get("files", []):
         entry = _fold_entry(raw)
@@ -15510,12 +15515,16 @@ def audit_index(store: Store, key: str, save: bool = True,
         entries.append((order, entry))
     changed = changed or bool(by_ino)   # files that are gone
     out = AuditIndex(key, _Tally(), files=names, unreadable=unreadable)
-    recent = []
+    last = []
     for order, entry in entries:
         out.tally.merge(entry["tally"])
         out.damaged += entry["damaged"]
-        recent += [(r[1]["occurredAt"], order, r[0], r[1]) for r in entry["recent"]]
-    out.recent = [r[3] for r in sorted(recent)[-_AUDIT_RECENT:]]
+        last += [(r[1]["occurredAt"], order, r[0], r[1]) for r in entry["recent"]]
+    if want_recent:
+        out.recent = [r[3] for r in sorted(last)[-_AUDIT_RECENT:]]
+        if saved and not all(runtime_event_ok(r) for r in out.recent):
+            # A damaged event in the saved index: fold this session's logs afresh.
+            return audit_index(store, key, save, notes, names, saved={}, want_recent=True)
     looked = saved.get("noted")
     if not (isinstance(looked, dict) and _is_int(looked.get("count"))
             and isinstance(looked.get("ids"), list)) or changed and by_ino:
@@ -21211,10 +21220,11 @@ def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool
     files = audit_files(store)
     for key in keys:
         if not keep_events:
-            # One session's reader saves what it folded; `runtime all` does
-            # not write a thousand index files for a few lines each.
-            index = audit_index(store, key, save=len(keys) == 1, notes=notes,
-                                names=files.get(key, []))
+            # A reader saves what it folded, so a session's tail is read
+            # once: the next `runtime all` reads only indexes, except for
+            # the sessions written to since.
+            index = audit_index(store, key, notes=notes, names=files.get(key, []),
+                                want_recent=False)   # (no list of events here)
             tallies[key] = index.tally
             counter["damaged"] += index.damaged
             counter["unreadable"] += index.unreadable

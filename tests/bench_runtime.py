@@ -2,6 +2,7 @@
 
     python3 tests/bench_runtime.py [--sessions N] [--lines N] [--rounds N] [--keep]
                                    [--sts PATH] [--latest-share F] [--form plain|import]
+                                   [--before PATH]
 
 Builds, in a temporary folder, a data dir with N sessions (default 1,000),
 each with a schema-4 state file, and N audit lines in total (default
@@ -180,38 +181,55 @@ def main() -> int:
                         help="put this share of the lines in the latest session (status's)")
     parser.add_argument("--keep", action="store_true", help="keep the data dir and print it")
     parser.add_argument("--sts", default=STS_PY, help="the sts.py to time (to compare versions)")
+    parser.add_argument("--before", default=None,
+                        help="another sts.py, timed beside --sts on a data dir it wrote "
+                             "itself (rows marked `before`), round for round")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="sts-bench-runtime-")
     try:
-        root = os.path.join(tmp, "data")
-        t0 = time.perf_counter()
-        event_id = build(root, args.sessions, args.lines, timed=_load(args.sts),
-                         latest_share=args.latest_share)
-        log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
-                        for n in os.listdir(os.path.join(root, "runtime"))
-                        if n.endswith(".jsonl"))
-        print("data dir: %d sessions, %d audit lines, %.1f MB of logs (built in %.1f s)"
-              % (args.sessions, args.lines, log_bytes / 1e6, time.perf_counter() - t0))
+        versions = [("", args.sts)] + ([("before ", args.before)] if args.before else [])
+        plans = []
+        for prefix, path in versions:
+            root = os.path.join(tmp, "data" + prefix.strip())
+            t0 = time.perf_counter()
+            event_id = build(root, args.sessions, args.lines, timed=_load(path),
+                             latest_share=args.latest_share)
+            sys.modules.pop("sts_timed", None)
+            log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
+                            for n in os.listdir(os.path.join(root, "runtime"))
+                            if n.endswith(".jsonl"))
+            print("%sdata dir (%s): %d sessions, %d audit lines, %.1f MB of logs (built in "
+                  "%.1f s)" % (prefix, path, args.sessions, args.lines, log_bytes / 1e6,
+                               time.perf_counter() - t0))
+            env = dict(os.environ, STS_HOME=root)
+            base = [sys.executable, path]
+            if args.form == "import":
+                base = [sys.executable, "-I", "-S", "-c",
+                        "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())"
+                        % os.path.dirname(os.path.abspath(path))]
+            subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)
+            plans.append((prefix, base, env, event_id))
         print("python: %s" % sys.version.split()[0])
-        env = dict(os.environ, STS_HOME=root)
-        base = [sys.executable, args.sts]
-        if args.form == "import":
-            base = [sys.executable, "-I", "-S", "-c",
-                    "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())"
-                    % os.path.dirname(os.path.abspath(args.sts))]
-        subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)  # warm
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
-                ("status", "--json"), ("runtime",), ("explain", event_id)]
+                ("status", "--json"), ("runtime",), ("explain", "EVT")]
         print("load average: %.1f on %d CPUs" % (os.getloadavg()[0], os.cpu_count() or 1))
-        print("%-24s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
+        print("%-31s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
                                                  "exit"))
         for row in rows:
-            median, best, cpu, size, code = _time(base + list(row), env, args.rounds)
-            label = " ".join(row).replace(event_id, "EVT")
-            print("%-24s %8.0fms %8.0fms %8.0fms %10dB  %d"
-                  % (label, median * 1e3, best * 1e3, cpu * 1e3, size, code))
+            runs = {prefix: [] for prefix, _, _, _ in plans}
+            for _ in range(args.rounds):   # the versions take turns
+                for prefix, base, env, event_id in plans:
+                    argv = base + [event_id if word == "EVT" else word for word in row]
+                    runs[prefix].append(_time(argv, env, 1))
+            for prefix, _, _, _ in plans:
+                got = runs[prefix]
+                wall = [g[0] for g in got]
+                print("%-31s %8.0fms %8.0fms %8.0fms %10dB  %d"
+                      % (prefix + " ".join(row), statistics.median(wall) * 1e3,
+                         min(wall) * 1e3, statistics.median(g[2] for g in got) * 1e3,
+                         got[-1][3], got[-1][4]))
         if args.keep:
-            print("kept: %s" % root)
+            print("kept: %s" % tmp)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -145,6 +145,25 @@ def test_a_damaged_or_missing_index_is_rebuilt_from_the_logs(store, small_audit)
     assert_index_is_exact(store, key)
 
 
+def test_a_damaged_event_among_the_saved_last_events_means_a_refold(store, small_audit):
+    """The saved last events are checked when shown: one that is not a valid
+    event (a hand edit, a damaged disk) makes the reader fold the logs again."""
+    key = "e" * 24
+    for n in range(120):
+        store.append_audit(key, event(key, n))
+    sts.audit_index(store, key)
+    path = store.path("runtime", "index", key + ".json")
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    last = max(doc["files"], key=lambda f: f["recent"][-1][1]["occurredAt"] if f["recent"]
+               else "")
+    last["recent"][-1][1]["eventId"] = "not an event id"
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    assert_index_is_exact(store, key)
+    assert sts.audit_index(store, key).recent[-1]["eventId"] == event(key, 119)["eventId"]
+
+
 def test_an_index_entry_for_a_reused_inode_is_not_trusted(store, small_audit):
     """A removed file's inode may come back for a new file of the same session."""
     key = "d" * 24
