@@ -39,6 +39,7 @@ import sts  # noqa: E402
 SESSION = "bench-session"
 TARGET = 2.0  # at most this many times the floor, on every Python measured
 SHAPE_TARGET = 5.0
+SHAPE_TIMEOUT = 20  # seconds: an older sts.py may take minutes on a long command
 
 
 def event(tool_name, tool_input, call_id):
@@ -47,11 +48,16 @@ def event(tool_name, tool_input, call_id):
                        "tool_input": tool_input}).encode()
 
 
-def run_once(argv, payload, env):
-    """(cpu, wall, stdout): the child is reaped with wait4 to read its CPU time."""
+def run_once(argv, payload, env, timeout=None):
+    """(cpu, wall, stdout): the child is reaped with wait4 to read its CPU time.
+    Past `timeout` seconds the child is killed and (inf, inf, None) returned."""
+    import threading
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
+    timer = threading.Timer(timeout, proc.kill) if timeout is not None else None
+    if timer is not None:
+        timer.start()
     try:
         proc.stdin.write(payload)
         proc.stdin.close()
@@ -61,19 +67,25 @@ def run_once(argv, payload, env):
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    if timer is not None:
+        timer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
         else status >> 8
     proc.stdout.close()
     proc.stderr.close()
+    if timer is not None and proc.returncode == -9:
+        return float("inf"), float("inf"), None
     if proc.returncode != 0:
         raise SystemExit("process failed: %r" % err[-500:])
     return usage.ru_utime + usage.ru_stime, wall, out
 
 
-def measure(python, hooks, runs, payloads):
+def measure(python, hooks, runs, payloads, timeout=None):
     """Interleaved runs of the floor and each payload under each hook
     (hooks: [(prefix, argv, env)], e.g. this sts.py and an older one);
-    medians of CPU and wall, keyed prefix + payload name."""
+    medians of CPU and wall, keyed prefix + payload name.  A run past
+    `timeout` seconds (an older sts.py on a long command) counts as infinite
+    and that payload is not run again under that hook."""
     floor_argv = [python, "-I", "-S", "-c", "pass"]
     samples = {"floor": ([], [])}
     for prefix, _, _ in hooks:
@@ -85,8 +97,10 @@ def measure(python, hooks, runs, payloads):
         samples["floor"][1].append(wall)
         for name, (payload, check) in payloads.items():
             for prefix, argv, env in hooks:
-                cpu, wall, out = run_once(argv, payload, env)
-                if check is not None and check not in out:
+                if samples[prefix + name][0][-1:] == [float("inf")]:
+                    continue
+                cpu, wall, out = run_once(argv, payload, env, timeout)
+                if out is not None and check is not None and check not in out:
                     raise SystemExit("%s%s: expected %r in the answer, got %r"
                                      % (prefix, name, check, out))
                 samples[prefix + name][0].append(cpu)
@@ -116,6 +130,9 @@ def report(title, medians):
     print(title)
     print("  %-24s %9s %7s %9s" % ("", "cpu", "ratio", "wall"))
     for name, (cpu, wall) in medians.items():
+        if cpu == float("inf"):
+            print("  %-24s   (killed after %d s of wall time)" % (name, SHAPE_TIMEOUT))
+            continue
         print("  %-24s %7.1fms %6.2fx %7.1fms" % (name, cpu * 1e3, cpu / floor_cpu, wall * 1e3))
 
 
@@ -265,6 +282,10 @@ def hook_argv_for(python, host, sts_path=None):
             "sys.exit(sts.main())" % folder, host]
 
 
+def _ratio_text(ratio):
+    return ("killed after %d s" % SHAPE_TIMEOUT) if ratio == float("inf") else "%.2fx" % ratio
+
+
 def _worst(medians, prefix):
     """(name, ratio to the floor) of the costliest payload of one hook."""
     mine = [(n, m) for n, m in medians.items() if n != "floor"
@@ -321,7 +342,7 @@ def bench_python(python, runs, with_shapes, sts_path=None, before=None):
             payloads = {"%s (%s, %d B)" % (label, tool, len(args["command"])):
                         (event(tool, args, "c-shape"), None)
                         for label, tool, args in shapes()}
-            medians = measure(python, hooks, shape_runs, payloads)
+            medians = measure(python, hooks, shape_runs, payloads, timeout=SHAPE_TIMEOUT)
             report("long commands under the 64 KiB cap, %d runs each (median):" % shape_runs,
                    medians)
             result["shape"] = _worst(medians, "")
@@ -330,7 +351,8 @@ def bench_python(python, runs, with_shapes, sts_path=None, before=None):
                 "OK" if result["shape"][1] < SHAPE_TARGET else "OVER"))
             if before is not None:
                 result["before shape"] = _worst(medians, "before ")
-                print("before, worst shape: %s, %.2fx floor" % result["before shape"])
+                print("before, worst shape: %s, %s" % (result["before shape"][0],
+                                                       _ratio_text(result["before shape"][1])))
     if sts_path is None:   # an older sts.py may not know these hosts
         bench_hosts(python, max(3, runs // 3))
     return result
@@ -359,8 +381,8 @@ def main():
                 line += ", worst long command %.2fx (%s)" % (result["shape"][1],
                                                              result["shape"][0])
             if "before shape" in result:
-                line += " (before %.2fx: %s)" % (result["before shape"][1],
-                                                 result["before shape"][0][len("before "):])
+                line += " (before %s: %s)" % (_ratio_text(result["before shape"][1]),
+                                              result["before shape"][0][len("before "):])
             print(line)
 
 

@@ -584,6 +584,13 @@ COSTLY = {
     "16,000 substitutions": "echo " + "`ls`" * 16000,
     "a 60 KiB sed script": "sed -n '" + "p;" * 30000 + "' f",
     "work inside bash -c": "bash -c 'ls " + "a " * 20000 + "'",
+    "5,000 ;-joined commands": "; ".join("ls dir%d" % i for i in range(5000)),
+    "16,000 quoted words": "echo " + "'a' " * 16000,
+    "12,000 double-quoted variables": "echo " + '"$a" ' * 12000,
+    "3,000 heredocs": "cat <<EOF\nline\nEOF\n" * 3000,
+    "one 64 KiB word": "echo " + "a" * 65000,
+    # Refused syntax first: the intent scan of its 5,000 commands spends the work too.
+    "an unread line of 5,000 commands": "[[ a ]]; " + "; ".join("ls d%d" % i for i in range(5000)),
 }
 
 
