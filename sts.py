@@ -8854,12 +8854,16 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
         flat = flat.replace(sep, "\0")
     done = set()
     for segment in flat.split("\0"):
+        try:
+            _spend(ctx.work, 1 + len(segment) // 8)   # what reading it costs, a repeat too
+        except _Give:
+            return _limited(ctx, v)
         words = tuple(w for w in (w.strip("\"'") for w in segment.split()) if w)
         if not words or words in done:
             continue
         done.add(words)
         try:
-            _spend(ctx.work, _COMMAND_WORK + len(words))
+            _spend(ctx.work, _COMMAND_WORK)
             if powershell:
                 inner = _ps_command([(w, False) for w in words], ctx.deeper())
             else:
@@ -8903,13 +8907,13 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
-    tokens = [t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-              _an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text)]
-    words = set(tokens)
+    # Each distinct word once: a long line repeats most of its words.
+    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
+             set(_an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text))}
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
-                                                     for t in tokens):
+                                                     for t in words):
         v.opaque = True
     elif "git" in words and words & (_GIT_TARGET_SUBS | {"reset", "stash", "apply"}):
         v.opaque = True
@@ -8959,8 +8963,9 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
                             + r")\b", 2).search(stripped) is not None
         return v
     except _Give as g:
-        verdict = _fallback_intents(_unread(g, stripped, _WRITERS), stripped, ctx)
-        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
+        if g.reason == "analysis_limit":
+            return _limited(ctx)   # nothing of the line is proven (see analyze_shell)
+        return _fallback_intents(_unread(g, stripped, _WRITERS), stripped, ctx)
     except RecursionError:
         return _limited(ctx)
 
@@ -9147,9 +9152,10 @@ def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     except _Give as g:
         if ctx.seen is not None:
             ctx.seen.append((None, g.verdict()))
-        verdict = _fallback_intents(_unread(g, text, _PS_WRITE_CMDLETS, "$`@({%*?["), text, ctx,
-                                    powershell=True)
-        return _limited(ctx, verdict) if g.reason == "analysis_limit" else verdict
+        if g.reason == "analysis_limit":
+            return _limited(ctx)
+        return _fallback_intents(_unread(g, text, _PS_WRITE_CMDLETS, "$`@({%*?["), text, ctx,
+                                 powershell=True)
     total = _V()
     folders: List[Optional[str]] = [""]
     for k, cmd in enumerate(cmds):
