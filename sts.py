@@ -2929,13 +2929,29 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
-    elif cmd.stdin and (_cmd_name(cmd) == "patch" or [w.text for w in cmd.words[:2]] == [
-            "git", "apply"]):
-        # A diff given on stdin: what it adds is read like any patch.
-        patch = analyze_patch(cmd.stdin)
-        v.hash = v.hash or patch.hash_intent
-        v.dep = v.dep or patch.dependency_intent
+    elif _applies_a_patch(cmd) and v.mut == "write":
+        if cmd.stdin and _stdin_body(cmd) is not None:
+            # A diff given on stdin: the files it names are its targets, and
+            # what it adds is read like any patch.
+            patch = analyze_patch(cmd.stdin)
+            v.targets.extend(patch.paths)
+            v.hash = v.hash or patch.hash_intent
+            v.dep = v.dep or patch.dependency_intent
+        else:
+            # A patch file, or one piped in: the files it changes are not on the line.
+            v.opaque = True
+        if any(w.text.startswith(("-d", "--directory", "-C", "--work-tree", "--git-dir"))
+               for w in cmd.words[1:]):
+            v.opaque = True    # the paths are taken from another folder
     return v
+
+
+def _applies_a_patch(cmd: _Cmd) -> bool:
+    """`patch ...` or `git [options] apply ...`."""
+    name = _cmd_name(cmd)
+    if name == "patch":
+        return True
+    return name == "git" and "apply" in [w.text for w in cmd.words[1:6]]
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
@@ -12311,12 +12327,37 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
                         summary.dependency_intent or other.dependency_intent)
 
 
+_GIT_PATCH_HEADERS = ("diff --git ", "rename from ", "rename to ", "copy from ", "copy to ")
+
+
+def _git_header_paths(line: str) -> List[str]:
+    """The paths one git patch header names."""
+    if line.startswith("diff --git "):
+        rest = line[len("diff --git "):].strip()
+        if rest.startswith("a/") and " b/" in rest:
+            old, _, new = rest[2:].partition(" b/")
+            return [p for p in dict.fromkeys((old.strip(), new.strip())) if p]
+        return [p for p in rest.split() if p]
+    return [line.split(" ", 2)[2].strip()] if line.count(" ") >= 2 else []
+
+
 def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchSummary:
     files: List[_PatchFile] = []
     cur: Optional[_PatchFile] = None
     unified = "*** Begin Patch" not in patch_text and any(
         ln.startswith("+++ ") for ln in lines[:4000])
+    git_headers = "diff --git " in patch_text
     for k, line in enumerate(lines):
+        if git_headers and line.startswith(_GIT_PATCH_HEADERS):
+            # git's own headers name files no ---/+++ pair names: a rename or
+            # copy without changes, a mode change (`diff --git a/x b/x`).
+            named = _git_header_paths(line)
+            for path in named:
+                if path not in [f.path for f in files]:
+                    files.append(_PatchFile(path, "update"))
+            if named:
+                cur = files[-1]
+            continue
         if unified:
             if line.startswith("--- ") and k + 1 < len(lines) and lines[k + 1].startswith("+++ "):
                 continue
