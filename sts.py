@@ -23319,7 +23319,7 @@ try:
     try:
         with open(__cached__[:-len(".pyc")] + ".hot.pyc", "rb") as _loader_fh:
             _loader_data = _loader_fh.read()
-    except (OSError, TypeError):
+    except (OSError, TypeError, NameError):   # (NameError: a loader that sets no __cached__)
         _loader_data = b""
     _loader_code = None
     if _loader_data[:16] == %r:
