@@ -22,6 +22,7 @@ it, except three calls that reach down (the Decision reads the ledger summary,
 the Engine answers prompt commands through Inspection, Cases replay events
 through the CLI's hook runner).  Search for a title:
 
+    Fast json            json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
@@ -57,50 +58,9 @@ same action gets the same answer on every host.
 
 from __future__ import annotations
 
-import json
+import _thread  # for one lock; the interpreter has loaded it already
 import os
 import sys
-
-
-class _DeferredModule(type(sys)):
-    """Stands in for a module until one of its attributes is first read.
-
-    `dataclasses` imports `inspect` (and with it `ast`, `dis` and `tokenize`)
-    and `copy`: about 5 ms, the largest single cost of a hook call.  Before
-    Python 3.12 it reads `inspect` only to write a docstring for a dataclass
-    that has none, and ours all have one (3.12 and later read it for every
-    dataclass, so there it loads at once); `copy` only serves `asdict()`.
-    The first attribute read imports the real module and copies it in, so a
-    user of either never notices.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        module_name = self.__dict__["__name__"]
-        if sys.modules.get(module_name) is self:
-            del sys.modules[module_name]
-        real = __import__(module_name)
-        self.__dict__.update(real.__dict__)
-        return getattr(real, name)
-
-
-def _import_dataclasses() -> Any:
-    """`from dataclasses import dataclass, field`, without paying for what
-    the hook never uses."""
-    stand_ins = {}
-    if "dataclasses" not in sys.modules:
-        for name in ("inspect", "copy"):
-            if name not in sys.modules:
-                stand_ins[name] = sys.modules[name] = _DeferredModule(name)
-    try:
-        import dataclasses
-    finally:
-        for name, stand_in in stand_ins.items():
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]  # later importers get the real module
-    return dataclasses.dataclass, dataclasses.field
-
-
-dataclass, field = _import_dataclasses()
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs ~2 ms per hook
@@ -109,6 +69,207 @@ if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
+
+
+###############################################################################
+# Fast json: json.loads and json.dumps without the json package's start-up
+#
+# Owns `json` as every other section sees it: `json.loads` and `json.dumps`
+# with the same results, bytes and exceptions as the standard library's.
+# `import json` costs about a third of a hook call, because the package
+# imports `re` (and with it enum, functools and collections) to compile the
+# patterns of its pure-Python fallbacks.  The work itself is done by `_json`,
+# the C accelerator json uses when present; called directly it gives the same
+# objects and the same text.  What `_json` cannot do before Python 3.13, the
+# indented writer of state files, is `_json_indented`, a plain recursive copy
+# of what json's own pure-Python writer produces.  Anything else (an option
+# not handled here, any error, a Python without `_json`) is passed to the
+# real module, imported then, so errors keep json's types and messages, and
+# every other name (`json.JSONDecodeError`, `json.dump`, ...) is json's own.
+###############################################################################
+
+
+class _FastJson:
+    """The `json` of this file: see the section banner."""
+
+    __slots__ = ("_scan", "_encoders", "_plain")
+
+    def __init__(self) -> None:
+        self._scan: Any = None      # _json's scanner, made on first use
+        self._encoders: Any = None  # (ASCII-only, UTF-8) string encoders of _json
+        self._plain: Any = None     # the real json module, imported on first need
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def _real(self) -> Any:
+        if self._plain is None:
+            import json as plain
+            self._plain = plain
+        return self._plain
+
+    def _accelerator(self) -> bool:
+        """Load _json's scanner and encoders once; False where it is missing."""
+        if self._encoders is None:
+            try:
+                import _json as speedups   # (sts has a _json of its own: the adapters')
+            except ImportError:
+                self._encoders = False
+                return False
+            self._scan = speedups.make_scanner(_ScanOptions())
+            self._encoders = (speedups.make_encoder, speedups.encode_basestring_ascii,
+                              speedups.encode_basestring)
+        return bool(self._encoders)
+
+    def loads(self, s: Any, **options: Any) -> Any:
+        """json.loads(s): str, or bytes that json would read as UTF-8."""
+        if not options and self._accelerator():
+            text = s
+            if isinstance(s, (bytes, bytearray)):
+                # json picks UTF-16/32 from a BOM or from NUL bytes in the
+                # head; a first byte that is ASCII and no NUL after it is UTF-8.
+                text = None
+                if s and 0 < s[0] < 0x80 and (len(s) < 2 or s[1]):
+                    try:
+                        text = bytes(s).decode("utf-8", "surrogatepass")
+                    except UnicodeDecodeError:
+                        text = None
+            if isinstance(text, str) and not text.startswith("\ufeff"):
+                # json.loads = skip JSON whitespace, scan one value, and
+                # accept only whitespace after it.
+                body = text.rstrip(" \t\n\r")
+                start = len(text) - len(text.lstrip(" \t\n\r"))
+                try:
+                    value, end = self._scan(body, start)
+                except Exception:  # noqa: BLE001 - json reports it (before 3.12, _json
+                    end = -1       # cannot build its error without json.decoder loaded)
+                if end == len(body):
+                    return value
+        return self._real().loads(s, **options)
+
+    def dumps(self, obj: Any, *, ensure_ascii: bool = True, indent: Optional[int] = None,
+              separators: Optional[Tuple[str, str]] = None, sort_keys: bool = False,
+              default: Optional[Callable[[Any], Any]] = None, **options: Any) -> str:
+        """json.dumps with the options this file uses; others go to json."""
+        if options or not self._accelerator() or not (indent is None or type(indent) is int):
+            return self._real().dumps(obj, ensure_ascii=ensure_ascii, indent=indent,
+                                      separators=separators, sort_keys=sort_keys,
+                                      default=default, **options)
+        make_encoder, ascii_text, utf8_text = self._encoders
+        text = ascii_text if ensure_ascii else utf8_text
+        if separators is not None:
+            item_sep, key_sep = separators
+        else:
+            item_sep, key_sep = (", " if indent is None else ","), ": "
+        try:
+            if indent is None or sys.version_info >= (3, 13):
+                # From 3.13 the C writer also indents; json uses it then too.
+                encode = make_encoder({}, default or _json_unserializable, text,
+                                      None if indent is None else " " * indent,
+                                      key_sep, item_sep, sort_keys, False, True)
+                return "".join(encode(obj, 0))
+            out: List[str] = []
+            _json_indented(obj, out, "\n", " " * indent, text, item_sep, key_sep, sort_keys,
+                           default or _json_unserializable, 0)
+            return "".join(out)
+        except Exception:  # noqa: BLE001 - json itself raises its own error
+            return self._real().dumps(obj, ensure_ascii=ensure_ascii, indent=indent,
+                                      separators=separators, sort_keys=sort_keys,
+                                      default=default)
+
+
+class _ScanOptions:
+    """What `_json.make_scanner` reads from a JSONDecoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"),
+                      "-Infinity": float("-inf")}.__getitem__
+
+
+def _json_unserializable(value: Any) -> Any:
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+# Deeper values go to json's own writer, which decides at its recursion limit.
+_JSON_INDENT_DEPTH = 200
+
+
+def _json_float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def _json_indented(value: Any, out: List[str], newline: str, step: str, text: Any,
+                   item_sep: str, key_sep: str, sort_keys: bool, default: Any,
+                   depth: int) -> None:
+    """Append what json.dumps(value, indent=...) writes, value by value.
+
+    The tests compare it with json's own output; the order of the type
+    checks is json's, so subclasses of str, int, float, list and dict come
+    out as json writes them."""
+    if isinstance(value, str):
+        out.append(text(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_json_float(value))
+    elif depth > _JSON_INDENT_DEPTH:
+        raise RecursionError("nested deeper than the fast writer goes")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + step
+        out.append("[" + inner)
+        for n, item in enumerate(value):
+            if n:
+                out.append(item_sep + inner)
+            _json_indented(item, out, inner, step, text, item_sep, key_sep, sort_keys,
+                           default, depth + 1)
+        out.append(newline + "]")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + step
+        out.append("{" + inner)
+        items = sorted(value.items()) if sort_keys else value.items()
+        for n, (key, item) in enumerate(items):
+            if isinstance(key, str):
+                pass
+            elif isinstance(key, float):
+                key = _json_float(key)
+            elif key is True or key is False or key is None:
+                key = {True: "true", False: "false", None: "null"}[key]
+            elif isinstance(key, int):
+                key = int.__repr__(key)
+            else:
+                raise TypeError("keys must be str, int, float, bool or None")
+            if n:
+                out.append(item_sep + inner)
+            out.append(text(key) + key_sep)
+            _json_indented(item, out, inner, step, text, item_sep, key_sep, sort_keys,
+                           default, depth + 1)
+        out.append(newline + "}")
+    else:
+        _json_indented(default(value), out, newline, step, text, item_sep, key_sep,
+                       sort_keys, default, depth + 1)
+
+
+json = _FastJson()
 
 
 ###############################################################################
@@ -144,7 +305,8 @@ ANALYSIS_REASONS: Dict[str, str] = {
     "git_output_file": "Git is asked to write an output file.",
     "control_character": "The command holds a control character that shells treat inconsistently.",
     "state_change": "The command changes shell or process state.",
-    "analysis_limit": "The command is too long or too deeply nested to analyse.",
+    "analysis_limit": "The command is too long, too much to read or too deeply nested to "
+                      "analyse.",
     "interpreter_code": "Inline code for an interpreter can do anything.",
     "network_data_unproven": ("The request sends data the guard cannot see (a variable, a "
                               "substitution, a file or a glob) to another host."),
@@ -244,17 +406,90 @@ def _opt_text_list(obj: dict, key: str, where: str) -> Optional[List[str]]:
     return list(value)
 
 
-@dataclass
-class Action:
+class _NewList:
+    """A field default meaning "a fresh empty list" (dataclasses' default_factory=list)."""
+
+    __slots__ = ()
+
+
+_NEW_LIST = _NewList()
+# Field names and defaults per event type, read from the class body on first use.
+_EVENT_FIELDS: Dict[type, Tuple[Tuple[str, ...], Dict[str, Any]]] = {}
+
+
+class _EventType:
+    """Base of Action, ActionResult and ControlEvent: dataclasses, paid for when read.
+
+    The three ControlEvent v2 types are real dataclasses for every user of
+    this module.  Making a dataclass generates and compiles code at import
+    and, from Python 3.12, imports `inspect`: about a fifth of a hook call on
+    3.12 and 3.13, for types the hook uses only as plain records.  So they are
+    declared as ordinary classes (annotated fields with defaults, `_NEW_LIST`
+    for a fresh list) and this base gives them what the hook needs: init by
+    keyword or position, field-by-field equality and the dataclass repr.
+    The first time one of them is read as an attribute of the module
+    (`sts.Action`, `from sts import ControlEvent`), `_event_dataclasses`
+    applies `dataclasses.dataclass` to the same three class objects, in
+    place: instances made before and after are the same type, and
+    `dataclasses.fields`, `asdict` and `replace` work on both.  The hook
+    reads these names only as globals of this file, never as module
+    attributes, so it never pays.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _fields(cls) -> Tuple[Tuple[str, ...], Dict[str, Any]]:
+        spec = _EVENT_FIELDS.get(cls)
+        if spec is None:
+            names = tuple(cls.__dict__.get("__annotations__", {}))
+            defaults = {name: cls.__dict__[name] for name in names if name in cls.__dict__}
+            spec = _EVENT_FIELDS[cls] = (names, defaults)
+        return spec
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names, defaults = self._fields()
+        if len(args) > len(names):
+            raise TypeError("%s takes %d fields" % (type(self).__name__, len(names)))
+        for name, value in zip(names, args):
+            setattr(self, name, value)
+        for name in names[len(args):]:
+            if name in kwargs:
+                value = kwargs.pop(name)
+            elif name in defaults:
+                value = defaults[name]
+                if value is _NEW_LIST:
+                    value = []
+            else:
+                raise TypeError("%s needs %r" % (type(self).__name__, name))
+            setattr(self, name, value)
+        if kwargs:
+            raise TypeError("%s has no field %s" % (type(self).__name__, ", ".join(kwargs)))
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self._fields()[0]
+        return (tuple(getattr(self, name) for name in names)
+                == tuple(getattr(other, name) for name in names))
+
+    __hash__ = None  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        return "%s(%s)" % (type(self).__qualname__, ", ".join(
+            "%s=%r" % (name, getattr(self, name)) for name in self._fields()[0]))
+
+
+class Action(_EventType):
     """`action` of an action.before event: one tool call the host is about to run."""
 
     name: str
     mutability: str
     id: Optional[str] = None
-    affected_paths: List[str] = field(default_factory=list)
-    shell_write_targets: List[str] = field(default_factory=list)
+    affected_paths: List[str] = _NEW_LIST
+    shell_write_targets: List[str] = _NEW_LIST
     # Glob patterns of paths the shell line may write (ShellAnalysis.write_patterns).
-    shell_write_patterns: List[str] = field(default_factory=list)
+    shell_write_patterns: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
     # The coding agent CLI the call starts outside the host's delegation
@@ -278,7 +513,7 @@ class Action:
     shell: Optional[str] = None
     # What a file tool writes, in memory only, so that a hash or dependency
     # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
-    changes: List[dict] = field(default_factory=list)
+    changes: List[dict] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -367,15 +602,14 @@ def _storage_error_field(value: Any) -> dict:
     return {"code": value["code"], "message": value["message"]}
 
 
-@dataclass
-class ActionResult:
+class ActionResult(_EventType):
     """`action` of an action.after event: a fact about a call that already ran."""
 
     id: str
     lifecycle: str = "unknown"
     agent_id: Optional[str] = None
-    agent_aliases: List[str] = field(default_factory=list)
-    ended_agent_ids: List[str] = field(default_factory=list)
+    agent_aliases: List[str] = _NEW_LIST
+    ended_agent_ids: List[str] = _NEW_LIST
     completed: Optional[bool] = None
     async_launched: Optional[bool] = None
     # The host gives calls no id, so the adapter named the call `host:stamp:digest`
@@ -409,8 +643,7 @@ class ActionResult:
                    stamp_unknown=_opt_bool(obj, "stampUnknown", where) is True)
 
 
-@dataclass
-class ControlEvent:
+class ControlEvent(_EventType):
     """One validated host-free event: what every adapter turns a host event into."""
 
     kind: str
@@ -514,6 +747,39 @@ class ControlEvent:
                 if isinstance(event.action, Action):
                     event.action.completion_scope = scope
         return event
+
+
+def _event_dataclasses() -> None:
+    """Make Action, ActionResult and ControlEvent dataclasses, once (see _EventType)."""
+    with _EVENT_LOCK:
+        if "__dataclass_fields__" in ControlEvent.__dict__:
+            return
+        import dataclasses
+        for cls in (Action, ActionResult, ControlEvent):
+            for name, value in list(cls.__dict__.items()):
+                if value is _NEW_LIST:
+                    setattr(cls, name, dataclasses.field(default_factory=list))
+            dataclasses.dataclass(cls)
+
+
+def _event_type(name: str) -> property:
+    def read(module: Any) -> type:
+        _event_dataclasses()
+        return module.__dict__[name]
+    return property(read, doc="The ControlEvent v2 dataclass %s." % name)
+
+
+class _Module(type(sys)):
+    """This module, with the three event types read through `_event_type`."""
+
+    Action = _event_type("Action")
+    ActionResult = _event_type("ActionResult")
+    ControlEvent = _event_type("ControlEvent")
+
+
+_EVENT_LOCK = _thread.allocate_lock()
+if sys.modules.get(__name__) is not None and sys.modules[__name__].__dict__ is globals():
+    sys.modules[__name__].__class__ = _Module
 
 
 class CoreResult(Record):
@@ -1197,6 +1463,32 @@ class ShellAnalysis(Record):
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
 _MAX_DEPTH = 32
+# Length and depth do not bound the work: 64 KiB of `a;a;a` is 32,000
+# commands, and each costs microseconds to read and judge, so a line under
+# the length cap took up to a second.  So reading is paid for in units: a
+# word costs 1 plus 1 per 8 characters (a program may walk its text, as sed
+# does its script), every simple command, redirection, substitution or
+# nested parse _COMMAND_WORK.  A line that spends more than _MAX_WORK over
+# all its shells and nested scripts is `analysis_limit`, like one over
+# 64 KiB.  An ordinary command line spends tens of units; the limit
+# (about 25 KB of dense text) keeps the slowest shape that fits within a
+# few interpreter start-ups (`make bench` times the shapes).
+_MAX_WORK = 4000
+_COMMAND_WORK = 4
+
+
+def _spend(work: List[int], units: int) -> None:
+    work[0] -= units
+    if work[0] < 0:
+        raise _Give("analysis_limit")
+
+
+def _limited(ctx: _Ctx, verdict: Optional[_V] = None) -> _V:
+    """A limit was hit somewhere in this line: the whole line is analysis_limit
+    (see analyze_shell), even when another part of it decided first."""
+    ctx.work[0] = -1
+    return verdict if verdict is not None else _unknown("analysis_limit")
+
 _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
 
@@ -1593,12 +1885,18 @@ class _Cmd:
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
 # and terminals disagree about them, so they are refused outright.
-_BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
-              "\u2028-\u202f\u205f-\u206f\u3000\ufeff\u061c]")
+_BAD_CHAR_SET = frozenset().union(*(
+    map(chr, range(ord(low), ord(high) + 1)) for low, high in (
+        ("\x00", "\x08"), ("\x0b", "\x0c"), ("\x0e", "\x1f"), ("\x7f", "\x9f"),
+        ("\u00a0", "\u00a0"), ("\u1680", "\u1680"), ("\u2000", "\u200f"),
+        ("\u2028", "\u202f"), ("\u205f", "\u206f"), ("\u3000", "\u3000"),
+        ("\ufeff", "\ufeff"), ("\u061c", "\u061c"))))
 
 
 def _has_bad_char(text: str) -> bool:
-    return _an_rx("bad", _BAD_CHARS).search(text) is not None
+    # Every one of them is unprintable to Python, so printable text (the
+    # common case, one C pass) needs no closer look and no regex.
+    return not text.isprintable() and not _BAD_CHAR_SET.isdisjoint(text)
 
 
 _ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
@@ -1786,9 +2084,13 @@ class _Bash:
     fi while until for do done.  dash=True reads the line as dash does.
     """
 
-    def __init__(self, src: str, depth: int, dash: bool = False) -> None:
+    def __init__(self, src: str, depth: int, dash: bool = False,
+                 work: Optional[List[int]] = None) -> None:
         if depth > _MAX_DEPTH:
             raise _Give("analysis_limit")
+        work = work if work is not None else [_MAX_WORK]
+        _spend(work, _COMMAND_WORK)
+        self.work = work
         self.s = src
         self.n = len(src)
         self.i = 0
@@ -1962,6 +2264,7 @@ class _Bash:
 
     def _finish(self, cmd: _Cmd, end: int = -1) -> None:
         if not cmd.empty():
+            _spend(self.work, _COMMAND_WORK)
             if self.dash and not cmd.words:
                 cmd.attached = True   # dash runs no program for a bare redirection
             cmd.end = self.i if end < 0 else end
@@ -2011,6 +2314,7 @@ class _Bash:
         return fd + "\x01" + s[self.i - 1]
 
     def _redirection(self, cmd: _Cmd, op: str) -> None:
+        _spend(self.work, _COMMAND_WORK)
         fd, _, kind = op.rpartition("\x01")
         if kind in ("<", ">") and self.s.startswith("(", self.i):
             # <(...) / >(...) standing as an argument
@@ -2152,6 +2456,7 @@ class _Bash:
             # outside is not taken from the lines inside it, so those lines
             # would be commands we took for heredoc text.
             raise _Give("shell_syntax_unproven")
+        _spend(self.work, _COMMAND_WORK)
         self.depth += 1
         start = len(self.items)
         self.items.append(mark)
@@ -2172,11 +2477,17 @@ class _Bash:
     # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
+        start = self.i
         out: List[str] = []
         exp: List[Tuple[Any, bool]] = []
         dyn = split = glob = quoted = False
         lead: Optional[bool] = None   # decided by the first character
         brace = False
+        meta_end = close_at = -1      # see "[" below
+        # A word costs a unit per 8 characters (charged at its end): past what
+        # the work left pays for, the line is over the limit whatever follows,
+        # so a 64 KiB word stops here instead of being read to its end.
+        affordable = start + (self.work[0] + 1) * 8
 
         def first(is_literal: bool, ch: str) -> None:
             nonlocal lead
@@ -2188,6 +2499,8 @@ class _Bash:
         equals = s.startswith("=", self.i) and self.i + 1 < n \
             and s[self.i + 1] not in _META and s[self.i + 1] != "="
         while self.i < n:
+            if self.i > affordable:
+                raise _Give("analysis_limit")
             c = s[self.i]
             if c in _META:
                 break
@@ -2266,10 +2579,18 @@ class _Bash:
                 self.i += 1
                 continue
             if c == "[":
-                rest_end = self.i
-                while rest_end < n and s[rest_end] not in _META:
-                    rest_end += 1
-                if "]" in s[self.i + 1:rest_end]:
+                # A pattern needs a "]" before the next unquoted-or-not shell
+                # metacharacter.  Both positions are found once and reused
+                # while the word walks past them: a fresh scan for every "["
+                # would make a line of "[" quadratic.
+                if meta_end < self.i:
+                    meta_end = self.i
+                    while meta_end < n and s[meta_end] not in _META:
+                        meta_end += 1
+                if close_at <= self.i:
+                    close_at = s.find("]", self.i + 1)
+                    close_at = n if close_at < 0 else close_at
+                if close_at < meta_end:
                     first(False, c)
                     glob = True
                 else:
@@ -2296,6 +2617,7 @@ class _Bash:
                     lead = False
         if lead is None:
             lead = True
+        _spend(self.work, 1 + (self.i - start) // 8)
         return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted,
                   exp=exp)
 
@@ -2304,9 +2626,12 @@ class _Bash:
         """Inside "...": only $, backtick and backslash are special."""
         s, n = self.s, self.n
         dyn = False
+        affordable = self.i + (self.work[0] + 1) * 8   # as in _word
         while True:
             if self.i >= n:
                 raise _Give("shell_syntax_unproven")
+            if self.i > affordable:
+                raise _Give("analysis_limit")
             c = s[self.i]
             if c == '"':
                 self.i += 1
@@ -2396,7 +2721,7 @@ class _Bash:
         if "\\" in body:
             raise _Give("shell_syntax_unproven")
         self.i = end + 1
-        sub = _Bash(body, self.depth + 1, self.dash)
+        sub = _Bash(body, self.depth + 1, self.dash, self.work)
         sub.items = self.items
         sub.loops = self.loops
         start = len(self.items)
@@ -2527,16 +2852,19 @@ def _program_name(word: _W) -> Optional[str]:
 
 
 class _Ctx:
-    """Where the analysis is: nesting depth, shell, and (only when a denial
-    is being explained) `seen`, the list every judged piece is added to as
+    """Where the analysis is: nesting depth, shell, the work left (see
+    _spend; shared by every reading of one line), and (only when a denial is
+    being explained) `seen`, the list every judged piece is added to as
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown")
+    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work")
 
-    def __init__(self, depth: int, shell: str, seen: Optional[list] = None) -> None:
+    def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
+                 work: Optional[List[int]] = None) -> None:
         self.depth = depth
         self.shell = shell
         self.seen = seen
+        self.work = work if work is not None else [_MAX_WORK]
         # Variables the line sets -> the words it sets them to (None: a
         # value the guard cannot read); filled by _bash_items for its line.
         self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
@@ -2546,7 +2874,7 @@ class _Ctx:
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell, self.seen)
+        return _Ctx(self.depth + 1, self.shell, self.seen, self.work)
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
@@ -8172,6 +8500,15 @@ def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
     return cli, any(a.split("=", 1)[0] in resume for a in args)
 
 
+def _names_an_agent(text: str) -> bool:
+    """Whether an agent CLI or package name occurs anywhere in `text`.  A word
+    can only name one (see _agent_cli) if the name is in the text, so a long
+    line that holds none skips the word-by-word scan, which costs tens of
+    microseconds a word: 64 KiB of path-like words took a tenth of a second."""
+    low = text.lower().replace("\\", "/")
+    return any(name in low for name in _AGENT_CLIS) or any(p in low for p in _AGENT_PACKAGES)
+
+
 def _agent_tokens(text: str) -> List[str]:
     """Words of a command string or inline code, split at blanks, quotes and
     the punctuation that separates arguments in shell and code."""
@@ -8661,23 +8998,36 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
     """A line a reader refused still carries intent: each `;`/`|`/`&`-separated
     segment, split at blanks with quotes dropped, is classified for its hash and
     dependency intent only, and the raw text is scanned for hashing commands and
-    code.  The verdict's mutability and reason stay as the reader left them."""
-    if len(text) > _MAX_COMMAND or ctx.depth >= _MAX_DEPTH - 1:
+    code.  The verdict's mutability and reason stay as the reader left them.
+
+    The segments spend the line's work (see _spend): where it runs out, the
+    line is past the work limit and analyze_shell gives it every intent."""
+    if len(text) > _MAX_COMMAND or ctx.depth >= _MAX_DEPTH - 1 or ctx.work[0] < 0:
         return v
     flat = text
     for sep in ";|&\n\r`()":
         flat = flat.replace(sep, "\0")
+    done = set()
     for segment in flat.split("\0"):
-        words = [w.strip("\"'") for w in segment.split()]
-        words = [w for w in words if w]
-        if not words:
-            continue
         try:
+            _spend(ctx.work, 1 + len(segment) // 8)   # what reading it costs, a repeat too
+        except _Give:
+            return _limited(ctx, v)
+        words = tuple(w for w in (w.strip("\"'") for w in segment.split()) if w)
+        if not words or words in done:
+            continue
+        done.add(words)
+        try:
+            _spend(ctx.work, _COMMAND_WORK)
             if powershell:
                 inner = _ps_command([(w, False) for w in words], ctx.deeper())
             else:
                 inner = _classify_argv([_lit(w) for w in words], ctx.deeper())
-        except (_Give, RecursionError):
+        except RecursionError:
+            continue
+        except _Give:
+            if ctx.work[0] < 0:
+                return _limited(ctx, v)
             continue
         v.hash = v.hash or inner.hash
         v.dep = v.dep or inner.dep
@@ -8712,13 +9062,13 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
-    tokens = [t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-              _an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text)]
-    words = set(tokens)
+    # Each distinct word once: a long line repeats most of its words.
+    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
+             set(_an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text))}
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
-                                                     for t in tokens):
+                                                     for t in words):
         v.opaque = True
     elif "git" in words and words & (_GIT_TARGET_SUBS | {"reset", "stash", "apply"}):
         v.opaque = True
@@ -8734,10 +9084,11 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
 
 def _analyze_bash(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
-        return _unknown("analysis_limit")
+        return _limited(ctx)
     if _has_bad_char(text):
         return _fallback_intents(_unknown("control_character"),
-                                 _an_rx("bad", _BAD_CHARS).sub(" ", text), ctx)
+                                 text.translate(dict.fromkeys(map(ord, _BAD_CHAR_SET), " ")),
+                                 ctx)
     stripped = text.strip(" \t\n")
     if not stripped:
         return _unknown("shell_syntax_unproven")
@@ -8745,7 +9096,7 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
         v = _Flow(_bash_items(stripped, ctx, False), ctx, stripped).run()
         if "$'" in stripped or "&>" in stripped:
             # dash reads these differently: judge its reading too.
-            dash_ctx = _Ctx(ctx.depth, ctx.shell)
+            dash_ctx = _Ctx(ctx.depth, ctx.shell, work=ctx.work)   # one line, one budget
             try:
                 other = _Flow(_bash_items(stripped, dash_ctx, True), dash_ctx, stripped).run()
             except _Give as g:
@@ -8767,15 +9118,17 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
                             + r")\b", 2).search(stripped) is not None
         return v
     except _Give as g:
+        if g.reason == "analysis_limit":
+            return _limited(ctx)   # nothing of the line is proven (see analyze_shell)
         return _fallback_intents(_unread(g, stripped, _WRITERS), stripped, ctx)
     except RecursionError:
-        return _unknown("analysis_limit")
+        return _limited(ctx)
 
 
 def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
     """The parsed line; a refusal is noted where the parser stopped (for `explain`).
     The values the line gives its variables go to ctx (see _line_vars)."""
-    parser = _Bash(text, ctx.depth, dash)
+    parser = _Bash(text, ctx.depth, dash, ctx.work)
     try:
         items = parser.parse()
     except _Give as g:
@@ -8790,6 +9143,12 @@ def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
+# Controls PowerShell reads inconsistently (tab, newline, VT, FF and CR are
+# whitespace to it).  All are unprintable, like _BAD_CHAR_SET, so printable
+# text needs no closer look.
+_PS_BAD_CHARS = frozenset(map(chr, [*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f,
+                                    *range(0x200b, 0x2010), *range(0x202a, 0x202f),
+                                    *range(0x2066, 0x206a), 0x061c]))
 _PS_SQUOTES = "'\u2018\u2019\u201a\u201b"
 _PS_DQUOTES = '"\u201c\u201d\u201e'
 _PS_REFUSE = "$`@{}()%?#,[]*\\<"
@@ -8814,7 +9173,8 @@ _PS_WRITE_CMDLETS = frozenset((
 ))
 
 
-def _ps_words(text: str, redirects: Optional[List[Tuple[int, str, str]]] = None) -> List[Any]:
+def _ps_words(text: str, work: List[int],
+              redirects: Optional[List[Tuple[int, str, str]]] = None) -> List[Any]:
     """Split a PowerShell line into commands of (word, quoted) pairs; refuse the rest.
 
     An output redirection does not stop the reading: its target goes to
@@ -8917,6 +9277,7 @@ def _ps_words(text: str, redirects: Optional[List[Tuple[int, str, str]]] = None)
                 raise _Give("shell_syntax_unproven")
             word.append(c)
             i += 1
+        _spend(work, 1 + len(word) // 8)
         if target_next:
             at, op, _ = redirects[-1]   # type: ignore[index]
             redirects[-1] = (at, op, "".join(word))   # type: ignore[index]
@@ -8936,16 +9297,18 @@ def _ps_words(text: str, redirects: Optional[List[Tuple[int, str, str]]] = None)
 
 def _analyze_powershell(text: str, ctx: _Ctx) -> _V:
     if len(text) > _MAX_COMMAND:
-        return _unknown("analysis_limit")
-    if _an_rx("psbad", "[\x00-\x08\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c]"
-           ).search(text):
+        return _limited(ctx)
+    if not text.isprintable() and not _PS_BAD_CHARS.isdisjoint(text):
         return _unknown("control_character")
     redirects: List[Tuple[int, str, str]] = []
     try:
-        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), redirects)
+        cmds = _ps_words(text.strip(_PS_SPACE + "\r\n"), ctx.work, redirects)
+        _spend(ctx.work, _COMMAND_WORK * len(cmds))
     except _Give as g:
         if ctx.seen is not None:
             ctx.seen.append((None, g.verdict()))
+        if g.reason == "analysis_limit":
+            return _limited(ctx)
         return _fallback_intents(_unread(g, text, _PS_WRITE_CMDLETS, "$`@({%*?["), text, ctx,
                                  powershell=True)
     total = _V()
@@ -9144,6 +9507,10 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             continue
         if c in "\r\n&|":
             if cur:
+                try:
+                    _spend(ctx.work, _COMMAND_WORK)
+                except _Give as g:
+                    return _limited(ctx, total.join(g.verdict()))
                 v = _classify_argv(cur, ctx)
                 _place_targets(v, folders)
                 if ctx.seen is not None:
@@ -9163,8 +9530,17 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             if text.startswith("2>&1", i - 1) or text.startswith(">&", i):
                 i += 2
                 continue
-            rest = text[i + 1:].lstrip(" >").split(" ", 1)[0]
-            if rest.lower() == "nul" or c == "<":
+            if c == "<":
+                i += 1
+                continue
+            # The word after the operator, found without copying the rest of
+            # the line: a copy per ">" makes a line of them quadratic.
+            start = i + 1
+            while start < n and text[start] in " >":
+                start += 1
+            end = text.find(" ", start)
+            rest = text[start:n if end < 0 else end]
+            if rest.lower() == "nul":
                 i += 1
                 continue
             # Record the target and read on: the command before it still counts.
@@ -9195,6 +9571,10 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
             word.append(text[i])
             i += 1
         t = "".join(word)
+        try:
+            _spend(ctx.work, 1 + len(t) // 8)
+        except _Give as g:
+            return _limited(ctx, total.join(_V(g.mut, g.reason)))
         cur.append(_lit(t.lower()) if not cur else _lit(t))
     return total
 
@@ -9204,8 +9584,9 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
 # PowerShell and cmd must all agree), then the internal verdict as a
 # ShellAnalysis.  A bug inside never lets a command through as read.
 
-def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
-    ctx = _Ctx(0, shell, seen)
+def _analyze_any(command: str, shell: str, seen: Optional[list] = None,
+                 ctx: Optional[_Ctx] = None) -> _V:
+    ctx = ctx or _Ctx(0, shell, seen)
     if shell == "powershell":
         return _analyze_powershell(command, ctx)
     if shell == "unknown":
@@ -9220,24 +9601,44 @@ def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
 _UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
 
 
+def _beyond_analysis() -> _V:
+    """A line too long, too deep or too costly to read: nothing about it is
+    proven, so it may write anywhere and may add hashing or a dependency.
+    Saying less would let padding hide a `sha256sum` or a `pip install`
+    from hash= and deps= in a change contract."""
+    v = _unknown("analysis_limit")
+    v.hash = v.dep = v.opaque = True
+    return v
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit")
+        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True)  # see below
+    ctx = _Ctx(0, shell)
     try:
-        v = _analyze_any(command, shell)
+        v = _analyze_any(command, shell, ctx=ctx)
     except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
         return ShellAnalysis("unknown", "shell_syntax_unproven")
+    if ctx.work[0] < 0:
+        v = _beyond_analysis()   # a limit was hit somewhere in the line (see _limited)
     reason = None if v.mut == "read" else v.reason
     if v.mut == "unknown" and reason is None:
         reason = "shell_command_unproven"
-    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES:
+    if v.mut != "read" and v.agent is None and reason in _UNREAD_LINES \
+            and _names_an_agent(command):
         # The line could not be read word by word; its text still names any
         # agent CLI it would start.
         tokens = _agent_tokens(command)
+        named = _an_rx("agent_names", "|".join(
+            "".join(c if c.isalnum() else "\\" + c for c in name)
+            for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
         for j, token in enumerate(tokens):
+            # Only a word that holds a name can be one (see _names_an_agent).
+            if not named.search(token.lower().replace("\\", "/")):
+                continue
             cli = _agent_cli(token)
             found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
             if found is not None:
@@ -9426,11 +9827,14 @@ def _invisible(text: str) -> bool:
 
 def _quote(text: Optional[str], command: str) -> str:
     """`text` in backticks when the command holds it as written, else ""."""
-    if not text or "\0" in text or "\n" in text or text not in command or _invisible(text):
+    if not text or "\0" in text or "\n" in text or text not in command:
         return ""
+    # Only what is shown is checked character by character: a piece of a
+    # 64 KiB line is cut to the width first (the rest is never printed).
     if len(text) > _CULPRIT_WIDTH:
-        return "`%s`…" % text[:_CULPRIT_WIDTH - 1].rstrip()
-    return "`%s`" % text
+        shown = text[:_CULPRIT_WIDTH - 1].rstrip()
+        return "" if _invisible(shown) else "`%s`…" % shown
+    return "" if _invisible(text) else "`%s`" % text
 
 
 def _balanced_end(src: str, start: int) -> int:
@@ -9466,9 +9870,13 @@ def _segment(where: Any, command: str) -> str:
         joined = " ".join(where.words)
         return joined if joined in command else where.words[0]
     if isinstance(where, _Spot):
+        # Around the spot only: a culprit is shown at most _CULPRIT_WIDTH
+        # long, and walking a whole 64 KiB word would cost tens of ms.
         src, pos = where.src, min(where.pos, len(where.src))
+        src = src[:pos + 4 * _CULPRIT_WIDTH]
+        low = max(0, pos - 4 * _CULPRIT_WIDTH)
         start = pos
-        while start > 0 and src[start - 1] not in " \t\n;|&":
+        while start > low and src[start - 1] not in " \t\n;|&":
             start -= 1
         end = pos
         while end < len(src) and src[end] not in " \t\n;|&":
@@ -9865,27 +10273,34 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
 def _spot_note(command: str, reason: Optional[str]) -> str:
     """A piece no parse got to: say where, without quoting invisible characters."""
     if reason == "control_character":
-        match = _an_rx("bad", _BAD_CHARS).search(command)
-        if match:
-            before = command[:match.start()].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
+        at = next((n for n, c in enumerate(command) if c in _BAD_CHAR_SET), -1)
+        if at >= 0:
+            before = command[:at].rstrip(" \t").rsplit("\n", 1)[-1][-40:]
             after = _quote(before.strip(), command)
             return "the command holds the control character U+%04X at position %d%s" % (
-                ord(match.group()), match.start() + 1, ", after " + after if after else "")
+                ord(command[at]), at + 1, ", after " + after if after else "")
     if reason == "analysis_limit":
-        return "the command is too long (over %d KiB) or too deeply nested to read" % (
-            _MAX_COMMAND // 1024)
+        return ("the command is too long (over %d KiB), too much to read at once (over "
+                "about %d words) or too deeply nested" % (_MAX_COMMAND // 1024, _MAX_WORK))
     return ""
 
 
-def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()) -> str:
+def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = (),
+                  reason: Optional[str] = None) -> str:
     """The `Culprit:` (and `Instead:`) lines for a deny or note about `command`.
 
     code is the decision's reason code; paths the outside or protected paths
-    it named.  Runs the analysis again, so call it only for a deny or note.
-    Returns "" when the command is not what decided (delegation, state, ...).
+    it named; reason the analyzer's.  Runs the analysis again, so call it only
+    for a deny or note.  Returns "" when the command is not what decided
+    (delegation, state, ...).
     """
     if not isinstance(command, str):
         return ""
+    if reason == "analysis_limit":
+        # The line was not read to its end: no piece of it decided, whatever
+        # the code (hash and dependencies are assumed for such a line), and
+        # reading it again would cost as much as the first time.
+        return "Culprit: %s." % _spot_note(command, reason)
     if code == "REPEATED_WITHOUT_CHANGE":
         whole = _quote(command.strip(), command)
         return "Culprit: %s, run again with no change in between." % (whole or "the command")
@@ -9893,9 +10308,14 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     if pick is None:
         return ""
     seen: List[Tuple[Any, _V]] = []
+    # Half the reading budget: a line that took more than that to judge gets
+    # no culprit line rather than a second full reading on its denial.
+    ctx = _Ctx(0, shell, seen, [_MAX_WORK // 2])
     try:
-        final = _analyze_any(command, shell, seen)
+        final = _analyze_any(command, shell, seen, ctx=ctx)
     except Exception:   # noqa: BLE001 - explaining must never fail a hook
+        return ""
+    if ctx.work[0] < 0:
         return ""
     chosen = [(w, v) for w, v in seen if pick(v, paths)] or \
         [(w, v) for w, v in seen if v.mut != "read" or v.hash or v.dep]
@@ -12608,7 +13028,6 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     (see ShellAnalysis.write_patterns) is, lies in or holds a protected root;
     (None, None) when none does.  Checked on names (paths that may not
     exist yet) and on the file system (a wildcard that matches a link)."""
-    import fnmatch
     parts = pattern.split("/")
     head: List[str] = []
     while parts and _glob_literal(parts[0]) is not None:
@@ -12664,6 +13083,7 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
         budget[0] -= len(names)
         if budget[0] < 0:
             return (os.path.join(folder, part), roots[0])
+        import fnmatch   # here only: it imports re, which a plain `rm -r dir` never needs
         for name in names:
             if fnmatch.fnmatchcase(name, part):
                 hit = walk(os.path.join(folder, name), rest_parts[1:])
@@ -12680,7 +13100,6 @@ def _glob_reaches(parts: List[str], rel: List[str], root_is_dir: bool,
     """Whether a path matching the components `parts` can be the path
     `rel` (both below the same folder), hold it, or (for a folder) lie in
     it.  `**` stands for any number of components; `..` for anything."""
-    import fnmatch
     seen: Dict[Tuple[int, int], bool] = {}
 
     def go(i: int, j: int) -> bool:
@@ -12697,7 +13116,12 @@ def _glob_reaches(parts: List[str], rel: List[str], root_is_dir: bool,
         else:
             name, want = (rel[j].casefold(), parts[i].casefold()) if insensitive \
                 else (rel[j], parts[i])
-            hit = fnmatch.fnmatchcase(name, want) and go(i + 1, j + 1)
+            literal = _glob_literal(want)
+            if literal is not None:   # no wildcard: a plain comparison, and no `re`
+                hit = name == literal and go(i + 1, j + 1)
+            else:
+                import fnmatch
+                hit = fnmatch.fnmatchcase(name, want) and go(i + 1, j + 1)
         seen[(i, j)] = hit
         return hit
 
@@ -13266,10 +13690,13 @@ def _glob_name(name: str, pattern: str, fold: bool) -> bool:
     `*`) and `pattern` (a pattern's)."""
     if fold:
         name, pattern = name.casefold(), pattern.casefold()
-    import fnmatch
     if "*" in name:
-        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
-    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+        if _glob_wild(pattern):
+            return True
+    elif not _glob_wild(pattern):
+        return name == pattern   # no wildcard on either side: no fnmatch, and so no `re`
+    import fnmatch
+    return fnmatch.fnmatchcase(pattern, name) if "*" in name else fnmatch.fnmatchcase(name, pattern)
 
 
 def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
@@ -13899,7 +14326,8 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
             paths = paths_outside(list(action.shell_write_targets), allowed, action.cwd)
         elif code == "GUARD_SELF_PROTECTION":
             paths = protected_hits(action, protected_paths)
-        culprit = shell_culprit(action.command, action.shell or "bash", code, paths)
+        culprit = shell_culprit(action.command, action.shell or "bash", code, paths,
+                                action.analysis_reason)
         if culprit and code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
             # These carry no Instead line: the culprit is the whole message.
             culprit = culprit[:-1] + "; the lock is %s." % _lock_text(allowed)
@@ -14337,8 +14765,9 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
 # recovery, armed markers, session links, the per-host "last event" marks,
-# and the append-only runtime audit: one line per judged tool call, written
-# with one O_APPEND write so that concurrent hooks never interleave bytes.
+# and the runtime audit: one line per judged tool call, written with one
+# O_APPEND write so that concurrent hooks never interleave bytes, in dated
+# segments under a total limit, with the index its readers use.
 ###############################################################################
 
 
@@ -14877,9 +15306,15 @@ class Store:
 
     # ---- writing ------------------------------------------------------------
 
-    def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
+    def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2,
+                    durable: bool = True) -> None:
         """Durable atomic replace: temp file in the same folder, fsync, rename,
-        folder fsync; the old file survives any failure."""
+        folder fsync; the old file survives any failure.
+
+        durable=False, for files that can be rebuilt (the audit index), skips
+        the fsyncs and removes the old file before the rename: ext4 flushes
+        a file renamed (or truncated) over another one to disk, several ms
+        on a busy disk, and a missing index only costs its reader a refold."""
         import time
         directory = os.path.dirname(target)
         _state_mkdirs(directory)
@@ -14892,9 +15327,15 @@ class Store:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
+            if not durable:
+                try:
+                    os.unlink(target)
+                except FileNotFoundError:
+                    pass
             os.replace(tmp, target)
         except BaseException:
             try:
@@ -14902,7 +15343,7 @@ class Store:
             except OSError:
                 pass
             raise
-        if os.name != "nt":
+        if durable and os.name != "nt":
             try:
                 dfd = os.open(directory, os.O_RDONLY)
                 try:
@@ -14921,8 +15362,11 @@ class Store:
         self._write_json(target, obj)
         return True
 
-    def _append_line(self, subdir: str, name: str, record: dict) -> None:
-        """One JSON line with a single O_APPEND write, so lines never interleave."""
+    def _append_line(self, subdir: str, name: str, record: dict) -> Tuple[int, int, int]:
+        """One JSON line with a single O_APPEND write, so lines never interleave.
+
+        Returns where the line starts and ends in the file, and the file's
+        inode: the audit's upkeep decides from them, without another read."""
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"))
                 + "\n").encode("utf-8")
         target = os.path.join(self.root, subdir, name)
@@ -14934,18 +15378,210 @@ class Store:
             fd = os.open(target, flags, 0o600)
         try:
             written = os.write(fd, data)
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            inode = os.fstat(fd).st_ino
         finally:
             os.close(fd)
         if written != len(data):
             raise OSError("short audit write (%d of %d bytes)" % (written, len(data)))
+        return end - written, end, inode
 
     def append_audit(self, key: str, record: dict) -> bool:
-        """One O_APPEND write of one JSON line; False (never raise) on failure."""
+        """One O_APPEND write of one JSON line; False (never raise) on failure.
+
+        Then the upkeep of the audit (fold, rotate, bound), which never fails
+        the call either."""
         try:
-            self._append_line("runtime", key + ".jsonl", record)
-            return True
+            start, end, inode = self._append_line("runtime", key + ".jsonl", record)
         except Exception:
             return False
+        try:
+            self._audit_upkeep(key, start, end, inode)
+        except Exception:  # noqa: BLE001 - upkeep is best effort; the line is written
+            pass
+        return True
+
+    def _audit_upkeep(self, key: str, start: int, end: int, inode: int) -> None:
+        """Fold, rotate and bound the audit when this line crossed a boundary
+        (see the audit layout above the audit readers).  Appends never
+        overlap, so exactly one hook sees its line cross a given boundary."""
+        limit = audit_limit_bytes()
+        segment = _audit_segment_bytes(limit)
+        step = min(_AUDIT_FOLD_BYTES, segment)
+        rotated = False
+        if start // step != end // step:
+            audit_index(self, key)
+            if end >= segment:
+                rotated = self._rotate_audit(key, inode)
+        if (start == 0 or rotated) and limit:   # a new log, or a new segment
+            self.prune_audit(limit, keep=key)
+
+    def _rotate_audit(self, key: str, inode: int) -> bool:
+        """Rename the session's log to a dated segment, if it is still the file
+        this hook wrote to (another hook may have rotated it already)."""
+        import time
+        current = os.path.join(self.root, "runtime", key + ".jsonl")
+        try:
+            if os.stat(current).st_ino != inode:
+                return False
+            now = time.time()
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % (
+                int(now * 1000) % 1000)
+            target = os.path.join(self.root, "runtime", "%s.%s.jsonl" % (key, stamp))
+            suffix = 0
+            while os.path.lexists(target):
+                suffix += 1
+                target = os.path.join(self.root, "runtime", "%s.%s%d.jsonl" % (key, stamp, suffix))
+            os.rename(current, target)
+        except OSError:
+            return False   # read-only, full, or gone: the log keeps growing, nothing is lost
+        return True
+
+    def prune_audit(self, limit: Optional[int] = None, keep: Optional[str] = None,
+                    now: Optional[float] = None) -> int:
+        """Remove the oldest log files of idle sessions until the audit is under
+        the limit; returns the bytes removed.
+
+        A session is active while any of its files was written in the last
+        seven days, and `keep` (the caller's session) always is: their lines
+        stay even when the audit is over the limit.  One pruner at a time (a
+        lock dir; a busy one makes this a no-op, so no hook ever waits).
+        Each file is first claimed by a rename, then its removal is recorded
+        in removed.jsonl, then it is unlinked: a pruner killed half-way
+        leaves a claimed file that the next one finishes.
+        """
+        import time
+        limit = audit_limit_bytes() if limit is None else limit
+        if not limit:
+            return 0
+        now = time.time() if now is None else now
+        runtime = os.path.join(self.root, "runtime")
+        lock = os.path.join(runtime, ".prune.lock")
+        try:
+            os.mkdir(lock, 0o700)
+        except FileExistsError:
+            try:
+                if now - os.stat(lock).st_mtime < _AUDIT_PRUNE_STALE:
+                    return 0
+                os.rmdir(lock)
+                os.mkdir(lock, 0o700)
+            except OSError:
+                return 0
+        except OSError:
+            return 0
+        try:
+            return self._prune_locked(runtime, limit, keep, now)
+        finally:
+            try:
+                os.rmdir(lock)
+            except OSError:
+                pass
+
+    def _prune_locked(self, runtime: str, limit: int, keep: Optional[str], now: float) -> int:
+        files, claimed, total, latest = [], [], 0, {}
+        with os.scandir(runtime) as entries:
+            for entry in entries:
+                name = entry.name
+                base = name[:-9] if name.endswith(".removing") else name
+                parsed = _audit_file_key(base)
+                if parsed is None:
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if name != base:
+                    claimed.append((info.st_mtime, name, parsed[0], info.st_size))
+                    continue
+                total += info.st_size
+                files.append((info.st_mtime, name, parsed[0], info.st_size))
+                latest[parsed[0]] = max(latest.get(parsed[0], 0.0), info.st_mtime)
+        removed = 0
+        for mtime, name, key, size in claimed:   # left by a pruner that was killed
+            removed += self._remove_claimed(runtime, name, key, size, mtime, now)
+        if total <= limit:
+            return removed
+        active = {k for k, t in latest.items() if now - t < _AUDIT_ACTIVE_SECONDS}
+        if keep is not None:
+            active.add(keep)
+        target = limit - limit // 10   # some room, so that pruning is not needed again at once
+        for mtime, name, key, size in sorted(files):
+            if total <= target:
+                break
+            if key in active:
+                continue
+            try:
+                os.rename(os.path.join(runtime, name), os.path.join(runtime, name + ".removing"))
+            except OSError:
+                continue   # gone already, or not ours to move: leave it
+            freed = self._remove_claimed(runtime, name + ".removing", key, size, mtime, now)
+            if not freed:
+                break      # the removal could not be recorded: stop, keep the rest
+            removed += freed
+            total -= size
+        self._clear_stale_index_temps(now)
+        gone = {key for _, _, key, _ in files} - set(audit_files(self))
+        for key in gone:   # a session whose every file was removed has no index either
+            try:
+                os.unlink(_index_path(self, key))
+            except OSError:
+                pass
+        self._compact_removed(runtime)
+        return removed
+
+    def _clear_stale_index_temps(self, now: float) -> None:
+        """Temp files of index writes whose process was killed half-way."""
+        folder = os.path.join(self.root, "runtime", "index")
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".tmp") and \
+                            now - entry.stat().st_mtime > _AUDIT_PRUNE_STALE:
+                        os.unlink(entry.path)
+        except OSError:
+            pass
+
+    def _remove_claimed(self, runtime: str, claimed: str, key: str, size: int, mtime: float,
+                        now: float) -> int:
+        """Record, then unlink, one claimed file; the bytes freed (0 if not recorded)."""
+        import time
+        path = os.path.join(runtime, claimed)
+        record = {"schemaVersion": 1, "removedAt": time.strftime(
+                      "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now)),
+                  "sessionKey": key, "file": claimed[:-9], "bytes": size,
+                  "lastWriteAt": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(mtime))}
+        try:
+            self._append_line("runtime", "removed.jsonl", record)
+        except (OSError, ValueError):
+            try:
+                os.rename(path, path[:-9])   # keep it readable; a later pruner retries
+            except OSError:
+                pass
+            return 0
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return 0
+        return size
+
+    def _compact_removed(self, runtime: str) -> None:
+        """Keep removed.jsonl small: past 256 KiB its lines become one total."""
+        path = os.path.join(runtime, "removed.jsonl")
+        try:
+            if os.stat(path).st_size < _REMOVED_COMPACT_BYTES:
+                return
+        except OSError:
+            return
+        seen = removed_audit(self)
+        record = {"schemaVersion": 1, "removedAt": seen["lastRemovedAt"], "files": seen["files"],
+                  "bytes": seen["bytes"], "sessions": len(seen["sessions"]),
+                  "lastWriteAt": seen["newestRemoved"]}
+        try:
+            self._write_json(path, record, indent=None, durable=False)
+        except OSError:
+            pass
 
     def append_annotation(self, record: dict) -> None:
         """Append to runtime/annotations.jsonl; raises OSError on failure."""
@@ -14964,6 +15600,9 @@ class Store:
             raise ValueError("invalid host effect: %r" % (effect,))
         record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
                   "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
+        found = find_event(self, event_id)
+        if found is not None:
+            record["sessionKey"] = found["sessionKey"]
         self.append_annotation(record)
         return record
 
@@ -15113,26 +15752,116 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
-# ---- audit readers (inspection only; a tool-call hook never reads logs) -----
+# -- the audit on disk: segments, the bound, the index -------------------------
+#
+# runtime/<key>.jsonl                the session's log: one line per checked action,
+#                                    each written with one O_APPEND write
+# runtime/<key>.<UTC stamp>.jsonl    older segments of it: when the log passes the
+#                                    segment size it is renamed whole, and the next
+#                                    line starts a new log.  A rename moves no byte,
+#                                    so no line is lost or written twice, and hooks
+#                                    still writing to the old file land in the segment.
+# runtime/index/<key>.json           what status and runtime show (counts by outcome,
+#                                    family and reason, the last events), folded from
+#                                    each file up to a byte offset.  It is a cache:
+#                                    its counts are always those of an exact prefix
+#                                    of each file, whoever wrote it last, and a
+#                                    missing or damaged index is rebuilt from the logs.
+# runtime/removed.jsonl              one line per file removed to keep the audit
+#                                    under the limit, so readers can say so.
+#
+# The hook keeps all of this up to date at little cost: after its append it
+# knows where its line ended, and only a line that crosses a multiple of the
+# fold step (16 KiB) folds the new lines into the index (about one call in
+# 20, a millisecond), only
+# one that crosses the segment size renames the log, and only a new log or
+# a rename looks at the total and removes the oldest files of sessions idle
+# for a week, until the audit is under STS_AUDIT_MAX_MB (default 100).  An
+# active session's lines are never removed.  Every step may fail (read-only
+# or full disk, a process killed half-way) without losing a written line and
+# without changing the decision; the next crossing, or the next reader,
+# picks up where it stopped.
 
-_AUDIT_RES: Dict[str, Any] = {}
+AUDIT_LIMIT_ENV = "STS_AUDIT_MAX_MB"
+AUDIT_DEFAULT_MB = 100
+_AUDIT_ACTIVE_SECONDS = 7 * 86400
+_AUDIT_FOLD_BYTES = 16 * 1024
+_AUDIT_MIN_SEGMENT = 32 * 1024
+_AUDIT_HEAD = 96           # bytes that tell one log file from another with the same inode
+_AUDIT_RECENT = 5          # last events kept per file (status shows five)
+_AUDIT_PRUNE_STALE = 60.0  # seconds after which a pruner's lock is taken over
+_REMOVED_COMPACT_BYTES = 256 * 1024
 
 
-def _audit_re(name: str) -> Any:
-    # Compiled on first use: tool-call hooks never read logs, so they never pay for these.
-    if not _AUDIT_RES:
-        import re
-        _AUDIT_RES.update(
-            event=re.compile(r"evt_[0-9a-f-]+\Z"),
-            reason=re.compile(r"[A-Z][A-Z_0-9]*\Z"),
-            time=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
-                            r"(\.[0-9]{1,6})?Z\Z"))
-    return _AUDIT_RES[name]
+def audit_limit_bytes() -> int:
+    """STS_AUDIT_MAX_MB in bytes (default 100 MB); 0 keeps every line."""
+    raw = os.environ.get(AUDIT_LIMIT_ENV, "")
+    try:
+        megabytes = float(raw) if raw.strip() else AUDIT_DEFAULT_MB
+    except ValueError:
+        megabytes = AUDIT_DEFAULT_MB
+    if not megabytes == megabytes or megabytes < 0:  # NaN or negative: the default
+        megabytes = AUDIT_DEFAULT_MB
+    return int(min(megabytes, 1 << 40) * 1024 * 1024)
+
+
+def _audit_segment_bytes(limit: int) -> int:
+    """Size at which a session's log becomes a segment: a sixteenth of the limit."""
+    return max(limit // 16, _AUDIT_MIN_SEGMENT) if limit else 1 << 62
+
+
+def _key_ok(key: str) -> bool:
+    return key == "unknown" or (len(key) == 24 and not key.strip("0123456789abcdef"))
+
+
+def _audit_file_key(name: str) -> Optional[Tuple[str, str]]:
+    """(key, stamp) of a log file name: stamp "" for the current log, else the
+    UTC stamp of a segment; None for anything else (annotations, temp files)."""
+    if not name.endswith(".jsonl"):
+        return None
+    key, _, stamp = name[:-6].partition(".")
+    if not _key_ok(key):
+        return None
+    if stamp and not (len(stamp) >= 19 and stamp[8] == "T" and stamp.endswith("Z")
+                      and stamp[:8].isdigit() and stamp.isascii()):
+        return None
+    return key, stamp
+
+
+def audit_files(store: Store, key: Optional[str] = None) -> Dict[str, List[str]]:
+    """Session key -> its log files in reading order: segments by stamp, then
+    the current log.  Only `key`'s when given."""
+    try:
+        names = os.listdir(store.path("runtime"))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    found: Dict[str, List[Tuple[int, str, str]]] = {}
+    for name in names:
+        if key is not None and not name.startswith(key):
+            continue   # a thousand other sessions' files, skipped without parsing
+        parsed = _audit_file_key(name)
+        if parsed is None or (key is not None and parsed[0] != key):
+            continue
+        found.setdefault(parsed[0], []).append((0 if parsed[1] else 1, parsed[1], name))
+    return {k: [name for _, _, name in sorted(files)] for k, files in found.items()}
+
+
+# -- shape checks of a RuntimeEvent line (no regex: the hook's fold uses them) --
+
+_HEX_ID = "0123456789abcdef-"
+_REASON_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789"
 
 
 def event_id_ok(value: Any) -> bool:
     """`evt_` followed by lower-case hex and dashes."""
-    return isinstance(value, str) and _audit_re("event").match(value) is not None
+    return (isinstance(value, str) and len(value) > 4 and value.startswith("evt_")
+            and not value[4:].strip(_HEX_ID))
+
+
+def _reason_ok(value: Any) -> bool:
+    """An upper-case reason code: [A-Z][A-Z_0-9]*."""
+    return (isinstance(value, str) and value[:1].isascii() and value[:1].isupper()
+            and not value.strip(_REASON_CHARS))
 
 
 # Calendar validity per "YYYY-MM-DD"; a log holds few distinct days.
@@ -15140,12 +15869,24 @@ _AUDIT_DAYS: Dict[str, bool] = {}
 
 
 def _time_ok(value: Any) -> bool:
-    if not isinstance(value, str) or not _audit_re("time").match(value):
+    """YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z with a real date and clock."""
+    if not isinstance(value, str) or not value.isascii():
+        return False
+    n = len(value)
+    if not (n == 20 or 22 <= n <= 27) or value[-1] != "Z":
+        return False
+    if (value[4], value[7], value[10], value[13], value[16]) != ("-", "-", "T", ":", ":"):
+        return False
+    digits = value[:4] + value[5:7] + value[8:10] + value[11:13] + value[14:16] + value[17:19]
+    if n > 20:
+        if value[19] != ".":
+            return False
+        digits += value[20:-1]
+    if not digits.isdigit():
         return False
     # Accepts exactly what strptime("%Y-%m-%dT%H:%M:%S") accepted, without its
-    # cost (about 12 us a call, half of a 100,000-line `runtime all`): the
-    # regex fixed the shape, so the date is checked once per day and the
-    # clock by comparing two-digit strings.
+    # cost: the shape is fixed above, so the date is checked once per day and
+    # the clock by comparing two-digit strings.
     day = value[:10]
     ok = _AUDIT_DAYS.get(day)
     if ok is None:
@@ -15182,8 +15923,7 @@ def runtime_event_ok(record: Any) -> bool:
     for name in ("policyOutcome", "responseOutcome"):
         if not isinstance(decision.get(name), str):
             return False
-    reason = decision.get("reasonCode")
-    if not isinstance(reason, str) or not _audit_re("reason").match(reason):
+    if not _reason_ok(decision.get("reasonCode")):
         return False
     return record.get("contract") is None or isinstance(record.get("contract"), dict)
 
@@ -15193,10 +15933,40 @@ def _annotation_ok(record: Any) -> bool:
         return False
     if not event_id_ok(record.get("eventId")):
         return False
+    if "sessionKey" in record and not (isinstance(record["sessionKey"], str)
+                                       and _key_ok(record["sessionKey"])):
+        return False
     if "label" in record:
         return record["label"] in LABELS and ("hostEffect" not in record
                                               or record["hostEffect"] in HOST_EFFECTS)
     return record.get("hostEffect") in HOST_EFFECTS
+
+
+def _json_line(raw: bytes) -> Any:
+    """One JSON value that fills the line, or None: what json.loads accepts."""
+    try:
+        text = raw.decode("utf-8").strip(" \t\n\r")
+        return json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _line_record(raw: bytes, check: Callable[[Any], bool]) -> Tuple[Any, int]:
+    """(record or None, damaged lines) of one log line.
+
+    A write cut short by a full disk leaves a line without its newline, and
+    the next line written lands glued to it.  That next line was written and
+    acknowledged in full, so it is read from its own start (sts writes every
+    line beginning with `{"schemaVersion":`); only the cut one is damaged."""
+    record = _json_line(raw)
+    if record is not None and check(record):
+        return record, 0
+    at = raw.rfind(b'{"schemaVersion":')
+    if at > 0:
+        record = _json_line(raw[at:])
+        if record is not None and check(record):
+            return record, 1
+    return None, 1
 
 
 def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]):
@@ -15204,60 +15974,88 @@ def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]
         fh = open(path, "rb")
     except FileNotFoundError:
         return
-    # The C scanner behind json.loads, called directly: json.loads adds about
-    # 2 us of Python per call, a third of the parse time of a 100,000-line
-    # `runtime all`.  Stripping JSON's own four whitespace characters and
-    # requiring the value to end the line accepts exactly what json.loads does.
-    scan = json.JSONDecoder().scan_once
     with fh:
         for raw in fh:
             if not raw.strip():
                 continue
-            try:
-                text = raw.decode("utf-8").strip(" \t\n\r")
-                record, end = scan(text, 0)
-                if end != len(text):
-                    record = None
-            except (ValueError, RecursionError, StopIteration):
-                record = None
-            if record is not None and check(record):
+            record, damaged = _line_record(raw, check)
+            if damaged and counter is not None:
+                counter["damaged"] = counter.get("damaged", 0) + damaged
+            if record is not None:
                 yield record
-            elif counter is not None:
-                counter["damaged"] = counter.get("damaged", 0) + 1
-
-
-def audit_log_keys(store: Store) -> List[str]:
-    """Session keys that have a runtime log, sorted."""
-    try:
-        names = os.listdir(store.path("runtime"))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(n[:-6] for n in names if n.endswith(".jsonl") and n != "annotations.jsonl")
 
 
 def iter_audit(store: Store, key: Optional[str] = None, counter: Optional[dict] = None):
     """Stream valid RuntimeEvent records of one session's log, or of every log.
 
+    A session's segments come first, oldest first, then its current log.
     Lines that are unparseable or fail the shape checks are skipped and
     counted in counter["damaged"] when a dict is given.  Records come in file
     order; callers that need time order sort by occurredAt (stable).
     """
-    keys = [key] if key is not None else audit_log_keys(store)
-    for k in keys:
-        for record in _iter_jsonl(store.path("runtime", k + ".jsonl"), runtime_event_ok, counter):
-            yield record
+    files = audit_files(store, key)
+    for k in sorted(files):
+        for name in files[k]:
+            for record in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
+                yield record
+
+
+def find_event(store: Store, event_id: str) -> Optional[dict]:
+    """The event with this exact id in any session's log (ids are compared lower-cased).
+
+    Each log is searched as bytes first and only a line holding the id is
+    parsed: sts writes ids unescaped, so a log without those bytes cannot hold
+    the event, and `explain` stays a fast scan even over 100,000 lines.
+    """
+    event_id = event_id.lower()
+    if not event_id_ok(event_id):
+        return None
+    needle = event_id.encode("ascii")
+    for name in (name for names in audit_files(store).values() for name in names):
+        path = store.path("runtime", name)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"] == event_id:
+                return record
+            at = data.find(needle, end)
+    return None
+
+
+def audit_log_keys(store: Store) -> List[str]:
+    """Session keys that have a runtime log or segment, sorted."""
+    return sorted(audit_files(store))
 
 
 class Annotations(Record):
-    """runtime/annotations.jsonl folded per event: the last line of each kind wins."""
+    """runtime/annotations.jsonl folded per event: the last line of each kind wins.
 
-    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged')
-    DEFAULTS = {'labels': dict, 'host_effects': dict, 'records': list, 'damaged': 0}
+    sessions maps an event id to the session key its annotation named (lines
+    written by `label` carry it; lines written by hand may not)."""
+
+    __slots__ = FIELDS = ('labels', 'host_effects', 'records', 'damaged', 'sessions', 'keyless',
+                          'by_session')
+    DEFAULTS = {'labels': dict, 'host_effects': dict, 'records': list, 'damaged': 0,
+                'sessions': dict, 'keyless': list, 'by_session': dict}
 
     labels: Dict[str, str]
     host_effects: Dict[str, str]
     records: List[dict]
     damaged: int
+    sessions: Dict[str, str]
+    keyless: List[str]    # ids no line named a session for, in first-seen order
+    by_session: Dict[str, List[str]]   # session key -> the ids its lines named
+
+
+_NO_NOTES = Annotations()
 
 
 def read_annotations(store: Store) -> Annotations:
@@ -15271,7 +16069,382 @@ def read_annotations(store: Store) -> Annotations:
             out.labels[record["eventId"]] = record["label"]
         if "hostEffect" in record:
             out.host_effects[record["eventId"]] = record["hostEffect"]
+        if "sessionKey" in record:
+            out.sessions[record["eventId"]] = record["sessionKey"]
+    seen = set()
+    for record in out.records:
+        event_id = record["eventId"]
+        if event_id not in out.sessions and event_id not in seen:
+            seen.add(event_id)
+            out.keyless.append(event_id)
+    for event_id, key in out.sessions.items():
+        out.by_session.setdefault(key, []).append(event_id)
     out.damaged = counter["damaged"]
+    return out
+
+
+_TOP_DENIED = 3   # denial reasons `status` ranks
+# policyOutcome -> column of a count row [checked, allowed, denied, notes].
+# require_user_approval is a denial that names the user as the way out.
+_OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
+                   "report_and_defer": 3}
+
+
+class _Tally:
+    """Counts over the events of one scope (a file, a session, every session).
+
+    Rows are [checked, allowed, denied, notes].  Built in one pass over a
+    stream, so `runtime all` never holds 100,000 events unless --json asks.
+    Labels and host effects come from annotations, which may be written long
+    after the event: the index keeps tallies without them (`_NO_NOTES`) and
+    readers add them (`count_notes`).
+    """
+
+    __slots__ = ("row", "responses", "reasons", "families", "labels", "effects", "last")
+
+    def __init__(self) -> None:
+        self.row = [0, 0, 0, 0]
+        self.responses: Dict[str, int] = {}
+        self.reasons: Dict[str, list] = {}    # code -> [family, checked, allowed, denied, notes]
+        self.families: Dict[str, List[int]] = {}  # letter or "-" -> row
+        self.labels: Dict[str, int] = {}
+        self.effects: Dict[str, int] = {}
+        self.last = ""  # the greatest occurredAt seen
+
+    def add(self, event: dict, notes: "Annotations") -> None:
+        decision = event["decision"]
+        column = _OUTCOME_COLUMN.get(decision["policyOutcome"])
+        family = decision.get("family")
+        family = family if isinstance(family, str) and family else "-"
+        row = self.row
+        row[0] += 1
+        fam = self.families.get(family)
+        if fam is None:
+            fam = self.families[family] = [0, 0, 0, 0]
+        fam[0] += 1
+        code = decision["reasonCode"]
+        reason = self.reasons.get(code)
+        if reason is None:
+            reason = self.reasons[code] = [family, 0, 0, 0, 0]
+        reason[1] += 1
+        if column is not None:
+            row[column] += 1
+            fam[column] += 1
+            reason[column + 1] += 1
+        response = decision["responseOutcome"]
+        self.responses[response] = self.responses.get(response, 0) + 1
+        if notes.labels or notes.host_effects:
+            self.count_notes(event["eventId"], notes)
+        if event["occurredAt"] > self.last:
+            self.last = event["occurredAt"]
+
+    def count_notes(self, event_id: str, notes: "Annotations") -> None:
+        label = notes.labels.get(event_id)
+        if label:
+            self.labels[label] = self.labels.get(label, 0) + 1
+        effect = notes.host_effects.get(event_id)
+        if effect:
+            self.effects[effect] = self.effects.get(effect, 0) + 1
+
+    def merge(self, other: "_Tally") -> None:
+        for i, n in enumerate(other.row):
+            self.row[i] += n
+        for mine, theirs in ((self.responses, other.responses), (self.labels, other.labels),
+                             (self.effects, other.effects)):
+            for name, n in theirs.items():
+                mine[name] = mine.get(name, 0) + n
+        for family, counts in other.families.items():
+            row = self.families.setdefault(family, [0, 0, 0, 0])
+            for i, n in enumerate(counts):
+                row[i] += n
+        for code, counts in other.reasons.items():
+            row = self.reasons.setdefault(code, [counts[0], 0, 0, 0, 0])
+            for i in range(1, 5):
+                row[i] += counts[i]
+        self.last = max(self.last, other.last)
+
+    def top_denied(self, limit: Optional[int] = None) -> List[Tuple[str, int]]:
+        ranked = sorted(((code, r[3]) for code, r in self.reasons.items() if r[3]),
+                        key=lambda item: (-item[1], item[0]))
+        return ranked[:_TOP_DENIED if limit is None else limit]
+
+    def counts(self) -> Dict[str, int]:
+        return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
+
+    def summary(self, damaged: int) -> Dict[str, Any]:
+        """The `summary` object of `runtime --json`, plus observed host effects."""
+        responses = self.responses
+        return {"checkedActions": self.row[0],
+                "contextResponses": responses.get("context_returned", 0),
+                "permissionDenyResponses": responses.get("permission_deny_returned", 0),
+                "executionDenialResponses": responses.get("execution_denial_returned", 0),
+                "reasons": {code: r[1] for code, r in sorted(self.reasons.items())},
+                "labels": {name: self.labels.get(name, 0) for name in LABELS},
+                "damagedRecords": damaged,
+                "hostEffects": {name: self.effects.get(name, 0) for name in HOST_EFFECTS}}
+
+    def to_json(self) -> dict:
+        return {"row": self.row, "responses": self.responses, "reasons": self.reasons,
+                "families": self.families, "last": self.last}
+
+    @classmethod
+    def from_json(cls, obj: Any) -> "_Tally":
+        """A tally saved by to_json; ValueError when it is not one."""
+        tally = cls()
+        try:
+            row, last = obj["row"], obj["last"]
+            if not (isinstance(row, list) and len(row) == 4 and all(_is_int(n) for n in row)
+                    and isinstance(last, str)):
+                raise ValueError
+            tally.row, tally.last = list(row), last
+            for name, n in obj["responses"].items():
+                if not (isinstance(name, str) and _is_int(n)):
+                    raise ValueError
+                tally.responses[name] = n
+            for name, counts in obj["families"].items():
+                if not (isinstance(name, str) and isinstance(counts, list) and len(counts) == 4
+                        and all(_is_int(n) for n in counts)):
+                    raise ValueError
+                tally.families[name] = list(counts)
+            for code, counts in obj["reasons"].items():
+                if not (isinstance(code, str) and isinstance(counts, list) and len(counts) == 5
+                        and isinstance(counts[0], str) and all(_is_int(n) for n in counts[1:])):
+                    raise ValueError
+                tally.reasons[code] = list(counts)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError("not a tally") from exc
+        return tally
+
+
+def _index_path(store: Store, key: str) -> str:
+    return store.path("runtime", "index", key + ".json")
+
+
+def _load_index(store: Store, key: str) -> dict:
+    """The saved index of `key`, checked entry by entry; {} when there is none."""
+    try:
+        with open(_index_path(store, key), "rb") as fh:
+            obj = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(obj, dict) or obj.get("schemaVersion") != 1 \
+            or obj.get("sessionKey") != key or not isinstance(obj.get("files"), list):
+        return {}
+    return obj
+
+
+def _fold_entry(raw: Any) -> Optional[dict]:
+    """One file's saved fold, with its tally rebuilt; None when malformed."""
+    try:
+        entry = dict(raw)
+        if type(entry["ino"]) is not int or type(entry.get("mtime", 0)) is not int \
+                or not isinstance(entry["head"], str) or not _is_int(entry["offset"]) \
+                or not _is_int(entry["damaged"]) or not _is_int(entry["lines"]):
+            return None
+        recent = entry["recent"]
+        # Only their sort key here: audit_index checks the few it shows.
+        if not isinstance(recent, list) or not all(
+                isinstance(r, list) and len(r) == 2 and _is_int(r[0]) and isinstance(r[1], dict)
+                and isinstance(r[1].get("occurredAt"), str) for r in recent):
+            return None
+        entry["tally"] = _Tally.from_json(entry["tally"])
+        return entry
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _fold_file(path: str, entry: Optional[dict], info: Any) -> Tuple[dict, bool]:
+    """Bring one file's fold up to its last complete line; (entry, changed).
+
+    `entry` is the saved fold or None, `info` the file's stat.  A file whose
+    inode, size and modification time are those the fold saw is not even
+    opened.  Otherwise the fold is used only when the file is the same file
+    (inode and first bytes) and has not shrunk, and the file is folded from
+    its start when it is not.  Raises OSError when it cannot be read.
+    """
+    if entry is not None and entry["ino"] == info.st_ino and entry["offset"] == info.st_size \
+            and entry.get("mtime") == info.st_mtime_ns:
+        return entry, False
+    with open(path, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        head = fh.read(_AUDIT_HEAD).decode("latin-1")
+        # The same file: same inode, not shrunk, and the same first bytes
+        # (an inode number is reused once a file is removed).
+        same = (entry is not None and entry["ino"] == info.st_ino
+                and entry["offset"] <= info.st_size and head.startswith(entry["head"])
+                and (len(entry["head"]) == _AUDIT_HEAD or entry["offset"] <= len(entry["head"])))
+        if not same:
+            entry = {"ino": info.st_ino, "head": "", "offset": 0, "damaged": 0, "lines": 0,
+                     "recent": [], "tally": _Tally()}
+        entry["head"] = head
+        if info.st_size <= entry["offset"]:
+            changed = not same or entry.get("mtime") != info.st_mtime_ns
+            entry["mtime"] = info.st_mtime_ns
+            return entry, changed
+        fh.seek(entry["offset"])
+        data = fh.read(info.st_size - entry["offset"])
+    end = data.rfind(b"\n") + 1   # a line still being written waits for the next fold
+    if end == len(data):
+        entry["mtime"] = info.st_mtime_ns   # folded to the end: unchanged until written
+    if not end:
+        return entry, not same
+    tally, recent, line_no = entry["tally"], entry["recent"], entry["lines"]
+    damaged = 0
+    for raw in data[:end].split(b"\n")[:-1]:
+        if not raw.strip():
+            continue
+        record, cut = _line_record(raw, runtime_event_ok)
+        line_no += 1
+        damaged += cut
+        if record is None:
+            continue
+        tally.add(record, _NO_NOTES)
+        # The latest events by time, file order breaking ties (as a stable sort would).
+        if len(recent) < _AUDIT_RECENT or record["occurredAt"] >= recent[0][1]["occurredAt"]:
+            recent.append([line_no, record])
+            recent.sort(key=lambda r: (r[1]["occurredAt"], r[0]))
+            del recent[:-_AUDIT_RECENT]
+    entry.update(offset=entry["offset"] + end, lines=line_no,
+                 damaged=entry["damaged"] + damaged)
+    return entry, True
+
+
+class AuditIndex(Record):
+    """One session's audit as status and runtime need it, from its index."""
+
+    __slots__ = FIELDS = ('key', 'tally', 'recent', 'damaged', 'unreadable', 'files', 'noted')
+    DEFAULTS = {'tally': None, 'recent': list, 'damaged': 0, 'unreadable': 0, 'files': list,
+                'noted': list}
+
+    key: str
+    tally: Any            # _Tally; labels and host effects only when notes were given
+    recent: List[dict]    # the last events, oldest first
+    damaged: int
+    unreadable: int
+    files: List[str]      # the log files that remain, in reading order
+    noted: List[str]      # annotated event ids of this session that no line named it for
+
+
+def _ids_in_files(store: Store, names: List[str], wanted: set) -> List[str]:
+    """Which of `wanted` are event ids of lines in these log files (one pass)."""
+    found = []
+    marker = b'"eventId":"'
+    for name in names:
+        try:
+            with open(store.path("runtime", name), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        for raw in data.split(b"\n"):
+            at = raw.rfind(marker)
+            if at < 0:
+                continue
+            end = raw.find(b'"', at + len(marker))
+            event_id = raw[at + len(marker):end].decode("ascii", "replace")
+            if event_id in wanted:
+                record = _line_record(raw, runtime_event_ok)[0]
+                if record is not None and record["eventId"] == event_id:
+                    found.append(event_id)
+    return found
+
+
+def audit_index(store: Store, key: str, save: bool = True,
+                notes: Optional["Annotations"] = None,
+                names: Optional[List[str]] = None, saved: Optional[dict] = None,
+                want_recent: bool = True) -> AuditIndex:
+    """Fold whatever the index of `key` has not seen yet, and save it (best effort).
+
+    Cost: the index file, a stat and a small read per log file, and the
+    lines written since the last fold; the hook folds every 16 KiB, so a
+    reader meets a few dozen new lines per session.  With `notes`, labels and
+    host effects of this session's events are counted too: an annotation
+    names its session, or (written by hand) is looked up once in this
+    session's logs and remembered in the index.  `names` are the session's
+    log files when the caller has listed them already (runtime all), which
+    also needs no last events (want_recent=False); `saved` replaces the
+    index file ({}: fold every file afresh).
+    """
+    if saved is None:
+        saved = _load_index(store, key)
+    by_ino: Dict[int, dict] = {}
+    for raw in saved.get("files", []):
+        entry = _fold_entry(raw)
+        if entry is not None:
+            by_ino[entry["ino"]] = entry
+    if names is None:
+        names = audit_files(store, key).get(key, [])
+    entries, changed, unreadable = [], len(by_ino) != len(saved.get("files", [])), 0
+    for order, name in enumerate(names):
+        path = store.path("runtime", name)
+        try:
+            info = os.stat(path)
+            entry, moved = _fold_file(path, by_ino.pop(info.st_ino, None), info)
+        except FileNotFoundError:
+            continue   # removed or renamed while we looked: the next fold sees it
+        except OSError:
+            unreadable += 1
+            continue
+        changed = changed or moved or entry.get("name") != name
+        entry["name"] = name
+        entries.append((order, entry))
+    changed = changed or bool(by_ino)   # files that are gone
+    out = AuditIndex(key, _Tally(), files=names, unreadable=unreadable)
+    last = []
+    for order, entry in entries:
+        out.tally.merge(entry["tally"])
+        out.damaged += entry["damaged"]
+        last += [(r[1]["occurredAt"], order, r[0], r[1]) for r in entry["recent"]]
+    if want_recent:
+        out.recent = [r[3] for r in sorted(last)[-_AUDIT_RECENT:]]
+        if saved and not all(runtime_event_ok(r) for r in out.recent):
+            # A damaged event in the saved index: fold this session's logs afresh.
+            return audit_index(store, key, save, notes, names, saved={}, want_recent=True)
+    looked = saved.get("noted")
+    if not (isinstance(looked, dict) and _is_int(looked.get("count"))
+            and isinstance(looked.get("ids"), list)) or changed and by_ino:
+        looked = {"count": 0, "ids": []}   # files were removed: look again
+    if notes is not None:
+        keyless = notes.keyless
+        if looked["count"] > len(keyless):
+            looked = {"count": 0, "ids": []}
+        if looked["count"] < len(keyless):
+            new = set(keyless[looked["count"]:])
+            looked = {"count": len(keyless),
+                      "ids": looked["ids"] + _ids_in_files(store, names, new)}
+            changed = True
+        out.noted = [i for i in looked["ids"] if isinstance(i, str)]
+        mine = set(out.noted)
+        mine.update(notes.by_session.get(key, ()))
+        for event_id in mine:
+            out.tally.count_notes(event_id, notes)
+    if changed and save:
+        doc = {"schemaVersion": 1, "sessionKey": key, "noted": looked,
+               "files": [dict({k: v for k, v in e.items() if k != "tally"},
+                              tally=e["tally"].to_json()) for _, e in entries]}
+        try:
+            store._write_json(_index_path(store, key), doc, indent=None, durable=False)
+        except OSError:
+            pass   # read-only or full: the next reader folds again from the logs
+    return out
+
+
+def removed_audit(store: Store) -> Dict[str, Any]:
+    """What runtime/removed.jsonl says was removed: files, bytes, sessions and times."""
+    out: Dict[str, Any] = {"files": 0, "bytes": 0, "sessions": set(), "newestRemoved": "",
+                           "lastRemovedAt": ""}
+    for record in _iter_jsonl(store.path("runtime", "removed.jsonl"),
+                              lambda r: isinstance(r, dict), None):
+        files, size = record.get("files", 1), record.get("bytes", 0)
+        if not (_is_int(files) and _is_int(size)):
+            continue
+        out["files"] += files
+        out["bytes"] += size
+        if isinstance(record.get("sessionKey"), str):
+            out["sessions"].add(record["sessionKey"])
+        for field_name, mine in (("lastWriteAt", "newestRemoved"), ("removedAt", "lastRemovedAt")):
+            value = record.get(field_name)
+            if isinstance(value, str) and value > out[mine]:
+                out[mine] = value
     return out
 
 
@@ -15466,7 +16639,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     command = parse_inspection_command(prompt)
     if command is not None:
         loaded = store.load(key)
-        text = inspection_response(command, store, key, loaded)
+        text = _cold("inspection_response")(command, store, key, loaded)
         return _holding(event, CoreResult("context", text), loaded.state, loaded.storage_error)
     if event.agent_busy:
         return _busy_prompt(key, store, prompt)
@@ -20804,20 +21977,16 @@ def cmd_doctor(args: List[str]) -> int:
 # Owns the read side: status, runtime, explain and label, both as prompt
 # commands (`$stop-that-shit status`, which never change the contract) and
 # from the terminal (`python3 sts.py status`, exit 1 when nothing is found, 2
-# on a usage error).  Only these read audit logs; a tool-call hook never does.
+# on a usage error).  They read each session's audit index (State and audit),
+# and whole logs only for --json event lists and for finding one event.
 ###############################################################################
 
 
 _UNRESOLVED_ADVICE = ("Only a confirmed completion or a new host session clears this; "
                       "never reset the ledger by hand.")
 _STATUS_RECENT = 5
-_TOP_DENIED = 3
 _INSPECT_WIDTH = 80
 _FAMILY_ORDER = ("I", "H", "S", "T")
-# policyOutcome -> column of a count row [checked, allowed, denied, notes].
-# require_user_approval is a denial that names the user as the way out.
-_OUTCOME_COLUMN = {"allow": 1, "deny_and_explain": 2, "require_user_approval": 2,
-                   "report_and_defer": 3}
 # policyOutcome -> the word of the terminal's event list (legend in its title).
 _OUTCOME_WORD = {"allow": "allow", "deny_and_explain": "deny", "require_user_approval": "ask",
                  "report_and_defer": "note"}
@@ -20827,114 +21996,39 @@ class InspectionError(Exception):
     """A lookup that found nothing or a bad argument: one stderr line, exit 1."""
 
 
-class _Tally:
-    """Counts over the events of one scope (a session, or every session).
-
-    Rows are [checked, allowed, denied, notes].  Built in one pass over a
-    stream, so `runtime all` never holds 100,000 events unless --json asks.
-    """
-
-    __slots__ = ("row", "responses", "reasons", "families", "labels", "effects", "last")
-
-    def __init__(self) -> None:
-        self.row = [0, 0, 0, 0]
-        self.responses: Dict[str, int] = {}
-        self.reasons: Dict[str, list] = {}    # code -> [family, checked, allowed, denied, notes]
-        self.families: Dict[str, List[int]] = {}  # letter or "-" -> row
-        self.labels: Dict[str, int] = {}
-        self.effects: Dict[str, int] = {}
-        self.last = ""  # the greatest occurredAt seen
-
-    def add(self, event: dict, notes: "Annotations") -> None:
-        decision = event["decision"]
-        column = _OUTCOME_COLUMN.get(decision["policyOutcome"])
-        family = decision.get("family")
-        family = family if isinstance(family, str) and family else "-"
-        row = self.row
-        row[0] += 1
-        fam = self.families.get(family)
-        if fam is None:
-            fam = self.families[family] = [0, 0, 0, 0]
-        fam[0] += 1
-        code = decision["reasonCode"]
-        reason = self.reasons.get(code)
-        if reason is None:
-            reason = self.reasons[code] = [family, 0, 0, 0, 0]
-        reason[1] += 1
-        if column is not None:
-            row[column] += 1
-            fam[column] += 1
-            reason[column + 1] += 1
-        response = decision["responseOutcome"]
-        self.responses[response] = self.responses.get(response, 0) + 1
-        if notes.labels or notes.host_effects:
-            event_id = event["eventId"]
-            label = notes.labels.get(event_id)
-            if label:
-                self.labels[label] = self.labels.get(label, 0) + 1
-            effect = notes.host_effects.get(event_id)
-            if effect:
-                self.effects[effect] = self.effects.get(effect, 0) + 1
-        if event["occurredAt"] > self.last:
-            self.last = event["occurredAt"]
-
-    def merge(self, other: "_Tally") -> None:
-        for i, n in enumerate(other.row):
-            self.row[i] += n
-        for mine, theirs in ((self.responses, other.responses), (self.labels, other.labels),
-                             (self.effects, other.effects)):
-            for name, n in theirs.items():
-                mine[name] = mine.get(name, 0) + n
-        for family, counts in other.families.items():
-            row = self.families.setdefault(family, [0, 0, 0, 0])
-            for i, n in enumerate(counts):
-                row[i] += n
-        for code, counts in other.reasons.items():
-            row = self.reasons.setdefault(code, [counts[0], 0, 0, 0, 0])
-            for i in range(1, 5):
-                row[i] += counts[i]
-        self.last = max(self.last, other.last)
-
-    def top_denied(self, limit: int = _TOP_DENIED) -> List[Tuple[str, int]]:
-        ranked = sorted(((code, r[3]) for code, r in self.reasons.items() if r[3]),
-                        key=lambda item: (-item[1], item[0]))
-        return ranked[:limit]
-
-    def counts(self) -> Dict[str, int]:
-        return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
-
-    def summary(self, damaged: int) -> Dict[str, Any]:
-        """The `summary` object of `runtime --json`, plus observed host effects."""
-        responses = self.responses
-        return {"checkedActions": self.row[0],
-                "contextResponses": responses.get("context_returned", 0),
-                "permissionDenyResponses": responses.get("permission_deny_returned", 0),
-                "executionDenialResponses": responses.get("execution_denial_returned", 0),
-                "reasons": {code: r[1] for code, r in sorted(self.reasons.items())},
-                "labels": {name: self.labels.get(name, 0) for name in LABELS},
-                "damagedRecords": damaged,
-                "hostEffects": {name: self.effects.get(name, 0) for name in HOST_EFFECTS}}
-
-
 def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool = False
-          ) -> Tuple[Dict[str, _Tally], int, List[dict]]:
-    """One pass over the logs of `keys`: a tally per key, the counts of
-    damaged lines and unreadable logs, and (only when asked) the events
-    themselves in file order."""
+          ) -> Tuple[Dict[str, _Tally], Dict[str, int], List[dict]]:
+    """A tally per key, the counts of damaged lines and unreadable logs, and
+    (only when asked) the events themselves in file order.
+
+    Tallies come from each session's index (see audit_index), so a summary
+    costs the lines written since the last fold, not the whole log; only
+    keep_events (`runtime --json`) reads every line of every file."""
     tallies: Dict[str, _Tally] = {}
     kept: List[dict] = []
     counter = {"damaged": 0, "unreadable": 0}
+    files = audit_files(store)
     for key in keys:
+        if not keep_events:
+            # A reader saves what it folded, so a session's tail is read
+            # once: the next `runtime all` reads only indexes, except for
+            # the sessions written to since.
+            index = audit_index(store, key, notes=notes, names=files.get(key, []),
+                                want_recent=False)   # (no list of events here)
+            tallies[key] = index.tally
+            counter["damaged"] += index.damaged
+            counter["unreadable"] += index.unreadable
+            continue
         tally = tallies[key] = _Tally()
-        try:
-            for event in iter_audit(store, key, counter):
-                tally.add(event, notes)
-                if keep_events:
+        for name in files.get(key, []):
+            try:
+                for event in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
+                    tally.add(event, notes)
                     kept.append(event)
-        except OSError:
-            # One unreadable log (a directory, no permission) must not hide
-            # the other 999; it is counted and named in the answer.
-            counter["unreadable"] += 1
+            except OSError:
+                # One unreadable log (a directory, no permission) must not hide
+                # the other 999; it is counted and named in the answer.
+                counter["unreadable"] += 1
     return tallies, counter, kept
 
 
@@ -21029,16 +22123,12 @@ class _StatusView:
         self.loaded = loaded if loaded is not None else store.load(key)
         self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
         self.notes = read_annotations(store)
-        self.tally = _Tally()
-        self.events: List[dict] = []
-        self.damaged = 0
-        # The prompt answer needs the log only when some effect was observed;
-        # otherwise the answer is "unobserved" without reading it.
-        if with_events or self.notes.host_effects:
-            tallies, counter, events = _scan(store, [key], self.notes, keep_events=True)
-            self.damaged = counter["damaged"]
-            self.tally = tallies[key]
-            self.events = _sorted_events(events)
+        # Counts and the last events come from the session's index: the
+        # cost does not grow with the length of the log.
+        index = audit_index(store, key, notes=self.notes)
+        self.tally = index.tally
+        self.events: List[dict] = index.recent   # the last few, oldest first
+        self.damaged = index.damaged
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self) -> List[str]:
@@ -21182,6 +22272,9 @@ def _runtime_text(summary: dict) -> str:
     lines.append("Damaged records ignored: %d" % summary["damagedRecords"])
     if summary.get("unreadableLogs"):
         lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
+    removed = summary.get("removedAudit")
+    if removed:
+        lines.append(_removed_sentence(removed))
     effects = summary["hostEffects"]
     if any(effects.values()):
         # Only effects someone confirmed afterwards are counted; the rest stay unobserved.
@@ -21190,31 +22283,23 @@ def _runtime_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _key_ok(key: str) -> bool:
-    return key == "unknown" or (len(key) == 24 and all(c in "0123456789abcdef" for c in key))
-
-
 def _session_keys(store: Store) -> Dict[str, float]:
     """Every session the data dir knows (a state file or a log) -> the mtime of
     its state file, 0.0 when there is none."""
-    found: Dict[str, float] = {}
-    for sub, suffix in (("runtime", ".jsonl"), ("sessions", ".json")):
+    found: Dict[str, float] = {key: 0.0 for key in audit_files(store)}
+    try:
+        entries = list(os.scandir(store.path("sessions")))
+    except (FileNotFoundError, NotADirectoryError):
+        entries = []
+    for entry in entries:
+        name = entry.name
+        key = name[:-5]
+        if not name.endswith(".json") or not _key_ok(key):
+            continue  # lock dirs, kept damaged files, temp files
         try:
-            entries = list(os.scandir(store.path(sub)))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for entry in entries:
-            name = entry.name
-            key = name[:-len(suffix)]
-            if not name.endswith(suffix) or not _key_ok(key):
-                continue  # annotations.jsonl, lock dirs, kept damaged files, temp files
-            if sub == "runtime":
-                found.setdefault(key, 0.0)
-                continue
-            try:
-                found[key] = entry.stat().st_mtime
-            except OSError:
-                found.setdefault(key, 0.0)
+            found[key] = entry.stat().st_mtime
+        except OSError:
+            found.setdefault(key, 0.0)
     return found
 
 
@@ -21280,50 +22365,22 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
             found = {key: os.stat(store.path("sessions", key + ".json")).st_mtime}
         except OSError:
             found = {key: 0.0}
-        if not found[key] and not os.path.exists(store.path("runtime", key + ".jsonl")):
+        if not found[key] and not audit_files(store, key):
             found = {}
     tallies, counter, events = _scan(store, sorted(found), notes, keep_events)
     summary = _total(tallies).summary(counter["damaged"] + notes.damaged)
     if counter["unreadable"]:
         summary["unreadableLogs"] = counter["unreadable"]
+    removed = removed_audit(store)
+    if removed["files"] and (key is None or key in removed["sessions"]):
+        summary["removedAudit"] = {"files": removed["files"], "bytes": removed["bytes"],
+                                   "newestRemoved": removed["newestRemoved"] or None,
+                                   "limitMegabytes": audit_limit_bytes() / (1024 * 1024)}
     rows = _session_rows(store, found, tallies) if with_rows else []
     return summary, rows, events, notes, len(found)
 
 
 # ---- explain and label ------------------------------------------------------
-
-
-def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are compared lower-cased).
-
-    Each log is searched as bytes first and only a line holding the id is
-    parsed: sts writes ids unescaped, so a log without those bytes cannot hold
-    the event, and `explain` stays a fast scan even over 100,000 lines.
-    """
-    event_id = event_id.lower()
-    if not event_id_ok(event_id):
-        return None
-    needle = event_id.encode("ascii")
-    for key in audit_log_keys(store):
-        path = store.path("runtime", key + ".jsonl")
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        at = data.find(needle)
-        while at >= 0:
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at)
-            end = len(data) if end < 0 else end
-            try:
-                record = json.loads(data[start:end].decode("utf-8"))
-            except (ValueError, RecursionError):
-                record = None
-            if runtime_event_ok(record) and record["eventId"] == event_id:
-                return record
-            at = data.find(needle, end)
-    return None
 
 
 def _explain_text(event: dict, notes: "Annotations") -> str:
@@ -21343,15 +22400,38 @@ def _explain_text(event: dict, notes: "Annotations") -> str:
     return "\n".join(lines)
 
 
+def _removed_sentence(removed: Dict[str, Any]) -> str:
+    newest = removed.get("newestRemoved")
+    return ("Older audit removed: %d file%s (%.1f MB) of idle sessions%s, to stay under "
+            "%s=%g" % (removed["files"], "" if removed["files"] == 1 else "s",
+                       removed["bytes"] / 1e6,
+                       ", written up to %s UTC" % _minute(newest) if newest else "",
+                       AUDIT_LIMIT_ENV, removed["limitMegabytes"]))
+
+
+def _not_found(store: Store, event_id: str) -> str:
+    """The not-found answer, saying so when older audit files were removed."""
+    text = "Stop That Shit runtime event not found: %s" % event_id.lower()
+    removed = removed_audit(store)
+    if removed["files"]:
+        text += " (older audit files were removed to stay under %s=%g%s)" % (
+            AUDIT_LIMIT_ENV, audit_limit_bytes() / (1024 * 1024),
+            ", the newest written %s UTC" % _minute(removed["newestRemoved"])
+            if removed["newestRemoved"] else "")
+    return text
+
+
 def record_label(store: Store, event_id: str, label: str) -> dict:
     """Append a label annotation; InspectionError for a bad label or an unknown event."""
     event_id, label = event_id.lower(), label.lower()
     if label not in LABELS:
         raise InspectionError("invalid label %r: use correct, incorrect or inconclusive" % label)
-    if not event_id_ok(event_id) or find_event(store, event_id) is None:
-        raise InspectionError("Stop That Shit runtime event not found: %s" % event_id)
+    event = find_event(store, event_id) if event_id_ok(event_id) else None
+    if event is None:
+        raise InspectionError(_not_found(store, event_id))
     record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
-              "occurredAt": utc_now_iso(), "eventId": event_id, "label": label}
+              "occurredAt": utc_now_iso(), "eventId": event_id, "label": label,
+              "sessionKey": event["sessionKey"]}
     store.append_annotation(record)
     return record
 
@@ -21377,7 +22457,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     if name == "explain" and len(command) > 1:
         event = find_event(store, command[1])
         if event is None:
-            return "Stop That Shit runtime event not found: %s" % command[1].lower()
+            return _not_found(store, command[1])
         return _explain_text(event, read_annotations(store))
     if name == "label" and len(command) > 2:
         try:
@@ -21406,7 +22486,11 @@ def _latest_session_key(store: Store) -> Optional[str]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         for entry in entries:
-            key = entry.name[:-len(suffix)]
+            if sub == "runtime":
+                parsed = _audit_file_key(entry.name)
+                key = parsed[0] if parsed is not None else ""
+            else:
+                key = entry.name[:-len(suffix)]
             if not entry.name.endswith(suffix) or not _key_ok(key):
                 continue
             try:
@@ -21546,8 +22630,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         if command == "explain":
             event = find_event(store, positional[0])
             if event is None:
-                raise InspectionError("Stop That Shit runtime event not found: %s"
-                                      % positional[0].lower())
+                raise InspectionError(_not_found(store, positional[0]))
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,
@@ -22172,6 +23255,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         if answer:
             sys.stdout.write(answer + "\n")
         if argv is None:
+            if not _SLIM and __name__ != "__main__" and _hook_process():
+                # The first hook after sts.py changed: its answer is out; split
+                # the cache for the next ones (see "Cold sections").
+                try:
+                    sys.stdout.flush()
+                    _split_bytecode()
+                except Exception:  # noqa: BLE001 - a cache is never worth a failed hook
+                    pass
             _exit_now(0)
         return 0
     if command == "--version":
@@ -22250,17 +23341,249 @@ def cmd_demo(args: List[str]) -> int:
 
 
 _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
-    "status": lambda rest: cmd_inspect(["status"] + rest, Store()),
-    "runtime": lambda rest: cmd_inspect(["runtime"] + rest, Store()),
-    "explain": lambda rest: cmd_inspect(["explain"] + rest, Store()),
-    "label": lambda rest: cmd_inspect(["label"] + rest, Store()),
-    "install": cmd_install,
-    "uninstall": cmd_uninstall,
-    "doctor": cmd_doctor,
+    "status": lambda rest: _cold("cmd_inspect")(["status"] + rest, Store()),
+    "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
+    "explain": lambda rest: _cold("cmd_inspect")(["explain"] + rest, Store()),
+    "label": lambda rest: _cold("cmd_inspect")(["label"] + rest, Store()),
+    "install": lambda rest: _cold("cmd_install")(rest),
+    "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
+    "doctor": lambda rest: _cold("cmd_doctor")(rest),
     "demo": cmd_demo,
-    "cases": cmd_cases,
+    "cases": lambda rest: _cold("cmd_cases")(rest),
 }
 
+
+# --- Cold sections: install, inspection and cases, loaded when first used -----
+#
+# A hook call reads this module's bytecode from __pycache__ before it runs a
+# line of it, and about a fifth of that bytecode is install, doctor,
+# inspection and case replay, which a hook never runs: unmarshalling and
+# defining them cost about 0.2 of an interpreter start-up on every call.  The
+# source stays one file with those sections where they are; only the cache
+# changes.  The first hook process that finds the cache holding the whole
+# module (as Python's own import writes it) rewrites it in three parts, the
+# hot and cold ones compiled from this very file with the other part's lines
+# left blank, so every line number stays true:
+#
+#   __pycache__/sts.<tag>.pyc        a loader of a few lines (_LOADER), under
+#                                    the header Python checks against sts.py
+#                                    (mtime and size), so `import sts` runs it
+#   __pycache__/sts.<tag>.hot.pyc    the hot part, under the same header
+#   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
+#
+# The loader exists for the garbage collector: reading a megabyte of bytecode
+# and defining what it holds makes some hundred thousand objects, and on the
+# way the collector runs about twenty times over all of them for nothing (a
+# tenth of a hook call).  So the loader turns it off, runs the hot part, and
+# in a hook process freezes what the import made (gc.freeze: later
+# collections skip it) before turning it back on.  A missing or stale hot
+# part makes the loader compile the whole of sts.py instead, which the hook
+# then splits again.
+#
+# In the hot part _SLIM is True and _SOURCE_STAMP names the source it was
+# compiled from.  Hook code reaches a cold name only through _cold("name"),
+# which loads the cold part into this module first (tests/test_cli.py checks
+# that no hot code names a cold one directly).  Any other importer (tests,
+# `import sts; sts.cmd_install(...)`) gets the cold part at import, so for it
+# nothing differs.  When the cold cache is missing or stale it is compiled
+# from sts.py, if sts.py is still the file the hot part came from; a changed
+# sts.py makes Python recompile the whole module at the next import anyway.
+
+_COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
+_SLIM = False          # True only in the hot part of a split cache (see above)
+_SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
+_COLD_LOCK = _thread.allocate_lock()
+_COLD_STATE = {"loaded": False}
+# What __pycache__/sts.<tag>.pyc holds once split; %r is the header both
+# other parts must carry.  Its names are deleted after use.
+_LOADER = """\
+import gc as _loader_gc
+_loader_gc_on = _loader_gc.isenabled()
+_loader_gc.disable()
+try:
+    try:
+        with open(__cached__[:-len(".pyc")] + ".hot.pyc", "rb") as _loader_fh:
+            _loader_data = _loader_fh.read()
+    except (OSError, TypeError, NameError):   # (NameError: a loader that sets no __cached__)
+        _loader_data = b""
+    _loader_code = None
+    if _loader_data[:16] == %r:
+        import marshal as _loader_marshal
+        try:
+            _loader_code = _loader_marshal.loads(memoryview(_loader_data)[16:])
+        except (EOFError, ValueError, TypeError):
+            pass
+    if _loader_code is None:
+        with open(__file__, "rb") as _loader_fh:
+            _loader_code = compile(_loader_fh.read(), __file__, "exec", dont_inherit=True)
+    exec(_loader_code, globals())
+    if _loader_gc_on and globals()["_hook_process"]():
+        _loader_gc.freeze()
+finally:
+    if _loader_gc_on:
+        _loader_gc.enable()
+for _loader_name in [n for n in globals() if n.startswith("_loader_")]:
+    del globals()[_loader_name]
+del _loader_name
+"""
+
+
+def _cold(name: str) -> Any:
+    """A name defined in a cold section, loading the cold part if needed."""
+    if _SLIM and not _COLD_STATE["loaded"]:
+        _load_cold()
+    return globals()[name]
+
+
+def _hook_process() -> bool:
+    """Whether this process is a hook command (`python3 -c ... <host>`)."""
+    return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in ADAPTERS
+
+
+def _cold_range(lines: List[str]) -> Tuple[int, int]:
+    """Line indexes [start, end) of the cold sections: from the banner of the
+    first to the banner of the section after the last; (0, 0) if not found."""
+    starts = {}
+    for n in range(1, len(lines)):
+        if lines[n - 1].startswith("#" * 79) and lines[n].startswith("# "):
+            starts.setdefault(lines[n][2:].rstrip(), n - 1)
+    order = sorted(starts.values())
+    wanted = [starts.get(title) for title in _COLD_SECTIONS]
+    if None in wanted or wanted != sorted(wanted):
+        return 0, 0
+    first, last = wanted[0], wanted[-1]
+    later = [n for n in order if n > last]
+    if not later or [n for n in order if first <= n <= last] != wanted:
+        return 0, 0   # the cold sections must be contiguous and followed by a hot one
+    return first, later[0]
+
+
+def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str]]:
+    """(hot text, cold text) of this source, each with the other's lines blank."""
+    lines = source.split("\n")
+    start, end = _cold_range(lines)
+    if start == end:
+        return None
+    hot = lines[:start] + [""] * (end - start) + lines[end:]
+    cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
+    marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
+    for n, line in enumerate(hot):
+        for old, new in marks.items():
+            if line.startswith(old + " ") or line == old:
+                hot[n] = new
+    return "\n".join(hot), "\n".join(cold)
+
+
+def _cold_cache_path() -> Optional[str]:
+    import importlib.util
+    try:
+        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".cold.pyc"
+    except (NotImplementedError, ValueError, TypeError):
+        return None
+
+
+def _pyc_bytes(code: Any, stamp: Tuple[int, int]) -> bytes:
+    """A timestamp-checked cache file, exactly as Python's import writes one."""
+    import importlib.util
+    import marshal
+    return (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+            + (stamp[0] & 0xFFFFFFFF).to_bytes(4, "little")
+            + (stamp[1] & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+
+
+def _source_and_stamp() -> Optional[Tuple[str, Tuple[int, int]]]:
+    """This file's text and (mtime, size), or None if it changed while read."""
+    try:
+        before = os.stat(__file__)
+        with open(__file__, "rb") as fh:
+            data = fh.read()
+        after = os.stat(__file__)
+    except OSError:
+        return None
+    stamp = (int(before.st_mtime), before.st_size)
+    if stamp != (int(after.st_mtime), after.st_size) or len(data) != before.st_size:
+        return None
+    return data.decode("utf-8"), stamp
+
+
+def _compile_part(text: str) -> Any:
+    import __future__
+    return compile(text, __file__, "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
+
+
+def _load_cold() -> None:
+    """Run the cold sections in this module's namespace, once."""
+    import marshal
+    with _COLD_LOCK:
+        if _COLD_STATE["loaded"]:
+            return
+        code = None
+        path = _cold_cache_path()
+        try:
+            with open(path, "rb") as fh:   # type: ignore[arg-type]
+                data = fh.read()
+            if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
+                code = marshal.loads(data[16:])
+        except (OSError, TypeError, ValueError, EOFError):
+            code = None
+        if code is None:
+            found = _source_and_stamp()
+            if found is None or found[1] != _SOURCE_STAMP:
+                raise ImportError("sts.py changed since this process loaded it; run it again")
+            texts = _split_texts(*found)
+            if texts is None:
+                raise ImportError("sts.py has lost the banners of its cold sections")
+            code = _compile_part(texts[1])
+        exec(code, globals())
+        _COLD_STATE["loaded"] = True
+
+
+def _split_bytecode() -> bool:
+    """Rewrite this module's cache as a loader, a hot and a cold part (see
+    above); True when done.  Called by a hook process that loaded the whole
+    module."""
+    import importlib.util
+    if sys.dont_write_bytecode or not __file__.endswith(".py"):
+        return False
+    try:
+        loader_path = importlib.util.cache_from_source(__file__)
+    except (NotImplementedError, ValueError):
+        return False
+    cold_path = _cold_cache_path()
+    folder = os.path.dirname(loader_path)
+    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(loader_path):
+        return False   # no cache to split (Python could not write one either)
+    found = _source_and_stamp()
+    if found is None:
+        return False
+    texts = _split_texts(*found)
+    if texts is None:
+        return False
+    stamp = found[1]
+    header = _pyc_bytes(None, stamp)[:16]
+    loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
+    # The loader last: until it is there, Python loads the whole module.
+    for path, code in ((cold_path, _compile_part(texts[1])),
+                       (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
+                       (loader_path, loader)):
+        data = _pyc_bytes(code, stamp)
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return False
+    return True
+
+
+if _SLIM and not _hook_process():
+    _load_cold()   # every importer but a hook sees the whole module at once
 
 if __name__ == "__main__":
     sys.exit(main())

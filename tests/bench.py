@@ -3,12 +3,25 @@
 Runs the exact hook command `install` writes (the import form, bytecode cached)
 and, in the same run and interleaved, the interpreter floor `python3 -I -S -c pass`.
 Prints medians and ratios, then repeats with 1,000 session files and 100,000
-audit lines present to show the cost does not grow with them.
+audit lines present to show the cost does not grow with them, then times
+long commands of many shapes, each at the largest size the analyzer still
+reads in full (its work limit) and at the 64 KiB cap.
 
-    python3 tests/bench.py [--runs N]
+    python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
+                           [--before PATH]
 
 Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
 Code, each in its own payload shape, interleaved with the floor.
+
+--sts times another sts.py (an older version, to compare) with the same
+command form.  --before PATH times another sts.py beside this one, run for
+run in the same loop (rows marked `before`), so that both ratios share one
+floor and one moment of the machine's load.  Each --python runs the whole benchmark under that interpreter (default: the
+one running this script), so one run compares versions side by side.
+
+Two clocks per process: CPU (user + system time of the child, from wait4)
+and wall.  The ratios use CPU: on a shared machine other processes stretch
+the wall clock of both the floor and the hook, not the work they do.
 """
 import json
 import os
@@ -24,6 +37,9 @@ sys.path.insert(0, ROOT)
 import sts  # noqa: E402
 
 SESSION = "bench-session"
+TARGET = 2.0  # at most this many times the floor, on every Python measured
+SHAPE_TARGET = 5.0
+SHAPE_TIMEOUT = 20  # seconds: an older sts.py may take minutes on a long command
 
 
 def event(tool_name, tool_input, call_id):
@@ -32,35 +48,65 @@ def event(tool_name, tool_input, call_id):
                        "tool_input": tool_input}).encode()
 
 
-def timed(argv, payload, env):
+def run_once(argv, payload, env, timeout=None):
+    """(cpu, wall, stdout): the child is reaped with wait4 to read its CPU time.
+    Past `timeout` seconds the child is killed and (inf, inf, None) returned."""
+    import threading
     start = time.perf_counter()
-    proc = subprocess.run(argv, input=payload, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env, check=False)
-    elapsed = time.perf_counter() - start
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    timer = threading.Timer(timeout, proc.kill) if timeout is not None else None
+    if timer is not None:
+        timer.start()
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if timer is not None:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
+        else status >> 8
+    proc.stdout.close()
+    proc.stderr.close()
+    if timer is not None and proc.returncode == -9:
+        return float("inf"), float("inf"), None
     if proc.returncode != 0:
-        raise SystemExit("hook failed: %r" % proc.stderr)
-    return elapsed, proc.stdout
+        raise SystemExit("process failed: %r" % err[-500:])
+    return usage.ru_utime + usage.ru_stime, wall, out
 
 
-def measure(hook_argv, env, runs):
-    floor_argv = [sys.executable, "-I", "-S", "-c", "pass"]
-    read = event("Bash", {"command": "git status"}, "c-read")
-    write = event("Write", {"file_path": "/repo/a.txt", "content": "x"}, "c-write")
-    # A denied shell line: its message names the culprit (the analysis runs again).
-    shell = event("Bash", {"command": "git status && rm -rf build"}, "c-shell")
-    samples = {"floor": [], "read (allowed)": [], "write (denied)": [], "shell (denied)": []}
+def measure(python, hooks, runs, payloads, timeout=None):
+    """Interleaved runs of the floor and each payload under each hook
+    (hooks: [(prefix, argv, env)], e.g. this sts.py and an older one);
+    medians of CPU and wall, keyed prefix + payload name.  A run past
+    `timeout` seconds (an older sts.py on a long command) counts as infinite
+    and that payload is not run again under that hook."""
+    floor_argv = [python, "-I", "-S", "-c", "pass"]
+    samples = {"floor": ([], [])}
+    for prefix, _, _ in hooks:
+        for name in payloads:
+            samples[prefix + name] = ([], [])
     for _ in range(runs):
-        samples["floor"].append(timed(floor_argv, b"", env)[0])
-        samples["read (allowed)"].append(timed(hook_argv, read, env)[0])
-        elapsed, out = timed(hook_argv, write, env)
-        if b'"deny"' not in out:
-            raise SystemExit("the write was not denied: %r" % out)
-        samples["write (denied)"].append(elapsed)
-        elapsed, out = timed(hook_argv, shell, env)
-        if b'"deny"' not in out:
-            raise SystemExit("the shell line was not denied: %r" % out)
-        samples["shell (denied)"].append(elapsed)
-    return {name: statistics.median(values) for name, values in samples.items()}
+        cpu, wall, _ = run_once(floor_argv, b"", hooks[0][2])
+        samples["floor"][0].append(cpu)
+        samples["floor"][1].append(wall)
+        for name, (payload, check) in payloads.items():
+            for prefix, argv, env in hooks:
+                if samples[prefix + name][0][-1:] == [float("inf")]:
+                    continue
+                cpu, wall, out = run_once(argv, payload, env, timeout)
+                if out is not None and check is not None and check not in out:
+                    raise SystemExit("%s%s: expected %r in the answer, got %r"
+                                     % (prefix, name, check, out))
+                samples[prefix + name][0].append(cpu)
+                samples[prefix + name][1].append(wall)
+    return {name: (statistics.median(c), statistics.median(w))
+            for name, (c, w) in samples.items()}
 
 
 def populate(home, sessions, audit_lines):
@@ -80,13 +126,90 @@ def populate(home, sessions, audit_lines):
 
 
 def report(title, medians):
-    floor = medians["floor"]
+    floor_cpu, floor_wall = medians["floor"]
     print(title)
-    for name, value in medians.items():
-        print("  %-16s %7.1f ms  %5.2fx floor" % (name, value * 1000, value / floor))
+    print("  %-24s %9s %7s %9s" % ("", "cpu", "ratio", "wall"))
+    for name, (cpu, wall) in medians.items():
+        if cpu == float("inf"):
+            print("  %-24s   (killed after %d s of wall time)" % (name, SHAPE_TIMEOUT))
+            continue
+        print("  %-24s %7.1fms %6.2fx %7.1fms" % (name, cpu * 1e3, cpu / floor_cpu, wall * 1e3))
 
 
-# The new command-hook hosts, each in its own payload shape: (prompt, read, write).
+# Long commands, one generator per shape: f(n) repeats the shape n times.
+SHAPES = {
+    "';' commands": lambda n: "; ".join("ls dir%d" % i for i in range(n)),
+    "tiny unknown commands": lambda n: ";".join("a" for _ in range(n)),
+    "backtick pairs": lambda n: "echo " + "`ls`" * n,
+    "backticks alone": lambda n: "`" * n,
+    "$( ) side by side": lambda n: "echo " + "$(ls)" * n,
+    "$( ) nested": lambda n: "echo " + "$(echo " * n + "x" + ")" * n,
+    "many pipes": lambda n: " | ".join(["cat a"] + ["grep x%d" % i for i in range(n)]),
+    "many redirections": lambda n: "cat a" + " 2>/dev/null" * n,
+    "many && and ||": lambda n: " && ".join("test -f f%d || ls" % i for i in range(n)),
+    "one long quoted word": lambda n: "echo '" + "a" * n + "'",
+    "double-quoted $vars": lambda n: 'echo "' + "$HOME/x " * n + '"',
+    "heredocs": lambda n: "cat <<EOF\nline\nEOF\n" * n,
+    "plain words": lambda n: "ls " + "a " * n,
+    "escapes": lambda n: "echo " + "\\a" * n,
+    "brace/glob words": lambda n: "ls " + "{a,b}*[x] " * n,
+    "[ [ [ patterns": lambda n: "ls " + "[" * n,
+    "for loops": lambda n: "; ".join("for f in a b c; do cat $f; done" for _ in range(n)),
+    "if chains": lambda n: "; ".join("if test -f x; then cat x; fi" for _ in range(n)),
+    "unicode words": lambda n: "ls " + "\u00e9\u65e5\u672c " * n,
+    "git options": lambda n: "git log " + " ".join("--author=x%d" % i for i in range(n)),
+    "find -name chain": lambda n: "find . " + "-name x -o " * n + "-name y",
+    "sed script": lambda n: "sed -n '" + "p;" * n + "' f",
+    "sed -e options": lambda n: "sed -n " + " ".join("-e 's/a/b/'" for _ in range(n)) + " f",
+    "awk program": lambda n: "awk '{ " + "print $1; " * n + "}' f",
+    "grep -e options": lambda n: "grep " + " ".join("-e x%d" % i for i in range(n)) + " f",
+    "xargs chain": lambda n: "ls | xargs " * n + "cat",
+    "bash -c script": lambda n: "bash -c 'ls " + "a " * n + "'",
+    "subshells": lambda n: "(ls); " * n,
+}
+PS_SHAPES = {
+    "PowerShell ';' commands": lambda n: "; ".join("Get-Content f%d" % i for i in range(n)),
+    "PowerShell words": lambda n: "Get-Content " + "a " * n,
+    "PowerShell pipeline": lambda n: " | ".join(["Get-Content a"] + ["Select-String x"] * n),
+}
+
+
+def _largest(make, shell):
+    """The largest repetition the analyzer still reads in full: under the
+    64 KiB cap and under its work limit (the costliest accepted command)."""
+    def fits(n):
+        text = make(n)
+        return len(text) <= 64 * 1024 and sts.analyze_shell(text, shell).reason != "analysis_limit"
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return make(max(low, 1))
+
+
+def shapes():
+    """(label, tool, tool_input) for every shape at its largest accepted size,
+    plus the same shape at the 64 KiB cap (refused as analysis_limit)."""
+    out = []
+    for table, tool, shell in ((SHAPES, "Bash", "bash"), (PS_SHAPES, "PowerShell", "powershell")):
+        for label, make in table.items():
+            out.append((label, tool, {"command": _largest(make, shell)}))
+            n = 1
+            while len(make(n * 2)) <= 64 * 1024 - 1:
+                n *= 2
+            low, high = n, n * 2
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (mid, high) if len(make(mid)) <= 64 * 1024 - 1 else (low, mid)
+            capped = make(low)
+            if capped != out[-1][2]["command"]:
+                out.append((label + " at the cap", tool, {"command": capped}))
+    return out
+
+
+# The command-hook hosts, each in its own payload shape: (prompt, read, write).
 # Copilot's command ends in the event name, as install writes it.
 def _host_events(host):
     if host == "gemini":
@@ -114,64 +237,153 @@ def _host_events(host):
     return [json.dumps(e).encode() for e in (prompt, read, write)]
 
 
-def bench_hosts(runs):
+def bench_hosts(python, runs):
     """The hook's cost per host beside the floor, in one interleaved run."""
-    floor_argv = [sys.executable, "-I", "-S", "-c", "pass"]
+    floor_argv = [python, "-I", "-S", "-c", "pass"]
     hosts = ("claude", "gemini", "copilot", "qwen")
-    samples = {"floor": []}
+    samples = {"floor": ([], [])}
     plans = {}
     with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:
         env = dict(os.environ, STS_HOME=home)
         for host in hosts:
-            argv = shlex.split(sts.hook_command(host, python=sys.executable))
+            argv = shlex.split(sts.hook_command(host, python=python))
             prompt, read, write = _host_events(host)
             if host == "copilot":
-                timed(argv + ["userPromptSubmitted"], prompt, env)
+                run_once(argv + ["userPromptSubmitted"], prompt, env)
                 argv = argv + ["preToolUse"]
             else:
-                timed(argv, prompt, env)
-            out = timed(argv, write, env)[1]
+                run_once(argv, prompt, env)
+            out = run_once(argv, write, env)[2]
             if b"deny" not in out:
                 raise SystemExit("%s: the write was not denied: %r" % (host, out))
             plans[host] = (argv, read, write)
-            samples[host + " read"] = []
-            samples[host + " write"] = []
+            samples[host + " read"] = ([], [])
+            samples[host + " write"] = ([], [])
         for _ in range(runs):
-            samples["floor"].append(timed(floor_argv, b"", env)[0])
+            cpu, wall, _ = run_once(floor_argv, b"", env)
+            samples["floor"][0].append(cpu)
+            samples["floor"][1].append(wall)
             for host, (argv, read, write) in plans.items():
-                samples[host + " read"].append(timed(argv, read, env)[0])
-                samples[host + " write"].append(timed(argv, write, env)[0])
+                for kind, payload in (("read", read), ("write", write)):
+                    cpu, wall, _ = run_once(argv, payload, env)
+                    samples["%s %s" % (host, kind)][0].append(cpu)
+                    samples["%s %s" % (host, kind)][1].append(wall)
     report("per host, armed review session, %d runs each (median; read allowed, write denied):"
-           % runs, {name: statistics.median(v) for name, v in samples.items()})
+           % runs, {name: (statistics.median(c), statistics.median(w))
+                    for name, (c, w) in samples.items()})
+
+
+def hook_argv_for(python, host, sts_path=None):
+    """The installed hook command, or the same form for another sts.py."""
+    if sts_path is None:
+        return shlex.split(sts.hook_command(host, python=python))
+    folder = os.path.dirname(os.path.abspath(sts_path))
+    return [python, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); import sts; "
+            "sys.exit(sts.main())" % folder, host]
+
+
+def _ratio_text(ratio):
+    return ("killed after %d s" % SHAPE_TIMEOUT) if ratio == float("inf") else "%.2fx" % ratio
+
+
+def _worst(medians, prefix):
+    """(name, ratio to the floor) of the costliest payload of one hook."""
+    mine = [(n, m) for n, m in medians.items() if n != "floor"
+            and n.startswith("before ") == (prefix == "before ")]
+    name, (cpu, _) = max(mine, key=lambda item: item[1][0])
+    return name, cpu / medians["floor"][0]
+
+
+def bench_python(python, runs, with_shapes, sts_path=None, before=None):
+    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                             stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    hook_argv = hook_argv_for(python, "claude", sts_path)
+    command = " ".join(shlex.quote(a) for a in hook_argv)
+    print("=== Python %s: %s" % (version, command))
+    if before is not None:
+        print("    'before' rows: the same command form for %s, interleaved" % before)
+    with tempfile.TemporaryDirectory(prefix="sts-bench-") as home:
+        hooks = [("", hook_argv, dict(os.environ, STS_HOME=os.path.join(home, "after")))]
+        if before is not None:   # each version with a data dir of its own
+            hooks.append(("before ", hook_argv_for(python, "claude", before),
+                          dict(os.environ, STS_HOME=os.path.join(home, "before"))))
+        prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+                             "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
+        for _, argv, env in hooks:
+            out = run_once(argv, prompt, env)[2]
+            if b"mode=review" not in out:
+                raise SystemExit("could not arm the session: %r" % out)
+            run_once(argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
+        payloads = {
+            "read (allowed)": (event("Bash", {"command": "git status"}, "c-read"), None),
+            "write (denied)": (event("Write", {"file_path": "/repo/a.txt", "content": "x"},
+                                     "c-write"), b'"deny"'),
+            # A denied shell line: its message names the culprit (the analysis runs again).
+            "shell (denied)": (event("Bash", {"command": "git status && rm -rf build"},
+                                     "c-shell"), b'"deny"'),
+        }
+        base = measure(python, hooks, runs, payloads)
+        report("armed review session, %d runs each (median):" % runs, base)
+        for _, _, env in hooks:
+            populate(env["STS_HOME"], 1000, 100000)
+        scaled = measure(python, hooks, runs, payloads)
+        report("same, with 1,000 session files and 100,000 audit lines:", scaled)
+        growth = scaled["read (allowed)"][0] / base["read (allowed)"][0]
+        print("growth with scale (read, cpu): %.2fx" % growth)
+        worst = _worst(base, "")[1]
+        print("target: at most %.1fx floor -> %s (%.2fx)"
+              % (TARGET, "OK" if worst <= TARGET else "OVER", worst))
+        result = {"version": version, "worst": worst}
+        if before is not None:
+            result["before"] = _worst(base, "before ")[1]
+            print("before: %.2fx floor" % result["before"])
+        if with_shapes:
+            shape_runs = max(3, runs // 4)
+            payloads = {"%s (%s, %d B)" % (label, tool, len(args["command"])):
+                        (event(tool, args, "c-shape"), None)
+                        for label, tool, args in shapes()}
+            medians = measure(python, hooks, shape_runs, payloads, timeout=SHAPE_TIMEOUT)
+            report("long commands under the 64 KiB cap, %d runs each (median):" % shape_runs,
+                   medians)
+            result["shape"] = _worst(medians, "")
+            print("worst shape: %s, %.2fx floor -> %s" % (
+                result["shape"][0], result["shape"][1],
+                "OK" if result["shape"][1] < SHAPE_TARGET else "OVER"))
+            if before is not None:
+                result["before shape"] = _worst(medians, "before ")
+                print("before, worst shape: %s, %s" % (result["before shape"][0],
+                                                       _ratio_text(result["before shape"][1])))
+    if sts_path is None:   # an older sts.py may not know these hosts
+        bench_hosts(python, max(3, runs // 3))
+    return result
 
 
 def main():
     runs = 30
-    if "--runs" in sys.argv:
-        runs = int(sys.argv[sys.argv.index("--runs") + 1])
-    command = sts.hook_command("claude", python=sys.executable)
-    hook_argv = shlex.split(command)
-    print("hook command: %s" % command)
-    with tempfile.TemporaryDirectory(prefix="sts-bench-") as home:
-        env = dict(os.environ, STS_HOME=home)
-        prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
-                             "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
-        out = timed(hook_argv, prompt, env)[1]
-        if b"mode=review" not in out:
-            raise SystemExit("could not arm the session: %r" % out)
-        timed(hook_argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode cache
-        base = measure(hook_argv, env, runs)
-        report("armed review session, %d runs each (median):" % runs, base)
-        populate(home, 1000, 100000)
-        scaled = measure(hook_argv, env, runs)
-        report("same, with 1,000 session files and 100,000 audit lines:", scaled)
-        growth = scaled["read (allowed)"] / base["read (allowed)"]
-        print("growth with scale (read): %.2fx" % growth)
-        target = 3.0
-        worst = max(base["read (allowed)"], base["write (denied)"],
-                    base["shell (denied)"]) / base["floor"]
-        print("target: at most %.1fx floor -> %s (%.2fx)" % (target, "OK" if worst <= target else "OVER", worst))
-    bench_hosts(runs)
+    pythons = []
+    args = sys.argv[1:]
+    if "--runs" in args:
+        runs = int(args[args.index("--runs") + 1])
+    for n, arg in enumerate(args):
+        if arg == "--python":
+            pythons.append(args[n + 1])
+    other = args[args.index("--sts") + 1] if "--sts" in args else None
+    before = args[args.index("--before") + 1] if "--before" in args else None
+    results = [bench_python(python, runs, "--no-shapes" not in args, other, before)
+               for python in pythons or [sys.executable]]
+    if len(results) > 1 or before is not None:
+        print("=== summary (CPU ratio to the floor of the same Python, same run)")
+        for result in results:
+            line = "  Python %-8s hook %.2fx" % (result["version"], result["worst"])
+            if "before" in result:
+                line += " (before %.2fx)" % result["before"]
+            if "shape" in result:
+                line += ", worst long command %.2fx (%s)" % (result["shape"][1],
+                                                             result["shape"][0])
+            if "before shape" in result:
+                line += " (before %s: %s)" % (_ratio_text(result["before shape"][1]),
+                                              result["before shape"][0][len("before "):])
+            print(line)
 
 
 if __name__ == "__main__":

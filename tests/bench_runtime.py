@@ -1,14 +1,17 @@
 """Time the terminal inspection commands on a large data dir.
 
     python3 tests/bench_runtime.py [--sessions N] [--lines N] [--rounds N] [--keep]
-                                   [--sts PATH]
+                                   [--sts PATH] [--latest-share F] [--form plain|import]
+                                   [--before PATH]
 
 Builds, in a temporary folder, a data dir with N sessions (default 1,000),
 each with a schema-4 state file, and N audit lines in total (default
 100,000) spread unevenly across their logs, plus an annotations file with a
-label or an observed host effect for about 2% of the events.  Then it times
-whole processes, interpreter start-up included, exactly as a user types
-them:
+label or an observed host effect for about 2% of the events.  The lines are
+appended by the timed sts.py's own Store.append_audit, as its hooks would
+write them (so whatever it keeps beside the log is there too), and the
+labels name their session, as `label` writes them.  Then it times whole
+processes, interpreter start-up included, exactly as a user types them:
 
     python3 sts.py --version          (the floor: start-up and import only)
     python3 sts.py runtime all        (every session, one line each)
@@ -39,6 +42,16 @@ STS_PY = os.path.join(ROOT, "sts.py")
 sys.path.insert(0, ROOT)
 
 import sts  # noqa: E402
+
+
+def _load(path: str):
+    """The sts.py under test, as its own module (it may be another version)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sts_timed", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sts_timed"] = module
+    spec.loader.exec_module(module)
+    return module
 
 # (policyOutcome, family, reasonCode, responseOutcome, weight): roughly what a
 # guarded session sees, mostly allowed reads with a tail of notes and denials.
@@ -78,17 +91,21 @@ def _event(rng: random.Random, key: str, when: float, mode: str, level: str) -> 
     }
 
 
-def build(root: str, sessions: int, lines: int, seed: int = 8) -> str:
+def build(root: str, sessions: int, lines: int, seed: int = 8, timed=sts,
+          latest_share: float = 0.0) -> str:
     """Fill `root` as a data dir; returns the id of an event in the last log."""
     rng = random.Random(seed)
+    store = timed.Store(root)
     os.makedirs(os.path.join(root, "sessions"), 0o700)
     os.makedirs(os.path.join(root, "runtime"), 0o700)
     keys = [sts.session_key("bench-%d" % i) for i in range(sessions)]
     # Uneven spread: a few long sessions, many short ones, every session >= 1 line.
     weights = [rng.paretovariate(1.5) for _ in keys]
     counts = [1] * sessions
-    for i in rng.choices(range(sessions), weights, k=max(lines - sessions, 0)):
+    heavy = int(lines * latest_share)   # the latest session's own share, when asked
+    for i in rng.choices(range(sessions), weights, k=max(lines - sessions - heavy, 0)):
         counts[i] += 1
+    counts[-1] += heavy
     start = time.time() - 30 * 86400
     annotations = []
     last_id = ""
@@ -101,28 +118,31 @@ def build(root: str, sessions: int, lines: int, seed: int = 8) -> str:
         with open(state_path, "w", encoding="utf-8") as fh:
             json.dump(state, fh, indent=2)
         when = start + rng.uniform(0, 29 * 86400)
-        out = []
         for _ in range(count):
             when += rng.uniform(0.5, 30)
             record = _event(rng, key, when, mode, level)
-            out.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
+            if not store.append_audit(key, record):
+                raise SystemExit("could not append to %s" % root)
             if rng.random() < 0.02:
                 note = {"schemaVersion": 1, "annotationId": "ann_" + sts._uuid4_text(),
-                        "occurredAt": record["occurredAt"], "eventId": record["eventId"]}
+                        "occurredAt": record["occurredAt"], "eventId": record["eventId"],
+                        "sessionKey": key}
                 if rng.random() < 0.5:
                     note["label"] = rng.choice(sts.LABELS)
                 else:
                     note["hostEffect"] = rng.choice(sts.HOST_EFFECTS)
                 annotations.append(json.dumps(note, separators=(",", ":")))
             last_id = record["eventId"]
-        with open(os.path.join(root, "runtime", key + ".jsonl"), "w", encoding="utf-8") as fh:
-            fh.write("\n".join(out) + "\n")
+        if n == sessions - 1 and latest_share:
+            when = time.time()   # the heavy session is the one status picks
         os.utime(state_path, (when, when))
     with open(os.path.join(root, "runtime", "annotations.jsonl"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(annotations) + "\n")
     # explain searches logs in sorted key order: the last key is the worst case.
     last_key = sorted(keys)[-1]
-    with open(os.path.join(root, "runtime", last_key + ".jsonl"), encoding="utf-8") as fh:
+    last_log = sorted(n for n in os.listdir(os.path.join(root, "runtime"))
+                      if n.startswith(last_key) and n.endswith(".jsonl"))[-1]
+    with open(os.path.join(root, "runtime", last_log), encoding="utf-8") as fh:
         last_id = json.loads(fh.read().splitlines()[-1])["eventId"]
     return last_id
 
@@ -154,34 +174,62 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--lines", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--form", choices=("plain", "import"), default="plain",
+                        help="plain: python3 sts.py CMD (compiles sts.py every time); import: "
+                             "the hook's import form, from cached bytecode")
+    parser.add_argument("--latest-share", type=float, default=0.0,
+                        help="put this share of the lines in the latest session (status's)")
     parser.add_argument("--keep", action="store_true", help="keep the data dir and print it")
     parser.add_argument("--sts", default=STS_PY, help="the sts.py to time (to compare versions)")
+    parser.add_argument("--before", default=None,
+                        help="another sts.py, timed beside --sts on a data dir it wrote "
+                             "itself (rows marked `before`), round for round")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="sts-bench-runtime-")
     try:
-        root = os.path.join(tmp, "data")
-        t0 = time.perf_counter()
-        event_id = build(root, args.sessions, args.lines)
-        log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
-                        for n in os.listdir(os.path.join(root, "runtime")))
-        print("data dir: %d sessions, %d audit lines, %.1f MB of logs (built in %.1f s)"
-              % (args.sessions, args.lines, log_bytes / 1e6, time.perf_counter() - t0))
+        versions = [("", args.sts)] + ([("before ", args.before)] if args.before else [])
+        plans = []
+        for prefix, path in versions:
+            root = os.path.join(tmp, "data" + prefix.strip())
+            t0 = time.perf_counter()
+            event_id = build(root, args.sessions, args.lines, timed=_load(path),
+                             latest_share=args.latest_share)
+            sys.modules.pop("sts_timed", None)
+            log_bytes = sum(os.path.getsize(os.path.join(root, "runtime", n))
+                            for n in os.listdir(os.path.join(root, "runtime"))
+                            if n.endswith(".jsonl"))
+            print("%sdata dir (%s): %d sessions, %d audit lines, %.1f MB of logs (built in "
+                  "%.1f s)" % (prefix, path, args.sessions, args.lines, log_bytes / 1e6,
+                               time.perf_counter() - t0))
+            env = dict(os.environ, STS_HOME=root)
+            base = [sys.executable, path]
+            if args.form == "import":
+                base = [sys.executable, "-I", "-S", "-c",
+                        "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())"
+                        % os.path.dirname(os.path.abspath(path))]
+            subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)
+            plans.append((prefix, base, env, event_id))
         print("python: %s" % sys.version.split()[0])
-        env = dict(os.environ, STS_HOME=root)
-        base = [sys.executable, args.sts]
-        subprocess.run(base + ["--version"], env=env, capture_output=True, check=False)  # warm
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
-                ("status", "--json"), ("runtime",), ("explain", event_id)]
+                ("status", "--json"), ("runtime",), ("explain", "EVT")]
         print("load average: %.1f on %d CPUs" % (os.getloadavg()[0], os.cpu_count() or 1))
-        print("%-24s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
+        print("%-31s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
                                                  "exit"))
         for row in rows:
-            median, best, cpu, size, code = _time(base + list(row), env, args.rounds)
-            label = " ".join(row).replace(event_id, "EVT")
-            print("%-24s %8.0fms %8.0fms %8.0fms %10dB  %d"
-                  % (label, median * 1e3, best * 1e3, cpu * 1e3, size, code))
+            runs = {prefix: [] for prefix, _, _, _ in plans}
+            for _ in range(args.rounds):   # the versions take turns
+                for prefix, base, env, event_id in plans:
+                    argv = base + [event_id if word == "EVT" else word for word in row]
+                    runs[prefix].append(_time(argv, env, 1))
+            for prefix, _, _, _ in plans:
+                got = runs[prefix]
+                wall = [g[0] for g in got]
+                print("%-31s %8.0fms %8.0fms %8.0fms %10dB  %d"
+                      % (prefix + " ".join(row), statistics.median(wall) * 1e3,
+                         min(wall) * 1e3, statistics.median(g[2] for g in got) * 1e3,
+                         got[-1][3], got[-1][4]))
         if args.keep:
-            print("kept: %s" % root)
+            print("kept: %s" % tmp)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

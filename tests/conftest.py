@@ -113,3 +113,4 @@ def sts_home(monkeypatch):
 @pytest.fixture
 def store(sts_home):
     return sts.Store(str(sts_home))
+

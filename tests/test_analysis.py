@@ -615,10 +615,72 @@ def test_one_megabyte_command_is_refused_before_any_scan(shell):
     assert _work("ls " + "a" * (4 << 20), shell)[1] == work  # the length is never scanned
 
 
-def test_just_under_the_size_limit_still_answers():
-    result = sts.analyze_shell("ls " + "a " * 30000)
-    assert result.mutability == "read"
-    ok, detail = _grows_linearly(lambda n: "ls " + "a " * n, 4000)
+def test_a_long_line_within_the_work_limit_is_read_in_full():
+    assert sts.analyze_shell("ls " + "a " * 3000).mutability == "read"
+    assert sts.analyze_shell("; ".join("ls dir%d" % i for i in range(600))).mutability == "read"
+    assert sts.analyze_shell("cat a" + " 2>/dev/null" * 600).mutability == "read"
+    assert sts.analyze_shell("git log " + "--oneline " * 1500).mutability == "read"
+
+
+# Shapes under the 64 KiB cap that cost far more to read than their length
+# suggests; each is refused as a whole, whatever it holds.
+COSTLY = {
+    "32,000 tiny commands": ";".join("a" for _ in range(32000)),
+    "30,000 words": "ls " + "a " * 30000,
+    "5,000 redirections": "cat a" + " 2>/dev/null" * 5000,
+    "64 KiB of backticks": "`" * 65535,
+    "16,000 substitutions": "echo " + "`ls`" * 16000,
+    "a 60 KiB sed script": "sed -n '" + "p;" * 30000 + "' f",
+    "work inside bash -c": "bash -c 'ls " + "a " * 20000 + "'",
+    "5,000 ;-joined commands": "; ".join("ls dir%d" % i for i in range(5000)),
+    "16,000 quoted words": "echo " + "'a' " * 16000,
+    "12,000 double-quoted variables": "echo " + '"$a" ' * 12000,
+    "3,000 heredocs": "cat <<EOF\nline\nEOF\n" * 3000,
+    "one 64 KiB word": "echo " + "a" * 65000,
+    # Refused syntax first: the intent scan of its 5,000 commands spends the work too.
+    "an unread line of 5,000 commands": "[[ a ]]; " + "; ".join("ls d%d" % i for i in range(5000)),
+}
+
+
+@pytest.mark.parametrize("shell", ["bash", "powershell", "unknown"])
+@pytest.mark.parametrize("name", sorted(COSTLY))
+def test_a_line_that_costs_too_much_to_read_is_analysis_limit(name, shell):
+    result = sts.analyze_shell(COSTLY[name], shell)
+    if shell == "powershell":
+        # PowerShell refuses most of these shapes as syntax or as writes
+        # before it has read far; what matters is that none is a read.
+        assert result.mutability != "read"
+    else:
+        assert (result.mutability, result.reason) == ("unknown", "analysis_limit")
+
+
+@pytest.mark.parametrize("hidden", ["sha256sum secrets.txt", "pip install leftpad",
+                                    "cp payload ~/.local/state/stop-that-shit/x"])
+@pytest.mark.parametrize("padding", ["; ls a" * 1500, " " + "a " * 9000 + ";", ""])
+def test_padding_past_a_limit_hides_no_hash_dependency_or_write(hidden, padding):
+    """A line beyond the length, depth or work limit proves nothing: it may
+    hash, add a dependency or write anywhere, so padding cannot hide one."""
+    for command in (hidden + padding, hidden + "; " + "#" * 70000,
+                    hidden + "; echo " + "$(echo " * 40 + "x" + ")" * 40):
+        if command == hidden:
+            continue
+        result = sts.analyze_shell(command)
+        assert result.reason == "analysis_limit", command[:60]
+        assert result.hash_intent and result.dependency_intent and result.unknown_target
+
+
+def test_the_work_limit_is_shared_by_every_shell_and_nested_script():
+    """`unknown` reads a line as bash, PowerShell and cmd; a script inside
+    bash -c is read by the same reader: all spend one budget."""
+    line = "type " + "a " * 1800
+    assert sts.analyze_shell(line, "bash").mutability == "read"
+    assert sts.analyze_shell(line, "unknown").reason == "analysis_limit"
+    nested = "bash -c 'ls " + "a " * 2500 + "'; " + "; ".join("ls d%d" % i for i in range(400))
+    assert sts.analyze_shell(nested).reason == "analysis_limit"
+
+
+def test_reading_a_long_line_grows_linearly_up_to_the_work_limit():
+    ok, detail = _grows_linearly(lambda n: "ls " + "a " * n, 1500)
     assert ok, detail
 
 
@@ -1158,3 +1220,40 @@ def test_many_cds_stay_bounded():
     assert sts.analyze_shell(loops(30)).unknown_target
     ok, detail = _grows_linearly(loops, 12, power=2)   # each loop scans what it holds
     assert ok, detail
+
+
+def test_an_over_limit_line_is_its_own_culprit_in_every_family():
+    """Nothing in a line past a limit decided; the denial says so, at no cost."""
+    for code in ("MUTABILITY_UNPROVEN", "HASH_NOT_AUTHORIZED", "DEPENDENCY_NOT_AUTHORIZED"):
+        text, calls = calls_made(sts.shell_culprit, "ls " + "[" * 65000, "bash", code, (),
+                                 "analysis_limit")
+        assert text.startswith("Culprit: the command is too long") and "too much to read" in text
+        assert calls < 100
+
+
+def test_finding_a_culprit_reads_at_most_half_as_much_again():
+    """A denial reads the line a second time to name the culprit, with half
+    the budget: a long line gets no culprit line instead of a full re-read."""
+    short = "ls a; rm x"
+    assert "`rm x`" in sts.shell_culprit(short, "bash", "MODE_FORBIDS_MUTATION")
+    long_line = "; ".join("ls d%d" % i for i in range(600)) + "; rm x"
+    assert sts.analyze_shell(long_line).mutability == "write"   # read in full the first time
+    reading = _work(long_line)[1]
+    text, culprit = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and culprit <= reading * 0.6
+
+
+def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(monkeypatch):
+    """An unread line's words are searched for an agent CLI it would start;
+    only words that hold an agent's name are looked at closely, so 64 KiB of
+    path-like words costs little whether or not the line names an agent."""
+    paths = " ".join("$HOME/d%d/x" % i for i in range(7000))
+    hidden = "x; " * 3000 + "node_modules\\@openai\\codex\\bin\\codex.js exec hi; " + paths
+    assert sts.analyze_shell(hidden[:65535]).starts_agent == "codex"
+    plain = _work(("ls " + paths)[:65535])[1]
+    result, named = _work(("ls " + paths)[:65000] + "; claude -p hi")
+    assert result.starts_agent == "claude"
+    monkeypatch.setattr(sts, "_names_an_agent", lambda text: False)
+    reading = _work(("ls " + paths)[:65535])[1]   # the same line without the scan
+    # Looking at each of 7,000 path words closely cost three times the reading.
+    assert plain <= 1.5 * reading and named <= 1.5 * plain, (reading, plain, named)

@@ -139,3 +139,177 @@ def test_main_called_with_arguments_returns_instead_of_exiting(store, monkeypatc
     monkeypatch.setattr(sys, "stdin", Stdin)
     assert sts.main(["claude"]) == 0
     assert capsys.readouterr().out == ""  # not armed: allowed, nothing to say
+
+
+# ---- cold sections: a hook loads only the hot part of the bytecode ------------------
+
+def _hot_names_used_cold():
+    """Names hot code uses that only cold sections define (must be none)."""
+    import ast
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    start, end = sts._cold_range(lines)
+    assert 0 < start < end < len(lines)
+    hot = ast.parse("\n".join(lines[:start] + [""] * (end - start) + lines[end:]))
+    cold = ast.parse("\n".join([""] * start + lines[start:end]))
+
+    def defined(tree):
+        out = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            targets = list(getattr(node, "targets", []))
+            if getattr(node, "target", None) is not None:
+                targets.append(node.target)   # annotated assignments and for loops
+            for target in targets:
+                out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        return out
+    cold_only = defined(cold) - defined(hot)
+    return sorted({node.id for node in ast.walk(hot) if isinstance(node, ast.Name)
+                   and isinstance(node.ctx, ast.Load) and node.id in cold_only}), cold_only
+
+
+def test_hot_code_reaches_cold_names_only_through_cold():
+    used, cold_only = _hot_names_used_cold()
+    assert used == []
+    assert {"cmd_install", "cmd_inspect", "inspection_response", "cmd_cases"} <= cold_only
+
+
+def _copy_sts(tmp_path):
+    folder = tmp_path / "app"
+    folder.mkdir()
+    with open(os.path.join(ROOT, "sts.py"), "rb") as src, open(str(folder / "sts.py"), "wb") as dst:
+        dst.write(src.read())
+    return str(folder)
+
+
+def _run(folder, code, argv=(), stdin=b"", env=None):
+    return subprocess.run([sys.executable, "-I", "-S", "-c",
+                           "import sys; sys.path.insert(0, %r)\n" % folder + code, *argv],
+                          input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, timeout=60, check=False)
+
+
+HOOK = "import sts; sys.exit(sts.main())"
+PROBE = ("import sts\nprint(sts._SLIM, 'cmd_install' in vars(sts), sts._SOURCE_STAMP is not None)")
+
+
+def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path):
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    cache = os.path.join(folder, "__pycache__")
+    assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
+                .encode(), env).returncode == 0
+    names = sorted(os.listdir(cache))
+    assert len(names) == 3 and names[0].endswith(".cold.pyc") and names[1].endswith(".hot.pyc")
+    assert os.path.getsize(os.path.join(cache, names[2])) < 8000   # the loader alone
+    # A hook process: the hot part only.
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
+    # Anyone else: the whole module at import, as always.
+    assert _run(folder, PROBE).stdout.split() == [b"True", b"True", b"True"]
+    assert _run(folder, "from sts import cmd_doctor, find_event; print('ok')").stdout == b"ok\n"
+    # The same answers as the whole module gives, including those that need a
+    # cold section (a status typed in the prompt).
+    for payload in (WRITE, dict(PROMPT, prompt="$stop-that-shit status"),
+                    dict(PROMPT, prompt="$stop-that-shit runtime")):
+        split = _run(folder, HOOK, ["claude"], json.dumps(payload).encode(), env)
+        whole = hook_process("claude", payload, tmp_path / "home")
+        assert split.returncode == whole.returncode == 0 and split.stderr == b""
+        got, want = json.loads(split.stdout), json.loads(whole.stdout)
+        for answer in (got, want):   # event ids differ: one line each
+            spec = answer["hookSpecificOutput"]
+            for field in ("permissionDecisionReason", "additionalContext"):
+                if field in spec:
+                    spec[field] = "\n".join(line for line in spec[field].split("\n")
+                                            if not line.startswith("Event: "))
+        assert got == want
+    # The CLI in the import form: its commands are all cold.
+    out = _run(folder, HOOK, ["status"], env=env)
+    assert out.returncode == 0 and b"Stop That Shit status" in out.stdout
+
+
+GC_PROBE = ("import gc, sts\nprint(gc.isenabled(), gc.get_freeze_count() > 0,"
+            " [n for n in vars(sts) if n.startswith('_loader')])")
+
+
+def test_the_loader_runs_the_hot_part_with_the_collector_off_and_leaves_it_on(tmp_path):
+    """What the import made is frozen in a hook process only; every process
+    gets the collector back on, and the loader leaves no name behind."""
+    folder = _copy_sts(tmp_path)
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    assert _run(folder, GC_PROBE, ["claude"]).stdout.split() == [b"True", b"True", b"[]"]
+    assert _run(folder, GC_PROBE).stdout.split() == [b"True", b"False", b"[]"]
+    off = "import gc\ngc.disable()\n" + GC_PROBE   # a program that keeps it off: still off
+    assert _run(folder, off).stdout.split() == [b"False", b"False", b"[]"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty", "cut", "another header"])
+def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp_path, damage):
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    cache = os.path.join(folder, "__pycache__")
+    hot = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hot.pyc")][0]
+    data = open(hot, "rb").read()
+    if damage == "missing":
+        os.unlink(hot)
+    else:
+        with open(hot, "wb") as fh:
+            fh.write({"empty": b"", "cut": data[:100],
+                      "another header": data[:8] + b"\0" * 8 + data[16:]}[damage])
+    # The whole module from sts.py, the same answer, and the cache split anew.
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"False", b"True", b"False"]
+    out = _run(folder, HOOK, ["claude"], json.dumps(WRITE).encode(), env)
+    assert out.returncode == 0 and out.stderr == b""
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
+
+
+def test_a_cold_part_keeps_its_line_numbers(tmp_path):
+    folder = _copy_sts(tmp_path)
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    with open(os.path.join(folder, "sts.py"), encoding="utf-8") as fh:
+        wanted = [n for n, line in enumerate(fh, 1) if line.startswith("def cmd_install(")]
+    out = _run(folder, "import sts\nprint(sts._SLIM, sts.cmd_install.__code__.co_firstlineno,"
+                       " sts.main.__code__.co_firstlineno == %d)"
+               % sts.main.__code__.co_firstlineno)
+    assert out.stdout.split() == [b"True", str(wanted[0]).encode(), b"True"]
+
+
+def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    cache = os.path.join(folder, "__pycache__")
+    cold = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".cold.pyc")][0]
+    for damage in (b"", b"\x00" * 40, open(cold, "rb").read()[:100]):
+        with open(cold, "wb") as fh:
+            fh.write(damage)
+        out = _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit "
+                                                             "status")).encode(), env)
+        assert out.returncode == 0 and b"Stop That Shit status" in out.stdout, out.stderr
+
+
+def test_a_changed_source_is_compiled_whole_then_split_again(tmp_path):
+    folder = _copy_sts(tmp_path)
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    with open(os.path.join(folder, "sts.py"), "a", encoding="utf-8") as fh:
+        fh.write("\n# an edit\n")
+    later = os.stat(os.path.join(folder, "sts.py")).st_mtime + 5
+    os.utime(os.path.join(folder, "sts.py"), (later, later))
+    # Python sees the new mtime and compiles the whole file; the next hook splits it.
+    assert _run(folder, PROBE, ["claude"]).stdout.split()[0] == b"False"
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
+
+
+def test_no_cache_at_all_only_means_no_split(tmp_path):
+    """-B (a host that writes no bytecode): every hook compiles the whole file
+    and answers as usual; there is nothing to split and nothing is written."""
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    out = subprocess.run([sys.executable, "-B", "-I", "-S", "-c",
+                          "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())"
+                          % folder, "claude"], input=json.dumps(WRITE).encode(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+    assert out.returncode == 0 and out.stderr == b""
+    assert not os.path.exists(os.path.join(folder, "__pycache__"))

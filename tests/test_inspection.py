@@ -626,8 +626,16 @@ def test_runtime_all_reads_each_log_once(store, monkeypatch):
     code = sts.cmd_inspect(["runtime", "all"], store)
     logs = [name for name in opened if name.endswith(".jsonl")]
     assert code == 0
-    assert sorted(logs) == sorted(["annotations.jsonl"] +
+    assert sorted(logs) == sorted(["annotations.jsonl", "removed.jsonl"] +
                                   [sts.session_key(n) + ".jsonl" for n in "abc"])
+    # Once each index has every line (the hook's folds keep them so), no log
+    # is opened at all.
+    for name in "abc":
+        sts.audit_index(store, sts.session_key(name))
+    del opened[:]
+    assert sts.cmd_inspect(["runtime", "all"], store) == 0
+    assert sorted(n for n in opened if n.endswith(".jsonl")) == ["annotations.jsonl",
+                                                                 "removed.jsonl"]
 
 
 def test_cli_runtime_all_in_a_real_process(store):

@@ -1,6 +1,7 @@
-"""Protocol types: the ControlEvent v2 types are real dataclasses, and importing
-them does not load what a hook never uses (issue 2: keep the dataclasses, keep
-the hot path from paying for anything it does not use)."""
+"""Protocol types: the ControlEvent v2 types are real dataclasses to every
+user of the module, and the hook, which never reads them as module
+attributes, never pays for `dataclasses` (nor for `inspect` and `copy`,
+which it imports)."""
 import json
 import subprocess
 import sys
@@ -17,14 +18,46 @@ def fresh_python(code):
     return json.loads(proc.stdout)
 
 
-def test_importing_sts_leaves_inspect_and_copy_unloaded():
+def test_importing_sts_loads_no_dataclasses_inspect_or_copy():
     seen = fresh_python("import sts\n"
-                        "print(json.dumps(sorted(m for m in ('inspect', 'copy', 'ast', 'dis', "
-                        "'tokenize') if m in sys.modules)))")
-    if sys.version_info < (3, 12):
-        assert seen == []
-    else:  # dataclasses reads inspect.get_annotations for every class from 3.12 on
-        assert "copy" not in seen
+                        "print(json.dumps(sorted(m for m in ('dataclasses', 'inspect', 'copy', "
+                        "'ast', 'dis', 'tokenize') if m in sys.modules)))")
+    assert seen == []
+
+
+def test_reading_a_type_from_the_module_makes_all_three_dataclasses():
+    out = fresh_python(
+        "import sts\n"
+        "before = 'dataclasses' in sys.modules\n"
+        "from sts import ControlEvent\n"
+        "import dataclasses\n"
+        "print(json.dumps([before, [dataclasses.is_dataclass(t) for t in "
+        "(sts.Action, sts.ActionResult, ControlEvent)]]))")
+    assert out == [False, [True, True, True]]
+
+
+def test_instances_the_hook_made_before_are_dataclass_instances_after():
+    """The hook builds events from the plain classes; a later reader of the
+    module gets the same class objects, now dataclasses, instances included."""
+    out = fresh_python(
+        "import sts\n"
+        "wire = {'protocolVersion': 2, 'lifecycleVersion': 2, 'kind': 'action.before', "
+        "'sessionId': 's', 'action': {'name': 'Read', 'mutability': 'read', "
+        "'affectedPaths': ['a']}}\n"
+        "event = vars(sts)['ControlEvent'].from_dict(wire)\n"
+        "plain = repr(event)\n"
+        "import dataclasses\n"
+        "made = sts.ControlEvent(kind='action.before', session_id='s', "
+        "action=sts.Action(name='Read', mutability='read', affected_paths=['a']))\n"
+        "assert sts.ControlEvent.from_dict(wire) == made\n"
+        "print(json.dumps({'dataclass': dataclasses.is_dataclass(event),\n"
+        "  'same_type': type(event) is sts.ControlEvent,\n"
+        "  'equal': event == made, 'repr': plain == repr(event) == repr(made),\n"
+        "  'asdict': dataclasses.asdict(event)['action']['affected_paths'],\n"
+        "  'fresh_lists': sts.Action(name='a', mutability='read').affected_paths is not\n"
+        "                 sts.Action(name='b', mutability='read').affected_paths}))")
+    assert out == {"dataclass": True, "same_type": True, "equal": True, "repr": True,
+                   "asdict": ["a"], "fresh_lists": True}
 
 
 def test_the_control_event_types_are_full_dataclasses():

@@ -63,14 +63,17 @@ def test_sts_imports_only_the_standard_library():
         assert modules <= stdlib, modules - stdlib
 
 
-def test_only_the_control_event_types_are_dataclasses():
-    """Each dataclass costs code generation at import, on every hook run."""
+def test_no_class_is_a_dataclass_at_import():
+    """A dataclass costs code generation at import, on every hook run.  The
+    three ControlEvent v2 types become dataclasses only when read from the
+    module (see _EventType); nothing else is one."""
     tree = sts_tree()
     decorated = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
-                 and any(getattr(d, "id", None) == "dataclass" or
-                         getattr(getattr(d, "func", None), "id", None) == "dataclass"
-                         for d in node.decorator_list)]
-    assert decorated == ["Action", "ActionResult", "ControlEvent"]
+                 and any("dataclass" in ast.dump(d) for d in node.decorator_list)]
+    lazy = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
+            and any(getattr(b, "id", None) == "_EventType" for b in node.bases)]
+    assert decorated == []
+    assert lazy == ["Action", "ActionResult", "ControlEvent"]
 
 
 def test_every_private_top_level_name_is_used():
@@ -253,9 +256,14 @@ def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
     for node in sts_tree().body:
         here = section_of(node.lineno)
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id in defined \
-                    and order.index(defined[sub.id]) > order.index(here):
-                down.add((here, sub.id))
+            # A hot section reaches a cold one's name through _cold("name"),
+            # the loader (in the CLI section): that names `name`, not _cold.
+            name = sub.id if isinstance(sub, ast.Name) and sub.id != "_cold" else \
+                sub.args[0].value if isinstance(sub, ast.Call) \
+                and getattr(sub.func, "id", None) == "_cold" and sub.args \
+                and isinstance(sub.args[0], ast.Constant) else None
+            if name in defined and order.index(defined[name]) > order.index(here):
+                down.add((here, name))
     assert down == {("Decision", "ledger_summary"), ("Engine", "inspection_response"),
                     ("Cases", "ADAPTERS"), ("Cases", "run_hook")}
 
