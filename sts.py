@@ -2859,149 +2859,234 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ------------------------------------------------------- generic options ----
+# ---------------------------------------------------------- option tables ----
+#
+# Most programs are judged by a table of their options (`_Opts`), read by
+# one scanner (`_read_options`).  A table is one string, written the way --help
+# lists the options:
+#
+#     -abc          short flags a, b and c, alone or in a cluster (-ab)
+#     -kt:          short options that take a value: attached (-k2) or the next word
+#     -I?           a short option whose value is optional and only attached (-Ins)
+#     --name        a long flag
+#     --name:       a long option that takes a value: --name=V or --name V
+#     --name?       a long option whose value is optional, only as --name=V
+#     --size=-s     another spelling of -s: it takes what -s takes and counts as -s
+#
+# Options the table does not list leave the command unproven (unless the
+# table is `open`: then they are plain flags).  GNU programs take any unique
+# prefix of a long option (--out for --output), and so does the scanner
+# unless `abbrev=False`.  Options may follow operands unless `permute=False`
+# (then the first operand ends them, as for xxd and every wrapper).
+#
+# What an option does besides shaping the output is its effect, named by
+# keyword: `write` (writes the file its value names, or some file when it
+# takes none), `runs` (runs another program or loads code) and `state`
+# (changes the system or the shell).  An effect met before a word the
+# scanner cannot read still counts: `sort -o f --new-flag` names f.
+#
+# A table is parsed the first time its program is judged: a table never
+# used costs nothing.  Each row may carry examples in the corpus format
+# (`#: LABEL [TAGS] | COMMAND`, see tests/analysis_corpus.txt) on the
+# comment lines above it; tests/test_analysis.py checks every one.
 
-class _OptSpec:
-    """GNU-style option model: short flags, short options with a value, long options."""
-
-    __slots__ = ("short", "short_val", "long", "deny", "permute")
-
-    def __init__(self, short: str = "", short_val: str = "", long: Optional[Dict[str, int]] = None,
-                 deny: Optional[Dict[str, str]] = None, permute: bool = True) -> None:
-        self.short = short
-        self.short_val = short_val
-        self.long = long or {}         # name -> 0 flag, 1 needs a value, 2 optional "=value"
-        self.deny = deny or {}         # option -> "write" | "exec"
-        self.permute = permute         # False: options end at the first operand (xxd)
+_EFFECT_REASONS = {"write": None, "runs": "shell_execution_option", "state": "state_change"}
 
 
-def _resolve_long(spec: _OptSpec, name: str) -> Optional[str]:
-    if name in spec.long:
-        return name
-    hits = [k for k in spec.long if k.startswith(name)]
+class _Opts:
+    """One program's option table (grammar above) and what its operands may be.
+
+    needs: one of these options must be given (`top -b`: without it top
+    takes keystrokes that kill processes); verbs: what the first operand
+    may be ("" for none), every other verb is unproven; max_operands: more
+    operands leave it unproven; write_operand: the operand at that index
+    is written (`uniq in out`); check: a last look at the operands (a
+    verdict refuses them).
+    """
+
+    __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
+                 "verbs", "max_operands", "write_operand", "check", "_short", "_long",
+                 "_effects")
+
+    def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
+                 permute: bool = True, abbrev: bool = True, open: bool = False,
+                 needs: str = "", verbs: Optional[frozenset] = None,
+                 max_operands: Optional[int] = None, write_operand: Optional[int] = None,
+                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None) -> None:
+        self.text = text
+        self.write, self.runs, self.state = write, runs, state
+        self.permute, self.abbrev, self.open = permute, abbrev, open
+        self.needs, self.verbs, self.check = needs, verbs, check
+        self.max_operands, self.write_operand = max_operands, write_operand
+        self._short: Optional[Dict[str, Tuple[int, str]]] = None
+        self._long: Dict[str, Tuple[int, str]] = {}
+        self._effects: Dict[str, str] = {}
+
+    def table(self) -> Tuple[Dict[str, Tuple[int, str]], Dict[str, Tuple[int, str]]]:
+        """(short letter -> (arity, name), long name -> (arity, name)); arity
+        0 is a flag, 1 takes a value, 2 takes an optional attached one."""
+        if self._short is None:
+            short: Dict[str, Tuple[int, str]] = {}
+            long: Dict[str, Tuple[int, str]] = {}
+            for entry in self.text.split():
+                head, _, alias = entry.partition("=") if entry.startswith("--") \
+                    else (entry, "", "")
+                arity = 1 if head[-1] == ":" else 2 if head[-1] == "?" else 0
+                body = head.rstrip(":?")
+                if alias:
+                    long[body[2:]] = self._entry(alias, short, long)
+                elif body.startswith("--"):
+                    long[body[2:]] = (arity, body[2:])
+                else:
+                    for ch in body[1:]:
+                        short[ch] = (arity, ch)
+            self._long = long
+            for effect in ("write", "runs", "state"):
+                for option in getattr(self, effect).split():
+                    self._effects[self._entry(option, short, long)[1]] = effect
+            self._short = short
+        return self._short, self._long
+
+    @staticmethod
+    def _entry(option: str, short: Dict[str, Tuple[int, str]],
+               long: Dict[str, Tuple[int, str]]) -> Tuple[int, str]:
+        return long[option[2:]] if option.startswith("--") else short[option[1:]]
+
+    def effect(self, name: str) -> Optional[str]:
+        return self._effects.get(name)
+
+    def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
+        fail, operands, seen = _read_options(args, self)
+        if fail is not None:
+            return fail
+        if self.needs:
+            short, long = self.table()
+            wanted = {self._entry(option, short, long)[1] for option in self.needs.split()}
+            if not any(opt in wanted for opt, _, _ in seen):
+                return _unknown()
+        if self.verbs is not None:
+            first = operands[0] if operands else None
+            if (first.text if first is not None and first.static else None) not in self.verbs \
+                    and not (first is None and "" in self.verbs):
+                return _unknown()
+        if self.check is not None:
+            refused = self.check(operands)
+            if refused is not None:
+                return refused
+        if (self.write_operand is not None or self.max_operands is not None) \
+                and any(w.glob for w in operands):
+            # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
+            return _unknown("shell_syntax_unproven")
+        if self.write_operand is not None and len(operands) > self.write_operand:
+            w = operands[self.write_operand]
+            if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
+                return _write([w])
+        if self.max_operands is not None and len(operands) > self.max_operands:
+            return _unknown()
+        return _an_read()
+
+
+def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> Optional[str]:
+    if key in long:
+        return key
+    if not abbrev:
+        return None
+    hits = [k for k in long if k.startswith(key)]
     return hits[0] if len(hits) == 1 else None
 
 
-def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W]]]]:
-    """Walk GNU-style arguments.
+def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None
+          ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
+    """The one option scanner.
 
-    Returns (failure verdict or None, operands, [(option, value)]).  Options
-    may follow operands (GNU permutes); an opaque word in option position
-    is refused because it could turn into any option.
+    Returns (verdict or None, operands, [(option name, value, word as
+    written)]).  The verdict joins the effects of the options met (in order)
+    and, when a word cannot be read, that failure: an opaque word in option
+    position (it could turn into any option), an option the table does not
+    list, a value missing.  Operands are every word that is no option.
     """
+    short, long = spec.table()
+    permute = spec.permute if permute is None else permute
     operands: List[_W] = []
-    seen: List[Tuple[str, Optional[_W]]] = []
+    seen: List[Tuple[str, Optional[_W], str]] = []
+    effects: Optional[_V] = None
     i, n = 0, len(args)
     dd = False
-    while i < n:
+    fail: Optional[_V] = None
+    while i < n and fail is None:
         w = args[i]
         i += 1
         if dd:
             operands.append(w)
             continue
         if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text), operands, seen
+            fail = _unknown("shell_syntax_unproven", "opaque", w.text)
+            break
         t = w.text
         if t == "--":
             dd = True
             continue
         if t == "-" or not t.startswith("-"):
             operands.append(w)
-            dd = not spec.permute
+            dd = not permute
             continue
+        start = len(seen)
         if t.startswith("--"):
             key, eq, val = t[2:].partition("=")
-            canon = _resolve_long(spec, key)
+            canon = _resolve_long(long, key, spec.abbrev)
             if canon is None:
-                return _unknown("shell_command_unproven", "option", t), operands, seen
-            arity = spec.long[canon]
+                if not spec.open:
+                    fail = _unknown("shell_command_unproven", "option", t)
+                continue
+            arity, opt = long[canon]
             value: Optional[_W] = None
             if eq:
                 if arity == 0:
-                    return _unknown("shell_command_unproven", "option", t), operands, seen
+                    fail = _unknown("shell_command_unproven", "option", t)
+                    break
                 value = _lit(val)
             elif arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing", "option", t), operands, seen
+                    fail = _unknown("option_value_missing", "option", t)
+                    break
                 value = args[i]
                 i += 1
-            seen.append((canon, value))
-            continue
-        j = 1
-        while j < len(t):
-            ch = t[j]
-            if ch in spec.short_val:
-                rest = t[j + 1:]
-                if rest:
-                    seen.append((ch, _lit(rest)))
-                elif i < n:
-                    seen.append((ch, args[i]))
-                    i += 1
-                else:
-                    return _unknown("option_value_missing", "option", t), operands, seen
-                break
-            if ch not in spec.short:
-                return _unknown("shell_command_unproven", "option", t), operands, seen
-            seen.append((ch, None))
-            j += 1
-    return None, operands, seen
-
-
-def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optional[_V]:
-    out: Optional[_V] = None
-    for opt, value in seen:
-        effect = spec.deny.get(opt)
-        if effect is None:
-            continue
-        if effect == "write":
-            v = _write([value] if value is not None else [])
+            seen.append((opt, value, t))
         else:
-            v = _unknown("state_change" if effect == "state" else "shell_execution_option")
-        v.why = ("spec", opt, value.text if value is not None else None, effect)
-        out = v if out is None else out.join(v)
-    return out
-
-
-def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
-                  write_operand: Optional[int] = None, needs: Tuple[str, ...] = (),
-                  verbs: Optional[frozenset] = None,
-                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None
-                  ) -> Callable[[str, List[_W], _Ctx], _V]:
-    """A program judged by its option table.  needs: one of these options
-    must be given (`top -b`: without it top takes keystrokes that kill
-    processes); verbs: what the first operand may be ("" for none), every
-    other verb is unproven; check: a last look at the operands (a verdict
-    refuses them)."""
-    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
-        fail, operands, seen = _parse_opts(args, spec)
-        if fail is not None:
-            return fail
-        denied = _apply_deny(spec, seen)
-        if denied is not None:
-            return denied
-        if needs and not any(opt in needs for opt, _ in seen):
-            return _unknown()
-        if verbs is not None:
-            first = operands[0] if operands else None
-            if (first.text if first is not None and first.static else None) not in verbs \
-                    and not (first is None and "" in verbs):
-                return _unknown()
-        if check is not None:
-            refused = check(operands)
-            if refused is not None:
-                return refused
-        if (write_operand is not None or max_operands is not None) \
-                and any(w.glob for w in operands):
-            # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
-            return _unknown("shell_syntax_unproven")
-        if write_operand is not None and len(operands) > write_operand:
-            w = operands[write_operand]
-            if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
-                return _write([w])
-        if max_operands is not None and len(operands) > max_operands:
-            return _unknown()
-        return _an_read()
-    return handler
+            j = 1
+            while j < len(t):
+                entry = short.get(t[j])
+                if entry is None:
+                    if not spec.open:
+                        fail = _unknown("shell_command_unproven", "option", t)
+                        break
+                    j += 1
+                    continue
+                arity, opt = entry
+                if arity:
+                    rest = t[j + 1:]
+                    if rest:
+                        seen.append((opt, _lit(rest), t))
+                    elif arity == 2:
+                        seen.append((opt, None, t))
+                    elif i < n:
+                        seen.append((opt, args[i], t))
+                        i += 1
+                    else:
+                        fail = _unknown("option_value_missing", "option", t)
+                    break
+                seen.append((opt, None, t))
+                j += 1
+        for opt, value, spelled in seen[start:]:
+            effect = spec.effect(opt)
+            if effect is not None:
+                v = _write([value] if value is not None else []) if effect == "write" \
+                    else _unknown(_EFFECT_REASONS[effect])
+                v.why = ("spec", spelled, value.text if value is not None else None, effect)
+                effects = v if effects is None else effects.join(v)
+    if effects is not None:
+        return (effects if fail is None else effects.join(fail)), operands, seen
+    return fail, operands, seen
 
 
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4643,12 +4728,10 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
         i = j
 
 
-_SED_SPEC = _OptSpec(
-    short="nrEsuz", short_val="elf",
-    long={"quiet": 0, "silent": 0, "expression": 1, "file": 1, "in-place": 2, "line-length": 1,
-          "null-data": 0, "zero-terminated": 0, "regexp-extended": 0, "separate": 0,
-          "sandbox": 0, "unbuffered": 0, "posix": 0, "debug": 0, "follow-symlinks": 0,
-          "help": 0, "version": 0, "binary": 0})
+_SED_SPEC = _Opts(
+    "-nrEsuz -elf: --quiet --silent --expression: --file: --in-place? --line-length: "
+    "--null-data --zero-terminated --regexp-extended --separate --sandbox --unbuffered "
+    "--posix --debug --follow-symlinks --help --version --binary")
 
 
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4670,8 +4753,8 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 inplace = t
                 continue
         rest.append(w)
-    fail, operands, seen = _parse_opts(rest, _SED_SPEC)
-    scripts = [v for o, v in seen if o in ("e", "expression")]
+    fail, operands, seen = _read_options(rest, _SED_SPEC)
+    scripts = [v for o, v, _ in seen if o in ("e", "expression")]
     if inplace and fail is not None:
         # The walk stopped at a word it cannot read (`sed -i s/a/b/ *.py`):
         # every word that is not an option is a file sed may rewrite.
@@ -4679,7 +4762,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         v = _write(files[0 if scripts else 1:]).blame("inplace", inplace)
         v.opaque = any(_may_be_option(w, ctx) for w in rest)
         return v
-    if any(o in ("f", "file") for o, _ in seen):
+    if any(o in ("f", "file") for o, _, _ in seen):
         spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
         return _unknown("shell_command_unproven", "script_file", spelled)
     if not scripts:
@@ -6416,7 +6499,6 @@ def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """date prints unless it sets the clock: -s (also inside a cluster such as
     -us...), --set or any abbreviation of it (--s=...), or an operand that is
     not a +FORMAT."""
-    spec = _OptSpec(long=_DATE_LONG)
     i, n = 0, len(args)
     while i < n:
         w = args[i]
@@ -6430,7 +6512,7 @@ def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
         if t.startswith("--"):
             key, eq, _ = t[2:].partition("=")
-            canon = _resolve_long(spec, key)
+            canon = _resolve_long(_DATE_LONG, key, True)
             if canon is None:
                 return _unknown()
             if canon == "set":
@@ -6888,108 +6970,63 @@ def _network_read(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-_SORT_SPEC = _OptSpec(
-    short="bdfgiMhnRrVcCmsuz", short_val="kotST",
-    long={"ignore-leading-blanks": 0, "dictionary-order": 0, "ignore-case": 0,
-          "general-numeric-sort": 0, "ignore-nonprinting": 0, "month-sort": 0,
-          "human-numeric-sort": 0, "numeric-sort": 0, "random-sort": 0, "random-source": 1,
-          "reverse": 0, "sort": 1, "version-sort": 0, "batch-size": 1, "check": 2,
-          "compress-program": 1, "debug": 0, "files0-from": 1, "field-separator": 1, "key": 1,
-          "merge": 0, "output": 1, "stable": 0, "buffer-size": 1, "temporary-directory": 1,
-          "parallel": 1, "unique": 0, "zero-terminated": 0, "help": 0, "version": 0},
-    deny={"o": "write", "output": "write", "compress-program": "exec"})
-_UNIQ = _spec_program(_OptSpec(
-    short="cdDiuz", short_val="fsw",
-    long={"count": 0, "repeated": 0, "all-repeated": 2, "skip-fields": 1, "group": 2,
-          "ignore-case": 0, "skip-chars": 1, "unique": 0, "zero-terminated": 0,
-          "check-chars": 1, "help": 0, "version": 0}), write_operand=1)
-_TREE = _spec_program(_OptSpec(
-    short="adlfxpsughDFqNQrtvUCASniJX", short_val="LPIoH",
-    long={"noreport": 0, "charset": 1, "dirsfirst": 0, "filesfirst": 0, "gitignore": 0,
-          "prune": 0, "matchdirs": 0, "sort": 1, "du": 0, "si": 0, "filelimit": 1, "timefmt": 1,
-          "version": 0, "help": 0, "fromfile": 0, "info": 0, "hyperlink": 0, "metafirst": 0},
-    deny={"o": "write"}))
-_XXD = _spec_program(_OptSpec(
-    short="aCEeipruhdvb", short_val="cglsonR",
-    long={"autoskip": 0, "bits": 0, "cols": 1, "capitalize": 0, "EBCDIC": 0, "groupsize": 1,
-          "include": 0, "len": 1, "name": 1, "postscript": 0, "plain": 0, "ps": 0,
-          "revert": 0, "seek": 1, "uppercase": 0, "version": 0, "help": 0}, permute=False),
+# ------------------------------------------------ programs judged by a table ----
+#
+# Each row is the program's option table (see `_Opts` for the grammar) and,
+# above it, why it is what it is and a few examples (`#:` lines, checked
+# like the corpus).
+
+# sort prints; -o writes its file and --compress-program runs a program.
+#: read | sort -t, -k2 data.csv
+#: read | sort -rn --key=2 counts.txt
+#: write >out.txt | sort -o out.txt a.txt
+#: unknown =shell_execution_option | sort --compress-program=gzip a.txt
+_SORT = _Opts(
+    "-bdfgiMhnRrVcCmsuz -kotST: --ignore-leading-blanks --dictionary-order --ignore-case "
+    "--general-numeric-sort --ignore-nonprinting --month-sort --human-numeric-sort "
+    "--numeric-sort --random-sort --random-source: --reverse --sort: --version-sort "
+    "--batch-size: --check? --compress-program: --debug --files0-from: --field-separator: "
+    "--key: --merge --output: --stable --buffer-size: --temporary-directory: --parallel: "
+    "--unique --zero-terminated --help --version",
+    write="-o --output", runs="--compress-program")
+# uniq's second operand is the file it writes.
+#: read | uniq -c counts.txt
+#: write >out.txt | uniq in.txt out.txt
+_UNIQ = _Opts(
+    "-cdDiuz -fsw: --count --repeated --all-repeated? --skip-fields: --group? --ignore-case "
+    "--skip-chars: --unique --zero-terminated --check-chars: --help --version",
     write_operand=1)
-_FILE = _spec_program(_OptSpec(
-    short="bcdEhiIkLlNnprsSvz0ZC", short_val="eFfmP",
-    long={"brief": 0, "mime": 0, "mime-type": 0, "mime-encoding": 0, "dereference": 0,
-          "no-dereference": 0, "keep-going": 0, "raw": 0, "special-files": 0,
-          "uncompress": 0, "extension": 0, "apple": 0, "files-from": 1, "separator": 1,
-          "exclude": 1, "help": 0, "version": 0, "print0": 0, "no-pad": 0, "no-buffer": 0,
-          "preserve-date": 0, "compile": 0, "checking-printout": 0, "magic-file": 1,
-          "parameter": 1, "exclude-quiet": 1, "list": 0},
-    # -p restores access/modification times after reading: a metadata write.
-    deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
-
-
-# ---- programs that read in some modes only --------------------------------
-# Compressors write (the file in place, or beside it) unless they write to
-# standard output (-c), every operand is "-" (standard input to standard
-# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
-# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
-# compresses), so a showing mode counts only with neither -z nor -d
-# anywhere.  The deciding option must come before the first file: with
-# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
-# named -c.  Any other shape is the write it always was (--files, -r and
-# -o are left out: they name files to change).
-_GZIP_SPEC = _OptSpec(
-    short="cdfhklLnNqrtvV123456789", short_val="S",
-    long={"stdout": 0, "to-stdout": 0, "decompress": 0, "uncompress": 0, "force": 0,
-          "help": 0, "keep": 0, "list": 0, "license": 0, "no-name": 0, "name": 0,
-          "quiet": 0, "recursive": 0, "rsyncable": 0, "suffix": 1, "synchronous": 0,
-          "test": 0, "verbose": 0, "version": 0, "fast": 0, "best": 0})
-_BZIP2_SPEC = _OptSpec(
-    short="cdzkftqvhLVs123456789",
-    long={"help": 0, "decompress": 0, "compress": 0, "keep": 0, "force": 0, "test": 0,
-          "stdout": 0, "quiet": 0, "verbose": 0, "license": 0, "version": 0, "small": 0,
-          "fast": 0, "best": 0})
-_XZ_SPEC = _OptSpec(
-    short="zdtlkfcqvQhHVe0123456789", short_val="SFCTM",
-    long={"compress": 0, "decompress": 0, "uncompress": 0, "test": 0, "list": 0, "keep": 0,
-          "force": 0, "stdout": 0, "to-stdout": 0, "single-stream": 0, "no-sparse": 0,
-          "suffix": 1, "format": 1, "check": 1, "ignore-check": 0, "extreme": 0,
-          "threads": 1, "memlimit-decompress": 1, "memlimit": 1, "memory": 1,
-          "no-adjust": 0, "quiet": 0, "verbose": 0, "no-warn": 0, "robot": 0, "help": 0,
-          "long-help": 0, "version": 0})
-_ZSTD_SPEC = _OptSpec(
-    short="cdfklqtvVhH0123456789",
-    long={"stdout": 0, "decompress": 0, "uncompress": 0, "force": 0, "keep": 0, "list": 0,
-          "test": 0, "quiet": 0, "verbose": 0, "version": 0, "help": 0, "progress": 0,
-          "no-progress": 0, "check": 0, "no-check": 0, "sparse": 0, "no-sparse": 0,
-          "single-thread": 0})
-_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
-_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
-_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
-# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
-# only tells whether PID exists (bash, zsh, dash and procps kill alike).
-_KILL_SPEC = _OptSpec(short="lL0", permute=False)
-# program -> (its options, the options that make it only show)
-_READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
-    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
-    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
-    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
-    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
-    "kill": (_KILL_SPEC, frozenset("lL0")),
-}
-
-
-def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
-    fail, operands, seen = _parse_opts(args, spec)
-    if fail is not None or _apply_deny(spec, seen) is not None:
-        return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
-        return True
-    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`
-    leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
-        spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
-    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
-        opt in _REMODING for opt, _ in seen))
+#: read | tree -a -I '.git|node_modules' -L 3
+#: write >out.txt | tree -o out.txt
+_TREE = _Opts(
+    "-adlfxpsughDFqNQrtvUCASniJX -LPIoH: --noreport --charset: --dirsfirst --filesfirst "
+    "--gitignore --prune --matchdirs --sort: --du --si --filelimit: --timefmt: --version "
+    "--help --fromfile --info --hyperlink --metafirst",
+    write="-o")
+# xxd writes its second operand; its options end at the first operand.
+#: read | xxd -g1 -l 64 a.bin
+#: write >out.hex | xxd a.bin out.hex
+#: write | xxd a.txt -u
+_XXD = _Opts(
+    "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
+    "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
+    "--version --help",
+    permute=False, write_operand=1)
+# -C compiles a magic file; -p restores access times after reading: a
+# metadata write.
+#: read | file -b --mime-type a.bin
+#: write | file -C -m magic
+#: write | file -p a.txt
+_FILE = _Opts(
+    "-bcdEhiIkLlNnprsSvz0ZC -eFfmP: --brief --mime --mime-type --mime-encoding --dereference "
+    "--no-dereference --keep-going --raw --special-files --uncompress --extension --apple "
+    "--files-from: --separator: --exclude: --help --version --print0 --no-pad --no-buffer "
+    "--preserve-date --compile --checking-printout --magic-file: --parameter: "
+    "--exclude-quiet: --list",
+    write="-C --compile -p --preserve-date")
+#: read | zipinfo -1 a.zip
+#: notread | zipinfo -M a.zip
+_ZIPINFO = _Opts("-12smlvhtTzCx")
 
 
 def _all_static(operands: List[_W]) -> Optional[_V]:
@@ -7005,152 +7042,154 @@ def _no_assignment(operands: List[_W]) -> Optional[_V]:
     return _unknown("state_change")
 
 
-_ZIPINFO = _spec_program(_OptSpec(short="12smlvhtTzCx"))
-_GETENT = _spec_program(_OptSpec(
-    short="Ai", short_val="s",
-    long={"no-addrconfig": 0, "no-idn": 0, "service": 1, "help": 0, "usage": 0, "version": 0},
-    # -s names the NSS module getent loads: a library chosen by the command.
-    deny={"s": "exec", "service": "exec"}), check=_all_static)
+# -s names the NSS module getent loads: a library chosen by the command.
+#: read | getent hosts localhost
+#: unknown =shell_execution_option | getent -s files passwd
+#: notread | getent hosts $(whoami).example.com
+_GETENT = _Opts(
+    "-Ai -s: --no-addrconfig --no-idn --service: --help --usage --version",
+    runs="-s --service", check=_all_static)
 # Its cache of package lists is rebuilt (as root) when out of date, as git
 # refreshes its index on `git status`: nothing else is written.  -o, -c, -p
 # and -s (other configuration, other cache files) stay unproven.
-_APT_CACHE = _spec_program(_OptSpec(
-    short="qiafn",
-    long={"quiet": 0, "important": 0, "no-pre-depends": 0, "no-depends": 0,
-          "no-recommends": 0, "no-suggests": 0, "no-conflicts": 0, "no-breaks": 0,
-          "no-replaces": 0, "no-enhances": 0, "implicit": 0, "full": 0, "all-versions": 0,
-          "no-all-versions": 0, "names-only": 0, "all-names": 0, "recurse": 0,
-          "installed": 0}),
+#: read | apt-cache depends --recurse --installed curl
+#: notread | apt-cache gencaches
+_APT_CACHE = _Opts(
+    "-qiafn --quiet --important --no-pre-depends --no-depends --no-recommends --no-suggests "
+    "--no-conflicts --no-breaks --no-replaces --no-enhances --implicit --full --all-versions "
+    "--no-all-versions --names-only --all-names --recurse --installed",
     verbs=frozenset(("policy", "show", "showpkg", "showsrc", "search", "depends", "rdepends",
                      "madison", "stats", "pkgnames", "unmet")))
 # systemd tools run a pager only on a terminal, as git log does.  -H/--host
 # reaches another machine through ssh; -M, --root and --image are left out.
-_SYSTEMCTL = _spec_program(_OptSpec(
-    short="alrqh", short_val="tpPnoH",
-    long={"system": 0, "user": 0, "type": 1, "state": 1, "failed": 0, "property": 1,
-          "all": 0, "full": 0, "recursive": 0, "reverse": 0, "with-dependencies": 0,
-          "show-types": 0, "value": 0, "legend": 1, "no-legend": 0, "no-pager": 0,
-          "no-ask-password": 0, "plain": 0, "lines": 1, "output": 1, "timestamp": 1,
-          "quiet": 0, "host": 1, "help": 0, "version": 0},
-    deny={"H": "exec", "host": "exec"}),
+#: read | systemctl status nginx --no-pager
+#: notread | systemctl restart nginx
+#: unknown =shell_execution_option | systemctl -H web1 status
+_SYSTEMCTL = _Opts(
+    "-alrqh -tpPnoH: --system --user --type: --state: --failed --property: --all --full "
+    "--recursive --reverse --with-dependencies --show-types --value --legend: --no-legend "
+    "--no-pager --no-ask-password --plain --lines: --output: --timestamp: --quiet --host: "
+    "--help --version",
+    runs="-H --host",
     verbs=frozenset(("", "list-units", "list-automounts", "list-sockets", "list-timers",
                      "is-active", "is-failed", "status", "show", "cat", "list-dependencies",
                      "list-unit-files", "is-enabled", "get-default", "list-machines",
                      "list-jobs", "show-environment", "is-system-running")))
 # journalctl shows the journal unless told to change it.  -b and -n take
-# the next word only when it is a boot or a count (`-b -1`), hence the digits.
-_JOURNALCTL = _spec_program(_OptSpec(
-    short="mbknrxalfqeNh0123456789", short_val="DSUcutpgoF",
-    long={"system": 0, "user": 0, "merge": 0, "directory": 1, "file": 1, "namespace": 1,
-          "since": 1, "until": 1, "cursor": 1, "after-cursor": 1, "boot": 2, "unit": 1,
-          "user-unit": 1, "identifier": 1, "priority": 1, "facility": 1, "grep": 1,
-          "case-sensitive": 2, "dmesg": 0, "output": 1, "output-fields": 1, "lines": 2,
-          "reverse": 0, "show-cursor": 0, "utc": 0, "catalog": 0, "no-hostname": 0,
-          "no-full": 0, "full": 0, "all": 0, "follow": 0, "no-tail": 0, "quiet": 0,
-          "no-pager": 0, "pager-end": 0, "help": 0, "version": 0, "fields": 0, "field": 1,
-          "list-boots": 0, "disk-usage": 0, "header": 0, "list-catalog": 0,
-          "dump-catalog": 0, "verify": 0, "verify-key": 1,
-          "cursor-file": 1, "vacuum-size": 1, "vacuum-files": 1, "vacuum-time": 1,
-          "rotate": 0, "sync": 0, "flush": 0, "relinquish-var": 0, "smart-relinquish-var": 0,
-          "update-catalog": 0, "setup-keys": 0},
-    # --cursor-file writes the file it names; the others remove, rotate,
-    # move or add journal files, catalogs and keys.
-    deny={"cursor-file": "write", "vacuum-size": "state", "vacuum-files": "state",
-          "vacuum-time": "state", "rotate": "state", "update-catalog": "state",
-          "setup-keys": "state", "sync": "state", "flush": "state", "relinquish-var": "state",
-          "smart-relinquish-var": "state"}))
-_HOSTNAMECTL = _spec_program(_OptSpec(
-    short="h", short_val="H",
-    long={"help": 0, "version": 0, "no-ask-password": 0, "host": 1, "json": 1},
-    deny={"H": "exec", "host": "exec"}), verbs=frozenset(("", "status")), max_operands=1)
-_TIMEDATECTL = _spec_program(_OptSpec(
-    short="ha", short_val="pH",
-    long={"help": 0, "version": 0, "no-pager": 0, "no-ask-password": 0, "host": 1,
-          "property": 1, "all": 0, "value": 0, "monitor": 0},
-    deny={"H": "exec", "host": "exec"}),
+# the next word only when it is a boot or a count (`-b -1`), hence the
+# digits.  --cursor-file writes the file it names; the others remove,
+# rotate, move or add journal files, catalogs and keys.
+#: read | journalctl -u nginx -n 50 --no-pager
+#: read | journalctl -b -1
+#: write >c.txt | journalctl --cursor-file c.txt
+#: unknown =state_change | journalctl --vacuum-time=1d
+_JOURNALCTL = _Opts(
+    "-mbknrxalfqeNh0123456789 -DSUcutpgoF: --system --user --merge --directory: --file: "
+    "--namespace: --since: --until: --cursor: --after-cursor: --boot? --unit: --user-unit: "
+    "--identifier: --priority: --facility: --grep: --case-sensitive? --dmesg --output: "
+    "--output-fields: --lines? --reverse --show-cursor --utc --catalog --no-hostname "
+    "--no-full --full --all --follow --no-tail --quiet --no-pager --pager-end --help "
+    "--version --fields --field: --list-boots --disk-usage --header --list-catalog "
+    "--dump-catalog --verify --verify-key: --cursor-file: --vacuum-size: --vacuum-files: "
+    "--vacuum-time: --rotate --sync --flush --relinquish-var --smart-relinquish-var "
+    "--update-catalog --setup-keys",
+    write="--cursor-file",
+    state="--vacuum-size --vacuum-files --vacuum-time --rotate --update-catalog "
+          "--setup-keys --sync --flush --relinquish-var --smart-relinquish-var")
+#: read | hostnamectl status
+#: notread | hostnamectl set-hostname web1
+_HOSTNAMECTL = _Opts(
+    "-h -H: --help --version --no-ask-password --host: --json:",
+    runs="-H --host", verbs=frozenset(("", "status")), max_operands=1)
+#: read | timedatectl show -p Timezone --value
+#: notread | timedatectl set-timezone UTC
+_TIMEDATECTL = _Opts(
+    "-ha -pH: --help --version --no-pager --no-ask-password --host: --property: --all "
+    "--value --monitor",
+    runs="-H --host",
     verbs=frozenset(("", "status", "show", "list-timezones", "timesync-status",
                      "show-timesync")), max_operands=1)
-_DMESG = _spec_program(_OptSpec(
-    short="CcDEHJkLPprSuwWxdeTthV", short_val="Fflsn",
-    long={"clear": 0, "read-clear": 0, "console-off": 0, "console-on": 0, "file": 1,
-          "facility": 1, "human": 0, "json": 0, "kernel": 0, "color": 2, "level": 1,
-          "console-level": 1, "nopager": 0, "force-prefix": 0, "raw": 0, "noescape": 0,
-          "syslog": 0, "buffer-size": 1, "userspace": 0, "follow": 0, "follow-new": 0,
-          "decode": 0, "show-delta": 0, "reltime": 0, "ctime": 0, "notime": 0,
-          "time-format": 1, "since": 1, "until": 1, "help": 0, "version": 0},
-    # They clear the kernel's buffer or change what reaches the console.
-    deny={"C": "state", "clear": "state", "c": "state", "read-clear": "state",
-          "D": "state", "console-off": "state", "E": "state", "console-on": "state",
-          "n": "state", "console-level": "state"}), max_operands=0)
-_SYSCTL = _spec_program(_OptSpec(
-    short="aAXbeNnqoxdhVwpf", short_val="r",
-    long={"all": 0, "deprecated": 0, "binary": 0, "ignore": 0, "names": 0, "values": 0,
-          "pattern": 1, "quiet": 0, "help": 0, "version": 0, "write": 0, "load": 2,
-          "system": 0},
-    deny={"w": "state", "write": "state", "p": "state", "f": "state", "load": "state",
-          "system": "state"}), check=_no_assignment)
-_FUSER = _spec_program(_OptSpec(
-    short="aiIlmMsuvwVk46", short_val="n",
-    long={"all": 0, "interactive": 0, "inode": 0, "kill": 0, "list-signals": 0, "mount": 0,
-          "ismountpoint": 0, "namespace": 1, "silent": 0, "user": 0, "verbose": 0,
-          "writeonly": 0, "version": 0, "ipv4": 0, "ipv6": 0},
-    deny={"k": "state", "kill": "state"}))
-_ICONV = _spec_program(_OptSpec(
-    short="clsV", short_val="fto",
-    long={"from-code": 1, "to-code": 1, "list": 0, "output": 1, "silent": 0, "verbose": 0,
-          "help": 0, "usage": 0, "version": 0},
-    deny={"o": "write", "output": "write"}))
+# They clear the kernel's buffer or change what reaches the console.
+#: read | dmesg --level=err,warn
+#: unknown =state_change | dmesg -c
+_DMESG = _Opts(
+    "-CcDEHJkLPprSuwWxdeTthV -Fflsn: --clear --read-clear --console-off --console-on "
+    "--file: --facility: --human --json --kernel --color? --level: --console-level: "
+    "--nopager --force-prefix --raw --noescape --syslog --buffer-size: --userspace --follow "
+    "--follow-new --decode --show-delta --reltime --ctime --notime --time-format: --since: "
+    "--until: --help --version",
+    state="-C --clear -c --read-clear -D --console-off -E --console-on -n --console-level",
+    max_operands=0)
+#: read | sysctl -n net.ipv4.ip_forward
+#: notread | sysctl kernel.panic=1
+#: unknown =state_change | sysctl -w kernel.panic=1
+_SYSCTL = _Opts(
+    "-aAXbeNnqoxdhVwpf -r: --all --deprecated --binary --ignore --names --values --pattern: "
+    "--quiet --help --version --write --load? --system",
+    state="-w --write -p -f --load --system", check=_no_assignment)
+#: read | fuser -v -n tcp 8080
+#: unknown =state_change | fuser -km /mnt
+_FUSER = _Opts(
+    "-aiIlmMsuvwVk46 -n: --all --interactive --inode --kill --list-signals --mount "
+    "--ismountpoint --namespace: --silent --user --verbose --writeonly --version --ipv4 "
+    "--ipv6",
+    state="-k --kill")
+#: read | iconv -f latin1 -t utf-8 a.txt
+#: write >out.txt | iconv --output=out.txt a.txt
+_ICONV = _Opts(
+    "-clsV -fto: --from-code: --to-code: --list --output: --silent --verbose --help --usage "
+    "--version",
+    write="-o --output")
 # Only the forms that print the settings; any SETTING word changes the terminal.
-_STTY = _spec_program(_OptSpec(short="ag", long={"all": 0, "save": 0, "help": 0,
-                                                   "version": 0}), max_operands=0)
+#: read | stty -a
+#: notread | stty -echo
+_STTY = _Opts("-ag --all --save --help --version", max_operands=0)
 # `mount` alone (or -l, -t TYPE) lists; with an operand it mounts.
-_MOUNT = _spec_program(_OptSpec(short="lvhV", short_val="t",
-                                long={"show-labels": 0, "verbose": 0, "types": 1, "help": 0,
-                                      "version": 0}), max_operands=0)
-_LSB_RELEASE = _spec_program(_OptSpec(
-    short="hvidrcas",
-    long={"help": 0, "version": 0, "id": 0, "description": 0, "release": 0, "codename": 0,
-          "all": 0, "short": 0}), max_operands=0)
-_CRONTAB = _spec_program(_OptSpec(short="l", short_val="u"), needs=("l",), max_operands=0)
+#: read | mount -t ext4
+#: notread | mount /dev/sda1 /mnt
+_MOUNT = _Opts("-lvhV -t: --show-labels --verbose --types: --help --version", max_operands=0)
+#: read | lsb_release -a
+_LSB_RELEASE = _Opts(
+    "-hvidrcas --help --version --id --description --release --codename --all --short",
+    max_operands=0)
+#: read | crontab -l
+#: notread | crontab -r
+_CRONTAB = _Opts("-l -u:", needs="-l", max_operands=0)
 # ss -K closes sockets, -D writes a dump; -r and -N (name lookups, other
 # namespaces) are left out.
-_SS = _spec_program(_OptSpec(
-    short="hVnaloempTisbEZz460tMSudwxHOK", short_val="fAFD",
-    long={"help": 0, "version": 0, "numeric": 0, "all": 0, "listening": 0, "options": 0,
-          "extended": 0, "memory": 0, "processes": 0, "threads": 0, "info": 0,
-          "tipcinfo": 0, "summary": 0, "tos": 0, "cgroup": 0, "bpf": 0, "events": 0,
-          "context": 0, "contexts": 0, "ipv4": 0, "ipv6": 0, "packet": 0, "tcp": 0,
-          "mptcp": 0, "sctp": 0, "udp": 0, "dccp": 0, "raw": 0, "unix": 0, "tipc": 0,
-          "vsock": 0, "xdp": 0, "family": 1, "no-header": 0, "oneline": 0,
-          "inet-sockopt": 0, "query": 1, "socket": 1, "filter": 1, "kill": 0, "diag": 1},
-    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}))
-_NETSTAT = _spec_program(_OptSpec(
-    short="rigsMvWnNepoclaFCZtuUSwx46hV", short_val="A",
-    long={"route": 0, "interfaces": 0, "groups": 0, "statistics": 0, "masquerade": 0,
-          "verbose": 0, "wide": 0, "numeric": 0, "numeric-hosts": 0, "numeric-ports": 0,
-          "numeric-users": 0, "symbolic": 0, "extend": 0, "programs": 0, "timers": 0,
-          "continuous": 0, "listening": 0, "all": 0, "fib": 0, "cache": 0, "context": 0,
-          "tcp": 0, "udp": 0, "udplite": 0, "sctp": 0, "raw": 0, "unix": 0, "protocol": 1,
-          "help": 0, "version": 0}), max_operands=0)
+#: read | ss -tlnp
+#: unknown =state_change | ss -K dst 192.0.2.1
+_SS = _Opts(
+    "-hVnaloempTisbEZz460tMSudwxHOK -fAFD: --help --version --numeric --all --listening "
+    "--options --extended --memory --processes --threads --info --tipcinfo --summary --tos "
+    "--cgroup --bpf --events --context --contexts --ipv4 --ipv6 --packet --tcp --mptcp --sctp "
+    "--udp --dccp --raw --unix --tipc --vsock --xdp --family: --no-header --oneline "
+    "--inet-sockopt --query: --socket: --filter: --kill --diag:",
+    write="-D --diag", state="-K --kill")
+#: read | netstat -tlnp
+_NETSTAT = _Opts(
+    "-rigsMvWnNepoclaFCZtuUSwx46hV -A: --route --interfaces --groups --statistics "
+    "--masquerade --verbose --wide --numeric --numeric-hosts --numeric-ports --numeric-users "
+    "--symbolic --extend --programs --timers --continuous --listening --all --fib --cache "
+    "--context --tcp --udp --udplite --sctp --raw --unix --protocol: --help --version",
+    max_operands=0)
 # ifconfig with one interface (or none) shows it; any word after the
 # interface changes it (`ifconfig eth0 down`, `ifconfig eth0 -arp`).
-_IFCONFIG = _spec_program(_OptSpec(short="asv", permute=False), max_operands=1)
+#: read | ifconfig eth0
+#: notread | ifconfig eth0 down
+_IFCONFIG = _Opts("-asv", permute=False, max_operands=1)
 # Both programs named yq: -i (--in-place, --inplace) rewrites the file and
 # Go yq's -s (--split-exp) writes one file per document.  Python yq takes
 # any unambiguous prefix of a long option, so the writers stay in the table
 # and a prefix shared with them is refused.
-_YQ = _spec_program(_OptSpec(
-    short="renCMyYjPcis", short_val="opI",
-    long={"yaml-output": 0, "yaml-roundtrip": 0, "raw-output": 0, "exit-status": 0,
-          "null-input": 0, "compact-output": 0, "output-format": 1, "input-format": 1,
-          "unwrapScalar": 0, "prettyPrint": 0, "no-colors": 0, "colors": 0, "indent": 1,
-          "in-place": 0, "inplace": 0, "split-exp": 1, "split-exp-file": 1},
-    deny={"i": "write", "in-place": "write", "inplace": "write", "s": "write",
-          "split-exp": "write", "split-exp-file": "write"}))
-# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
-# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
-# and `history 20` list (their options clear or write the history file).
-_ULIMIT = _spec_program(_OptSpec(short="HSabcdefiklmnpqrstuvxPRT"), max_operands=0)
+#: read | yq -r '.a[]' data.yaml
+#: write | yq -i '.a = 1' data.yaml
+_YQ = _Opts(
+    "-renCMyYjPcis -opI: --yaml-output --yaml-roundtrip --raw-output --exit-status "
+    "--null-input --compact-output --output-format: --input-format: --unwrapScalar "
+    "--prettyPrint --no-colors --colors --indent: --in-place --inplace --split-exp: "
+    "--split-exp-file:",
+    write="-i --in-place --inplace -s --split-exp --split-exp-file")
 
 
 def _names_only(operands: List[_W]) -> Optional[_V]:
@@ -7160,12 +7199,90 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
     return _unknown("state_change")
 
 
-# `shopt` and `shopt -p NAME` print (-s and -u set); `declare -p`/`-f`
-# print variables and functions (zsh reads `declare -F x` as a new float).
-_SHOPT = _spec_program(_OptSpec(short="pqo"), check=_names_only)
-_DECLARE = _spec_program(_OptSpec(short="pf"), needs=("p", "f"), check=_names_only)
-_UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
-_HISTORY = _spec_program(_OptSpec(), max_operands=1)
+# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
+# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
+# and `history 20` list (their options clear or write the history file),
+# `shopt` and `shopt -p NAME` print (-s and -u set), `declare -p`/`-f` print
+# variables and functions (zsh reads `declare -F x` as a new float).
+#: read | ulimit -n
+#: notread | ulimit -n 1024
+#: read | umask -S
+#: notread | umask 022
+#: read | history 20
+#: notread | history -c
+#: read | shopt -p extglob
+#: notread | shopt -s extglob
+#: read | declare -p PATH
+#: read | typeset -p PATH
+#: notread | declare -F f
+_ULIMIT = _Opts("-HSabcdefiklmnpqrstuvxPRT", max_operands=0)
+_UMASK = _Opts("-Sp", max_operands=0)
+_HISTORY = _Opts(max_operands=1)
+_SHOPT = _Opts("-pqo", check=_names_only)
+_DECLARE = _Opts("-pf", needs="-p -f", check=_names_only)
+
+
+# ---- programs that read in some modes only --------------------------------
+# Compressors write (the file in place, or beside it) unless they write to
+# standard output (-c), every operand is "-" (standard input to standard
+# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
+# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
+# compresses), so a showing mode counts only with neither -z nor -d
+# anywhere.  The deciding option must come before the first file: with
+# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
+# named -c.  Any other shape is the write it always was (--files, -r and
+# -o are left out: they name files to change).
+#: read | gunzip -c a.txt.gz
+#: read | git show HEAD:a.txt.gz | gunzip
+#: write | gzip a.txt -c
+#: read | xz -dc a.xz
+#: write | bzip2 -t a.bz2 -z
+_GZIP_SPEC = _Opts(
+    "-cdfhklLnNqrtvV123456789 -S: --stdout --to-stdout --decompress --uncompress --force "
+    "--help --keep --list --license --no-name --name --quiet --recursive --rsyncable "
+    "--suffix: --synchronous --test --verbose --version --fast --best")
+_BZIP2_SPEC = _Opts(
+    "-cdzkftqvhLVs123456789 --help --decompress --compress --keep --force --test --stdout "
+    "--quiet --verbose --license --version --small --fast --best")
+_XZ_SPEC = _Opts(
+    "-zdtlkfcqvQhHVe0123456789 -SFCTM: --compress --decompress --uncompress --test --list "
+    "--keep --force --stdout --to-stdout --single-stream --no-sparse --suffix: --format: "
+    "--check: --ignore-check --extreme --threads: --memlimit-decompress: --memlimit: "
+    "--memory: --no-adjust --quiet --verbose --no-warn --robot --help --long-help --version")
+_ZSTD_SPEC = _Opts(
+    "-cdfklqtvVhH0123456789 --stdout --decompress --uncompress --force --keep --list --test "
+    "--quiet --verbose --version --help --progress --no-progress --check --no-check --sparse "
+    "--no-sparse --single-thread")
+_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
+_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
+_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
+# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
+# only tells whether PID exists (bash, zsh, dash and procps kill alike).
+#: read | kill -0 123
+#: notread | kill -0 $PID
+#: write | kill -9 -1
+_KILL_SPEC = _Opts("-lL0", permute=False)
+# program -> (its options, the options that make it only show)
+_READ_MODES: Dict[str, Tuple[_Opts, frozenset]] = {
+    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
+    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
+    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
+    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
+    "kill": (_KILL_SPEC, frozenset("lL0")),
+}
+
+
+def _reads_in_mode(args: List[_W], spec: _Opts, shows: frozenset) -> bool:
+    fail, operands, seen = _read_options(args, spec)
+    if fail is not None:
+        return False
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+        return True
+    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`
+    leading = {opt for opt, _, _ in _read_options(args, spec, permute=False)[2]}
+    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
+        opt in _REMODING for opt, _, _ in seen))
 
 
 # ip: options matched by their whole spelling (ip takes any prefix of its
@@ -7260,7 +7377,7 @@ for _p in _INERT:
 _PROGRAMS.update({
     "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
-    "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
+    "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
     "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
@@ -8935,18 +9052,6 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
-def _option_spelling(opt: str, words: List[str]) -> str:
-    """How an option the spec knows by its canonical name was written."""
-    for word in words:
-        if word.startswith("--") and len(opt) > 1:
-            key = word[2:].split("=", 1)[0]
-            if key and opt.startswith(key):
-                return word
-        if len(opt) == 1 and word.startswith("-") and not word.startswith("--") and opt in word:
-            return word
-    return ""
-
-
 def _subcommand(words: List[str]) -> str:
     """The first operand after the program and its leading options (`git -C x log` -> log)."""
     skip = False
@@ -9109,8 +9214,7 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
                 _without(where, opt))
     if kind == "spec":
-        opt, value, effect = why[1], why[2], why[3]
-        spelled = _option_spelling(opt, words)
+        spelled, value, effect = why[1], why[2], why[3]
         shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
         if effect == "write":
             return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
