@@ -17,12 +17,15 @@ The plain form works too, only slower::
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
     python3 sts.py demo | cases [DIR] | --help | --version
 
-Data flows through the sections of this file in order (search for a title):
+The sections read top to bottom as layers: each uses only the sections above
+it, except three calls that reach down (the Decision reads the ledger summary,
+the Engine answers prompt commands through Inspection, Cases replay events
+through the CLI's hook runner).  Search for a title:
 
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
     Analysis             shell read-only proof, hash and dependency intent
-    Decision             the ordered checks and the STOP/WATCH message
+    Decision             DECISION_TABLE, the ordered checks, the STOP/WATCH message
     Delegation ledger    agents=N reservations and lifecycle facts
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
@@ -31,6 +34,21 @@ Data flows through the sections of this file in order (search for a title):
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, the hook runner and main()
+
+The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
+
+    1. main() reads stdin (at most 8 MiB) and calls run_hook("claude", ...).
+    2. ClaudeAdapter.translate turns the host payload into a ControlEvent:
+       action.before, the session whose contract governs, and the action
+       (write, affected path src/a.py, hash and dependency intent from
+       Analysis).  ControlEvent.from_dict validates it.
+    3. handle_event loads the session state, lock-free: only a call that can
+       change the delegation count takes the session lock.
+    4. decide() walks DECISION_TABLE; the first check that matches decides
+       (under a review contract: MODE_FORBIDS_MUTATION, a deny when armed).
+    5. The engine appends one audit line and keeps the armed marker true.
+    6. The adapter renders the result as Claude's permission deny with the
+       STOP message; the hook exits 0.
 
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the
@@ -1067,7 +1085,9 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 # Owns everything that reads commands and content: the shell lexer/parser and
 # read-only proof, PowerShell's conservative reading, hash-intent and
 # dependency-intent detection in commands, patches and file writes, and patch
-# path extraction.  Pure functions; every adapter calls these.  analysis.md.
+# path extraction.  Pure functions; every adapter calls these.  A command is
+# "read" only when every part of it is proven read-only; anything not proven
+# is "unknown", never a guess (a false read is a security bug).
 ###############################################################################
 
 # Public interface (what adapters call):
@@ -1075,7 +1095,7 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
 #   analyze_patch(text, v4a=False)     -> PatchSummary (paths, added text, intents)
 #   hash_intent_in_text(added, path, removed_text=None)
 #   dependency_intent_in_change(path, old, new), manifest_kind(path)
-# Trust boundary (analysis.md 5.6): configuration and session state (git
+# Trust boundary: configuration and session state (git
 # config such as core.fsmonitor or diff.external, .ripgreprc, PATH,
 # aliases and functions defined earlier in a persistent shell, zsh options
 # and cdpath set in a startup file) are not seen here; commands that change
@@ -1121,7 +1141,7 @@ class ShellAnalysis(Record):
     write_patterns: List[str]
 
 
-_MAX_COMMAND = 64 * 1024  # decisions.md 8
+_MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
 _MAX_DEPTH = 32
 _RANK = {"read": 0, "unknown": 1, "write": 2}
 _RE_CACHE: Dict[str, Any] = {}
@@ -1273,7 +1293,7 @@ def _glob_escape(path: str) -> str:
     return "".join("[%s]" % ch if ch in "*?[" else ch for ch in path)
 
 
-# ---------------------------------------------------------------- words ----
+# ---- words ------------------------------------------------------------------
 
 
 class _W:
@@ -1322,7 +1342,7 @@ def _lit(text: str) -> _W:
     return _W(text, lead=not text.startswith("-"))
 
 
-# --------------------------------------------------------- write targets ----
+# ---- write targets ----------------------------------------------------------
 #
 # A write target written with a glob, a brace list, a variable or a command
 # substitution is resolved as far as it can be, into paths and glob
@@ -1492,7 +1512,7 @@ class _Cmd:
     leading reserved word such as `then`), kept so that a denial can quote it."""
 
     __slots__ = ("words", "assigns", "redirs", "stdin", "stdin_literal", "src", "start", "end",
-                 "attached", "zsh_drop")
+                 "attached", "zsh_drop", "piped")
 
     def __init__(self, src: str = "", start: int = 0) -> None:
         self.words: List[_W] = []
@@ -1506,16 +1526,19 @@ class _Cmd:
         self.attached = False
         # Words bash and sh take as arguments but zsh as a redirection target (`>! f`).
         self.zsh_drop: List[_W] = []
+        # A later stage of a pipeline: zsh (MULTIOS, on by default) feeds it
+        # the pipe and then its own `<`, `<<` or `<<<`, one after the other.
+        self.piped = False
 
     def empty(self) -> bool:
         return not (self.words or self.assigns or self.redirs)
 
 
-# ---------------------------------------------------------- characters ----
+# ---- characters -------------------------------------------------------------
 
 # NUL, C0 controls other than TAB/LF/CR, DEL, C1 (NEL included), Unicode
 # spaces other than U+0020, bidi controls and zero-width characters: shells
-# and terminals disagree about them, so they are refused outright (5.3).
+# and terminals disagree about them, so they are refused outright.
 _BAD_CHARS = ("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00a0\u1680\u2000-\u200f"
               "\u2028-\u202f\u205f-\u206f\u3000\ufeff\u061c]")
 
@@ -1571,7 +1594,7 @@ def _ansi_c(body: str) -> str:
     return text
 
 
-# ------------------------------------------------------------ bash parser ----
+# ---- bash parser ------------------------------------------------------------
 #
 # One reader for every POSIX shell a host may run a command in: bash, zsh
 # (the login shell on macOS, which Codex and Claude Code use) and sh (dash
@@ -1697,7 +1720,8 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
 
 
 class _Bash:
-    """A recursive-descent reader for the POSIX/bash subset of analysis.md 5.3.
+    """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
+    substitutions, subshells, compound commands, redirections and heredocs.
 
     It never executes or expands anything: every simple command, including
     those inside substitutions, subshells and compound commands, is
@@ -1722,7 +1746,7 @@ class _Bash:
         # Loop variable -> the words of its list (None: "$@" or unreadable).
         self.loops: Dict[str, Optional[List[_W]]] = {}
 
-    # -- driver ---------------------------------------------------------
+    # ---- driver -------------------------------------------------------------
     def parse(self) -> List[Any]:
         self._list(None, 0)
         if self.heredocs:
@@ -2091,7 +2115,7 @@ class _Bash:
             body[0].attached = True   # `$(< f)` reads f in bash and zsh alike: no command runs
         self.items.append("$)")
 
-    # -- words ------------------------------------------------------------
+    # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
         s, n = self.s, self.n
         out: List[str] = []
@@ -2328,13 +2352,13 @@ class _Bash:
         self.exp = ("sub", body)
 
 
-# ---------------------------------------------------------- classification ----
+# ---- classification ---------------------------------------------------------
 
 _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation (5.3).
+# Prefix assignments that only change presentation; any other one is unknown.
 _SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
                        "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
                        "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
@@ -2359,6 +2383,9 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("IFS", "changes how the shell splits words"), ("PATH", "changes which program runs"),
     ("CDPATH", "changes where cd goes"), ("PWD", "changes what %s takes as its folder"),
     ("OLDPWD", "changes where cd - goes"), ("SHELL", "names the shell %s may start"),
+    # On Windows every shell=True child (Python's platform.uname() runs `ver`
+    # that way) starts %ComSpec%.
+    ("COMSPEC", "names the shell %s may start"),
     ("HOME", "points %s at other configuration"), ("XDG_*", "points %s at other configuration"),
     ("GIT_*", "changes what git reads, runs or writes"),
     ("PAGER", "names a program %s runs"), ("MANPAGER", "names a program %s runs"),
@@ -2386,6 +2413,11 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("ZSTD_*", "passes options to zstd"), ("UNZIP", "passes options to unzip"),
     ("ZIPINFO", "passes options to zipinfo"),
     ("SYSTEMD_*", "names the pager and its options for systemd tools"),
+    # sd-bus and libdbus connect to these addresses, and a `unixexec:path=P`
+    # address runs P (seen: hostnamectl and systemctl status ran it).
+    ("DBUS_*", "points %s at a message bus, whose address may name a program to run"),
+    # tar reads $TAPE without -f; `host:file` there runs rsh host rmt (seen).
+    ("TAPE", "names the archive %s reads, which may be on another machine"),
     ("CC", "names the compiler %s runs"),
     ("CXX", "names the compiler %s runs"), ("CPP", "names the preprocessor %s runs"),
     ("LD", "names the linker %s runs"), ("AR", "names a program %s runs"),
@@ -2401,7 +2433,7 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
                     "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
                     "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE")
+                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
 def _env_risky(upper: str) -> bool:
@@ -2419,6 +2451,8 @@ def _env_ok(name: str, value: _W) -> bool:
         return name != "RIPGREP_CONFIG_PATH" or value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
+    if name in _PICKS_PINNED_BY:
+        return value.static and value.text == _PICKS_PINNED_BY[name][1]
     if name != name.upper() and not _plain_var(name):
         return False
     return not _env_risky(name.upper())
@@ -2479,6 +2513,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
     inner = _classify_argv(cmd.words, ctx)
+    if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
+        inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
@@ -2524,8 +2560,10 @@ def _stdin_body(cmd: _Cmd) -> Optional[str]:
     gives it, and nothing else redirects stdin; else None."""
     given = [(op, w) for op, w in cmd.redirs
              if op.rstrip("<>&-").lstrip("0") == "" and op.lstrip("0123456789").startswith("<")]
-    if len(given) != 1:
-        return None   # none, or a later `< file` that replaces the here-document
+    if len(given) != 1 or cmd.piped:
+        # none, or a later `< file` that replaces the here-document; or a
+        # pipe into it, which zsh reads first: `echo CODE | python3 -I - <<'EOF'`
+        return None
     op, word = given[0]
     kind = op.lstrip("0123456789")
     if kind in ("<<", "<<-"):
@@ -2709,10 +2747,12 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
 # JVM options from the project, cargo, rustc and rustup run the toolchain a
-# rust-toolchain.toml may point into the project) and those whose help runs a
-# pager (aws).
+# rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
+# those whose help runs a pager (aws).  `unlink` is left out: the BSD one
+# (macOS) parses no option and removes the file its one argument names,
+# `--help` included.
 _HELP_PROGRAMS = frozenset((
-    "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
+    "rm", "rmdir", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
     "ln", "cp", "mv", "install", "dd", "mktemp", "split", "csplit", "mkfifo", "mknod", "sync",
     "patch", "rsync", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "wget",
     "pkill", "killall", "setfacl", "tee", "tar", "sed", "find", "grep", "sort", "uniq", "curl",
@@ -2772,6 +2812,51 @@ def _program_alias(word: _W) -> Optional[str]:
     return None
 
 
+# Programs that, before they do anything else, obey a file of the project
+# that picks, fetches or runs another build of themselves, or loads the
+# project's own code, so that not even their version and help forms only
+# read.  name -> what a denial says.  (A program chosen through a version
+# manager the user installed, mise or volta, is configuration like PATH.)
+_PROJECT_PICKS: Dict[str, str] = {
+    # rustup's proxies: `path = "/some/dir"` in rust-toolchain.toml runs
+    # /some/dir/bin/cargo (seen), a channel there may be installed first.
+    "cargo": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustc": "runs the build of Rust that the project's rust-toolchain.toml names",
+    "rustup": "runs the build of Rust that the project's rust-toolchain.toml names",
+    # Go 1.21+: a newer `go` or `toolchain` line in go.mod or go.work makes
+    # every go command, `go version` too, fetch and run that release.
+    "go": "fetches and runs the Go release that the project's go.mod asks for",
+    # .yarnrc `yarn-path` / .yarnrc.yml `yarnPath` name a script yarn runs
+    # instead of itself (seen); corepack fetches `packageManager`.
+    "yarn": "runs the script that the project's .yarnrc names in its place",
+    # pnpm 9.7+ installs and runs the pnpm that package.json's
+    # `packageManager` names (seen: it writes ~/.local/share/pnpm/.tools).
+    "pnpm": "installs and runs the pnpm that the project's package.json names",
+    # .mvn/jvm.config holds JVM options (seen: -Xlog:...:file=F writes F;
+    # -javaagent: runs code).
+    "mvn": "starts Java with the options in the project's .mvn/jvm.config",
+    # pytest 8 loads conftest.py and plugins before it prints its version;
+    # pytest 9.0 runs the whole session for -V (both seen).
+    "pytest": "loads the project's conftest.py and plugins first",
+    # The sbt launcher reads .jvmopts/.sbtopts and fetches the sbt of
+    # project/build.properties; bazelisk fetches the bazel of .bazelversion
+    # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
+    "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
+    "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+}
+
+
+# The variable that keeps such a program on the build it is: name -> (program,
+# value).  `GOTOOLCHAIN=local go list` runs the go at hand, whatever go.mod says.
+_PICKS_PINNED_BY: Dict[str, Tuple[str, str]] = {"GOTOOLCHAIN": ("go", "local")}
+
+
+def _pinned(name: str, assigns: List[Tuple[str, _W]]) -> bool:
+    """Whether a prefix assignment pins program `name` to itself."""
+    return any(_PICKS_PINNED_BY.get(var, ("", ""))[0] == name and value.static
+               and value.text == _PICKS_PINNED_BY[var][1] for var, value in assigns)
+
+
 # Commands that run inside the shell itself, so that a folder change they
 # make (cd, pushd, a sourced file...) stays for the commands after them.
 # Any other program runs in a process of its own: `env cd x`, `xargs cd`
@@ -2783,6 +2868,11 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
+        name = _program_name(words[0])
+        if name in _PROJECT_PICKS:
+            v.cap("repository_code")
+            v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
         # A proven read starts nothing, so only the rest is looked at.  The
         # operands of a launcher are searched once, at the top: the wrappers
@@ -2977,6 +3067,10 @@ class _Opts:
                 and any(w.glob for w in operands):
             # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
             return _unknown("shell_syntax_unproven")
+        if self.write_operand is not None:
+            # With POSIXLY_CORRECT an option after the input is the output.
+            strict = _posix_operands(args, self)
+            operands = strict if len(strict) > len(operands) else operands
         if self.write_operand is not None and len(operands) > self.write_operand:
             w = operands[self.write_operand]
             if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
@@ -3089,6 +3183,14 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None
     return fail, operands, seen
 
 
+def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
+    """The operands when options end at the first operand, as every GNU
+    getopt program reads them once POSIXLY_CORRECT is set (in the user's
+    environment or before the command): `uniq a.txt -c` then writes to a
+    file named -c.  Only the count and order matter to the callers."""
+    return _read_options(args, spec, permute=False)[1]
+
+
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
@@ -3123,7 +3225,7 @@ def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# ------------------------------------------------------------- writers ----
+# ---- writers ----------------------------------------------------------------
 
 _WRITERS = frozenset((
     "rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "chmod", "chown", "chgrp",
@@ -3329,7 +3431,7 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
     return v
 
 
-# ------------------------------------------------------------ wrappers ----
+# ---- wrappers ---------------------------------------------------------------
 
 def _payload(args: List[_W], ctx: _Ctx) -> _V:
     inner = ctx.deeper()
@@ -3732,7 +3834,7 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
 
 
-# ----------------------------------------------------------------- git ----
+# ---- git --------------------------------------------------------------------
 
 _GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
                                "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
@@ -3976,7 +4078,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
 
 
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes (1.3)."""
+    """git branch: listing is read, creation/deletion/moves are writes."""
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -4441,7 +4543,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
     return v
 
 
-# ----------------------------------------------------------- ripgrep ----
+# ---- ripgrep ----------------------------------------------------------------
 
 _RG_VALUED = frozenset((
     "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
@@ -4454,7 +4556,7 @@ _RG_VALUED = frozenset((
 
 
 def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs (1.4)."""
+    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
     i, n = 0, len(args)
     while i < n:
         w = args[i]
@@ -4489,7 +4591,7 @@ def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# --------------------------------------------------------------- find ----
+# ---- find -------------------------------------------------------------------
 
 _FIND_0 = frozenset(("-print", "-print0", "-prune", "-empty", "-true", "-false", "-depth",
                      "-mount", "-xdev", "-daystart", "-follow", "-noleaf", "-nouser", "-nogroup",
@@ -4594,7 +4696,7 @@ def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- sed ----
+# ---- sed --------------------------------------------------------------------
 
 def _sed_script(script: str) -> Tuple[str, List[str]]:
     """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
@@ -4796,7 +4898,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ---------------------------------------------------------------- awk ----
+# ---- awk --------------------------------------------------------------------
 
 # Characters after which a '/' can only open a regex literal in awk; after
 # anything else (an operand, ')', a keyword) it may be a division, and then
@@ -4998,7 +5100,7 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read()
 
 
-# ------------------------------------------------------- interpreters ----
+# ---- interpreters -----------------------------------------------------------
 
 _CODE_WRITES = ("open(", ".write", "write_text", "write_bytes", "remove(", "unlink", "rmtree",
                 "rename(", "shutil.", "writefile", "appendfile", "rmsync", "mkdir", "fs.rm",
@@ -5156,7 +5258,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
     return handler
 
 
-# -- Python inline code proven read-only with `ast` --------------------------
+# ---- Python inline code proven read-only with `ast` -------------------------
 # `python3 -I -c CODE` (or -P, or a here-document on stdin) is a read when
 # CODE parses and keeps to a small subset: literals, arithmetic,
 # comprehensions, a few pure builtins, str/int/float/list/dict methods,
@@ -5268,7 +5370,7 @@ class _PyProof:
     def fail(self, node: Any, why: str) -> None:
         raise _PyUnproven(node, why)
 
-    # -- statements --
+    # ---- statements ---------------------------------------------------------
     def body(self, stmts: List[Any]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
@@ -5372,7 +5474,7 @@ class _PyProof:
             return
         self.fail(node, "writes an attribute or an item it does not own")
 
-    # -- expressions --
+    # ---- expressions --------------------------------------------------------
     def expr(self, node: Any, shared_ok: bool = False) -> None:
         """Check one expression; shared_ok: `sys.path` may stand here, since
         the place only reads it (a loop, a comparison, an index, a copy)."""
@@ -5616,7 +5718,7 @@ def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -
     return verdict
 
 
-# ------------------------------------------------------ package managers ----
+# ---- package managers -------------------------------------------------------
 
 _NPM_INSTALL = frozenset(("i", "in", "ins", "inst", "insta", "instal", "install", "isnt",
                           "isnta", "isntal", "isntall", "add"))
@@ -5860,7 +5962,8 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
         return _V("unknown", dep=True, reason="shell_command_unproven")
-    if texts[:1] in (["--version"], ["-V"], ["version"]):
+    # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
+    if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
     if not texts:
         return _unknown()
@@ -6284,7 +6387,7 @@ def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                                       "swift") else _unknown()
 
 
-# ------------------------------------------------------- small programs ----
+# ---- small programs ---------------------------------------------------------
 
 def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
     files = []
@@ -6926,7 +7029,7 @@ def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# ------------------------------------------------------ network reads ----
+# ---- network reads ----------------------------------------------------------
 #
 # A request that only asks (a lookup, a GET, a registry query) reads, as
 # long as everything it sends is written out in the command: a variable, a
@@ -7222,7 +7325,7 @@ _SHOPT = _Opts("-pqo", check=_names_only)
 _DECLARE = _Opts("-pf", needs="-p -f", check=_names_only)
 
 
-# ---- programs that read in some modes only --------------------------------
+# ---- programs that read in some modes only ----------------------------------
 # Compressors write (the file in place, or beside it) unless they write to
 # standard output (-c), every operand is "-" (standard input to standard
 # output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
@@ -7258,10 +7361,20 @@ _PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
 _REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
 # `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
 # only tells whether PID exists (bash, zsh, dash and procps kill alike).
+# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
+# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
+# every operand must be a PID, a process group (-N) or a job (%N).
 #: read | kill -0 123
 #: notread | kill -0 $PID
 #: write | kill -9 -1
 _KILL_SPEC = _Opts("-lL0", permute=False)
+
+
+def _kill_target(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
+
+
 # program -> (its options, the options that make it only show)
 _READ_MODES: Dict[str, Tuple[_Opts, frozenset]] = {
     "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
@@ -7276,13 +7389,27 @@ def _reads_in_mode(args: List[_W], spec: _Opts, shows: frozenset) -> bool:
     fail, operands, seen = _read_options(args, spec)
     if fail is not None:
         return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-" for w in operands):
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
+                                      for w in _posix_operands(args, spec)):
+        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
         return True
-    if shows is not _PACKER_SHOWS and not all(w.static for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`
+    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
+                                              for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
     leading = {opt for opt, _, _ in _read_options(args, spec, permute=False)[2]}
     return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
         opt in _REMODING for opt, _, _ in seen))
+
+
+def _tput(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """tput prints capabilities, but `tput init` and `tput reset` also set the
+    terminal's modes, as `stty sane` does (seen: they turn echo back on), and
+    -S takes the capability names from standard input."""
+    for w in args:
+        if not w.static or w.glob or w.text in ("init", "reset") or (
+                w.text.startswith("-") and "S" in w.text):
+            return _unknown("state_change")
+    return _an_read()
 
 
 # ip: options matched by their whole spelling (ip takes any prefix of its
@@ -7361,7 +7488,7 @@ _INERT = (
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
     ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
-    "logname", "tput", "tokei",
+    "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
     "dpkg-query", "apropos", "whatis", "help", "locate", "namei", "pidof", "pwdx", "lsmod",
 ) + tuple(_HASH_PROGRAMS - _HASH_WITH_OUTPUT)
@@ -7379,7 +7506,7 @@ _PROGRAMS.update({
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -7535,7 +7662,8 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     """Tools whose read-only verbs are known; every other verb is unproven.
 
     deny_long/deny_short name options that write or run something whatever
-    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster).
+    the verb (pflag: `--opt`, `--opt=v`; `-o` also attached or in a cluster;
+    kubectl reads `_` in a flag name as `-`: `--cache_dir` is --cache-dir).
     lead: options that may come before the verb, and whether each takes the
     next word (`kubectl -n kube-system get pods`).  The count must be right:
     an option wrongly taken to need a value would hide the verb after it.
@@ -7549,7 +7677,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
         for t in words:
             if t == "--":
                 break
-            if t.startswith("--") and t[2:].split("=", 1)[0] in deny_long:
+            if t.startswith("--") and t[2:].split("=", 1)[0].replace("_", "-") in deny_long:
                 return _unknown("shell_execution_option", "option", t)
             if t.startswith("-") and not t.startswith("--") and any(ch in deny_short
                                                                     for ch in t[1:]):
@@ -7590,9 +7718,11 @@ _PROGRAMS["kubectl"] = _subcommand_reads({
     # the current credentials elsewhere; `cluster-info dump
     # --output-directory` and --cache-dir write files; older kubectl writes
     # its own log to --log-file or --log-dir; -k/--kustomize builds a
-    # kustomization, which may fetch remote bases with git.
+    # kustomization, which may fetch remote bases with git.  --kuberc (kubectl
+    # 1.33 and later) names a preferences file whose defaults add flags to
+    # the command, --output-directory among them.
     deny_long=("profile", "profile-output", "kubeconfig", "server", "output-directory",
-               "cache-dir", "log-file", "log-dir", "kustomize"), deny_short="sk",
+               "cache-dir", "log-file", "log-dir", "kustomize", "kuberc"), deny_short="sk",
     lead={"-n": 1, "--namespace": 1, "--context": 1, "--cluster": 1, "--user": 1})
 # `--version` of these already runs what the project provides: rustup's
 # toolchain file may name a project folder, mvn reads .mvn/jvm.config (JVM
@@ -7621,7 +7751,7 @@ for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc
 del _p
 
 
-# ------------------------------------------------ agents started here ----
+# ---- agents started here ----------------------------------------------------
 # A coding agent CLI started from the shell (`claude -p '…' &`, `codex exec`,
 # `opencode run`, ...) is a delegation the host never sees: it cannot be
 # counted against agents=N, and told to resume a session it delivers the
@@ -7784,7 +7914,7 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
     return None
 
 
-# ------------------------------------------------------------- drivers ----
+# ---- drivers ----------------------------------------------------------------
 
 # Builtins that set the variables they name to a value written there
 # (`export NAME=value`), and those that set them to a value read or made
@@ -8074,6 +8204,9 @@ class _Flow:
                 self.k += 1
                 while self.peek() == "!":
                     self.k += 1
+                stage = self.peek()
+                if stage.__class__ is _Cmd:
+                    stage.piped = True
                 ok, failed = self.command(here, stop)
             # bash runs every stage in a subshell, zsh the last one in this shell.
             ok, failed = _merge(here, ok), _merge(here, failed)
@@ -8354,7 +8487,7 @@ def _bash_items(text: str, ctx: _Ctx, dash: bool) -> List[Any]:
     return items
 
 
-# -- PowerShell: a conservative subset (5.4) -------------------------------
+# ---- PowerShell: a conservative subset --------------------------------------
 
 _PS_SPACE = " \t\u00a0\u0085\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\x0b\x0c"
@@ -8690,7 +8823,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
     return full
 
 
-# -- cmd.exe: only enough to refuse what cmd would reinterpret (5.4) ---------
+# ---- cmd.exe: only enough to refuse what cmd would reinterpret --------------
 
 def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     special = next((ch for ch in text if ch in "^%!()"), None)
@@ -8767,6 +8900,11 @@ def _analyze_cmd(text: str, ctx: _Ctx) -> _V:
     return total
 
 
+# ---- analyze_shell ----------------------------------------------------------
+# The entry point: the reader for the shell (when the shell is unknown, bash,
+# PowerShell and cmd must all agree), then the internal verdict as a
+# ShellAnalysis.  A bug inside never lets a command through as read.
+
 def _analyze_any(command: str, shell: str, seen: Optional[list] = None) -> _V:
     ctx = _Ctx(0, shell, seen)
     if shell == "powershell":
@@ -8814,7 +8952,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
                          v.agent, v.resume, patterns)
 
 
-# ------------------------------------------------------------- culprits ----
+# ---- culprits ---------------------------------------------------------------
 # A denial names the smallest part of the command that decided it, so that
 # the next call can leave out exactly that part.  None of this runs unless a
 # call is denied or noted: the analysis then runs once more with a list that
@@ -9287,6 +9425,13 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
     if kind == "python":
         return _python_why(why, prog, command)
+    if kind == "project":
+        # `sudo cargo -V`: name the program, not the wrapper in front of it
+        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
+                      and _quote(w, command)), "")
+        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
+        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
     if kind == "pystdin":
         return "%s reads its code from standard input" % (qprog or "python"), ""
     shown, key = _program_phrase(words, command)
@@ -9481,7 +9626,7 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     return line
 
 
-# ------------------------------------------------------------ hash intent ----
+# ---- hash intent ------------------------------------------------------------
 #
 # Hashing is looked for by meaning, in whatever file or inline code it lands:
 # every rule below applies to every code text, whatever its extension says,
@@ -9779,7 +9924,7 @@ def _hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
     return hits
 
 
-# -- Python, read with ast ------------------------------------------------
+# ---- Python, read with ast --------------------------------------------------
 
 _PY_DYNAMIC = ("getattr", "exec", "eval", " as ")
 _PY_MAX_AST = 128 * 1024   # larger texts are read by the token rules only
@@ -10055,7 +10200,7 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return any(count > before.get(hit, 0) for hit, count in hits.items())
 
 
-# ------------------------------------------------------ dependency intent ----
+# ---- dependency intent ------------------------------------------------------
 
 # Manifests by file name: each ecosystem's list.  A lockfile ("lock") pins the
 # exact code that is installed, and registry settings ("registry") say where
@@ -10519,7 +10664,7 @@ def _csproj_keys(text: str) -> Dict[Tuple[str, str], str]:
     return keys
 
 
-# -- code that installs packages ------------------------------------------
+# ---- code that installs packages --------------------------------------------
 #
 # Inline code (`python3 -c`, a heredoc fed to node, ...) can run a package
 # manager or write a manifest itself: `subprocess.run(["pip", "install",
@@ -10560,7 +10705,7 @@ def _code_dep_intent(code: str, writes: bool = False) -> bool:
     return False
 
 
-# -- manifests read line by line -------------------------------------------
+# ---- manifests read line by line --------------------------------------------
 #
 # Each reader returns {(scope, name): spec}.  A scope of "?" (or "?:...")
 # marks a fragment whose enclosing section is not in the text: the same
@@ -11129,7 +11274,7 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     return False
 
 
-# ---------------------------------------------------------------- patches ----
+# ---- patches ----------------------------------------------------------------
 
 class PatchSummary(Record):
     """Paths and added text of a Codex-style `*** Begin Patch` text."""
@@ -11318,9 +11463,10 @@ def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchS
 ###############################################################################
 # Decision
 #
-# Owns the ordered checks of core.md 4.2 (plus self-protection and thrash
-# from decisions.md), `files=` matching (4.3) and the STOP/WATCH message
-# (5.1).  `decide` is pure apart from resolving symlinks: state in, Decision out.
+# Owns DECISION_TABLE, the ordered checks (the first that matches decides),
+# `files=` matching, self-protection, the culprit of a deny, and the
+# STOP/WATCH message.  `decide` is pure apart from resolving symlinks: state
+# in, Decision out.
 ###############################################################################
 
 
@@ -11339,7 +11485,9 @@ class Decision(Record):
 
 FAMILY_WORDS: Dict[str, str] = {"I": "INTENT", "H": "HASH", "S": "SCOPE", "T": "THRASH"}
 
-# Policy outcome -> the kind of core result the engine returns (core.md 3).
+# Policy outcome -> the kind of core result the engine returns: nothing, a
+# context note for the agent, or a deny (approval is a deny too: no host
+# "ask" dialog is used).
 _DECISION_RESULT_KINDS: Dict[str, str] = {
     "allow": "none",
     "report_and_defer": "context",
@@ -11347,105 +11495,42 @@ _DECISION_RESULT_KINDS: Dict[str, str] = {
     "require_user_approval": "deny",
 }
 
-# The modes that authorize no repository change (checks 5 and 6).
+# The modes that authorize no repository change (MODE_FORBIDS_MUTATION and
+# MUTABILITY_UNPROVEN).
 _MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
 
-# A command repeated this many times with no write in between is thrash
-# (decisions.md 2).  The engine counts; `decide` only compares.
+# A command repeated this many times with no write in between is thrash.
+# The engine counts; `decide` only compares.
 THRASH_REPEAT_LIMIT = 3
 
 
-class _DecisionRule(Record):
-    """How one reason code turns into an outcome, and what to do next.
+class _DecisionRow(Record):
+    """One row of DECISION_TABLE: a reason code, what a match means, the check.
 
-    outcome names a rule of `_decision_outcome`: "allow", "always_deny",
-    "always_defer", "ctl" (defer at watch, deny when armed), "ctl_approval"
-    (defer at watch, approval when armed) or "ctl_policy" (like ctl, but
-    approval when the governing policy is `ask`).
+    family: I (intent), H (hashing), S (scope), T (thrash), None for an allow.
+    outcome: a rule of _DECISION_OUTCOMES (how the outcome depends on whether
+    the guard is armed).  check: the function that says whether the row
+    matches (see _DecisionFacts), None for a code decided before `decide` runs.
+    next: the default "Next:" line, what the agent should do instead.
     """
 
-    __slots__ = FIELDS = ('family', 'outcome', 'next')
+    __slots__ = FIELDS = ('code', 'family', 'outcome', 'check', 'next')
+    DEFAULTS = {'next': ""}
 
+    code: str
     family: Optional[str]
     outcome: str
+    check: Optional[Callable[[Any], Any]]
     next: str
 
 
-# What an agent stopped by self-protection is told to do (decisions.md 3).
+# What an agent stopped by self-protection is told to do.
 _TAMPER_NEXT = (
     "Do not work around this. Only the user changes the guard: tell the user what you wanted "
     "to change and why. The user can turn the guard off for this session by sending "
     "`$stop-that-shit off` as a prompt (the write is then allowed; `$stop-that-shit change` "
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
-
-
-# Reason code -> family, outcome rule and default Next wording.  The order of
-# evaluation is `_DECISION_CHECKS` below; this table only says what a match means.
-DECISION_RULES: Dict[str, _DecisionRule] = {
-    "RECOVERY_READ_ONLY": _DecisionRule(None, "allow", ""),
-    "STS_LOCK_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Follow the lock-recovery steps (stop every host using this data dir, then move only "
-        "the lock aside); contracts and the delegation ledger are kept."),
-    "STATE_DAMAGED": _DecisionRule(
-        "I", "always_deny",
-        "Restore a known-good backup of the session file or start a new host session; "
-        "do not clear unresolved delegation records by hand."),
-    "GUARD_SELF_PROTECTION": _DecisionRule("I", "ctl", _TAMPER_NEXT),
-    "CONTROL_INACTIVE": _DecisionRule(None, "allow", ""),
-    "INVALID_DIRECTIVE": _DecisionRule(
-        "S", "ctl", "Have the user fix the reported directive field before delegating."),
-    "LIFECYCLE_PROTOCOL_REQUIRED": _DecisionRule(
-        "S", "ctl",
-        "Upgrade the adapter and the runtime together; reads and writes keep working meanwhile."),
-    "MODE_FORBIDS_MUTATION": _DecisionRule(
-        "I", "ctl",
-        "Report what you found, use a read-only action, or ask the user for a change contract."),
-    "MUTABILITY_UNPROVEN": _DecisionRule(
-        "I", "ctl_approval",
-        "Use a command that is plainly read-only, or ask the user for a change contract."),
-    "HASH_NOT_AUTHORIZED": _DecisionRule(
-        "H", "ctl_policy",
-        "Use a direct alternative, or get `hash=allow` from the user naming who consumes the "
-        "hash, what cost it replaces and which decision it changes."),
-    "HYPOTHETICAL_UNREACHABLE": _DecisionRule(
-        "H", "always_defer",
-        "Defer this hardening unless evidence shows the input or state is reachable."),
-    "WRITE_PATH_UNPROVEN": _DecisionRule(
-        "S", "ctl_approval",
-        "Use a patch or edit tool whose paths are visible, or ask the user to approve a "
-        "broader boundary."),
-    "PATH_OUTSIDE_CONTRACT": _DecisionRule(
-        "S", "ctl", "Stay inside the declared files= boundary, or ask the user for a new one."),
-    "DEPENDENCY_NOT_AUTHORIZED": _DecisionRule(
-        "S", "ctl_policy",
-        "Keep to the existing stack, or get `deps=allow` from the user for this dependency."),
-    "UNBOUNDED_DELEGATION": _DecisionRule(
-        "S", "ctl",
-        "Delegate a bounded batch instead, or have the user switch the guard off for this "
-        "workflow."),
-    "DUPLICATE_ACTION_ID": _DecisionRule(
-        "S", "ctl", "Give every delegation call its own id."),
-    "DELEGATION_STATE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Wait until that call is confirmed complete, or continue in a new host session."),
-    "DELEGATION_LIFECYCLE_UNPROVEN": _DecisionRule(
-        "S", "ctl",
-        "Start a new delegation call instead; messaging and resuming agents stay available "
-        "when no finite agent limit is set."),
-    "AGENT_BUDGET_EXHAUSTED": _DecisionRule(
-        "S", "ctl", "Wait for a delegated call to complete, or ask the user to raise agents=N."),
-    "UNAPPROVED_SCOPE_EXPANSION": _DecisionRule(
-        "S", "ctl_approval", "Report it, defer it, or get the user's explicit approval first."),
-    "STATE_BUSY": _DecisionRule(
-        "S", "ctl", "Retry the call in a moment; another hook holds the session state."),
-    "REPEATED_WITHOUT_CHANGE": _DecisionRule(
-        "T", "always_defer",
-        "Change something (code, input or approach) before running it again, or report "
-        "what blocks you."),
-    "WITHIN_CONTRACT": _DecisionRule(None, "allow", ""),
-}
 
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
@@ -11462,28 +11547,30 @@ def outcome_result_kind(outcome: str) -> str:
     return _DECISION_RESULT_KINDS.get(outcome, "none")
 
 
-# Outcome rule -> (outcome at watch, outcome when armed).  "ctl_policy" is
-# resolved first: approval when the governing policy is `ask`, else plain ctl.
+# Outcome rule -> (outcome while only watching, outcome when armed).  A guard
+# that only watches reports what it would stop; an armed one stops it.
+# "policy_when_armed" is resolved first, by the governing hash= or deps=
+# policy: `ask` asks the user, anything else denies.
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
     "always_defer": ("report_and_defer", "report_and_defer"),
-    "ctl": ("report_and_defer", "deny_and_explain"),
-    "ctl_approval": ("report_and_defer", "require_user_approval"),
+    "deny_when_armed": ("report_and_defer", "deny_and_explain"),
+    "approval_when_armed": ("report_and_defer", "require_user_approval"),
 }
 
 
 def _decision_outcome(rule: str, armed: bool, policy: Optional[str] = None) -> str:
-    if rule == "ctl_policy":
-        rule = "ctl_approval" if policy == "ask" else "ctl"
+    if rule == "policy_when_armed":
+        rule = "approval_when_armed" if policy == "ask" else "deny_when_armed"
     return _DECISION_OUTCOMES[rule][1 if armed else 0]
 
 
 def _decision_for(code: str, armed: bool, detail: str = "",
                   next_text: Optional[str] = None, policy: Optional[str] = None) -> Decision:
-    rule = DECISION_RULES[code]
-    return Decision(_decision_outcome(rule.outcome, armed, policy), code, rule.family, detail,
-                    rule.next if next_text is None else next_text)
+    row = _DECISION_ROWS[code]
+    return Decision(_decision_outcome(row.outcome, armed, policy), code, row.family, detail,
+                    row.next if next_text is None else next_text)
 
 
 _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent limit cannot be "
@@ -11491,7 +11578,9 @@ _STATE_BUSY_DETAIL = ("Another hook holds the session state lock, so the agent l
 
 
 def state_busy_decision(contract: Optional[dict] = None) -> Decision:
-    """STATE_BUSY (core.md 10-C2): the lock wait ran out for a delegation change.
+    """STATE_BUSY: the lock wait ran out for a delegation change.  Letting it
+    through could exceed a finite budget, so it is denied (when armed) and
+    audited instead; the agent is told to retry.
 
     The engine calls this only for a delegation-changing action.before under a
     finite budget; the call is neither evaluated nor reserved.  Without the
@@ -11504,7 +11593,7 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
     return _decision_for("STATE_BUSY", control_state(contract) == "ARMED", _STATE_BUSY_DETAIL)
 
 
-# ---- files= matching (core.md 4.3, 10-P1, P2, P4) --------------------------
+# ---- files= matching --------------------------------------------------------
 
 
 def _files_win_abs(text: str) -> bool:
@@ -11513,8 +11602,9 @@ def _files_win_abs(text: str) -> bool:
 
 
 def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize: unlike posixpath.normpath it keeps a
-    # trailing "/" and collapses a leading "//" (10-P1).
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
     if path == "":
         return "."
     absolute = path.startswith("/")
@@ -11540,7 +11630,9 @@ def _files_normalize(path: str) -> str:
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
-    """One path or pattern in the form that core.md 4.3 compares."""
+    """One path or pattern in the form that is compared: trimmed, `\\` as `/`,
+    relative to cwd when both are absolute the same way (Windows or POSIX),
+    normalized, one leading `./` dropped."""
     text = raw.strip()
     windows = _files_win_abs(text)
     path = text.replace("\\", "/")
@@ -11550,7 +11642,7 @@ def _boundary_form(raw: str, cwd: Optional[str]) -> str:
         try:
             path = ntpath.relpath(path, base).replace("\\", "/")
         except ValueError:
-            pass  # other drive: Node keeps the absolute target (10-P1)
+            pass  # other drive: Node keeps the absolute target
     elif base and not windows and path.startswith("/") and base.startswith("/") \
             and not _files_win_abs(base):
         import posixpath
@@ -11583,7 +11675,7 @@ def _files_keep_slash(original: str, resolved: str) -> str:
 
 def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[str]
                           ) -> Tuple[List[str], List[str], List[str], Optional[str]]:
-    """Physical paths (two readings each), patterns and cwd for matching (10-P4).
+    """Physical paths (two readings each), patterns and cwd for matching.
 
     A symlink inside the boundary must not lead outside it, so the existing
     part of every affected path and of cwd is resolved.  Absolute patterns are
@@ -11646,17 +11738,21 @@ def _files_covers(pattern: str, path: str) -> bool:
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
-    """True when a pattern normalizes to `**`, so no visible path is needed (10-P2)."""
+    """True when a pattern normalizes to `**` (`./**` too), so no visible path is
+    needed."""
     return any(_boundary_form(p, cwd) == "**" for p in patterns)
 
 
 def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = None, *,
                   resolve: bool = True) -> List[str]:
-    """The affected paths (as given) that lie outside `files=` patterns (core.md 4.3).
+    """The affected paths (as given) that lie outside `files=` patterns.
 
+    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
+    path is `dir` or lies under it; there are no other wildcards.  Case is
+    ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
-    of cwd are resolved first (10-P4); resolve=False is the reference's purely
-    lexical reading.
+    of cwd are resolved first, so a link inside the boundary cannot lead
+    outside it; resolve=False reads the paths lexically only.
     """
     if resolve:
         physical, lexical, real_patterns, real_cwd = _resolve_for_boundary(paths, patterns, cwd)
@@ -11683,7 +11779,7 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     return outside
 
 
-# ---- paths named by a tool call --------------------------------------------
+# ---- paths named by a tool call ---------------------------------------------
 
 
 def _path_flavour(text: str, cwd: Optional[str]) -> str:
@@ -11736,7 +11832,7 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
     return _files_realpath(path) if physical else os.path.normpath(path)
 
 
-# ---- self-protection (decisions.md 3) --------------------------------------
+# ---- self-protection --------------------------------------------------------
 
 
 def _tamper_readings(raw: str, cwd: Optional[str]) -> Optional[List[str]]:
@@ -11988,8 +12084,10 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
 
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
-    """Paths of `action` (affected or shell write targets) that reach a protected root."""
-    return [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    """Paths of `action` (affected or shell write targets) that reach a protected
+    root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
+    hits = [raw for raw, _, _ in _tamper_matches(action, protected_paths)]
+    return hits or [raw for raw, _, _ in host_settings_matches(action, protected_paths)]
 
 
 def _tamper_what(root: str) -> str:
@@ -12014,6 +12112,637 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# ---- host settings that decide whether the hook runs ------------------------
+#
+# A host runs the guard only while its own settings say so, and most of those
+# files were never written by `sts.py install`: a project
+# .claude/settings.local.json with "disableAllHooks", Gemini CLI's
+# `hooksConfig.enabled: false`, Codex's `[features] hooks = false`, a hooks
+# block that replaces ours, a folder of plugins or extensions the host loads
+# into its own process (where any code can unhook ours), a trust list that
+# makes the host skip project hooks, a profile switch or an environment file
+# that points the host at a folder where the guard is not wired.  One write to
+# any of them ends the guard silently, for this session or the next, so
+# self-protection covers them by name, whoever wrote them.
+#
+# The set is matched on names: building it reads no file, and a named path is
+# only looked at on disk the way every self-protection check looks at it (its
+# links followed), or when a name matches in another letter case (is that the
+# same file here?).  Glob patterns are the exception, see below.  Where an
+# entry applies:
+#   "**"    under any folder: project layers, and the user folders whose
+#           names are fixed (~/.claude, ~/.codex, ~/.pi/agent, ...), which
+#           also covers a home reached through a link;
+#   "~"     the home folder; "~/$VAR" a folder named by a variable under it;
+#   "$VAR"  the folder or file an environment variable names, as the host
+#           reads it (left out when the variable is unset);
+#   "/..."  system folders, of every platform: a path of another OS never
+#           matches, so listing them all costs nothing.
+# An entry ending in "/" is a folder and covers everything in it; "" is the
+# base itself; "*" stands for any one name.  A path is hit when it is an
+# entry, lies in a folder entry, or is a folder holding one (`rm -rf .codex`),
+# unless it holds the working folder (`git add .`).
+
+_CLAUDE_SYSTEM = ("/etc/claude-code", "/Library/Application Support/ClaudeCode",
+                  "C:/Program Files/ClaudeCode", "C:/ProgramData/ClaudeCode")
+# Folders of code that Oh My Pi imports into its own process, per config folder.
+_OMP_CODE = ("extensions/", "hooks/pre/", "hooks/post/", "tools/")
+_OMP_AGENT = ("settings.json", "config.yml", "config.yaml", ".env") + _OMP_CODE
+
+# host -> ((what it is, where, entries), ...).  The one list of host files
+# self-protection guards beside the guard's own; README.md shows it as a table.
+HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...]] = {
+    "claude": (
+        ("a Claude Code settings file", ("**",),
+         (".claude/settings.json", ".claude/settings.local.json")),
+        ("Claude Code's plugin folder", ("**",), (".claude/plugins/",)),
+        ("Claude Code's list of trusted projects", ("**",), (".claude.json",)),
+        ("a Claude Code settings file, plugin folder or trust list", ("$CLAUDE_CONFIG_DIR",),
+         ("settings.json", "settings.local.json", "plugins/", ".claude.json")),
+        ("Claude Code's managed settings", _CLAUDE_SYSTEM,
+         ("managed-settings.json", "managed-settings.d/")),
+    ),
+    "codex": (
+        ("a Codex config or hooks file", ("**",),
+         (".codex/config.toml", ".codex/hooks.json", ".codex/*.config.toml",
+          ".codex/requirements.toml", ".codex/managed_config.toml")),
+        ("a Codex config or hooks file", ("$CODEX_HOME",),
+         ("config.toml", "hooks.json", "*.config.toml", "requirements.toml",
+          "managed_config.toml")),
+        ("Codex's system or managed config", ("/etc/codex",),
+         ("config.toml", "hooks.json", "requirements.toml", "managed_config.toml")),
+    ),
+    "gemini": (
+        ("a Gemini CLI settings file", ("**",), (".gemini/settings.json",)),
+        ("Gemini CLI's list of trusted folders", ("**",), (".gemini/trustedFolders.json",)),
+        ("a Gemini CLI settings file or trust list",
+         ("$GEMINI_CLI_HOME/.gemini", "$GEMINI_CLI_HOME/.cache/.gemini"),
+         ("settings.json", "trustedFolders.json")),
+        ("Gemini CLI's list of trusted folders", ("$GEMINI_CLI_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Gemini CLI's system settings",
+         ("/etc/gemini-cli", "/Library/Application Support/GeminiCli",
+          "C:/ProgramData/gemini-cli"), ("settings.json", "system-defaults.json")),
+        ("Gemini CLI's system settings",
+         ("$GEMINI_CLI_SYSTEM_SETTINGS_PATH", "$GEMINI_CLI_SYSTEM_DEFAULTS_PATH"), ("",)),
+    ),
+    "qwen": (
+        ("a Qwen Code settings file", ("**",), (".qwen/settings.json",)),
+        ("Qwen Code's list of trusted folders", ("**",), (".qwen/trustedFolders.json",)),
+        ("an environment file Qwen Code reads at start (it can move QWEN_HOME)",
+         ("**",), (".qwen/.env",)),
+        ("a Qwen Code settings file, trust list or environment file", ("$QWEN_HOME",),
+         ("settings.json", "trustedFolders.json", ".env")),
+        ("Qwen Code's list of trusted folders", ("$QWEN_CODE_TRUSTED_FOLDERS_PATH",), ("",)),
+        ("Qwen Code's system settings",
+         ("/etc/qwen-code", "/Library/Application Support/QwenCode", "C:/ProgramData/qwen-code"),
+         ("settings.json", "system-defaults.json")),
+        ("Qwen Code's system settings",
+         ("$QWEN_CODE_SYSTEM_SETTINGS_PATH", "$QWEN_CODE_SYSTEM_DEFAULTS_PATH"), ("",)),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "copilot": (
+        ("a Copilot CLI settings or hooks file", ("**",),
+         (".copilot/settings.json", ".copilot/config.json", ".copilot/hooks/",
+          ".github/hooks/", ".github/copilot/settings.json",
+          ".github/copilot/settings.local.json")),
+        ("a Copilot CLI settings or hooks file", ("$COPILOT_HOME",),
+         ("settings.json", "config.json", "hooks/")),
+    ),
+    "opencode": (
+        ("an OpenCode config file", ("**",),
+         ("opencode.json", "opencode.jsonc", ".config/opencode/config.json")),
+        ("a folder of code OpenCode loads into its own process", ("**",),
+         (".opencode/plugin/", ".opencode/plugins/", ".opencode/tool/", ".opencode/tools/",
+          ".opencode/package.json", ".config/opencode/plugin/", ".config/opencode/plugins/",
+          ".config/opencode/tool/", ".config/opencode/tools/",
+          ".config/opencode/package.json")),
+        ("an OpenCode config file or plugin folder",
+         ("$XDG_CONFIG_HOME/opencode", "$OPENCODE_CONFIG_DIR"),
+         ("opencode.json", "opencode.jsonc", "config.json", "plugin/", "plugins/", "tool/",
+          "tools/", "package.json")),
+        ("an OpenCode config file", ("$OPENCODE_CONFIG",), ("",)),
+        ("OpenCode's managed config",
+         ("/etc/opencode", "/Library/Application Support/opencode", "C:/ProgramData/opencode",
+          "$ProgramData/opencode"), ("opencode.json", "opencode.jsonc")),
+    ),
+    "pi": (
+        ("Pi's settings (they list and exclude extensions)", ("**",),
+         (".pi/settings.json", ".pi/agent/settings.json")),
+        ("a folder of code Pi loads into its own process", ("**",),
+         (".pi/extensions/", ".pi/npm/", ".pi/git/", ".pi/agent/extensions/",
+          ".pi/agent/git/")),
+        ("Pi's settings or extension folder", ("$PI_CODING_AGENT_DIR",),
+         ("settings.json", "extensions/", "git/")),
+    ),
+    "omp": (
+        ("Oh My Pi's settings (they list extensions)", ("**",),
+         (".omp/settings.json", ".omp/config.yml", ".omp/config.yaml")
+         + tuple(".omp/agent/" + e for e in _OMP_AGENT[:3])
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_AGENT[:3])),
+        ("a folder of code Oh My Pi loads into its own process", ("**",),
+         tuple(".omp/" + e for e in _OMP_CODE) + tuple(".omp/agent/" + e for e in _OMP_CODE)
+         + tuple(".omp/profiles/*/agent/" + e for e in _OMP_CODE)
+         + (".omp/plugins/", ".omp/profiles/*/plugins/")
+         + tuple(".claude/" + e for e in _OMP_CODE)
+         + (".codex/extensions/", ".codex/hooks/", ".codex/tools/", ".gemini/extensions/")),
+        ("an environment file Oh My Pi reads at start (it can move the agent folder)", ("**",),
+         (".omp/.env", ".omp/agent/.env", ".omp/profiles/*/.env", ".omp/profiles/*/agent/.env")),
+        ("Oh My Pi's settings, environment file or code folder", ("$PI_CODING_AGENT_DIR",),
+         _OMP_AGENT),
+        ("Oh My Pi's settings, environment file or code folder", ("~/$PI_CONFIG_DIR",),
+         (".env", "plugins/", "profiles/") + tuple("agent/" + e for e in _OMP_AGENT)),
+        ("Oh My Pi's plugin folder", ("$XDG_DATA_HOME/omp",), ("plugins/", "profiles/*/plugins/")),
+        ("a folder of code Oh My Pi loads into its own process",
+         ("$CLAUDE_CONFIG_DIR", "$CODEX_HOME"), _OMP_CODE),
+        ("the home environment file Qwen Code and Oh My Pi read at start", ("~",), (".env",)),
+    ),
+    "hermes": (
+        ("Hermes' config, environment file or hook approvals", ("**",),
+         (".hermes/config.yaml", ".hermes/.env", ".hermes/.op.env",
+          ".hermes/shell-hooks-allowlist.json", ".hermes/profiles/*/config.yaml",
+          ".hermes/profiles/*/.env", ".hermes/profiles/*/shell-hooks-allowlist.json")),
+        ("Hermes' active profile (it picks the folder Hermes starts from)", ("**",),
+         (".hermes/active_profile",)),
+        ("a Hermes plugin folder, loaded into Hermes' own process", ("**",),
+         (".hermes/plugins/", ".hermes/profiles/*/plugins/")),
+        ("Hermes' config, plugin folder or environment file", ("$HERMES_HOME", "$LOCALAPPDATA/hermes"),
+         ("config.yaml", ".env", ".op.env", "shell-hooks-allowlist.json", "active_profile",
+          "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
+        ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
+    ),
+    # Not a host: the startup files of the shells every host's shell tool runs
+    # (Codex and Claude Code start a login shell).  A line written there runs
+    # before every later command, so an alias or a function could turn a proven
+    # read such as `ls` into a write, or move HOME and TMPDIR, which the guard
+    # trusts when it resolves `~` and `$TMPDIR`.
+    "shell": (
+        ("a startup file the shell reads before every command", ("~",),
+         (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshenv", ".zprofile",
+          ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$ZDOTDIR",),
+         (".zshenv", ".zprofile", ".zshrc", ".zlogin")),
+        ("a startup file the shell reads before every command", ("$BASH_ENV", "$ENV"), ("",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)", ("~/.claude",),
+         ("session-env/",)),
+        ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)",
+         ("$CLAUDE_CONFIG_DIR",), ("session-env/",)),
+    ),
+}
+
+class HostSettings(Record):
+    """HOST_SETTINGS for one environment: the first names of the entries that
+    apply under any folder, and the folders the other entries lie under.  It
+    rides in the protected set beside the guard's own paths (see
+    _protected_paths).  Entries are split into names only for a path that
+    reaches one of these, so a call naming `src/app.py` costs a few lookups."""
+
+    __slots__ = FIELDS = ('heads', 'bases')
+
+    heads: "frozenset[str]"   # case-folded
+    # first name of the folder, case-folded -> (names of the folder, the folder
+    # as written, Windows path?, host, row index)
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]]
+
+
+def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
+    if not windows:
+        return tuple(p for p in path.split("/") if p and p != ".")
+    # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
+    # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
+    path = path.replace("\\", "/")
+    if path.startswith(("//?/", "//./")):
+        path = path[4:]
+    parts = []
+    for i, part in enumerate(p for p in path.split("/") if p and p != "."):
+        if i or not (len(part) == 2 and part[1] == ":"):
+            part = part.split(":", 1)[0].rstrip(". ") or part
+        parts.append(part)
+    return tuple(parts)
+
+
+def _settings_base(spec: str, environ: Any, home: str
+                   ) -> Optional[Tuple[Tuple[str, ...], str, bool]]:
+    """(names, text, Windows path?) of the folder a HOST_SETTINGS base stands
+    for here, or None: a variable is unset, or names a relative folder (which
+    depends on the host's working folder)."""
+    text = spec
+    if "$" in text:
+        head, _, rest = text.partition("$")
+        name, sep, tail = rest.partition("/")
+        value = (environ.get(name) or "").strip()
+        if not value:
+            return None
+        text = head + value + sep + tail
+    if text == "~" or text.startswith("~/"):
+        text = home + text[1:]
+    elif text.startswith("~"):
+        text = os.path.expanduser(text)
+    windows = _files_win_abs(text)
+    if not windows and not os.path.isabs(text):
+        return None
+    parts = _settings_parts(text if windows else os.path.normpath(text), windows)
+    return (parts, text.rstrip("/\\") or text, windows) if parts else None
+
+
+# HOST_SETTINGS parsed once per process, on first need.
+_SETTINGS_CACHE: Dict[Any, Any] = {}
+
+
+def _settings_static() -> Tuple["frozenset[str]", list, list]:
+    """(first names of the entries under any folder, fixed system folders,
+    bases an environment variable or the home folder decides)."""
+    cached = _SETTINGS_CACHE.get("static")
+    if cached is None:
+        heads, system, variable = set(), [], []
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, entries) in enumerate(rows):
+                for spec in bases:
+                    if spec == "**":
+                        heads.update(e.split("/", 1)[0].casefold() for e in entries)
+                    elif "$" in spec or spec.startswith("~"):
+                        variable.append((spec, host, index))
+                    else:
+                        base = _settings_base(spec, {}, "")
+                        if base is not None:
+                            system.append(base + (host, index))
+        cached = _SETTINGS_CACHE["static"] = (frozenset(heads), system, variable)
+    return cached
+
+
+def _settings_row(host: str, index: int) -> List[Tuple[Tuple[str, ...], bool, str]]:
+    """(names, folder?, as written) of one HOST_SETTINGS row's entries."""
+    key = (host, index)
+    row = _SETTINGS_CACHE.get(key)
+    if row is None:
+        row = _SETTINGS_CACHE[key] = [(_settings_parts(e, False), e.endswith("/"), e)
+                                      for e in HOST_SETTINGS[host][index][2]]
+    return row
+
+
+def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str, int]]]:
+    """First name (case-folded) -> (names, folder?, as written, host, row) of
+    every entry that applies under any folder."""
+    table = _SETTINGS_CACHE.get("anywhere")
+    if table is None:
+        table = _SETTINGS_CACHE["anywhere"] = {}
+        for host, rows in HOST_SETTINGS.items():
+            for index, (_, bases, _) in enumerate(rows):
+                if "**" in bases:
+                    for parts, folder, spelled in _settings_row(host, index):
+                        table.setdefault(parts[0].casefold(), []).append(
+                            (parts, folder, spelled, host, index))
+    return table
+
+
+def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettings:
+    """HOST_SETTINGS resolved against `environ` (default: this process's, which
+    the host passed on to the hook) and the home folder."""
+    environ = os.environ if environ is None else environ
+    home = home or os.path.expanduser("~")
+    heads, system, variable = _settings_static()
+    bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]] = {}
+    for base in system + [b + (host, index) for spec, host, index in variable
+                          for b in [_settings_base(spec, environ, home)] if b is not None]:
+        bases.setdefault(base[0][0].casefold(), []).append(base)
+    return HostSettings(heads, bases)
+
+
+def _settings_name_match(name: str, want: str, fold: bool) -> bool:
+    if fold:
+        name, want = name.casefold(), want.casefold()
+    if "*" in want:
+        import fnmatch
+        return fnmatch.fnmatchcase(name, want)
+    return name == want
+
+
+def _settings_relation(parts: Tuple[str, ...], want: Tuple[str, ...], folder: bool,
+                       fold: bool) -> Optional[str]:
+    """"is", "in" (inside a folder entry) or "holds" when the names `parts`
+    reach the entry `want`, else None."""
+    n, m = len(parts), len(want)
+    if n > m and not folder:
+        return None
+    for name, pattern in zip(parts, want):
+        if not _settings_name_match(name, pattern, fold):
+            return None
+    return "is" if n == m else ("in" if n > m else "holds")
+
+
+class _SettingsReading(Record):
+    """One way a path named by a call can be read: its absolute names (or,
+    with no known folder, the names as written) and how to compare them."""
+
+    __slots__ = FIELDS = ('shown', 'parts', 'windows', 'absolute')
+
+    shown: str
+    parts: Tuple[str, ...]
+    windows: bool
+    absolute: bool
+
+
+def _settings_physical(path: str, folders: Optional[Dict[str, str]]) -> str:
+    """realpath(path), with the folder's own resolution shared through
+    `folders` by every path of one call in the same folder (`rm` of a
+    thousand files resolves their folder once, and lstats each name)."""
+    head, tail = os.path.split(path)
+    if folders is None or tail in ("", ".", ".."):
+        return _files_realpath(path)
+    real = folders.get(head)
+    if real is None:
+        real = folders[head] = _files_realpath(head)
+    if os.path.islink(path):
+        return _files_realpath(path)
+    return os.path.join(real, tail)
+
+
+def _settings_readings(raw: str, cwd: Optional[str], folders: Optional[Dict[str, str]] = None
+                       ) -> List[_SettingsReading]:
+    """The lexical reading (`..` applied to the names) and the physical one
+    (links followed) of a path, since hosts differ in which they use."""
+    text = raw.strip()
+    if not text:
+        return []
+    base = cwd.strip() if isinstance(cwd, str) else ""
+    if _files_win_abs(text) or (not text.startswith(("/", "~")) and _files_win_abs(base)):
+        import ntpath
+        joined = ntpath.normpath(ntpath.join(base, text) if _files_win_abs(base) else text)
+        return [_SettingsReading(joined, _settings_parts(joined, True), True,
+                                 _files_win_abs(joined))]
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    if not os.path.isabs(text):
+        if base.startswith("~"):
+            base = os.path.expanduser(base)
+        if not os.path.isabs(base):
+            return [_SettingsReading(text, _settings_parts(os.path.normpath(text), False),
+                                     False, False)]
+        text = os.path.join(base, text)
+    lexical = os.path.normpath(text)
+    readings = [_SettingsReading(lexical, _settings_parts(lexical, False), False, True)]
+    physical = _settings_physical(text, folders)
+    if physical != lexical:
+        readings.append(_SettingsReading(physical, _settings_parts(physical, False), False, True))
+    return readings
+
+
+def _settings_holds_cwd(reading: _SettingsReading, cwd_parts: List[Tuple[str, ...]]) -> bool:
+    n = len(reading.parts)
+    fold = reading.windows
+    want = tuple(p.casefold() for p in reading.parts) if fold else reading.parts
+    return reading.absolute and any(
+        (tuple(p.casefold() for p in c[:n]) if fold else c[:n]) == want for c in cwd_parts)
+
+
+# (relation, host, row index, the entry as written out)
+_SettingsHit = "Tuple[str, str, int, str]"
+
+
+def _settings_scan(reading: _SettingsReading, settings: HostSettings
+                   ) -> Tuple[Optional[_SettingsHit], bool]:
+    """(the first entry the names reach in any letter case, whether that
+    match is exact); an exact match wins over one found earlier in another case."""
+    names = reading.parts
+    folded = [n.casefold() for n in names]
+    other: Optional[_SettingsHit] = None
+    if not settings.heads.isdisjoint(folded):
+        anywhere = _settings_anywhere()
+        for i, name in enumerate(folded):
+            for parts, folder, spelled, host, index in anywhere.get(name, ()):
+                relation = _settings_relation(names[i:], parts, folder, True)
+                if relation:
+                    if _settings_relation(names[i:], parts, folder, False) == relation:
+                        return (relation, host, index, spelled), True
+                    other = other or (relation, host, index, spelled)
+    if not reading.absolute or not names:
+        return other, False
+    for head, shown, windows, host, index in settings.bases.get(folded[0], ()):
+        if windows != reading.windows:
+            continue
+        k = min(len(head), len(names))
+        if any(not _settings_name_match(a, b, True) for a, b in zip(names[:k], head[:k])):
+            continue
+        for parts, folder, spelled in _settings_row(host, index):
+            relation = _settings_relation(names, head + parts, folder, True)
+            if relation:
+                hit = relation, host, index, shown + "/" + spelled if spelled else shown
+                if _settings_relation(names, head + parts, folder, False) == relation:
+                    return hit, True
+                other = other or hit
+    return other, False
+
+
+def _settings_reach(reading: _SettingsReading, settings: HostSettings
+                    ) -> Optional[_SettingsHit]:
+    """The first entry `reading` reaches.  Letter case counts except on
+    Windows paths and where the file system ignores it (probed only when a
+    name matches in another case)."""
+    hit, exact = _settings_scan(reading, settings)
+    if hit is None or exact or reading.windows:
+        return hit
+    # With no known folder to probe, another case is taken to be the same file.
+    if not reading.absolute or _tamper_case_insensitive(reading.shown):
+        return hit
+    return None
+
+
+def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, _SettingsHit]]:
+    """(raw path, path as read, hit) for every path of `action` (affected or
+    shell write target) that reaches a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    cwd_parts: Optional[List[Tuple[str, ...]]] = None
+    folders: Dict[str, str] = {}
+    found = []
+    for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        for reading in _settings_readings(raw, action.cwd, folders):
+            hit = _settings_reach(reading, settings)
+            if hit is None:
+                continue
+            if hit[0] == "holds":
+                if cwd_parts is None:
+                    cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
+                                 if r.absolute]
+                if _settings_holds_cwd(reading, cwd_parts):
+                    continue
+            found.append((raw, reading.shown, hit))
+            break
+    return found
+
+
+# Glob patterns of shell write targets: `rm .claude/*.json`, `rm -rf d` (which
+# the analyzer also gives as d/**), `cp -r x/. .claude` (.claude/*).  A
+# pattern reaches an entry in any of three ways:
+#   - by names, where the entry's own names are written out: `.claude/*`
+#     reaches .claude/settings.json whether or not it exists yet.  A wildcard
+#     never stands for the first name of an entry that applies under any
+#     folder, or `dist/*` would stand for dist/.claude and every folder
+#     would hold settings;
+#   - on disk: a shell wildcard expands to names that exist, so the pattern
+#     is expanded and every path it yields is matched like a named path (a
+#     link included);
+#   - for a folder changed as a whole (a `**`), by looking up in it the first
+#     names of the entries that apply under any folder, then the entries
+#     under the names that exist.
+# Where the disk cannot be read (a Windows path here, no known working
+# folder, a listing past the limit), the names alone decide.
+
+_GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names decide
+
+
+def _glob_wild(name: str) -> bool:
+    return any(c in name for c in "*?[")
+
+
+def _glob_name(name: str, pattern: str, fold: bool) -> bool:
+    """Whether some name matches both `name` (an entry's, maybe with its own
+    `*`) and `pattern` (a pattern's)."""
+    if fold:
+        name, pattern = name.casefold(), pattern.casefold()
+    import fnmatch
+    if "*" in name:
+        return _glob_wild(pattern) or fnmatch.fnmatchcase(pattern, name)
+    return fnmatch.fnmatchcase(name, pattern) if _glob_wild(pattern) else name == pattern
+
+
+def _glob_reach(q: Tuple[str, ...], i: int, want: Tuple[str, ...], j: int, folder: bool,
+                fold: bool, free_stars: bool) -> Optional[str]:
+    """How a path matching the pattern names q[i:] reaches the entry names
+    want[j:]: "is", "in", "holds" or None.  free_stars: a `**` may stand for
+    names of the entry (one at a known place); for an entry under any folder
+    it may not, or it would stand for every folder."""
+    if j == len(want):
+        if all(p == "**" for p in q[i:]):
+            return "is"
+        return "in" if folder else None
+    if i == len(q):
+        return "holds" if j > 0 or free_stars else None
+    if q[i] == "**":
+        return (_glob_reach(q, i + 1, want, j, folder, fold, free_stars)
+                or (_glob_reach(q, i, want, j + 1, folder, fold, free_stars)
+                    if free_stars else None))
+    if _glob_name(want[j], q[i], fold):
+        return _glob_reach(q, i + 1, want, j + 1, folder, fold, free_stars)
+    return None
+
+
+def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional[_SettingsHit]:
+    """The first entry some path matching the pattern could reach, by names alone."""
+    q, fold = reading.parts, True  # letter case cannot be probed on a pattern: either counts
+    anywhere = _settings_anywhere()
+    for start in range(len(q)):
+        for parts, folder, spelled, host, index in anywhere.get(q[start].casefold(), ()):
+            relation = _glob_reach(q, start, parts, 0, folder, fold, False)
+            if relation:
+                return relation, host, index, spelled
+    if reading.absolute:
+        for head, shown, windows, host, index in (
+                b for bases in settings.bases.values() for b in bases):
+            if windows == reading.windows:
+                for parts, folder, spelled in _settings_row(host, index):
+                    relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
+                    if relation:
+                        return relation, host, index, shown + "/" + spelled if spelled else shown
+    return None
+
+
+def _glob_tree(folder: str) -> Optional[_SettingsHit]:
+    """An entry (of those under any folder) that exists directly in `folder`."""
+    anywhere = _settings_anywhere()
+    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+        if os.path.lexists(os.path.join(folder, first)):
+            for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
+                if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
+                    return "holds", host, index, spelled
+    return None
+
+
+def _glob_expand(folder: str, rest: Tuple[str, ...], budget: List[int],
+                 out: List[Tuple[str, bool]]) -> bool:
+    """Collect (path, whole tree?) for the paths `rest` names below `folder`;
+    False when the listing limit ran out."""
+    if not rest:
+        out.append((folder, False))
+        return True
+    name = rest[0]
+    if name == "**":
+        out.append((folder, True))
+        return True
+    if not _glob_wild(name):
+        return _glob_expand(os.path.join(folder, name), rest[1:], budget, out)
+    import fnmatch
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True  # nothing to expand: the word stays as written, a new name
+    budget[0] -= len(names)
+    if budget[0] < 0:
+        return False
+    return all(_glob_expand(os.path.join(folder, n), rest[1:], budget, out)
+               for n in sorted(names) if fnmatch.fnmatchcase(n, name))
+
+
+def host_settings_pattern_matches(patterns: Any, cwd: Optional[str], protected_paths: Any
+                                  ) -> List[Tuple[str, str, _SettingsHit]]:
+    """(pattern, what it reaches, hit) for the shell write patterns (see
+    ShellAnalysis) that may reach a host file of HOST_SETTINGS."""
+    settings = next((p for p in protected_paths if isinstance(p, HostSettings)), None)
+    if settings is None:
+        return []
+    found = []
+    for pattern in patterns:
+        readings = _settings_readings(pattern, cwd)
+        if not readings:
+            continue
+        reading = readings[0]  # the names as written: links are followed per path below
+        hit = _glob_by_name(reading, settings)
+        if hit is not None:
+            found.append((pattern, reading.shown, hit))
+            continue
+        if not reading.absolute or not reading.parts or reading.windows != (os.name == "nt"):
+            continue  # no folder to list, or a path of another OS
+        start, rest = ((reading.parts[0] + "\\", reading.parts[1:]) if reading.windows
+                       else ("/", reading.parts))
+        expanded: List[Tuple[str, bool]] = []
+        if not _glob_expand(start, rest, [_GLOB_LIST_LIMIT], expanded):
+            continue
+        for path, tree in expanded:
+            hit = next((h for r in _settings_readings(path, None)
+                        for h in [_settings_reach(r, settings)] if h is not None), None)
+            if hit is None and tree:
+                hit = _glob_tree(path)
+            if hit is not None:
+                found.append((pattern, path, hit))
+                break
+    return found
+
+
+def _host_settings_detail(hits: List[Tuple[str, str, _SettingsHit]]) -> str:
+    parts = []
+    for raw, shown, (relation, host, index, spelled) in hits:
+        named = shown if raw == shown else "%s (named `%s`)" % (shown, raw)
+        what = HOST_SETTINGS[host][index][0]  # it names the host
+        if relation == "is":
+            parts.append("%s is %s" % (named, what))
+        elif relation == "in":
+            parts.append("%s lies in %s, %s" % (named, spelled, what))
+        else:
+            parts.append("%s holds %s, %s" % (named, spelled, what))
+    return ("This call would change a host file that decides whether the guard's hook runs: "
+            "%s. A write there can turn the hooks off, replace them or load code that "
+            "unhooks the guard, so self-protection stops it in every mode while the guard is "
+            "armed, change and open included." % "; ".join(parts))
+
+
+# What an agent stopped for a host settings file is told to do.
+_HOST_SETTINGS_NEXT = (
+    "Do not work around this. If the user wants this file changed, the user first turns the "
+    "guard off for this session by sending `$stop-that-shit off` as a prompt, then asks for "
+    "the edit again (`$stop-that-shit change` arms the guard again afterwards); or the user "
+    "edits the file by hand. Tell the user what you wanted to change in it and why.")
 
 
 def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
@@ -12050,11 +12779,13 @@ _TAMPER_UNKNOWN_NEXT = (
     "files. If you did mean to change the guard, tell the user instead.")
 
 
-# ---- the ordered checks (core.md 4.2) --------------------------------------
+# ---- the ordered checks -----------------------------------------------------
 
 
 class _DecisionFacts:
-    """Prepared inputs of core.md 4.1, shared by the checks."""
+    """What the checks read, prepared once per call: the contract, whether the
+    guard is armed, the budget (unlimited unless a valid integer), the
+    admission count and the ledger summary."""
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
                  storage_error: Optional[dict], protected_paths: Any,
@@ -12122,6 +12853,11 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    settings = host_settings_matches(f.action, f.protected_paths)
+    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
+                                              f.protected_paths)
+    if settings:
+        return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
         # A write whose target could be a guard file is not let through.
         unplaced = _tamper_unplaced(f.action)
@@ -12144,7 +12880,7 @@ def _when_invalid_directive(f: _DecisionFacts) -> _CheckHit:
     if isinstance(error, dict):
         what = str(error.get("message") or error.get("code") or "")
     what = what or "unknown directive error"
-    # 10-L3: the embedded message ends with its own period; avoid "..".
+    # The embedded message ends with its own period; avoid "..".
     if what.endswith("."):
         what = what[:-1]
     return ("The active directive is invalid: %s." % what, None, None)
@@ -12246,8 +12982,8 @@ _AGENT_START_NEXT = (
 
 
 def _when_unbounded(f: _DecisionFacts) -> _CheckHit:
-    # decisions.md 10: only a finite budget makes an unbounded fan-out a
-    # problem; under the unlimited default it is admitted as unresolved.
+    # Only a finite budget makes an unbounded fan-out a problem; under the
+    # unlimited default it is admitted as unresolved.
     if f.delegate and f.action.unbounded_delegation and f.finite:
         return ("The fan-out of this delegation has no bound, so agents=%d cannot hold "
                 "deterministically." % f.budget, None, None)
@@ -12309,60 +13045,109 @@ def _when_within(f: _DecisionFacts) -> _CheckHit:
     return ("The call is within the active contract.", None, None)
 
 
-# First match decides.  1a/1b, then self-protection (decisions.md 3), then
-# core.md 4.2 steps 2-17, thrash (decisions.md 2), and step 18.
-_DECISION_CHECKS: Tuple[Tuple[str, Callable[[_DecisionFacts], _CheckHit]], ...] = (
-    ("RECOVERY_READ_ONLY", _when_recovery_read),           # 1a
-    ("STS_LOCK_DAMAGED", _when_lock_damaged),              # 1b, lock
-    ("STATE_DAMAGED", _when_state_damaged),                # 1b, anything else
-    ("GUARD_SELF_PROTECTION", _when_tamper),
-    ("CONTROL_INACTIVE", _when_inactive),                  # 2
-    ("INVALID_DIRECTIVE", _when_invalid_directive),        # 3
-    ("LIFECYCLE_PROTOCOL_REQUIRED", _when_legacy),         # 4
-    ("MODE_FORBIDS_MUTATION", _when_mode_write),           # 5
-    ("MUTABILITY_UNPROVEN", _when_mode_unknown),           # 6
-    ("HASH_NOT_AUTHORIZED", _when_hash),                   # 7
-    ("HYPOTHETICAL_UNREACHABLE", _when_unreachable),       # 8
-    ("WRITE_PATH_UNPROVEN", _when_write_path),             # 9
-    ("PATH_OUTSIDE_CONTRACT", _when_outside),              # 10
-    ("DEPENDENCY_NOT_AUTHORIZED", _when_dependency),       # 11
-    ("UNBOUNDED_DELEGATION", _when_unbounded),             # 12
-    ("DUPLICATE_ACTION_ID", _when_duplicate),              # 13
-    ("DELEGATION_STATE_UNPROVEN", _when_state_unproven),   # 14
-    ("DELEGATION_LIFECYCLE_UNPROVEN", _when_lifecycle_unproven),  # 15
-    ("AGENT_BUDGET_EXHAUSTED", _when_budget),              # 16
-    ("UNAPPROVED_SCOPE_EXPANSION", _when_expansion),       # 17
-    ("REPEATED_WITHOUT_CHANGE", _when_thrash),
-    ("WITHIN_CONTRACT", _when_within),                     # 18
+# The decision table: every reason code, in the order the checks run.  The
+# first row whose check matches decides; WITHIN_CONTRACT always matches.
+# Damaged state comes first (nothing else can be trusted), then
+# self-protection (no mode, change and open included, lets an armed agent
+# switch the guard off), then whether anything is enforced at all, then the
+# contract's own rules, and thrash just before the final allow.
+DECISION_TABLE: Tuple[_DecisionRow, ...] = (
+    # Decided by the engine, not by a check: the session lock stayed taken
+    # for a delegation change under a finite budget (see state_busy_decision).
+    _DecisionRow("STATE_BUSY", "S", "deny_when_armed", None,
+                 "Retry the call in a moment; another hook holds the session state."),
+    # Read-only recovery: the state file or its lock is damaged.
+    _DecisionRow("RECOVERY_READ_ONLY", None, "allow", _when_recovery_read),
+    _DecisionRow("STS_LOCK_DAMAGED", "I", "always_deny", _when_lock_damaged,
+                 "Follow the lock-recovery steps (stop every host using this data dir, then "
+                 "move only the lock aside); contracts and the delegation ledger are kept."),
+    _DecisionRow("STATE_DAMAGED", "I", "always_deny", _when_state_damaged,
+                 "Restore a known-good backup of the session file or start a new host "
+                 "session; do not clear unresolved delegation records by hand."),
+    _DecisionRow("GUARD_SELF_PROTECTION", "I", "deny_when_armed", _when_tamper, _TAMPER_NEXT),
+    _DecisionRow("CONTROL_INACTIVE", None, "allow", _when_inactive),
+    _DecisionRow("INVALID_DIRECTIVE", "S", "deny_when_armed", _when_invalid_directive,
+                 "Have the user fix the reported directive field before delegating."),
+    _DecisionRow("LIFECYCLE_PROTOCOL_REQUIRED", "S", "deny_when_armed", _when_legacy,
+                 "Upgrade the adapter and the runtime together; reads and writes keep "
+                 "working meanwhile."),
+    _DecisionRow("MODE_FORBIDS_MUTATION", "I", "deny_when_armed", _when_mode_write,
+                 "Report what you found, use a read-only action, or ask the user for a "
+                 "change contract."),
+    _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
+                 "Use a command that is plainly read-only, or ask the user for a change "
+                 "contract."),
+    # Hashing outranks the file boundary: an H finding is reported as H.
+    _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
+                 "Use a direct alternative, or get `hash=allow` from the user naming who "
+                 "consumes the hash, what cost it replaces and which decision it changes."),
+    _DecisionRow("HYPOTHETICAL_UNREACHABLE", "H", "always_defer", _when_unreachable,
+                 "Defer this hardening unless evidence shows the input or state is "
+                 "reachable."),
+    _DecisionRow("WRITE_PATH_UNPROVEN", "S", "approval_when_armed", _when_write_path,
+                 "Use a patch or edit tool whose paths are visible, or ask the user to "
+                 "approve a broader boundary."),
+    _DecisionRow("PATH_OUTSIDE_CONTRACT", "S", "deny_when_armed", _when_outside,
+                 "Stay inside the declared files= boundary, or ask the user for a new one."),
+    _DecisionRow("DEPENDENCY_NOT_AUTHORIZED", "S", "policy_when_armed", _when_dependency,
+                 "Keep to the existing stack, or get `deps=allow` from the user for this "
+                 "dependency."),
+    # Delegation: a call that cannot be counted, then the count itself.
+    _DecisionRow("UNBOUNDED_DELEGATION", "S", "deny_when_armed", _when_unbounded,
+                 "Delegate a bounded batch instead, or have the user switch the guard off "
+                 "for this workflow."),
+    _DecisionRow("DUPLICATE_ACTION_ID", "S", "deny_when_armed", _when_duplicate,
+                 "Give every delegation call its own id."),
+    _DecisionRow("DELEGATION_STATE_UNPROVEN", "S", "deny_when_armed", _when_state_unproven,
+                 "Wait until that call is confirmed complete, or continue in a new host "
+                 "session."),
+    _DecisionRow("DELEGATION_LIFECYCLE_UNPROVEN", "S", "deny_when_armed",
+                 _when_lifecycle_unproven,
+                 "Start a new delegation call instead; messaging and resuming agents stay "
+                 "available when no finite agent limit is set."),
+    _DecisionRow("AGENT_BUDGET_EXHAUSTED", "S", "deny_when_armed", _when_budget,
+                 "Wait for a delegated call to complete, or ask the user to raise agents=N."),
+    _DecisionRow("UNAPPROVED_SCOPE_EXPANSION", "S", "approval_when_armed", _when_expansion,
+                 "Report it, defer it, or get the user's explicit approval first."),
+    # Thrash is only ever reported, at every level: it never denies.
+    _DecisionRow("REPEATED_WITHOUT_CHANGE", "T", "always_defer", _when_thrash,
+                 "Change something (code, input or approach) before running it again, or "
+                 "report what blocks you."),
+    _DecisionRow("WITHIN_CONTRACT", None, "allow", _when_within),
 )
+
+# The same rows by code, for the decisions made outside `decide` (STATE_BUSY).
+_DECISION_ROWS: Dict[str, _DecisionRow] = {row.code: row for row in DECISION_TABLE}
 
 
 def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
            storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
            thrash_repeats: int = 0) -> Decision:
-    """Run the ordered checks of core.md 4.2 against `state` (schema 4 dict).
+    """Run DECISION_TABLE against `state` (schema 4 dict): the first row whose
+    check matches decides.
 
     storage_error: {"code", "message"} when the session is in read-only
-    recovery (core.md 7.5); `state` is then the recovery state.
-    protected_paths: resolved absolute roots the agent must not write
-    (decisions.md 3); any sequence of strings.
+    recovery; `state` is then the recovery state.
+    protected_paths: resolved absolute roots the agent must not write (the
+    data dir, the running sts.py, the files install wrote), strings, and at
+    most one HostSettings (host files named by HOST_SETTINGS).
     thrash_repeats: runs in a row of this same command with no write in
-    between, this call included (decisions.md 2); from THRASH_REPEAT_LIMIT
-    on, the call is reported.
+    between, this call included; from THRASH_REPEAT_LIMIT on, the call is
+    reported.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error,
                            protected_paths, thrash_repeats)
-    for code, check in _DECISION_CHECKS:
-        hit = check(facts)
+    for row in DECISION_TABLE:
+        hit = row.check(facts) if row.check is not None else None
         if hit is not None:
             detail, next_text, policy = hit
-            if DECISION_RULES[code].outcome == "allow":
-                return Decision("allow", code, None, detail, "")
-            return _decision_for(code, facts.armed, detail, next_text, policy)
+            if row.outcome == "allow":
+                return Decision("allow", row.code, None, detail, "")
+            return _decision_for(row.code, facts.armed, detail, next_text, policy)
     raise AssertionError("WITHIN_CONTRACT always matches")
 
 
-# ---- the culprit: which part of the call decided ---------------------------
+# ---- the culprit: which part of the call decided ----------------------------
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
@@ -12447,7 +13232,7 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
-# ---- the STOP / WATCH message (core.md 5.1) --------------------------------
+# ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
     "context": "The guard returned context and did not deny the call.",
@@ -12458,7 +13243,9 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
                      response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
-    """The multi-line STOP/WATCH message of core.md 5.1.
+    """The multi-line STOP/WATCH message: WATCH when the result is context,
+    then the response line, Reason, Detail, Code, State, Event, Culprit, Next
+    (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -12802,8 +13589,9 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Owns everything on disk: the data dir, session keys, schema-4 state with
 # validation, the cross-process lock, atomic durable writes, read-only
-# recovery, armed markers, session links, and the append-only runtime audit.
-# core.md 7 and 8; decisions.md 5 and 7.
+# recovery, armed markers, session links, the per-host "last event" marks,
+# and the append-only runtime audit: one line per judged tool call, written
+# with one O_APPEND write so that concurrent hooks never interleave bytes.
 ###############################################################################
 
 
@@ -12929,7 +13717,7 @@ def _uuid4_text() -> str:
 
 
 def _state_int_ok(value: Any) -> bool:
-    # S4: JSON true/false must not pass as 1/0.
+    # JSON true/false must not pass as 1/0 (bool is an int subclass).
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -12988,7 +13776,7 @@ def _validate_delegation(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("delegation is not an object")
     out = dict(raw)
-    # core.md 7.3: only agentAliases is optional.  A missing unresolved map
+    # Only agentAliases is optional.  A missing unresolved map
     # or accepted-id list must not read as empty: that would forget an
     # unproven count or a used id and grant budget nothing proved free.
     for required in ("acceptedActions", "unresolved"):
@@ -13046,7 +13834,7 @@ def _validate_delegation(raw: Any) -> dict:
 
 
 def validate_state(obj: Any) -> dict:
-    """Check a parsed state file against schema 4 (core.md 7.3) and normalize it.
+    """Check a parsed state file against schema 4 and normalize it.
 
     Raises StateDamaged on the first problem.  Normalizing happens in memory
     only (legacy budget keys dropped, optional fields filled in); the file is
@@ -13056,7 +13844,7 @@ def validate_state(obj: Any) -> dict:
         raise _damaged("not a JSON object")
     version = obj.get("schemaVersion")
     if type(version) is not int or version != STATE_SCHEMA_VERSION:
-        # S3: the port never wrote schemas 1-3, and a future one cannot be read safely.
+        # sts never wrote schemas 1-3, and a future one cannot be read safely.
         raise _damaged("unsupported schemaVersion %s" % json.dumps(version, default=str)[:20])
     state = {k: v for k, v in obj.items() if k not in _LEGACY_KEYS}
     state["contract"] = _validate_contract(obj.get("contract"))
@@ -13074,7 +13862,9 @@ def validate_state(obj: Any) -> dict:
 
 
 def recovery_state(storage_error: dict) -> dict:
-    """The read-only recovery state of core.md 7.5 for a `{code, message}` error."""
+    """The read-only recovery state for a `{code, message}` storage error: review /
+    guard with source `recovery`, and the agent count marked unproven, so reads
+    go on and everything else is denied until the user starts over."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -13089,7 +13879,8 @@ def _lock_damaged(key: str) -> dict:
 
 
 def _pid_alive(pid: int) -> bool:
-    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go (C4)."""
+    """Whether `pid` may still run; only a confirmed-dead pid lets a lock go
+    (where liveness cannot be probed, a pid counts as alive)."""
     if pid <= 0:
         return True
     if os.name == "nt":
@@ -13145,7 +13936,8 @@ class Store:
 
     def __init__(self, root: Optional[str] = None) -> None:
         self.root = root or data_dir()
-        # Keys whose damaged file was moved aside during the current update (S1).
+        # Keys whose damaged file was moved aside during the current update
+        # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
 
     def path(self, *parts: str) -> str:
@@ -13154,15 +13946,15 @@ class Store:
     def _state_path(self, key: str) -> str:
         return os.path.join(self.root, "sessions", key + ".json")
 
-    # -- reading -----------------------------------------------------------
+    # ---- reading ------------------------------------------------------------
 
     def load(self, key: str) -> Loaded:
-        """Lock-free read; damage yields the recovery state (core.md 7.5)."""
+        """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
             import stat
             if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
-                # C5: sts never writes a lock file, so one here is foreign or corrupt.
+                # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
         except FileNotFoundError:
@@ -13191,7 +13983,7 @@ class Store:
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
 
-    # -- locking -----------------------------------------------------------
+    # ---- locking ------------------------------------------------------------
 
     def _acquire(self, key: str) -> Optional[str]:
         """Take the session lock; the owner file's path, or None if the lock is damaged."""
@@ -13285,7 +14077,8 @@ class Store:
         """Lock, load, call change(loaded) -> (new_state or None, result), write, unlock.
 
         In recovery nothing is written, except after `preserve_damaged(key)`
-        was called from inside `change` (S1): the damaged bytes are then out
+        was called from inside `change` (a valid directive starts a damaged
+        session afresh): the damaged bytes are then out
         of the way and the fresh state is written.  A lock path that is a
         file yields STS_LOCK_DAMAGED recovery without waiting.  Raises
         LockTimeout after 1.5 s; write errors propagate.
@@ -13310,7 +14103,8 @@ class Store:
             self._release(owner)
 
     def preserve_damaged(self, key: str) -> str:
-        """Move a damaged state file aside, bytes untouched (S1); returns the new path."""
+        """Move a damaged state file aside as `<file>.damaged-<UTC stamp>`, bytes
+        untouched; returns the new path."""
         import time
         target = self._state_path(key)
         now = time.time()
@@ -13325,10 +14119,11 @@ class Store:
         self._preserved.add(key)
         return kept
 
-    # -- writing -----------------------------------------------------------
+    # ---- writing ------------------------------------------------------------
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
-        """Durable atomic replace (S2): the old file survives any failure."""
+        """Durable atomic replace: temp file in the same folder, fsync, rename,
+        folder fsync; the old file survives any failure."""
         import time
         directory = os.path.dirname(target)
         _state_mkdirs(directory)
@@ -13392,7 +14187,11 @@ class Store:
         self._append_line("runtime", "annotations.jsonl", record)
 
     def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event (decisions.md 4); returns the line."""
+        """Record an observed host effect for an event; returns the line.
+
+        The hook itself always writes `unobserved` (a returned denial does not
+        prove the host skipped the call); a test or user that saw what the host
+        did says so here, in an annotation line, never by rewriting the log."""
         event_id = event_id.lower() if isinstance(event_id, str) else event_id
         if not event_id_ok(event_id):
             raise ValueError("invalid event id: %r" % (event_id,))
@@ -13403,7 +14202,7 @@ class Store:
         self.append_annotation(record)
         return record
 
-    # -- markers, links, hosts ------------------------------------------------
+    # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
         """Keep <data>/armed/<key> present iff the governing contract is armed.
@@ -13549,7 +14348,7 @@ def utc_now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
 
 
-# -- audit readers (inspection only; a tool-call hook never reads logs) -----
+# ---- audit readers (inspection only; a tool-call hook never reads logs) -----
 
 _AUDIT_RES: Dict[str, Any] = {}
 
@@ -13567,7 +14366,7 @@ def _audit_re(name: str) -> Any:
 
 
 def event_id_ok(value: Any) -> bool:
-    """`evt_` followed by lower-case hex and dashes (core.md 8.3)."""
+    """`evt_` followed by lower-case hex and dashes."""
     return isinstance(value, str) and _audit_re("event").match(value) is not None
 
 
@@ -13598,7 +14397,8 @@ def _time_ok(value: Any) -> bool:
 
 
 def runtime_event_ok(record: Any) -> bool:
-    """Shape checks of core.md 8.3 for one RuntimeEvent v1 line."""
+    """Shape checks for one RuntimeEvent v1 line; a line that fails them is
+    counted as damaged and skipped by readers."""
     if not isinstance(record, dict) or type(record.get("schemaVersion")) is not int \
             or record.get("schemaVersion") != 1:
         return False
@@ -13733,7 +14533,9 @@ def handle_event(event: ControlEvent, store: Store,
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
-    """What the shims' armed marker means (adapters.md 2.3)."""
+    """What the shims' armed marker means: the guard is armed, a directive error
+    is pending, or the state is in read-only recovery.  When sts.py cannot
+    answer, a shim blocks a tool call exactly when this was true."""
     return (storage_error is not None or bool(state.get("directiveError"))
             or control_state(state["contract"]) == "ARMED")
 
@@ -13742,7 +14544,7 @@ def _refresh_markers(store: Store, event: ControlEvent, key: str, armed: bool) -
     """Keep the armed markers of the governing session and its children true.
 
     Children's markers are rewritten only when the root's marker changes, so
-    an ordinary tool call costs one stat (adapters.md 2.3).
+    an ordinary tool call costs one stat.
     """
     try:
         if store.set_armed(key, armed):
@@ -13761,9 +14563,10 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
                             bool(summary.unresolved_reasons), storage_error)
 
 
-def _protected_paths(store: Store) -> List[str]:
-    """The self-protection set of decisions.md 3: data dir, this file, installed paths."""
-    paths = [store.root, os.path.abspath(__file__)]
+def _protected_paths(store: Store) -> List[Any]:
+    """The self-protection set: data dir, this file, installed paths, and the
+    host settings that decide whether the hook runs (HostSettings)."""
+    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
     try:
         with open(store.path("installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
@@ -13839,7 +14642,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         try:
             loaded, decision = store.update(key, change)
         except LockTimeout as exc:
-            # core.md 10-C2: only a finite budget makes a lost admission unsafe.
+            # Only a finite budget makes a lost admission unsafe: STATE_BUSY.
             loaded = store.load(key)
             budget = loaded.state["contract"].get("agentBudget", MAX_SAFE_INTEGER)
             sys.stderr.write("sts: %s\n" % exc)
@@ -13847,7 +14650,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
                 decision = state_busy_decision(loaded.state["contract"])
             else:
                 # Unlimited: judged without the lock and not reserved, but still
-                # audited (decisions.md 7); fails open like the reference.
+                # audited like every judged tool call.
                 decision = judge(loaded)
     else:
         loaded = store.load(key)
@@ -13893,7 +14696,7 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
             _refresh_markers(store, event, key, True)
             return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
                               error["code"])
-        # decisions S1: a valid directive keeps the damaged bytes aside and starts fresh.
+        # A valid directive keeps the damaged bytes aside and starts fresh.
         kept_file = store.preserve_damaged(key)
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
@@ -13930,8 +14733,9 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     try:
         result, state = store.update(key, lambda loaded: _with_state(change, loaded))
     except (LockTimeout, OSError) as exc:
-        # A directive that cannot be saved must not vanish in silence (core.md
-        # 10-C2); an ordinary prompt fails open like any other hook.
+        # A directive that cannot be saved must not vanish in silence: the
+        # user is asked to resubmit it; an ordinary prompt fails open like any
+        # other hook.
         contract = store.load(key).state["contract"]
         if interpret_prompt(contract, prompt).kind == "plain":
             raise
@@ -13991,7 +14795,7 @@ def _handle_lifecycle(event: ControlEvent, key: str, store: Store,
 
     def change(loaded: Loaded) -> Tuple[Optional[dict], Loaded]:
         if loaded.storage_error is not None:
-            return None, loaded  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None, loaded  # recovery never writes: lifecycle facts are lost
         changed = apply_lifecycle_fact(loaded.state["delegation"], event)
         return (loaded.state if changed else None), loaded
 
@@ -14012,7 +14816,7 @@ _KIND_HANDLERS: Dict[str, Callable[[ControlEvent, str, Store, str], CoreResult]]
 }
 
 
-# --- Thrash bookkeeping (decisions.md 2) --------------------------------------
+# ---- thrash bookkeeping -----------------------------------------------------
 # A small side file per session holds a digest of the last repeated command,
 # how often it ran and whether a write came in between.  Best effort: one
 # lock-free replace, a lost update is acceptable, a failure never changes a
@@ -14113,8 +14917,8 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 ###############################################################################
 # Adapters: shared helpers
 #
-# Owns what every host adapter shares: path normalization (adapters.md 1.4),
-# the name-based fallback classifier (1.5), shell/patch classification
+# Owns what every host adapter shares: path normalization, the name-based
+# fallback classifier for tools no table covers, shell/patch classification
 # through the analysis section, and the Adapter base class whose tables map
 # host events to kinds and tools to buckets.
 ###############################################################################
@@ -14155,7 +14959,10 @@ def _is_windows_path(path: str) -> bool:
 
 
 def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
-    """Trim, relativize to cwd, forward slashes, no ./, unique.
+    """Trim (and one leading and one trailing quote), relativize to cwd (Windows
+    rules when both look like `C:\\` or a UNC path), forward slashes, no leading
+    ./, no empty paths, each once, in order.  A path outside cwd becomes
+    `../...`, so it is outside any files= boundary.
 
     A `./` stays in front of `~`: it marks a folder literally named `~` on a
     host that does not expand it (see `host_path`), which the core must not
@@ -14173,14 +14980,14 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
                 try:
                     path = ntpath.relpath(path, cwd)
                 except ValueError:
-                    pass  # another drive: Node keeps the absolute path (core.md 10-P1)
+                    pass  # another drive: Node keeps the absolute path
             elif path.startswith("/") and cwd.startswith("/"):
                 base = cwd.rstrip("/") + "/"
                 if path.startswith(base) and len(path) > len(base):
                     # Cut the prefix and keep any "..": relpath would apply it
                     # lexically, but Hermes and OpenCode hand an absolute path
                     # to the kernel, which applies it after following a link.
-                    # The core reads the rest both ways (core.md 10-P4).
+                    # The core reads the rest both ways (see _resolve_for_boundary).
                     path = path[len(base):]
                 else:
                     import posixpath
@@ -14194,7 +15001,8 @@ def normalize_paths(paths: List[Any], cwd: Optional[str]) -> List[str]:
     return out
 
 
-# adapters.md 1.5: whole words of a tool name, write list first.
+# For a tool no table covers (MCP, plugins): the whole words of its name (split
+# at `_`), write words first, else read words, else unknown.
 _FALLBACK_WRITE_WORDS = frozenset((
     "add append apply archive close commit copy create delete deploy edit install merge "
     "move patch post publish push remove rename send set submit update upload write").split())
@@ -14213,7 +15021,7 @@ def fallback_mutability(name: str) -> str:
     return "unknown"
 
 
-# --- What the host itself does with a path ------------------------------------
+# ---- what the host itself does with a path ----------------------------------
 # A path is judged the way the host resolves it, before files= and
 # self-protection see it.  The core reads a leading `~` as the home folder;
 # hosts differ, so each adapter hands over the path the host will open:
@@ -14573,7 +15381,7 @@ def file_write_action(name: str, path: Any, added: Any = None, removed: Any = No
     path_text = path if isinstance(path, str) else None
     old = None if whole_file else (removed if isinstance(removed, str) else "")
     # An edit that keeps an existing hash call is not new hashing: only what
-    # the replacement adds over the replaced text counts (analysis.md 2).
+    # the replacement adds over the replaced text counts.
     action = {"name": name, "mutability": "write",
               "affectedPaths": [path_text] if path_text else [],
               "hashIntent": bool(added_text) and hash_intent_in_text(
@@ -14637,7 +15445,7 @@ def _as_object(value: Any) -> Any:
     return value
 
 
-# --- The adapters table: every tool of every host ----------------------------
+# ---- the adapters table: every tool of every host ---------------------------
 # One place to read what each host's tools do with the file system: which
 # arguments name paths, whether the tool runs code or programs, and where it
 # runs.  Each host's TOOLS (below) says how a call is classified; this table
@@ -14848,7 +15656,7 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Command hooks: JSON on stdin, JSON on stdout, exit 0.  adapters.md 3 and 4.
+# Command hooks: JSON on stdin, JSON on stdout, exit 0.
 # Both hosts answer with the same hookSpecificOutput shapes, so they share
 # one rendering; their event and tool tables differ.
 ###############################################################################
@@ -14978,7 +15786,7 @@ class _CommandHookAdapter(Adapter):
         if _is_text(call_id):
             action["id"] = call_id
         elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
-            return None  # adapters.md 1.1: a delegate call without id is dropped
+            return None  # a delegate call without id cannot be counted: dropped
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
@@ -15007,7 +15815,7 @@ def _is_uuid(value: Any) -> bool:
 
 
 class CodexAdapter(_CommandHookAdapter):
-    """Codex CLI command hooks (adapters.md 3)."""
+    """Codex CLI command hooks."""
 
     host = "codex"
     family = "codex"
@@ -15116,7 +15924,8 @@ def _sets_contract(text: str) -> bool:
 
 
 def _claude_slash_to_directive(prompt: str) -> str:
-    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit (adapters.md 1.6)."""
+    """Rewrite a leading /stop-that-shit[:stop-that-shit] to $stop-that-shit, in the
+    one place a directive counts (first non-empty line, at most three spaces in)."""
     lines = prompt.split("\n")
     for index, line in enumerate(lines):
         if line.strip(" \t\r") == "":
@@ -15153,7 +15962,7 @@ def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
 
 
 class ClaudeAdapter(_CommandHookAdapter):
-    """Claude Code command hooks (adapters.md 4)."""
+    """Claude Code command hooks."""
 
     host = "claude"
     family = "claude-code"
@@ -15229,7 +16038,8 @@ class ClaudeAdapter(_CommandHookAdapter):
         if isinstance(prompt, str):
             note = parse_task_notification(prompt)
             if note is not None:
-                # Model-written text: never contract authority (adapters.md 4.4).
+                # A subagent's completion notice arrives as a prompt, but its
+                # text is model-written: never contract authority.
                 return self._task_done(payload, note, name)
         source = payload.get("source")
         if source is not None and source not in _CLAUDE_USER_SOURCES:
@@ -15301,11 +16111,11 @@ class ClaudeAdapter(_CommandHookAdapter):
 #
 # Hermes speaks the native command-hook format (its plugin in host_shims/
 # builds the same envelope); OpenCode, Pi and Oh My Pi arrive through the
-# shims' wire protocol (adapters.md 2).  adapters.md 5-8.
+# shims' wire protocol (see host_shims/README.md).
 ###############################################################################
 
 
-# --- Shared by the four hosts -------------------------------------------------
+# ---- shared by the four hosts -----------------------------------------------
 
 
 class ShimCall(HookCall):
@@ -15383,7 +16193,7 @@ def link_child(store: Store, child: str, root: str) -> None:
 
 
 def _recovery_state(error: dict) -> dict:
-    """core.md 7.5: review / guard / source recovery, count unproven."""
+    """Read-only recovery: review / guard / source recovery, count unproven."""
     state = default_state()
     state["contract"].update(mode="review", level="guard", source="recovery")
     state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
@@ -15391,7 +16201,7 @@ def _recovery_state(error: dict) -> dict:
 
 
 def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
-    """An adapter-forced recovery (core.md 7.5, PARENT_LINK_DAMAGED): the core's
+    """An adapter-forced recovery (PARENT_LINK_DAMAGED): the core's
     own checks run against the recovery state, so reads pass and the rest is
     denied with the storage code, exactly as for a damaged state file."""
     parsed = Action.from_dict(action)
@@ -15413,7 +16223,9 @@ def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
 
 
 def directive_pause_text(error: dict) -> str:
-    """adapters.md 8.4: what Hermes and OpenCode say while a directive is rejected."""
+    """What Hermes and OpenCode say while a directive is rejected: they cannot
+    reject the prompt itself, so the agent is told which directive failed, that
+    the previous contract still applies, and that tools wait for a fix."""
     return directive_rejected_text(error, paused=True)
 
 
@@ -15490,7 +16302,8 @@ class _HostBAdapter(Adapter):
     def before_call(self, name: str, session: str, root: str, action: dict,
                     call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
                     **more: Any) -> Optional[ShimCall]:
-        """action.before for `root`; None when a delegate call has no id (adapters.md 1.1)."""
+        """action.before for `root`; None when a delegate call has no id (it
+        could not be counted)."""
         if _is_text(call_id):
             action["id"] = call_id
         elif _needs_call_id(action):
@@ -15516,7 +16329,7 @@ class _HostBAdapter(Adapter):
 
 
 class _ShimAdapter(_HostBAdapter):
-    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (adapters.md 2).
+    """OpenCode, Pi, Oh My Pi: the shims' wire protocol (host_shims/README.md).
 
     The shim needs exactly one JSON object back, so every path answers at
     least `{}` (an unmapped hook included).
@@ -15563,7 +16376,7 @@ def _block(name: str, reason: str, session: Optional[str] = None,
                     session_id=session)
 
 
-# --- Hermes Agent (adapters.md 8) ----------------------------------------------
+# ---- Hermes Agent -----------------------------------------------------------
 # Hermes delegate_task child statuses.
 _HERMES_DONE = frozenset(("completed", "failed", "error", "success"))
 _HERMES_JOINED = frozenset(("completed", "failed", "error"))
@@ -15582,7 +16395,7 @@ def _v4a_paths(patch_text: Any) -> List[str]:
         return []
     header = _an_rx("v4a_file", r"\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+)")
     # Hermes' `(.+?)\s*->\s*(.+)` splits at the first "->"; partition does
-    # the same without a backtracking regex over model text (decisions.md 8).
+    # the same without a backtracking regex over model text.
     move = _an_rx("v4a_move", r"\*\*\*\s*Move\s+File:")
     paths: List[str] = []
     for line in patch_text.split("\n"):
@@ -15605,7 +16418,8 @@ def _added_lines(patch_text: str) -> str:
 
 
 def hermes_delegation_count(tool_input: Any) -> int:
-    """adapters.md 8.3: tasks (array or its JSON text) else goal else 0.
+    """The number of children of a delegate_task: the length of `tasks` (an
+    array or its JSON text), else 1 for a non-empty `goal`, else 0.
 
     A `tasks` value that is not a usable array counts as absent rather than
     as zero: Hermes then falls back to `goal` and starts that child, so
@@ -15629,7 +16443,7 @@ def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
 
     Hermes 0.19 background results carry no subagent ids, so nothing would
     ever bind a child to its delegate_task call and a finite budget would stay
-    spent (adapters.md 8.5).  A child is bound only when exactly one call can
+    spent.  A child is bound only when exactly one call can
     own it; with two candidates nothing is guessed (never first-in-first-out).
     """
     reservations = store.load(session_key(root)).state["delegation"].get("reservations")
@@ -15694,7 +16508,7 @@ class HermesAdapter(_HostBAdapter):
             return _json({"action": "block",
                           "message": result.text or "Stop That Shit blocked this call."})
         if call.host_event != "pre_llm_call" or not call.render:
-            return ""  # Hermes shows context on prompts only (adapters.md 8.4)
+            return ""  # Hermes shows context on prompts only
         if result.kind == "prompt-error":
             error = rejection_of(result)
             return _json({"context": directive_pause_text(error) if error else result.text})
@@ -15712,7 +16526,7 @@ class HermesAdapter(_HostBAdapter):
             return None
         return resolve_root(store, session, None, _text_or_none(self.field(payload, "task_id")))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write_file(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("content"))
 
@@ -15759,7 +16573,7 @@ class HermesAdapter(_HostBAdapter):
             return {"name": name, "mutability": "control", "delegationCount": 0}
         return {"name": name, "mutability": "delegate", "delegationCount": count}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
         if session is None:
@@ -15825,7 +16639,7 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 8.2: paused, without asking the core (not audited)
+        if pending:  # paused until a corrected directive, without asking the core (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
@@ -15839,7 +16653,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged:
-            return None  # recovery: lifecycle facts are lost (core.md 7.5)
+            return None  # recovery never writes: lifecycle facts are lost
         fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
         return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
@@ -15870,7 +16684,8 @@ class HermesAdapter(_HostBAdapter):
             return None
         try:
             root = resolve_root(store, parent)
-            # adapters.md 8.5: the child's own events must find the root contract.
+            # Every child is its own Hermes session: its own events must find
+            # the root contract through these links.
             for linked in (child, alias):
                 if linked and linked != root:
                     link_child(store, linked, root)
@@ -15909,12 +16724,12 @@ class HermesAdapter(_HostBAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- OpenCode (adapters.md 5) ---------------------------------------------------
+# ---- OpenCode ---------------------------------------------------------------
 _DIRECTIVE_HEADS = ("$stop-that-shit", "/skill:stop-that-shit")
 
 
 def opencode_message_text(parts: Any) -> str:
-    """adapters.md 1.6: text parts that are neither synthetic nor ignored, joined by \\n."""
+    """The user's text: text parts that are neither synthetic nor ignored, joined by \\n."""
     if not isinstance(parts, list):
         return ""
     texts = [p["text"] for p in parts
@@ -15924,7 +16739,7 @@ def opencode_message_text(parts: Any) -> str:
 
 
 def unwrap_run_quoting(text: str) -> str:
-    """adapters.md 5.7: `opencode run` wraps an argument holding spaces in double quotes.
+    """`opencode run` wraps an argument holding spaces in double quotes.
 
     Only a whole-text quoted argument whose content starts with the directive
     is unwrapped; any other quoted text stays data, as the parser intends.
@@ -15954,7 +16769,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
     """ctx.agentCanEdit: a boolean from the shim, or the agent's permission rules.
 
     OpenCode 1.18 lists rules; the last one for `edit` or `*` with pattern `*`
-    decides (adapters.md 5.1).  None means unknown (treated as editable).
+    decides.  None means unknown (treated as editable).
     """
     if isinstance(value, bool) or value is None:
         return value
@@ -15967,7 +16782,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
                     and rule.get("pattern") == "*":
                 editable = rule.get("action") != "deny"
         return editable
-    if isinstance(value, dict):  # REF's object form {edit: "deny"}
+    if isinstance(value, dict):  # the older object form {edit: "deny"}
         edit = value.get("edit")
         if isinstance(edit, dict):
             edit = edit.get("*")
@@ -15977,7 +16792,9 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
 
 
 def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
-    """OpenCode editable-agent promotion (adapters.md 5.1): review -> change, source host.
+    """OpenCode editable-agent promotion: a root message without a directive, sent
+    to an agent that can edit while the contract is review, makes it change
+    (source host; files, hash and deps kept).
 
     Runs before the prompt itself is interpreted, so a correction in the same
     message ("review only") still wins.  Returns True when it promoted.
@@ -16087,7 +16904,7 @@ class OpenCodeAdapter(_ShimAdapter):
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
             # The shim could not look the parent up, so this may be a child we
-            # cannot link: not known to be a root means no authority (5.4).
+            # cannot link: not known to be a root means no authority.
             return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
         promote_editable_agent(store, root, text,
@@ -16116,7 +16933,7 @@ class OpenCodeAdapter(_ShimAdapter):
         if session is None:
             return None
         pending = _pending_directive_error(store, root)
-        if pending:  # adapters.md 5.3: every tool call waits for a corrected directive
+        if pending:  # every tool call waits for a corrected directive (not audited)
             return _block(name, directive_pause_text(pending), session, tool_call=True)
         if self.tool_key(action["name"]) == "task":
             self._resumed_session(action, args, store, session, root)
@@ -16157,7 +16974,7 @@ class OpenCodeAdapter(_ShimAdapter):
 
     @staticmethod
     def task_result(output: Any) -> dict:
-        """adapters.md 5.4: the child session id binds the call; background keeps it running."""
+        """The child session id binds the call; background keeps it running."""
         if not isinstance(output, dict) or not isinstance(output.get("output"), str):
             return {"lifecycle": "unknown"}
         meta = output.get("metadata")
@@ -16185,20 +17002,20 @@ class OpenCodeAdapter(_ShimAdapter):
             return ShimCall(name, self.envelope("session.end", root), render=False,
                             session_id=session, root=root, store=store)
         if kind == "session.idle" and root != session:
-            # A child that went idle has finished its run (REF V1).
+            # A child that went idle has finished its run.
             stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
             return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
         return None  # session.created only stores the link; a deleted child never frees the root
 
 
-# --- Pi (adapters.md 6) ---------------------------------------------------------
+# ---- Pi ---------------------------------------------------------------------
 _PI_SKILL_FORM = "/skill:stop-that-shit"
 _PI_ASYNC_FLAGS = ("async_launched", "asyncLaunched", "run_in_background", "runInBackground",
                    "background")
 
 
 def _replace_skill_form(text: str) -> str:
-    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit (adapters.md 1.6)."""
+    """Every /skill:stop-that-shit (any case) becomes $stop-that-shit."""
     lower = text.lower()
     out, start = [], 0
     while True:
@@ -16213,7 +17030,9 @@ def _replace_skill_form(text: str) -> str:
 
 
 def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 6.2: (count, unbounded) for the example `subagent` extension."""
+    """(count, unbounded) for the example `subagent` extension: exactly one of
+    agent+task (1), a non-empty tasks[] (its length) or a non-empty chain[] (1,
+    run one after another); none or several shapes is unbounded, count 0."""
     args = tool_input if isinstance(tool_input, dict) else {}
     shapes = []
     if _is_text(args.get("agent")) and _is_text(args.get("task")):
@@ -16424,7 +17243,7 @@ class PiAdapter(_ShimAdapter):
                         session_id=session, root=root, store=store)
 
 
-# --- Oh My Pi (adapters.md 7) ---------------------------------------------------
+# ---- Oh My Pi ---------------------------------------------------------------
 _OMP_HUB_OPS = {
     **{op: "read" for op in ("wait", "inbox", "list", "jobs", "ps", "logs", "describe")},
     "cancel": "control", "stop": "control",
@@ -16437,7 +17256,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 def _omp_directive_form(text: str) -> str:
     """OMP's `/sts <args>` and `--sts-contract <args>` mean `$stop-that-shit <args>`."""
     text = _replace_skill_form(text)
-    # Only the core.md 2.2 position counts: blank lines, then at most three
+    # Only the directive position counts: blank lines, then at most three
     # spaces.  A tab, 4+ spaces or NBSP before it is pasted code, not a command.
     offset = 0
     for line in text.split("\n"):
@@ -16547,7 +17366,8 @@ def omp_edit_candidates(paths: List[str], cwd: Optional[str]) -> Tuple[List[str]
 
 
 def omp_task_shape(tool_input: Any) -> Tuple[int, bool]:
-    """adapters.md 7.2: (count, unbounded) of an OMP `task` call."""
+    """(count, unbounded) of an OMP `task` call: the batch length, else 1;
+    unbounded when any item (or the single form) lacks a non-empty `task`."""
     args = tool_input if isinstance(tool_input, dict) else {}
     tasks = args.get("tasks")
     if isinstance(tasks, list) and tasks:
@@ -16664,7 +17484,7 @@ class OmpAdapter(PiAdapter):
             return session, root
         return session, resolve_root(store, session, ctx.get("parentSessionId"))
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _write(self, name: str, args: dict) -> dict:
         path = args.get("path")
         if isinstance(path, str):
@@ -16741,7 +17561,7 @@ class OmpAdapter(PiAdapter):
     def _spawner(self, name: str, args: dict) -> dict:
         return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         flag = _ctx(body).get("flag")
         if not _is_text(flag):
@@ -16977,7 +17797,7 @@ class _NewHostAdapter(_CommandHookAdapter):
                              payload.get("tool_input"), call_id)
 
 
-# --- Gemini CLI 0.61 ----------------------------------------------------------
+# ---- Gemini CLI 0.61 --------------------------------------------------------
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
 # contract (which is right) but cannot be told apart from the parent's.
@@ -17059,7 +17879,7 @@ class GeminiAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
-# --- Copilot CLI 1.0 (camelCase hooks) ------------------------------------------
+# ---- Copilot CLI 1.0 (camelCase hooks) --------------------------------------
 # Install writes the camelCase flavour (version-1 hook files, `bash` commands):
 # Copilot's own tool names reach the hook unchanged, and a subagent's calls
 # carry agentId/parentAgentId.  The PascalCase flavour renames tools to
@@ -17147,7 +17967,7 @@ class CopilotAdapter(_NewHostAdapter):
             return _json({"additionalContext": result.text})
         return ""
 
-    # -- tools --
+    # ---- tools --------------------------------------------------------------
     def _create(self, name: str, tool_input: dict) -> dict:
         return file_write_action(name, tool_input.get("path"), tool_input.get("file_text"))
 
@@ -17171,7 +17991,7 @@ class CopilotAdapter(_NewHostAdapter):
             return patch_action(name, tool_input)
         return super().classify(name, tool_input)
 
-    # -- events --
+    # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session, root = self.governing(payload, store)
         if session is None:
@@ -17238,7 +18058,7 @@ class CopilotAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("subagent.stop", root, agentId=agent), render=False)
 
 
-# --- Qwen Code 0.24 -----------------------------------------------------------
+# ---- Qwen Code 0.24 ---------------------------------------------------------
 # Claude's event names and answer format, Qwen's own tool names (the host
 # maps legacy names such as `task` and `replace` to `agent` and `edit` before
 # the hook runs).  UserPromptSubmit fires again after every tool result, with
@@ -17395,8 +18215,8 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 # Install, uninstall and doctor
 #
-# Owns wiring sts into each host's configuration: the hook command form of
-# decisions.md 1, merging JSON configs without losing the user's keys,
+# Owns wiring sts into each host's configuration: the import-form hook
+# command (see hook_argv), merging JSON configs without losing the user's keys,
 # backups, idempotence, the shims' copies, and the doctor's checks.
 #
 # Every edit is planned first (path, old bytes, new bytes), so --dry-run and
@@ -17418,7 +18238,9 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 ###############################################################################
 
 # Events and hook timeouts per command-hook host.  Tool hooks get 10 s, the rest
-# 5 s (adapters.md 2.3); matchers as adapters.md 3.6 and 4.6 prescribe.
+# 5 s: well above a hook's cost (including a 1.5 s lock wait), well below what
+# a user would wait for.  A tool hook sees every tool; a PostToolUse hook only
+# the tools that start or wait for subagents, whose results the ledger needs.
 _CODEX_POST_MATCHER = ("^(spawn_agent|wait_agent|Agent|multi_agent_v1wait_agent|"
                        "collaborationspawn_agent|collaborationwait_agent)$")
 _GEMINI_POST_MATCHER = "^(%s)$" % "|".join(_GEMINI_AGENT_TOOLS)
@@ -17490,9 +18312,10 @@ def _xdg_config(*parts: str) -> str:
     return os.path.join(base, *parts)
 
 
-# The per-host table: where the user and project layers live (adapters.md 3.6,
-# 4.6, 5.6, 6.6, 7.6, 8.7) and what install writes there.  "config" is the JSON
-# hooks file for command-hook hosts; shim hosts use _SHIM_FILES instead.
+# The per-host table: where each host reads its user and project layers (and
+# the environment variable that moves the user one) and what install writes
+# there.  "config" is the JSON hooks file for command-hook hosts; shim hosts
+# use _SHIM_FILES instead.
 _HOSTS: Dict[str, Dict[str, Any]] = {
     "codex": {"user": lambda: _env_dir("CODEX_HOME", ".codex"), "project": ".codex",
               "config": "hooks.json", "binary": "codex"},
@@ -17562,7 +18385,7 @@ class _Manual(Exception):
     """An edit sts cannot prove safe; the user gets the exact lines instead."""
 
 
-# --------------------------------------------------------------- the command
+# ---- the command ------------------------------------------------------------
 
 
 def _sts_path() -> str:
@@ -17590,7 +18413,10 @@ def _dir_writable(path: str) -> bool:
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
-    """The hook command as argv (decisions.md 1): the import form, so bytecode is reused."""
+    """The hook command as argv: the import form, so bytecode is reused (a file
+    run as a script is compiled on every run); -I keeps PYTHON* variables and
+    the user's site folder from changing the guard, -S skips site start-up (sts
+    needs only the standard library)."""
     path = os.path.abspath(sts_path or _sts_path())
     folder = os.path.dirname(path)
     argv = [python, "-I", "-S"]
@@ -17605,12 +18431,12 @@ def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None
 
 
 def hook_command(host: str, python: str = "python3", sts_path: Optional[str] = None) -> str:
-    """The import-form hook command (decisions.md 1) for this copy of sts.py, as one
+    """The import-form hook command (see hook_argv) for this copy of sts.py, as one
     shell-quoted string (Codex and Claude run it with sh -c; Hermes shlex-splits it)."""
     return " ".join(_sh_quote(w) for w in hook_argv(host, python, sts_path))
 
 
-# --------------------------------------------------------------- JSON splicing
+# ---- JSON splicing ----------------------------------------------------------
 #
 # json.loads validates the file and reports line and column; the scanner below
 # then only has to find spans in text that is known to be valid JSON.
@@ -17900,7 +18726,7 @@ def _json_hooks_wired(path: str, host: str, command: str) -> Tuple[bool, str]:
     return True, "%s runs sts on %d events" % (path, len(_HOOK_EVENTS[host]))
 
 
-# --------------------------------------------------------------- Codex TOML
+# ---- Codex TOML -------------------------------------------------------------
 #
 # Codex wants `[features] hooks = true` in config.toml (the host kit set it).
 # sts never rewrites TOML: it appends a new [features] table, or adds one line
@@ -18042,7 +18868,7 @@ def _toml_hooks_enabled(path: str) -> Optional[bool]:
             return None
 
 
-# --------------------------------------------------------------- Hermes YAML
+# ---- Hermes YAML ------------------------------------------------------------
 #
 # No YAML library: sts reads config.yaml only as far as it must to prove where
 # `plugins.enabled` is, and gives up (printing the lines) on anything fancier
@@ -18222,7 +19048,7 @@ def _yaml_enable_lines() -> str:
     return "plugins:\n  enabled:\n    - %s" % _SHIM_NAME
 
 
-# --------------------------------------------------------------- shims
+# ---- shims ------------------------------------------------------------------
 
 
 def _shims_dir() -> str:
@@ -18266,7 +19092,7 @@ def _shim_pinned_to(path: str) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-# --------------------------------------------------------------- planning
+# ---- planning ---------------------------------------------------------------
 
 
 class _Change(Record):
@@ -18493,7 +19319,7 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
 
 def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it (adapters.md 5.6).
+    offline) unless node_modules/ exists and package-lock.json lists it.
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
@@ -18603,7 +19429,7 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     return plan
 
 
-# --------------------------------------------------------------- applying
+# ---- applying ---------------------------------------------------------------
 
 
 def _diff(ch: _Change) -> str:
@@ -18700,10 +19526,9 @@ def _apply(plan: _Plan, out: Any) -> List[str]:
     return done
 
 
-# --------------------------------------------------------------- installed.json
+# ---- installed.json ---------------------------------------------------------
 #
-# decisions.md 3: the self-protection check protects every path listed under
-# "paths".  "installs" keeps, per host, scope and folder, what install did, so
+# The self-protection check protects every path listed under "paths".  "installs" keeps, per host, scope and folder, what install did, so
 # that uninstall can take away exactly that.
 
 
@@ -18736,7 +19561,7 @@ def _entry_key(host: str, scope: str, base: str) -> str:
     return "%s:%s:%s" % (host, scope, base)
 
 
-# --------------------------------------------------------------- Codex trust
+# ---- Codex trust ------------------------------------------------------------
 
 
 class _AppServer:
@@ -18836,7 +19661,7 @@ def _codex_trust(hooks_path: str, command: str, cwd: str, write: bool) -> List[d
         server.close()
 
 
-# --------------------------------------------------------------- commands
+# ---- commands ---------------------------------------------------------------
 
 
 def _parse(args: List[str], flags: Dict[str, bool]) -> Tuple[Optional[str], Dict[str, Any]]:
@@ -18982,7 +19807,7 @@ def cmd_uninstall(args: List[str]) -> int:
         return 2
 
 
-# --------------------------------------------------------------- doctor
+# ---- doctor -----------------------------------------------------------------
 
 
 def _probe(host: str, command: str) -> Tuple[bool, str]:
@@ -19296,8 +20121,9 @@ def cmd_doctor(args: List[str]) -> int:
 # Inspection
 #
 # Owns the read side: status, runtime, explain and label, both as prompt
-# commands (core.md 2.7, 8.4) and from the terminal (core.md 10-L1).  Only
-# these read audit logs; a tool-call hook never does.
+# commands (`$stop-that-shit status`, which never change the contract) and
+# from the terminal (`python3 sts.py status`, exit 1 when nothing is found, 2
+# on a usage error).  Only these read audit logs; a tool-call hook never does.
 ###############################################################################
 
 
@@ -19397,7 +20223,7 @@ class _Tally:
         return dict(zip(("checked", "allowed", "denied", "notes"), self.row))
 
     def summary(self, damaged: int) -> Dict[str, Any]:
-        """The reference JSON `summary` (core.md 8.4), plus observed host effects."""
+        """The `summary` object of `runtime --json`, plus observed host effects."""
         responses = self.responses
         return {"checkedActions": self.row[0],
                 "contextResponses": responses.get("context_returned", 0),
@@ -19498,14 +20324,14 @@ def _minute(occurred_at: str) -> str:
     return "%s %s" % (occurred_at[:10], occurred_at[11:16]) if occurred_at else "-"
 
 
-# ---- status -------------------------------------------------------------------
+# ---- status -----------------------------------------------------------------
 
 
 def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     delegation = state.get("delegation") or {}
     reserved = sum(r.get("pendingCount", 0) + len(r.get("agentIds", []))
                    for r in (delegation.get("reservations") or {}).values())
-    # First-seen order, as the reference prints them.
+    # In the order they were first recorded.
     reasons = list(dict.fromkeys((delegation.get("unresolved") or {}).values()))
     return reserved, reasons
 
@@ -19659,7 +20485,7 @@ def _event_lines(event: dict, notes: "Annotations") -> List[str]:
     return [first, second]
 
 
-# ---- runtime ------------------------------------------------------------------
+# ---- runtime ----------------------------------------------------------------
 
 
 def _runtime_text(summary: dict) -> str:
@@ -19676,7 +20502,7 @@ def _runtime_text(summary: dict) -> str:
         lines.append("Unreadable logs skipped: %d" % summary["unreadableLogs"])
     effects = summary["hostEffects"]
     if any(effects.values()):
-        # Only confirmed effects (decisions.md 4) are counted; the rest stay unobserved.
+        # Only effects someone confirmed afterwards are counted; the rest stay unobserved.
         lines.append("Observed host effects: blocked=%d; ran=%d"
                      % (effects["observed_blocked"], effects["observed_ran"]))
     return "\n".join(lines)
@@ -19782,11 +20608,11 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
     return summary, rows, events, notes, len(found)
 
 
-# ---- explain and label --------------------------------------------------------
+# ---- explain and label ------------------------------------------------------
 
 
 def find_event(store: Store, event_id: str) -> Optional[dict]:
-    """The event with this exact id in any session's log (ids are lower-cased, L2).
+    """The event with this exact id in any session's log (ids are compared lower-cased).
 
     Each log is searched as bytes first and only a line holding the id is
     parsed: sts writes ids unescaped, so a log without those bytes cannot hold
@@ -19848,7 +20674,7 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
-# ---- prompt answers -------------------------------------------------------------
+# ---- prompt answers ---------------------------------------------------------
 
 
 def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
@@ -19880,7 +20706,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     raise ValueError("unknown inspection command: %r" % (command,))
 
 
-# ---- terminal -----------------------------------------------------------------
+# ---- terminal ---------------------------------------------------------------
 
 
 _INSPECT_USAGE = ("usage: sts.py status | runtime [all] | explain EVT | label EVT LABEL "
@@ -20450,8 +21276,12 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 # CLI
 #
-# Owns the hook runner with its fail-open / fail-closed rules (core.md 10-C1,
-# A3) and main().
+# Owns the hook runner and main().  A hook never shows the host a traceback.
+# Input that is empty, not JSON or not an object, and an event that fails
+# validation, fail open: no answer, one stderr line, exit 0.  An internal
+# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
+# call in a session known to be armed: there the call is denied, because the
+# host would run the tool when the hook crashes.
 ###############################################################################
 
 
@@ -20462,7 +21292,7 @@ ADAPTERS: Dict[str, Adapter] = {
     **HOST_ADAPTERS_C,
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # decisions.md 6: larger input is not parsed
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
 _SCAN_CAP = 64 * 1024
 # Host event names after which the host runs a tool (fail-closed candidates).
 _TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
@@ -20484,7 +21314,7 @@ def _fail_open(error: str, reason: str) -> str:
 
 
 def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock (core.md 10-C1)."""
+    """Armed by marker, or by a readable contract at guard/lock."""
     if not session_id:
         return False
     key = session_key(session_id)
@@ -20556,7 +21386,7 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         event = ControlEvent.from_dict(call.event)
     except EventError as exc:
         return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the catch must live in sts.py (core.md 10-C1)
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
         result = handle_event(event, store, adapter.response_outcome)
@@ -20582,7 +21412,9 @@ def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
 
 def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
                       event: Optional[str] = None) -> str:
-    """decisions.md 6: deny only when the scanned session is armed and this is a tool hook."""
+    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
+    scanned for a session id.  Deny when that session is armed and this is a
+    tool hook; otherwise fail open."""
     session = _scan_for(raw, ("session_id", "sessionId"))
     hook = _scan_for(raw, ("hook_event_name", "hook")) or event
     if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):

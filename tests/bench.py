@@ -1,6 +1,6 @@
 """Benchmark: one PreToolUse hook call in an armed session, as a whole process.
 
-Runs the exact hook command `install` writes (the import form of decisions.md 1)
+Runs the exact hook command `install` writes (the import form, bytecode cached)
 and, in the same run and interleaved, the interpreter floor `python3 -I -S -c pass`.
 Prints medians and ratios, then repeats with 1,000 session files and 100,000
 audit lines present to show the cost does not grow with them.

@@ -12,7 +12,7 @@ them:
 
     python3 sts.py --version          (the floor: start-up and import only)
     python3 sts.py runtime all        (every session, one line each)
-    python3 sts.py runtime all --json (the reference JSON: every event)
+    python3 sts.py runtime all --json (the full JSON: every event)
     python3 sts.py status             (the latest session)
     python3 sts.py status --json
     python3 sts.py runtime            (the latest session)

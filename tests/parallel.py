@@ -3,11 +3,11 @@
     python3 tests/parallel.py [pytest options]        (`make test` and `make test-all`)
 
 Most of the suite's time goes to tests that start other programs and wait on
-them (Node for the shims, real hook processes racing for a lock).  Those files
-run in one process, everything else in the other, each with its own temporary
-folder.  The second one's output is printed when the first one is done; the
-exit status is the first non-zero one.  Plain `python3 -m pytest tests` runs the same tests in
-one process.
+them (Node for the shims, real hook processes racing for a lock, commands run
+in real shells).  Those files run in one process, everything else in the
+other, each with its own temporary folder.  The second one's output is
+printed when the first one is done; the exit status is the first non-zero
+one.  Plain `python3 -m pytest tests` runs the same tests in one process.
 """
 import os
 import shutil
@@ -17,9 +17,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# About half of the time of `make test`: the shims under Node, and the real
-# concurrent hook processes.
-FIRST = ("test_shims.py", "test_concurrency.py", "test_delegation_concurrency.py")
+# About half of the time of `make test`: the shims under Node, the real
+# concurrent hook processes, and the oracles that run commands in real shells.
+FIRST = ("test_shims.py", "test_concurrency.py", "test_delegation_concurrency.py",
+         "test_analysis_oracle.py")
 
 
 def main(options):

@@ -1,4 +1,4 @@
-"""Claude Code adapter (adapters.md 4), driven with the payloads Claude Code 2.1.332 sent."""
+"""Claude Code adapter, driven with the payloads Claude Code 2.1.332 sent."""
 import sts
 from hooks import context_text, deny_reason, hook, kit_events
 
@@ -159,7 +159,7 @@ def test_a_scheduled_prompt_may_not_set_the_contract(store):
             ("ScheduleWakeup", "Continue.\n$stop-that-shit change")]):
         reason = deny_reason(hook("claude", _schedule(prompt, tool, text, "cron%d" % n), store))
         if text.startswith("Continue"):
-            assert reason is None  # a mention after the first line is plain text (core.md 2.2)
+            assert reason is None  # a mention after the first line is plain text
             continue
         assert "Code: I/GUARD_SELF_PROTECTION" in reason, text
     assert sts.Store(store.root).load(sts.session_key(prompt["session_id"])) \

@@ -1,4 +1,4 @@
-"""Codex CLI adapter (adapters.md 3), driven with the payloads Codex 0.171.0 really sent."""
+"""Codex CLI adapter, driven with the payloads Codex 0.171.0 really sent."""
 import json
 
 import pytest

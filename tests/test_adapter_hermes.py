@@ -1,4 +1,4 @@
-"""Hermes Agent adapter (adapters.md 8), driven with what Hermes 0.19.0 really sent."""
+"""Hermes Agent adapter, driven with what Hermes 0.19.0 really sent."""
 import json
 
 import pytest

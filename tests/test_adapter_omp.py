@@ -1,4 +1,4 @@
-"""Oh My Pi adapter (adapters.md 7), driven with what Oh My Pi 18.2.3 really sent."""
+"""Oh My Pi adapter, driven with what Oh My Pi 18.2.3 really sent."""
 import json
 import os
 
@@ -79,7 +79,7 @@ def test_input_sources_and_forms(store):
 
 
 def test_indented_or_quoted_sts_forms_are_pasted_text_not_commands(store):
-    # core.md 2.2: 4+ spaces, a tab or NBSP before the mention is code or a paste.
+    # 4+ spaces, a tab or NBSP before the mention is code or a paste, not a directive.
     set_state(store, ROOT, contract={"mode": "review", "level": "guard", "source": "directive"})
     text = first("pi-deny", "input")
     for pasted in ("    /sts change", "\t/sts open", "\u00a0/sts change",

@@ -1,4 +1,4 @@
-"""OpenCode adapter (adapters.md 5), driven with what OpenCode 1.18.33 really sent."""
+"""OpenCode adapter, driven with what OpenCode 1.18.33 really sent."""
 import json
 
 import pytest
@@ -82,7 +82,7 @@ def test_child_message_never_reaches_the_core(store):
 
 
 def test_unknown_ancestry_gives_no_prompt_authority(store):
-    """adapters.md 5.4: a session the shim could not look up is never authority."""
+    """A session the shim could not look up may be a child: never prompt authority."""
     lost = message(ROOT, "$stop-that-shit review -- look",
                    ctx={"parentSessionId": None, "ancestryUnknown": True, "agentCanEdit": True})
     assert translate("opencode", lost, store).event is None

@@ -1,4 +1,4 @@
-"""Pi adapter (adapters.md 6), driven with what Pi 0.73.1 really sent."""
+"""Pi adapter, driven with what Pi 0.73.1 really sent."""
 import json
 
 import pytest

@@ -489,9 +489,13 @@ def test_hermes_expands_tilde_in_file_tools_before_files_is_checked(store, work,
     monkeypatch.setenv("HOME", home)
     h = host("hermes", work)
     h.say(store, "$stop-that-shit change files=src/**")
-    for path in ("~/../src/x.py", "~/src/x.py", "~"):
+    for path in ("~/../src/x.py", "~/src/x.py"):
         assert stopped(h, store, "write_file", {"path": path, "content": "x"}) == \
             "PATH_OUTSIDE_CONTRACT", path
+    # `~` itself is the home folder, which holds host settings (~/.env, ~/.hermes/...):
+    # self-protection answers before files= does.
+    assert stopped(h, store, "write_file", {"path": "~", "content": "x"}) == \
+        "GUARD_SELF_PROTECTION"
     assert stopped(h, store, "write_file", {"path": "src/x.py", "content": "x"}, "c2") is None
     patch = "*** Begin Patch\n*** Update File: ~/../src/x.py\n@@\n-a\n+b\n*** End Patch\n"
     assert stopped(h, store, "patch", {"mode": "patch", "patch": patch}, "c3") == \

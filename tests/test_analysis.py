@@ -148,7 +148,8 @@ def test_corpus_size_and_mix():
 # ------------------------------------------------------------ hash intent ----
 
 HASH_CASES = [
-    # (added text, path, removed text, expected) -- analysis.md 4 group H and 5.7
+    # (added text, path, removed text, expected): code that computes a hash or
+    # digest is hash intent; a call only kept from the removed text is not new.
     ("const h = crypto.createHash('sha256')", "src/a.js", None, True),
     ("createHash('sha256')", "docs/a.md", None, False),
     ("hashlib.new('sha256', data)", "src/a.py", None, True),
@@ -256,7 +257,8 @@ def test_hash_intent_in_text(text, path, removed, expected):
 # ------------------------------------------------------ dependency intent ----
 
 DEP_CASES = [
-    # (path, old, new, expected) -- analysis.md 4 group I, with the "should be" column
+    # (path, old, new, expected): a manifest change that adds a dependency or
+    # points one at another source is dependency intent; metadata is not.
     ("package.json", None, '{"name": "x", "dependencies": {"lodash": "^4.17.21"}}', True),
     ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "^1.6.0"', True),
     ("package.json", '"lodash": "^4.17.21"', '"lodash": "^4.17.21",\n"axios": "1.6.0"', True),
@@ -699,7 +701,8 @@ def test_no_false_reads_and_read_recall():
     assert recall >= 0.93, recall
 
 
-# Bypass classes of analysis.md 5.6 -> corpus lines that exercise them.
+# Ways a model could reach a write through a command that looks like a read ->
+# corpus lines that exercise each of them.
 BYPASS_CLASSES = {
     "env prefix, env, sudo, command, builtin": ["FOO=1 rm -rf x", "env rm x", "sudo rm x",
                                                 "command rm x", "builtin cd / && rm x"],

@@ -1,4 +1,4 @@
-"""Oracles for the Analysis section (analysis.md 5.8): real shells and real git.
+"""Oracles for the Analysis section: real shells and real git.
 
 1. argv agreement: the parser's words for a simple command must equal the
    argv bash, zsh and sh (dash) pass, on fuzzed text full of quotes, escapes

@@ -1,4 +1,5 @@
-"""The append-only runtime audit and its readers (core.md 8, decisions.md 4 and 7)."""
+"""The append-only runtime audit (one line per judged tool call, one O_APPEND write
+each), its readers, and the host-effect annotations."""
 import json
 import os
 import stat
@@ -104,7 +105,7 @@ def test_annotations_last_wins_and_count_damaged(store):
     lines = [
         {"schemaVersion": 1, "annotationId": "ann_1", "occurredAt": sts.utc_now_iso(),
          "eventId": evt, "label": "incorrect"},
-        {"eventId": evt, "hostEffect": "observed_ran"},  # the minimal decisions.md 4 form
+        {"eventId": evt, "hostEffect": "observed_ran"},  # the minimal host-effect form
         {"schemaVersion": 1, "annotationId": "ann_2", "occurredAt": sts.utc_now_iso(),
          "eventId": evt, "label": "correct"},
         {"eventId": evt, "label": "WRONG"},

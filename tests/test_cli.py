@@ -1,4 +1,5 @@
-"""The hook runner and CLI: fail open or closed as core.md 10-C1/A3 and decisions.md 6 say."""
+"""The hook runner and CLI: a hook fails open, except on a tool call in an armed
+session (internal error, input too large or not UTF-8), where it fails closed."""
 import json
 import os
 import subprocess

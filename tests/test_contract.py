@@ -1,6 +1,6 @@
 """Task contract: directive grammar, corrections, inspection grammar, context text.
 
-Rows come from the verified-example tables of core.md 2.2-2.7 and 5.2.
+Rows are worked examples: the prompt, the contract before, the contract after.
 """
 import copy
 
@@ -141,7 +141,7 @@ def test_directive_wins_over_correction_after_dashes():
     out = run(D + " -- review only", previous)
     assert out.kind == "directive"
     assert out.contract == previous
-    assert out.changed is False  # 10-G5: nothing differs
+    assert out.changed is False  # "changed" means the resulting contract differs
 
 
 def test_level_alone_on_unconfirmed_stays_observing():
@@ -446,7 +446,7 @@ def test_rule5_must_start_the_prose(text):
     "apply none of the patches", "Patch not yet",
 ])
 def test_rule5_never_widens_on_a_negated_object(text):
-    """Beyond the reference: `fix nothing` must not switch a review to change."""
+    """A verb whose object is a negation: `fix nothing` must not switch a review to change."""
     assert run(text, contract(mode="review", level="guard")).kind == "plain"
 
 

@@ -1,4 +1,5 @@
-"""The decision procedure: core.md 4 and 5.1, 10-C2/P1/P2/P4, decisions.md 2, 3 and 10."""
+"""The decision procedure: the ordered checks (the first that matches decides),
+files= matching, self-protection, thrash and the STOP / WATCH message."""
 import os
 
 import pytest
@@ -279,8 +280,8 @@ def test_unreachable_reports_at_every_armed_level_after_hash():
 
 
 def test_unbounded_delegation_needs_a_finite_budget():
-    # decisions.md 10: under the unlimited default it is allowed (and admitted
-    # as unresolved by the ledger).
+    # Under the unlimited default it is allowed (and admitted as unresolved by the
+    # ledger); under any finite budget it is denied whenever armed.
     unbounded = act("delegate", unbounded_delegation=True)
     assert run(unbounded, make_state()).code == "WITHIN_CONTRACT"
     assert run(unbounded, make_state(agentBudget=10)).code == "UNBOUNDED_DELEGATION"
@@ -350,7 +351,7 @@ def test_state_busy_decision():
     assert (bare.code, bare.outcome) == ("STATE_BUSY", "deny_and_explain")
 
 
-# ---- files= matching (core.md 4.3) -----------------------------------------
+# ---- files= matching ---------------------------------------------------------
 
 
 def outside(paths, patterns, cwd=None):
@@ -389,7 +390,8 @@ def test_files_posix_normalization():
 
 
 def test_files_node_style_normalization():
-    # 10-P1: a leading "//" collapses, a trailing "/" stays.
+    # Paths normalize as Node's path module does: a leading "//" collapses, a
+    # trailing "/" stays.
     assert sts.paths_outside(["//src/a.js"], ["/src/a.js"], resolve=False) == []
     assert outside(["src/lib/"], ["src/lib/"]) == []
     assert outside(["src/lib"], ["src/lib/"]) == ["src/lib"]
@@ -402,7 +404,7 @@ def test_files_windows_paths():
     assert outside(["c:/Proj/SRC/b.js"], ["src/**"], cwd) == []
     assert outside(["src\\a.js"], ["SRC/**"], cwd) == []
     assert outside(["C:\\other\\a.js"], ["src/**"], cwd) == ["C:\\other\\a.js"]
-    # Another drive keeps the absolute path (10-P1).
+    # Another drive keeps the absolute path (there is no relative path to it).
     assert outside(["D:\\proj\\src\\a.js"], ["src/**"], cwd) == ["D:\\proj\\src\\a.js"]
     assert outside(["D:\\x\\y.js"], ["d:/X/y.js"], cwd) == []
     # Without a Windows cwd, only two Windows-absolute spellings compare case-insensitively.
@@ -416,8 +418,8 @@ def test_files_empty_boundary_is_all_outside():
     assert run(act("write"), state).code == "WRITE_PATH_UNPROVEN"
 
 
-def test_step_9_waived_by_double_star_including_normalized_forms():
-    # 10-P2: the port compares the normalized pattern, so `./**` waives too.
+def test_write_path_unproven_waived_by_double_star_including_normalized_forms():
+    # The normalized pattern is compared, so `./**` waives it too.
     for patterns in (["**"], ["./**"], ["src/**", "**"]):
         state = make_state(allowedPaths=patterns)
         assert run(act("unknown"), state).code == "WITHIN_CONTRACT", patterns
@@ -446,7 +448,7 @@ def test_symlink_inside_boundary_leading_outside_is_outside(tmp_path):
     assert outside(["src/link/f.txt"], ["src/**"], cwd) == ["src/link/f.txt"]
     assert outside([str(proj / "src" / "link" / "f.txt")], ["src/**"], cwd) != []
     assert outside(["src/real.txt", "src/new/dir/f"], ["src/**"], cwd) == []
-    # The reference's lexical reading is still available.
+    # The purely lexical reading is still available.
     assert sts.paths_outside(["src/link/f.txt"], ["src/**"], cwd, resolve=False) == []
     state = make_state(allowedPaths=["src/**"])
     escaping = act("write", affected_paths=["src/link/f.txt"], cwd=cwd)
@@ -502,7 +504,7 @@ def test_absolute_path_and_pattern_through_a_symlinked_directory(tmp_path):
     assert outside([via_alias], [str(tmp_path / "real" / "b.js")]) == [via_alias]
 
 
-# ---- self-protection (decisions.md 3) --------------------------------------
+# ---- self-protection --------------------------------------------------------
 
 
 @pytest.fixture
@@ -586,7 +588,7 @@ def test_tamper_case_only_matters_on_case_insensitive_file_systems(guarded):
     assert tamper([upper], g).code == expected
 
 
-# ---- message (core.md 5.1) -------------------------------------------------
+# ---- message ----------------------------------------------------------------
 
 
 def test_stop_message_lines_exactly():
@@ -647,6 +649,22 @@ def test_family_words_and_result_kinds():
 
 
 def test_every_code_in_the_table_has_a_family_letter_or_allows():
-    for code, rule in sts.DECISION_RULES.items():
-        assert code.isupper()
-        assert (rule.family is None) == (rule.outcome == "allow"), code
+    for row in sts.DECISION_TABLE:
+        assert row.code.isupper()
+        assert (row.family is None) == (row.outcome == "allow"), row.code
+
+
+def test_one_table_holds_each_code_once_in_the_order_of_the_checks():
+    codes = [row.code for row in sts.DECISION_TABLE]
+    assert len(codes) == len(set(codes))
+    # Only STATE_BUSY is decided outside `decide` (by the engine, when the lock
+    # wait runs out); every other row is a check, and the last one always matches.
+    assert [row.code for row in sts.DECISION_TABLE if row.check is None] == ["STATE_BUSY"]
+    assert codes[-1] == "WITHIN_CONTRACT"
+    # Damaged state, then self-protection, then whether anything is enforced.
+    assert codes[1:6] == ["RECOVERY_READ_ONLY", "STS_LOCK_DAMAGED", "STATE_DAMAGED",
+                          "GUARD_SELF_PROTECTION", "CONTROL_INACTIVE"]
+    assert codes[-2] == "REPEATED_WITHOUT_CHANGE"
+    for row in sts.DECISION_TABLE:
+        assert row.outcome in ("allow", "always_deny", "always_defer", "deny_when_armed",
+                               "approval_when_armed", "policy_when_armed"), row.code

@@ -1,4 +1,4 @@
-"""status / runtime / explain / label, as prompt commands and from the terminal (core.md 8.4, 10-L1)."""
+"""status / runtime / explain / label, as prompt commands and from the terminal."""
 import json
 import os
 import time
@@ -383,7 +383,7 @@ def test_cli_status_never_shows_paths_or_commands(store, capsys):
     store.append_audit(KEY, event(KEY, tool="Edit", mutability="write", paths=3))
     text = "\n".join(_status_out(store, capsys, "--session", "s1"))
     assert "Edit (write)" in text
-    assert "files=src/**." in text  # the contract the user typed, as the spec line shows it
+    assert "files=src/**." in text  # the contract the user typed, as the fields line shows it
     assert text.count("src/") == 1
 
 
@@ -437,8 +437,8 @@ def test_cli_every_line_fits_80_columns_even_when_everything_is_long(store, caps
     assert code == 0 and all(len(line) <= 80 for line in out.split("\n"))
 
 
-def test_prompt_status_keeps_the_exact_spec_lines_when_long(store):
-    """Only the terminal wraps; the prompt answer is core.md 8.4 verbatim."""
+def test_prompt_status_keeps_its_exact_lines_when_long(store):
+    """Only the terminal wraps; the prompt answer keeps each line whole."""
     _long_session(store)
     lines = sts.inspection_response(("status",), store, KEY).split("\n")
     assert lines[2].startswith("mode=change; agents=0/3 reserved; count unproven; hash=deny; ")

@@ -1,4 +1,5 @@
-"""The delegation ledger: core.md 6 (admission, lifecycle facts, Bind/Release)."""
+"""The delegation ledger: admission, lifecycle facts, binding children to
+reservations and releasing them."""
 import copy
 import json
 
@@ -61,7 +62,7 @@ def fresh():
     return sts.default_state()["delegation"]
 
 
-# ---- admission (core.md 6.2) -----------------------------------------------
+# ---- admission --------------------------------------------------------------
 
 
 def engine_step(state, action, declared=True):
@@ -210,7 +211,7 @@ def test_summary():
     assert sts.ledger_summary(ledger, None).duplicate is False
 
 
-# ---- lifecycle facts (core.md 6.3) -----------------------------------------
+# ---- lifecycle facts --------------------------------------------------------
 
 
 def test_joined_frees_every_unit_and_the_unresolved_entry():

@@ -103,3 +103,22 @@ def test_kill_lists_and_probes_but_never_signals(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.parametrize("form", ["/bin/kill -0 {pid} -s 9", "env kill -0 {pid} -s KILL",
+                                  "timeout 5 kill -0 {pid} --signal=KILL"])
+def test_procps_kill_takes_a_signal_after_the_pid(tmp_path, form):
+    """The shells' kill stops at the first PID; procps kill permutes its options."""
+    assert sts.analyze_shell(form.format(pid=1234)).mutability == "write"
+    if not os.path.exists("/bin/kill"):
+        pytest.skip("no /bin/kill")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        _run(form.format(pid=sleeper.pid), tmp_path)
+        if sleeper.poll() is None and "procps" not in subprocess.run(
+                ["/bin/kill", "--version"], capture_output=True, text=True).stdout:
+            pytest.skip("/bin/kill is not procps")
+        assert sleeper.wait(timeout=10) is not None
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -132,6 +132,8 @@ def test_requests_written_out_in_full_are_still_read(command):
     "pytest -V", "py.test --version",
     "npm help install", "npm view github:user/repo", "npm view ./local", "npm info git+https://x/y",
     "npm show file:../pkg",
+    # Go 1.21+ fetches and runs the release go.mod or go.work asks for, first.
+    "go version", "go env GOPATH", "go list ./...",
 ])
 def test_reads_that_run_repository_code_are_not_proven(command):
     mutability, why = reason(command)
@@ -144,7 +146,8 @@ def test_reads_that_run_repository_code_are_not_proven(command):
     "composer show --no-plugins", "dotnet --list-sdks", "dotnet --list-runtimes",
     "bundle config path", "pipx list", "uv tool list", "conda list", "gem list",
     "pip list", "pip show requests", "npm ls", "npm view lodash@4 version",
-    "go version", "go env GOPATH", "go list ./...",
+    "GOTOOLCHAIN=local go version", "GOTOOLCHAIN=local go env GOPATH",
+    "GOTOOLCHAIN=local go list ./...",
 ])
 def test_isolated_or_project_free_forms_are_still_read(command):
     assert reason(command) == ("read", None), command

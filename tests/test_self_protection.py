@@ -655,8 +655,10 @@ def _lookalikes(world):
     (p / "stop-that-shit").mkdir(exist_ok=True)
     (p / "tools").mkdir(exist_ok=True)
     (p / "tools" / "sts.py").write_text("print('not the guard')\n")
-    return [str(p / "settings.json"), str(p / ".claude" / "settings.json"),
-            str(p / ".codex" / "hooks.json"), str(p / "hooks.json"), str(p / "config.toml"),
+    # (A project's .claude/settings.json or .codex/hooks.json is a host settings
+    # file, protected by name: see test_host_settings.py.)
+    return [str(p / "settings.json"), str(p / ".claude" / "notes.md"),
+            str(p / ".codex" / "notes.md"), str(p / "hooks.json"), str(p / "config.toml"),
             str(p / "tools" / "sts.py"), str(p / "sts.py"),
             str(p / "stop-that-shit" / "state.json"), str(p / "stop-that-shit.js"),
             str(p / "installed.json"), str(p / "sessions" / "k.json"),

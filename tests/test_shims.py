@@ -5,7 +5,8 @@ real shim file, stands in for the host object and fires scripted callbacks.
 The Hermes plugin is imported in-process with a fake ``ctx``.
 
 Groups:
-* failure paths (adapters.md 2.3) and wire protocol -- fake sts.py files under
+* failure paths (a tool call is blocked iff the session is armed) and wire
+  protocol -- fake sts.py files under
   tests/shims/fakes/; independent of sts.py's adapters;
 * ``test_real_*`` -- the same shims against the real sts.py (scenarios: review
   blocks an edit, change allows it, a child session is judged by the root
@@ -50,10 +51,10 @@ def fake(name):
 
 
 @pytest.fixture
-def env(tmp_path):
-    """A clean environment with its own STS_HOME; no STS_* leaks in."""
+def env(tmp_path, ram_path):
+    """A clean environment with its own STS_HOME (in RAM); no STS_* leaks in."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("STS_", "FAKE_"))}
-    base["STS_HOME"] = str(tmp_path / "sts-home")
+    base["STS_HOME"] = str(ram_path / "sts-home")
     base["HOME"] = str(tmp_path / "home")
     base.pop("XDG_STATE_HOME", None)
     base["FAKE_LOG"] = str(tmp_path / "fake-log.jsonl")
@@ -89,7 +90,7 @@ def fake_log(env):
 
 
 def marker_key(session_id):
-    """adapters.md 9.2 key: first 24 hex of sha256 over UTF-8; a lone surrogate
+    """The marker key: first 24 hex of sha256 over UTF-8; a lone surrogate
     counts as one U+FFFD (what Node does, and what sts.session_key does)."""
     if not session_id:
         return "unknown"
@@ -263,7 +264,7 @@ def test_js_shims_parse_under_node():
 
 
 # ==========================================================================
-# Failure paths (adapters.md 2.3): no sts.py adapters needed
+# Failure paths (blocked iff armed): no sts.py adapters needed
 # ==========================================================================
 
 FAILURES = {
@@ -503,7 +504,7 @@ def test_hermes_child_failure_uses_root_marker(tmp_path, env, monkeypatch):
 
 
 # ==========================================================================
-# Wire protocol with a scripted fake sts.py (adapters.md 2.1 / 2.2)
+# Wire protocol with a scripted fake sts.py
 # ==========================================================================
 
 
@@ -654,7 +655,8 @@ def test_opencode_ancestry_from_the_sdk(tmp_path, env, work):
 @pytest.mark.parametrize("lookup", ["throw", pytest.param("hang", marks=pytest.mark.slow),
                                     "missing"])
 def test_opencode_failed_ancestry_lookup_is_not_a_root(tmp_path, env, work, lookup):
-    """A null parent after a failed lookup must not read as "root" (adapters.md 5.4)."""
+    """A null parent after a failed lookup must not read as "root": a root's prompts
+    set the contract, a child's never do."""
     env = echo_env(env)
     init = {"directory": work, "agents": OC_AGENTS}
     if lookup != "missing":
@@ -1035,7 +1037,7 @@ def test_real_opencode_child_session_judged_by_root(tmp_path, real_env, work):
 @needs_node
 def test_real_opencode_unresolvable_session_cannot_set_the_contract(tmp_path, real_env, work):
     """The lookup throws and no session.created was seen: the prompt is no authority
-    (adapters.md 5.4), so no contract context is delivered and the edit is not blocked
+    (it may be a child's), so no contract context is delivered and the edit is not blocked
     by a contract that session tried to set."""
     steps = [oc_message("ses_lost", REVIEW),
              {"hook": "experimental.chat.system.transform", "input": {"sessionID": "ses_lost"}, "output": {"system": []}},
@@ -1138,7 +1140,7 @@ def test_real_hermes_review_blocks_and_change_allows(tmp_path, real_env, monkeyp
 
 def test_real_hermes_prompt_with_parent_session_id_is_not_root_authority(tmp_path, real_env, monkeypatch, work):
     """The plugin falls back to parent_session_id for a missing session_id; the
-    prompt is still a child's and cannot arm the parent (adapters.md 8.2)."""
+    prompt is still a child's and cannot arm the parent."""
     monkeypatch.chdir(work)
     module, ctx = real_hermes(monkeypatch, real_env)
     parent = "20261130_151307_cccccc"

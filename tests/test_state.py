@@ -30,7 +30,7 @@ def _valid():
     return state
 
 
-def test_session_key_matches_reference():
+def test_session_key_is_the_first_24_hex_of_sha256_over_utf8():
     assert sts.session_key("s1") == "e8bc163c82eee18733288c7d"
     assert sts.session_key("") == "unknown"
     assert sts.session_key("a\udc80b") == sts.session_key("a\ufffdb")

@@ -1,8 +1,14 @@
-"""sts.py is one module: a name defined twice at top level silently replaces the first."""
+"""Style rules that are checked.
+
+sts.py is one module: a name defined twice at top level silently replaces the
+first, and a private name nothing reads is dead code.  Every comment stands
+alone: nothing in the repository cites a document that is not in it.
+"""
 import ast
 import collections
 import functools
 import os
+import re
 
 from hooks import ROOT
 
@@ -78,3 +84,135 @@ def test_every_private_top_level_name_is_used():
     unused = sorted(name for name, _ in top_level_names(tree)
                     if name.startswith("_") and not name.startswith("__") and name not in used)
     assert unused == []
+
+
+# ---- comments that stand alone ------------------------------------------------
+#
+# The code was written from specification documents that are not in this
+# repository.  A comment, docstring or test that cites them ("see <spec
+# file> 4.2", a decision label, a bare section number) sends a reader where
+# they cannot follow; say the rule in words instead, where it is applied.
+
+# A spec file, a decision label (ten, dash, letter, digit), the section sign,
+# a bare spec label in parentheses (a letter and a digit), the design notes
+# the project started from, the short name of the reference implementation.
+_CITATION = re.compile(
+    r"\b(?:core|adapters|analysis|decisions)\.md\b"
+    r"|\b10-[A-Z][0-9]\b"
+    r"|\u00a7"
+    r"|\((?:[SCLDAGPV][0-9])(?:(?:, ?|/)[SCLDAGPV]?[0-9])*\)"
+    r"|\bdesign\s+card\b"
+    r"|\bREF\b")
+# In comments and docstrings also a bare section number in parentheses.
+_SECTION = re.compile(r"\((?:[1-9]\.[0-9]+[a-z]?)(?:(?:, |/| and |-)[1-9]\.[0-9]+)*\)")
+_TEXT_FILES = (".py", ".js", ".mjs", ".md", ".txt", ".json", ".jsonl", ".yaml", ".toml", ".sh")
+_NOT_OURS = ("__pycache__", ".git", ".venv", "node_modules", ".e2e-cache", ".pytest_cache")
+# What the hosts themselves sent, recorded as it was: not our words.
+_RECORDED = os.path.join("tests", "fixtures", "payloads") + os.sep
+
+
+def _repository_texts():
+    for base, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if d not in _NOT_OURS)
+        for name in sorted(files):
+            path = os.path.join(base, name)
+            rel = os.path.relpath(path, ROOT)
+            if rel.startswith(_RECORDED):
+                continue
+            if name.endswith(_TEXT_FILES) or name == "Makefile" or rel == os.path.join(".ci", "run"):
+                with open(path, encoding="utf-8") as fh:
+                    yield rel, fh.read()
+
+
+def _python_comments_and_docstrings(text):
+    """(line, text) of every comment and docstring of a Python source."""
+    import io
+    import tokenize
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+
+
+def test_no_text_in_the_repository_cites_a_document_outside_it():
+    found = ["%s:%d: %s" % (rel, number, hit.group(0))
+             for rel, text in _repository_texts()
+             for number, line in enumerate(text.split("\n"), 1)
+             for hit in _CITATION.finditer(line)]
+    assert found == []
+
+
+def test_no_comment_or_docstring_cites_a_section_number():
+    found = []
+    for rel, text in _repository_texts():
+        if rel.endswith(".py"):
+            pieces = _python_comments_and_docstrings(text)
+        elif rel.endswith((".js", ".mjs")):
+            pieces = ((n, line.partition("//")[2]) for n, line in enumerate(text.split("\n"), 1)
+                      if "//" in line)
+        else:
+            continue
+        found += ["%s:%d: %s" % (rel, n, hit.group(0)) for n, piece in pieces
+                  for hit in _SECTION.finditer(piece)]
+    assert found == []
+
+
+def test_the_citation_patterns_catch_what_they_are_for():
+    cited = ["see " + "core" + ".md 4.2", "(" + "S2)", "10-" + "P1 says", "\u00a7" + "2.3",
+             "as the design" + " card asks", "R" + "EF V1"]
+    assert all(_CITATION.search(text) for text in cited)
+    assert _SECTION.search("refused outright (" + "5.3).")
+    plain = ["C0 and C1 controls", "S1-codex is a case", "python 3.11", "sqrt(2.5)",
+             "sha256 over UTF-8", "Node 20"]
+    assert not any(_CITATION.search(text) for text in plain)
+
+
+# ---- the module docstring's map -------------------------------------------------
+
+def _sections():
+    """(first line, title) of each top-level section banner of sts.py."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    return [(number + 2, lines[number + 1][2:].split(":")[0].strip())
+            for number, line in enumerate(lines[:-1])
+            if line == "#" * 79 and re.match(r"# [A-Z]", lines[number + 1])]
+
+
+def test_the_docstring_lists_the_sections_in_file_order():
+    listed = re.findall(r"^    ([A-Z][a-z]+(?: [a-z]+)*(?:, [A-Z]+)?)  ",
+                        ast.get_docstring(sts_tree()), re.M)
+    titles = list(dict.fromkeys(title for _, title in _sections()))
+    assert [t.split(",")[0] for t in titles] == \
+        [name for entry in listed for name in entry.split(", ")]
+
+
+def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
+    """The module docstring says the file reads as layers, and names the calls
+    that reach down; this keeps that true."""
+    starts = _sections()
+    order = ["(top)"] + list(dict.fromkeys(title for _, title in starts))
+
+    def section_of(line):
+        found = "(top)"
+        for start, title in starts:
+            if line >= start:
+                found = title
+        return found
+
+    defined = {}
+    for node in sts_tree().body:
+        for name, line in top_level_names(ast.Module(body=[node], type_ignores=[])):
+            defined[name] = section_of(line)
+    down = set()
+    for node in sts_tree().body:
+        here = section_of(node.lineno)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in defined \
+                    and order.index(defined[sub.id]) > order.index(here):
+                down.add((here, sub.id))
+    assert down == {("Decision", "ledger_summary"), ("Engine", "inspection_response"),
+                    ("Cases", "ADAPTERS"), ("Cases", "run_hook")}

@@ -24,7 +24,10 @@ const HOST = "opencode";
 // BEGIN shared shim plumbing
 // Shared plumbing (the same block sits in every JS shim so each file can be
 // copied on its own): locate sts.py, spawn it once per hook, speak the wire
-// protocol of adapters.md section 2, and apply the failure rule of 2.3.
+// protocol (one JSON request on stdin; `{}`, `{"context"}` or `{"block",
+// "reason"}` back), and apply the failure rule: when sts.py cannot answer, a
+// tool call is blocked if and only if the session is armed; anything else
+// goes ahead.  Either way the failure is reported once.
 // ---------------------------------------------------------------------------
 
 const SHIM_DIR = dirname(fileURLToPath(import.meta.url));
@@ -73,7 +76,7 @@ function isWritableDir(dir) {
   }
 }
 
-// argv for spawn (never a shell): the import form of decisions.md 1.
+// argv for spawn (never a shell): the import form, so bytecode is reused.
 function stsCommand() {
   const python = process.env.STS_PYTHON || "python3";
   const file = resolve(stsPyPath());
@@ -260,7 +263,7 @@ function blockReasonOf(answer) {
 // END shared shim plumbing
 
 // ---------------------------------------------------------------------------
-// OpenCode surface (adapters.md section 5)
+// OpenCode surface
 // ---------------------------------------------------------------------------
 
 const SERVICE = "stop-that-shit";
@@ -335,7 +338,8 @@ export const StopThatShit = async ({ client, directory } = {}) => {
   const cwdOf = (sessionID) => directoryOf.get(sessionID) || directory || process.cwd();
 
   // null: a root; undefined: the lookup failed, threw or timed out, so the
-  // session may be a child whose parent we cannot name (adapters.md 5.4).
+  // session may be a child whose parent we cannot name, and must never be
+  // taken for a root (a root's prompts set the contract).
   async function lookupParent(sessionID) {
     if (parentOf.has(sessionID)) return parentOf.get(sessionID);
     try {

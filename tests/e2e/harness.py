@@ -4,7 +4,7 @@
 Parent side (`run_case`): makes the run folder, starts the child below inside
 a private network namespace (`unshare -n`, when available), then reads what
 happened: the files in the work folder, the fake model's request log, the
-sts audit, and writes the host-effect annotation (decisions.md 4).
+sts audit, and writes the host-effect annotation (what the host was seen to do).
 
 Child side (`python3 harness.py --child SPEC`): brings up loopback, starts the
 fake model on 127.0.0.1, writes the host's config, runs the host with a time
@@ -419,7 +419,7 @@ def explain(sts_home: str, event_id: str) -> str:
 
 
 def annotate(sts_home: str, event_id: str, effect: str) -> None:
-    """decisions.md 4: one line in runtime/annotations.jsonl, via sts when it can."""
+    """The observed host effect: one line in runtime/annotations.jsonl, via sts when it can."""
     try:
         sys.path.insert(0, hosts.REPO)
         import sts  # noqa: WPS433

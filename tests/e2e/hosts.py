@@ -10,7 +10,7 @@ Three wirings:
             with `--trust`) after the provider config is written: the path a
             user takes, so the e2e run proves the installer too;
   "direct"  the real guard, wired here by hand (used while `sts.py install`
-            is not available): the decisions.md 1 import-form hook command for
+            is not available): the import-form hook command for
             Codex and Claude Code, the shims from host_shims/ for the others;
   "probe"   tests/e2e/probe/: a stand-in that denies calls mentioning
             `e2e-deny`, used to prove the harness itself on every host.
@@ -65,7 +65,7 @@ class Run:
 
 
 def sts_hook_command(host: str) -> str:
-    """decisions.md 1: the import form, with the path quoted for a Python string."""
+    """The import-form hook command, with the path quoted for a Python string."""
     code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % REPO
     return "python3 -I -S -c %s %s" % (shlex.quote(code), host)
 
@@ -88,7 +88,7 @@ def base_env(run: Run) -> dict:
     for key in ("LC_ALL", "TZ", "SSL_CERT_FILE"):
         if key in os.environ:
             env[key] = os.environ[key]
-    # What the shims need to find the guard (adapters.md 9.1).
+    # What the shims need to find the guard: the interpreter and sts.py.
     env["STS_PYTHON"] = "python3"
     env["STS_PY"] = PROBE_STS if run.wiring == "probe" else os.path.join(REPO, "sts.py")
     env["STS_E2E_HOST"] = run.host

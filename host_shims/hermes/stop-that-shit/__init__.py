@@ -148,7 +148,8 @@ def _cwd(task_id=None):
 
 
 def envelope(hook, kwargs):
-    """The native command-hook stdin Hermes itself would send (adapters.md 8.1)."""
+    """The native command-hook stdin Hermes itself would send, so sts reads plugin
+    and command-hook events alike."""
     args = kwargs.get("args")
     return {
         "hook_event_name": hook,

@@ -1,5 +1,6 @@
 // OpenCode probe plugin for the e2e harness: asks $STS_PY (the probe stand-in)
-// before each tool call and throws to block it.  Speaks adapters.md 2.1/2.2.
+// before each tool call and throws to block it.  Speaks the shim wire protocol
+// (host_shims/README.md).
 import { spawnSync } from "node:child_process";
 
 function ask(hook, sessionId, cwd, payload) {

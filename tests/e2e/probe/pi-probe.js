@@ -1,5 +1,6 @@
 // Pi / Oh My Pi probe extension for the e2e harness: asks $STS_PY (the probe
-// stand-in) on every tool_call and blocks it when told to (adapters.md 2.2).
+// stand-in) on every tool_call and blocks it when told to (the shim answer
+// {"block": true, "reason"}).
 import { spawnSync } from "node:child_process";
 
 const HOST = process.env.STS_E2E_HOST || "pi";

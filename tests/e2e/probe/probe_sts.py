@@ -7,8 +7,7 @@ It denies every tool call whose input mentions `e2e-deny` and allows the rest.
 Codex, Claude Code and Qwen Code get their native PreToolUse deny, Gemini CLI
 {"decision": "deny"} and Copilot CLI a top-level permissionDecision (its event
 name comes as the second argument); the probe shims for
-OpenCode, Pi, Oh My Pi and Hermes get the shim answer {"block": true, "reason"}
-(adapters.md 2.2).  Every event is appended to $STS_HOME/probe.jsonl, so a test
+OpenCode, Pi, Oh My Pi and Hermes get the shim answer {"block": true, "reason"}.  Every event is appended to $STS_HOME/probe.jsonl, so a test
 can tell that the hook was consulted.
 """
 import json

@@ -1,0 +1,273 @@
+"""False reads found by attacking the proven reads, each shown for real.
+
+Every case here was once proven read.  Each test first asks the analyzer,
+then runs the command (or the program behind it) in a scratch folder and
+shows the effect that makes refusing it right: a file written, a program
+run, the terminal changed.  The real half is skipped when its program is
+missing; the analyzer half always runs.
+"""
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+import sts
+
+
+def _verdict(line):
+    return sts.analyze_shell(line).mutability
+
+
+def _run(argv, cwd, env=None, timeout=60):
+    return subprocess.run(argv, cwd=str(cwd), env=dict(os.environ, **(env or {})),
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+
+
+# ---- POSIXLY_CORRECT: options end at the first operand -------------------------
+# Set in the user's environment or before the command, it makes a word that
+# looks like an option after an operand an operand itself.
+
+def test_uniq_writes_a_second_operand_that_looks_like_an_option(tmp_path):
+    for line in ("uniq a.txt -c", "POSIXLY_CORRECT=1 uniq a.txt -c",
+                 "env POSIXLY_CORRECT=1 uniq a.txt -c"):
+        assert _verdict(line) == "write", line
+    assert _verdict("uniq -c a.txt") == "read"
+    (tmp_path / "a.txt").write_text("a\na\nb\n")
+    _run(["uniq", "a.txt", "-c"], tmp_path, {"POSIXLY_CORRECT": "1"})
+    assert (tmp_path / "-c").read_text() == "a\nb\n"      # -c was the output file
+
+
+def test_gzip_compresses_a_file_named_like_an_option_after_stdin(tmp_path):
+    assert _verdict("gzip - -c") != "read"
+    assert _verdict("gzip -c -") == "read"
+    if not shutil.which("gzip"):
+        pytest.skip("gzip not installed")
+    (tmp_path / "-c").write_text("secret\n")
+    _run(["gzip", "-", "-c"], tmp_path, {"POSIXLY_CORRECT": "1"})
+    assert not (tmp_path / "-c").exists() and (tmp_path / "-c.gz").exists()
+
+
+# ---- programs that first obey a project file -------------------------------------
+
+@pytest.mark.parametrize("line", ["cargo --version", "cargo -V", "rustc --version",
+                                  "rustup --version", "cargo --help", "cargo search x",
+                                  "sudo cargo --version", "go version", "go list ./...",
+                                  "yarn --version", "yarn list", "pnpm --version",
+                                  "mvn --version", "mvn -v", "pytest --version",
+                                  "pytest -V", "sbt --version", "bazel --version"])
+def test_a_project_file_may_pick_what_runs_so_no_form_is_a_read(line):
+    assert _verdict(line) != "read"
+    culprit = sts.shell_culprit(line, "bash", "MUTABILITY_UNPROVEN")
+    assert "project" in culprit, culprit
+
+
+def test_gotoolchain_local_makes_go_reads_reads_again():
+    for line in ("GOTOOLCHAIN=local go version", "GOTOOLCHAIN=local go list ./..."):
+        assert _verdict(line) == "read", line
+    for line in ("GOTOOLCHAIN=auto go version", "env GOTOOLCHAIN=local go version",
+                 "GOTOOLCHAIN=local cargo --version"):
+        assert _verdict(line) != "read", line
+    culprit = sts.shell_culprit("go list ./...", "bash", "MUTABILITY_UNPROVEN")
+    assert "GOTOOLCHAIN=local go" in culprit, culprit
+
+
+def test_rust_toolchain_file_runs_a_folder_of_the_project(tmp_path):
+    """rustup's proxies run the binaries of `path` in rust-toolchain.toml."""
+    if not (shutil.which("cargo") and shutil.which("rustup")):
+        pytest.skip("rustup not installed")
+    tools = tmp_path / "tc" / "bin"
+    tools.mkdir(parents=True)
+    (tmp_path / "tc" / "lib").mkdir()
+    for name in ("cargo", "rustc"):
+        (tools / name).write_text("#!/bin/sh\ntouch \"%s/ran_$(basename $0)\"\necho 9.9.9\n"
+                                  % tmp_path)
+        (tools / name).chmod(0o755)
+    (tmp_path / "rust-toolchain.toml").write_text(
+        '[toolchain]\npath = "%s"\n' % (tmp_path / "tc"))
+    for name in ("cargo", "rustc"):
+        out = _run([name, "--version"], tmp_path)
+        assert out.stdout.strip() == b"9.9.9", out
+        assert (tmp_path / ("ran_" + name)).exists()
+
+
+def test_maven_starts_java_with_the_projects_jvm_options(tmp_path):
+    if not shutil.which("mvn"):
+        pytest.skip("mvn not installed")
+    (tmp_path / ".mvn").mkdir()
+    log = tmp_path / "jvm.log"
+    (tmp_path / ".mvn" / "jvm.config").write_text("-Xlog:os:file=%s\n" % log)
+    _run(["mvn", "--version"], tmp_path, timeout=120)
+    assert log.exists()
+
+
+def test_uv_version_with_a_value_rewrites_the_project():
+    assert _verdict("uv version") == "read"
+    for line in ("uv version 1.2.3", "uv version --bump patch", "uv version 2.0 --dry-run"):
+        assert _verdict(line) != "read", line
+
+
+# ---- zsh feeds a pipeline stage the pipe, then its own here-document --------------
+
+@pytest.mark.parametrize("line", [
+    "echo 'open(\"pwned\", \"w\")' | python3 -I - <<'EOF'\nprint(1)\nEOF\n",
+    "echo 'open(\"pwned\", \"w\")' | python3 -I - <<<'print(1)'",
+    "echo 'touch pwned' | sh <<'EOF'\nls >/dev/null\nEOF\n"])
+def test_zsh_joins_a_pipe_and_a_here_document(tmp_path, line):
+    assert _verdict(line) != "read"
+    if not shutil.which("zsh"):
+        pytest.skip("zsh not installed")
+    _run(["bash", "--norc", "--noprofile", "-c", line], tmp_path)
+    assert not (tmp_path / "pwned").exists()       # bash: the here-document alone
+    _run(["zsh", "-f", "-c", line], tmp_path)
+    assert (tmp_path / "pwned").exists()           # zsh: the pipe, then the rest
+
+
+def test_a_here_document_without_a_pipe_into_it_is_still_proven():
+    for line in ("python3 -I - <<'EOF'\nprint(1)\nEOF\n", "python3 -I - <<<'print(1)' | cat",
+                 "echo x | ( python3 -I - <<'EOF'\nprint(1)\nEOF\n)"):
+        assert _verdict(line) == "read", line
+
+
+# ---- tar's TAPE may name an archive on another machine ----------------------------
+
+def test_tar_runs_a_remote_shell_for_a_tape_on_another_machine(tmp_path):
+    assert _verdict("TAPE=localhost:/x tar -t") != "read"
+    assert _verdict("tar -t") == "read"
+    if not (shutil.which("tar") and shutil.which("strace")):
+        pytest.skip("tar or strace not installed")
+    trace = tmp_path / "trace"
+    _run(["strace", "-f", "-e", "trace=execve", "-o", str(trace), "tar", "-t"], tmp_path,
+         {"TAPE": "localhost:/x"})
+    started = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    assert any("rmt" in line for line in started), started   # rsh localhost .../rmt
+
+
+# ---- a message bus address may name a program -----------------------------------
+
+@pytest.mark.parametrize("line,bare", [
+    ("DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=./x systemctl status", "systemctl status"),
+    ("DBUS_SESSION_BUS_ADDRESS=unixexec:path=./x systemctl --user status",
+     "systemctl --user status"),
+    ("env DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=./x hostnamectl", "hostnamectl"),
+    ("DBUS_STARTER_ADDRESS=x timedatectl", "timedatectl")])
+def test_a_bus_address_before_a_systemd_tool_is_refused(line, bare):
+    assert _verdict(line) != "read"
+    assert _verdict(bare) == "read"
+
+
+def test_sd_bus_runs_the_program_a_unixexec_address_names(tmp_path):
+    """systemd tools refuse to run unless /run/systemd/system exists, so the
+    check runs in a mount namespace of its own where it does."""
+    tool = shutil.which("hostnamectl")
+    if not tool or os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs hostnamectl, root and unshare")
+    marker = tmp_path / "ran"
+    prog = tmp_path / "bus"
+    prog.write_text("#!/bin/sh\ntouch %s\n" % marker)
+    prog.chmod(0o755)
+    script = ("mount -t tmpfs none /run && mkdir -p /run/systemd/system && "
+              "DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=%s timeout 10 %s" % (prog, tool))
+    out = _run(["unshare", "-m", "--", "sh", "-c", script], tmp_path)
+    if b"mount" in out.stderr and not marker.exists():
+        pytest.skip("no mount namespace here: %r" % out.stderr[:200])
+    assert marker.exists(), out
+
+
+# ---- kubectl reads `_` in a flag name as `-` ----------------------------------------
+
+class _FakeApi(http.server.BaseHTTPRequestHandler):
+    """Just enough of a Kubernetes API server for `kubectl get pods`."""
+    BODIES = {
+        "/version": {"major": "1", "minor": "32", "gitVersion": "v1.32.0"},
+        "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
+        "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+        "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+             "verbs": ["get", "list"]}]},
+        "/api/v1/namespaces/default/pods": {"kind": "PodList", "apiVersion": "v1",
+                                            "metadata": {}, "items": []},
+    }
+
+    def do_GET(self):
+        body = self.BODIES.get(self.path.split("?")[0])
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(json.dumps(body or {"kind": "Status", "code": 404}).encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("line", ["kubectl get pods --cache_dir=x",
+                                  "kubectl get pods --cache_dir x",
+                                  "kubectl cluster-info dump --output_directory=x",
+                                  "kubectl version --profile_output=x --profile cpu"])
+def test_kubectl_flag_spelled_with_underscores_is_refused(line):
+    assert _verdict(line) != "read"
+    assert _verdict("kubectl get pods -o wide") == "read"
+
+
+def test_kubectl_writes_its_cache_where_cache_dir_with_an_underscore_says(tmp_path):
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl not installed")
+    server = http.server.HTTPServer(("127.0.0.1", 0), _FakeApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = tmp_path / "kubeconfig"
+        config.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "c", "cluster": {
+                "server": "http://127.0.0.1:%d" % server.server_port}}],
+            "users": [{"name": "u", "user": {}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u",
+                                                   "namespace": "default"}}]}))
+        cache = tmp_path / "elsewhere"
+        _run(["kubectl", "get", "pods", "--cache_dir=%s" % cache], tmp_path,
+             {"KUBECONFIG": str(config), "HOME": str(tmp_path)})
+        assert (cache / "discovery").is_dir()
+    finally:
+        server.shutdown()
+
+
+# ---- tput init and reset set the terminal's modes ----------------------------------
+
+@pytest.mark.parametrize("cap", ["reset", "init"])
+def test_tput_init_and_reset_change_the_terminal(tmp_path, cap):
+    assert _verdict("tput " + cap) != "read"
+    assert _verdict("tput cols") == "read"
+    if not (shutil.which("tput") and shutil.which("script")):
+        pytest.skip("tput or script not installed")
+    inner = "stty -echo; TERM=xterm tput %s >/dev/null; stty -a" % cap
+    out = _run(["script", "-qc", inner, "/dev/null"], tmp_path, {"TERM": "xterm"})
+    words = out.stdout.decode("utf-8", "replace").split()
+    assert "echo" in words and "-echo" not in words, words   # echo is back on
+
+
+# ---- through the real hook, in review mode ------------------------------------------
+
+HOOK_CASES = [
+    "uniq a.txt -c", "gzip - -c", "cargo --version", "go list ./...", "yarn --version",
+    "DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=./x systemctl status",
+    "kubectl get pods --cache_dir=x", "tput reset", "TAPE=host:/x tar -t",
+    "echo 'open(\"x\", \"w\")' | python3 -I - <<'EOF'\nprint(1)\nEOF\n",
+    "unlink --help", "/bin/kill -0 1234 -s 9",
+    "COMSPEC=x python3 -I -c 'import platform; print(platform.uname())'"]
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_review_mode_denies_each_false_read_and_allows_the_read(tmp_path, monkeypatch, host):
+    from test_same_answer import decision_code
+    for k, line in enumerate(HOOK_CASES + ["uniq -c a.txt"]):
+        home = tmp_path / ("%s%d" % (host, k))
+        monkeypatch.setenv("STS_HOME", str(home))
+        code = decision_code(host, "$stop-that-shit review -- audit", "shell", line,
+                             sts.Store(str(home)))
+        if line == "uniq -c a.txt":
+            assert code is None, line
+        else:
+            assert code in ("MUTABILITY_UNPROVEN", "MODE_FORBIDS_MUTATION"), (line, code)
