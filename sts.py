@@ -2949,7 +2949,7 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ---------------------------------------------------------- option tables ----
+# ---- option tables -----------------------------------------------------------
 #
 # Most programs are judged by a table of their options (`_Opts`), read by
 # one scanner (`_read_options`).  A table is one string, written the way --help
@@ -7073,7 +7073,7 @@ def _network_read(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-# ------------------------------------------------ programs judged by a table ----
+# ---- programs judged by a table ----------------------------------------------
 #
 # Each row is the program's option table (see `_Opts` for the grammar) and,
 # above it, why it is what it is and a few examples (`#:` lines, checked
@@ -7498,75 +7498,6 @@ _INERT = (
 # and without -b its keys kill and renice), history (see _HISTORY: -w writes).
 
 
-_PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
-for _p in _INERT:
-    _PROGRAMS[_p] = _inert
-_PROGRAMS.update({
-    "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
-    "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
-    "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
-    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
-    "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
-    "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
-    "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
-    "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(flags="pv"), "nice": _w_transparent(valued="n",
-                                                               long_valued=("--adjustment",)),
-    "timeout": _w_transparent(flags="v", valued="sk", long_valued=("--signal", "--kill-after"),
-                              long_flags=("--preserve-status", "--foreground", "--verbose"),
-                              numeric_first=True),
-    "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
-    "nohup": _w_transparent(capped="shell_command_unproven"),
-    "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
-    **{runner: _w_runner for runner in _RUNNERS},
-    "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
-    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
-                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
-    "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
-    "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
-    "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
-    "pnpx": _npm,
-    "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
-    "pipx": _poetry, "conda": _poetry, "mamba": _poetry, "micromamba": _poetry,
-    "pdm": _poetry, "rye": _poetry,
-    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
-       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
-    "mvnw": _pm_table,
-    "cargo": _cargo, "go": _go, "gem": _gem, "bundle": _gem, "bundler": _gem,
-    "composer": _composer, "dotnet": _dotnet,
-    "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
-    "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
-    "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
-    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
-    "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
-    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
-    "coreutils": _multicall,
-    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
-    "dig": _net_lookup, "host": _net_lookup, "nslookup": _net_lookup, "ping": _net_lookup,
-    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
-    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
-    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
-    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
-    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
-    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
-    "declare": _DECLARE, "typeset": _DECLARE,
-    "export": lambda n, a, c: _unknown("state_change"),
-})
-for _p in ("alias", "unalias", "unset", "source", ".", "trap", "local", "readonly", "enable",
-           "exit", "logout", "return", "bind", "complete", "setopt", "unsetopt", "autoload",
-           "disown", "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"):
-    _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
-for _p in ("source", ".", "trap"):
-    # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
-    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown("state_change"))
-for _p in ("emulate", "fc"):
-    # `emulate sh -c CODE` runs CODE; fc re-runs or edits history commands.
-    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown())
-
-
 def _repo_chosen(handler: Callable[[str, List[_W], "_Ctx"], _V]
                  ) -> Callable[[str, List[_W], "_Ctx"], _V]:
     """yarn runs the release `yarnPath` (.yarnrc.yml) or `yarn-path`
@@ -7579,19 +7510,34 @@ def _repo_chosen(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-for _p in ("npm", "pnpm", "yarn", "bun", "gem", "composer", "conda", "mamba", "micromamba",
-           "apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper", "port", "choco",
-           "winget", "scoop"):
-    _PROGRAMS[_p] = _network_read(_PROGRAMS[_p])
-for _p in ("yarn", "pnpm", "pnpx"):
-    _PROGRAMS[_p] = _repo_chosen(_PROGRAMS[_p])
 _BUN_EVAL = _interp("bun")
-_BUN_NPM = _network_read(_npm)
 _PY_INTERP = _interp("python")
-for _p in _PYTHON_NAMES:
-    _PROGRAMS[_p] = _python
-_PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
-                                   else _BUN_NPM(n, a, c))
+_BUN_NPM = _network_read(_npm)
+
+
+def _bun(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """bun -e runs its code like node -e; every other bun is a package manager."""
+    if args and args[0].text in ("-e", "--eval"):
+        return _BUN_EVAL(name, args, ctx)
+    return _BUN_NPM(name, args, ctx)
+
+
+def _shell_state(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """Built-ins that change the shell itself (aliases, options, variables,
+    traps, the argument list): what runs after them is no longer known."""
+    return _unknown("state_change")
+
+
+def _runs_in_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """Code run in this shell (trap DEBUG runs before every command): it may cd anywhere."""
+    return _runs_here(_unknown("state_change"))
+
+
+def _reruns(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`emulate sh -c CODE` runs CODE; fc re-runs or edits history commands."""
+    return _runs_here(_unknown())
+
+
 
 
 def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -7618,8 +7564,6 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     return _unknown()
 
-
-_PROGRAMS["gh"] = _gh
 
 # `gh api` options that send a body, and so switch the method to POST.
 _GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
@@ -7695,7 +7639,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     return handler
 
 
-_PROGRAMS["docker"] = _subcommand_reads({
+_DOCKER = _subcommand_reads({
     "": ("ps", "images", "info", "version", "inspect", "logs", "top", "port", "history",
          "stats", "diff", "events", "save", "export"),
     "image": ("ls", "inspect", "history", "save"),
@@ -7708,7 +7652,7 @@ _PROGRAMS["docker"] = _subcommand_reads({
     lead={"--context": 1, "-c": 1, "--log-level": 1, "-l": 1, "--debug": 0, "-D": 0},
     # `docker compose config -o FILE` saves the model to FILE.
     deny_long=("output",), deny_short="o")
-_PROGRAMS["kubectl"] = _subcommand_reads({
+_KUBECTL = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
          "version", "top", "logs", "events", "wait", "completion"),
     "config": ("view", "get-contexts", "current-context", "get-clusters", "get-users"),
@@ -7740,15 +7684,85 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
     return handler
 
 
-for _p in ("rustc", "rustup", "mvn", "mvnw", "sbt", "bazel", "pytest", "py.test"):
-    _PROGRAMS[_p] = _repository_code(_PROGRAMS.get(_p))
-for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
-           "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
-           "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
-           "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
-           "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
-    _PROGRAMS.setdefault(_p.lower(), _version_only)
-del _p
+# ---- the registry ------------------------------------------------------------
+# Program name -> its handler (name, words after it, context) -> verdict.
+# One literal: a name given twice keeps the later handler, so the few
+# programs only their `--version` proves (`_version_only`) come first and
+# any fuller handler below replaces them.
+
+_PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
+    **dict.fromkeys(("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc",
+                     "kotlin", "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn",
+                     "helm", "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint",
+                     "prettier", "jest", "vitest", "bazel", "ninja", "zig", "ghc", "stack",
+                     "elixir", "mix", "erl", "lua", "php", "r", "julia", "scala", "sbt",
+                     "flutter", "dart", "nvm", "pyenv", "rbenv"), _version_only),
+    **dict.fromkeys(_INERT, _inert),
+    "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
+    "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
+    "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
+    "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
+    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
+    "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
+    "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
+    "command": _w_command, "builtin": _w_command, "exec": _w_command,
+    "time": _w_transparent(flags="pv"), "nice": _w_transparent(valued="n",
+                                                               long_valued=("--adjustment",)),
+    "timeout": _w_transparent(flags="v", valued="sk", long_valued=("--signal", "--kill-after"),
+                              long_flags=("--preserve-status", "--foreground", "--verbose"),
+                              numeric_first=True),
+    "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
+    "nohup": _w_transparent(capped="shell_command_unproven"),
+    "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
+    **{runner: _w_runner for runner in _RUNNERS},
+    "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
+    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
+                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
+    "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
+    "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
+    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
+    **dict.fromkeys(_PYTHON_NAMES, _python),
+    "npm": _network_read(_npm), "npx": _npm, "bunx": _npm, "bun": _bun,
+    # yarn and pnpm (and pnpx) first run the release the project names.
+    **dict.fromkeys(("pnpm", "yarn"), _repo_chosen(_network_read(_npm))),
+    "pnpx": _repo_chosen(_npm),
+    "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
+    "pipx": _poetry, **dict.fromkeys(("conda", "mamba", "micromamba"), _network_read(_poetry)),
+    "pdm": _poetry, "rye": _poetry,
+    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
+       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
+    "mvnw": _pm_table,
+    "cargo": _cargo, "go": _go, "gem": _network_read(_gem), "bundle": _gem, "bundler": _gem,
+    "composer": _network_read(_composer), "dotnet": _dotnet,
+    **dict.fromkeys(("apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper", "port",
+                     "choco", "winget", "scoop"), _network_read(_system_pm)),
+    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
+    "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
+    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
+    "coreutils": _multicall,
+    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
+    "dig": _net_lookup, "host": _net_lookup, "nslookup": _net_lookup, "ping": _net_lookup,
+    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
+    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
+    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
+    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
+    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
+    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
+    "declare": _DECLARE, "typeset": _DECLARE,
+    "gh": _gh, "docker": _DOCKER, "kubectl": _KUBECTL,
+    "export": _shell_state,
+    **dict.fromkeys(("alias", "unalias", "unset", "local", "readonly", "enable", "exit", "logout",
+                     "return", "bind", "complete", "setopt", "unsetopt", "autoload", "disown",
+                     "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"), _shell_state),
+    **dict.fromkeys(("source", ".", "trap"), _runs_in_shell),
+    **dict.fromkeys(("emulate", "fc"), _reruns),
+    # Their `--version` already runs what the project provides (see _repository_code).
+    **dict.fromkeys(("rustc", "rustup", "sbt", "bazel", "pytest", "py.test"),
+                    _repository_code(None)),
+    **dict.fromkeys(("mvn", "mvnw"), _repository_code(_pm_table)),
+}
 
 
 # ---- agents started here ----------------------------------------------------
@@ -13931,6 +13945,54 @@ def _owner_pid(entry: str) -> Optional[int]:
     return int(pid)
 
 
+def _replace_file(target: str, data: bytes, mode: Optional[int] = 0o600,
+                  durable: bool = True) -> None:
+    """The one atomic file writer: `data` goes to a temp file beside `target`
+    (never through a link), which is then renamed over it, so a reader sees
+    the old file or the new one, never a part.  On any failure the old file
+    stays, the temp file goes and the error is raised.  mode: the new file's
+    mode (None: the target's own, or the default for a new file).  durable:
+    the data and the rename are on disk (fsync of the file and its folder)
+    before it returns."""
+    import time
+    tmp = "%s.%d.%d.tmp" % (target, os.getpid(), int(time.time() * 1000))
+    keep = None
+    if mode is None:
+        try:
+            keep = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if keep is not None:
+            os.chmod(tmp, keep)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable and os.name != "nt":
+        try:
+            dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass  # some filesystems refuse a dir fsync; the rename already happened
+
+
 class Store:
     """The data dir.  Tool-call hooks touch only their own session's files."""
 
@@ -14122,39 +14184,10 @@ class Store:
     # ---- writing ------------------------------------------------------------
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2) -> None:
-        """Durable atomic replace: temp file in the same folder, fsync, rename,
-        folder fsync; the old file survives any failure."""
-        import time
-        directory = os.path.dirname(target)
-        _state_mkdirs(directory)
-        data = (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
-        tmp = "%s.%d.%d.tmp" % (target, os.getpid(), int(time.time() * 1000))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        if os.name != "nt":
-            try:
-                dfd = os.open(directory, os.O_RDONLY)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
-            except OSError:
-                pass  # some filesystems refuse a dir fsync; the rename already happened
+        """Durable atomic replace (_replace_file): the old file survives any failure."""
+        _state_mkdirs(os.path.dirname(target))
+        _replace_file(target, (json.dumps(obj, indent=indent, ensure_ascii=False)
+                               + "\n").encode("utf-8"))
 
     def _append_line(self, subdir: str, name: str, record: dict) -> None:
         """One JSON line with a single O_APPEND write, so lines never interleave."""
@@ -14864,24 +14897,16 @@ def _thrash_load(path: str) -> dict:
 
 
 def _thrash_save(path: str, record: dict) -> None:
-    tmp = "%s.%d.tmp" % (path, os.getpid())
+    """Best effort: a count lost to a full disk only delays the thrash note."""
     data = json.dumps(record).encode("utf-8")
     try:
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            _replace_file(path, data, durable=False)
         except FileNotFoundError:  # first record of this data dir
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            _replace_file(path, data, durable=False)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _thrash_repeats(store: Store, key: str, action: Action) -> int:
@@ -19466,28 +19491,9 @@ def _backup(path: str, data: bytes) -> str:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    """Temp file beside the target, then rename; a symlinked config keeps its link."""
-    import stat
-    real = os.path.realpath(path)
-    tmp = "%s.sts-tmp-%d" % (real, os.getpid())
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mode = None
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """A host's config replaced whole (_replace_file), keeping its mode; a
+    symlinked config keeps its link and the file it points to is replaced."""
+    _replace_file(os.path.realpath(path), data, mode=None)
 
 
 def _check_writable(paths: List[str]) -> None:
