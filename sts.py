@@ -2973,7 +2973,24 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # keyword: `write` (writes the file its value names, or some file when it
 # takes none), `runs` (runs another program or loads code) and `state`
 # (changes the system or the shell).  An effect met before a word the
-# scanner cannot read still counts: `sort -o f --new-flag` names f.
+# scanner cannot read still counts: `sort -o f --new-flag` names f.  A
+# value given as the next word that may split into several words (an
+# unquoted expansion, a pattern, a brace list) leaves the command unproven,
+# and whatever it writes may land anywhere (see _may_split).
+#
+# Programs judged by a table here: sort, uniq, tree, xxd, file, zipinfo,
+# getent, apt-cache, systemctl, journalctl, hostnamectl, timedatectl,
+# dmesg, sysctl, fuser, iconv, stty, mount, lsb_release, crontab, ss,
+# netstat, ifconfig, yq, ulimit, umask, history, shopt, declare, nm, diff3,
+# date, rg, fd, the wrappers time, nice, timeout, stdbuf, nohup, xargs and
+# sudo, sed's own options and the modes of the compressors and kill.
+# Programs that keep code of their own, and why: git, find, awk, tar, unzip,
+# patch and curl have a grammar beyond options (subcommands, expressions,
+# a program text, mode letters, old-style clusters) or read the values
+# themselves (curl's -w and -H, tar's --use-compress-program); env mixes
+# NAME=VALUE words with its options; the shell built-ins (cd, read, set,
+# test, printf, ...) decide by what they assign, not by their options;
+# the package managers, docker, kubectl, gh and ip decide by verb.
 #
 # A table is parsed the first time its program is judged: a table never
 # used costs nothing.  Each row may carry examples in the corpus format
@@ -2981,6 +2998,24 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # comment lines above it; tests/test_analysis.py checks every one.
 
 _EFFECT_REASONS = {"write": None, "runs": "shell_execution_option", "state": "state_change"}
+
+
+def _may_split(w: _W) -> bool:
+    """An option's value given as the next word must stay one word: an
+    unquoted expansion or a pattern may become several (`sort -k $x f` with
+    x='1 -o out' writes out; `sort -k {1,-o/tmp/x} f` too), and every
+    word after the first is read as an option or an operand."""
+    return w.glob or (w.dyn and w.split)
+
+
+def _unsplit(v: _V, value: Optional[_W]) -> _V:
+    """The verdict of a command whose option `value` may split into more
+    words (None: none does): never a read, and its writes may land anywhere."""
+    if value is not None and _may_split(value):
+        v.cap("shell_syntax_unproven", ("opaque", value.text))
+        if v.mut == "write":
+            v.opaque = True
+    return v
 
 
 class _Opts:
@@ -3046,7 +3081,11 @@ class _Opts:
         return self._effects.get(name)
 
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
-        fail, operands, seen = _read_options(args, self)
+        fail, operands, seen = _read_options(args, self, split_ok=True)
+        return _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+
+    def _judge(self, args: List[_W], fail: Optional[_V], operands: List[_W],
+               seen: List[Tuple[str, Optional[_W], str]]) -> _V:
         if fail is not None:
             return fail
         if self.needs:
@@ -3089,15 +3128,18 @@ def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> O
     return hits[0] if len(hits) == 1 else None
 
 
-def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None
-          ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
+def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
+                  split_ok: bool = False
+                  ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
     """The one option scanner.
 
     Returns (verdict or None, operands, [(option name, value, word as
     written)]).  The verdict joins the effects of the options met (in order)
     and, when a word cannot be read, that failure: an opaque word in option
     position (it could turn into any option), an option the table does not
-    list, a value missing.  Operands are every word that is no option.
+    list, a value missing, and a value given as the next word that may
+    split into several (see _may_split; split_ok: the caller judges it, as
+    the wrappers do).  Operands are every word that is no option.
     """
     short, long = spec.table()
     permute = spec.permute if permute is None else permute
@@ -3178,6 +3220,13 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None
                     else _unknown(_EFFECT_REASONS[effect])
                 v.why = ("spec", spelled, value.text if value is not None else None, effect)
                 effects = v if effects is None else effects.join(v)
+    split = _split_value(seen)
+    if split is not None and not split_ok:
+        # The words after it may be other options than they seem: never a
+        # read, and a write it makes may land anywhere.
+        if effects is not None and effects.mut == "write":
+            effects.opaque = True
+        fail = _unknown("shell_syntax_unproven", "opaque", split.text)
     if effects is not None:
         return (effects if fail is None else effects.join(fail)), operands, seen
     return fail, operands, seen
@@ -3206,23 +3255,6 @@ def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 and ("A" in w.text or "H" in w.text):
             return _unknown("state_change")
     return _an_read()
-
-
-def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
-    """Inert but for long options that run a program (nm --plugin loads a
-    shared object, diff3 --diff-program runs one); getopt takes any unique
-    prefix of them, so every prefix is refused."""
-    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
-        for w in args:
-            if w.opaque:
-                return _unknown("shell_syntax_unproven")
-            if w.text == "--":
-                break
-            key = w.text[2:].split("=", 1)[0] if w.text.startswith("--") else ""
-            if key and any(option.startswith(key) for option in running):
-                return _unknown("shell_execution_option", "option", w.text)
-        return _inert(name, args, ctx)
-    return handler
 
 
 # ---- writers ----------------------------------------------------------------
@@ -3441,60 +3473,49 @@ def _payload(args: List[_W], ctx: _Ctx) -> _V:
     return _classify_argv(args, inner)
 
 
-def _skip_wrapper_opts(args: List[_W], flags: str, valued: str,
-                       long_valued: Tuple[str, ...] = (), long_flags: Tuple[str, ...] = ()) -> Optional[int]:
-    """Index of the payload after the wrapper's own options, or None if unsure."""
-    i = 0
-    while i < len(args):
-        w = args[i]
-        if w.opaque or not w.static:
-            return None
-        t = w.text
-        if t == "--":
-            return i + 1
-        if not t.startswith("-") or t == "-":
-            return i
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in long_valued:
-                i += 1 if "=" in t else 2
-                continue
-            if key in long_flags:
-                i += 1
-                continue
-            return None
-        j = 1
-        while j < len(t):
-            if t[j] in valued:
-                i += 1 if j + 1 < len(t) else 2
-                break
-            if t[j] not in flags:
-                return None
-            j += 1
-        else:
-            i += 1
-    return i
+def _split_value(seen: List[Tuple[str, Optional[_W], str]]) -> Optional[_W]:
+    """The first value given as a word of its own that may split (_may_split)."""
+    return next((value for _, value, _ in seen if value is not None and _may_split(value)),
+                None)
 
 
-def _w_transparent(flags: str = "", valued: str = "", long_valued: Tuple[str, ...] = (),
-                   long_flags: Tuple[str, ...] = (), numeric_first: bool = False,
+def _wrapper_start(args: List[_W], spec: _Opts
+                   ) -> Optional[Tuple[int, List[Tuple[str, Optional[_W], str]]]]:
+    """Where the command a wrapper runs starts, after the wrapper's own
+    options (its table, read with options ending at the first operand), and
+    the options met; None when unsure: a word the table cannot read, or a
+    command word that is not static."""
+    fail, operands, seen = _read_options(args, spec, split_ok=True)
+    if fail is not None:
+        return None
+    start = len(args) - len(operands)
+    if operands and not operands[0].static and not (
+            start and args[start - 1].static and args[start - 1].text == "--"):
+        return None
+    return start, seen
+
+
+def _w_transparent(spec: _Opts, numeric_first: bool = False,
                    capped: Optional[str] = None) -> Callable[[str, List[_W], _Ctx], _V]:
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if name in ("nice",) and args and args[0].static and args[0].text[1:].isdigit() \
                 and args[0].text.startswith("-"):
             args = args[1:]
-        start = _skip_wrapper_opts(args, flags, valued, long_valued, long_flags)
-        if start is None:
+        found = _wrapper_start(args, spec)
+        if found is None:
             return _unknown()
-        rest = args[start:]
+        rest = args[found[0]:]
+        split = _split_value(found[1])
         if numeric_first:
             if not rest or not rest[0].static:
                 return _unknown()
             rest = rest[1:]
         if not rest:
-            return _an_read() if capped is None else _unknown(capped)
-        v = _payload(rest, ctx)
-        return v.cap(capped) if capped else v
+            v = _an_read() if capped is None else _unknown(capped)
+        else:
+            v = _payload(rest, ctx)
+            v = v.cap(capped) if capped else v
+        return _unsplit(v, split)
     return handler
 
 
@@ -3510,6 +3531,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     capped: Optional[str] = None
     folders: List[_W] = []
+    split: Optional[_W] = None
     i = 0
     while i < len(args):
         w = args[i]
@@ -3519,6 +3541,8 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-i", "--ignore-environment", "-0", "--null", "-"):
             i += 1
         elif t in ("-u", "--unset", "-C", "--chdir"):
+            if split is None and i + 1 < len(args) and _may_split(args[i + 1]):
+                split = args[i + 1]
             if t in ("-C", "--chdir") and i + 1 < len(args):
                 folders.append(args[i + 1])
             i += 2
@@ -3541,8 +3565,8 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     rest = args[i:]
     if not rest:
-        return _an_read()
-    v = _in_dir(_payload(rest, ctx), folders)
+        return _unsplit(_an_read(), split)
+    v = _unsplit(_in_dir(_payload(rest, ctx), folders), split)
     return v.cap("state_change", ("env", capped)) if capped else v
 
 
@@ -3664,18 +3688,26 @@ def _wrapper_option(opts: List[_W], short: str, long: str, valued: str) -> List[
     return found
 
 
+# --eof, --max-lines and --replace take their value only after "=": a
+# separate word is already the command (`xargs --replace rm cat` runs rm).
+_XARGS = _Opts(
+    "-0rtxpo -nLPsdEaI: --max-args: --max-procs: --max-chars: --delimiter: --arg-file: "
+    "--process-slot-var: --null --no-run-if-empty --verbose --exit --interactive --open-tty "
+    "--eof? --max-lines? --replace?",
+    permute=False, abbrev=False)
+
+
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    # --eof, --max-lines and --replace take their value only after "=": a
-    # separate word is already the command (`xargs --replace rm cat` runs rm).
-    start = _skip_wrapper_opts(
-        args, flags="0rtxpo", valued="nLPsdEaI",
-        long_valued=("--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file",
-                     "--process-slot-var"),
-        long_flags=("--null", "--no-run-if-empty", "--verbose", "--exit", "--interactive",
-                    "--open-tty", "--eof", "--max-lines", "--replace"))
-    if start is None:
+    found = _wrapper_start(args, _XARGS)
+    if found is None:
         return _unknown()
-    replace = _xargs_replace(args[:start])
+    start, seen = found
+    # The replace string of -I in every spelling (`-I X`, `-IX`, `-0I X`,
+    # `--replace=X`); a bare `--replace` means {}.
+    replace = None
+    for opt, value, _ in seen:
+        if opt in ("I", "replace"):
+            replace = value.text if value is not None else "{}"
     rest = list(args[start:]) or [_lit("echo")]
     if replace:
         if replace in rest[0].text:
@@ -3683,36 +3715,7 @@ def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
         rest = [rest[0]] + [_STDIN_ITEM if replace in w.text else w for w in rest[1:]]
     else:
         rest.append(_STDIN_ITEM)
-    return _payload(rest, ctx)
-
-
-def _xargs_replace(opts: List[_W]) -> Optional[str]:
-    """The replace string of -I in every spelling (`-I X`, `-IX`, `-0I X`,
-    `--replace=X`, bare `--replace` meaning {}), or None."""
-    replace = None
-    k = 0
-    while k < len(opts):
-        t = opts[k].text
-        k += 1
-        if t.startswith("--"):
-            if t == "--replace":
-                replace = "{}"
-            elif t.startswith("--replace="):
-                replace = t[len("--replace="):]
-            elif "=" not in t and t in ("--max-args", "--max-procs", "--max-chars",
-                                        "--delimiter", "--arg-file", "--process-slot-var"):
-                k += 1
-            continue
-        for j in range(1, len(t)):
-            if t[j] in "nLPsdEaI":
-                value = t[j + 1:]
-                if not value and k < len(opts):
-                    value = opts[k].text
-                    k += 1
-                if t[j] == "I":
-                    replace = value
-                break
-    return replace
+    return _unsplit(_payload(rest, ctx), _split_value(seen))
 
 
 def _shell_flags_ok(flag: str) -> bool:
@@ -3794,6 +3797,8 @@ def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
             i += 1
             continue
         if t in ("-executionpolicy", "-ep") and i + 1 < len(args):
+            if _may_split(args[i + 1]):
+                return _unknown("shell_syntax_unproven", "opaque", args[i + 1].text)
             i += 2
             continue
         if t in ("-command", "-c") and i + 1 < len(args):
@@ -3824,14 +3829,18 @@ def _w_cmd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+_SUDO = _Opts("-EHnkSAbP -ugCDhprtT: --user: --group: --chdir: --preserve-env? "
+              "--non-interactive", permute=False, abbrev=False)
+
+
 def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    start = _skip_wrapper_opts(args, flags="EHnkSAbP", valued="ugCDhprtT",
-                               long_valued=("--user", "--group", "--chdir"),
-                               long_flags=("--preserve-env", "--non-interactive"))
-    if start is None or start >= len(args):
+    found = _wrapper_start(args, _SUDO)
+    if found is None or found[0] >= len(args):
         return _unknown()
-    folders = _wrapper_option(args[:start], "D", "--chdir", "ugCDhprtT")
-    return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    start, seen = found
+    folders = [value for opt, value, _ in seen if opt in ("D", "chdir") and value is not None]
+    v = _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    return _unsplit(v, _split_value(seen))
 
 
 # ---- git --------------------------------------------------------------------
@@ -4474,7 +4483,8 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     if i >= n:
         return _unknown("git_arguments_unproven")
-    return _in_dir(_git_command(args[i].text, args[i + 1:]), folders)
+    split = next((w for w in folders if _may_split(w)), None)
+    return _unsplit(_in_dir(_git_command(args[i].text, args[i + 1:]), folders), split)
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -4545,50 +4555,22 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
 
 # ---- ripgrep ----------------------------------------------------------------
 
-_RG_VALUED = frozenset((
-    "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
-    "regex-size-limit", "threads", "glob", "iglob", "ignore-file", "max-depth", "max-filesize",
-    "type", "type-not", "type-add", "type-clear", "after-context", "before-context", "color",
-    "colors", "context", "context-separator", "field-context-separator",
-    "field-match-separator", "hyperlink-format", "max-columns", "path-separator", "replace",
-    "sort", "sortr", "generate",
-))
-
-
-def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key, eq, _ = t[2:].partition("=")
-            if key in ("pre", "hostname-bin"):
-                return _unknown("shell_execution_option", "option", t)
-            if key in _RG_VALUED and not eq:
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                if args[i].opaque:
-                    return _unknown("shell_syntax_unproven", "opaque", args[i].text)
-                i += 1
-            continue
-        for k, ch in enumerate(t[1:]):
-            if ch in "efEmjgdtTABCMr":
-                if k == len(t) - 2:
-                    if i >= n:
-                        return _unknown("option_value_missing", "option", t)
-                    if args[i].opaque:
-                        return _unknown("shell_syntax_unproven", "opaque", args[i].text)
-                    i += 1
-                break
-    return _an_read()
+# ripgrep takes options anywhere and ignores none it does not know (it
+# fails on them), so its table is open: only the options that take a
+# value matter, and the two that run programs.
+#: read | rg -n --type py 'def main' src
+#: read | rg -e foo -g '*.py' -C2
+#: unknown =shell_execution_option | rg --pre ./evil foo
+#: unknown =shell_execution_option | rg --hostname-bin=./evil foo
+#: notread | rg -e $x a.txt
+_RG = _Opts(
+    "-efEmjgdtTABCMr: --regexp: --file: --pre-glob: --dfa-size-limit: --encoding: --engine: "
+    "--max-count: --regex-size-limit: --threads: --glob: --iglob: --ignore-file: "
+    "--max-depth: --max-filesize: --type: --type-not: --type-add: --type-clear: "
+    "--after-context: --before-context: --color: --colors: --context: --context-separator: "
+    "--field-context-separator: --field-match-separator: --hyperlink-format: --max-columns: "
+    "--path-separator: --replace: --sort: --sortr: --generate: --pre? --hostname-bin?",
+    runs="--pre --hostname-bin", open=True, abbrev=False)
 
 
 # ---- find -------------------------------------------------------------------
@@ -4683,17 +4665,13 @@ def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
     return [_w_join(root, tail, pattern=True) for root in roots]
 
 
-def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    for w in args:
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if t.startswith(("--exec", "-x", "-X")) or (t.startswith("-") and not t.startswith("--")
-                                                    and ("x" in t or "X" in t)):
-            return _unknown("shell_execution_option", "option", t)
-    return _an_read()
+# fd runs a program with -x/--exec and -X/--exec-batch; its other options
+# only choose what it lists (the table is open).
+#: read | fd -e py -t f src
+#: read | fdfind -H -g "*.md"
+#: unknown =shell_execution_option | fd -e py -x rm
+#: unknown =shell_execution_option | fd -HX rm
+_FD = _Opts("-xX? --exec? --exec-batch?", runs="-x -X --exec --exec-batch", open=True)
 
 
 # ---- sed --------------------------------------------------------------------
@@ -5058,46 +5036,53 @@ def _awk_targets(code: str) -> Optional[List[str]]:
 
 
 def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    return _unsplit(*_awk_verdict(args))
+
+
+def _awk_verdict(args: List[_W]) -> Tuple[_V, Optional[_W]]:
     i, n = 0, len(args)
     program: Optional[_W] = None
+    split: Optional[_W] = None      # a -v or -F value that may split (_may_split)
     while i < n:
         w = args[i]
         if not w.static:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven"), split
         t = w.text
         if t == "--":
             i += 1
             break
         if t in ("-F", "-v"):
+            if split is None and i + 1 < n and _may_split(args[i + 1]):
+                split = args[i + 1]
             i += 2
             continue
         if t.startswith(("-F", "-v")) and len(t) > 2:
             i += 1
             continue
         if t in ("--version", "-V", "--help"):
-            return _an_read()
+            return _an_read(), split
         if t.startswith("-"):
             # -f progfile, -i include, -E, --exec ...
             return _unknown("shell_command_unproven",
                             "script_file" if t.startswith(("-f", "-E", "-i", "--exec")) else
-                            "option", t)
+                            "option", t), split
         break
     if i >= n:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven"), split
     program = args[i]
     if not program.static:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven"), split
     kind = _awk_program(program.text)
     if kind == "write":
         targets = _awk_targets(program.text)
         v = _write(targets or []).blame("awk", program.text,
                                         "writes a file from inside the program")
         v.opaque = targets is None
-        return v
+        return v, split
     if kind == "unknown":
         return _unknown("interpreter_code", "awk", program.text,
-                        "runs a command or reads one from inside the program")
-    return _an_read()
+                        "runs a command or reads one from inside the program"), split
+    return _an_read(), split
 
 
 # ---- interpreters -----------------------------------------------------------
@@ -6593,54 +6578,26 @@ def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read() if args else _an_read()
 
 
-_DATE_LONG = {"date": 1, "debug": 0, "file": 1, "iso-8601": 2, "resolution": 0,
-              "rfc-email": 0, "rfc-822": 0, "rfc-2822": 0, "rfc-3339": 1, "reference": 1,
-              "set": 1, "universal": 0, "utc": 0, "help": 0, "version": 0}
+def _formats_only(operands: List[_W]) -> Optional[_V]:
+    """date's operands: a +FORMAT prints, anything else sets the clock."""
+    if all(w.text.startswith("+") for w in operands):
+        return None
+    return _unknown("state_change")
 
 
-def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """date prints unless it sets the clock: -s (also inside a cluster such as
-    -us...), --set or any abbreviation of it (--s=...), or an operand that is
-    not a +FORMAT."""
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            if any(not x.static or not x.text.startswith("+") for x in args[i:]):
-                return _unknown("state_change")
-            break
-        if t.startswith("--"):
-            key, eq, _ = t[2:].partition("=")
-            canon = _resolve_long(_DATE_LONG, key, True)
-            if canon is None:
-                return _unknown()
-            if canon == "set":
-                return _unknown("state_change")
-            if eq and _DATE_LONG[canon] == 0:
-                return _unknown()
-            if not eq and _DATE_LONG[canon] == 1:
-                i += 1
-            continue
-        if t.startswith("-") and t != "-":
-            for k, ch in enumerate(t[1:]):
-                if ch == "s":
-                    return _unknown("state_change")
-                if ch in "dfr":
-                    if k == len(t) - 2:
-                        i += 1      # the value is the next word
-                    break
-                if ch == "I":
-                    break           # its optional value is attached
-                if ch not in "Ru":
-                    return _unknown()
-            continue
-        if not t.startswith("+"):
-            return _unknown("state_change")
-    return _an_read()
+# date prints unless it sets the clock: -s (also inside a cluster such as
+# -us...), --set or any abbreviation of it (--s=...), or an operand that
+# is not a +FORMAT.  -s and --set count with or without their value.
+#: read | date +%Y-%m-%d
+#: read | date -u -d @0 +%s
+#: read | date --iso-8601=seconds
+#: unknown =state_change | date -us 2020-01-01
+#: unknown =state_change | date --s=2020-01-01
+#: unknown =state_change | date 0101000020
+_DATE = _Opts(
+    "-Ru -dfr: -I? -s? --date: --debug --file: --iso-8601? --resolution --rfc-email "
+    "--rfc-822 --rfc-2822 --rfc-3339: --reference: --set? --universal --utc --help --version",
+    state="-s --set", check=_formats_only)
 
 
 # hostname options that only print; anything else (a NAME, -F FILE, -b, a
@@ -6740,8 +6697,10 @@ def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     hashes = any(w.text in ("--print-md", "--print-mds") for w in args)
+    # Every other word must be an algorithm or a file, and stay one word
+    # that cannot become an option (`--print-md $x` may hide --output).
     if hashes and args[0].text in ("--print-md", "--print-mds") and all(
-            not w.text.startswith("-") for w in args[1:]):
+            not w.text.startswith("-") and not w.opaque for w in args[1:]):
         return _V(hash_=True)
     return _V("unknown", "shell_command_unproven", hash_=hashes)
 
@@ -7302,6 +7261,17 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
     return _unknown("state_change")
 
 
+# Inert but for a long option that runs a program: nm --plugin loads a
+# shared object, diff3 --diff-program runs one.  Every other option only
+# shapes the output (the tables are open), and getopt takes any unique
+# prefix, so `--pl` is --plugin too.
+#: read | nm -C a.o
+#: unknown =shell_execution_option | nm --plugin ./evil.so a.o
+#: unknown =shell_execution_option | nm --pl=./evil.so a.o
+#: read | diff3 -m a b c
+#: unknown =shell_execution_option | diff3 --diff-program=./evil a b c
+_NM = _Opts("--plugin?", runs="--plugin", open=True)
+_DIFF3 = _Opts("--diff-program?", runs="--diff-program", open=True)
 # Shell built-ins in the forms that only print: `ulimit -n` shows a limit
 # (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
 # and `history 20` list (their options clear or write the history file),
@@ -7698,23 +7668,24 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
                      "elixir", "mix", "erl", "lua", "php", "r", "julia", "scala", "sbt",
                      "flutter", "dart", "nvm", "pyenv", "rbenv"), _version_only),
     **dict.fromkeys(_INERT, _inert),
-    "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
+    "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
+    "nm": _NM, "diff3": _DIFF3,
     "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
-    "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
+    "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
     "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(flags="pv"), "nice": _w_transparent(valued="n",
-                                                               long_valued=("--adjustment",)),
-    "timeout": _w_transparent(flags="v", valued="sk", long_valued=("--signal", "--kill-after"),
-                              long_flags=("--preserve-status", "--foreground", "--verbose"),
+    "time": _w_transparent(_Opts("-pv", permute=False, abbrev=False)),
+    "nice": _w_transparent(_Opts("-n: --adjustment:", permute=False, abbrev=False)),
+    "timeout": _w_transparent(_Opts("-v -sk: --signal: --kill-after: --preserve-status "
+                                    "--foreground --verbose", permute=False, abbrev=False),
                               numeric_first=True),
-    "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
-    "nohup": _w_transparent(capped="shell_command_unproven"),
+    "stdbuf": _w_transparent(_Opts("-ioe: --input: --output: --error:", permute=False,
+                                   abbrev=False)),
+    "nohup": _w_transparent(_Opts(permute=False), capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
     **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
