@@ -359,6 +359,14 @@ class Action:
         )
 
 
+def _storage_error_field(value: Any) -> dict:
+    """`storageError`: {code, message}, both non-empty text."""
+    if not isinstance(value, dict) or not _is_text(value.get("code")) \
+            or not _is_text(value.get("message")):
+        raise _bad("storageError", value)
+    return {"code": value["code"], "message": value["message"]}
+
+
 @dataclass
 class ActionResult:
     """`action` of an action.after event: a fact about a call that already ran."""
@@ -370,6 +378,10 @@ class ActionResult:
     ended_agent_ids: List[str] = field(default_factory=list)
     completed: Optional[bool] = None
     async_launched: Optional[bool] = None
+    # The host gives calls no id, so the adapter named the call `host:stamp:digest`
+    # and cannot know the stamp here: `id` is `host:-:digest`, and the fact is
+    # for the one reservation with that host and digest (see `_ledger_stamped_call`).
+    stamp_unknown: bool = False
 
     @classmethod
     def from_dict(cls, obj: Any) -> "ActionResult":
@@ -393,7 +405,8 @@ class ActionResult:
             lifecycle = "joined" if completed else "running" if async_launched else "unknown"
         return cls(id=action_id, lifecycle=lifecycle, agent_id=agent_id,
                    agent_aliases=aliases, ended_agent_ids=ended,
-                   completed=completed, async_launched=async_launched)
+                   completed=completed, async_launched=async_launched,
+                   stamp_unknown=_opt_bool(obj, "stampUnknown", where) is True)
 
 
 @dataclass
@@ -414,6 +427,19 @@ class ControlEvent:
     host: Optional[dict] = None
     action: Any = None  # Action on action.before, ActionResult on action.after
     completion_scope: Optional[str] = None
+    # Facts about the host that a rule needs; each is absent on most hosts.
+    # prompt.submit: the user's agent may edit files (OpenCode's build agent),
+    # and the agent is mid-turn, so the prompt steers the running turn.
+    agent_can_edit: Optional[bool] = None
+    agent_busy: Optional[bool] = None
+    # action.before: False when the host cannot refuse a prompt, so a turn whose
+    # directive was rejected still runs.  action.before and session.start: a
+    # storage error when the adapter could not find the governing session (a
+    # damaged link): a call is judged in recovery, a prompt is told why.
+    prompts_refusable: Optional[bool] = None
+    storage_error: Optional[dict] = None
+    # subagent.start: the host never says which delegation call started a child.
+    reservation_unknown: Optional[bool] = None
 
     @property
     def declared(self) -> bool:
@@ -455,6 +481,8 @@ class ControlEvent:
             if not isinstance(prompt, str):
                 raise _bad("prompt", prompt)
             event.prompt = prompt
+            event.agent_can_edit = _opt_bool(obj, "agentCanEdit", "")
+            event.agent_busy = _opt_bool(obj, "agentBusy", "")
         elif kind in ("subagent.start", "subagent.stop"):
             for key, attr in (("agentId", "agent_id"), ("agentAlias", "agent_alias"),
                               ("reservationId", "reservation_id")):
@@ -462,8 +490,12 @@ class ControlEvent:
                 if value is not None and not _is_text(value):
                     raise _bad(key, value)
                 setattr(event, attr, value)
+            event.reservation_unknown = _opt_bool(obj, "reservationUnknown", "")
         elif kind == "action.before":
             event.action = Action.from_dict(obj.get("action"))
+            event.prompts_refusable = _opt_bool(obj, "promptsRefusable", "")
+        if kind in ("action.before", "session.start") and obj.get("storageError") is not None:
+            event.storage_error = _storage_error_field(obj["storageError"])
         elif kind == "action.after":
             event.action = ActionResult.from_dict(obj.get("action"))
         event.all_delegations_stopped = _opt_bool(obj, "allDelegationsStopped", "")
@@ -490,14 +522,22 @@ class CoreResult(Record):
     kind: "none" (allow, or nothing new to say), "context" (text for the
     model), "deny" (stop the call; text is the STOP message) or
     "prompt-error" (an explicit directive was rejected).
+
+    A prompt or session start of a root session also says what holds after
+    it, for hosts that show more than what changed: the directive error still
+    pending, if any, and the contract line.
     """
 
-    __slots__ = FIELDS = ("kind", "text", "code", "event_id")
-    DEFAULTS = {"kind": "none", "text": "", "code": None, "event_id": None}
+    __slots__ = FIELDS = ("kind", "text", "code", "event_id", "directive_error",
+                          "contract_line")
+    DEFAULTS = {"kind": "none", "text": "", "code": None, "event_id": None,
+                "directive_error": None, "contract_line": ""}
     kind: str
     text: str
     code: Optional[str]
     event_id: Optional[str]
+    directive_error: Optional[dict]
+    contract_line: str
 
 
 NO_RESULT = CoreResult()
@@ -1058,6 +1098,20 @@ def directive_error_text(error: Optional[dict]) -> str:
     code = error.get("code") or "INVALID_DIRECTIVE"
     message = error.get("message") or "unknown directive error"
     return "%s: %s" % (code, message)
+
+
+def directive_rejected_text(error: dict, paused: bool = False) -> str:
+    """The one wording every host uses for a rejected directive, so tooling
+    reads one form: `Stop That Shit: directive rejected (CODE): message.`
+    paused: the host cannot refuse the prompt itself (Hermes, OpenCode, Copilot), so
+    its tools wait for a corrected directive instead."""
+    code = error.get("code") or "INVALID_DIRECTIVE"
+    message = (error.get("message") or "the directive could not be parsed").rstrip(". ")
+    text = ("Stop That Shit: directive rejected (%s): %s. The previous task contract still "
+            "applies; correct the directive and send it again." % (code, message))
+    if paused:
+        text += " Tools stay paused until the user sends a corrected directive."
+    return text
 
 
 def contract_context(contract: dict, reserved: int, count_unproven: bool,
@@ -2520,6 +2574,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+    if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
+        inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
@@ -2538,6 +2594,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                 v.hash = hash_intent_in_text(content, t)
     if v.mut == "write" and not v.dep:
         v.dep = _manifest_by_name(cmd, inner.mut == "write")
+    if not v.dep and _cmd_name(cmd) == "git" and _git_from_another_commit(cmd.words[1:]):
+        v.dep = _git_paths_may_hold_a_manifest(cmd.words[1:])
     if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
@@ -2553,6 +2611,72 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
+
+# Shells and their code options, for _runs_unread_code; interpreters come
+# from _INLINE_CODE.
+_CODE_SHELLS: Dict[str, Tuple[str, ...]] = {
+    **{name: ("-c",) for name in _STDIN_SHELLS}, "fish": ("-c", "--command"),
+    "pwsh": ("-c", "-command", "-Command"), "powershell": ("-c", "-command", "-Command"),
+}
+
+
+def _runs_unread_code(cmd: _Cmd) -> bool:
+    """Whether a shell or an interpreter here runs code that the line does not
+    spell out: `eval "$x"`, `bash -c "$x"`, `python3 -c "$x"`, `. "$f"`,
+    `source <(curl ...)`, or a program it reads from a pipe (`curl ... | sh`,
+    `base64 -d <<< ... | python3`) or from a here-document with expansions.
+    Such code may install a package, hash, or start an agent, and nothing
+    can tell: the callers treat it like a program named by a variable.  (A
+    script named by a file, `sh build.sh` or `sh < build.sh`, is the
+    project's code and is not counted here.)"""
+    words = cmd.words
+    name = _program_name(words[0]) if words and words[0].static else None
+    if name is None:
+        return False
+    args = words[1:]
+    if name in ("eval", "source", "."):
+        return any(not w.static or w.text.startswith("/dev/") for w in args[:1 if name != "eval"
+                                                                               else None])
+    lang = _INTERPRETERS.get(name)
+    flags = _CODE_SHELLS.get(name) or (_INLINE_CODE[lang][1] if lang else None)
+    if flags is None:
+        return False
+    texts = [w.text for w in args]
+    found = _code_option(texts, flags)
+    if found is not None:
+        k, attached = found
+        code = args[k] if attached is not None else (args[k + 1] if k + 1 < len(args) else None)
+        return code is not None and not code.static
+    operands = []
+    skip = from_stdin = False
+    for w in args:
+        if skip:
+            skip = False
+        elif w.static and w.text.startswith("-") and w.text != "-":
+            # python -W ignore / -X dev: the value is no script
+            skip = lang == "python" and w.text in ("-W", "-X")
+            # sh -s ARGS: the script is stdin and the words are its arguments
+            from_stdin = from_stdin or (lang is None and not w.text.startswith("--")
+                                        and "s" in w.text)
+        elif not (w.static and lang is None and w.text == "pipefail"):
+            operands.append(w)
+    if operands and not from_stdin and not (operands[0].static and operands[0].text == "-"):
+        # python -m MOD, sh build.sh: a file of the project, unless the
+        # word naming it is itself an expansion.
+        return not operands[0].static
+    # No script: the program comes from stdin.
+    if cmd.piped:
+        return True
+    for op, word in cmd.redirs:
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-"):
+            return not cmd.stdin_literal and cmd.stdin is not None and (
+                "$" in cmd.stdin or "`" in cmd.stdin)
+        if kind == "<<<":
+            return word is None or not word.static
+        if kind.startswith("<") and word is not None and not word.static:
+            return True
+    return False
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -2585,9 +2709,10 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         if code is None or not (literal or ("$" not in code and "\\" not in code
                                             and "`" not in code)):
             # Expanded before Python reads it: never proven, still read for intent.
-            return _code_intents(verdict, body, "x.py")
+            return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
-        return proven if proven.mut == "read" else _code_intents(proven, code, "x.py")
+        return proven if proven.mut == "read" else _code_targets(
+            _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -2600,7 +2725,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         return script
     lang = "node" if name == "bun" else _INTERPRETERS.get(name or "")
     if lang is not None:
-        _code_intents(verdict, body, _INLINE_CODE[lang][0])
+        _code_targets(_code_intents(verdict, body, _INLINE_CODE[lang][0]), body)
     return verdict
 
 
@@ -2637,11 +2762,74 @@ def _mv_source(words: List[_W], target: str) -> bool:
     return target != words[-1].text
 
 
+_GIT_SELF = frozenset(("HEAD", "@"))
+
+
+def _git_from_another_commit(args: List[_W]) -> bool:
+    """Whether `git checkout other -- paths` or `git restore --source=other paths`
+    writes files as another commit has them (HEAD and the index restore)."""
+    while args and args[0].static and args[0].text.startswith("-") and args[0].text != "--":
+        args = args[1:] if args[0].text not in ("-c", "-C") else args[2:]   # git's own options
+    if not args:
+        return False
+    sub, rest = args[0].text, args[1:]
+    if sub == "restore":
+        for k, w in enumerate(rest):
+            t = w.text
+            source = (t.split("=", 1)[1] if t.startswith("--source=") else
+                      t[2:] if t.startswith("-s") and len(t) > 2 and not t.startswith("--") else
+                      rest[k + 1].text if t in ("-s", "--source") and k + 1 < len(rest) else None)
+            if source is not None:
+                return source not in _GIT_SELF or not w.static
+        return False
+    if sub != "checkout":
+        return False
+    texts = [w.text for w in rest]
+    before = texts[:texts.index("--")] if "--" in texts else texts
+    operands = [t for t in before if not t.startswith("-")]
+    if "--" in texts:
+        return bool(operands) and operands[0] not in _GIT_SELF
+    # `git checkout other path...`: with two or more operands the first is a commit
+    return len(operands) >= 2 and operands[0] not in _GIT_SELF
+
+
+def _git_paths_may_hold_a_manifest(args: List[_W]) -> bool:
+    """For a checkout or restore from another commit: whether a path it
+    writes is a manifest or a folder that may hold one (`.`, `src/`, a
+    glob, a name without an extension)."""
+    texts = [w.text if w.static else "*" for w in args]
+    at = next((k for k, t in enumerate(texts) if t in ("checkout", "restore")), 0)
+    sub, texts = texts[at], texts[at + 1:]
+    if "--" in texts:
+        paths = texts[texts.index("--") + 1:]
+    else:
+        paths, skip = [], False
+        for t in texts:
+            if skip:
+                skip = False
+            elif t in ("-s", "--source"):
+                skip = True
+            elif not t.startswith("-"):
+                paths.append(t)
+        if sub == "checkout":
+            paths = paths[1:]      # the first operand is the commit
+    if not paths:
+        return True
+    for path in paths:
+        base = path.rstrip("/").rsplit("/", 1)[-1]
+        if manifest_kind(path) is not None or path.endswith("/") or "." not in base \
+                or base in (".", "..") or any(ch in path for ch in "*?[:"):
+            return True
+    return False
+
+
 def _redirect_dep(cmd: _Cmd, target: str) -> bool:
     """Dependency intent of text written into a manifest by echo/printf redirection."""
     words = cmd.words
     name = _program_name(words[0]) if words else None
     redirected = any(w is not None and w.static and w.text == target for _, w in cmd.redirs)
+    if not redirected and name == "git" and _git_from_another_commit(words[1:]):
+        return True    # `git checkout other -- package.json`: another commit's manifest
     if not redirected and name in _NO_CONTENT_WRITERS:
         return False   # removing, touching or restoring a manifest adds nothing
     if not redirected and name == "mv" and _mv_source(words, target):
@@ -2866,8 +3054,34 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
                          "nocorrect", "-"))
 
 
+# Package managers and installers: one of these whose verb is an expansion
+# (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+_INSTALLERS = frozenset((
+    "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
+    "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
+    "rustup", "go", "gem", "bundle", "composer", "apt", "apt-get", "brew", "dnf", "yum", "apk",
+    "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
+    "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
+))
+
+
+def _verb_unread(name: str, args: List[_W]) -> bool:
+    """Whether an installer's first word after its options is an expansion."""
+    if name not in _INSTALLERS and name not in _PM_VERBS:
+        return False
+    for w in args:
+        if not w.static:
+            return True
+        if not w.text.startswith("-"):
+            return False
+    return False
+
+
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    if not v.dep and v.agent is None and v.mut != "read" and words \
+            and _verb_unread(_program_name(words[0]) or "", words[1:]):
+        v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
         name = _program_name(words[0])
         if name in _PROJECT_PICKS:
@@ -3243,6 +3457,49 @@ def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
+
+
+def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """GNU base64 only prints, but the macOS one writes the file of its
+    -o/--output option (and takes -i FILE, -b N, -D).  An expansion may
+    become -o, so it leaves the line unproven with an unknown target."""
+    for k, w in enumerate(args):
+        t = w.text
+        if not w.static:
+            v = _unknown()
+            v.opaque = _may_be_option(w, ctx)
+            return v
+        if t == "--":
+            break
+        if t.startswith("--"):
+            opt = t[2:].split("=", 1)[0]
+            if len(opt) >= 2 and "output".startswith(opt):
+                value = _w_tail(w, t.index("=") + 1) if "=" in t else (
+                    args[k + 1] if k + 1 < len(args) else None)
+                return _write([value] if value is not None else [])
+            if not any(o.startswith(opt) for o in ("decode", "ignore-garbage", "wrap", "break",
+                                                    "input", "help", "version")) or not opt:
+                return _unknown("shell_command_unproven", "option", name, t)
+        elif t.startswith("-") and t != "-":
+            at = t.find("o")
+            if at > 0:
+                value = _w_tail(w, at + 1) if at + 1 < len(t) else (
+                    args[k + 1] if k + 1 < len(args) else None)
+                return _write([value] if value is not None else [])
+            if any(ch not in "dDiwbh0123456789" for ch in t[1:]):
+                return _unknown("shell_command_unproven", "option", name, t)
+    return _an_read()
+
+
+def _lsof(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """lsof only lists, but for -D: `-Db PATH` builds its device cache file
+    there (where it is built with one).  +D DIR only searches a folder."""
+    for w in args:
+        if not w.static:
+            return _unknown("shell_syntax_unproven")
+        if w.text.startswith("-") and not w.text.startswith("--") and "D" in w.text:
+            return _unknown("shell_command_unproven", "option", name, w.text)
+    return _an_read()
 
 
 def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5239,8 +5496,79 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 v = _write()
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
-        return _code_intents(v, " ".join(texts), path)
+        return _code_targets(_code_intents(v, " ".join(texts), path),
+                             " ".join(texts) if code.static else None)
     return handler
+
+
+def _looks_like_path(text: str) -> bool:
+    """A single token that a file tool would take for a path: it has a
+    separator, starts with `~`/`.`, or is a file name with an extension."""
+    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
+        return False
+    if " " in text or "\t" in text:
+        return False
+    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
+        return True
+    stem, dot, ext = text.rpartition(".")
+    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
+
+
+_CODE_COMMAND_LIMIT = 200
+
+
+def _code_commands(code: str) -> Tuple[List[str], List[str]]:
+    """(command lines, paths) a piece of code spells out: every string literal
+    holding a blank, and every bracketed list of string literals joined by
+    blanks; and the literals that read like paths."""
+    if len(code) > _MAX_COMMAND:
+        return [], []
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    found: List[str] = []
+    paths: List[str] = []
+    for match in literal.finditer(code):
+        text = match.group(1) if match.group(1) is not None else match.group(2)
+        if " " in text.strip():
+            found.append(text)
+        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
+            paths.append(text)
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            return found, paths
+    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
+        words = [m.group(1) if m.group(1) is not None else m.group(2)
+                 for m in literal.finditer(match.group(1))]
+        if len(words) >= 2:
+            import shlex
+            found.append(" ".join(shlex.quote(w) for w in words))
+        if len(found) >= _CODE_COMMAND_LIMIT:
+            break
+    return found, paths
+
+
+# Code that finds its files at run time: the home folder, the environment,
+# a listing or a glob.  What it writes is a target nobody can name.
+_CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "homedir",
+                "expanduser", "glob", "walk(", "listdir", "scandir", "readdir", "rmtree",
+                "xdg_", "appdata", "sts_home")
+
+
+def _code_targets(v: _V, code: Optional[str]) -> _V:
+    """Inline code not proven read may write any file it names: the literals
+    that read like paths become its possible targets (self-protection judges
+    them, as for a tool that runs code), and code that finds its files at
+    run time, or code that is itself an expansion, writes to an unknown one."""
+    if v.mut == "read":
+        return v
+    if code is None:
+        v.opaque = True
+        return v
+    _, paths = _code_commands(code)
+    for found in paths:
+        v.add(found)
+    low = code.lower()
+    if any(place in low for place in _CODE_PLACES):
+        v.opaque = True
+    return v
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -5848,6 +6176,10 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_READ:
         if verb == "audit" and rest and rest[0].text == "fix":
             return _write()
+        if verb == "audit":
+            # It posts the whole tree of package-lock.json to the registry
+            # (which a project's .npmrc may name): data out, not a read.
+            return _unknown("network_data_unproven")
         if verb == "fund" and ops:
             return _unknown("shell_command_unproven")   # `npm fund PKG` opens its funding URL
         if verb in _NPM_SPEC_VERBS and ops and all(w.static for w in rest) \
@@ -7454,9 +7786,9 @@ _INERT = (
     "which", "whereis", "type", "uname", "whoami", "id", "groups", "printenv",
     "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat", "xzcat", "cut", "tr", "paste",
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
-    "fold", "fmt", "expand", "unexpand", "base64", "base32", "cal", "locale", "uptime", "free",
+    "fold", "fmt", "expand", "unexpand", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    ":", "pushd", "popd", "dirs", "lsof", "users", "who", "w", "last",
+    ":", "pushd", "popd", "dirs", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
@@ -7672,7 +8004,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _NM, "diff3": _DIFF3,
-    "tee": _tee, "stat": _stat, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -8969,8 +9301,8 @@ _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
-    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash,
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep,
+    "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -9496,6 +9828,14 @@ def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
     prog = words[0] if words else ""
     name = (_program_name(_lit(prog)) or "") if prog else ""
     qprog = _quote(prog, command)
+    if v.agent == "?" and qprog and not (v.hash if intent == "hash" else v.dep):
+        # No intent seen, only a program or code that cannot be read.
+        shown, _ = _program_phrase(words, command) if words else ("", None)
+        if name in _INSTALLERS or name in _PM_VERBS:
+            return "%s takes its verb from an expansion" % (shown or qprog)
+        return "%s runs %s" % (shown or qprog or "the command",
+                               "a program named by an expansion" if not qprog or "$" in prog
+                               or "`" in prog else "code the guard cannot read")
     if not words or not qprog:
         # A line no reader could split, or a program named through an expansion
         # (`$(which sha256sum) f`), still read for intent: name its line.
@@ -9970,25 +10310,111 @@ def _py_parse(text: str) -> Any:
 
 
 def _py_const_str(node: Any, depth: int = 0) -> Optional[str]:
-    """The value of a string expression built from literals ("hash" + "lib", f"{'sha'}256")."""
+    """The value of a string expression built from literals ("hash" + "lib",
+    f"{'sha'}256", "".join(["hash", "lib"]), "bilhsah"[::-1], a base64 or hex
+    literal decoded): the ways code hides a module name or code from a reader."""
+    value = _py_fold(node, depth)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return value
+
+
+# Decoders of a literal that obfuscated code uses: dotted call -> how.
+_PY_DECODERS: Dict[str, Callable[[bytes], bytes]] = {}
+
+
+def _py_decoder(name: str) -> Optional[Callable[[bytes], bytes]]:
+    if not _PY_DECODERS:
+        import base64
+        import binascii
+        import codecs
+        _PY_DECODERS.update({
+            "base64.b64decode": base64.b64decode, "b64decode": base64.b64decode,
+            "base64.standard_b64decode": base64.standard_b64decode,
+            "base64.urlsafe_b64decode": base64.urlsafe_b64decode,
+            "base64.b32decode": base64.b32decode, "base64.b16decode": base64.b16decode,
+            "base64.b85decode": base64.b85decode, "base64.a85decode": base64.a85decode,
+            "binascii.unhexlify": binascii.unhexlify, "binascii.a2b_hex": binascii.a2b_hex,
+            "binascii.a2b_base64": binascii.a2b_base64,
+            "bytes.fromhex": lambda b: bytes.fromhex(b.decode("latin-1")),
+            "bytearray.fromhex": lambda b: bytes.fromhex(b.decode("latin-1")),
+            "codecs.decode": lambda b: codecs.decode(b.decode("latin-1"), "rot13").encode(),
+        })
+    return _PY_DECODERS.get(name)
+
+
+def _py_fold(node: Any, depth: int = 0) -> Any:
+    """str or bytes that a literal-only expression evaluates to, else None.
+    Only pure operations on constants are folded; nothing is ever run."""
     import ast
     if depth > 20:
         return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = _py_const_str(node.left, depth + 1)
-        right = _py_const_str(node.right, depth + 1)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
+    kind = type(node)
+    if kind is ast.Constant:
+        return node.value if isinstance(node.value, (str, bytes)) else None
+    if kind is ast.BinOp and isinstance(node.op, ast.Add):
+        left, right = _py_fold(node.left, depth + 1), _py_fold(node.right, depth + 1)
+        if left is not None and type(left) is type(right):
+            return left + right
+        return None
+    if kind is ast.JoinedStr:
         parts = []
         for value in node.values:
             inner = value.value if isinstance(value, ast.FormattedValue) else value
-            part = _py_const_str(inner, depth + 1)
-            if part is None:
+            part = _py_fold(inner, depth + 1)
+            if not isinstance(part, str):
                 return None
             parts.append(part)
         return "".join(parts)
+    if kind is ast.Subscript and isinstance(node.slice, ast.Slice):
+        # "bilhsah"[::-1]
+        base = _py_fold(node.value, depth + 1)
+        sl = node.slice
+        if base is not None and sl.lower is None and sl.upper is None and isinstance(
+                sl.step, ast.UnaryOp) and isinstance(sl.step.op, ast.USub) \
+                and isinstance(sl.step.operand, ast.Constant) and sl.step.operand.value == 1:
+            return base[::-1]
+        return None
+    if kind is not ast.Call or len(node.args) > 2 or node.keywords:
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("join", "decode", "encode"):
+        owner = _py_fold(func.value, depth + 1)
+        if func.attr == "join" and isinstance(owner, (str, bytes)) and len(node.args) == 1:
+            seq = node.args[0]
+            if not isinstance(seq, (ast.List, ast.Tuple)) or len(seq.elts) > 256:
+                return None
+            items = [_py_fold(e, depth + 1) for e in seq.elts]
+            if all(type(i) is type(owner) for i in items):
+                return owner.join(items)
+            return None
+        if func.attr == "decode" and isinstance(owner, bytes):
+            try:
+                return owner.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        if func.attr == "encode" and isinstance(owner, str):
+            return owner.encode("utf-8", "replace")
+    name = _py_dotted(func, {})
+    if name == "chr" and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, int) and 0 <= node.args[0].value < 0x110000:
+        return chr(node.args[0].value)
+    decoder = _py_decoder(name or "")
+    if decoder is not None and node.args:
+        if name == "codecs.decode" and not (len(node.args) == 2 and _py_fold(
+                node.args[1], depth + 1) in ("rot13", "rot_13")):
+            return None
+        raw = _py_fold(node.args[0], depth + 1)
+        if isinstance(raw, str):
+            raw = raw.encode("latin-1", "replace")
+        if isinstance(raw, bytes) and len(raw) <= 1 << 16:
+            try:
+                return decoder(raw)
+            except (ValueError, TypeError):
+                return None
     return None
 
 
@@ -10019,7 +10445,7 @@ def _py_dotted(node: Any, aliases: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def _py_hash_text(tree: Any) -> str:
+def _py_hash_text(tree: Any, depth: int = 0) -> str:
     """The code of a parsed Python text as the token rules should see it: no comments
     or docstrings, every alias and dynamic lookup spelled out (`h.new` ->
     `hashlib.new`, `__import__("hash"+"lib")` -> `hashlib`)."""
@@ -10068,6 +10494,12 @@ def _py_hash_text(tree: Any) -> str:
             out.append("from %s import %s" % (node.module, ", ".join(a.name for a in node.names)))
         elif kind is ast.Call:
             fn = _py_dotted(node.func, aliases)
+            if fn in ("exec", "eval", "compile", "builtins.exec", "builtins.eval") and node.args:
+                # Code built from literals (decoded base64, a join) is read as code.
+                code = _py_const_str(node.args[0])
+                if code is not None and depth < 3:
+                    inner = _py_parse(code)
+                    out.append(_py_hash_text(inner, depth + 1) if inner is not None else code)
             args = []
             for a in node.args[:3]:
                 value = _py_const_str(a)
@@ -10096,11 +10528,98 @@ def _merge_hits(into: Dict[str, int], more: Dict[str, int]) -> Dict[str, int]:
     return into
 
 
+# Ways code outside Python hides a module name or code in literals (Python's
+# are folded on its syntax tree, see _py_fold): 'cr' + 'ypto', ['cr',
+# 'ypto'].join(''), 'otpyrc'.split('').reverse().join(''), atob('...'),
+# Buffer.from('...', 'base64' | 'hex').  _unfold_literals rewrites each to
+# the plain string and adds what was decoded, so the rules read it as code.
+_UNFOLD_TRIGGERS = ("' +", "\" +", "'+", "\"+", ".join(", "atob(", "buffer.from(", "reverse()",
+                    "['", "[\"", "[`")
+_Q = r"""(['"`])((?:(?!\1)[^\\\n]){0,4096})\1"""
+_UNFOLD_RX = {
+    "concat": _Q + r"\s*\+\s*" + _Q.replace("\\1", "\\3"),
+    "join": r"\[\s*((?:['\"`][^'\"`\\\n]{0,256}['\"`]\s*,\s*){0,64}['\"`][^'\"`\\\n]{0,256}"
+            r"['\"`])\s*,?\s*\]\s*\.\s*join\(\s*(['\"`])([^'\"`\\\n]{0,16})\2\s*\)",
+    "reverse": _Q + r"\s*\.\s*split\(\s*(['\"`])\3\s*\)\s*\.\s*reverse\(\s*\)\s*\.\s*join"
+               r"\(\s*(['\"`])\4\s*\)",
+    "atob": r"\batob\(\s*(['\"`])([A-Za-z0-9+/=_-]{1,65536})\1\s*\)",
+    "buffer": r"\bBuffer\s*\.\s*from\(\s*(['\"`])([A-Za-z0-9+/=_-]{1,65536})\1\s*,\s*(['\"`])"
+              r"(base64|base64url|hex)\3\s*\)(?:\s*\.\s*toString\(\s*(?:['\"`]utf-?8['\"`])?\s*\))?",
+}
+
+
+def _unfold_literals(text: str) -> Optional[str]:
+    """The text with literal-built strings spelled out (see above), or None
+    when there is nothing to unfold."""
+    low = text.lower()
+    if len(text) > _PY_MAX_AST or not any(t in low for t in _UNFOLD_TRIGGERS):
+        return None
+    import base64
+    decoded: List[str] = []
+
+    def plain(value: str) -> str:
+        quote = "'" if "'" not in value else '"'
+        return quote + value.replace(quote, "") + quote
+
+    def b64(raw: str) -> Optional[str]:
+        try:
+            out = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_"
+                                   if ("-" in raw or "_" in raw) else None)
+            return out.decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    def on_atob(m: Any) -> str:
+        value = b64(m.group(2))
+        if value is None:
+            return m.group(0)
+        decoded.append(value)
+        return plain(value)
+
+    def on_buffer(m: Any) -> str:
+        try:
+            value = (bytes.fromhex(m.group(2)).decode("utf-8") if m.group(4) == "hex"
+                     else b64(m.group(2)))
+        except (ValueError, UnicodeDecodeError):
+            value = None
+        if value is None:
+            return m.group(0)
+        decoded.append(value)
+        return plain(value)
+
+    def on_join(m: Any) -> str:
+        items = _an_rx("unfold-items", r"['\"`]([^'\"`\\\n]*)['\"`]").findall(m.group(1))
+        return plain(m.group(3).join(items))
+
+    out = text
+    for _ in range(8):     # 'a' + 'b' + 'c' folds one pair per round
+        before = out
+        out = _an_rx("unfold-concat", _UNFOLD_RX["concat"]).sub(
+            lambda m: plain(m.group(2) + m.group(4)), out)
+        out = _an_rx("unfold-join", _UNFOLD_RX["join"]).sub(on_join, out)
+        out = _an_rx("unfold-reverse", _UNFOLD_RX["reverse"]).sub(
+            lambda m: plain(m.group(2)[::-1]), out)
+        out = _an_rx("unfold-atob", _UNFOLD_RX["atob"]).sub(on_atob, out)
+        out = _an_rx("unfold-buffer", _UNFOLD_RX["buffer"], 0).sub(on_buffer, out)
+        # obj['digest'] -> obj.digest, as the rules spell a member
+        out = _an_rx("unfold-member", r"\[\s*(['\"`])([A-Za-z_$][\w$]{0,64})\1\s*\]").sub(
+            lambda m: "." + m.group(2), out)
+        if out == before:
+            break
+    if out == text and not decoded:
+        return None
+    return "\n".join([out] + decoded)
+
+
 def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, int]:
     """Hash evidence in one code text of the given family (with `first`: whether any)."""
     if family == "nb":
         return _notebook_hash_hits(text)
     hits = _hash_hits(text, family, first)
+    if family in ("code", "?") and not hits:
+        unfolded = _unfold_literals(text)
+        if unfolded is not None:
+            hits = _hash_hits(unfolded, family, first)
     if family != "py":
         return hits
     if len(text) > _PY_MAX_AST:
@@ -10112,7 +10631,8 @@ def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, in
     if not hits:
         # Nothing by tokens: only a dynamic import or lookup can still hide a digest.
         low = text.lower()
-        if not any(t in low for t in ("__import__", "import_module", "sys.modules")) and not (
+        if not any(t in low for t in ("__import__", "import_module", "sys.modules", "exec",
+                                      "eval", "compile")) and not (
                 any(t in low for t in _PY_DYNAMIC)
                 and any(t in low for t in _HASH_ALGS + ("hash", "digest", "crypt"))):
             return hits
@@ -12774,9 +13294,10 @@ class _DecisionFacts:
 
     def __init__(self, action: Action, state: dict, action_id: Optional[str], declared: bool,
                  storage_error: Optional[dict], protected_paths: Any,
-                 thrash_repeats: int) -> None:
+                 thrash_repeats: int, prompts_refusable: bool) -> None:
         self.action = action
         self.state = state
+        self.prompts_refusable = prompts_refusable
         self.contract = state.get("contract") or {}
         self.mode = self.contract.get("mode")
         self.armed = control_state(self.contract) == "ARMED"
@@ -12827,6 +13348,17 @@ def _when_state_damaged(f: _DecisionFacts) -> _CheckHit:
     if f.storage_error is not None:
         return (_recovery_message(f), None, None)
     return None
+
+
+def _when_directive_pending(f: _DecisionFacts) -> _CheckHit:
+    # A host that cannot refuse a prompt ran the turn whose directive was
+    # rejected, so what the model does now is not what the user asked for:
+    # every tool waits for the corrected directive (the detail is the whole
+    # answer, in the rejection's own words).
+    error = f.state.get("directiveError")
+    if f.prompts_refusable or not isinstance(error, dict) or not error:
+        return None
+    return (directive_rejected_text(error, paused=True), None, None)
 
 
 def _when_tamper(f: _DecisionFacts) -> _CheckHit:
@@ -12894,9 +13426,15 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
 
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
-    if f.action.hash_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.hash_intent:
         return ("The call adds or runs hashing while the contract says hash=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it.)
+        return ("The call runs %s, which may compute a hash while the contract says hash=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
@@ -12953,11 +13491,26 @@ def _when_outside(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+# A program named by a variable or substitution, or code a shell or an
+# interpreter reads from a pipe or an expansion (`$pm install x`,
+# `curl ... | sh`, `eval "$x"`): it may install or hash, and nothing shows
+# what it is.  The analysis marks it as it marks a possible agent ("?").
+_UNREAD_PROGRAM = ("a program named by a variable or substitution, or code the guard cannot "
+                   "read")
+_UNREAD_NEXT = "Write the program and its code out in the command, so that the guard can read them."
+
+
 def _when_dependency(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("dependencyPolicy")
-    if f.action.dependency_intent and policy != "allow":
+    if policy == "allow":
+        return None
+    if f.action.dependency_intent:
         return ("The call adds a dependency while the contract says deps=%s." % policy,
                 None, policy)
+    if f.action.starts_agent == "?" and not f.finite:
+        # (Under a finite agents=N the agent budget stops it first.)
+        return ("The call runs %s, which may add a dependency while the contract says deps=%s."
+                % (_UNREAD_PROGRAM, policy), _UNREAD_NEXT, policy)
     return None
 
 
@@ -13049,6 +13602,10 @@ DECISION_TABLE: Tuple[_DecisionRow, ...] = (
     _DecisionRow("STATE_DAMAGED", "I", "always_deny", _when_state_damaged,
                  "Restore a known-good backup of the session file or start a new host "
                  "session; do not clear unresolved delegation records by hand."),
+    # A rejected directive whose turn ran anyway (the host cannot refuse a
+    # prompt): every tool waits for the corrected one, at every level.
+    _DecisionRow("DIRECTIVE_PENDING", "S", "always_deny", _when_directive_pending,
+                 "Wait for the user to send a corrected directive."),
     _DecisionRow("GUARD_SELF_PROTECTION", "I", "deny_when_armed", _when_tamper, _TAMPER_NEXT),
     _DecisionRow("CONTROL_INACTIVE", None, "allow", _when_inactive),
     _DecisionRow("INVALID_DIRECTIVE", "S", "deny_when_armed", _when_invalid_directive,
@@ -13107,7 +13664,7 @@ _DECISION_ROWS: Dict[str, _DecisionRow] = {row.code: row for row in DECISION_TAB
 
 def decide(action: Action, state: dict, *, action_id: Optional[str], declared: bool,
            storage_error: Optional[dict] = None, protected_paths: Tuple[str, ...] = (),
-           thrash_repeats: int = 0) -> Decision:
+           thrash_repeats: int = 0, prompts_refusable: bool = True) -> Decision:
     """Run DECISION_TABLE against `state` (schema 4 dict): the first row whose
     check matches decides.
 
@@ -13119,9 +13676,11 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
     thrash_repeats: runs in a row of this same command with no write in
     between, this call included; from THRASH_REPEAT_LIMIT on, the call is
     reported.
+    prompts_refusable: False when the host cannot refuse a prompt; while a
+    directive error is pending every call is then paused.
     """
     facts = _DecisionFacts(action, state, action_id, declared, storage_error,
-                           protected_paths, thrash_repeats)
+                           protected_paths, thrash_repeats, prompts_refusable)
     for row in DECISION_TABLE:
         hit = row.check(facts) if row.check is not None else None
         if hit is not None:
@@ -13505,10 +14064,46 @@ def _ledger_progress(ledger: dict, event: ControlEvent, action_id: str) -> None:
         reservation["resultUnknown"] = result.lifecycle == "unknown"
 
 
+def _ledger_stamped_call(delegation: dict, event: ControlEvent) -> Optional[str]:
+    """The stored id of the one reservation an action.after with an unknown
+    stamp is for: same host and digest, made by the same session (a child,
+    or the root itself); None when there is none or more than one (two equal
+    calls are never guessed apart)."""
+    raw = getattr(event.action, "id", "")
+    host, digest = raw.split(":", 1)[0] + ":", ":" + raw.rsplit(":", 1)[-1]
+    source = event.source_session_id
+    source = source if source != event.session_id else None
+    found = []
+    for item in (delegation.get("reservations") or {}).values():
+        key = item.get("actionId") if isinstance(item, dict) else None
+        if not isinstance(key, str):
+            continue
+        maker, call = None, key
+        if key.startswith("["):  # a child's call, namespaced by its session
+            try:
+                maker, call = json.loads(key)
+            except (ValueError, TypeError):
+                continue
+        if maker == source and isinstance(call, str) and call.startswith(host) \
+                and call.endswith(digest):
+            found.append(key)
+    return found[0] if len(found) == 1 else None
+
+
+def _sole_open_reservation(ledger: dict) -> Optional[str]:
+    """The one delegation call that still has an unbound unit, else None."""
+    open_keys = [key for key, item in ledger["reservations"].items()
+                 if isinstance(item, dict) and item.get("completionScope") != "call"
+                 and isinstance(item.get("pendingCount"), int) and item["pendingCount"] > 0]
+    return open_keys[0] if len(open_keys) == 1 else None
+
+
 def _ledger_on_action_after(ledger: dict, event: ControlEvent) -> None:
     result = event.action
-    action_id = event.action_id
-    if not isinstance(result, ActionResult) or not action_id:
+    if not isinstance(result, ActionResult):
+        return
+    action_id = _ledger_stamped_call(ledger, event) if result.stamp_unknown else event.action_id
+    if not action_id:
         return
     if result.lifecycle in ("joined", "not_started"):
         _ledger_whole_call(ledger, action_id, result.lifecycle)
@@ -13527,11 +14122,19 @@ def _ledger_on_subagent_start(ledger: dict, event: ControlEvent) -> None:
             if (reservation is not None and reservation.get("completionScope") != "call"
                     and alias in reservation.get("reportedAliases", ())):
                 _ledger_bind(ledger, agent_id, key)
+    key = None
     if event.reservation_id:
         key = _ledger_reservation_key(ledger, event, event.reservation_id)
-        # Only an explicit id binds: arrival order proves nothing (never FIFO).
-        if key is not None and ledger["reservations"][key].get("completionScope") != "call":
-            _ledger_bind(ledger, agent_id, key)
+    elif event.reservation_unknown:
+        # The host never names the call (Hermes 0.19 background results and
+        # Copilot carry no subagent ids), so nothing else would ever bind the
+        # child and a finite budget would stay spent.  It is bound only when
+        # exactly one call can own it.
+        key = _sole_open_reservation(ledger)
+    # Only a named call, or the only possible one, binds: arrival order proves
+    # nothing (never FIFO).
+    if key is not None and ledger["reservations"][key].get("completionScope") != "call":
+        _ledger_bind(ledger, agent_id, key)
 
 
 def _ledger_on_subagent_stop(ledger: dict, event: ControlEvent) -> None:
@@ -14116,7 +14719,16 @@ class Store:
         file yields STS_LOCK_DAMAGED recovery without waiting.  Raises
         LockTimeout after 1.5 s; write errors propagate.
         """
-        owner = self._acquire(key)
+        try:
+            owner = self._acquire(key)
+        except OSError:
+            # The lock cannot be made: when reading shows why (the lock's place
+            # is damaged), that is read-only recovery, else the error stands.
+            loaded = self.load(key)
+            if (loaded.storage_error or {}).get("code") != "STS_LOCK_DAMAGED":
+                raise
+            _, result = change(loaded)
+            return result
         if owner is None:
             error = _lock_damaged(key)
             _, result = change(Loaded(recovery_state(error), error, True))
@@ -14159,6 +14771,15 @@ class Store:
         _state_mkdirs(os.path.dirname(target))
         _replace_file(target, (json.dumps(obj, indent=indent, ensure_ascii=False)
                                + "\n").encode("utf-8"))
+
+    def create_json(self, target: str, obj: Any) -> bool:
+        """Write `obj` durably to `target` (a file under the data dir) unless a
+        file is already there: an existing file, damaged or not, is never
+        overwritten behind the user's back.  True when it wrote."""
+        if os.path.exists(target):
+            return False
+        self._write_json(target, obj)
+        return True
 
     def _append_line(self, subdir: str, name: str, record: dict) -> None:
         """One JSON line with a single O_APPEND write, so lines never interleave."""
@@ -14520,7 +15141,11 @@ def read_annotations(store: Store) -> Annotations:
 # Owns the glue: one validated ControlEvent in, one CoreResult out.  It picks
 # the governing session, runs the decision or the contract update under the
 # right lock, writes the audit line and keeps the armed marker true.  No
-# host knowledge lives here.
+# host knowledge lives here: where hosts differ, the event states the fact
+# (a prompt the host cannot refuse, an agent that can edit, a turn in
+# progress, a governing session that cannot be found, a child the host never
+# ties to its call) and the rule for it lives here or in the decision table.
+# Each event reads the session state once.
 ###############################################################################
 
 
@@ -14626,6 +15251,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     needs_paths = bool(action.affected_paths or action.shell_write_targets
                        or action.shell_write_patterns or action.unknown_write_target)
     protected = _protected_paths(store) if needs_paths else []
+    refusable = event.prompts_refusable is not False
 
     def judge(loaded: Loaded) -> Decision:
         # Thrash is only checked under a confirmed contract that is not off,
@@ -14635,9 +15261,15 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         thrash = _thrash_repeats(store, key, action) if active else 0
         return decide(action, loaded.state, action_id=action_id, declared=declared,
                       storage_error=loaded.storage_error, protected_paths=protected,
-                      thrash_repeats=thrash)
+                      thrash_repeats=thrash, prompts_refusable=refusable)
 
-    if changes_delegation(action, declared):
+    if event.storage_error is not None:
+        # The adapter could not find the governing session (a damaged link):
+        # judged in read-only recovery exactly as for a damaged state file,
+        # and nothing is read or written for a session that may be the wrong one.
+        loaded = Loaded(recovery_state(event.storage_error), event.storage_error, True)
+        decision = judge(loaded)
+    elif changes_delegation(action, declared):
         def change(loaded: Loaded) -> Tuple[Optional[dict], Tuple[Loaded, Decision]]:
             decision = judge(loaded)
             written = apply_admission(loaded.state["delegation"], action, action_id,
@@ -14665,7 +15297,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     kind = outcome_result_kind(decision.outcome)
     response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
-    if contract["level"] != "off" or storage_error is not None:
+    # Every denial is audited, a pause for a rejected directive under `off` too.
+    if contract["level"] != "off" or storage_error is not None or kind == "deny":
         candidate = new_event_id()
         record = _audit_record(candidate, key, action, state, decision, response)
         if store.append_audit(key, record):
@@ -14674,6 +15307,10 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     _thrash_note_write(store, key, action, decision)
     if kind == "none":
         return CoreResult("none", code=decision.code, event_id=event_id)
+    if decision.code == "DIRECTIVE_PENDING":
+        # The rejection's own words, and the event, so that `explain` finds it.
+        text = decision.detail + ("\nEvent: %s" % event_id if event_id else "")
+        return CoreResult(kind, text, decision.code, event_id)
     allowed = contract.get("allowedPaths")
     culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
                                protected)
@@ -14688,37 +15325,40 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
     prompt = event.prompt or ""
     command = parse_inspection_command(prompt)
     if command is not None:
-        return CoreResult("context", inspection_response(command, store, key))
+        loaded = store.load(key)
+        text = inspection_response(command, store, key, loaded)
+        return _holding(event, CoreResult("context", text), loaded.state, loaded.storage_error)
+    if event.agent_busy:
+        return _busy_prompt(key, store, prompt)
 
-    kept_file = None
-    first = store.load(key)
-    if first.storage_error is not None:
-        outcome = interpret_prompt(DEFAULT_CONTRACT, prompt)
-        if outcome.kind != "directive" or first.storage_error.get("code") != "STATE_DAMAGED" \
-                or not first.existed:
-            error = first.storage_error
-            _refresh_markers(store, event, key, True)
-            return CoreResult("context", "%s: %s" % (error["code"], error["message"]),
-                              error["code"])
-        # A valid directive keeps the damaged bytes aside and starts fresh.
-        kept_file = store.preserve_damaged(key)
+    seen: List[dict] = []  # the state as read, for when it cannot be written
 
-    def change(loaded: Loaded) -> Tuple[Optional[dict], CoreResult]:
-        state = loaded.state
-        if loaded.storage_error is not None:
-            error = loaded.storage_error
-            return None, CoreResult("context", "%s: %s" % (error["code"], error["message"]),
+    def change(loaded: Loaded) -> Tuple[Optional[dict], Tuple[CoreResult, dict, Optional[dict]]]:
+        state, error = loaded.state, loaded.storage_error
+        seen.append(dict(state))
+        kept_file = None
+        if error is not None:
+            outcome = interpret_prompt(DEFAULT_CONTRACT, prompt)
+            if outcome.kind != "directive" or error.get("code") != "STATE_DAMAGED" \
+                    or not loaded.existed:
+                result = CoreResult("context", "%s: %s" % (error["code"], error["message"]),
                                     error["code"])
-        if kept_file is not None:
+                return None, (result, state, error)
+            # A valid directive keeps the damaged bytes aside and starts fresh.
+            kept_file = store.preserve_damaged(key)
+            state = default_state()
             state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
         before = json.dumps(state, sort_keys=True)
+        if event.agent_can_edit and _promotes_editable_agent(state, prompt):
+            state["contract"] = dict(state["contract"], mode="change", source="host")
         outcome = interpret_prompt(state["contract"], prompt)
         if outcome.kind == "error":
             state["directiveError"] = outcome.error
             state["directiveWarning"] = None
             state["lastPromptContext"] = None
-            return state, CoreResult("prompt-error", directive_error_text(outcome.error),
-                                     outcome.error["code"])
+            result = CoreResult("prompt-error", directive_error_text(outcome.error),
+                                outcome.error["code"])
+            return state, (result, state, None)
         state["contract"] = outcome.contract
         if outcome.kind in ("directive", "correction"):
             state["directiveError"] = None
@@ -14732,43 +15372,89 @@ def _handle_prompt(event: ControlEvent, key: str, store: Store,
             state["lastPromptContext"] = text
             result = CoreResult("context", text)
         changed = json.dumps(state, sort_keys=True) != before or kept_file is not None
-        return (state if changed else None), result
+        return (state if changed else None), (result, state, None)
 
     try:
-        result, state = store.update(key, lambda loaded: _with_state(change, loaded))
+        result, state, storage_error = store.update(key, change)
     except (LockTimeout, OSError) as exc:
         # A directive that cannot be saved must not vanish in silence: the
         # user is asked to resubmit it; an ordinary prompt fails open like any
         # other hook.
-        contract = store.load(key).state["contract"]
-        if interpret_prompt(contract, prompt).kind == "plain":
+        previous = seen[0] if seen else store.load(key).state
+        if interpret_prompt(previous["contract"], prompt).kind == "plain":
             raise
         if isinstance(exc, LockTimeout):
             why, code = "the session state is locked by another hook (%s)" % exc, "STS_LOCK_TIMEOUT"
         else:
             why, code = "the state folder cannot be written (%s)" % exc, "STATE_WRITE_FAILED"
-        return CoreResult("prompt-error",
-                          "Stop That Shit could not save this directive because %s. The "
-                          "previous contract still applies. Resubmit the prompt." % why, code)
-    _refresh_markers(store, event, key, _armed(state, None))
-    return result
+        return _holding(event, CoreResult(
+            "prompt-error", "Stop That Shit could not save this directive because %s. The "
+            "previous contract still applies. Resubmit the prompt." % why, code), previous, None)
+    _refresh_markers(store, event, key, _armed(state, storage_error))
+    return _holding(event, result, state, storage_error)
 
 
-def _with_state(change: Callable[[Loaded], Tuple[Optional[dict], CoreResult]],
-                loaded: Loaded) -> Tuple[Optional[dict], Tuple[CoreResult, dict]]:
-    new_state, result = change(loaded)
-    return new_state, (result, loaded.state)
+def _promotes_editable_agent(state: dict, prompt: str) -> bool:
+    """Whether a prompt from an agent that can edit turns review into change.
+
+    A host that says the user picked an agent that edits (OpenCode's `build`)
+    makes a review contract a change contract, source `host`.  It happens
+    before the prompt itself is read, so a correction in the same message
+    ("review only") still wins.  Never while a directive error is pending,
+    never for a message that mentions the directive, and never for one with
+    no user text (plugin injections, `noReply` prompts): that is not the user.
+    """
+    return (state["contract"].get("mode") == "review" and not state.get("directiveError")
+            and bool(prompt.strip()) and not has_directive_mention(prompt))
+
+
+# What a prompt that would change the contract gets while the agent is mid-turn.
+_NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-turn, while the "
+                  "agent was working. Resubmit it when the agent is idle.")
+
+
+def _busy_prompt(key: str, store: Store, prompt: str) -> CoreResult:
+    """A prompt typed while the agent is mid-turn steers the running turn (Pi,
+    Oh My Pi).  Authority never changes under a running turn: a prompt that
+    would change the contract is refused, plain text is left alone.  Read
+    without the lock and nothing written."""
+    if not has_directive_mention(prompt):
+        contract = store.load(key).state["contract"]
+        if interpret_prompt(contract, prompt).kind == "plain":
+            return NO_RESULT
+    return CoreResult("prompt-error", _NOT_IDLE_TEXT, "DIRECTIVE_NOT_IDLE")
+
+
+def _holding(event: ControlEvent, result: CoreResult, state: dict,
+             storage_error: Optional[dict]) -> CoreResult:
+    """`result` with what holds after a root session's prompt or start: the
+    directive error still pending and the contract line.  A child's event
+    carries neither: a rejection is for the user's own turn."""
+    source = event.source_session_id
+    if source is not None and source != event.session_id:
+        return result
+    error = state.get("directiveError")
+    return CoreResult(result.kind, result.text, result.code, result.event_id,
+                      error if isinstance(error, dict) and error else None,
+                      _context_for(state, storage_error))
 
 
 def _handle_session_start(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
+    if event.storage_error is not None:
+        # The adapter could not find the governing session (a damaged link):
+        # the prompt or start is told why, its tools are judged in read-only
+        # recovery, and nothing is read for a session that may be the wrong one.
+        error = event.storage_error
+        _refresh_markers(store, event, key, True)
+        return CoreResult("context", "%s: %s" % (error["code"], error["message"]), error["code"])
     loaded = store.load(key)
     _refresh_markers(store, event, key, _armed(loaded.state, loaded.storage_error))
     text = _context_for(loaded.state, loaded.storage_error)
     missing = _guard_files_missing(store)
     if missing and event.source_session_id is None:
         text = _GUARD_FILES_MISSING % ", ".join(missing) + "\n" + text
-    return CoreResult("context", text)
+    return _holding(event, CoreResult("context", text), loaded.state, loaded.storage_error)
 
 
 # What a session start says when files `install` wrote are gone: a hook or
@@ -14924,7 +15610,8 @@ class HookCall(Record):
     """One host event, translated.
 
     event: the ControlEvent v2 as a JSON dict, or None when the core is not
-    asked (then `answer` is the adapter's own answer, e.g. a paused session).
+    asked (then `answer` is the adapter's own answer: nothing to do, or an event
+    it cannot translate, such as an Oh My Pi child command).
     tool_call: the host will run a tool after this hook (fail-closed rules).
     render: whether a context result reaches the model on this host event.
     """
@@ -15113,19 +15800,6 @@ _PATH_KEYS = frozenset((
 _PATH_ARG_LIMIT = 64
 
 
-def _looks_like_path(text: str) -> bool:
-    """A single token that a file tool would take for a path: it has a
-    separator, starts with `~`/`.`, or is a file name with an extension."""
-    if not text or len(text) > 4096 or "\n" in text or text != text.strip():
-        return False
-    if " " in text or "\t" in text:
-        return False
-    if text.startswith(("~", ".", "/", "file:")) or "/" in text or "\\" in text:
-        return True
-    stem, dot, ext = text.rpartition(".")
-    return bool(dot and stem and 0 < len(ext) <= 8 and ext.isalnum())
-
-
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     """(paths, complete) for a tool the guard does not know: every argument
     that names a file, at any depth and in every list, is a possible target.
@@ -15240,37 +15914,6 @@ def code_action(name: str, language: str, code: Any) -> dict:
     # the same code given to the interpreter in the shell).
     action["shellWriteTargets"] = list(dict.fromkeys(action["shellWriteTargets"] + paths))
     return action
-
-
-_CODE_COMMAND_LIMIT = 200
-
-
-def _code_commands(code: str) -> Tuple[List[str], List[str]]:
-    """(command lines, paths) a piece of code spells out: every string literal
-    holding a blank, and every bracketed list of string literals joined by
-    blanks; and the literals that read like paths."""
-    if len(code) > _MAX_COMMAND:
-        return [], []
-    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
-    found: List[str] = []
-    paths: List[str] = []
-    for match in literal.finditer(code):
-        text = match.group(1) if match.group(1) is not None else match.group(2)
-        if " " in text.strip():
-            found.append(text)
-        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
-            paths.append(text)
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            return found, paths
-    for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
-        words = [m.group(1) if m.group(1) is not None else m.group(2)
-                 for m in literal.finditer(match.group(1))]
-        if len(words) >= 2:
-            import shlex
-            found.append(" ".join(shlex.quote(w) for w in words))
-        if len(found) >= _CODE_COMMAND_LIMIT:
-            break
-    return found, paths
 
 
 def argv_action(name: str, program: Any, args: Any, env: Any = None) -> dict:
@@ -15396,20 +16039,6 @@ def patch_action(name: str, patch_text: Any) -> dict:
     if summary.hash_intent or summary.dependency_intent:
         action["changes"] = [{"patch": patch_text}]
     return action
-
-
-def directive_rejected_text(error: dict, paused: bool = False) -> str:
-    """The one wording every host uses for a rejected directive, so tooling
-    reads one form: `Stop That Shit: directive rejected (CODE): message.`
-    paused: the host cannot refuse the prompt itself (Hermes, OpenCode), so
-    its tools wait for a corrected directive instead."""
-    code = error.get("code") or "INVALID_DIRECTIVE"
-    message = (error.get("message") or "the directive could not be parsed").rstrip(". ")
-    text = ("Stop That Shit: directive rejected (%s): %s. The previous task contract still "
-            "applies; correct the directive and send it again." % (code, message))
-    if paused:
-        text += " Tools stay paused until the user sends a corrected directive."
-    return text
 
 
 def rejection_of(result: CoreResult) -> Optional[dict]:
@@ -15615,6 +16244,9 @@ class Adapter:
     family = ""
     response_outcome = "permission_deny_returned"
     EVENTS: Dict[str, str] = {}
+    # False when the host cannot refuse a prompt: the turn of a rejected
+    # directive runs, so the core pauses its tools (every action.before says so).
+    PROMPTS_REFUSABLE = True
 
     def event_name(self, payload: dict) -> Optional[str]:
         name = payload.get("hook_event_name")
@@ -15637,8 +16269,33 @@ class Adapter:
     def envelope(self, kind: str, session_id: str, **fields: Any) -> dict:
         event = {"protocolVersion": PROTOCOL_VERSION, "lifecycleVersion": LIFECYCLE_VERSION,
                  "kind": kind, "sessionId": session_id}
+        if kind == "action.before" and not self.PROMPTS_REFUSABLE:
+            event["promptsRefusable"] = False
         event.update({k: v for k, v in fields.items() if v is not None})
         return event
+
+    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
+                          error: dict) -> HookCall:
+        """action.before for a tool call whose governing session cannot be
+        found (a stored parent link is unreadable): every host sends it to the
+        core, which judges it in read-only recovery, so reads pass and the
+        rest is denied and audited, never run for want of an answer."""
+        if _is_text(call_id):
+            action["id"] = call_id
+        elif _needs_call_id(action):
+            action["id"] = "unidentified"  # still denied: recovery allows only reads
+        # Judged under the session's own id: the root is the unknown part.
+        event = self.envelope("action.before", session, action=action,
+                              host={"family": self.family}, storageError=error)
+        return HookCall(name, event, tool_call=True, session_id=session)
+
+    def damaged_prompt_call(self, name: str, session: str, error: dict) -> HookCall:
+        """What a prompt, command or session start sends when its governing
+        session cannot be found: the core answers with the storage error, the
+        same on every host, and no prompt text sets a contract meanwhile."""
+        event = self.envelope("session.start", session, host={"family": self.family},
+                              storageError=error)
+        return HookCall(name, event, session_id=session)
 
     def host_meta(self, payload: dict) -> dict:
         meta = {"family": self.family}
@@ -16114,23 +16771,6 @@ class ClaudeAdapter(_CommandHookAdapter):
 # ---- shared by the four hosts -----------------------------------------------
 
 
-class ShimCall(HookCall):
-    """A HookCall that remembers the governing root and the store.
-
-    Rendering on these hosts depends on state the core result does not carry
-    (a pending directive error, the current contract line), so render() needs
-    to know which session governs and where its state lives.
-    """
-
-    __slots__ = ('root', 'store', 'child')
-    FIELDS = HookCall.FIELDS + ('root', 'store', 'child')
-    DEFAULTS = {**HookCall.DEFAULTS, 'root': None, 'store': None, 'child': False}
-
-    root: Optional[str]
-    store: Optional[Store]
-    child: bool
-
-
 def _ctx(payload: Any) -> dict:
     ctx = payload.get("ctx") if isinstance(payload, dict) else None
     return ctx if isinstance(ctx, dict) else {}
@@ -16188,63 +16828,29 @@ def link_child(store: Store, child: str, root: str) -> None:
         pass  # a marker is a fail-closed hint only
 
 
-def _recovery_state(error: dict) -> dict:
-    """Read-only recovery: review / guard / source recovery, count unproven."""
-    state = default_state()
-    state["contract"].update(mode="review", level="guard", source="recovery")
-    state["delegation"]["unresolved"]["state:damaged"] = "state_unavailable"
-    return state
-
-
-def recovery_result(action: dict, error: dict, response_outcome: str) -> CoreResult:
-    """An adapter-forced recovery (PARENT_LINK_DAMAGED): the core's
-    own checks run against the recovery state, so reads pass and the rest is
-    denied with the storage code, exactly as for a damaged state file."""
-    parsed = Action.from_dict(action)
-    state = _recovery_state(error)
-    decision = decide(parsed, state, action_id=parsed.id, declared=True, storage_error=error)
-    if decision.outcome == "allow":
-        return NO_RESULT
-    kind = "context" if decision.outcome == "report_and_defer" else "deny"
-    text = decision_message(decision, state_label="ARMED", mode="review",
-                            response_outcome=response_outcome if kind == "deny"
-                            else "context_returned", event_id=None)
-    return CoreResult(kind, text, decision.code)
-
-
-def _pending_directive_error(store: Store, root: str) -> Optional[dict]:
-    """Lock-free read: tool hooks must not wait on the prompt hook's lock."""
-    error = store.load(session_key(root)).state.get("directiveError")
-    return error if isinstance(error, dict) and error else None
-
-
 def directive_pause_text(error: dict) -> str:
-    """What Hermes and OpenCode say while a directive is rejected: they cannot
-    reject the prompt itself, so the agent is told which directive failed, that
-    the previous contract still applies, and that tools wait for a fix."""
+    """What a host that cannot refuse a prompt (Hermes, OpenCode, Copilot) says
+    while a directive is rejected: its tools wait for the corrected one."""
     return directive_rejected_text(error, paused=True)
+
+
+def _unrefused_prompt_text(result: CoreResult) -> str:
+    """The context a prompt gets on a host that cannot refuse it (Hermes,
+    Copilot): a rejection says that tools are paused, and while the error is
+    pending it stays in front of every prompt's context until fixed."""
+    if result.kind == "prompt-error":
+        error = rejection_of(result)
+        return directive_pause_text(error) if error else result.text
+    text = result.text if result.kind == "context" else ""
+    if result.directive_error:
+        text = directive_pause_text(result.directive_error) + ("\n\n" + text if text else "")
+    return text
 
 
 def _rejected_text(result: CoreResult) -> str:
     """The visible error for hosts that swallow a rejected input (Pi, Oh My Pi)."""
     error = rejection_of(result)
     return directive_rejected_text(error) if error else result.text
-
-
-def current_context(store: Store, root: str) -> str:
-    """The contract line of `root`, read lock-free (for answers the core did not give)."""
-    loaded = store.load(session_key(root))
-    summary = ledger_summary(loaded.state["delegation"])
-    return contract_context(loaded.state["contract"], summary.reserved,
-                            bool(summary.unresolved_reasons), loaded.storage_error)
-
-
-def _would_change_contract(store: Store, root: str, text: str) -> bool:
-    """True when a prompt would change authority (so it must wait for an idle turn)."""
-    if has_directive_mention(text):
-        return True
-    contract = store.load(session_key(root)).state["contract"]
-    return interpret_prompt(contract, text).kind != "plain"
 
 
 def _json(obj: Any) -> str:
@@ -16297,7 +16903,7 @@ class _HostBAdapter(Adapter):
 
     def before_call(self, name: str, session: str, root: str, action: dict,
                     call_id: Any, cwd: Any, store: Store, tool_input: Any = None,
-                    **more: Any) -> Optional[ShimCall]:
+                    **more: Any) -> Optional[HookCall]:
         """action.before for `root`; None when a delegate call has no id (it
         could not be counted)."""
         if _is_text(call_id):
@@ -16311,17 +16917,7 @@ class _HostBAdapter(Adapter):
         place_call(self.host, self.tool_key(action["name"]), action, tool_input, cwd)
         event = self.envelope("action.before", root, action=action,
                               host={"family": self.family}, **self.fields(session, root, **more))
-        return ShimCall(name, event, tool_call=True, session_id=session, root=root,
-                        store=store, child=session != root)
-
-    def damaged_tool_call(self, name: str, session: str, action: dict, call_id: Any,
-                          error: dict) -> ShimCall:
-        if _is_text(call_id):
-            action["id"] = call_id
-        elif _needs_call_id(action):
-            action["id"] = "unidentified"  # still denied: recovery allows only reads
-        return ShimCall(name, None, answer=recovery_result(action, error, self.response_outcome),
-                        tool_call=True, session_id=session)
+        return HookCall(name, event, tool_call=True, session_id=session)
 
 
 class _ShimAdapter(_HostBAdapter):
@@ -16347,7 +16943,7 @@ class _ShimAdapter(_HostBAdapter):
         call = None
         if method is not None and isinstance(body, dict):
             call = getattr(self, method)(payload, body, store, name)
-        return call if call is not None else ShimCall(name, None, answer=NO_RESULT)
+        return call if call is not None else HookCall(name, None, answer=NO_RESULT)
 
     def render(self, result: CoreResult, call: HookCall) -> str:
         if result.kind == "deny":
@@ -16366,10 +16962,8 @@ class _ShimAdapter(_HostBAdapter):
         return cwd if isinstance(cwd, str) and cwd else None
 
 
-def _block(name: str, reason: str, session: Optional[str] = None,
-           tool_call: bool = False) -> ShimCall:
-    return ShimCall(name, None, answer=CoreResult("deny", reason), tool_call=tool_call,
-                    session_id=session)
+def _block(name: str, reason: str, session: Optional[str] = None) -> HookCall:
+    return HookCall(name, None, answer=CoreResult("deny", reason), session_id=session)
 
 
 # ---- Hermes Agent -----------------------------------------------------------
@@ -16434,21 +17028,6 @@ def hermes_delegation_count(tool_input: Any) -> int:
     return 1 if _is_text(tool_input.get("goal")) else 0
 
 
-def _sole_open_reservation(store: Store, root: str) -> Optional[str]:
-    """The one delegation call that still has an unbound unit, else None.
-
-    Hermes 0.19 background results carry no subagent ids, so nothing would
-    ever bind a child to its delegate_task call and a finite budget would stay
-    spent.  A child is bound only when exactly one call can
-    own it; with two candidates nothing is guessed (never first-in-first-out).
-    """
-    reservations = store.load(session_key(root)).state["delegation"].get("reservations")
-    open_keys = [key for key, item in (reservations or {}).items()
-                 if isinstance(item, dict) and item.get("completionScope") != "call"
-                 and isinstance(item.get("pendingCount"), int) and item["pendingCount"] > 0]
-    return open_keys[0] if len(open_keys) == 1 else None
-
-
 # Hermes `cronjob` actions that start nothing (create, update, resume and run
 # schedule or start an agent run).
 _HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
@@ -16464,6 +17043,7 @@ class HermesAdapter(_HostBAdapter):
     host = "hermes"
     family = "hermes-agent"
     response_outcome = "permission_deny_returned"
+    PROMPTS_REFUSABLE = False  # a prompt's context can be added, the turn not refused
     EVENTS = {
         "pre_llm_call": "on_prompt",
         "pre_tool_call": "on_pre_tool",
@@ -16505,15 +17085,7 @@ class HermesAdapter(_HostBAdapter):
                           "message": result.text or "Stop That Shit blocked this call."})
         if call.host_event != "pre_llm_call" or not call.render:
             return ""  # Hermes shows context on prompts only
-        if result.kind == "prompt-error":
-            error = rejection_of(result)
-            return _json({"context": directive_pause_text(error) if error else result.text})
-        text = result.text if result.kind == "context" else ""
-        store, root = getattr(call, "store", None), getattr(call, "root", None)
-        if store is not None and root and not getattr(call, "child", False):
-            pending = _pending_directive_error(store, root)
-            if pending:  # the rejection stays in front of every prompt until fixed
-                text = directive_pause_text(pending) + ("\n\n" + text if text else "")
+        text = _unrefused_prompt_text(result)
         return _json({"context": text}) if text else ""
 
     def resolve(self, payload: dict, store: Store) -> Optional[str]:
@@ -16577,8 +17149,7 @@ class HermesAdapter(_HostBAdapter):
         try:
             root = self.resolve(payload, store)
         except _LinkDamaged as exc:
-            text = "%s: %s" % (exc.error["code"], exc.error["message"])
-            return ShimCall(name, None, answer=CoreResult("context", text), session_id=session)
+            return self.damaged_prompt_call(name, session, exc.error)
         # REAL 0.19.0: a root's pre_llm_call never names a parent session, so
         # one that does is a child's even without platform "subagent" (and
         # session_of may have fallen back to that parent's id).
@@ -16590,7 +17161,7 @@ class HermesAdapter(_HostBAdapter):
             # Model-written goal text: answer the root's contract, never parse it.
             event = self.envelope("session.start", root, sourceSessionId=session,
                                   host={"family": self.family})
-            return ShimCall(name, event, session_id=session, root=root, store=store, child=True)
+            return HookCall(name, event, session_id=session)
         task = _text_or_none(self.field(payload, "task_id"))
         if task:
             # Tools that execute_code calls from its sandbox name only this
@@ -16609,11 +17180,11 @@ class HermesAdapter(_HostBAdapter):
             # async delegation finished) as user turns; they carry output the
             # model wrote, so they never set the contract.
             event = self.envelope("session.start", root, host={"family": self.family})
-            return ShimCall(name, event, session_id=session, root=root, store=store)
+            return HookCall(name, event, session_id=session)
         turn = self.field(payload, "turn_id") or self.extra(payload).get("parent_turn_id")
         event = self.envelope("prompt.submit", root, prompt=prompt, turnId=turn,
                               host={"family": self.family})
-        return ShimCall(name, event, session_id=session, root=root, store=store)
+        return HookCall(name, event, session_id=session)
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
@@ -16634,9 +17205,6 @@ class HermesAdapter(_HostBAdapter):
                 else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
-        pending = _pending_directive_error(store, root)
-        if pending:  # paused until a corrected directive, without asking the core (not audited)
-            return _block(name, directive_pause_text(pending), session, tool_call=True)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
@@ -16652,7 +17220,7 @@ class HermesAdapter(_HostBAdapter):
             return None  # recovery never writes: lifecycle facts are lost
         fact = dict(self.delegate_result(self.field(payload, "result")), id=call_id)
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
-        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+        return HookCall(name, event, render=False, session_id=session)
 
     @staticmethod
     def delegate_result(raw: Any) -> dict:
@@ -16687,10 +17255,11 @@ class HermesAdapter(_HostBAdapter):
                     link_child(store, linked, root)
         except (_LinkDamaged, StateDamaged):
             return None
+        # Hermes 0.19 background results carry no subagent ids, so the host
+        # never says which delegate_task call started this child.
         event = self.envelope("subagent.start", root, agentId=child or alias, agentAlias=alias,
-                              reservationId=_sole_open_reservation(store, root),
-                              **self.fields(parent, root))
-        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+                              reservationUnknown=True, **self.fields(parent, root))
+        return HookCall(name, event, render=False, session_id=parent)
 
     def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         parent = _text_or_none(self.field(payload, "parent_session_id")) or self.session_of(payload)
@@ -16704,7 +17273,7 @@ class HermesAdapter(_HostBAdapter):
         except _LinkDamaged:
             return None
         event = self.envelope("subagent.stop", root, agentId=agent, **self.fields(parent, root))
-        return ShimCall(name, event, render=False, session_id=parent, root=root, store=store)
+        return HookCall(name, event, render=False, session_id=parent)
 
     def on_session_end(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
@@ -16716,8 +17285,8 @@ class HermesAdapter(_HostBAdapter):
             return None
         if root != session:
             return None  # a child ending never releases the root's ledger
-        return ShimCall(name, self.envelope("session.end", root), render=False,
-                        session_id=session, root=root, store=store)
+        return HookCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session)
 
 
 # ---- OpenCode ---------------------------------------------------------------
@@ -16787,30 +17356,6 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
     return None
 
 
-def promote_editable_agent(store: Store, root: str, text: str, can_edit: Optional[bool]) -> bool:
-    """OpenCode editable-agent promotion: a root message without a directive, sent
-    to an agent that can edit while the contract is review, makes it change
-    (source host; files, hash and deps kept).
-
-    Runs before the prompt itself is interpreted, so a correction in the same
-    message ("review only") still wins.  Returns True when it promoted.
-    A message with no user text (only synthetic or ignored parts: plugin
-    injections, `noReply` prompts) is not the user speaking, so it never widens.
-    """
-    if can_edit is False or not text.strip() or has_directive_mention(text):
-        return False
-
-    def change(loaded: Loaded) -> Tuple[Optional[dict], bool]:
-        state = loaded.state
-        if loaded.storage_error is not None or state.get("directiveError") \
-                or state["contract"].get("mode") != "review":
-            return None, False
-        state["contract"] = dict(state["contract"], mode="change", source="host")
-        return state, True
-
-    return bool(store.update(session_key(root), change))
-
-
 _TASK_ID_KEYS = ("task_id", "taskId", "taskID")
 
 
@@ -16819,6 +17364,7 @@ class OpenCodeAdapter(_ShimAdapter):
 
     host = "opencode"
     family = "opencode"
+    PROMPTS_REFUSABLE = False  # chat.message cannot reject the message
     EVENTS = {
         "chat.message": "on_message",
         "tool.execute.before": "on_pre_tool",
@@ -16870,22 +17416,20 @@ class OpenCodeAdapter(_ShimAdapter):
     def render_prompt_error(self, result: CoreResult, call: HookCall) -> str:
         # A chat message cannot be rejected: the rejection becomes the context.
         error = rejection_of(result)
-        return self._with_contract(directive_pause_text(error) if error else result.text, call)
+        return self._with_contract(directive_pause_text(error) if error else result.text, result)
 
-    def _with_contract(self, text: str, call: HookCall) -> str:
-        store, root = getattr(call, "store", None), getattr(call, "root", None)
-        if store is not None and root:
-            line = current_context(store, root)
-            if line:
-                text = text + "\n\n" + line
+    @staticmethod
+    def _with_contract(text: str, result: CoreResult) -> str:
+        # The shim keeps this context for the whole session, so it carries
+        # the contract line too.
+        if result.contract_line:
+            text = text + "\n\n" + result.contract_line
         return _json({"context": text})
 
     def render(self, result: CoreResult, call: HookCall) -> str:
         if call.host_event == "chat.message" and result.kind in ("context", "none") \
-                and getattr(call, "store", None) is not None and not getattr(call, "child", False):
-            pending = _pending_directive_error(call.store, call.root)
-            if pending:
-                return self._with_contract(directive_pause_text(pending), call)
+                and result.directive_error:
+            return self._with_contract(directive_pause_text(result.directive_error), result)
         return super().render(result, call)
 
     def on_message(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
@@ -16894,8 +17438,8 @@ class OpenCodeAdapter(_ShimAdapter):
         try:
             session, root = self.session_and_root(payload, body, store, inner)
         except _LinkDamaged as exc:
-            return ShimCall(name, None, answer=CoreResult(
-                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # a child's prompt is the parent model's text: no authority
         if _ctx(body).get("ancestryUnknown") is True:
@@ -16903,16 +17447,16 @@ class OpenCodeAdapter(_ShimAdapter):
             # cannot link: not known to be a root means no authority.
             return None
         text = unwrap_run_quoting(opencode_message_text(output.get("parts")))
-        promote_editable_agent(store, root, text,
-                               opencode_agent_can_edit(_ctx(body).get("agentCanEdit")))
+        # An agent whose edit rules are unknown counts as editable.
+        can_edit = opencode_agent_can_edit(_ctx(body).get("agentCanEdit")) is not False
         message = output.get("message") if isinstance(output.get("message"), dict) else {}
         agent = message.get("agent") or (inner.get("agent") if isinstance(inner, dict) else None)
         host = {"family": self.family}
         if isinstance(agent, str):
             host["agentType"] = agent
-        event = self.envelope("prompt.submit", root, prompt=text,
+        event = self.envelope("prompt.submit", root, prompt=text, agentCanEdit=can_edit,
                               turnId=_text_or_none(message.get("id")), host=host)
-        return ShimCall(name, event, session_id=session, root=root, store=store)
+        return HookCall(name, event, session_id=session)
 
     def on_pre_tool(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         inner, output = body.get("input"), body.get("output")
@@ -16928,9 +17472,6 @@ class OpenCodeAdapter(_ShimAdapter):
             return self.damaged_tool_call(name, session, action, inner.get("callID"), exc.error)
         if session is None:
             return None
-        pending = _pending_directive_error(store, root)
-        if pending:  # every tool call waits for a corrected directive (not audited)
-            return _block(name, directive_pause_text(pending), session, tool_call=True)
         if self.tool_key(action["name"]) == "task":
             self._resumed_session(action, args, store, session, root)
         return self.before_call(name, session, root, action, inner.get("callID"),
@@ -16966,7 +17507,7 @@ class OpenCodeAdapter(_ShimAdapter):
             return None
         fact = dict(self.task_result(output), id=inner["callID"])
         event = self.envelope("action.after", root, action=fact, **self.fields(session, root))
-        return ShimCall(name, event, render=False, session_id=session, root=root, store=store)
+        return HookCall(name, event, render=False, session_id=session)
 
     @staticmethod
     def task_result(output: Any) -> dict:
@@ -16995,12 +17536,12 @@ class OpenCodeAdapter(_ShimAdapter):
         except _LinkDamaged:
             return None
         if kind == "session.deleted" and root == session:
-            return ShimCall(name, self.envelope("session.end", root), render=False,
-                            session_id=session, root=root, store=store)
+            return HookCall(name, self.envelope("session.end", root), render=False,
+                            session_id=session)
         if kind == "session.idle" and root != session:
             # A child that went idle has finished its run.
             stop = self.envelope("subagent.stop", root, agentId=session, sourceSessionId=session)
-            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+            return HookCall(name, stop, render=False, session_id=session)
         return None  # session.created only stores the link; a deleted child never frees the root
 
 
@@ -17040,10 +17581,6 @@ def pi_subagent_shape(tool_input: Any) -> Tuple[int, bool]:
     if len(shapes) != 1:
         return 0, True
     return shapes[0], False
-
-
-_NOT_IDLE_TEXT = ("Stop That Shit did not apply this directive: it arrived mid-turn, while the "
-                  "agent was working. Resubmit it when the agent is idle.")
 
 
 # Pi's and OMP's expandPath turn these into plain spaces before writing.
@@ -17161,13 +17698,11 @@ class PiAdapter(_ShimAdapter):
 
     def prompt_call(self, name: str, payload: dict, body: dict, store: Store,
                     text: str, session: str, root: str) -> HookCall:
-        """prompt.submit unless the agent is busy and the text would change authority."""
-        if _ctx(body).get("idle") is False and parse_inspection_command(text) is None:
-            if _would_change_contract(store, root, text):
-                return _block(name, _NOT_IDLE_TEXT, session)
-            return ShimCall(name, None, answer=NO_RESULT)  # busy, plain text: nothing to do
-        event = self.envelope("prompt.submit", root, prompt=text, host={"family": self.family})
-        return ShimCall(name, event, session_id=session, root=root, store=store)
+        """prompt.submit; text typed while the agent works steers the running turn."""
+        busy = True if _ctx(body).get("idle") is False else None
+        event = self.envelope("prompt.submit", root, prompt=text, agentBusy=busy,
+                              host={"family": self.family})
+        return HookCall(name, event, session_id=session)
 
     def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         event = self.event_of(body)
@@ -17226,7 +17761,7 @@ class PiAdapter(_ShimAdapter):
             return None
         fact["id"] = call_id
         after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
-        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+        return HookCall(name, after, render=False, session_id=session)
 
     def on_session_end(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         try:
@@ -17235,8 +17770,8 @@ class PiAdapter(_ShimAdapter):
             return None
         if session is None or root != session:
             return None  # a child shutting down never closes the root
-        return ShimCall(name, self.envelope("session.end", root), render=False,
-                        session_id=session, root=root, store=store)
+        return HookCall(name, self.envelope("session.end", root), render=False,
+                        session_id=session)
 
 
 # ---- Oh My Pi ---------------------------------------------------------------
@@ -17408,10 +17943,12 @@ def omp_parent_of(store: Store, session_file: Any) -> Optional[str]:
 
 def omp_write_parent(store: Store, session_file: str, root: str) -> None:
     """Persist child session file -> root; never overwrite a damaged link silently."""
-    target = omp_link_path(store, session_file)
-    if os.path.exists(target):
-        return
-    store._write_json(target, {"rootSessionId": root})
+    store.create_json(omp_link_path(store, session_file), {"rootSessionId": root})
+
+
+# Oh My Pi events that can be refused before anything runs: the startup
+# flag, the `/sts` command and typed input.
+_OMP_REFUSABLE_INPUTS = frozenset(("session_start", "command:sts", "input"))
 
 
 class OmpAdapter(PiAdapter):
@@ -17565,14 +18102,15 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # children see the same argv: the flag belongs to the root only
         prompt = self.normalize_prompt(flag.strip())
         if not prompt.lower().startswith("$stop-that-shit"):
             prompt = "$stop-that-shit " + prompt
         event = self.envelope("prompt.submit", root, prompt=prompt, host={"family": self.family})
-        return ShimCall(name, event, session_id=session, root=root, store=store)
+        return HookCall(name, event, session_id=session)
 
     def on_command(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
         args = body.get("args")
@@ -17580,7 +18118,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         if root != session:
@@ -17590,12 +18129,15 @@ class OmpAdapter(PiAdapter):
         return self.prompt_call(name, payload, body, store, text, session, root)
 
     def render(self, result: CoreResult, call: HookCall) -> str:
-        if call.host_event == "command:sts" and result.kind == "none" \
-                and getattr(call, "store", None) is not None and call.event is not None:
+        if call.host_event == "command:sts" and result.kind == "none" and result.contract_line:
             # A command always answers visibly, even when the contract did not change.
-            line = current_context(call.store, call.root)
-            if line:
-                return _json({"context": line})
+            return _json({"context": result.contract_line})
+        if call.host_event in _OMP_REFUSABLE_INPUTS and call.event is not None \
+                and call.event.get("storageError") and result.text:
+            # Its governing session cannot be found: Oh My Pi can refuse the
+            # input, so the core's answer is shown to the user and the turn
+            # never starts under a guessed contract.
+            return _json({"block": True, "reason": result.text})
         return super().render(result, call)
 
     def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
@@ -17604,7 +18146,8 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return _block(name, "%s: %s" % (exc.error["code"], exc.error["message"]))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None or root != session:
             return None  # a child's input never grants authority
         return super().on_input(payload, body, store, name)
@@ -17613,15 +18156,14 @@ class OmpAdapter(PiAdapter):
         try:
             session, root = self.session_and_root(payload, body, store)
         except _LinkDamaged as exc:
-            return ShimCall(name, None, answer=CoreResult(
-                "context", "%s: %s" % (exc.error["code"], exc.error["message"])))
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         # The prompt here may be model-written (a child's assignment): never parsed.
         event = self.envelope("session.start", root, host={"family": self.family},
                               **self.fields(session, root))
-        return ShimCall(name, event, session_id=session, root=root, store=store,
-                        child=root != session)
+        return HookCall(name, event, session_id=session)
 
     def result_fact(self, event: dict) -> Optional[dict]:
         if event.get("toolName") != "task":
@@ -17653,10 +18195,10 @@ class OmpAdapter(PiAdapter):
         if status == "started":
             fact = {"id": call_id, "lifecycle": "running", "agentId": agent}
             after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
-            return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+            return HookCall(name, after, render=False, session_id=session)
         if status in ("completed", "failed"):
             stop = self.envelope("subagent.stop", root, agentId=agent, **self.fields(session, root))
-            return ShimCall(name, stop, render=False, session_id=session, root=root, store=store)
+            return HookCall(name, stop, render=False, session_id=session)
         return None  # aborted: the child may still hold its slot
 
     def on_approval(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
@@ -17673,7 +18215,7 @@ class OmpAdapter(PiAdapter):
             return None
         fact = {"id": call_id, "lifecycle": "not_started"}
         after = self.envelope("action.after", root, action=fact, **self.fields(session, root))
-        return ShimCall(name, after, render=False, session_id=session, root=root, store=store)
+        return HookCall(name, after, render=False, session_id=session)
 
 
 HOST_ADAPTERS_B: Dict[str, Adapter] = {
@@ -17716,30 +18258,6 @@ def _stamped_call_id(host: str, stamp: Any, tool: str, tool_input: Any) -> str:
     timestamp and the digest, so two calls differ even with equal input."""
     return "%s:%s:%s" % (host, stamp if isinstance(stamp, (str, int)) else "-",
                          _call_digest(tool, tool_input))
-
-
-def _reservation_by_digest(store: Store, root: str, host: str, tool: str, tool_input: Any,
-                           source: Optional[str] = None) -> Optional[str]:
-    """The stamped id of the one open reservation of this call (same digest,
-    made by `source`, a child, or by the root when None); None when there is
-    none or more than one (never a guess).  Lock-free read."""
-    suffix = ":" + _call_digest(tool, tool_input)
-    reservations = store.load(session_key(root)).state["delegation"].get("reservations")
-    found = []
-    for item in (reservations or {}).values():
-        key = item.get("actionId") if isinstance(item, dict) else None
-        if not isinstance(key, str):
-            continue
-        maker, raw = None, key
-        if key.startswith("["):  # a child's call, namespaced by the core
-            try:
-                maker, raw = json.loads(key)
-            except (ValueError, TypeError):
-                continue
-        if maker == source and isinstance(raw, str) and raw.startswith(host + ":") \
-                and raw.endswith(suffix):
-            found.append(raw)
-    return found[0] if len(found) == 1 else None
 
 
 class _NewHostAdapter(_CommandHookAdapter):
@@ -17867,11 +18385,8 @@ class GeminiAdapter(_NewHostAdapter):
         tool = payload.get("tool_name")
         if session is None or tool not in _GEMINI_AGENT_TOOLS:
             return None
-        call_id = _reservation_by_digest(store, session, self.host, tool,
-                                         payload.get("tool_input"))
-        if call_id is None:
-            return None
-        fact = {"id": call_id, "lifecycle": "joined"}
+        fact = {"id": _stamped_call_id(self.host, None, tool, payload.get("tool_input")),
+                "stampUnknown": True, "lifecycle": "joined"}
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
@@ -17896,6 +18411,7 @@ class CopilotAdapter(_NewHostAdapter):
 
     host = "copilot"
     family = "copilot-cli"
+    PROMPTS_REFUSABLE = False  # userPromptSubmitted can only add context
     EVENTS = {
         "sessionStart": "on_session_start",
         "userPromptSubmitted": "on_prompt",
@@ -17955,9 +18471,10 @@ class CopilotAdapter(_NewHostAdapter):
         if result.kind == "deny":
             return _json({"permissionDecision": "deny", "permissionDecisionReason":
                           result.text or "Stop That Shit denied this call."})
-        if result.kind == "prompt-error":
-            # A prompt cannot be refused here: the rejection reaches the model instead.
-            return _json({"additionalContext": _rejected_text(result)})
+        if result.kind == "prompt-error" or (result.directive_error and call.render):
+            # A prompt cannot be refused here: the rejection reaches the model
+            # instead, and its tools stay paused until the directive is fixed.
+            return _json({"additionalContext": _unrefused_prompt_text(result)})
         if result.kind == "context" and result.text and call.render \
                 and call.host_event in self.CONTEXT_EVENTS:
             return _json({"additionalContext": result.text})
@@ -17989,7 +18506,11 @@ class CopilotAdapter(_NewHostAdapter):
 
     # ---- events -------------------------------------------------------------
     def on_session_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         if session is None:
             return None
         fields = {"sourceSessionId": session} if session != root else {}
@@ -17997,7 +18518,11 @@ class CopilotAdapter(_NewHostAdapter):
                                             **fields))
 
     def on_prompt(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            return self.damaged_prompt_call(name, self.session_of(payload) or "unknown",
+                                            exc.error)
         prompt = payload.get("prompt")
         if session is None or not isinstance(prompt, str):
             return None
@@ -18010,7 +18535,14 @@ class CopilotAdapter(_NewHostAdapter):
                                             host=self.host_meta(payload)))
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged as exc:
+            tool = payload.get("toolName")
+            action = self.classify(tool, payload.get("toolArgs")) if _is_text(tool) \
+                else unreadable_call()
+            return self.damaged_tool_call(name, self.session_of(payload) or "unknown", action,
+                                          None, exc.error)
         if session is None:
             return None
         return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
@@ -18019,35 +18551,40 @@ class CopilotAdapter(_NewHostAdapter):
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         if payload.get("toolName") != _COPILOT_AGENT_TOOL:
             return None
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         if session is None:
             return None
         args = payload.get("toolArgs")
-        call_id = _reservation_by_digest(store, root, self.host, _COPILOT_AGENT_TOOL, args,
-                                         session if session != root else None)
-        if call_id is None:
-            return None
         background = isinstance(args, dict) and args.get("mode") == "background"
-        fact = {"id": call_id, "lifecycle": "running" if background else "joined"}
+        fact = {"id": _stamped_call_id(self.host, None, _COPILOT_AGENT_TOOL, args),
+                "stampUnknown": True, "lifecycle": "running" if background else "joined"}
         fields = {"sourceSessionId": session} if session != root else {}
         return HookCall(name, self.envelope("action.after", root, action=fact, **fields),
                         render=False)
 
     def on_subagent_start(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         agent = _text_or_none(payload.get("agentId"))
         if session is None or agent is None:
             return None
         if agent != root:
             link_child(store, agent, root)  # the child's own events find the root
         # Copilot names no call here: a child binds only to the one open call.
-        event = self.envelope("subagent.start", root, agentId=agent,
-                              reservationId=_sole_open_reservation(store, root),
+        event = self.envelope("subagent.start", root, agentId=agent, reservationUnknown=True,
                               **({"sourceSessionId": session} if session != root else {}))
         return HookCall(name, event, render=False)
 
     def on_subagent_stop(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.governing(payload, store)
+        try:
+            session, root = self.governing(payload, store)
+        except _LinkDamaged:
+            return None  # recovery never writes: lifecycle facts are lost
         agent = _text_or_none(payload.get("agentId"))
         if session is None or agent is None:
             return None
@@ -20319,9 +20856,10 @@ class _StatusView:
     __slots__ = ("key", "loaded", "reserved", "reasons", "notes", "events", "tally", "damaged",
                  "effect")
 
-    def __init__(self, store: Store, key: str, with_events: bool) -> None:
+    def __init__(self, store: Store, key: str, with_events: bool,
+                 loaded: Optional[Loaded] = None) -> None:
         self.key = key
-        self.loaded = store.load(key)
+        self.loaded = loaded if loaded is not None else store.load(key)
         self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
         self.notes = read_annotations(store)
         self.tally = _Tally()
@@ -20654,14 +21192,16 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
 # ---- prompt answers ---------------------------------------------------------
 
 
-def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str]) -> str:
+def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[str],
+                        loaded: Optional[Loaded] = None) -> str:
     """Text answer to an inspection command typed in a prompt, for session `key`.
 
     Reads without the lock and writes nothing but a label's annotation line.
+    loaded: the session's state when the caller has already read it.
     """
     name = command[0] if command else ""
     if name == "status":
-        return "\n".join(_StatusView(store, key or "unknown", False).spec_lines())
+        return "\n".join(_StatusView(store, key or "unknown", False, loaded).spec_lines())
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
         summary = _runtime(store, None if scope == "all" else (key or "unknown"),

@@ -77,6 +77,14 @@ def block_reason(host, got):
     return got.get("reason") if got.get("block") is True else None
 
 
+def audited(store, text):
+    """The audit record of the event a denial names on its `Event:` line, or None."""
+    for line in (text or "").splitlines():
+        if line.startswith("Event:"):
+            return sts.find_event(store, line.split(":", 1)[1].strip())
+    return None
+
+
 def reason_code(text):
     """The `Reason: <CODE>` line of a STOP message."""
     for line in (text or "").splitlines():

@@ -62,6 +62,24 @@ def test_invalid_directive_reaches_the_model_as_context(store):
     assert answer["additionalContext"].startswith("Stop That Shit: directive rejected (INVALID_")
 
 
+def test_tools_wait_for_a_corrected_directive(store):
+    # The prompt cannot be refused, so the turn of the rejected directive runs:
+    # its tools, a plain read included, are paused until the user fixes it.
+    calls = copilot_run("copilot-shell-allow")
+    say(store, calls, "$stop-that-shit change")
+    rejected = say(store, calls, "$stop-that-shit change fix the bug")
+    assert "Tools stay paused" in rejected["additionalContext"]
+    view = dict(first(calls, "preToolUse", "bash"), toolArgs={"command": "git status"})
+    reason = denied(hook_event("copilot", "preToolUse", view, store))
+    assert reason.startswith("Stop That Shit: directive rejected (INVALID_DIRECTIVE_TOKEN)")
+    event_id = reason.rsplit("Event: ", 1)[1].strip()
+    assert sts.find_event(store, event_id)["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
+    later = say(store, calls, "what now?")  # the rejection stays in front of every prompt
+    assert later["additionalContext"].startswith("Stop That Shit: directive rejected (")
+    say(store, calls, "$stop-that-shit change")
+    assert hook_event("copilot", "preToolUse", view, store) is None
+
+
 def test_subagent_calls_are_judged_by_the_parents_contract(store):
     calls = copilot_run("copilot-agent-deny-json-inner")
     say(store, calls, "$stop-that-shit review -- look")
@@ -83,6 +101,43 @@ def test_a_subagents_prompt_never_sets_the_contract(store):
     assert "mode=review;" in answer["additionalContext"]  # the root's contract, unchanged
     inner = first(calls, "preToolUse", "bash")
     assert denied(hook_event("copilot", "preToolUse", inner, store))
+
+
+def test_a_damaged_link_judges_a_nested_agents_calls_in_read_only_recovery(store):
+    # A subagent's own subagent names its parent, whose link to the root is
+    # unreadable, so which contract governs it is unknown: as on every host,
+    # the core judges its calls in read-only recovery (reads pass, the rest
+    # is denied and audited), its prompt hears why, and nothing is written for
+    # a root that may be the wrong one.  Before, the hook crashed here and
+    # Copilot ran the call.
+    calls = copilot_run("copilot-agent-deny-json-inner")
+    say(store, calls, "$stop-that-shit change -- anything in here")
+    hook_event("copilot", "subagentStart", first(calls, "subagentStart"), store)
+    child = first(calls, "preToolUse", "bash")["sessionId"]
+    link = os.path.join(store.root, "links", sts.session_key(child) + ".json")
+    assert os.path.exists(link)
+    with open(link, "w") as fh:
+        fh.write("{not json")
+    nested = {"sessionId": "nested-1", "agentId": "nested-1", "parentAgentId": child}
+    write = dict(first(calls, "preToolUse", "bash"), toolArgs={"command": "touch notes.txt"},
+                 **nested)
+    reason = denied(hook_event("copilot", "preToolUse", write, store))
+    assert "Reason: STATE_DAMAGED" in reason and "parent link" in reason
+    event_id = reason.split("\nEvent: ", 1)[1].split("\n", 1)[0]
+    assert sts.find_event(store, event_id)["decision"]["reasonCode"] == "STATE_DAMAGED"
+    read = dict(write, toolArgs={"command": "git status"})
+    assert hook_event("copilot", "preToolUse", read, store) is None
+    prompt = dict([s for e, s in calls if e == "userPromptSubmitted"][1], **nested)
+    answer = hook_event("copilot", "userPromptSubmitted", prompt, store)
+    assert answer["additionalContext"].startswith("PARENT_LINK_DAMAGED: ")
+    root_key = sts.session_key(first(calls, "userPromptSubmitted")["sessionId"])
+    before = store.load(root_key).state
+    stop = dict(first(calls, "subagentStop"), sessionId=child, parentAgentId=child,
+                agentId="nested-1")
+    assert hook_event("copilot", "subagentStop", stop, store) is None
+    assert store.load(root_key).state == before
+    with open(link) as fh:
+        assert fh.read() == "{not json"  # kept for the user to restore
 
 
 def test_agents_one_holds_until_the_task_returns(store):

@@ -4,9 +4,9 @@ import json
 import pytest
 
 import sts
-from hooks_shim import (BAD_DIRECTIVE, WORK, LinkStore, answer, block_reason, first,
-                        hermes_envelope, host_events, reason_code, set_state, shim_raw,
-                        translate)
+from hooks_shim import (BAD_DIRECTIVE, WORK, LinkStore, answer, audited, block_reason, first,
+                        get_state, hermes_envelope, host_events, reason_code, set_state,
+                        shim_raw, translate)
 
 ROOT = "20261130_151252_8e1264"
 CHILD = "20261130_151257_2d5de2"
@@ -155,7 +155,8 @@ def test_subagent_start_links_child_and_alias_to_the_root(links):
     start = real("hermes-deny-task", "subagent_start")
     event = translate("hermes", start, links).event
     assert event == {"protocolVersion": 2, "lifecycleVersion": 2, "kind": "subagent.start",
-                     "sessionId": ROOT, "agentId": CHILD, "agentAlias": "sa-0-2350cc48"}
+                     "sessionId": ROOT, "agentId": CHILD, "agentAlias": "sa-0-2350cc48",
+                     "reservationUnknown": True}  # Hermes never names the delegating call
     assert links.link_root(CHILD) == ROOT and links.link_root("sa-0-2350cc48") == ROOT
     child_write = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["session_id"] == CHILD)
     child_event = translate("hermes", child_write, links).event
@@ -175,10 +176,15 @@ def test_subagent_start_binds_only_a_sole_open_call(links):
     state["delegation"]["acceptedActions"] = {"call_fake1": 1, "call_two": 2}
     set_state(links, ROOT, delegation=state["delegation"])
     start = real("hermes-deny-task", "subagent_start")
-    assert translate("hermes", start, links).event["reservationId"] == "reservation:call_fake1"
-    state["delegation"]["reservations"]["reservation:call_two"] = _reservation("call_two", 2)
+    answer("hermes", start, links)
+    bound = get_state(links, ROOT)["delegation"]["reservations"]["reservation:call_fake1"]
+    assert bound["agentIds"] == [CHILD] and bound["pendingCount"] == 0
+    state["delegation"]["reservations"] = {"reservation:call_fake1": _reservation("call_fake1", 1),
+                                           "reservation:call_two": _reservation("call_two", 2)}
     set_state(links, ROOT, delegation=state["delegation"])
-    assert "reservationId" not in translate("hermes", start, links).event  # two owners: no guess
+    answer("hermes", start, links)  # two owners: no guess
+    reservations = get_state(links, ROOT)["delegation"]["reservations"]
+    assert [r["agentIds"] for r in reservations.values()] == [[], []]
 
 
 def test_child_found_by_task_id_alone(links):
@@ -256,17 +262,22 @@ def test_session_end_and_ignored_hooks(links):
         assert translate("hermes", real("hermes-deny-task", hook), links) is None
 
 
-def test_pending_directive_error_pauses_every_tool_without_the_core(store, links):
+def test_pending_directive_error_pauses_every_tool_through_the_core(store, links):
+    # Hermes cannot refuse the prompt of a rejected directive, so it says so
+    # on every tool call and the core pauses them all, each one audited.
     set_state(links, ROOT, directiveError=BAD_DIRECTIVE)
     links.write_link(CHILD, ROOT)
     for payload in (tool("read_file", {"path": "a"}),
                     real("hermes-deny-task", "pre_tool_call", lambda ev: ev["session_id"] == CHILD)):
-        call = translate("hermes", payload, links)
-        assert call.event is None and call.answer.kind == "deny"
-        rendered = json.loads(sts.HOST_ADAPTERS_B["hermes"].render(call.answer, call))
-        assert rendered["action"] == "block"
-        assert "INVALID_DIRECTIVE_TOKEN" in rendered["message"]
-        assert "paused" in rendered["message"]
+        assert translate("hermes", payload, links).event["promptsRefusable"] is False
+        got = answer("hermes", payload, links)
+        assert got["action"] == "block"
+        assert got["message"].startswith("Stop That Shit: directive rejected "
+                                         "(INVALID_DIRECTIVE_TOKEN)")
+        assert "paused" in got["message"]
+        record = audited(links, got["message"])
+        assert record["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
+        assert record["decision"]["responseOutcome"] == "permission_deny_returned"
 
 
 def test_rendering():

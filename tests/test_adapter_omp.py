@@ -5,8 +5,8 @@ import os
 import pytest
 
 import sts
-from hooks_shim import (LinkStore, answer, block_reason, first, get_state, reason_code, request,
-                        set_state, translate)
+from hooks_shim import (LinkStore, answer, audited, block_reason, first, get_state, reason_code,
+                        request, set_state, translate)
 
 ROOT = "omp-root"
 CHILD = "omp-child"
@@ -230,7 +230,12 @@ def test_damaged_parent_link_is_recovery(store, tmp_path):
         fh.write("{broken")
     write = tool("write", {"path": "a.txt", "content": "x"}, CHILD, sessionFile=session_file)
     call = translate("omp", write, store)
-    assert call.event is None and call.tool_call  # never reaches the core as a normal call
+    # Judged in recovery under the child's own id, never against a guessed root.
+    assert call.event["sessionId"] == CHILD and call.tool_call
+    assert call.event["storageError"]["code"] == "PARENT_LINK_DAMAGED"
+    got = answer("omp", write, store)  # decided as a damaged state file, and audited
+    assert reason_code(got["reason"]) == "STATE_DAMAGED" and "parent link" in got["reason"]
+    assert audited(store, got["reason"])["decision"]["reasonCode"] == "STATE_DAMAGED"
     got = answer("omp", req("input", first("pi-deny", "input"), CHILD, sessionFile=session_file),
                  store)
     assert got["block"] is True and "PARENT_LINK_DAMAGED" in got["reason"]

@@ -4,8 +4,8 @@ import json
 import pytest
 
 import sts
-from hooks_shim import (BAD_DIRECTIVE, LinkStore, answer, block_reason, first, get_state,
-                        reason_code, request, set_state, translate)
+from hooks_shim import (BAD_DIRECTIVE, LinkStore, answer, audited, block_reason, first,
+                        get_state, reason_code, request, set_state, translate)
 
 RUN = "opencode-deny-task"
 ROOT = "ses_dd2fc9112ffe0DhPowRIxLfkHV"
@@ -196,9 +196,11 @@ def test_agent_edit_rules(rules, editable):
 
 def test_editable_agent_promotes_review_to_change(store):
     set_state(store, ROOT, contract={"mode": "review", "level": "guard", "source": "directive"})
-    translate("opencode", message(ctx={"agentCanEdit": False}), store)
+    assert translate("opencode", message(ctx={"agentCanEdit": False}), store) \
+        .event["agentCanEdit"] is False
+    answer("opencode", message(ctx={"agentCanEdit": False}), store)
     assert get_state(store, ROOT)["contract"]["mode"] == "review"
-    translate("opencode", message(ctx={"agentCanEdit": None}), store)  # unknown counts as editable
+    answer("opencode", message(ctx={"agentCanEdit": None}), store)  # unknown counts as editable
     contract = get_state(store, ROOT)["contract"]
     assert contract["mode"] == "change" and contract["source"] == "host"
     assert contract["level"] == "guard"
@@ -220,7 +222,7 @@ def test_a_message_without_user_text_never_promotes(store):
 def test_no_promotion_while_a_directive_error_is_pending(store):
     set_state(store, ROOT, contract={"mode": "review", "level": "guard"},
               directiveError=BAD_DIRECTIVE)
-    translate("opencode", message(), store)
+    answer("opencode", message(), store)
     assert get_state(store, ROOT)["contract"]["mode"] == "review"
 
 
@@ -230,6 +232,9 @@ def test_pending_directive_error_pauses_root_and_child_tools(links):
     for session in (ROOT, CHILD):
         got = answer("opencode", before(session, "read", {"filePath": "a"}), links)
         assert got["block"] is True and "INVALID_DIRECTIVE_TOKEN" in got["reason"]
+        record = audited(links, got["reason"])  # the pause is audited like any denial
+        assert record["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
+        assert record["decision"]["responseOutcome"] == "execution_denial_returned"
     got = answer("opencode", message(), links)
     assert "INVALID_DIRECTIVE_TOKEN" in got["context"] and "paused" in got["context"]
 

@@ -1,5 +1,6 @@
 """Pi adapter, driven with what Pi 0.73.1 really sent."""
 import json
+import os
 
 import pytest
 
@@ -59,8 +60,10 @@ def test_input_without_a_source_is_never_authority(store, source):
 
 
 def test_busy_plain_text_does_nothing(store):
-    call = translate("pi", pi_input("also look at b.py", idle=False), store)
-    assert call.event is None and call.answer.kind == "none"
+    payload = pi_input("also look at b.py", idle=False)
+    assert translate("pi", payload, store).event["agentBusy"] is True
+    assert answer("pi", payload, store) == {}
+    assert not os.path.exists(store.path("sessions"))  # nothing written
 
 
 def test_real_write_and_bash(store):

@@ -246,6 +246,29 @@ HASH_CASES = [
     ("md2html(text)", "a.py", None, False),
     ("BCryptGenRandom(NULL, buf, n, 0)", "a.c", None, False),
     ("x = getattr(obj, 'name')", "a.py", None, False),
+    # Names and code hidden in literals: joined, reversed, decoded, then run
+    ("m = __import__(''.join(['hash', 'lib']))", "a.py", None, True),
+    ("m = __import__('bilhsah'[::-1])", "a.py", None, True),
+    ("m = __import__(chr(104) + chr(97) + 'shlib')", "a.py", None, True),
+    ("m = __import__(bytes.fromhex('686173686c6962').decode())", "a.py", None, True),
+    ("import codecs\nm = __import__(codecs.decode('unfuyvo', 'rot13'))", "a.py", None, True),
+    ("import base64\nexec(base64.b64decode('aW1wb3J0IGhhc2hsaWI='))", "a.py", None, True),
+    ("exec('import hash' + 'lib')", "a.py", None, True),
+    ("eval(compile('__import__(\"hashlib\")', 'x', 'eval'))", "a.py", None, True),
+    ("const c = require(atob('Y3J5cHRv'));\nc[atob('Y3JlYXRlSGFzaA==')]('md5')", "a.js", None, True),
+    ("const c = require('cry' + 'pto');\nc['create' + 'Hash']('sha256')", "a.js", None, True),
+    ("require('otpyrc'.split('').reverse().join(''))['createHash']('md5')", "a.js", None, True),
+    ("require('crypto')[['create', 'Hash'].join('')]('md5')", "a.ts", None, True),
+    ("subtle['di' + 'gest']('SHA-256', d)", "a.js", None, True),
+    ("eval(atob('cmVxdWlyZSgiY3J5cHRvIikuY3JlYXRlSGFzaCgibWQ1Iik='))", "a.js", None, True),
+    ("eval(Buffer.from('637265617465486173682827736861312729', 'hex').toString())", "a.js",
+     None, True),
+    # ... while the same shapes around other names and code stay what they are
+    ("importlib.import_module('app.' + plugin)", "a.py", None, False),
+    ("print(eval('1+2'))", "a.py", None, False),
+    ("exec(base64.b64decode('cHJpbnQoMSk='))", "a.py", None, False),
+    ("const c = require(atob('ZnM='))", "a.js", None, False),
+    ("const s = 'hello' + ' ' + 'world'", "a.js", None, False),
 ]
 
 

@@ -661,9 +661,11 @@ def test_one_table_holds_each_code_once_in_the_order_of_the_checks():
     # wait runs out); every other row is a check, and the last one always matches.
     assert [row.code for row in sts.DECISION_TABLE if row.check is None] == ["STATE_BUSY"]
     assert codes[-1] == "WITHIN_CONTRACT"
-    # Damaged state, then self-protection, then whether anything is enforced.
-    assert codes[1:6] == ["RECOVERY_READ_ONLY", "STS_LOCK_DAMAGED", "STATE_DAMAGED",
-                          "GUARD_SELF_PROTECTION", "CONTROL_INACTIVE"]
+    # Damaged state, then the pause for a rejected directive whose turn ran
+    # anyway (every tool waits, at every level), then self-protection, then
+    # whether anything is enforced.
+    assert codes[1:7] == ["RECOVERY_READ_ONLY", "STS_LOCK_DAMAGED", "STATE_DAMAGED",
+                          "DIRECTIVE_PENDING", "GUARD_SELF_PROTECTION", "CONTROL_INACTIVE"]
     assert codes[-2] == "REPEATED_WITHOUT_CHANGE"
     for row in sts.DECISION_TABLE:
         assert row.outcome in ("allow", "always_deny", "always_defer", "deny_when_armed",

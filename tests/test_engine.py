@@ -217,3 +217,98 @@ def test_thrash_side_file_is_private(store):
     act(store, name="Bash", mutability="read", command="git status")
     path = store.path("thrash", sts.session_key("s-engine") + ".json")
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+# --- host facts: what an adapter tells the engine instead of deciding itself --------
+
+def test_a_rejected_directive_pauses_every_call_where_the_prompt_ran(store):
+    prompt(store, "$stop-that-shit off")
+    prompt(store, "$stop-that-shit change fix it")  # rejected: `fix` is no directive field
+    read = {"name": "Read", "mutability": "read"}
+    assert act(store, **read).kind == "none"  # a host that refused the prompt: no pause
+    paused = sts.handle_event(event("action.before", action=read, promptsRefusable=False), store)
+    assert paused.kind == "deny" and paused.code == "DIRECTIVE_PENDING"
+    assert paused.text.startswith("Stop That Shit: directive rejected (INVALID_DIRECTIVE_TOKEN)")
+    assert "Tools stay paused" in paused.text
+    # Audited even under `off`, and `explain` finds it by the event the text names.
+    assert paused.text.endswith("Event: " + paused.event_id)
+    assert audit_lines(store)[-1]["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
+    prompt(store, "$stop-that-shit change")
+    again = sts.handle_event(event("action.before", action=read, promptsRefusable=False), store)
+    assert again.kind == "none"
+
+
+def test_a_prompt_or_start_says_what_holds_after_it(store):
+    prompt(store, "$stop-that-shit review")
+    rejected = prompt(store, "$stop-that-shit review please")
+    assert rejected.directive_error["token"] == "please"
+    assert rejected.contract_line.startswith("Stop That Shit (active): mode=review;")
+    later = prompt(store, "what now?")
+    assert later.directive_error["token"] == "please" and "mode=review" in later.contract_line
+    start = sts.handle_event(event("session.start"), store)
+    assert start.directive_error["token"] == "please"
+    child = sts.handle_event(event("session.start", sourceSessionId="s-child"), store)
+    assert child.directive_error is None and child.contract_line == ""  # the user's turn only
+    assert prompt(store, "$stop-that-shit change").directive_error is None
+
+
+def test_an_agent_that_can_edit_turns_review_into_change(store):
+    prompt(store, "$stop-that-shit review")
+
+    def say(text, can_edit):
+        return sts.handle_event(event("prompt.submit", prompt=text, agentCanEdit=can_edit),
+                                store)
+    mode = lambda: store.load(sts.session_key("s-engine")).state["contract"]["mode"]  # noqa: E731
+    say("go on", False)
+    assert mode() == "review"
+    say("review only, go on", True)  # a correction in the same message still wins
+    assert mode() == "review"
+    say("   ", True)  # no user text: not the user speaking
+    assert mode() == "review"
+    result = say("go on", True)
+    contract = store.load(sts.session_key("s-engine")).state["contract"]
+    assert contract["mode"] == "change" and contract["source"] == "host"
+    assert "mode=change" in result.text
+
+
+def test_a_directive_typed_mid_turn_is_refused_and_plain_text_left_alone(store):
+    prompt(store, "$stop-that-shit review")
+    path = store.path("sessions", sts.session_key("s-engine") + ".json")
+    before = open(path, "rb").read()
+
+    def busy(text):
+        return sts.handle_event(event("prompt.submit", prompt=text, agentBusy=True), store)
+    for text in ("$stop-that-shit change", "fix it"):  # a directive, a correction
+        refused = busy(text)
+        assert refused.kind == "prompt-error" and refused.code == "DIRECTIVE_NOT_IDLE"
+        assert "Resubmit it when the agent is idle" in refused.text
+    assert busy("also look at b.py").kind == "none"
+    assert busy("$stop-that-shit status").text.startswith("Stop That Shit status")
+    assert open(path, "rb").read() == before
+
+
+def test_a_call_whose_governing_session_is_unknown_is_judged_in_recovery(store):
+    prompt(store, "$stop-that-shit change")  # this session's own state is never used
+    damaged = {"code": "PARENT_LINK_DAMAGED", "message": "The parent link is unreadable."}
+
+    def call(**action):
+        return sts.handle_event(event("action.before", action=action, storageError=damaged),
+                                store)
+    assert call(name="Read", mutability="read").kind == "none"
+    denied = call(name="Write", mutability="write", affectedPaths=["a.txt"])
+    assert denied.kind == "deny" and denied.code == "STATE_DAMAGED"
+    assert "The parent link is unreadable." in denied.text and denied.event_id
+    assert audit_lines(store)[-1]["decision"]["reasonCode"] == "STATE_DAMAGED"
+    assert store.load(sts.session_key("s-engine")).state["contract"]["mode"] == "change"
+
+
+def test_a_prompt_whose_governing_session_is_unknown_is_told_why_and_changes_nothing(store):
+    prompt(store, "$stop-that-shit review")
+    path = store.path("sessions", sts.session_key("s-engine") + ".json")
+    before = open(path, "rb").read()
+    damaged = {"code": "PARENT_LINK_DAMAGED", "message": "The parent link is unreadable."}
+    told = sts.handle_event(event("session.start", storageError=damaged), store)
+    assert (told.kind, told.code) == ("context", "PARENT_LINK_DAMAGED")
+    assert told.text == "PARENT_LINK_DAMAGED: The parent link is unreadable."
+    assert open(path, "rb").read() == before  # the contract stays review
+    assert store.armed_marker(sts.session_key("s-engine"))  # a shim fails closed meanwhile

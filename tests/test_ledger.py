@@ -359,6 +359,19 @@ def test_subagent_start_binds_only_by_explicit_reservation_id():
     assert apply(ledger, start("k2", "p1")) is False
 
 
+def test_a_host_that_never_names_the_call_binds_only_the_one_open_call():
+    # Hermes 0.19 and Copilot start children without saying which call did.
+    ledger = fresh()
+    unnamed = event("subagent.start", agentId="k1", reservationUnknown=True)
+    accept(ledger, "a1", 2)
+    accept(ledger, "p1", 1, completion_scope="call")  # freed per call: never a child's owner
+    assert apply(ledger, unnamed) is True
+    assert ledger["reservations"]["reservation:a1"]["agentIds"] == ["k1"]
+    accept(ledger, "a2", 1)
+    assert apply(ledger, event("subagent.start", agentId="k2", reservationUnknown=True)) is False
+    assert "k2" not in ledger["agentIdsSeen"]  # two open calls: no guess
+
+
 def test_start_does_not_overdraw_a_reservation():
     ledger = fresh()
     accept(ledger, "a1", 1)
@@ -455,6 +468,27 @@ def test_namespaced_ids_from_child_sessions():
     assert list(ledger["reservations"]) == ['reservation:["child","t1"]']
     apply(ledger, after("t1", "joined", sourceSessionId="child"))
     assert ledger["reservations"] == {}
+
+
+def test_a_result_with_an_unknown_stamp_finds_its_one_call():
+    # Gemini and Copilot give calls no id: the adapter names a delegation
+    # `host:stamp:digest`, and its result knows only host and digest.
+    ledger = fresh()
+    accept(ledger, "gemini:1001:abcd")
+    child = event("action.before", sourceSessionId="child",
+                  action={"name": "task", "mutability": "delegate", "id": "gemini:1002:abcd"})
+    sts.admit(ledger, child.action, child.action_id, True)
+    result = after("gemini:-:abcd", "joined", stampUnknown=True)
+    assert apply(ledger, result) is True
+    assert list(ledger["reservations"]) == ['reservation:["child","gemini:1002:abcd"]']
+    assert apply(ledger, after("gemini:-:abcd", "joined", stampUnknown=True,
+                               sourceSessionId="child")) is True
+    assert ledger["reservations"] == {}
+    accept(ledger, "gemini:1003:abcd")
+    accept(ledger, "gemini:1004:abcd")
+    assert apply(ledger, result) is False  # two equal calls are never guessed apart
+    accept(ledger, "copilot:1005:beef")
+    assert apply(ledger, after("gemini:-:beef", "joined", stampUnknown=True)) is False
 
 
 def test_missing_optional_keys_are_tolerated():

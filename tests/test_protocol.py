@@ -42,7 +42,7 @@ def test_the_control_event_types_are_full_dataclasses():
         "}))")
     assert out == {"all": [True, True, True],
                    "fields": ["id", "lifecycle", "agent_id", "agent_aliases", "ended_agent_ids",
-                              "completed", "async_launched"],
+                              "completed", "async_launched", "stamp_unknown"],
                    "asdict": ["a"], "replace": "bye", "eq": True,
                    "repr": "Action(name='Read', m"}
 

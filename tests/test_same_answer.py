@@ -405,3 +405,31 @@ def test_powershell_redirection_keeps_hash_intent(tmp_path, monkeypatch, host, t
             payload = _command_call(host, tool, args, "call_ps_1")
         text = deny_text(host, answer(host, payload, store))
         assert (reason_code(text) if text else None) == expected, (host, command)
+
+
+# Hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
+# directive runs anyway there, so every tool waits for the corrected one.
+PROMPT_NOT_REFUSED = ("hermes", "opencode", "copilot")
+
+
+def test_a_rejected_directive_pauses_tools_wherever_its_turn_ran(tmp_path, monkeypatch):
+    import sts
+    got = {}
+    for host in HOSTS:
+        home = tmp_path / host
+        monkeypatch.setenv("STS_HOME", str(home))
+        store = sts.Store(str(home))
+        prompt, tool = DRIVERS[host]
+        answer(host, prompt("$stop-that-shit change"), store)
+        answer(host, prompt("$stop-that-shit change fix the bug"), store)
+        text = deny_text(host, answer(host, tool("shell", "git status", "call_paused"), store))
+        paused = bool(text) and text.startswith("Stop That Shit: directive rejected")
+        # Everywhere else the previous contract judges the call, and only a
+        # delegation is stopped while the directive is invalid.
+        agent = reason_code(deny_text(host, answer(host, tool("agent", "-", "call_agent"),
+                                                   store)))
+        answer(host, prompt("$stop-that-shit change"), store)
+        again = deny_text(host, answer(host, tool("shell", "git status", "call_again"), store))
+        got[host] = (paused, agent, again)
+    assert got == {host: (True, None, None) if host in PROMPT_NOT_REFUSED
+                   else (False, "INVALID_DIRECTIVE", None) for host in HOSTS}

@@ -327,6 +327,28 @@ def test_writes_inside_syntax_the_analyzer_does_not_read(place, command, code):
     assert_all(place, command, code)
 
 
+@pytest.mark.parametrize("command,code", [
+    # Inline code can write any file it names, and any file it finds at run time:
+    # the path literals are its targets, home, environment and listings unknown ones.
+    ("python3 -c \"open('sts.py', 'w').write('')\"", CODE),
+    ("python3 -c \"import os; os.remove(os.path.expanduser('~/.claude/settings.json'))\"", CODE),
+    ("python3 -c \"import os; open(os.environ['HOME'] + '/.bashrc', 'a')\"", CODE),
+    ("python3 -c \"import shutil, pathlib; shutil.rmtree(pathlib.Path.home() / '.local')\"", CODE),
+    ("node -e \"require('fs').unlinkSync(process.env.STS_HOME + '/installed.json')\"", CODE),
+    ("perl -e \"unlink 'sts.py'\"", CODE),
+    ("ruby -e \"File.write('sts.py', '')\"", CODE),
+    ("python3 - <<'EOF'\nopen('sts.py', 'w')\nEOF", CODE),
+    ("node <<'EOF'\nrequire('fs').writeFileSync('sts.py', '')\nEOF", CODE),
+    ("python3 -c \"$CODE\"", CODE),
+    # ...and code that names only its own files goes through.
+    ("python3 -c \"open('build/out.txt', 'w').write('x')\"", None),
+    ("python3 -c \"print(open('src/a.py').read())\"", None),
+    ("node -e \"console.log(require('fs').readFileSync('src/a.py', 'utf8'))\"", None),
+])
+def test_inline_code_names_its_targets(place, command, code):
+    assert_all(place, command, code, cwd=place.project)
+
+
 def test_powershell_writes_behind_a_variable_are_unknown_targets(place):
     session = arm(place, "claude")
     for command, code in (("Remove-Item $env:USERPROFILE\\.claude -Recurse", CODE),

@@ -86,6 +86,48 @@ def test_every_private_top_level_name_is_used():
     assert unused == []
 
 
+def _section_lines(title):
+    """(first, last) line of the bannered section whose title line is `# <title>`."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    banner = "#" * 79
+    starts = [i + 1 for i, line in enumerate(lines) if line == banner
+              and i + 1 < len(lines) and lines[i + 1].startswith("# ")
+              and lines[i + 1][2:].strip()]
+    titles = {lines[n][2:].strip(): n for n in starts}
+    first = titles[title]
+    later = [n for n in starts if n > first]
+    return first, (later[0] if later else len(lines))
+
+
+def test_nothing_outside_the_state_section_calls_a_private_part_of_store():
+    """The State and audit section owns the files on disk; everything else goes
+    through Store's public methods, so a write is durable and locked the same
+    way wherever it comes from."""
+    store = next(node for node in sts_tree().body
+                 if isinstance(node, ast.ClassDef) and node.name == "Store")
+    private = {node.name for node in store.body if isinstance(node, ast.FunctionDef)
+               and node.name.startswith("_") and not node.name.startswith("__")}
+    private |= {node.attr for node in ast.walk(store) if isinstance(node, ast.Attribute)
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and getattr(node.value, "id", None) == "self"}
+    assert {"_write_json", "_acquire", "_state_path"} <= private  # the rule has teeth
+    first, last = _section_lines("State and audit")
+    own = {}  # a class outside the section may have a private method of the same name
+    for node in sts_nodes():
+        if isinstance(node, ast.ClassDef) and node.name != "Store":
+            names = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            for inner in ast.walk(node):
+                own[id(inner)] = names
+    outside = sorted(
+        (node.lineno, node.attr) for node in sts_nodes()
+        if isinstance(node, ast.Attribute) and node.attr in private
+        and not first <= node.lineno <= last
+        and not (getattr(node.value, "id", None) in ("self", "cls")
+                 and node.attr in own.get(id(node), ())))
+    assert outside == []
+
+
 # ---- comments that stand alone ------------------------------------------------
 #
 # The code was written from specification documents that are not in this
@@ -216,3 +258,43 @@ def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
                 down.add((here, sub.id))
     assert down == {("Decision", "ledger_summary"), ("Engine", "inspection_response"),
                     ("Cases", "ADAPTERS"), ("Cases", "run_hook")}
+
+
+# ---- adapters only translate ---------------------------------------------------
+
+# What only the engine may do: judge a call, change the ledger or the
+# contract, read or write the session state.
+_ENGINE_ONLY = {"decide", "handle_event", "apply_admission", "apply_lifecycle_fact",
+                "state_busy_decision", "recovery_state", "default_state"}
+_STATE_METHODS = {"load", "update", "preserve_damaged"}
+
+
+def test_the_adapters_never_judge_and_never_touch_the_session_state():
+    """An adapter turns a host event into a ControlEvent and the core's answer
+    into the host's; a rule in an adapter would give one host its own answer."""
+    starts = _sections()
+    adapter_lines = []
+    for index, (start, title) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else 10 ** 9
+        if title == "Adapters":
+            adapter_lines.append((start, end))
+    assert len(adapter_lines) >= 4  # shared helpers and the three host groups
+
+    def in_adapters(node):
+        return any(a <= getattr(node, "lineno", 0) < b for a, b in adapter_lines)
+    found = []
+    for node in sts_nodes():
+        if not isinstance(node, ast.Call) or not in_adapters(node):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _ENGINE_ONLY:
+            found.append((node.lineno, func.id))
+        elif isinstance(func, ast.Attribute) and func.attr in _STATE_METHODS \
+                and getattr(func.value, "id", None) == "store":
+            found.append((node.lineno, "store." + func.attr))
+        elif isinstance(func, ast.Name) and func.id == "CoreResult" and node.args \
+                and getattr(node.args[0], "value", None) == "deny":
+            found.append((node.lineno, "CoreResult(deny)"))
+    # The one answer an adapter gives itself: Oh My Pi's `/sts` typed in a
+    # child session, refused because it can never reach the root's contract.
+    assert [name for _, name in found] == ["CoreResult(deny)"]

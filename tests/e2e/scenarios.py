@@ -262,6 +262,16 @@ def _(host, work):
     return [{"tool": tool, "args": args}]
 
 
+@_steps("directive-rejected")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "written")]
+
+
+# The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
+# directive runs there.  Everywhere else the prompt itself is refused.
+PROMPT_NOT_REFUSED = ["copilot", "hermes", "opencode"]
+
+
 SCENARIOS = [
     Scenario("probe-deny", "probe hook denies a write", wiring="probe",
              task="Create the file e2e-deny.txt.", absent=["e2e-deny.txt"],
@@ -312,6 +322,12 @@ SCENARIOS = [
              directive="change", task="checksum it", absent=["hash.txt"],
              deny_text="HASH_NOT_AUTHORIZED", audit="observed_blocked",
              hosts=sorted(_HASH_CODE), why_not="no code tool in this host's e2e set"),
+    Scenario("directive-rejected", "10. a directive with a typo, then a write: the turn "
+             "runs, and every tool waits for the corrected directive", directive="chnage",
+             task="write a.txt", absent=["a.txt"],
+             deny_text="directive rejected (INVALID_DIRECTIVE_TOKEN)", audit="observed_blocked",
+             hosts=PROMPT_NOT_REFUSED,
+             why_not="the host refuses the prompt itself, so that turn never runs"),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
