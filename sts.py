@@ -3202,7 +3202,9 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # patch and curl have a grammar beyond options (subcommands, expressions,
 # a program text, mode letters, old-style clusters) or read the values
 # themselves (curl's -w and -H, tar's --use-compress-program); env mixes
-# NAME=VALUE words with its options; the shell built-ins (cd, read, set,
+# NAME=VALUE words with its options; base64, lsof and stat refuse a letter
+# anywhere in a cluster, as GNU and other builds disagree on which letters
+# take values (macOS base64 -o, lsof -D, zsh stat -A); the shell built-ins (cd, read, set,
 # test, printf, ...) decide by what they assign, not by their options;
 # the package managers, docker, kubectl, gh and ip decide by verb.
 #
@@ -3220,6 +3222,12 @@ def _may_split(w: _W) -> bool:
     x='1 -o out' writes out; `sort -k {1,-o/tmp/x} f` too), and every
     word after the first is read as an option or an operand."""
     return w.glob or (w.dyn and w.split)
+
+
+def _split_value(seen: List[Tuple[str, Optional[_W], str]]) -> Optional[_W]:
+    """The first value given as a word of its own that may split (_may_split)."""
+    return next((value for _, value, _ in seen if value is not None and _may_split(value)),
+                None)
 
 
 def _unsplit(v: _V, value: Optional[_W]) -> _V:
@@ -3728,12 +3736,6 @@ def _payload(args: List[_W], ctx: _Ctx) -> _V:
     inner.vars, inner.vars_unknown = ctx.vars, ctx.vars_unknown
     inner.globs_unknown = ctx.globs_unknown
     return _classify_argv(args, inner)
-
-
-def _split_value(seen: List[Tuple[str, Optional[_W], str]]) -> Optional[_W]:
-    """The first value given as a word of its own that may split (_may_split)."""
-    return next((value for _, value, _ in seen if value is not None and _may_split(value)),
-                None)
 
 
 def _wrapper_start(args: List[_W], spec: _Opts
