@@ -3196,8 +3196,9 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # getent, apt-cache, systemctl, journalctl, hostnamectl, timedatectl,
 # dmesg, sysctl, fuser, iconv, stty, mount, lsb_release, crontab, ss,
 # netstat, ifconfig, yq, ulimit, umask, history, shopt, declare, nm, diff3,
-# date, rg, fd, the wrappers time, nice, timeout, stdbuf, nohup, xargs and
-# sudo, sed's own options and the modes of the compressors and kill.
+# date, rg, fd, tar's listings, the wrappers time, nice, timeout, stdbuf,
+# nohup, xargs and sudo, sed's own options and the modes of the
+# compressors and kill.
 # Programs that keep code of their own, and why: git, find, awk, tar, unzip,
 # patch and curl have a grammar beyond options (subcommands, expressions,
 # a program text, mode letters, old-style clusters) or read the values
@@ -7043,12 +7044,18 @@ def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
 # long options (`--use=prog` is --use-compress-program, `--checkpoint-act`
 # runs a command) and its option letters take values in clusters (`-tvIprog`,
 # old style `tfI a.tar prog`), so anything else is refused.
-_TAR_LIST_FLAGS = frozenset((
-    "--list", "--verbose", "--gzip", "--gunzip", "--ungzip", "--bzip2", "--xz", "--lzma",
-    "--zstd", "--auto-compress", "--wildcards", "--no-wildcards", "--numeric-owner",
-    "--full-time", "--utc", "--force-local", "--ignore-case", "--anchored", "--no-anchored",
-    "--ignore-zeros", "--block-number"))
-_TAR_LIST_VALUED = frozenset(("--file", "--exclude"))
+# The options a listing may carry; the old-style cluster (`tar tvf a.tar`)
+# is read first, by hand, as its 'f' takes the next word.
+#: read | tar -tzf a.tgz
+#: read | tar tvf a.tar
+#: read | tar --list --file=a.tar --wildcards '*.py'
+#: notread | tar -tf host:a.tar
+#: notread | tar --list --use-compress-program=./evil -f a.tar
+_TAR_LIST = _Opts(
+    "-tvzjJ -f: --list --verbose --gzip --gunzip --ungzip --bzip2 --xz --lzma --zstd "
+    "--auto-compress --wildcards --no-wildcards --numeric-owner --full-time --utc "
+    "--force-local --ignore-case --anchored --no-anchored --ignore-zeros --block-number "
+    "--file: --exclude:", abbrev=False)
 _TAR_LIST_LETTERS = "tvzjJ"
 
 
@@ -7071,42 +7078,11 @@ def _tar_lists(args: List[_W]) -> bool:
                 return False
             archives.append(args[i].text)
             i += 1
-    while i < n:
-        t = args[i].text
-        i += 1
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue            # a member name
-        if t.startswith("--"):
-            key, eq, val = t.partition("=")
-            if key in _TAR_LIST_FLAGS and not eq:
-                letters += "t" if key == "--list" else ""
-            elif key in _TAR_LIST_VALUED:
-                if not eq:
-                    if i >= n:
-                        return False
-                    val = args[i].text
-                    i += 1
-                if key == "--file":
-                    archives.append(val)
-            else:
-                return False
-            continue
-        body = t[1:]
-        for k, ch in enumerate(body):
-            if ch == "f":
-                rest = body[k + 1:]
-                if not rest:
-                    if i >= n:
-                        return False
-                    rest = args[i].text
-                    i += 1
-                archives.append(rest)
-                break
-            if ch not in _TAR_LIST_LETTERS:
-                return False
-            letters += ch
+    fail, _, seen = _read_options(args[i:], _TAR_LIST)
+    if fail is not None:
+        return False
+    letters += "".join("t" for opt, _, _ in seen if opt in ("t", "list"))
+    archives += [value.text for opt, value, _ in seen if opt in ("f", "file") and value]
     local = "--force-local" in [w.text for w in args]
     # HOST:FILE is a remote archive, reached by running rsh/ssh.
     if any(":" in a and not local for a in archives):
