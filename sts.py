@@ -3441,6 +3441,9 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             if effect is not None:
                 v = _write([value] if value is not None else []) if effect == "write" \
                     else _unknown(_EFFECT_REASONS[effect])
+                # A writing option without a value writes a file its table
+                # cannot name (yq -i its operands, file -C NAME.mgc): any file.
+                v.opaque = effect == "write" and value is None
                 v.why = ("spec", spelled, value.text if value is not None else None, effect)
                 effects = v if effects is None else effects.join(v)
     split = _split_value(seen)
@@ -7387,8 +7390,8 @@ _XXD = _Opts(
 # -C compiles a magic file; -p restores access times after reading: a
 # metadata write.
 #: read | file -b --mime-type a.bin
-#: write | file -C -m magic
-#: write | file -p a.txt
+#: write >? | file -C -m magic
+#: write >? | file -p a.txt
 _FILE = _Opts(
     "-bcdEhiIkLlNnprsSvz0ZC -eFfmP: --brief --mime --mime-type --mime-encoding --dereference "
     "--no-dereference --keep-going --raw --special-files --uncompress --extension --apple "
@@ -7555,7 +7558,7 @@ _IFCONFIG = _Opts("-asv", permute=False, max_operands=1)
 # any unambiguous prefix of a long option, so the writers stay in the table
 # and a prefix shared with them is refused.
 #: read | yq -r '.a[]' data.yaml
-#: write | yq -i '.a = 1' data.yaml
+#: write >? | yq -i '.a = 1' data.yaml
 _YQ = _Opts(
     "-renCMyYjPcis -opI: --yaml-output --yaml-roundtrip --raw-output --exit-status "
     "--null-input --compact-output --output-format: --input-format: --unwrapScalar "
