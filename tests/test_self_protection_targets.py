@@ -354,6 +354,28 @@ def test_inline_code_names_its_targets(place, command, code):
     assert_all(place, command, code, cwd=place.project)
 
 
+RENAME_INTO_GUARD = "diff --git a/x b/sts.py\nrename from x\nrename to sts.py\n"
+EDIT_GUARD = "--- a/sts.py\n+++ b/sts.py\n@@ -1 +1 @@\n-x\n+y\n"
+EDIT_SOURCE = "--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+
+
+@pytest.mark.parametrize("command,code", [
+    # A patch on stdin names its files; a patch file, a piped patch or one
+    # applied from another folder changes files the line does not name.
+    ("git apply <<'EOF'\n%sEOF" % EDIT_GUARD, CODE),
+    ("patch -p1 <<'EOF'\n%sEOF" % EDIT_GUARD, CODE),
+    ("git apply <<'EOF'\n%sEOF" % RENAME_INTO_GUARD, CODE),
+    ("git apply fix.patch", CODE),
+    ("patch -p1 < fix.diff", CODE),
+    ("cat fix.diff | git apply", CODE),
+    ("git -C ../other apply <<'EOF'\n%sEOF" % EDIT_SOURCE, CODE),
+    ("git apply <<'EOF'\n%sEOF" % EDIT_SOURCE, None),
+    ("patch -p1 <<'EOF'\n%sEOF" % EDIT_SOURCE, None),
+])
+def test_patches_applied_through_the_shell(place, command, code):
+    assert_all(place, command, code, cwd=place.project)
+
+
 def test_powershell_writes_behind_a_variable_are_unknown_targets(place):
     session = arm(place, "claude")
     for command, code in (("Remove-Item $env:USERPROFILE\\.claude -Recurse", CODE),
