@@ -2601,6 +2601,11 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
+    elif _cmd_name(cmd) == "git" and v.mut == "write" and _git_config_target(cmd.words):
+        target = _git_config_target(cmd.words)
+        v.targets.append(target)
+        if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
+            v.opaque = True
     elif _applies_a_patch(cmd) and v.mut == "write":
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
@@ -2616,6 +2621,54 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                for w in cmd.words[1:]):
             v.opaque = True    # the paths are taken from another folder
     return v
+
+
+# git settings that name a program or code git runs, or more config to load.
+_GIT_CODE_KEYS = ("fsmonitor", "hookspath", "pager", "editor", "external", "textconv",
+                  "command", "driver", "clean", "smudge", "process", "sshcommand", "program",
+                  "helper", "askpass", "gitproxy", "uploadpack", "receivepack",
+                  "packobjectshook", "cmd", "worktree", "attributesfile", "path", "tool")
+_GIT_CODE_SECTIONS = ("alias.", "includeif.", "include.", "pager.", "filter.", "difftool.",
+                      "mergetool.")
+
+
+def _git_config_target(words: List[_W]) -> Optional[str]:
+    """The config file `git config` writes when it sets a key that names a
+    program git runs (core.fsmonitor, alias.x = !cmd, include.path ...);
+    None for other keys and for reads."""
+    texts = [w.text for w in words]
+    if "config" not in texts[1:6]:
+        return None
+    rest = texts[texts.index("config") + 1:]
+    target = ".git/config"
+    keys = []
+    skip = False
+    for k, t in enumerate(rest):
+        if skip:
+            skip = False
+            continue
+        if t in ("--global",):
+            target = "~/.gitconfig"
+        elif t in ("--system",):
+            target = "/etc/gitconfig"
+        elif t in ("-f", "--file", "--blob"):
+            target = rest[k + 1] if k + 1 < len(rest) else target
+            skip = True
+        elif t.startswith("--file="):
+            target = t.split("=", 1)[1]
+        elif t in ("--get", "--get-all", "--get-regexp", "--list", "-l", "--unset",
+                   "--unset-all", "get", "list", "unset", "--remove-section", "--show-origin",
+                   "--get-urlmatch", "--name-only"):
+            return None
+        elif not t.startswith("-") and t not in ("set",):
+            keys.append(t)
+    if not keys:
+        return None
+    key = keys[0].lower()
+    if "\0" in key or key.startswith(_GIT_CODE_SECTIONS) or key.rsplit(".", 1)[-1] in \
+            _GIT_CODE_KEYS:
+        return target
+    return None
 
 
 def _applies_a_patch(cmd: _Cmd) -> bool:
@@ -12936,6 +12989,21 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
          ("session-env/",)),
         ("Claude Code's per-session shell environment (CLAUDE_ENV_FILE)",
          ("$CLAUDE_CONFIG_DIR",), ("session-env/",)),
+    ),
+    # Not a host's, but what makes a later read run code: git runs the
+    # post-index-change hook on `git status`, and programs that its config
+    # names (core.fsmonitor, diff.external, a textconv) on status, diff and log.
+    "git": (
+        ("git's hooks, which git runs by itself, on `git status` too", ("**",),
+         (".git/hooks/",)),
+        ("git's config, whose settings name programs that reads run", ("**",),
+         (".git/config",)),
+        ("git's config, whose settings name programs that reads run", ("~",),
+         (".gitconfig", ".config/git/config")),
+        ("git's config, whose settings name programs that reads run", ("$XDG_CONFIG_HOME",),
+         ("git/config",)),
+        ("git's config, whose settings name programs that reads run",
+         ("$GIT_CONFIG_GLOBAL",), ("",)),
     ),
 }
 

@@ -813,8 +813,9 @@ def test_a_listing_past_the_limit_leaves_the_names_to_decide(world, monkeypatch)
 # --- the table and its documentation ---------------------------------------------------
 
 def test_every_host_has_project_or_user_rows_and_clean_entries():
-    # One key per host, plus "shell": the startup files every host's shell reads.
-    assert set(sts.HOST_SETTINGS) - {"shell"} == set(HOSTS) == set(sts.ADAPTERS)
+    # One key per host, plus "shell" (the startup files every host's shell reads) and
+    # "git" (hooks and config that make a later git read run code).
+    assert set(sts.HOST_SETTINGS) - {"shell", "git"} == set(HOSTS) == set(sts.ADAPTERS)
     for host, rows in sts.HOST_SETTINGS.items():
         assert host == "shell" or any("**" in bases for _, bases, _ in rows), host
         for what, bases, entries in rows:
@@ -825,7 +826,8 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
-              "omp": "Oh My Pi", "hermes": "Hermes Agent", "shell": "Every host's shell"}
+              "omp": "Oh My Pi", "hermes": "Hermes Agent", "shell": "Every host's shell",
+              "git": "git, on every host"}
 
 
 def readme_table():

@@ -376,6 +376,30 @@ def test_patches_applied_through_the_shell(place, command, code):
     assert_all(place, command, code, cwd=place.project)
 
 
+@pytest.mark.parametrize("command,code", [
+    # What would make a later `git status` or `git diff` run code: a hook git
+    # runs by itself, a setting that names a program.  Other settings are work.
+    ("echo 'touch /tmp/x' > .git/hooks/post-index-change", CODE),
+    ("cp /tmp/evil .git/hooks/pre-commit", CODE),
+    ("git config core.fsmonitor 'touch /tmp/x'", CODE),
+    ("git config --local diff.external ./x", CODE),
+    ("git config set core.hooksPath .githooks", CODE),
+    ("git config --global alias.st '!sh -c x'", CODE),
+    ("git config --add include.path ../other.cfg", CODE),
+    ("git config diff.bin.textconv ./x", CODE),
+    ("echo '[core] fsmonitor = x' >> .git/config", CODE),
+    ("printf '[alias]\\n s = !sh\\n' >> ~/.gitconfig", CODE),
+    ("git config user.email dev@example.com", None),
+    ("git config --get core.pager", None),
+    ("git config --unset core.pager", None),
+    ("git status", None),
+    ("git add -A && git commit -m x", None),
+])
+def test_git_hooks_and_settings_that_run_code(place, command, code):
+    os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
+    assert_all(place, command, code, cwd=place.project)
+
+
 def test_powershell_writes_behind_a_variable_are_unknown_targets(place):
     session = arm(place, "claude")
     for command, code in (("Remove-Item $env:USERPROFILE\\.claude -Recurse", CODE),
