@@ -3565,164 +3565,307 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ---- generic options --------------------------------------------------------
+# ---- option tables -----------------------------------------------------------
+#
+# Most programs are judged by a table of their options (`_Opts`), read by
+# one scanner (`_read_options`).  A table is one string, written the way --help
+# lists the options:
+#
+#     -abc          short flags a, b and c, alone or in a cluster (-ab)
+#     -kt:          short options that take a value: attached (-k2) or the next word
+#     -I?           a short option whose value is optional and only attached (-Ins)
+#     --name        a long flag
+#     --name:       a long option that takes a value: --name=V or --name V
+#     --name?       a long option whose value is optional, only as --name=V
+#     --size=-s     another spelling of -s: it takes what -s takes and counts as -s
+#
+# Options the table does not list leave the command unproven (unless the
+# table is `open`: then they are plain flags).  GNU programs take any unique
+# prefix of a long option (--out for --output), and so does the scanner
+# unless `abbrev=False`.  Options may follow operands unless `permute=False`
+# (then the first operand ends them, as for xxd and every wrapper).
+#
+# What an option does besides shaping the output is its effect, named by
+# keyword: `write` (writes the file its value names, or some file when it
+# takes none), `runs` (runs another program or loads code) and `state`
+# (changes the system or the shell).  An effect met before a word the
+# scanner cannot read still counts: `sort -o f --new-flag` names f.  A
+# value given as the next word that may split into several words (an
+# unquoted expansion, a pattern, a brace list) leaves the command unproven,
+# and whatever it writes may land anywhere (see _may_split).
+#
+# Programs judged by a table here: sort, uniq, tree, xxd, file, zipinfo,
+# getent, apt-cache, systemctl, journalctl, hostnamectl, timedatectl,
+# dmesg, sysctl, fuser, iconv, stty, mount, lsb_release, crontab, ss,
+# netstat, ifconfig, yq, ulimit, umask, history, shopt, declare, nm, diff3,
+# date, rg, fd, tar's listings, the wrappers time, nice, timeout, stdbuf,
+# nohup, xargs and sudo, sed's own options and the modes of the
+# compressors and kill.
+# Programs that keep code of their own, and why: git, find, awk, tar, unzip,
+# patch and curl have a grammar beyond options (subcommands, expressions,
+# a program text, mode letters, old-style clusters) or read the values
+# themselves (curl's -w and -H, tar's --use-compress-program); env mixes
+# NAME=VALUE words with its options; base64, lsof and stat refuse a letter
+# anywhere in a cluster, as GNU and other builds disagree on which letters
+# take values (macOS base64 -o, lsof -D, zsh stat -A); the shell built-ins (cd, read, set,
+# test, printf, ...) decide by what they assign, not by their options;
+# the package managers, docker, kubectl, gh and ip decide by verb.
+#
+# A table is parsed the first time its program is judged: a table never
+# used costs nothing.  Each row may carry examples in the corpus format
+# (`#: LABEL [TAGS] | COMMAND`, see tests/analysis_corpus.txt) on the
+# comment lines above it; tests/test_analysis.py checks every one.
 
-class _OptSpec:
-    """GNU-style option model: short flags, short options with a value, long options."""
-
-    __slots__ = ("short", "short_val", "long", "deny", "permute")
-
-    def __init__(self, short: str = "", short_val: str = "", long: Optional[Dict[str, int]] = None,
-                 deny: Optional[Dict[str, str]] = None, permute: bool = True) -> None:
-        self.short = short
-        self.short_val = short_val
-        self.long = long or {}         # name -> 0 flag, 1 needs a value, 2 optional "=value"
-        self.deny = deny or {}         # option -> "write" | "exec"
-        self.permute = permute         # False: options end at the first operand (xxd)
+_EFFECT_REASONS = {"write": None, "runs": "shell_execution_option", "state": "state_change"}
 
 
-def _resolve_long(spec: _OptSpec, name: str) -> Optional[str]:
-    if name in spec.long:
-        return name
-    hits = [k for k in spec.long if k.startswith(name)]
+def _may_split(w: _W) -> bool:
+    """An option's value given as the next word must stay one word: an
+    unquoted expansion or a pattern may become several (`sort -k $x f` with
+    x='1 -o out' writes out; `sort -k {1,-o/tmp/x} f` too), and every
+    word after the first is read as an option or an operand."""
+    return w.glob or (w.dyn and w.split)
+
+
+def _split_value(seen: List[Tuple[str, Optional[_W], str]]) -> Optional[_W]:
+    """The first value given as a word of its own that may split (_may_split)."""
+    return next((value for _, value, _ in seen if value is not None and _may_split(value)),
+                None)
+
+
+def _unsplit(v: _V, value: Optional[_W]) -> _V:
+    """The verdict of a command whose option `value` may split into more
+    words (None: none does): never a read, and its writes may land anywhere."""
+    if value is not None and _may_split(value):
+        v.cap("shell_syntax_unproven", ("opaque", value.text))
+        if v.mut == "write":
+            v.opaque = True
+    return v
+
+
+class _Opts:
+    """One program's option table (grammar above) and what its operands may be.
+
+    needs: one of these options must be given (`top -b`: without it top
+    takes keystrokes that kill processes); verbs: what the first operand
+    may be ("" for none), every other verb is unproven; max_operands: more
+    operands leave it unproven; write_operand: the operand at that index
+    is written (`uniq in out`); check: a last look at the operands (a
+    verdict refuses them).
+    """
+
+    __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
+                 "verbs", "max_operands", "write_operand", "check", "_short", "_long",
+                 "_effects")
+
+    def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
+                 permute: bool = True, abbrev: bool = True, open: bool = False,
+                 needs: str = "", verbs: Optional[frozenset] = None,
+                 max_operands: Optional[int] = None, write_operand: Optional[int] = None,
+                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None) -> None:
+        self.text = text
+        self.write, self.runs, self.state = write, runs, state
+        self.permute, self.abbrev, self.open = permute, abbrev, open
+        self.needs, self.verbs, self.check = needs, verbs, check
+        self.max_operands, self.write_operand = max_operands, write_operand
+        self._short: Optional[Dict[str, Tuple[int, str]]] = None
+        self._long: Dict[str, Tuple[int, str]] = {}
+        self._effects: Dict[str, str] = {}
+
+    def table(self) -> Tuple[Dict[str, Tuple[int, str]], Dict[str, Tuple[int, str]]]:
+        """(short letter -> (arity, name), long name -> (arity, name)); arity
+        0 is a flag, 1 takes a value, 2 takes an optional attached one."""
+        if self._short is None:
+            short: Dict[str, Tuple[int, str]] = {}
+            long: Dict[str, Tuple[int, str]] = {}
+            for entry in self.text.split():
+                head, _, alias = entry.partition("=") if entry.startswith("--") \
+                    else (entry, "", "")
+                arity = 1 if head[-1] == ":" else 2 if head[-1] == "?" else 0
+                body = head.rstrip(":?")
+                if alias:
+                    long[body[2:]] = self._entry(alias, short, long)
+                elif body.startswith("--"):
+                    long[body[2:]] = (arity, body[2:])
+                else:
+                    for ch in body[1:]:
+                        short[ch] = (arity, ch)
+            self._long = long
+            for effect in ("write", "runs", "state"):
+                for option in getattr(self, effect).split():
+                    self._effects[self._entry(option, short, long)[1]] = effect
+            self._short = short
+        return self._short, self._long
+
+    @staticmethod
+    def _entry(option: str, short: Dict[str, Tuple[int, str]],
+               long: Dict[str, Tuple[int, str]]) -> Tuple[int, str]:
+        return long[option[2:]] if option.startswith("--") else short[option[1:]]
+
+    def effect(self, name: str) -> Optional[str]:
+        return self._effects.get(name)
+
+    def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
+        fail, operands, seen = _read_options(args, self, split_ok=True)
+        return _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+
+    def _judge(self, args: List[_W], fail: Optional[_V], operands: List[_W],
+               seen: List[Tuple[str, Optional[_W], str]]) -> _V:
+        if fail is not None:
+            return fail
+        if self.needs:
+            short, long = self.table()
+            wanted = {self._entry(option, short, long)[1] for option in self.needs.split()}
+            if not any(opt in wanted for opt, _, _ in seen):
+                return _unknown()
+        if self.verbs is not None:
+            first = operands[0] if operands else None
+            if (first.text if first is not None and first.static else None) not in self.verbs \
+                    and not (first is None and "" in self.verbs):
+                return _unknown()
+        if self.check is not None:
+            refused = self.check(operands)
+            if refused is not None:
+                return refused
+        if (self.write_operand is not None or self.max_operands is not None) \
+                and any(w.glob for w in operands):
+            # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
+            return _unknown("shell_syntax_unproven")
+        if self.write_operand is not None:
+            # With POSIXLY_CORRECT an option after the input is the output.
+            strict = _posix_operands(args, self)
+            operands = strict if len(strict) > len(operands) else operands
+        if self.write_operand is not None and len(operands) > self.write_operand:
+            w = operands[self.write_operand]
+            if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
+                return _write([w])
+        if self.max_operands is not None and len(operands) > self.max_operands:
+            return _unknown()
+        return _an_read()
+
+
+def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> Optional[str]:
+    if key in long:
+        return key
+    if not abbrev:
+        return None
+    hits = [k for k in long if k.startswith(key)]
     return hits[0] if len(hits) == 1 else None
 
 
-def _parse_opts(args: List[_W], spec: _OptSpec) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W]]]]:
-    """Walk GNU-style arguments.
+def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
+                  split_ok: bool = False
+                  ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
+    """The one option scanner.
 
-    Returns (failure verdict or None, operands, [(option, value)]).  Options
-    may follow operands (GNU permutes); an opaque word in option position
-    is refused because it could turn into any option.
+    Returns (verdict or None, operands, [(option name, value, word as
+    written)]).  The verdict joins the effects of the options met (in order)
+    and, when a word cannot be read, that failure: an opaque word in option
+    position (it could turn into any option), an option the table does not
+    list, a value missing, and a value given as the next word that may
+    split into several (see _may_split; split_ok: the caller judges it, as
+    the wrappers do).  Operands are every word that is no option.
     """
+    short, long = spec.table()
+    permute = spec.permute if permute is None else permute
     operands: List[_W] = []
-    seen: List[Tuple[str, Optional[_W]]] = []
+    seen: List[Tuple[str, Optional[_W], str]] = []
+    effects: Optional[_V] = None
     i, n = 0, len(args)
     dd = False
-    while i < n:
+    fail: Optional[_V] = None
+    while i < n and fail is None:
         w = args[i]
         i += 1
         if dd:
             operands.append(w)
             continue
         if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text), operands, seen
+            fail = _unknown("shell_syntax_unproven", "opaque", w.text)
+            break
         t = w.text
         if t == "--":
             dd = True
             continue
         if t == "-" or not t.startswith("-"):
             operands.append(w)
-            dd = not spec.permute
+            dd = not permute
             continue
+        start = len(seen)
         if t.startswith("--"):
             key, eq, val = t[2:].partition("=")
-            canon = _resolve_long(spec, key)
+            canon = _resolve_long(long, key, spec.abbrev)
             if canon is None:
-                return _unknown("shell_command_unproven", "option", t), operands, seen
-            arity = spec.long[canon]
+                if not spec.open:
+                    fail = _unknown("shell_command_unproven", "option", t)
+                continue
+            arity, opt = long[canon]
             value: Optional[_W] = None
             if eq:
                 if arity == 0:
-                    return _unknown("shell_command_unproven", "option", t), operands, seen
+                    fail = _unknown("shell_command_unproven", "option", t)
+                    break
                 value = _lit(val)
             elif arity == 1:
                 if i >= n:
-                    return _unknown("option_value_missing", "option", t), operands, seen
+                    fail = _unknown("option_value_missing", "option", t)
+                    break
                 value = args[i]
                 i += 1
-            seen.append((canon, value))
-            continue
-        j = 1
-        while j < len(t):
-            ch = t[j]
-            if ch in spec.short_val:
-                rest = t[j + 1:]
-                if rest:
-                    seen.append((ch, _lit(rest)))
-                elif i < n:
-                    seen.append((ch, args[i]))
-                    i += 1
-                else:
-                    return _unknown("option_value_missing", "option", t), operands, seen
-                break
-            if ch not in spec.short:
-                return _unknown("shell_command_unproven", "option", t), operands, seen
-            seen.append((ch, None))
-            j += 1
-    return None, operands, seen
+            seen.append((opt, value, t))
+        else:
+            j = 1
+            while j < len(t):
+                entry = short.get(t[j])
+                if entry is None:
+                    if not spec.open:
+                        fail = _unknown("shell_command_unproven", "option", t)
+                        break
+                    j += 1
+                    continue
+                arity, opt = entry
+                if arity:
+                    rest = t[j + 1:]
+                    if rest:
+                        seen.append((opt, _lit(rest), t))
+                    elif arity == 2:
+                        seen.append((opt, None, t))
+                    elif i < n:
+                        seen.append((opt, args[i], t))
+                        i += 1
+                    else:
+                        fail = _unknown("option_value_missing", "option", t)
+                    break
+                seen.append((opt, None, t))
+                j += 1
+        for opt, value, spelled in seen[start:]:
+            effect = spec.effect(opt)
+            if effect is not None:
+                v = _write([value] if value is not None else []) if effect == "write" \
+                    else _unknown(_EFFECT_REASONS[effect])
+                # A writing option without a value writes a file its table
+                # cannot name (yq -i its operands, file -C NAME.mgc): any file.
+                v.opaque = effect == "write" and value is None
+                v.why = ("spec", spelled, value.text if value is not None else None, effect)
+                effects = v if effects is None else effects.join(v)
+    split = _split_value(seen)
+    if split is not None and not split_ok:
+        # The words after it may be other options than they seem: never a
+        # read, and a write it makes may land anywhere.
+        if effects is not None and effects.mut == "write":
+            effects.opaque = True
+        fail = _unknown("shell_syntax_unproven", "opaque", split.text)
+    if effects is not None:
+        return (effects if fail is None else effects.join(fail)), operands, seen
+    return fail, operands, seen
 
 
-def _posix_operands(args: List[_W], spec: _OptSpec) -> List[_W]:
+def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
     """The operands when options end at the first operand, as every GNU
     getopt program reads them once POSIXLY_CORRECT is set (in the user's
     environment or before the command): `uniq a.txt -c` then writes to a
     file named -c.  Only the count and order matter to the callers."""
-    if not spec.permute:
-        return _parse_opts(args, spec)[1]
-    strict = _OptSpec(spec.short, spec.short_val, spec.long, spec.deny, permute=False)
-    return _parse_opts(args, strict)[1]
-
-
-def _apply_deny(spec: _OptSpec, seen: List[Tuple[str, Optional[_W]]]) -> Optional[_V]:
-    out: Optional[_V] = None
-    for opt, value in seen:
-        effect = spec.deny.get(opt)
-        if effect is None:
-            continue
-        if effect == "write":
-            v = _write([value] if value is not None else [])
-        else:
-            v = _unknown("state_change" if effect == "state" else "shell_execution_option")
-        v.why = ("spec", opt, value.text if value is not None else None, effect)
-        out = v if out is None else out.join(v)
-    return out
-
-
-def _spec_program(spec: _OptSpec, max_operands: Optional[int] = None,
-                  write_operand: Optional[int] = None, needs: Tuple[str, ...] = (),
-                  verbs: Optional[frozenset] = None,
-                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None
-                  ) -> Callable[[str, List[_W], _Ctx], _V]:
-    """A program judged by its option table.  needs: one of these options
-    must be given (`top -b`: without it top takes keystrokes that kill
-    processes); verbs: what the first operand may be ("" for none), every
-    other verb is unproven; check: a last look at the operands (a verdict
-    refuses them)."""
-    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
-        fail, operands, seen = _parse_opts(args, spec)
-        if fail is not None:
-            return fail
-        denied = _apply_deny(spec, seen)
-        if denied is not None:
-            return denied
-        if needs and not any(opt in needs for opt, _ in seen):
-            return _unknown()
-        if verbs is not None:
-            first = operands[0] if operands else None
-            if (first.text if first is not None and first.static else None) not in verbs \
-                    and not (first is None and "" in verbs):
-                return _unknown()
-        if check is not None:
-            refused = check(operands)
-            if refused is not None:
-                return refused
-        if (write_operand is not None or max_operands is not None) \
-                and any(w.glob for w in operands):
-            # `uniq a{,.out}` or `uniq a*` may become two operands: the second is written.
-            return _unknown("shell_syntax_unproven")
-        if write_operand is not None:
-            # With POSIXLY_CORRECT an option after the input is the output.
-            strict = _posix_operands(args, spec)
-            operands = strict if len(strict) > len(operands) else operands
-        if write_operand is not None and len(operands) > write_operand:
-            w = operands[write_operand]
-            if not (w.static and (w.text == "-" or w.text in _DEV_SINKS)):
-                return _write([w])
-        if max_operands is not None and len(operands) > max_operands:
-            return _unknown()
-        return _an_read()
-    return handler
+    return _read_options(args, spec, permute=False)[1]
 
 
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -3792,23 +3935,6 @@ def _stat(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 and ("A" in w.text or "H" in w.text):
             return _unknown("state_change")
     return _an_read()
-
-
-def _inert_except(*running: str) -> Callable[[str, List[_W], _Ctx], _V]:
-    """Inert but for long options that run a program (nm --plugin loads a
-    shared object, diff3 --diff-program runs one); getopt takes any unique
-    prefix of them, so every prefix is refused."""
-    def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
-        for w in args:
-            if w.opaque:
-                return _unknown("shell_syntax_unproven")
-            if w.text == "--":
-                break
-            key = w.text[2:].split("=", 1)[0] if w.text.startswith("--") else ""
-            if key and any(option.startswith(key) for option in running):
-                return _unknown("shell_execution_option", "option", w.text)
-        return _inert(name, args, ctx)
-    return handler
 
 
 # ---- writers ----------------------------------------------------------------
@@ -4027,60 +4153,43 @@ def _payload(args: List[_W], ctx: _Ctx) -> _V:
     return _classify_argv(args, inner)
 
 
-def _skip_wrapper_opts(args: List[_W], flags: str, valued: str,
-                       long_valued: Tuple[str, ...] = (), long_flags: Tuple[str, ...] = ()) -> Optional[int]:
-    """Index of the payload after the wrapper's own options, or None if unsure."""
-    i = 0
-    while i < len(args):
-        w = args[i]
-        if w.opaque or not w.static:
-            return None
-        t = w.text
-        if t == "--":
-            return i + 1
-        if not t.startswith("-") or t == "-":
-            return i
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in long_valued:
-                i += 1 if "=" in t else 2
-                continue
-            if key in long_flags:
-                i += 1
-                continue
-            return None
-        j = 1
-        while j < len(t):
-            if t[j] in valued:
-                i += 1 if j + 1 < len(t) else 2
-                break
-            if t[j] not in flags:
-                return None
-            j += 1
-        else:
-            i += 1
-    return i
+def _wrapper_start(args: List[_W], spec: _Opts
+                   ) -> Optional[Tuple[int, List[Tuple[str, Optional[_W], str]]]]:
+    """Where the command a wrapper runs starts, after the wrapper's own
+    options (its table, read with options ending at the first operand), and
+    the options met; None when unsure: a word the table cannot read, or a
+    command word that is not static."""
+    fail, operands, seen = _read_options(args, spec, split_ok=True)
+    if fail is not None:
+        return None
+    start = len(args) - len(operands)
+    if operands and not operands[0].static and not (
+            start and args[start - 1].static and args[start - 1].text == "--"):
+        return None
+    return start, seen
 
 
-def _w_transparent(flags: str = "", valued: str = "", long_valued: Tuple[str, ...] = (),
-                   long_flags: Tuple[str, ...] = (), numeric_first: bool = False,
+def _w_transparent(spec: _Opts, numeric_first: bool = False,
                    capped: Optional[str] = None) -> Callable[[str, List[_W], _Ctx], _V]:
     def handler(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if name in ("nice",) and args and args[0].static and args[0].text[1:].isdigit() \
                 and args[0].text.startswith("-"):
             args = args[1:]
-        start = _skip_wrapper_opts(args, flags, valued, long_valued, long_flags)
-        if start is None:
+        found = _wrapper_start(args, spec)
+        if found is None:
             return _unknown()
-        rest = args[start:]
+        rest = args[found[0]:]
+        split = _split_value(found[1])
         if numeric_first:
             if not rest or not rest[0].static:
                 return _unknown()
             rest = rest[1:]
         if not rest:
-            return _an_read() if capped is None else _unknown(capped)
-        v = _payload(rest, ctx)
-        return v.cap(capped) if capped else v
+            v = _an_read() if capped is None else _unknown(capped)
+        else:
+            v = _payload(rest, ctx)
+            v = v.cap(capped) if capped else v
+        return _unsplit(v, split)
     return handler
 
 
@@ -4096,6 +4205,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     capped: Optional[str] = None
     folders: List[_W] = []
+    split: Optional[_W] = None
     i = 0
     while i < len(args):
         w = args[i]
@@ -4105,6 +4215,8 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         if t in ("-i", "--ignore-environment", "-0", "--null", "-"):
             i += 1
         elif t in ("-u", "--unset", "-C", "--chdir"):
+            if split is None and i + 1 < len(args) and _may_split(args[i + 1]):
+                split = args[i + 1]
             if t in ("-C", "--chdir") and i + 1 < len(args):
                 folders.append(args[i + 1])
             i += 2
@@ -4127,8 +4239,8 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     rest = args[i:]
     if not rest:
-        return _an_read()
-    v = _in_dir(_payload(rest, ctx), folders)
+        return _unsplit(_an_read(), split)
+    v = _unsplit(_in_dir(_payload(rest, ctx), folders), split)
     return v.cap("state_change", ("env", capped)) if capped else v
 
 
@@ -4250,18 +4362,26 @@ def _wrapper_option(opts: List[_W], short: str, long: str, valued: str) -> List[
     return found
 
 
+# --eof, --max-lines and --replace take their value only after "=": a
+# separate word is already the command (`xargs --replace rm cat` runs rm).
+_XARGS = _Opts(
+    "-0rtxpo -nLPsdEaI: --max-args: --max-procs: --max-chars: --delimiter: --arg-file: "
+    "--process-slot-var: --null --no-run-if-empty --verbose --exit --interactive --open-tty "
+    "--eof? --max-lines? --replace?",
+    permute=False, abbrev=False)
+
+
 def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    # --eof, --max-lines and --replace take their value only after "=": a
-    # separate word is already the command (`xargs --replace rm cat` runs rm).
-    start = _skip_wrapper_opts(
-        args, flags="0rtxpo", valued="nLPsdEaI",
-        long_valued=("--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file",
-                     "--process-slot-var"),
-        long_flags=("--null", "--no-run-if-empty", "--verbose", "--exit", "--interactive",
-                    "--open-tty", "--eof", "--max-lines", "--replace"))
-    if start is None:
+    found = _wrapper_start(args, _XARGS)
+    if found is None:
         return _unknown()
-    replace = _xargs_replace(args[:start])
+    start, seen = found
+    # The replace string of -I in every spelling (`-I X`, `-IX`, `-0I X`,
+    # `--replace=X`); a bare `--replace` means {}.
+    replace = None
+    for opt, value, _ in seen:
+        if opt in ("I", "replace"):
+            replace = value.text if value is not None else "{}"
     rest = list(args[start:]) or [_lit("echo")]
     if replace:
         if replace in rest[0].text:
@@ -4269,36 +4389,7 @@ def _w_xargs(name: str, args: List[_W], ctx: _Ctx) -> _V:
         rest = [rest[0]] + [_STDIN_ITEM if replace in w.text else w for w in rest[1:]]
     else:
         rest.append(_STDIN_ITEM)
-    return _payload(rest, ctx)
-
-
-def _xargs_replace(opts: List[_W]) -> Optional[str]:
-    """The replace string of -I in every spelling (`-I X`, `-IX`, `-0I X`,
-    `--replace=X`, bare `--replace` meaning {}), or None."""
-    replace = None
-    k = 0
-    while k < len(opts):
-        t = opts[k].text
-        k += 1
-        if t.startswith("--"):
-            if t == "--replace":
-                replace = "{}"
-            elif t.startswith("--replace="):
-                replace = t[len("--replace="):]
-            elif "=" not in t and t in ("--max-args", "--max-procs", "--max-chars",
-                                        "--delimiter", "--arg-file", "--process-slot-var"):
-                k += 1
-            continue
-        for j in range(1, len(t)):
-            if t[j] in "nLPsdEaI":
-                value = t[j + 1:]
-                if not value and k < len(opts):
-                    value = opts[k].text
-                    k += 1
-                if t[j] == "I":
-                    replace = value
-                break
-    return replace
+    return _unsplit(_payload(rest, ctx), _split_value(seen))
 
 
 def _shell_flags_ok(flag: str) -> bool:
@@ -4380,6 +4471,8 @@ def _w_pwsh(name: str, args: List[_W], ctx: _Ctx) -> _V:
             i += 1
             continue
         if t in ("-executionpolicy", "-ep") and i + 1 < len(args):
+            if _may_split(args[i + 1]):
+                return _unknown("shell_syntax_unproven", "opaque", args[i + 1].text)
             i += 2
             continue
         if t in ("-command", "-c") and i + 1 < len(args):
@@ -4410,14 +4503,18 @@ def _w_cmd(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
+_SUDO = _Opts("-EHnkSAbP -ugCDhprtT: --user: --group: --chdir: --preserve-env? "
+              "--non-interactive", permute=False, abbrev=False)
+
+
 def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    start = _skip_wrapper_opts(args, flags="EHnkSAbP", valued="ugCDhprtT",
-                               long_valued=("--user", "--group", "--chdir"),
-                               long_flags=("--preserve-env", "--non-interactive"))
-    if start is None or start >= len(args):
+    found = _wrapper_start(args, _SUDO)
+    if found is None or found[0] >= len(args):
         return _unknown()
-    folders = _wrapper_option(args[:start], "D", "--chdir", "ugCDhprtT")
-    return _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    start, seen = found
+    folders = [value for opt, value, _ in seen if opt in ("D", "chdir") and value is not None]
+    v = _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    return _unsplit(v, _split_value(seen))
 
 
 # ---- git --------------------------------------------------------------------
@@ -5060,7 +5157,8 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
             break
     if i >= n:
         return _unknown("git_arguments_unproven")
-    return _in_dir(_git_command(args[i].text, args[i + 1:]), folders)
+    split = next((w for w in folders if _may_split(w)), None)
+    return _unsplit(_in_dir(_git_command(args[i].text, args[i + 1:]), folders), split)
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -5131,50 +5229,22 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
 
 # ---- ripgrep ----------------------------------------------------------------
 
-_RG_VALUED = frozenset((
-    "regexp", "file", "pre-glob", "dfa-size-limit", "encoding", "engine", "max-count",
-    "regex-size-limit", "threads", "glob", "iglob", "ignore-file", "max-depth", "max-filesize",
-    "type", "type-not", "type-add", "type-clear", "after-context", "before-context", "color",
-    "colors", "context", "context-separator", "field-context-separator",
-    "field-match-separator", "hyperlink-format", "max-columns", "path-separator", "replace",
-    "sort", "sortr", "generate",
-))
-
-
-def _rg(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """ripgrep accepts options anywhere; only --pre and --hostname-bin run programs."""
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key, eq, _ = t[2:].partition("=")
-            if key in ("pre", "hostname-bin"):
-                return _unknown("shell_execution_option", "option", t)
-            if key in _RG_VALUED and not eq:
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                if args[i].opaque:
-                    return _unknown("shell_syntax_unproven", "opaque", args[i].text)
-                i += 1
-            continue
-        for k, ch in enumerate(t[1:]):
-            if ch in "efEmjgdtTABCMr":
-                if k == len(t) - 2:
-                    if i >= n:
-                        return _unknown("option_value_missing", "option", t)
-                    if args[i].opaque:
-                        return _unknown("shell_syntax_unproven", "opaque", args[i].text)
-                    i += 1
-                break
-    return _an_read()
+# ripgrep takes options anywhere and ignores none it does not know (it
+# fails on them), so its table is open: only the options that take a
+# value matter, and the two that run programs.
+#: read | rg -n --type py 'def main' src
+#: read | rg -e foo -g '*.py' -C2
+#: unknown =shell_execution_option | rg --pre ./evil foo
+#: unknown =shell_execution_option | rg --hostname-bin=./evil foo
+#: notread | rg -e $x a.txt
+_RG = _Opts(
+    "-efEmjgdtTABCMr: --regexp: --file: --pre-glob: --dfa-size-limit: --encoding: --engine: "
+    "--max-count: --regex-size-limit: --threads: --glob: --iglob: --ignore-file: "
+    "--max-depth: --max-filesize: --type: --type-not: --type-add: --type-clear: "
+    "--after-context: --before-context: --color: --colors: --context: --context-separator: "
+    "--field-context-separator: --field-match-separator: --hyperlink-format: --max-columns: "
+    "--path-separator: --replace: --sort: --sortr: --generate: --pre? --hostname-bin?",
+    runs="--pre --hostname-bin", open=True, abbrev=False)
 
 
 # ---- find -------------------------------------------------------------------
@@ -5269,17 +5339,13 @@ def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
     return [_w_join(root, tail, pattern=True) for root in roots]
 
 
-def _fd(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    for w in args:
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if t.startswith(("--exec", "-x", "-X")) or (t.startswith("-") and not t.startswith("--")
-                                                    and ("x" in t or "X" in t)):
-            return _unknown("shell_execution_option", "option", t)
-    return _an_read()
+# fd runs a program with -x/--exec and -X/--exec-batch; its other options
+# only choose what it lists (the table is open).
+#: read | fd -e py -t f src
+#: read | fdfind -H -g "*.md"
+#: unknown =shell_execution_option | fd -e py -x rm
+#: unknown =shell_execution_option | fd -HX rm
+_FD = _Opts("-xX? --exec? --exec-batch?", runs="-x -X --exec --exec-batch", open=True)
 
 
 # ---- sed --------------------------------------------------------------------
@@ -5416,12 +5482,10 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
         i = j
 
 
-_SED_SPEC = _OptSpec(
-    short="nrEsuz", short_val="elf",
-    long={"quiet": 0, "silent": 0, "expression": 1, "file": 1, "in-place": 2, "line-length": 1,
-          "null-data": 0, "zero-terminated": 0, "regexp-extended": 0, "separate": 0,
-          "sandbox": 0, "unbuffered": 0, "posix": 0, "debug": 0, "follow-symlinks": 0,
-          "help": 0, "version": 0, "binary": 0})
+_SED_SPEC = _Opts(
+    "-nrEsuz -elf: --quiet --silent --expression: --file: --in-place? --line-length: "
+    "--null-data --zero-terminated --regexp-extended --separate --sandbox --unbuffered "
+    "--posix --debug --follow-symlinks --help --version --binary")
 
 
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5443,8 +5507,8 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 inplace = t
                 continue
         rest.append(w)
-    fail, operands, seen = _parse_opts(rest, _SED_SPEC)
-    scripts = [v for o, v in seen if o in ("e", "expression")]
+    fail, operands, seen = _read_options(rest, _SED_SPEC)
+    scripts = [v for o, v, _ in seen if o in ("e", "expression")]
     if inplace and fail is not None:
         # The walk stopped at a word it cannot read (`sed -i s/a/b/ *.py`):
         # every word that is not an option is a file sed may rewrite.
@@ -5452,7 +5516,7 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         v = _write(files[0 if scripts else 1:]).blame("inplace", inplace)
         v.opaque = any(_may_be_option(w, ctx) for w in rest)
         return v
-    if any(o in ("f", "file") for o, _ in seen):
+    if any(o in ("f", "file") for o, _, _ in seen):
         spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
         return _unknown("shell_command_unproven", "script_file", spelled)
     if not scripts:
@@ -5646,46 +5710,53 @@ def _awk_targets(code: str) -> Optional[List[str]]:
 
 
 def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    return _unsplit(*_awk_verdict(args))
+
+
+def _awk_verdict(args: List[_W]) -> Tuple[_V, Optional[_W]]:
     i, n = 0, len(args)
     program: Optional[_W] = None
+    split: Optional[_W] = None      # a -v or -F value that may split (_may_split)
     while i < n:
         w = args[i]
         if not w.static:
-            return _unknown("shell_syntax_unproven")
+            return _unknown("shell_syntax_unproven"), split
         t = w.text
         if t == "--":
             i += 1
             break
         if t in ("-F", "-v"):
+            if split is None and i + 1 < n and _may_split(args[i + 1]):
+                split = args[i + 1]
             i += 2
             continue
         if t.startswith(("-F", "-v")) and len(t) > 2:
             i += 1
             continue
         if t in ("--version", "-V", "--help"):
-            return _an_read()
+            return _an_read(), split
         if t.startswith("-"):
             # -f progfile, -i include, -E, --exec ...
             return _unknown("shell_command_unproven",
                             "script_file" if t.startswith(("-f", "-E", "-i", "--exec")) else
-                            "option", t)
+                            "option", t), split
         break
     if i >= n:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven"), split
     program = args[i]
     if not program.static:
-        return _unknown("shell_syntax_unproven")
+        return _unknown("shell_syntax_unproven"), split
     kind = _awk_program(program.text)
     if kind == "write":
         targets = _awk_targets(program.text)
         v = _write(targets or []).blame("awk", program.text,
                                         "writes a file from inside the program")
         v.opaque = targets is None
-        return v
+        return v, split
     if kind == "unknown":
         return _unknown("interpreter_code", "awk", program.text,
-                        "runs a command or reads one from inside the program")
-    return _an_read()
+                        "runs a command or reads one from inside the program"), split
+    return _an_read(), split
 
 
 # ---- interpreters -----------------------------------------------------------
@@ -7256,55 +7327,26 @@ def _set(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _an_read() if args else _an_read()
 
 
-_DATE_LONG = {"date": 1, "debug": 0, "file": 1, "iso-8601": 2, "resolution": 0,
-              "rfc-email": 0, "rfc-822": 0, "rfc-2822": 0, "rfc-3339": 1, "reference": 1,
-              "set": 1, "universal": 0, "utc": 0, "help": 0, "version": 0}
+def _formats_only(operands: List[_W]) -> Optional[_V]:
+    """date's operands: a +FORMAT prints, anything else sets the clock."""
+    if all(w.text.startswith("+") for w in operands):
+        return None
+    return _unknown("state_change")
 
 
-def _date(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    """date prints unless it sets the clock: -s (also inside a cluster such as
-    -us...), --set or any abbreviation of it (--s=...), or an operand that is
-    not a +FORMAT."""
-    spec = _OptSpec(long=_DATE_LONG)
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            if any(not x.static or not x.text.startswith("+") for x in args[i:]):
-                return _unknown("state_change")
-            break
-        if t.startswith("--"):
-            key, eq, _ = t[2:].partition("=")
-            canon = _resolve_long(spec, key)
-            if canon is None:
-                return _unknown()
-            if canon == "set":
-                return _unknown("state_change")
-            if eq and _DATE_LONG[canon] == 0:
-                return _unknown()
-            if not eq and _DATE_LONG[canon] == 1:
-                i += 1
-            continue
-        if t.startswith("-") and t != "-":
-            for k, ch in enumerate(t[1:]):
-                if ch == "s":
-                    return _unknown("state_change")
-                if ch in "dfr":
-                    if k == len(t) - 2:
-                        i += 1      # the value is the next word
-                    break
-                if ch == "I":
-                    break           # its optional value is attached
-                if ch not in "Ru":
-                    return _unknown()
-            continue
-        if not t.startswith("+"):
-            return _unknown("state_change")
-    return _an_read()
+# date prints unless it sets the clock: -s (also inside a cluster such as
+# -us...), --set or any abbreviation of it (--s=...), or an operand that
+# is not a +FORMAT.  -s and --set count with or without their value.
+#: read | date +%Y-%m-%d
+#: read | date -u -d @0 +%s
+#: read | date --iso-8601=seconds
+#: unknown =state_change | date -us 2020-01-01
+#: unknown =state_change | date --s=2020-01-01
+#: unknown =state_change | date 0101000020
+_DATE = _Opts(
+    "-Ru -dfr: -I? -s? --date: --debug --file: --iso-8601? --resolution --rfc-email "
+    "--rfc-822 --rfc-2822 --rfc-3339: --reference: --set? --universal --utc --help --version",
+    state="-s --set", check=_formats_only)
 
 
 # hostname options that only print; anything else (a NAME, -F FILE, -b, a
@@ -7404,8 +7446,10 @@ def _certutil(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
     hashes = any(w.text in ("--print-md", "--print-mds") for w in args)
+    # Every other word must be an algorithm or a file, and stay one word
+    # that cannot become an option (`--print-md $x` may hide --output).
     if hashes and args[0].text in ("--print-md", "--print-mds") and all(
-            not w.text.startswith("-") for w in args[1:]):
+            not w.text.startswith("-") and not w.opaque for w in args[1:]):
         return _V(hash_=True)
     return _V("unknown", "shell_command_unproven", hash_=hashes)
 
@@ -7414,12 +7458,18 @@ def _gpg(name: str, args: List[_W], ctx: _Ctx) -> _V:
 # long options (`--use=prog` is --use-compress-program, `--checkpoint-act`
 # runs a command) and its option letters take values in clusters (`-tvIprog`,
 # old style `tfI a.tar prog`), so anything else is refused.
-_TAR_LIST_FLAGS = frozenset((
-    "--list", "--verbose", "--gzip", "--gunzip", "--ungzip", "--bzip2", "--xz", "--lzma",
-    "--zstd", "--auto-compress", "--wildcards", "--no-wildcards", "--numeric-owner",
-    "--full-time", "--utc", "--force-local", "--ignore-case", "--anchored", "--no-anchored",
-    "--ignore-zeros", "--block-number"))
-_TAR_LIST_VALUED = frozenset(("--file", "--exclude"))
+# The options a listing may carry; the old-style cluster (`tar tvf a.tar`)
+# is read first, by hand, as its 'f' takes the next word.
+#: read | tar -tzf a.tgz
+#: read | tar tvf a.tar
+#: read | tar --list --file=a.tar --wildcards '*.py'
+#: notread | tar -tf host:a.tar
+#: notread | tar --list --use-compress-program=./evil -f a.tar
+_TAR_LIST = _Opts(
+    "-tvzjJ -f: --list --verbose --gzip --gunzip --ungzip --bzip2 --xz --lzma --zstd "
+    "--auto-compress --wildcards --no-wildcards --numeric-owner --full-time --utc "
+    "--force-local --ignore-case --anchored --no-anchored --ignore-zeros --block-number "
+    "--file: --exclude:", abbrev=False)
 _TAR_LIST_LETTERS = "tvzjJ"
 
 
@@ -7442,42 +7492,11 @@ def _tar_lists(args: List[_W]) -> bool:
                 return False
             archives.append(args[i].text)
             i += 1
-    while i < n:
-        t = args[i].text
-        i += 1
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue            # a member name
-        if t.startswith("--"):
-            key, eq, val = t.partition("=")
-            if key in _TAR_LIST_FLAGS and not eq:
-                letters += "t" if key == "--list" else ""
-            elif key in _TAR_LIST_VALUED:
-                if not eq:
-                    if i >= n:
-                        return False
-                    val = args[i].text
-                    i += 1
-                if key == "--file":
-                    archives.append(val)
-            else:
-                return False
-            continue
-        body = t[1:]
-        for k, ch in enumerate(body):
-            if ch == "f":
-                rest = body[k + 1:]
-                if not rest:
-                    if i >= n:
-                        return False
-                    rest = args[i].text
-                    i += 1
-                archives.append(rest)
-                break
-            if ch not in _TAR_LIST_LETTERS:
-                return False
-            letters += ch
+    fail, _, seen = _read_options(args[i:], _TAR_LIST)
+    if fail is not None:
+        return False
+    letters += "".join("t" for opt, _, _ in seen if opt in ("t", "list"))
+    archives += [value.text for opt, value, _ in seen if opt in ("f", "file") and value]
     local = "--force-local" in [w.text for w in args]
     # HOST:FILE is a remote archive, reached by running rsh/ssh.
     if any(":" in a and not local for a in archives):
@@ -7737,119 +7756,63 @@ def _network_read(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-_SORT_SPEC = _OptSpec(
-    short="bdfgiMhnRrVcCmsuz", short_val="kotST",
-    long={"ignore-leading-blanks": 0, "dictionary-order": 0, "ignore-case": 0,
-          "general-numeric-sort": 0, "ignore-nonprinting": 0, "month-sort": 0,
-          "human-numeric-sort": 0, "numeric-sort": 0, "random-sort": 0, "random-source": 1,
-          "reverse": 0, "sort": 1, "version-sort": 0, "batch-size": 1, "check": 2,
-          "compress-program": 1, "debug": 0, "files0-from": 1, "field-separator": 1, "key": 1,
-          "merge": 0, "output": 1, "stable": 0, "buffer-size": 1, "temporary-directory": 1,
-          "parallel": 1, "unique": 0, "zero-terminated": 0, "help": 0, "version": 0},
-    deny={"o": "write", "output": "write", "compress-program": "exec"})
-_UNIQ = _spec_program(_OptSpec(
-    short="cdDiuz", short_val="fsw",
-    long={"count": 0, "repeated": 0, "all-repeated": 2, "skip-fields": 1, "group": 2,
-          "ignore-case": 0, "skip-chars": 1, "unique": 0, "zero-terminated": 0,
-          "check-chars": 1, "help": 0, "version": 0}), write_operand=1)
-_TREE = _spec_program(_OptSpec(
-    short="adlfxpsughDFqNQrtvUCASniJX", short_val="LPIoH",
-    long={"noreport": 0, "charset": 1, "dirsfirst": 0, "filesfirst": 0, "gitignore": 0,
-          "prune": 0, "matchdirs": 0, "sort": 1, "du": 0, "si": 0, "filelimit": 1, "timefmt": 1,
-          "version": 0, "help": 0, "fromfile": 0, "info": 0, "hyperlink": 0, "metafirst": 0},
-    deny={"o": "write"}))
-_XXD = _spec_program(_OptSpec(
-    short="aCEeipruhdvb", short_val="cglsonR",
-    long={"autoskip": 0, "bits": 0, "cols": 1, "capitalize": 0, "EBCDIC": 0, "groupsize": 1,
-          "include": 0, "len": 1, "name": 1, "postscript": 0, "plain": 0, "ps": 0,
-          "revert": 0, "seek": 1, "uppercase": 0, "version": 0, "help": 0}, permute=False),
+# ---- programs judged by a table ----------------------------------------------
+#
+# Each row is the program's option table (see `_Opts` for the grammar) and,
+# above it, why it is what it is and a few examples (`#:` lines, checked
+# like the corpus).
+
+# sort prints; -o writes its file and --compress-program runs a program.
+#: read | sort -t, -k2 data.csv
+#: read | sort -rn --key=2 counts.txt
+#: write >out.txt | sort -o out.txt a.txt
+#: unknown =shell_execution_option | sort --compress-program=gzip a.txt
+_SORT = _Opts(
+    "-bdfgiMhnRrVcCmsuz -kotST: --ignore-leading-blanks --dictionary-order --ignore-case "
+    "--general-numeric-sort --ignore-nonprinting --month-sort --human-numeric-sort "
+    "--numeric-sort --random-sort --random-source: --reverse --sort: --version-sort "
+    "--batch-size: --check? --compress-program: --debug --files0-from: --field-separator: "
+    "--key: --merge --output: --stable --buffer-size: --temporary-directory: --parallel: "
+    "--unique --zero-terminated --help --version",
+    write="-o --output", runs="--compress-program")
+# uniq's second operand is the file it writes.
+#: read | uniq -c counts.txt
+#: write >out.txt | uniq in.txt out.txt
+_UNIQ = _Opts(
+    "-cdDiuz -fsw: --count --repeated --all-repeated? --skip-fields: --group? --ignore-case "
+    "--skip-chars: --unique --zero-terminated --check-chars: --help --version",
     write_operand=1)
-_FILE = _spec_program(_OptSpec(
-    short="bcdEhiIkLlNnprsSvz0ZC", short_val="eFfmP",
-    long={"brief": 0, "mime": 0, "mime-type": 0, "mime-encoding": 0, "dereference": 0,
-          "no-dereference": 0, "keep-going": 0, "raw": 0, "special-files": 0,
-          "uncompress": 0, "extension": 0, "apple": 0, "files-from": 1, "separator": 1,
-          "exclude": 1, "help": 0, "version": 0, "print0": 0, "no-pad": 0, "no-buffer": 0,
-          "preserve-date": 0, "compile": 0, "checking-printout": 0, "magic-file": 1,
-          "parameter": 1, "exclude-quiet": 1, "list": 0},
-    # -p restores access/modification times after reading: a metadata write.
-    deny={"C": "write", "compile": "write", "p": "write", "preserve-date": "write"}))
-
-
-# ---- programs that read in some modes only ----------------------------------
-# Compressors write (the file in place, or beside it) unless they write to
-# standard output (-c), every operand is "-" (standard input to standard
-# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
-# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
-# compresses), so a showing mode counts only with neither -z nor -d
-# anywhere.  The deciding option must come before the first file: with
-# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
-# named -c.  Any other shape is the write it always was (--files, -r and
-# -o are left out: they name files to change).
-_GZIP_SPEC = _OptSpec(
-    short="cdfhklLnNqrtvV123456789", short_val="S",
-    long={"stdout": 0, "to-stdout": 0, "decompress": 0, "uncompress": 0, "force": 0,
-          "help": 0, "keep": 0, "list": 0, "license": 0, "no-name": 0, "name": 0,
-          "quiet": 0, "recursive": 0, "rsyncable": 0, "suffix": 1, "synchronous": 0,
-          "test": 0, "verbose": 0, "version": 0, "fast": 0, "best": 0})
-_BZIP2_SPEC = _OptSpec(
-    short="cdzkftqvhLVs123456789",
-    long={"help": 0, "decompress": 0, "compress": 0, "keep": 0, "force": 0, "test": 0,
-          "stdout": 0, "quiet": 0, "verbose": 0, "license": 0, "version": 0, "small": 0,
-          "fast": 0, "best": 0})
-_XZ_SPEC = _OptSpec(
-    short="zdtlkfcqvQhHVe0123456789", short_val="SFCTM",
-    long={"compress": 0, "decompress": 0, "uncompress": 0, "test": 0, "list": 0, "keep": 0,
-          "force": 0, "stdout": 0, "to-stdout": 0, "single-stream": 0, "no-sparse": 0,
-          "suffix": 1, "format": 1, "check": 1, "ignore-check": 0, "extreme": 0,
-          "threads": 1, "memlimit-decompress": 1, "memlimit": 1, "memory": 1,
-          "no-adjust": 0, "quiet": 0, "verbose": 0, "no-warn": 0, "robot": 0, "help": 0,
-          "long-help": 0, "version": 0})
-_ZSTD_SPEC = _OptSpec(
-    short="cdfklqtvVhH0123456789",
-    long={"stdout": 0, "decompress": 0, "uncompress": 0, "force": 0, "keep": 0, "list": 0,
-          "test": 0, "quiet": 0, "verbose": 0, "version": 0, "help": 0, "progress": 0,
-          "no-progress": 0, "check": 0, "no-check": 0, "sparse": 0, "no-sparse": 0,
-          "single-thread": 0})
-_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
-_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
-_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
-# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
-# only tells whether PID exists (bash, zsh, dash and procps kill alike).
-# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
-# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
-# every operand must be a PID, a process group (-N) or a job (%N).
-_KILL_SPEC = _OptSpec(short="lL0", permute=False)
-
-
-def _kill_target(text: str) -> bool:
-    digits = text[1:] if text.startswith("-") else text
-    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
-# program -> (its options, the options that make it only show)
-_READ_MODES: Dict[str, Tuple[_OptSpec, frozenset]] = {
-    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
-    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
-    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
-    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
-    "kill": (_KILL_SPEC, frozenset("lL0")),
-}
-
-
-def _reads_in_mode(args: List[_W], spec: _OptSpec, shows: frozenset) -> bool:
-    fail, operands, seen = _parse_opts(args, spec)
-    if fail is not None or _apply_deny(spec, seen) is not None:
-        return False
-    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
-                                      for w in _posix_operands(args, spec)):
-        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
-        return True
-    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
-                                              for w in operands):
-        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
-    leading = {opt for opt, _ in _parse_opts(args, _OptSpec(
-        spec.short, spec.short_val, spec.long, spec.deny, permute=False))[2]}
-    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
-        opt in _REMODING for opt, _ in seen))
+#: read | tree -a -I '.git|node_modules' -L 3
+#: write >out.txt | tree -o out.txt
+_TREE = _Opts(
+    "-adlfxpsughDFqNQrtvUCASniJX -LPIoH: --noreport --charset: --dirsfirst --filesfirst "
+    "--gitignore --prune --matchdirs --sort: --du --si --filelimit: --timefmt: --version "
+    "--help --fromfile --info --hyperlink --metafirst",
+    write="-o")
+# xxd writes its second operand; its options end at the first operand.
+#: read | xxd -g1 -l 64 a.bin
+#: write >out.hex | xxd a.bin out.hex
+#: write | xxd a.txt -u
+_XXD = _Opts(
+    "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
+    "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
+    "--version --help",
+    permute=False, write_operand=1)
+# -C compiles a magic file; -p restores access times after reading: a
+# metadata write.
+#: read | file -b --mime-type a.bin
+#: write >? | file -C -m magic
+#: write >? | file -p a.txt
+_FILE = _Opts(
+    "-bcdEhiIkLlNnprsSvz0ZC -eFfmP: --brief --mime --mime-type --mime-encoding --dereference "
+    "--no-dereference --keep-going --raw --special-files --uncompress --extension --apple "
+    "--files-from: --separator: --exclude: --help --version --print0 --no-pad --no-buffer "
+    "--preserve-date --compile --checking-printout --magic-file: --parameter: "
+    "--exclude-quiet: --list",
+    write="-C --compile -p --preserve-date")
+#: read | zipinfo -1 a.zip
+#: notread | zipinfo -M a.zip
+_ZIPINFO = _Opts("-12smlvhtTzCx")
 
 
 def _all_static(operands: List[_W]) -> Optional[_V]:
@@ -7865,152 +7828,154 @@ def _no_assignment(operands: List[_W]) -> Optional[_V]:
     return _unknown("state_change")
 
 
-_ZIPINFO = _spec_program(_OptSpec(short="12smlvhtTzCx"))
-_GETENT = _spec_program(_OptSpec(
-    short="Ai", short_val="s",
-    long={"no-addrconfig": 0, "no-idn": 0, "service": 1, "help": 0, "usage": 0, "version": 0},
-    # -s names the NSS module getent loads: a library chosen by the command.
-    deny={"s": "exec", "service": "exec"}), check=_all_static)
+# -s names the NSS module getent loads: a library chosen by the command.
+#: read | getent hosts localhost
+#: unknown =shell_execution_option | getent -s files passwd
+#: notread | getent hosts $(whoami).example.com
+_GETENT = _Opts(
+    "-Ai -s: --no-addrconfig --no-idn --service: --help --usage --version",
+    runs="-s --service", check=_all_static)
 # Its cache of package lists is rebuilt (as root) when out of date, as git
 # refreshes its index on `git status`: nothing else is written.  -o, -c, -p
 # and -s (other configuration, other cache files) stay unproven.
-_APT_CACHE = _spec_program(_OptSpec(
-    short="qiafn",
-    long={"quiet": 0, "important": 0, "no-pre-depends": 0, "no-depends": 0,
-          "no-recommends": 0, "no-suggests": 0, "no-conflicts": 0, "no-breaks": 0,
-          "no-replaces": 0, "no-enhances": 0, "implicit": 0, "full": 0, "all-versions": 0,
-          "no-all-versions": 0, "names-only": 0, "all-names": 0, "recurse": 0,
-          "installed": 0}),
+#: read | apt-cache depends --recurse --installed curl
+#: notread | apt-cache gencaches
+_APT_CACHE = _Opts(
+    "-qiafn --quiet --important --no-pre-depends --no-depends --no-recommends --no-suggests "
+    "--no-conflicts --no-breaks --no-replaces --no-enhances --implicit --full --all-versions "
+    "--no-all-versions --names-only --all-names --recurse --installed",
     verbs=frozenset(("policy", "show", "showpkg", "showsrc", "search", "depends", "rdepends",
                      "madison", "stats", "pkgnames", "unmet")))
 # systemd tools run a pager only on a terminal, as git log does.  -H/--host
 # reaches another machine through ssh; -M, --root and --image are left out.
-_SYSTEMCTL = _spec_program(_OptSpec(
-    short="alrqh", short_val="tpPnoH",
-    long={"system": 0, "user": 0, "type": 1, "state": 1, "failed": 0, "property": 1,
-          "all": 0, "full": 0, "recursive": 0, "reverse": 0, "with-dependencies": 0,
-          "show-types": 0, "value": 0, "legend": 1, "no-legend": 0, "no-pager": 0,
-          "no-ask-password": 0, "plain": 0, "lines": 1, "output": 1, "timestamp": 1,
-          "quiet": 0, "host": 1, "help": 0, "version": 0},
-    deny={"H": "exec", "host": "exec"}),
+#: read | systemctl status nginx --no-pager
+#: notread | systemctl restart nginx
+#: unknown =shell_execution_option | systemctl -H web1 status
+_SYSTEMCTL = _Opts(
+    "-alrqh -tpPnoH: --system --user --type: --state: --failed --property: --all --full "
+    "--recursive --reverse --with-dependencies --show-types --value --legend: --no-legend "
+    "--no-pager --no-ask-password --plain --lines: --output: --timestamp: --quiet --host: "
+    "--help --version",
+    runs="-H --host",
     verbs=frozenset(("", "list-units", "list-automounts", "list-sockets", "list-timers",
                      "is-active", "is-failed", "status", "show", "cat", "list-dependencies",
                      "list-unit-files", "is-enabled", "get-default", "list-machines",
                      "list-jobs", "show-environment", "is-system-running")))
 # journalctl shows the journal unless told to change it.  -b and -n take
-# the next word only when it is a boot or a count (`-b -1`), hence the digits.
-_JOURNALCTL = _spec_program(_OptSpec(
-    short="mbknrxalfqeNh0123456789", short_val="DSUcutpgoF",
-    long={"system": 0, "user": 0, "merge": 0, "directory": 1, "file": 1, "namespace": 1,
-          "since": 1, "until": 1, "cursor": 1, "after-cursor": 1, "boot": 2, "unit": 1,
-          "user-unit": 1, "identifier": 1, "priority": 1, "facility": 1, "grep": 1,
-          "case-sensitive": 2, "dmesg": 0, "output": 1, "output-fields": 1, "lines": 2,
-          "reverse": 0, "show-cursor": 0, "utc": 0, "catalog": 0, "no-hostname": 0,
-          "no-full": 0, "full": 0, "all": 0, "follow": 0, "no-tail": 0, "quiet": 0,
-          "no-pager": 0, "pager-end": 0, "help": 0, "version": 0, "fields": 0, "field": 1,
-          "list-boots": 0, "disk-usage": 0, "header": 0, "list-catalog": 0,
-          "dump-catalog": 0, "verify": 0, "verify-key": 1,
-          "cursor-file": 1, "vacuum-size": 1, "vacuum-files": 1, "vacuum-time": 1,
-          "rotate": 0, "sync": 0, "flush": 0, "relinquish-var": 0, "smart-relinquish-var": 0,
-          "update-catalog": 0, "setup-keys": 0},
-    # --cursor-file writes the file it names; the others remove, rotate,
-    # move or add journal files, catalogs and keys.
-    deny={"cursor-file": "write", "vacuum-size": "state", "vacuum-files": "state",
-          "vacuum-time": "state", "rotate": "state", "update-catalog": "state",
-          "setup-keys": "state", "sync": "state", "flush": "state", "relinquish-var": "state",
-          "smart-relinquish-var": "state"}))
-_HOSTNAMECTL = _spec_program(_OptSpec(
-    short="h", short_val="H",
-    long={"help": 0, "version": 0, "no-ask-password": 0, "host": 1, "json": 1},
-    deny={"H": "exec", "host": "exec"}), verbs=frozenset(("", "status")), max_operands=1)
-_TIMEDATECTL = _spec_program(_OptSpec(
-    short="ha", short_val="pH",
-    long={"help": 0, "version": 0, "no-pager": 0, "no-ask-password": 0, "host": 1,
-          "property": 1, "all": 0, "value": 0, "monitor": 0},
-    deny={"H": "exec", "host": "exec"}),
+# the next word only when it is a boot or a count (`-b -1`), hence the
+# digits.  --cursor-file writes the file it names; the others remove,
+# rotate, move or add journal files, catalogs and keys.
+#: read | journalctl -u nginx -n 50 --no-pager
+#: read | journalctl -b -1
+#: write >c.txt | journalctl --cursor-file c.txt
+#: unknown =state_change | journalctl --vacuum-time=1d
+_JOURNALCTL = _Opts(
+    "-mbknrxalfqeNh0123456789 -DSUcutpgoF: --system --user --merge --directory: --file: "
+    "--namespace: --since: --until: --cursor: --after-cursor: --boot? --unit: --user-unit: "
+    "--identifier: --priority: --facility: --grep: --case-sensitive? --dmesg --output: "
+    "--output-fields: --lines? --reverse --show-cursor --utc --catalog --no-hostname "
+    "--no-full --full --all --follow --no-tail --quiet --no-pager --pager-end --help "
+    "--version --fields --field: --list-boots --disk-usage --header --list-catalog "
+    "--dump-catalog --verify --verify-key: --cursor-file: --vacuum-size: --vacuum-files: "
+    "--vacuum-time: --rotate --sync --flush --relinquish-var --smart-relinquish-var "
+    "--update-catalog --setup-keys",
+    write="--cursor-file",
+    state="--vacuum-size --vacuum-files --vacuum-time --rotate --update-catalog "
+          "--setup-keys --sync --flush --relinquish-var --smart-relinquish-var")
+#: read | hostnamectl status
+#: notread | hostnamectl set-hostname web1
+_HOSTNAMECTL = _Opts(
+    "-h -H: --help --version --no-ask-password --host: --json:",
+    runs="-H --host", verbs=frozenset(("", "status")), max_operands=1)
+#: read | timedatectl show -p Timezone --value
+#: notread | timedatectl set-timezone UTC
+_TIMEDATECTL = _Opts(
+    "-ha -pH: --help --version --no-pager --no-ask-password --host: --property: --all "
+    "--value --monitor",
+    runs="-H --host",
     verbs=frozenset(("", "status", "show", "list-timezones", "timesync-status",
                      "show-timesync")), max_operands=1)
-_DMESG = _spec_program(_OptSpec(
-    short="CcDEHJkLPprSuwWxdeTthV", short_val="Fflsn",
-    long={"clear": 0, "read-clear": 0, "console-off": 0, "console-on": 0, "file": 1,
-          "facility": 1, "human": 0, "json": 0, "kernel": 0, "color": 2, "level": 1,
-          "console-level": 1, "nopager": 0, "force-prefix": 0, "raw": 0, "noescape": 0,
-          "syslog": 0, "buffer-size": 1, "userspace": 0, "follow": 0, "follow-new": 0,
-          "decode": 0, "show-delta": 0, "reltime": 0, "ctime": 0, "notime": 0,
-          "time-format": 1, "since": 1, "until": 1, "help": 0, "version": 0},
-    # They clear the kernel's buffer or change what reaches the console.
-    deny={"C": "state", "clear": "state", "c": "state", "read-clear": "state",
-          "D": "state", "console-off": "state", "E": "state", "console-on": "state",
-          "n": "state", "console-level": "state"}), max_operands=0)
-_SYSCTL = _spec_program(_OptSpec(
-    short="aAXbeNnqoxdhVwpf", short_val="r",
-    long={"all": 0, "deprecated": 0, "binary": 0, "ignore": 0, "names": 0, "values": 0,
-          "pattern": 1, "quiet": 0, "help": 0, "version": 0, "write": 0, "load": 2,
-          "system": 0},
-    deny={"w": "state", "write": "state", "p": "state", "f": "state", "load": "state",
-          "system": "state"}), check=_no_assignment)
-_FUSER = _spec_program(_OptSpec(
-    short="aiIlmMsuvwVk46", short_val="n",
-    long={"all": 0, "interactive": 0, "inode": 0, "kill": 0, "list-signals": 0, "mount": 0,
-          "ismountpoint": 0, "namespace": 1, "silent": 0, "user": 0, "verbose": 0,
-          "writeonly": 0, "version": 0, "ipv4": 0, "ipv6": 0},
-    deny={"k": "state", "kill": "state"}))
-_ICONV = _spec_program(_OptSpec(
-    short="clsV", short_val="fto",
-    long={"from-code": 1, "to-code": 1, "list": 0, "output": 1, "silent": 0, "verbose": 0,
-          "help": 0, "usage": 0, "version": 0},
-    deny={"o": "write", "output": "write"}))
+# They clear the kernel's buffer or change what reaches the console.
+#: read | dmesg --level=err,warn
+#: unknown =state_change | dmesg -c
+_DMESG = _Opts(
+    "-CcDEHJkLPprSuwWxdeTthV -Fflsn: --clear --read-clear --console-off --console-on "
+    "--file: --facility: --human --json --kernel --color? --level: --console-level: "
+    "--nopager --force-prefix --raw --noescape --syslog --buffer-size: --userspace --follow "
+    "--follow-new --decode --show-delta --reltime --ctime --notime --time-format: --since: "
+    "--until: --help --version",
+    state="-C --clear -c --read-clear -D --console-off -E --console-on -n --console-level",
+    max_operands=0)
+#: read | sysctl -n net.ipv4.ip_forward
+#: notread | sysctl kernel.panic=1
+#: unknown =state_change | sysctl -w kernel.panic=1
+_SYSCTL = _Opts(
+    "-aAXbeNnqoxdhVwpf -r: --all --deprecated --binary --ignore --names --values --pattern: "
+    "--quiet --help --version --write --load? --system",
+    state="-w --write -p -f --load --system", check=_no_assignment)
+#: read | fuser -v -n tcp 8080
+#: unknown =state_change | fuser -km /mnt
+_FUSER = _Opts(
+    "-aiIlmMsuvwVk46 -n: --all --interactive --inode --kill --list-signals --mount "
+    "--ismountpoint --namespace: --silent --user --verbose --writeonly --version --ipv4 "
+    "--ipv6",
+    state="-k --kill")
+#: read | iconv -f latin1 -t utf-8 a.txt
+#: write >out.txt | iconv --output=out.txt a.txt
+_ICONV = _Opts(
+    "-clsV -fto: --from-code: --to-code: --list --output: --silent --verbose --help --usage "
+    "--version",
+    write="-o --output")
 # Only the forms that print the settings; any SETTING word changes the terminal.
-_STTY = _spec_program(_OptSpec(short="ag", long={"all": 0, "save": 0, "help": 0,
-                                                   "version": 0}), max_operands=0)
+#: read | stty -a
+#: notread | stty -echo
+_STTY = _Opts("-ag --all --save --help --version", max_operands=0)
 # `mount` alone (or -l, -t TYPE) lists; with an operand it mounts.
-_MOUNT = _spec_program(_OptSpec(short="lvhV", short_val="t",
-                                long={"show-labels": 0, "verbose": 0, "types": 1, "help": 0,
-                                      "version": 0}), max_operands=0)
-_LSB_RELEASE = _spec_program(_OptSpec(
-    short="hvidrcas",
-    long={"help": 0, "version": 0, "id": 0, "description": 0, "release": 0, "codename": 0,
-          "all": 0, "short": 0}), max_operands=0)
-_CRONTAB = _spec_program(_OptSpec(short="l", short_val="u"), needs=("l",), max_operands=0)
+#: read | mount -t ext4
+#: notread | mount /dev/sda1 /mnt
+_MOUNT = _Opts("-lvhV -t: --show-labels --verbose --types: --help --version", max_operands=0)
+#: read | lsb_release -a
+_LSB_RELEASE = _Opts(
+    "-hvidrcas --help --version --id --description --release --codename --all --short",
+    max_operands=0)
+#: read | crontab -l
+#: notread | crontab -r
+_CRONTAB = _Opts("-l -u:", needs="-l", max_operands=0)
 # ss -K closes sockets, -D writes a dump; -r and -N (name lookups, other
 # namespaces) are left out.
-_SS = _spec_program(_OptSpec(
-    short="hVnaloempTisbEZz460tMSudwxHOK", short_val="fAFD",
-    long={"help": 0, "version": 0, "numeric": 0, "all": 0, "listening": 0, "options": 0,
-          "extended": 0, "memory": 0, "processes": 0, "threads": 0, "info": 0,
-          "tipcinfo": 0, "summary": 0, "tos": 0, "cgroup": 0, "bpf": 0, "events": 0,
-          "context": 0, "contexts": 0, "ipv4": 0, "ipv6": 0, "packet": 0, "tcp": 0,
-          "mptcp": 0, "sctp": 0, "udp": 0, "dccp": 0, "raw": 0, "unix": 0, "tipc": 0,
-          "vsock": 0, "xdp": 0, "family": 1, "no-header": 0, "oneline": 0,
-          "inet-sockopt": 0, "query": 1, "socket": 1, "filter": 1, "kill": 0, "diag": 1},
-    deny={"K": "state", "kill": "state", "D": "write", "diag": "write"}))
-_NETSTAT = _spec_program(_OptSpec(
-    short="rigsMvWnNepoclaFCZtuUSwx46hV", short_val="A",
-    long={"route": 0, "interfaces": 0, "groups": 0, "statistics": 0, "masquerade": 0,
-          "verbose": 0, "wide": 0, "numeric": 0, "numeric-hosts": 0, "numeric-ports": 0,
-          "numeric-users": 0, "symbolic": 0, "extend": 0, "programs": 0, "timers": 0,
-          "continuous": 0, "listening": 0, "all": 0, "fib": 0, "cache": 0, "context": 0,
-          "tcp": 0, "udp": 0, "udplite": 0, "sctp": 0, "raw": 0, "unix": 0, "protocol": 1,
-          "help": 0, "version": 0}), max_operands=0)
+#: read | ss -tlnp
+#: unknown =state_change | ss -K dst 192.0.2.1
+_SS = _Opts(
+    "-hVnaloempTisbEZz460tMSudwxHOK -fAFD: --help --version --numeric --all --listening "
+    "--options --extended --memory --processes --threads --info --tipcinfo --summary --tos "
+    "--cgroup --bpf --events --context --contexts --ipv4 --ipv6 --packet --tcp --mptcp --sctp "
+    "--udp --dccp --raw --unix --tipc --vsock --xdp --family: --no-header --oneline "
+    "--inet-sockopt --query: --socket: --filter: --kill --diag:",
+    write="-D --diag", state="-K --kill")
+#: read | netstat -tlnp
+_NETSTAT = _Opts(
+    "-rigsMvWnNepoclaFCZtuUSwx46hV -A: --route --interfaces --groups --statistics "
+    "--masquerade --verbose --wide --numeric --numeric-hosts --numeric-ports --numeric-users "
+    "--symbolic --extend --programs --timers --continuous --listening --all --fib --cache "
+    "--context --tcp --udp --udplite --sctp --raw --unix --protocol: --help --version",
+    max_operands=0)
 # ifconfig with one interface (or none) shows it; any word after the
 # interface changes it (`ifconfig eth0 down`, `ifconfig eth0 -arp`).
-_IFCONFIG = _spec_program(_OptSpec(short="asv", permute=False), max_operands=1)
+#: read | ifconfig eth0
+#: notread | ifconfig eth0 down
+_IFCONFIG = _Opts("-asv", permute=False, max_operands=1)
 # Both programs named yq: -i (--in-place, --inplace) rewrites the file and
 # Go yq's -s (--split-exp) writes one file per document.  Python yq takes
 # any unambiguous prefix of a long option, so the writers stay in the table
 # and a prefix shared with them is refused.
-_YQ = _spec_program(_OptSpec(
-    short="renCMyYjPcis", short_val="opI",
-    long={"yaml-output": 0, "yaml-roundtrip": 0, "raw-output": 0, "exit-status": 0,
-          "null-input": 0, "compact-output": 0, "output-format": 1, "input-format": 1,
-          "unwrapScalar": 0, "prettyPrint": 0, "no-colors": 0, "colors": 0, "indent": 1,
-          "in-place": 0, "inplace": 0, "split-exp": 1, "split-exp-file": 1},
-    deny={"i": "write", "in-place": "write", "inplace": "write", "s": "write",
-          "split-exp": "write", "split-exp-file": "write"}))
-# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
-# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
-# and `history 20` list (their options clear or write the history file).
-_ULIMIT = _spec_program(_OptSpec(short="HSabcdefiklmnpqrstuvxPRT"), max_operands=0)
+#: read | yq -r '.a[]' data.yaml
+#: write >? | yq -i '.a = 1' data.yaml
+_YQ = _Opts(
+    "-renCMyYjPcis -opI: --yaml-output --yaml-roundtrip --raw-output --exit-status "
+    "--null-input --compact-output --output-format: --input-format: --unwrapScalar "
+    "--prettyPrint --no-colors --colors --indent: --in-place --inplace --split-exp: "
+    "--split-exp-file:",
+    write="-i --in-place --inplace -s --split-exp --split-exp-file")
 
 
 def _names_only(operands: List[_W]) -> Optional[_V]:
@@ -8020,12 +7985,114 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
     return _unknown("state_change")
 
 
-# `shopt` and `shopt -p NAME` print (-s and -u set); `declare -p`/`-f`
-# print variables and functions (zsh reads `declare -F x` as a new float).
-_SHOPT = _spec_program(_OptSpec(short="pqo"), check=_names_only)
-_DECLARE = _spec_program(_OptSpec(short="pf"), needs=("p", "f"), check=_names_only)
-_UMASK = _spec_program(_OptSpec(short="Sp"), max_operands=0)
-_HISTORY = _spec_program(_OptSpec(), max_operands=1)
+# Inert but for a long option that runs a program: nm --plugin loads a
+# shared object, diff3 --diff-program runs one.  Every other option only
+# shapes the output (the tables are open), and getopt takes any unique
+# prefix, so `--pl` is --plugin too.
+#: read | nm -C a.o
+#: unknown =shell_execution_option | nm --plugin ./evil.so a.o
+#: unknown =shell_execution_option | nm --pl=./evil.so a.o
+#: read | diff3 -m a b c
+#: unknown =shell_execution_option | diff3 --diff-program=./evil a b c
+_NM = _Opts("--plugin?", runs="--plugin", open=True)
+_DIFF3 = _Opts("--diff-program?", runs="--diff-program", open=True)
+# Shell built-ins in the forms that only print: `ulimit -n` shows a limit
+# (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
+# and `history 20` list (their options clear or write the history file),
+# `shopt` and `shopt -p NAME` print (-s and -u set), `declare -p`/`-f` print
+# variables and functions (zsh reads `declare -F x` as a new float).
+#: read | ulimit -n
+#: notread | ulimit -n 1024
+#: read | umask -S
+#: notread | umask 022
+#: read | history 20
+#: notread | history -c
+#: read | shopt -p extglob
+#: notread | shopt -s extglob
+#: read | declare -p PATH
+#: read | typeset -p PATH
+#: notread | declare -F f
+_ULIMIT = _Opts("-HSabcdefiklmnpqrstuvxPRT", max_operands=0)
+_UMASK = _Opts("-Sp", max_operands=0)
+_HISTORY = _Opts(max_operands=1)
+_SHOPT = _Opts("-pqo", check=_names_only)
+_DECLARE = _Opts("-pf", needs="-p -f", check=_names_only)
+
+
+# ---- programs that read in some modes only ----------------------------------
+# Compressors write (the file in place, or beside it) unless they write to
+# standard output (-c), every operand is "-" (standard input to standard
+# output, `… | gunzip`), or a mode only shows (-l lists, -t tests).  For
+# xz, zstd and bzip2 the last of -z, -d, -t, -l wins (`xz -t a.xz -z`
+# compresses), so a showing mode counts only with neither -z nor -d
+# anywhere.  The deciding option must come before the first file: with
+# POSIXLY_CORRECT set, `gzip a.txt -c` compresses a.txt and then a file
+# named -c.  Any other shape is the write it always was (--files, -r and
+# -o are left out: they name files to change).
+#: read | gunzip -c a.txt.gz
+#: read | git show HEAD:a.txt.gz | gunzip
+#: write | gzip a.txt -c
+#: read | xz -dc a.xz
+#: write | bzip2 -t a.bz2 -z
+_GZIP_SPEC = _Opts(
+    "-cdfhklLnNqrtvV123456789 -S: --stdout --to-stdout --decompress --uncompress --force "
+    "--help --keep --list --license --no-name --name --quiet --recursive --rsyncable "
+    "--suffix: --synchronous --test --verbose --version --fast --best")
+_BZIP2_SPEC = _Opts(
+    "-cdzkftqvhLVs123456789 --help --decompress --compress --keep --force --test --stdout "
+    "--quiet --verbose --license --version --small --fast --best")
+_XZ_SPEC = _Opts(
+    "-zdtlkfcqvQhHVe0123456789 -SFCTM: --compress --decompress --uncompress --test --list "
+    "--keep --force --stdout --to-stdout --single-stream --no-sparse --suffix: --format: "
+    "--check: --ignore-check --extreme --threads: --memlimit-decompress: --memlimit: "
+    "--memory: --no-adjust --quiet --verbose --no-warn --robot --help --long-help --version")
+_ZSTD_SPEC = _Opts(
+    "-cdfklqtvVhH0123456789 --stdout --decompress --uncompress --force --keep --list --test "
+    "--quiet --verbose --version --help --progress --no-progress --check --no-check --sparse "
+    "--no-sparse --single-thread")
+_TO_STDOUT = frozenset(("c", "stdout", "to-stdout"))
+_PACKER_SHOWS = _TO_STDOUT | frozenset(("l", "list", "t", "test"))
+_REMODING = frozenset(("z", "d", "compress", "decompress", "uncompress"))
+# `kill -l` and `kill -L` list the signals; `kill -0 PID` sends none and
+# only tells whether PID exists (bash, zsh, dash and procps kill alike).
+# The shells stop at the first PID, but procps kill (`env kill`, `/bin/kill`,
+# `timeout 5 kill`) permutes: `/bin/kill -0 PID -s 9` kills PID (seen), so
+# every operand must be a PID, a process group (-N) or a job (%N).
+#: read | kill -0 123
+#: notread | kill -0 $PID
+#: write | kill -9 -1
+_KILL_SPEC = _Opts("-lL0", permute=False)
+
+
+def _kill_target(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return (digits.isascii() and digits.isdigit()) or (text.startswith("%") and len(text) > 1)
+
+
+# program -> (its options, the options that make it only show)
+_READ_MODES: Dict[str, Tuple[_Opts, frozenset]] = {
+    "gzip": (_GZIP_SPEC, _PACKER_SHOWS), "gunzip": (_GZIP_SPEC, _PACKER_SHOWS),
+    "bzip2": (_BZIP2_SPEC, _PACKER_SHOWS), "bunzip2": (_BZIP2_SPEC, _PACKER_SHOWS),
+    "xz": (_XZ_SPEC, _PACKER_SHOWS), "unxz": (_XZ_SPEC, _PACKER_SHOWS),
+    "zstd": (_ZSTD_SPEC, _PACKER_SHOWS), "unzstd": (_ZSTD_SPEC, _PACKER_SHOWS),
+    "kill": (_KILL_SPEC, frozenset("lL0")),
+}
+
+
+def _reads_in_mode(args: List[_W], spec: _Opts, shows: frozenset) -> bool:
+    fail, operands, seen = _read_options(args, spec)
+    if fail is not None:
+        return False
+    if shows is _PACKER_SHOWS and all(w.static and w.text == "-"
+                                      for w in _posix_operands(args, spec)):
+        # `gzip - -c` with POSIXLY_CORRECT set compresses a file named -c.
+        return True
+    if shows is not _PACKER_SHOWS and not all(w.static and _kill_target(w.text)
+                                              for w in operands):
+        return False    # `kill -0 $PID` may hold `-9 1`; `-s 9` after a PID
+    leading = {opt for opt, _, _ in _read_options(args, spec, permute=False)[2]}
+    return bool(leading & shows) and (bool(leading & _TO_STDOUT) or not any(
+        opt in _REMODING for opt, _, _ in seen))
 
 
 def _tput(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -8125,75 +8192,6 @@ _INERT = (
 # and without -b its keys kill and renice), history (see _HISTORY: -w writes).
 
 
-_PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {}
-for _p in _INERT:
-    _PROGRAMS[_p] = _inert
-_PROGRAMS.update({
-    "git": _git, "rg": _rg, "find": _find, "fd": _fd, "fdfind": _fd, "sed": _sed, "gsed": _sed,
-    "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
-    "sort": _spec_program(_SORT_SPEC), "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _inert_except("plugin"), "diff3": _inert_except("diff-program"),
-    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
-    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
-    "[": _test, "jobs": _jobs, "wait": _wait, "date": _date, "hostname": _hostname,
-    "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
-    "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
-    "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(flags="pv"), "nice": _w_transparent(valued="n",
-                                                               long_valued=("--adjustment",)),
-    "timeout": _w_transparent(flags="v", valued="sk", long_valued=("--signal", "--kill-after"),
-                              long_flags=("--preserve-status", "--foreground", "--verbose"),
-                              numeric_first=True),
-    "stdbuf": _w_transparent(valued="ioe", long_valued=("--input", "--output", "--error")),
-    "nohup": _w_transparent(capped="shell_command_unproven"),
-    "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
-    **{runner: _w_runner for runner in _RUNNERS},
-    "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
-    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
-                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
-    "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
-    "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
-    "npm": _npm, "pnpm": _npm, "yarn": _npm, "bun": _npm, "npx": _npm, "bunx": _npm,
-    "pnpx": _npm,
-    "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
-    "pipx": _poetry, "conda": _poetry, "mamba": _poetry, "micromamba": _poetry,
-    "pdm": _poetry, "rye": _poetry,
-    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
-       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
-    "mvnw": _pm_table,
-    "cargo": _cargo, "go": _go, "gem": _gem, "bundle": _gem, "bundler": _gem,
-    "composer": _composer, "dotnet": _dotnet,
-    "apt": _system_pm, "apt-get": _system_pm, "brew": _system_pm, "dnf": _system_pm,
-    "yum": _system_pm, "apk": _system_pm, "pacman": _system_pm, "zypper": _system_pm,
-    "port": _system_pm, "choco": _system_pm, "winget": _system_pm, "scoop": _system_pm,
-    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
-    "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
-    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
-    "coreutils": _multicall,
-    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
-    "dig": _net_lookup, "host": _net_lookup, "nslookup": _net_lookup, "ping": _net_lookup,
-    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
-    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
-    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
-    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
-    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
-    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
-    "declare": _DECLARE, "typeset": _DECLARE,
-    "export": lambda n, a, c: _unknown("state_change"),
-})
-for _p in ("alias", "unalias", "unset", "source", ".", "trap", "local", "readonly", "enable",
-           "exit", "logout", "return", "bind", "complete", "setopt", "unsetopt", "autoload",
-           "disown", "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"):
-    _PROGRAMS[_p] = lambda n, a, c: _unknown("state_change")
-for _p in ("source", ".", "trap"):
-    # Code run in this shell (trap DEBUG runs before every command): it may cd anywhere.
-    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown("state_change"))
-for _p in ("emulate", "fc"):
-    # `emulate sh -c CODE` runs CODE; fc re-runs or edits history commands.
-    _PROGRAMS[_p] = lambda n, a, c: _runs_here(_unknown())
-
-
 def _repo_chosen(handler: Callable[[str, List[_W], "_Ctx"], _V]
                  ) -> Callable[[str, List[_W], "_Ctx"], _V]:
     """yarn runs the release `yarnPath` (.yarnrc.yml) or `yarn-path`
@@ -8206,19 +8204,34 @@ def _repo_chosen(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-for _p in ("npm", "pnpm", "yarn", "bun", "gem", "composer", "conda", "mamba", "micromamba",
-           "apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper", "port", "choco",
-           "winget", "scoop"):
-    _PROGRAMS[_p] = _network_read(_PROGRAMS[_p])
-for _p in ("yarn", "pnpm", "pnpx"):
-    _PROGRAMS[_p] = _repo_chosen(_PROGRAMS[_p])
 _BUN_EVAL = _interp("bun")
-_BUN_NPM = _network_read(_npm)
 _PY_INTERP = _interp("python")
-for _p in _PYTHON_NAMES:
-    _PROGRAMS[_p] = _python
-_PROGRAMS["bun"] = lambda n, a, c: (_BUN_EVAL(n, a, c) if a and a[0].text in ("-e", "--eval")
-                                   else _BUN_NPM(n, a, c))
+_BUN_NPM = _network_read(_npm)
+
+
+def _bun(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """bun -e runs its code like node -e; every other bun is a package manager."""
+    if args and args[0].text in ("-e", "--eval"):
+        return _BUN_EVAL(name, args, ctx)
+    return _BUN_NPM(name, args, ctx)
+
+
+def _shell_state(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """Built-ins that change the shell itself (aliases, options, variables,
+    traps, the argument list): what runs after them is no longer known."""
+    return _unknown("state_change")
+
+
+def _runs_in_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """Code run in this shell (trap DEBUG runs before every command): it may cd anywhere."""
+    return _runs_here(_unknown("state_change"))
+
+
+def _reruns(name: str, args: List[_W], ctx: _Ctx) -> _V:
+    """`emulate sh -c CODE` runs CODE; fc re-runs or edits history commands."""
+    return _runs_here(_unknown())
+
+
 
 
 def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -8245,8 +8258,6 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write()
     return _unknown()
 
-
-_PROGRAMS["gh"] = _gh
 
 # `gh api` options that send a body, and so switch the method to POST.
 _GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
@@ -8322,7 +8333,7 @@ def _subcommand_reads(table: Dict[str, Tuple[str, ...]], deny_long: Tuple[str, .
     return handler
 
 
-_PROGRAMS["docker"] = _subcommand_reads({
+_DOCKER = _subcommand_reads({
     "": ("ps", "images", "info", "version", "inspect", "logs", "top", "port", "history",
          "stats", "diff", "events", "save", "export"),
     "image": ("ls", "inspect", "history", "save"),
@@ -8335,7 +8346,7 @@ _PROGRAMS["docker"] = _subcommand_reads({
     lead={"--context": 1, "-c": 1, "--log-level": 1, "-l": 1, "--debug": 0, "-D": 0},
     # `docker compose config -o FILE` saves the model to FILE.
     deny_long=("output",), deny_short="o")
-_PROGRAMS["kubectl"] = _subcommand_reads({
+_KUBECTL = _subcommand_reads({
     "": ("get", "describe", "explain", "api-resources", "api-versions", "cluster-info",
          "version", "top", "logs", "events", "wait", "completion"),
     "config": ("view", "get-contexts", "current-context", "get-clusters", "get-users"),
@@ -8367,15 +8378,86 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
     return handler
 
 
-for _p in ("rustc", "rustup", "mvn", "mvnw", "sbt", "bazel", "pytest", "py.test"):
-    _PROGRAMS[_p] = _repository_code(_PROGRAMS.get(_p))
-for _p in ("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc", "kotlin",
-           "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn", "helm",
-           "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint", "prettier", "jest",
-           "vitest", "bazel", "ninja", "zig", "ghc", "stack", "elixir", "mix", "erl", "lua",
-           "php", "R", "julia", "scala", "sbt", "flutter", "dart", "nvm", "pyenv", "rbenv"):
-    _PROGRAMS.setdefault(_p.lower(), _version_only)
-del _p
+# ---- the registry ------------------------------------------------------------
+# Program name -> its handler (name, words after it, context) -> verdict.
+# One literal: a name given twice keeps the later handler, so the few
+# programs only their `--version` proves (`_version_only`) come first and
+# any fuller handler below replaces them.
+
+_PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
+    **dict.fromkeys(("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc",
+                     "kotlin", "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn",
+                     "helm", "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint",
+                     "prettier", "jest", "vitest", "bazel", "ninja", "zig", "ghc", "stack",
+                     "elixir", "mix", "erl", "lua", "php", "r", "julia", "scala", "sbt",
+                     "flutter", "dart", "nvm", "pyenv", "rbenv"), _version_only),
+    **dict.fromkeys(_INERT, _inert),
+    "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
+    "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
+    "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
+    "nm": _NM, "diff3": _DIFF3,
+    "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
+    "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
+    "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
+    "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
+    "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
+    "command": _w_command, "builtin": _w_command, "exec": _w_command,
+    "time": _w_transparent(_Opts("-pv", permute=False, abbrev=False)),
+    "nice": _w_transparent(_Opts("-n: --adjustment:", permute=False, abbrev=False)),
+    "timeout": _w_transparent(_Opts("-v -sk: --signal: --kill-after: --preserve-status "
+                                    "--foreground --verbose", permute=False, abbrev=False),
+                              numeric_first=True),
+    "stdbuf": _w_transparent(_Opts("-ioe: --input: --output: --error:", permute=False,
+                                   abbrev=False)),
+    "nohup": _w_transparent(_Opts(permute=False), capped="shell_command_unproven"),
+    "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
+    **{runner: _w_runner for runner in _RUNNERS},
+    "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
+    **{shell: _w_other_shell for shell in ("fish", "nu", "xonsh", "elvish", "tcsh", "csh",
+                                           "yash", "mksh", "oksh", "ash", "rc", "es")},
+    "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
+    "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
+    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
+    **dict.fromkeys(_PYTHON_NAMES, _python),
+    "npm": _network_read(_npm), "npx": _npm, "bunx": _npm, "bun": _bun,
+    # yarn and pnpm (and pnpx) first run the release the project names.
+    **dict.fromkeys(("pnpm", "yarn"), _repo_chosen(_network_read(_npm))),
+    "pnpx": _repo_chosen(_npm),
+    "pip": _pip, "pip3": _pip, "uv": _uv, "uvx": _uv, "poetry": _poetry, "pipenv": _poetry,
+    "pipx": _poetry, **dict.fromkeys(("conda", "mamba", "micromamba"), _network_read(_poetry)),
+    "pdm": _poetry, "rye": _poetry,
+    **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
+       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
+    "mvnw": _pm_table,
+    "cargo": _cargo, "go": _go, "gem": _network_read(_gem), "bundle": _gem, "bundler": _gem,
+    "composer": _network_read(_composer), "dotnet": _dotnet,
+    **dict.fromkeys(("apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper", "port",
+                     "choco", "winget", "scoop"), _network_read(_system_pm)),
+    **{name: _hash_unproven for name in _HASH_WITH_OUTPUT},
+    "openssl": _openssl, "certutil": _certutil, "certutil.exe": _certutil, "gpg": _gpg,
+    "gpg2": _gpg, "cmake": _cmake, "busybox": _multicall, "toybox": _multicall,
+    "coreutils": _multicall,
+    "tar": _tar, "unzip": _unzip, "curl": _curl, "patch": _patch,
+    "dig": _net_lookup, "host": _net_lookup, "nslookup": _net_lookup, "ping": _net_lookup,
+    "zipinfo": _ZIPINFO, "getent": _GETENT, "apt-cache": _APT_CACHE, "systemctl": _SYSTEMCTL,
+    "journalctl": _JOURNALCTL, "hostnamectl": _HOSTNAMECTL, "timedatectl": _TIMEDATECTL,
+    "dmesg": _DMESG, "sysctl": _SYSCTL, "fuser": _FUSER, "iconv": _ICONV,
+    "stty": _STTY, "mount": _MOUNT, "lsb_release": _LSB_RELEASE, "crontab": _CRONTAB,
+    "ss": _SS, "netstat": _NETSTAT, "ifconfig": _IFCONFIG, "ip": _ip, "yq": _YQ,
+    "ulimit": _ULIMIT, "umask": _UMASK, "history": _HISTORY, "shopt": _SHOPT,
+    "declare": _DECLARE, "typeset": _DECLARE,
+    "gh": _gh, "docker": _DOCKER, "kubectl": _KUBECTL,
+    "export": _shell_state,
+    **dict.fromkeys(("alias", "unalias", "unset", "local", "readonly", "enable", "exit", "logout",
+                     "return", "bind", "complete", "setopt", "unsetopt", "autoload", "disown",
+                     "fg", "bg", "shift", "getopts", "mapfile", "readarray", "let"), _shell_state),
+    **dict.fromkeys(("source", ".", "trap"), _runs_in_shell),
+    **dict.fromkeys(("emulate", "fc"), _reruns),
+    # Their `--version` already runs what the project provides (see _repository_code).
+    **dict.fromkeys(("rustc", "rustup", "sbt", "bazel", "pytest", "py.test"),
+                    _repository_code(None)),
+    **dict.fromkeys(("mvn", "mvnw"), _repository_code(_pm_table)),
+}
 
 
 # ---- agents started here ----------------------------------------------------
@@ -9897,18 +9979,6 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
-def _option_spelling(opt: str, words: List[str]) -> str:
-    """How an option the spec knows by its canonical name was written."""
-    for word in words:
-        if word.startswith("--") and len(opt) > 1:
-            key = word[2:].split("=", 1)[0]
-            if key and opt.startswith(key):
-                return word
-        if len(opt) == 1 and word.startswith("-") and not word.startswith("--") and opt in word:
-            return word
-    return ""
-
-
 def _subcommand(words: List[str]) -> str:
     """The first operand after the program and its leading options (`git -C x log` -> log)."""
     skip = False
@@ -10071,8 +10141,7 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
                 _without(where, opt))
     if kind == "spec":
-        opt, value, effect = why[1], why[2], why[3]
-        spelled = _option_spelling(opt, words)
+        spelled, value, effect = why[1], why[2], why[3]
         shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
         if effect == "write":
             return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
@@ -15107,6 +15176,54 @@ def _owner_pid(entry: str) -> Optional[int]:
     return int(pid)
 
 
+def _replace_file(target: str, data: bytes, mode: Optional[int] = 0o600,
+                  durable: bool = True) -> None:
+    """The one atomic file writer: `data` goes to a temp file beside `target`
+    (never through a link), which is then renamed over it, so a reader sees
+    the old file or the new one, never a part.  On any failure the old file
+    stays, the temp file goes and the error is raised.  mode: the new file's
+    mode (None: the target's own, or the default for a new file).  durable:
+    the data and the rename are on disk (fsync of the file and its folder)
+    before it returns."""
+    import time
+    tmp = "%s.%d.%d.tmp" % (target, os.getpid(), int(time.time() * 1000))
+    keep = None
+    if mode is None:
+        try:
+            keep = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if keep is not None:
+            os.chmod(tmp, keep)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable and os.name != "nt":
+        try:
+            dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass  # some filesystems refuse a dir fsync; the rename already happened
+
+
 class Store:
     """The data dir.  Tool-call hooks touch only their own session's files."""
 
@@ -15308,50 +15425,20 @@ class Store:
 
     def _write_json(self, target: str, obj: Any, indent: Optional[int] = 2,
                     durable: bool = True) -> None:
-        """Durable atomic replace: temp file in the same folder, fsync, rename,
-        folder fsync; the old file survives any failure.
+        """Atomic replace (_replace_file): the old file survives any failure.
 
         durable=False, for files that can be rebuilt (the audit index), skips
         the fsyncs and removes the old file before the rename: ext4 flushes
         a file renamed (or truncated) over another one to disk, several ms
         on a busy disk, and a missing index only costs its reader a refold."""
-        import time
-        directory = os.path.dirname(target)
-        _state_mkdirs(directory)
+        _state_mkdirs(os.path.dirname(target))
         data = (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
-        tmp = "%s.%d.%d.tmp" % (target, os.getpid(), int(time.time() * 1000))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
+        if not durable:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            if not durable:
-                try:
-                    os.unlink(target)
-                except FileNotFoundError:
-                    pass
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
+                os.unlink(target)
+            except FileNotFoundError:
                 pass
-            raise
-        if durable and os.name != "nt":
-            try:
-                dfd = os.open(directory, os.O_RDONLY)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
-            except OSError:
-                pass  # some filesystems refuse a dir fsync; the rename already happened
+        _replace_file(target, data, durable=durable)
 
     def save_rebuildable(self, target: str, obj: Any) -> None:
         """Replace a file that is rebuilt from the logs when missing (an audit
@@ -16877,24 +16964,16 @@ def _thrash_load(path: str) -> dict:
 
 
 def _thrash_save(path: str, record: dict) -> None:
-    tmp = "%s.%d.tmp" % (path, os.getpid())
+    """Best effort: a count lost to a full disk only delays the thrash note."""
     data = json.dumps(record).encode("utf-8")
     try:
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            _replace_file(path, data, durable=False)
         except FileNotFoundError:  # first record of this data dir
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            _replace_file(path, data, durable=False)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def _thrash_repeats(store: Store, key: str, action: Action) -> int:
@@ -21330,28 +21409,9 @@ def _backup(path: str, data: bytes) -> str:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    """Temp file beside the target, then rename; a symlinked config keeps its link."""
-    import stat
-    real = os.path.realpath(path)
-    tmp = "%s.sts-tmp-%d" % (real, os.getpid())
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mode = None
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """A host's config replaced whole (_replace_file), keeping its mode; a
+    symlinked config keeps its link and the file it points to is replaced."""
+    _replace_file(os.path.realpath(path), data, mode=None)
 
 
 def _check_writable(paths: List[str]) -> None:

@@ -13,6 +13,21 @@ CORPUS = os.path.join(HERE, "analysis_corpus.txt")
 MARKERS = {"⏎": "\n", "⟨CR⟩": "\r", "⟨NEL⟩": "\u0085", "⟨TAB⟩": "\t"}
 
 
+def parse_row(number, line):
+    """(line number, label, tags, command) of one line `LABEL [TAGS] | COMMAND`."""
+    head, sep, command = line.partition(" | ")
+    assert sep, "line %d has no ' | '" % number
+    parts = head.split()
+    for marker, char in MARKERS.items():
+        command = command.replace(marker, char)
+    # Tags may also trail the command (" +H", " -D"): they are never part of it.
+    tail_tags = []
+    while command[-3:] in (" +H", " -H", " +D", " -D"):
+        tail_tags.insert(0, command[-2:])
+        command = command[:-3]
+    return (number, parts[0], parts[1:] + tail_tags, command)
+
+
 def load_corpus():
     """(line number, label, tags, command) for every labelled line."""
     rows = []
@@ -21,17 +36,18 @@ def load_corpus():
             line = raw.rstrip("\n")
             if not line.strip() or line.startswith("#"):
                 continue
-            head, sep, command = line.partition(" | ")
-            assert sep, "line %d has no ' | '" % number
-            parts = head.split()
-            for marker, char in MARKERS.items():
-                command = command.replace(marker, char)
-            # Tags may also trail the command (" +H", " -D"): they are never part of it.
-            tail_tags = []
-            while command[-3:] in (" +H", " -H", " +D", " -D"):
-                tail_tags.insert(0, command[-2:])
-                command = command[:-3]
-            rows.append((number, parts[0], parts[1:] + tail_tags, command))
+            rows.append(parse_row(number, line))
+    return rows
+
+
+def load_examples():
+    """The examples sts.py gives beside its option tables: `#: LABEL [TAGS] | COMMAND`."""
+    rows = []
+    with open(sts.__file__, encoding="utf-8") as fh:
+        for number, raw in enumerate(fh, 1):
+            line = raw.strip()
+            if line.startswith("#: "):
+                rows.append(parse_row(number, line[3:]))
     return rows
 
 
@@ -49,6 +65,34 @@ def _shell_of(tags):
 @pytest.mark.parametrize("number,label,tags,command", ROWS,
                          ids=["L%d" % r[0] for r in ROWS])
 def test_corpus_label(number, label, tags, command):
+    check_label(label, tags, command)
+
+
+EXAMPLES = load_examples()
+
+
+@pytest.mark.parametrize("number,label,tags,command", EXAMPLES,
+                         ids=["sts.py:%d" % r[0] for r in EXAMPLES])
+def test_table_examples(number, label, tags, command):
+    """The examples beside each option table in sts.py hold, like corpus lines."""
+    check_label(label, tags, command)
+
+
+def test_every_table_has_examples():
+    """Each program judged by a table shows at least one example of its own."""
+    tables = {name for name, handler in sts._PROGRAMS.items()
+              if isinstance(handler, sts._Opts)}
+    shown = set()
+    for _, _, _, command in EXAMPLES:
+        for part in command.replace("|", ";").split(";"):
+            words = part.split()
+            if words:
+                shown.add(words[0])
+    assert len(EXAMPLES) > 60
+    assert sorted(tables - shown) == []
+
+
+def check_label(label, tags, command):
     result = sts.analyze_shell(command, _shell_of(tags))
     assert result.mutability in ("read", "write", "unknown")
     if label == "read":

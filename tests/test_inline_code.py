@@ -200,7 +200,8 @@ def test_proven_code_runs_for_real_and_writes_nothing(planted):
 
 
 def test_without_the_flag_the_working_folder_decides(planted):
-    """Why -I is required: the same code, run plainly, imports the planted json."""
+    """Why -I is required: the same code, run plainly, runs a planted module:
+    json up to 3.12; from 3.13 on linecache, which -c imports before any code."""
     subprocess.run([sys.executable, "-c", "import json"], cwd=str(planted),
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False)
-    assert (planted / "RAN_json").exists()
+    assert (planted / "RAN_json").exists() or (planted / "RAN_linecache").exists()

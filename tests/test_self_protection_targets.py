@@ -282,6 +282,11 @@ def test_spelled_out_targets_are_not_unknown(command):
     "bash -c 'rm -rf $STS_HOME'",
     "git archive -o ~/.claude/settings.json HEAD",
     "git bundle create ~/.local/state/sts/b HEAD",
+    # an option that writes a file its table does not name, or whose value
+    # may split into more options
+    "yq -i '.permissions = {}' ~/.claude/settings.json",
+    "sort -k $K -o ~/.claude/settings.json a.txt",
+    "env -C $D rm -f settings.json",
 ])
 def test_unestablished_targets_that_may_be_guard_files_are_stopped(place, command):
     assert_all(place, command, CODE)

@@ -95,6 +95,28 @@ def test_failed_write_keeps_old_target_removes_temp_and_propagates(store):
     assert [n for n in os.listdir(store.path("sessions")) if n.endswith(".tmp")] == []
 
 
+def test_one_atomic_writer_keeps_a_mode_and_a_link_when_asked(tmp_path):
+    """_replace_file is every atomic write of sts (state, thrash counts, host
+    configs): mode=None keeps the file's own mode; a link at the target is
+    followed only when the caller resolves it (as install does), and a link
+    planted at a temp name is never written through."""
+    real = tmp_path / "config.json"
+    real.write_text("old")
+    os.chmod(real, 0o640)
+    sts._replace_file(str(real), b"new", mode=None)
+    assert real.read_text() == "new"
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    sts._atomic_write(str(link), b"newer")
+    assert link.is_symlink() and real.read_text() == "newer"
+    fresh = tmp_path / "fresh.json"
+    sts._replace_file(str(fresh), b"{}")
+    assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "fresh.json",
+                                                          "link.json"]
+
+
 DAMAGED = {
     "truncated": json.dumps(_valid()).encode()[:40],
     "zero bytes": b"",
