@@ -8542,6 +8542,8 @@ _AGENT_LAUNCHERS = frozenset((
     "flock", "dtach", "abduco", "nq", "ts", "pueue", "firejail", "bwrap", "docker", "podman",
     "python", "python3", "py", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "osascript",
     "npx", "bunx", "pnpx", "npm", "pnpm", "yarn", "uvx", "uv", "pipx", "make", "just", "task",
+    # an agent started on another machine is a delegation all the same
+    "ssh", "mosh", "kubectl", "gcloud", "aws",
 ))
 _AGENT_HELP = frozenset(("--version", "-v", "-V", "--help", "-h", "version", "help"))
 
@@ -8553,6 +8555,8 @@ def _agent_cli(text: str) -> Optional[str]:
     low = text.lower()
     if low in _AGENT_CLIS:
         return low
+    if low in _AGENT_PACKAGES:
+        return _AGENT_PACKAGES[low]    # `uvx aider-chat`, `pipx run goose-ai`
     if not any(c in low for c in "/\\@."):
         return None  # a plain word that is no agent: the common case, kept cheap
     path = low.replace("\\", "/").rstrip("/")

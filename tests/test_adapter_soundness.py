@@ -751,6 +751,8 @@ AGENT_LINES = [
     "~/.local/bin/claude -p x", "./node_modules/.bin/codex exec x", "CLAUDE.exe -p x",
     "c=claude; $c -p x", "$(command -v claude) -p x", "tmux new -d 'claude -p x'",
     "echo go | xargs -I{} claude -p {}", "ls; claude -p x",
+    "uvx aider-chat --message x", "pipx run aider-chat --message x", "ssh host claude -p x",
+    "ssh host 'codex exec x'", "kubectl exec pod -- claude -p x",
 ]
 
 
