@@ -17647,6 +17647,10 @@ HOST_PATH_RULES: Dict[str, str] = {
 }
 
 
+def _needs_call_id(action: dict) -> bool:
+    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
+
+
 class Adapter:
     """Translate one host's events; subclasses fill the tables.
 
@@ -18269,10 +18273,6 @@ def _rejected_text(result: CoreResult) -> str:
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
-
-
-def _needs_call_id(action: dict) -> bool:
-    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
 
 
 class _HostBAdapter(Adapter):
@@ -23378,11 +23378,11 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 
 
+# Codex and Claude Code here; the other hosts are added at the end of the
+# module (_other_adapters), from their own part of a split cache.
 ADAPTERS: Dict[str, Adapter] = {
     "codex": CodexAdapter(),
     "claude": ClaudeAdapter(),
-    **HOST_ADAPTERS_B,
-    **HOST_ADAPTERS_C,
 }
 
 STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
@@ -23696,6 +23696,8 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #                                    (mtime and size), so `import sts` runs it
 #   __pycache__/sts.<tag>.hot.pyc    the hot part, under the same header
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
+#   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
+#                                    Pi, Gemini, Copilot and Qwen, the same way
 #
 # The loader exists for the garbage collector: reading a megabyte of bytecode
 # and defining what it holds makes some hundred thousand objects, and on the
@@ -23714,8 +23716,19 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # nothing differs.  When the cold cache is missing or stale it is compiled
 # from sts.py, if sts.py is still the file the hot part came from; a changed
 # sts.py makes Python recompile the whole module at the next import anyway.
+#
+# The hosts part works the same way for the adapters a Codex or Claude Code
+# hook never runs (a tenth of the hot bytecode, and the classes it defines):
+# their hooks skip it, a hook of any other host loads it before it answers,
+# and so does the cold part (install names every host's tools).  Hot code
+# reaches its names only through ADAPTERS, which gains those hosts when the
+# part is loaded (tests/test_cli.py checks that too).
 
 _COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
+_HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
+                  "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
+_OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
+_HOSTS_STATE = {"loaded": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
@@ -23766,15 +23779,16 @@ def _hook_process() -> bool:
     return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in ADAPTERS
 
 
-def _cold_range(lines: List[str]) -> Tuple[int, int]:
-    """Line indexes [start, end) of the cold sections: from the banner of the
-    first to the banner of the section after the last; (0, 0) if not found."""
+def _cold_range(lines: List[str], titles: Tuple[str, ...] = _COLD_SECTIONS) -> Tuple[int, int]:
+    """Line indexes [start, end) of the cold sections (or of other `titles`):
+    from the banner of the first to the banner of the section after the
+    last; (0, 0) if not found."""
     starts = {}
     for n in range(1, len(lines)):
         if lines[n - 1].startswith("#" * 79) and lines[n].startswith("# "):
             starts.setdefault(lines[n][2:].rstrip(), n - 1)
     order = sorted(starts.values())
-    wanted = [starts.get(title) for title in _COLD_SECTIONS]
+    wanted = [starts.get(title) for title in titles]
     if None in wanted or wanted != sorted(wanted):
         return 0, 0
     first, last = wanted[0], wanted[-1]
@@ -23784,26 +23798,30 @@ def _cold_range(lines: List[str]) -> Tuple[int, int]:
     return first, later[0]
 
 
-def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str]]:
-    """(hot text, cold text) of this source, each with the other's lines blank."""
+def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str, str]]:
+    """(hot text, cold text, hosts text) of this source, each with the
+    others' lines blank."""
     lines = source.split("\n")
     start, end = _cold_range(lines)
-    if start == end:
+    first, last = _cold_range(lines, _HOST_SECTIONS)
+    if start == end or first == last or last > start:
         return None
-    hot = lines[:start] + [""] * (end - start) + lines[end:]
+    hot = (lines[:first] + [""] * (last - first) + lines[last:start] + [""] * (end - start)
+           + lines[end:])
     cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
+    hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
                 hot[n] = new
-    return "\n".join(hot), "\n".join(cold)
+    return "\n".join(hot), "\n".join(cold), "\n".join(hosts)
 
 
-def _cold_cache_path() -> Optional[str]:
+def _cold_cache_path(part: str = "cold") -> Optional[str]:
     import importlib.util
     try:
-        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".cold.pyc"
+        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".%s.pyc" % part
     except (NotImplementedError, ValueError, TypeError):
         return None
 
@@ -23838,31 +23856,59 @@ def _compile_part(text: str) -> Any:
                    dont_inherit=True)
 
 
-def _load_cold() -> None:
-    """Run the cold sections in this module's namespace, once."""
+def _load_part(part: str, index: int) -> None:
+    """Run one part of a split cache ("cold" or "hosts", `index` in
+    _split_texts) in this module's namespace, from its cache file or else
+    compiled from sts.py."""
     import marshal
+    code = None
+    path = _cold_cache_path(part)
+    try:
+        with open(path, "rb") as fh:   # type: ignore[arg-type]
+            data = fh.read()
+        if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
+            code = marshal.loads(data[16:])
+    except (OSError, TypeError, ValueError, EOFError):
+        code = None
+    if code is None:
+        found = _source_and_stamp()
+        if found is None or found[1] != _SOURCE_STAMP:
+            raise ImportError("sts.py changed since this process loaded it; run it again")
+        texts = _split_texts(*found)
+        if texts is None:
+            raise ImportError("sts.py has lost the banners of its split sections")
+        code = _compile_part(texts[index])
+    exec(code, globals())
+
+
+def _load_hosts_locked() -> None:
+    if _SLIM and not _HOSTS_STATE["loaded"]:
+        _load_part("hosts", 2)
+        _HOSTS_STATE["loaded"] = True
+        ADAPTERS.update(_other_adapters())
+
+
+def _load_cold() -> None:
+    """Run the cold sections in this module's namespace, once (the hosts
+    part first: install names every host's tools)."""
     with _COLD_LOCK:
         if _COLD_STATE["loaded"]:
             return
-        code = None
-        path = _cold_cache_path()
-        try:
-            with open(path, "rb") as fh:   # type: ignore[arg-type]
-                data = fh.read()
-            if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
-                code = marshal.loads(data[16:])
-        except (OSError, TypeError, ValueError, EOFError):
-            code = None
-        if code is None:
-            found = _source_and_stamp()
-            if found is None or found[1] != _SOURCE_STAMP:
-                raise ImportError("sts.py changed since this process loaded it; run it again")
-            texts = _split_texts(*found)
-            if texts is None:
-                raise ImportError("sts.py has lost the banners of its cold sections")
-            code = _compile_part(texts[1])
-        exec(code, globals())
+        _load_hosts_locked()
+        _load_part("cold", 1)
         _COLD_STATE["loaded"] = True
+
+
+def _other_adapters() -> Dict[str, Any]:
+    """The adapters of every host but Codex and Claude Code, in their order;
+    {} in a Codex or Claude Code hook that runs the hot part only."""
+    if _SLIM and not _HOSTS_STATE["loaded"]:
+        if sys.argv[:1] == ["-c"] and sys.argv[1:2] and sys.argv[1] in _OWN_HOSTS:
+            return {}
+        with _COLD_LOCK:
+            _load_hosts_locked()
+    names = globals()   # (by name: hot code never names the hosts part directly)
+    return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
 
 
 def _split_bytecode() -> bool:
@@ -23891,6 +23937,7 @@ def _split_bytecode() -> bool:
     loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
     # The loader last: until it is there, Python loads the whole module.
     for path, code in ((cold_path, _compile_part(texts[1])),
+                       (_cold_cache_path("hosts"), _compile_part(texts[2])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
         data = _pyc_bytes(code, stamp)
@@ -23908,6 +23955,7 @@ def _split_bytecode() -> bool:
     return True
 
 
+ADAPTERS.update(_other_adapters())
 if _SLIM and not _hook_process():
     _load_cold()   # every importer but a hook sees the whole module at once
 
