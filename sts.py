@@ -23819,6 +23819,11 @@ def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str
 
 
 def _cold_cache_path(part: str = "cold") -> Optional[str]:
+    cached = globals().get("__cached__")
+    if isinstance(cached, str) and cached.endswith(".pyc"):
+        # Where the loader came from: no importlib.util in a hook that loads
+        # the hosts part (its import costs more than the part).
+        return cached[:-len(".pyc")] + ".%s.pyc" % part
     import importlib.util
     try:
         return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".%s.pyc" % part
@@ -23828,9 +23833,14 @@ def _cold_cache_path(part: str = "cold") -> Optional[str]:
 
 def _pyc_bytes(code: Any, stamp: Tuple[int, int]) -> bytes:
     """A timestamp-checked cache file, exactly as Python's import writes one."""
-    import importlib.util
     import marshal
-    return (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+    # The import system's own module holds the magic number: importing
+    # importlib.util for it would cost a hook that loads the hosts part ~4 ms.
+    magic = getattr(sys.modules.get("_frozen_importlib_external"), "MAGIC_NUMBER", None)
+    if not isinstance(magic, bytes):
+        import importlib.util
+        magic = importlib.util.MAGIC_NUMBER
+    return (magic + (0).to_bytes(4, "little")
             + (stamp[0] & 0xFFFFFFFF).to_bytes(4, "little")
             + (stamp[1] & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
 
