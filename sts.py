@@ -13449,6 +13449,10 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
          (".config/gh/config.yml",)),
         ("gh's config, whose pager, browser and ! aliases are programs", ("$GH_CONFIG_DIR",),
          ("config.yml",)),
+        ("gpg's config, whose log-file and program options write or run", ("~",),
+         (".gnupg/gpg.conf", ".gnupg/common.conf")),
+        ("gpg's config, whose log-file and program options write or run", ("$GNUPGHOME",),
+         ("gpg.conf", "common.conf")),
     ),
 }
 

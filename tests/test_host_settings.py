@@ -827,7 +827,7 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
               "omp": "Oh My Pi", "hermes": "Hermes Agent", "shell": "Every host's shell",
-              "git": "git, on every host", "tools": "curl, wget, kubectl, gh"}
+              "git": "git, on every host", "tools": "curl, wget, kubectl, gh, gpg"}
 
 
 def readme_table():

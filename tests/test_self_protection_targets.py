@@ -406,6 +406,7 @@ def test_git_hooks_and_settings_that_run_code(place, command, code):
     ("echo 'output_document = /tmp/x' > ~/.wgetrc", CODE),
     ("cp /tmp/evil.yaml ~/.kube/config", CODE),
     ("echo 'pager: sh' >> ~/.config/gh/config.yml", CODE),
+    ("echo 'log-file /tmp/x' >> ~/.gnupg/gpg.conf", CODE),
     ("echo 'x' > ~/notes.txt", None),
 ])
 def test_tool_settings_that_make_reads_run_code(place, command, code):
