@@ -15448,6 +15448,12 @@ class Store:
                 pass
         _replace_file(target, data, durable=durable)
 
+    def save_rebuildable(self, target: str, obj: Any) -> None:
+        """Replace a file that is rebuilt from the logs when missing (an audit
+        index, the summary of every session): atomic, one line, no fsync.
+        Raises OSError (read-only or full disk)."""
+        self._write_json(target, obj, indent=None, durable=False)
+
     def create_json(self, target: str, obj: Any) -> bool:
         """Write `obj` durably to `target` (a file under the data dir) unless a
         file is already there: an existing file, damaged or not, is never
@@ -16407,9 +16413,10 @@ def _fold_file(path: str, entry: Optional[dict], info: Any) -> Tuple[dict, bool]
 class AuditIndex(Record):
     """One session's audit as status and runtime need it, from its index."""
 
-    __slots__ = FIELDS = ('key', 'tally', 'recent', 'damaged', 'unreadable', 'files', 'noted')
+    __slots__ = FIELDS = ('key', 'tally', 'recent', 'damaged', 'unreadable', 'files', 'noted',
+                          'bare')
     DEFAULTS = {'tally': None, 'recent': list, 'damaged': 0, 'unreadable': 0, 'files': list,
-                'noted': list}
+                'noted': list, 'bare': None}
 
     key: str
     tally: Any            # _Tally; labels and host effects only when notes were given
@@ -16418,6 +16425,7 @@ class AuditIndex(Record):
     unreadable: int
     files: List[str]      # the log files that remain, in reading order
     noted: List[str]      # annotated event ids of this session that no line named it for
+    bare: Any             # the tally before labels and host effects (when notes were given)
 
 
 def _ids_in_files(store: Store, names: List[str], wanted: set) -> List[str]:
@@ -16508,6 +16516,8 @@ def audit_index(store: Store, key: str, save: bool = True,
                       "ids": looked["ids"] + _ids_in_files(store, names, new)}
             changed = True
         out.noted = [i for i in looked["ids"] if isinstance(i, str)]
+        out.bare = _Tally()
+        out.bare.merge(out.tally)
         mine = set(out.noted)
         mine.update(notes.by_session.get(key, ()))
         for event_id in mine:
@@ -16517,7 +16527,7 @@ def audit_index(store: Store, key: str, save: bool = True,
                "files": [dict({k: v for k, v in e.items() if k != "tally"},
                               tally=e["tally"].to_json()) for _, e in entries]}
         try:
-            store._write_json(_index_path(store, key), doc, indent=None, durable=False)
+            store.save_rebuildable(_index_path(store, key), doc)
         except OSError:
             pass   # read-only or full: the next reader folds again from the logs
     return out
@@ -17641,6 +17651,10 @@ HOST_PATH_RULES: Dict[str, str] = {
 }
 
 
+def _needs_call_id(action: dict) -> bool:
+    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
+
+
 class Adapter:
     """Translate one host's events; subclasses fill the tables.
 
@@ -18263,10 +18277,6 @@ def _rejected_text(result: CoreResult) -> str:
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
-
-
-def _needs_call_id(action: dict) -> bool:
-    return action.get("mutability") == "delegate" or bool(action.get("delegationLifecycleUnproven"))
 
 
 class _HostBAdapter(Adapter):
@@ -22064,6 +22074,215 @@ class InspectionError(Exception):
     """A lookup that found nothing or a bad argument: one stderr line, exit 1."""
 
 
+# ---- the summary of every session: `runtime all` without a thousand files -
+#
+# runtime/index/all.json keeps, per session, what its row needs: the tally
+# (without labels and host effects, which readers add from the annotations),
+# the damaged count, the annotated ids found in its logs, and the contract
+# of its state file, each beside the signature (inode, size, modification
+# time) of the files it was made from.  A reader stats the files, which it
+# does anyway to list them, and reuses an entry whose signature still
+# matches; any other session is folded from its index and read from its
+# state file as before.  The signatures are taken BEFORE the files are read,
+# so a hook that writes in between leaves an entry that no longer matches
+# and the next reader redoes it.  The file is replaced atomically, and a
+# missing or damaged one only costs its reader the thousand reads.
+
+_SUMMARY_SCHEMA = 1
+
+
+def _summary_path(store: Store) -> str:
+    # "all" is no session key: retention and the session indexes pass it by.
+    return store.path("runtime", "index", "all.json")
+
+
+def _load_summary(store: Store) -> Dict[str, Any]:
+    """Session key -> saved entry; {} when the file is missing, damaged or
+    written by another version of sts (its state reading may differ)."""
+    try:
+        with open(_summary_path(store), "rb") as fh:
+            obj = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(obj, dict) or obj.get("schemaVersion") != _SUMMARY_SCHEMA \
+            or obj.get("version") != VERSION or not isinstance(obj.get("sessions"), dict):
+        return {}
+    return obj["sessions"]
+
+
+def _summary_counts(entry: Any, logs: List[list], keyless: int
+                    ) -> Optional[Tuple[dict, int, List[str]]]:
+    """(saved tally, damaged, noted ids) of an entry made from exactly these
+    log files and this many hand-written annotations; None otherwise.  The
+    tally is checked as it is merged (_merge_saved)."""
+    try:
+        if entry["logs"] != logs or entry["keyless"] != keyless:
+            return None
+        damaged, noted, tally = entry["damaged"], entry["noted"], entry["tally"]
+    except (KeyError, TypeError):
+        return None
+    if not (_is_int(damaged) and isinstance(noted, list) and isinstance(tally, dict)
+            and all(isinstance(i, str) for i in noted)):
+        return None
+    return tally, damaged, noted
+
+
+def _counts_ok(counts: Any, size: int) -> bool:
+    return type(counts) is list and len(counts) == size and all(
+        type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts)
+
+
+def _merge_saved(total: _Tally, saved: dict) -> _Tally:
+    """Add a tally saved by _Tally.to_json to `total`, checking it on the way;
+    returns a tally holding only its row and last activity (all a session
+    row shows).  ValueError when it is not a saved tally: `total` may then be
+    partly changed, and the caller starts again without the summary."""
+    try:
+        row, last = saved["row"], saved["last"]
+        responses, families, reasons = saved["responses"], saved["families"], saved["reasons"]
+        if not (_counts_ok(row, 4) and isinstance(last, str) and type(responses) is dict
+                and type(families) is dict and type(reasons) is dict):
+            raise ValueError("not a tally")
+        mine = total.row
+        for i in range(4):
+            mine[i] += row[i]
+        mine = total.responses
+        for name, n in responses.items():
+            if not (isinstance(name, str) and type(n) is int and 0 <= n <= MAX_SAFE_INTEGER):
+                raise ValueError("not a tally")
+            mine[name] = mine.get(name, 0) + n
+        mine = total.families
+        for name, counts in families.items():
+            if not (isinstance(name, str) and _counts_ok(counts, 4)):
+                raise ValueError("not a tally")
+            have = mine.get(name)
+            if have is None:
+                mine[name] = list(counts)
+            else:
+                for i in range(4):
+                    have[i] += counts[i]
+        mine = total.reasons
+        for code, counts in reasons.items():
+            if not (isinstance(code, str) and type(counts) is list and len(counts) == 5
+                    and isinstance(counts[0], str) and _counts_ok(counts[1:], 4)):
+                raise ValueError("not a tally")
+            have = mine.get(code)
+            if have is None:
+                mine[code] = list(counts)
+            else:
+                for i in range(1, 5):
+                    have[i] += counts[i]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError("not a tally") from exc
+    total.last = max(total.last, last)
+    one = _Tally()
+    one.row, one.last = list(row), last
+    return one
+
+
+def _summary_state(entry: Any, signature: list) -> Optional[Tuple[str, Optional[dict]]]:
+    """(state word, contract) saved for a state file with this signature."""
+    try:
+        saved, word, contract = entry["state"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if saved != signature or word not in ("ok", "damaged"):
+        return None
+    if word == "ok" and not (isinstance(contract, dict) and set(contract) == {"mode", "level"}):
+        return None
+    return word, contract if word == "ok" else None
+
+
+def audit_summary(store: Store, states: Dict[str, Optional[list]],
+                  files: Dict[str, List[str]], notes: "Annotations", with_state: bool = True
+                  ) -> Tuple[_Tally, Dict[str, _Tally], Dict[str, int],
+                             Dict[str, Tuple[str, Optional[dict]]]]:
+    """The tally of every session together (labels and host effects
+    included), a tally per session of `states` (of those from the summary
+    only the row and last activity), the counts of damaged lines and
+    unreadable logs, and (with_state) each session's (state word, contract):
+    "ok" with its mode and level, "damaged" or "missing".
+
+    `states` maps every session key to the signature of its state file (None
+    when it has none), `files` to its log files.  The answer is what
+    audit_index and Store.load give, session by session; see the banner
+    above for what is reused."""
+    saved = _load_summary(store)
+    try:
+        return _summarize(store, states, files, notes, with_state, saved)
+    except ValueError:   # a damaged entry met half-way: without the summary
+        return _summarize(store, states, files, notes, with_state, {})
+
+
+def _summarize(store: Store, states: Dict[str, Optional[list]], files: Dict[str, List[str]],
+               notes: "Annotations", with_state: bool, saved: Dict[str, Any]
+               ) -> Tuple[_Tally, Dict[str, _Tally], Dict[str, int],
+                          Dict[str, Tuple[str, Optional[dict]]]]:
+    keyless = len(notes.keyless)
+    total = _Tally()
+    tallies: Dict[str, _Tally] = {}
+    words: Dict[str, Tuple[str, Optional[dict]]] = {}
+    counter = {"damaged": 0, "unreadable": 0}
+    doc: Dict[str, Any] = {}
+    changed = set(saved) != set(states)
+    for key, signature in states.items():
+        names = files.get(key, [])
+        old = saved.get(key)
+        entry = dict(old) if isinstance(old, dict) else {}
+        logs: Optional[List[list]] = []
+        for name in names:
+            try:
+                info = os.stat(store.path("runtime", name))
+            except OSError:
+                logs = None   # gone or unreadable: folded below, not kept
+                break
+            logs.append([name, info.st_ino, info.st_size, info.st_mtime_ns])
+        hit = _summary_counts(entry, logs, keyless) if logs is not None else None
+        if hit is None:
+            index = audit_index(store, key, notes=notes, names=names, want_recent=False)
+            counter["unreadable"] += index.unreadable
+            counter["damaged"] += index.damaged
+            if logs is not None and not index.unreadable:
+                entry.update(logs=logs, keyless=keyless, tally=index.bare.to_json(),
+                             damaged=index.damaged, noted=index.noted)
+            else:
+                entry.pop("logs", None)
+            changed = True
+            total.merge(index.tally)
+            tallies[key] = index.tally
+        else:
+            saved_tally, damaged, noted = hit
+            tallies[key] = _merge_saved(total, saved_tally)
+            counter["damaged"] += damaged
+            for event_id in set(noted).union(notes.by_session.get(key, ())):
+                total.count_notes(event_id, notes)
+        if with_state:
+            if signature is None:
+                words[key] = ("missing", None)
+            else:
+                known = _summary_state(entry, signature)
+                if known is None:
+                    loaded = store.load(key)
+                    if loaded.storage_error:
+                        known = ("damaged", None)
+                    else:
+                        contract = loaded.state["contract"]
+                        known = ("ok", {"mode": contract.get("mode"),
+                                        "level": contract.get("level")})
+                    entry["state"] = [signature, known[0], known[1]]
+                    changed = True
+                words[key] = known
+        if entry:
+            doc[key] = entry
+    if changed:
+        try:
+            store.save_rebuildable(_summary_path(store), {
+                "schemaVersion": _SUMMARY_SCHEMA, "version": VERSION, "sessions": doc})
+        except OSError:
+            pass   # read-only or full: the next reader reads the indexes again
+    return total, tallies, counter, words
+
+
 def _scan(store: Store, keys: List[str], notes: "Annotations", keep_events: bool = False
           ) -> Tuple[Dict[str, _Tally], Dict[str, int], List[dict]]:
     """A tally per key, the counts of damaged lines and unreadable logs, and
@@ -22351,35 +22570,59 @@ def _runtime_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _session_keys(store: Store) -> Dict[str, float]:
+def _session_keys(store: Store, files: Optional[Dict[str, List[str]]] = None,
+                  signatures: Optional[Dict[str, Optional[list]]] = None) -> Dict[str, float]:
     """Every session the data dir knows (a state file or a log) -> the mtime of
-    its state file, 0.0 when there is none."""
-    found: Dict[str, float] = {key: 0.0 for key in audit_files(store)}
+    its state file, 0.0 when there is none.  `signatures`, when given, gets
+    what audit_summary compares: key -> [inode, size, mtime in ns, 1 when a
+    lock that is not a folder makes the state damaged], None without a state
+    file.  `files` is audit_files(store) when the caller has it."""
+    found: Dict[str, float] = {key: 0.0 for key in (audit_files(store) if files is None
+                                                   else files)}
+    sigs: Dict[str, Optional[list]] = {key: None for key in found}
     try:
         entries = list(os.scandir(store.path("sessions")))
     except (FileNotFoundError, NotADirectoryError):
         entries = []
+    odd_locks = set()
     for entry in entries:
         name = entry.name
+        if name.endswith(".json.lock"):
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    odd_locks.add(name[:-10])
+            except OSError:
+                odd_locks.add(name[:-10])
+            continue
         key = name[:-5]
         if not name.endswith(".json") or not _key_ok(key):
             continue  # lock dirs, kept damaged files, temp files
         try:
-            found[key] = entry.stat().st_mtime
+            info = entry.stat()
+            found[key] = info.st_mtime
+            sigs[key] = [info.st_ino, info.st_size, info.st_mtime_ns] if info.st_mtime else None
         except OSError:
             found.setdefault(key, 0.0)
+            sigs.setdefault(key, None)
+    if signatures is not None:
+        for key, sig in sigs.items():
+            signatures[key] = sig + [int(key in odd_locks)] if sig is not None else None
     return found
 
 
-def _session_rows(store: Store, found: Dict[str, float],
-                  tallies: Dict[str, _Tally]) -> List[Dict[str, Any]]:
-    """One dict per session for `runtime` (text and --json), oldest activity first."""
+def _session_rows(store: Store, found: Dict[str, float], tallies: Dict[str, _Tally],
+                  known: Optional[Dict[str, Tuple[str, Optional[dict]]]] = None
+                  ) -> List[Dict[str, Any]]:
+    """One dict per session for `runtime` (text and --json), oldest activity
+    first; `known` holds (state word, contract) already read (audit_summary)."""
     import time
     rows = []
     for key, mtime in found.items():
         tally = tallies.get(key) or _Tally()
         contract, state_word = None, "missing"
-        if mtime:
+        if known is not None and key in known:
+            state_word, contract = known[key]
+        elif mtime:
             loaded = store.load(key)
             if loaded.storage_error:
                 state_word = "damaged"
@@ -22426,6 +22669,17 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
     session or (key None) every session; each log and state file is read
     once, and the prompt answer (with_rows False) reads no state file."""
     notes = read_annotations(store)
+    if key is None and not keep_events:
+        # Every session: the saved summary answers for the sessions whose
+        # files did not change since the last `runtime all`.
+        files = audit_files(store)
+        signatures: Dict[str, Optional[list]] = {}
+        found = _session_keys(store, files, signatures)
+        total, tallies, counter, known = audit_summary(store, signatures, files, notes,
+                                                       with_rows)
+        summary = total.summary(counter["damaged"] + notes.damaged)
+        rows = _session_rows(store, found, tallies, known) if with_rows else []
+        return _runtime_end(store, key, summary, counter, rows, [], notes, len(found))
     if key is None:
         found = _session_keys(store)
     else:
@@ -22437,6 +22691,15 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
             found = {}
     tallies, counter, events = _scan(store, sorted(found), notes, keep_events)
     summary = _total(tallies).summary(counter["damaged"] + notes.damaged)
+    rows = _session_rows(store, found, tallies) if with_rows else []
+    return _runtime_end(store, key, summary, counter, rows, events, notes, len(found))
+
+
+def _runtime_end(store: Store, key: Optional[str], summary: Dict[str, Any],
+                 counter: Dict[str, int], rows: List[Dict[str, Any]], events: List[dict],
+                 notes: "Annotations", count: int
+                 ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[dict], "Annotations", int]:
+    """What both ways of `_runtime` add last: unreadable logs and removed files."""
     if counter["unreadable"]:
         summary["unreadableLogs"] = counter["unreadable"]
     removed = removed_audit(store)
@@ -22444,8 +22707,7 @@ def _runtime(store: Store, key: Optional[str], keep_events: bool = False, with_r
         summary["removedAudit"] = {"files": removed["files"], "bytes": removed["bytes"],
                                    "newestRemoved": removed["newestRemoved"] or None,
                                    "limitMegabytes": audit_limit_bytes() / (1024 * 1024)}
-    rows = _session_rows(store, found, tallies) if with_rows else []
-    return summary, rows, events, notes, len(found)
+    return summary, rows, events, notes, count
 
 
 # ---- explain and label ------------------------------------------------------
@@ -23120,11 +23382,11 @@ def cmd_cases(args: List[str]) -> int:
 ###############################################################################
 
 
+# Codex and Claude Code here; the other hosts are added at the end of the
+# module (_other_adapters), from their own part of a split cache.
 ADAPTERS: Dict[str, Adapter] = {
     "codex": CodexAdapter(),
     "claude": ClaudeAdapter(),
-    **HOST_ADAPTERS_B,
-    **HOST_ADAPTERS_C,
 }
 
 STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
@@ -23438,6 +23700,8 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #                                    (mtime and size), so `import sts` runs it
 #   __pycache__/sts.<tag>.hot.pyc    the hot part, under the same header
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
+#   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
+#                                    Pi, Gemini, Copilot and Qwen, the same way
 #
 # The loader exists for the garbage collector: reading a megabyte of bytecode
 # and defining what it holds makes some hundred thousand objects, and on the
@@ -23456,8 +23720,19 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # nothing differs.  When the cold cache is missing or stale it is compiled
 # from sts.py, if sts.py is still the file the hot part came from; a changed
 # sts.py makes Python recompile the whole module at the next import anyway.
+#
+# The hosts part works the same way for the adapters a Codex or Claude Code
+# hook never runs (a tenth of the hot bytecode, and the classes it defines):
+# their hooks skip it, a hook of any other host loads it before it answers,
+# and so does the cold part (install names every host's tools).  Hot code
+# reaches its names only through ADAPTERS, which gains those hosts when the
+# part is loaded (tests/test_cli.py checks that too).
 
 _COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
+_HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
+                  "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
+_OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
+_HOSTS_STATE = {"loaded": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
@@ -23508,15 +23783,16 @@ def _hook_process() -> bool:
     return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in ADAPTERS
 
 
-def _cold_range(lines: List[str]) -> Tuple[int, int]:
-    """Line indexes [start, end) of the cold sections: from the banner of the
-    first to the banner of the section after the last; (0, 0) if not found."""
+def _cold_range(lines: List[str], titles: Tuple[str, ...] = _COLD_SECTIONS) -> Tuple[int, int]:
+    """Line indexes [start, end) of the cold sections (or of other `titles`):
+    from the banner of the first to the banner of the section after the
+    last; (0, 0) if not found."""
     starts = {}
     for n in range(1, len(lines)):
         if lines[n - 1].startswith("#" * 79) and lines[n].startswith("# "):
             starts.setdefault(lines[n][2:].rstrip(), n - 1)
     order = sorted(starts.values())
-    wanted = [starts.get(title) for title in _COLD_SECTIONS]
+    wanted = [starts.get(title) for title in titles]
     if None in wanted or wanted != sorted(wanted):
         return 0, 0
     first, last = wanted[0], wanted[-1]
@@ -23526,35 +23802,49 @@ def _cold_range(lines: List[str]) -> Tuple[int, int]:
     return first, later[0]
 
 
-def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str]]:
-    """(hot text, cold text) of this source, each with the other's lines blank."""
+def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str, str]]:
+    """(hot text, cold text, hosts text) of this source, each with the
+    others' lines blank."""
     lines = source.split("\n")
     start, end = _cold_range(lines)
-    if start == end:
+    first, last = _cold_range(lines, _HOST_SECTIONS)
+    if start == end or first == last or last > start:
         return None
-    hot = lines[:start] + [""] * (end - start) + lines[end:]
+    hot = (lines[:first] + [""] * (last - first) + lines[last:start] + [""] * (end - start)
+           + lines[end:])
     cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
+    hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
                 hot[n] = new
-    return "\n".join(hot), "\n".join(cold)
+    return "\n".join(hot), "\n".join(cold), "\n".join(hosts)
 
 
-def _cold_cache_path() -> Optional[str]:
+def _cold_cache_path(part: str = "cold") -> Optional[str]:
+    cached = globals().get("__cached__")
+    if isinstance(cached, str) and cached.endswith(".pyc"):
+        # Where the loader came from: no importlib.util in a hook that loads
+        # the hosts part (its import costs more than the part).
+        return cached[:-len(".pyc")] + ".%s.pyc" % part
     import importlib.util
     try:
-        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".cold.pyc"
+        return importlib.util.cache_from_source(__file__)[:-len(".pyc")] + ".%s.pyc" % part
     except (NotImplementedError, ValueError, TypeError):
         return None
 
 
 def _pyc_bytes(code: Any, stamp: Tuple[int, int]) -> bytes:
     """A timestamp-checked cache file, exactly as Python's import writes one."""
-    import importlib.util
     import marshal
-    return (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+    # The import system's own module holds the magic number: importing
+    # importlib.util for it would cost a hook that loads the hosts part ~4 ms.
+    magic = getattr(sys.modules.get("_frozen_importlib_external"), "MAGIC_NUMBER", None)
+    if not isinstance(magic, bytes):
+        import importlib.util
+        magic = importlib.util.MAGIC_NUMBER
+    return (magic + (0).to_bytes(4, "little")
             + (stamp[0] & 0xFFFFFFFF).to_bytes(4, "little")
             + (stamp[1] & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
 
@@ -23580,31 +23870,59 @@ def _compile_part(text: str) -> Any:
                    dont_inherit=True)
 
 
-def _load_cold() -> None:
-    """Run the cold sections in this module's namespace, once."""
+def _load_part(part: str, index: int) -> None:
+    """Run one part of a split cache ("cold" or "hosts", `index` in
+    _split_texts) in this module's namespace, from its cache file or else
+    compiled from sts.py."""
     import marshal
+    code = None
+    path = _cold_cache_path(part)
+    try:
+        with open(path, "rb") as fh:   # type: ignore[arg-type]
+            data = fh.read()
+        if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
+            code = marshal.loads(data[16:])
+    except (OSError, TypeError, ValueError, EOFError):
+        code = None
+    if code is None:
+        found = _source_and_stamp()
+        if found is None or found[1] != _SOURCE_STAMP:
+            raise ImportError("sts.py changed since this process loaded it; run it again")
+        texts = _split_texts(*found)
+        if texts is None:
+            raise ImportError("sts.py has lost the banners of its split sections")
+        code = _compile_part(texts[index])
+    exec(code, globals())
+
+
+def _load_hosts_locked() -> None:
+    if _SLIM and not _HOSTS_STATE["loaded"]:
+        _load_part("hosts", 2)
+        _HOSTS_STATE["loaded"] = True
+        ADAPTERS.update(_other_adapters())
+
+
+def _load_cold() -> None:
+    """Run the cold sections in this module's namespace, once (the hosts
+    part first: install names every host's tools)."""
     with _COLD_LOCK:
         if _COLD_STATE["loaded"]:
             return
-        code = None
-        path = _cold_cache_path()
-        try:
-            with open(path, "rb") as fh:   # type: ignore[arg-type]
-                data = fh.read()
-            if data[:16] == _pyc_bytes(None, _SOURCE_STAMP)[:16]:  # type: ignore[arg-type]
-                code = marshal.loads(data[16:])
-        except (OSError, TypeError, ValueError, EOFError):
-            code = None
-        if code is None:
-            found = _source_and_stamp()
-            if found is None or found[1] != _SOURCE_STAMP:
-                raise ImportError("sts.py changed since this process loaded it; run it again")
-            texts = _split_texts(*found)
-            if texts is None:
-                raise ImportError("sts.py has lost the banners of its cold sections")
-            code = _compile_part(texts[1])
-        exec(code, globals())
+        _load_hosts_locked()
+        _load_part("cold", 1)
         _COLD_STATE["loaded"] = True
+
+
+def _other_adapters() -> Dict[str, Any]:
+    """The adapters of every host but Codex and Claude Code, in their order;
+    {} in a Codex or Claude Code hook that runs the hot part only."""
+    if _SLIM and not _HOSTS_STATE["loaded"]:
+        if sys.argv[:1] == ["-c"] and sys.argv[1:2] and sys.argv[1] in _OWN_HOSTS:
+            return {}
+        with _COLD_LOCK:
+            _load_hosts_locked()
+    names = globals()   # (by name: hot code never names the hosts part directly)
+    return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
 
 
 def _split_bytecode() -> bool:
@@ -23633,6 +23951,7 @@ def _split_bytecode() -> bool:
     loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
     # The loader last: until it is there, Python loads the whole module.
     for path, code in ((cold_path, _compile_part(texts[1])),
+                       (_cold_cache_path("hosts"), _compile_part(texts[2])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
         data = _pyc_bytes(code, stamp)
@@ -23650,6 +23969,7 @@ def _split_bytecode() -> bool:
     return True
 
 
+ADAPTERS.update(_other_adapters())
 if _SLIM and not _hook_process():
     _load_cold()   # every importer but a hook sees the whole module at once
 

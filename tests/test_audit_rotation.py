@@ -732,3 +732,197 @@ def test_hooks_on_a_failing_disk_during_rotation_lose_nothing_and_block_no_allow
     assert all(lines[event(key, n)["eventId"]] == 1 for n in range(100, 160))
     assert len(sts.audit_files(store)[key]) > 1
     assert_index_is_exact(store, key)
+
+
+# ---- the summary of every session: what `runtime all` reuses -----------------------------
+
+
+def runtime_all(store):
+    """`runtime all` as the CLI computes it: summary, session rows, session count."""
+    summary, rows, _, _, count = sts._runtime(store, None)
+    return summary, rows, count
+
+
+def from_every_line(store):
+    """The same answer from every line of every log and every state file (--json's way)."""
+    summary, rows, _, _, count = sts._runtime(store, None, keep_events=True)
+    return summary, rows, count
+
+
+def _state(store, key, mode):
+    state = sts.default_state()
+    state["contract"].update(mode=mode, level="guard", source="directive")
+    with open(store.path("sessions", key + ".json"), "w") as fh:
+        json.dump(state, fh, indent=2)
+
+
+def _three_sessions(store):
+    keys = [sts.session_key("summary-%d" % i) for i in range(3)]
+    os.makedirs(store.path("sessions"), exist_ok=True)
+    for i, key in enumerate(keys):
+        _state(store, key, "review")
+        for n in range(10 * i + 5):
+            outcome = ("allow", "deny_and_explain")[n % 2]
+            store.append_audit(key, event(key, 1000 * i + n, outcome=outcome))
+    return keys
+
+
+def test_runtime_all_from_its_summary_equals_every_line_after_each_change(store, small_audit):
+    """Each change a hook, a user or a damaged disk can make, then `runtime all`:
+    the answer is the one read from every line and every state file."""
+    keys = _three_sessions(store)
+    summary_file = store.path("runtime", "index", "all.json")
+
+    def same():
+        assert runtime_all(store) == from_every_line(store)
+        assert runtime_all(store) == from_every_line(store)   # the second from the summary
+
+    same()
+    assert os.path.exists(summary_file)
+    # A hook appends; enough lines to cut segments (the file names change).
+    for n in range(200):
+        store.append_audit(keys[0], event(keys[0], 5000 + n))
+    assert len(sts.audit_files(store)[keys[0]]) > 2
+    same()
+    # The contract changes in place: same inode, same size ("review" -> "answer").
+    path = store.path("sessions", keys[1] + ".json")
+    data = open(path, "rb").read()
+    with open(path, "r+b") as fh:
+        fh.write(data.replace(b'"review"', b'"answer"'))
+    same()
+    assert [r["contract"]["mode"] for r in runtime_all(store)[1]
+            if r["sessionKey"] == keys[1]] == ["answer"]
+    # A damaged state file, then a lock that is a file (not sts's folder): damaged.
+    with open(store.path("sessions", keys[2] + ".json"), "w") as fh:
+        fh.write("{not json")
+    same()
+    _state(store, keys[2], "change")
+    same()
+    open(store.path("sessions", keys[2] + ".json.lock"), "w").close()
+    same()
+    assert [r["state"] for r in runtime_all(store)[1] if r["sessionKey"] == keys[2]] == \
+        ["damaged"]
+    os.unlink(store.path("sessions", keys[2] + ".json.lock"))
+    same()
+    # Labels: one that names its session, one written by hand without it.
+    sts.record_label(store, event(keys[1], 1001)["eventId"], "correct")
+    same()
+    with open(store.path("runtime", "annotations.jsonl"), "a") as fh:
+        fh.write(json.dumps({"eventId": event(keys[2], 2003)["eventId"],
+                             "hostEffect": "observed_blocked"}) + "\n")
+    same()
+    assert runtime_all(store)[0]["hostEffects"]["observed_blocked"] == 1
+    assert runtime_all(store)[0]["labels"]["correct"] == 1
+    # A damaged line in a log.
+    with open(store.path("runtime", keys[1] + ".jsonl"), "ab") as fh:
+        fh.write(b'{"schemaVersion":1,"cut\n')
+    same()
+    assert runtime_all(store)[0]["damagedRecords"] == 1
+    # A session whose files are all gone, and a session with a state file only.
+    for name in sts.audit_files(store)[keys[0]]:
+        os.unlink(store.path("runtime", name))
+    os.unlink(store.path("sessions", keys[0] + ".json"))
+    lone = sts.session_key("state only")
+    _state(store, lone, "change")
+    same()
+    assert runtime_all(store)[2] == 3
+    # The summary itself damaged, cut short, from another version, or removed.
+    good = open(summary_file, "rb").read()
+    for bad in (b"", b"{", good[:len(good) // 2], b"[]",
+                good.replace(b'"version":"%s"' % sts.VERSION.encode(), b'"version":"0.0.0"'),
+                b'{"schemaVersion":1,"version":"%s","sessions":{"%s":{"logs":7,"tally":[]}}}'
+                % (sts.VERSION.encode(), keys[1].encode())):
+        with open(summary_file, "wb") as fh:
+            fh.write(bad)
+        same()
+    # An entry whose files still match but whose saved counts are damaged.
+    runtime_all(store)
+    for damage in ({"row": "x"}, {"families": {"I": [1, -1, 0, 0]}}, {"reasons": []},
+                   {"last": 7}, {"responses": {"none": 1.5}}):
+        doc = json.load(open(summary_file))
+        doc["sessions"][keys[1]]["tally"].update(damage)
+        with open(summary_file, "w") as fh:
+            json.dump(doc, fh)
+        same()
+    os.unlink(summary_file)
+    same()
+
+
+def test_a_second_runtime_all_reads_no_index_and_no_state_file(store, monkeypatch):
+    keys = _three_sessions(store)
+    runtime_all(store)
+    opened = []
+    real_open = open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.path.relpath(str(path), store.root))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counting_open)
+    first = runtime_all(store)
+    assert sorted(opened) == [os.path.join("runtime", name) for name in
+                              ("annotations.jsonl", os.path.join("index", "all.json"),
+                               "removed.jsonl")]
+    # One session written since: only its index and log are read (its state
+    # file is unchanged, so not even that).
+    store.append_audit(keys[1], event(keys[1], 77))
+    del opened[:]
+    second = runtime_all(store)
+    assert second[0]["checkedActions"] == first[0]["checkedActions"] + 1
+    touched = {name for name in opened if keys[1] in name or "sessions" in name}
+    assert touched == {os.path.join("runtime", "index", keys[1] + ".json"),
+                       os.path.join("runtime", keys[1] + ".jsonl")}
+
+
+def test_runtime_all_on_a_read_only_summary_folder_still_answers(store, monkeypatch):
+    _three_sessions(store)
+
+    def refuse(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(sts.Store, "_write_json", refuse)
+    assert runtime_all(store) == from_every_line(store)
+    assert not os.path.exists(store.path("runtime", "index", "all.json"))
+
+
+# Run `runtime all` in a loop (some of the runs SIGKILLed) while hooks write.
+READER = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import sts
+store = sts.Store(sys.argv[2])
+for _ in range(int(sys.argv[3])):
+    sts._runtime(store, None)
+"""
+
+
+def test_runtime_all_under_concurrent_hooks_and_a_killed_reader(store):
+    """Readers that race hooks, or die half-way through writing the summary,
+    never leave a summary that a later `runtime all` trusts wrongly."""
+    sessions = ["race-%d" % i for i in range(4)]
+    for session in sessions:
+        _arm_review(store, session)
+    env = dict(os.environ, STS_HOME=store.root, STS_AUDIT_MAX_MB="0.5")
+    writers = [subprocess.Popen([PY, "-c", WRITER, ROOT, store.root, session, "40"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+               for session in sessions]
+    readers = [subprocess.Popen([PY, "-c", READER, ROOT, store.root, "15"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+               for _ in range(2)]
+    rng = random.Random(3)
+    killed = 0
+    while any(w.poll() is None for w in writers):
+        victim = subprocess.Popen([PY, "-c", READER, ROOT, store.root, "50"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.05, 0.4))
+        if victim.poll() is None:
+            victim.send_signal(signal.SIGKILL)
+            killed += 1
+        victim.communicate()
+    for proc in writers + readers:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+    assert killed > 0
+    summary, rows, count = runtime_all(store)
+    assert (summary, rows, count) == from_every_line(store)
+    assert summary["checkedActions"] == 4 * 40 and count == 4

@@ -2,6 +2,7 @@
 session (internal error, input too large or not UTF-8), where it fails closed."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -143,15 +144,20 @@ def test_main_called_with_arguments_returns_instead_of_exiting(store, monkeypatc
 
 # ---- cold sections: a hook loads only the hot part of the bytecode ------------------
 
-def _hot_names_used_cold():
-    """Names hot code uses that only cold sections define (must be none)."""
+def _hot_names_used_cold(titles=sts._COLD_SECTIONS):
+    """Names hot code uses that only cold sections (or the hosts part, with
+    its titles) define (must be none)."""
     import ast
     with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
         lines = fh.read().split("\n")
-    start, end = sts._cold_range(lines)
+    start, end = sts._cold_range(lines, titles)
     assert 0 < start < end < len(lines)
-    hot = ast.parse("\n".join(lines[:start] + [""] * (end - start) + lines[end:]))
     cold = ast.parse("\n".join([""] * start + lines[start:end]))
+    # Hot code: neither these sections nor the cold ones (which load the
+    # hosts part before they run).
+    first, last = sts._cold_range(lines)
+    lines[first:last] = [""] * (last - first)
+    hot = ast.parse("\n".join(lines[:start] + [""] * (end - start) + lines[end:]))
 
     def defined(tree):
         out = set()
@@ -175,6 +181,15 @@ def test_hot_code_reaches_cold_names_only_through_cold():
     assert {"cmd_install", "cmd_inspect", "inspection_response", "cmd_cases"} <= cold_only
 
 
+def test_hot_code_reaches_the_other_hosts_only_through_adapters():
+    """A Codex or Claude Code hook runs without the other hosts' part: no code
+    outside it names what only it defines (cold code loads it first)."""
+    used, hosts_only = _hot_names_used_cold(sts._HOST_SECTIONS)
+    assert used == []
+    assert {"HermesAdapter", "OmpAdapter", "GeminiAdapter", "QwenAdapter",
+            "HOST_ADAPTERS_B", "HOST_ADAPTERS_C"} <= hosts_only
+
+
 def _copy_sts(tmp_path):
     folder = tmp_path / "app"
     folder.mkdir()
@@ -192,6 +207,9 @@ def _run(folder, code, argv=(), stdin=b"", env=None):
 
 HOOK = "import sts; sys.exit(sts.main())"
 PROBE = ("import sts\nprint(sts._SLIM, 'cmd_install' in vars(sts), sts._SOURCE_STAMP is not None)")
+HOSTS_PROBE = ("import sts\nprint('HermesAdapter' in vars(sts), 'cmd_install' in vars(sts),"
+               " ','.join(sts.ADAPTERS), 'importlib.util' in sys.modules)")
+EVERY_HOST = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
 
 
 def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path):
@@ -201,8 +219,19 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
                 .encode(), env).returncode == 0
     names = sorted(os.listdir(cache))
-    assert len(names) == 3 and names[0].endswith(".cold.pyc") and names[1].endswith(".hot.pyc")
-    assert os.path.getsize(os.path.join(cache, names[2])) < 8000   # the loader alone
+    assert len(names) == 4 and names[0].endswith(".cold.pyc") and names[1].endswith(".hosts.pyc")
+    assert names[2].endswith(".hot.pyc")
+    assert os.path.getsize(os.path.join(cache, names[3])) < 8000   # the loader alone
+    # A Codex or Claude Code hook: not even the other hosts' adapters; any
+    # other host's hook: those, still without the cold part; anyone else: all.
+    # (and no import of importlib.util on the way: it costs more than the part).
+    for host in ("claude", "codex"):
+        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [b"False", b"False",
+                                                                     b"codex,claude", b"False"]
+    for host in ("hermes", "omp", "gemini", "qwen"):
+        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [b"True", b"False",
+                                                                     EVERY_HOST.encode(), b"False"]
+    assert _run(folder, HOSTS_PROBE).stdout.split()[:3] == [b"True", b"True", EVERY_HOST.encode()]
     # A hook process: the hot part only.
     assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
     # Anyone else: the whole module at import, as always.
@@ -313,3 +342,37 @@ def test_no_cache_at_all_only_means_no_split(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
     assert out.returncode == 0 and out.stderr == b""
     assert not os.path.exists(os.path.join(folder, "__pycache__"))
+
+
+@pytest.mark.parametrize("damage", ["kept", "missing", "cut"])
+def test_another_hosts_hook_loads_the_hosts_part_and_answers_as_the_whole_module(tmp_path,
+                                                                                  damage):
+    """A Hermes hook in a split cache (its part intact, missing or cut short:
+    then compiled from sts.py) denies the same write the whole module denies."""
+    folder = _copy_sts(tmp_path)
+    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    cache = os.path.join(folder, "__pycache__")
+    hosts = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hosts.pyc")][0]
+    if damage == "missing":
+        os.unlink(hosts)
+    elif damage == "cut":
+        data = open(hosts, "rb").read()
+        with open(hosts, "wb") as fh:
+            fh.write(data[:200])
+    from test_adapter_hermes import real, write_call
+    write = write_call()
+    review = real("hermes-deny", "pre_llm_call")
+    review["extra"]["user_message"] = "$stop-that-shit review"
+    review["session_id"] = write["session_id"]
+    answers = []
+    for home, run in ((tmp_path / "split", lambda p, env: _run(folder, HOOK, ["hermes"],
+                                                               json.dumps(p).encode(), env)),
+                      (tmp_path / "whole", lambda p, env: hook_process("hermes", p,
+                                                                       env["STS_HOME"]))):
+        env = dict(os.environ, STS_HOME=str(home))
+        assert run(review, env).returncode == 0
+        out = run(write, env)
+        assert out.returncode == 0 and out.stderr == b"", out.stderr
+        answers.append(re.sub(r"evt_[0-9a-f-]+", "evt_", out.stdout.decode()))
+    assert answers[0] == answers[1] and "MODE_FORBIDS_MUTATION" in answers[0]
+    assert _run(folder, HOSTS_PROBE, ["hermes"]).stdout.split()[0] == b"True"
