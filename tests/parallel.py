@@ -18,9 +18,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # About half of the time of `make test`: the shims under Node, the real
-# concurrent hook processes, and the oracles that run commands in real shells.
+# concurrent hook processes, the oracles that run commands in real shells,
+# and the command-line and install tests that start the hook as a process.
 FIRST = ("test_shims.py", "test_concurrency.py", "test_delegation_concurrency.py",
-         "test_analysis_oracle.py")
+         "test_analysis_oracle.py", "test_cli.py", "test_install.py")
 
 
 def main(options):

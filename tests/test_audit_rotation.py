@@ -500,6 +500,7 @@ def test_32_concurrent_hooks_during_rotation_lose_and_double_nothing(store):
     concurrent_writers(store, 32, 60, 10)
 
 
+@pytest.mark.slow
 def test_a_hook_killed_while_writing_loses_and_doubles_nothing(store):
     """The everyday version of the SIGKILL storm below: three rounds."""
     kill_writers(store, rounds=3, min_killed=3, min_files=2)

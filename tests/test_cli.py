@@ -272,7 +272,8 @@ def test_the_loader_runs_the_hot_part_with_the_collector_off_and_leaves_it_on(tm
     assert _run(folder, off).stdout.split() == [b"False", b"False", b"[]"]
 
 
-@pytest.mark.parametrize("damage", ["missing", "empty", "cut", "another header"])
+@pytest.mark.parametrize("damage", ["cut"] + [pytest.param(d, marks=pytest.mark.slow) for d in (
+    "missing", "empty", "another header")])   # each compiles the whole file again
 def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp_path, damage):
     folder = _copy_sts(tmp_path)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
@@ -304,6 +305,7 @@ def test_a_cold_part_keeps_its_line_numbers(tmp_path):
     assert out.stdout.split() == [b"True", str(wanted[0]).encode(), b"True"]
 
 
+@pytest.mark.slow
 def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
     folder = _copy_sts(tmp_path)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
@@ -318,6 +320,7 @@ def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
         assert out.returncode == 0 and b"Stop That Shit status" in out.stdout, out.stderr
 
 
+@pytest.mark.slow
 def test_a_changed_source_is_compiled_whole_then_split_again(tmp_path):
     folder = _copy_sts(tmp_path)
     assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
@@ -344,7 +347,8 @@ def test_no_cache_at_all_only_means_no_split(tmp_path):
     assert not os.path.exists(os.path.join(folder, "__pycache__"))
 
 
-@pytest.mark.parametrize("damage", ["kept", "missing", "cut"])
+@pytest.mark.parametrize("damage", ["kept", "missing", pytest.param(
+    "cut", marks=pytest.mark.slow)])
 def test_another_hosts_hook_loads_the_hosts_part_and_answers_as_the_whole_module(tmp_path,
                                                                                   damage):
     """A Hermes hook in a split cache (its part intact, missing or cut short:

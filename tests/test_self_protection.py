@@ -369,8 +369,15 @@ TABLE = [(kind, form) for kind in sorted(TARGETS) for form in sorted(FORMS)
          if form != "symlink-to-state" or kind in STATE_KINDS]
 
 
-@pytest.mark.parametrize("host", HOSTS)
-@pytest.mark.parametrize("kind,form", TABLE)
+def every_host(cases):
+    """(host, *case) for every host and case: `make test` takes each case on one
+    host, the hosts in turn, and `make test-all` every pair."""
+    return [pytest.param(host, *case, marks=() if HOSTS[k % len(HOSTS)] == host
+                         else pytest.mark.slow)
+            for k, case in enumerate(cases) for host in HOSTS]
+
+
+@pytest.mark.parametrize("host,kind,form", every_host(TABLE))
 def test_write_tool_into_the_protected_set_is_denied(world, monkeypatch, host, form, kind):
     session = arm(world, host)
     target = TARGETS[kind](world, session)
@@ -471,9 +478,9 @@ def test_shell_write_to_the_state_folder_is_denied(world, host, tool, form):
     assert_self_protection_deny(world, host, got)
 
 
-@pytest.mark.parametrize("host", HOSTS)
-@pytest.mark.parametrize("kind", sorted(TARGETS))
-@pytest.mark.parametrize("form", ["redirect", "sed-i", "git-checkout", "rm"])
+@pytest.mark.parametrize("host,kind,form", every_host(
+    [(kind, form) for kind in sorted(TARGETS)
+     for form in ("redirect", "sed-i", "git-checkout", "rm")]))
 def test_shell_write_to_every_kind_of_protected_file(world, host, kind, form):
     session = arm(world, host)
     command = _shell_command(form, TARGETS[kind](world, session))

@@ -9,6 +9,7 @@ import collections
 import functools
 import os
 import re
+import pytest
 
 from hooks import ROOT
 
@@ -191,6 +192,7 @@ def test_no_text_in_the_repository_cites_a_document_outside_it():
     assert found == []
 
 
+@pytest.mark.slow   # tokenizes every Python file of the repository
 def test_no_comment_or_docstring_cites_a_section_number():
     found = []
     for rel, text in _repository_texts():
