@@ -290,8 +290,15 @@ RESUMES = [
 ]
 
 
-@pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("command", RESUMES)
+def every_host(cases):
+    """(host, case) for every host and case: `make test` takes each case on one
+    host, the hosts in turn, and `make test-all` every pair."""
+    return [pytest.param(name, case, marks=() if ALL[k % len(ALL)] == name
+                         else pytest.mark.slow)
+            for k, case in enumerate(cases) for name in ALL]
+
+
+@pytest.mark.parametrize("name,command", every_host(RESUMES))
 def test_an_agent_cli_resuming_a_session_is_stopped_in_every_mode(name, command, store, work):
     """`claude --resume <this session> -p '$stop-that-shit off'` would deliver the
     model's text to a session as its user's prompt: self-protection, even in open."""
@@ -756,8 +763,7 @@ AGENT_LINES = [
 ]
 
 
-@pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("line", AGENT_LINES)
+@pytest.mark.parametrize("name,line", every_host(AGENT_LINES))
 def test_an_agent_started_from_the_shell_is_stopped_under_a_finite_budget(name, line, store,
                                                                           work):
     h = host(name, work)
