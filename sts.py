@@ -15528,15 +15528,25 @@ class Store:
             now = time.time()
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % (
                 int(now * 1000) % 1000)
-            target = os.path.join(self.root, "runtime", "%s.%s.jsonl" % (key, stamp))
-            suffix = 0
-            while os.path.lexists(target):
-                suffix += 1
-                target = os.path.join(self.root, "runtime", "%s.%s%d.jsonl" % (key, stamp, suffix))
-            os.rename(current, target)
+            for suffix in range(1000):
+                target = os.path.join(self.root, "runtime", "%s.%s%s.jsonl" % (
+                    key, stamp, suffix or ""))
+                try:
+                    # A link never replaces a file, as a rename would: two
+                    # rotations in the same millisecond keep both segments.
+                    os.link(current, target)
+                except FileExistsError:
+                    continue
+                except OSError:
+                    if os.path.lexists(target):
+                        continue
+                    os.rename(current, target)   # no hard links here: the name was free
+                    return True
+                os.unlink(current)
+                return True
+            return False
         except OSError:
             return False   # read-only, full, or gone: the log keeps growing, nothing is lost
-        return True
 
     def prune_audit(self, limit: Optional[int] = None, keep: Optional[str] = None,
                     now: Optional[float] = None) -> int:
@@ -15923,7 +15933,9 @@ def _audit_file_key(name: str) -> Optional[Tuple[str, str]]:
     key, _, stamp = name[:-6].partition(".")
     if not _key_ok(key):
         return None
-    if stamp and not (len(stamp) >= 19 and stamp[8] == "T" and stamp.endswith("Z")
+    # A segment made in the same millisecond as another gets digits after the Z.
+    if stamp and not (len(stamp) >= 19 and stamp[8] == "T"
+                      and stamp.rstrip("0123456789").endswith("Z")
                       and stamp[:8].isdigit() and stamp.isascii()):
         return None
     return key, stamp

@@ -366,6 +366,7 @@ def test_failing_rename_and_index_writes_lose_nothing(store, small_audit, monkey
 
     monkeypatch.setattr(sts.os, "rename", refuse)
     monkeypatch.setattr(sts.os, "replace", refuse)
+    monkeypatch.setattr(sts.os, "link", refuse)
     for n in range(200):
         assert store.append_audit(key, event(key, n)) is True
     assert sts.audit_files(store)[key] == [key + ".jsonl"]   # no rotation happened
@@ -375,6 +376,23 @@ def test_failing_rename_and_index_writes_lose_nothing(store, small_audit, monkey
     for n in range(1000, 1060):                             # rotation works again later
         store.append_audit(key, event(key, n))
     assert len(sts.audit_files(store)[key]) > 1
+    assert_index_is_exact(store, key)
+
+
+def test_rotations_in_the_same_millisecond_keep_every_segment(store, small_audit, monkeypatch):
+    """Segments are named by the millisecond they were made in; when two share
+    one (a busy machine), the second gets digits after the Z, is never written
+    over the first, and every reader finds it."""
+    import time
+    key = "4" * 24
+    monkeypatch.setattr(time, "time", lambda: 1764600000.25)    # one frozen millisecond
+    for n in range(200):                                        # about four segments
+        assert store.append_audit(key, event(key, n)) is True
+    names = sts.audit_files(store)[key]
+    assert len(names) >= 4 and names[-1] == key + ".jsonl"
+    assert any(name.endswith("Z1.jsonl") for name in names)
+    lines = all_lines(store)
+    assert len(lines) == 200 and set(lines.values()) == {1}
     assert_index_is_exact(store, key)
 
 
