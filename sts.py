@@ -15528,22 +15528,16 @@ class Store:
             now = time.time()
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "%03dZ" % (
                 int(now * 1000) % 1000)
-            for suffix in range(1000):
-                target = os.path.join(self.root, "runtime", "%s.%s%s.jsonl" % (
-                    key, stamp, suffix or ""))
-                try:
-                    # A link never replaces a file, as a rename would: two
-                    # rotations in the same millisecond keep both segments.
-                    os.link(current, target)
-                except FileExistsError:
-                    continue
-                except OSError:
-                    if os.path.lexists(target):
-                        continue
-                    os.rename(current, target)   # no hard links here: the name was free
+            # The process id (fixed width) after the Z: two hooks rotating in
+            # the same millisecond never pick one name, so neither rename
+            # replaces the other's segment.  The rename itself is atomic, so a
+            # hook killed here leaves the log either rotated or not.
+            for count in range(1000):
+                target = os.path.join(self.root, "runtime", "%s.%s%07d%d.jsonl" % (
+                    key, stamp, os.getpid(), count))
+                if not os.path.lexists(target):    # only this process makes this name
+                    os.rename(current, target)
                     return True
-                os.unlink(current)
-                return True
             return False
         except OSError:
             return False   # read-only, full, or gone: the log keeps growing, nothing is lost
