@@ -2929,8 +2929,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
-    elif _cmd_name(cmd) == "git" and v.mut == "write" and _git_config_target(cmd.words):
-        target = _git_config_target(cmd.words)
+    elif _cmd_name(cmd) == "git" and v.mut == "write" and (
+            target := _git_config_target(cmd.words)) is not None:
         v.targets.append(target)
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True

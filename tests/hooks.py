@@ -65,3 +65,13 @@ def hook_event(host, event, payload, store):
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     out = sts.run_hook(host, raw, store, event=event)
     return json.loads(out) if out else None
+
+
+def each_case_on_one_host(hosts, cases):
+    """(host, *case) for every host and case, as pytest params: `make test`
+    takes each case on one host, the hosts in turn, and `make test-all` (the
+    `slow` marker) every pair."""
+    import pytest
+    return [pytest.param(host, *(case if isinstance(case, tuple) else (case,)),
+                         marks=() if hosts[k % len(hosts)] == host else pytest.mark.slow)
+            for k, case in enumerate(cases) for host in hosts]

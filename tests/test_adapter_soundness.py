@@ -21,7 +21,7 @@ import os
 import pytest
 
 import sts
-from hooks import KIT, kit_calls, kit_events
+from hooks import KIT, each_case_on_one_host, kit_calls, kit_events
 from hooks_shim import hermes_envelope, host_events, request
 
 WORK = "/tmp/run/work"
@@ -291,11 +291,7 @@ RESUMES = [
 
 
 def every_host(cases):
-    """(host, case) for every host and case: `make test` takes each case on one
-    host, the hosts in turn, and `make test-all` every pair."""
-    return [pytest.param(name, case, marks=() if ALL[k % len(ALL)] == name
-                         else pytest.mark.slow)
-            for k, case in enumerate(cases) for name in ALL]
+    return each_case_on_one_host(ALL, cases)
 
 
 @pytest.mark.parametrize("name,command", every_host(RESUMES))

@@ -19,6 +19,7 @@ import pytest
 import sts
 from hooks import deny_reason, hook_process
 from hooks_shim import request
+from test_self_protection import prompt_event
 
 CODE = "GUARD_SELF_PROTECTION"
 HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes")
@@ -121,22 +122,7 @@ def _prompt_event(host, session, cwd, text):
     if host == "copilot":
         return {"sessionId": session, "timestamp": 1796133966498, "cwd": cwd, "prompt": text,
                 "hook_event_name": "userPromptSubmitted"}
-    if host == "hermes":
-        return {"hook_event_name": "pre_llm_call", "tool_name": None, "tool_input": None,
-                "session_id": session, "cwd": cwd,
-                "extra": {"user_message": text, "turn_id": "t1", "platform": "cli"}}
-    if host == "opencode":
-        return request("chat.message", session, {
-            "input": {"sessionID": session},
-            "output": {"message": {"id": "msg_%d" % next(_ids), "role": "user",
-                                   "sessionID": session, "agent": "build"},
-                       "parts": [{"type": "text", "text": text}]}},
-            cwd=cwd, ctx={"parentSessionId": None, "agentCanEdit": True})
-    ctx = {"idle": True, "hasUI": False}
-    if host == "omp":
-        ctx["sessionFile"] = None
-    return request("input", session, {"event": {"type": "input", "text": text,
-                                                "source": "interactive"}}, cwd=cwd, ctx=ctx)
+    return prompt_event(host, session, cwd, text)   # hermes, opencode, pi, omp
 
 
 # host -> (tool, args for a path): the main file tool and an edit tool.

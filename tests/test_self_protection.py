@@ -20,7 +20,7 @@ import pytest
 
 import sts
 from conftest import ram_dir
-from hooks import context_text, deny_reason
+from hooks import context_text, deny_reason, each_case_on_one_host
 from hooks_shim import block_reason, reason_code, request
 
 HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
@@ -370,11 +370,7 @@ TABLE = [(kind, form) for kind in sorted(TARGETS) for form in sorted(FORMS)
 
 
 def every_host(cases):
-    """(host, *case) for every host and case: `make test` takes each case on one
-    host, the hosts in turn, and `make test-all` every pair."""
-    return [pytest.param(host, *case, marks=() if HOSTS[k % len(HOSTS)] == host
-                         else pytest.mark.slow)
-            for k, case in enumerate(cases) for host in HOSTS]
+    return each_case_on_one_host(HOSTS, cases)
 
 
 @pytest.mark.parametrize("host,kind,form", every_host(TABLE))

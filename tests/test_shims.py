@@ -23,6 +23,8 @@ import time
 
 import pytest
 
+from hooks import each_case_on_one_host
+
 import sts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -285,17 +287,8 @@ def failure_env(env, tmp_path, kind):
     return env
 
 
-def _each_failure_once_per_host():
-    """(host, kind) for every pair; `make test` runs each kind on one host, the
-    hosts taken in turn, and `make test-all` every pair."""
-    hosts = sorted(JS_SHIMS)
-    return [pytest.param(host, kind, id="%s-%s" % (host, kind),
-                         marks=() if hosts[k % len(hosts)] == host else pytest.mark.slow)
-            for k, kind in enumerate(sorted(FAILURES)) for host in hosts]
-
-
 @needs_node
-@pytest.mark.parametrize("host,kind", _each_failure_once_per_host())
+@pytest.mark.parametrize("host,kind", each_case_on_one_host(sorted(JS_SHIMS), sorted(FAILURES)))
 @pytest.mark.parametrize("armed", [True, False], ids=["armed", "unarmed"])
 def test_tool_call_failure_blocks_iff_armed(tmp_path, env, work, host, kind, armed):
     env = failure_env(env, tmp_path, kind)
