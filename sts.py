@@ -1969,6 +1969,11 @@ _PARAM_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _ARITH_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%()<>!&|^~?:\t")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789")
+# Characters a word reads one at a time: the metacharacters that end it and
+# those that mean something inside it (quotes, expansions, patterns, `{`, the
+# first of `~[` and of `+(`, `@(`, `!(`).  Any other run is copied whole.
+_WORD_SPECIAL = frozenset(_META + "\\'\"$`*?[+@!~{")
+_DQUOTE_SPECIAL = frozenset('"\\$`')
 
 
 def _is_name(text: str) -> bool:
@@ -2481,19 +2486,15 @@ class _Bash:
         out: List[str] = []
         exp: List[Tuple[Any, bool]] = []
         dyn = split = glob = quoted = False
-        lead: Optional[bool] = None   # decided by the first character
+        # Decided by the first piece: a static literal other than '-' (see _W.lead).
+        lead: Optional[bool] = None
         brace = False
         meta_end = close_at = -1      # see "[" below
         # A word costs a unit per 8 characters (charged at its end): past what
         # the work left pays for, the line is over the limit whatever follows,
         # so a 64 KiB word stops here instead of being read to its end.
         affordable = start + (self.work[0] + 1) * 8
-
-        def first(is_literal: bool, ch: str) -> None:
-            nonlocal lead
-            if lead is None:
-                lead = is_literal and ch != "-"
-
+        stop = min(n, affordable + 1)
         # zsh replaces a word that starts with an unquoted `=cmd` by the path
         # of cmd (`==x` and a lone `=` fail or stay as they are).
         equals = s.startswith("=", self.i) and self.i + 1 < n \
@@ -2502,6 +2503,17 @@ class _Bash:
             if self.i > affordable:
                 raise _Give("analysis_limit")
             c = s[self.i]
+            if c not in _WORD_SPECIAL:
+                # A run of characters that mean nothing here is taken whole:
+                # most words are one such run, and a long line is mostly words.
+                i = j = self.i
+                while j < stop and s[j] not in _WORD_SPECIAL:
+                    j += 1
+                if lead is None:
+                    lead = c != "-"
+                out.append(s[i:j])
+                self.i = j
+                continue
             if c in _META:
                 break
             if c == "\\":
@@ -2511,7 +2523,8 @@ class _Bash:
                 self.i += 2
                 if nxt == "\n":
                     continue
-                first(True, nxt)
+                if lead is None:
+                    lead = nxt != "-"
                 out.append(nxt)
                 continue
             if c == "'":
@@ -2519,8 +2532,8 @@ class _Bash:
                 if end < 0:
                     raise _Give("shell_syntax_unproven")
                 piece = s[self.i + 1:end]
-                if piece:
-                    first(True, piece[0])
+                if piece and lead is None:
+                    lead = piece[0] != "-"
                 out.append(piece)
                 quoted = True
                 self.i = end + 1
@@ -2528,13 +2541,18 @@ class _Bash:
             if c == '"':
                 self.i += 1
                 quoted = True
-                d = self._dquote(out, first, exp)
+                mark = len(out)
+                d = self._dquote(out, exp)
+                if lead is None and len(out) > mark:
+                    # _dquote marks an expansion with a NUL piece of its own.
+                    lead = out[mark][0] not in "\0-"
                 dyn = dyn or d
                 continue
             if c == "$":
                 nxt = s[self.i + 1] if self.i + 1 < n else ""
                 if nxt == "'" and self.dash:
-                    first(True, "$")        # dash: a plain `$`, then a quoted string
+                    if lead is None:        # dash: a plain `$`, then a quoted string
+                        lead = True
                     out.append("$")
                     self.i += 1
                     continue
@@ -2545,8 +2563,8 @@ class _Bash:
                     if end >= n:
                         raise _Give("shell_syntax_unproven")
                     piece = _ansi_c(s[self.i + 2:end])
-                    if piece:
-                        first(True, piece[0])
+                    if piece and lead is None:
+                        lead = piece[0] != "-"
                     out.append(piece)
                     quoted = True
                     self.i = end + 1
@@ -2554,18 +2572,21 @@ class _Bash:
                 if nxt == '"':
                     raise _Give("shell_syntax_unproven")
                 if self._dollar():
-                    first(False, "")
+                    if lead is None:
+                        lead = False
                     out.append("\0")
                     exp.append((self.exp, False))
                     dyn = split = True
                     continue
-                first(True, "$")
+                if lead is None:
+                    lead = True
                 out.append("$")
                 self.i += 1
                 continue
             if c == "`":
                 self._backtick()
-                first(False, "")
+                if lead is None:
+                    lead = False
                 out.append("\0")
                 exp.append((self.exp, False))
                 dyn = split = True
@@ -2573,7 +2594,8 @@ class _Bash:
             if c in "*?":
                 if self.i + 1 < n and s[self.i + 1] == "(":
                     raise _Give("shell_syntax_unproven")  # extglob
-                first(False, c)
+                if lead is None:
+                    lead = False
                 glob = True
                 out.append(c)
                 self.i += 1
@@ -2591,10 +2613,11 @@ class _Bash:
                     close_at = s.find("]", self.i + 1)
                     close_at = n if close_at < 0 else close_at
                 if close_at < meta_end:
-                    first(False, c)
                     glob = True
-                else:
-                    first(True, c)
+                    if lead is None:
+                        lead = False
+                elif lead is None:
+                    lead = True
                 out.append(c)
                 self.i += 1
                 continue
@@ -2605,7 +2628,8 @@ class _Bash:
                 raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
-            first(True, c)
+            if lead is None:
+                lead = True
             out.append(c)
             self.i += 1
         text = "".join(out)
@@ -2621,18 +2645,27 @@ class _Bash:
         return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted,
                   exp=exp)
 
-    def _dquote(self, out: List[str], first: Callable[[bool, str], None],
-                exp: List[Tuple[Any, bool]]) -> bool:
-        """Inside "...": only $, backtick and backslash are special."""
+    def _dquote(self, out: List[str], exp: List[Tuple[Any, bool]]) -> bool:
+        """Inside "...": only $, backtick and backslash are special.  An
+        expansion is one NUL piece of out (the caller reads `lead` from the
+        first piece)."""
         s, n = self.s, self.n
         dyn = False
         affordable = self.i + (self.work[0] + 1) * 8   # as in _word
+        stop = min(n, affordable + 1)
         while True:
             if self.i >= n:
                 raise _Give("shell_syntax_unproven")
             if self.i > affordable:
                 raise _Give("analysis_limit")
             c = s[self.i]
+            if c not in _DQUOTE_SPECIAL:
+                i = j = self.i       # a run of plain text, taken whole (see _word)
+                while j < stop and s[j] not in _DQUOTE_SPECIAL:
+                    j += 1
+                out.append(s[i:j])
+                self.i = j
+                continue
             if c == '"':
                 self.i += 1
                 return dyn
@@ -2640,25 +2673,20 @@ class _Bash:
                 nxt = s[self.i + 1]
                 self.i += 2
                 if nxt != "\n":
-                    first(True, nxt)
                     out.append(nxt)
                 continue
             if c == "$":
-                nxt = s[self.i + 1] if self.i + 1 < n else ""
                 if self._dollar():
-                    first(False, "")
                     out.append("\0")
                     exp.append((self.exp, True))
                     dyn = True
                     continue
             if c == "`":
                 self._backtick()
-                first(False, "")
                 out.append("\0")
                 exp.append((self.exp, True))
                 dyn = True
                 continue
-            first(True, c)
             out.append(c)
             self.i += 1
 
@@ -9683,6 +9711,13 @@ def _analyze_any(command: str, shell: str, seen: Optional[list] = None,
     return _analyze_bash(command, ctx)
 
 
+# The line analyze_shell read last, its shell and the work it spent.  A
+# denial reads the line again to name its culprit, with half the budget
+# (see shell_culprit): a reading spends the same units each time, so a line
+# that spent more than that the first time gets no culprit line, and the
+# hook's one line is not read a second time to learn it.
+_LAST_READING: List[Any] = [None, None, 0]
+
 # Reasons that mean the line was not read word by word.
 _UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
 
@@ -9708,6 +9743,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         v = _analyze_any(command, shell, ctx=ctx)
     except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
         return ShellAnalysis("unknown", "shell_syntax_unproven")
+    _LAST_READING[:] = (command, shell, _MAX_WORK - ctx.work[0])
     if ctx.work[0] < 0:
         v = _beyond_analysis()   # a limit was hit somewhere in the line (see _limited)
     reason = None if v.mut == "read" else v.reason
@@ -10380,10 +10416,14 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     pick = _CULPRIT_PICKS.get(code)
     if pick is None:
         return ""
-    seen: List[Tuple[Any, _V]] = []
     # Half the reading budget: a line that took more than that to judge gets
     # no culprit line rather than a second full reading on its denial.
-    ctx = _Ctx(0, shell, seen, [_MAX_WORK // 2])
+    budget = _MAX_WORK // 2
+    if _LAST_READING[2] > budget and _LAST_READING[0] == command \
+            and _LAST_READING[1] == shell:
+        return ""   # this reading would run out as well (see _LAST_READING)
+    seen: List[Tuple[Any, _V]] = []
+    ctx = _Ctx(0, shell, seen, [budget])
     try:
         final = _analyze_any(command, shell, seen, ctx=ctx)
     except Exception:   # noqa: BLE001 - explaining must never fail a hook

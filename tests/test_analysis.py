@@ -728,6 +728,17 @@ def test_reading_a_long_line_grows_linearly_up_to_the_work_limit():
     assert ok, detail
 
 
+@pytest.mark.parametrize("word", ["-name", "src/lib/module_name.py", '"quoted text here"',
+                                  "--author=somebody"])
+def test_a_word_costs_the_same_whatever_its_length(word):
+    """A long line is mostly words: a word's plain characters are taken as
+    one run, so 1,000 long words cost no more calls than 1,000 short ones
+    (a call per character made `find . -name x -o ...` the costliest line)."""
+    short = _work("find . " + "-o x " * 1000)[1]
+    long = _work("find . " + ("-o %s " % word) * 1000)[1]
+    assert long <= short * 1.1 + 50, (short, long)
+
+
 NESTED = {
     "command substitutions": lambda d: "echo " + "$(echo " * d + "x" + ")" * d,
     "subshells": lambda d: "( " * d + "ls" + " )" * d,
@@ -1285,6 +1296,24 @@ def test_finding_a_culprit_reads_at_most_half_as_much_again():
     reading = _work(long_line)[1]
     text, culprit = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
     assert text == "" and culprit <= reading * 0.6
+
+
+def test_a_line_that_spent_over_half_is_not_read_again_for_its_culprit():
+    """The hook reads its line, then names the culprit of a denial: a line
+    whose first reading spent more than half the budget would run out on the
+    second, so it is not read again; any other line in between is."""
+    long_line = "; ".join("ls d%d" % i for i in range(600)) + "; rm x"
+    assert sts.analyze_shell(long_line).mutability == "write"
+    text, calls = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and calls < 50
+    sts.analyze_shell("ls")   # another line read last: the culprit reading runs, and runs out
+    text, calls = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and calls > 1000
+    # A line within half the budget still gets its culprit, on every host shell.
+    short = "; ".join("ls d%d" % i for i in range(100)) + "; rm x"
+    for shell in ("bash", "unknown"):
+        assert sts.analyze_shell(short, shell).mutability == "write"
+        assert "`rm x`" in sts.shell_culprit(short, shell, "MODE_FORBIDS_MUTATION")
 
 
 def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(monkeypatch):
