@@ -8603,15 +8603,18 @@ def _agent_cli(text: str) -> Optional[str]:
     return base if base in _AGENT_CLIS else None
 
 
-def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
-    """(cli, resumes) when `cli args...` starts an agent; None for help,
-    version and the setup subcommands."""
-    if args and all(a in _AGENT_HELP for a in args):
-        return None
+def _agent_call(cli: str, words: List[str], start: int) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) when `cli words[start:]...` starts an agent; None for
+    help, version and the setup subcommands.  The arguments are read in
+    place, not copied: a line may name the CLI thousands of times (`claude
+    mcp claude mcp ...`), and a copy of the rest for each was quadratic."""
+    n = len(words)
+    if start < n and all(words[k] in _AGENT_HELP for k in range(start, n)):
+        return None   # (stops at the first other word: linear over all calls)
     management, resume = _AGENT_CLIS[cli]
-    if args and args[0] in management:
+    if start < n and words[start] in management:
         return None
-    return cli, any(a.split("=", 1)[0] in resume for a in args)
+    return cli, any(words[k].split("=", 1)[0] in resume for k in range(start, n))
 
 
 def _names_an_agent(text: str) -> bool:
@@ -8641,7 +8644,7 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
     texts = [w.text for w in words]
     cli = _agent_cli(head.text)
     if cli is not None:
-        return _agent_call(cli, texts[1:])
+        return _agent_call(cli, texts, 1)
     if not operands or program.lower() not in _AGENT_LAUNCHERS:
         return None
     # A launcher: an operand that names a CLI starts it with the words after
@@ -8651,14 +8654,14 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
             continue
         cli = _agent_cli(text)
         if cli is not None:
-            found = _agent_call(cli, texts[i + 1:])
+            found = _agent_call(cli, texts, i + 1)
             if found is not None:
                 return found
             continue
         tokens = _agent_tokens(text)
         for j, token in enumerate(tokens if len(tokens) > 1 else ()):
             cli = _agent_cli(token)
-            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+            found = _agent_call(cli, tokens, j + 1) if cli is not None else None
             if found is not None:
                 return found
     return None
@@ -9754,15 +9757,27 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         # The line could not be read word by word; its text still names any
         # agent CLI it would start.
         tokens = _agent_tokens(command)
+        lows = _agent_tokens(command.lower().replace("\\", "/"))
+        if len(lows) != len(tokens):   # (lower() moves no separator: not seen)
+            lows = [t.lower().replace("\\", "/") for t in tokens]
         named = _an_rx("agent_names", "|".join(
             "".join(c if c.isalnum() else "\\" + c for c in name)
             for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
-        for j, token in enumerate(tokens):
-            # Only a word that holds a name can be one (see _names_an_agent).
-            if not named.search(token.lower().replace("\\", "/")):
-                continue
-            cli = _agent_cli(token)
-            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+        # Only a word that holds a name can be one (see _names_an_agent).  The
+        # names are searched once in all the words joined by newlines, and a
+        # hit's word is counted on from the last hit: a search in each word
+        # cost three calls for each of thousands of words.
+        joined = "\n".join(lows)
+        j = at = 0
+        last = -1
+        for hit in named.finditer(joined):
+            j += joined.count("\n", at, hit.start())
+            at = hit.start()
+            if j == last:
+                continue   # another name in the same word
+            last = j
+            cli = _agent_cli(tokens[j])
+            found = _agent_call(cli, tokens, j + 1) if cli is not None else None
             if found is not None:
                 v.agent, v.resume = found
                 break

@@ -166,6 +166,11 @@ SHAPES = {
     "xargs chain": lambda n: "ls | xargs " * n + "cat",
     "bash -c script": lambda n: "bash -c 'ls " + "a " * n + "'",
     "subshells": lambda n: "(ls); " * n,
+    # An agent CLI named over and over as a setup subcommand (which starts
+    # nothing): in a line left unread, as a launcher's operands, in its string.
+    "agent named, unread line": lambda n: "[[ x ]]; " + "claude mcp " * n,
+    "agent named, launcher operands": lambda n: "nohup " + "claude mcp " * n,
+    "agent named, launcher string": lambda n: 'tmux new "' + "claude mcp " * n + '"',
 }
 PS_SHAPES = {
     "PowerShell ';' commands": lambda n: "; ".join("Get-Content f%d" % i for i in range(n)),

@@ -1330,3 +1330,43 @@ def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(mo
     reading = _work(("ls " + paths)[:65535])[1]   # the same line without the scan
     # Looking at each of 7,000 path words closely cost three times the reading.
     assert plain <= 1.5 * reading and named <= 1.5 * plain, (reading, plain, named)
+
+
+# A line that names an agent CLI thousands of times, each time as a setup
+# subcommand that starts nothing: every name is looked at, with the words
+# after it (a copy of those for each name was quadratic).
+AGENT_REPEATS = {
+    "an unread line": lambda n: "[[ x ]]; " + "claude mcp " * n,
+    "a launcher's operands": lambda n: "nohup " + "claude mcp " * n,
+    "a launcher's command string": lambda n: 'tmux new "' + "claude mcp " * n + '"',
+}
+
+
+class _CountedWords(list):
+    """Words that count how many of them are read, one at a time or as a
+    slice (a slice copies every word in it)."""
+    read = 0
+
+    def __getitem__(self, key):
+        part = list.__getitem__(self, key)
+        _CountedWords.read += len(part) if isinstance(key, slice) else 1
+        return part
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_REPEATS))
+def test_an_agent_named_again_and_again_costs_linear_work(name, monkeypatch):
+    make = AGENT_REPEATS[name]
+    result = sts.analyze_shell(make(1500))
+    assert result.mutability == "unknown" and result.starts_agent is None
+    assert sts.analyze_shell(make(1500) + " claude -p hi").starts_agent == "claude"
+    ok, detail = _grows_linearly(make, 600)
+    assert ok, detail
+    # The words of the text, as the agent scan reads them.
+    split = sts._agent_tokens
+    monkeypatch.setattr(sts, "_agent_tokens", lambda text: _CountedWords(split(text)))
+    read = []
+    for n in (600, 1200):   # (within the work limit: the reading reaches every word)
+        _CountedWords.read = 0
+        sts.analyze_shell(make(n))
+        read.append(_CountedWords.read)
+    assert read[1] <= 2.5 * read[0] + 50, read
