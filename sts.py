@@ -1974,10 +1974,15 @@ _NAME_CHARS = _NAME_START | frozenset("0123456789")
 # first of `~[` and of `+(`, `@(`, `!(`).  Any other run is copied whole.
 _WORD_SPECIAL = frozenset(_META + "\\'\"$`*?[+@!~{")
 _DQUOTE_SPECIAL = frozenset('"\\$`')
+_OPERATORS = frozenset((";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"))
+# What the command reader looks at before a word: the end of the line (""),
+# blanks, a comment, operators, parentheses and the digits of `2>`.  (Other
+# digits than ASCII ones count for `2>` too: those take the long way.)
+_LIST_MARKS = frozenset(("",) + tuple(" \t\\#\n()<>;&|0123456789"))
 
 
 def _is_name(text: str) -> bool:
-    return bool(text) and text[0] in _NAME_START and all(c in _NAME_CHARS for c in text)
+    return bool(text) and text[0] in _NAME_START and _NAME_CHARS.issuperset(text)
 
 
 # Lower-case names the shell gives a meaning (zsh ties path to PATH, cdpath,
@@ -2123,22 +2128,24 @@ class _Bash:
         at_start = True       # next word is in command position
         while True:
             c = s[self.i] if self.i < n else ""
-            if c in (" ", "\t"):
+            if c not in _LIST_MARKS and c < "\x80":
+                pass   # a word, the common case: the tests below are for other characters
+            elif c == " " or c == "\t":
                 self.i += 1
                 continue
-            if c == "\\" and s.startswith("\\\n", self.i):
+            elif c == "\\" and s.startswith("\\\n", self.i):
                 self.i += 2
                 continue
-            if c == "":
+            elif c == "":
                 if closer is not None or need_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd)
                 return
-            if c == "#" :
+            elif c == "#" :
                 while self.i < n and s[self.i] != "\n":
                     self.i += 1
                 continue
-            if c == "\n":
+            elif c == "\n":
                 self._finish(cmd)
                 self.i += 1
                 cmd = _Cmd(s, self.i)
@@ -2148,13 +2155,13 @@ class _Bash:
                 had_cmd = had_cmd and need_cmd
                 at_start = True
                 continue
-            if c == ")":
+            elif c == ")":
                 if closer != ")" or need_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd)
                 self.i += 1
                 return
-            if c == "(":
+            elif c == "(":
                 if not cmd.empty() or not at_start or cmd.attached:
                     raise _Give("shell_syntax_unproven")
                 if s.startswith("((", self.i):
@@ -2175,7 +2182,7 @@ class _Bash:
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
-            if c in ";&|":
+            elif c in ";&|":
                 end = self.i
                 op = self._operator()
                 if op in ("&>", "&>>") and self.dash:
@@ -2197,7 +2204,7 @@ class _Bash:
                 need_cmd = op in ("|", "||", "&&", "|&")
                 at_start = True
                 continue
-            if c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
+            elif c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
                 op = self._redir_op()
                 self._redirection(cmd, op)
                 at_start = False
@@ -2277,8 +2284,9 @@ class _Bash:
 
     def _operator(self) -> str:
         s, i = self.s, self.i
-        for op in (";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"):
-            if s.startswith(op, i):
+        three = s[i:i + 3]
+        for op in (three, three[:2], three[:1]):   # the longest operator there
+            if op in _OPERATORS:
                 self.i = i + len(op)
                 return op
         raise _Give("shell_syntax_unproven")  # pragma: no cover
@@ -2483,22 +2491,33 @@ class _Bash:
     def _word(self) -> _W:
         s, n = self.s, self.n
         start = self.i
-        out: List[str] = []
-        exp: List[Tuple[Any, bool]] = []
-        dyn = split = glob = quoted = False
-        # Decided by the first piece: a static literal other than '-' (see _W.lead).
-        lead: Optional[bool] = None
-        brace = False
-        meta_end = close_at = -1      # see "[" below
         # A word costs a unit per 8 characters (charged at its end): past what
         # the work left pays for, the line is over the limit whatever follows,
         # so a 64 KiB word stops here instead of being read to its end.
         affordable = start + (self.work[0] + 1) * 8
-        stop = min(n, affordable + 1)
+        stop = affordable + 1 if affordable < n else n
         # zsh replaces a word that starts with an unquoted `=cmd` by the path
         # of cmd (`==x` and a lone `=` fail or stay as they are).
-        equals = s.startswith("=", self.i) and self.i + 1 < n \
-            and s[self.i + 1] not in _META and s[self.i + 1] != "="
+        equals = s.startswith("=", start) and start + 1 < n \
+            and s[start + 1] not in _META and s[start + 1] != "="
+        # Most words are one run of characters that mean nothing in a word,
+        # up to a blank or an operator: such a word is its text, read at once.
+        j = start
+        while j < stop and s[j] not in _WORD_SPECIAL:
+            j += 1
+        if j > start and (j == n or (j <= affordable and s[j] in _META)):
+            self.i = j
+            _spend(self.work, 1 + (j - start) // 8)
+            return _W(s[start:j], equals, False, False, s[start] != "-", False, [])
+        # Otherwise the run read so far is the word's first piece.
+        out: List[str] = [s[start:j]] if j > start else []
+        exp: List[Tuple[Any, bool]] = []
+        dyn = split = glob = quoted = False
+        # Decided by the first piece: a static literal other than '-' (see _W.lead).
+        lead: Optional[bool] = s[start] != "-" if j > start else None
+        brace = False
+        meta_end = close_at = -1      # see "[" below
+        self.i = j
         while self.i < n:
             if self.i > affordable:
                 raise _Give("analysis_limit")
@@ -2642,8 +2661,7 @@ class _Bash:
         if lead is None:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
-        return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted,
-                  exp=exp)
+        return _W(text, dyn or equals, split, glob, lead, quoted, exp)
 
     def _dquote(self, out: List[str], exp: List[Tuple[Any, bool]]) -> bool:
         """Inside "...": only $, backtick and backslash are special.  An
@@ -2652,7 +2670,7 @@ class _Bash:
         s, n = self.s, self.n
         dyn = False
         affordable = self.i + (self.work[0] + 1) * 8   # as in _word
-        stop = min(n, affordable + 1)
+        stop = affordable + 1 if affordable < n else n
         while True:
             if self.i >= n:
                 raise _Give("shell_syntax_unproven")
@@ -2936,11 +2954,12 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
     v.cd = inner.cd
+    name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
         written = {w.text for w in cmd.words} | {w.text for _, w in cmd.redirs if w is not None}
         for t in v.targets:
-            if _cmd_name(cmd) in _COPIERS and t not in written:
+            if name in _COPIERS and t not in written:
                 continue   # `dest/package.json` if dest is a folder: see _manifest_by_name
             # A write straight into a manifest can add a dependency...
             if manifest_kind(t) is not None and not v.dep:
@@ -2950,19 +2969,19 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                 v.hash = hash_intent_in_text(content, t)
     if v.mut == "write" and not v.dep:
         v.dep = _manifest_by_name(cmd, inner.mut == "write")
-    if not v.dep and _cmd_name(cmd) == "git" and _git_from_another_commit(cmd.words[1:]):
+    if not v.dep and name == "git" and _git_from_another_commit(cmd.words[1:]):
         v.dep = _git_paths_may_hold_a_manifest(cmd.words[1:])
-    if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
+    if cmd.stdin and name in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
-    elif _cmd_name(cmd) == "git" and v.mut == "write" and (
+    elif name == "git" and v.mut == "write" and (
             target := _git_config_target(cmd.words)) is not None:
         v.targets.append(target)
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True
-    elif _applies_a_patch(cmd) and v.mut == "write":
+    elif v.mut == "write" and _applies_a_patch(cmd):
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
             # what it adds is read like any patch.
@@ -3417,6 +3436,8 @@ def _program_alias(word: _W) -> Optional[str]:
     if not word.static or not word.text:
         return None
     base = word.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if "." not in base and not base[-1:].isdigit() and base == word.text.lower():
+        return None   # no suffix, no version, no folder: every test below fails
     for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
         if base.endswith(suffix) and base[:-len(suffix)] in _PROGRAMS:
             return base[:-len(suffix)]
@@ -3509,11 +3530,11 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    name = _program_name(words[0]) if words else None
     if not v.dep and v.agent is None and v.mut != "read" and words \
-            and _verb_unread(_program_name(words[0]) or "", words[1:]):
+            and _verb_unread(name or "", words[1:]):
         v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
-        name = _program_name(words[0])
         if name in _PROJECT_PICKS:
             v.cap("repository_code")
             v.why = v.why or ("project", name)     # the culprit says which file picks it
@@ -5423,17 +5444,20 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                 j += 1
         return j
 
+    # A script may hold thousands of one-letter commands (`p;p;p;...`): the
+    # blanks around each are skipped inline, and address() is called only
+    # where one starts, so a command costs a few steps and no call.
     while True:
-        i = skip_ws(i)
         while i < n and s[i] in ";\n \t":
             i += 1
         if i >= n:
             return verdict, written
-        if s[i] == "#":
+        c = s[i]
+        if c == "#":
             while i < n and s[i] != "\n":
                 i += 1
             continue
-        j = address(i)
+        j = address(i) if c in "$/\\" or c.isdigit() else i
         if j < 0:
             return "unknown", written
         if j > i and j < n and s[j] == ",":
@@ -5447,7 +5471,8 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                 j = address(k)
                 if j < 0 or j == k:
                     return "unknown", written
-        j = skip_ws(j)
+        while j < n and s[j] in " \t":
+            j += 1
         if j < n and s[j] == "!":
             j = skip_ws(j + 1)
         if j >= n:
@@ -5504,7 +5529,8 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                     verdict = "write"
         else:
             return "unknown", written
-        j = skip_ws(j)
+        while j < n and s[j] in " \t":
+            j += 1
         if j < n and s[j] not in ";\n}#":
             return "unknown", written
         i = j
@@ -8913,7 +8939,15 @@ class _Flow:
                 self.k += 1
                 continue
             entry = here
-            ok, failed = self.andor(here, stop)
+            after = self.items[self.k + 1] if self.k + 1 < len(self.items) else None
+            if item.__class__ is _Cmd and after not in ("|", "&&", "||"):
+                # A simple command alone, the common case: what andor would
+                # do for it, without the walk down through pipeline and command.
+                self.k += 1
+                ok, failed = self.moves(item, self.simple(item, here), here)
+                self.lead = []
+            else:
+                ok, failed = self.andor(here, stop)
             here = _merge(ok, failed) or entry      # empty: every path called exit
             self.last = (ok, failed)
             if self.peek() == "&":

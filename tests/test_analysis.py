@@ -728,15 +728,17 @@ def test_reading_a_long_line_grows_linearly_up_to_the_work_limit():
     assert ok, detail
 
 
-@pytest.mark.parametrize("word", ["-name", "src/lib/module_name.py", '"quoted text here"',
-                                  "--author=somebody"])
-def test_a_word_costs_the_same_whatever_its_length(word):
+@pytest.mark.parametrize("short,long", [
+    ("x", "-name"), ("x", "src/lib/module_name.py"), ("x", "--author=somebody"),
+    ('"x"', '"quoted text, and more of it"'), ("'x'", "'single-quoted text'"),
+    ('"$x"', '"$HOME/src/lib/module_name.py"')])
+def test_a_word_costs_the_same_whatever_its_length(short, long):
     """A long line is mostly words: a word's plain characters are taken as
     one run, so 1,000 long words cost no more calls than 1,000 short ones
     (a call per character made `find . -name x -o ...` the costliest line)."""
-    short = _work("find . " + "-o x " * 1000)[1]
-    long = _work("find . " + ("-o %s " % word) * 1000)[1]
-    assert long <= short * 1.1 + 50, (short, long)
+    few = _work("echo " + (short + " ") * 1000)[1]
+    many = _work("echo " + (long + " ") * 1000)[1]
+    assert many <= few * 1.1 + 50, (few, many)
 
 
 NESTED = {
