@@ -2861,11 +2861,29 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
+# _ENV_WHY as exact names and name prefixes, and _ENV_RISKY_PARTS by their
+# first two letters; made on first use.  A line may set thousands of
+# variables (`a=1 a=1 ... ls`): a walk of both tables for each name cost 25
+# microseconds, now a look-up per letter of the name.
+_ENV_RISKY_NAMES: List[Any] = []
+
+
 def _env_risky(upper: str) -> bool:
-    for pattern, _ in _ENV_WHY:
-        if upper == pattern or (pattern.endswith("*") and upper.startswith(pattern[:-1])):
-            return True
-    return upper.startswith("_") or any(part in upper for part in _ENV_RISKY_PARTS)
+    if not _ENV_RISKY_NAMES:
+        parts: Dict[str, Tuple[str, ...]] = {}
+        for part in _ENV_RISKY_PARTS:   # (each has two letters or more)
+            parts[part[:2]] = parts.get(part[:2], ()) + (part,)
+        _ENV_RISKY_NAMES[:] = (frozenset(p for p, _ in _ENV_WHY if not p.endswith("*")),
+                               tuple(p[:-1] for p, _ in _ENV_WHY if p.endswith("*")) + ("_",),
+                               parts)
+    exact, prefixes, parts = _ENV_RISKY_NAMES
+    if upper in exact or upper.startswith(prefixes):
+        return True
+    for i in range(len(upper) - 1):
+        for part in parts.get(upper[i:i + 2], ()):
+            if upper.startswith(part, i):
+                return True
+    return False
 
 
 def _env_ok(name: str, value: _W) -> bool:

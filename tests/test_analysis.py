@@ -728,6 +728,17 @@ def test_reading_a_long_line_grows_linearly_up_to_the_work_limit():
     assert ok, detail
 
 
+def test_a_variable_costs_a_look_up_per_letter_of_its_name():
+    """`a=1 a=1 ... ls`: each name is checked against the variables that
+    change what a program runs, through a table made once, not a walk of
+    ninety patterns and sixty telling parts for every name."""
+    for name in ("a", "MY_LONGER_NAME_X"):
+        result, calls = _work((name + "=1 ") * 1000 + "ls")
+        assert result.mutability == "read"
+        assert calls <= 40 * 1000, (name, calls)
+    assert sts.analyze_shell("MY_CONF=1 " * 1000 + "ls").reason == "state_change"
+
+
 @pytest.mark.parametrize("short,long", [
     ("x", "-name"), ("x", "src/lib/module_name.py"), ("x", "--author=somebody"),
     ('"x"', '"quoted text, and more of it"'), ("'x'", "'single-quoted text'"),
