@@ -739,6 +739,20 @@ def test_a_variable_costs_a_look_up_per_letter_of_its_name():
     assert sts.analyze_shell("MY_CONF=1 " * 1000 + "ls").reason == "state_change"
 
 
+@pytest.mark.parametrize("head,line", [("cat <<'EOF'", ""), ("cat <<EOF", "a"),
+                                       ("cat > f.txt <<'EOF'", "x y"), ("cat <<-EOF", "\tb")])
+def test_a_heredoc_body_costs_no_call_a_line(head, line):
+    """The closing line is found with str.find and an unquoted body is
+    searched as a whole: 60 KB of lines cost a few calls (a line at a time
+    took a tenth of a second for 60,000 empty lines).  With `<<-` each line
+    loses its tabs: one call a line."""
+    lines = 60000 // (len(line) + 1)
+    command = head + "\n" + (line + "\n") * lines + ("\tEOF" if "<<-" in head else "EOF")
+    result, calls = _work(command)
+    assert result.mutability == ("write" if ">" in head else "read")
+    assert calls <= (lines if "<<-" in head else 0) + 300, calls
+
+
 @pytest.mark.parametrize("short,long", [
     ("x", "-name"), ("x", "src/lib/module_name.py"), ("x", "--author=somebody"),
     ('"x"', '"quoted text, and more of it"'), ("'x'", "'single-quoted text'"),
