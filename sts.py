@@ -8719,6 +8719,35 @@ def _agent_tokens(text: str) -> List[str]:
     return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
 
 
+def _agent_among(text: str, tokens: List[str]) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) for the first of `tokens`, the words of `text`, that
+    starts an agent with the words after it; None if none does.  Only a word
+    that holds a name can be one (see _names_an_agent): the names are
+    searched once in all the words joined by newlines, and a hit's word is
+    counted on from the last hit.  A search in each word cost three calls for
+    each of thousands of words."""
+    lows = _agent_tokens(text.lower().replace("\\", "/"))
+    if len(lows) != len(tokens):   # (lower() moves no separator: not seen)
+        lows = [t.lower().replace("\\", "/") for t in tokens]
+    named = _an_rx("agent_names", "|".join(
+        "".join(c if c.isalnum() else "\\" + c for c in name)
+        for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
+    joined = "\n".join(lows)
+    j = at = 0
+    last = -1
+    for hit in named.finditer(joined):
+        j += joined.count("\n", at, hit.start())
+        at = hit.start()
+        if j == last:
+            continue   # another name in the same word
+        last = j
+        cli = _agent_cli(tokens[j])
+        found = _agent_call(cli, tokens, j + 1) if cli is not None else None
+        if found is not None:
+            return found
+    return None
+
+
 def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str, bool]]:
     """(agent CLI, resumes a session) when this simple command starts a coding
     agent, else None.  A program named by a variable or substitution counts as
@@ -8746,9 +8775,8 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
                 return found
             continue
         tokens = _agent_tokens(text)
-        for j, token in enumerate(tokens if len(tokens) > 1 else ()):
-            cli = _agent_cli(token)
-            found = _agent_call(cli, tokens, j + 1) if cli is not None else None
+        if len(tokens) > 1 and _names_an_agent(text):
+            found = _agent_among(text, tokens)
             if found is not None:
                 return found
     return None
@@ -9851,31 +9879,9 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             and _names_an_agent(command):
         # The line could not be read word by word; its text still names any
         # agent CLI it would start.
-        tokens = _agent_tokens(command)
-        lows = _agent_tokens(command.lower().replace("\\", "/"))
-        if len(lows) != len(tokens):   # (lower() moves no separator: not seen)
-            lows = [t.lower().replace("\\", "/") for t in tokens]
-        named = _an_rx("agent_names", "|".join(
-            "".join(c if c.isalnum() else "\\" + c for c in name)
-            for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
-        # Only a word that holds a name can be one (see _names_an_agent).  The
-        # names are searched once in all the words joined by newlines, and a
-        # hit's word is counted on from the last hit: a search in each word
-        # cost three calls for each of thousands of words.
-        joined = "\n".join(lows)
-        j = at = 0
-        last = -1
-        for hit in named.finditer(joined):
-            j += joined.count("\n", at, hit.start())
-            at = hit.start()
-            if j == last:
-                continue   # another name in the same word
-            last = j
-            cli = _agent_cli(tokens[j])
-            found = _agent_call(cli, tokens, j + 1) if cli is not None else None
-            if found is not None:
-                v.agent, v.resume = found
-                break
+        found = _agent_among(command, _agent_tokens(command))
+        if found is not None:
+            v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):

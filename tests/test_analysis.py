@@ -1359,6 +1359,18 @@ def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(mo
     assert plain <= 1.5 * reading and named <= 1.5 * plain, (reading, plain, named)
 
 
+def test_a_launchers_command_string_without_an_agent_name_costs_no_call_a_word():
+    """`tmux new "..."`, `ssh host "..."`: the string is searched for an
+    agent CLI it would start, and only when it holds a name are its words
+    looked at (one by one, 3,000 words cost 80,000 calls)."""
+    for command in ('tmux new "' + "ls a " * 3000 + '"', 'ssh host "' + "cat x; " * 2000 + '"'):
+        result, calls = _work(command)
+        assert result.mutability == "unknown" and result.starts_agent is None
+        assert calls <= 1000, calls
+    assert sts.analyze_shell('tmux new "' + "ls a " * 3000 + 'claude -p hi"').starts_agent \
+        == "claude"
+
+
 # A line that names an agent CLI thousands of times, each time as a setup
 # subcommand that starts nothing: every name is looked at, with the words
 # after it (a copy of those for each name was quadratic).
