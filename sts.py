@@ -3215,7 +3215,8 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
                                             and "`" not in code)):
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
-        proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+        proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
+                                 ctx.work)
         return proven if proven.mut == "read" else _code_targets(
             _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
@@ -6173,6 +6174,12 @@ _PY_READ_MODES = frozenset(("r", "rt", "tr", "rb", "br"))
 _PY_COPYING = frozenset(("print", "len", "list", "tuple", "sorted", "str", "repr", "set",
                          "frozenset", "enumerate", "reversed", "iter", "any", "all"))
 _PY_MAX_NODES = 4000
+# The parse makes a node for every two or three characters of dense code and
+# the proof then walks the tree: 60 KiB of Python (a here-document fed to
+# python3) took 140 ms.  So longer code is not proven (the subset leaves no
+# room for a long program that reads: 4,000 nodes are a few KiB), and the
+# proof costs the line's work a unit per two characters.
+_PY_MAX_CODE = 4096
 
 
 class _PyUnproven(Exception):
@@ -6481,8 +6488,12 @@ class _PyProof:
             self.fail(node, "opens a file in a mode that may write")
 
 
-def _py_code_proof(code: str) -> Tuple[bool, str]:
-    """(proven read, the part that decided or "") for Python source text."""
+def _py_code_proof(code: str, work: Optional[List[int]] = None) -> Tuple[bool, str]:
+    """(proven read, the part that decided or "") for Python source text.
+    The proof spends `work`, the line's (see _PY_MAX_CODE)."""
+    if len(code) > _PY_MAX_CODE:
+        return False, "\0is too long to prove"
+    _spend(work if work is not None else [_MAX_WORK], len(code) // 2)
     import ast
     import warnings
     with warnings.catch_warnings():
@@ -6545,15 +6556,17 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """python -c CODE and python with code on stdin: proven when the code is."""
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
-        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx))
+        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
+                               ctx.work)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
     return _PY_INTERP(name, args, ctx)
 
 
-def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -> _V:
-    proven, part = _py_code_proof(code)
+def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
+                    work: List[int]) -> _V:
+    proven, part = _py_code_proof(code, work)
     if proven and safe:
         return _V(hash_=hash_intent_in_text(code, "x.py"))
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
