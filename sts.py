@@ -2771,7 +2771,11 @@ class _Bash:
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
-            if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
+            if end > 0 and _is_name(body):   # ${NAME}, the common form
+                self.i = end + 1
+                self.exp = ("var", body, None)
+                return True
+            if end < 0 or not body or not _PARAM_OK.issuperset(body) \
                     or body[0] in "^+" or not _param_safe(body):
                 # ${^x} and ${+x} are zsh's (array product, is-set); bash refuses them
                 raise _Give("shell_syntax_unproven")
@@ -3886,11 +3890,13 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     dd = False
     fail: Optional[_V] = None
     while i < n and fail is None:
+        if dd:
+            # The rest are operands: taken at once, as a wrapper's payload of
+            # thousands of words is at each of up to 32 wrappers.
+            operands.extend(args[i:])
+            break
         w = args[i]
         i += 1
-        if dd:
-            operands.append(w)
-            continue
         if w.opaque:
             fail = _unknown("shell_syntax_unproven", "opaque", w.text)
             break
