@@ -1970,9 +1970,10 @@ _ARITH_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789")
 # Characters a word reads one at a time: the metacharacters that end it and
-# those that mean something inside it (quotes, expansions, patterns, `{`, the
-# first of `~[` and of `+(`, `@(`, `!(`).  Any other run is copied whole.
-_WORD_SPECIAL = frozenset(_META + "\\'\"$`*?[+@!~{")
+# those that mean something inside it (quotes, expansions, patterns, `{`).
+# Any other run is copied whole; one that ends in the `+`, `@` or `!` of an
+# extglob `+(...)` or the `~` of zsh's `~[...]` is refused where that starts.
+_WORD_SPECIAL = frozenset(_META + "\\'\"$`*?[{")
 _DQUOTE_SPECIAL = frozenset('"\\$`')
 _OPERATORS = frozenset((";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"))
 # What the command reader looks at before a word: the end of the line (""),
@@ -2548,6 +2549,8 @@ class _Bash:
         j = start
         while j < stop and s[j] not in _WORD_SPECIAL:
             j += 1
+        if j > start and j < n and s[j] in "([" and s[j - 1] in "+@!~":
+            self._run_end(j)
         if j > start and (j == n or (j <= affordable and s[j] in _META)):
             self.i = j
             _spend(self.work, 1 + (j - start) // 8)
@@ -2571,6 +2574,8 @@ class _Bash:
                 i = j = self.i
                 while j < stop and s[j] not in _WORD_SPECIAL:
                     j += 1
+                if j < n and s[j] in "([" and s[j - 1] in "+@!~":
+                    self._run_end(j)
                 if lead is None:
                     lead = c != "-"
                 out.append(s[i:j])
@@ -2683,11 +2688,6 @@ class _Bash:
                 out.append(c)
                 self.i += 1
                 continue
-            if c in "+@!" and self.i + 1 < n and s[self.i + 1] == "(":
-                raise _Give("shell_syntax_unproven")  # extglob
-            if c == "~" and s.startswith("~[", self.i):
-                # zsh's dynamic named directory: ~[name] calls a shell function.
-                raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
             if lead is None:
@@ -2705,6 +2705,15 @@ class _Bash:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
         return _W(text, dyn or equals, split, glob, lead, quoted, exp)
+
+    def _run_end(self, j: int) -> None:
+        """A run of plain characters stops at s[j]: refuse the extglob
+        `+(`, `@(`, `!(` or zsh's `~[` its last character opens."""
+        s = self.s
+        if (s[j] == "(" and s[j - 1] in "+@!") or (s[j] == "[" and s[j - 1] == "~"):
+            self.i = j - 1
+            # extglob; zsh's dynamic named directory: ~[name] calls a shell function.
+            raise _Give("shell_syntax_unproven")
 
     def _dquote(self, out: List[str], exp: List[Tuple[Any, bool]]) -> bool:
         """Inside "...": only $, backtick and backslash are special.  An
@@ -8691,7 +8700,7 @@ def _agent_cli(text: str) -> Optional[str]:
         return low
     if low in _AGENT_PACKAGES:
         return _AGENT_PACKAGES[low]    # `uvx aider-chat`, `pipx run goose-ai`
-    if not any(c in low for c in "/\\@."):
+    if "/" not in low and "\\" not in low and "@" not in low and "." not in low:
         return None  # a plain word that is no agent: the common case, kept cheap
     path = low.replace("\\", "/").rstrip("/")
     low = path
@@ -8754,14 +8763,21 @@ def _agent_among(text: str, tokens: List[str]) -> Optional[Tuple[str, bool]]:
     joined = "\n".join(lows)
     j = at = 0
     last = -1
+    clis: Dict[str, Optional[str]] = {}
     for hit in named.finditer(joined):
         j += joined.count("\n", at, hit.start())
         at = hit.start()
         if j == last:
             continue   # another name in the same word
         last = j
-        cli = _agent_cli(tokens[j])
-        found = _agent_call(cli, tokens, j + 1) if cli is not None else None
+        word = tokens[j]
+        cli = clis[word] if word in clis else clis.setdefault(word, _agent_cli(word))
+        if cli is None:
+            continue
+        after = tokens[j + 1] if j + 1 < len(tokens) else None
+        if after is not None and after not in _AGENT_HELP and after in _AGENT_CLIS[cli][0]:
+            continue   # a setup subcommand (see _agent_call), the same name over and over
+        found = _agent_call(cli, tokens, j + 1)
         if found is not None:
             return found
     return None
@@ -8784,15 +8800,21 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
         return None
     # A launcher: an operand that names a CLI starts it with the words after
     # it; a command string or inline code is searched word by word.
+    clis: Dict[str, Optional[str]] = {}
     for i, text in enumerate(texts[1:], 1):
         if "\0" in text:
             continue
-        cli = _agent_cli(text)
+        cli = clis[text] if text in clis else clis.setdefault(text, _agent_cli(text))
         if cli is not None:
+            after = texts[i + 1] if i + 1 < len(texts) else None
+            if after is not None and after not in _AGENT_HELP and after in _AGENT_CLIS[cli][0]:
+                continue   # a setup subcommand (see _agent_call and _agent_among)
             found = _agent_call(cli, texts, i + 1)
             if found is not None:
                 return found
             continue
+        if text.isalnum():
+            continue   # one word: no command string to search
         tokens = _agent_tokens(text)
         if len(tokens) > 1 and _names_an_agent(text):
             found = _agent_among(text, tokens)
