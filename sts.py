@@ -8741,35 +8741,39 @@ def _names_an_agent(text: str) -> bool:
     return any(name in low for name in _AGENT_CLIS) or any(p in low for p in _AGENT_PACKAGES)
 
 
+# The punctuation _agent_tokens splits at besides blanks, and the one the
+# words of an unread line are split at (see _unread), as str.translate
+# tables: str.split() then splits at exactly the blanks a regex's \s is, and
+# no `import re` (about a floor's worth of CPU in a hook) is needed for it.
+_AGENT_SEPARATORS = dict.fromkeys(map(ord, "'\"`,;&|()[]{}<>="), " ")
+_WORD_SEPARATORS = dict.fromkeys(map(ord, "'\"`,;&|(){}<>="), " ")
+
+
 def _agent_tokens(text: str) -> List[str]:
     """Words of a command string or inline code, split at blanks, quotes and
     the punctuation that separates arguments in shell and code."""
-    return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
+    return text.translate(_AGENT_SEPARATORS).split()
 
 
 def _agent_among(text: str, tokens: List[str]) -> Optional[Tuple[str, bool]]:
     """(cli, resumes) for the first of `tokens`, the words of `text`, that
     starts an agent with the words after it; None if none does.  Only a word
-    that holds a name can be one (see _names_an_agent): the names are
-    searched once in all the words joined by newlines, and a hit's word is
-    counted on from the last hit.  A search in each word cost three calls for
-    each of thousands of words."""
-    lows = _agent_tokens(text.lower().replace("\\", "/"))
+    that holds a name can be one (see _names_an_agent), and only the names
+    the whole text holds are looked for in each word: a search in each word
+    for every name cost three calls a word, thousands of words a line."""
+    low = text.lower().replace("\\", "/")
+    names = [name for name in _AGENT_CLIS if name in low] + \
+        [name for name in _AGENT_PACKAGES if name in low]
+    lows = _agent_tokens(low)
     if len(lows) != len(tokens):   # (lower() moves no separator: not seen)
         lows = [t.lower().replace("\\", "/") for t in tokens]
-    named = _an_rx("agent_names", "|".join(
-        "".join(c if c.isalnum() else "\\" + c for c in name)
-        for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
-    joined = "\n".join(lows)
-    j = at = 0
-    last = -1
     clis: Dict[str, Optional[str]] = {}
-    for hit in named.finditer(joined):
-        j += joined.count("\n", at, hit.start())
-        at = hit.start()
-        if j == last:
-            continue   # another name in the same word
-        last = j
+    for j, held in enumerate(lows):
+        for name in names:
+            if name in held:
+                break
+        else:
+            continue
         word = tokens[j]
         cli = clis[word] if word in clis else clis.setdefault(word, _agent_cli(word))
         if cli is None:
@@ -9345,7 +9349,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
         return v   # (builds: the characters that can make a path in that shell)
     # Each distinct word once: a long line repeats most of its words.
     words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-             set(_an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text))}
+             set(text.translate(_WORD_SEPARATORS).split())}
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
@@ -9355,7 +9359,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
         v.opaque = True
     elif "find" in words and words & {"-delete", "-exec", "-execdir", "-fprint"}:
         v.opaque = True
-    else:
+    elif ">" in text:
         for m in _an_rx("outredir", r"(?<![<>])>+\|?[ \t]*([^\s&;|)]*)").finditer(text):
             if m.group(1) and m.group(1) not in _DEV_SINKS and m.group(1).lower() != "$null":
                 v.opaque = True
@@ -9392,7 +9396,9 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
             places = _merge(_run_places(v), _run_places(other))
             v.join(other)
             v.cd = ("places", places) if places != [_START] else None
-        if v.mut != "read" and not v.hash and ("$" in stripped or "`" in stripped):
+        if v.mut != "read" and not v.hash and ("$" in stripped or "`" in stripped) and (
+                not stripped.isascii()
+                or any(part in stripped.lower() for part in _HASH_PROG_PARTS)):
             # `h=sha256sum; $h f`, `$(which md5sum) f`: the program is named, then run.
             v.hash = _an_rx("hash-named-prog", r"(?:=['\"]?|(?:which|command\s+-v|type\s+-p"
                                                r"|whereis)\s+)(?:" + _HASH_PROG_WORD
@@ -10688,6 +10694,9 @@ _HASH_PROG_WORD = (r"g?(?:md5|sha1|sha224|sha256|sha384|sha512|sha3|b2|b3|ck|xxh
                    + r"-e" + _ARGV_GAP + r"\w*sum|busybox" + _ARGV_GAP + r"\w*sum|gpg2?"
                    + _ARGV_GAP + r"--print-mds?|certutil(?:\.exe)?" + _ARGV_GAP + r"[-/]hashfile"
                    r"|nix" + _ARGV_GAP + r"hash")
+# A part every spelling of _HASH_PROG_WORD holds (in ASCII text, where
+# IGNORECASE matches only ASCII letters): a line without one is not searched.
+_HASH_PROG_PARTS = ("sum", "hash", "deep", "passwd", "openssl", "print-md")
 _HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", "cksum", "xxh",
                        "shasum", "rhash", "hashdeep", "deep", "jacksum", "nix-hash", "nix hash",
                        "htpasswd", "mkpasswd", "filehash", "openssl", "hash-object", "hashfile",

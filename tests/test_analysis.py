@@ -1382,6 +1382,24 @@ def test_a_launchers_command_string_without_an_agent_name_costs_no_call_a_word()
         == "claude"
 
 
+@pytest.mark.parametrize("command", [
+    "rm -rf $x", "rm `pwd`/x", "[[ -f a ]] && claude -p hi", 'tmux new "claude -p hi"',
+    "[[ x ]]; " + "claude mcp " * 3000, 'ssh host "codex exec y"', "[[ x ]]; rm a b"])
+def test_splitting_words_and_finding_agent_names_compiles_no_pattern(command):
+    """These run in the hook for a denied line: `import re` alone costs a
+    hook about as much as the bare interpreter, so the words of an unread
+    line and of a launcher's string are split with str.translate and split,
+    agent names found with substring tests, and a line is searched for a
+    named hashing program only when it holds part of one's name."""
+    sts._RE_CACHE.clear()
+    for code in ("MUTABILITY_UNPROVEN", "MODE_FORBIDS_MUTATION"):
+        result = sts.analyze_shell(command)
+        assert result.mutability != "read"
+        sts.shell_culprit(command, "bash", code, (), result.reason)
+    assert sts._RE_CACHE == {}, sorted(sts._RE_CACHE)
+    assert sts.analyze_shell("h=sha256sum; $h f").hash_intent   # that search still runs
+
+
 # A line that names an agent CLI thousands of times, each time as a setup
 # subcommand that starts nothing: every name is looked at, with the words
 # after it (a copy of those for each name was quadratic).
