@@ -2563,15 +2563,19 @@ class _Bash:
         lead: Optional[bool] = s[start] != "-" if j > start else None
         brace = False
         meta_end = close_at = -1      # see "[" below
-        self.i = j
-        while self.i < n:
-            if self.i > affordable:
+        # The position is kept in `i`, and in self.i only where a method reads
+        # it or reading stops (a refusal names where): a word of 30,000
+        # characters that each mean something walks here one at a time.
+        i = j
+        while i < n:
+            if i > affordable:
+                self.i = i
                 raise _Give("analysis_limit")
-            c = s[self.i]
+            c = s[i]
             if c not in _WORD_SPECIAL:
                 # A run of characters that mean nothing here is taken whole:
                 # most words are one such run, and a long line is mostly words.
-                i = j = self.i
+                j = i + 1
                 while j < stop and s[j] not in _WORD_SPECIAL:
                     j += 1
                 if j < n and s[j] in "([" and s[j - 1] in "+@!~":
@@ -2579,15 +2583,65 @@ class _Bash:
                 if lead is None:
                     lead = c != "-"
                 out.append(s[i:j])
-                self.i = j
+                i = j
                 continue
             if c in _META:
                 break
+            if c == "*" or c == "?":
+                # A run of them, the last of which may open an extglob `*(...)`.
+                j = i + 1
+                while j < stop and (s[j] == "*" or s[j] == "?"):
+                    j += 1
+                if j < n and s[j] == "(":
+                    self.i = j - 1
+                    raise _Give("shell_syntax_unproven")  # extglob
+                if lead is None:
+                    lead = False
+                glob = True
+                out.append(s[i:j])
+                i = j
+                continue
+            if c == "[":
+                # A pattern needs a "]" before the next unquoted-or-not shell
+                # metacharacter.  Both positions are found once and reused
+                # while the word walks past them: a fresh scan for every "["
+                # would make a line of "[" quadratic.
+                if meta_end < i:
+                    meta_end = i
+                    while meta_end < n and s[meta_end] not in _META:
+                        meta_end += 1
+                if close_at <= i:
+                    close_at = s.find("]", i + 1)
+                    close_at = n if close_at < 0 else close_at
+                if close_at < meta_end:
+                    glob = True
+                    if lead is None:
+                        lead = False
+                elif lead is None:
+                    lead = True
+                # The "[" that follow are read the same way (both positions lie past them).
+                j = i + 1
+                while j < stop and s[j] == "[":
+                    j += 1
+                out.append(s[i:j])
+                i = j
+                continue
+            if c == "{":
+                brace = True
+                j = i + 1
+                while j < stop and s[j] == "{":
+                    j += 1
+                if lead is None:
+                    lead = True
+                out.append(s[i:j])
+                i = j
+                continue
             if c == "\\":
-                if self.i + 1 >= n:
+                if i + 1 >= n:
+                    self.i = i
                     raise _Give("shell_syntax_unproven")
-                nxt = s[self.i + 1]
-                self.i += 2
+                nxt = s[i + 1]
+                i += 2
                 if nxt == "\n":
                     continue
                 if lead is None:
@@ -2595,16 +2649,18 @@ class _Bash:
                 out.append(nxt)
                 continue
             if c == "'":
-                end = s.find("'", self.i + 1)
+                end = s.find("'", i + 1)
                 if end < 0:
+                    self.i = i
                     raise _Give("shell_syntax_unproven")
-                piece = s[self.i + 1:end]
+                piece = s[i + 1:end]
                 if piece and lead is None:
                     lead = piece[0] != "-"
                 out.append(piece)
                 quoted = True
-                self.i = end + 1
+                i = end + 1
                 continue
+            self.i = i   # the rest read on through methods that move self.i
             if c == '"':
                 self.i += 1
                 quoted = True
@@ -2614,27 +2670,28 @@ class _Bash:
                     # _dquote marks an expansion with a NUL piece of its own.
                     lead = out[mark][0] not in "\0-"
                 dyn = dyn or d
+                i = self.i
                 continue
             if c == "$":
-                nxt = s[self.i + 1] if self.i + 1 < n else ""
+                nxt = s[i + 1] if i + 1 < n else ""
                 if nxt == "'" and self.dash:
                     if lead is None:        # dash: a plain `$`, then a quoted string
                         lead = True
                     out.append("$")
-                    self.i += 1
+                    i += 1
                     continue
                 if nxt == "'":
-                    end = self.i + 2
+                    end = i + 2
                     while end < n and s[end] != "'":
                         end += 2 if s[end] == "\\" else 1
                     if end >= n:
                         raise _Give("shell_syntax_unproven")
-                    piece = _ansi_c(s[self.i + 2:end])
+                    piece = _ansi_c(s[i + 2:end])
                     if piece and lead is None:
                         lead = piece[0] != "-"
                     out.append(piece)
                     quoted = True
-                    self.i = end + 1
+                    i = end + 1
                     continue
                 if nxt == '"':
                     raise _Give("shell_syntax_unproven")
@@ -2644,56 +2701,22 @@ class _Bash:
                     out.append("\0")
                     exp.append((self.exp, False))
                     dyn = split = True
+                    i = self.i
                     continue
                 if lead is None:
                     lead = True
                 out.append("$")
-                self.i += 1
+                i += 1
                 continue
-            if c == "`":
-                self._backtick()
-                if lead is None:
-                    lead = False
-                out.append("\0")
-                exp.append((self.exp, False))
-                dyn = split = True
-                continue
-            if c in "*?":
-                if self.i + 1 < n and s[self.i + 1] == "(":
-                    raise _Give("shell_syntax_unproven")  # extglob
-                if lead is None:
-                    lead = False
-                glob = True
-                out.append(c)
-                self.i += 1
-                continue
-            if c == "[":
-                # A pattern needs a "]" before the next unquoted-or-not shell
-                # metacharacter.  Both positions are found once and reused
-                # while the word walks past them: a fresh scan for every "["
-                # would make a line of "[" quadratic.
-                if meta_end < self.i:
-                    meta_end = self.i
-                    while meta_end < n and s[meta_end] not in _META:
-                        meta_end += 1
-                if close_at <= self.i:
-                    close_at = s.find("]", self.i + 1)
-                    close_at = n if close_at < 0 else close_at
-                if close_at < meta_end:
-                    glob = True
-                    if lead is None:
-                        lead = False
-                elif lead is None:
-                    lead = True
-                out.append(c)
-                self.i += 1
-                continue
-            if c == "{":
-                brace = True
+            # c == "`"
+            self._backtick()
             if lead is None:
-                lead = True
-            out.append(c)
-            self.i += 1
+                lead = False
+            out.append("\0")
+            exp.append((self.exp, False))
+            dyn = split = True
+            i = self.i
+        self.i = i
         text = "".join(out)
         if brace and not glob and text not in ("{", "{}"):
             tail = text[text.index("{"):] if "{" in text else ""
