@@ -9058,7 +9058,10 @@ class _Flow:
     __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
 
     def __init__(self, items: List[Any], ctx: _Ctx, text: str) -> None:
-        self.items = items
+        # Two Nones after the last item: the walk reads self.items[self.k]
+        # without a bounds test (a line of thousands of commands peeks about
+        # fifteen times a command), and past the end it reads None.
+        self.items = items + [None, None]
         self.k = 0
         self.ctx = ctx
         self.total = _V()
@@ -9070,7 +9073,7 @@ class _Flow:
 
     def run(self) -> _V:
         items = self.items
-        if len(items) == 1 and items[0].__class__ is _Cmd:
+        if items[0].__class__ is _Cmd and items[1] is None:
             # One simple command, the common case: no walk.
             ok, failed = self.moves(items[0], self.simple(items[0], [_START]), [_START])
             here = _merge(ok, failed)
@@ -9081,22 +9084,19 @@ class _Flow:
             total.cd = ("places", here)
         return total
 
-    def peek(self) -> Any:
-        return self.items[self.k] if self.k < len(self.items) else None
-
     def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
         """Commands separated by `;`, newlines and `&`, up to a mark in stop.
         self.last keeps the two sides of the last one: a group's status."""
         self.last = (here, here)
         while True:
-            item = self.peek()
+            item = self.items[self.k]
             if item is None or (item.__class__ is str and item in stop):
                 return here
             if item == ";" or item == "&":
                 self.k += 1
                 continue
             entry = here
-            after = self.items[self.k + 1] if self.k + 1 < len(self.items) else None
+            after = self.items[self.k + 1]
             if item.__class__ is _Cmd and after not in ("|", "&&", "||"):
                 # A simple command alone, the common case: what andor would
                 # do for it, without the walk down through pipeline and command.
@@ -9107,7 +9107,7 @@ class _Flow:
                 ok, failed = self.andor(here, stop)
             here = _merge(ok, failed) or entry      # empty: every path called exit
             self.last = (ok, failed)
-            if self.peek() == "&":
+            if self.items[self.k] == "&":
                 self.k += 1
                 # bash runs the whole `a && b &` in the background; zsh only b,
                 # after running a here.
@@ -9121,7 +9121,7 @@ class _Flow:
         lead: List[Tuple[Any, Any]] = []
         ok, failed = self.pipeline(here, stop)
         while True:
-            op = self.peek()
+            op = self.items[self.k]
             if op == "&&":
                 self.k += 1
                 lead = _merge(ok, failed)
@@ -9139,16 +9139,16 @@ class _Flow:
     def pipeline(self, here: List[Tuple[Any, Any]],
                  stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
         negate = False
-        while self.peek() == "!":
+        while self.items[self.k] == "!":
             self.k += 1
             negate = not negate
         ok, failed = self.command(here, stop)
-        if self.peek() == "|":
-            while self.peek() == "|":
+        if self.items[self.k] == "|":
+            while self.items[self.k] == "|":
                 self.k += 1
-                while self.peek() == "!":
+                while self.items[self.k] == "!":
                     self.k += 1
-                stage = self.peek()
+                stage = self.items[self.k]
                 if stage.__class__ is _Cmd:
                     stage.piped = True
                 ok, failed = self.command(here, stop)
@@ -9161,7 +9161,7 @@ class _Flow:
     def prefix(self, here: List[Tuple[Any, Any]]) -> None:
         """Substitutions inside the next command's words run first, in subshells."""
         while True:
-            item = self.peek()
+            item = self.items[self.k]
             if item == "$(":
                 self.k += 1
                 self.seq(here, ("$)",))
@@ -9177,19 +9177,19 @@ class _Flow:
     def attached(self, here: List[Tuple[Any, Any]]) -> None:
         """`( ... ) > f`: the group's redirections are opened where it starts."""
         self.prefix(here)
-        item = self.peek()
+        item = self.items[self.k]
         if item.__class__ is _Cmd and item.attached:
             self.k += 1
             self.simple(item, here)
 
     def close(self, closer: str) -> None:
-        if self.peek() == closer:
+        if self.items[self.k] == closer:
             self.k += 1
 
     def command(self, here: List[Tuple[Any, Any]],
                 stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
         self.prefix(here)
-        item = self.peek()
+        item = self.items[self.k]
         if item is None:
             return here, here
         if item.__class__ is _Cmd:
@@ -9270,7 +9270,7 @@ class _Flow:
         inner_stop = seps + (end,) + stop
         while True:
             reached = _merge(reached, self.seq(reached, inner_stop))
-            item = self.peek()
+            item = self.items[self.k]
             if item in seps:
                 self.k += 1
                 continue
