@@ -9462,6 +9462,9 @@ _PS_BAD_CHARS = frozenset(map(chr, [*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f
 _PS_SQUOTES = "'\u2018\u2019\u201a\u201b"
 _PS_DQUOTES = '"\u201c\u201d\u201e'
 _PS_REFUSE = "$`@{}()%?#,[]*\\<"
+# What a PowerShell word may hold a run of, read at once: printable ASCII
+# but blanks, quotes, what ends a word and what _ps_words refuses.
+_PS_PLAIN = frozenset(map(chr, range(0x21, 0x7f))) - frozenset("'\"\r\n;|&>" + _PS_REFUSE)
 
 _PS_READ_CMDLETS = frozenset((
     "get-content", "get-childitem", "get-item", "test-path", "resolve-path", "select-string",
@@ -9546,6 +9549,14 @@ def _ps_words(text: str, work: List[int],
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
             c = text[i]
+            if c in _PS_PLAIN:
+                # A run of characters that mean nothing here, taken whole.
+                j = i + 1
+                while j < n and text[j] in _PS_PLAIN:
+                    j += 1
+                word.append(text[i:j])
+                i = j
+                continue
             if c in _PS_SQUOTES:
                 i += 1
                 while True:
@@ -9587,13 +9598,14 @@ def _ps_words(text: str, work: List[int],
                 raise _Give("shell_syntax_unproven")
             word.append(c)
             i += 1
-        _spend(work, 1 + len(word) // 8)
+        spelled = "".join(word)
+        _spend(work, 1 + len(spelled) // 8)
         if target_next:
             at, op, _ = redirects[-1]   # type: ignore[index]
-            redirects[-1] = (at, op, "".join(word))   # type: ignore[index]
+            redirects[-1] = (at, op, spelled)   # type: ignore[index]
             target_next = False
             continue
-        cur.append(("".join(word), quoted))
+        cur.append((spelled, quoted))
         need = False
     if need or target_next:
         raise _Give("shell_syntax_unproven" if need else "shell_redirection",
