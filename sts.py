@@ -2261,6 +2261,8 @@ class _Bash:
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
+            while self.i < n and s[self.i] == " ":   # (the blank after a word: no pass above)
+                self.i += 1
 
     def _assignment_name(self) -> Optional[str]:
         """At a word start: the NAME of an unquoted `NAME=`, consuming it; else None."""
@@ -2553,7 +2555,10 @@ class _Bash:
             self._run_end(j)
         if j > start and (j == n or (j <= affordable and s[j] in _META)):
             self.i = j
-            _spend(self.work, 1 + (j - start) // 8)
+            work = self.work   # (_spend, inline: this runs for most words of a line)
+            work[0] -= 1 + (j - start) // 8
+            if work[0] < 0:
+                raise _Give("analysis_limit")
             return _W(s[start:j], equals, False, False, s[start] != "-", False, [])
         # Otherwise the run read so far is the word's first piece.
         out: List[str] = [s[start:j]] if j > start else []
