@@ -23596,7 +23596,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 # the cache for the next ones (see "Cold sections").
                 try:
                     sys.stdout.flush()
-                    _split_bytecode()
+                    _split_bytecode_lean()
                 except Exception:  # noqa: BLE001 - a cache is never worth a failed hook
                     pass
             _exit_now(0)
@@ -23697,9 +23697,9 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # defining them cost about 0.2 of an interpreter start-up on every call.  The
 # source stays one file with those sections where they are; only the cache
 # changes.  The first hook process that finds the cache holding the whole
-# module (as Python's own import writes it) rewrites it in three parts, the
-# hot and cold ones compiled from this very file with the other part's lines
-# left blank, so every line number stays true:
+# module (as Python's own import writes it) rewrites it in parts, each
+# compiled from this very file with the other parts' lines left blank, so
+# every line number stays true:
 #
 #   __pycache__/sts.<tag>.pyc        a loader of a few lines (_LOADER), under
 #                                    the header Python checks against sts.py
@@ -23708,24 +23708,29 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
 #   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
 #                                    Pi, Gemini, Copilot and Qwen, the same way
+#   __pycache__/sts.<tag>.full.pyc   the whole module, as Python compiles it
+#
+# The loader runs the hot part in a hook process and the whole module in
+# any other (tests, `import sts; sts.cmd_install(...)`, help()), so an
+# importer gets exactly what Python's own import would give.  The parts a
+# hook runs leave out the docstrings and annotations of functions, which no
+# hook reads and which are a tenth of the bytes it would load.
 #
 # The loader exists for the garbage collector: reading a megabyte of bytecode
 # and defining what it holds makes some hundred thousand objects, and on the
 # way the collector runs about twenty times over all of them for nothing (a
-# tenth of a hook call).  So the loader turns it off, runs the hot part, and
-# in a hook process freezes what the import made (gc.freeze: later
-# collections skip it) before turning it back on.  A missing or stale hot
-# part makes the loader compile the whole of sts.py instead, which the hook
-# then splits again.
+# tenth of a hook call).  So the loader turns it off, runs its part, and in
+# a hook process freezes what the import made (gc.freeze: later collections
+# skip it) before turning it back on.  A missing or stale part makes the
+# loader compile the whole of sts.py instead, which a hook then splits again.
 #
 # In the hot part _SLIM is True and _SOURCE_STAMP names the source it was
 # compiled from.  Hook code reaches a cold name only through _cold("name"),
 # which loads the cold part into this module first (tests/test_cli.py checks
-# that no hot code names a cold one directly).  Any other importer (tests,
-# `import sts; sts.cmd_install(...)`) gets the cold part at import, so for it
-# nothing differs.  When the cold cache is missing or stale it is compiled
-# from sts.py, if sts.py is still the file the hot part came from; a changed
-# sts.py makes Python recompile the whole module at the next import anyway.
+# that no hot code names a cold one directly).  When the cold cache is
+# missing or stale it is compiled from sts.py, if sts.py is still the file
+# the hot part came from; a changed sts.py makes Python recompile the whole
+# module at the next import anyway.
 #
 # The hosts part works the same way for the adapters a Codex or Claude Code
 # hook never runs (a tenth of the hot bytecode, and the classes it defines):
@@ -23743,15 +23748,20 @@ _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
 _COLD_STATE = {"loaded": False}
-# What __pycache__/sts.<tag>.pyc holds once split; %r is the header both
-# other parts must carry.  Its names are deleted after use.
+# What __pycache__/sts.<tag>.pyc holds once split: the first %r is the hook
+# commands (a hook loads the hot part, anyone else the whole module), the
+# second the header every part must carry.  Its names are deleted after use.
 _LOADER = """\
 import gc as _loader_gc
+import sys as _loader_sys
 _loader_gc_on = _loader_gc.isenabled()
 _loader_gc.disable()
 try:
+    _loader_argv = _loader_sys.argv
+    _loader_part = (".hot.pyc" if _loader_argv[:1] == ["-c"] and len(_loader_argv) > 1
+                    and _loader_argv[1] in %r else ".full.pyc")
     try:
-        with open(__cached__[:-len(".pyc")] + ".hot.pyc", "rb") as _loader_fh:
+        with open(__cached__[:-len(".pyc")] + _loader_part, "rb") as _loader_fh:
             _loader_data = _loader_fh.read()
     except (OSError, TypeError, NameError):   # (NameError: a loader that sets no __cached__)
         _loader_data = b""
@@ -23870,10 +23880,41 @@ def _source_and_stamp() -> Optional[Tuple[str, Tuple[int, int]]]:
     return data.decode("utf-8"), stamp
 
 
-def _compile_part(text: str) -> Any:
+def _compile_part(text: str, for_hooks: bool = True) -> Any:
+    """Bytecode of one part; for a hook, without what only a reader uses."""
     import __future__
-    return compile(text, __file__, "exec", flags=__future__.annotations.compiler_flag,
-                   dont_inherit=True)
+    flags = __future__.annotations.compiler_flag
+    if not for_hooks:
+        return compile(text, __file__, "exec", flags=flags, dont_inherit=True)
+    import ast
+    tree = ast.parse(text)
+    # The flag alone gives string annotations; the statement would also
+    # import the __future__ module when the part runs (a thirtieth of a hook).
+    tree.body = [node for node in tree.body if not (
+        isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _strip_function(node)
+    return compile(tree, __file__, "exec", flags=flags, dont_inherit=True)
+
+
+def _strip_function(node: Any) -> None:
+    """Drop a function's docstring and annotations, in place.
+
+    A hook never reads them, and they are about a tenth of the bytecode it
+    loads.  Class bodies keep theirs: the dataclasses read the annotations
+    of their fields, and their docstrings spare them a costly signature."""
+    import ast
+    body = node.body
+    if (len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        del body[0]
+    node.returns = None
+    arguments = node.args
+    for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
+            arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            arg.annotation = None
 
 
 def _load_part(part: str, index: int) -> None:
@@ -23931,21 +23972,69 @@ def _other_adapters() -> Dict[str, Any]:
     return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
 
 
+def _whole_code(loader_path: str, header: bytes) -> Any:
+    """The whole module for the full part: the bytes Python's own import
+    wrote, while the cache still holds them (they keep the column positions
+    a traceback shows), else compiled from sts.py."""
+    try:
+        with open(loader_path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        data = b""
+    if data[:16] == header and len(data) > 64 * 1024:   # (a loader is a few KB)
+        return data
+    found = _source_and_stamp()
+    if found is None or _pyc_bytes(None, found[1])[:16] != header:
+        raise OSError("sts.py changed while its cache was split")
+    return _compile_part(found[0], for_hooks=False)
+
+
+def _split_bytecode_lean() -> None:
+    """Split the cache (see above) in an interpreter that writes no column
+    positions into bytecode, then end this hook process.
+
+    Since Python 3.11 every instruction also records the columns it came
+    from, for the carets under a traceback line; that is a twelfth of the
+    bytes a hook loads, and a hook shows no traceback.  Only a setting of
+    the interpreter turns it off, so the process that has just answered
+    becomes one with that setting (same pid: the host still waits on it)."""
+    if sys.version_info < (3, 11) or "no_debug_ranges" in getattr(sys, "_xoptions", {}):
+        _split_bytecode()
+        return
+    if _split_cache_path() is None:
+        return   # nothing to split here: no second interpreter for nothing
+    folder = os.path.dirname(os.path.abspath(__file__))
+    code = "import sys; sys.path.insert(0, %r); import sts; sts._split_bytecode()" % folder
+    try:
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-X", "no_debug_ranges",
+                                  "-c", code])
+    except OSError:
+        _split_bytecode()
+
+
+def _split_cache_path() -> Optional[str]:
+    """The cache file Python's import wrote for sts.py, when there is one
+    this process may split; else None."""
+    import importlib.util
+    if sys.dont_write_bytecode or not __file__.endswith(".py"):
+        return None
+    try:
+        loader_path = importlib.util.cache_from_source(__file__)
+    except (NotImplementedError, ValueError):
+        return None
+    if not os.access(os.path.dirname(loader_path), os.W_OK) or not os.path.exists(loader_path):
+        return None   # no cache to split (Python could not write one either)
+    return loader_path
+
+
 def _split_bytecode() -> bool:
     """Rewrite this module's cache as a loader, a hot and a cold part (see
     above); True when done.  Called by a hook process that loaded the whole
     module."""
-    import importlib.util
-    if sys.dont_write_bytecode or not __file__.endswith(".py"):
-        return False
-    try:
-        loader_path = importlib.util.cache_from_source(__file__)
-    except (NotImplementedError, ValueError):
-        return False
+    loader_path = _split_cache_path()
     cold_path = _cold_cache_path()
-    folder = os.path.dirname(loader_path)
-    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(loader_path):
-        return False   # no cache to split (Python could not write one either)
+    if loader_path is None or cold_path is None:
+        return False
     found = _source_and_stamp()
     if found is None:
         return False
@@ -23954,13 +24043,14 @@ def _split_bytecode() -> bool:
         return False
     stamp = found[1]
     header = _pyc_bytes(None, stamp)[:16]
-    loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
+    loader = compile(_LOADER % (tuple(ADAPTERS), header), __file__, "exec", dont_inherit=True)
     # The loader last: until it is there, Python loads the whole module.
-    for path, code in ((cold_path, _compile_part(texts[1])),
+    for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
+                       (cold_path, _compile_part(texts[1])),
                        (_cold_cache_path("hosts"), _compile_part(texts[2])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
-        data = _pyc_bytes(code, stamp)
+        data = code if isinstance(code, bytes) else _pyc_bytes(code, stamp)
         tmp = "%s.%d.tmp" % (path, os.getpid())
         try:
             with open(tmp, "wb") as fh:
@@ -23976,8 +24066,6 @@ def _split_bytecode() -> bool:
 
 
 ADAPTERS.update(_other_adapters())
-if _SLIM and not _hook_process():
-    _load_cold()   # every importer but a hook sees the whole module at once
 
 if __name__ == "__main__":
     sys.exit(main())
