@@ -22,6 +22,7 @@ it, except three calls that reach down (the Decision reads the ledger summary,
 the Engine answers prompt commands through Inspection, Cases replay events
 through the CLI's hook runner).  Search for a title:
 
+    Fast os              the os of a hook process, without importing os
     Fast json            json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
@@ -59,7 +60,6 @@ same action gets the same answer on every host.
 from __future__ import annotations
 
 import _thread  # for one lock; the interpreter has loaded it already
-import os
 import sys
 
 TYPE_CHECKING = False
@@ -69,6 +69,210 @@ if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
+
+
+###############################################################################
+# Fast os: the os module of a hook, without the cost of importing it
+#
+# Owns `os` as every other section sees it.  `import os` costs a fifth to a
+# third of an interpreter start-up (it imports _collections_abc for
+# os.environ, and stat and posixpath), more than any other single part of a
+# hook call, and the interpreter of a hook has not imported it.  The system
+# calls themselves are `posix`'s, which the interpreter has loaded and os
+# only re-exports.  So in a hook process `os` is a _LeanOs: posix's calls
+# and constants, the environment as a dict of str (decoded as os decodes
+# it), and the path functions a call uses (_LeanPath), which give what
+# posixpath gives; anything else is asked of the real os, imported then.
+# Every other process (tests that change os.environ, the CLI), a Python
+# before 3.11 (no posix._path_normpath) and Windows (no posix) get the real
+# os from the start.
+###############################################################################
+
+try:
+    import posix as _posix
+except ImportError:   # Windows
+    _posix = None
+
+# The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
+_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+_S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
+_MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
+
+
+def _real_os() -> Any:
+    import os as real
+    return real
+
+
+def _mode_is(path: Any, kind: int, follow: bool = True) -> bool:
+    """Whether `path` is a file of that kind (False when it cannot be stat'ed),
+    as genericpath's isdir, isfile and islink decide."""
+    try:
+        st = _posix.stat(path) if follow else _posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return kind == 0 or st.st_mode & _S_IFMT == kind
+
+
+class _LeanPath:
+    """os.path in a hook: posixpath's answers for str paths; any other
+    argument or function goes to posixpath itself."""
+
+    sep = "/"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_real_os().path, name)
+
+    @staticmethod
+    def isabs(path: Any) -> bool:
+        if type(path) is not str:
+            return _real_os().path.isabs(path)
+        return path.startswith("/")
+
+    @staticmethod
+    def join(path: Any, *more: Any) -> Any:
+        if type(path) is not str or any(type(p) is not str for p in more):
+            return _real_os().path.join(path, *more)
+        for part in more:
+            if part.startswith("/"):
+                path = part
+            elif not path or path.endswith("/"):
+                path += part
+            else:
+                path += "/" + part
+        return path
+
+    @staticmethod
+    def split(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.split(path)
+        cut = path.rfind("/") + 1
+        head, tail = path[:cut], path[cut:]
+        if head and head != "/" * len(head):
+            head = head.rstrip("/")
+        return head, tail
+
+    @staticmethod
+    def dirname(path: Any) -> Any:
+        return _LeanPath.split(path)[0]
+
+    @staticmethod
+    def basename(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.basename(path)
+        return path[path.rfind("/") + 1:]
+
+    @staticmethod
+    def normpath(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.normpath(path)
+        return _posix._path_normpath(path) or "."
+
+    @staticmethod
+    def abspath(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.abspath(path)
+        if not path.startswith("/"):
+            path = _LeanPath.join(_posix.getcwd(), path)
+        return _LeanPath.normpath(path)
+
+    @staticmethod
+    def expanduser(path: Any) -> Any:
+        if type(path) is not str or not path.startswith("~"):
+            return path if type(path) is str else _real_os().path.expanduser(path)
+        end = path.find("/", 1)
+        end = len(path) if end < 0 else end
+        home = os.environ.get("HOME") if end == 1 else None
+        if home is None:   # `~user`, or no HOME: the password database's answer
+            return _real_os().path.expanduser(path)
+        return (home.rstrip("/") + path[end:]) or "/"
+
+    @staticmethod
+    def exists(path: Any) -> bool:
+        return _mode_is(path, 0)
+
+    @staticmethod
+    def lexists(path: Any) -> bool:
+        return _mode_is(path, 0, follow=False)
+
+    @staticmethod
+    def isdir(path: Any) -> bool:
+        return _mode_is(path, _S_IFDIR)
+
+    @staticmethod
+    def isfile(path: Any) -> bool:
+        return _mode_is(path, _S_IFREG)
+
+    @staticmethod
+    def islink(path: Any) -> bool:
+        return _mode_is(path, _S_IFLNK, follow=False)
+
+    @staticmethod
+    def realpath(path: Any) -> Any:
+        """Every symbolic link followed, `..` applied after the link before
+        it; names that do not exist are kept as written (not strict)."""
+        if type(path) is not str or "\0" in path:
+            return _real_os().path.realpath(path)
+        done = "" if path.startswith("/") else _posix.getcwd().rstrip("/")
+        todo = path.split("/")[::-1]
+        links = 0
+        while todo:
+            name = todo.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                done = done[:done.rfind("/")] if done else done
+                continue
+            step = done + "/" + name
+            try:
+                is_link = _posix.lstat(step).st_mode & _S_IFMT == _S_IFLNK
+            except OSError:
+                is_link = False   # missing or unreadable: kept as written
+            if not is_link:
+                done = step
+                continue
+            links += 1
+            try:
+                target = _posix.readlink(step)
+            except OSError:
+                target = None
+            if links > _MAX_LINKS or target is None:
+                return _real_os().path.realpath(path)   # a loop or a race: posixpath decides
+            if target.startswith("/"):
+                done = ""
+            todo.extend(target.split("/")[::-1])
+        return done or "/"
+
+
+class _LeanOs:
+    """os in a hook process: see the section banner."""
+
+    name = "posix"
+    sep = "/"
+    curdir, pardir, devnull = ".", "..", "/dev/null"
+    SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
+
+    def __init__(self) -> None:
+        self.path = _LeanPath()
+        encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        self.environ = {key.decode(encoding, errors): value.decode(encoding, errors)
+                        for key, value in _posix.environ.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        # os re-exports every public name of posix (and _exit) unchanged.
+        if (not name.startswith("_") or name == "_exit") and hasattr(_posix, name):
+            return getattr(_posix, name)
+        return getattr(_real_os(), name)
+
+
+def _lean_os_fits() -> bool:
+    """Whether this process is a hook that can run on _LeanOs."""
+    argv = sys.argv
+    return (_posix is not None and hasattr(_posix, "_path_normpath") and argv[:1] == ["-c"]
+            and len(argv) > 1 and argv[1] in _HOOK_HOSTS)
+
+
+os = _LeanOs() if _lean_os_fits() else _real_os()
 
 
 ###############################################################################
@@ -15253,8 +15457,7 @@ class Store:
         """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
-            import stat
-            if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
+            if os.lstat(target + ".lock").st_mode & _S_IFMT != _S_IFDIR:
                 # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
@@ -15322,13 +15525,12 @@ class Store:
 
     def _reclaim(self, key: str, lock: str) -> bool:
         """Clear a lock whose holders are gone; False when the lock path is not a dir."""
-        import stat
         import time
         try:
             info = os.lstat(lock)
         except FileNotFoundError:
             return True
-        if not stat.S_ISDIR(info.st_mode):
+        if info.st_mode & _S_IFMT != _S_IFDIR:
             return False
         try:
             entries = os.listdir(lock)
