@@ -2182,7 +2182,7 @@ _DQUOTE_SPECIAL = frozenset('"\\$`')
 _OPERATORS = frozenset((";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"))
 # What the command reader looks at before a word: the end of the line (""),
 # blanks, a comment, operators, parentheses and the digits of `2>`.  (Other
-# digits than ASCII ones count for `2>` too: those take the long way.)
+# digits than ASCII ones count for `2>` too: isdigit() finds those.)
 _LIST_MARKS = frozenset(("",) + tuple(" \t\\#\n()<>;&|0123456789"))
 
 
@@ -2286,6 +2286,18 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
     return ("other",)
 
 
+def _run_of(s: str, j: int, stop: int, chars: str) -> int:
+    """Where the run of `chars` from s[j] ends, at most at stop: 64
+    characters at a time in C (a word may be 30,000 of them)."""
+    while j < stop:
+        piece = s[j:j + 64 if j + 64 < stop else stop]
+        rest = piece.lstrip(chars)
+        j += len(piece) - len(rest)
+        if rest:
+            break
+    return j
+
+
 class _Bash:
     """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
     substitutions, subshells, compound commands, redirections and heredocs.
@@ -2333,7 +2345,7 @@ class _Bash:
         at_start = True       # next word is in command position
         while True:
             c = s[self.i] if self.i < n else ""
-            if c not in _LIST_MARKS and c < "\x80":
+            if c not in _LIST_MARKS and (c < "\x80" or not c.isdigit()):
                 pass   # a word, the common case: the tests below are for other characters
             elif c == " " or c == "\t":
                 self.i += 1
@@ -2798,9 +2810,7 @@ class _Bash:
                 break
             if c == "*" or c == "?":
                 # A run of them, the last of which may open an extglob `*(...)`.
-                j = i + 1
-                while j < stop and (s[j] == "*" or s[j] == "?"):
-                    j += 1
+                j = _run_of(s, i + 1, stop, "*?")
                 if j < n and s[j] == "(":
                     self.i = j - 1
                     raise _Give("shell_syntax_unproven")  # extglob
@@ -2816,9 +2826,11 @@ class _Bash:
                 # while the word walks past them: a fresh scan for every "["
                 # would make a line of "[" quadratic.
                 if meta_end < i:
-                    meta_end = i
-                    while meta_end < n and s[meta_end] not in _META:
-                        meta_end += 1
+                    meta_end = n   # the first metacharacter from here, each looked for in C
+                    for ch in _META:
+                        k = s.find(ch, i, meta_end)
+                        if k >= 0:
+                            meta_end = k
                 if close_at <= i:
                     close_at = s.find("]", i + 1)
                     close_at = n if close_at < 0 else close_at
@@ -2829,17 +2841,13 @@ class _Bash:
                 elif lead is None:
                     lead = True
                 # The "[" that follow are read the same way (both positions lie past them).
-                j = i + 1
-                while j < stop and s[j] == "[":
-                    j += 1
+                j = _run_of(s, i + 1, stop, "[")
                 out.append(s[i:j])
                 i = j
                 continue
             if c == "{":
                 brace = True
-                j = i + 1
-                while j < stop and s[j] == "{":
-                    j += 1
+                j = _run_of(s, i + 1, stop, "{")
                 if lead is None:
                     lead = True
                 out.append(s[i:j])
@@ -5708,53 +5716,62 @@ _FD = _Opts("-xX? --exec? --exec-batch?", runs="-x -X --exec --exec-batch", open
 
 # ---- sed --------------------------------------------------------------------
 
+def _sed_blanks(s: str, j: int) -> int:
+    while j < len(s) and s[j] in " \t":
+        j += 1
+    return j
+
+
+def _sed_regex_end(s: str, j: int, delim: str) -> int:
+    """Index of the `delim` that ends a sed regex starting at s[j], or -1."""
+    n = len(s)
+    while j < n:
+        if s[j] == "\\":
+            j += 2
+            continue
+        if s[j] == delim:
+            return j
+        if s[j] == "\n":
+            return -1
+        j += 1
+    return -1
+
+
+def _sed_address(s: str, j: int) -> int:
+    """Past the sed address at s[j] (a line, `$`, a regex), j if none; -1 if unread."""
+    n = len(s)
+    if j < n and s[j].isdigit():
+        while j < n and (s[j].isdigit() or s[j] == "~"):
+            j += 1
+    elif j < n and s[j] == "$":
+        j += 1
+    elif j < n and s[j] in "/\\":
+        delim = "/"
+        if s[j] == "\\":
+            if j + 1 >= n:
+                return -1
+            delim = s[j + 1]
+            j += 1
+        end = _sed_regex_end(s, j + 1, delim)
+        if end < 0:
+            return -1
+        j = end + 1
+        while j < n and s[j] in "IM":
+            j += 1
+    return j
+
+
 def _sed_script(script: str) -> Tuple[str, List[str]]:
-    """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
+    """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written).
+    Its helpers are functions of their own, not closures made at each call:
+    a line may hold thousands of -e scripts."""
     s, n = script, len(script)
     i = 0
     written: List[str] = []
     verdict = "read"
 
-    def skip_ws(j: int) -> int:
-        while j < n and s[j] in " \t":
-            j += 1
-        return j
-
-    def regex_end(j: int, delim: str) -> int:
-        while j < n:
-            if s[j] == "\\":
-                j += 2
-                continue
-            if s[j] == delim:
-                return j
-            if s[j] == "\n":
-                return -1
-            j += 1
-        return -1
-
-    def address(j: int) -> int:
-        if j < n and s[j].isdigit():
-            while j < n and (s[j].isdigit() or s[j] == "~"):
-                j += 1
-        elif j < n and s[j] == "$":
-            j += 1
-        elif j < n and s[j] in "/\\":
-            delim = "/"
-            if s[j] == "\\":
-                if j + 1 >= n:
-                    return -1
-                delim = s[j + 1]
-                j += 1
-            end = regex_end(j + 1, delim)
-            if end < 0:
-                return -1
-            j = end + 1
-            while j < n and s[j] in "IM":
-                j += 1
-        return j
-
     # A script may hold thousands of one-letter commands (`p;p;p;...`): the
-    # blanks around each are skipped inline, and address() is called only
+    # blanks around each are skipped inline, and _sed_address is called only
     # where one starts, so a command costs a few steps and no call.
     while True:
         while i < n and s[i] in ";\n \t":
@@ -5766,7 +5783,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             while i < n and s[i] != "\n":
                 i += 1
             continue
-        j = address(i) if c in "$/\\" or c.isdigit() else i
+        j = _sed_address(s, i) if c in "$/\\" or c.isdigit() else i
         if j < 0:
             return "unknown", written
         if j > i and j < n and s[j] == ",":
@@ -5777,13 +5794,13 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                     k += 1
                 j = k
             else:
-                j = address(k)
+                j = _sed_address(s, k)
                 if j < 0 or j == k:
                     return "unknown", written
         while j < n and s[j] in " \t":
             j += 1
         if j < n and s[j] == "!":
-            j = skip_ws(j + 1)
+            j = _sed_blanks(s, j + 1)
         if j >= n:
             return "unknown", written
         c = s[j]
@@ -5798,7 +5815,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             # GNU sed ends a label at whitespace and reads what follows as the
             # next command (`:a w f` writes f), so the label is one word and
             # anything after it but `;`/newline fails the check below.
-            j = skip_ws(j)
+            j = _sed_blanks(s, j)
             while j < n and s[j] not in " \t;\n":
                 j += 1
         elif c in "aic":
@@ -5808,7 +5825,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             while j < n and s[j] != "\n":
                 j += 1
         elif c in "wW":
-            start = skip_ws(j)
+            start = _sed_blanks(s, j)
             while j < n and s[j] != "\n":
                 j += 1
             written.append(s[start:j])
@@ -5819,8 +5836,8 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             if j >= n or s[j] in "\n\\":
                 return "unknown", written
             delim = s[j]
-            end1 = regex_end(j + 1, delim)
-            end2 = regex_end(end1 + 1, delim) if end1 >= 0 else -1
+            end1 = _sed_regex_end(s, j + 1, delim)
+            end2 = _sed_regex_end(s, end1 + 1, delim) if end1 >= 0 else -1
             if end2 < 0:
                 return "unknown", written
             j = end2 + 1
@@ -5830,7 +5847,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                 if j < n and s[j] == "e":
                     return "exec", written
                 if j < n and s[j] == "w":
-                    start = skip_ws(j + 1)
+                    start = _sed_blanks(s, j + 1)
                     j = start
                     while j < n and s[j] != "\n":
                         j += 1
