@@ -2810,7 +2810,9 @@ class _Bash:
                 break
             if c == "*" or c == "?":
                 # A run of them, the last of which may open an extglob `*(...)`.
-                j = _run_of(s, i + 1, stop, "*?")
+                j = i + 1
+                if j < stop and (s[j] == "*" or s[j] == "?"):   # a run: read in C
+                    j = _run_of(s, j, stop, "*?")
                 if j < n and s[j] == "(":
                     self.i = j - 1
                     raise _Give("shell_syntax_unproven")  # extglob
@@ -2826,11 +2828,17 @@ class _Bash:
                 # while the word walks past them: a fresh scan for every "["
                 # would make a line of "[" quadratic.
                 if meta_end < i:
-                    meta_end = n   # the first metacharacter from here, each looked for in C
-                    for ch in _META:
-                        k = s.find(ch, i, meta_end)
-                        if k >= 0:
-                            meta_end = k
+                    # The first metacharacter from here: near (the usual `[x]`
+                    # word) by a step at a time, farther each looked for in C.
+                    meta_end, near = i, min(n, i + 16)
+                    while meta_end < near and s[meta_end] not in _META:
+                        meta_end += 1
+                    if meta_end == near < n:
+                        meta_end = n
+                        for ch in _META:
+                            k = s.find(ch, near, meta_end)
+                            if k >= 0:
+                                meta_end = k
                 if close_at <= i:
                     close_at = s.find("]", i + 1)
                     close_at = n if close_at < 0 else close_at
@@ -2841,13 +2849,17 @@ class _Bash:
                 elif lead is None:
                     lead = True
                 # The "[" that follow are read the same way (both positions lie past them).
-                j = _run_of(s, i + 1, stop, "[")
+                j = i + 1
+                if j < stop and s[j] == "[":   # a run: read in C
+                    j = _run_of(s, j, stop, "[")
                 out.append(s[i:j])
                 i = j
                 continue
             if c == "{":
                 brace = True
-                j = _run_of(s, i + 1, stop, "{")
+                j = i + 1
+                if j < stop and s[j] == "{":   # a run: read in C
+                    j = _run_of(s, j, stop, "{")
                 if lead is None:
                     lead = True
                 out.append(s[i:j])
