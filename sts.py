@@ -1856,7 +1856,7 @@ class _W:
     expands to cannot be taken for an option.
     """
 
-    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted", "exp")
+    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted", "exp", "static", "opaque")
 
     def __init__(self, text: str, dyn: bool = False, split: bool = False, glob: bool = False,
                  lead: bool = True, quoted: bool = False,
@@ -1872,17 +1872,11 @@ class _W:
         # expansion is ("var", NAME, default word or None), ("sub", source
         # of the command) or ("other",).  Write targets are resolved from it.
         self.exp = exp
-
-    @property
-    def static(self) -> bool:
-        return not (self.dyn or self.glob)
-
-    @property
-    def opaque(self) -> bool:
-        """True when the runtime word may start with '-' or become several words."""
-        if self.dyn and (self.split or not self.lead):
-            return True
-        return self.glob and not self.lead
+        # Set once, not properties: a word never changes, and the judges
+        # ask these of every word, several times (a line holds thousands).
+        self.static = not (dyn or glob)
+        # The runtime word may start with '-' or become several words.
+        self.opaque = bool(dyn and (split or not lead)) or bool(glob and not lead)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return "W(%r%s)" % (self.text, "*" if not self.static else "")
