@@ -2823,16 +2823,21 @@ class _Bash:
                 # would make a line of "[" quadratic.
                 if meta_end < i:
                     # The first metacharacter from here: near (the usual `[x]`
-                    # word) by a step at a time, farther each looked for in C.
+                    # word) by a step at a time, farther each looked for in C
+                    # within a window that doubles, so that what is not there
+                    # is never searched for to the end of the line again and
+                    # again (`[aaaa...;[aaaa...;` would be quadratic).
                     meta_end, near = i, min(n, i + 16)
                     while meta_end < near and s[meta_end] not in _META:
                         meta_end += 1
-                    if meta_end == near < n:
-                        meta_end = n
+                    width = 256
+                    while meta_end == near < n:
+                        meta_end = near = min(n, near + width)
                         for ch in _META:
-                            k = s.find(ch, near, meta_end)
+                            k = s.find(ch, i, meta_end)
                             if k >= 0:
                                 meta_end = k
+                        width *= 2
                 if close_at <= i:
                     close_at = s.find("]", i + 1)
                     close_at = n if close_at < 0 else close_at
