@@ -2177,7 +2177,7 @@ _OPERATORS = frozenset((";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "
 # What the command reader looks at before a word: the end of the line (""),
 # blanks, a comment, operators, parentheses and the digits of `2>`.  (Other
 # digits than ASCII ones count for `2>` too: isdigit() finds those.)
-_LIST_MARKS = frozenset(("",) + tuple(" \t\\#\n()<>;&|0123456789"))
+_LIST_MARKS = frozenset(" \t\\#\n()<>;&|0123456789").union(("",))
 
 
 def _is_name(text: str) -> bool:
@@ -9005,8 +9005,8 @@ def _names_an_agent(text: str) -> bool:
 # words of an unread line are split at (see _unread), as str.translate
 # tables: str.split() then splits at exactly the blanks a regex's \s is, and
 # no `import re` (about a floor's worth of CPU in a hook) is needed for it.
-_AGENT_SEPARATORS = dict.fromkeys(map(ord, "'\"`,;&|()[]{}<>="), " ")
-_WORD_SEPARATORS = dict.fromkeys(map(ord, "'\"`,;&|(){}<>="), " ")
+_AGENT_SEPARATORS = str.maketrans("'\"`,;&|()[]{}<>=", " " * 16)
+_WORD_SEPARATORS = str.maketrans("'\"`,;&|(){}<>=", " " * 14)
 
 
 def _agent_tokens(text: str) -> List[str]:
@@ -9701,7 +9701,9 @@ _PS_DQUOTES = '"\u201c\u201d\u201e'
 _PS_REFUSE = "$`@{}()%?#,[]*\\<"
 # What a PowerShell word may hold a run of, read at once: printable ASCII
 # but blanks, quotes, what ends a word and what _ps_words refuses.
-_PS_PLAIN = frozenset(map(chr, range(0x21, 0x7f))) - frozenset("'\"\r\n;|&>" + _PS_REFUSE)
+# (Spelled out: a set built from a range costs every hook's import 8 us;
+# tests/test_analysis.py checks it against that definition.)
+_PS_PLAIN = frozenset("!+-./0123456789:=ABCDEFGHIJKLMNOPQRSTUVWXYZ^_abcdefghijklmnopqrstuvwxyz~")
 
 _PS_READ_CMDLETS = frozenset((
     "get-content", "get-childitem", "get-item", "test-path", "resolve-path", "select-string",

@@ -632,6 +632,14 @@ def test_unknown_shell_takes_the_worst_reading():
     assert sts.analyze_shell(nel, "powershell").mutability == "write"
 
 
+def test_a_powershell_run_holds_only_what_means_nothing_in_a_word():
+    """_ps_words copies a run of these at once; the set is spelled out for
+    the import's sake and must stay printable ASCII without blanks, quotes,
+    what ends a word and what it refuses."""
+    assert sts._PS_PLAIN == frozenset(map(chr, range(0x21, 0x7f))) \
+        - frozenset("'\"\r\n;|&>" + sts._PS_REFUSE)
+
+
 def test_powershell_native_sort_is_not_the_cmdlet():
     # On Linux/macOS pwsh, `sort` runs the native program, which can write.
     assert sts.analyze_shell("sort -o out.txt in.txt", "powershell").mutability == "write"
