@@ -4912,8 +4912,8 @@ _GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage",
 
 # Options of the revision walk and diff machinery (log, show, diff, ...).
 # 0 = flag; 1 = value, attached with '=' or as the next word; 2 = '=value' only.
-_GIT_REV_LONG: Dict[str, int] = {}
-for _names, _arity in (
+_GIT_REV_LONG: Dict[str, int] = {}   # made from these on first use (_git_rev_longs)
+_GIT_REV_LONG_NAMES = (
     ("short branch show-stash no-index numstat shortstat name-only name-status check summary "
      "patch no-patch raw binary cached staged exit-code quiet no-color no-ext-diff no-textconv "
      "ignore-all-space ignore-space-change ignore-space-at-eol ignore-cr-at-eol "
@@ -4944,11 +4944,20 @@ for _names, _arity in (
      "inter-hunk-context rotate-to skip-to find-object author committer grep since until "
      "before after max-count skip max-age min-age since-as-filter grep-reflog decorate-refs "
      "decorate-refs-exclude", 1),
-):
-    for _n in _names.split():
-        _GIT_REV_LONG.setdefault(_n, _arity)
-_GIT_REV_LONG["porcelain"] = 2
-del _names, _arity, _n
+)
+
+
+def _git_rev_longs() -> Dict[str, int]:
+    """_GIT_REV_LONG, made the first time a git command needs it: parsing the
+    table cost every hook's import 50 us, git or not."""
+    if not _GIT_REV_LONG:
+        for names, arity in _GIT_REV_LONG_NAMES:
+            for name in names.split():
+                _GIT_REV_LONG.setdefault(name, arity)
+        _GIT_REV_LONG["porcelain"] = 2
+    return _GIT_REV_LONG
+
+
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
 _GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
@@ -5038,64 +5047,75 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
 
 
 def _git_rev(args: List[_W]) -> _V:
-    return _git_query(args, _GIT_REV_LONG, _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
+    return _git_query(args, _git_rev_longs(), _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
                       _GIT_REV_SHORT_NUM, _GIT_REV_DENY)
 
 
+# The long options of each read-only subcommand, "name:arity" (arity as in
+# _GIT_REV_LONG); parsed into _GIT_SIMPLE_LONG on first use (_git_simple_longs).
+_GIT_SIMPLE_SPECS: Dict[str, str] = {
+    "ls-files": "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
+                "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
+                "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
+                "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
+                "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0",
+    "ls-tree": "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
+               "abbrev:2 format:1",
+    "blame": "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
+             "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
+             "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
+             "first-parent:0 progress:0 no-progress:0 encoding:1",
+    "cat-file": "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
+                "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
+                "mailmap:0 path:1",
+    "rev-parse": "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
+                 "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
+                 "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
+                 "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
+                 "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
+                 "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
+                 "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
+                 "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
+                 "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1",
+    "describe": "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
+                "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2",
+    "show-ref": "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
+                "quiet:0 dereference:0 exclude-existing:2",
+    "for-each-ref": "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
+                    "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
+                    "omit-empty:0 exclude:1 include-root-refs:0 stdin:0",
+    "merge-base": "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0",
+    "name-rev": "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
+                "always:0 stdin:0",
+    "count-objects": "verbose:0 human-readable:0",
+    "check-ignore": "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0",
+    "check-attr": "all:0 cached:0 stdin:0 source:1",
+    "var": "list:0",
+    "cherry": "abbrev:2",
+    "grep": "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
+            "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
+            "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
+            "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
+            "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
+            "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
+            "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
+            "no-textconv:0 recursive:0 no-recursive:0 null:0",
+    "shortlog": "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0",
+    "range-diff": "creation-factor:1 no-dual-color:0 left-only:0 right-only:0",
+    "version": "build-options:0",
+}
 _GIT_SIMPLE_LONG: Dict[str, Dict[str, int]] = {}
-for _sub, _spec in (
-    ("ls-files", "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
-                 "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
-                 "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
-                 "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
-                 "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0"),
-    ("ls-tree", "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
-                "abbrev:2 format:1"),
-    ("blame", "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
-              "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
-              "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
-              "first-parent:0 progress:0 no-progress:0 encoding:1"),
-    ("cat-file", "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
-                 "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
-                 "mailmap:0 path:1"),
-    ("rev-parse", "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
-                  "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
-                  "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
-                  "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
-                  "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
-                  "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
-                  "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
-                  "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
-                  "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1"),
-    ("describe", "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
-                 "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2"),
-    ("show-ref", "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
-                 "quiet:0 dereference:0 exclude-existing:2"),
-    ("for-each-ref", "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
-                     "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
-                     "omit-empty:0 exclude:1 include-root-refs:0 stdin:0"),
-    ("merge-base", "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0"),
-    ("name-rev", "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
-                 "always:0 stdin:0"),
-    ("count-objects", "verbose:0 human-readable:0"),
-    ("check-ignore", "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0"),
-    ("check-attr", "all:0 cached:0 stdin:0 source:1"),
-    ("var", "list:0"),
-    ("cherry", "abbrev:2"),
-    ("grep", "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
-             "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
-             "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
-             "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
-             "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
-             "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
-             "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
-             "no-textconv:0 recursive:0 no-recursive:0 null:0"),
-    ("shortlog", "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0"),
-    ("range-diff", "creation-factor:1 no-dual-color:0 left-only:0 right-only:0"),
-    ("version", "build-options:0"),
-):
-    _GIT_SIMPLE_LONG[_sub] = {k: int(v) for k, v in (item.split(":") for item in _spec.split())}
-del _sub, _spec
+
+
+def _git_simple_longs(sub: str) -> Dict[str, int]:
+    """The long options of `sub`, parsed the first time it is read: all of
+    them cost every hook's import 110 us, git or not."""
+    longs = _GIT_SIMPLE_LONG.get(sub)
+    if longs is None:
+        longs = _GIT_SIMPLE_LONG[sub] = {
+            k: int(v) for k, v in (item.split(":") for item in _GIT_SIMPLE_SPECS[sub].split())}
+    return longs
+
 
 _GIT_SIMPLE_SHORT = {
     # sub: (flags, short options taking a value, short options with optional digits)
@@ -5129,7 +5149,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
             "open-files-in-pager": "exec"}
     if sub != "grep":
         deny.pop("open-files-in-pager")
-    longs = _GIT_SIMPLE_LONG[sub]
+    longs = _git_simple_longs(sub)
     if sub in ("grep", "cat-file") and "textconv" in longs:
         longs = dict(longs)
         longs.pop("textconv")
@@ -5300,7 +5320,7 @@ _GIT_READ_ACTIONS = {
 }
 
 
-_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_LONG)
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_SPECS)
                    | frozenset(_GIT_READ_ACTIONS)
                    | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
                                 "archive", "symbolic-ref", "help")))
@@ -5561,7 +5581,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return v
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
-    elif sub in _GIT_SIMPLE_LONG:
+    elif sub in _GIT_SIMPLE_SPECS:
         v = _git_simple(sub, rest)
     elif sub == "branch":
         v = _git_branch(rest)
