@@ -1856,7 +1856,7 @@ class _W:
     expands to cannot be taken for an option.
     """
 
-    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted", "exp")
+    __slots__ = ("text", "dyn", "split", "glob", "lead", "quoted", "exp", "static", "opaque")
 
     def __init__(self, text: str, dyn: bool = False, split: bool = False, glob: bool = False,
                  lead: bool = True, quoted: bool = False,
@@ -1872,17 +1872,11 @@ class _W:
         # expansion is ("var", NAME, default word or None), ("sub", source
         # of the command) or ("other",).  Write targets are resolved from it.
         self.exp = exp
-
-    @property
-    def static(self) -> bool:
-        return not (self.dyn or self.glob)
-
-    @property
-    def opaque(self) -> bool:
-        """True when the runtime word may start with '-' or become several words."""
-        if self.dyn and (self.split or not self.lead):
-            return True
-        return self.glob and not self.lead
+        # Set once, not properties: a word never changes, and the judges
+        # ask these of every word, several times (a line holds thousands).
+        self.static = not (dyn or glob)
+        # The runtime word may start with '-' or become several words.
+        self.opaque = bool(dyn and (split or not lead)) or bool(glob and not lead)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return "W(%r%s)" % (self.text, "*" if not self.static else "")
@@ -2173,10 +2167,21 @@ _PARAM_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _ARITH_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%()<>!&|^~?:\t")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789")
+# Characters a word reads one at a time: the metacharacters that end it and
+# those that mean something inside it (quotes, expansions, patterns, `{`).
+# Any other run is copied whole; one that ends in the `+`, `@` or `!` of an
+# extglob `+(...)` or the `~` of zsh's `~[...]` is refused where that starts.
+_WORD_SPECIAL = frozenset(_META + "\\'\"$`*?[{")
+_DQUOTE_SPECIAL = frozenset('"\\$`')
+_OPERATORS = frozenset((";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"))
+# What the command reader looks at before a word: the end of the line (""),
+# blanks, a comment, operators, parentheses and the digits of `2>`.  (Other
+# digits than ASCII ones count for `2>` too: isdigit() finds those.)
+_LIST_MARKS = frozenset(" \t\\#\n()<>;&|0123456789").union(("",))
 
 
 def _is_name(text: str) -> bool:
-    return bool(text) and text[0] in _NAME_START and all(c in _NAME_CHARS for c in text)
+    return bool(text) and text[0] in _NAME_START and _NAME_CHARS.issuperset(text)
 
 
 # Lower-case names the shell gives a meaning (zsh ties path to PATH, cdpath,
@@ -2275,6 +2280,18 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
     return ("other",)
 
 
+def _run_of(s: str, j: int, stop: int, chars: str) -> int:
+    """Where the run of `chars` from s[j] ends, at most at stop: 64
+    characters at a time in C (a word may be 30,000 of them)."""
+    while j < stop:
+        piece = s[j:j + 64 if j + 64 < stop else stop]
+        rest = piece.lstrip(chars)
+        j += len(piece) - len(rest)
+        if rest:
+            break
+    return j
+
+
 class _Bash:
     """A recursive-descent reader for a POSIX/bash subset: quoting, operators,
     substitutions, subshells, compound commands, redirections and heredocs.
@@ -2322,22 +2339,24 @@ class _Bash:
         at_start = True       # next word is in command position
         while True:
             c = s[self.i] if self.i < n else ""
-            if c in (" ", "\t"):
+            if c not in _LIST_MARKS and (c < "\x80" or not c.isdigit()):
+                pass   # a word, the common case: the tests below are for other characters
+            elif c == " " or c == "\t":
                 self.i += 1
                 continue
-            if c == "\\" and s.startswith("\\\n", self.i):
+            elif c == "\\" and s.startswith("\\\n", self.i):
                 self.i += 2
                 continue
-            if c == "":
+            elif c == "":
                 if closer is not None or need_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd)
                 return
-            if c == "#" :
+            elif c == "#" :
                 while self.i < n and s[self.i] != "\n":
                     self.i += 1
                 continue
-            if c == "\n":
+            elif c == "\n":
                 self._finish(cmd)
                 self.i += 1
                 cmd = _Cmd(s, self.i)
@@ -2347,13 +2366,13 @@ class _Bash:
                 had_cmd = had_cmd and need_cmd
                 at_start = True
                 continue
-            if c == ")":
+            elif c == ")":
                 if closer != ")" or need_cmd:
                     raise _Give("shell_syntax_unproven")
                 self._finish(cmd)
                 self.i += 1
                 return
-            if c == "(":
+            elif c == "(":
                 if not cmd.empty() or not at_start or cmd.attached:
                     raise _Give("shell_syntax_unproven")
                 if s.startswith("((", self.i):
@@ -2374,7 +2393,7 @@ class _Bash:
                 at_start = False
                 had_cmd, need_cmd = True, False
                 continue
-            if c in ";&|":
+            elif c in ";&|":
                 end = self.i
                 op = self._operator()
                 if op in ("&>", "&>>") and self.dash:
@@ -2396,7 +2415,7 @@ class _Bash:
                 need_cmd = op in ("|", "||", "&&", "|&")
                 at_start = True
                 continue
-            if c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
+            elif c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
                 op = self._redir_op()
                 self._redirection(cmd, op)
                 at_start = False
@@ -2452,6 +2471,8 @@ class _Bash:
             cmd.words.append(word)
             at_start = False
             had_cmd, need_cmd = True, False
+            while self.i < n and s[self.i] == " ":   # (the blank after a word: no pass above)
+                self.i += 1
 
     def _assignment_name(self) -> Optional[str]:
         """At a word start: the NAME of an unquoted `NAME=`, consuming it; else None."""
@@ -2476,8 +2497,9 @@ class _Bash:
 
     def _operator(self) -> str:
         s, i = self.s, self.i
-        for op in (";;&", "&>>", ";;", ";&", "&&", "||", "|&", "&>", ";", "&", "|"):
-            if s.startswith(op, i):
+        three = s[i:i + 3]
+        for op in (three, three[:2], three[:1]):   # the longest operator there
+            if op in _OPERATORS:
                 self.i = i + len(op)
                 return op
         raise _Give("shell_syntax_unproven")  # pragma: no cover
@@ -2580,37 +2602,80 @@ class _Bash:
         cmd.zsh_drop.append(word)
 
     def _read_heredocs(self) -> None:
-        """Consume pending heredoc bodies after a newline; bodies are data, never commands."""
+        """Consume pending heredoc bodies after a newline; bodies are data, never commands.
+
+        A body may be 60 KiB of short lines: its closing line is found with
+        str.find (only a line that holds the delimiter is looked at), and an
+        unquoted body is searched as a whole for what would expand in it.  A
+        line at a time cost a tenth of a second for 60,000 empty lines."""
         s = self.s
         pending, self.heredocs = self.heredocs, []
         for delim, quoted, strip, owner in pending:
-            body: List[str] = []
-            while True:
-                if self.i >= self.n:
-                    raise _Give("shell_syntax_unproven", why=("heredoc_open", delim))
-                end = s.find("\n", self.i)
-                if end < 0:
-                    end = self.n
-                line = s[self.i:end]
-                self.i = min(end + 1, self.n)
-                check = line.lstrip("\t") if strip else line
-                if check == delim:
-                    break
-                if not quoted and ("`" in line or "$(" in line or "${" in line or "$[" in line
-                                   or line.endswith("\\")):
-                    # A trailing backslash joins the next line in an unquoted body:
-                    # `$\` then `(cmd)` is a command substitution.
-                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
-                if not quoted and "$" in line and _an_rx(
-                        "hdsub", r"\$(#?[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])\[").search(line):
-                    # zsh expands $f[PATH=5] in the body too, as arithmetic that
-                    # assigns, in this shell when the command is a builtin.
-                    raise _Give("shell_syntax_unproven", why=("heredoc", line, delim))
-                body.append(check)
+            start = self.i
+            close = self._heredoc_close(delim, strip)
+            raw = s[start:close] if close >= 0 else s[start:]
+            if not quoted:
+                self._heredoc_expansions(raw, start, delim)
+            if close < 0:
+                self.i = self.n
+                raise _Give("shell_syntax_unproven", why=("heredoc_open", delim))
+            end = s.find("\n", close)
+            self.i = self.n if end < 0 else end + 1
+            if strip:
+                raw = "\n".join([line.lstrip("\t") for line in raw.split("\n")])
             # Kept so that content written by `cat > f <<EOF` can be checked for intents.
             # (an unquoted body keeps its $name text: intents do not depend on values).
-            owner.stdin = "\n".join(body) + "\n"
+            owner.stdin = raw or "\n"
             owner.stdin_literal = quoted
+
+    def _heredoc_close(self, delim: str, strip: bool) -> int:
+        """Where the line that ends the body starting at self.i begins: the
+        first line that is `delim` (after its tabs, with `<<-`); -1 if none."""
+        s, n = self.s, self.n
+        if "\n" in delim or (strip and delim.startswith("\t")):
+            return -1   # no line can be it
+        line = self.i
+        while line < n:
+            if strip and not delim:   # a line of tabs only, wherever "" is found
+                nxt = s.find("\n", line)
+                if not s[line:n if nxt < 0 else nxt].strip("\t"):
+                    return line
+                if nxt < 0:
+                    return -1
+                line = nxt + 1
+                continue
+            k = s.find(delim, line)
+            if k < 0:
+                return -1
+            line = s.rfind("\n", line, k) + 1 or line   # the line k is in
+            end = k + len(delim)
+            if (end == n or s[end] == "\n") and (
+                    not s[line:k].strip("\t") if strip else k == line):
+                return line
+            nxt = s.find("\n", k)   # the first `delim` in a line decides for the line
+            if nxt < 0:
+                return -1
+            line = nxt + 1
+        return -1
+
+    def _heredoc_expansions(self, raw: str, start: int, delim: str) -> None:
+        """Refuse an unquoted body (raw, read from `start`) in which the shell
+        would run or assign something, naming the first such line."""
+        text = raw if raw.endswith("\n") or not raw else raw + "\n"
+        # A trailing backslash joins the next line in an unquoted body:
+        # `$\` then `(cmd)` is a command substitution.
+        marks = [text.find(mark) for mark in ("`", "$(", "${", "$[", "\\\n")]
+        if "$" in text:
+            # zsh expands $f[PATH=5] in the body too, as arithmetic that
+            # assigns, in this shell when the command is a builtin.
+            found = _an_rx("hdsub", r"\$(#?[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])\[").search(text)
+            marks.append(found.start() if found else -1)
+        first = min([k for k in marks if k >= 0], default=-1)
+        if first >= 0:
+            end = text.find("\n", first)
+            self.i = min(start + end + 1, self.n)   # past that line, where reading stopped
+            raise _Give("shell_syntax_unproven",
+                        why=("heredoc", text[text.rfind("\n", 0, first) + 1:end], delim))
 
     def _for_header(self) -> None:
         """`for NAME [in WORDS]` up to the separator; the loop body is ordinary commands."""
@@ -2682,136 +2747,204 @@ class _Bash:
     def _word(self) -> _W:
         s, n = self.s, self.n
         start = self.i
-        out: List[str] = []
-        exp: List[Tuple[Any, bool]] = []
-        dyn = split = glob = quoted = False
-        lead: Optional[bool] = None   # decided by the first character
-        brace = False
-        meta_end = close_at = -1      # see "[" below
         # A word costs a unit per 8 characters (charged at its end): past what
         # the work left pays for, the line is over the limit whatever follows,
         # so a 64 KiB word stops here instead of being read to its end.
         affordable = start + (self.work[0] + 1) * 8
-
-        def first(is_literal: bool, ch: str) -> None:
-            nonlocal lead
-            if lead is None:
-                lead = is_literal and ch != "-"
-
+        stop = affordable + 1 if affordable < n else n
         # zsh replaces a word that starts with an unquoted `=cmd` by the path
         # of cmd (`==x` and a lone `=` fail or stay as they are).
-        equals = s.startswith("=", self.i) and self.i + 1 < n \
-            and s[self.i + 1] not in _META and s[self.i + 1] != "="
-        while self.i < n:
-            if self.i > affordable:
+        equals = s.startswith("=", start) and start + 1 < n \
+            and s[start + 1] not in _META and s[start + 1] != "="
+        # Most words are one run of characters that mean nothing in a word,
+        # up to a blank or an operator: such a word is its text, read at once.
+        j = start
+        while j < stop and s[j] not in _WORD_SPECIAL:
+            j += 1
+        if j > start and j < n and s[j] in "([" and s[j - 1] in "+@!~":
+            self._run_end(j)
+        if j > start and (j == n or (j <= affordable and s[j] in _META)):
+            self.i = j
+            work = self.work   # (_spend, inline: this runs for most words of a line)
+            work[0] -= 1 + (j - start) // 8
+            if work[0] < 0:
                 raise _Give("analysis_limit")
-            c = s[self.i]
+            return _W(s[start:j], equals, False, False, s[start] != "-", False, [])
+        # Otherwise the run read so far is the word's first piece.
+        out: List[str] = [s[start:j]] if j > start else []
+        exp: List[Tuple[Any, bool]] = []
+        dyn = split = glob = quoted = False
+        # Decided by the first piece: a static literal other than '-' (see _W.lead).
+        lead: Optional[bool] = s[start] != "-" if j > start else None
+        brace = False
+        meta_end = close_at = -1      # see "[" below
+        # The position is kept in `i`, and in self.i only where a method reads
+        # it or reading stops (a refusal names where): a word of 30,000
+        # characters that each mean something walks here one at a time.
+        i = j
+        while i < n:
+            if i > affordable:
+                self.i = i
+                raise _Give("analysis_limit")
+            c = s[i]
+            if c not in _WORD_SPECIAL:
+                # A run of characters that mean nothing here is taken whole:
+                # most words are one such run, and a long line is mostly words.
+                j = i + 1
+                while j < stop and s[j] not in _WORD_SPECIAL:
+                    j += 1
+                if j < n and s[j] in "([" and s[j - 1] in "+@!~":
+                    self._run_end(j)
+                if lead is None:
+                    lead = c != "-"
+                out.append(s[i:j])
+                i = j
+                continue
             if c in _META:
                 break
-            if c == "\\":
-                if self.i + 1 >= n:
-                    raise _Give("shell_syntax_unproven")
-                nxt = s[self.i + 1]
-                self.i += 2
-                if nxt == "\n":
-                    continue
-                first(True, nxt)
-                out.append(nxt)
-                continue
-            if c == "'":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    raise _Give("shell_syntax_unproven")
-                piece = s[self.i + 1:end]
-                if piece:
-                    first(True, piece[0])
-                out.append(piece)
-                quoted = True
-                self.i = end + 1
-                continue
-            if c == '"':
-                self.i += 1
-                quoted = True
-                d = self._dquote(out, first, exp)
-                dyn = dyn or d
-                continue
-            if c == "$":
-                nxt = s[self.i + 1] if self.i + 1 < n else ""
-                if nxt == "'" and self.dash:
-                    first(True, "$")        # dash: a plain `$`, then a quoted string
-                    out.append("$")
-                    self.i += 1
-                    continue
-                if nxt == "'":
-                    end = self.i + 2
-                    while end < n and s[end] != "'":
-                        end += 2 if s[end] == "\\" else 1
-                    if end >= n:
-                        raise _Give("shell_syntax_unproven")
-                    piece = _ansi_c(s[self.i + 2:end])
-                    if piece:
-                        first(True, piece[0])
-                    out.append(piece)
-                    quoted = True
-                    self.i = end + 1
-                    continue
-                if nxt == '"':
-                    raise _Give("shell_syntax_unproven")
-                if self._dollar():
-                    first(False, "")
-                    out.append("\0")
-                    exp.append((self.exp, False))
-                    dyn = split = True
-                    continue
-                first(True, "$")
-                out.append("$")
-                self.i += 1
-                continue
-            if c == "`":
-                self._backtick()
-                first(False, "")
-                out.append("\0")
-                exp.append((self.exp, False))
-                dyn = split = True
-                continue
-            if c in "*?":
-                if self.i + 1 < n and s[self.i + 1] == "(":
+            if c == "*" or c == "?":
+                # A run of them, the last of which may open an extglob `*(...)`.
+                j = i + 1
+                if j < stop and (s[j] == "*" or s[j] == "?"):   # a run: read in C
+                    j = _run_of(s, j, stop, "*?")
+                if j < n and s[j] == "(":
+                    self.i = j - 1
                     raise _Give("shell_syntax_unproven")  # extglob
-                first(False, c)
+                if lead is None:
+                    lead = False
                 glob = True
-                out.append(c)
-                self.i += 1
+                out.append(s[i:j])
+                i = j
                 continue
             if c == "[":
                 # A pattern needs a "]" before the next unquoted-or-not shell
                 # metacharacter.  Both positions are found once and reused
                 # while the word walks past them: a fresh scan for every "["
                 # would make a line of "[" quadratic.
-                if meta_end < self.i:
-                    meta_end = self.i
-                    while meta_end < n and s[meta_end] not in _META:
+                if meta_end < i:
+                    # The first metacharacter from here: near (the usual `[x]`
+                    # word) by a step at a time, farther each looked for in C
+                    # within a window that doubles, so that what is not there
+                    # is never searched for to the end of the line again and
+                    # again (`[aaaa...;[aaaa...;` would be quadratic).
+                    meta_end, near = i, min(n, i + 16)
+                    while meta_end < near and s[meta_end] not in _META:
                         meta_end += 1
-                if close_at <= self.i:
-                    close_at = s.find("]", self.i + 1)
+                    width = 256
+                    while meta_end == near < n:
+                        meta_end = near = min(n, near + width)
+                        for ch in _META:
+                            k = s.find(ch, i, meta_end)
+                            if k >= 0:
+                                meta_end = k
+                        width *= 2
+                if close_at <= i:
+                    close_at = s.find("]", i + 1)
                     close_at = n if close_at < 0 else close_at
                 if close_at < meta_end:
-                    first(False, c)
                     glob = True
-                else:
-                    first(True, c)
-                out.append(c)
-                self.i += 1
+                    if lead is None:
+                        lead = False
+                elif lead is None:
+                    lead = True
+                # The "[" that follow are read the same way (both positions lie past them).
+                j = i + 1
+                if j < stop and s[j] == "[":   # a run: read in C
+                    j = _run_of(s, j, stop, "[")
+                out.append(s[i:j])
+                i = j
                 continue
-            if c in "+@!" and self.i + 1 < n and s[self.i + 1] == "(":
-                raise _Give("shell_syntax_unproven")  # extglob
-            if c == "~" and s.startswith("~[", self.i):
-                # zsh's dynamic named directory: ~[name] calls a shell function.
-                raise _Give("shell_syntax_unproven")
             if c == "{":
                 brace = True
-            first(True, c)
-            out.append(c)
-            self.i += 1
+                j = i + 1
+                if j < stop and s[j] == "{":   # a run: read in C
+                    j = _run_of(s, j, stop, "{")
+                if lead is None:
+                    lead = True
+                out.append(s[i:j])
+                i = j
+                continue
+            if c == "\\":
+                if i + 1 >= n:
+                    self.i = i
+                    raise _Give("shell_syntax_unproven")
+                nxt = s[i + 1]
+                i += 2
+                if nxt == "\n":
+                    continue
+                if lead is None:
+                    lead = nxt != "-"
+                out.append(nxt)
+                continue
+            if c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    self.i = i
+                    raise _Give("shell_syntax_unproven")
+                piece = s[i + 1:end]
+                if piece and lead is None:
+                    lead = piece[0] != "-"
+                out.append(piece)
+                quoted = True
+                i = end + 1
+                continue
+            self.i = i   # the rest read on through methods that move self.i
+            if c == '"':
+                self.i += 1
+                quoted = True
+                mark = len(out)
+                d = self._dquote(out, exp)
+                if lead is None and len(out) > mark:
+                    # _dquote marks an expansion with a NUL piece of its own.
+                    lead = out[mark][0] not in "\0-"
+                dyn = dyn or d
+                i = self.i
+                continue
+            if c == "$":
+                nxt = s[i + 1] if i + 1 < n else ""
+                if nxt == "'" and self.dash:
+                    if lead is None:        # dash: a plain `$`, then a quoted string
+                        lead = True
+                    out.append("$")
+                    i += 1
+                    continue
+                if nxt == "'":
+                    end = i + 2
+                    while end < n and s[end] != "'":
+                        end += 2 if s[end] == "\\" else 1
+                    if end >= n:
+                        raise _Give("shell_syntax_unproven")
+                    piece = _ansi_c(s[i + 2:end])
+                    if piece and lead is None:
+                        lead = piece[0] != "-"
+                    out.append(piece)
+                    quoted = True
+                    i = end + 1
+                    continue
+                if nxt == '"':
+                    raise _Give("shell_syntax_unproven")
+                if self._dollar():
+                    if lead is None:
+                        lead = False
+                    out.append("\0")
+                    exp.append((self.exp, False))
+                    dyn = split = True
+                    i = self.i
+                    continue
+                if lead is None:
+                    lead = True
+                out.append("$")
+                i += 1
+                continue
+            # c == "`"
+            self._backtick()
+            if lead is None:
+                lead = False
+            out.append("\0")
+            exp.append((self.exp, False))
+            dyn = split = True
+            i = self.i
+        self.i = i
         text = "".join(out)
         if brace and not glob and text not in ("{", "{}"):
             tail = text[text.index("{"):] if "{" in text else ""
@@ -2822,21 +2955,38 @@ class _Bash:
         if lead is None:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
-        return _W(text, dyn=dyn or equals, split=split, glob=glob, lead=lead, quoted=quoted,
-                  exp=exp)
+        return _W(text, dyn or equals, split, glob, lead, quoted, exp)
 
-    def _dquote(self, out: List[str], first: Callable[[bool, str], None],
-                exp: List[Tuple[Any, bool]]) -> bool:
-        """Inside "...": only $, backtick and backslash are special."""
+    def _run_end(self, j: int) -> None:
+        """A run of plain characters stops at s[j]: refuse the extglob
+        `+(`, `@(`, `!(` or zsh's `~[` its last character opens."""
+        s = self.s
+        if (s[j] == "(" and s[j - 1] in "+@!") or (s[j] == "[" and s[j - 1] == "~"):
+            self.i = j - 1
+            # extglob; zsh's dynamic named directory: ~[name] calls a shell function.
+            raise _Give("shell_syntax_unproven")
+
+    def _dquote(self, out: List[str], exp: List[Tuple[Any, bool]]) -> bool:
+        """Inside "...": only $, backtick and backslash are special.  An
+        expansion is one NUL piece of out (the caller reads `lead` from the
+        first piece)."""
         s, n = self.s, self.n
         dyn = False
         affordable = self.i + (self.work[0] + 1) * 8   # as in _word
+        stop = affordable + 1 if affordable < n else n
         while True:
             if self.i >= n:
                 raise _Give("shell_syntax_unproven")
             if self.i > affordable:
                 raise _Give("analysis_limit")
             c = s[self.i]
+            if c not in _DQUOTE_SPECIAL:
+                i = j = self.i       # a run of plain text, taken whole (see _word)
+                while j < stop and s[j] not in _DQUOTE_SPECIAL:
+                    j += 1
+                out.append(s[i:j])
+                self.i = j
+                continue
             if c == '"':
                 self.i += 1
                 return dyn
@@ -2844,25 +2994,20 @@ class _Bash:
                 nxt = s[self.i + 1]
                 self.i += 2
                 if nxt != "\n":
-                    first(True, nxt)
                     out.append(nxt)
                 continue
             if c == "$":
-                nxt = s[self.i + 1] if self.i + 1 < n else ""
                 if self._dollar():
-                    first(False, "")
                     out.append("\0")
                     exp.append((self.exp, True))
                     dyn = True
                     continue
             if c == "`":
                 self._backtick()
-                first(False, "")
                 out.append("\0")
                 exp.append((self.exp, True))
                 dyn = True
                 continue
-            first(True, c)
             out.append(c)
             self.i += 1
 
@@ -2886,7 +3031,11 @@ class _Bash:
         if nxt == "{":
             end = s.find("}", i + 2)
             body = s[i + 2:end] if end > 0 else ""
-            if end < 0 or not body or any(ch not in _PARAM_OK for ch in body) \
+            if end > 0 and _is_name(body):   # ${NAME}, the common form
+                self.i = end + 1
+                self.exp = ("var", body, None)
+                return True
+            if end < 0 or not body or not _PARAM_OK.issuperset(body) \
                     or body[0] in "^+" or not _param_safe(body):
                 # ${^x} and ${+x} are zsh's (array product, is-set); bash refuses them
                 raise _Give("shell_syntax_unproven")
@@ -3019,11 +3168,29 @@ _ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMA
                     "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
 
 
+# _ENV_WHY as exact names and name prefixes, and _ENV_RISKY_PARTS by their
+# first two letters; made on first use.  A line may set thousands of
+# variables (`a=1 a=1 ... ls`): a walk of both tables for each name cost 25
+# microseconds, now a look-up per letter of the name.
+_ENV_RISKY_NAMES: List[Any] = []
+
+
 def _env_risky(upper: str) -> bool:
-    for pattern, _ in _ENV_WHY:
-        if upper == pattern or (pattern.endswith("*") and upper.startswith(pattern[:-1])):
-            return True
-    return upper.startswith("_") or any(part in upper for part in _ENV_RISKY_PARTS)
+    if not _ENV_RISKY_NAMES:
+        parts: Dict[str, Tuple[str, ...]] = {}
+        for part in _ENV_RISKY_PARTS:   # (each has two letters or more)
+            parts[part[:2]] = parts.get(part[:2], ()) + (part,)
+        _ENV_RISKY_NAMES[:] = (frozenset(p for p, _ in _ENV_WHY if not p.endswith("*")),
+                               tuple(p[:-1] for p, _ in _ENV_WHY if p.endswith("*")) + ("_",),
+                               parts)
+    exact, prefixes, parts = _ENV_RISKY_NAMES
+    if upper in exact or upper.startswith(prefixes):
+        return True
+    for i in range(len(upper) - 1):
+        for part in parts.get(upper[i:i + 2], ()):
+            if upper.startswith(part, i):
+                return True
+    return False
 
 
 def _env_ok(name: str, value: _W) -> bool:
@@ -3112,11 +3279,12 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
     v.cd = inner.cd
+    name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
         written = {w.text for w in cmd.words} | {w.text for _, w in cmd.redirs if w is not None}
         for t in v.targets:
-            if _cmd_name(cmd) in _COPIERS and t not in written:
+            if name in _COPIERS and t not in written:
                 continue   # `dest/package.json` if dest is a folder: see _manifest_by_name
             # A write straight into a manifest can add a dependency...
             if manifest_kind(t) is not None and not v.dep:
@@ -3126,19 +3294,19 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                 v.hash = hash_intent_in_text(content, t)
     if v.mut == "write" and not v.dep:
         v.dep = _manifest_by_name(cmd, inner.mut == "write")
-    if not v.dep and _cmd_name(cmd) == "git" and _git_from_another_commit(cmd.words[1:]):
+    if not v.dep and name == "git" and _git_from_another_commit(cmd.words[1:]):
         v.dep = _git_paths_may_hold_a_manifest(cmd.words[1:])
-    if cmd.stdin and _cmd_name(cmd) in ("apply_patch", "applypatch"):
+    if cmd.stdin and name in ("apply_patch", "applypatch"):
         patch = analyze_patch(cmd.stdin)
         v.targets.extend(patch.paths)
         v.hash = v.hash or patch.hash_intent
         v.dep = v.dep or patch.dependency_intent
-    elif _cmd_name(cmd) == "git" and v.mut == "write" and (
+    elif name == "git" and v.mut == "write" and (
             target := _git_config_target(cmd.words)) is not None:
         v.targets.append(target)
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True
-    elif _applies_a_patch(cmd) and v.mut == "write":
+    elif v.mut == "write" and _applies_a_patch(cmd):
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
             # what it adds is read like any patch.
@@ -3311,7 +3479,8 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
                                             and "`" not in code)):
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
-        proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict)
+        proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
+                                 ctx.work)
         return proven if proven.mut == "read" else _code_targets(
             _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
@@ -3593,6 +3762,8 @@ def _program_alias(word: _W) -> Optional[str]:
     if not word.static or not word.text:
         return None
     base = word.text.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if "." not in base and not base[-1:].isdigit() and base == word.text.lower():
+        return None   # no suffix, no version, no folder: every test below fails
     for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
         if base.endswith(suffix) and base[:-len(suffix)] in _PROGRAMS:
             return base[:-len(suffix)]
@@ -3685,11 +3856,11 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
+    name = _program_name(words[0]) if words else None
     if not v.dep and v.agent is None and v.mut != "read" and words \
-            and _verb_unread(_program_name(words[0]) or "", words[1:]):
+            and _verb_unread(name or "", words[1:]):
         v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
-        name = _program_name(words[0])
         if name in _PROJECT_PICKS:
             v.cap("repository_code")
             v.why = v.why or ("project", name)     # the culprit says which file picks it
@@ -3979,11 +4150,13 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     dd = False
     fail: Optional[_V] = None
     while i < n and fail is None:
+        if dd:
+            # The rest are operands: taken at once, as a wrapper's payload of
+            # thousands of words is at each of up to 32 wrappers.
+            operands.extend(args[i:])
+            break
         w = args[i]
         i += 1
-        if dd:
-            operands.append(w)
-            continue
         if w.opaque:
             fail = _unknown("shell_syntax_unproven", "opaque", w.text)
             break
@@ -4739,8 +4912,8 @@ _GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage",
 
 # Options of the revision walk and diff machinery (log, show, diff, ...).
 # 0 = flag; 1 = value, attached with '=' or as the next word; 2 = '=value' only.
-_GIT_REV_LONG: Dict[str, int] = {}
-for _names, _arity in (
+_GIT_REV_LONG: Dict[str, int] = {}   # made from these on first use (_git_rev_longs)
+_GIT_REV_LONG_NAMES = (
     ("short branch show-stash no-index numstat shortstat name-only name-status check summary "
      "patch no-patch raw binary cached staged exit-code quiet no-color no-ext-diff no-textconv "
      "ignore-all-space ignore-space-change ignore-space-at-eol ignore-cr-at-eol "
@@ -4771,11 +4944,20 @@ for _names, _arity in (
      "inter-hunk-context rotate-to skip-to find-object author committer grep since until "
      "before after max-count skip max-age min-age since-as-filter grep-reflog decorate-refs "
      "decorate-refs-exclude", 1),
-):
-    for _n in _names.split():
-        _GIT_REV_LONG.setdefault(_n, _arity)
-_GIT_REV_LONG["porcelain"] = 2
-del _names, _arity, _n
+)
+
+
+def _git_rev_longs() -> Dict[str, int]:
+    """_GIT_REV_LONG, made the first time a git command needs it: parsing the
+    table cost every hook's import 50 us, git or not."""
+    if not _GIT_REV_LONG:
+        for names, arity in _GIT_REV_LONG_NAMES:
+            for name in names.split():
+                _GIT_REV_LONG.setdefault(name, arity)
+        _GIT_REV_LONG["porcelain"] = 2
+    return _GIT_REV_LONG
+
+
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
 _GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
@@ -4865,64 +5047,75 @@ def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str
 
 
 def _git_rev(args: List[_W]) -> _V:
-    return _git_query(args, _GIT_REV_LONG, _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
+    return _git_query(args, _git_rev_longs(), _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
                       _GIT_REV_SHORT_NUM, _GIT_REV_DENY)
 
 
+# The long options of each read-only subcommand, "name:arity" (arity as in
+# _GIT_REV_LONG); parsed into _GIT_SIMPLE_LONG on first use (_git_simple_longs).
+_GIT_SIMPLE_SPECS: Dict[str, str] = {
+    "ls-files": "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
+                "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
+                "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
+                "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
+                "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0",
+    "ls-tree": "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
+               "abbrev:2 format:1",
+    "blame": "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
+             "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
+             "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
+             "first-parent:0 progress:0 no-progress:0 encoding:1",
+    "cat-file": "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
+                "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
+                "mailmap:0 path:1",
+    "rev-parse": "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
+                 "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
+                 "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
+                 "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
+                 "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
+                 "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
+                 "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
+                 "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
+                 "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1",
+    "describe": "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
+                "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2",
+    "show-ref": "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
+                "quiet:0 dereference:0 exclude-existing:2",
+    "for-each-ref": "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
+                    "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
+                    "omit-empty:0 exclude:1 include-root-refs:0 stdin:0",
+    "merge-base": "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0",
+    "name-rev": "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
+                "always:0 stdin:0",
+    "count-objects": "verbose:0 human-readable:0",
+    "check-ignore": "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0",
+    "check-attr": "all:0 cached:0 stdin:0 source:1",
+    "var": "list:0",
+    "cherry": "abbrev:2",
+    "grep": "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
+            "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
+            "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
+            "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
+            "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
+            "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
+            "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
+            "no-textconv:0 recursive:0 no-recursive:0 null:0",
+    "shortlog": "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0",
+    "range-diff": "creation-factor:1 no-dual-color:0 left-only:0 right-only:0",
+    "version": "build-options:0",
+}
 _GIT_SIMPLE_LONG: Dict[str, Dict[str, int]] = {}
-for _sub, _spec in (
-    ("ls-files", "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
-                 "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
-                 "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
-                 "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
-                 "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0"),
-    ("ls-tree", "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
-                "abbrev:2 format:1"),
-    ("blame", "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
-              "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
-              "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
-              "first-parent:0 progress:0 no-progress:0 encoding:1"),
-    ("cat-file", "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
-                 "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
-                 "mailmap:0 path:1"),
-    ("rev-parse", "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
-                  "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
-                  "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
-                  "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
-                  "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
-                  "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
-                  "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
-                  "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
-                  "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1"),
-    ("describe", "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
-                 "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2"),
-    ("show-ref", "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
-                 "quiet:0 dereference:0 exclude-existing:2"),
-    ("for-each-ref", "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
-                     "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
-                     "omit-empty:0 exclude:1 include-root-refs:0 stdin:0"),
-    ("merge-base", "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0"),
-    ("name-rev", "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
-                 "always:0 stdin:0"),
-    ("count-objects", "verbose:0 human-readable:0"),
-    ("check-ignore", "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0"),
-    ("check-attr", "all:0 cached:0 stdin:0 source:1"),
-    ("var", "list:0"),
-    ("cherry", "abbrev:2"),
-    ("grep", "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
-             "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
-             "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
-             "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
-             "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
-             "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
-             "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
-             "no-textconv:0 recursive:0 no-recursive:0 null:0"),
-    ("shortlog", "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0"),
-    ("range-diff", "creation-factor:1 no-dual-color:0 left-only:0 right-only:0"),
-    ("version", "build-options:0"),
-):
-    _GIT_SIMPLE_LONG[_sub] = {k: int(v) for k, v in (item.split(":") for item in _spec.split())}
-del _sub, _spec
+
+
+def _git_simple_longs(sub: str) -> Dict[str, int]:
+    """The long options of `sub`, parsed the first time it is read: all of
+    them cost every hook's import 110 us, git or not."""
+    longs = _GIT_SIMPLE_LONG.get(sub)
+    if longs is None:
+        longs = _GIT_SIMPLE_LONG[sub] = {
+            k: int(v) for k, v in (item.split(":") for item in _GIT_SIMPLE_SPECS[sub].split())}
+    return longs
+
 
 _GIT_SIMPLE_SHORT = {
     # sub: (flags, short options taking a value, short options with optional digits)
@@ -4956,7 +5149,7 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
             "open-files-in-pager": "exec"}
     if sub != "grep":
         deny.pop("open-files-in-pager")
-    longs = _GIT_SIMPLE_LONG[sub]
+    longs = _git_simple_longs(sub)
     if sub in ("grep", "cat-file") and "textconv" in longs:
         longs = dict(longs)
         longs.pop("textconv")
@@ -5127,7 +5320,7 @@ _GIT_READ_ACTIONS = {
 }
 
 
-_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_LONG)
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_SPECS)
                    | frozenset(_GIT_READ_ACTIONS)
                    | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
                                 "archive", "symbolic-ref", "help")))
@@ -5388,7 +5581,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return v
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
-    elif sub in _GIT_SIMPLE_LONG:
+    elif sub in _GIT_SIMPLE_SPECS:
         v = _git_simple(sub, rest)
     elif sub == "branch":
         v = _git_branch(rest)
@@ -5554,62 +5747,74 @@ _FD = _Opts("-xX? --exec? --exec-batch?", runs="-x -X --exec --exec-batch", open
 
 # ---- sed --------------------------------------------------------------------
 
+def _sed_blanks(s: str, j: int) -> int:
+    while j < len(s) and s[j] in " \t":
+        j += 1
+    return j
+
+
+def _sed_regex_end(s: str, j: int, delim: str) -> int:
+    """Index of the `delim` that ends a sed regex starting at s[j], or -1."""
+    n = len(s)
+    while j < n:
+        if s[j] == "\\":
+            j += 2
+            continue
+        if s[j] == delim:
+            return j
+        if s[j] == "\n":
+            return -1
+        j += 1
+    return -1
+
+
+def _sed_address(s: str, j: int) -> int:
+    """Past the sed address at s[j] (a line, `$`, a regex), j if none; -1 if unread."""
+    n = len(s)
+    if j < n and s[j].isdigit():
+        while j < n and (s[j].isdigit() or s[j] == "~"):
+            j += 1
+    elif j < n and s[j] == "$":
+        j += 1
+    elif j < n and s[j] in "/\\":
+        delim = "/"
+        if s[j] == "\\":
+            if j + 1 >= n:
+                return -1
+            delim = s[j + 1]
+            j += 1
+        end = _sed_regex_end(s, j + 1, delim)
+        if end < 0:
+            return -1
+        j = end + 1
+        while j < n and s[j] in "IM":
+            j += 1
+    return j
+
+
 def _sed_script(script: str) -> Tuple[str, List[str]]:
-    """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written)."""
+    """Judge a sed script: ('read'|'write'|'exec'|'unknown', files written).
+    Its helpers are functions of their own, not closures made at each call:
+    a line may hold thousands of -e scripts."""
     s, n = script, len(script)
     i = 0
     written: List[str] = []
     verdict = "read"
 
-    def skip_ws(j: int) -> int:
-        while j < n and s[j] in " \t":
-            j += 1
-        return j
-
-    def regex_end(j: int, delim: str) -> int:
-        while j < n:
-            if s[j] == "\\":
-                j += 2
-                continue
-            if s[j] == delim:
-                return j
-            if s[j] == "\n":
-                return -1
-            j += 1
-        return -1
-
-    def address(j: int) -> int:
-        if j < n and s[j].isdigit():
-            while j < n and (s[j].isdigit() or s[j] == "~"):
-                j += 1
-        elif j < n and s[j] == "$":
-            j += 1
-        elif j < n and s[j] in "/\\":
-            delim = "/"
-            if s[j] == "\\":
-                if j + 1 >= n:
-                    return -1
-                delim = s[j + 1]
-                j += 1
-            end = regex_end(j + 1, delim)
-            if end < 0:
-                return -1
-            j = end + 1
-            while j < n and s[j] in "IM":
-                j += 1
-        return j
-
+    # A script may hold thousands of one-letter commands (`p;p;p;...`): the
+    # blanks around each are skipped inline, and _sed_address is called only
+    # where one starts, so a command costs a few steps and no call.
     while True:
-        i = skip_ws(i)
         while i < n and s[i] in ";\n \t":
             i += 1
         if i >= n:
             return verdict, written
-        if s[i] == "#":
+        c = s[i]
+        if c == "#":
             while i < n and s[i] != "\n":
                 i += 1
             continue
-        j = address(i)
+        j = _sed_address(s, i) if c in "$/\\" or c.isdigit() else i
         if j < 0:
             return "unknown", written
         if j > i and j < n and s[j] == ",":
@@ -5620,12 +5825,13 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                     k += 1
                 j = k
             else:
-                j = address(k)
+                j = _sed_address(s, k)
                 if j < 0 or j == k:
                     return "unknown", written
-        j = skip_ws(j)
+        while j < n and s[j] in " \t":
+            j += 1
         if j < n and s[j] == "!":
-            j = skip_ws(j + 1)
+            j = _sed_blanks(s, j + 1)
         if j >= n:
             return "unknown", written
         c = s[j]
@@ -5640,7 +5846,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             # GNU sed ends a label at whitespace and reads what follows as the
             # next command (`:a w f` writes f), so the label is one word and
             # anything after it but `;`/newline fails the check below.
-            j = skip_ws(j)
+            j = _sed_blanks(s, j)
             while j < n and s[j] not in " \t;\n":
                 j += 1
         elif c in "aic":
@@ -5650,7 +5856,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             while j < n and s[j] != "\n":
                 j += 1
         elif c in "wW":
-            start = skip_ws(j)
+            start = _sed_blanks(s, j)
             while j < n and s[j] != "\n":
                 j += 1
             written.append(s[start:j])
@@ -5661,8 +5867,8 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
             if j >= n or s[j] in "\n\\":
                 return "unknown", written
             delim = s[j]
-            end1 = regex_end(j + 1, delim)
-            end2 = regex_end(end1 + 1, delim) if end1 >= 0 else -1
+            end1 = _sed_regex_end(s, j + 1, delim)
+            end2 = _sed_regex_end(s, end1 + 1, delim) if end1 >= 0 else -1
             if end2 < 0:
                 return "unknown", written
             j = end2 + 1
@@ -5672,7 +5878,7 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                 if j < n and s[j] == "e":
                     return "exec", written
                 if j < n and s[j] == "w":
-                    start = skip_ws(j + 1)
+                    start = _sed_blanks(s, j + 1)
                     j = start
                     while j < n and s[j] != "\n":
                         j += 1
@@ -5680,7 +5886,8 @@ def _sed_script(script: str) -> Tuple[str, List[str]]:
                     verdict = "write"
         else:
             return "unknown", written
-        j = skip_ws(j)
+        while j < n and s[j] in " \t":
+            j += 1
         if j < n and s[j] not in ";\n}#":
             return "unknown", written
         i = j
@@ -6262,6 +6469,12 @@ _PY_READ_MODES = frozenset(("r", "rt", "tr", "rb", "br"))
 _PY_COPYING = frozenset(("print", "len", "list", "tuple", "sorted", "str", "repr", "set",
                          "frozenset", "enumerate", "reversed", "iter", "any", "all"))
 _PY_MAX_NODES = 4000
+# The parse makes a node for every two or three characters of dense code and
+# the proof then walks the tree: 60 KiB of Python (a here-document fed to
+# python3) took 140 ms.  So longer code is not proven (the subset leaves no
+# room for a long program that reads: 4,000 nodes are a few KiB), and the
+# proof costs the line's work a unit per two characters.
+_PY_MAX_CODE = 4096
 
 
 class _PyUnproven(Exception):
@@ -6570,8 +6783,12 @@ class _PyProof:
             self.fail(node, "opens a file in a mode that may write")
 
 
-def _py_code_proof(code: str) -> Tuple[bool, str]:
-    """(proven read, the part that decided or "") for Python source text."""
+def _py_code_proof(code: str, work: Optional[List[int]] = None) -> Tuple[bool, str]:
+    """(proven read, the part that decided or "") for Python source text.
+    The proof spends `work`, the line's (see _PY_MAX_CODE)."""
+    if len(code) > _PY_MAX_CODE:
+        return False, "\0is too long to prove"
+    _spend(work if work is not None else [_MAX_WORK], len(code) // 2)
     import ast
     import warnings
     with warnings.catch_warnings():
@@ -6634,15 +6851,17 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """python -c CODE and python with code on stdin: proven when the code is."""
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
-        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx))
+        return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
+                               ctx.work)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
     return _PY_INTERP(name, args, ctx)
 
 
-def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V) -> _V:
-    proven, part = _py_code_proof(code)
+def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
+                    work: List[int]) -> _V:
+    proven, part = _py_code_proof(code, work)
     if proven and safe:
         return _V(hash_=hash_intent_in_text(code, "x.py"))
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
@@ -8761,7 +8980,7 @@ def _agent_cli(text: str) -> Optional[str]:
         return low
     if low in _AGENT_PACKAGES:
         return _AGENT_PACKAGES[low]    # `uvx aider-chat`, `pipx run goose-ai`
-    if not any(c in low for c in "/\\@."):
+    if "/" not in low and "\\" not in low and "@" not in low and "." not in low:
         return None  # a plain word that is no agent: the common case, kept cheap
     path = low.replace("\\", "/").rstrip("/")
     low = path
@@ -8779,15 +8998,18 @@ def _agent_cli(text: str) -> Optional[str]:
     return base if base in _AGENT_CLIS else None
 
 
-def _agent_call(cli: str, args: List[str]) -> Optional[Tuple[str, bool]]:
-    """(cli, resumes) when `cli args...` starts an agent; None for help,
-    version and the setup subcommands."""
-    if args and all(a in _AGENT_HELP for a in args):
-        return None
+def _agent_call(cli: str, words: List[str], start: int) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) when `cli words[start:]...` starts an agent; None for
+    help, version and the setup subcommands.  The arguments are read in
+    place, not copied: a line may name the CLI thousands of times (`claude
+    mcp claude mcp ...`), and a copy of the rest for each was quadratic."""
+    n = len(words)
+    if start < n and all(words[k] in _AGENT_HELP for k in range(start, n)):
+        return None   # (stops at the first other word: linear over all calls)
     management, resume = _AGENT_CLIS[cli]
-    if args and args[0] in management:
+    if start < n and words[start] in management:
         return None
-    return cli, any(a.split("=", 1)[0] in resume for a in args)
+    return cli, any(words[k].split("=", 1)[0] in resume for k in range(start, n))
 
 
 def _names_an_agent(text: str) -> bool:
@@ -8799,10 +9021,50 @@ def _names_an_agent(text: str) -> bool:
     return any(name in low for name in _AGENT_CLIS) or any(p in low for p in _AGENT_PACKAGES)
 
 
+# The punctuation _agent_tokens splits at besides blanks, and the one the
+# words of an unread line are split at (see _unread), as str.translate
+# tables: str.split() then splits at exactly the blanks a regex's \s is, and
+# no `import re` (about a floor's worth of CPU in a hook) is needed for it.
+_AGENT_SEPARATORS = str.maketrans("'\"`,;&|()[]{}<>=", " " * 16)
+_WORD_SEPARATORS = str.maketrans("'\"`,;&|(){}<>=", " " * 14)
+
+
 def _agent_tokens(text: str) -> List[str]:
     """Words of a command string or inline code, split at blanks, quotes and
     the punctuation that separates arguments in shell and code."""
-    return [t for t in _an_rx("agent_split", r"[\s'\"`,;&|()\[\]{}<>=]+").split(text) if t]
+    return text.translate(_AGENT_SEPARATORS).split()
+
+
+def _agent_among(text: str, tokens: List[str]) -> Optional[Tuple[str, bool]]:
+    """(cli, resumes) for the first of `tokens`, the words of `text`, that
+    starts an agent with the words after it; None if none does.  Only a word
+    that holds a name can be one (see _names_an_agent), and only the names
+    the whole text holds are looked for in each word: a search in each word
+    for every name cost three calls a word, thousands of words a line."""
+    low = text.lower().replace("\\", "/")
+    names = [name for name in _AGENT_CLIS if name in low] + \
+        [name for name in _AGENT_PACKAGES if name in low]
+    lows = _agent_tokens(low)
+    if len(lows) != len(tokens):   # (lower() moves no separator: not seen)
+        lows = [t.lower().replace("\\", "/") for t in tokens]
+    clis: Dict[str, Optional[str]] = {}
+    for j, held in enumerate(lows):
+        for name in names:
+            if name in held:
+                break
+        else:
+            continue
+        word = tokens[j]
+        cli = clis[word] if word in clis else clis.setdefault(word, _agent_cli(word))
+        if cli is None:
+            continue
+        after = tokens[j + 1] if j + 1 < len(tokens) else None
+        if after is not None and after not in _AGENT_HELP and after in _AGENT_CLIS[cli][0]:
+            continue   # a setup subcommand (see _agent_call), the same name over and over
+        found = _agent_call(cli, tokens, j + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str, bool]]:
@@ -8817,24 +9079,29 @@ def _agent_started(words: List[_W], operands: bool = True) -> Optional[Tuple[str
     texts = [w.text for w in words]
     cli = _agent_cli(head.text)
     if cli is not None:
-        return _agent_call(cli, texts[1:])
+        return _agent_call(cli, texts, 1)
     if not operands or program.lower() not in _AGENT_LAUNCHERS:
         return None
     # A launcher: an operand that names a CLI starts it with the words after
     # it; a command string or inline code is searched word by word.
+    clis: Dict[str, Optional[str]] = {}
     for i, text in enumerate(texts[1:], 1):
         if "\0" in text:
             continue
-        cli = _agent_cli(text)
+        cli = clis[text] if text in clis else clis.setdefault(text, _agent_cli(text))
         if cli is not None:
-            found = _agent_call(cli, texts[i + 1:])
+            after = texts[i + 1] if i + 1 < len(texts) else None
+            if after is not None and after not in _AGENT_HELP and after in _AGENT_CLIS[cli][0]:
+                continue   # a setup subcommand (see _agent_call and _agent_among)
+            found = _agent_call(cli, texts, i + 1)
             if found is not None:
                 return found
             continue
+        if text.isalnum():
+            continue   # one word: no command string to search
         tokens = _agent_tokens(text)
-        for j, token in enumerate(tokens if len(tokens) > 1 else ()):
-            cli = _agent_cli(token)
-            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
+        if len(tokens) > 1 and _names_an_agent(text):
+            found = _agent_among(text, tokens)
             if found is not None:
                 return found
     return None
@@ -9048,7 +9315,10 @@ class _Flow:
     __slots__ = ("items", "k", "ctx", "total", "cdpath", "last", "lead")
 
     def __init__(self, items: List[Any], ctx: _Ctx, text: str) -> None:
-        self.items = items
+        # Two Nones after the last item: the walk reads self.items[self.k]
+        # without a bounds test (a line of thousands of commands peeks about
+        # fifteen times a command), and past the end it reads None.
+        self.items = items + [None, None]
         self.k = 0
         self.ctx = ctx
         self.total = _V()
@@ -9060,7 +9330,7 @@ class _Flow:
 
     def run(self) -> _V:
         items = self.items
-        if len(items) == 1 and items[0].__class__ is _Cmd:
+        if items[0].__class__ is _Cmd and items[1] is None:
             # One simple command, the common case: no walk.
             ok, failed = self.moves(items[0], self.simple(items[0], [_START]), [_START])
             here = _merge(ok, failed)
@@ -9071,25 +9341,30 @@ class _Flow:
             total.cd = ("places", here)
         return total
 
-    def peek(self) -> Any:
-        return self.items[self.k] if self.k < len(self.items) else None
-
     def seq(self, here: List[Tuple[Any, Any]], stop: Tuple[str, ...]) -> List[Tuple[Any, Any]]:
         """Commands separated by `;`, newlines and `&`, up to a mark in stop.
         self.last keeps the two sides of the last one: a group's status."""
         self.last = (here, here)
         while True:
-            item = self.peek()
+            item = self.items[self.k]
             if item is None or (item.__class__ is str and item in stop):
                 return here
             if item == ";" or item == "&":
                 self.k += 1
                 continue
             entry = here
-            ok, failed = self.andor(here, stop)
+            after = self.items[self.k + 1]
+            if item.__class__ is _Cmd and after not in ("|", "&&", "||"):
+                # A simple command alone, the common case: what andor would
+                # do for it, without the walk down through pipeline and command.
+                self.k += 1
+                ok, failed = self.moves(item, self.simple(item, here), here)
+                self.lead = []
+            else:
+                ok, failed = self.andor(here, stop)
             here = _merge(ok, failed) or entry      # empty: every path called exit
             self.last = (ok, failed)
-            if self.peek() == "&":
+            if self.items[self.k] == "&":
                 self.k += 1
                 # bash runs the whole `a && b &` in the background; zsh only b,
                 # after running a here.
@@ -9103,7 +9378,7 @@ class _Flow:
         lead: List[Tuple[Any, Any]] = []
         ok, failed = self.pipeline(here, stop)
         while True:
-            op = self.peek()
+            op = self.items[self.k]
             if op == "&&":
                 self.k += 1
                 lead = _merge(ok, failed)
@@ -9121,16 +9396,16 @@ class _Flow:
     def pipeline(self, here: List[Tuple[Any, Any]],
                  stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
         negate = False
-        while self.peek() == "!":
+        while self.items[self.k] == "!":
             self.k += 1
             negate = not negate
         ok, failed = self.command(here, stop)
-        if self.peek() == "|":
-            while self.peek() == "|":
+        if self.items[self.k] == "|":
+            while self.items[self.k] == "|":
                 self.k += 1
-                while self.peek() == "!":
+                while self.items[self.k] == "!":
                     self.k += 1
-                stage = self.peek()
+                stage = self.items[self.k]
                 if stage.__class__ is _Cmd:
                     stage.piped = True
                 ok, failed = self.command(here, stop)
@@ -9143,7 +9418,7 @@ class _Flow:
     def prefix(self, here: List[Tuple[Any, Any]]) -> None:
         """Substitutions inside the next command's words run first, in subshells."""
         while True:
-            item = self.peek()
+            item = self.items[self.k]
             if item == "$(":
                 self.k += 1
                 self.seq(here, ("$)",))
@@ -9159,19 +9434,19 @@ class _Flow:
     def attached(self, here: List[Tuple[Any, Any]]) -> None:
         """`( ... ) > f`: the group's redirections are opened where it starts."""
         self.prefix(here)
-        item = self.peek()
+        item = self.items[self.k]
         if item.__class__ is _Cmd and item.attached:
             self.k += 1
             self.simple(item, here)
 
     def close(self, closer: str) -> None:
-        if self.peek() == closer:
+        if self.items[self.k] == closer:
             self.k += 1
 
     def command(self, here: List[Tuple[Any, Any]],
                 stop: Tuple[str, ...]) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
         self.prefix(here)
-        item = self.peek()
+        item = self.items[self.k]
         if item is None:
             return here, here
         if item.__class__ is _Cmd:
@@ -9252,7 +9527,7 @@ class _Flow:
         inner_stop = seps + (end,) + stop
         while True:
             reached = _merge(reached, self.seq(reached, inner_stop))
-            item = self.peek()
+            item = self.items[self.k]
             if item in seps:
                 self.k += 1
                 continue
@@ -9354,7 +9629,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
         return v   # (builds: the characters that can make a path in that shell)
     # Each distinct word once: a long line repeats most of its words.
     words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-             set(_an_rx("tokens", r"[^\s;&|(){}<>`'\"=,]+").findall(text))}
+             set(text.translate(_WORD_SEPARATORS).split())}
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
@@ -9364,7 +9639,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
         v.opaque = True
     elif "find" in words and words & {"-delete", "-exec", "-execdir", "-fprint"}:
         v.opaque = True
-    else:
+    elif ">" in text:
         for m in _an_rx("outredir", r"(?<![<>])>+\|?[ \t]*([^\s&;|)]*)").finditer(text):
             if m.group(1) and m.group(1) not in _DEV_SINKS and m.group(1).lower() != "$null":
                 v.opaque = True
@@ -9401,7 +9676,9 @@ def _analyze_bash(text: str, ctx: _Ctx) -> _V:
             places = _merge(_run_places(v), _run_places(other))
             v.join(other)
             v.cd = ("places", places) if places != [_START] else None
-        if v.mut != "read" and not v.hash and ("$" in stripped or "`" in stripped):
+        if v.mut != "read" and not v.hash and ("$" in stripped or "`" in stripped) and (
+                not stripped.isascii()
+                or any(part in stripped.lower() for part in _HASH_PROG_PARTS)):
             # `h=sha256sum; $h f`, `$(which md5sum) f`: the program is named, then run.
             v.hash = _an_rx("hash-named-prog", r"(?:=['\"]?|(?:which|command\s+-v|type\s+-p"
                                                r"|whereis)\s+)(?:" + _HASH_PROG_WORD
@@ -9442,6 +9719,11 @@ _PS_BAD_CHARS = frozenset(map(chr, [*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f
 _PS_SQUOTES = "'\u2018\u2019\u201a\u201b"
 _PS_DQUOTES = '"\u201c\u201d\u201e'
 _PS_REFUSE = "$`@{}()%?#,[]*\\<"
+# What a PowerShell word may hold a run of, read at once: printable ASCII
+# but blanks, quotes, what ends a word and what _ps_words refuses.
+# (Spelled out: a set built from a range costs every hook's import 8 us;
+# tests/test_analysis.py checks it against that definition.)
+_PS_PLAIN = frozenset("!+-./0123456789:=ABCDEFGHIJKLMNOPQRSTUVWXYZ^_abcdefghijklmnopqrstuvwxyz~")
 
 _PS_READ_CMDLETS = frozenset((
     "get-content", "get-childitem", "get-item", "test-path", "resolve-path", "select-string",
@@ -9526,6 +9808,14 @@ def _ps_words(text: str, work: List[int],
         quoted = False
         while i < n and text[i] not in _PS_SPACE and text[i] not in "\r\n;|&>":
             c = text[i]
+            if c in _PS_PLAIN:
+                # A run of characters that mean nothing here, taken whole.
+                j = i + 1
+                while j < n and text[j] in _PS_PLAIN:
+                    j += 1
+                word.append(text[i:j])
+                i = j
+                continue
             if c in _PS_SQUOTES:
                 i += 1
                 while True:
@@ -9567,13 +9857,14 @@ def _ps_words(text: str, work: List[int],
                 raise _Give("shell_syntax_unproven")
             word.append(c)
             i += 1
-        _spend(work, 1 + len(word) // 8)
+        spelled = "".join(word)
+        _spend(work, 1 + len(spelled) // 8)
         if target_next:
             at, op, _ = redirects[-1]   # type: ignore[index]
-            redirects[-1] = (at, op, "".join(word))   # type: ignore[index]
+            redirects[-1] = (at, op, spelled)   # type: ignore[index]
             target_next = False
             continue
-        cur.append(("".join(word), quoted))
+        cur.append((spelled, quoted))
         need = False
     if need or target_next:
         raise _Give("shell_syntax_unproven" if need else "shell_redirection",
@@ -9887,6 +10178,13 @@ def _analyze_any(command: str, shell: str, seen: Optional[list] = None,
     return _analyze_bash(command, ctx)
 
 
+# The line analyze_shell read last, its shell and the work it spent.  A
+# denial reads the line again to name its culprit, with half the budget
+# (see shell_culprit): a reading spends the same units each time, so a line
+# that spent more than that the first time gets no culprit line, and the
+# hook's one line is not read a second time to learn it.
+_LAST_READING: List[Any] = [None, None, 0]
+
 # Reasons that mean the line was not read word by word.
 _UNREAD_LINES = frozenset(("shell_syntax_unproven", "analysis_limit", "control_character"))
 
@@ -9912,6 +10210,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         v = _analyze_any(command, shell, ctx=ctx)
     except Exception:   # noqa: BLE001 - a bug here must never let a command through as read
         return ShellAnalysis("unknown", "shell_syntax_unproven")
+    _LAST_READING[:] = (command, shell, _MAX_WORK - ctx.work[0])
     if ctx.work[0] < 0:
         v = _beyond_analysis()   # a limit was hit somewhere in the line (see _limited)
     reason = None if v.mut == "read" else v.reason
@@ -9921,19 +10220,9 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             and _names_an_agent(command):
         # The line could not be read word by word; its text still names any
         # agent CLI it would start.
-        tokens = _agent_tokens(command)
-        named = _an_rx("agent_names", "|".join(
-            "".join(c if c.isalnum() else "\\" + c for c in name)
-            for name in list(_AGENT_CLIS) + list(_AGENT_PACKAGES)))
-        for j, token in enumerate(tokens):
-            # Only a word that holds a name can be one (see _names_an_agent).
-            if not named.search(token.lower().replace("\\", "/")):
-                continue
-            cli = _agent_cli(token)
-            found = _agent_call(cli, tokens[j + 1:]) if cli is not None else None
-            if found is not None:
-                v.agent, v.resume = found
-                break
+        found = _agent_among(command, _agent_tokens(command))
+        if found is not None:
+            v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
@@ -10584,10 +10873,14 @@ def shell_culprit(command: str, shell: str, code: str, paths: Sequence[str] = ()
     pick = _CULPRIT_PICKS.get(code)
     if pick is None:
         return ""
-    seen: List[Tuple[Any, _V]] = []
     # Half the reading budget: a line that took more than that to judge gets
     # no culprit line rather than a second full reading on its denial.
-    ctx = _Ctx(0, shell, seen, [_MAX_WORK // 2])
+    budget = _MAX_WORK // 2
+    if _LAST_READING[2] > budget and _LAST_READING[0] == command \
+            and _LAST_READING[1] == shell:
+        return ""   # this reading would run out as well (see _LAST_READING)
+    seen: List[Tuple[Any, _V]] = []
+    ctx = _Ctx(0, shell, seen, [budget])
     try:
         final = _analyze_any(command, shell, seen, ctx=ctx)
     except Exception:   # noqa: BLE001 - explaining must never fail a hook
@@ -10695,6 +10988,9 @@ _HASH_PROG_WORD = (r"g?(?:md5|sha1|sha224|sha256|sha384|sha512|sha3|b2|b3|ck|xxh
                    + r"-e" + _ARGV_GAP + r"\w*sum|busybox" + _ARGV_GAP + r"\w*sum|gpg2?"
                    + _ARGV_GAP + r"--print-mds?|certutil(?:\.exe)?" + _ARGV_GAP + r"[-/]hashfile"
                    r"|nix" + _ARGV_GAP + r"hash")
+# A part every spelling of _HASH_PROG_WORD holds (in ASCII text, where
+# IGNORECASE matches only ASCII letters): a line without one is not searched.
+_HASH_PROG_PARTS = ("sum", "hash", "deep", "passwd", "openssl", "print-md")
 _HASH_PROG_TRIGGERS = ("md5", "sha1", "sha2", "sha3", "sha5", "b2sum", "b3sum", "cksum", "xxh",
                        "shasum", "rhash", "hashdeep", "deep", "jacksum", "nix-hash", "nix hash",
                        "htpasswd", "mkpasswd", "filehash", "openssl", "hash-object", "hashfile",

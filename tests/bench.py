@@ -166,6 +166,16 @@ SHAPES = {
     "xargs chain": lambda n: "ls | xargs " * n + "cat",
     "bash -c script": lambda n: "bash -c 'ls " + "a " * n + "'",
     "subshells": lambda n: "(ls); " * n,
+    # An agent CLI named over and over as a setup subcommand (which starts
+    # nothing): in a line left unread, as a launcher's operands, in its string.
+    "agent named, unread line": lambda n: "[[ x ]]; " + "claude mcp " * n,
+    "agent named, launcher operands": lambda n: "nohup " + "claude mcp " * n,
+    "agent named, launcher string": lambda n: 'tmux new "' + "claude mcp " * n + '"',
+    "variables on a command": lambda n: "a=1 " * n + "ls",
+    "wrappers before words": lambda n: "nice " * min(n, 30) + "ls " + "a " * n,
+    "inline Python": lambda n: "python3 -I -c 'print(1)" + "; print(1)" * n + "'",
+    "Python on a heredoc": lambda n: "python3 -I - <<'EOF'\n" + "print(1)\n" * n + "EOF",
+    "heredoc of empty lines": lambda n: "cat <<'EOF'\n" + "\n" * n + "EOF",
 }
 PS_SHAPES = {
     "PowerShell ';' commands": lambda n: "; ".join("Get-Content f%d" % i for i in range(n)),

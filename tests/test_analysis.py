@@ -632,6 +632,14 @@ def test_unknown_shell_takes_the_worst_reading():
     assert sts.analyze_shell(nel, "powershell").mutability == "write"
 
 
+def test_a_powershell_run_holds_only_what_means_nothing_in_a_word():
+    """_ps_words copies a run of these at once; the set is spelled out for
+    the import's sake and must stay printable ASCII without blanks, quotes,
+    what ends a word and what it refuses."""
+    assert sts._PS_PLAIN == frozenset(map(chr, range(0x21, 0x7f))) \
+        - frozenset("'\"\r\n;|&>" + sts._PS_REFUSE)
+
+
 def test_powershell_native_sort_is_not_the_cmdlet():
     # On Linux/macOS pwsh, `sort` runs the native program, which can write.
     assert sts.analyze_shell("sort -o out.txt in.txt", "powershell").mutability == "write"
@@ -726,6 +734,55 @@ def test_the_work_limit_is_shared_by_every_shell_and_nested_script():
 def test_reading_a_long_line_grows_linearly_up_to_the_work_limit():
     ok, detail = _grows_linearly(lambda n: "ls " + "a " * n, 1500)
     assert ok, detail
+
+
+def test_a_variable_costs_a_look_up_per_letter_of_its_name():
+    """`a=1 a=1 ... ls`: each name is checked against the variables that
+    change what a program runs, through a table made once, not a walk of
+    ninety patterns and sixty telling parts for every name."""
+    for name in ("a", "MY_LONGER_NAME_X"):
+        result, calls = _work((name + "=1 ") * 1000 + "ls")
+        assert result.mutability == "read"
+        assert calls <= 40 * 1000, (name, calls)
+    assert sts.analyze_shell("MY_CONF=1 " * 1000 + "ls").reason == "state_change"
+
+
+@pytest.mark.parametrize("head,line", [("cat <<'EOF'", ""), ("cat <<EOF", "a"),
+                                       ("cat > f.txt <<'EOF'", "x y"), ("cat <<-EOF", "\tb")])
+def test_a_heredoc_body_costs_no_call_a_line(head, line):
+    """The closing line is found with str.find and an unquoted body is
+    searched as a whole: 60 KB of lines cost a few calls (a line at a time
+    took a tenth of a second for 60,000 empty lines).  With `<<-` each line
+    loses its tabs: one call a line."""
+    lines = 60000 // (len(line) + 1)
+    command = head + "\n" + (line + "\n") * lines + ("\tEOF" if "<<-" in head else "EOF")
+    result, calls = _work(command)
+    assert result.mutability == ("write" if ">" in head else "read")
+    assert calls <= (lines if "<<-" in head else 0) + 300, calls
+
+
+def test_inline_python_longer_than_the_proof_takes_is_not_parsed():
+    """60 KiB of Python on a here-document, or 27 KB after -c, took 140 ms
+    and 70 ms to parse and walk; over 4 KiB the code is not proven, so it is
+    not parsed (see test_inline_code)."""
+    for command in ("python3 -I - <<'EOF'\n" + "print(1)\n" * 7000 + "EOF",
+                    "python3 -I -c '" + "print(1);" * 3000 + "'"):
+        result, calls = _work(command)
+        assert (result.mutability, result.reason) == ("unknown", "interpreter_code")
+        assert calls <= 3000, calls
+
+
+@pytest.mark.parametrize("short,long", [
+    ("x", "-name"), ("x", "src/lib/module_name.py"), ("x", "--author=somebody"),
+    ('"x"', '"quoted text, and more of it"'), ("'x'", "'single-quoted text'"),
+    ('"$x"', '"$HOME/src/lib/module_name.py"')])
+def test_a_word_costs_the_same_whatever_its_length(short, long):
+    """A long line is mostly words: a word's plain characters are taken as
+    one run, so 1,000 long words cost no more calls than 1,000 short ones
+    (a call per character made `find . -name x -o ...` the costliest line)."""
+    few = _work("echo " + (short + " ") * 1000)[1]
+    many = _work("echo " + (long + " ") * 1000)[1]
+    assert many <= few * 1.1 + 50, (few, many)
 
 
 NESTED = {
@@ -1287,6 +1344,24 @@ def test_finding_a_culprit_reads_at_most_half_as_much_again():
     assert text == "" and culprit <= reading * 0.6
 
 
+def test_a_line_that_spent_over_half_is_not_read_again_for_its_culprit():
+    """The hook reads its line, then names the culprit of a denial: a line
+    whose first reading spent more than half the budget would run out on the
+    second, so it is not read again; any other line in between is."""
+    long_line = "; ".join("ls d%d" % i for i in range(600)) + "; rm x"
+    assert sts.analyze_shell(long_line).mutability == "write"
+    text, calls = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and calls < 50
+    sts.analyze_shell("ls")   # another line read last: the culprit reading runs, and runs out
+    text, calls = calls_made(sts.shell_culprit, long_line, "bash", "MODE_FORBIDS_MUTATION")
+    assert text == "" and calls > 1000
+    # A line within half the budget still gets its culprit, on every host shell.
+    short = "; ".join("ls d%d" % i for i in range(100)) + "; rm x"
+    for shell in ("bash", "unknown"):
+        assert sts.analyze_shell(short, shell).mutability == "write"
+        assert "`rm x`" in sts.shell_culprit(short, shell, "MODE_FORBIDS_MUTATION")
+
+
 def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(monkeypatch):
     """An unread line's words are searched for an agent CLI it would start;
     only words that hold an agent's name are looked at closely, so 64 KiB of
@@ -1301,3 +1376,73 @@ def test_the_agent_scan_of_an_unread_line_reads_only_words_that_name_an_agent(mo
     reading = _work(("ls " + paths)[:65535])[1]   # the same line without the scan
     # Looking at each of 7,000 path words closely cost three times the reading.
     assert plain <= 1.5 * reading and named <= 1.5 * plain, (reading, plain, named)
+
+
+def test_a_launchers_command_string_without_an_agent_name_costs_no_call_a_word():
+    """`tmux new "..."`, `ssh host "..."`: the string is searched for an
+    agent CLI it would start, and only when it holds a name are its words
+    looked at (one by one, 3,000 words cost 80,000 calls)."""
+    for command in ('tmux new "' + "ls a " * 3000 + '"', 'ssh host "' + "cat x; " * 2000 + '"'):
+        result, calls = _work(command)
+        assert result.mutability == "unknown" and result.starts_agent is None
+        assert calls <= 1000, calls
+    assert sts.analyze_shell('tmux new "' + "ls a " * 3000 + 'claude -p hi"').starts_agent \
+        == "claude"
+
+
+@pytest.mark.parametrize("command", [
+    "rm -rf $x", "rm `pwd`/x", "[[ -f a ]] && claude -p hi", 'tmux new "claude -p hi"',
+    "[[ x ]]; " + "claude mcp " * 3000, 'ssh host "codex exec y"', "[[ x ]]; rm a b"])
+def test_splitting_words_and_finding_agent_names_compiles_no_pattern(command):
+    """These run in the hook for a denied line: `import re` alone costs a
+    hook about as much as the bare interpreter, so the words of an unread
+    line and of a launcher's string are split with str.translate and split,
+    agent names found with substring tests, and a line is searched for a
+    named hashing program only when it holds part of one's name."""
+    sts._RE_CACHE.clear()
+    for code in ("MUTABILITY_UNPROVEN", "MODE_FORBIDS_MUTATION"):
+        result = sts.analyze_shell(command)
+        assert result.mutability != "read"
+        sts.shell_culprit(command, "bash", code, (), result.reason)
+    assert sts._RE_CACHE == {}, sorted(sts._RE_CACHE)
+    assert sts.analyze_shell("h=sha256sum; $h f").hash_intent   # that search still runs
+
+
+# A line that names an agent CLI thousands of times, each time as a setup
+# subcommand that starts nothing: every name is looked at, with the words
+# after it (a copy of those for each name was quadratic).
+AGENT_REPEATS = {
+    "an unread line": lambda n: "[[ x ]]; " + "claude mcp " * n,
+    "a launcher's operands": lambda n: "nohup " + "claude mcp " * n,
+    "a launcher's command string": lambda n: 'tmux new "' + "claude mcp " * n + '"',
+}
+
+
+class _CountedWords(list):
+    """Words that count how many of them are read, one at a time or as a
+    slice (a slice copies every word in it)."""
+    read = 0
+
+    def __getitem__(self, key):
+        part = list.__getitem__(self, key)
+        _CountedWords.read += len(part) if isinstance(key, slice) else 1
+        return part
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_REPEATS))
+def test_an_agent_named_again_and_again_costs_linear_work(name, monkeypatch):
+    make = AGENT_REPEATS[name]
+    result = sts.analyze_shell(make(1500))
+    assert result.mutability == "unknown" and result.starts_agent is None
+    assert sts.analyze_shell(make(1500) + " claude -p hi").starts_agent == "claude"
+    ok, detail = _grows_linearly(make, 600)
+    assert ok, detail
+    # The words of the text, as the agent scan reads them.
+    split = sts._agent_tokens
+    monkeypatch.setattr(sts, "_agent_tokens", lambda text: _CountedWords(split(text)))
+    read = []
+    for n in (600, 1200):   # (within the work limit: the reading reaches every word)
+        _CountedWords.read = 0
+        sts.analyze_shell(make(n))
+        read.append(_CountedWords.read)
+    assert read[1] <= 2.5 * read[0] + 50, read

@@ -169,6 +169,26 @@ def test_how_python_is_invoked_matters():
     assert sts.analyze_shell("python3.12 -I -c %s" % code).mutability == "read"
 
 
+def test_code_longer_than_the_proof_takes_is_not_proven():
+    """Parsing costs a node per two or three characters of dense code: code
+    over 4 KiB is not parsed (a program that reads has no room to be that
+    long in the subset), and a proof spends the line's work."""
+    fits = 'print("%s")' % ("x" * (sts._PY_MAX_CODE - 9))
+    over = 'print("%s")' % ("x" * (sts._PY_MAX_CODE - 8))
+    assert sts._py_code_proof(fits) == (True, "")
+    assert sts._py_code_proof(over) == (False, "\0is too long to prove")
+    assert sts.analyze_shell("python3 -I -c '%s'" % fits).mutability == "read"
+    over_line = sts.analyze_shell("python3 -I -c '%s'" % over)
+    assert (over_line.mutability, over_line.reason) == ("unknown", "interpreter_code")
+    assert "the code is too long to prove" in sts.shell_culprit(
+        "python3 -I -c '%s'" % over, "bash", "MUTABILITY_UNPROVEN", (), "interpreter_code")
+    # Each proof spends a unit per two characters: a line holds one of 4 KiB.
+    assert sts.analyze_shell("; ".join(["python3 -I -c '%s'" % fits] * 2)).reason \
+        == "analysis_limit"
+    short = "; ".join(["python3 -I -c 'print(\"%s\")'" % ("x" * 990)] * 4)
+    assert sts.analyze_shell(short).mutability == "read"
+
+
 def test_hash_intent_sees_the_same_code():
     assert sts.analyze_shell("python3 -I -c 'import hashlib; hashlib.sha256(b\"x\")'").hash_intent
     verdict = sts.analyze_shell("python3 -I -c 'print(1)'")
