@@ -6,10 +6,48 @@
 // scenario = {host: "opencode"|"pi"|"omp", shim: "<abs path>", init?: {...}, steps: [...]}
 // OpenCode steps: {hook, input?, output?, event?}
 // Pi/OMP steps:   {on, event, ctx, instance?} | {command, args, ctx, instance?}
-//                 | {bus, data} | {flags: {...}} | {wait: ms}
+//                 | {bus, data} | {flags: {...}} | {settle: true}
 // ctx = {sessionId, sessionFile?, cwd, idle?, hasUI?}
+//
+// A shim handles bus events in the background (the host does not wait for
+// them).  {settle: true} waits until every sts.py the shim started has ended
+// and the shim has read its answer, so the next step comes after them; the
+// record is printed after the same wait.  No fixed sleeps: a busy machine
+// only makes the wait longer.
+import childProcess from "node:child_process";
+import { syncBuiltinESMExports } from "node:module";
 import { pathToFileURL } from "node:url";
 import { readFileSync } from "node:fs";
+
+// Count the shim's children: spawn is wrapped before the shim is imported
+// (syncBuiltinESMExports hands the wrapper to its `import { spawn }`).
+let running = 0;
+const realSpawn = childProcess.spawn;
+childProcess.spawn = function countedSpawn(...args) {
+  const child = realSpawn.apply(this, args);
+  running += 1;
+  let ended = false;
+  const end = () => {
+    if (!ended) {
+      ended = true;
+      running -= 1;
+    }
+  };
+  child.once("close", end);
+  child.once("error", end);
+  return child;
+};
+syncBuiltinESMExports();
+
+// The shim registers its own "close" listener after ours, and what it does
+// next runs before the next timer: a poll that sees no child is past both.
+async function settle() {
+  const deadline = Date.now() + 30000;
+  do {
+    if (Date.now() > deadline) throw new Error(`settle: ${running} sts.py call(s) still running after 30 s`);
+    await new Promise((r) => setTimeout(r, 5));
+  } while (running > 0);
+}
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const mod = await import(pathToFileURL(scenario.shim).href);
@@ -56,8 +94,8 @@ async function runOpenCode() {
   const hooks = await mod.StopThatShit({ client, directory: init.directory, worktree: init.directory });
   record.hooks = Object.keys(hooks).sort();
   for (const step of scenario.steps) {
-    if (step.wait) {
-      await new Promise((r) => setTimeout(r, step.wait));
+    if (step.settle) {
+      await settle();
       continue;
     }
     const input = step.input ?? {};
@@ -130,8 +168,8 @@ async function runPiLike() {
   instance(0);
   record.hooks = [...instances[0].handlers.keys()].sort();
   for (const step of scenario.steps) {
-    if (step.wait) {
-      await new Promise((r) => setTimeout(r, step.wait));
+    if (step.settle) {
+      await settle();
       continue;
     }
     if (step.flags) {
@@ -165,10 +203,9 @@ async function runPiLike() {
     }
     record.results.push(result);
   }
-  // let fire-and-forget bus work finish
-  await new Promise((r) => setTimeout(r, scenario.settleMs ?? 0));
 }
 
 if (scenario.host === "opencode") await runOpenCode();
 else await runPiLike();
+await settle(); // background work (bus events) finishes and shows its failures first
 process.stdout.write(JSON.stringify(record) + "\n");
