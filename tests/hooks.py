@@ -75,3 +75,45 @@ def each_case_on_one_host(hosts, cases):
     return [pytest.param(host, *(case if isinstance(case, tuple) else (case,)),
                          marks=() if hosts[k % len(hosts)] == host else pytest.mark.slow)
             for k, case in enumerate(cases) for host in hosts]
+
+
+_FIRST_HOOK_CACHE = []   # [(mtime in ns, {cache file name: bytes})], made once per test process
+
+
+def place_hooked_sts(dest):
+    """Copy sts.py to the file `dest` as a first hook process leaves it: with
+    the __pycache__ that hook wrote (the bytecode split in parts, see the end
+    of sts.py) and the mtime that cache was written for.
+
+    A test of something else than the first hook then starts where an
+    installed sts.py is after one call, without compiling and splitting the
+    whole file again (about half a second each).  The cache is made once per
+    test process, by a real hook process on a copy."""
+    import shutil
+    import tempfile
+    if not _FIRST_HOOK_CACHE:
+        tmp = tempfile.mkdtemp(prefix="sts-first-hook-")
+        try:
+            shutil.copy2(os.path.join(ROOT, "sts.py"), os.path.join(tmp, "sts.py"))
+            code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % tmp
+            proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, "claude"],
+                                  input=b'{"hook_event_name": "SessionStart", "session_id": "s"}',
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                                  env=dict(os.environ, STS_HOME=os.path.join(tmp, "home")))
+            assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+            cache = os.path.join(tmp, "__pycache__")
+            files = {}
+            for name in os.listdir(cache):
+                with open(os.path.join(cache, name), "rb") as fh:
+                    files[name] = fh.read()
+            _FIRST_HOOK_CACHE.append((os.stat(os.path.join(tmp, "sts.py")).st_mtime_ns, files))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    mtime, files = _FIRST_HOOK_CACHE[0]
+    shutil.copyfile(os.path.join(ROOT, "sts.py"), dest)
+    os.utime(dest, ns=(mtime, mtime))
+    cache = os.path.join(os.path.dirname(dest), "__pycache__")
+    os.makedirs(cache, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(cache, name), "wb") as fh:
+            fh.write(data)
