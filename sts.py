@@ -22,6 +22,7 @@ it, except three calls that reach down (the Decision reads the ledger summary,
 the Engine answers prompt commands through Inspection, Cases replay events
 through the CLI's hook runner).  Search for a title:
 
+    Fast os              the os of a hook process, without importing os
     Fast json            json.loads/dumps without the json package's start-up
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
@@ -59,7 +60,6 @@ same action gets the same answer on every host.
 from __future__ import annotations
 
 import _thread  # for one lock; the interpreter has loaded it already
-import os
 import sys
 
 TYPE_CHECKING = False
@@ -69,6 +69,210 @@ if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
+
+
+###############################################################################
+# Fast os: the os module of a hook, without the cost of importing it
+#
+# Owns `os` as every other section sees it.  `import os` costs a fifth to a
+# third of an interpreter start-up (it imports _collections_abc for
+# os.environ, and stat and posixpath), more than any other single part of a
+# hook call, and the interpreter of a hook has not imported it.  The system
+# calls themselves are `posix`'s, which the interpreter has loaded and os
+# only re-exports.  So in a hook process `os` is a _LeanOs: posix's calls
+# and constants, the environment as a dict of str (decoded as os decodes
+# it), and the path functions a call uses (_LeanPath), which give what
+# posixpath gives; anything else is asked of the real os, imported then.
+# Every other process (tests that change os.environ, the CLI), a Python
+# before 3.11 (no posix._path_normpath) and Windows (no posix) get the real
+# os from the start.
+###############################################################################
+
+try:
+    import posix as _posix
+except ImportError:   # Windows
+    _posix = None
+
+# The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
+_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+_S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
+_MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
+
+
+def _real_os() -> Any:
+    import os as real
+    return real
+
+
+def _mode_is(path: Any, kind: int, follow: bool = True) -> bool:
+    """Whether `path` is a file of that kind (False when it cannot be stat'ed),
+    as genericpath's isdir, isfile and islink decide."""
+    try:
+        st = _posix.stat(path) if follow else _posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return kind == 0 or st.st_mode & _S_IFMT == kind
+
+
+class _LeanPath:
+    """os.path in a hook: posixpath's answers for str paths; any other
+    argument or function goes to posixpath itself."""
+
+    sep = "/"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_real_os().path, name)
+
+    @staticmethod
+    def isabs(path: Any) -> bool:
+        if type(path) is not str:
+            return _real_os().path.isabs(path)
+        return path.startswith("/")
+
+    @staticmethod
+    def join(path: Any, *more: Any) -> Any:
+        if type(path) is not str or any(type(p) is not str for p in more):
+            return _real_os().path.join(path, *more)
+        for part in more:
+            if part.startswith("/"):
+                path = part
+            elif not path or path.endswith("/"):
+                path += part
+            else:
+                path += "/" + part
+        return path
+
+    @staticmethod
+    def split(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.split(path)
+        cut = path.rfind("/") + 1
+        head, tail = path[:cut], path[cut:]
+        if head and head != "/" * len(head):
+            head = head.rstrip("/")
+        return head, tail
+
+    @staticmethod
+    def dirname(path: Any) -> Any:
+        return _LeanPath.split(path)[0]
+
+    @staticmethod
+    def basename(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.basename(path)
+        return path[path.rfind("/") + 1:]
+
+    @staticmethod
+    def normpath(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.normpath(path)
+        return _posix._path_normpath(path) or "."
+
+    @staticmethod
+    def abspath(path: Any) -> Any:
+        if type(path) is not str:
+            return _real_os().path.abspath(path)
+        if not path.startswith("/"):
+            path = _LeanPath.join(_posix.getcwd(), path)
+        return _LeanPath.normpath(path)
+
+    @staticmethod
+    def expanduser(path: Any) -> Any:
+        if type(path) is not str or not path.startswith("~"):
+            return path if type(path) is str else _real_os().path.expanduser(path)
+        end = path.find("/", 1)
+        end = len(path) if end < 0 else end
+        home = os.environ.get("HOME") if end == 1 else None
+        if home is None:   # `~user`, or no HOME: the password database's answer
+            return _real_os().path.expanduser(path)
+        return (home.rstrip("/") + path[end:]) or "/"
+
+    @staticmethod
+    def exists(path: Any) -> bool:
+        return _mode_is(path, 0)
+
+    @staticmethod
+    def lexists(path: Any) -> bool:
+        return _mode_is(path, 0, follow=False)
+
+    @staticmethod
+    def isdir(path: Any) -> bool:
+        return _mode_is(path, _S_IFDIR)
+
+    @staticmethod
+    def isfile(path: Any) -> bool:
+        return _mode_is(path, _S_IFREG)
+
+    @staticmethod
+    def islink(path: Any) -> bool:
+        return _mode_is(path, _S_IFLNK, follow=False)
+
+    @staticmethod
+    def realpath(path: Any) -> Any:
+        """Every symbolic link followed, `..` applied after the link before
+        it; names that do not exist are kept as written (not strict)."""
+        if type(path) is not str or "\0" in path:
+            return _real_os().path.realpath(path)
+        done = "" if path.startswith("/") else _posix.getcwd().rstrip("/")
+        todo = path.split("/")[::-1]
+        links = 0
+        while todo:
+            name = todo.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                done = done[:done.rfind("/")] if done else done
+                continue
+            step = done + "/" + name
+            try:
+                is_link = _posix.lstat(step).st_mode & _S_IFMT == _S_IFLNK
+            except OSError:
+                is_link = False   # missing or unreadable: kept as written
+            if not is_link:
+                done = step
+                continue
+            links += 1
+            try:
+                target = _posix.readlink(step)
+            except OSError:
+                target = None
+            if links > _MAX_LINKS or target is None:
+                return _real_os().path.realpath(path)   # a loop or a race: posixpath decides
+            if target.startswith("/"):
+                done = ""
+            todo.extend(target.split("/")[::-1])
+        return done or "/"
+
+
+class _LeanOs:
+    """os in a hook process: see the section banner."""
+
+    name = "posix"
+    sep = "/"
+    curdir, pardir, devnull = ".", "..", "/dev/null"
+    SEEK_SET, SEEK_CUR, SEEK_END = 0, 1, 2
+
+    def __init__(self) -> None:
+        self.path = _LeanPath()
+        encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        self.environ = {key.decode(encoding, errors): value.decode(encoding, errors)
+                        for key, value in _posix.environ.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        # os re-exports every public name of posix (and _exit) unchanged.
+        if (not name.startswith("_") or name == "_exit") and hasattr(_posix, name):
+            return getattr(_posix, name)
+        return getattr(_real_os(), name)
+
+
+def _lean_os_fits() -> bool:
+    """Whether this process is a hook that can run on _LeanOs."""
+    argv = sys.argv
+    return (_posix is not None and hasattr(_posix, "_path_normpath") and argv[:1] == ["-c"]
+            and len(argv) > 1 and argv[1] in _HOOK_HOSTS)
+
+
+os = _LeanOs() if _lean_os_fits() else _real_os()
 
 
 ###############################################################################
@@ -15253,8 +15457,7 @@ class Store:
         """Lock-free read; damage yields the recovery state (see recovery_state)."""
         target = self._state_path(key)
         try:
-            import stat
-            if not stat.S_ISDIR(os.lstat(target + ".lock").st_mode):
+            if os.lstat(target + ".lock").st_mode & _S_IFMT != _S_IFDIR:
                 # sts never writes a lock file, so one here is foreign or corrupt.
                 error = _lock_damaged(key)
                 return Loaded(recovery_state(error), error, True)
@@ -15322,13 +15525,12 @@ class Store:
 
     def _reclaim(self, key: str, lock: str) -> bool:
         """Clear a lock whose holders are gone; False when the lock path is not a dir."""
-        import stat
         import time
         try:
             info = os.lstat(lock)
         except FileNotFoundError:
             return True
-        if not stat.S_ISDIR(info.st_mode):
+        if info.st_mode & _S_IFMT != _S_IFDIR:
             return False
         try:
             entries = os.listdir(lock)
@@ -23596,7 +23798,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 # the cache for the next ones (see "Cold sections").
                 try:
                     sys.stdout.flush()
-                    _split_bytecode()
+                    _split_bytecode_lean()
                 except Exception:  # noqa: BLE001 - a cache is never worth a failed hook
                     pass
             _exit_now(0)
@@ -23697,9 +23899,9 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # defining them cost about 0.2 of an interpreter start-up on every call.  The
 # source stays one file with those sections where they are; only the cache
 # changes.  The first hook process that finds the cache holding the whole
-# module (as Python's own import writes it) rewrites it in three parts, the
-# hot and cold ones compiled from this very file with the other part's lines
-# left blank, so every line number stays true:
+# module (as Python's own import writes it) rewrites it in parts, each
+# compiled from this very file with the other parts' lines left blank, so
+# every line number stays true:
 #
 #   __pycache__/sts.<tag>.pyc        a loader of a few lines (_LOADER), under
 #                                    the header Python checks against sts.py
@@ -23708,24 +23910,29 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
 #   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
 #                                    Pi, Gemini, Copilot and Qwen, the same way
+#   __pycache__/sts.<tag>.full.pyc   the whole module, as Python compiles it
+#
+# The loader runs the hot part in a hook process and the whole module in
+# any other (tests, `import sts; sts.cmd_install(...)`, help()), so an
+# importer gets exactly what Python's own import would give.  The parts a
+# hook runs leave out the docstrings and annotations of functions, which no
+# hook reads and which are a tenth of the bytes it would load.
 #
 # The loader exists for the garbage collector: reading a megabyte of bytecode
 # and defining what it holds makes some hundred thousand objects, and on the
 # way the collector runs about twenty times over all of them for nothing (a
-# tenth of a hook call).  So the loader turns it off, runs the hot part, and
-# in a hook process freezes what the import made (gc.freeze: later
-# collections skip it) before turning it back on.  A missing or stale hot
-# part makes the loader compile the whole of sts.py instead, which the hook
-# then splits again.
+# tenth of a hook call).  So the loader turns it off, runs its part, and in
+# a hook process freezes what the import made (gc.freeze: later collections
+# skip it) before turning it back on.  A missing or stale part makes the
+# loader compile the whole of sts.py instead, which a hook then splits again.
 #
 # In the hot part _SLIM is True and _SOURCE_STAMP names the source it was
 # compiled from.  Hook code reaches a cold name only through _cold("name"),
 # which loads the cold part into this module first (tests/test_cli.py checks
-# that no hot code names a cold one directly).  Any other importer (tests,
-# `import sts; sts.cmd_install(...)`) gets the cold part at import, so for it
-# nothing differs.  When the cold cache is missing or stale it is compiled
-# from sts.py, if sts.py is still the file the hot part came from; a changed
-# sts.py makes Python recompile the whole module at the next import anyway.
+# that no hot code names a cold one directly).  When the cold cache is
+# missing or stale it is compiled from sts.py, if sts.py is still the file
+# the hot part came from; a changed sts.py makes Python recompile the whole
+# module at the next import anyway.
 #
 # The hosts part works the same way for the adapters a Codex or Claude Code
 # hook never runs (a tenth of the hot bytecode, and the classes it defines):
@@ -23743,15 +23950,20 @@ _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
 _COLD_STATE = {"loaded": False}
-# What __pycache__/sts.<tag>.pyc holds once split; %r is the header both
-# other parts must carry.  Its names are deleted after use.
+# What __pycache__/sts.<tag>.pyc holds once split: the first %r is the hook
+# commands (a hook loads the hot part, anyone else the whole module), the
+# second the header every part must carry.  Its names are deleted after use.
 _LOADER = """\
 import gc as _loader_gc
+import sys as _loader_sys
 _loader_gc_on = _loader_gc.isenabled()
 _loader_gc.disable()
 try:
+    _loader_argv = _loader_sys.argv
+    _loader_part = (".hot.pyc" if _loader_argv[:1] == ["-c"] and len(_loader_argv) > 1
+                    and _loader_argv[1] in %r else ".full.pyc")
     try:
-        with open(__cached__[:-len(".pyc")] + ".hot.pyc", "rb") as _loader_fh:
+        with open(__cached__[:-len(".pyc")] + _loader_part, "rb") as _loader_fh:
             _loader_data = _loader_fh.read()
     except (OSError, TypeError, NameError):   # (NameError: a loader that sets no __cached__)
         _loader_data = b""
@@ -23870,10 +24082,41 @@ def _source_and_stamp() -> Optional[Tuple[str, Tuple[int, int]]]:
     return data.decode("utf-8"), stamp
 
 
-def _compile_part(text: str) -> Any:
+def _compile_part(text: str, for_hooks: bool = True) -> Any:
+    """Bytecode of one part; for a hook, without what only a reader uses."""
     import __future__
-    return compile(text, __file__, "exec", flags=__future__.annotations.compiler_flag,
-                   dont_inherit=True)
+    flags = __future__.annotations.compiler_flag
+    if not for_hooks:
+        return compile(text, __file__, "exec", flags=flags, dont_inherit=True)
+    import ast
+    tree = ast.parse(text)
+    # The flag alone gives string annotations; the statement would also
+    # import the __future__ module when the part runs (a thirtieth of a hook).
+    tree.body = [node for node in tree.body if not (
+        isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _strip_function(node)
+    return compile(tree, __file__, "exec", flags=flags, dont_inherit=True)
+
+
+def _strip_function(node: Any) -> None:
+    """Drop a function's docstring and annotations, in place.
+
+    A hook never reads them, and they are about a tenth of the bytecode it
+    loads.  Class bodies keep theirs: the dataclasses read the annotations
+    of their fields, and their docstrings spare them a costly signature."""
+    import ast
+    body = node.body
+    if (len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        del body[0]
+    node.returns = None
+    arguments = node.args
+    for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
+            arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            arg.annotation = None
 
 
 def _load_part(part: str, index: int) -> None:
@@ -23931,21 +24174,69 @@ def _other_adapters() -> Dict[str, Any]:
     return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
 
 
+def _whole_code(loader_path: str, header: bytes) -> Any:
+    """The whole module for the full part: the bytes Python's own import
+    wrote, while the cache still holds them (they keep the column positions
+    a traceback shows), else compiled from sts.py."""
+    try:
+        with open(loader_path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        data = b""
+    if data[:16] == header and len(data) > 64 * 1024:   # (a loader is a few KB)
+        return data
+    found = _source_and_stamp()
+    if found is None or _pyc_bytes(None, found[1])[:16] != header:
+        raise OSError("sts.py changed while its cache was split")
+    return _compile_part(found[0], for_hooks=False)
+
+
+def _split_bytecode_lean() -> None:
+    """Split the cache (see above) in an interpreter that writes no column
+    positions into bytecode, then end this hook process.
+
+    Since Python 3.11 every instruction also records the columns it came
+    from, for the carets under a traceback line; that is a twelfth of the
+    bytes a hook loads, and a hook shows no traceback.  Only a setting of
+    the interpreter turns it off, so the process that has just answered
+    becomes one with that setting (same pid: the host still waits on it)."""
+    if sys.version_info < (3, 11) or "no_debug_ranges" in getattr(sys, "_xoptions", {}):
+        _split_bytecode()
+        return
+    if _split_cache_path() is None:
+        return   # nothing to split here: no second interpreter for nothing
+    folder = os.path.dirname(os.path.abspath(__file__))
+    code = "import sys; sys.path.insert(0, %r); import sts; sts._split_bytecode()" % folder
+    try:
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-X", "no_debug_ranges",
+                                  "-c", code])
+    except OSError:
+        _split_bytecode()
+
+
+def _split_cache_path() -> Optional[str]:
+    """The cache file Python's import wrote for sts.py, when there is one
+    this process may split; else None."""
+    import importlib.util
+    if sys.dont_write_bytecode or not __file__.endswith(".py"):
+        return None
+    try:
+        loader_path = importlib.util.cache_from_source(__file__)
+    except (NotImplementedError, ValueError):
+        return None
+    if not os.access(os.path.dirname(loader_path), os.W_OK) or not os.path.exists(loader_path):
+        return None   # no cache to split (Python could not write one either)
+    return loader_path
+
+
 def _split_bytecode() -> bool:
     """Rewrite this module's cache as a loader, a hot and a cold part (see
     above); True when done.  Called by a hook process that loaded the whole
     module."""
-    import importlib.util
-    if sys.dont_write_bytecode or not __file__.endswith(".py"):
-        return False
-    try:
-        loader_path = importlib.util.cache_from_source(__file__)
-    except (NotImplementedError, ValueError):
-        return False
+    loader_path = _split_cache_path()
     cold_path = _cold_cache_path()
-    folder = os.path.dirname(loader_path)
-    if cold_path is None or not os.access(folder, os.W_OK) or not os.path.exists(loader_path):
-        return False   # no cache to split (Python could not write one either)
+    if loader_path is None or cold_path is None:
+        return False
     found = _source_and_stamp()
     if found is None:
         return False
@@ -23954,13 +24245,14 @@ def _split_bytecode() -> bool:
         return False
     stamp = found[1]
     header = _pyc_bytes(None, stamp)[:16]
-    loader = compile(_LOADER % (header,), __file__, "exec", dont_inherit=True)
+    loader = compile(_LOADER % (tuple(ADAPTERS), header), __file__, "exec", dont_inherit=True)
     # The loader last: until it is there, Python loads the whole module.
-    for path, code in ((cold_path, _compile_part(texts[1])),
+    for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
+                       (cold_path, _compile_part(texts[1])),
                        (_cold_cache_path("hosts"), _compile_part(texts[2])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
-        data = _pyc_bytes(code, stamp)
+        data = code if isinstance(code, bytes) else _pyc_bytes(code, stamp)
         tmp = "%s.%d.tmp" % (path, os.getpid())
         try:
             with open(tmp, "wb") as fh:
@@ -23976,8 +24268,6 @@ def _split_bytecode() -> bool:
 
 
 ADAPTERS.update(_other_adapters())
-if _SLIM and not _hook_process():
-    _load_cold()   # every importer but a hook sees the whole module at once
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,6 +2,7 @@
 session (internal error, input too large or not UTF-8), where it fails closed."""
 import functools
 import json
+import marshal
 import os
 import re
 import subprocess
@@ -230,6 +231,11 @@ PROBE = ("import sts\nprint(sts._SLIM, 'cmd_install' in vars(sts), sts._SOURCE_S
 HOSTS_PROBE = ("import sts\nprint('HermesAdapter' in vars(sts), 'cmd_install' in vars(sts),"
                " ','.join(sts.ADAPTERS), 'importlib.util' in sys.modules)")
 EVERY_HOST = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
+LEAN_PROBE = ("import sts\nprint(sts.decide.__doc__ is not None,"
+              " bool(sts.decide.__annotations__),"
+              " '__future__' in sys.modules,"
+              " any(p[2] is not None for p in sts.decide.__code__.co_positions())"
+              " if hasattr(sts.decide.__code__, 'co_positions') else True)")
 
 
 def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path):
@@ -239,9 +245,14 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
                 .encode(), env).returncode == 0
     names = sorted(os.listdir(cache))
-    assert len(names) == 4 and names[0].endswith(".cold.pyc") and names[1].endswith(".hosts.pyc")
-    assert names[2].endswith(".hot.pyc")
-    assert os.path.getsize(os.path.join(cache, names[3])) < 8000   # the loader alone
+    assert [name.split(".", 2)[-1] for name in names] == [
+        "cold.pyc", "full.pyc", "hosts.pyc", "hot.pyc", "pyc"]
+    assert os.path.getsize(os.path.join(cache, names[4])) < 8000   # the loader alone
+    # The whole module is the very bytecode Python's import wrote before the split.
+    with open(os.path.join(cache, names[1]), "rb") as fh:
+        whole = marshal.loads(fh.read()[16:])
+    assert whole.co_filename == os.path.join(folder, "sts.py")
+    assert any(getattr(c, "co_name", "") == "_split_bytecode" for c in whole.co_consts)
     # A Codex or Claude Code hook: not even the other hosts' adapters; any
     # other host's hook: those, still without the cold part; anyone else: all.
     # (and no import of importlib.util on the way: it costs more than the part).
@@ -252,10 +263,15 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
         assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [b"True", b"False",
                                                                      EVERY_HOST.encode(), b"False"]
     assert _run(folder, HOSTS_PROBE).stdout.split()[:3] == [b"True", b"True", EVERY_HOST.encode()]
-    # A hook process: the hot part only.
+    # A hook process: the hot part only, without what only a reader of the
+    # code uses (docstrings and annotations of functions, the __future__
+    # import, the column positions of each instruction).
     assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
-    # Anyone else: the whole module at import, as always.
-    assert _run(folder, PROBE).stdout.split() == [b"True", b"True", b"True"]
+    assert _run(folder, LEAN_PROBE, ["claude"]).stdout.split() == (
+        [b"False", b"False", b"False", b"False" if sys.version_info >= (3, 11) else b"True"])
+    # Anyone else: the whole module, exactly as Python's import gives it.
+    assert _run(folder, PROBE).stdout.split() == [b"False", b"True", b"False"]
+    assert _run(folder, LEAN_PROBE).stdout.split() == [b"True", b"True", b"True", b"True"]
     assert _run(folder, "from sts import cmd_doctor, find_event; print('ok')").stdout == b"ok\n"
     # The same answers as the whole module gives, including those that need a
     # cold section (a status typed in the prompt).
@@ -316,10 +332,13 @@ def test_a_cold_part_keeps_its_line_numbers(tmp_path):
     folder = _copy_sts(tmp_path, hooked=True)
     with open(os.path.join(folder, "sts.py"), encoding="utf-8") as fh:
         wanted = [n for n, line in enumerate(fh, 1) if line.startswith("def cmd_install(")]
-    out = _run(folder, "import sts\nprint(sts._SLIM, sts.cmd_install.__code__.co_firstlineno,"
-                       " sts.main.__code__.co_firstlineno == %d)"
-               % sts.main.__code__.co_firstlineno)
-    assert out.stdout.split() == [b"True", str(wanted[0]).encode(), b"True"]
+    # In a hook process, whose parts are compiled without docstrings: every
+    # line of the hot and the cold part still names its line in sts.py.
+    lines = lambda code: sorted({n for _, _, n in code.co_lines() if n is not None})
+    out = _run(folder, "import sts\nprint(sts._SLIM, sts._cold('cmd_install').__code__.co_firstlineno,"
+                       " (lambda c: sorted({n for _, _, n in c.co_lines() if n is not None}))"
+                       "(sts.decide.__code__) == %r)" % (lines(sts.decide.__code__),), ["claude"])
+    assert out.stdout.split() == [b"True", str(wanted[0]).encode(), b"True"], out.stderr
 
 
 @pytest.mark.slow
