@@ -700,8 +700,10 @@ os.write, os.open = write, open_
 for name in ("rename", "replace", "unlink", "mkdir", "rmdir", "makedirs"):
     setattr(os, name, refuse(getattr(os, name)))
 import sts
-sys.argv = ["-c", "claude"]
-sys.exit(sts.main())
+# main() with its argument, so it returns: called bare after this import it
+# would take itself for the first hook after an edit of sts.py and split the
+# bytecode cache again (a second of compiling, in every one of these hooks).
+sys.exit(sts.main(["claude"]))
 """
 
 
