@@ -77,39 +77,38 @@ def each_case_on_one_host(hosts, cases):
             for k, case in enumerate(cases) for host in hosts]
 
 
-_FIRST_HOOK_CACHE = []   # [(mtime in ns, {cache file name: bytes})], made once per test process
+_HOOKED = []   # [(sts.py's mtime in ns, {cache file name: bytes})], read once per test process
 
 
 def place_hooked_sts(dest):
     """Copy sts.py to the file `dest` as a first hook process leaves it: with
-    the __pycache__ that hook wrote (the bytecode split in parts, see the end
-    of sts.py) and the mtime that cache was written for.
+    the bytecode cache that hook wrote beside it (split in parts, see the end
+    of sts.py), under sts.py's own mtime, for which that cache holds.
 
     A test of something else than the first hook then starts where an
     installed sts.py is after one call, without compiling and splitting the
-    whole file again (about half a second each).  The cache is made once per
-    test process, by a real hook process on a copy."""
+    whole file again (more than a second each).  The cache is this checkout's
+    own, made by a real hook process here (the first one of a run pays for
+    it, as it would anyway)."""
     import shutil
     import tempfile
-    if not _FIRST_HOOK_CACHE:
-        tmp = tempfile.mkdtemp(prefix="sts-first-hook-")
+    if not _HOOKED:
+        home = tempfile.mkdtemp(prefix="sts-first-hook-")
         try:
-            shutil.copy2(os.path.join(ROOT, "sts.py"), os.path.join(tmp, "sts.py"))
-            code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % tmp
-            proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, "claude"],
-                                  input=b'{"hook_event_name": "SessionStart", "session_id": "s"}',
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
-                                  env=dict(os.environ, STS_HOME=os.path.join(tmp, "home")))
-            assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
-            cache = os.path.join(tmp, "__pycache__")
-            files = {}
-            for name in os.listdir(cache):
+            proc = hook_process("claude", {"hook_event_name": "SessionStart", "session_id": "s"},
+                                home, timeout=60)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+        mtime = os.stat(os.path.join(ROOT, "sts.py")).st_mtime_ns
+        cache = os.path.join(ROOT, "__pycache__")
+        files = {}
+        for name in os.listdir(cache):
+            if name.startswith("sts.") and name.endswith(".pyc"):
                 with open(os.path.join(cache, name), "rb") as fh:
                     files[name] = fh.read()
-            _FIRST_HOOK_CACHE.append((os.stat(os.path.join(tmp, "sts.py")).st_mtime_ns, files))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    mtime, files = _FIRST_HOOK_CACHE[0]
+        _HOOKED.append((mtime, files))
+    mtime, files = _HOOKED[0]
     shutil.copyfile(os.path.join(ROOT, "sts.py"), dest)
     os.utime(dest, ns=(mtime, mtime))
     cache = os.path.join(os.path.dirname(dest), "__pycache__")
