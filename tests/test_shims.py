@@ -47,6 +47,14 @@ def fake(name):
     return os.path.join(FAKES, name, "sts.py")
 
 
+def on_one_host(everyday):
+    """Every JS host as pytest params, `everyday` alone in `make test` (the
+    others marked slow, for `make test-all`): for what the shared plumbing
+    does, the same code in every shim (test_shared_plumbing_is_identical_in_every_js_shim)."""
+    return [pytest.param(host, marks=() if host == everyday else pytest.mark.slow)
+            for host in sorted(JS_SHIMS)]
+
+
 # --------------------------------------------------------------------------
 # harness
 # --------------------------------------------------------------------------
@@ -311,10 +319,7 @@ def test_tool_call_failure_blocks_iff_armed(tmp_path, env, work, host, kind, arm
 
 
 @needs_node
-# The plumbing that kills the child is the same in every shim (see
-# test_shared_plumbing_is_identical_in_every_js_shim): one host in `make test`.
-@pytest.mark.parametrize("host", [pytest.param(host, marks=() if host == "pi" else pytest.mark.slow)
-                                  for host in sorted(JS_SHIMS)])
+@pytest.mark.parametrize("host", on_one_host("pi"))
 def test_timeout_kills_the_child(tmp_path, env, work, host):
     # Long enough for the sleeper to start and write its pid on a busy machine.
     env = dict(failure_env(env, tmp_path, "timeout"), STS_TIMEOUT_MS="400")
@@ -343,7 +348,7 @@ def test_timeout_kills_the_child(tmp_path, env, work, host):
 
 
 @needs_node
-@pytest.mark.parametrize("host", sorted(JS_SHIMS))
+@pytest.mark.parametrize("host", on_one_host("omp"))
 def test_failure_is_reported_once(tmp_path, env, work, host):
     env = failure_env(env, tmp_path, "garbage")
     arm(env, "ses_once")
@@ -408,7 +413,7 @@ def test_pi_failure_uses_notify_with_ui_and_stderr_without(tmp_path, env, work, 
 
 
 @needs_node
-@pytest.mark.parametrize("host", sorted(JS_SHIMS))
+@pytest.mark.parametrize("host", on_one_host("opencode"))
 def test_marker_follows_the_data_dir_rules(tmp_path, env, work, host):
     """No STS_HOME: $XDG_STATE_HOME/stop-that-shit, else ~/.local/state/stop-that-shit."""
     env = failure_env(env, tmp_path, "garbage")
@@ -1107,7 +1112,7 @@ def test_real_omp_headless_contract(tmp_path, real_env, work, how):
 
 
 @needs_node
-@pytest.mark.parametrize("host", sorted(JS_SHIMS))
+@pytest.mark.parametrize("host", on_one_host("pi"))
 def test_real_armed_marker_then_broken_python(tmp_path, real_env, work, host):
     """sts.py keeps the armed marker; when python later breaks, the shim blocks."""
     real_js(tmp_path, real_env, work, host, REVIEW)
