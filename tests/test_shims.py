@@ -39,6 +39,11 @@ JS_SHIMS = {
 }
 HERMES_PLUGIN = os.path.join(SHIMS, "hermes", "stop-that-shit")
 NODE = shutil.which("node")
+# Node without its JIT compiler: the same JavaScript, started with about half
+# the CPU; a scenario is over long before compiled code would pay off.
+# (WebAssembly needs the JIT: turning it off too keeps Node from saying so on
+# stderr, which the tests read.)
+RUN_NODE = [NODE, "--jitless", "--no-expose-wasm"]
 
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
@@ -82,7 +87,7 @@ def run_driver(tmp_path, env, host, steps, init=None, timeout=60):
     scenario = {"host": host, "shim": JS_SHIMS[host], "steps": steps, "init": init or {}}
     path = tmp_path / ("scenario-%d.json" % time.monotonic_ns())
     path.write_text(json.dumps(scenario))
-    proc = subprocess.run([NODE, DRIVER, str(path)], env=env, capture_output=True, text=True,
+    proc = subprocess.run(RUN_NODE + [DRIVER, str(path)], env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert proc.returncode == 0, "driver failed:\n%s\n%s" % (proc.stdout, proc.stderr)
     record = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -560,7 +565,7 @@ def test_default_sts_path_is_relative_to_the_shim(tmp_path, env, work):
     scenario = {"host": "pi", "shim": str(tree / "host_shims" / "pi" / "stop-that-shit.js"),
                 "steps": [pi_write(work + "/a", pi_ctx("s", work))]}
     (tmp_path / "sc.json").write_text(json.dumps(scenario))
-    proc = subprocess.run([NODE, DRIVER, str(tmp_path / "sc.json")], env=env, capture_output=True, text=True)
+    proc = subprocess.run(RUN_NODE + [DRIVER, str(tmp_path / "sc.json")], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert [c["argv"] for c in fake_log(env)] == [["pi"]]
     # INSTALLED_STS_PY wins over the relative path, STS_PY over both
@@ -572,10 +577,10 @@ def test_default_sts_path_is_relative_to_the_shim(tmp_path, env, work):
                                     "const INSTALLED_STS_PY = %s; // sts install rewrites this line"
                                     % json.dumps(str(other / "sts.py")))
     shim.write_text(text)
-    proc = subprocess.run([NODE, DRIVER, str(tmp_path / "sc.json")], env=env, capture_output=True, text=True)
+    proc = subprocess.run(RUN_NODE + [DRIVER, str(tmp_path / "sc.json")], env=env, capture_output=True, text=True)
     assert "did not print one JSON object" in proc.stderr
     assert len(fake_log(env)) == 1
-    proc = subprocess.run([NODE, DRIVER, str(tmp_path / "sc.json")], env=dict(env, STS_PY=fake("echo")),
+    proc = subprocess.run(RUN_NODE + [DRIVER, str(tmp_path / "sc.json")], env=dict(env, STS_PY=fake("echo")),
                           capture_output=True, text=True)
     assert proc.returncode == 0 and len(fake_log(env)) == 2
 
@@ -875,7 +880,7 @@ def test_payload_serialisation_drops_functions_and_cycles(tmp_path, env, work):
         "const ctx = { cwd: %s, hasUI: false, isIdle: () => true, sessionManager: { getSessionId: () => 's' } };\n"
         "console.log(JSON.stringify(await handlers.tool_call(ev, ctx) ?? null));\n"
         % (json.dumps(JS_SHIMS["pi"]), json.dumps(big), json.dumps(work)))
-    proc = subprocess.run([NODE, str(driver)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(RUN_NODE + [str(driver)], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     (call,) = fake_log(env)
     event = call["request"]["payload"]["event"]
