@@ -24226,7 +24226,29 @@ def _split_cache_path() -> Optional[str]:
         return None
     if not os.access(os.path.dirname(loader_path), os.W_OK) or not os.path.exists(loader_path):
         return None   # no cache to split (Python could not write one either)
+    if _split_already(loader_path):
+        return None   # a process that imported the whole module, then called main() as a hook
     return loader_path
+
+
+def _split_already(loader_path: str) -> bool:
+    """Whether the cache is split for this very source: the loader in place
+    and every part under its header, the hot part whole."""
+    import marshal
+    base = loader_path[:-len(".pyc")]
+    try:
+        if os.stat(loader_path).st_size >= 64 * 1024:
+            return False   # Python's own bytecode of the whole module: not split
+        heads = []
+        for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc"):
+            with open(path, "rb") as fh:
+                heads.append(fh.read(16))
+        with open(base + ".hot.pyc", "rb") as fh:
+            hot = fh.read()
+        marshal.loads(memoryview(hot)[16:])
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    return len(set(heads + [hot[:16]])) == 1
 
 
 def _split_bytecode() -> bool:

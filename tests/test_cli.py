@@ -293,6 +293,23 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     assert out.returncode == 0 and b"Stop That Shit status" in out.stdout
 
 
+def test_a_process_that_imported_the_whole_module_then_hooks_does_not_split_again(tmp_path):
+    """`import sts` first (the whole module), then sys.argv made a hook's and
+    main() called bare: it answers, and leaves a split cache as it is."""
+    folder = _copy_sts(tmp_path)
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
+                .encode(), env).returncode == 0
+    cache = os.path.join(folder, "__pycache__")
+    stamps = {name: os.stat(os.path.join(cache, name)).st_mtime_ns for name in os.listdir(cache)}
+    late = _run(folder, "import sts\nsys.argv = ['-c', 'claude']\nprint(sts._SLIM)\nsts.main()",
+                stdin=json.dumps(WRITE).encode(), env=env)
+    assert late.returncode == 0 and late.stderr == b""
+    assert late.stdout.startswith(b"False\n") and b"MODE_FORBIDS_MUTATION" in late.stdout
+    assert {name: os.stat(os.path.join(cache, name)).st_mtime_ns
+            for name in os.listdir(cache)} == stamps
+
+
 GC_PROBE = ("import gc, sts\nprint(gc.isenabled(), gc.get_freeze_count() > 0,"
             " [n for n in vars(sts) if n.startswith('_loader')])")
 
