@@ -700,9 +700,9 @@ os.write, os.open = write, open_
 for name in ("rename", "replace", "unlink", "mkdir", "rmdir", "makedirs"):
     setattr(os, name, refuse(getattr(os, name)))
 import sts
-# main() with its argument, so it returns: called bare after this import it
-# would take itself for the first hook after an edit of sts.py and split the
-# bytecode cache again (a second of compiling, in every one of these hooks).
+# main() with its argument, so it returns: this test is about the disk.  A
+# bare main() after an import as no hook would first make sure the bytecode
+# cache is split (a tenth of a second in each of these 24 hooks).
 sys.exit(sts.main(["claude"]))
 """
 
