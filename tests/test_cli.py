@@ -296,7 +296,7 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
 def test_a_process_that_imported_the_whole_module_then_hooks_does_not_split_again(tmp_path):
     """`import sts` first (the whole module), then sys.argv made a hook's and
     main() called bare: it answers, and leaves a split cache as it is."""
-    folder = _copy_sts(tmp_path)
+    folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
     assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
                 .encode(), env).returncode == 0
