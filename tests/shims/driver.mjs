@@ -1,7 +1,9 @@
 // Test driver: load a real shim, stand in for its host, fire a scripted
 // sequence of callbacks and print what the shim did as one JSON object.
 //
-//   node driver.mjs <scenario.json>
+//   node driver.mjs <scenario.json>      one scenario; its record on stdout
+//   node driver.mjs --serve              one scenario per line of stdin:
+//       {scenario, env, cwd} -> one line {record, stderr} or {error, stderr}
 //
 // scenario = {host: "opencode"|"pi"|"omp", shim: "<abs path>", init?: {...}, steps: [...]}
 // OpenCode steps: {hook, input?, output?, event?}
@@ -14,8 +16,15 @@
 // and the shim has read its answer, so the next step comes after them; the
 // record is printed after the same wait.  No fixed sleeps: a busy machine
 // only makes the wait longer.
+//
+// --serve saves a Node start-up per scenario (tests/test_shims.py runs dozens).
+// Each scenario still gets a shim of its own (the module imported afresh, so
+// none of its state carries over), the environment and working folder it
+// names, and what the shim writes to stderr; a scenario starts only when
+// every sts.py of the one before has ended.
 import childProcess from "node:child_process";
 import { syncBuiltinESMExports } from "node:module";
+import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { readFileSync } from "node:fs";
 
@@ -49,10 +58,6 @@ async function settle() {
   } while (running > 0);
 }
 
-const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const mod = await import(pathToFileURL(scenario.shim).href);
-const record = { results: [], messages: [], notifies: [], logs: [], flags: {}, commands: [], hooks: [] };
-
 function describeError(error) {
   return error instanceof Error ? error.message : String(error);
 }
@@ -67,7 +72,7 @@ async function timed(fn) {
   }
 }
 
-async function runOpenCode() {
+async function runOpenCode(scenario, mod, record) {
   const init = scenario.init || {};
   const client = {
     app: {
@@ -111,7 +116,7 @@ async function runOpenCode() {
   }
 }
 
-function fakeCtx(spec) {
+function fakeCtx(spec, record) {
   const c = spec || {};
   return {
     cwd: c.cwd,
@@ -127,7 +132,7 @@ function fakeCtx(spec) {
   };
 }
 
-async function runPiLike() {
+async function runPiLike(scenario, mod, record) {
   const bus = { listeners: new Map() };
   bus.on = (name, fn) => {
     if (!bus.listeners.has(name)) bus.listeners.set(name, []);
@@ -182,7 +187,7 @@ async function runPiLike() {
       continue;
     }
     const inst = instance(step.instance || 0);
-    const ctx = fakeCtx(step.ctx);
+    const ctx = fakeCtx(step.ctx, record);
     let result;
     if (step.command) {
       const command = inst.commands.get(step.command);
@@ -205,7 +210,58 @@ async function runPiLike() {
   }
 }
 
-if (scenario.host === "opencode") await runOpenCode();
-else await runPiLike();
-await settle(); // background work (bus events) finishes and shows its failures first
-process.stdout.write(JSON.stringify(record) + "\n");
+let imported = 0;
+
+async function runScenario(scenario) {
+  // A query of its own: a new instance of the shim module, its state fresh.
+  imported += 1;
+  const mod = await import(`${pathToFileURL(scenario.shim).href}?scenario=${imported}`);
+  const record = { results: [], messages: [], notifies: [], logs: [], flags: {}, commands: [], hooks: [] };
+  if (scenario.host === "opencode") await runOpenCode(scenario, mod, record);
+  else await runPiLike(scenario, mod, record);
+  await settle(); // background work (bus events) finishes and shows its failures first
+  return record;
+}
+
+async function serve() {
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  let failures = [];
+  process.on("unhandledRejection", (error) => failures.push(`unhandled rejection: ${describeError(error)}`));
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const { scenario, env, cwd } = JSON.parse(line);
+    for (const key of Object.keys(process.env)) delete process.env[key];
+    Object.assign(process.env, env);
+    process.chdir(cwd);
+    const said = [];
+    const keep = (chunk, encoding, done) => {
+      said.push(String(chunk));
+      if (typeof encoding === "function") encoding();
+      else if (typeof done === "function") done();
+      return true;
+    };
+    process.stderr.write = keep;
+    process.stdout.write = keep; // a shim never prints; nothing may break the replies
+    failures = [];
+    let reply;
+    try {
+      const record = await runScenario(scenario);
+      reply = failures.length ? { error: failures.join("\n") } : { record };
+    } catch (error) {
+      reply = { error: error instanceof Error ? error.stack || error.message : String(error) };
+    } finally {
+      process.stderr.write = err;
+      process.stdout.write = out;
+    }
+    reply.stderr = said.join("");
+    out(JSON.stringify(reply) + "\n");
+  }
+}
+
+if (process.argv[2] === "--serve") {
+  await serve();
+} else {
+  const record = await runScenario(JSON.parse(readFileSync(process.argv[2], "utf8")));
+  process.stdout.write(JSON.stringify(record) + "\n");
+}
