@@ -19,13 +19,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # About half of the time of `make test`: the shims under Node, the real
-# concurrent hook processes, the oracles that run commands in real shells,
-# and the command-line, install, case, lean-os and fast-json tests that start
-# the hook or the CLI as a process.  (Which files go here is a matter of
-# balance: both runs should end at about the same time.)
+# concurrent hook processes, the oracles and false reads that run commands in
+# real shells, and the command-line, install, case, lean-os and fast-json
+# tests that start the hook or the CLI as a process.  (Which files go here is
+# a matter of balance: both runs should end at about the same time.)
 FIRST = ("test_shims.py", "test_concurrency.py", "test_delegation_concurrency.py",
-         "test_analysis_oracle.py", "test_cli.py", "test_install.py", "test_cases.py",
-         "test_fast_os.py", "test_fast_json.py")
+         "test_analysis_oracle.py", "test_false_reads.py", "test_reads_that_leave.py",
+         "test_cli.py", "test_install.py", "test_cases.py", "test_fast_os.py",
+         "test_fast_json.py")
 
 
 def ram_folder():
