@@ -75,3 +75,44 @@ def each_case_on_one_host(hosts, cases):
     return [pytest.param(host, *(case if isinstance(case, tuple) else (case,)),
                          marks=() if hosts[k % len(hosts)] == host else pytest.mark.slow)
             for k, case in enumerate(cases) for host in hosts]
+
+
+_HOOKED = []   # [(sts.py's mtime in ns, {cache file name: bytes})], read once per test process
+
+
+def place_hooked_sts(dest):
+    """Copy sts.py to the file `dest` as a first hook process leaves it: with
+    the bytecode cache that hook wrote beside it (split in parts, see the end
+    of sts.py), under sts.py's own mtime, for which that cache holds.
+
+    A test of something else than the first hook then starts where an
+    installed sts.py is after one call, without compiling and splitting the
+    whole file again (more than a second each).  The cache is this checkout's
+    own, made by a real hook process here (the first one of a run pays for
+    it, as it would anyway)."""
+    import shutil
+    import tempfile
+    if not _HOOKED:
+        home = tempfile.mkdtemp(prefix="sts-first-hook-")
+        try:
+            proc = hook_process("claude", {"hook_event_name": "SessionStart", "session_id": "s"},
+                                home, timeout=60)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+        mtime = os.stat(os.path.join(ROOT, "sts.py")).st_mtime_ns
+        cache = os.path.join(ROOT, "__pycache__")
+        files = {}
+        for name in os.listdir(cache):
+            if name.startswith("sts.") and name.endswith(".pyc"):
+                with open(os.path.join(cache, name), "rb") as fh:
+                    files[name] = fh.read()
+        _HOOKED.append((mtime, files))
+    mtime, files = _HOOKED[0]
+    shutil.copyfile(os.path.join(ROOT, "sts.py"), dest)
+    os.utime(dest, ns=(mtime, mtime))
+    cache = os.path.join(os.path.dirname(dest), "__pycache__")
+    os.makedirs(cache, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(cache, name), "wb") as fh:
+            fh.write(data)

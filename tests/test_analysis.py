@@ -62,6 +62,24 @@ def _shell_of(tags):
     return "bash"
 
 
+def test_every_corpus_line_holds_its_label():
+    """Every labelled line, in one test: each line that fails is reported with
+    its line number and what the analyzer said (one test per line would
+    cost `make test` more in pytest's bookkeeping than in the analysis)."""
+    failures = []
+    for number, label, tags, command in ROWS:
+        try:
+            check_label(label, tags, command)
+        except Exception as exc:   # an assert that failed, or the analyzer raised
+            text = str(exc) if isinstance(exc, AssertionError) else "%s: %s" % (
+                type(exc).__name__, exc)
+            why = "\n    ".join(line for line in text.splitlines() if line.strip())
+            failures.append("analysis_corpus.txt:%d: %s | %r\n    %s"
+                            % (number, " ".join([label] + tags), command, why))
+    assert not failures, "%d corpus line(s) fail:\n%s" % (len(failures), "\n".join(failures))
+
+
+@pytest.mark.slow   # the same lines as above, one test each (-k L<line> picks one)
 @pytest.mark.parametrize("number,label,tags,command", ROWS,
                          ids=["L%d" % r[0] for r in ROWS])
 def test_corpus_label(number, label, tags, command):

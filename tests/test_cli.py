@@ -1,5 +1,6 @@
 """The hook runner and CLI: a hook fails open, except on a tool call in an armed
 session (internal error, input too large or not UTF-8), where it fails closed."""
+import functools
 import json
 import marshal
 import os
@@ -10,7 +11,7 @@ import sys
 import pytest
 
 import sts
-from hooks import ROOT, deny_reason, hook, hook_process
+from hooks import ROOT, deny_reason, hook, hook_process, place_hooked_sts
 
 PROMPT = {"hook_event_name": "UserPromptSubmit", "session_id": "s-cli", "cwd": "/w"}
 WRITE = {"hook_event_name": "PreToolUse", "session_id": "s-cli", "cwd": "/w",
@@ -145,35 +146,48 @@ def test_main_called_with_arguments_returns_instead_of_exiting(store, monkeypatc
 
 # ---- cold sections: a hook loads only the hot part of the bytecode ------------------
 
+@functools.lru_cache(maxsize=None)
+def _top_level_statements():
+    """(line index, names it defines, names it reads) of each top-level
+    statement of sts.py: the file is parsed once for the tests below."""
+    import ast
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    out = []
+    for node in tree.body:
+        defines = set()
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defines.add(node.name)
+        targets = list(getattr(node, "targets", []))
+        if getattr(node, "target", None) is not None:
+            targets.append(node.target)   # annotated assignments and for loops
+        for target in targets:
+            defines.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)}
+        out.append((node.lineno - 1, defines, reads))
+    return out
+
+
 def _hot_names_used_cold(titles=sts._COLD_SECTIONS):
     """Names hot code uses that only cold sections (or the hosts part, with
     its titles) define (must be none)."""
-    import ast
     with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
         lines = fh.read().split("\n")
     start, end = sts._cold_range(lines, titles)
     assert 0 < start < end < len(lines)
-    cold = ast.parse("\n".join([""] * start + lines[start:end]))
     # Hot code: neither these sections nor the cold ones (which load the
     # hosts part before they run).
     first, last = sts._cold_range(lines)
-    lines[first:last] = [""] * (last - first)
-    hot = ast.parse("\n".join(lines[:start] + [""] * (end - start) + lines[end:]))
-
-    def defined(tree):
-        out = set()
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                out.add(node.name)
-            targets = list(getattr(node, "targets", []))
-            if getattr(node, "target", None) is not None:
-                targets.append(node.target)   # annotated assignments and for loops
-            for target in targets:
-                out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-        return out
-    cold_only = defined(cold) - defined(hot)
-    return sorted({node.id for node in ast.walk(hot) if isinstance(node, ast.Name)
-                   and isinstance(node.ctx, ast.Load) and node.id in cold_only}), cold_only
+    cold, hot, hot_reads = set(), set(), set()
+    for index, defines, reads in _top_level_statements():
+        if start <= index < end:
+            cold |= defines
+        elif not first <= index < last:
+            hot |= defines
+            hot_reads |= reads
+    cold_only = cold - hot
+    return sorted(hot_reads & cold_only), cold_only
 
 
 def test_hot_code_reaches_cold_names_only_through_cold():
@@ -191,11 +205,17 @@ def test_hot_code_reaches_the_other_hosts_only_through_adapters():
             "HOST_ADAPTERS_B", "HOST_ADAPTERS_C"} <= hosts_only
 
 
-def _copy_sts(tmp_path):
+def _copy_sts(tmp_path, hooked=False):
+    """A folder with a copy of sts.py: no bytecode cache yet, or (hooked) the
+    cache its first hook process leaves, split in parts."""
     folder = tmp_path / "app"
     folder.mkdir()
-    with open(os.path.join(ROOT, "sts.py"), "rb") as src, open(str(folder / "sts.py"), "wb") as dst:
-        dst.write(src.read())
+    if hooked:
+        place_hooked_sts(str(folder / "sts.py"))
+    else:
+        with open(os.path.join(ROOT, "sts.py"), "rb") as src, \
+                open(str(folder / "sts.py"), "wb") as dst:
+            dst.write(src.read())
     return str(folder)
 
 
@@ -276,7 +296,7 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
 def test_a_process_that_imported_the_whole_module_then_hooks_does_not_split_again(tmp_path):
     """`import sts` first (the whole module), then sys.argv made a hook's and
     main() called bare: it answers, and leaves a split cache as it is."""
-    folder = _copy_sts(tmp_path)
+    folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
     assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
                 .encode(), env).returncode == 0
@@ -297,8 +317,7 @@ GC_PROBE = ("import gc, sts\nprint(gc.isenabled(), gc.get_freeze_count() > 0,"
 def test_the_loader_runs_the_hot_part_with_the_collector_off_and_leaves_it_on(tmp_path):
     """What the import made is frozen in a hook process only; every process
     gets the collector back on, and the loader leaves no name behind."""
-    folder = _copy_sts(tmp_path)
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    folder = _copy_sts(tmp_path, hooked=True)
     assert _run(folder, GC_PROBE, ["claude"]).stdout.split() == [b"True", b"True", b"[]"]
     assert _run(folder, GC_PROBE).stdout.split() == [b"True", b"False", b"[]"]
     off = "import gc\ngc.disable()\n" + GC_PROBE   # a program that keeps it off: still off
@@ -308,9 +327,8 @@ def test_the_loader_runs_the_hot_part_with_the_collector_off_and_leaves_it_on(tm
 @pytest.mark.parametrize("damage", ["cut"] + [pytest.param(d, marks=pytest.mark.slow) for d in (
     "missing", "empty", "another header")])   # each compiles the whole file again
 def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp_path, damage):
-    folder = _copy_sts(tmp_path)
+    folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
     cache = os.path.join(folder, "__pycache__")
     hot = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hot.pyc")][0]
     data = open(hot, "rb").read()
@@ -328,8 +346,7 @@ def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp
 
 
 def test_a_cold_part_keeps_its_line_numbers(tmp_path):
-    folder = _copy_sts(tmp_path)
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    folder = _copy_sts(tmp_path, hooked=True)
     with open(os.path.join(folder, "sts.py"), encoding="utf-8") as fh:
         wanted = [n for n, line in enumerate(fh, 1) if line.startswith("def cmd_install(")]
     # In a hook process, whose parts are compiled without docstrings: every
@@ -343,9 +360,8 @@ def test_a_cold_part_keeps_its_line_numbers(tmp_path):
 
 @pytest.mark.slow
 def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
-    folder = _copy_sts(tmp_path)
+    folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
     cache = os.path.join(folder, "__pycache__")
     cold = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".cold.pyc")][0]
     for damage in (b"", b"\x00" * 40, open(cold, "rb").read()[:100]):
@@ -358,8 +374,7 @@ def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
 
 @pytest.mark.slow
 def test_a_changed_source_is_compiled_whole_then_split_again(tmp_path):
-    folder = _copy_sts(tmp_path)
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    folder = _copy_sts(tmp_path, hooked=True)
     with open(os.path.join(folder, "sts.py"), "a", encoding="utf-8") as fh:
         fh.write("\n# an edit\n")
     later = os.stat(os.path.join(folder, "sts.py")).st_mtime + 5
@@ -389,8 +404,7 @@ def test_another_hosts_hook_loads_the_hosts_part_and_answers_as_the_whole_module
                                                                                   damage):
     """A Hermes hook in a split cache (its part intact, missing or cut short:
     then compiled from sts.py) denies the same write the whole module denies."""
-    folder = _copy_sts(tmp_path)
-    assert _run(folder, HOOK, ["claude"], b"{}").returncode == 0
+    folder = _copy_sts(tmp_path, hooked=True)
     cache = os.path.join(folder, "__pycache__")
     hosts = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hosts.pyc")][0]
     if damage == "missing":

@@ -9,7 +9,8 @@ shutting the machine down, fork bombs, databases dropped through a client's
 -c/-e, cloud, container and cluster deletes, and the same in PowerShell and
 cmd.  Each line must not be proven read (the corpus test checks its label);
 here each goes through the real hook, in each host's payload shape, in a
-review session, and must be stopped there.
+review session, and must be stopped there (`make test` asks each line on one
+host, the hosts in turn; `make test-all` on every host).
 """
 import json
 import os
@@ -93,7 +94,9 @@ def _ask(store, host, session, cwd, tool, arguments):
     return json.loads(out) if out else None
 
 
-def test_review_stops_every_one_on_every_host(review_sessions, monkeypatch):
+def _let_through(review_sessions, monkeypatch, hosts_of):
+    """(host, command) of each destructive line review let through, each line
+    asked on the hosts `hosts_of(its index)` names."""
     store, project, sessions = review_sessions
     monkeypatch.setenv("STS_HOME", store.root)
     # The same sessions let a plain read through: the stops below are review's own.
@@ -101,7 +104,7 @@ def test_review_stops_every_one_on_every_host(review_sessions, monkeypatch):
         tool = SHELL_TOOLS[(host, _shell_tool(host))]
         assert denial(host, _ask(store, host, sessions[host], project, tool, "ls -la")) is None
     let_through = []
-    for _, _, tags, command in DESTRUCTIVE:
+    for k, (_, _, tags, command) in enumerate(DESTRUCTIVE):
         if "@ps" in tags:
             # Claude Code's PowerShell tool is the one host tool that names PowerShell.
             got = _ask(store, "claude", sessions["claude"], project,
@@ -112,9 +115,21 @@ def test_review_stops_every_one_on_every_host(review_sessions, monkeypatch):
             continue
         if "@win" in tags:
             continue   # the cmd.exe reading needs a Windows host; analysed above
-        for host in HOSTS:
+        for host in hosts_of(k):
             tool = SHELL_TOOLS[(host, _shell_tool(host))]
             text = denial(host, _ask(store, host, sessions[host], project, tool, command))
             if text is None or not any(code in text for code in STOPS):
                 let_through.append((host, command))
-    assert let_through == []
+    return let_through
+
+
+def test_review_stops_every_one_on_a_host_in_turn(review_sessions, monkeypatch):
+    """`make test`: each line on one host, the hosts in turn (one engine
+    judges them all; test_same_answer.py checks the hosts answer alike)."""
+    assert _let_through(review_sessions, monkeypatch,
+                        lambda k: [HOSTS[k % len(HOSTS)]]) == []
+
+
+@pytest.mark.slow   # every line on every host: nine times the work of the test above
+def test_review_stops_every_one_on_every_host(review_sessions, monkeypatch):
+    assert _let_through(review_sessions, monkeypatch, lambda k: HOSTS) == []

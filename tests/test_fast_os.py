@@ -158,13 +158,19 @@ def test_a_hook_process_runs_without_os_and_answers_as_the_real_os_does(tmp_path
                    tool_input={"file_path": str(tmp_path / "a.txt"), "content": "x"}),
               dict(base, hook_event_name="PreToolUse", tool_name="Bash",
                    tool_input={"command": "ls ~/.claude/ && echo x > ~/.claude/settings.json"})]
+    # The real os: imported by a process that is no hook (its first argument
+    # is not a host), then asked as a hook; from the cached bytecode, where
+    # `python3 sts.py claude` would compile the whole file for each event.
+    real = ("import sys; sys.path.insert(0, %r); import sts\n"
+            "assert type(sts.os).__name__ == 'module'\n"
+            "sys.exit(sts.main(sys.argv[2:]))" % ROOT)
     answers = {}
     for kind in ("lean", "real", "lean again"):
         env = dict(os.environ, STS_HOME=str(tmp_path / kind.split()[0]),
                    HOME=str(tmp_path / "home"))
         for n, event in enumerate(events):
             argv = ([sys.executable, "-I", "-S", "-c", probe, "claude"] if kind != "real" else
-                    [sys.executable, os.path.join(ROOT, "sts.py"), "claude"])
+                    [sys.executable, "-I", "-S", "-c", real, "real-os", "claude"])
             out = subprocess.run(argv, input=json.dumps(event).encode(), env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
             assert out.returncode == 0

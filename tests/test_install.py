@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+from hooks import place_hooked_sts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOSTS = ["codex", "claude", "opencode", "pi", "omp", "hermes", "gemini", "qwen", "copilot"]
 _count = itertools.count()
@@ -42,37 +44,18 @@ def _make_shims(dest):
 
 
 @functools.lru_cache(maxsize=None)
-def _sts_pyc():
-    """sts.py compiled once, as the bytes of a hash-checked .pyc.
-
-    Every test works on a fresh copy of sts.py, and compiling 13,000 lines costs
-    more than most tests.  The copy gets this file in its __pycache__ (so the
-    hook processes a test starts import it at once) and the in-process module is
-    run from the same code.  Hash-checked: a test that edits its copy gets that
-    copy recompiled, as Python always does for a changed source."""
-    import py_compile
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "sts.pyc")
-        py_compile.compile(os.path.join(ROOT, "sts.py"), cfile=out, doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-        with open(out, "rb") as fh:
-            return fh.read()
-
-
-@functools.lru_cache(maxsize=None)
 def _sts_code():
-    import marshal
-    return marshal.loads(_sts_pyc()[16:])  # after the 16-byte .pyc header
+    """sts.py compiled once: each test runs the in-process module of its own
+    copy from this code (compiling the whole file costs more than most tests)."""
+    path = os.path.join(ROOT, "sts.py")
+    with open(path, "rb") as fh:
+        return compile(fh.read(), path, "exec", dont_inherit=True)
 
 
 def _place_sts_py(dest):
-    """Copy sts.py to `dest` with its compiled form beside it."""
-    shutil.copy(os.path.join(ROOT, "sts.py"), dest)
-    pyc = importlib.util.cache_from_source(dest)
-    os.makedirs(os.path.dirname(pyc), exist_ok=True)
-    with open(pyc, "wb") as fh:
-        fh.write(_sts_pyc())
+    """Copy sts.py to `dest` with the bytecode cache a first hook leaves beside
+    it, so the hook processes a test starts load at once (see place_hooked_sts)."""
+    place_hooked_sts(dest)
 
 
 class Env:
