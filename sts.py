@@ -2093,8 +2093,13 @@ _BAD_CHAR_SET = frozenset().union(*(
 
 def _has_bad_char(text: str) -> bool:
     # Every one of them is unprintable to Python, so printable text (the
-    # common case, one C pass) needs no closer look and no regex.
-    return not text.isprintable() and not _BAD_CHAR_SET.isdisjoint(text)
+    # common case, one C pass) needs no closer look and no regex.  Nor does
+    # text whose only unprintable characters are tabs and line ends (a
+    # here-document): the set lookup per character cost 3 ms for 64 KiB.
+    if text.isprintable() or text.replace("\n", " ").replace("\t", " ").replace(
+            "\r", " ").isprintable():
+        return False
+    return not _BAD_CHAR_SET.isdisjoint(text)
 
 
 _ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
@@ -6349,22 +6354,42 @@ def _code_commands(code: str) -> Tuple[List[str], List[str]]:
     """(command lines, paths) a piece of code spells out: every string literal
     holding a blank, and every bracketed list of string literals joined by
     blanks; and the literals that read like paths."""
-    if len(code) > _MAX_COMMAND:
-        return [], []
-    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
     found: List[str] = []
     paths: List[str] = []
-    for match in literal.finditer(code):
-        text = match.group(1) if match.group(1) is not None else match.group(2)
+    if len(code) > _MAX_COMMAND or ("'" not in code and '"' not in code):
+        return found, paths   # (no literal: no pattern, and no `import re` for it)
+    literal = _an_rx("code_literal", r"'((?:[^'\\\n]|\\.){1,2000})'|\"((?:[^\"\\\n]|\\.){1,2000})\"")
+    # 60 KiB of code may hold thousands of literals, mostly the same few:
+    # each distinct text is looked at once, and the literals are walked in
+    # order only when one of them counts (a group that took no part is "":
+    # a literal holds a character at least).
+    pairs = literal.findall(code)
+    path_like: Dict[str, bool] = {}
+    blanks = False   # whether any literal holds a blank (a command line)
+    for single, double in set(pairs):
+        text = single or double
+        path_like[text] = _looks_like_path(text)
+        blanks = blanks or " " in text.strip()
+    if not blanks and not any(path_like.values()):
+        pairs = []
+    for single, double in pairs:
+        if not blanks and len(paths) >= _CODE_COMMAND_LIMIT:
+            break   # nothing more can be added
+        text = single or double
         if " " in text.strip():
             found.append(text)
-        elif _looks_like_path(text) and len(paths) < _CODE_COMMAND_LIMIT:
-            paths.append(text)
+        elif len(paths) < _CODE_COMMAND_LIMIT:
+            like = path_like.get(text)
+            if like is None:
+                like = path_like[text] = _looks_like_path(text)
+            if like:
+                paths.append(text)
         if len(found) >= _CODE_COMMAND_LIMIT:
             return found, paths
+    if "[" not in code:
+        return found, paths
     for match in _an_rx("code_argv", r"\[([^\[\]\n]{1,4000})\]").finditer(code):
-        words = [m.group(1) if m.group(1) is not None else m.group(2)
-                 for m in literal.finditer(match.group(1))]
+        words = [single or double for single, double in literal.findall(match.group(1))]
         if len(words) >= 2:
             import shlex
             found.append(" ".join(shlex.quote(w) for w in words))
@@ -11257,7 +11282,10 @@ def _py_dedent(text: str) -> str:
 def _py_code_only(text: str) -> str:
     """Python text with comments and triple-quoted strings blanked, cheaply.  It
     may blank code too (a `#` inside a string): it only ever serves to say yes
-    sooner; whatever it leaves in doubt is decided by the parse."""
+    sooner; whatever it leaves in doubt is decided by the parse.  Text with
+    nothing to blank is returned as it is."""
+    if "#" not in text and '"""' not in text and "'''" not in text:
+        return text
     out = []
     state: Optional[str] = None
     for line in text.split("\n"):
@@ -11613,7 +11641,10 @@ def _code_hash_hits(text: str, family: str, first: bool = False) -> Dict[str, in
     if len(text) > _PY_MAX_AST:
         return hits   # too long to parse: the tokens decide
     if hits:
-        sure = _hash_hits(_py_code_only(text), "py", first)
+        code = _py_code_only(text)
+        # (The same text gives the same hits: asked again, its hundred triggers
+        # were looked for in 60 KiB again.)
+        sure = hits if code is text else _hash_hits(code, "py", first)
         if sure:
             return sure   # hashing in code for sure: no need to parse
     if not hits:
@@ -11668,6 +11699,12 @@ def _cell_hash_hits(source: str) -> Dict[str, int]:
     return _merge_hits(hits, _code_hash_hits("\n".join(code), "py"))
 
 
+# What hash_intent_in_text was asked last and its answer: inline code is
+# asked about twice, by its proof and for its intents, and 60 KiB of it cost
+# milliseconds a time (each of a hundred triggers is looked for in it).
+_HASH_ASKED: List[Any] = [None, None, None, False]
+
+
 def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
                         removed_text: Optional[str] = None) -> bool:
     """True when code added to `path` computes a hash or digest.
@@ -11679,6 +11716,15 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     """
     if not isinstance(added_text, str) or not added_text:
         return False
+    asked = _HASH_ASKED
+    if asked[0] is added_text and asked[1] == path and asked[2] is removed_text:
+        return asked[3]
+    answer = _hash_intent(added_text, path, removed_text)
+    asked[:] = (added_text, path, removed_text, answer)
+    return answer
+
+
+def _hash_intent(added_text: str, path: Optional[str], removed_text: Optional[str]) -> bool:
     family = _hash_family(path)
     if family is None:
         return False

@@ -790,6 +790,16 @@ def test_inline_python_longer_than_the_proof_takes_is_not_parsed():
         assert calls <= 3000, calls
 
 
+@pytest.mark.parametrize("line", ["open('x.py')", "x = ['a', 'b']", "print('a')"])
+def test_the_literals_of_code_on_a_heredoc_cost_no_call_each(line):
+    """Code fed to an interpreter is searched for the commands and paths its
+    literals spell out; thousands of copies of a few literals are looked at
+    once each (a walk of every one cost 95 calls a line)."""
+    for lines in (1000, 2000):
+        result, calls = _work("python3 -I - <<'EOF'\n" + (line + "\n") * lines + "EOF")
+        assert result.mutability == "unknown" and calls <= 5000, (lines, calls)
+
+
 @pytest.mark.parametrize("short,long", [
     ("x", "-name"), ("x", "src/lib/module_name.py"), ("x", "--author=somebody"),
     ('"x"', '"quoted text, and more of it"'), ("'x'", "'single-quoted text'"),
