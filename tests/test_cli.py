@@ -330,7 +330,7 @@ def test_a_missing_or_damaged_hot_part_means_the_whole_file_then_a_new_split(tmp
     folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
     cache = os.path.join(folder, "__pycache__")
-    hot = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hot.pyc")][0]
+    hot = os.path.join(cache, "sts.%s.hot.pyc" % sys.implementation.cache_tag)
     data = open(hot, "rb").read()
     if damage == "missing":
         os.unlink(hot)
@@ -363,7 +363,7 @@ def test_a_damaged_cold_cache_is_rebuilt_from_the_source(tmp_path):
     folder = _copy_sts(tmp_path, hooked=True)
     env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
     cache = os.path.join(folder, "__pycache__")
-    cold = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".cold.pyc")][0]
+    cold = os.path.join(cache, "sts.%s.cold.pyc" % sys.implementation.cache_tag)
     for damage in (b"", b"\x00" * 40, open(cold, "rb").read()[:100]):
         with open(cold, "wb") as fh:
             fh.write(damage)
@@ -406,7 +406,7 @@ def test_another_hosts_hook_loads_the_hosts_part_and_answers_as_the_whole_module
     then compiled from sts.py) denies the same write the whole module denies."""
     folder = _copy_sts(tmp_path, hooked=True)
     cache = os.path.join(folder, "__pycache__")
-    hosts = [os.path.join(cache, n) for n in os.listdir(cache) if n.endswith(".hosts.pyc")][0]
+    hosts = os.path.join(cache, "sts.%s.hosts.pyc" % sys.implementation.cache_tag)
     if damage == "missing":
         os.unlink(hosts)
     elif damage == "cut":
