@@ -265,14 +265,13 @@ class _LeanOs:
         return getattr(_real_os(), name)
 
 
-def _lean_os_fits() -> bool:
-    """Whether this process is a hook that can run on _LeanOs."""
-    argv = sys.argv
-    return (_posix is not None and hasattr(_posix, "_path_normpath") and argv[:1] == ["-c"]
-            and len(argv) > 1 and argv[1] in _HOOK_HOSTS)
+def _hook_process() -> bool:
+    """Whether this process is a hook command (`python3 -c ... <host>`)."""
+    return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in _HOOK_HOSTS
 
 
-os = _LeanOs() if _lean_os_fits() else _real_os()
+os = (_LeanOs() if _posix is not None and hasattr(_posix, "_path_normpath") and _hook_process()
+      else _real_os())
 
 
 ###############################################################################
@@ -24338,11 +24337,6 @@ def _cold(name: str) -> Any:
     return globals()[name]
 
 
-def _hook_process() -> bool:
-    """Whether this process is a hook command (`python3 -c ... <host>`)."""
-    return sys.argv[:1] == ["-c"] and len(sys.argv) > 1 and sys.argv[1] in ADAPTERS
-
-
 def _cold_range(lines: List[str], titles: Tuple[str, ...] = _COLD_SECTIONS) -> Tuple[int, int]:
     """Line indexes [start, end) of the cold sections (or of other `titles`):
     from the banner of the first to the banner of the section after the
@@ -24609,7 +24603,7 @@ def _split_bytecode() -> bool:
         return False
     stamp = found[1]
     header = _pyc_bytes(None, stamp)[:16]
-    loader = compile(_LOADER % (tuple(ADAPTERS), header), __file__, "exec", dont_inherit=True)
+    loader = compile(_LOADER % (_HOOK_HOSTS, header), __file__, "exec", dont_inherit=True)
     # The loader last: until it is there, Python loads the whole module.
     for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
                        (cold_path, _compile_part(texts[1])),
