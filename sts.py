@@ -16680,11 +16680,6 @@ def find_event(store: Store, event_id: str) -> Optional[dict]:
     return None
 
 
-def audit_log_keys(store: Store) -> List[str]:
-    """Session keys that have a runtime log or segment, sorted."""
-    return sorted(audit_files(store))
-
-
 class Annotations(Record):
     """runtime/annotations.jsonl folded per event: the last line of each kind wins.
 
