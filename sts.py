@@ -695,6 +695,9 @@ class Action(_EventType):
     shell_write_patterns: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # Every write of the shell line is among its targets and patterns
+    # (ShellAnalysis.writes_known), so files= can judge it by them.
+    shell_writes_known: bool = False
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -754,7 +757,7 @@ class Action(_EventType):
             raise _bad(where + "cwd", cwd)
         flags = {}
         for key in ("hashIntent", "dependencyIntent", "unboundedDelegation",
-                    "unknownWriteTarget"):
+                    "unknownWriteTarget", "shellWritesKnown"):
             value = obj.get(key, False)
             if not isinstance(value, bool):
                 raise _bad(where + key, value)
@@ -787,7 +790,8 @@ class Action(_EventType):
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
             shell_write_patterns=paths[2],
-            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"],
+            shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1182,9 +1186,57 @@ def _policy(field_name: str) -> Callable[[str, str], Tuple[str, Any]]:
     return parse
 
 
+_FILES_FORMS = ("`files=` takes paths and patterns separated by `|`, with no space or comma: "
+                "`src/**`, `src/` or `src` (a folder and everything in it), `*.py` (at any "
+                "depth), `src/*.py`, `src/**/*.py`, `src/[ab].py`, `README.md`; for example "
+                "`files=src/**|docs/**`.")
+
+
+def _files_error(token: str, why: str) -> _DirectiveError:
+    return _DirectiveError("INVALID_FILES_PATTERN", token, "%s %s" % (why, _FILES_FORMS))
+
+
+def _files_problem(piece: str) -> Optional[str]:
+    """Why the guard would not match `piece` as it is written, or None.
+    Patterns follow git's globs (see _files_covers); what git would read
+    otherwise, or the shell would expand, is refused rather than taken
+    literally."""
+    if piece.startswith("!"):
+        return "`%s` excludes paths; a boundary only lists what may be written." % piece
+    if piece.startswith(("~", ":")) or "$" in piece:
+        return "`%s` is not expanded (no `~`, `$VAR` or `:(magic)`); write the path." % piece
+    if "{" in piece or "}" in piece:
+        return "`%s` is a brace list; write each path, separated by `|`." % piece
+    for part in piece.split("/"):
+        if "**" in part and part != "**":
+            return "`%s`: `**` stands alone between slashes (`src/**/*.py`)." % piece
+        i = 0
+        while i < len(part):
+            if part[i] == "[":
+                j = i + 1
+                if j < len(part) and part[j] in "!^":
+                    j += 1
+                if j < len(part) and part[j] == "]":
+                    j += 1
+                end = part.find("]", j)
+                if end < 0 or part.startswith("[:", i + 1):
+                    return "`%s` has a `[` set that is not closed or uses a class." % piece
+                i = end
+            i += 1
+    return None
+
+
 def _files(token: str, value: str) -> Tuple[str, Any]:
     pieces = [piece.replace("\\", "/") for piece in value.split("|")]
-    return "allowedPaths", [piece for piece in pieces if piece]
+    kept = []
+    for piece in pieces:
+        if not piece:
+            continue
+        why = _files_problem(piece)
+        if why is not None:
+            raise _files_error(token, why)
+        kept.append(piece.replace("[^", "[!"))   # git's negated set, in fnmatch's spelling
+    return "allowedPaths", kept
 
 
 def _unsupported_agents(token: str) -> _DirectiveError:
@@ -1245,10 +1297,18 @@ def _directive_head(text: str) -> Optional[str]:
 def _parse_fields(head: str) -> Dict[str, Any]:
     """Fields named by the head; raises _DirectiveError on the first bad token."""
     given: Dict[str, Any] = {}
+    after_files = False
     for token in _rx("token_split").split(head):
         if not token:
             continue
-        name, value = _parse_token(token)
+        try:
+            name, value = _parse_token(token)
+        except _DirectiveError as error:
+            if after_files and error.info["code"] == "INVALID_DIRECTIVE_TOKEN":
+                # `files=src/**,docs/**` or `files=a b`: a second path, split off.
+                raise _files_error(token, "`%s` is not a directive field." % token)
+            raise
+        after_files = name == "allowedPaths"
         if name in given and given[name] != value:
             raise _DirectiveError(
                 "CONFLICTING_DIRECTIVE", token,
@@ -1552,7 +1612,8 @@ def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
     contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
-    files = "|".join(paths) if isinstance(paths, list) else "unbounded"
+    files = ("|".join(paths) or "(none: no path is writable)") if isinstance(paths, list) \
+        else "unbounded"
     return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
@@ -1644,14 +1705,19 @@ class ShellAnalysis(Record):
     or substitution, which may be one): a delegation the host never sees.
     resumes_session: that agent is told to continue an existing session, so
     the text given to it arrives there as a prompt.
+    writes_known: a write line whose every write is named in write_targets
+    and write_patterns, by programs whose writes the analyzer knows in full
+    (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
+    pattern has a wildcard in a folder's name.  Under files= such a line is
+    judged by its targets alone.
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns')
+                          'write_patterns', 'writes_known')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list}
+                'resumes_session': False, 'write_patterns': list, 'writes_known': False}
 
     mutability: str
     reason: Optional[str]
@@ -1737,7 +1803,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending")
+                 "resume", "patterns", "pending", "whole")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1759,6 +1825,10 @@ class _V:
         self.resume = False
         self.patterns: List[str] = []
         self.pending: List[Tuple[_W, bool]] = []
+        # Every write is named in targets, patterns and pending (see
+        # ShellAnalysis.writes_known): a read names none; a write is whole
+        # only where its judge says so (_whole_writer, sed -i, tee, `>`).
+        self.whole = mut == "read"
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1778,6 +1848,7 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.whole = self.whole and other.whole
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
         return self
@@ -3683,7 +3754,9 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
-    return _write([target], "shell_redirection").blame("redir", op, target.text)
+    v = _write([target], "shell_redirection").blame("redir", op, target.text)
+    v.whole = target.static   # the shell writes through a link: a plain word only
+    return v
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -4356,7 +4429,99 @@ _WRITER_SHAPE = {
     "rd": "tree", "cp": "copy", "mv": "copy", "ln": "copy", "install": "copy",
     "rsync": "copy", "scp": "copy", "copy": "copy", "move": "copy",
 }
+# "tree" writers that reach below an operand only with -r, -R or --recursive
+# (unlink and shred take a file; rmdir stays a tree: the folder it removes
+# is judged as the guard's when it holds the guard's files).
+_FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
+
+# Writers whose every write the analyzer names (ShellAnalysis.writes_known):
+# name -> (short options, long options that keep it so, whether it writes
+# through a symbolic link named as its operand).  Options left out make a
+# second write or one elsewhere: a backup (-b, -S, --backup), `cp --parents`
+# (the operand's folders below the target), `rmdir -p` (its parents),
+# `install -s` (runs strip), `chown -L` (follows links while it walks).  A
+# writer that follows links is whole only with plain operands: its targets
+# are resolved before they are judged, a glob's matches are not.
+#: write | rm -f src/a.py
+#: write | sed -i s/a/b/ src/a.py
+_WHOLE_WRITERS: Dict[str, Tuple[str, frozenset, bool]] = {
+    "rm": ("rRfivdI", frozenset(("--recursive", "--force", "--verbose", "--dir",
+                                 "--one-file-system", "--preserve-root")), False),
+    "rmdir": ("v", frozenset(("--verbose", "--ignore-fail-on-non-empty")), False),
+    "unlink": ("", frozenset(), False),
+    "mv": ("fivnTtu", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                 "--no-target-directory", "--target-directory")), False),
+    "ln": ("sfnvTtr", frozenset(("--symbolic", "--force", "--no-dereference", "--verbose",
+                                 "--no-target-directory", "--target-directory",
+                                 "--relative")), False),
+    "install": ("dDmogpvTtC", frozenset(("--directory", "--mode", "--owner", "--group",
+                                         "--preserve-timestamps", "--verbose", "--compare",
+                                         "--target-directory", "--no-target-directory")), False),
+    "cp": ("fipvTtnuPL", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                   "--target-directory", "--no-target-directory",
+                                   "--preserve", "--no-dereference", "--dereference")), True),
+    "touch": ("acmdtr", frozenset(("--no-create", "--date", "--reference", "--time")), True),
+    "mkdir": ("pvm", frozenset(("--parents", "--verbose", "--mode")), True),
+    "truncate": ("csro", frozenset(("--no-create", "--size", "--reference", "--io-blocks")),
+                 True),
+    "chmod": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chown": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chgrp": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+}
+
+
+def _whole_operand(w: _W, follows: bool) -> bool:
+    """An operand whose paths the analyzer names in full: a plain word; or,
+    for a writer that does not write through links, a quoted expansion (the
+    line's own values, or unknown) or a glob whose wildcards lie in its last
+    component (one in a folder's name could lead through a linked folder)."""
+    if w.static:
+        return True
+    if follows:
+        return False
+    if w.dyn:
+        return not w.split and not w.glob
+    return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
+
+
+def _whole_writer(name: str, args: List[_W], follows: bool, shorts: str, longs: frozenset,
+                  valued: str = "") -> bool:
+    """Whether every option of the call is one that keeps the writer's writes
+    named (see _WHOLE_WRITERS) and every operand is whole."""
+    operands = 0
+    i, dd = 0, False
+    while i < len(args):
+        w = args[i]
+        i += 1
+        t = w.text
+        if not dd and w.static and t == "--":
+            dd = True
+            continue
+        if not dd and t.startswith("-") and t != "-":
+            if not w.static:
+                return False
+            if t.startswith("--"):
+                key = t.split("=", 1)[0]
+                if key not in longs:
+                    return False
+                if key in _VALUED_WRITER_LONG and "=" not in t:
+                    i += 1
+                continue
+            for k, ch in enumerate(t[1:]):
+                if ch not in shorts:
+                    return False
+                if ch in valued:
+                    i += k == len(t) - 2
+                    break
+            continue
+        if not w.lead and not dd or not _whole_operand(w, follows):
+            return False
+        operands += 1
+    return operands > 0
 
 
 def _w_join(word: _W, suffix: str, pattern: bool = False) -> _W:
@@ -4391,7 +4556,19 @@ def _remote(word: _W) -> bool:
 
 def _writer_verdict(name: str, args: List[_W]) -> _V:
     """What a writer provably changes (see _WRITER_SHAPE); the verdict is a
-    write whatever shape the arguments have."""
+    write whatever shape the arguments have, and whole (every write named)
+    only as _WHOLE_WRITERS says."""
+    v = _writer_targets(name, args)
+    whole = _WHOLE_WRITERS.get(name)
+    if whole is not None:
+        shorts, longs, follows = whole
+        v.whole = _whole_writer(name, args, follows, shorts, longs,
+                                _VALUED_WRITER_OPTS.get(name, "")) and not (
+            follows and v.patterns and name not in ("chmod", "chown", "chgrp"))
+    return v
+
+
+def _writer_targets(name: str, args: List[_W]) -> _V:
     v = _write()
     if name == "dd":
         for w in args:
@@ -4466,8 +4643,11 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
         return v
     shape = _WRITER_SHAPE.get(name, "path")
     if shape == "tree":
+        # Without a recursive flag these reach the operand alone: `rm f`
+        # cannot remove a folder, `chmod 600 f` changes f's bits only.
+        tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=True)
+            v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -5719,9 +5899,14 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             inner = _payload(payload, ctx)
             if inner.mut == "unknown":
                 inner.reason = "shell_execution_option"
+            # -execdir runs in each found folder, where a written name is not
+            # the one the line shows.
+            inner.whole = inner.whole and t in ("-exec", "-ok")
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
+    if result.mut == "write" and any(w.text in ("-L", "-H", "-follow") for w in args):
+        result.whole = False   # it walks into linked folders: its paths lead elsewhere
     return result
 
 
@@ -5906,13 +6091,15 @@ _SED_SPEC = _Opts(
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # -i takes an optional attached suffix, so handle it before the generic walk.
     inplace = ""    # the -i word as written
+    after: Optional[_W] = None   # the word after a bare -i: BSD sed's suffix
     rest: List[_W] = []
-    for w in args:
+    for k, w in enumerate(args):
         t = w.text
         if w.static and t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
             head = t[1:t.index("i", 1)]
             if all(ch in "nrEsuz" for ch in head):
                 inplace = t
+                after = args[k + 1] if t.endswith("i") and k + 1 < len(args) else None
                 if head:
                     rest.append(_lit("-" + head))
                 continue
@@ -5930,6 +6117,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files = [w for w in rest if not (w.static and w.text.startswith("-"))]
         v = _write(files[0 if scripts else 1:]).blame("inplace", inplace)
         v.opaque = any(_may_be_option(w, ctx) for w in rest)
+        if not scripts and files and all(w.text in _SED_PLAIN for w in rest
+                                         if w.static and w.text.startswith("-")):
+            v.whole = _sed_whole(inplace, after, files[:1], files[1:], [], v)
         return v
     if any(o in ("f", "file") for o, _, _ in seen):
         spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
@@ -5943,7 +6133,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write(operands).blame("inplace", inplace)
+        v = _write(operands).blame("inplace", inplace)
+        v.whole = _sed_whole(inplace, after, scripts, operands, seen, v)
+        return v
     if fail is not None:
         return fail
     verdict = "read"
@@ -5963,6 +6155,44 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write([f for f in written if f and f not in _DEV_SINKS]).blame(
             "sed_script", scripts[0].text if scripts[0] is not None else "")
     return _an_read()
+
+
+# Options of sed that change nothing about what `sed -i` writes.
+_SED_PLAIN = frozenset(("-E", "-r", "-n", "-u", "-z", "-s", "--regexp-extended", "--quiet",
+                        "--silent", "--posix", "--null-data", "--separate"))
+
+
+def _sed_whole(inplace: str, after: Optional[_W], scripts: List[Optional[_W]],
+               operands: List[_W], seen: List[Tuple[str, Optional[_W], str]], v: _V) -> bool:
+    """Whether `sed -i` writes only its operands and the files its scripts
+    name (added to v).  GNU sed replaces a linked operand instead of writing
+    through it, unless told to follow links; a suffix (`-i.bak`) also
+    writes a backup, and macOS's sed takes the word after a bare -i as one
+    (there, its backups beside each operand are added)."""
+    if inplace.startswith("--"):
+        suffix = "=" in inplace
+    else:
+        suffix = inplace[inplace.index("i", 1) + 1:] != ""
+    if suffix or not operands or any(o in ("follow-symlinks", "f", "file")
+                                     for o, _, _ in seen):
+        return False
+    if after is not None and sys.platform == "darwin":
+        if not after.static:
+            return False
+        for w in operands:
+            if not w.static:
+                return False
+            v.add(w.text + after.text)
+    for script in scripts:
+        if script is None or not script.static:
+            return False
+        kind, files = _sed_script(script.text)
+        if kind in ("exec", "unknown"):
+            return False
+        for f in files:
+            if f and f not in _DEV_SINKS:
+                v.add(f)
+    return all(_whole_operand(w, False) and (w.lead or w.static) for w in operands)
 
 
 # ---- awk --------------------------------------------------------------------
@@ -7585,7 +7815,9 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files.append(w)
     if not files:
         return _an_read()
-    return _write(files)
+    v = _write(files)
+    v.whole = all(w.static for w in args)   # tee's options all write to its files
+    return v
 
 
 def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
@@ -10251,8 +10483,22 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
-                         v.agent, v.resume, patterns)
+    opaque = v.opaque or bool(v.pending)
+    known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
+             and v.agent is None and bool(seen or patterns)
+             and all(_pattern_named(p) for p in patterns))
+    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, opaque,
+                         v.agent, v.resume, patterns, known)
+
+
+def _pattern_named(pattern: str) -> bool:
+    """A write pattern whose matches are named where they are: no wildcard
+    in a folder's name (a linked folder would lead elsewhere; bash without
+    globstar reads `**` as `*`), but for the `/**` that stands for
+    everything below a folder `rm -r` or `mv` takes whole."""
+    while pattern.endswith("/**"):
+        pattern = pattern[:-3]
+    return not any(ch in pattern.rpartition("/")[0] for ch in "*?[")
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -13399,12 +13645,53 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[s
 
 
 def _files_covers(pattern: str, path: str) -> bool:
+    """Whether `path` lies inside `pattern`, both in _boundary_form, by git's
+    glob rules: `*`, `?` and `[...]` match within one name, a `**` name any
+    number of names, and a path inside a folder the pattern matches is
+    inside (`src`, `src/` and `src/**` are one boundary).  A pattern of one
+    name with a wildcard matches at any depth (`*.py`), as in .gitignore; a
+    plain name is the path from the working folder.  A wildcard never
+    matches `..` or the root, so no pattern but `**` reaches outside."""
     if pattern == "**" or pattern == path:
         return True
-    if pattern.endswith("/**"):
-        stem = pattern[:-3]
-        return path == stem or path.startswith(stem + "/")
-    return False
+    pat = pattern.rstrip("/") or pattern
+    target = path.rstrip("/") or path
+    if pat == target:
+        return True
+    if pat == ".":
+        return not (target == ".." or target.startswith(("../", "/")) or _files_win_abs(target))
+    if not any(ch in pat for ch in "*?["):
+        return target.startswith(pat if pat.endswith("/") else pat + "/")
+    parts = pat.split("/")
+    if len(parts) == 1:
+        parts.insert(0, "**")
+    return _files_glob(tuple(parts), tuple(target.split("/")))
+
+
+def _files_glob(parts: Tuple[str, ...], names: Tuple[str, ...]) -> bool:
+    """Whether the pattern's names match the path's names or a leading part of them."""
+    import fnmatch   # here only: a boundary without wildcards never needs `re`
+    memo: Dict[Tuple[int, int], bool] = {}
+
+    def go(i: int, j: int) -> bool:
+        if i == len(parts):
+            return True   # the rest of the path lies below what matched
+        if j == len(names):
+            return all(p == "**" for p in parts[i:])
+        key = (i, j)
+        if key not in memo:
+            part, name = parts[i], names[j]
+            if part == "**":
+                hit = go(i + 1, j) or (name not in ("", "..") and go(i, j + 1))
+            elif part == name:
+                hit = go(i + 1, j + 1)
+            else:
+                hit = name not in ("", "..") and any(ch in part for ch in "*?[") \
+                    and fnmatch.fnmatchcase(name, part) and go(i + 1, j + 1)
+            memo[key] = hit
+        return memo[key]
+
+    return go(0, 0)
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
@@ -13417,8 +13704,8 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
                   resolve: bool = True) -> List[str]:
     """The affected paths (as given) that lie outside `files=` patterns.
 
-    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
-    path is `dir` or lies under it; there are no other wildcards.  Case is
+    A path is inside when a pattern matches it or a folder holding it (see
+    _files_covers for the glob rules).  Case is
     ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
     of cwd are resolved first, so a link inside the boundary cannot lead
@@ -14662,12 +14949,75 @@ def _shell_outside(f: _DecisionFacts) -> List[str]:
         return []
     out = paths_outside(action.shell_write_targets, f.allowed, action.cwd)
     for pattern in action.shell_write_patterns:
-        head = _glob_static_head(pattern)
-        rest = pattern[len(head):] if pattern.startswith(head) else pattern
-        probe = head.rstrip("/") + "/\0"   # a name no files= pattern spells out
-        if "/../" in rest + "/" or paths_outside([probe], f.allowed, action.cwd):
+        if not _pattern_inside(pattern, f.allowed, action.cwd):
             out.append(pattern)
     return out
+
+
+def _pattern_inside(pattern: str, allowed: List[str], cwd: Optional[str]) -> bool:
+    """Whether every path a shell write pattern may match lies inside files=:
+    its leading folder is resolved as a path is (links and `..`), and the
+    rest must be covered name by name by one boundary pattern (see
+    _glob_within)."""
+    if boundary_waives_paths(allowed, cwd):
+        return True
+    parts = pattern.split("/")
+    k = 0
+    while k < len(parts) and _glob_literal(parts[k]) is not None:
+        k += 1
+    rest = parts[k:]
+    if any(p == "" or p != "**" and _glob_hits_dotdot(p) for p in rest):
+        return False
+    head = "/".join(_glob_literal(p) or "" for p in parts[:k]) or (
+        "/" if pattern.startswith("/") else ".")
+    physical, lexical, real_patterns, real_cwd = _resolve_for_boundary([head], allowed, cwd)
+    forms = [_boundary_form(p, real_cwd) for p in real_patterns]
+    for resolved in dict.fromkeys((physical[0], lexical[0])):
+        where = _boundary_form(resolved, real_cwd).rstrip("/")
+        names = ([] if where == "." else where.split("/")) + rest
+        if not any(_glob_within(names, form) for form in forms):
+            return False
+    return True
+
+
+def _glob_hits_dotdot(part: str) -> bool:
+    # A shell glob matches a leading `.` only when it spells one, and then
+    # `.*` matches `..` where globskipdots is off: a step up, not a name.
+    if not part.startswith("."):
+        return False
+    import fnmatch
+    return fnmatch.fnmatchcase("..", part)
+
+
+def _glob_within(names: List[str], boundary: str) -> bool:
+    """Whether every path the pattern names (write-pattern components,
+    fnmatch spelling, `**` for any names) is covered by a boundary pattern
+    in _boundary_form, by the rules of _files_covers."""
+    import fnmatch
+    bound = boundary.rstrip("/") or boundary
+    if bound == ".":
+        return bool(names) and names[0] not in ("", "..")
+    want = bound.split("/")
+    if len(want) == 1 and any(ch in bound for ch in "*?["):
+        want.insert(0, "**")
+
+    def go(i: int, j: int) -> bool:
+        if j == len(want):
+            return True          # everything below what matched is inside
+        if i == len(names):
+            return all(b == "**" for b in want[j:])
+        b, p = want[j], names[i]
+        if b == "**":
+            return go(i, j + 1) or (p not in ("", "..") and go(i + 1, j))
+        literal = _glob_literal(p)
+        if literal is not None:
+            hit = literal == b or (any(ch in b for ch in "*?[") and literal not in ("", "..")
+                                   and fnmatch.fnmatchcase(literal, b))
+        else:
+            hit = p != "**" and (p == b or b == "*")
+        return hit and go(i + 1, j + 1)
+
+    return go(0, 0)
 
 
 def _when_write_path(f: _DecisionFacts) -> _CheckHit:
@@ -14676,8 +15026,24 @@ def _when_write_path(f: _DecisionFacts) -> _CheckHit:
             and not boundary_waives_paths(f.allowed, f.action.cwd)):
         if f.action.unknown_write_target or _shell_outside(f):
             return None   # known to (maybe) leave the boundary: the next check says where
+        if f.action.shell_writes_known and f.action.mutability == "write":
+            return None   # every write is named: the next check judges them
+        if isinstance(f.action.command, str):
+            return ("The line runs a program that may write paths the guard cannot name, so "
+                    "it is not proven to stay inside the files= boundary.",
+                    _unproven_shell_next(f), None)
         return ("The target path is not proven to be inside the files= boundary.", None, None)
     return None
+
+
+def _unproven_shell_next(f: _DecisionFacts) -> str:
+    """What the user types to let such a line run: a directive without the
+    path lock (or they run the line themselves)."""
+    mode = f.mode if f.mode in DIRECTIVE_MODES else "change"
+    return ("Edit with a file tool or with shell writes the guard can name (`>`, `sed -i`, "
+            "`cp`, `mv`, `rm`, `touch`, `mkdir`, `tee`...) inside the boundary; to let this "
+            "line run, the user types `$stop-that-shit %s files=**` (no path lock) or runs "
+            "it themselves." % mode)
 
 
 def _when_outside(f: _DecisionFacts) -> _CheckHit:
@@ -14903,7 +15269,9 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
-    return "`files=%s`" % ("|".join(allowed) if allowed else ".")
+    if not allowed:
+        return "`files=` (empty: no path is writable)"
+    return "`files=%s`" % "|".join(allowed)
 
 
 def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
@@ -17739,6 +18107,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     """Re-anchor a shell action's relative write targets in its run folder."""
     if folder == cwd and known:
         return action
+    action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                for t in action.get("shellWriteTargets") or []):
@@ -17963,6 +18332,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["shellWritePatterns"] = list(verdict.write_patterns)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.writes_known:
+        action["shellWritesKnown"] = True
     if verdict.starts_agent:
         action["startsAgent"] = verdict.starts_agent
         if verdict.resumes_session:

@@ -264,7 +264,28 @@ def test_a_shell_target_outside_files_is_named_outside(store):
     listed("Under `files=`, a shell line's write targets are checked")
     say(store, "$stop-that-shit change files=src/** -- go")
     assert reason(bash(store, "echo x > lib/out.txt")) == "PATH_OUTSIDE_CONTRACT"
-    assert reason(bash(store, "echo x > src/out.txt", "toolu_t2")) == "WRITE_PATH_UNPROVEN"
+    assert bash(store, "echo x > src/out.txt", "toolu_t2") is None
+    assert bash(store, "sed -i s/a/b/ src/out.txt && cp src/out.txt src/b.txt", "toolu_t3") \
+        is None
+    unproven = bash(store, "make -C src", "toolu_t4")
+    assert reason(unproven) == "WRITE_PATH_UNPROVEN"
+    assert "`$stop-that-shit change files=**`" in deny_reason(unproven)
+
+
+def test_files_globs_as_people_write_them(store):
+    listed("`files=` globs match as git's do")
+    say(store, "$stop-that-shit change files=src/*.py -- go")
+    assert bash(store, "echo x > src/a.py") is None
+    assert reason(bash(store, "echo x > src/a.txt", "toolu_t2")) == "PATH_OUTSIDE_CONTRACT"
+    say(store, "$stop-that-shit change files=src/**,docs/** -- go")
+    assert reason(bash(store, "echo x > docs/a.md", "toolu_t3")) == "PATH_OUTSIDE_CONTRACT"
+
+
+def test_rm_without_recursion_writes_the_file_only(store):
+    listed("`rm f`, `unlink f`, `chmod 600 f` (no recursive flag) write `f` only")
+    say(store, "$stop-that-shit change files=src/a.js -- go")
+    assert bash(store, "rm src/a.js") is None
+    assert reason(bash(store, "rm -r src/a.js", "toolu_t2")) is None
 
 
 def test_files_dot_star_star_is_the_whole_tree(store):
