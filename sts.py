@@ -11969,10 +11969,37 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return answer
 
 
+# Extensions whose whole-line comments are unambiguous: a line that starts
+# (after blanks) with this marker is a comment, never code.  Only whole
+# lines: a `//` or `#` later in a line may sit in a regex or a string.  Not
+# `#` where it starts code too (C's #include, Rust's and PHP's #[attr]).
+_LINE_COMMENTS: Dict[str, Tuple[str, ...]] = {
+    **{ext: ("//",) for ext in ("js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go",
+                                "java", "kt", "kts", "scala", "swift", "dart", "cs", "c", "h",
+                                "cc", "cpp", "cxx", "hpp", "rs", "zig")},
+    **{ext: ("#",) for ext in ("rb", "pl", "pm", "r", "ex", "exs", "cr", "jl", "nim")},
+}
+
+
+def _without_line_comments(text: str, path: Optional[str]) -> str:
+    """`text` with its whole-line comments blanked, where the file's
+    extension makes them unambiguous (see _LINE_COMMENTS)."""
+    ext = (path or "").rpartition("/")[2].rpartition(".")[2].lower() if path and "." in path \
+        else ""
+    marks = _LINE_COMMENTS.get(ext)
+    if not marks or not any(m in text for m in marks):
+        return text
+    return "\n".join("" if line.lstrip(" \t").startswith(marks) else line
+                     for line in text.split("\n"))
+
+
 def _hash_intent(added_text: str, path: Optional[str], removed_text: Optional[str]) -> bool:
     family = _hash_family(path)
     if family is None:
         return False
+    added_text = _without_line_comments(added_text, path)
+    if removed_text:
+        removed_text = _without_line_comments(removed_text, path)
     if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
         family = "py"
     hits = _code_hash_hits(added_text, family, first=not removed_text)
@@ -18134,6 +18161,21 @@ _PATH_KEYS = frozenset((
     "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
 ))
 _PATH_ARG_LIMIT = 64
+# Path keys whose value a tool takes as a file name even when it reads like a
+# URL (a file tool given `https://x/a` writes `https:/x/a` here); under any
+# other key, or none, a value with a scheme other than file: names no local path.
+_PLAIN_PATH_KEYS = _PATH_KEYS - frozenset(("uri", "uris", "location"))
+
+
+def _url_scheme(text: str) -> bool:
+    """`scheme://…` (two letters or more, so no drive), or a scheme that
+    takes no slashes (mailto:, data:, about:, javascript:)."""
+    head, sep, _ = text.partition(":")
+    if not sep or len(head) < 2 or not head[0].isascii() or not head[0].isalpha() \
+            or not all(ch.isascii() and (ch.isalnum() or ch in "+.-") for ch in head):
+        return False
+    return text[len(head):].startswith("://") or head.lower() in (
+        "mailto", "data", "about", "javascript", "urn", "tel")
 
 
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
@@ -18146,7 +18188,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     found: List[str] = []
     complete = True
 
-    def visit(value: Any, keyed: bool, depth: int) -> None:
+    def visit(value: Any, keyed: Any, depth: int) -> None:
         nonlocal complete
         if depth > 6 or len(found) > _PATH_ARG_LIMIT:
             complete = False
@@ -18155,6 +18197,8 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
             text = value.strip()
             if text.lower().startswith("file://"):
                 text = text[7:]
+            elif keyed not in _PLAIN_PATH_KEYS and _url_scheme(text):
+                return   # `{"url": "https://…"}`: a page, not a file here
             if text and ((keyed and "\n" not in text and len(text) <= 4096)
                          or _looks_like_path(text)):
                 if text not in found:
@@ -18162,7 +18206,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
         elif isinstance(value, dict):
             for key, item in value.items():
                 name = str(key).lower().replace("_", "").replace("-", "")
-                visit(item, name in _PATH_KEYS, depth + 1)
+                visit(item, name if name in _PATH_KEYS else False, depth + 1)
         elif isinstance(value, list):
             for item in value:
                 visit(item, keyed, depth + 1)

@@ -179,3 +179,40 @@ def test_the_glob_matcher_agrees_with_pathlib_where_both_apply(proj):
             theirs = PurePosixPath(path).match(pattern) and \
                 len(PurePosixPath(path).parts) == len(PurePosixPath(pattern).parts)
             assert ours == theirs, (pattern, path)
+
+
+# ---- wrong reasons -------------------------------------------------------------
+
+@pytest.mark.parametrize("tool_input,paths", [
+    ({"url": "https://example.com"}, []),
+    ({"url": "https://example.com/.git/config"}, []),
+    ({"uri": "https://example.com/a.txt"}, []),
+    ({"recipient": "mailto:a@example.com"}, []),
+    ({"pages": [{"href": "http://x/y.html"}]}, []),
+    # a file: URL, a path key's value and a drive are local paths
+    ({"uri": "file:///tmp/a.txt"}, ["/tmp/a.txt"]),
+    ({"path": "https://x/a"}, ["https://x/a"]),
+    ({"target": "C:/a/b.txt"}, ["C:/a/b.txt"]),
+    ({"note": "src/a.py"}, ["src/a.py"]),
+])
+def test_a_url_names_no_local_path(tool_input, paths):
+    assert sts.path_arguments(tool_input) == (paths, True)
+
+
+@pytest.mark.parametrize("text,path,hashing", [
+    ("// TODO: maybe createHash later\n", "a.js", False),
+    ("  // crypto.createHash('md5') one day\n", "a.ts", False),
+    ("// sha256.Sum256 later\n", "main.go", False),
+    ("# use Digest::SHA256 later\n", "a.rb", False),
+    # the same names as code, after a comment line, or in a trailing comment
+    ("const h = require('crypto').createHash('md5')\n", "a.js", True),
+    ("// note\nconst h = crypto.createHash('md5')\n", "a.js", True),
+    ("let x = 1; crypto.createHash('md5') // here\n", "a.js", True),
+    ("x = Digest::SHA256.hexdigest(y)\n", "a.rb", True),
+    ("h := sha256.Sum256(b)\n", "main.go", True),
+    # where `#` starts code too, it is read as before
+    ("# Digest::SHA256\n", "run.sh", True),
+    ("#include <openssl/sha.h>\n", "a.c", True),
+])
+def test_hash_api_in_a_comment_is_not_hashing(text, path, hashing):
+    assert sts.hash_intent_in_text(text, path) is hashing
