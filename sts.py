@@ -1710,14 +1710,19 @@ class ShellAnalysis(Record):
     (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
     pattern has a wildcard in a folder's name.  Under files= such a line is
     judged by its targets alone.
+    python_folder: the line is unknown ("interpreter_code") only because it
+    runs proven Python without -I in the folder it starts in, where a
+    module of the standard library's name would be imported first; it is a
+    read where that folder holds none (python_folder_clean).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns', 'writes_known')
+                          'write_patterns', 'writes_known', 'python_folder')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list, 'writes_known': False}
+                'resumes_session': False, 'write_patterns': list, 'writes_known': False,
+                'python_folder': False}
 
     mutability: str
     reason: Optional[str]
@@ -1803,7 +1808,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending", "whole")
+                 "resume", "patterns", "pending", "whole", "pyfolder")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1829,6 +1834,10 @@ class _V:
         # ShellAnalysis.writes_known): a read names none; a write is whole
         # only where its judge says so (_whole_writer, sed -i, tee, `>`).
         self.whole = mut == "read"
+        # A read only where the working folder holds no module that Python
+        # would import in place of the standard library's (see
+        # ShellAnalysis.python_folder): plain `python3 -c` of proven code.
+        self.pyfolder = False
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1849,6 +1858,7 @@ class _V:
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
         self.whole = self.whole and other.whole
+        self.pyfolder = self.pyfolder or other.pyfolder
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
         return self
@@ -3555,7 +3565,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
-                                 ctx.work)
+                                 ctx.work, ctx.depth == 0)
         return proven if proven.mut == "read" else _code_targets(
             _code_intents(proven, code, "x.py"), code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
@@ -6515,6 +6525,11 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 ops = _json_tool_operands(args[2:])
                 if ops is not None and len(ops) >= 2:
                     return _write([ops[1]])
+                if ops is not None and ctx.depth == 0 and k == 0 and all(
+                        w.static and not w.glob for w in args[2:]):
+                    v = _V(reason="repository_code")
+                    v.pyfolder = True   # a read where the folder shadows nothing
+                    return v
                 return _unknown("repository_code")
             if mod == "json.tool" and all(w.static for w in args[2:]):
                 ops = _json_tool_operands(args[2:])
@@ -7106,7 +7121,7 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
         return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
-                               ctx.work)
+                               ctx.work, ctx.depth == 0)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
@@ -7114,10 +7129,15 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
-                    work: List[int]) -> _V:
+                    work: List[int], top: bool = False) -> _V:
+    """top: the interpreter runs as a command of the line itself (no wrapper,
+    no nested shell), so the folder it starts in is the one _Flow follows."""
     proven, part = _py_code_proof(code, work)
-    if proven and safe:
-        return _V(hash_=hash_intent_in_text(code, "x.py"))
+    if proven and (safe or top):
+        v = _V(reason=None if safe else "interpreter_code",
+               hash_=hash_intent_in_text(code, "x.py"))
+        v.pyfolder = not safe   # a read where the folder shadows nothing
+        return v
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
     verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
     if verdict.why is None or verdict.why[0] == "pystdin":
@@ -9805,6 +9825,8 @@ class _Flow:
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.pending:
             _resolve_targets(v, self.ctx)
+        if v.pyfolder and here != [_START]:
+            v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
         if (v.targets or v.patterns) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
@@ -10487,8 +10509,12 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
              and all(_pattern_named(p) for p in patterns))
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, opaque,
-                         v.agent, v.resume, patterns, known)
+    mut = v.mut
+    folder = mut == "read" and v.pyfolder and shell == "bash"
+    if mut == "read" and v.pyfolder:
+        mut, reason = "unknown", v.reason or "interpreter_code"
+    return ShellAnalysis(mut, reason, v.hash, v.dep, seen, opaque,
+                         v.agent, v.resume, patterns, known, folder)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -18345,10 +18371,60 @@ def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optiona
         action["affectedPaths"] = normalize_paths(
             [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
     workdir = tool_facts(host, tool)[2]
+    folder, known = cwd, bool(cwd)
     if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
         folder, known = run_folder(host, cwd, tool_input.get(workdir))
         _in_run_folder(action, folder, known, cwd)
+    if action.pop(_PYTHON_FOLDER_KEY, False) and action.get("mutability") == "unknown" \
+            and known and folder and python_folder_clean(folder):
+        action["mutability"] = "read"
+        action.pop("analysisReason", None)
     return action
+
+
+# The key a shell action carries from shell_action to place_call when its line
+# is a read but for the folder Python starts in (ShellAnalysis.python_folder);
+# never on the wire.
+_PYTHON_FOLDER_KEY = "pythonFolder"
+# Python's variables that change nothing about what it imports; any other
+# PYTHON* (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONWARNINGS, which
+# imports the module a filter names, PYTHONCASEOK...) keeps the line unknown.
+_PY_HARMLESS_ENV = frozenset(("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
+                              "PYTHONUTF8", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+                              "PYTHONHASHSEED", "PYTHONFAULTHANDLER", "PYTHONPYCACHEPREFIX"))
+
+
+def python_folder_clean(folder: str) -> bool:
+    """Whether plain `python3 -c` (or `- <<PY`, `-m json.tool`) started in
+    `folder` imports the standard library's modules and no others: the folder
+    holds no entry named like one (`json.py`, `json/`, `json.pyc`,
+    `json.cpython-313-x86_64-linux-gnu.so`; case folded, for a file system
+    that ignores case), nor like sitecustomize, usercustomize or any private
+    `_name` (a newer Python's start-up modules the hook's own list may lack),
+    and no PYTHON* variable but the harmless ones is set.  One listing of
+    the folder.  It assumes nothing writes the folder between this look and
+    the run (README: "Python in the working folder")."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if not names:
+        return False   # Python 3.9: no list of the standard library to check against
+    if any(key.startswith("PYTHON") and key not in _PY_HARMLESS_ENV for key in os.environ):
+        return False
+    try:
+        entries = os.listdir(folder)
+    except (OSError, ValueError, TypeError):
+        return False
+    wanted = _PY_STDLIB_FOLDED.get(names)
+    if wanted is None:
+        wanted = _PY_STDLIB_FOLDED[names] = frozenset(
+            n.casefold() for n in names) | {"sitecustomize", "usercustomize"}
+    for entry in entries:
+        stem = entry.split(".", 1)[0].casefold()
+        if stem in wanted or (stem.startswith("_") and stem != "__pycache__"):
+            return False
+    return True
+
+
+_PY_STDLIB_FOLDED: Dict[Any, frozenset] = {}
 
 
 def _session_state_folder() -> str:
@@ -18378,6 +18454,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
         action["shellWritesKnown"] = True
+    if verdict.python_folder:
+        action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
     if verdict.starts_agent:
         action["startsAgent"] = verdict.starts_agent
         if verdict.resumes_session:

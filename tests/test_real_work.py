@@ -216,3 +216,105 @@ def test_a_url_names_no_local_path(tool_input, paths):
 ])
 def test_hash_api_in_a_comment_is_not_hashing(text, path, hashing):
     assert sts.hash_intent_in_text(text, path) is hashing
+
+
+# ---- plain python3 -c in a folder that shadows nothing ------------------------
+
+PY_READS = [
+    'python3 -c "import json; d=json.load(open(\'/tmp/x.json\')); print(d[\'k\'])"',
+    "python3 - <<'PY'\nimport json\nprint(json.dumps({'a': 1}))\nPY",
+    "cat a.json | python3 -m json.tool",
+    "python3 -m json.tool a.json",
+    'python -c "import sys; print(sys.version)"',
+]
+PY_NOT_FOLDER = [
+    'python3 -I -c "print(1)"',                       # already proven: no folder needed
+    'python3 -c "import os; os.remove(\'x\')"',       # code outside the subset
+    'cd sub && python3 -c "print(1)"',                # runs in another folder
+    '(cd sub; python3 -c "print(1)")',
+    'env -C sub python3 -c "print(1)"',
+    'bash -c \'python3 -c "print(1)"\'',
+    'PYTHONPATH=lib python3 -c "print(1)"',
+    'python3 -m json.tool a.json b.json',             # writes b.json
+    'timeout 5 python3 -c "print(1)"',
+    "python3 - <<PY\nprint('$HOME')\nPY",            # expanded before Python reads it
+]
+
+
+@pytest.mark.parametrize("command", PY_READS)
+def test_plain_python_is_a_read_but_for_the_folder(command):
+    verdict = sts.analyze_shell(command)
+    assert (verdict.mutability, verdict.python_folder) == ("unknown", True), verdict
+
+
+@pytest.mark.parametrize("command", PY_NOT_FOLDER)
+def test_python_look_alikes_are_not_folder_reads(command):
+    assert sts.analyze_shell(command).python_folder is False
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith("PYTHON") and key not in sts._PY_HARMLESS_ENV:
+            monkeypatch.delenv(key)
+    return monkeypatch
+
+
+def _placed(command, cwd):
+    action = sts.shell_action("Bash", command)
+    action["cwd"] = cwd
+    return sts.place_call("claude", "Bash", action, {"command": command}, cwd)
+
+
+@pytest.mark.parametrize("command", PY_READS)
+def test_plain_python_reads_in_a_clean_folder(tmp_path, clean_env, command):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "__pycache__").mkdir()
+    placed = _placed(command, str(tmp_path))
+    assert placed["mutability"] == "read" and "pythonFolder" not in placed
+
+
+@pytest.mark.parametrize("entry", [
+    "json.py", "json", "json.pyc", "JSON.py", "json.cpython-311-x86_64-linux-gnu.so",
+    "json.abi3.so", "linecache.py", "encodings", "sitecustomize.py", "_colorize.py",
+    "re.py", "os.py", "abc.py", "site.py", "codecs.pyc",
+])
+def test_a_folder_that_may_shadow_a_module_keeps_it_unknown(tmp_path, clean_env, entry):
+    target = tmp_path / entry
+    if "." in entry:
+        target.write_text("raise SystemExit('shadowed')\n")
+    else:
+        target.mkdir()
+    for command in PY_READS:
+        placed = _placed(command, str(tmp_path))
+        assert placed["mutability"] == "unknown", (entry, command)
+        assert "pythonFolder" not in placed
+
+
+@pytest.mark.parametrize("variable", ["PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS",
+                                      "PYTHONSTARTUP", "PYTHONCASEOK", "PYTHONUSERBASE"])
+def test_a_python_variable_keeps_it_unknown(tmp_path, clean_env, variable):
+    clean_env.setenv(variable, str(tmp_path))
+    assert _placed(PY_READS[0], str(tmp_path))["mutability"] == "unknown"
+
+
+def test_the_folder_check_is_what_python_does(tmp_path, clean_env):
+    # Run the real interpreter: with a json.py in the folder plain -c imports it,
+    # which is exactly when the guard keeps the line unknown.
+    import subprocess
+    import sys
+    code = "import json; print(json.__file__)"
+    clean = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path),
+                           capture_output=True, text=True).stdout
+    assert str(tmp_path) not in clean and sts.python_folder_clean(str(tmp_path))
+    (tmp_path / "json.py").write_text("__file__ = 'shadowed'\n")
+    dirty = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path),
+                           capture_output=True, text=True).stdout
+    assert "shadowed" in dirty and not sts.python_folder_clean(str(tmp_path))
+
+
+def test_no_folder_no_read(clean_env):
+    action = sts.shell_action("Bash", PY_READS[0])
+    assert sts.place_call("claude", "Bash", action, {"command": PY_READS[0]}, None)[
+        "mutability"] == "unknown"
