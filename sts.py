@@ -1714,15 +1714,20 @@ class ShellAnalysis(Record):
     runs proven Python without -I in the folder it starts in, where a
     module of the standard library's name would be imported first; it is a
     read where that folder holds none (python_folder_clean).
+    runs_packages: packages the line runs by name with a runner that fetches
+    what is not installed (`npx eslint`, `bunx`, `npm exec`, `pnpm exec`,
+    `yarn exec`, `uvx ruff`), as "npm:NAME" or "py:NAME".  dependency_intent
+    leaves them out: each is a dependency change unless the project in the
+    folder the line starts in declares it (packages_declared).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns', 'writes_known', 'python_folder')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
-                'python_folder': False}
+                'python_folder': False, 'runs_packages': list}
 
     mutability: str
     reason: Optional[str]
@@ -1808,7 +1813,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending", "whole", "pyfolder")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1838,6 +1843,10 @@ class _V:
         # would import in place of the standard library's (see
         # ShellAnalysis.python_folder): plain `python3 -c` of proven code.
         self.pyfolder = False
+        # Packages the line runs by name (`npx eslint`, `uvx ruff`): a
+        # dependency change unless the project declares each one
+        # (ShellAnalysis.runs_packages), as ("npm" | "py", name).
+        self.runs: List[Tuple[str, str]] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1859,6 +1868,8 @@ class _V:
         self.opaque = self.opaque or other.opaque
         self.whole = self.whole and other.whole
         self.pyfolder = self.pyfolder or other.pyfolder
+        if other.runs:
+            self.runs = self.runs + other.runs
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
         return self
@@ -6529,6 +6540,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                         w.static and not w.glob for w in args[2:]):
                     v = _V(reason="repository_code")
                     v.pyfolder = True   # a read where the folder shadows nothing
+                    v.why = ("python", name, "-m", True, "")
                     return v
                 return _unknown("repository_code")
             if mod == "json.tool" and all(w.static for w in args[2:]):
@@ -7137,6 +7149,8 @@ def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
         v = _V(reason=None if safe else "interpreter_code",
                hash_=hash_intent_in_text(code, "x.py"))
         v.pyfolder = not safe   # a read where the folder shadows nothing
+        if not safe:
+            v.why = ("python", name, flag, True, "")
         return v
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
     verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
@@ -7251,7 +7265,9 @@ def _operands_of(args: List[_W], valued: Tuple[str, ...] = ()) -> Tuple[List[str
 def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-v", "-V", "version"):
         return _an_read()
-    if name in ("npx", "bunx", "pnpx"):
+    if name in ("npx", "bunx"):
+        return _package_run("npm", args, ctx)
+    if name == "pnpx":
         return _V("unknown", "shell_command_unproven", dep=True)
     verb, rest, is_global = _pm_verb(args)
     if verb is None:
@@ -7284,6 +7300,9 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_RESTORE or (name == "bun" and verb == "install"):
         return _write()
     if verb in _NPM_EXEC:
+        if verb != "dlx" and not is_global and not any(
+                w.text.startswith("--registry") for w in args) and args[0].text == verb:
+            return _package_run("npm", rest, ctx)   # npm exec, pnpm exec, yarn exec, bun x
         return _V("unknown", "shell_command_unproven", dep=True)
     if verb in _NPM_WRITE:
         return _write()
@@ -7305,6 +7324,30 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "pkg":
         return _npm_read(args) if rest and rest[0].text == "get" else _write()
     return _unknown()
+
+
+# Options of npx, bunx, npm exec and uvx that change nothing about which
+# package runs.  Any other (-p/--package, --from, --with, -c, --registry...)
+# names more or other code: a dependency change as before.
+_RUNNER_PLAIN_OPTS = frozenset(("-y", "--yes", "--no", "-q", "--quiet", "--"))
+
+
+def _package_run(kind: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A runner that fetches a package it does not find installed: the
+    package it names is a dependency change unless the project declares it
+    (checked where the folder is known, see packages_declared).  Only a plain
+    name counts (no `@version`, path or URL), run by the line itself."""
+    i = 0
+    while i < len(args) and args[i].static and args[i].text in _RUNNER_PLAIN_OPTS:
+        i += 1
+    spec = args[i] if i < len(args) else None
+    v = _V("unknown", "shell_command_unproven")
+    if spec is None or not spec.static or ctx.depth > 0 or "@" in spec.text.lstrip("@") \
+            or not _npm_registry_name(spec.text) or spec.text.startswith((".", "-")):
+        v.dep = True
+        return v
+    v.runs = [(kind, spec.text)]
+    return v
 
 
 def _npm_registry_name(spec: str) -> bool:
@@ -7392,7 +7435,7 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
 def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
-        return _V("unknown", dep=True, reason="shell_command_unproven")
+        return _package_run("py", args, ctx)
     # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
     if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
@@ -9827,6 +9870,8 @@ class _Flow:
             _resolve_targets(v, self.ctx)
         if v.pyfolder and here != [_START]:
             v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
+        if v.runs and here != [_START]:
+            v.dep, v.runs = True, []    # ...and so does npx: its project is not known
         if (v.targets or v.patterns) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
@@ -10513,8 +10558,10 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     folder = mut == "read" and v.pyfolder and shell == "bash"
     if mut == "read" and v.pyfolder:
         mut, reason = "unknown", v.reason or "interpreter_code"
-    return ShellAnalysis(mut, reason, v.hash, v.dep, seen, opaque,
-                         v.agent, v.resume, patterns, known, folder)
+    runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
+                         seen, opaque, v.agent, v.resume, patterns, known, folder,
+                         runs if shell == "bash" else [])
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -10554,13 +10601,13 @@ class _Spot:
 # protected paths the decision named).
 _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
     "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
-    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
+    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown" or v.pyfolder,
     "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
     "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or bool(v.runs) or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -13101,7 +13148,8 @@ def _image_line(line: str) -> bool:
             rest = " ".join(json.loads(rest))
         except (ValueError, TypeError):
             return True
-    return analyze_shell(rest).dependency_intent
+    ran = analyze_shell(rest)
+    return ran.dependency_intent or bool(ran.runs_packages)   # not this project's packages
 
 
 # A line that declares code from elsewhere, per kind: kind -> test of one
@@ -18303,6 +18351,7 @@ def code_action(name: str, language: str, code: Any) -> dict:
         interpreter, "-c")
     action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
     action.pop("command", None)  # not a shell line: never a thrash candidate
+    action.pop(_PYTHON_FOLDER_KEY, None)   # a kernel of the host's: never a read
     if action["mutability"] == "read":
         action["mutability"] = "unknown"
     # Commands the code hands to a shell or to subprocess (`os.system("npm i
@@ -18312,7 +18361,8 @@ def code_action(name: str, language: str, code: Any) -> dict:
     for line in lines:
         ran = analyze_shell(line)
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
-        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent \
+            or bool(ran.runs_packages)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -18379,7 +18429,100 @@ def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optiona
             and known and folder and python_folder_clean(folder):
         action["mutability"] = "read"
         action.pop("analysisReason", None)
+    runs = action.pop(_RUNS_KEY, None)
+    if runs and known and folder and packages_declared(folder, runs):
+        action["dependencyIntent"] = False
     return action
+
+
+_RUNS_KEY = "runsPackages"   # like _PYTHON_FOLDER_KEY: from shell_action to place_call only
+_NPM_DECLARING = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
+
+
+def packages_declared(folder: str, runs: List[str]) -> bool:
+    """Whether the project the folder belongs to declares every package a
+    line runs by name (ShellAnalysis.runs_packages).  npm: the nearest
+    folder up holding package.json or node_modules (npm's own rule) has a
+    node_modules/.bin entry of that name, or its package.json declares a
+    package of that name in (dev, optional, peer) dependencies; a bin whose
+    package has another name (`tsc` of typescript) must be installed, since
+    npx would fetch the package called `tsc`.  Python: pyproject.toml in the
+    folder names it among its dependencies (project, optional, groups, uv's
+    dev, poetry's), or .venv/bin holds it."""
+    for entry in runs:
+        kind, _, name = entry.partition(":")
+        if not name or not (_npm_declares(folder, name) if kind == "npm"
+                            else _py_declares(folder, name)):
+            return False
+    return True
+
+
+def _npm_declares(folder: str, name: str) -> bool:
+    here = folder
+    for _ in range(32):
+        if os.path.exists(os.path.join(here, "package.json")) or \
+                os.path.isdir(os.path.join(here, "node_modules")):
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+    else:
+        return False
+    if "/" not in name and os.path.isfile(os.path.join(here, "node_modules", ".bin", name)):
+        return True
+    try:
+        with open(os.path.join(here, "package.json"), encoding="utf-8") as fh:
+            manifest = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and any(
+        isinstance(manifest.get(key), dict) and name in manifest[key] for key in _NPM_DECLARING)
+
+
+def _py_declares(folder: str, name: str) -> bool:
+    if os.path.isfile(os.path.join(folder, ".venv", "bin", name)):
+        return True
+    try:
+        import tomllib
+    except ImportError:
+        return False   # Python before 3.11: no TOML reader in the standard library
+    try:
+        with open(os.path.join(folder, "pyproject.toml"), "rb") as fh:
+            doc = tomllib.loads(fh.read(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    want = _py_norm(name)
+    specs: List[Any] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    specs += project.get("dependencies") or []
+    for group in (project.get("optional-dependencies") or {}).values():
+        specs += group if isinstance(group, list) else []
+    for group in (doc.get("dependency-groups") or {}).values():
+        specs += group if isinstance(group, list) else []
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    specs += (tool.get("uv") or {}).get("dev-dependencies") or []
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    names = [k for key in ("dependencies", "dev-dependencies")
+             for k in (poetry.get(key) or {})]
+    for group in (poetry.get("group") or {}).values():
+        names += list((group or {}).get("dependencies") or {}) if isinstance(group, dict) else []
+    for spec in specs:
+        if isinstance(spec, str):
+            head = "".join(ch if ch.isalnum() or ch in "-_." else " " for ch in spec).split()
+            names.append(head[0] if head else "")
+    return any(isinstance(n, str) and _py_norm(n) == want for n in names)
+
+
+def _py_norm(name: str) -> str:
+    # PEP 503: case, and runs of `-`, `_` and `.`, do not tell names apart.
+    out, last = [], ""
+    for ch in name.lower():
+        ch = "-" if ch in "-_." else ch
+        if not (ch == "-" and last == "-"):
+            out.append(ch)
+        last = ch
+    return "".join(out)
 
 
 # The key a shell action carries from shell_action to place_call when its line
@@ -18456,6 +18599,9 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["shellWritesKnown"] = True
     if verdict.python_folder:
         action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
+    if verdict.runs_packages:
+        action["dependencyIntent"] = True   # ...unless place_call finds each one declared
+        action[_RUNS_KEY] = list(verdict.runs_packages)
     if verdict.starts_agent:
         action["startsAgent"] = verdict.starts_agent
         if verdict.resumes_session:

@@ -318,3 +318,78 @@ def test_no_folder_no_read(clean_env):
     action = sts.shell_action("Bash", PY_READS[0])
     assert sts.place_call("claude", "Bash", action, {"command": PY_READS[0]}, None)[
         "mutability"] == "unknown"
+
+
+# ---- running a package the project declares ------------------------------------
+
+DECLARED_RUNS = ["npx mocha", "npx eslint .", "npx jest", "npx tsc --noEmit",
+                 "npx prisma generate", "npx tsx script.ts", "npx playwright test",
+                 "npx -y eslint", "pnpm exec eslint", "npm exec -- eslint .", "bunx eslint",
+                 "bun x eslint", "yarn exec eslint", "uvx ruff check ."]
+ALWAYS_DEPENDENCY = ["npx eslint@9", "npx -p cowsay cowsay", "pnpm dlx eslint", "pnpx eslint",
+                     "npx ./bin/x", "cd web && npx eslint", "timeout 60 npx jest",
+                     "npx --registry=https://r.example eslint", "uvx --from ruff ruff",
+                     "uvx ruff@0.5", "npm -g exec eslint"]
+
+
+@pytest.fixture
+def node_project(tmp_path):
+    (tmp_path / "package.json").write_text(
+        '{"devDependencies": {"mocha": "^10", "eslint": "^9", "jest": "^29", "prisma": "^5",'
+        ' "tsx": "^4", "@playwright/test": "^1"}}')
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("tsc", "playwright"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndependencies = ["requests>=2"]\n'
+        '[dependency-groups]\ndev = ["Ruff >=0.5", "pytest"]\n')
+    return tmp_path
+
+
+def _dep(command, cwd):
+    action = sts.shell_action("Bash", command)
+    action["cwd"] = cwd
+    placed = sts.place_call("claude", "Bash", action, {"command": command}, cwd)
+    assert "runsPackages" not in placed
+    return placed["dependencyIntent"]
+
+
+@pytest.mark.parametrize("command", DECLARED_RUNS)
+def test_running_a_declared_package_is_no_dependency_change(node_project, command):
+    if command.startswith("uvx"):
+        pytest.importorskip("tomllib")
+    assert _dep(command, str(node_project)) is False
+    # from a folder inside the project, npm finds the same package.json
+    sub = node_project / "src"
+    sub.mkdir()
+    if not command.startswith("uvx"):
+        assert _dep(command, str(sub)) is False
+
+
+@pytest.mark.parametrize("command", DECLARED_RUNS)
+def test_the_same_runs_elsewhere_are_dependency_changes(tmp_path, command):
+    assert _dep(command, str(tmp_path)) is True            # no project there
+    assert sts.analyze_shell(command).runs_packages         # and without a folder
+    action = sts.shell_action("Bash", command)
+    assert action["dependencyIntent"] is True
+
+
+@pytest.mark.parametrize("command", ALWAYS_DEPENDENCY + ["npx cowsay", "uvx black",
+                                                         "npx typescript-cli"])
+def test_undeclared_or_fetched_packages_stay_dependency_changes(node_project, command):
+    assert _dep(command, str(node_project)) is True
+
+
+def test_a_bin_name_is_not_a_package_name(tmp_path):
+    # typescript declared but not installed: `npx tsc` would fetch the package `tsc`.
+    (tmp_path / "package.json").write_text('{"devDependencies": {"typescript": "^5"}}')
+    assert _dep("npx tsc", str(tmp_path)) is True
+
+
+def test_code_and_dockerfiles_that_run_npx_stay_dependency_changes(node_project):
+    assert sts.code_action("eval", "py", "import os; os.system('npx eslint .')")[
+        "dependencyIntent"] is True
+    # In an image the project's packages are not the ones on this disk.
+    assert sts._image_line("RUN npx eslint .") is True
+    assert sts._image_line("RUN echo hi") is False
