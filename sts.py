@@ -6709,6 +6709,7 @@ _PY_SAFE_CALLS: Dict[str, Tuple[str, ...]] = {
     "OSError": (), "FileNotFoundError": (), "ZeroDivisionError": (), "AttributeError": (),
     "StopIteration": (), "RuntimeError": (), "UnicodeDecodeError": (), "LookupError": (),
     "ArithmeticError": (), "OverflowError": (), "NotImplementedError": (),
+    "type": (),   # with one argument only (three make a class): see _PyProof.call
 }
 _PY_SAFE_NAMES = frozenset(_PY_SAFE_CALLS) - {"open"} | {"Ellipsis", "NotImplemented"}
 
@@ -6727,10 +6728,37 @@ _PY_SAFE_ATTRS = frozenset((
     "intersection difference symmetric_difference issubset issuperset isdisjoint "
     "read readline readlines close seek tell readable seekable name mode encoding "
     "major minor micro releaselevel serial system node release version machine processor "
-    "start stop step").split())
+    "start stop step "
+    # re's patterns and matches, collections' counters and deques, datetime's
+    # values: all of them compute, none of them touches a file.  (`replace`
+    # above is str's and datetime's; no module of the subset makes a path
+    # object, whose replace renames a file.)
+    "search match fullmatch findall finditer sub subn group groups groupdict span end "
+    "pattern flags lastindex lastgroup string pos endpos expand most_common elements "
+    "subtract total appendleft popleft extendleft rotate maxlen now today utcnow "
+    "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
+    "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
+    "microsecond tzinfo days seconds microseconds total_seconds date time "
+    "__name__").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
+    # Named one by one: `re.functools`, `re.enum`, `collections.abc` would
+    # hand out other modules, `re.Scanner` and `re.template` are not needed.
+    "re": frozenset((
+        "compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+        "subn", "escape", "error", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
+        "X", "VERBOSE", "A", "ASCII", "U", "UNICODE", "NOFLAG")),
+    "collections": frozenset(("Counter", "defaultdict", "OrderedDict", "deque", "ChainMap")),
+    "itertools": frozenset((
+        "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
+        "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
+        "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest",
+        "batched")),
+    "functools": frozenset(("reduce", "cmp_to_key")),
+    "textwrap": frozenset(("dedent", "indent", "wrap", "fill", "shorten")),
+    "datetime": frozenset(("date", "datetime", "time", "timedelta", "timezone", "UTC",
+                           "MINYEAR", "MAXYEAR")),
     "platform": frozenset((
         "system", "release", "version", "machine", "processor", "node", "platform",
         "python_version", "python_version_tuple", "python_implementation", "uname",
@@ -6741,7 +6769,19 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
 }
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
-                                 "allow_nan", "skipkeys", "default")}
+                                 "allow_nan", "skipkeys", "default"),
+                       "sub": ("count", "flags"), "subn": ("count", "flags"),
+                       "split": ("maxsplit", "flags"), "compile": ("flags",),
+                       "search": ("flags",), "match": ("flags",), "fullmatch": ("flags",),
+                       "findall": ("flags",), "finditer": ("flags",),
+                       "wrap": ("width",), "fill": ("width",), "shorten": ("width",
+                                                                           "placeholder"),
+                       "indent": ("predicate",), "accumulate": ("initial",),
+                       "groupby": ("key",), "islice": (), "zip_longest": ("fillvalue",),
+                       "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
+                       "timedelta": ("days", "seconds", "microseconds", "milliseconds",
+                                     "minutes", "hours", "weeks"),
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -6775,6 +6815,7 @@ class _PyProof:
         self.ast = ast_mod
         self.builtin_names = frozenset(dir(builtins))
         self.modules: Dict[str, str] = {}     # alias -> module
+        self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
         self.count = 0
         self.collect(tree)
@@ -6787,6 +6828,8 @@ class _PyProof:
                 self.bind(node, node.id)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.bind(node, node.name)
+            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
+                self.bind(node, node.arg)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -6864,7 +6907,7 @@ class _PyProof:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in _PY_MODULE_ATTRS:
-                    self.fail(node, "imports a module outside json, math, platform and sys")
+                    self.fail(node, "imports a module outside the proven subset")
                 name = alias.asname or alias.name
                 if name in self.builtin_names:
                     self.fail(node, "names a module like a builtin")
@@ -6873,13 +6916,17 @@ class _PyProof:
         elif isinstance(node, ast.ImportFrom):
             allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
-                self.fail(node, "imports a module outside json, math, platform and sys")
+                self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
                         (allowed is not None and alias.name not in allowed):
                     self.fail(node, "imports a name outside the proven subset")
+                if (alias.asname or alias.name) in self.builtin_names:
+                    # `from re import compile` under `if 0:` would leave the builtin
+                    self.fail(node, "imports a name like a builtin")
                 self.bind(node, alias.asname or alias.name)
+                self.imported[alias.asname or alias.name] = alias.name
         else:
             self.fail(node, "is a statement outside the proven subset")
 
@@ -6985,6 +7032,18 @@ class _PyProof:
             self.expr(node.value, shared_ok=True)
             if node.format_spec is not None:
                 self.expr(node.format_spec)
+        elif isinstance(node, ast.Lambda):
+            # A function of values the subset makes: its body is proven like any
+            # expression, and it is only called by what takes a key or a
+            # function (sorted, map, re.sub): calling a bound name fails.
+            a = node.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                                  if x is not None]:
+                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                    self.fail(node, "names a parameter like a module")
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self.expr(default)
+            self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
@@ -6993,7 +7052,7 @@ class _PyProof:
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
         attr = node.attr
-        if attr.startswith("_"):
+        if attr.startswith("_") and attr != "__name__":
             self.fail(node, "reaches a private or dunder attribute")
         base = node.value
         if not (isinstance(base, ast.Name) and base.id in self.modules):
@@ -7019,11 +7078,17 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+            if name in self.imported:
+                # A name the code imported from a module of the subset (any
+                # later value of it is one the subset makes too).
+                keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
+            elif keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
                 self.fail(node, "calls something outside the proven subset")
             if name == "open":
                 self.open_call(node)
                 return
+            if name == "type" and (len(node.args) != 1 or node.keywords):
+                self.fail(node, "calls type() to make a class")
         elif isinstance(func, ast.Attribute):
             self.expr(func)
             keywords = ("*",)
