@@ -5165,7 +5165,7 @@ def _git_rev_longs() -> Dict[str, int]:
 
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
-_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
+_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtvi"   # -i: --regexp-ignore-case
 _GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
 _GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
 
@@ -8474,7 +8474,13 @@ _CURL_SAFE_LONG = frozenset(("--silent", "--show-error", "--location", "--head",
                              "--http2", "--no-progress-meter", "--fail-with-body"))
 _CURL_SAFE_VALUED = frozenset(("-H", "--header", "-A", "--user-agent", "-m", "--max-time",
                                "--connect-timeout", "--retry", "-e", "--referer", "-w",
-                               "--write-out", "-r", "--range"))
+                               "--write-out", "-r", "--range", "-x", "--proxy", "--noproxy"))
+# Methods that only ask; any other (POST, PUT, DELETE, a lower-case `get`,
+# which a server need not read as GET) stays unproven.
+#: read | curl -X GET https://example.com/api
+#: read | curl -sI -x http://proxy:3128 https://example.com
+#: unknown | curl -X DELETE https://example.com/api/1
+_CURL_ASKS = frozenset(("GET", "HEAD"))
 
 
 def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -8502,6 +8508,11 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if t in _CURL_SAFE_LONG or (not t.startswith("--") and all(
                 ch in _CURL_SAFE_FLAGS for ch in t[1:])):
+            continue
+        if t in ("-X", "--request") and i < len(args) and args[i].text in _CURL_ASKS:
+            i += 1   # the method a plain request uses anyway, written out
+            continue
+        if t in ("-XGET", "-XHEAD", "--request=GET", "--request=HEAD"):
             continue
         if t in _CURL_SAFE_VALUED:
             value = args[i].text if i < len(args) else ""
@@ -8802,6 +8813,17 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
 #: read | diff3 -m a b c
 #: unknown =shell_execution_option | diff3 --diff-program=./evil a b c
 _NM = _Opts("--plugin?", runs="--plugin", open=True)
+# tshark reading a capture file (-r is required: without it tshark captures
+# from an interface); -w writes one, -X runs a Lua script, -o sets any
+# preference (some name files and scripts); other options (live capture,
+# --export-objects) are not in the table, so unproven.
+#: read | tshark -r cap.pcap
+#: read | tshark -r cap.pcap -Y http -T fields -e ip.src
+#: write >out.pcap | tshark -r cap.pcap -w out.pcap
+#: unknown =shell_execution_option | tshark -r cap.pcap -X lua_script:evil.lua
+#: unknown | tshark -i eth0
+_TSHARK = _Opts("-VxqnlP2 -r:Y:R:T:e:E:c:t:O:d:z:j:J:w:X:o: --help --version",
+                write="-w", runs="-X -o", needs="-r")
 _DIFF3 = _Opts("--diff-program?", runs="--diff-program", open=True)
 # Shell built-ins in the forms that only print: `ulimit -n` shows a limit
 # (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
@@ -9146,7 +9168,8 @@ _DOCKER = _subcommand_reads({
     "image": ("ls", "inspect", "history", "save"),
     "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
     "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "compose": ("ps", "config", "ls", "logs", "top", "images"),
+    "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
     "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
     "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
     "plugin": ("ls", "inspect")},
@@ -9202,7 +9225,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _NM, "diff3": _DIFF3,
+    "nm": _NM, "diff3": _DIFF3, "tshark": _TSHARK,
     "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,

@@ -367,3 +367,18 @@ def test_hermes_search_and_skill_views_are_reads(store):
         assert hook("hermes", dict(base, tool_name=name, tool_input=args), store) is None
     memory = dict(base, tool_name="memory", tool_input={"action": "add"})
     assert hook("hermes", memory, store)["action"] == "block"
+
+
+def test_more_reads_that_agents_run(store):
+    listed("`docker compose logs` (a daemon read, like `docker ps`)")
+    say(store, "$stop-that-shit review -- look")
+    for number, command in enumerate(["docker compose logs --tail 50 web",
+                                      "curl -s -X GET https://example.com/api",
+                                      "curl -I -x http://proxy:3128 https://example.com",
+                                      "git log -i --grep=fix --oneline",
+                                      "tshark -r cap.pcap -Y http"]):
+        assert reason(bash(store, command, "toolu_r%d" % number)) is None, command
+    for number, command in enumerate(["curl -X POST https://example.com/api",
+                                      "tshark -r cap.pcap -w out.pcap",
+                                      "tshark -r cap.pcap -X lua_script:x.lua"]):
+        assert reason(bash(store, command, "toolu_s%d" % number)) is not None, command
