@@ -3578,7 +3578,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
                                  ctx.work, ctx.depth == 0)
         return proven if proven.mut == "read" else _code_targets(
-            _code_intents(proven, code, "x.py"), code)
+            _code_intents(proven, code, "x.py"), code, python=code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -6586,7 +6586,8 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
         return _code_targets(_code_intents(v, " ".join(texts), path),
-                             " ".join(texts) if code.static else None)
+                             " ".join(texts) if code.static else None,
+                             python=code.text if lang == "python" and code.static else None)
     return handler
 
 
@@ -6661,11 +6662,15 @@ _CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "ho
                 "xdg_", "appdata", "sts_home")
 
 
-def _code_targets(v: _V, code: Optional[str]) -> _V:
+def _code_targets(v: _V, code: Optional[str], python: Optional[str] = None) -> _V:
     """Inline code not proven read may write any file it names: the literals
     that read like paths become its possible targets (self-protection judges
     them, as for a tool that runs code), and code that finds its files at
-    run time, or code that is itself an expansion, writes to an unknown one."""
+    run time, or code that is itself an expansion, writes to an unknown one.
+    For Python (`python`, the code alone) the paths its removals, copies,
+    moves and opens are given are followed through simple data flow
+    (_py_flow_targets); where every one is followed, `rmtree` is no longer
+    a place found at run time."""
     if v.mut == "read":
         return v
     if code is None:
@@ -6675,9 +6680,154 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
     for found in paths:
         v.add(found)
     low = code.lower()
+    flow = _py_flow_targets(python) if python is not None and "rmtree" in low else None
+    if flow is not None:
+        for path, tree in flow:
+            v.add(path, tree)
+        low = low.replace("rmtree", "")
     if any(place in low for place in _CODE_PLACES):
         v.opaque = True
     return v
+
+
+# Python calls that write the paths they are given: dotted name -> (the
+# positions of those paths, whether everything below them is at stake).
+_PY_PATH_WRITES: Dict[str, Tuple[Tuple[int, ...], bool]] = {
+    "shutil.rmtree": ((0,), True), "os.remove": ((0,), False), "os.unlink": ((0,), False),
+    "os.rmdir": ((0,), True), "os.removedirs": ((0,), True), "os.mkdir": ((0,), False),
+    "os.makedirs": ((0,), False), "os.rename": ((0, 1), True), "os.replace": ((0, 1), True),
+    "shutil.move": ((0, 1), True), "shutil.copy": ((1,), True), "shutil.copy2": ((1,), True),
+    "shutil.copyfile": ((1,), False), "shutil.copytree": ((1,), True), "open": ((0,), False),
+}
+# Names that bind or reach variables another way: the flow is not followed.
+_PY_FLOW_STOPS = ("exec", "eval", "globals", "locals", "vars", "setattr", "getattr", "__dict__",
+                  "importlib", "__import__", "__builtins__", "builtins", "global ", "nonlocal ")
+_PY_FLOW_LIMIT = 32   # values one path may take
+
+
+def _py_flow_targets(code: str) -> Optional[List[Tuple[str, bool]]]:
+    """The paths every writing call of _PY_PATH_WRITES is given, as (path,
+    tree), when each one follows from literals: a string, a name bound
+    once in the whole code to one (`p = "build"`), a loop or comprehension
+    variable bound once over a tuple or list of them, `os.path.join` and
+    `+` of these.  None when the code does not parse, binds names another
+    way, calls a writer through another name, or gives one a path that
+    does not follow."""
+    if len(code) > _PY_MAX_CODE or any(stop in code for stop in _PY_FLOW_STOPS):
+        return None
+    import ast
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    binds: Dict[str, List[Any]] = {}
+    modules: Dict[str, str] = {}   # local name -> dotted name (`import shutil as sh`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            binds.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.arg):
+            binds.setdefault(node.arg, []).extend((node, node))   # never followed
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                full = alias.name if isinstance(node, ast.Import) else \
+                    "%s.%s" % (node.module or "", alias.name)
+                modules[local] = full if alias.asname or isinstance(node, ast.ImportFrom) \
+                    else alias.name.split(".")[0]
+                binds.setdefault(local, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.setdefault(node.name, []).extend((node, node))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            binds.setdefault(node.name, []).extend((node, node))
+    sources: Dict[int, Any] = {}   # id of a Name Store node -> what it was bound from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            sources[id(node.targets[0])] = ("value", node.value)
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            sources[id(node.target)] = ("each", node.iter)
+
+    def dotted(node: Any) -> Optional[str]:
+        if isinstance(node, ast.Name):
+            if node.id in modules and len(binds.get(node.id, ())) == 1:
+                return modules[node.id]
+            return node.id if node.id not in binds else None
+        if isinstance(node, ast.Attribute):
+            head = dotted(node.value)
+            return head + "." + node.attr if head else None
+        return None
+
+    def values(node: Any, depth: int = 0) -> Optional[List[str]]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name):
+            found = binds.get(node.id, [])
+            if len(found) != 1 or id(found[0]) not in sources:
+                return None
+            kind, source = sources[id(found[0])]
+            if kind == "value":
+                return values(source, depth + 1)
+            if not isinstance(source, (ast.Tuple, ast.List)):
+                return None
+            out: List[str] = []
+            for elt in source.elts:
+                one = values(elt, depth + 1)
+                if one is None:
+                    return None
+                out += one
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = values(node.left, depth + 1), values(node.right, depth + 1)
+            if left is None or right is None or len(left) * len(right) > _PY_FLOW_LIMIT:
+                return None
+            return [a + b for a in left for b in right]
+        if isinstance(node, ast.Call) and dotted(node.func) == "os.path.join" \
+                and not node.keywords and node.args:
+            out = [""]
+            for arg in node.args:
+                parts = values(arg, depth + 1)
+                if parts is None or len(out) * len(parts) > _PY_FLOW_LIMIT:
+                    return None
+                out = [_LeanPath.join(a, b) if a else b for a in out for b in parts]
+            return out
+        return None
+
+    targets: List[Tuple[str, bool]] = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and (
+                dotted(node) in _PY_PATH_WRITES or getattr(node, "attr", "") in (
+                    "rmtree", "remove", "unlink", "rmdir", "rename", "replace", "move",
+                    "removedirs", "copytree")):
+            # A writer handed on (`r = shutil.rmtree`, `map(shutil.rmtree, ...)`) or
+            # reached another way (`sh.rmtree` after `sh = shutil`): not followed.
+            return None
+        if isinstance(node, ast.Attribute) and id(node) in called and \
+                node.attr in ("rmtree", "removedirs", "copytree") and \
+                dotted(node) not in _PY_PATH_WRITES:
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func)
+        spec = _PY_PATH_WRITES.get(name or "")
+        if spec is None:
+            continue
+        positions, tree_below = spec
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        for k in positions:
+            if k >= len(node.args):
+                return None
+            found = values(node.args[k])
+            if found is None:
+                return None
+            targets += [(path, tree_below) for path in found if path]
+    return targets
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -6687,7 +6837,8 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
 # json, math, sys.version and friends, platform queries, and reading a file
 # named by a literal with `open(path)` or `open(path, "r")`.  Anything else
 # stays unproven: other imports, attribute writes, exec/eval/getattr,
-# dunders, lambdas, functions, classes, walrus, open() with another mode.
+# dunders, functions, classes, walrus, open() with another mode (lambdas,
+# re, collections, itertools, textwrap and datetime are in: see the tables).
 #
 # -I or -P is required: without it Python puts the working folder first on
 # the import path, so a `json.py` or `json/` there decides what `import json`

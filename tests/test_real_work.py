@@ -393,3 +393,44 @@ def test_code_and_dockerfiles_that_run_npx_stay_dependency_changes(node_project)
     # In an image the project's packages are not the ones on this disk.
     assert sts._image_line("RUN npx eslint .") is True
     assert sts._image_line("RUN echo hi") is False
+
+
+# ---- inline Python whose write targets follow from literals --------------------
+
+@pytest.mark.parametrize("code,targets", [
+    ("import shutil\nfor p in ('node_modules', 'bin'): shutil.rmtree(p)", ["node_modules", "bin"]),
+    ("import shutil, os; [shutil.rmtree(os.path.join('build', d)) for d in ['a', 'b']]",
+     ["build/a", "build/b"]),
+    ("import shutil; p = 'dist'; shutil.rmtree(p)", ["dist"]),
+    ("from shutil import rmtree as r; r('build')", ["build"]),
+    ("import shutil; s = 'a'\nfor p in (s, 'b'): shutil.rmtree(p)", ["a", "b"]),
+    ("import shutil; shutil.rmtree('out' + '/gen')", ["out/gen"]),
+])
+def test_python_write_targets_follow_from_literals(code, targets):
+    verdict = sts.analyze_shell("python3 -c %s" % sts_quote(code))
+    assert not verdict.unknown_target, verdict
+    # (a literal that reads like a path, `'/gen'`, stays a target of its own too)
+    assert [t for t in verdict.write_targets if t in targets] == targets
+    assert verdict.write_patterns == [t + "/**" for t in targets]
+
+
+@pytest.mark.parametrize("code", [
+    "import shutil; p = 'dist'; p = '/etc'; shutil.rmtree(p)",     # bound twice
+    "import shutil, sys; shutil.rmtree(sys.argv[1])",
+    "import shutil as s; r = s.rmtree; r('x')",                     # handed on
+    "import shutil; list(map(shutil.rmtree, ['x']))",
+    "import shutil; sh = shutil; sh.rmtree('x')",
+    "import shutil; getattr(shutil, 'rmtree')('x')",
+    "import shutil\ndef f(p): shutil.rmtree(p)\nf('x')",            # a parameter
+    "import shutil, glob\nfor p in glob.glob('*'): shutil.rmtree(p)",
+    "import shutil; x = ['a']; x.append('/etc'); [shutil.rmtree(p) for p in x]",
+    "import shutil; exec('p = 1'); shutil.rmtree('a')",
+    "import shutil; globals()['p'] = '/'; shutil.rmtree('a')",
+])
+def test_python_write_targets_that_do_not_follow_stay_unknown(code):
+    verdict = sts.analyze_shell("python3 -c %s" % sts_quote(code))
+    assert verdict.mutability != "read" and verdict.unknown_target, (code, verdict)
+
+
+def sts_quote(code):
+    return "'" + code.replace("'", "'\"'\"'") + "'"
