@@ -695,6 +695,9 @@ class Action(_EventType):
     shell_write_patterns: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # Every write of the shell line is among its targets and patterns
+    # (ShellAnalysis.writes_known), so files= can judge it by them.
+    shell_writes_known: bool = False
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -754,7 +757,7 @@ class Action(_EventType):
             raise _bad(where + "cwd", cwd)
         flags = {}
         for key in ("hashIntent", "dependencyIntent", "unboundedDelegation",
-                    "unknownWriteTarget"):
+                    "unknownWriteTarget", "shellWritesKnown"):
             value = obj.get(key, False)
             if not isinstance(value, bool):
                 raise _bad(where + key, value)
@@ -787,7 +790,8 @@ class Action(_EventType):
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
             shell_write_patterns=paths[2],
-            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"],
+            shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
@@ -1182,9 +1186,57 @@ def _policy(field_name: str) -> Callable[[str, str], Tuple[str, Any]]:
     return parse
 
 
+_FILES_FORMS = ("`files=` takes paths and patterns separated by `|`, with no space or comma: "
+                "`src/**`, `src/` or `src` (a folder and everything in it), `*.py` (at any "
+                "depth), `src/*.py`, `src/**/*.py`, `src/[ab].py`, `README.md`; for example "
+                "`files=src/**|docs/**`.")
+
+
+def _files_error(token: str, why: str) -> _DirectiveError:
+    return _DirectiveError("INVALID_FILES_PATTERN", token, "%s %s" % (why, _FILES_FORMS))
+
+
+def _files_problem(piece: str) -> Optional[str]:
+    """Why the guard would not match `piece` as it is written, or None.
+    Patterns follow git's globs (see _files_covers); what git would read
+    otherwise, or the shell would expand, is refused rather than taken
+    literally."""
+    if piece.startswith("!"):
+        return "`%s` excludes paths; a boundary only lists what may be written." % piece
+    if piece.startswith(("~", ":")) or "$" in piece:
+        return "`%s` is not expanded (no `~`, `$VAR` or `:(magic)`); write the path." % piece
+    if "{" in piece or "}" in piece:
+        return "`%s` is a brace list; write each path, separated by `|`." % piece
+    for part in piece.split("/"):
+        if "**" in part and part != "**":
+            return "`%s`: `**` stands alone between slashes (`src/**/*.py`)." % piece
+        i = 0
+        while i < len(part):
+            if part[i] == "[":
+                j = i + 1
+                if j < len(part) and part[j] in "!^":
+                    j += 1
+                if j < len(part) and part[j] == "]":
+                    j += 1
+                end = part.find("]", j)
+                if end < 0 or part.startswith("[:", i + 1):
+                    return "`%s` has a `[` set that is not closed or uses a class." % piece
+                i = end
+            i += 1
+    return None
+
+
 def _files(token: str, value: str) -> Tuple[str, Any]:
     pieces = [piece.replace("\\", "/") for piece in value.split("|")]
-    return "allowedPaths", [piece for piece in pieces if piece]
+    kept = []
+    for piece in pieces:
+        if not piece:
+            continue
+        why = _files_problem(piece)
+        if why is not None:
+            raise _files_error(token, why)
+        kept.append(piece.replace("[^", "[!"))   # git's negated set, in fnmatch's spelling
+    return "allowedPaths", kept
 
 
 def _unsupported_agents(token: str) -> _DirectiveError:
@@ -1245,10 +1297,18 @@ def _directive_head(text: str) -> Optional[str]:
 def _parse_fields(head: str) -> Dict[str, Any]:
     """Fields named by the head; raises _DirectiveError on the first bad token."""
     given: Dict[str, Any] = {}
+    after_files = False
     for token in _rx("token_split").split(head):
         if not token:
             continue
-        name, value = _parse_token(token)
+        try:
+            name, value = _parse_token(token)
+        except _DirectiveError as error:
+            if after_files and error.info["code"] == "INVALID_DIRECTIVE_TOKEN":
+                # `files=src/**,docs/**` or `files=a b`: a second path, split off.
+                raise _files_error(token, "`%s` is not a directive field." % token)
+            raise
+        after_files = name == "allowedPaths"
         if name in given and given[name] != value:
             raise _DirectiveError(
                 "CONFLICTING_DIRECTIVE", token,
@@ -1552,7 +1612,8 @@ def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
     contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
-    files = "|".join(paths) if isinstance(paths, list) else "unbounded"
+    files = ("|".join(paths) or "(none: no path is writable)") if isinstance(paths, list) \
+        else "unbounded"
     return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
@@ -1644,14 +1705,29 @@ class ShellAnalysis(Record):
     or substitution, which may be one): a delegation the host never sees.
     resumes_session: that agent is told to continue an existing session, so
     the text given to it arrives there as a prompt.
+    writes_known: a write line whose every write is named in write_targets
+    and write_patterns, by programs whose writes the analyzer knows in full
+    (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
+    pattern has a wildcard in a folder's name.  Under files= such a line is
+    judged by its targets alone.
+    python_folder: the line is unknown ("interpreter_code") only because it
+    runs proven Python without -I in the folder it starts in, where a
+    module of the standard library's name would be imported first; it is a
+    read where that folder holds none (python_folder_clean).
+    runs_packages: packages the line runs by name with a runner that fetches
+    what is not installed (`npx eslint`, `bunx`, `npm exec`, `pnpm exec`,
+    `yarn exec`, `uvx ruff`), as "npm:NAME" or "py:NAME".  dependency_intent
+    leaves them out: each is a dependency change unless the project in the
+    folder the line starts in declares it (packages_declared).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list}
+                'resumes_session': False, 'write_patterns': list, 'writes_known': False,
+                'python_folder': False, 'runs_packages': list}
 
     mutability: str
     reason: Optional[str]
@@ -1737,7 +1813,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1759,6 +1835,18 @@ class _V:
         self.resume = False
         self.patterns: List[str] = []
         self.pending: List[Tuple[_W, bool]] = []
+        # Every write is named in targets, patterns and pending (see
+        # ShellAnalysis.writes_known): a read names none; a write is whole
+        # only where its judge says so (_whole_writer, sed -i, tee, `>`).
+        self.whole = mut == "read"
+        # A read only where the working folder holds no module that Python
+        # would import in place of the standard library's (see
+        # ShellAnalysis.python_folder): plain `python3 -c` of proven code.
+        self.pyfolder = False
+        # Packages the line runs by name (`npx eslint`, `uvx ruff`): a
+        # dependency change unless the project declares each one
+        # (ShellAnalysis.runs_packages), as ("npm" | "py", name).
+        self.runs: List[Tuple[str, str]] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1778,6 +1866,10 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.whole = self.whole and other.whole
+        self.pyfolder = self.pyfolder or other.pyfolder
+        if other.runs:
+            self.runs = self.runs + other.runs
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
         return self
@@ -3484,9 +3576,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
-                                 ctx.work)
+                                 ctx.work, ctx.depth == 0)
         return proven if proven.mut == "read" else _code_targets(
-            _code_intents(proven, code, "x.py"), code)
+            _code_intents(proven, code, "x.py"), code, python=code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -3683,7 +3775,9 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
-    return _write([target], "shell_redirection").blame("redir", op, target.text)
+    v = _write([target], "shell_redirection").blame("redir", op, target.text)
+    v.whole = target.static   # the shell writes through a link: a plain word only
+    return v
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -4356,7 +4450,99 @@ _WRITER_SHAPE = {
     "rd": "tree", "cp": "copy", "mv": "copy", "ln": "copy", "install": "copy",
     "rsync": "copy", "scp": "copy", "copy": "copy", "move": "copy",
 }
+# "tree" writers that reach below an operand only with -r, -R or --recursive
+# (unlink and shred take a file; rmdir stays a tree: the folder it removes
+# is judged as the guard's when it holds the guard's files).
+_FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
+
+# Writers whose every write the analyzer names (ShellAnalysis.writes_known):
+# name -> (short options, long options that keep it so, whether it writes
+# through a symbolic link named as its operand).  Options left out make a
+# second write or one elsewhere: a backup (-b, -S, --backup), `cp --parents`
+# (the operand's folders below the target), `rmdir -p` (its parents),
+# `install -s` (runs strip), `chown -L` (follows links while it walks).  A
+# writer that follows links is whole only with plain operands: its targets
+# are resolved before they are judged, a glob's matches are not.
+#: write | rm -f src/a.py
+#: write | sed -i s/a/b/ src/a.py
+_WHOLE_WRITERS: Dict[str, Tuple[str, frozenset, bool]] = {
+    "rm": ("rRfivdI", frozenset(("--recursive", "--force", "--verbose", "--dir",
+                                 "--one-file-system", "--preserve-root")), False),
+    "rmdir": ("v", frozenset(("--verbose", "--ignore-fail-on-non-empty")), False),
+    "unlink": ("", frozenset(), False),
+    "mv": ("fivnTtu", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                 "--no-target-directory", "--target-directory")), False),
+    "ln": ("sfnvTtr", frozenset(("--symbolic", "--force", "--no-dereference", "--verbose",
+                                 "--no-target-directory", "--target-directory",
+                                 "--relative")), False),
+    "install": ("dDmogpvTtC", frozenset(("--directory", "--mode", "--owner", "--group",
+                                         "--preserve-timestamps", "--verbose", "--compare",
+                                         "--target-directory", "--no-target-directory")), False),
+    "cp": ("fipvTtnuPL", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                   "--target-directory", "--no-target-directory",
+                                   "--preserve", "--no-dereference", "--dereference")), True),
+    "touch": ("acmdtr", frozenset(("--no-create", "--date", "--reference", "--time")), True),
+    "mkdir": ("pvm", frozenset(("--parents", "--verbose", "--mode")), True),
+    "truncate": ("csro", frozenset(("--no-create", "--size", "--reference", "--io-blocks")),
+                 True),
+    "chmod": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chown": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chgrp": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+}
+
+
+def _whole_operand(w: _W, follows: bool) -> bool:
+    """An operand whose paths the analyzer names in full: a plain word; or,
+    for a writer that does not write through links, a quoted expansion (the
+    line's own values, or unknown) or a glob whose wildcards lie in its last
+    component (one in a folder's name could lead through a linked folder)."""
+    if w.static:
+        return True
+    if follows:
+        return False
+    if w.dyn:
+        return not w.split and not w.glob
+    return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
+
+
+def _whole_writer(name: str, args: List[_W], follows: bool, shorts: str, longs: frozenset,
+                  valued: str = "") -> bool:
+    """Whether every option of the call is one that keeps the writer's writes
+    named (see _WHOLE_WRITERS) and every operand is whole."""
+    operands = 0
+    i, dd = 0, False
+    while i < len(args):
+        w = args[i]
+        i += 1
+        t = w.text
+        if not dd and w.static and t == "--":
+            dd = True
+            continue
+        if not dd and t.startswith("-") and t != "-":
+            if not w.static:
+                return False
+            if t.startswith("--"):
+                key = t.split("=", 1)[0]
+                if key not in longs:
+                    return False
+                if key in _VALUED_WRITER_LONG and "=" not in t:
+                    i += 1
+                continue
+            for k, ch in enumerate(t[1:]):
+                if ch not in shorts:
+                    return False
+                if ch in valued:
+                    i += k == len(t) - 2
+                    break
+            continue
+        if not w.lead and not dd or not _whole_operand(w, follows):
+            return False
+        operands += 1
+    return operands > 0
 
 
 def _w_join(word: _W, suffix: str, pattern: bool = False) -> _W:
@@ -4391,7 +4577,19 @@ def _remote(word: _W) -> bool:
 
 def _writer_verdict(name: str, args: List[_W]) -> _V:
     """What a writer provably changes (see _WRITER_SHAPE); the verdict is a
-    write whatever shape the arguments have."""
+    write whatever shape the arguments have, and whole (every write named)
+    only as _WHOLE_WRITERS says."""
+    v = _writer_targets(name, args)
+    whole = _WHOLE_WRITERS.get(name)
+    if whole is not None:
+        shorts, longs, follows = whole
+        v.whole = _whole_writer(name, args, follows, shorts, longs,
+                                _VALUED_WRITER_OPTS.get(name, "")) and not (
+            follows and v.patterns and name not in ("chmod", "chown", "chgrp"))
+    return v
+
+
+def _writer_targets(name: str, args: List[_W]) -> _V:
     v = _write()
     if name == "dd":
         for w in args:
@@ -4466,8 +4664,11 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
         return v
     shape = _WRITER_SHAPE.get(name, "path")
     if shape == "tree":
+        # Without a recursive flag these reach the operand alone: `rm f`
+        # cannot remove a folder, `chmod 600 f` changes f's bits only.
+        tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=True)
+            v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -4964,7 +5165,7 @@ def _git_rev_longs() -> Dict[str, int]:
 
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
-_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
+_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtvi"   # -i: --regexp-ignore-case
 _GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
 _GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
 
@@ -5719,9 +5920,14 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             inner = _payload(payload, ctx)
             if inner.mut == "unknown":
                 inner.reason = "shell_execution_option"
+            # -execdir runs in each found folder, where a written name is not
+            # the one the line shows.
+            inner.whole = inner.whole and t in ("-exec", "-ok")
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
+    if result.mut == "write" and any(w.text in ("-L", "-H", "-follow") for w in args):
+        result.whole = False   # it walks into linked folders: its paths lead elsewhere
     return result
 
 
@@ -5906,13 +6112,15 @@ _SED_SPEC = _Opts(
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # -i takes an optional attached suffix, so handle it before the generic walk.
     inplace = ""    # the -i word as written
+    after: Optional[_W] = None   # the word after a bare -i: BSD sed's suffix
     rest: List[_W] = []
-    for w in args:
+    for k, w in enumerate(args):
         t = w.text
         if w.static and t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
             head = t[1:t.index("i", 1)]
             if all(ch in "nrEsuz" for ch in head):
                 inplace = t
+                after = args[k + 1] if t.endswith("i") and k + 1 < len(args) else None
                 if head:
                     rest.append(_lit("-" + head))
                 continue
@@ -5930,6 +6138,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files = [w for w in rest if not (w.static and w.text.startswith("-"))]
         v = _write(files[0 if scripts else 1:]).blame("inplace", inplace)
         v.opaque = any(_may_be_option(w, ctx) for w in rest)
+        if not scripts and files and all(w.text in _SED_PLAIN for w in rest
+                                         if w.static and w.text.startswith("-")):
+            v.whole = _sed_whole(inplace, after, files[:1], files[1:], [], v)
         return v
     if any(o in ("f", "file") for o, _, _ in seen):
         spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
@@ -5943,7 +6154,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write(operands).blame("inplace", inplace)
+        v = _write(operands).blame("inplace", inplace)
+        v.whole = _sed_whole(inplace, after, scripts, operands, seen, v)
+        return v
     if fail is not None:
         return fail
     verdict = "read"
@@ -5963,6 +6176,44 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write([f for f in written if f and f not in _DEV_SINKS]).blame(
             "sed_script", scripts[0].text if scripts[0] is not None else "")
     return _an_read()
+
+
+# Options of sed that change nothing about what `sed -i` writes.
+_SED_PLAIN = frozenset(("-E", "-r", "-n", "-u", "-z", "-s", "--regexp-extended", "--quiet",
+                        "--silent", "--posix", "--null-data", "--separate"))
+
+
+def _sed_whole(inplace: str, after: Optional[_W], scripts: List[Optional[_W]],
+               operands: List[_W], seen: List[Tuple[str, Optional[_W], str]], v: _V) -> bool:
+    """Whether `sed -i` writes only its operands and the files its scripts
+    name (added to v).  GNU sed replaces a linked operand instead of writing
+    through it, unless told to follow links; a suffix (`-i.bak`) also
+    writes a backup, and macOS's sed takes the word after a bare -i as one
+    (there, its backups beside each operand are added)."""
+    if inplace.startswith("--"):
+        suffix = "=" in inplace
+    else:
+        suffix = inplace[inplace.index("i", 1) + 1:] != ""
+    if suffix or not operands or any(o in ("follow-symlinks", "f", "file")
+                                     for o, _, _ in seen):
+        return False
+    if after is not None and sys.platform == "darwin":
+        if not after.static:
+            return False
+        for w in operands:
+            if not w.static:
+                return False
+            v.add(w.text + after.text)
+    for script in scripts:
+        if script is None or not script.static:
+            return False
+        kind, files = _sed_script(script.text)
+        if kind in ("exec", "unknown"):
+            return False
+        for f in files:
+            if f and f not in _DEV_SINKS:
+                v.add(f)
+    return all(_whole_operand(w, False) and (w.lead or w.static) for w in operands)
 
 
 # ---- awk --------------------------------------------------------------------
@@ -6285,6 +6536,12 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 ops = _json_tool_operands(args[2:])
                 if ops is not None and len(ops) >= 2:
                     return _write([ops[1]])
+                if ops is not None and ctx.depth == 0 and k == 0 and all(
+                        w.static and not w.glob for w in args[2:]):
+                    v = _V(reason="repository_code")
+                    v.pyfolder = True   # a read where the folder shadows nothing
+                    v.why = ("python", name, "-m", True, "")
+                    return v
                 return _unknown("repository_code")
             if mod == "json.tool" and all(w.static for w in args[2:]):
                 ops = _json_tool_operands(args[2:])
@@ -6329,7 +6586,8 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
         return _code_targets(_code_intents(v, " ".join(texts), path),
-                             " ".join(texts) if code.static else None)
+                             " ".join(texts) if code.static else None,
+                             python=code.text if lang == "python" and code.static else None)
     return handler
 
 
@@ -6404,11 +6662,15 @@ _CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "ho
                 "xdg_", "appdata", "sts_home")
 
 
-def _code_targets(v: _V, code: Optional[str]) -> _V:
+def _code_targets(v: _V, code: Optional[str], python: Optional[str] = None) -> _V:
     """Inline code not proven read may write any file it names: the literals
     that read like paths become its possible targets (self-protection judges
     them, as for a tool that runs code), and code that finds its files at
-    run time, or code that is itself an expansion, writes to an unknown one."""
+    run time, or code that is itself an expansion, writes to an unknown one.
+    For Python (`python`, the code alone) the paths its removals, copies,
+    moves and opens are given are followed through simple data flow
+    (_py_flow_targets); where every one is followed, `rmtree` is no longer
+    a place found at run time."""
     if v.mut == "read":
         return v
     if code is None:
@@ -6418,9 +6680,154 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
     for found in paths:
         v.add(found)
     low = code.lower()
+    flow = _py_flow_targets(python) if python is not None and "rmtree" in low else None
+    if flow is not None:
+        for path, tree in flow:
+            v.add(path, tree)
+        low = low.replace("rmtree", "")
     if any(place in low for place in _CODE_PLACES):
         v.opaque = True
     return v
+
+
+# Python calls that write the paths they are given: dotted name -> (the
+# positions of those paths, whether everything below them is at stake).
+_PY_PATH_WRITES: Dict[str, Tuple[Tuple[int, ...], bool]] = {
+    "shutil.rmtree": ((0,), True), "os.remove": ((0,), False), "os.unlink": ((0,), False),
+    "os.rmdir": ((0,), True), "os.removedirs": ((0,), True), "os.mkdir": ((0,), False),
+    "os.makedirs": ((0,), False), "os.rename": ((0, 1), True), "os.replace": ((0, 1), True),
+    "shutil.move": ((0, 1), True), "shutil.copy": ((1,), True), "shutil.copy2": ((1,), True),
+    "shutil.copyfile": ((1,), False), "shutil.copytree": ((1,), True), "open": ((0,), False),
+}
+# Names that bind or reach variables another way: the flow is not followed.
+_PY_FLOW_STOPS = ("exec", "eval", "globals", "locals", "vars", "setattr", "getattr", "__dict__",
+                  "importlib", "__import__", "__builtins__", "builtins", "global ", "nonlocal ")
+_PY_FLOW_LIMIT = 32   # values one path may take
+
+
+def _py_flow_targets(code: str) -> Optional[List[Tuple[str, bool]]]:
+    """The paths every writing call of _PY_PATH_WRITES is given, as (path,
+    tree), when each one follows from literals: a string, a name bound
+    once in the whole code to one (`p = "build"`), a loop or comprehension
+    variable bound once over a tuple or list of them, `os.path.join` and
+    `+` of these.  None when the code does not parse, binds names another
+    way, calls a writer through another name, or gives one a path that
+    does not follow."""
+    if len(code) > _PY_MAX_CODE or any(stop in code for stop in _PY_FLOW_STOPS):
+        return None
+    import ast
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    binds: Dict[str, List[Any]] = {}
+    modules: Dict[str, str] = {}   # local name -> dotted name (`import shutil as sh`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            binds.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.arg):
+            binds.setdefault(node.arg, []).extend((node, node))   # never followed
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                full = alias.name if isinstance(node, ast.Import) else \
+                    "%s.%s" % (node.module or "", alias.name)
+                modules[local] = full if alias.asname or isinstance(node, ast.ImportFrom) \
+                    else alias.name.split(".")[0]
+                binds.setdefault(local, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.setdefault(node.name, []).extend((node, node))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            binds.setdefault(node.name, []).extend((node, node))
+    sources: Dict[int, Any] = {}   # id of a Name Store node -> what it was bound from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            sources[id(node.targets[0])] = ("value", node.value)
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            sources[id(node.target)] = ("each", node.iter)
+
+    def dotted(node: Any) -> Optional[str]:
+        if isinstance(node, ast.Name):
+            if node.id in modules and len(binds.get(node.id, ())) == 1:
+                return modules[node.id]
+            return node.id if node.id not in binds else None
+        if isinstance(node, ast.Attribute):
+            head = dotted(node.value)
+            return head + "." + node.attr if head else None
+        return None
+
+    def values(node: Any, depth: int = 0) -> Optional[List[str]]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name):
+            found = binds.get(node.id, [])
+            if len(found) != 1 or id(found[0]) not in sources:
+                return None
+            kind, source = sources[id(found[0])]
+            if kind == "value":
+                return values(source, depth + 1)
+            if not isinstance(source, (ast.Tuple, ast.List)):
+                return None
+            out: List[str] = []
+            for elt in source.elts:
+                one = values(elt, depth + 1)
+                if one is None:
+                    return None
+                out += one
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = values(node.left, depth + 1), values(node.right, depth + 1)
+            if left is None or right is None or len(left) * len(right) > _PY_FLOW_LIMIT:
+                return None
+            return [a + b for a in left for b in right]
+        if isinstance(node, ast.Call) and dotted(node.func) == "os.path.join" \
+                and not node.keywords and node.args:
+            out = [""]
+            for arg in node.args:
+                parts = values(arg, depth + 1)
+                if parts is None or len(out) * len(parts) > _PY_FLOW_LIMIT:
+                    return None
+                out = [_LeanPath.join(a, b) if a else b for a in out for b in parts]
+            return out
+        return None
+
+    targets: List[Tuple[str, bool]] = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and (
+                dotted(node) in _PY_PATH_WRITES or getattr(node, "attr", "") in (
+                    "rmtree", "remove", "unlink", "rmdir", "rename", "replace", "move",
+                    "removedirs", "copytree")):
+            # A writer handed on (`r = shutil.rmtree`, `map(shutil.rmtree, ...)`) or
+            # reached another way (`sh.rmtree` after `sh = shutil`): not followed.
+            return None
+        if isinstance(node, ast.Attribute) and id(node) in called and \
+                node.attr in ("rmtree", "removedirs", "copytree") and \
+                dotted(node) not in _PY_PATH_WRITES:
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func)
+        spec = _PY_PATH_WRITES.get(name or "")
+        if spec is None:
+            continue
+        positions, tree_below = spec
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        for k in positions:
+            if k >= len(node.args):
+                return None
+            found = values(node.args[k])
+            if found is None:
+                return None
+            targets += [(path, tree_below) for path in found if path]
+    return targets
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -6430,7 +6837,8 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
 # json, math, sys.version and friends, platform queries, and reading a file
 # named by a literal with `open(path)` or `open(path, "r")`.  Anything else
 # stays unproven: other imports, attribute writes, exec/eval/getattr,
-# dunders, lambdas, functions, classes, walrus, open() with another mode.
+# dunders, functions, classes, walrus, open() with another mode (lambdas,
+# re, collections, itertools, textwrap and datetime are in: see the tables).
 #
 # -I or -P is required: without it Python puts the working folder first on
 # the import path, so a `json.py` or `json/` there decides what `import json`
@@ -6452,6 +6860,7 @@ _PY_SAFE_CALLS: Dict[str, Tuple[str, ...]] = {
     "OSError": (), "FileNotFoundError": (), "ZeroDivisionError": (), "AttributeError": (),
     "StopIteration": (), "RuntimeError": (), "UnicodeDecodeError": (), "LookupError": (),
     "ArithmeticError": (), "OverflowError": (), "NotImplementedError": (),
+    "type": (),   # with one argument only (three make a class): see _PyProof.call
 }
 _PY_SAFE_NAMES = frozenset(_PY_SAFE_CALLS) - {"open"} | {"Ellipsis", "NotImplemented"}
 
@@ -6470,10 +6879,37 @@ _PY_SAFE_ATTRS = frozenset((
     "intersection difference symmetric_difference issubset issuperset isdisjoint "
     "read readline readlines close seek tell readable seekable name mode encoding "
     "major minor micro releaselevel serial system node release version machine processor "
-    "start stop step").split())
+    "start stop step "
+    # re's patterns and matches, collections' counters and deques, datetime's
+    # values: all of them compute, none of them touches a file.  (`replace`
+    # above is str's and datetime's; no module of the subset makes a path
+    # object, whose replace renames a file.)
+    "search match fullmatch findall finditer sub subn group groups groupdict span end "
+    "pattern flags lastindex lastgroup string pos endpos expand most_common elements "
+    "subtract total appendleft popleft extendleft rotate maxlen now today utcnow "
+    "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
+    "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
+    "microsecond tzinfo days seconds microseconds total_seconds date time "
+    "__name__").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
+    # Named one by one: `re.functools`, `re.enum`, `collections.abc` would
+    # hand out other modules, `re.Scanner` and `re.template` are not needed.
+    "re": frozenset((
+        "compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+        "subn", "escape", "error", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
+        "X", "VERBOSE", "A", "ASCII", "U", "UNICODE", "NOFLAG")),
+    "collections": frozenset(("Counter", "defaultdict", "OrderedDict", "deque", "ChainMap")),
+    "itertools": frozenset((
+        "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
+        "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
+        "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest",
+        "batched")),
+    "functools": frozenset(("reduce", "cmp_to_key")),
+    "textwrap": frozenset(("dedent", "indent", "wrap", "fill", "shorten")),
+    "datetime": frozenset(("date", "datetime", "time", "timedelta", "timezone", "UTC",
+                           "MINYEAR", "MAXYEAR")),
     "platform": frozenset((
         "system", "release", "version", "machine", "processor", "node", "platform",
         "python_version", "python_version_tuple", "python_implementation", "uname",
@@ -6484,7 +6920,19 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
 }
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
-                                 "allow_nan", "skipkeys", "default")}
+                                 "allow_nan", "skipkeys", "default"),
+                       "sub": ("count", "flags"), "subn": ("count", "flags"),
+                       "split": ("maxsplit", "flags"), "compile": ("flags",),
+                       "search": ("flags",), "match": ("flags",), "fullmatch": ("flags",),
+                       "findall": ("flags",), "finditer": ("flags",),
+                       "wrap": ("width",), "fill": ("width",), "shorten": ("width",
+                                                                           "placeholder"),
+                       "indent": ("predicate",), "accumulate": ("initial",),
+                       "groupby": ("key",), "islice": (), "zip_longest": ("fillvalue",),
+                       "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
+                       "timedelta": ("days", "seconds", "microseconds", "milliseconds",
+                                     "minutes", "hours", "weeks"),
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -6518,6 +6966,7 @@ class _PyProof:
         self.ast = ast_mod
         self.builtin_names = frozenset(dir(builtins))
         self.modules: Dict[str, str] = {}     # alias -> module
+        self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
         self.count = 0
         self.collect(tree)
@@ -6530,6 +6979,8 @@ class _PyProof:
                 self.bind(node, node.id)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.bind(node, node.name)
+            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
+                self.bind(node, node.arg)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -6607,7 +7058,7 @@ class _PyProof:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in _PY_MODULE_ATTRS:
-                    self.fail(node, "imports a module outside json, math, platform and sys")
+                    self.fail(node, "imports a module outside the proven subset")
                 name = alias.asname or alias.name
                 if name in self.builtin_names:
                     self.fail(node, "names a module like a builtin")
@@ -6616,13 +7067,17 @@ class _PyProof:
         elif isinstance(node, ast.ImportFrom):
             allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
-                self.fail(node, "imports a module outside json, math, platform and sys")
+                self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
                         (allowed is not None and alias.name not in allowed):
                     self.fail(node, "imports a name outside the proven subset")
+                if (alias.asname or alias.name) in self.builtin_names:
+                    # `from re import compile` under `if 0:` would leave the builtin
+                    self.fail(node, "imports a name like a builtin")
                 self.bind(node, alias.asname or alias.name)
+                self.imported[alias.asname or alias.name] = alias.name
         else:
             self.fail(node, "is a statement outside the proven subset")
 
@@ -6728,6 +7183,18 @@ class _PyProof:
             self.expr(node.value, shared_ok=True)
             if node.format_spec is not None:
                 self.expr(node.format_spec)
+        elif isinstance(node, ast.Lambda):
+            # A function of values the subset makes: its body is proven like any
+            # expression, and it is only called by what takes a key or a
+            # function (sorted, map, re.sub): calling a bound name fails.
+            a = node.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                                  if x is not None]:
+                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                    self.fail(node, "names a parameter like a module")
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self.expr(default)
+            self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
@@ -6736,7 +7203,7 @@ class _PyProof:
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
         attr = node.attr
-        if attr.startswith("_"):
+        if attr.startswith("_") and attr != "__name__":
             self.fail(node, "reaches a private or dunder attribute")
         base = node.value
         if not (isinstance(base, ast.Name) and base.id in self.modules):
@@ -6762,11 +7229,17 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+            if name in self.imported:
+                # A name the code imported from a module of the subset (any
+                # later value of it is one the subset makes too).
+                keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
+            elif keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
                 self.fail(node, "calls something outside the proven subset")
             if name == "open":
                 self.open_call(node)
                 return
+            if name == "type" and (len(node.args) != 1 or node.keywords):
+                self.fail(node, "calls type() to make a class")
         elif isinstance(func, ast.Attribute):
             self.expr(func)
             keywords = ("*",)
@@ -6876,7 +7349,7 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
         return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
-                               ctx.work)
+                               ctx.work, ctx.depth == 0)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
@@ -6884,10 +7357,17 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
-                    work: List[int]) -> _V:
+                    work: List[int], top: bool = False) -> _V:
+    """top: the interpreter runs as a command of the line itself (no wrapper,
+    no nested shell), so the folder it starts in is the one _Flow follows."""
     proven, part = _py_code_proof(code, work)
-    if proven and safe:
-        return _V(hash_=hash_intent_in_text(code, "x.py"))
+    if proven and (safe or top):
+        v = _V(reason=None if safe else "interpreter_code",
+               hash_=hash_intent_in_text(code, "x.py"))
+        v.pyfolder = not safe   # a read where the folder shadows nothing
+        if not safe:
+            v.why = ("python", name, flag, True, "")
+        return v
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
     verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
     if verdict.why is None or verdict.why[0] == "pystdin":
@@ -7001,7 +7481,9 @@ def _operands_of(args: List[_W], valued: Tuple[str, ...] = ()) -> Tuple[List[str
 def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-v", "-V", "version"):
         return _an_read()
-    if name in ("npx", "bunx", "pnpx"):
+    if name in ("npx", "bunx"):
+        return _package_run("npm", args, ctx)
+    if name == "pnpx":
         return _V("unknown", "shell_command_unproven", dep=True)
     verb, rest, is_global = _pm_verb(args)
     if verb is None:
@@ -7034,6 +7516,9 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_RESTORE or (name == "bun" and verb == "install"):
         return _write()
     if verb in _NPM_EXEC:
+        if verb != "dlx" and not is_global and not any(
+                w.text.startswith("--registry") for w in args) and args[0].text == verb:
+            return _package_run("npm", rest, ctx)   # npm exec, pnpm exec, yarn exec, bun x
         return _V("unknown", "shell_command_unproven", dep=True)
     if verb in _NPM_WRITE:
         return _write()
@@ -7055,6 +7540,30 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "pkg":
         return _npm_read(args) if rest and rest[0].text == "get" else _write()
     return _unknown()
+
+
+# Options of npx, bunx, npm exec and uvx that change nothing about which
+# package runs.  Any other (-p/--package, --from, --with, -c, --registry...)
+# names more or other code: a dependency change as before.
+_RUNNER_PLAIN_OPTS = frozenset(("-y", "--yes", "--no", "-q", "--quiet", "--"))
+
+
+def _package_run(kind: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A runner that fetches a package it does not find installed: the
+    package it names is a dependency change unless the project declares it
+    (checked where the folder is known, see packages_declared).  Only a plain
+    name counts (no `@version`, path or URL), run by the line itself."""
+    i = 0
+    while i < len(args) and args[i].static and args[i].text in _RUNNER_PLAIN_OPTS:
+        i += 1
+    spec = args[i] if i < len(args) else None
+    v = _V("unknown", "shell_command_unproven")
+    if spec is None or not spec.static or ctx.depth > 0 or "@" in spec.text.lstrip("@") \
+            or not _npm_registry_name(spec.text) or spec.text.startswith((".", "-")):
+        v.dep = True
+        return v
+    v.runs = [(kind, spec.text)]
+    return v
 
 
 def _npm_registry_name(spec: str) -> bool:
@@ -7142,7 +7651,7 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
 def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
-        return _V("unknown", dep=True, reason="shell_command_unproven")
+        return _package_run("py", args, ctx)
     # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
     if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
@@ -7585,7 +8094,9 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files.append(w)
     if not files:
         return _an_read()
-    return _write(files)
+    v = _write(files)
+    v.whole = all(w.static for w in args)   # tee's options all write to its files
+    return v
 
 
 def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
@@ -8114,7 +8625,13 @@ _CURL_SAFE_LONG = frozenset(("--silent", "--show-error", "--location", "--head",
                              "--http2", "--no-progress-meter", "--fail-with-body"))
 _CURL_SAFE_VALUED = frozenset(("-H", "--header", "-A", "--user-agent", "-m", "--max-time",
                                "--connect-timeout", "--retry", "-e", "--referer", "-w",
-                               "--write-out", "-r", "--range"))
+                               "--write-out", "-r", "--range", "-x", "--proxy", "--noproxy"))
+# Methods that only ask; any other (POST, PUT, DELETE, a lower-case `get`,
+# which a server need not read as GET) stays unproven.
+#: read | curl -X GET https://example.com/api
+#: read | curl -sI -x http://proxy:3128 https://example.com
+#: unknown | curl -X DELETE https://example.com/api/1
+_CURL_ASKS = frozenset(("GET", "HEAD"))
 
 
 def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -8142,6 +8659,11 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if t in _CURL_SAFE_LONG or (not t.startswith("--") and all(
                 ch in _CURL_SAFE_FLAGS for ch in t[1:])):
+            continue
+        if t in ("-X", "--request") and i < len(args) and args[i].text in _CURL_ASKS:
+            i += 1   # the method a plain request uses anyway, written out
+            continue
+        if t in ("-XGET", "-XHEAD", "--request=GET", "--request=HEAD"):
             continue
         if t in _CURL_SAFE_VALUED:
             value = args[i].text if i < len(args) else ""
@@ -8442,6 +8964,17 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
 #: read | diff3 -m a b c
 #: unknown =shell_execution_option | diff3 --diff-program=./evil a b c
 _NM = _Opts("--plugin?", runs="--plugin", open=True)
+# tshark reading a capture file (-r is required: without it tshark captures
+# from an interface); -w writes one, -X runs a Lua script, -o sets any
+# preference (some name files and scripts); other options (live capture,
+# --export-objects) are not in the table, so unproven.
+#: read | tshark -r cap.pcap
+#: read | tshark -r cap.pcap -Y http -T fields -e ip.src
+#: write >out.pcap | tshark -r cap.pcap -w out.pcap
+#: unknown =shell_execution_option | tshark -r cap.pcap -X lua_script:evil.lua
+#: unknown | tshark -i eth0
+_TSHARK = _Opts("-VxqnlP2 -r:Y:R:T:e:E:c:t:O:d:z:j:J:w:X:o: --help --version",
+                write="-w", runs="-X -o", needs="-r")
 _DIFF3 = _Opts("--diff-program?", runs="--diff-program", open=True)
 # Shell built-ins in the forms that only print: `ulimit -n` shows a limit
 # (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
@@ -8786,7 +9319,8 @@ _DOCKER = _subcommand_reads({
     "image": ("ls", "inspect", "history", "save"),
     "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
     "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "compose": ("ps", "config", "ls", "logs", "top", "images"),
+    "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
     "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
     "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
     "plugin": ("ls", "inspect")},
@@ -8842,7 +9376,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _NM, "diff3": _DIFF3,
+    "nm": _NM, "diff3": _DIFF3, "tshark": _TSHARK,
     "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
@@ -9573,6 +10107,10 @@ class _Flow:
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.pending:
             _resolve_targets(v, self.ctx)
+        if v.pyfolder and here != [_START]:
+            v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
+        if v.runs and here != [_START]:
+            v.dep, v.runs = True, []    # ...and so does npx: its project is not known
         if (v.targets or v.patterns) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
@@ -10251,8 +10789,28 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
-                         v.agent, v.resume, patterns)
+    opaque = v.opaque or bool(v.pending)
+    known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
+             and v.agent is None and bool(seen or patterns)
+             and all(_pattern_named(p) for p in patterns))
+    mut = v.mut
+    folder = mut == "read" and v.pyfolder and shell == "bash"
+    if mut == "read" and v.pyfolder:
+        mut, reason = "unknown", v.reason or "interpreter_code"
+    runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
+                         seen, opaque, v.agent, v.resume, patterns, known, folder,
+                         runs if shell == "bash" else [])
+
+
+def _pattern_named(pattern: str) -> bool:
+    """A write pattern whose matches are named where they are: no wildcard
+    in a folder's name (a linked folder would lead elsewhere; bash without
+    globstar reads `**` as `*`), but for the `/**` that stands for
+    everything below a folder `rm -r` or `mv` takes whole."""
+    while pattern.endswith("/**"):
+        pattern = pattern[:-3]
+    return not any(ch in pattern.rpartition("/")[0] for ch in "*?[")
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -10282,13 +10840,13 @@ class _Spot:
 # protected paths the decision named).
 _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
     "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
-    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
+    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown" or v.pyfolder,
     "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
     "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or bool(v.runs) or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -11723,10 +12281,37 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return answer
 
 
+# Extensions whose whole-line comments are unambiguous: a line that starts
+# (after blanks) with this marker is a comment, never code.  Only whole
+# lines: a `//` or `#` later in a line may sit in a regex or a string.  Not
+# `#` where it starts code too (C's #include, Rust's and PHP's #[attr]).
+_LINE_COMMENTS: Dict[str, Tuple[str, ...]] = {
+    **{ext: ("//",) for ext in ("js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go",
+                                "java", "kt", "kts", "scala", "swift", "dart", "cs", "c", "h",
+                                "cc", "cpp", "cxx", "hpp", "rs", "zig")},
+    **{ext: ("#",) for ext in ("rb", "pl", "pm", "r", "ex", "exs", "cr", "jl", "nim")},
+}
+
+
+def _without_line_comments(text: str, path: Optional[str]) -> str:
+    """`text` with its whole-line comments blanked, where the file's
+    extension makes them unambiguous (see _LINE_COMMENTS)."""
+    ext = (path or "").rpartition("/")[2].rpartition(".")[2].lower() if path and "." in path \
+        else ""
+    marks = _LINE_COMMENTS.get(ext)
+    if not marks or not any(m in text for m in marks):
+        return text
+    return "\n".join("" if line.lstrip(" \t").startswith(marks) else line
+                     for line in text.split("\n"))
+
+
 def _hash_intent(added_text: str, path: Optional[str], removed_text: Optional[str]) -> bool:
     family = _hash_family(path)
     if family is None:
         return False
+    added_text = _without_line_comments(added_text, path)
+    if removed_text:
+        removed_text = _without_line_comments(removed_text, path)
     if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
         family = "py"
     hits = _code_hash_hits(added_text, family, first=not removed_text)
@@ -12802,7 +13387,8 @@ def _image_line(line: str) -> bool:
             rest = " ".join(json.loads(rest))
         except (ValueError, TypeError):
             return True
-    return analyze_shell(rest).dependency_intent
+    ran = analyze_shell(rest)
+    return ran.dependency_intent or bool(ran.runs_packages)   # not this project's packages
 
 
 # A line that declares code from elsewhere, per kind: kind -> test of one
@@ -13399,12 +13985,53 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[s
 
 
 def _files_covers(pattern: str, path: str) -> bool:
+    """Whether `path` lies inside `pattern`, both in _boundary_form, by git's
+    glob rules: `*`, `?` and `[...]` match within one name, a `**` name any
+    number of names, and a path inside a folder the pattern matches is
+    inside (`src`, `src/` and `src/**` are one boundary).  A pattern of one
+    name with a wildcard matches at any depth (`*.py`), as in .gitignore; a
+    plain name is the path from the working folder.  A wildcard never
+    matches `..` or the root, so no pattern but `**` reaches outside."""
     if pattern == "**" or pattern == path:
         return True
-    if pattern.endswith("/**"):
-        stem = pattern[:-3]
-        return path == stem or path.startswith(stem + "/")
-    return False
+    pat = pattern.rstrip("/") or pattern
+    target = path.rstrip("/") or path
+    if pat == target:
+        return True
+    if pat == ".":
+        return not (target == ".." or target.startswith(("../", "/")) or _files_win_abs(target))
+    if not any(ch in pat for ch in "*?["):
+        return target.startswith(pat if pat.endswith("/") else pat + "/")
+    parts = pat.split("/")
+    if len(parts) == 1:
+        parts.insert(0, "**")
+    return _files_glob(tuple(parts), tuple(target.split("/")))
+
+
+def _files_glob(parts: Tuple[str, ...], names: Tuple[str, ...]) -> bool:
+    """Whether the pattern's names match the path's names or a leading part of them."""
+    import fnmatch   # here only: a boundary without wildcards never needs `re`
+    memo: Dict[Tuple[int, int], bool] = {}
+
+    def go(i: int, j: int) -> bool:
+        if i == len(parts):
+            return True   # the rest of the path lies below what matched
+        if j == len(names):
+            return all(p == "**" for p in parts[i:])
+        key = (i, j)
+        if key not in memo:
+            part, name = parts[i], names[j]
+            if part == "**":
+                hit = go(i + 1, j) or (name not in ("", "..") and go(i, j + 1))
+            elif part == name:
+                hit = go(i + 1, j + 1)
+            else:
+                hit = name not in ("", "..") and any(ch in part for ch in "*?[") \
+                    and fnmatch.fnmatchcase(name, part) and go(i + 1, j + 1)
+            memo[key] = hit
+        return memo[key]
+
+    return go(0, 0)
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
@@ -13417,8 +14044,8 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
                   resolve: bool = True) -> List[str]:
     """The affected paths (as given) that lie outside `files=` patterns.
 
-    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
-    path is `dir` or lies under it; there are no other wildcards.  Case is
+    A path is inside when a pattern matches it or a folder holding it (see
+    _files_covers for the glob rules).  Case is
     ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
     of cwd are resolved first, so a link inside the boundary cannot lead
@@ -14662,12 +15289,75 @@ def _shell_outside(f: _DecisionFacts) -> List[str]:
         return []
     out = paths_outside(action.shell_write_targets, f.allowed, action.cwd)
     for pattern in action.shell_write_patterns:
-        head = _glob_static_head(pattern)
-        rest = pattern[len(head):] if pattern.startswith(head) else pattern
-        probe = head.rstrip("/") + "/\0"   # a name no files= pattern spells out
-        if "/../" in rest + "/" or paths_outside([probe], f.allowed, action.cwd):
+        if not _pattern_inside(pattern, f.allowed, action.cwd):
             out.append(pattern)
     return out
+
+
+def _pattern_inside(pattern: str, allowed: List[str], cwd: Optional[str]) -> bool:
+    """Whether every path a shell write pattern may match lies inside files=:
+    its leading folder is resolved as a path is (links and `..`), and the
+    rest must be covered name by name by one boundary pattern (see
+    _glob_within)."""
+    if boundary_waives_paths(allowed, cwd):
+        return True
+    parts = pattern.split("/")
+    k = 0
+    while k < len(parts) and _glob_literal(parts[k]) is not None:
+        k += 1
+    rest = parts[k:]
+    if any(p == "" or p != "**" and _glob_hits_dotdot(p) for p in rest):
+        return False
+    head = "/".join(_glob_literal(p) or "" for p in parts[:k]) or (
+        "/" if pattern.startswith("/") else ".")
+    physical, lexical, real_patterns, real_cwd = _resolve_for_boundary([head], allowed, cwd)
+    forms = [_boundary_form(p, real_cwd) for p in real_patterns]
+    for resolved in dict.fromkeys((physical[0], lexical[0])):
+        where = _boundary_form(resolved, real_cwd).rstrip("/")
+        names = ([] if where == "." else where.split("/")) + rest
+        if not any(_glob_within(names, form) for form in forms):
+            return False
+    return True
+
+
+def _glob_hits_dotdot(part: str) -> bool:
+    # A shell glob matches a leading `.` only when it spells one, and then
+    # `.*` matches `..` where globskipdots is off: a step up, not a name.
+    if not part.startswith("."):
+        return False
+    import fnmatch
+    return fnmatch.fnmatchcase("..", part)
+
+
+def _glob_within(names: List[str], boundary: str) -> bool:
+    """Whether every path the pattern names (write-pattern components,
+    fnmatch spelling, `**` for any names) is covered by a boundary pattern
+    in _boundary_form, by the rules of _files_covers."""
+    import fnmatch
+    bound = boundary.rstrip("/") or boundary
+    if bound == ".":
+        return bool(names) and names[0] not in ("", "..")
+    want = bound.split("/")
+    if len(want) == 1 and any(ch in bound for ch in "*?["):
+        want.insert(0, "**")
+
+    def go(i: int, j: int) -> bool:
+        if j == len(want):
+            return True          # everything below what matched is inside
+        if i == len(names):
+            return all(b == "**" for b in want[j:])
+        b, p = want[j], names[i]
+        if b == "**":
+            return go(i, j + 1) or (p not in ("", "..") and go(i + 1, j))
+        literal = _glob_literal(p)
+        if literal is not None:
+            hit = literal == b or (any(ch in b for ch in "*?[") and literal not in ("", "..")
+                                   and fnmatch.fnmatchcase(literal, b))
+        else:
+            hit = p != "**" and (p == b or b == "*")
+        return hit and go(i + 1, j + 1)
+
+    return go(0, 0)
 
 
 def _when_write_path(f: _DecisionFacts) -> _CheckHit:
@@ -14676,8 +15366,24 @@ def _when_write_path(f: _DecisionFacts) -> _CheckHit:
             and not boundary_waives_paths(f.allowed, f.action.cwd)):
         if f.action.unknown_write_target or _shell_outside(f):
             return None   # known to (maybe) leave the boundary: the next check says where
+        if f.action.shell_writes_known and f.action.mutability == "write":
+            return None   # every write is named: the next check judges them
+        if isinstance(f.action.command, str):
+            return ("The line runs a program that may write paths the guard cannot name, so "
+                    "it is not proven to stay inside the files= boundary.",
+                    _unproven_shell_next(f), None)
         return ("The target path is not proven to be inside the files= boundary.", None, None)
     return None
+
+
+def _unproven_shell_next(f: _DecisionFacts) -> str:
+    """What the user types to let such a line run: a directive without the
+    path lock (or they run the line themselves)."""
+    mode = f.mode if f.mode in DIRECTIVE_MODES else "change"
+    return ("Edit with a file tool or with shell writes the guard can name (`>`, `sed -i`, "
+            "`cp`, `mv`, `rm`, `touch`, `mkdir`, `tee`...) inside the boundary; to let this "
+            "line run, the user types `$stop-that-shit %s files=**` (no path lock) or runs "
+            "it themselves." % mode)
 
 
 def _when_outside(f: _DecisionFacts) -> _CheckHit:
@@ -14903,7 +15609,9 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
-    return "`files=%s`" % ("|".join(allowed) if allowed else ".")
+    if not allowed:
+        return "`files=` (empty: no path is writable)"
+    return "`files=%s`" % "|".join(allowed)
 
 
 def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
@@ -17734,6 +18442,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     """Re-anchor a shell action's relative write targets in its run folder."""
     if folder == cwd and known:
         return action
+    action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                for t in action.get("shellWriteTargets") or []):
@@ -17760,6 +18469,21 @@ _PATH_KEYS = frozenset((
     "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
 ))
 _PATH_ARG_LIMIT = 64
+# Path keys whose value a tool takes as a file name even when it reads like a
+# URL (a file tool given `https://x/a` writes `https:/x/a` here); under any
+# other key, or none, a value with a scheme other than file: names no local path.
+_PLAIN_PATH_KEYS = _PATH_KEYS - frozenset(("uri", "uris", "location"))
+
+
+def _url_scheme(text: str) -> bool:
+    """`scheme://…` (two letters or more, so no drive), or a scheme that
+    takes no slashes (mailto:, data:, about:, javascript:)."""
+    head, sep, _ = text.partition(":")
+    if not sep or len(head) < 2 or not head[0].isascii() or not head[0].isalpha() \
+            or not all(ch.isascii() and (ch.isalnum() or ch in "+.-") for ch in head):
+        return False
+    return text[len(head):].startswith("://") or head.lower() in (
+        "mailto", "data", "about", "javascript", "urn", "tel")
 
 
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
@@ -17772,7 +18496,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     found: List[str] = []
     complete = True
 
-    def visit(value: Any, keyed: bool, depth: int) -> None:
+    def visit(value: Any, keyed: Any, depth: int) -> None:
         nonlocal complete
         if depth > 6 or len(found) > _PATH_ARG_LIMIT:
             complete = False
@@ -17781,6 +18505,8 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
             text = value.strip()
             if text.lower().startswith("file://"):
                 text = text[7:]
+            elif keyed not in _PLAIN_PATH_KEYS and _url_scheme(text):
+                return   # `{"url": "https://…"}`: a page, not a file here
             if text and ((keyed and "\n" not in text and len(text) <= 4096)
                          or _looks_like_path(text)):
                 if text not in found:
@@ -17788,7 +18514,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
         elif isinstance(value, dict):
             for key, item in value.items():
                 name = str(key).lower().replace("_", "").replace("-", "")
-                visit(item, name in _PATH_KEYS, depth + 1)
+                visit(item, name if name in _PATH_KEYS else False, depth + 1)
         elif isinstance(value, list):
             for item in value:
                 visit(item, keyed, depth + 1)
@@ -17859,6 +18585,7 @@ def code_action(name: str, language: str, code: Any) -> dict:
         interpreter, "-c")
     action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
     action.pop("command", None)  # not a shell line: never a thrash candidate
+    action.pop(_PYTHON_FOLDER_KEY, None)   # a kernel of the host's: never a read
     if action["mutability"] == "read":
         action["mutability"] = "unknown"
     # Commands the code hands to a shell or to subprocess (`os.system("npm i
@@ -17868,7 +18595,8 @@ def code_action(name: str, language: str, code: Any) -> dict:
     for line in lines:
         ran = analyze_shell(line)
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
-        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent \
+            or bool(ran.runs_packages)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -17927,10 +18655,153 @@ def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optiona
         action["affectedPaths"] = normalize_paths(
             [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
     workdir = tool_facts(host, tool)[2]
+    folder, known = cwd, bool(cwd)
     if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
         folder, known = run_folder(host, cwd, tool_input.get(workdir))
         _in_run_folder(action, folder, known, cwd)
+    if action.pop(_PYTHON_FOLDER_KEY, False) and action.get("mutability") == "unknown" \
+            and known and folder and python_folder_clean(folder):
+        action["mutability"] = "read"
+        action.pop("analysisReason", None)
+    runs = action.pop(_RUNS_KEY, None)
+    if runs and known and folder and packages_declared(folder, runs):
+        action["dependencyIntent"] = False
     return action
+
+
+_RUNS_KEY = "runsPackages"   # like _PYTHON_FOLDER_KEY: from shell_action to place_call only
+_NPM_DECLARING = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
+
+
+def packages_declared(folder: str, runs: List[str]) -> bool:
+    """Whether the project the folder belongs to declares every package a
+    line runs by name (ShellAnalysis.runs_packages).  npm: the nearest
+    folder up holding package.json or node_modules (npm's own rule) has a
+    node_modules/.bin entry of that name, or its package.json declares a
+    package of that name in (dev, optional, peer) dependencies; a bin whose
+    package has another name (`tsc` of typescript) must be installed, since
+    npx would fetch the package called `tsc`.  Python: pyproject.toml in the
+    folder names it among its dependencies (project, optional, groups, uv's
+    dev, poetry's), or .venv/bin holds it."""
+    for entry in runs:
+        kind, _, name = entry.partition(":")
+        if not name or not (_npm_declares(folder, name) if kind == "npm"
+                            else _py_declares(folder, name)):
+            return False
+    return True
+
+
+def _npm_declares(folder: str, name: str) -> bool:
+    here = folder
+    for _ in range(32):
+        if os.path.exists(os.path.join(here, "package.json")) or \
+                os.path.isdir(os.path.join(here, "node_modules")):
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+    else:
+        return False
+    if "/" not in name and os.path.isfile(os.path.join(here, "node_modules", ".bin", name)):
+        return True
+    try:
+        with open(os.path.join(here, "package.json"), encoding="utf-8") as fh:
+            manifest = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and any(
+        isinstance(manifest.get(key), dict) and name in manifest[key] for key in _NPM_DECLARING)
+
+
+def _py_declares(folder: str, name: str) -> bool:
+    if os.path.isfile(os.path.join(folder, ".venv", "bin", name)):
+        return True
+    try:
+        import tomllib
+    except ImportError:
+        return False   # Python before 3.11: no TOML reader in the standard library
+    try:
+        with open(os.path.join(folder, "pyproject.toml"), "rb") as fh:
+            doc = tomllib.loads(fh.read(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    want = _py_norm(name)
+    specs: List[Any] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    specs += project.get("dependencies") or []
+    for group in (project.get("optional-dependencies") or {}).values():
+        specs += group if isinstance(group, list) else []
+    for group in (doc.get("dependency-groups") or {}).values():
+        specs += group if isinstance(group, list) else []
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    specs += (tool.get("uv") or {}).get("dev-dependencies") or []
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    names = [k for key in ("dependencies", "dev-dependencies")
+             for k in (poetry.get(key) or {})]
+    for group in (poetry.get("group") or {}).values():
+        names += list((group or {}).get("dependencies") or {}) if isinstance(group, dict) else []
+    for spec in specs:
+        if isinstance(spec, str):
+            head = "".join(ch if ch.isalnum() or ch in "-_." else " " for ch in spec).split()
+            names.append(head[0] if head else "")
+    return any(isinstance(n, str) and _py_norm(n) == want for n in names)
+
+
+def _py_norm(name: str) -> str:
+    # PEP 503: case, and runs of `-`, `_` and `.`, do not tell names apart.
+    out, last = [], ""
+    for ch in name.lower():
+        ch = "-" if ch in "-_." else ch
+        if not (ch == "-" and last == "-"):
+            out.append(ch)
+        last = ch
+    return "".join(out)
+
+
+# The key a shell action carries from shell_action to place_call when its line
+# is a read but for the folder Python starts in (ShellAnalysis.python_folder);
+# never on the wire.
+_PYTHON_FOLDER_KEY = "pythonFolder"
+# Python's variables that change nothing about what it imports; any other
+# PYTHON* (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONWARNINGS, which
+# imports the module a filter names, PYTHONCASEOK...) keeps the line unknown.
+_PY_HARMLESS_ENV = frozenset(("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
+                              "PYTHONUTF8", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+                              "PYTHONHASHSEED", "PYTHONFAULTHANDLER", "PYTHONPYCACHEPREFIX"))
+
+
+def python_folder_clean(folder: str) -> bool:
+    """Whether plain `python3 -c` (or `- <<PY`, `-m json.tool`) started in
+    `folder` imports the standard library's modules and no others: the folder
+    holds no entry named like one (`json.py`, `json/`, `json.pyc`,
+    `json.cpython-313-x86_64-linux-gnu.so`; case folded, for a file system
+    that ignores case), nor like sitecustomize, usercustomize or any private
+    `_name` (a newer Python's start-up modules the hook's own list may lack),
+    and no PYTHON* variable but the harmless ones is set.  One listing of
+    the folder.  It assumes nothing writes the folder between this look and
+    the run (README: "Python in the working folder")."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if not names:
+        return False   # Python 3.9: no list of the standard library to check against
+    if any(key.startswith("PYTHON") and key not in _PY_HARMLESS_ENV for key in os.environ):
+        return False
+    try:
+        entries = os.listdir(folder)
+    except (OSError, ValueError, TypeError):
+        return False
+    wanted = _PY_STDLIB_FOLDED.get(names)
+    if wanted is None:
+        wanted = _PY_STDLIB_FOLDED[names] = frozenset(
+            n.casefold() for n in names) | {"sitecustomize", "usercustomize"}
+    for entry in entries:
+        stem = entry.split(".", 1)[0].casefold()
+        if stem in wanted or (stem.startswith("_") and stem != "__pycache__"):
+            return False
+    return True
+
+
+_PY_STDLIB_FOLDED: Dict[Any, frozenset] = {}
 
 
 def _session_state_folder() -> str:
@@ -17958,6 +18829,13 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["shellWritePatterns"] = list(verdict.write_patterns)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.writes_known:
+        action["shellWritesKnown"] = True
+    if verdict.python_folder:
+        action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
+    if verdict.runs_packages:
+        action["dependencyIntent"] = True   # ...unless place_call finds each one declared
+        action[_RUNS_KEY] = list(verdict.runs_packages)
     if verdict.starts_agent:
         action["startsAgent"] = verdict.starts_agent
         if verdict.resumes_session:

@@ -236,6 +236,40 @@ def test_files_empty_boundary(token):
     assert run(D + " change " + token).contract["allowedPaths"] == []
 
 
+# The files= forms a new user writes: each is kept as written (globs match as
+# git's do, see tests/test_decision.py), or refused with the accepted forms.
+ACCEPTED_FILES = ["src/*.py", "*.py", "**/*.py", "src/**/*.py", "src/[ab].py", "src/[!a].py",
+                  "src/", "src", "src/**", "src/?.py", "docs/**/README.md", ".", "**",
+                  "./src/a.py", "/abs/src/**", "C:/x/y.js", "src/a.py|docs/**|*.md"]
+REJECTED_FILES = ["src/**,docs/**", "src/** docs/**", "src/**.py", "src/a**", "!src/a.py",
+                  "src/{a,b}.py", "src/{a}.py", "~/notes/**", "$HOME/x", "src/[ab.py",
+                  "src/[[:alpha:]].py", ":(glob)src/**"]
+
+
+@pytest.mark.parametrize("value", ACCEPTED_FILES)
+def test_files_forms_people_write_are_accepted(value):
+    out = run(D + " change files=" + value + " -- fix")
+    assert out.error is None, out.error
+    assert out.contract["allowedPaths"] == value.split("|")
+
+
+@pytest.mark.parametrize("value", REJECTED_FILES)
+def test_files_forms_the_guard_would_not_match_are_refused(value):
+    out = run(D + " change files=" + value + " -- fix")
+    assert out.kind == "error"
+    assert out.error["code"] == "INVALID_FILES_PATTERN"
+    message = out.error["message"]
+    # The message names the separator and the accepted forms.
+    assert "`|`" in message and "`files=src/**|docs/**`" in message and "`*.py`" in message
+
+
+def test_files_negated_set_is_read_as_git_reads_it():
+    out = run(D + " change files=src/[^a].py")
+    assert out.contract["allowedPaths"] == ["src/[!a].py"]
+    assert sts.paths_outside(["src/a.py", "src/b.py"], out.contract["allowedPaths"],
+                             "/p") == ["src/a.py"]
+
+
 def test_tokens_split_on_commas():
     out = run(D + " change,lock,,agents=2")
     assert (out.contract["mode"], out.contract["level"], out.contract["agentBudget"]) == \
@@ -606,7 +640,8 @@ def test_context_active_fields_and_ladder():
     (dict(mode="change", agentBudget=1), 1, True,
      "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; files=unbounded."),
     (dict(mode="change", allowedPaths=[]), 0, False,
-     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; files=."),
+     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; "
+     "files=(none: no path is writable)."),
     (dict(mode="review", allowedPaths=["src/**", "a.js"], hashPolicy="allow",
           dependencyPolicy="deny", agentBudget=3), 2, False,
      "mode=review; agents=2/3 reserved; hash=allow; deps=deny; files=src/**|a.js."),

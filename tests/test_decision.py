@@ -362,12 +362,38 @@ def test_files_double_star_examples():
     assert outside(["src", "./src/a/b.js", "src2/a.js"], ["src/**"]) == ["src2/a.js"]
 
 
-def test_files_trailing_slash_pattern_covers_nothing_below():
-    assert outside(["src/a.js", "src"], ["src/"]) == ["src/a.js", "src"]
+def test_files_folder_forms_cover_everything_below():
+    # `src/`, `src` and `src/**` are one boundary, as a folder in git's pathspecs.
+    for form in ("src/", "src", "src/**", "./src/"):
+        assert outside(["src/a.js", "src", "src/d/e.js", "src2/a.js", "a.js", "../src/a.js"],
+                       [form], "/proj") == ["src2/a.js", "a.js", "../src/a.js"], form
 
 
-def test_files_star_is_literal():
-    assert outside(["src/a.js", "src/*.js"], ["src/*.js"]) == ["src/a.js"]
+@pytest.mark.parametrize("pattern,inside,out", [
+    ("src/*.py", ["src/a.py", "src/.b.py"], ["src/d/e.py", "a.py", "src/a.pyc", "srcx/a.py"]),
+    ("*.py", ["a.py", "src/a.py", "src/d/e.py"], ["a.pyc", "../a.py", "/etc/a.py"]),
+    ("**/*.py", ["a.py", "src/d/e.py"], ["a.js", "../x/a.py"]),
+    ("src/**/*.py", ["src/a.py", "src/d/e/f.py"], ["a.py", "src/a.js", "lib/src/a.py"]),
+    ("src/[ab].py", ["src/a.py", "src/b.py"], ["src/c.py", "src/ab.py"]),
+    ("src/[!a].py", ["src/b.py"], ["src/a.py"]),
+    ("src/?.py", ["src/a.py"], ["src/ab.py", "src/.py"]),
+    ("docs/**/README.md", ["docs/README.md", "docs/a/b/README.md"], ["README.md"]),
+    ("sr?", ["src/a.py", "srx", "lib/src/a.py"], ["sr/a.py", "srcc"]),
+    ("README.md", ["README.md"], ["docs/README.md"]),
+    (".", ["a", "src/b"], ["../a", "/etc/x"]),
+])
+def test_files_globs_match_as_git_does(pattern, inside, out):
+    assert outside(inside + out, [pattern], "/proj") == out
+
+
+def test_files_glob_never_reaches_outside_the_folder(tmp_path):
+    # A wildcard never matches `..` or the root; a link inside leads where it points.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "src" / "link").symlink_to(tmp_path / "elsewhere")
+    cwd = str(tmp_path)
+    assert outside(["src/link/a.py", "src/a.py"], ["src/**/*.py"], cwd) == ["src/link/a.py"]
+    assert outside(["../a.py", "/a.py"], ["*.py", "**/*"], cwd) == ["../a.py", "/a.py"]
 
 
 def test_files_dot_double_star_covers_everything():
@@ -394,7 +420,7 @@ def test_files_node_style_normalization():
     # trailing "/" stays.
     assert sts.paths_outside(["//src/a.js"], ["/src/a.js"], resolve=False) == []
     assert outside(["src/lib/"], ["src/lib/"]) == []
-    assert outside(["src/lib"], ["src/lib/"]) == ["src/lib"]
+    assert outside(["src/lib"], ["src/lib/"]) == []
     assert outside(["src/lib/"], ["src/**"]) == []
 
 

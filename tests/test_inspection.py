@@ -67,7 +67,7 @@ def test_status_with_ledger_error_and_files(store):
     assert open(store.path("sessions", KEY + ".json"), "rb").read() == before
 
 
-@pytest.mark.parametrize("paths,shown", [([], "files="), (["src/**", "a.js"], "files=src/**|a.js")])
+@pytest.mark.parametrize("paths,shown", [([], "files=(none: no path is writable)"), (["src/**", "a.js"], "files=src/**|a.js")])
 def test_status_files_rendering(store, paths, shown):
     _arm(store, allowedPaths=paths)
     assert shown + "." in sts.inspection_response(("status",), store, KEY).split("\n")[2]
