@@ -1079,6 +1079,9 @@ _PATTERNS: Dict[str, str] = {
     # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
     "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
+    # A line that was meant as a directive: the mention, a full-width or small
+    # dollar sign, or the name misspelt (`$stop_that_shit`, `$ stop-that-shit`).
+    "lookalike": r"(?i)[ ]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
@@ -1091,11 +1094,22 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    # Review: an order not to change anything.  Only phrases that say so as a
+    # whole: "read-only" alone may describe a file ("the file is read-only"),
+    # so it counts only as an order ("stay read-only", "read-only mode").
     "review": (
         r"(?ai)\breview\s+only\b"
-        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
-        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
-        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+        r"|\b(?:do\s+not|don't|don\u2019t|never|please\s+don't)\s+"
+        r"(?:edit|change|fix|modify|touch|alter|write(?:\s+to)?|update|rewrite)\s+"
+        r"(?:anything|any\s+(?:files?|code)|the\s+(?:repository|repo|files?|code|codebase))\b"
+        r"|\bmake\s+no\s+(?:changes|edits|modifications)\b"
+        r"|\bwithout\s+(?:changing|modifying|editing|touching)\s+(?:anything|any\s+(?:files?|code))\b"
+        r"|\b(?:stay|remain|keep\s+it|be)\s+read[-\s]?only\b|\bread[-\s]?only\s+(?:mode|review|task)\b"
+        r"|\blook\s+but\s+don't\s+touch\b"
+        r"|只审查|只看不改|只读不改|仅审查|只做审查|只(?:看|读)(?:代码|一下)"
+        r"|(?:不要|不许|别|禁止|不准|请勿|勿)(?:修改|改动|改|动|编辑)(?:任何)?(?:代码|文件|东西|仓库)"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|这次|本次|现在|接下来|先)*只读(?:模式)?"
+        r"(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
     "answer": r"(?ai)\banswer\s+only\b|只回答",
     "monitor": (
@@ -1215,6 +1229,20 @@ _BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
 }
 
 
+# Words people type for a field that has another name: the rejection says
+# which field was meant, so an unknown word is never only "not a field".
+_MEANT_TOKENS: Dict[str, str] = {
+    "on": "guard", "enable": "guard", "enabled": "guard", "true": "guard", "yes": "guard",
+    "enforce": "guard", "arm": "guard", "armed": "guard", "strict": "guard",
+    "disable": "off", "disabled": "off", "false": "off", "no": "off", "none": "off",
+    "read-only": "review", "readonly": "review", "read": "review", "ro": "review",
+    "audit": "review", "inspect": "review",
+    "edit": "change", "write": "change", "fix": "change", "implement": "change",
+    "rw": "change", "build": "change",
+    "question": "answer", "chat": "answer",
+}
+
+
 def _parse_token(token: str) -> Tuple[str, Any]:
     word = token.lower()
     if word in DIRECTIVE_MODES:
@@ -1225,7 +1253,15 @@ def _parse_token(token: str) -> Tuple[str, Any]:
     key = key.lower()
     if not equals:
         bare = _BARE_KEYS.get(key)
-        raise bare(token) if bare else _invalid_token(token)
+        if bare:
+            raise bare(token)
+        meant = _MEANT_TOKENS.get(word)
+        if meant:
+            raise _DirectiveError(
+                "INVALID_DIRECTIVE_TOKEN", token,
+                "`%s` is not a directive field; did you mean `%s`? (Task text goes after `--` "
+                "or on the next line.)" % (token, meant))
+        raise _invalid_token(token)
     parser = _KEYED_TOKENS.get(key)
     if parser is None:
         raise _invalid_token(token)
@@ -1484,13 +1520,151 @@ def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
             given = _parse_fields(head)
         except _DirectiveError as err:
             return PromptOutcome("error", _copy(contract), dict(err.info))
-        result = _apply_directive(contract, given)
+        # A directive replaces a default contract whole: the user's own words
+        # decide, not the fields a default happened to set.
+        base = DEFAULT_CONTRACT if contract.get("source") in DEFAULT_SOURCES else contract
+        result = _apply_directive(base, given)
         return PromptOutcome("directive", result, None, result != contract)
     if isinstance(text, str):
+        missed = _missed_directive(text)
+        if missed is not None:
+            return PromptOutcome("error", _copy(contract), missed)
         corrected = _correction(contract, text)
         if corrected is not None:
             return PromptOutcome("correction", corrected, None, corrected != contract)
     return PromptOutcome("plain", _copy(contract))
+
+
+def _missed_directive(text: str) -> Optional[Dict[str, str]]:
+    """The rejection for a line that was meant as a directive but is not one
+    (a lookalike `＄`, a misspelt name, a directive below the first line), so
+    that it is never dropped in silence.  Code, quoted lines and quotations
+    are left out, as for a correction."""
+    lines = _blank_blocks(text).split("\n")
+    first = True
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip(" ")) <= 3:
+            found = _rx("lookalike").match(line)
+            if found and (not first or _rx("mention").match(line) is None):
+                token = line.strip()[:60]
+                if _rx("mention").match(line) is not None:
+                    return {"code": "DIRECTIVE_NOT_FIRST_LINE", "token": token, "message": (
+                        "the directive on line %d was not applied: only the first line of a "
+                        "prompt can hold it; send `%s` as the first line, the task after it"
+                        % (number, token))}
+                return {"code": "DIRECTIVE_MISSPELT", "token": token, "message": (
+                    "`%s` looks like a directive but is not one: type it as "
+                    "`$stop-that-shit <fields>` with the ASCII `$`, on the first line" % token)}
+        first = False
+    return None
+
+
+# ---- default contracts ------------------------------------------------------
+# A session with no directive starts from the user's default (`sts.py default`,
+# a file beside the state), made stricter by a repository's default file.  A
+# repository file can only tighten, field by field: cloning a hostile
+# repository never loosens the guard.
+
+REPO_DEFAULT_FILE = ".stop-that-shit"
+DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
+# Strictness: a higher rank allows less.  Equal ranks keep the user's value.
+_MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
+_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 2}
+_POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
+# Contract key -> the directive word, for the fields a repository asked to widen.
+_FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
+                "agentBudget": "agents", "allowedPaths": "files"}
+
+
+def parse_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default (`review hash=ask`, with or without the leading
+    `$stop-that-shit`), or None for `off` (no default: sessions are watched).
+    Raises _DirectiveError with a directive's own messages; task text is refused."""
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    if body.lower() == "off":
+        return None
+    cut = _rx("head_end").search(body)
+    if cut is not None:
+        raise _DirectiveError("INVALID_DEFAULT", body[cut.start():].strip()[:40],
+                              "a default holds contract fields only, on one line, no task text")
+    return _parse_fields(body)
+
+
+def default_contract(given: Optional[Dict[str, Any]], origin: str) -> Dict[str, Any]:
+    """The contract a default's fields give, marked with where it came from."""
+    if given is None:
+        return dict(DEFAULT_CONTRACT)
+    contract = _apply_directive(DEFAULT_CONTRACT, given)
+    contract.update(source="user-default", origin=origin)
+    return contract
+
+
+def _pattern_inside(inner: str, outer: str) -> bool:
+    """Whether every path the `files=` pattern `inner` allows, `outer` allows too."""
+    inner, outer = inner[2:] if inner.startswith("./") else inner, \
+        outer[2:] if outer.startswith("./") else outer
+    if outer == "**" or inner == outer:
+        return True
+    return outer.endswith("/**") and inner.startswith(outer[:-2]) and "**" != inner
+
+
+def _files_within(repo: List[str], user: Optional[List[str]]) -> List[str]:
+    """The repository's patterns that lie inside the user's, and the user's that
+    lie inside the repository's; nothing when the two cannot be shown to meet."""
+    if user is None:
+        return list(repo)
+    kept = [p for p in repo if any(_pattern_inside(p, q) for q in user)]
+    kept += [q for q in user if q not in kept and any(_pattern_inside(q, p) for p in repo)]
+    return kept
+
+
+def tighten_contract(base: dict, given: Dict[str, Any], origin: str
+                     ) -> Tuple[Dict[str, Any], List[str]]:
+    """`base` (the user's default) made stricter by a repository's fields.
+
+    Each field takes the stricter of the two: a mode that allows less, a
+    higher level, a policy nearer `deny`, a smaller `agents=`, the `files=`
+    patterns inside both.  Returns the contract and the repository's words
+    that would have widened it (ignored).
+    """
+    result = _normalized(base)
+    ignored: List[str] = []
+    mode = given.get("mode")
+    if mode is not None:
+        if _MODE_RANK[mode] > _MODE_RANK[result["mode"]]:
+            result["mode"] = mode
+        elif mode != result["mode"]:
+            ignored.append(mode)
+    # A mode alone arms, as in a directive.
+    level = given.get("level", "guard" if mode is not None else None)
+    if level is not None:
+        if _LEVEL_RANK[level] > _LEVEL_RANK[result["level"]]:
+            result["level"] = level
+        elif "level" in given and level != result["level"]:
+            ignored.append(level)
+    for key, value in given.items():
+        word = _FIELD_WORDS.get(key)
+        if word is None:
+            continue
+        old = result.get(key)
+        if key == "allowedPaths":
+            new = _files_within(value, old)
+            if old is not None and sorted(new) != sorted(value):
+                ignored.append("files=" + "|".join(p for p in value if p not in new))
+        elif key == "agentBudget":
+            new = min(value, old) if _is_int(old) else value
+        else:
+            new = value if _POLICY_RANK.get(value, 0) >= _POLICY_RANK.get(old, 0) else old
+        if new != value and key != "allowedPaths":
+            ignored.append("%s=%s" % (word, value))
+        result[key] = new
+    result.update(source="repo-default", origin=origin)
+    return _hold_invariant(result), ignored
 
 
 def _copy(contract: dict) -> Dict[str, Any]:
@@ -1592,13 +1766,18 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
     """
     if storage_error:
         return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    origin = contract.get("origin") if contract.get("source") in DEFAULT_SOURCES else None
     if contract.get("level") == "off":
         text = _OFF_TEXT
     elif contract.get("mode", "unconfirmed") == "unconfirmed":
         text = _UNCONFIRMED_TEXT
     else:
-        text = "Stop That Shit (active): %s %s" % (
+        text = "Stop That Shit (active%s): %s %s" % (
+            ", contract from %s" % origin if origin else "",
             contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+        origin = None
+    if origin:
+        text = "Contract from %s. %s" % (origin, text)
     return "Warning: %s %s" % (warning, text) if warning else text
 
 
@@ -13770,6 +13949,8 @@ def _tamper_what(root: str) -> str:
         return "the guard's own code (the running sts.py)"
     if os.path.isdir(root):
         return "the guard's data folder (contracts, session state and audit log)"
+    if os.path.basename(root) == REPO_DEFAULT_FILE:
+        return "the repository's default contract for its sessions"
     return "a hook configuration or shim file that `sts.py install` wrote for a host"
 
 
@@ -15431,6 +15612,82 @@ def session_key(session_id: str) -> str:
     return sha256_hex(data)[:24]
 
 
+USER_DEFAULT_FILE = "default.json"
+
+
+def read_user_default(root: str) -> Optional[str]:
+    """The user default's text (`review hash=ask`, `off`), or None when none is set.
+    A file that cannot be read as one reads as `?`: parse_default rejects it."""
+    try:
+        with open(os.path.join(root, USER_DEFAULT_FILE), "rb") as fh:
+            raw = json.loads(fh.read(65536).decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "?"
+    text = raw.get("contract") if isinstance(raw, dict) else None
+    return text if isinstance(text, str) else "?"
+
+
+def repo_default_path(folder: Optional[str]) -> Optional[str]:
+    """Where the repository holding `folder` keeps its default file (its root,
+    the nearest folder with a `.git`), whether or not the file exists; None
+    outside a repository."""
+    here = os.path.abspath(folder or os.getcwd())
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return os.path.join(here, REPO_DEFAULT_FILE)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def read_repo_default(path: str) -> Optional[str]:
+    """The directive line of a repository default file (the first line that is
+    neither blank nor a `#` comment), or None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return None
+
+
+def session_defaults(root: str, folder: Optional[str]) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The contract a new session starts with, and its repository default file's path.
+
+    The user default (None or `off`: only watched, as before defaults existed),
+    then the repository file's fields, each only where it is stricter.  A
+    default that does not parse gives nothing: `status` and `doctor` say so.
+    """
+    given = None
+    text = read_user_default(root)
+    if text is not None:
+        try:
+            given = parse_default(text)
+        except _DirectiveError:
+            given = None
+    contract = default_contract(given, "the user default")
+    repo_file = repo_default_path(folder)
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        try:
+            repo_given = parse_default(line)
+        except _DirectiveError:
+            repo_given = None
+        if repo_given:
+            origin = repo_file + (" over the user default" if given else "")
+            contract, ignored = tighten_contract(contract, repo_given, origin)
+            if ignored:
+                contract["origin"] = "%s (ignored as wider than the user default: %s)" % (
+                    origin, " ".join(ignored))
+    return contract, repo_file
+
+
 def default_state() -> dict:
     return {
         "schemaVersion": 4,
@@ -15457,7 +15714,7 @@ _STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor"
 _STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
 _STATE_POLICIES = frozenset(("deny", "ask", "allow"))
 _STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
-                      "recovery", "host"))
+                      "recovery", "host", "user-default", "repo-default"))
 _LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
 _STATE_DAMAGED_ADVICE = ("read-only recovery is active and the file is preserved. Restore a "
@@ -15560,6 +15817,8 @@ def _validate_contract(raw: Any) -> dict:
     if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
+    if "origin" in contract and not isinstance(contract["origin"], str):
+        raise _damaged("contract.origin is not text")
     if contract["allowedPaths"] is not None:
         contract["allowedPaths"] = list(contract["allowedPaths"])
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
@@ -15650,7 +15909,7 @@ def validate_state(obj: Any) -> dict:
     error = obj.get("directiveError")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("code"), str)):
         raise _damaged("directiveError is malformed")
-    for name in ("directiveWarning", "lastPromptContext"):
+    for name in ("directiveWarning", "lastPromptContext", "repoDefaultPath"):
         value = obj.get(name)
         if value is not None and not isinstance(value, str):
             raise _damaged("%s is malformed" % name)
@@ -15785,6 +16044,10 @@ class Store:
         # Keys whose damaged file was moved aside during the current update
         # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
+        # The folder of the event at hand (for a repository default), and the
+        # new sessions' states built from the defaults, not yet written.
+        self.folder: Optional[str] = None
+        self._fresh: Dict[str, str] = {}
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -15813,7 +16076,7 @@ class Store:
             with open(target, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
-            return Loaded(default_state())
+            return Loaded(self.fresh_state(key))
         except OSError as exc:
             error = _damaged("cannot read it: %s" % type(exc).__name__).storage_error
             return Loaded(recovery_state(error), error, True)
@@ -15827,6 +16090,28 @@ class Store:
             error = _damaged(why).storage_error
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
+
+    def fresh_state(self, key: str) -> dict:
+        """A new session's state, its contract from the defaults in force.  They
+        are read once: keep_fresh writes this state, so no later call reads them."""
+        kept = self._fresh.get(key)
+        if kept is None:
+            state = default_state()
+            state["contract"], state["repoDefaultPath"] = session_defaults(self.root, self.folder)
+            kept = self._fresh[key] = json.dumps(state)
+        return json.loads(kept)
+
+    def keep_fresh(self, key: str) -> None:
+        """Write a new session's state built from the defaults, unless an update
+        did; best effort (a lost write only means reading the defaults again)."""
+        if key not in self._fresh:
+            return
+        try:
+            self.update(key, lambda loaded: (
+                loaded.state if not loaded.existed and loaded.storage_error is None else None,
+                None))
+        except (LockTimeout, OSError):
+            pass
 
     # ---- locking ------------------------------------------------------------
 
@@ -15950,6 +16235,7 @@ class Store:
                                           and key in self._preserved)
             if new_state is not None and may_write:
                 self._write_json(self._state_path(key), new_state)
+                self._fresh.pop(key, None)
             return result
         finally:
             self._preserved.discard(key)
@@ -17125,7 +17411,11 @@ def handle_event(event: ControlEvent, store: Store,
     """Process one event for its governing session (event.session_id)."""
     key = session_key(event.session_id)
     handler = _KIND_HANDLERS[event.kind]
-    return handler(event, key, store, response_outcome)
+    action = event.action if event.kind == "action.before" else None
+    store.folder = getattr(action, "cwd", None)
+    result = handler(event, key, store, response_outcome)
+    store.keep_fresh(key)
+    return result
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
@@ -17226,8 +17516,11 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         contract = loaded.state["contract"]
         active = contract["level"] != "off" and contract["mode"] != "unconfirmed"
         thrash = _thrash_repeats(store, key, action) if active else 0
+        # The repository's default file is the guard's own too, for this session.
+        repo_file = loaded.state.get("repoDefaultPath")
+        guarded = protected + [repo_file] if needs_paths and repo_file else protected
         return decide(action, loaded.state, action_id=action_id, declared=declared,
-                      storage_error=loaded.storage_error, protected_paths=protected,
+                      storage_error=loaded.storage_error, protected_paths=guarded,
                       thrash_repeats=thrash, prompts_refusable=refusable)
 
     if event.storage_error is not None:
@@ -17372,6 +17665,7 @@ def _promotes_editable_agent(state: dict, prompt: str) -> bool:
     no user text (plugin injections, `noReply` prompts): that is not the user.
     """
     return (state["contract"].get("mode") == "review" and not state.get("directiveError")
+            and state["contract"].get("source") not in DEFAULT_SOURCES
             and bool(prompt.strip()) and not has_directive_mention(prompt))
 
 
@@ -22189,13 +22483,87 @@ def _report(plan: _Plan, dry: bool, out: Any) -> None:
             out.write("sts: dry run; nothing was written.\n")
 
 
+# What install sets when no default is set: ordinary work runs as before, an
+# action that cannot be undone is asked about first.
+INSTALL_DEFAULT = "open undo=ask"
+_DEFAULT_HOWTO = ('Change it with `python3 sts.py default "<fields>"` (e.g. `review`, '
+                  '`change files=src/**`), or `python3 sts.py default off` to only watch')
+
+
+def _checked_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default the user gave, or InstallError with the
+    directive's own rejection words."""
+    try:
+        return parse_default(text)
+    except _DirectiveError as err:
+        raise InstallError("default rejected (%s): %s" % (err.info["code"], err.info["message"]))
+
+
+def _write_user_default(text: str, set_by: str) -> None:
+    root = data_dir()
+    _state_mkdirs(root)
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    data = json.dumps({"contract": body, "setBy": set_by, "setAt": utc_now_iso()}) + "\n"
+    _replace_file(os.path.join(root, USER_DEFAULT_FILE), data.encode("utf-8"))
+
+
+def _default_summary(text: Optional[str]) -> str:
+    """How a stored default reads to a person: its text and the contract it gives."""
+    if text is None:
+        return "none set: a session without a directive is only watched"
+    try:
+        given = parse_default(text)
+    except _DirectiveError as err:
+        return "`%s` is invalid (%s: %s) and is ignored" % (
+            text, err.info["code"], err.info["message"])
+    if given is None:
+        return "off: a session without a directive is only watched"
+    return "`%s`: a session without a directive starts with %s" % (
+        text, contract_fields(default_contract(given, ""), 0, False))
+
+
+def cmd_default(args: List[str]) -> int:
+    """python3 sts.py default ["<fields>" | off]: show or set the user default."""
+    out = sys.stdout
+    root = data_dir()
+    if args:
+        text = " ".join(args)
+        try:
+            _checked_default(text)
+            _write_user_default(text, "user")
+        except InstallError as exc:
+            sys.stderr.write("sts: %s\n" % exc)
+            return 2
+        except OSError as exc:
+            sys.stderr.write("sts: the default could not be saved in %s: %s\n" % (root, exc))
+            return 1
+    stored = read_user_default(root)
+    out.write("user default: %s\n" % _default_summary(stored))
+    repo_file = repo_default_path(os.getcwd())
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        contract, _ = session_defaults(root, os.getcwd())
+        out.write("repository default %s: `%s`\n" % (repo_file, line))
+        out.write("sessions in this folder start with %s (from %s)\n" % (
+            contract_fields(contract, 0, False), contract.get("origin", "no default")))
+    out.write("%s; a directive in a prompt replaces it for that session.\n" % _DEFAULT_HOWTO)
+    return 0
+
+
 def cmd_install(args: List[str]) -> int:
-    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]"""
+    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]
+    [--default "<fields>"|off]"""
     out = sys.stdout
     try:
         host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
-                                   "--trust": False})
+                                   "--trust": False, "--default": True})
         host = _host_arg(host, "install")
+        wanted_default = opts.get("--default")
+        if wanted_default is not None:
+            _checked_default(wanted_default)
         if opts.get("--trust") and host != "codex":
             raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
         scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
@@ -22219,6 +22587,7 @@ def cmd_install(args: List[str]) -> int:
                 out.write("sts: %s is already installed; nothing changed.\n" % host)
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
+            _install_default(wanted_default, out)
         for note in plan.notes:
             out.write("note: %s\n" % note)
         if host == "codex" and not opts.get("--trust"):
@@ -22231,6 +22600,20 @@ def cmd_install(args: List[str]) -> int:
     except InstallError as exc:
         sys.stderr.write("sts: %s\n" % exc)
         return 2
+
+
+def _install_default(wanted: Optional[str], out: Any) -> None:
+    """Set the user default when none is set (or `--default` names one), and
+    say which default is in force and how to change it."""
+    stored = read_user_default(data_dir())
+    if wanted is not None or stored is None:
+        stored = wanted if wanted is not None else INSTALL_DEFAULT
+        try:
+            _write_user_default(stored, "install")
+        except OSError as exc:
+            raise InstallError("the default contract could not be saved: %s" % exc)
+    out.write("sts: default contract %s.\n" % _default_summary(stored))
+    out.write("sts: %s.\n" % _DEFAULT_HOWTO)
 
 
 def _install_trust(plan: _Plan, command: str, out: Any) -> None:
@@ -22584,6 +22967,14 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    stored = read_user_default(root)
+    try:
+        good = stored is None or parse_default(stored) is not None or stored.strip() != ""
+    except _DirectiveError:
+        good = False
+    check("OK" if good else "WARN", "sts", "default contract %s" % _default_summary(stored),
+          None if good and stored else 'python3 sts.py default "%s" (or review, change ...)'
+          % INSTALL_DEFAULT)
     if not hosts:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
@@ -22976,6 +23367,9 @@ class _StatusView:
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  fields,
                  "Authority source: %s" % contract.get("source")]
+        if isinstance(contract.get("origin"), str):
+            lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
+                                     else "Started from", contract["origin"]))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -24092,8 +24486,9 @@ inspection:
   label EVT correct|incorrect|inconclusive
 
 setup:
-  install <host> [--scope user|project] [--dry-run]
+  install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
+  default ["<fields>" | off]            show or set the contract of sessions without a directive
   doctor
   demo                                  replay a short Codex session
   --help | --version
@@ -24227,6 +24622,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }

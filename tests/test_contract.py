@@ -53,13 +53,7 @@ def test_mention_recognized(text):
     '"' + D + ' review"',
     "`" + D + " review`",
     "```\n" + D + " review\n```",
-    "Example:\n" + D + " review",     # earlier line
     "\u00a0" + D + " review",         # NBSP indentation
-    "$\u017ftop-that-shit review",     # long s folds to `s` only under Unicode case rules
-    "$stop-that-\u017fhit change",
-    "$STOP-THAT-\u017fHIT open",
-    "$stop-that-shit-x review",
-    "$stop-that-shitchange",
     "$" + D + " review",
     "please " + D + " review",
     "",
@@ -71,10 +65,57 @@ def test_mention_not_recognized_is_plain_text(text):
     assert outcome.error is None
 
 
-def test_unrecognized_mention_is_plain_and_unchanged():
+@pytest.mark.parametrize("text,code", [
+    ("Example:\n" + D + " review", "DIRECTIVE_NOT_FIRST_LINE"),     # a later line
+    ("Fix the parser.\n\n  " + D + " change files=src/**", "DIRECTIVE_NOT_FIRST_LINE"),
+    ("$\u017ftop-that-shit review", "DIRECTIVE_MISSPELT"),  # long s: `s` only under Unicode rules
+    ("$stop-that-\u017fhit change", "DIRECTIVE_MISSPELT"),
+    ("$STOP-THAT-\u017fHIT open", "DIRECTIVE_MISSPELT"),
+    ("$stop-that-shit-x review", "DIRECTIVE_MISSPELT"),
+    ("$stop-that-shitchange", "DIRECTIVE_MISSPELT"),
+    ("\uff04stop-that-shit review", "DIRECTIVE_MISSPELT"),   # full-width dollar sign
+    ("\ufe69stop-that-shit review", "DIRECTIVE_MISSPELT"),   # small dollar sign
+    ("$stop_that_shit review", "DIRECTIVE_MISSPELT"),
+    ("$ stop-that-shit review", "DIRECTIVE_MISSPELT"),
+    ("$stopthatshit review", "DIRECTIVE_MISSPELT"),
+])
+def test_a_line_meant_as_a_directive_is_rejected_aloud(text, code):
+    """Not the directive, but meant as one: rejected with a word, the contract kept."""
+    assert not sts.has_directive_mention(text)
+    previous = contract(mode="change", level="guard", source="directive")
+    outcome = run(text, previous)
+    assert outcome.kind == "error" and outcome.error["code"] == code
+    assert outcome.contract == previous
+    assert "directive rejected (%s)" % code in sts.directive_rejected_text(outcome.error)
+
+
+@pytest.mark.parametrize("text", [
+    "The docs say to type `" + D + " review` first.",
+    "```\nExample:\n" + D + " review\n```",
+    "Notes:\n> " + D + " review",
+    "Notes:\n    " + D + " review",
+    "costs $5 to stop that shit",
+])
+def test_a_directive_quoted_below_the_first_line_changes_nothing(text):
+    outcome = run(text, contract(mode="change", level="guard", source="directive"))
+    assert outcome.kind == "plain"
+
+
+@pytest.mark.parametrize("token,meant", [
+    ("on", "guard"), ("enable", "guard"), ("read-only", "review"), ("readonly", "review"),
+    ("edit", "change"), ("disable", "off"),
+])
+def test_a_word_for_a_field_says_which_field_was_meant(token, meant):
+    outcome = run(D + " " + token, contract(mode="change", level="guard", source="directive"))
+    assert outcome.kind == "error" and outcome.error["code"] == "INVALID_DIRECTIVE_TOKEN"
+    assert "did you mean `%s`" % meant in outcome.error["message"]
+
+
+def test_a_later_line_directive_never_applies():
+    """`off` below the first line neither turns the guard off nor passes in silence."""
     previous = contract(mode="change", level="guard", source="directive")
     outcome = run("Example:\n" + D + " off", previous)
-    assert outcome.kind == "plain"
+    assert outcome.kind == "error"
     assert outcome.contract == previous
     assert outcome.changed is False
 
@@ -334,6 +375,24 @@ def test_stop_must_be_the_whole_text(text):
     ("不要修改任何东西", "review"),
     ("不要修改代码", "review"),
     ("不要修改文件", "review"),
+    # The grown list: orders not to change anything, in English and Chinese.
+    ("Don\u2019t edit anything", "review"),          # a typographic apostrophe
+    ("do not modify any files", "review"),
+    ("Please don't touch anything, just explain.", "review"),
+    ("never write to the repo", "review"),
+    ("Make no changes; tell me why it fails.", "review"),
+    ("Explain it without changing anything.", "review"),
+    ("Stay read-only.", "review"),
+    ("read-only mode: look at the logs", "review"),
+    ("只读", "review"),
+    ("请只读，看看这个 bug", "review"),
+    ("这次只读即可。", "review"),
+    ("不要改代码", "review"),
+    ("别改文件，先解释", "review"),
+    ("不许动代码", "review"),
+    ("禁止修改仓库", "review"),
+    ("只读不改", "review"),
+    ("仅审查", "review"),
     ("Answer only.", "answer"),
     ("只回答问题", "answer"),
     ("monitor only", "monitor"),
@@ -352,7 +411,6 @@ def test_corrections(text, mode):
 
 
 @pytest.mark.parametrize("text", [
-    "Don\u2019t edit anything",          # curly apostrophe is not `don't`
     '"review only" is an example',
     "the phrase `review only` is code",
     "``review `only` here`` is code",
@@ -372,6 +430,14 @@ def test_corrections(text, mode):
     "don't edit anythingelse",
     "do not edit the repositoryx",
     "他说'只回答'",
+    # Words of the grown list used to describe, not to order.
+    "the file is read-only",
+    "这个文件是只读的",
+    "只读文件会被跳过",
+    "mount it read-only, then fix the parser",
+    "Modify?",
+    "Change: the parser",
+    "Do not modify? Why not.",
 ])
 def test_non_corrections(text):
     out = run(text)
