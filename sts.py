@@ -717,6 +717,10 @@ class Action(_EventType):
     # What a file tool writes, in memory only, so that a hash or dependency
     # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
     changes: List[dict] = _NEW_LIST
+    # The part of the call that cannot be undone and why, as the Culprit
+    # names it ("`git reset --hard` discards uncommitted changes"); None when
+    # nothing in it is irreversible (see IRREVERSIBLE_ACTION).
+    irreversible: Optional[str] = None
 
     @property
     def admission_count(self) -> int:
@@ -770,7 +774,7 @@ class Action(_EventType):
             if reason not in ANALYSIS_REASONS:
                 raise _bad(where + "analysisReason", reason)
         async_launched = _opt_bool(obj, "asyncLaunched", where)
-        for key in ("reachability", "authorization", "command"):
+        for key in ("reachability", "authorization", "command", "irreversible"):
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
@@ -794,6 +798,7 @@ class Action(_EventType):
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
             command=obj.get("command"), shell=shell, changes=changes,
+            irreversible=obj.get("irreversible") or None,
         )
 
 
@@ -1023,7 +1028,7 @@ NO_RESULT = CoreResult()
 DEFAULT_CONTRACT: Dict[str, Any] = {
     "mode": "unconfirmed", "level": "watch", "agentBudget": MAX_SAFE_INTEGER,
     "hashPolicy": "deny", "allowedPaths": None, "dependencyPolicy": "ask",
-    "source": "default",
+    "undoPolicy": "ask", "source": "default",
 }
 
 DIRECTIVE = "$stop-that-shit"
@@ -1220,6 +1225,7 @@ _KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
     "hash": _policy("hashPolicy"),
     "files": _files,
     "deps": _policy("dependencyPolicy"),
+    "undo": _policy("undoPolicy"),
 }
 # Keys that are errors of their own kind even without `=`.
 _BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
@@ -1722,17 +1728,18 @@ def budget_text(budget: Any) -> str:
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
-    contract context (also used by `status`); an unlimited budget reads
+    """The `mode=...; agents=...; hash=...; deps=...; undo=...; files=...` line
+    of the contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
     files = "|".join(paths) if isinstance(paths, list) else "unbounded"
-    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; undo=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
-        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]),
+        contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]), files)
 
 
 def directive_error_text(error: Optional[dict]) -> str:
@@ -13381,6 +13388,14 @@ _TAMPER_NEXT = (
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
 
+# What an agent stopped before an irreversible action does: ask, never work
+# around it.  The user's answer is one directive field.
+_UNDO_NEXT = (
+    "Do not run it, and do not reach the same result another way. Ask the user: say what "
+    "would be lost, and that it cannot be brought back. To allow it for this session the "
+    "user sends `$stop-that-shit undo=allow` as a prompt (`undo=ask` stops again); or the "
+    "user runs the command themselves.")
+
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
     "is unknown, so its units stay reserved.")
@@ -13398,8 +13413,9 @@ def outcome_result_kind(outcome: str) -> str:
 
 # Outcome rule -> (outcome while only watching, outcome when armed).  A guard
 # that only watches reports what it would stop; an armed one stops it.
-# "policy_when_armed" is resolved first, by the governing hash= or deps=
-# policy: `ask` asks the user, anything else denies.
+# "policy_when_armed" is resolved first, by the governing hash=, deps= or
+# undo= policy: `ask` asks the user, anything else denies (`allow` never
+# reaches here: the check does not match).
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
@@ -14813,6 +14829,16 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
+    # undo=allow skips the row, so the later checks (hash, files=, deps)
+    # still judge the call; a damaged or missing value reads as the default.
+    policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
+    if policy == "allow" or not f.action.irreversible:
+        return None
+    return ("The call does something that neither version control nor the file system can "
+            "bring back, while the contract says undo=%s." % policy, None, policy)
+
+
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
     if policy == "allow":
@@ -15008,6 +15034,13 @@ DECISION_TABLE: Tuple[_DecisionRow, ...] = (
     _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
                  "Use a command that is plainly read-only, or ask the user for a change "
                  "contract."),
+    # Irreversible actions come after the mode rows (a read-only mode refuses
+    # every change, recoverable or not, and `undo=allow` would not lift that)
+    # and before hashing, files= and deps=: the damage cannot be repaired
+    # afterwards, so asking the user is the first thing the agent must do,
+    # and once allowed the later rows still judge the call.
+    _DecisionRow("IRREVERSIBLE_ACTION", "I", "policy_when_armed", _when_irreversible,
+                 _UNDO_NEXT),
     # Hashing outranks the file boundary: an H finding is reported as H.
     _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
                  "Use a direct alternative, or get `hash=allow` from the user naming who "
@@ -15123,6 +15156,8 @@ def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[
 def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
                       protected_paths: Sequence[str]) -> str:
     code = decision.code
+    if code == "IRREVERSIBLE_ACTION" and action.irreversible:
+        return "Culprit: %s." % action.irreversible.rstrip(".")
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
         if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
@@ -15813,6 +15848,10 @@ def _validate_contract(raw: Any) -> dict:
         if not ok(raw[name]):
             raise _damaged("contract.%s is out of range" % name)
     contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
+    # Optional: a session file written before undo= existed holds the default.
+    undo = contract.setdefault("undoPolicy", DEFAULT_CONTRACT["undoPolicy"])
+    if not _state_member(undo, _STATE_POLICIES):
+        raise _damaged("contract.undoPolicy is out of range")
     source = contract.get("source", "default")
     if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
@@ -17475,6 +17514,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
     }
     if action.starts_agent:
         action_part["startsAgent"] = action.starts_agent
+    if action.irreversible:
+        action_part["irreversible"] = True   # never the text: the audit keeps no command
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -17490,6 +17531,7 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "reservedUpperBound": summary.reserved,
             "countUnproven": bool(summary.unresolved_reasons),
             "hashPolicy": contract["hashPolicy"], "dependencyPolicy": contract["dependencyPolicy"],
+            "undoPolicy": contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]),
             "allowedPathCount": None if allowed is None else len(allowed),
         },
         "decision": {

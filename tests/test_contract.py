@@ -267,6 +267,20 @@ def test_policies_any_case():
     assert out.contract["dependencyPolicy"] == "deny"
 
 
+def test_undo_field_parses_persists_and_defaults_to_ask():
+    assert run(D + " change").contract["undoPolicy"] == "ask"   # no undo= gives ask
+    out = run(D + " change UNDO=Allow")
+    assert out.contract["undoPolicy"] == "allow"
+    # Alone it changes only itself; a later directive without it keeps it.
+    only = run(D + " undo=deny", out.contract).contract
+    assert (only["mode"], only["undoPolicy"]) == ("change", "deny")
+    assert run(D + " review", only).contract["undoPolicy"] == "deny"
+    for bad in ("undo=yes", "undo=", "undo"):
+        assert run(D + " change " + bad).error["code"] == "INVALID_DIRECTIVE_TOKEN"
+    assert run(D + " undo=ask undo=allow").error["code"] == "CONFLICTING_DIRECTIVE"
+    assert "undo=deny;" in sts.contract_fields(only, 0, False)
+
+
 def test_files_value_keeps_case_and_splits():
     out = run(D + " FILES=Src/A.js|lib\\B.py||")
     assert out.contract["allowedPaths"] == ["Src/A.js", "lib/B.py"]
@@ -659,7 +673,7 @@ def test_context_unconfirmed():
 def test_context_active_fields_and_ladder():
     c = contract(mode="review", level="guard", source="directive")
     text = sts.contract_context(c, 0, False)
-    fields = ("mode=review; agents=0/unlimited reserved; hash=deny; deps=ask; "
+    fields = ("mode=review; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; "
               "files=unbounded.")
     assert text.startswith("Stop That Shit (active): " + fields + " ")
     for needle in ("requested", "necessary", "reachable evidence", "acceptance",
@@ -670,14 +684,14 @@ def test_context_active_fields_and_ladder():
 
 @pytest.mark.parametrize("fields,reserved,unproven,expected", [
     (dict(mode="change", agentBudget=1), 1, True,
-     "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; files=unbounded."),
+     "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; undo=ask; files=unbounded."),
     (dict(mode="change", allowedPaths=[]), 0, False,
-     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; files=."),
+     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; files=."),
     (dict(mode="review", allowedPaths=["src/**", "a.js"], hashPolicy="allow",
           dependencyPolicy="deny", agentBudget=3), 2, False,
-     "mode=review; agents=2/3 reserved; hash=allow; deps=deny; files=src/**|a.js."),
+     "mode=review; agents=2/3 reserved; hash=allow; deps=deny; undo=ask; files=src/**|a.js."),
     (dict(mode="open", agentBudget=True), 0, False,
-     "mode=open; agents=0/unlimited reserved; hash=deny; deps=ask; files=unbounded."),
+     "mode=open; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; files=unbounded."),
 ])
 def test_contract_fields(fields, reserved, unproven, expected):
     c = contract(level="guard", **fields)
