@@ -1577,7 +1577,7 @@ REPO_DEFAULT_FILE = ".stop-that-shit"
 DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
 # Strictness: a higher rank allows less.  Equal ranks keep the user's value.
 _MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
-_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 2}
+_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
 _POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
 # Contract key -> the directive word, for the fields a repository asked to widen.
 _FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
@@ -15948,7 +15948,10 @@ def validate_state(obj: Any) -> dict:
     error = obj.get("directiveError")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("code"), str)):
         raise _damaged("directiveError is malformed")
-    for name in ("directiveWarning", "lastPromptContext", "repoDefaultPath"):
+    path = obj.get("repoDefaultPath")
+    if path is not None and not isinstance(path, str):
+        raise _damaged("repoDefaultPath is malformed")
+    for name in ("directiveWarning", "lastPromptContext"):
         value = obj.get(name)
         if value is not None and not isinstance(value, str):
             raise _damaged("%s is malformed" % name)
@@ -16139,6 +16142,9 @@ class Store:
             state["contract"], state["repoDefaultPath"] = session_defaults(self.root, self.folder)
             kept = self._fresh[key] = json.dumps(state)
         return json.loads(kept)
+
+    def forget_fresh(self, key: str) -> None:
+        self._fresh.pop(key, None)
 
     def keep_fresh(self, key: str) -> None:
         """Write a new session's state built from the defaults, unless an update
@@ -17723,6 +17729,7 @@ def _busy_prompt(key: str, store: Store, prompt: str) -> CoreResult:
     without the lock and nothing written."""
     if not has_directive_mention(prompt):
         contract = store.load(key).state["contract"]
+        store.forget_fresh(key)   # nothing is written mid-turn, a new session's defaults neither
         if interpret_prompt(contract, prompt).kind == "plain":
             return NO_RESULT
     return CoreResult("prompt-error", _NOT_IDLE_TEXT, "DIRECTIVE_NOT_IDLE")
@@ -22526,8 +22533,9 @@ def _report(plan: _Plan, dry: bool, out: Any) -> None:
 
 
 # What install sets when no default is set: ordinary work runs as before, an
-# action that cannot be undone is asked about first.
-INSTALL_DEFAULT = "open undo=ask"
+# action that cannot be undone is asked about first.  `open` alone would keep
+# hash= and deps= at their strict defaults, which stop ordinary work.
+INSTALL_DEFAULT = "open hash=allow deps=allow undo=ask"
 _DEFAULT_HOWTO = ('Change it with `python3 sts.py default "<fields>"` (e.g. `review`, '
                   '`change files=src/**`), or `python3 sts.py default off` to only watch')
 

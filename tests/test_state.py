@@ -45,9 +45,10 @@ def test_data_dir_precedence(monkeypatch, tmp_path):
     assert sts.data_dir() == str(tmp_path / "x" / "stop-that-shit")
 
 
-def test_missing_file_is_default_and_load_creates_nothing(store, sts_home):
+def test_missing_file_is_default_and_load_creates_nothing(store, sts_home, tmp_path):
+    store.folder = str(tmp_path)   # no repository, no user default: the plain default
     loaded = store.load("k" * 24)
-    assert loaded.state == sts.default_state()
+    assert loaded.state == dict(sts.default_state(), repoDefaultPath=None)
     assert loaded.storage_error is None and not loaded.existed
     assert not sts_home.exists()
 
