@@ -1493,8 +1493,11 @@ def _prose(text: str) -> str:
 def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
     prose = _prose(text)
     previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    # A default is widened by a directive only: nearly every task starts "fix
+    # ...", so a plain "fix it" would undo a review default in every session.
+    from_default = contract.get("source") in DEFAULT_SOURCES
     for rule, mode, source, needs in _CORRECTIONS:
-        if needs is not None and previous_mode not in needs:
+        if needs is not None and (previous_mode not in needs or from_default):
             continue
         pattern = _rx(rule)
         found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)

@@ -125,10 +125,29 @@ def test_a_directive_replaces_the_default_for_its_session(store, sts_home, repo)
         ("review", None, "deny")
     hook("claude", claude("UserPromptSubmit", "o", repo, prompt="$stop-that-shit off"), store)
     assert hook("claude", write_call("o", repo, repo / "a.py"), store) is None
-    # Plain text keeps the default; a correction moves its mode only.
+    # Plain text keeps the default.
     hook("claude", claude("UserPromptSubmit", "p", repo, prompt="look at the parser"), store)
     assert "PATH_OUTSIDE_CONTRACT" in deny_reason(
         hook("claude", write_call("p", repo, repo / "a.py"), store))
+
+
+@pytest.mark.parametrize("text", ["please fix the parser", "Fix it.", "implement the cache",
+                                  "修复这个 bug", "请修改解析器"])
+def test_plain_language_never_widens_a_default(store, sts_home, repo, text):
+    """Nearly every task begins "fix ...": under a review default it stays review."""
+    set_default(sts_home, "review")
+    hook("claude", claude("UserPromptSubmit", "s", repo, prompt=text), store)
+    assert "MODE_FORBIDS_MUTATION" in deny_reason(
+        hook("claude", write_call("s", repo, repo / "a.py"), store))
+    hook("claude", claude("UserPromptSubmit", "s", repo, prompt="$stop-that-shit change"), store)
+    assert hook("claude", write_call("s", repo, repo / "a.py", 2), store) is None
+
+
+def test_plain_language_narrows_a_default(store, sts_home, repo):
+    set_default(sts_home, "change")
+    hook("claude", claude("UserPromptSubmit", "s", repo, prompt="不要改代码，先解释"), store)
+    assert "MODE_FORBIDS_MUTATION" in deny_reason(
+        hook("claude", write_call("s", repo, repo / "a.py"), store))
 
 
 def test_the_default_is_read_once_per_session(store, sts_home, repo, monkeypatch):
