@@ -13988,6 +13988,24 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
             % "; ".join(parts))
 
 
+# The guard's own commands that change it: the user default and the wiring.
+# Run by the model they write the guard's files through a program the
+# analyzer does not read, so the command line itself is the tell.
+_GUARD_CLI_WRITES = frozenset(("default", "install", "uninstall"))
+
+
+def _guard_cli_hits(action: Action) -> List[str]:
+    """`sts.py <verb>` words of a shell line whose verb changes the guard.  Any
+    file named sts.py counts, wherever it lies: after a `cd` the folder is not
+    known, and a copy of the guard writes the same data folder."""
+    command = action.command
+    if not command or "sts.py" not in command:
+        return []
+    words = [w.strip("'\"") for w in command.split()]
+    return ["%s %s" % (word, verb) for word, verb in zip(words, words[1:])
+            if verb in _GUARD_CLI_WRITES and os.path.basename(word) == "sts.py"]
+
+
 # ---- host settings that decide whether the hook runs ------------------------
 #
 # A host runs the guard only while its own settings say so, and most of those
@@ -14775,6 +14793,12 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     matches = _tamper_matches(f.action, f.protected_paths)
     if matches:
         return (_tamper_detail(matches), None, None)
+    commands = _guard_cli_hits(f.action)
+    if commands:
+        return ("This call runs the guard's own command to change it (`%s`): the default "
+                "contract and the wiring are the user's to set. Self-protection stops this "
+                "in every mode while the guard is armed, change and open included."
+                % "`, `".join(commands), None, None)
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
@@ -17557,7 +17581,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target)
+                       or action.shell_write_patterns or action.unknown_write_target
+                       or "sts.py" in (action.command or ""))
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 

@@ -349,3 +349,24 @@ def test_the_install_default_lets_ordinary_work_through(store, sts_home, repo):
     dep["tool_input"]["content"] = "requests==2.32.0\n"
     assert hook("claude", dep, store) is None
     assert hook("claude", shell_call("s", repo, "pytest -q", 3), store) is None
+
+
+@pytest.mark.parametrize("command", [
+    "python3 %s default off" % STS_PY,
+    "python3 %s default 'open hash=allow'" % STS_PY,
+    "cd %s && python3 sts.py uninstall claude" % os.path.dirname(STS_PY),
+    "python3 /tmp/a-copy/sts.py install pi --default off",
+    "./sts.py default off",
+])
+def test_the_model_cannot_run_the_guards_own_command_to_change_it(store, sts_home, repo, command):
+    set_default(sts_home, sts.INSTALL_DEFAULT)
+    reason = deny_reason(hook("claude", shell_call("s", repo, command), store))
+    assert "GUARD_SELF_PROTECTION" in reason and "the guard's own command" in reason
+
+
+@pytest.mark.parametrize("command", ["python3 %s status" % STS_PY, "python3 %s doctor" % STS_PY,
+                                     "python3 tools/sts.py.bak default"])
+def test_reading_commands_of_the_guard_stay_allowed(store, sts_home, repo, command):
+    set_default(sts_home, sts.INSTALL_DEFAULT)
+    reason = deny_reason(hook("claude", shell_call("s", repo, command), store))
+    assert reason is None or "GUARD_SELF_PROTECTION" not in reason
