@@ -16176,12 +16176,21 @@ class Store:
     def keep_fresh(self, key: str) -> None:
         """Write a new session's state built from the defaults, unless an update
         did; best effort (a lost write only means reading the defaults again)."""
-        if key not in self._fresh:
+        kept = self._fresh.pop(key, None)
+        if kept is None:
             return
+        # Under the lock, and only while no state exists: an existence check,
+        # not a second read of the state.
+        target = self._state_path(key)
         try:
-            self.update(key, lambda loaded: (
-                loaded.state if not loaded.existed and loaded.storage_error is None else None,
-                None))
+            owner = self._acquire(key)
+            if owner is None:
+                return   # a damaged lock: recovery, which never writes
+            try:
+                if not os.path.lexists(target):
+                    self._write_json(target, json.loads(kept))
+            finally:
+                self._release(owner)
         except (LockTimeout, OSError):
             pass
 
