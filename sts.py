@@ -721,6 +721,9 @@ class Action(_EventType):
     # names it ("`git reset --hard` discards uncommitted changes"); None when
     # nothing in it is irreversible (see IRREVERSIBLE_ACTION).
     irreversible: Optional[str] = None
+    # Paths and patterns a shell line deletes, moves or overwrites
+    # (ShellAnalysis.lost_targets): irreversible when outside the workspace.
+    lost_targets: List[str] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -748,7 +751,7 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -798,7 +801,7 @@ class Action(_EventType):
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
             command=obj.get("command"), shell=shell, changes=changes,
-            irreversible=obj.get("irreversible") or None,
+            irreversible=obj.get("irreversible") or None, lost_targets=paths[3],
         )
 
 
@@ -1837,10 +1840,11 @@ class ShellAnalysis(Record):
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns')
+                          'write_patterns', 'irreversible', 'lost_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list}
+                'resumes_session': False, 'write_patterns': list, 'irreversible': None,
+                'lost_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1851,6 +1855,8 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
+    lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1926,7 +1932,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending")
+                 "resume", "patterns", "pending", "undo", "lost")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1948,6 +1954,11 @@ class _V:
         self.resume = False
         self.patterns: List[str] = []
         self.pending: List[Tuple[_W, bool]] = []
+        # What cannot be undone (see _undo_why): the culprit text of the
+        # first irreversible part, and `lost`, the targets this verdict
+        # deletes, moves or overwrites (a _V of targets only; see _lose).
+        self.undo: Optional[str] = None
+        self.lost: Optional[_V] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1969,6 +1980,12 @@ class _V:
         self.opaque = self.opaque or other.opaque
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
+        if other.undo is not None and self.undo is None:
+            self.undo = other.undo
+        if other.lost is not None:
+            if self.lost is None:
+                self.lost = _V("write")
+            self.lost.join(other.lost)
         return self
 
     def add(self, target: Any, tree: bool = False) -> "_V":
@@ -2001,6 +2018,13 @@ class _V:
         """Name the part that decided (see `why`); returns self for chaining."""
         self.why = why
         return self
+
+
+def _carry(out: _V, inner: _V) -> _V:
+    """`out`, a verdict made anew for a program that runs `inner`, keeps
+    what `inner` cannot undo."""
+    out.undo, out.lost = inner.undo, inner.lost
+    return out
 
 
 def _an_read() -> _V:
@@ -3466,6 +3490,14 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+        name = _cmd_name(cmd)
+        if cmd.stdin and inner.undo is None and name in _INTERPRETERS:
+            # A here-doc given to an interpreter or a database client is its code.
+            if name in _UNDO_BY_PROGRAM or _undo_rows(name or ""):
+                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []):
+                    inner.undo = "`%s` reads %s" % (name, "a here-doc that drops or empties data")
+            else:
+                _code_loses(inner, cmd.stdin, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
         inner.agent = "?"
     if env_capped is not None:
@@ -3872,7 +3904,10 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
-    return _write([target], "shell_redirection").blame("redir", op, target.text)
+    v = _write([target], "shell_redirection").blame("redir", op, target.text)
+    if not kind.endswith(">>"):
+        _lose(v)   # `>` empties the file first; `>>` only adds to it
+    return v
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -4050,6 +4085,8 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
     name = _program_name(words[0]) if words else None
+    if v.mut != "read":
+        _judge_undo(v, name, words, ctx)
     if not v.dep and v.agent is None and v.mut != "read" and words \
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
@@ -4835,7 +4872,7 @@ _ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--wi
 
 
 def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
-               positional: int = 0) -> _V:
+               positional: int = 0, feeds: bool = False) -> _V:
     """The intents of the command a runner starts (its verdict: never a read)."""
     i = 0
     while i < len(args):
@@ -4852,10 +4889,20 @@ def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VAL
             continue
         break
     rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
-    if ":::" in [w.text for w in args[i:]]:
-        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    texts = [w.text for w in args[i:]]
+    if ":::" in texts:
+        rest = args[i:i + texts.index(":::")]
     if not rest:
         return _unknown()
+    if feeds:
+        # parallel gives the command each input: the words after `:::`, or
+        # the lines of stdin; where a replacement string stands, that word.
+        items = [w for w in args[i + texts.index(":::"):] if w.text not in
+                 (":::", ":::+", "::::")] if ":::" in texts else [_STDIN_ITEM]
+        if any("{" in w.text for w in rest[1:]):
+            rest = [rest[0]] + [_STDIN_ITEM if "{" in w.text else w for w in rest[1:]]
+        else:
+            rest = rest + items
     return _payload(rest, ctx).cap("shell_command_unproven")
 
 
@@ -4863,15 +4910,17 @@ def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     valued, positional = _RUNNERS[name]
-    inner = _run_inner(args, ctx, valued, positional)
-    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
-        if inner.mut != "write" else inner
+    inner = _run_inner(args, ctx, valued, positional, feeds=name == "parallel")
+    return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                  inner) if inner.mut != "write" else inner
 
 
 def _in_dir(v: _V, folders: List[_W]) -> _V:
     """Targets of a program that first moves to `folders`, one after the
     other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
     expansion among them leaves the folder unknown."""
+    if v.lost is not None:
+        _in_dir(v.lost, folders)
     if not folders or not (v.targets or v.patterns or v.pending):
         return v
     prefix: Optional[str] = ""
@@ -4999,7 +5048,10 @@ def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V
     """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
     what its known words do still counts: each expansion is read as a plain word."""
     inner = reader(text.replace("\0", "x"), ctx.deeper())
-    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
+    v = _carry(_V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep), inner)
+    if v.lost is not None:
+        v.lost.opaque = True   # what it deletes is named by an expansion
+    return v
 
 
 def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -7361,7 +7413,7 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "run":
         inner = _run_inner(args[1:], ctx)
         dep = any(t.startswith("--with") for t in texts) or inner.dep
-        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
+        return _carry(_V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash), inner)
     if verb in ("tree",):
         # It resolves the project, which may build it (setup.py, a build backend).
         return _unknown("repository_code")
@@ -7377,7 +7429,8 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # `poetry run pip install x`: what runs in the environment counts.
         at = next(k for k, w in enumerate(args) if w.text == "run")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1 or any(
             w.text in ("--selective-upgrade", "-U") for w in args))
@@ -7560,7 +7613,8 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if name != "gem" and verb == "exec":
         at = next(k for k, w in enumerate(args) if w.text == "exec")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -9010,7 +9064,7 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
         v = inner(name, args, ctx) if inner is not None else _unknown()
         if v.mut == "write":
             return v
-        return _V("unknown", "repository_code", hash_=v.hash, dep=v.dep)
+        return _carry(_V("unknown", "repository_code", hash_=v.hash, dep=v.dep), v)
     return handler
 
 
@@ -9423,6 +9477,8 @@ def _fixed(path: str) -> bool:
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     """Name v's relative write targets from each folder the shell may be in;
     one that is unknown makes the write's place unknown (opaque)."""
+    if v.lost is not None:
+        _place_targets(v.lost, folders)
     if not (v.targets or v.patterns) or folders == [""]:
         return
     placed: List[str] = []
@@ -9760,9 +9816,9 @@ class _Flow:
             seen.append((cmd, v))
         if v.reason == "state_change":
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
-        if v.pending:
+        if v.pending or (v.lost is not None and v.lost.pending):
             _resolve_targets(v, self.ctx)
-        if (v.targets or v.patterns) and here != [_START]:
+        if (v.targets or v.patterns or v.lost is not None) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
         return v
@@ -9816,6 +9872,8 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
 
 def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     """Turn the words a command writes to into paths and patterns."""
+    if v.lost is not None and v.lost.pending:
+        _resolve_targets(v.lost, ctx)
     for word, tree in v.pending:
         forms = _word_paths(word, ctx)
         if forms is None:
@@ -9840,6 +9898,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
+    v.undo = _undo_unread([text])
     # Each distinct word once: a long line repeats most of its words.
     words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
              set(text.translate(_WORD_SEPARATORS).split())}
@@ -10412,12 +10471,503 @@ def _beyond_analysis() -> _V:
     return v
 
 
+# ---- irreversible actions ---------------------------------------------------
+# What neither version control nor the file system can bring back (the
+# contract's undo=; see IRREVERSIBLE_ACTION).  Two kinds: a program and its
+# subcommand or option that destroys by what it is (the table below), and a
+# delete, move or overwrite whose place decides (`lost`, judged against the
+# workspace when the call is decided).  Both are judged on the program the
+# analyzer found behind wrappers (sudo, env, nice, timeout, xargs, find
+# -exec, bash -c, inline code), so a wrapper is no way around them.
+
+# (programs, subcommand words, condition, why).  Subcommand words are
+# matched in order among the first operands (git's after its global
+# options); `a|b` is either word, `*` any word, `x*` a word starting with x.
+# The condition is a list of words: the row holds when any plain word is
+# among the arguments (a short option also inside a cluster: `-f` in
+# `-fdx`; a long one also as `--opt=value`) and no `!word` is; `@name` is a
+# predicate of _UNDO_TESTS; an empty condition always holds.
+_UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
+    # 1. uncommitted work and history
+    ("git", "reset", "--hard --merge --keep", "discards uncommitted changes"),
+    ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
+    ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
+    ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
+    ("git", "clean", "-f --force !-n !--dry-run",
+     "deletes untracked files, which git never had"),
+    ("git", "stash", "drop clear",
+     "deletes stashed changes, which no branch or reflog keeps"),
+    ("git", "branch", "-D -M -C @branch-force",
+     "deletes or overwrites a branch whose commits may be on no other"),
+    ("git", "tag", "-d --delete -f --force", "deletes or moves a tag, which no reflog keeps"),
+    ("git", "reflog", "expire delete", "drops the reflog, the record that finds lost commits"),
+    ("git", "gc", "@prune-now", "deletes unreachable commits now instead of after weeks"),
+    ("git", "prune", "!-n !--dry-run", "deletes unreachable commits, the last copy of dropped work"),
+    ("git", "filter-branch|filter-repo", "", "rewrites the history of every branch it is given"),
+    ("git", "update-ref", "-d --delete", "deletes a ref and with it the way to its commits"),
+    ("git", "worktree", "@worktree-force", "deletes a worktree with its uncommitted changes"),
+    ("git", "rm", "-f --force !--cached", "deletes files even with uncommitted changes"),
+    ("git", "checkout-index", "-f --force", "overwrites uncommitted changes in the work tree"),
+    ("git", "submodule", "@deinit-force", "deletes a submodule's work tree with its changes"),
+    # 2. what others share
+    ("git", "push", "-f --force --force-with-lease",
+     "replaces the remote branch, dropping commits others may have"),
+    ("git", "push", "-d --delete --prune --mirror @refspec",
+     "deletes or rewrites branches on the remote"),
+    ("gh", "repo|release|gist|secret|variable|label|cache|run|ssh-key|gpg-key|issue",
+     "@gh-delete", "deletes it on GitHub, where no undo exists"),
+    ("gh", "api", "@http-delete", "sends an HTTP DELETE"),
+    # 4. devices, file systems and the machine
+    ("mkfs mke2fs mkswap mkdosfs mkntfs mkexfatfs newfs", "", "",
+     "makes a new file system over what the device held"),
+    ("wipefs", "", "-a --all -o --offset !-n !--no-act", "erases file-system signatures"),
+    ("shred", "", "", "overwrites files so that nothing can recover them"),
+    ("dd", "", "@dd-device", "writes straight onto a device"),
+    ("blkdiscard", "", "", "discards every block of the device"),
+    ("fdisk sfdisk gdisk cfdisk", "", "!-l !--list !-d !--dump !-s !--show-size !-V "
+     "!--verify !--help", "rewrites a partition table"),
+    ("sgdisk", "", "!-p !--print !-v !--verify !-i !--info !--help",
+     "rewrites a partition table"),
+    ("parted", "", "@parted", "rewrites a partition table"),
+    ("diskutil", "erase*|zeroDisk|randomDisk|secureErase|partitionDisk|reformat", "",
+     "erases a disk or volume"),
+    ("diskutil", "apfs|ap", "deleteVolume deleteContainer eraseVolume",
+     "erases a disk or volume"),
+    ("hdparm", "", "--security-erase --security-erase-enhanced --trim-sector-ranges "
+     "--write-sector --dco-restore", "erases or overwrites disk sectors"),
+    ("nvme", "format|sanitize", "", "erases the drive"),
+    ("cryptsetup", "luksFormat|erase|luksErase", "", "destroys the encryption keys of a volume"),
+    ("lvremove vgremove pvremove", "", "", "removes a volume and its data"),
+    ("zpool", "destroy|labelclear", "", "destroys a storage pool"),
+    ("zfs", "destroy|rollback", "", "destroys data or every change since a snapshot"),
+    ("btrfs", "subvolume", "delete", "deletes a subvolume"),
+    ("mdadm", "", "--zero-superblock", "erases a RAID member's metadata"),
+    ("shutdown reboot halt poweroff", "", "!-c !-k !--help !--show",
+     "stops or restarts the machine"),
+    ("init telinit", "", "0 6", "stops or restarts the machine"),
+    ("systemctl", "stop|disable|mask|kill|isolate|poweroff|reboot|halt|kexec|soft-reboot|"
+     "suspend|hibernate", "", "stops or disables services of the machine"),
+    ("service", "*", "stop", "stops a service of the machine"),
+    ("launchctl", "unload|remove|bootout|disable|kill", "", "stops or removes a service"),
+    ("crontab", "", "-r", "deletes every scheduled job of the user, keeping no copy"),
+    # 5. remote systems through their CLIs
+    ("kubectl oc", "delete", "", "deletes resources in the cluster"),
+    ("kubectl oc", "apply", "--prune", "deletes resources in the cluster"),
+    ("kubectl oc", "drain|cordon|replace", "--force --delete-emptydir-data "
+     "--delete-local-data", "deletes resources in the cluster"),
+    ("helm", "uninstall|delete|del|un", "", "removes a release and what it deployed"),
+    ("terraform tofu terragrunt", "destroy", "", "destroys the infrastructure it manages"),
+    ("terraform tofu terragrunt", "apply|plan", "-destroy --destroy",
+     "destroys the infrastructure it manages"),
+    ("terraform tofu", "state|workspace", "rm delete", "drops infrastructure from its state"),
+    ("pulumi", "destroy|down", "", "destroys the infrastructure it manages"),
+    ("pulumi", "stack", "rm", "deletes a stack"),
+    ("aws", "s3", "rm rb mv", "deletes objects or buckets in S3"),
+    ("aws", "s3", "--delete", "deletes objects in S3 that are not in the source"),
+    ("aws", "*", "@aws-delete", "deletes resources in AWS"),
+    ("gcloud", "*", "@cloud-delete", "deletes resources in Google Cloud"),
+    ("gsutil", "rm|rb", "", "deletes objects or buckets in Cloud Storage"),
+    ("gsutil", "rsync", "-d", "deletes objects that are not in the source"),
+    ("az", "*", "@cloud-delete", "deletes resources in Azure"),
+    ("doctl", "*", "@cloud-delete", "deletes resources in DigitalOcean"),
+    ("docker podman nerdctl", "system|volume|container|builder|buildx", "prune",
+     "deletes containers, volumes or build data"),
+    ("docker podman nerdctl", "volume", "rm remove", "deletes volumes and their data"),
+    ("docker podman nerdctl", "rm|container", "-f --force -v --volumes",
+     "deletes running containers or their volumes"),
+    ("docker podman", "compose|machine", "-v --volumes rm",
+     "deletes volumes and their data"),
+    ("docker-compose", "down|rm", "-v --volumes", "deletes volumes and their data"),
+    ("psql mysql mariadb sqlite3 sqlcmd clickhouse-client cockroach duckdb cqlsh snowsql bq",
+     "", "@sql", "changes a database in a way no version control records"),
+    ("dropdb dropuser", "", "", "drops a database"),
+    ("mysqladmin", "", "drop", "drops a database"),
+    ("redis-cli valkey-cli", "", "@redis", "empties a Redis database"),
+    ("mongo mongosh", "", "@mongo", "drops MongoDB data"),
+    ("curl", "", "@http-delete", "sends an HTTP DELETE"),
+    ("wget", "", "--method=DELETE", "sends an HTTP DELETE"),
+    ("http https xh xhs", "", "DELETE delete", "sends an HTTP DELETE"),
+    ("rclone", "sync|purge|delete|deletefile|rmdir|rmdirs|cleanup|move|moveto|dedupe", "",
+     "deletes files on the remote"),
+    ("restic", "forget|prune", "", "deletes backups"),
+    ("borg", "delete|prune|compact|recreate", "", "deletes backups"),
+    ("vault", "delete|kv|secrets", "@vault", "deletes secrets"),
+    ("op", "delete|item|vault|document", "delete", "deletes secrets from 1Password"),
+    ("heroku", "apps:destroy|pg:reset|apps:delete", "", "destroys an app or its database"),
+    ("fly flyctl", "destroy|apps|volumes", "destroy delete", "destroys an app or volume"),
+    ("vercel", "remove|rm", "", "removes deployments"),
+    ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
+     "deletes data in Firebase"),
+    ("supabase", "db", "reset", "empties the database"),
+)
+
+# Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
+_UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Writers whose targets are deleted, moved or overwritten (a new folder,
+# file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
+_LOSES = frozenset((
+    "rm", "rmdir", "unlink", "shred", "truncate", "cp", "mv", "install", "dd", "rsync",
+    "scp", "rename", "del", "erase", "rd", "copy", "move", "ren", "xcopy", "robocopy",
+    "patch", "unzip", "tar", "sed", "gsed", "perl", "tee", "find", "sort", "split", "csplit",
+    "awk", "gawk", "mawk", "nawk", "ditto", "gcp", "gmv", "apply_patch", "applypatch"))
+_REMOVERS = frozenset(("rm", "rmdir", "unlink", "shred", "truncate", "mv", "dd", "find", "del",
+                       "erase", "rd", "rename", "move", "ren", "gmv", "srm"))
+_LOSES_RECURSIVE = frozenset(("chmod", "chown", "chgrp", "setfacl", "chattr", "chflags"))
+
+
+def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
+    if not _UNDO_BY_PROGRAM:
+        for programs, sub, test, why in _UNDO_ROWS:
+            for program in programs.split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(
+                    ([part.split("|") for part in sub.split()], test.split(), why))
+    rows = _UNDO_BY_PROGRAM.get(name)
+    if rows is None:
+        for prefix, base in _UNDO_PREFIXES:
+            if name.startswith(prefix):
+                return _UNDO_BY_PROGRAM.get(base, [])
+        return []
+    return rows
+
+
+def _undo_word(pattern: str, text: str) -> bool:
+    return pattern == "*" or pattern == text or (
+        pattern.endswith("*") and text.startswith(pattern[:-1]))
+
+
+def _has_word(texts: List[str], word: str) -> bool:
+    """A word among the arguments before `--`: a short option also inside a
+    cluster (`-f` in `-xdf`), a long one also with `=value`."""
+    for t in texts:
+        if t == "--":
+            return False
+        if t == word or (word.startswith("--") and t.startswith(word + "=")):
+            return True
+        if len(word) == 2 and word[0] == "-" and t[:1] == "-" and t[1:2] != "-" \
+                and word[1] in t[1:] and t[1:].isalpha():
+            return True
+    return False
+
+
+def _git_start(texts: List[str]) -> int:
+    """Where git's subcommand is, after its global options."""
+    i = 0
+    while i < len(texts):
+        t = texts[i]
+        if t in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                 "--exec-path", "--super-prefix"):
+            i += 2
+        elif t.startswith("-"):
+            i += 1
+        else:
+            return i
+    return i
+
+
+def _sub_at(texts: List[str], sub: List[List[str]], git: bool) -> Optional[int]:
+    """Where the arguments after the subcommand words start, or None."""
+    if not sub:
+        return 0
+    if git:
+        i = _git_start(texts)
+        for alts in sub:
+            if i >= len(texts) or not any(_undo_word(a, texts[i]) for a in alts):
+                return None
+            i += 1
+        return i
+    # Other CLIs: in order among the first operands (options and their
+    # values may come first: `kubectl -n prod delete pod x`).
+    operands = [k for k, t in enumerate(texts) if not t.startswith("-")][:len(sub) + 3]
+    k = 0
+    for pos in operands:
+        if any(_undo_word(a, texts[pos]) for a in sub[k]):
+            k += 1
+            if k == len(sub):
+                return pos + 1
+    return None
+
+
+def _undo_holds(test: List[str], texts: List[str], rest: List[str]) -> bool:
+    wanted = [w for w in test if not w.startswith(("!", "@"))]
+    for w in test:
+        if w.startswith("!") and _has_word(rest, w[1:]):
+            return False
+    tests = [w[1:] for w in test if w.startswith("@")]
+    if any(_UNDO_TESTS[t](texts, rest) for t in tests):
+        return True
+    if wanted:
+        return any(_has_word(rest, w) for w in wanted)
+    return not tests
+
+
+_SQL_GONE = (r"(?is)\b(?:drop\s+(?:table|database|schema|view|index|user|role|keyspace"
+             r"|collection|materialized|function|procedure|trigger|sequence|type)"
+             r"|truncate\b|delete\s+from\s+[^;]*?(?:;|$)(?<!where)"
+             r"|alter\s+table\s+\S+\s+drop\b)")
+
+
+def _sql_gone(text: str) -> bool:
+    if not _an_rx("sql-gone", _SQL_GONE).search(text):
+        return False
+    # DELETE ... WHERE narrows what goes; DROP and TRUNCATE never do.
+    low = " ".join(text.lower().split())
+    if _an_rx("sql-drop", r"\b(?:drop\s+\w|truncate\b|alter\s+table\s+\S+\s+drop\b)"
+              ).search(low):
+        return True
+    return any("where" not in part for part in
+               _an_rx("sql-delete", r"delete\s+from\s+[^;]*").findall(low))
+
+
+def _method_delete(texts: List[str]) -> bool:
+    for k, t in enumerate(texts):
+        value = None
+        if t in ("-X", "--request", "--method") and k + 1 < len(texts):
+            value = texts[k + 1]
+        elif t.startswith(("-X", "--request=", "--method=")):
+            value = t.split("=", 1)[1] if "=" in t else t[2:]
+        if value is not None and value.upper() == "DELETE":
+            return True
+    return False
+
+
+def _ops(rest: List[str]) -> List[str]:
+    return [t for t in rest if not t.startswith("-")]
+
+
+_UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
+    # `checkout -- path`, `checkout .`, `checkout rev -- path`, -f
+    "checkout": lambda texts, rest: _has_word(rest, "-f") or _has_word(rest, "--force")
+    or "--" in rest[:-1] or "." in rest or ":/" in rest,
+    # Only --staged (the index) without --worktree loses nothing.
+    "restore": lambda texts, rest: bool(_ops(rest)) and not (
+        (_has_word(rest, "-S") or _has_word(rest, "--staged"))
+        and not (_has_word(rest, "-W") or _has_word(rest, "--worktree"))),
+    "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
+                                         or _has_word(rest, "-m") or _has_word(rest, "--move"))
+    and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
+    "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force")),
+    "deinit-force": lambda texts, rest: rest[:1] == ["deinit"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force") or "--all" in rest),
+    # `git push origin +main` forces, `git push origin :main` deletes.
+    "refspec": lambda texts, rest: any(t.startswith(("+", ":")) and len(t) > 1
+                                       for t in _ops(rest)[1:]),
+    "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
+    "http-delete": lambda texts, rest: _method_delete(texts),
+    "dd-device": lambda texts, rest: any(
+        t.startswith("of=/dev/") and t[3:] not in _DEV_SINKS for t in texts),
+    "parted": lambda texts, rest: not any(t in ("print", "-l", "--list", "--help", "-h",
+                                                "--version", "-v") for t in texts)
+    and not any(t in ("p",) for t in texts[-1:]),
+    "aws-delete": lambda texts, rest: any(
+        t.startswith(("delete-", "terminate-", "remove-", "deregister-", "purge-",
+                      "disable-", "deactivate-", "release-", "revoke-", "cancel-",
+                      "empty-", "reset-", "stop-"))
+        for t in _ops(texts)[:3]),
+    "cloud-delete": lambda texts, rest: any(t in ("delete", "remove", "destroy", "purge",
+                                                  "stop", "rm", "d", "reset")
+                                            for t in _ops(texts)[:5]),
+    "sql": lambda texts, rest: _sql_gone("\n".join(texts)),
+    "redis": lambda texts, rest: any(t.lower() in ("flushall", "flushdb") for t in texts),
+    "mongo": lambda texts, rest: any(
+        _an_rx("mongo-gone", r"(?i)dropDatabase|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}"
+               r"|\.remove\s*\(\s*\{\s*\}").search(t) for t in texts),
+    "vault": lambda texts, rest: texts[:1] == ["delete"] or any(
+        t in ("delete", "destroy", "disable", "metadata") for t in _ops(texts)[1:3]),
+}
+
+
+def _undo_why(name: str, words: List[_W]) -> Optional[str]:
+    """The culprit text when `name words[1:]` is in _UNDO_ROWS: the
+    program, its subcommand and option as written, then why."""
+    rows = _undo_rows(name)
+    if not rows:
+        return None
+    texts = [w.text for w in words[1:]]
+    for sub, test, why in rows:
+        start = _sub_at(texts, sub, name == "git")
+        if start is None or not _undo_holds(test, texts, texts[start:]):
+            continue
+        shown = [words[0].text] + texts[:start][-len(sub):] if sub else [words[0].text]
+        hit = next((w for w in test if not w.startswith(("!", "@")) and
+                    _has_word(texts[start:], w)), None)
+        if hit is not None:
+            hit = next((t for t in texts[start:] if t == hit or t.startswith(hit + "=")
+                        or (len(hit) == 2 and t[:1] == "-" and t[1:2] != "-"
+                            and hit[1] in t)), hit)
+            shown.append(hit)
+        return "`%s` %s" % (" ".join(shown)[:60], why)
+    return None
+
+
+def _git_alias_undo(texts: List[str]) -> Optional[str]:
+    """`git -c alias.x='reset --hard' x`: the alias given on the line is
+    judged as what it stands for; one taken from the environment
+    (--config-env) cannot be read and counts."""
+    start = _git_start(texts)
+    if start >= len(texts):
+        return None
+    sub = texts[start]
+    for k, t in enumerate(texts[:start]):
+        pair = texts[k + 1] if t == "-c" and k + 1 < start else (
+            t[2:] if t.startswith("-c") and t != "-c" else None)
+        env = t.startswith("--config-env=") or (t == "--config-env" and k + 1 < start)
+        if env:
+            pair = t.split("=", 1)[1] if "=" in t else texts[k + 1]
+        if pair is None or not pair.lower().startswith("alias.") or "=" not in pair:
+            continue
+        alias, value = pair[6:].split("=", 1)
+        if alias != sub:
+            continue
+        if env:
+            return "`git %s` runs an alias the guard cannot read: %s" % (sub, _UNDO_UNREAD)
+        if value.startswith("!"):
+            return _undo_unread([value[1:]])
+        return _undo_why("git", [_lit("git")] + [_lit(x) for x in value.split()]
+                         + [_lit(x) for x in texts[start + 1:]])
+    return None
+
+
+def _lose(v: _V, removes: bool = False) -> _V:
+    """Mark everything `v` writes as deleted, moved or overwritten.
+    removes: the program removes what it names (rm, mv, find -delete), so
+    a target it cannot establish counts too; a copy or a redirection to an
+    unknown place (`cp a "$d/"`, `> "$LOG"`) only counts where it is known."""
+    if v.targets or v.patterns or (removes and (v.pending or v.opaque)):
+        lost = v.lost = _V("write")
+        lost.targets = list(v.targets)
+        lost.patterns = list(v.patterns)
+        if removes:
+            lost.pending = list(v.pending)
+            lost.opaque = v.opaque
+    return v
+
+
+# Code that deletes or moves files: the call, and its first argument when it
+# is a string literal (a name built at run time is a target not established).
+_CODE_GONE = (r"(?:\b(?:shutil\.)?(?:rmtree|move)|\bos\.(?:remove|unlink|rmdir|removedirs"
+              r"|rename|replace)|\.(?:unlink|rmdir)|\bfs(?:\.promises)?\.(?:rm|rmdir|unlink"
+              r"|rename)(?:Sync)?|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
+              r"|remove_entry|remove_entry_secure)|\bFileUtils\.(?:rm\w*|remove\w*|mv)"
+              r"|\b(?:File|Dir)\.(?:delete|unlink)|\bunlink)\s*\(\s*"
+              r"(?:(['\"])([^'\"\n]*)\1\s*[,)]|())")
+
+
+def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
+    """Inline code that deletes files or hands a shell a destroying line."""
+    for m in _an_rx("code-gone", _CODE_GONE).finditer(code):
+        if v.lost is None:
+            v.lost = _V("write")
+        if m.group(2) is not None and m.group(2) and not m.group(2).startswith("~"):
+            v.lost.add(m.group(2), True)
+        elif m.group(2) is not None and m.group(2).startswith("~/"):
+            v.lost.add(m.group(2), True)
+        else:
+            v.lost.opaque = True
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    named = {t.rpartition("/")[2].lower()
+             for t in set(code.translate(_UNDO_SPLIT).replace(",", " ").split())}
+    if not (named & _UNDO_NAMES or named & _LOSES or named & _UNDO_BY_PROGRAM.keys()):
+        return   # no line of it can name a destroying program
+    for line in dict.fromkeys(_code_commands(code)[0]):
+        # Only a line that names a destroying program is worth a reading.
+        names = {t.rpartition("/")[2].lower() for t in line.translate(_UNDO_SPLIT).split()}
+        if not (names & _UNDO_NAMES or names & _LOSES or names & _UNDO_BY_PROGRAM.keys()):
+            continue
+        try:
+            inner = _analyze_bash(line, ctx.deeper())
+        except _Give:
+            continue
+        if inner.undo is not None and v.undo is None:
+            v.undo = inner.undo
+        if inner.lost is not None:
+            if v.lost is None:
+                v.lost = _V("write")
+            v.lost.join(inner.lost)
+
+
+# Programs whose name alone, in a command the guard cannot read through,
+# makes it count: what they delete cannot be established.
+_UNDO_UNREAD = ("code or a line the guard cannot read, which may delete or overwrite anything: "
+                "what it destroys cannot be established")
+_UNDO_NAMES = frozenset(("rm", "rmdir", "unlink", "shred", "dd", "wipefs", "mkfs", "fdisk",
+                         "sfdisk", "parted", "blkdiscard", "truncate", "shutdown", "reboot",
+                         "halt", "poweroff", "mv", "srm"))
+_UNDO_SPLIT = str.maketrans("'\"`;&|(){}\n\\", " " * 12)
+
+
+def _undo_unread(texts: Any) -> Optional[str]:
+    """The culprit when text the guard cannot read word by word names a
+    destroying program, or a program and subcommand of _UNDO_ROWS."""
+    tokens: List[str] = []
+    for text in texts:
+        tokens.extend(text.translate(_UNDO_SPLIT).split())
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    names = {t.rpartition("/")[2].lower() for t in set(tokens)}
+    if not (names & _UNDO_NAMES or names & _UNDO_BY_PROGRAM.keys()
+            or any(n.startswith("mkfs.") for n in names)):
+        return None
+    for k, t in enumerate(tokens):
+        base = t.rpartition("/")[2].lower()
+        if base in _UNDO_NAMES or base.startswith("mkfs."):
+            return ("`%s` in a command the guard cannot read through: what it destroys "
+                    "cannot be established" % base)
+        if _undo_rows(base):
+            why = _undo_why(base, [_lit(x) for x in tokens[k:k + 12]])
+            if why is not None:
+                return why
+    return None
+
+
+def _undo_shown(command: str) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= 60 else line[:59].rstrip() + "…"
+
+
+def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
+    """Fill v.undo and v.lost for one program and its arguments."""
+    if name is None:
+        return
+    texts = [w.text for w in words[1:]]
+    if v.lost is None:
+        recursive = name in _LOSES_RECURSIVE and (
+            _has_word(texts, "-R") or _has_word(texts, "--recursive"))
+        if name in _LOSES or recursive or (
+                name == "ln" and (_has_word(texts, "-f") or _has_word(texts, "--force"))):
+            _lose(v, recursive or name in _REMOVERS)
+    if v.undo is None:
+        v.undo = _undo_why(name, words)
+    if v.undo is None and name == "git":
+        v.undo = _git_alias_undo(texts)
+    code = None
+    if v.undo is None and name in _INTERPRETERS:
+        found = _code_option(texts, _INLINE_CODE[_INTERPRETERS[name]][1]) \
+            if _INTERPRETERS[name] in _INLINE_CODE else None
+        if found is not None:
+            k, attached = found
+            code = attached if attached is not None else (
+                texts[k + 1] if k + 1 < len(texts) and words[k + 2].static else None)
+        if code is not None:
+            _code_loses(v, code, ctx)
+    if v.undo is None and v.lost is None and v.mut == "unknown" \
+            and name not in _UNDO_BY_PROGRAM and name not in _INTERPRETERS:
+        # A program that runs others in a way the guard cannot read (ssh,
+        # watch, docker exec, an option it does not know): the words still
+        # name what would run.
+        v.undo = _undo_unread([w.text for w in words[1:] if w.static])
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True)  # see below
+        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True,  # see below
+                             irreversible=_UNDO_UNREAD)
     ctx = _Ctx(0, shell)
     try:
         v = _analyze_any(command, shell, ctx=ctx)
@@ -10438,10 +10988,17 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    undo, lost = v.undo, v.lost
+    if lost is not None and undo is None and (lost.opaque or lost.pending):
+        undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
+            _undo_shown(command))
+    if reason == "analysis_limit" or (v.mut != "read" and v.agent == "?"):
+        undo = undo or _UNDO_UNREAD
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
-                         v.agent, v.resume, patterns)
+                         v.agent, v.resume, patterns, undo,
+                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [])
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -14856,12 +15413,92 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+# Temporary folders: what is deleted there was put there to be thrown away.
+_TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp",
+               "/var/folders", "/private/var/folders")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _workspace_root(cwd: Optional[str]) -> Optional[str]:
+    """The repository the session works in (the nearest folder up from cwd
+    with a .git), else cwd; None when cwd is unknown, or is the home folder
+    or `/`, which are no workspace."""
+    base = resolve_event_path(cwd, None) if isinstance(cwd, str) and cwd.startswith("/") \
+        else None
+    if base is None:
+        return None
+    probe = base
+    while True:
+        if os.path.lexists(probe.rstrip("/") + "/.git"):
+            base = probe
+            break
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    return None if base in ("/", home) else base
+
+
+def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> bool:
+    """Whether deleting, moving or overwriting `target` (a path or pattern)
+    reaches past what version control and the temporary folders cover: it
+    lies outside the workspace, or is the workspace itself, its .git, the
+    home folder, a temporary root, or cannot be placed."""
+    # A pattern's fixed head is not itself at stake, what lies below it is;
+    # `X/**` is all of X (a tree removal: rm -r, find -delete).  A folder
+    # named alone is one written into (cp's destination), not one removed.
+    below = any(ch in target for ch in "*?[")
+    path = resolve_event_path(_glob_static_head(target) if below else target, cwd)
+    if path is None:
+        return True
+    tree = target.endswith("/**") and "*" not in target[:-3]
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    tmp = os.environ.get("TMPDIR")
+    temp = _TEMP_ROOTS + ((resolve_event_path(tmp, None) or "/",) if tmp and tmp != "/" else ())
+    if path in ("/", home):
+        return tree or below   # `~/*` reaches everything there, the workspace too
+    if path == root or path in temp:
+        return tree
+    if root is not None:
+        if _under(path, root.rstrip("/") + "/.git"):
+            return True
+        if _under(path, root):
+            return False
+    return not any(_under(path, t) for t in temp)
+
+
+def irreversible_part(action: Action) -> Optional[str]:
+    """What in this call cannot be undone, as the Culprit says it, or None:
+    the analysis's own finding, else the first lost target beyond the
+    workspace (see _beyond_workspace)."""
+    if action.irreversible:
+        return action.irreversible
+    if not action.lost_targets:
+        return None
+    root = _workspace_root(action.cwd)
+    for target in action.lost_targets:
+        if _beyond_workspace(target, action.cwd, root):
+            shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
+            what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+                else "`%s`" % action.name
+            return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
+                    "workspace itself), where no version control keeps a copy" % (what, shown))
+    return None
+
+
 def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
     # undo=allow skips the row, so the later checks (hash, files=, deps)
     # still judge the call; a damaged or missing value reads as the default.
     policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
-    if policy == "allow" or not f.action.irreversible:
+    if policy == "allow" or f.action.mutability == "read" or not (
+            f.action.irreversible or f.action.lost_targets) or not irreversible_part(f.action):
         return None
+    if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
+        return None   # a possible agent: under agents=N the budget stops it first
     return ("The call does something that neither version control nor the file system can "
             "bring back, while the contract says undo=%s." % policy, None, policy)
 
@@ -15183,8 +15820,10 @@ def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[
 def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
                       protected_paths: Sequence[str]) -> str:
     code = decision.code
-    if code == "IRREVERSIBLE_ACTION" and action.irreversible:
-        return "Culprit: %s." % action.irreversible.rstrip(".")
+    if code == "IRREVERSIBLE_ACTION":
+        part = irreversible_part(action)
+        if part:
+            return "Culprit: %s." % part.rstrip(".")
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
         if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
@@ -18199,7 +18838,8 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
         if ran is not None:
             # It may run this: the same intents as through the shell, and never
             # a better verdict than the name earned.
-            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget",
+                        "irreversible", "lostTargets"):
                 if ran.get(key):
                     action[key] = ran[key]
             if ran.get("shellWriteTargets"):
@@ -18254,6 +18894,10 @@ def code_action(name: str, language: str, code: Any) -> dict:
         ran = analyze_shell(line)
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
         action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        if ran.irreversible and not action.get("irreversible"):
+            action["irreversible"] = ran.irreversible
+        if ran.lost_targets:
+            action["lostTargets"] = action.get("lostTargets", []) + list(ran.lost_targets)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -18352,6 +18996,10 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
             action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
+    if verdict.irreversible:
+        action["irreversible"] = verdict.irreversible
+    if verdict.lost_targets:
+        action["lostTargets"] = list(verdict.lost_targets)
     if isinstance(command, str):
         action["command"] = command
         if shell != "bash":
