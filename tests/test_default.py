@@ -349,6 +349,14 @@ def test_the_install_default_lets_ordinary_work_through(store, sts_home, repo):
     dep["tool_input"]["content"] = "requests==2.32.0\n"
     assert hook("claude", dep, store) is None
     assert hook("claude", shell_call("s", repo, "pytest -q", 3), store) is None
+    assert hook("claude", shell_call("s", repo, "rm -rf build", 4), store) is None
+
+
+@pytest.mark.parametrize("command", ["git push --force", "git reset --hard HEAD~3"])
+def test_the_install_default_stops_an_irreversible_action(store, sts_home, repo, command):
+    set_default(sts_home, sts.INSTALL_DEFAULT)
+    assert "IRREVERSIBLE_ACTION" in deny_reason(hook("claude", shell_call("s", repo, command),
+                                                     store))
 
 
 @pytest.mark.parametrize("command", [
