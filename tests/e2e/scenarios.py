@@ -289,12 +289,6 @@ def _(host, work):
     return [_write_call(host, os.path.join(work, "src", "a.txt"), "inside")]
 
 
-# The hosts the default-contract cases were run on: one with native hooks, one
-# with a shim (the defaults are read by the host-free core, the same for all).
-DEFAULT_HOSTS = ["claude", "pi"]
-_DEFAULT_WHY_NOT = "default contracts are proven on claude (native hooks) and pi (a shim)"
-
-
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
 PROMPT_NOT_REFUSED = ["copilot", "hermes", "opencode"]
@@ -361,19 +355,16 @@ SCENARIOS += [
     Scenario("default-review-write", "11. no directive under a user default of review, then "
              "a write: blocked", task="please fix the parser and write a.txt",
              user_default="review", absent=["a.txt"], deny_text="MODE_FORBIDS_MUTATION",
-             audit="observed_blocked", model_sees=["contract from the user default"],
-             hosts=DEFAULT_HOSTS, why_not=_DEFAULT_WHY_NOT),
+             audit="observed_blocked", model_sees=["contract from the user default"]),
     Scenario("repo-default-outside", "12. user default change, repository default "
              "files=src/**, no directive, then a write to b.txt: blocked", task="write b.txt",
              user_default="change", repo_default="files=src/**", absent=["b.txt"],
              deny_text="PATH_OUTSIDE_CONTRACT", audit="observed_blocked",
-             model_sees=["files=src/**", "over the user default"],
-             hosts=DEFAULT_HOSTS, why_not=_DEFAULT_WHY_NOT),
+             model_sees=["files=src/**", "over the user default"]),
     Scenario("repo-default-inside", "12b. the same defaults, then a write to src/a.txt: it "
              "runs", task="write src/a.txt", user_default="change",
              repo_default="files=src/**", default_mode="change", present=["src/a.txt"],
-             allow=True, audit="observed_ran", model_sees=["files=src/**"],
-             hosts=DEFAULT_HOSTS, why_not=_DEFAULT_WHY_NOT),
+             allow=True, audit="observed_ran", model_sees=["files=src/**"]),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
