@@ -1089,7 +1089,7 @@ _PATTERNS: Dict[str, str] = {
     "head_end": r"--|:(?=\s|\Z)|\n",
     # A line that was meant as a directive: the mention, a full-width or small
     # dollar sign, or the name misspelt (`$stop_that_shit`, `$ stop-that-shit`).
-    "lookalike": r"(?i)[ ]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
+    "lookalike": r"(?i)[ ]{0,3}[*_]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
@@ -1111,11 +1111,13 @@ _PATTERNS: Dict[str, str] = {
         r"(?:edit|change|fix|modify|touch|alter|write(?:\s+to)?|update|rewrite)\s+"
         r"(?:anything|any\s+(?:files?|code)|the\s+(?:repository|repo|files?|code|codebase))\b"
         r"|\bmake\s+no\s+(?:changes|edits|modifications)\b"
+        r"|\b(?:do\s+not|don't|don\u2019t|never)\s+make\s+(?:any\s+)?(?:changes|edits)\b"
         r"|\bwithout\s+(?:changing|modifying|editing|touching)\s+(?:anything|any\s+(?:files?|code))\b"
         r"|\b(?:stay|remain|keep\s+it|be)\s+read[-\s]?only\b|\bread[-\s]?only\s+(?:mode|review|task)\b"
         r"|\blook\s+but\s+don't\s+touch\b"
         r"|只审查|只看不改|只读不改|仅审查|只做审查|只(?:看|读)(?:代码|一下)"
         r"|(?:不要|不许|别|禁止|不准|请勿|勿)(?:修改|改动|改|动|编辑)(?:任何)?(?:代码|文件|东西|仓库)"
+        r"|(?:不要|不许|别|禁止|不准|请勿)(?:修改|改动|编辑)(?:任何东西)?[ \t]*(?:\Z|[\n，,。.!！；;])"
         r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|这次|本次|现在|接下来|先)*只读(?:模式)?"
         r"(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
@@ -1558,7 +1560,10 @@ def _missed_directive(text: str) -> Optional[Dict[str, str]]:
         if not line.strip():
             continue
         if len(line) - len(line.lstrip(" ")) <= 3:
-            found = _rx("lookalike").match(line)
+            # Full-width letters and other compatibility forms read as their
+            # plain letters here (`＄ｓｔｏｐ－ｔｈａｔ－ｓｈｉｔ`): only to find the intent.
+            plain = line if line.isascii() else __import__("unicodedata").normalize("NFKC", line)
+            found = _rx("lookalike").match(plain)
             if found and (not first or _rx("mention").match(line) is None):
                 token = line.strip()[:60]
                 if _rx("mention").match(line) is not None:

@@ -53,7 +53,6 @@ def test_mention_recognized(text):
     '"' + D + ' review"',
     "`" + D + " review`",
     "```\n" + D + " review\n```",
-    "\u00a0" + D + " review",         # NBSP indentation
     "$" + D + " review",
     "please " + D + " review",
     "",
@@ -78,6 +77,11 @@ def test_mention_not_recognized_is_plain_text(text):
     ("$stop_that_shit review", "DIRECTIVE_MISSPELT"),
     ("$ stop-that-shit review", "DIRECTIVE_MISSPELT"),
     ("$stopthatshit review", "DIRECTIVE_MISSPELT"),
+    ("\uff04\uff53\uff54\uff4f\uff50\uff0d\uff54\uff48\uff41\uff54\uff0d\uff53\uff48\uff49\uff54"
+     " review", "DIRECTIVE_MISSPELT"),                   # full-width letters too
+    ("**$stop-that-shit review**", "DIRECTIVE_MISSPELT"),  # bold in Markdown
+    ("\u00a0" + D + " review", "DIRECTIVE_MISSPELT"),      # NBSP indentation
+    ("Please look.\n\uff04stop-that-shit review", "DIRECTIVE_MISSPELT"),
 ])
 def test_a_line_meant_as_a_directive_is_rejected_aloud(text, code):
     """Not the directive, but meant as one: rejected with a word, the contract kept."""
@@ -407,6 +411,10 @@ def test_stop_must_be_the_whole_text(text):
     ("禁止修改仓库", "review"),
     ("只读不改", "review"),
     ("仅审查", "review"),
+    ("Don't make any changes.", "review"),
+    ("do not make edits, just report", "review"),
+    ("测试不要修改。", "review"),
+    ("请勿编辑", "review"),
     ("Answer only.", "answer"),
     ("只回答问题", "answer"),
     ("monitor only", "monitor"),
