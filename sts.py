@@ -720,6 +720,13 @@ class Action(_EventType):
     # What a file tool writes, in memory only, so that a hash or dependency
     # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
     changes: List[dict] = _NEW_LIST
+    # The part of the call that cannot be undone and why, as the Culprit
+    # names it ("`git reset --hard` discards uncommitted changes"); None when
+    # nothing in it is irreversible (see IRREVERSIBLE_ACTION).
+    irreversible: Optional[str] = None
+    # Paths and patterns a shell line deletes, moves or overwrites
+    # (ShellAnalysis.lost_targets): irreversible when outside the workspace.
+    lost_targets: List[str] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -747,7 +754,7 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -773,7 +780,7 @@ class Action(_EventType):
             if reason not in ANALYSIS_REASONS:
                 raise _bad(where + "analysisReason", reason)
         async_launched = _opt_bool(obj, "asyncLaunched", where)
-        for key in ("reachability", "authorization", "command"):
+        for key in ("reachability", "authorization", "command", "irreversible"):
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
@@ -798,6 +805,7 @@ class Action(_EventType):
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
             command=obj.get("command"), shell=shell, changes=changes,
+            irreversible=obj.get("irreversible") or None, lost_targets=paths[3],
         )
 
 
@@ -1027,7 +1035,7 @@ NO_RESULT = CoreResult()
 DEFAULT_CONTRACT: Dict[str, Any] = {
     "mode": "unconfirmed", "level": "watch", "agentBudget": MAX_SAFE_INTEGER,
     "hashPolicy": "deny", "allowedPaths": None, "dependencyPolicy": "ask",
-    "source": "default",
+    "undoPolicy": "ask", "source": "default",
 }
 
 DIRECTIVE = "$stop-that-shit"
@@ -1083,6 +1091,9 @@ _PATTERNS: Dict[str, str] = {
     # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
     "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
+    # A line that was meant as a directive: the mention, a full-width or small
+    # dollar sign, or the name misspelt (`$stop_that_shit`, `$ stop-that-shit`).
+    "lookalike": r"(?i)[ ]{0,3}[*_]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
@@ -1095,11 +1106,24 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    # Review: an order not to change anything.  Only phrases that say so as a
+    # whole: "read-only" alone may describe a file ("the file is read-only"),
+    # so it counts only as an order ("stay read-only", "read-only mode").
     "review": (
         r"(?ai)\breview\s+only\b"
-        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
-        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
-        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+        r"|\b(?:do\s+not|don't|don\u2019t|never|please\s+don't)\s+"
+        r"(?:edit|change|fix|modify|touch|alter|write(?:\s+to)?|update|rewrite)\s+"
+        r"(?:anything|any\s+(?:files?|code)|the\s+(?:repository|repo|files?|code|codebase))\b"
+        r"|\bmake\s+no\s+(?:changes|edits|modifications)\b"
+        r"|\b(?:do\s+not|don't|don\u2019t|never)\s+make\s+(?:any\s+)?(?:changes|edits)\b"
+        r"|\bwithout\s+(?:changing|modifying|editing|touching)\s+(?:anything|any\s+(?:files?|code))\b"
+        r"|\b(?:stay|remain|keep\s+it|be)\s+read[-\s]?only\b|\bread[-\s]?only\s+(?:mode|review|task)\b"
+        r"|\blook\s+but\s+don't\s+touch\b"
+        r"|只审查|只看不改|只读不改|仅审查|只做审查|只(?:看|读)(?:代码|一下)"
+        r"|(?:不要|不许|别|禁止|不准|请勿|勿)(?:修改|改动|改|动|编辑)(?:任何)?(?:代码|文件|东西|仓库)"
+        r"|(?:不要|不许|别|禁止|不准|请勿)(?:修改|改动|编辑)(?:任何东西)?[ \t]*(?:\Z|[\n，,。.!！；;])"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|这次|本次|现在|接下来|先)*只读(?:模式)?"
+        r"(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
     "answer": r"(?ai)\banswer\s+only\b|只回答",
     "monitor": (
@@ -1258,12 +1282,27 @@ _KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
     "hash": _policy("hashPolicy"),
     "files": _files,
     "deps": _policy("dependencyPolicy"),
+    "undo": _policy("undoPolicy"),
 }
 # Keys that are errors of their own kind even without `=`.
 _BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
     "agents": _invalid_agents,
     "total-agents": _unsupported_agents,
     "concurrent-agents": _unsupported_agents,
+}
+
+
+# Words people type for a field that has another name: the rejection says
+# which field was meant, so an unknown word is never only "not a field".
+_MEANT_TOKENS: Dict[str, str] = {
+    "on": "guard", "enable": "guard", "enabled": "guard", "true": "guard", "yes": "guard",
+    "enforce": "guard", "arm": "guard", "armed": "guard", "strict": "guard",
+    "disable": "off", "disabled": "off", "false": "off", "no": "off", "none": "off",
+    "read-only": "review", "readonly": "review", "read": "review", "ro": "review",
+    "audit": "review", "inspect": "review",
+    "edit": "change", "write": "change", "fix": "change", "implement": "change",
+    "rw": "change", "build": "change",
+    "question": "answer", "chat": "answer",
 }
 
 
@@ -1277,7 +1316,15 @@ def _parse_token(token: str) -> Tuple[str, Any]:
     key = key.lower()
     if not equals:
         bare = _BARE_KEYS.get(key)
-        raise bare(token) if bare else _invalid_token(token)
+        if bare:
+            raise bare(token)
+        meant = _MEANT_TOKENS.get(word)
+        if meant:
+            raise _DirectiveError(
+                "INVALID_DIRECTIVE_TOKEN", token,
+                "`%s` is not a directive field; did you mean `%s`? (Task text goes after `--` "
+                "or on the next line.)" % (token, meant))
+        raise _invalid_token(token)
     parser = _KEYED_TOKENS.get(key)
     if parser is None:
         raise _invalid_token(token)
@@ -1511,8 +1558,11 @@ def _prose(text: str) -> str:
 def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
     prose = _prose(text)
     previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    # A default is widened by a directive only: nearly every task starts "fix
+    # ...", so a plain "fix it" would undo a review default in every session.
+    from_default = contract.get("source") in DEFAULT_SOURCES
     for rule, mode, source, needs in _CORRECTIONS:
-        if needs is not None and previous_mode not in needs:
+        if needs is not None and (previous_mode not in needs or from_default):
             continue
         pattern = _rx(rule)
         found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)
@@ -1544,13 +1594,158 @@ def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
             given = _parse_fields(head)
         except _DirectiveError as err:
             return PromptOutcome("error", _copy(contract), dict(err.info))
-        result = _apply_directive(contract, given)
+        # A directive replaces a default contract whole: the user's own words
+        # decide, not the fields a default happened to set.
+        base = DEFAULT_CONTRACT if contract.get("source") in DEFAULT_SOURCES else contract
+        result = _apply_directive(base, given)
         return PromptOutcome("directive", result, None, result != contract)
     if isinstance(text, str):
+        missed = _missed_directive(text)
+        if missed is not None:
+            return PromptOutcome("error", _copy(contract), missed)
         corrected = _correction(contract, text)
         if corrected is not None:
             return PromptOutcome("correction", corrected, None, corrected != contract)
     return PromptOutcome("plain", _copy(contract))
+
+
+def _missed_directive(text: str) -> Optional[Dict[str, str]]:
+    """The rejection for a line that was meant as a directive but is not one
+    (a lookalike `＄`, a misspelt name, a directive below the first line), so
+    that it is never dropped in silence.  Code, quoted lines and quotations
+    are left out, as for a correction."""
+    lines = _blank_blocks(text).split("\n")
+    first = True
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip(" ")) <= 3:
+            # Full-width letters and other compatibility forms read as their
+            # plain letters here (`＄ｓｔｏｐ－ｔｈａｔ－ｓｈｉｔ`): only to find the intent.
+            plain = line if line.isascii() else __import__("unicodedata").normalize("NFKC", line)
+            found = _rx("lookalike").match(plain)
+            if found and (not first or _rx("mention").match(line) is None):
+                token = line.strip()[:60]
+                if _rx("mention").match(line) is not None:
+                    return {"code": "DIRECTIVE_NOT_FIRST_LINE", "token": token, "message": (
+                        "the directive on line %d was not applied: only the first line of a "
+                        "prompt can hold it; send `%s` as the first line, the task after it"
+                        % (number, token))}
+                return {"code": "DIRECTIVE_MISSPELT", "token": token, "message": (
+                    "`%s` looks like a directive but is not one: type it as "
+                    "`$stop-that-shit <fields>` with the ASCII `$`, on the first line" % token)}
+        first = False
+    return None
+
+
+# ---- default contracts ------------------------------------------------------
+# A session with no directive starts from the user's default (`sts.py default`,
+# a file beside the state), made stricter by a repository's default file.  A
+# repository file can only tighten, field by field: cloning a hostile
+# repository never loosens the guard.
+
+REPO_DEFAULT_FILE = ".stop-that-shit"
+DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
+# Strictness: a higher rank allows less.  Equal ranks keep the user's value.
+_MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
+_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
+_POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
+# Contract key -> the directive word, for the fields a repository asked to widen.
+_FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
+                "agentBudget": "agents", "allowedPaths": "files"}
+
+
+def parse_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default (`review hash=ask`, with or without the leading
+    `$stop-that-shit`), or None for `off` (no default: sessions are watched).
+    Raises _DirectiveError with a directive's own messages; task text is refused."""
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    if body.lower() == "off":
+        return None
+    cut = _rx("head_end").search(body)
+    if cut is not None:
+        raise _DirectiveError("INVALID_DEFAULT", body[cut.start():].strip()[:40],
+                              "a default holds contract fields only, on one line, no task text")
+    return _parse_fields(body)
+
+
+def default_contract(given: Optional[Dict[str, Any]], origin: str) -> Dict[str, Any]:
+    """The contract a default's fields give, marked with where it came from."""
+    if given is None:
+        return dict(DEFAULT_CONTRACT)
+    contract = _apply_directive(DEFAULT_CONTRACT, given)
+    contract.update(source="user-default", origin=origin)
+    return contract
+
+
+def _files_pattern_inside(inner: str, outer: str) -> bool:
+    """Whether every path the `files=` pattern `inner` allows, `outer` allows too."""
+    # Compared as they are matched: normalized, so `src/../etc/**` is not
+    # taken for a folder below `src/`; one that still climbs out is inside
+    # nothing.
+    inner, outer = _files_normalize(inner), _files_normalize(outer)
+    if ".." in inner.split("/") or inner.startswith("/") != outer.startswith("/"):
+        return False
+    if outer == "**" or inner == outer:
+        return True
+    return outer.endswith("/**") and inner.startswith(outer[:-2]) and "**" != inner
+
+
+def _files_within(repo: List[str], user: Optional[List[str]]) -> List[str]:
+    """The repository's patterns that lie inside the user's, and the user's that
+    lie inside the repository's; nothing when the two cannot be shown to meet."""
+    if user is None:
+        return list(repo)
+    kept = [p for p in repo if any(_files_pattern_inside(p, q) for q in user)]
+    kept += [q for q in user if q not in kept and any(_files_pattern_inside(q, p) for p in repo)]
+    return kept
+
+
+def tighten_contract(base: dict, given: Dict[str, Any], origin: str
+                     ) -> Tuple[Dict[str, Any], List[str]]:
+    """`base` (the user's default) made stricter by a repository's fields.
+
+    Each field takes the stricter of the two: a mode that allows less, a
+    higher level, a policy nearer `deny`, a smaller `agents=`, the `files=`
+    patterns inside both.  Returns the contract and the repository's words
+    that would have widened it (ignored).
+    """
+    result = _normalized(base)
+    ignored: List[str] = []
+    mode = given.get("mode")
+    if mode is not None:
+        if _MODE_RANK[mode] > _MODE_RANK[result["mode"]]:
+            result["mode"] = mode
+        elif mode != result["mode"]:
+            ignored.append(mode)
+    # A mode alone arms, as in a directive.
+    level = given.get("level", "guard" if mode is not None else None)
+    if level is not None:
+        if _LEVEL_RANK[level] > _LEVEL_RANK[result["level"]]:
+            result["level"] = level
+        elif "level" in given and level != result["level"]:
+            ignored.append(level)
+    for key, value in given.items():
+        word = _FIELD_WORDS.get(key)
+        if word is None:
+            continue
+        old = result.get(key)
+        if key == "allowedPaths":
+            new = _files_within(value, old)
+            if old is not None and sorted(new) != sorted(value):
+                ignored.append("files=" + "|".join(p for p in value if p not in new))
+        elif key == "agentBudget":
+            new = min(value, old) if _is_int(old) else value
+        else:
+            new = value if _POLICY_RANK.get(value, 0) >= _POLICY_RANK.get(old, 0) else old
+        if new != value and key != "allowedPaths":
+            ignored.append("%s=%s" % (word, value))
+        result[key] = new
+    result.update(source="repo-default", origin=origin)
+    return _hold_invariant(result), ignored
 
 
 def _copy(contract: dict) -> Dict[str, Any]:
@@ -1608,18 +1803,19 @@ def budget_text(budget: Any) -> str:
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
-    contract context (also used by `status`); an unlimited budget reads
+    """The `mode=...; agents=...; hash=...; deps=...; undo=...; files=...` line
+    of the contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
     files = ("|".join(paths) or "(none: no path is writable)") if isinstance(paths, list) \
         else "unbounded"
-    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; undo=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
-        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]),
+        contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]), files)
 
 
 def directive_error_text(error: Optional[dict]) -> str:
@@ -1653,13 +1849,18 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
     """
     if storage_error:
         return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    origin = contract.get("origin") if contract.get("source") in DEFAULT_SOURCES else None
     if contract.get("level") == "off":
         text = _OFF_TEXT
     elif contract.get("mode", "unconfirmed") == "unconfirmed":
         text = _UNCONFIRMED_TEXT
     else:
-        text = "Stop That Shit (active): %s %s" % (
+        text = "Stop That Shit (active%s): %s %s" % (
+            ", contract from %s" % origin if origin else "",
             contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+        origin = None
+    if origin:
+        text = "Contract from %s. %s" % (origin, text)
     return "Warning: %s %s" % (warning, text) if warning else text
 
 
@@ -1723,11 +1924,13 @@ class ShellAnalysis(Record):
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
+                          'irreversible', 'lost_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
-                'python_folder': False, 'runs_packages': list}
+                'python_folder': False, 'runs_packages': list, 'irreversible': None,
+                'lost_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1738,6 +1941,8 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
+    lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1813,7 +2018,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending", "whole", "pyfolder", "runs")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs", "undo", "lost")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1847,6 +2052,11 @@ class _V:
         # dependency change unless the project declares each one
         # (ShellAnalysis.runs_packages), as ("npm" | "py", name).
         self.runs: List[Tuple[str, str]] = []
+        # What cannot be undone (see _undo_why): the culprit text of the
+        # first irreversible part, and `lost`, the targets this verdict
+        # deletes, moves or overwrites (a _V of targets only; see _lose).
+        self.undo: Optional[str] = None
+        self.lost: Optional[_V] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1872,6 +2082,12 @@ class _V:
             self.runs = self.runs + other.runs
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
+        if other.undo is not None and self.undo is None:
+            self.undo = other.undo
+        if other.lost is not None:
+            if self.lost is None:
+                self.lost = _V("write")
+            self.lost.join(other.lost)
         return self
 
     def add(self, target: Any, tree: bool = False) -> "_V":
@@ -1904,6 +2120,13 @@ class _V:
         """Name the part that decided (see `why`); returns self for chaining."""
         self.why = why
         return self
+
+
+def _carry(out: _V, inner: _V) -> _V:
+    """`out`, a verdict made anew for a program that runs `inner`, keeps
+    what `inner` cannot undo."""
+    out.undo, out.lost = inner.undo, inner.lost
+    return out
 
 
 def _an_read() -> _V:
@@ -3369,6 +3592,14 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+        name = _cmd_name(cmd)
+        if cmd.stdin and inner.undo is None and name in _INTERPRETERS:
+            # A here-doc given to an interpreter or a database client is its code.
+            if name in _UNDO_BY_PROGRAM or _undo_rows(name or ""):
+                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []):
+                    inner.undo = "`%s` reads %s" % (name, "a here-doc that drops or empties data")
+            else:
+                _code_loses(inner, cmd.stdin, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
         inner.agent = "?"
     if env_capped is not None:
@@ -3777,6 +4008,8 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
         return _an_read()
     v = _write([target], "shell_redirection").blame("redir", op, target.text)
     v.whole = target.static   # the shell writes through a link: a plain word only
+    if not kind.endswith(">>"):
+        _lose(v)   # `>` empties the file first; `>>` only adds to it
     return v
 
 
@@ -3955,6 +4188,8 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
     name = _program_name(words[0]) if words else None
+    if v.mut != "read":
+        _judge_undo(v, name, words, ctx)
     if not v.dep and v.agent is None and v.mut != "read" and words \
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
@@ -4847,7 +5082,7 @@ _ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--wi
 
 
 def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
-               positional: int = 0) -> _V:
+               positional: int = 0, feeds: bool = False) -> _V:
     """The intents of the command a runner starts (its verdict: never a read)."""
     i = 0
     while i < len(args):
@@ -4864,10 +5099,20 @@ def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VAL
             continue
         break
     rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
-    if ":::" in [w.text for w in args[i:]]:
-        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    texts = [w.text for w in args[i:]]
+    if ":::" in texts:
+        rest = args[i:i + texts.index(":::")]
     if not rest:
         return _unknown()
+    if feeds:
+        # parallel gives the command each input: the words after `:::`, or
+        # the lines of stdin; where a replacement string stands, that word.
+        items = [w for w in args[i + texts.index(":::"):] if w.text not in
+                 (":::", ":::+", "::::")] if ":::" in texts else [_STDIN_ITEM]
+        if any("{" in w.text for w in rest[1:]):
+            rest = [rest[0]] + [_STDIN_ITEM if "{" in w.text else w for w in rest[1:]]
+        else:
+            rest = rest + items
     return _payload(rest, ctx).cap("shell_command_unproven")
 
 
@@ -4875,15 +5120,17 @@ def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     valued, positional = _RUNNERS[name]
-    inner = _run_inner(args, ctx, valued, positional)
-    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
-        if inner.mut != "write" else inner
+    inner = _run_inner(args, ctx, valued, positional, feeds=name == "parallel")
+    return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                  inner) if inner.mut != "write" else inner
 
 
 def _in_dir(v: _V, folders: List[_W]) -> _V:
     """Targets of a program that first moves to `folders`, one after the
     other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
     expansion among them leaves the folder unknown."""
+    if v.lost is not None:
+        _in_dir(v.lost, folders)
     if not folders or not (v.targets or v.patterns or v.pending):
         return v
     prefix: Optional[str] = ""
@@ -5011,7 +5258,10 @@ def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V
     """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
     what its known words do still counts: each expansion is read as a plain word."""
     inner = reader(text.replace("\0", "x"), ctx.deeper())
-    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
+    v = _carry(_V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep), inner)
+    if v.lost is not None:
+        v.lost.opaque = True   # what it deletes is named by an expansion
+    return v
 
 
 def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -7681,7 +7931,7 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "run":
         inner = _run_inner(args[1:], ctx)
         dep = any(t.startswith("--with") for t in texts) or inner.dep
-        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
+        return _carry(_V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash), inner)
     if verb in ("tree",):
         # It resolves the project, which may build it (setup.py, a build backend).
         return _unknown("repository_code")
@@ -7697,7 +7947,8 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # `poetry run pip install x`: what runs in the environment counts.
         at = next(k for k, w in enumerate(args) if w.text == "run")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1 or any(
             w.text in ("--selective-upgrade", "-U") for w in args))
@@ -7880,7 +8131,8 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if name != "gem" and verb == "exec":
         at = next(k for k, w in enumerate(args) if w.text == "exec")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -9355,7 +9607,7 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
         v = inner(name, args, ctx) if inner is not None else _unknown()
         if v.mut == "write":
             return v
-        return _V("unknown", "repository_code", hash_=v.hash, dep=v.dep)
+        return _carry(_V("unknown", "repository_code", hash_=v.hash, dep=v.dep), v)
     return handler
 
 
@@ -9768,6 +10020,8 @@ def _fixed(path: str) -> bool:
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     """Name v's relative write targets from each folder the shell may be in;
     one that is unknown makes the write's place unknown (opaque)."""
+    if v.lost is not None:
+        _place_targets(v.lost, folders)
     if not (v.targets or v.patterns) or folders == [""]:
         return
     placed: List[str] = []
@@ -10105,13 +10359,13 @@ class _Flow:
             seen.append((cmd, v))
         if v.reason == "state_change":
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
-        if v.pending:
+        if v.pending or (v.lost is not None and v.lost.pending):
             _resolve_targets(v, self.ctx)
         if v.pyfolder and here != [_START]:
             v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
         if v.runs and here != [_START]:
             v.dep, v.runs = True, []    # ...and so does npx: its project is not known
-        if (v.targets or v.patterns) and here != [_START]:
+        if (v.targets or v.patterns or v.lost is not None) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
         return v
@@ -10165,6 +10419,8 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
 
 def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     """Turn the words a command writes to into paths and patterns."""
+    if v.lost is not None and v.lost.pending:
+        _resolve_targets(v.lost, ctx)
     for word, tree in v.pending:
         forms = _word_paths(word, ctx)
         if forms is None:
@@ -10189,6 +10445,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
+    v.undo = _undo_unread([text])
     # Each distinct word once: a long line repeats most of its words.
     words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
              set(text.translate(_WORD_SEPARATORS).split())}
@@ -10761,12 +11018,503 @@ def _beyond_analysis() -> _V:
     return v
 
 
+# ---- irreversible actions ---------------------------------------------------
+# What neither version control nor the file system can bring back (the
+# contract's undo=; see IRREVERSIBLE_ACTION).  Two kinds: a program and its
+# subcommand or option that destroys by what it is (the table below), and a
+# delete, move or overwrite whose place decides (`lost`, judged against the
+# workspace when the call is decided).  Both are judged on the program the
+# analyzer found behind wrappers (sudo, env, nice, timeout, xargs, find
+# -exec, bash -c, inline code), so a wrapper is no way around them.
+
+# (programs, subcommand words, condition, why).  Subcommand words are
+# matched in order among the first operands (git's after its global
+# options); `a|b` is either word, `*` any word, `x*` a word starting with x.
+# The condition is a list of words: the row holds when any plain word is
+# among the arguments (a short option also inside a cluster: `-f` in
+# `-fdx`; a long one also as `--opt=value`) and no `!word` is; `@name` is a
+# predicate of _UNDO_TESTS; an empty condition always holds.
+_UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
+    # 1. uncommitted work and history
+    ("git", "reset", "--hard --merge --keep", "discards uncommitted changes"),
+    ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
+    ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
+    ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
+    ("git", "clean", "-f --force !-n !--dry-run",
+     "deletes untracked files, which git never had"),
+    ("git", "stash", "drop clear",
+     "deletes stashed changes, which no branch or reflog keeps"),
+    ("git", "branch", "-D -M -C @branch-force",
+     "deletes or overwrites a branch whose commits may be on no other"),
+    ("git", "tag", "-d --delete -f --force", "deletes or moves a tag, which no reflog keeps"),
+    ("git", "reflog", "expire delete", "drops the reflog, the record that finds lost commits"),
+    ("git", "gc", "@prune-now", "deletes unreachable commits now instead of after weeks"),
+    ("git", "prune", "!-n !--dry-run", "deletes unreachable commits, the last copy of dropped work"),
+    ("git", "filter-branch|filter-repo", "", "rewrites the history of every branch it is given"),
+    ("git", "update-ref", "-d --delete", "deletes a ref and with it the way to its commits"),
+    ("git", "worktree", "@worktree-force", "deletes a worktree with its uncommitted changes"),
+    ("git", "rm", "-f --force !--cached", "deletes files even with uncommitted changes"),
+    ("git", "checkout-index", "-f --force", "overwrites uncommitted changes in the work tree"),
+    ("git", "submodule", "@deinit-force", "deletes a submodule's work tree with its changes"),
+    # 2. what others share
+    ("git", "push", "-f --force --force-with-lease",
+     "replaces the remote branch, dropping commits others may have"),
+    ("git", "push", "-d --delete --prune --mirror @refspec",
+     "deletes or rewrites branches on the remote"),
+    ("gh", "repo|release|gist|secret|variable|label|cache|run|ssh-key|gpg-key|issue",
+     "@gh-delete", "deletes it on GitHub, where no undo exists"),
+    ("gh", "api", "@http-delete", "sends an HTTP DELETE"),
+    # 4. devices, file systems and the machine
+    ("mkfs mke2fs mkswap mkdosfs mkntfs mkexfatfs newfs", "", "",
+     "makes a new file system over what the device held"),
+    ("wipefs", "", "-a --all -o --offset !-n !--no-act", "erases file-system signatures"),
+    ("shred", "", "", "overwrites files so that nothing can recover them"),
+    ("dd", "", "@dd-device", "writes straight onto a device"),
+    ("blkdiscard", "", "", "discards every block of the device"),
+    ("fdisk sfdisk gdisk cfdisk", "", "!-l !--list !-d !--dump !-s !--show-size !-V "
+     "!--verify !--help", "rewrites a partition table"),
+    ("sgdisk", "", "!-p !--print !-v !--verify !-i !--info !--help",
+     "rewrites a partition table"),
+    ("parted", "", "@parted", "rewrites a partition table"),
+    ("diskutil", "erase*|zeroDisk|randomDisk|secureErase|partitionDisk|reformat", "",
+     "erases a disk or volume"),
+    ("diskutil", "apfs|ap", "deleteVolume deleteContainer eraseVolume",
+     "erases a disk or volume"),
+    ("hdparm", "", "--security-erase --security-erase-enhanced --trim-sector-ranges "
+     "--write-sector --dco-restore", "erases or overwrites disk sectors"),
+    ("nvme", "format|sanitize", "", "erases the drive"),
+    ("cryptsetup", "luksFormat|erase|luksErase", "", "destroys the encryption keys of a volume"),
+    ("lvremove vgremove pvremove", "", "", "removes a volume and its data"),
+    ("zpool", "destroy|labelclear", "", "destroys a storage pool"),
+    ("zfs", "destroy|rollback", "", "destroys data or every change since a snapshot"),
+    ("btrfs", "subvolume", "delete", "deletes a subvolume"),
+    ("mdadm", "", "--zero-superblock", "erases a RAID member's metadata"),
+    ("shutdown reboot halt poweroff", "", "!-c !-k !--help !--show",
+     "stops or restarts the machine"),
+    ("init telinit", "", "0 6", "stops or restarts the machine"),
+    ("systemctl", "stop|disable|mask|kill|isolate|poweroff|reboot|halt|kexec|soft-reboot|"
+     "suspend|hibernate", "", "stops or disables services of the machine"),
+    ("service", "*", "stop", "stops a service of the machine"),
+    ("launchctl", "unload|remove|bootout|disable|kill", "", "stops or removes a service"),
+    ("crontab", "", "-r", "deletes every scheduled job of the user, keeping no copy"),
+    # 5. remote systems through their CLIs
+    ("kubectl oc", "delete", "", "deletes resources in the cluster"),
+    ("kubectl oc", "apply", "--prune", "deletes resources in the cluster"),
+    ("kubectl oc", "drain|cordon|replace", "--force --delete-emptydir-data "
+     "--delete-local-data", "deletes resources in the cluster"),
+    ("helm", "uninstall|delete|del|un", "", "removes a release and what it deployed"),
+    ("terraform tofu terragrunt", "destroy", "", "destroys the infrastructure it manages"),
+    ("terraform tofu terragrunt", "apply|plan", "-destroy --destroy",
+     "destroys the infrastructure it manages"),
+    ("terraform tofu", "state|workspace", "rm delete", "drops infrastructure from its state"),
+    ("pulumi", "destroy|down", "", "destroys the infrastructure it manages"),
+    ("pulumi", "stack", "rm", "deletes a stack"),
+    ("aws", "s3", "rm rb mv", "deletes objects or buckets in S3"),
+    ("aws", "s3", "--delete", "deletes objects in S3 that are not in the source"),
+    ("aws", "*", "@aws-delete", "deletes resources in AWS"),
+    ("gcloud", "*", "@cloud-delete", "deletes resources in Google Cloud"),
+    ("gsutil", "rm|rb", "", "deletes objects or buckets in Cloud Storage"),
+    ("gsutil", "rsync", "-d", "deletes objects that are not in the source"),
+    ("az", "*", "@cloud-delete", "deletes resources in Azure"),
+    ("doctl", "*", "@cloud-delete", "deletes resources in DigitalOcean"),
+    ("docker podman nerdctl", "system|volume|container|builder|buildx", "prune",
+     "deletes containers, volumes or build data"),
+    ("docker podman nerdctl", "volume", "rm remove", "deletes volumes and their data"),
+    ("docker podman nerdctl", "rm|container", "-f --force -v --volumes",
+     "deletes running containers or their volumes"),
+    ("docker podman", "compose|machine", "-v --volumes rm",
+     "deletes volumes and their data"),
+    ("docker-compose", "down|rm", "-v --volumes", "deletes volumes and their data"),
+    ("psql mysql mariadb sqlite3 sqlcmd clickhouse-client cockroach duckdb cqlsh snowsql bq",
+     "", "@sql", "changes a database in a way no version control records"),
+    ("dropdb dropuser", "", "", "drops a database"),
+    ("mysqladmin", "", "drop", "drops a database"),
+    ("redis-cli valkey-cli", "", "@redis", "empties a Redis database"),
+    ("mongo mongosh", "", "@mongo", "drops MongoDB data"),
+    ("curl", "", "@http-delete", "sends an HTTP DELETE"),
+    ("wget", "", "--method=DELETE", "sends an HTTP DELETE"),
+    ("http https xh xhs", "", "DELETE delete", "sends an HTTP DELETE"),
+    ("rclone", "sync|purge|delete|deletefile|rmdir|rmdirs|cleanup|move|moveto|dedupe", "",
+     "deletes files on the remote"),
+    ("restic", "forget|prune", "", "deletes backups"),
+    ("borg", "delete|prune|compact|recreate", "", "deletes backups"),
+    ("vault", "delete|kv|secrets", "@vault", "deletes secrets"),
+    ("op", "delete|item|vault|document", "delete", "deletes secrets from 1Password"),
+    ("heroku", "apps:destroy|pg:reset|apps:delete", "", "destroys an app or its database"),
+    ("fly flyctl", "destroy|apps|volumes", "destroy delete", "destroys an app or volume"),
+    ("vercel", "remove|rm", "", "removes deployments"),
+    ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
+     "deletes data in Firebase"),
+    ("supabase", "db", "reset", "empties the database"),
+)
+
+# Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
+_UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Writers whose targets are deleted, moved or overwritten (a new folder,
+# file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
+_LOSES = frozenset((
+    "rm", "rmdir", "unlink", "shred", "truncate", "cp", "mv", "install", "dd", "rsync",
+    "scp", "rename", "del", "erase", "rd", "copy", "move", "ren", "xcopy", "robocopy",
+    "patch", "unzip", "tar", "sed", "gsed", "perl", "tee", "find", "sort", "split", "csplit",
+    "awk", "gawk", "mawk", "nawk", "ditto", "gcp", "gmv", "apply_patch", "applypatch"))
+_REMOVERS = frozenset(("rm", "rmdir", "unlink", "shred", "truncate", "mv", "dd", "find", "del",
+                       "erase", "rd", "rename", "move", "ren", "gmv", "srm"))
+_LOSES_RECURSIVE = frozenset(("chmod", "chown", "chgrp", "setfacl", "chattr", "chflags"))
+
+
+def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
+    if not _UNDO_BY_PROGRAM:
+        for programs, sub, test, why in _UNDO_ROWS:
+            for program in programs.split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(
+                    ([part.split("|") for part in sub.split()], test.split(), why))
+    rows = _UNDO_BY_PROGRAM.get(name)
+    if rows is None:
+        for prefix, base in _UNDO_PREFIXES:
+            if name.startswith(prefix):
+                return _UNDO_BY_PROGRAM.get(base, [])
+        return []
+    return rows
+
+
+def _undo_word(pattern: str, text: str) -> bool:
+    return pattern == "*" or pattern == text or (
+        pattern.endswith("*") and text.startswith(pattern[:-1]))
+
+
+def _has_word(texts: List[str], word: str) -> bool:
+    """A word among the arguments before `--`: a short option also inside a
+    cluster (`-f` in `-xdf`), a long one also with `=value`."""
+    for t in texts:
+        if t == "--":
+            return False
+        if t == word or (word.startswith("--") and t.startswith(word + "=")):
+            return True
+        if len(word) == 2 and word[0] == "-" and t[:1] == "-" and t[1:2] != "-" \
+                and word[1] in t[1:] and t[1:].isalpha():
+            return True
+    return False
+
+
+def _git_start(texts: List[str]) -> int:
+    """Where git's subcommand is, after its global options."""
+    i = 0
+    while i < len(texts):
+        t = texts[i]
+        if t in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                 "--exec-path", "--super-prefix"):
+            i += 2
+        elif t.startswith("-"):
+            i += 1
+        else:
+            return i
+    return i
+
+
+def _sub_at(texts: List[str], sub: List[List[str]], git: bool) -> Optional[int]:
+    """Where the arguments after the subcommand words start, or None."""
+    if not sub:
+        return 0
+    if git:
+        i = _git_start(texts)
+        for alts in sub:
+            if i >= len(texts) or not any(_undo_word(a, texts[i]) for a in alts):
+                return None
+            i += 1
+        return i
+    # Other CLIs: in order among the first operands (options and their
+    # values may come first: `kubectl -n prod delete pod x`).
+    operands = [k for k, t in enumerate(texts) if not t.startswith("-")][:len(sub) + 3]
+    k = 0
+    for pos in operands:
+        if any(_undo_word(a, texts[pos]) for a in sub[k]):
+            k += 1
+            if k == len(sub):
+                return pos + 1
+    return None
+
+
+def _undo_holds(test: List[str], texts: List[str], rest: List[str]) -> bool:
+    wanted = [w for w in test if not w.startswith(("!", "@"))]
+    for w in test:
+        if w.startswith("!") and _has_word(rest, w[1:]):
+            return False
+    tests = [w[1:] for w in test if w.startswith("@")]
+    if any(_UNDO_TESTS[t](texts, rest) for t in tests):
+        return True
+    if wanted:
+        return any(_has_word(rest, w) for w in wanted)
+    return not tests
+
+
+_SQL_GONE = (r"(?is)\b(?:drop\s+(?:table|database|schema|view|index|user|role|keyspace"
+             r"|collection|materialized|function|procedure|trigger|sequence|type)"
+             r"|truncate\b|delete\s+from\s+[^;]*?(?:;|$)(?<!where)"
+             r"|alter\s+table\s+\S+\s+drop\b)")
+
+
+def _sql_gone(text: str) -> bool:
+    if not _an_rx("sql-gone", _SQL_GONE).search(text):
+        return False
+    # DELETE ... WHERE narrows what goes; DROP and TRUNCATE never do.
+    low = " ".join(text.lower().split())
+    if _an_rx("sql-drop", r"\b(?:drop\s+\w|truncate\b|alter\s+table\s+\S+\s+drop\b)"
+              ).search(low):
+        return True
+    return any("where" not in part for part in
+               _an_rx("sql-delete", r"delete\s+from\s+[^;]*").findall(low))
+
+
+def _method_delete(texts: List[str]) -> bool:
+    for k, t in enumerate(texts):
+        value = None
+        if t in ("-X", "--request", "--method") and k + 1 < len(texts):
+            value = texts[k + 1]
+        elif t.startswith(("-X", "--request=", "--method=")):
+            value = t.split("=", 1)[1] if "=" in t else t[2:]
+        if value is not None and value.upper() == "DELETE":
+            return True
+    return False
+
+
+def _ops(rest: List[str]) -> List[str]:
+    return [t for t in rest if not t.startswith("-")]
+
+
+_UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
+    # `checkout -- path`, `checkout .`, `checkout rev -- path`, -f
+    "checkout": lambda texts, rest: _has_word(rest, "-f") or _has_word(rest, "--force")
+    or "--" in rest[:-1] or "." in rest or ":/" in rest,
+    # Only --staged (the index) without --worktree loses nothing.
+    "restore": lambda texts, rest: bool(_ops(rest)) and not (
+        (_has_word(rest, "-S") or _has_word(rest, "--staged"))
+        and not (_has_word(rest, "-W") or _has_word(rest, "--worktree"))),
+    "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
+                                         or _has_word(rest, "-m") or _has_word(rest, "--move"))
+    and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
+    "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force")),
+    "deinit-force": lambda texts, rest: rest[:1] == ["deinit"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force") or "--all" in rest),
+    # `git push origin +main` forces, `git push origin :main` deletes.
+    "refspec": lambda texts, rest: any(t.startswith(("+", ":")) and len(t) > 1
+                                       for t in _ops(rest)[1:]),
+    "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
+    "http-delete": lambda texts, rest: _method_delete(texts),
+    "dd-device": lambda texts, rest: any(
+        t.startswith("of=/dev/") and t[3:] not in _DEV_SINKS for t in texts),
+    "parted": lambda texts, rest: not any(t in ("print", "-l", "--list", "--help", "-h",
+                                                "--version", "-v") for t in texts)
+    and not any(t in ("p",) for t in texts[-1:]),
+    "aws-delete": lambda texts, rest: any(
+        t.startswith(("delete-", "terminate-", "remove-", "deregister-", "purge-",
+                      "disable-", "deactivate-", "release-", "revoke-", "cancel-",
+                      "empty-", "reset-", "stop-"))
+        for t in _ops(texts)[:3]),
+    "cloud-delete": lambda texts, rest: any(t in ("delete", "remove", "destroy", "purge",
+                                                  "stop", "rm", "d", "reset")
+                                            for t in _ops(texts)[:5]),
+    "sql": lambda texts, rest: _sql_gone("\n".join(texts)),
+    "redis": lambda texts, rest: any(t.lower() in ("flushall", "flushdb") for t in texts),
+    "mongo": lambda texts, rest: any(
+        _an_rx("mongo-gone", r"(?i)dropDatabase|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}"
+               r"|\.remove\s*\(\s*\{\s*\}").search(t) for t in texts),
+    "vault": lambda texts, rest: texts[:1] == ["delete"] or any(
+        t in ("delete", "destroy", "disable", "metadata") for t in _ops(texts)[1:3]),
+}
+
+
+def _undo_why(name: str, words: List[_W]) -> Optional[str]:
+    """The culprit text when `name words[1:]` is in _UNDO_ROWS: the
+    program, its subcommand and option as written, then why."""
+    rows = _undo_rows(name)
+    if not rows:
+        return None
+    texts = [w.text for w in words[1:]]
+    for sub, test, why in rows:
+        start = _sub_at(texts, sub, name == "git")
+        if start is None or not _undo_holds(test, texts, texts[start:]):
+            continue
+        shown = [words[0].text] + texts[:start][-len(sub):] if sub else [words[0].text]
+        hit = next((w for w in test if not w.startswith(("!", "@")) and
+                    _has_word(texts[start:], w)), None)
+        if hit is not None:
+            hit = next((t for t in texts[start:] if t == hit or t.startswith(hit + "=")
+                        or (len(hit) == 2 and t[:1] == "-" and t[1:2] != "-"
+                            and hit[1] in t)), hit)
+            shown.append(hit)
+        return "`%s` %s" % (" ".join(shown)[:60], why)
+    return None
+
+
+def _git_alias_undo(texts: List[str]) -> Optional[str]:
+    """`git -c alias.x='reset --hard' x`: the alias given on the line is
+    judged as what it stands for; one taken from the environment
+    (--config-env) cannot be read and counts."""
+    start = _git_start(texts)
+    if start >= len(texts):
+        return None
+    sub = texts[start]
+    for k, t in enumerate(texts[:start]):
+        pair = texts[k + 1] if t == "-c" and k + 1 < start else (
+            t[2:] if t.startswith("-c") and t != "-c" else None)
+        env = t.startswith("--config-env=") or (t == "--config-env" and k + 1 < start)
+        if env:
+            pair = t.split("=", 1)[1] if "=" in t else texts[k + 1]
+        if pair is None or not pair.lower().startswith("alias.") or "=" not in pair:
+            continue
+        alias, value = pair[6:].split("=", 1)
+        if alias != sub:
+            continue
+        if env:
+            return "`git %s` runs an alias the guard cannot read: %s" % (sub, _UNDO_UNREAD)
+        if value.startswith("!"):
+            return _undo_unread([value[1:]])
+        return _undo_why("git", [_lit("git")] + [_lit(x) for x in value.split()]
+                         + [_lit(x) for x in texts[start + 1:]])
+    return None
+
+
+def _lose(v: _V, removes: bool = False) -> _V:
+    """Mark everything `v` writes as deleted, moved or overwritten.
+    removes: the program removes what it names (rm, mv, find -delete), so
+    a target it cannot establish counts too; a copy or a redirection to an
+    unknown place (`cp a "$d/"`, `> "$LOG"`) only counts where it is known."""
+    if v.targets or v.patterns or (removes and (v.pending or v.opaque)):
+        lost = v.lost = _V("write")
+        lost.targets = list(v.targets)
+        lost.patterns = list(v.patterns)
+        if removes:
+            lost.pending = list(v.pending)
+            lost.opaque = v.opaque
+    return v
+
+
+# Code that deletes or moves files: the call, and its first argument when it
+# is a string literal (a name built at run time is a target not established).
+_CODE_GONE = (r"(?:\b(?:shutil\.)?(?:rmtree|move)|\bos\.(?:remove|unlink|rmdir|removedirs"
+              r"|rename|replace)|\.(?:unlink|rmdir)|\bfs(?:\.promises)?\.(?:rm|rmdir|unlink"
+              r"|rename)(?:Sync)?|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
+              r"|remove_entry|remove_entry_secure)|\bFileUtils\.(?:rm\w*|remove\w*|mv)"
+              r"|\b(?:File|Dir)\.(?:delete|unlink)|\bunlink)\s*\(\s*"
+              r"(?:(['\"])([^'\"\n]*)\1\s*[,)]|())")
+
+
+def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
+    """Inline code that deletes files or hands a shell a destroying line."""
+    for m in _an_rx("code-gone", _CODE_GONE).finditer(code):
+        if v.lost is None:
+            v.lost = _V("write")
+        if m.group(2) is not None and m.group(2) and not m.group(2).startswith("~"):
+            v.lost.add(m.group(2), True)
+        elif m.group(2) is not None and m.group(2).startswith("~/"):
+            v.lost.add(m.group(2), True)
+        else:
+            v.lost.opaque = True
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    named = {t.rpartition("/")[2].lower()
+             for t in set(code.translate(_UNDO_SPLIT).replace(",", " ").split())}
+    if not (named & _UNDO_NAMES or named & _LOSES or named & _UNDO_BY_PROGRAM.keys()):
+        return   # no line of it can name a destroying program
+    for line in dict.fromkeys(_code_commands(code)[0]):
+        # Only a line that names a destroying program is worth a reading.
+        names = {t.rpartition("/")[2].lower() for t in line.translate(_UNDO_SPLIT).split()}
+        if not (names & _UNDO_NAMES or names & _LOSES or names & _UNDO_BY_PROGRAM.keys()):
+            continue
+        try:
+            inner = _analyze_bash(line, ctx.deeper())
+        except _Give:
+            continue
+        if inner.undo is not None and v.undo is None:
+            v.undo = inner.undo
+        if inner.lost is not None:
+            if v.lost is None:
+                v.lost = _V("write")
+            v.lost.join(inner.lost)
+
+
+# Programs whose name alone, in a command the guard cannot read through,
+# makes it count: what they delete cannot be established.
+_UNDO_UNREAD = ("code or a line the guard cannot read, which may delete or overwrite anything: "
+                "what it destroys cannot be established")
+_UNDO_NAMES = frozenset(("rm", "rmdir", "unlink", "shred", "dd", "wipefs", "mkfs", "fdisk",
+                         "sfdisk", "parted", "blkdiscard", "truncate", "shutdown", "reboot",
+                         "halt", "poweroff", "mv", "srm"))
+_UNDO_SPLIT = str.maketrans("'\"`;&|(){}\n\\", " " * 12)
+
+
+def _undo_unread(texts: Any) -> Optional[str]:
+    """The culprit when text the guard cannot read word by word names a
+    destroying program, or a program and subcommand of _UNDO_ROWS."""
+    tokens: List[str] = []
+    for text in texts:
+        tokens.extend(text.translate(_UNDO_SPLIT).split())
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    names = {t.rpartition("/")[2].lower() for t in set(tokens)}
+    if not (names & _UNDO_NAMES or names & _UNDO_BY_PROGRAM.keys()
+            or any(n.startswith("mkfs.") for n in names)):
+        return None
+    for k, t in enumerate(tokens):
+        base = t.rpartition("/")[2].lower()
+        if base in _UNDO_NAMES or base.startswith("mkfs."):
+            return ("`%s` in a command the guard cannot read through: what it destroys "
+                    "cannot be established" % base)
+        if _undo_rows(base):
+            why = _undo_why(base, [_lit(x) for x in tokens[k:k + 12]])
+            if why is not None:
+                return why
+    return None
+
+
+def _undo_shown(command: str) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= 60 else line[:59].rstrip() + "…"
+
+
+def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
+    """Fill v.undo and v.lost for one program and its arguments."""
+    if name is None:
+        return
+    texts = [w.text for w in words[1:]]
+    if v.lost is None:
+        recursive = name in _LOSES_RECURSIVE and (
+            _has_word(texts, "-R") or _has_word(texts, "--recursive"))
+        if name in _LOSES or recursive or (
+                name == "ln" and (_has_word(texts, "-f") or _has_word(texts, "--force"))):
+            _lose(v, recursive or name in _REMOVERS)
+    if v.undo is None:
+        v.undo = _undo_why(name, words)
+    if v.undo is None and name == "git":
+        v.undo = _git_alias_undo(texts)
+    code = None
+    if v.undo is None and name in _INTERPRETERS:
+        found = _code_option(texts, _INLINE_CODE[_INTERPRETERS[name]][1]) \
+            if _INTERPRETERS[name] in _INLINE_CODE else None
+        if found is not None:
+            k, attached = found
+            code = attached if attached is not None else (
+                texts[k + 1] if k + 1 < len(texts) and words[k + 2].static else None)
+        if code is not None:
+            _code_loses(v, code, ctx)
+    if v.undo is None and v.lost is None and v.mut == "unknown" \
+            and name not in _UNDO_BY_PROGRAM and name not in _INTERPRETERS:
+        # A program that runs others in a way the guard cannot read (ssh,
+        # watch, docker exec, an option it does not know): the words still
+        # name what would run.
+        v.undo = _undo_unread([w.text for w in words[1:] if w.static])
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True)  # see below
+        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True,  # see below
+                             irreversible=_UNDO_UNREAD)
     ctx = _Ctx(0, shell)
     try:
         v = _analyze_any(command, shell, ctx=ctx)
@@ -10787,6 +11535,12 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    undo, lost = v.undo, v.lost
+    if lost is not None and undo is None and (lost.opaque or lost.pending):
+        undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
+            _undo_shown(command))
+    if reason == "analysis_limit" or (v.mut != "read" and v.agent == "?"):
+        undo = undo or _UNDO_UNREAD
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
     opaque = v.opaque or bool(v.pending)
@@ -10800,7 +11554,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
-                         runs if shell == "bash" else [])
+                         runs if shell == "bash" else [], undo,
+                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [])
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -13788,6 +14543,14 @@ _TAMPER_NEXT = (
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
 
+# What an agent stopped before an irreversible action does: ask, never work
+# around it.  The user's answer is one directive field.
+_UNDO_NEXT = (
+    "Do not run it, and do not reach the same result another way. Ask the user: say what "
+    "would be lost, and that it cannot be brought back. To allow it for this session the "
+    "user sends `$stop-that-shit undo=allow` as a prompt (`undo=ask` stops again); or the "
+    "user runs the command themselves.")
+
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
     "is unknown, so its units stay reserved.")
@@ -13805,8 +14568,9 @@ def outcome_result_kind(outcome: str) -> str:
 
 # Outcome rule -> (outcome while only watching, outcome when armed).  A guard
 # that only watches reports what it would stop; an armed one stops it.
-# "policy_when_armed" is resolved first, by the governing hash= or deps=
-# policy: `ask` asks the user, anything else denies.
+# "policy_when_armed" is resolved first, by the governing hash=, deps= or
+# undo= policy: `ask` asks the user, anything else denies (`allow` never
+# reaches here: the check does not match).
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
@@ -14397,6 +15161,8 @@ def _tamper_what(root: str) -> str:
         return "the guard's own code (the running sts.py)"
     if os.path.isdir(root):
         return "the guard's data folder (contracts, session state and audit log)"
+    if os.path.basename(root) == REPO_DEFAULT_FILE:
+        return "the repository's default contract for its sessions"
     return "a hook configuration or shim file that `sts.py install` wrote for a host"
 
 
@@ -14413,6 +15179,24 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# The guard's own commands that change it: the user default and the wiring.
+# Run by the model they write the guard's files through a program the
+# analyzer does not read, so the command line itself is the tell.
+_GUARD_CLI_WRITES = frozenset(("default", "install", "uninstall"))
+
+
+def _guard_cli_hits(action: Action) -> List[str]:
+    """`sts.py <verb>` words of a shell line whose verb changes the guard.  Any
+    file named sts.py counts, wherever it lies: after a `cd` the folder is not
+    known, and a copy of the guard writes the same data folder."""
+    command = action.command
+    if not command or "sts.py" not in command:
+        return []
+    words = [w.strip("'\"") for w in command.split()]
+    return ["%s %s" % (word, verb) for word, verb in zip(words, words[1:])
+            if verb in _GUARD_CLI_WRITES and os.path.basename(word) == "sts.py"]
 
 
 # ---- host settings that decide whether the hook runs ------------------------
@@ -15202,6 +15986,12 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     matches = _tamper_matches(f.action, f.protected_paths)
     if matches:
         return (_tamper_detail(matches), None, None)
+    commands = _guard_cli_hits(f.action)
+    if commands:
+        return ("This call runs the guard's own command to change it (`%s`): the default "
+                "contract and the wiring are the user's to set. Self-protection stops this "
+                "in every mode while the guard is armed, change and open included."
+                % "`, `".join(commands), None, None)
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
@@ -15257,6 +16047,96 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
         return (_with_analysis("The call is not proven read-only, which mode %s requires."
                                % f.mode, f.action), None, None)
     return None
+
+
+# Temporary folders: what is deleted there was put there to be thrown away.
+_TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp",
+               "/var/folders", "/private/var/folders")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _workspace_root(cwd: Optional[str]) -> Optional[str]:
+    """The repository the session works in (the nearest folder up from cwd
+    with a .git), else cwd; None when cwd is unknown, or is the home folder
+    or `/`, which are no workspace."""
+    base = resolve_event_path(cwd, None) if isinstance(cwd, str) and cwd.startswith("/") \
+        else None
+    if base is None:
+        return None
+    probe = base
+    while True:
+        if os.path.lexists(probe.rstrip("/") + "/.git"):
+            base = probe
+            break
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    return None if base in ("/", home) else base
+
+
+def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> bool:
+    """Whether deleting, moving or overwriting `target` (a path or pattern)
+    reaches past what version control and the temporary folders cover: it
+    lies outside the workspace, or is the workspace itself, its .git, the
+    home folder, a temporary root, or cannot be placed."""
+    # A pattern's fixed head is not itself at stake, what lies below it is;
+    # `X/**` is all of X (a tree removal: rm -r, find -delete).  A folder
+    # named alone is one written into (cp's destination), not one removed.
+    below = any(ch in target for ch in "*?[")
+    path = resolve_event_path(_glob_static_head(target) if below else target, cwd)
+    if path is None:
+        return True
+    tree = target.endswith("/**") and "*" not in target[:-3]
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    tmp = os.environ.get("TMPDIR")
+    temp = _TEMP_ROOTS + ((resolve_event_path(tmp, None) or "/",) if tmp and tmp != "/" else ())
+    if path in ("/", home):
+        return tree or below   # `~/*` reaches everything there, the workspace too
+    if path == root or path in temp:
+        return tree
+    if root is not None:
+        if _under(path, root.rstrip("/") + "/.git"):
+            return True
+        if _under(path, root):
+            return False
+    return not any(_under(path, t) for t in temp)
+
+
+def irreversible_part(action: Action) -> Optional[str]:
+    """What in this call cannot be undone, as the Culprit says it, or None:
+    the analysis's own finding, else the first lost target beyond the
+    workspace (see _beyond_workspace)."""
+    if action.irreversible:
+        return action.irreversible
+    if not action.lost_targets:
+        return None
+    root = _workspace_root(action.cwd)
+    for target in action.lost_targets:
+        if _beyond_workspace(target, action.cwd, root):
+            shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
+            what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+                else "`%s`" % action.name
+            return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
+                    "workspace itself), where no version control keeps a copy" % (what, shown))
+    return None
+
+
+def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
+    # undo=allow skips the row, so the later checks (hash, files=, deps)
+    # still judge the call; a damaged or missing value reads as the default.
+    policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
+    if policy == "allow" or f.action.mutability == "read" or not (
+            f.action.irreversible or f.action.lost_targets) or not irreversible_part(f.action):
+        return None
+    if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
+        return None   # a possible agent: under agents=N the budget stops it first
+    return ("The call does something that neither version control nor the file system can "
+            "bring back, while the contract says undo=%s." % policy, None, policy)
 
 
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
@@ -15533,6 +16413,13 @@ DECISION_TABLE: Tuple[_DecisionRow, ...] = (
     _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
                  "Use a command that is plainly read-only, or ask the user for a change "
                  "contract."),
+    # Irreversible actions come after the mode rows (a read-only mode refuses
+    # every change, recoverable or not, and `undo=allow` would not lift that)
+    # and before hashing, files= and deps=: the damage cannot be repaired
+    # afterwards, so asking the user is the first thing the agent must do,
+    # and once allowed the later rows still judge the call.
+    _DecisionRow("IRREVERSIBLE_ACTION", "I", "policy_when_armed", _when_irreversible,
+                 _UNDO_NEXT),
     # Hashing outranks the file boundary: an H finding is reported as H.
     _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
                  "Use a direct alternative, or get `hash=allow` from the user naming who "
@@ -15650,6 +16537,10 @@ def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[
 def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
                       protected_paths: Sequence[str]) -> str:
     code = decision.code
+    if code == "IRREVERSIBLE_ACTION":
+        part = irreversible_part(action)
+        if part:
+            return "Culprit: %s." % part.rstrip(".")
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
         if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
@@ -16139,6 +17030,82 @@ def session_key(session_id: str) -> str:
     return sha256_hex(data)[:24]
 
 
+USER_DEFAULT_FILE = "default.json"
+
+
+def read_user_default(root: str) -> Optional[str]:
+    """The user default's text (`review hash=ask`, `off`), or None when none is set.
+    A file that cannot be read as one reads as `?`: parse_default rejects it."""
+    try:
+        with open(os.path.join(root, USER_DEFAULT_FILE), "rb") as fh:
+            raw = json.loads(fh.read(65536).decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "?"
+    text = raw.get("contract") if isinstance(raw, dict) else None
+    return text if isinstance(text, str) else "?"
+
+
+def repo_default_path(folder: Optional[str]) -> Optional[str]:
+    """Where the repository holding `folder` keeps its default file (its root,
+    the nearest folder with a `.git`), whether or not the file exists; None
+    outside a repository."""
+    here = os.path.abspath(folder or os.getcwd())
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return os.path.join(here, REPO_DEFAULT_FILE)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def read_repo_default(path: str) -> Optional[str]:
+    """The directive line of a repository default file (the first line that is
+    neither blank nor a `#` comment), or None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return None
+
+
+def session_defaults(root: str, folder: Optional[str]) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The contract a new session starts with, and its repository default file's path.
+
+    The user default (None or `off`: only watched, as before defaults existed),
+    then the repository file's fields, each only where it is stricter.  A
+    default that does not parse gives nothing: `status` and `doctor` say so.
+    """
+    given = None
+    text = read_user_default(root)
+    if text is not None:
+        try:
+            given = parse_default(text)
+        except _DirectiveError:
+            given = None
+    contract = default_contract(given, "the user default")
+    repo_file = repo_default_path(folder)
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        try:
+            repo_given = parse_default(line)
+        except _DirectiveError:
+            repo_given = None
+        if repo_given:
+            origin = repo_file + (" over the user default" if given else "")
+            contract, ignored = tighten_contract(contract, repo_given, origin)
+            if ignored:
+                contract["origin"] = "%s (ignored as wider than the user default: %s)" % (
+                    origin, " ".join(ignored))
+    return contract, repo_file
+
+
 def default_state() -> dict:
     return {
         "schemaVersion": 4,
@@ -16165,7 +17132,7 @@ _STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor"
 _STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
 _STATE_POLICIES = frozenset(("deny", "ask", "allow"))
 _STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
-                      "recovery", "host"))
+                      "recovery", "host", "user-default", "repo-default"))
 _LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
 _STATE_DAMAGED_ADVICE = ("read-only recovery is active and the file is preserved. Restore a "
@@ -16264,10 +17231,16 @@ def _validate_contract(raw: Any) -> dict:
         if not ok(raw[name]):
             raise _damaged("contract.%s is out of range" % name)
     contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
+    # Optional: a session file written before undo= existed holds the default.
+    undo = contract.setdefault("undoPolicy", DEFAULT_CONTRACT["undoPolicy"])
+    if not _state_member(undo, _STATE_POLICIES):
+        raise _damaged("contract.undoPolicy is out of range")
     source = contract.get("source", "default")
     if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
+    if "origin" in contract and not isinstance(contract["origin"], str):
+        raise _damaged("contract.origin is not text")
     if contract["allowedPaths"] is not None:
         contract["allowedPaths"] = list(contract["allowedPaths"])
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
@@ -16358,6 +17331,9 @@ def validate_state(obj: Any) -> dict:
     error = obj.get("directiveError")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("code"), str)):
         raise _damaged("directiveError is malformed")
+    path = obj.get("repoDefaultPath")
+    if path is not None and not isinstance(path, str):
+        raise _damaged("repoDefaultPath is malformed")
     for name in ("directiveWarning", "lastPromptContext"):
         value = obj.get(name)
         if value is not None and not isinstance(value, str):
@@ -16493,6 +17469,10 @@ class Store:
         # Keys whose damaged file was moved aside during the current update
         # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
+        # The folder of the event at hand (for a repository default), and the
+        # new sessions' states built from the defaults, not yet written.
+        self.folder: Optional[str] = None
+        self._fresh: Dict[str, str] = {}
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -16521,7 +17501,7 @@ class Store:
             with open(target, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
-            return Loaded(default_state())
+            return Loaded(self.fresh_state(key))
         except OSError as exc:
             error = _damaged("cannot read it: %s" % type(exc).__name__).storage_error
             return Loaded(recovery_state(error), error, True)
@@ -16535,6 +17515,40 @@ class Store:
             error = _damaged(why).storage_error
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
+
+    def fresh_state(self, key: str) -> dict:
+        """A new session's state, its contract from the defaults in force.  They
+        are read once: keep_fresh writes this state, so no later call reads them."""
+        kept = self._fresh.get(key)
+        if kept is None:
+            state = default_state()
+            state["contract"], state["repoDefaultPath"] = session_defaults(self.root, self.folder)
+            kept = self._fresh[key] = json.dumps(state)
+        return json.loads(kept)
+
+    def forget_fresh(self, key: str) -> None:
+        self._fresh.pop(key, None)
+
+    def keep_fresh(self, key: str) -> None:
+        """Write a new session's state built from the defaults, unless an update
+        did; best effort (a lost write only means reading the defaults again)."""
+        kept = self._fresh.pop(key, None)
+        if kept is None:
+            return
+        # Under the lock, and only while no state exists: an existence check,
+        # not a second read of the state.
+        target = self._state_path(key)
+        try:
+            owner = self._acquire(key)
+            if owner is None:
+                return   # a damaged lock: recovery, which never writes
+            try:
+                if not os.path.lexists(target):
+                    self._write_json(target, json.loads(kept))
+            finally:
+                self._release(owner)
+        except (LockTimeout, OSError):
+            pass
 
     # ---- locking ------------------------------------------------------------
 
@@ -16658,6 +17672,7 @@ class Store:
                                           and key in self._preserved)
             if new_state is not None and may_write:
                 self._write_json(self._state_path(key), new_state)
+                self._fresh.pop(key, None)
             return result
         finally:
             self._preserved.discard(key)
@@ -17828,7 +18843,11 @@ def handle_event(event: ControlEvent, store: Store,
     """Process one event for its governing session (event.session_id)."""
     key = session_key(event.session_id)
     handler = _KIND_HANDLERS[event.kind]
-    return handler(event, key, store, response_outcome)
+    action = event.action if event.kind == "action.before" else None
+    store.folder = getattr(action, "cwd", None)
+    result = handler(event, key, store, response_outcome)
+    store.keep_fresh(key)
+    return result
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
@@ -17888,6 +18907,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
     }
     if action.starts_agent:
         action_part["startsAgent"] = action.starts_agent
+    if action.irreversible:
+        action_part["irreversible"] = True   # never the text: the audit keeps no command
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -17903,6 +18924,7 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "reservedUpperBound": summary.reserved,
             "countUnproven": bool(summary.unresolved_reasons),
             "hashPolicy": contract["hashPolicy"], "dependencyPolicy": contract["dependencyPolicy"],
+            "undoPolicy": contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]),
             "allowedPathCount": None if allowed is None else len(allowed),
         },
         "decision": {
@@ -17919,7 +18941,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target)
+                       or action.shell_write_patterns or action.unknown_write_target
+                       or "sts.py" in (action.command or ""))
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 
@@ -17929,8 +18952,11 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         contract = loaded.state["contract"]
         active = contract["level"] != "off" and contract["mode"] != "unconfirmed"
         thrash = _thrash_repeats(store, key, action) if active else 0
+        # The repository's default file is the guard's own too, for this session.
+        repo_file = loaded.state.get("repoDefaultPath")
+        guarded = protected + [repo_file] if needs_paths and repo_file else protected
         return decide(action, loaded.state, action_id=action_id, declared=declared,
-                      storage_error=loaded.storage_error, protected_paths=protected,
+                      storage_error=loaded.storage_error, protected_paths=guarded,
                       thrash_repeats=thrash, prompts_refusable=refusable)
 
     if event.storage_error is not None:
@@ -18075,6 +19101,7 @@ def _promotes_editable_agent(state: dict, prompt: str) -> bool:
     no user text (plugin injections, `noReply` prompts): that is not the user.
     """
     return (state["contract"].get("mode") == "review" and not state.get("directiveError")
+            and state["contract"].get("source") not in DEFAULT_SOURCES
             and bool(prompt.strip()) and not has_directive_mention(prompt))
 
 
@@ -18090,6 +19117,7 @@ def _busy_prompt(key: str, store: Store, prompt: str) -> CoreResult:
     without the lock and nothing written."""
     if not has_directive_mention(prompt):
         contract = store.load(key).state["contract"]
+        store.forget_fresh(key)   # nothing is written mid-turn, a new session's defaults neither
         if interpret_prompt(contract, prompt).kind == "plain":
             return NO_RESULT
     return CoreResult("prompt-error", _NOT_IDLE_TEXT, "DIRECTIVE_NOT_IDLE")
@@ -18540,7 +19568,8 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
         if ran is not None:
             # It may run this: the same intents as through the shell, and never
             # a better verdict than the name earned.
-            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget",
+                        "irreversible", "lostTargets"):
                 if ran.get(key):
                     action[key] = ran[key]
             if ran.get("shellWriteTargets"):
@@ -18597,6 +19626,10 @@ def code_action(name: str, language: str, code: Any) -> dict:
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
         action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent \
             or bool(ran.runs_packages)
+        if ran.irreversible and not action.get("irreversible"):
+            action["irreversible"] = ran.irreversible
+        if ran.lost_targets:
+            action["lostTargets"] = action.get("lostTargets", []) + list(ran.lost_targets)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -18845,6 +19878,10 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
             action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
+    if verdict.irreversible:
+        action["irreversible"] = verdict.irreversible
+    if verdict.lost_targets:
+        action["lostTargets"] = list(verdict.lost_targets)
     if isinstance(command, str):
         action["command"] = command
         if shell != "bash":
@@ -23062,13 +24099,88 @@ def _report(plan: _Plan, dry: bool, out: Any) -> None:
             out.write("sts: dry run; nothing was written.\n")
 
 
+# What install sets when no default is set: ordinary work runs as before, an
+# action that cannot be undone is asked about first.  `open` alone would keep
+# hash= and deps= at their strict defaults, which stop ordinary work.
+INSTALL_DEFAULT = "open hash=allow deps=allow undo=ask"
+_DEFAULT_HOWTO = ('Change it with `python3 sts.py default "<fields>"` (e.g. `review`, '
+                  '`change files=src/**`), or `python3 sts.py default off` to only watch')
+
+
+def _checked_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default the user gave, or InstallError with the
+    directive's own rejection words."""
+    try:
+        return parse_default(text)
+    except _DirectiveError as err:
+        raise InstallError("default rejected (%s): %s" % (err.info["code"], err.info["message"]))
+
+
+def _write_user_default(text: str, set_by: str) -> None:
+    root = data_dir()
+    _state_mkdirs(root)
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    data = json.dumps({"contract": body, "setBy": set_by, "setAt": utc_now_iso()}) + "\n"
+    _replace_file(os.path.join(root, USER_DEFAULT_FILE), data.encode("utf-8"))
+
+
+def _default_summary(text: Optional[str]) -> str:
+    """How a stored default reads to a person: its text and the contract it gives."""
+    if text is None:
+        return "none set: a session without a directive is only watched"
+    try:
+        given = parse_default(text)
+    except _DirectiveError as err:
+        return "`%s` is invalid (%s: %s) and is ignored" % (
+            text, err.info["code"], err.info["message"])
+    if given is None:
+        return "off: a session without a directive is only watched"
+    return "`%s`: a session without a directive starts with %s" % (
+        text, contract_fields(default_contract(given, ""), 0, False))
+
+
+def cmd_default(args: List[str]) -> int:
+    """python3 sts.py default ["<fields>" | off]: show or set the user default."""
+    out = sys.stdout
+    root = data_dir()
+    if args:
+        text = " ".join(args)
+        try:
+            _checked_default(text)
+            _write_user_default(text, "user")
+        except InstallError as exc:
+            sys.stderr.write("sts: %s\n" % exc)
+            return 2
+        except OSError as exc:
+            sys.stderr.write("sts: the default could not be saved in %s: %s\n" % (root, exc))
+            return 1
+    stored = read_user_default(root)
+    out.write("user default: %s\n" % _default_summary(stored))
+    repo_file = repo_default_path(os.getcwd())
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        contract, _ = session_defaults(root, os.getcwd())
+        out.write("repository default %s: `%s`\n" % (repo_file, line))
+        out.write("sessions in this folder start with %s (from %s)\n" % (
+            contract_fields(contract, 0, False), contract.get("origin", "no default")))
+    out.write("%s; a directive in a prompt replaces it for that session.\n" % _DEFAULT_HOWTO)
+    return 0
+
+
 def cmd_install(args: List[str]) -> int:
-    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]"""
+    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]
+    [--default "<fields>"|off]"""
     out = sys.stdout
     try:
         host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
-                                   "--trust": False})
+                                   "--trust": False, "--default": True})
         host = _host_arg(host, "install")
+        wanted_default = opts.get("--default")
+        if wanted_default is not None:
+            _checked_default(wanted_default)
         if opts.get("--trust") and host != "codex":
             raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
         scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
@@ -23092,6 +24204,7 @@ def cmd_install(args: List[str]) -> int:
                 out.write("sts: %s is already installed; nothing changed.\n" % host)
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
+            _install_default(wanted_default, out)
         for note in plan.notes:
             out.write("note: %s\n" % note)
         if host == "codex" and not opts.get("--trust"):
@@ -23104,6 +24217,20 @@ def cmd_install(args: List[str]) -> int:
     except InstallError as exc:
         sys.stderr.write("sts: %s\n" % exc)
         return 2
+
+
+def _install_default(wanted: Optional[str], out: Any) -> None:
+    """Set the user default when none is set (or `--default` names one), and
+    say which default is in force and how to change it."""
+    stored = read_user_default(data_dir())
+    if wanted is not None or stored is None:
+        stored = wanted if wanted is not None else INSTALL_DEFAULT
+        try:
+            _write_user_default(stored, "install")
+        except OSError as exc:
+            raise InstallError("the default contract could not be saved: %s" % exc)
+    out.write("sts: default contract %s.\n" % _default_summary(stored))
+    out.write("sts: %s.\n" % _DEFAULT_HOWTO)
 
 
 def _install_trust(plan: _Plan, command: str, out: Any) -> None:
@@ -23457,6 +24584,14 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    stored = read_user_default(root)
+    try:
+        good = stored is None or parse_default(stored) is not None or stored.strip() != ""
+    except _DirectiveError:
+        good = False
+    check("OK" if good else "WARN", "sts", "default contract %s" % _default_summary(stored),
+          None if good and stored else 'python3 sts.py default "%s" (or review, change ...)'
+          % INSTALL_DEFAULT)
     if not hosts:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
@@ -23849,6 +24984,9 @@ class _StatusView:
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  fields,
                  "Authority source: %s" % contract.get("source")]
+        if isinstance(contract.get("origin"), str):
+            lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
+                                     else "Started from", contract["origin"]))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -24965,8 +26103,9 @@ inspection:
   label EVT correct|incorrect|inconclusive
 
 setup:
-  install <host> [--scope user|project] [--dry-run]
+  install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
+  default ["<fields>" | off]            show or set the contract of sessions without a directive
   doctor
   demo                                  replay a short Codex session
   --help | --version
@@ -25100,6 +26239,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }

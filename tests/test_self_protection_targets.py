@@ -464,7 +464,10 @@ def test_removing_the_folder_that_holds_the_guard_is_stopped(place, command):
     "sed -i 's/a/b/' *", "rm -rf \"$PWD\"",
 ])
 def test_the_same_removals_in_a_folder_without_guard_files_go_through(place, command):
-    assert_all(place, command, None, cwd=place.plain)
+    # (Removing or re-permissioning the workspace as a whole is irreversible,
+    # a matter of undo=: allowed here, so that only self-protection is asked.)
+    assert_all(place, command, None, cwd=place.plain,
+               directive="$stop-that-shit change undo=allow")
 
 
 def test_git_add_and_copies_into_the_working_folder_stay_allowed(place):
