@@ -1681,6 +1681,34 @@ def default_contract(given: Optional[Dict[str, Any]], origin: str) -> Dict[str, 
     return contract
 
 
+def _files_normalize(path: str) -> str:
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
+    if path == "":
+        return "."
+    absolute = path.startswith("/")
+    parts: List[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(seg)
+    out = "/".join(parts)
+    if absolute:
+        out = "/" + out
+    elif not out:
+        out = "."
+    if path.endswith("/") and out != "/":
+        out += "/"
+    return out
+
+
 def _files_pattern_inside(inner: str, outer: str) -> bool:
     """Whether every path the `files=` pattern `inner` allows, `outer` allows too."""
     # Compared as they are matched: normalized, so `src/../etc/**` is not
@@ -14619,34 +14647,6 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
 def _files_win_abs(text: str) -> bool:
     return ((len(text) >= 3 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
              and text[2] in "\\/") or text.startswith("\\\\"))
-
-
-def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize, as the hosts that send these paths use:
-    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
-    # leading "//".
-    if path == "":
-        return "."
-    absolute = path.startswith("/")
-    parts: List[str] = []
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if parts and parts[-1] != "..":
-                parts.pop()
-            elif not absolute:
-                parts.append("..")
-            continue
-        parts.append(seg)
-    out = "/".join(parts)
-    if absolute:
-        out = "/" + out
-    elif not out:
-        out = "."
-    if path.endswith("/") and out != "/":
-        out += "/"
-    return out
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
