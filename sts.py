@@ -3232,7 +3232,8 @@ class _Ctx:
     being explained) `seen`, the list every judged piece is added to as
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work")
+    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
+                 "std_moved")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3245,15 +3246,30 @@ class _Ctx:
         self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
         self.vars_unknown = False   # the line may set any variable (eval, source...)
         self.globs_unknown = False  # the line changes how globs match (shopt, setopt)
+        # Standard output or error may be a file opened for reading (`1<f`,
+        # `>&3`), which /dev/stdout then opens again for writing.
+        self.std_moved = False
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner = _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner.std_moved = self.std_moved
+        return inner
+
+
+# A redirection that may leave descriptor 1 or 2 on a file opened for
+# reading: `1<f`, `2<>f`, `1<&0`, `>&3`, `>&$fd`.  Opening /dev/stdout (or
+# /dev/fd/1) then opens that file again, for writing.
+_STD_MOVES = r"(?<![0-9])[12]<|>&\s*(?:[03-9]|[0-9]{2}|\$)"
+_STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _V()
+    if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
+            and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
+        ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
     for op, target in cmd.redirs:
         v.join(_redir_verdict(op, target))
     env_capped: Optional[str] = None
@@ -3283,6 +3299,11 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.cap("state_change", ("env", env_capped))
     v.join(inner)
     v.cd = inner.cd
+    if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
+                             for w in cmd.words + [t for _, t in cmd.redirs]):
+        moved = _write(reason="shell_redirection")
+        moved.opaque = True    # /dev/stdout is whatever descriptor 1 was left on
+        v.join(moved.blame("redir", "/dev/stdout"))
     name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
@@ -9224,6 +9245,61 @@ def _logical(path: str) -> str:
     return "/".join(out)
 
 
+# Paths that name the writing process's own folder and descriptors: the
+# kernel reads them in whatever process opens them, so the hook's process
+# must never resolve them (its /proc/self is not the shell's).  /dev/fd is
+# /proc/self/fd, and /dev/stdin, /dev/stdout and /dev/stderr lead there.
+_PROC_SELF = ("self", "thread-self")
+_DEV_FDS = ("fd", "stdin", "stdout", "stderr")
+
+
+def _proc_form(path: str) -> Optional[Tuple[str, ...]]:
+    """None for an ordinary path; ("cwd", rest) when `path` is the writing
+    process's working folder (`/proc/self/cwd/rest`), which is `rest`
+    relative to it; ("process",) for any other path through /proc or the
+    descriptor links.  Checked component by component before any `..` is
+    applied (`/dev/fd/..` is /proc/self), so a `..` only counts after it."""
+    if not path.startswith("/"):
+        return None
+    parts = path.split("/")
+    stack: List[str] = []
+    climbed = False
+    for i, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            climbed = True
+            if stack:
+                stack.pop()
+            continue
+        stack.append(part)
+        if len(stack) == 2 and (stack[0] == "proc" or stack[0] == "dev" and part in _DEV_FDS):
+            rest = [p for p in parts[i + 1:] if p]
+            if stack[0] == "proc" and part in _PROC_SELF and rest[:1] == ["cwd"] \
+                    and not climbed:
+                return ("cwd", "/".join(rest[1:]) or ".")
+            return ("process",)
+    return None
+
+
+def _process_targets(v: _V, rebase: bool) -> None:
+    """Keep v's targets and patterns that name the writing process's paths
+    away from the hook's resolution: `/proc/self/cwd/x` becomes the
+    relative `x` (rebase: named before the tracked folder is applied, so
+    the folder places it), any other such path makes the place unknown."""
+    for name in ("targets", "patterns"):
+        kept: List[str] = []
+        for t in getattr(v, name):
+            form = _proc_form(t)
+            if form is None:
+                kept.append(t)
+            elif form[0] == "cwd" and rebase:
+                kept.append(form[1])
+            else:
+                v.opaque = True
+        setattr(v, name, kept)
+
+
 def _fixed(path: str) -> bool:
     """A path that does not depend on the folder: /x, ~/x, and on Windows
     C:\\x, C:/x or \\\\server\\share."""
@@ -9573,8 +9649,11 @@ class _Flow:
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.pending:
             _resolve_targets(v, self.ctx)
+        if v.targets or v.patterns:
+            _process_targets(v, rebase=True)
         if (v.targets or v.patterns) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
+            _process_targets(v, rebase=False)   # a folder such as /proc/self/fd/3
         self.total.join(v)
         return v
 
@@ -13499,7 +13578,42 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
         if not base or not os.path.isabs(base) or _files_win_abs(base):
             return None
         path = os.path.join(base, path)
+    if _proc_form(path) is not None or physical and _through_process(path):
+        return None    # the writer's own folder or descriptors, not the hook's
     return _files_realpath(path) if physical else os.path.normpath(path)
+
+
+def _through_process(path: str) -> bool:
+    """Whether resolving the absolute `path` as the kernel does passes
+    through /proc or the descriptor links (see _proc_form) at some step: a
+    symbolic link may lead there (`ln -s /proc/self/cwd l`), and the hook
+    would read its own process where the writer meant its own."""
+    done, todo, links = "", path.split("/")[::-1], 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = done[:done.rfind("/")]
+            continue
+        step = done + "/" + name
+        if _proc_form(step) is not None:
+            return True
+        try:
+            is_link = os.lstat(step).st_mode & _S_IFMT == _S_IFLNK
+            target = os.readlink(step) if is_link else None
+        except (OSError, ValueError):
+            is_link, target = False, None
+        if target is None:
+            done = step
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return True    # a loop: where it leads is not known
+        if target.startswith("/"):
+            done = ""
+        todo.extend(target.split("/")[::-1])
+    return False
 
 
 # ---- self-protection --------------------------------------------------------
@@ -13598,10 +13712,13 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
 
 def _tamper_unplaced(action: Action) -> List[str]:
     """Paths of `action` relative to a working folder the event does not give."""
+    def unplaced(raw: str) -> bool:
+        path = resolve_event_path(_glob_static_head(raw), action.cwd, physical=False)
+        # A link on the way to /proc/self or /dev/fd names the writer's folder.
+        return path is None or os.name != "nt" and _through_process(path)
+
     return [raw for raw in list(action.affected_paths) + list(action.shell_write_targets)
-            + list(action.shell_write_patterns)
-            if raw.strip() and resolve_event_path(_glob_static_head(raw), action.cwd,
-                                                  physical=False) is None]
+            + list(action.shell_write_patterns) if raw.strip() and unplaced(raw)]
 
 
 # A glob pattern is checked against the file system as well, since a
@@ -13684,7 +13801,11 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     def walk(folder: str, rest_parts: List[str]) -> Optional[Tuple[str, str]]:
         if rest_parts[:1] == ["**"] and len(rest_parts) > 1:
             return None     # below any depth: names are read, links are not followed
+        if _proc_form(folder) is not None:
+            return (folder, roots[0])   # the writer's own folder: the hook cannot know it
         if not rest_parts or rest_parts[0] == "**":
+            if _through_process(folder):
+                return (folder, roots[0])
             real = _files_realpath(folder)
             root = next((r for r in roots if _tamper_within(real, r)
                          or _tamper_within(r, real)), None)

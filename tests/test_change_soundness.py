@@ -1,0 +1,158 @@
+"""Soundness of the shell in change mode (issue 28), class by class.
+
+Each class is tried two ways.  First the line really runs in bash in a
+scratch folder, to show that the form does what the attack needs (a file of
+that folder is deleted or changed); then the same line goes through the real
+hook of every host, armed under `$stop-that-shit change`, with the guard's
+data folder or a project holding the running sts.py as the place, and must
+be stopped.  Look-alikes that change nothing of the guard's must go through.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+import sts
+from test_self_protection import CODE
+from test_self_protection_targets import (SHM, Place, arm, assert_all, denied_code,  # noqa: F401
+                                          place, shell, write_tool)
+
+BASH = shutil.which("bash")
+
+
+def run_in_scratch(command, files=("victim",), dirs=("d",)):
+    """Run `command` in bash in a fresh folder holding `files` and `dirs`;
+    return the names left there (the oracle: the form really writes)."""
+    root = tempfile.mkdtemp(prefix="sts-oracle-", dir=SHM)
+    try:
+        for d in dirs:
+            os.makedirs(os.path.join(root, d))
+            with open(os.path.join(root, d, "victim"), "w") as fh:
+                fh.write("keep\n")
+        for f in files:
+            with open(os.path.join(root, f), "w") as fh:
+                fh.write("keep\n")
+        subprocess.run([BASH, "-c", command], cwd=root, env={"PATH": os.environ["PATH"],
+                       "HOME": root, "D": os.path.join(root, "d")},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        left = {}
+        for base, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(base, name)
+                with open(path, errors="replace") as fh:
+                    left[os.path.relpath(path, root)] = fh.read()
+        return left
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def changed(left, name="victim"):
+    return left.get(name) != "keep\n"
+
+
+# --- 1. paths that mean the writing process ------------------------------------------
+
+# Each names `victim` in the folder the shell is in, or in the folder a
+# descriptor holds, without naming that folder.
+PROCESS_FORMS = [
+    "rm -f /proc/self/cwd/victim",
+    "rm -rf /proc/thread-self/cwd/victim",
+    "rm -f //proc/./self//cwd/victim",
+    "rm -f /proc/self/cwd/d/../victim",
+    "rm -f /dev/fd/../cwd/victim",
+    "rm -f /proc/$$/cwd/victim",
+    "rm -f /proc/$BASHPID/cwd/victim",
+    "exec 3<.; rm -f /proc/self/fd/3/victim",
+    "exec 3<.; rm -f /dev/fd/3/victim",
+    "exec 4<.; cd /tmp && rm -f /dev/fd/4/victim",
+    "echo x > /proc/self/cwd/victim",
+    "truncate -s0 /proc/self/cwd/victim",
+    "P=/proc/self/cwd; rm -f $P/victim",
+    "rm -f /proc/self/cwd/vic*",
+    "rm -f /proc/self/root$PWD/victim",
+    "cd /proc/self/cwd && rm -f victim",
+    "echo x 1<victim >/dev/stdout",
+    "exec 1<victim; echo x >/dev/stdout",
+    "echo x 3<victim >/dev/fd/3",
+    "exec 3<victim; echo x >&3 >/dev/stdout",
+    "{ echo x > /dev/stdout; } 1<victim",
+    "bash -c 'echo x >/dev/stderr' 2<victim",
+    "echo x | tee /dev/stdout 1<victim",
+    "cp /dev/null /dev/stdin <victim",
+]
+
+
+@pytest.mark.parametrize("command", PROCESS_FORMS)
+def test_process_paths_really_write_and_are_never_proven_read(command):
+    assert changed(run_in_scratch(command)), command
+    result = sts.analyze_shell(command)
+    assert result.mutability != "read", command
+    # Never named from the hook's own process: each is placed from the shell's
+    # folder (a relative name) or left unknown.
+    for t in result.write_targets + result.write_patterns:
+        assert not t.startswith(("/proc", "/dev/fd", "/dev/std", "//proc")), (command, t)
+
+
+@pytest.mark.parametrize("command", [
+    "rm -rf /proc/self/cwd/sessions /proc/self/cwd/armed",
+    "rm -rf /proc/thread-self/cwd/sessions",
+    "rm -rf /proc/self/cwd",
+    "rm -rf /proc/self/cwd/s*",
+    "exec 3<.; rm -rf /proc/self/fd/3/sessions",
+    "exec 3<.; rm -rf /dev/fd/3/installed.json",
+    "rm -rf /dev/fd/../cwd/sessions",
+    "rm -rf /proc/$$/cwd/sessions",
+    "find /proc/self/cwd -delete",
+    "echo off > /proc/self/cwd/installed.json",
+    "echo off 1<installed.json >/dev/stdout",
+])
+def test_process_paths_into_the_data_folder_are_stopped(place, command):
+    # The issue's example: `cd "$STS_HOME" && rm -rf /proc/self/cwd/sessions`.
+    assert_all(place, 'cd "$STS_HOME" && ' + command, CODE, cwd=place.plain)
+    assert_all(place, command, CODE, cwd=place.state)
+
+
+def test_process_paths_from_a_known_folder_are_placed_there(place):
+    # The folder the analyzer tracks places /proc/self/cwd: the guard's
+    # folder is stopped, a folder without guard files goes through.
+    assert_all(place, "cd %s && rm -f /proc/self/cwd/sts.py" % place.project, CODE,
+               cwd=place.plain)
+    assert_all(place, "rm -f /proc/self/cwd/sts.py", CODE, cwd=place.project)
+    assert_all(place, "rm -rf /proc/self/cwd/build", None, cwd=place.plain)
+    assert_all(place, "cd build && rm -f /proc/self/cwd/x", None, cwd=place.plain)
+
+
+def test_a_link_to_the_writers_folder_is_not_followed_in_the_hook(place):
+    os.symlink("/proc/self/cwd", os.path.join(place.plain, "here"))
+    os.symlink("/dev/fd", os.path.join(place.plain, "fds"))
+    # The hook's own folder is the data folder (see Place): resolving the
+    # link in the hook would name the data folder's files, or miss them.
+    assert_all(place, "rm -rf here/sessions", CODE, cwd=place.plain)
+    assert_all(place, "rm -rf fds/3/sessions", CODE, cwd=place.plain)
+    assert_all(place, "rm -rf h*/sessions", CODE, cwd=place.plain)
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("path", ["/proc/self/cwd/sts.py", "/dev/fd/3/sts.py",
+                                  "/proc/1/cwd/sts.py", "/proc/self/root/tmp/x"])
+def test_write_tools_naming_process_paths_are_stopped(place, host, path):
+    session = arm(place, host)
+    assert denied_code(host, write_tool(place, host, session, path, place.project)) == CODE
+
+
+@pytest.mark.parametrize("command", [
+    "cat /proc/self/status",
+    "ls -l /proc/self/fd/",
+    "cat /proc/cpuinfo > build/cpu.txt",
+    "echo x > /dev/stdout",
+    "echo x >/dev/stderr 2>&1",
+    "echo x >&2",
+    "cmd 2>&1 | tee /dev/stderr",
+    "readlink /proc/self/cwd",
+])
+def test_process_path_look_alikes_go_through(place, command):
+    assert_all(place, command, None, cwd=place.plain)
+    assert sts.resolve_event_path("/proc/self/cwd/x", "/tmp") is None
+    assert sts.resolve_event_path("x", "/dev/fd/3") is None
