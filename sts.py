@@ -695,6 +695,9 @@ class Action(_EventType):
     shell_write_patterns: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # Paths a command not proven read names (ShellAnalysis.named_paths): self-protection
+    # counts them as written.
+    shell_named_paths: List[str] = _NEW_LIST
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -744,7 +747,8 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns",
+                    "shellNamedPaths"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -786,7 +790,7 @@ class Action(_EventType):
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            shell_write_patterns=paths[2],
+            shell_write_patterns=paths[2], shell_named_paths=paths[3],
             unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
@@ -1644,14 +1648,19 @@ class ShellAnalysis(Record):
     or substitution, which may be one): a delegation the host never sees.
     resumes_session: that agent is told to continue an existing session, so
     the text given to it arrives there as a prompt.
+    named_paths lists, as patterns like write_patterns, every path an
+    operand or option value names in a command not proven read: a program
+    the analyzer does not model may write any of them, so self-protection
+    counts them as written (files= does not).  For a command not understood
+    at all, everything below each is named too (`black .`).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns')
+                          'write_patterns', 'named_paths')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list}
+                'resumes_session': False, 'write_patterns': list, 'named_paths': list}
 
     mutability: str
     reason: Optional[str]
@@ -1662,6 +1671,7 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    named_paths: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1737,7 +1747,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending")
+                 "resume", "patterns", "pending", "named")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1759,6 +1769,9 @@ class _V:
         self.resume = False
         self.patterns: List[str] = []
         self.pending: List[Tuple[_W, bool]] = []
+        # Paths (as patterns, see _glob_escape) named by the operands and
+        # option values of a command not proven read (ShellAnalysis.named_paths).
+        self.named: List[str] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1775,6 +1788,8 @@ class _V:
             self.patterns.extend(other.patterns)
         if other.pending:
             self.pending.extend(other.pending)
+        if other.named:
+            self.named.extend(other.named)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
@@ -3297,13 +3312,20 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
+    if inner.mut != "read" and inner.reason != "analysis_limit" \
+            and _cmd_name(cmd) not in _COPIERS:
+        named = _named_operands(cmd.words[1:], ctx, inner.mut == "unknown")
+        if named is None:
+            inner.opaque = True
+        else:
+            inner.named.extend(named)
     v.join(inner)
     v.cd = inner.cd
     if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
                              for w in cmd.words + [t for _, t in cmd.redirs]):
         moved = _write(reason="shell_redirection")
         moved.opaque = True    # /dev/stdout is whatever descriptor 1 was left on
-        v.join(moved.blame("redir", "/dev/stdout"))
+        v.join(moved.blame("redir", ">", "/dev/stdout"))
     name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
@@ -3346,6 +3368,55 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                for w in cmd.words[1:]):
             v.opaque = True    # the paths are taken from another folder
     return v
+
+
+def _named_operands(words: List[_W], ctx: _Ctx, tree: bool) -> Optional[List[str]]:
+    """The paths the words of a command not proven read may name, as
+    patterns: each operand, the value of `--opt=value`, `-oVALUE` and
+    `name=value`, and what an expansion is known to hold (an unknown one
+    names nothing here; the program's own rules decide about it).  The
+    converse of an unknown target: a program the analyzer does not model
+    may write whatever its words name.  tree: everything below each too.
+    None when a word is named from a folder the guard cannot know."""
+    out: List[str] = []
+    folders: List[Optional[str]] = []
+    for i, w in enumerate(words):
+        # An option that moves the program first (`git -C d`, `make
+        # --directory=d`): its relative words may be named from there too.
+        head = w.text.partition("=")[0] if w.static else ""
+        if head in _NAMED_CHDIR or w.static and w.text[:2] in _NAMED_CHDIR and len(w.text) > 2:
+            value = (w.text.partition("=")[2] if "=" in w.text else
+                     w.text[2:] if not w.text.startswith("--") and len(w.text) > 2 else
+                     words[i + 1].text if i + 1 < len(words) and words[i + 1].static else None)
+            folders.append(value or None)
+    for w in words:
+        if w.static:
+            text = w.text
+            texts = [] if text.startswith("-") else [text]
+            if text.startswith("--") and "=" in text:
+                texts.append(text.partition("=")[2])
+            elif text.startswith("-") and len(text) > 2:
+                texts.append(text[2:])
+            elif "=" in text:
+                texts.append(text.partition("=")[2])
+            forms = [(_glob_escape(t), False) for t in texts if t]
+        else:
+            forms = _word_paths(w, ctx) or []
+        for form, _ in forms:
+            for folder in [""] + folders if not _fixed(form) else [""]:
+                if folder is None:
+                    return None   # a folder the guard cannot know
+                place = _glob_escape(folder.rstrip("/")) + "/" + form if folder else form
+                out.append(place)
+                if tree and place.rstrip("/"):
+                    out.append(place.rstrip("/") + "/**")
+    return out
+
+
+# Options that make a program move to a folder before it reads its operands.
+_NAMED_CHDIR = frozenset(("-C", "--directory", "--chdir", "--work-tree", "--git-dir", "--cwd",
+                          "--wd", "--working-directory", "--workdir", "--dir", "--prefix",
+                          "--project", "--root"))
 
 
 # git settings that name a program or code git runs, or more config to load.
@@ -4704,7 +4775,7 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
     """Targets of a program that first moves to `folders`, one after the
     other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
     expansion among them leaves the folder unknown."""
-    if not folders or not (v.targets or v.patterns or v.pending):
+    if not folders or not (v.targets or v.patterns or v.pending or v.named):
         return v
     prefix: Optional[str] = ""
     for w in folders:
@@ -4727,6 +4798,9 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
         else:
             patterns.append(_glob_escape(prefix.rstrip("/")) + "/" + p if prefix else p)
     v.patterns = patterns
+    if v.named and prefix != "":
+        v.named = [p if _fixed(p) else _glob_escape(prefix.rstrip("/")) + "/" + p
+                   for p in v.named] if prefix is not None else []
     if v.pending and prefix != "":
         # Words not resolved yet would be read from the wrong folder.
         v.opaque, v.pending = True, []
@@ -9287,10 +9361,10 @@ def _process_targets(v: _V, rebase: bool) -> None:
     away from the hook's resolution: `/proc/self/cwd/x` becomes the
     relative `x` (rebase: named before the tracked folder is applied, so
     the folder places it), any other such path makes the place unknown."""
-    for name in ("targets", "patterns"):
+    for name in ("targets", "patterns", "named"):
         kept: List[str] = []
         for t in getattr(v, name):
-            form = _proc_form(t)
+            form = _proc_form(t) if t[:1] == "/" else None
             if form is None:
                 kept.append(t)
             elif form[0] == "cwd" and rebase:
@@ -9310,7 +9384,7 @@ def _fixed(path: str) -> bool:
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     """Name v's relative write targets from each folder the shell may be in;
     one that is unknown makes the write's place unknown (opaque)."""
-    if not (v.targets or v.patterns) or folders == [""]:
+    if not (v.targets or v.patterns or v.named) or folders == [""]:
         return
     placed: List[str] = []
     for t in v.targets:
@@ -9336,6 +9410,17 @@ def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
             else:
                 patterns.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
     v.patterns = patterns
+    named: List[str] = []
+    for p in v.named:
+        if _fixed(p):
+            named.append(p)
+            continue
+        for folder in folders:
+            if folder is None:
+                v.opaque = True   # named in a folder the guard cannot know
+            else:
+                named.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
+    v.named = named
 
 
 def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
@@ -9649,9 +9734,9 @@ class _Flow:
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.pending:
             _resolve_targets(v, self.ctx)
-        if v.targets or v.patterns:
+        if v.targets or v.patterns or v.named:
             _process_targets(v, rebase=True)
-        if (v.targets or v.patterns) and here != [_START]:
+        if (v.targets or v.patterns or v.named) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
             _process_targets(v, rebase=False)   # a folder such as /proc/self/fd/3
         self.total.join(v)
@@ -9731,8 +9816,15 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
     # Each distinct word once: a long line repeats most of its words.
-    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-             set(text.translate(_WORD_SEPARATORS).split())}
+    plain = set(text.translate(_WORD_SEPARATORS).split())
+    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in plain}
+    # Whatever the line names, an unread program may write (see _named_operands);
+    # past the work limit the whole line is beyond analysis anyway.
+    for t in plain if give.reason != "analysis_limit" else ():
+        t = t.strip("\"'")
+        if t and not t.startswith("-"):
+            t = _glob_escape(t)
+            v.named.extend((t, t.rstrip("/") + "/**"))
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
@@ -10328,10 +10420,11 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    named = [p for p in dict.fromkeys(v.named) if p] if v.named and v.mut != "read" else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
     return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
-                         v.agent, v.resume, patterns)
+                         v.agent, v.resume, patterns, named)
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -13878,6 +13971,37 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
     return found
 
 
+def _tamper_named_hits(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(path, what it reaches, root) for the paths a command not proven read
+    names (ShellAnalysis.named_paths): such a program may write any of them.
+    A plain path is judged as a write target is (the working folder and its
+    ancestors are not taken to hold the guard's files: `git add .`); a
+    pattern, `black .`'s `./**` included, as a write pattern is."""
+    named = action.shell_named_paths
+    if not named or action.mutability == "read":
+        return []
+    plain = [p for p in named if _glob_literal_path(p) is not None]
+    as_targets = Action(name=action.name, mutability=action.mutability, cwd=action.cwd,
+                        shell_write_targets=[_glob_literal_path(p) for p in plain])
+    found = _tamper_matches(as_targets, protected_paths)
+    if found:
+        return found
+    roots = _tamper_roots(protected_paths)
+    for pattern in named if roots else ():
+        if pattern in plain:
+            continue
+        reached, root = _pattern_reach(pattern, action.cwd, roots)
+        if root is not None:
+            found.append((pattern, reached or pattern, root))
+    return found
+
+
+def _glob_literal_path(pattern: str) -> Optional[str]:
+    """The path a pattern with no wildcard stands for (see _glob_literal)."""
+    parts = [_glob_literal(part) for part in pattern.split("/")]
+    return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[misc]
+
+
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
     """Paths of `action` (affected or shell write targets) that reach a protected
     root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
@@ -14699,9 +14823,13 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    named = _tamper_named_hits(f.action, f.protected_paths)
+    if named:
+        return (_tamper_detail(named), None, None)
     settings = host_settings_matches(f.action, f.protected_paths)
-    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
-                                              f.protected_paths)
+    settings += host_settings_pattern_matches(
+        list(f.action.shell_write_patterns) + list(f.action.shell_named_paths), f.action.cwd,
+        f.protected_paths)
     if settings:
         return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
@@ -17337,7 +17465,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target)
+                       or action.shell_write_patterns or action.shell_named_paths
+                       or action.unknown_write_target)
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 
@@ -17860,18 +17989,19 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     """Re-anchor a shell action's relative write targets in its run folder."""
     if folder == cwd and known:
         return action
+    keys = ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths")
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
-               for t in action.get("shellWriteTargets") or []):
+               for key in keys for t in action.get(key) or []):
             action["unknownWriteTarget"] = True  # relative targets in an unknown folder
         return action
-    targets = []
-    for target in action.get("shellWriteTargets") or []:
-        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
-            targets.append(target)
-        else:
-            targets.append(os.path.join(folder, target))
-    action["shellWriteTargets"] = targets
+    for key in keys:
+        if not action.get(key):
+            continue
+        # Patterns (and named paths, which are patterns) join the folder escaped.
+        base = folder if key == "shellWriteTargets" else _glob_escape(folder or "")
+        action[key] = [t if t.startswith(("/", "~")) or _is_windows_path(t) or not folder
+                       else os.path.join(base, t) for t in action[key]]
     return action
 
 
@@ -17943,8 +18073,9 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
             for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
                 if ran.get(key):
                     action[key] = ran[key]
-            if ran.get("shellWriteTargets"):
-                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            for key in ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths"):
+                if ran.get(key):
+                    action[key] = ran[key]
             if mutability == "read" and ran["mutability"] != "read":
                 action["mutability"] = ran["mutability"]
     if action["mutability"] != "read":
@@ -18082,6 +18213,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.write_patterns:
         action["shellWritePatterns"] = list(verdict.write_patterns)
+    if verdict.named_paths:
+        action["shellNamedPaths"] = list(verdict.named_paths)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
     if verdict.starts_agent:

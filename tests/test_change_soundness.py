@@ -156,3 +156,133 @@ def test_process_path_look_alikes_go_through(place, command):
     assert_all(place, command, None, cwd=place.plain)
     assert sts.resolve_event_path("/proc/self/cwd/x", "/tmp") is None
     assert sts.resolve_event_path("x", "/dev/fd/3") is None
+
+
+# --- 4. writers not modelled: what a command not proven read names, it may write ---------
+
+# (command, file of the scratch folder it really changes)
+UNMODELLED_WRITERS = [
+    ("awk -i inplace '{print \"x\"}' victim", "victim"),
+    ("cmake -E remove victim", "victim"),
+    ("cmake -E rename victim gone", "victim"),
+    ("cmake -E copy /dev/null d/victim", "d/victim"),
+    ("git config -f victim a.b c", "victim"),
+    ("openssl rand -out victim 10", "victim"),
+    ("ssh-keygen -q -N '' -f victim <<<y", "victim"),
+    ("python3 -m json.tool --indent 1 /dev/null victim", None),
+    ("split -b 1 d/victim victim", "victimaa"),
+    ("tar --remove-files -cf a.tar victim", "victim"),
+    ("zip -qm a.zip victim", "victim"),
+    ("fallocate -l 10 victim", "victim"),
+    ("echo x | sponge victim", "victim"),
+    ("ruby -i -pe '$_=\"x\"' victim", "victim"),
+    ("printf '1d\\nw\\n' | ed -s victim", "victim"),
+    ("sqlite3 victim.db 'create table t(x)'", "victim.db"),
+    ("printf 'int main(){}' | gcc -x c -o victim -", "victim"),
+    ("shfmt -w victim", None),
+    ("black -q victim", None),
+    ("gio trash victim", None),
+    ("trash-put victim", None),
+    ("mmv victim gone", None),
+    ("prename s/victim/gone/ victim", None),
+    ("clang-format -i victim", None),
+    ("[[ -f victim ]] && fallocate -l 10 victim", "victim"),
+    ("sudo -n fallocate -l 10 victim", None),
+    ("make -C d -f /dev/null victim", None),
+]
+
+
+def _have(command):
+    word = command.split()[0]
+    word = command.split()[2] if word in ("echo", "printf", "[[", "sudo") else word
+    word = {"[[": "fallocate", "-f": "fallocate"}.get(word, word)
+    return shutil.which(word) is not None
+
+
+@pytest.mark.parametrize("command,file", UNMODELLED_WRITERS)
+def test_unmodelled_writers_name_what_they_write(command, file):
+    if file is not None and _have(command):
+        assert changed(run_in_scratch(command), file), command
+    result = sts.analyze_shell(command)
+    assert result.mutability != "read", command
+    wanted = {"victimaa": "victim"}.get(file, file or "victim").split("/")[-1]
+    assert any(p.split("/")[-1] == wanted or p.endswith("/" + wanted + "/**")
+               for p in result.named_paths + result.write_targets), (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "black sts.py",
+    "ruff format sts.py",
+    "isort sts.py",
+    "clang-format -i sts.py",
+    "shfmt -w sts.py",
+    "awk -i inplace 1 sts.py",
+    "cmake -E remove sts.py",
+    "cmake -E copy /tmp/x sts.py",
+    "git checkout-index -f sts.py",
+    "openssl rand -out sts.py 10",
+    "ssh-keygen -f sts.py",
+    "wget -O sts.py http://example.com/",
+    "wget --output-document=sts.py http://example.com/",
+    "aria2c -o sts.py http://example.com/",
+    "curl -sSo sts.py http://example.com/",
+    "echo x | sponge sts.py",
+    "ruby -i -pe 1 sts.py",
+    "ed sts.py",
+    "ex sts.py",
+    "vim -es sts.py",
+    "sqlite3 sts.py",
+    "gcc -o sts.py a.c",
+    "gcc -osts.py a.c",
+    "split -b 1 x sts.py",
+    "tar --remove-files -cf /tmp/a.tar sts.py",
+    "zip -m /tmp/a.zip sts.py",
+    "fallocate -p -l 1 sts.py",
+    "gio trash sts.py",
+    "trash-put sts.py",
+    "mmv x sts.py",
+    "prename 's/x/y/' sts.py",
+    "file-rename 's/x/y/' sts.py",
+    "black .",
+    "black *.py",
+    "npx prettier --write .",
+    "sudo black sts.py",
+    "bash -c 'black sts.py'",
+    "cd src && black ../sts.py",
+    "make --directory=. sts.py",
+    "git -C .. -C proj checkout-index -f sts.py",
+    "[[ -f a ]] && black sts.py",
+    "F=sts.py; black \"$F\"",
+])
+def test_unmodelled_writers_naming_the_guard_are_stopped(place, command):
+    assert_all(place, command, CODE, cwd=place.project)
+
+
+@pytest.mark.parametrize("command", [
+    "git config -f ~/.bash_profile b.c '$(id)'",
+    "sqlite3 ~/.local/state/sts/installed.json .dump",
+    "black ~/.claude",
+    "openssl req -new -out ~/.claude/settings.json",
+    "cmake -E copy_directory /tmp/x ~/.local/state/sts",
+    "ssh-keygen -f ~/.local/state/sts/armed/x",
+    "tar --remove-files -cf /tmp/a.tar -C ~/.local/state sts",
+])
+def test_unmodelled_writers_naming_guard_folders_are_stopped(place, command):
+    assert_all(place, command, CODE, cwd=place.plain)
+
+
+@pytest.mark.parametrize("command", [
+    "black src/a.py",
+    "black .",
+    "gcc -o build/out src/a.c",
+    "git add .",
+    "git commit -m 'sts.py'",
+    "cp ~/.claude/settings.json build/",
+    "python3 -m pytest src",
+    "make -C build",
+    "tar czf /tmp/a.tgz src",
+])
+def test_unmodelled_writers_naming_other_files_go_through(place, command):
+    assert_all(place, command, None, cwd=place.plain)
+    assert_all(place, command.replace("build", "src"), None, cwd=place.project) \
+        if "." not in command.split()[1:] and "sts" not in command else None
