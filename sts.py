@@ -3395,9 +3395,9 @@ def _named_operands(words: List[_W], ctx: _Ctx, tree: bool) -> Optional[List[str
             texts = [] if text.startswith("-") else [text]
             if text.startswith("--") and "=" in text:
                 texts.append(text.partition("=")[2])
-            elif text.startswith("-") and len(text) > 2:
+            elif text.startswith("-") and text[1:2] != "-" and len(text) > 2:
                 texts.append(text[2:])
-            elif "=" in text:
+            elif "=" in text and not text.startswith("-"):
                 texts.append(text.partition("=")[2])
             forms = [(_glob_escape(t), False) for t in texts if t]
         else:
@@ -4439,6 +4439,112 @@ _VALUED_WRITER_LONG = frozenset((
     "--chown", "--usermap", "--groupmap", "--rsync-path", "--password-file", "--timeout",
     "--bwlimit", "--max-size", "--min-size", "--modify-window", "--out-format", "--context",
 ))
+# Each writer's own long options (GNU coreutils, rsync 3.2, gzip, xz,
+# zstd), in the option grammar of _Opts: the scanner's prefix rule reads
+# `cp --ta=DIR` as --target-directory, as getopt does; a prefix that is
+# ambiguous or matches none is an option the guard does not know, and the
+# write's place is then unknown.  rsync also takes `--no-OPTION`.
+_BACKUP_LONGS = "--backup? --suffix: --target-directory: --no-target-directory --verbose " \
+    "--help --version "
+_WRITER_LONGS = {
+    "cp": _BACKUP_LONGS + "--archive --attributes-only --copy-contents --dereference --force "
+    "--interactive --link --no-dereference --no-clobber --no-preserve: --parents "
+    "--preserve? --recursive --reflink? --remove-destination --sparse: --debug "
+    "--strip-trailing-slashes --symbolic-link --update? --one-file-system --context? "
+    "--keep-directory-symlink",
+    "mv": _BACKUP_LONGS + "--exchange --force --interactive --no-clobber --no-copy "
+    "--strip-trailing-slashes --update? --context --debug",
+    "ln": _BACKUP_LONGS + "--directory --force --interactive --logical --no-dereference "
+    "--physical --relative --symbolic",
+    "install": _BACKUP_LONGS + "--compare --directory --group: --mode: --owner: "
+    "--preserve-timestamps --strip --strip-program: --preserve-context --context? --debug",
+    "rm": "--force --interactive? --one-file-system --no-preserve-root --preserve-root? "
+    "--recursive --dir --verbose --help --version",
+    "rmdir": "--ignore-fail-on-non-empty --parents --verbose --help --version",
+    "unlink": "--help --version",
+    "shred": "--force --iterations: --random-source: --size: --remove? --verbose --exact "
+    "--zero --help --version",
+    "chmod": "--changes --no-preserve-root --preserve-root --quiet --silent --verbose "
+    "--reference: --recursive --help --version",
+    "chown": "--changes --dereference --no-dereference --from: --no-preserve-root "
+    "--preserve-root --quiet --silent --reference: --recursive --verbose --help --version",
+    "chgrp": "--changes --dereference --no-dereference --no-preserve-root --preserve-root "
+    "--quiet --silent --reference: --recursive --verbose --help --version",
+    "touch": "--no-create --date: --reference: --no-dereference --time: --help --version",
+    "mkdir": "--mode: --parents --verbose --context? --help --version",
+    "truncate": "--no-create --io-blocks --reference: --size: --help --version",
+    "mkfifo": "--mode: --context? --help --version",
+    "mknod": "--mode: --context? --help --version",
+    "gzip": "--ascii --to-stdout --stdout --decompress --uncompress --force --keep --list "
+    "--license --no-name --name --quiet --recursive --rsyncable --suffix: --synchronous "
+    "--test --verbose --fast --best --help --version",
+    "bzip2": "--decompress --compress --keep --force --test --stdout --quiet --verbose "
+    "--license --small --fast --best --help --version",
+    "xz": "--compress --decompress --uncompress --test --list --keep --force --stdout "
+    "--to-stdout --single-stream --no-sparse --suffix: --files? --files0? --format: --check: "
+    "--ignore-check --memlimit-compress: --memlimit-decompress: --memlimit-mt-decompress: "
+    "--memlimit: --memory: --no-adjust --threads: --block-size: --block-list: "
+    "--flush-timeout: --extreme --fast --best --lzma1? --lzma2? --x86? --arm? --armthumb? "
+    "--arm64? --powerpc? --ia64? --sparc? --riscv? --delta? --quiet --verbose --no-warn "
+    "--robot --info-memory --help --long-help --version",
+    "zstd": "--compress --decompress --uncompress --test --list --stdout --to-stdout --force "
+    "--keep --rm --quiet --verbose --format: --ultra --long? --fast? --adapt? --threads: "
+    "--single-thread --auto-threads: --rsyncable --exclude-compressed --size-hint: "
+    "--stream-size: --target-compressed-block-size: --no-dictID --no-check --check "
+    "--no-progress --progress --memory: --memlimit: --memlimit-decompress: --sparse "
+    "--no-sparse --content-size --no-content-size --pass-through --no-pass-through "
+    "--recursive --priority: --asyncio --no-asyncio --mmap-dict --no-mmap-dict "
+    "--row-match-finder --no-row-match-finder --show-default-cparams --help --version "
+    "--output-dir-flat: --output-dir-mirror: --patch-from: --trace: --filelist: "
+    "--train --maxdict: --dictID: --split:",
+    "rsync": "--verbose --info: --debug: --stderr: --msgs2stderr --quiet --no-motd "
+    "--checksum --archive --recursive --relative --no-implied-dirs --backup --backup-dir: "
+    "--suffix: --update --inplace --append --append-verify --dirs --old-dirs --mkpath "
+    "--links --copy-links --copy-unsafe-links --safe-links --munge-links --copy-dirlinks "
+    "--keep-dirlinks --hard-links --perms --executability --chmod: --acls --xattrs --owner "
+    "--group --devices --copy-devices --write-devices --specials --times --atimes "
+    "--open-noatime --crtimes --omit-dir-times --omit-link-times --super --fake-super "
+    "--sparse --preallocate --dry-run --whole-file --checksum-choice: --cc: "
+    "--one-file-system --block-size: --rsh: --rsync-path: --existing --ignore-existing "
+    "--remove-source-files --del --delete --delete-before --delete-during --delete-delay "
+    "--delete-after --delete-excluded --ignore-missing-args --delete-missing-args "
+    "--ignore-errors --force --max-delete: --max-size: --min-size: --max-alloc: --partial "
+    "--partial-dir: --delay-updates --prune-empty-dirs --numeric-ids --usermap: "
+    "--groupmap: --chown: --timeout: --contimeout: --ignore-times --size-only "
+    "--modify-window: --temp-dir: --fuzzy --compare-dest: --copy-dest: --link-dest: "
+    "--compress --compress-choice: --zc: --compress-level: --zl: --skip-compress: "
+    "--cvs-exclude --filter: --exclude: --exclude-from: --include: --include-from: "
+    "--files-from: --from0 --old-args --secluded-args --protect-args --trust-sender "
+    "--copy-as: --address: --port: --sockopts: --blocking-io --outbuf: --stats "
+    "--8-bit-output --human-readable --progress --itemize-changes --remote-option: "
+    "--out-format: --log-file: --log-file-format: --password-file: --early-input: "
+    "--list-only --bwlimit: --stop-after: --stop-at: --fsync --write-batch: "
+    "--only-write-batch: --read-batch: --protocol: --iconv: --checksum-seed: --ipv4 --ipv6 "
+    "--help --version",
+}
+_WRITER_LONGS["gunzip"] = _WRITER_LONGS["gzip"]
+_WRITER_LONGS["bunzip2"] = _WRITER_LONGS["bzip2"]
+_WRITER_LONGS["unxz"] = _WRITER_LONGS["xz"]
+_WRITER_TABLES: Dict[str, "_Opts"] = {}
+
+
+def _writer_long(name: str, key: str) -> Tuple[Optional[str], int]:
+    """(the long option `--key` abbreviates for writer `name`, its arity);
+    (None, 0) when the program takes no such option or it is ambiguous."""
+    spec = _WRITER_TABLES.get(name)
+    if spec is None:
+        text = _WRITER_LONGS.get(name)
+        if text is None:
+            return None, 0
+        spec = _WRITER_TABLES[name] = _Opts(text)
+    long = spec.table()[1]
+    canon = _resolve_long(long, key, True)
+    if canon is None and name == "rsync" and key.startswith("no-"):
+        canon = _resolve_long(long, key[3:], True)
+        return ("no-" + canon if canon else None), 0
+    return (canon, long[canon][0]) if canon is not None else (None, 0)
+
+
 # How a writer treats its operands: "tree" removes them or changes
 # everything below them; "copy" writes its last operand from the others
 # (mv also removes the others, ln links to them); "path" writes each one.
@@ -4496,6 +4602,7 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
     operands: List[_W] = []
     target_dir: Optional[_W] = None
     flags = ""
+    longs = set()   # the long options given, written out
     deletes = False
     i, dd = 0, False
     while i < len(args):
@@ -4505,27 +4612,48 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
         if not dd and t == "--" and w.static:
             dd = True
             continue
-        if not dd and t.startswith("-") and t != "-" and w.static:
+        if not dd and t.startswith("-") and t != "-":
+            # An option word may hold an expansion in its value (`-t$D`,
+            # `--target-directory=$D`); one in the option itself is unknown.
             if t.startswith("--"):
-                key = t.split("=", 1)[0]
+                spelled = t.split("=", 1)[0]
+                if "\0" in spelled:
+                    v.opaque = True
+                    continue
+                if name in _WRITER_LONGS:
+                    canon, arity = _writer_long(name, spelled[2:])
+                    if canon is None:
+                        v.opaque = True   # an option the guard does not know
+                        continue
+                    key = "--" + canon
+                else:
+                    key, arity = spelled, 1 if spelled in _VALUED_WRITER_LONG else 0
+                longs.add(key)
                 if key == "--target-directory":
                     if "=" in t:
-                        target_dir = _w_tail(w, len(key) + 1)
+                        target_dir = _w_tail(w, len(spelled) + 1)
                     elif i < len(args):
                         target_dir = args[i]
                 elif key in ("--recursive", "--archive"):
                     flags += "r"
                 elif key in ("--link", "--symbolic-link"):
                     flags += "l"
-                elif key.startswith("--delete"):
+                elif key == "--no-target-directory":
+                    flags += "T"
+                elif key.startswith(("--delete", "--del")):
                     deletes = True
-                elif key == "--remove-source-files":
+                elif key in ("--remove-source-files", "--remove-files", "--rm"):
                     flags += "M"
-                if key in _VALUED_WRITER_LONG and "=" not in t:
+                elif key.startswith(("--output-dir", "--files-from", "--filelist")):
+                    v.opaque = True   # names what it writes elsewhere
+                if arity == 1 and "=" not in t:
                     i += 1
                 continue
             letters = t[1:]
             for k, ch in enumerate(letters):
+                if ch == "\0":
+                    v.opaque = True
+                    break
                 if ch in valued:
                     if ch == "t":
                         target_dir = _w_tail(w, k + 2) if k + 1 < len(letters) else \
@@ -4545,11 +4673,11 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
         # cmd.exe switches are /x words.
         operands = [w for w in operands if not w.text.startswith("/")]
     if name in _COMPRESSORS:
-        if any(ch in flags for ch in "ct") or any(w.text in ("--stdout", "--test", "--list")
-                                                 for w in args):
+        if any(ch in flags for ch in "ct") or longs & {"--stdout", "--to-stdout", "--test",
+                                                        "--list"}:
             return v   # to standard output, or a check
         unpacks = name in ("gunzip", "bunzip2", "unxz") or "d" in flags \
-            or any(w.text in ("--decompress", "--uncompress") for w in args)
+            or bool(longs & {"--decompress", "--uncompress"})
         for w in operands:
             v.add(w, tree="r" in flags)
             base = _w_base(w)

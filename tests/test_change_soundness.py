@@ -286,3 +286,58 @@ def test_unmodelled_writers_naming_other_files_go_through(place, command):
     assert_all(place, command, None, cwd=place.plain)
     assert_all(place, command.replace("build", "src"), None, cwd=place.project) \
         if "." not in command.split()[1:] and "sts" not in command else None
+
+
+# --- 2. long options as getopt reads them ----------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "cp --ta=d victim", "cp --target-dir=d victim", "cp --t d victim", "cp -td victim",
+    "mv --target=d victim", "install --target-d=d victim", "ln --target=d victim",
+    "ln --tar d victim", "cp --target-directory d victim",
+])
+def test_abbreviated_target_directory_is_read_as_getopt_reads_it(command):
+    # The oracle: GNU getopt takes the prefix, and d/victim appears (a copy or a link).
+    left = run_in_scratch(command, dirs=("d",)) if not command.startswith(("mv", "ln")) \
+        else None
+    if left is not None:
+        assert left.get("d/victim") == "keep\n"
+    result = sts.analyze_shell(command)
+    assert "d/victim" in result.write_targets, (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "cp --ta=%s sts.py", "cp --target-dir=%s src/a.py", "mv --target=%s src/a.py",
+    "install --target-d=%s src/a.py", "ln --targ %s src/a.py", "cp --t %s src/a.py",
+    "rsync --remove x %s", "gzip --decomp %s/x.gz",
+    "cp --target-directory=%s src/a.py", "cp -t%s src/a.py", "mv -t %s src/a.py",
+])
+def test_abbreviated_options_into_the_data_folder_are_stopped(place, command):
+    assert_all(place, command % "$HOME/.local/state/sts", CODE, cwd=place.project)
+
+
+@pytest.mark.parametrize("command", [
+    "cp --bogus-option src/a.py build/", "cp --s src/a.py build/",   # --sparse/--suffix...
+    "rsync --remo x build/",              # --remote-option or --remove-source-files
+    "mv --no-t-such a b",
+])
+def test_unknown_or_ambiguous_prefixes_leave_the_target_unknown(command):
+    result = sts.analyze_shell(command)
+    assert result.mutability == "write" and result.unknown_target, (command, result)
+
+
+def test_writer_tables_take_every_prefix_of_their_own_options():
+    # Every unambiguous prefix of every option of each writer's table
+    # resolves to that option, and a prefix two options share to none.
+    for name, text in sts._WRITER_LONGS.items():
+        names = [e.lstrip("-").rstrip(":?") for e in text.split()]
+        for opt in names:
+            for cut in range(1, len(opt) + 1):
+                pre = opt[:cut]
+                hits = [o for o in names if o.startswith(pre)]
+                got = sts._writer_long(name, pre)[0]
+                if pre in names:
+                    assert got == pre, (name, pre, got)
+                elif len(set(hits)) == 1:
+                    assert got == opt, (name, pre, got)
+                else:
+                    assert got is None, (name, pre, got)
