@@ -3314,7 +3314,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.cap("state_change", ("env", env_capped))
     if inner.mut != "read" and inner.reason != "analysis_limit" \
             and _cmd_name(cmd) not in _COPIERS:
-        named = _named_operands(cmd.words[1:], ctx, inner.mut == "unknown")
+        # The values of the command's own assignments count too
+        # (`GIT_WORK_TREE=DIR git clean -fdx`).
+        named = _named_operands([w for _, w in cmd.assigns] + cmd.words[1:], ctx,
+                                inner.mut == "unknown", _cmd_name(cmd))
         if named is None:
             inner.opaque = True
         else:
@@ -3370,7 +3373,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     return v
 
 
-def _named_operands(words: List[_W], ctx: _Ctx, tree: bool) -> Optional[List[str]]:
+def _named_operands(words: List[_W], ctx: _Ctx, tree: bool,
+                    program: Optional[str] = None) -> Optional[List[str]]:
     """The paths the words of a command not proven read may name, as
     patterns: each operand, the value of `--opt=value`, `-oVALUE` and
     `name=value`, and what an expansion is known to hold (an unknown one
@@ -3383,12 +3387,16 @@ def _named_operands(words: List[_W], ctx: _Ctx, tree: bool) -> Optional[List[str
     for i, w in enumerate(words):
         # An option that moves the program first (`git -C d`, `make
         # --directory=d`): its relative words may be named from there too.
-        head = w.text.partition("=")[0] if w.static else ""
-        if head in _NAMED_CHDIR or w.static and w.text[:2] in _NAMED_CHDIR and len(w.text) > 2:
+        head = w.text.partition("=")[0] if w.text[:1] == "-" else ""
+        moves = _NAMED_CHDIR | _NAMED_CHDIR_OF.get(program or "", frozenset())
+        if "\0" in head:
+            return None   # an option spelled by an expansion
+        if head in moves or head[:2] in moves and not head.startswith("--") or \
+                len(head) > 3 and any(o.startswith(head) for o in _NAMED_CHDIR_LONG):
             value = (w.text.partition("=")[2] if "=" in w.text else
                      w.text[2:] if not w.text.startswith("--") and len(w.text) > 2 else
                      words[i + 1].text if i + 1 < len(words) and words[i + 1].static else None)
-            folders.append(value or None)
+            folders.append(value if value and "\0" not in value else None)
     for w in words:
         if w.static:
             text = w.text
@@ -3413,10 +3421,15 @@ def _named_operands(words: List[_W], ctx: _Ctx, tree: bool) -> Optional[List[str
     return out
 
 
-# Options that make a program move to a folder before it reads its operands.
-_NAMED_CHDIR = frozenset(("-C", "--directory", "--chdir", "--work-tree", "--git-dir", "--cwd",
-                          "--wd", "--working-directory", "--workdir", "--dir", "--prefix",
-                          "--project", "--root"))
+# Options that make a program move to a folder before it reads its operands
+# (long ones also by a prefix of four letters or more: `--work=DIR`), and
+# those only some programs read so (tmux new -c DIR, nsenter -w DIR).
+_NAMED_CHDIR_LONG = ("--directory", "--chdir", "--work-tree", "--git-dir", "--cwd", "--wd",
+                     "--working-directory", "--workdir", "--dir", "--prefix", "--project",
+                     "--root")
+_NAMED_CHDIR = frozenset(("-C",) + _NAMED_CHDIR_LONG)
+_NAMED_CHDIR_OF = {"tmux": frozenset(("-c",)), "nsenter": frozenset(("-w",)),
+                   "unshare": frozenset(("-w",)), "parallel": frozenset(("--wd",))}
 
 
 # git settings that name a program or code git runs, or more config to load.
@@ -5942,10 +5955,39 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             inner = _payload(payload, ctx)
             if inner.mut == "unknown":
                 inner.reason = "shell_execution_option"
+            if t in ("-execdir", "-okdir"):
+                _run_below(inner, roots, items)
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
     return result
+
+
+def _run_below(v: _V, roots: List[_W], items: List[_W]) -> None:
+    """`find -execdir` runs its command in the folder of each path found:
+    a relative name it writes may be in any folder below a starting point
+    (the paths found themselves, `{}`, are already named from there)."""
+    if any(not r.static for r in roots):
+        if any(not _fixed(t) for t in v.targets + v.patterns + v.named) or v.pending:
+            v.opaque = True
+        return
+    own = {w.text for w in items}
+    below = [_glob_escape(r.text.rstrip("/") or "/") + "/**/" for r in roots]
+    for name in ("targets", "patterns", "named"):
+        kept, moved = [], []
+        for t in getattr(v, name):
+            if _fixed(t) or t in own or any(t.startswith(o + "/") for o in own):
+                kept.append(t)
+            else:
+                moved.extend(b + (t if name != "targets" else _glob_escape(t)) for b in below)
+        setattr(v, name, kept)
+        if name == "targets":
+            v.patterns.extend(moved)
+        else:
+            getattr(v, name).extend(moved)
+    if any(not any(w is item for item in items) for w, _ in v.pending):
+        v.opaque = True   # a word named from a folder found at run time
+    v.pending = [(w, tree) for w, tree in v.pending if any(w is item for item in items)]
 
 
 def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
@@ -8089,6 +8131,11 @@ _CMAKE_HASH_TOOLS = frozenset(("md5sum", "sha1sum", "sha224sum", "sha256sum", "s
 def _cmake(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) >= 2 and args[0].text == "-E":
         tool = args[1].text.lower()
+        if tool == "chdir" and len(args) >= 4 and args[3].static:
+            # `cmake -E chdir DIR CMD...` runs CMD in DIR: read for every
+            # intent, its names placed there (an unknown DIR: anywhere).
+            inner = _payload(args[3:], ctx).cap("shell_command_unproven")
+            return _in_dir(inner, [args[2]])
         return _V("unknown", "shell_command_unproven",
                   hash_=tool in _CMAKE_HASH_TOOLS or not args[1].static)
     return _version_only(name, args, ctx)

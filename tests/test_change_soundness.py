@@ -341,3 +341,54 @@ def test_writer_tables_take_every_prefix_of_their_own_options():
                     assert got == opt, (name, pre, got)
                 else:
                     assert got is None, (name, pre, got)
+
+
+# --- 3. options that move where a command runs --------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "find d -name victim -execdir rm victim \\;",
+    "find . -execdir rm -f victim \\;",
+    "cmake -E chdir d rm victim",
+    "cmake -E chdir d rm ../victim",
+    "git init -q r && git --work-tree=d --git-dir=r/.git clean -fdxq",
+    "git init -q r && GIT_WORK_TREE=d git --git-dir=r/.git clean -fdxq",
+])
+def test_moved_commands_really_write_there_and_are_never_read(command):
+    if command.startswith("cmake") and not shutil.which("cmake"):
+        pass
+    else:
+        left = run_in_scratch(command)
+        assert "d/victim" not in left or "victim" not in left, command
+    assert sts.analyze_shell(command).mutability != "read"
+
+
+@pytest.mark.parametrize("command", [
+    "find ~/.local/state -execdir rm -f installed.json \\;",
+    "find ~/.local -name sts -execdir rm -rf sts \\;",
+    "cmake -E chdir ~/.local/state/sts rm installed.json",
+    "cmake -E chdir ~/.local/state/sts/sessions rm -rf ../armed",
+    "cmake -E chdir $D rm installed.json",
+    "git --work-tree=$HOME/.local/state/sts clean -fdx",
+    "git --work=$HOME/.local/state/sts checkout -- .",
+    "git --git-dir=x/.git --work-tree=$HOME/.local/state/sts reset --hard",
+    "git --work-tree ~/.local/state/sts restore .",
+    "git --work-tree=$HOME/.local/state/sts stash -u",
+    "GIT_WORK_TREE=$HOME/.local/state/sts git clean -fdx",
+    "unshare --wd=$HOME/.local/state/sts rm installed.json",
+    "nsenter --wd=$HOME/.local/state/sts rm installed.json",
+    "systemd-run --user --working-directory=$HOME/.local/state/sts rm installed.json",
+    "parallel --wd $HOME/.local/state/sts rm ::: installed.json",
+    "tmux new -d -c ~/.local/state/sts 'rm installed.json'",
+])
+def test_commands_moved_into_the_data_folder_are_stopped(place, command):
+    assert_all(place, command, CODE, cwd=place.plain)
+
+
+@pytest.mark.parametrize("command", [
+    "find build -execdir rm -f x.o \\;",
+    "cmake -E chdir build make",
+    "git --work-tree=build status",
+    "tmux new -d -c build 'make'",
+])
+def test_commands_moved_elsewhere_go_through(place, command):
+    assert_all(place, command, None, cwd=place.plain)
