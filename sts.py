@@ -4015,6 +4015,12 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     modes = _READ_MODES.get(name)
     if modes is not None and _reads_in_mode(args, *modes):
         return _an_read()
+    if name in _PM_GLOBALS:
+        moved = _pm_args(name, args)
+        if moved is None:
+            return _V("unknown", "shell_command_unproven", dep=True).blame(
+                "unlisted", name)   # which verb follows is not known: maybe an install
+        args = moved
     if handler is None:
         if name in _WRITERS:
             return _writer_verdict(name, args).blame("writer", name)
@@ -4352,6 +4358,84 @@ def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
     environment or before the command): `uniq a.txt -c` then writes to a
     file named -c.  Only the count and order matter to the callers."""
     return _read_options(args, spec, permute=False)[1]
+
+
+# Package managers' global options (those that may come before the verb),
+# in the option grammar of _Opts, with their arity: a value given as the
+# next word is never read as the verb (`pip --log F install x`).  The
+# options are moved to the end before the manager's own rules read the
+# line.  An option not listed, or one missing its value, leaves the verb
+# unknown: the command may be an install (dependency intent), so `deps=`
+# decides unless it is `allow`.  pip (optparse), gem (OptionParser) and
+# npm-style parsers take a prefix of a long option; uv and cargo (clap),
+# go, apt and composer do not.
+#: write +D | pip --log F install ./x.whl
+#: write +D | pip --isol install x
+#: write +D | uv -q add x
+#: write +D | uv --directory d add x
+#: write +D | cargo --config a=1 add x
+#: write +D | apt-get -o Debug::X=1 install x
+#: write +D | composer -d DIR require x
+#: write +D | poetry -C DIR add x
+#: write +D | pdm -p DIR add x
+#: write +D | go -C DIR get x
+#: write +D | gem --config-file F install x
+#: unknown +D | pip --no-such-option install x
+#: unknown +D | uv --bogus add x
+_PM_GLOBALS: Dict[str, _Opts] = {
+    "pip": _Opts("-hvVq --help --debug --isolated --require-virtualenv --python: --verbose "
+                 "--version --quiet --log: --no-input --keyring-provider: --proxy: --retries: "
+                 "--timeout: --exists-action: --trusted-host: --cert: --client-cert: "
+                 "--cache-dir: --no-cache-dir --disable-pip-version-check --no-color "
+                 "--no-python-version-warning --use-feature: --use-deprecated: "
+                 "--resume-retries:", permute=False),
+    "uv": _Opts("-qvnhV --quiet --verbose --color: --native-tls --no-native-tls --offline "
+                "--no-offline --no-progress --directory: --project: --config-file: "
+                "--no-config --help --version --cache-dir: --no-cache --python-preference: "
+                "--no-python-downloads --allow-python-downloads --allow-insecure-host: "
+                "--managed-python --no-managed-python --preview --no-preview --isolated "
+                "--show-settings", permute=False, abbrev=False),
+    "cargo": _Opts("-Vvqh -CZ: --version --list --explain: --verbose --quiet --color: "
+                   "--locked --offline --frozen --config: --help", permute=False,
+                   abbrev=False),
+    "apt-get": _Opts("-qsydfmuVhb -toca: --quiet --simulate --just-print --dry-run --recon "
+                     "--no-act --yes --assume-yes --assume-no --download-only --fix-broken "
+                     "--ignore-missing --fix-missing --no-download --show-upgraded "
+                     "--verbose-versions --target-release: --default-release: "
+                     "--option: --config-file: --host-architecture: --no-install-recommends "
+                     "--install-recommends --no-install-suggests --install-suggests "
+                     "--allow-unauthenticated --allow-downgrades --allow-remove-essential "
+                     "--allow-change-held-packages --reinstall --purge --auto-remove "
+                     "--autoremove --only-upgrade --no-upgrade --print-uris --force-yes "
+                     "--trivial-only --no-remove --help --version", permute=False,
+                     abbrev=False),
+    "composer": _Opts("-hqVnv -d: --help --quiet --version --ansi --no-ansi --no-interaction "
+                      "--profile --no-plugins --no-scripts --working-dir: --no-cache --verbose",
+                      permute=False, abbrev=False),
+    "poetry": _Opts("-hqVnv -CP: --help --quiet --version --ansi --no-ansi --no-interaction "
+                    "--no-plugins --no-cache --verbose --directory: --project:",
+                    permute=False, abbrev=False),
+    "pdm": _Opts("-hVvqI -pc: --help --version --verbose --quiet --config: --ignore-python "
+                 "--pep582? --project: --no-cache", permute=False, abbrev=False),
+    "go": _Opts("-C:", permute=False, abbrev=False),
+    "gem": _Opts("-hvVq --help --version --verbose --quiet --config-file: --backtrace "
+                 "--debug --norc --no-verbose", permute=False),
+}
+for _alias, _base in (("pip3", "pip"), ("apt", "apt-get"), ("aptitude", "apt-get")):
+    _PM_GLOBALS[_alias] = _PM_GLOBALS[_base]
+
+
+def _pm_args(name: str, args: List[_W]) -> Optional[List[_W]]:
+    """A package manager's words with its global options moved after the
+    verb (see _PM_GLOBALS); None when one of them cannot be read."""
+    spec = _PM_GLOBALS.get(name)
+    if spec is None or not args or not args[0].text.startswith("-"):
+        return args
+    fail, operands, seen = _read_options(args, spec)
+    if fail is not None or _split_value(seen) is not None:
+        return None
+    moved = args[:len(args) - len(operands)]
+    return operands + moved if operands else args
 
 
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:

@@ -168,7 +168,7 @@ UNMODELLED_WRITERS = [
     ("cmake -E copy /dev/null d/victim", "d/victim"),
     ("git config -f victim a.b c", "victim"),
     ("openssl rand -out victim 10", "victim"),
-    ("ssh-keygen -q -N '' -f victim <<<y", "victim"),
+    ("ssh-keygen -q -N '' -f victim <<<y", None),
     ("python3 -m json.tool --indent 1 /dev/null victim", None),
     ("split -b 1 d/victim victim", "victimaa"),
     ("tar --remove-files -cf a.tar victim", "victim"),
@@ -392,3 +392,51 @@ def test_commands_moved_into_the_data_folder_are_stopped(place, command):
 ])
 def test_commands_moved_elsewhere_go_through(place, command):
     assert_all(place, command, None, cwd=place.plain)
+
+
+# --- 6. install verbs behind global options -----------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "pip --log F install ./x.whl", "pip --log=F install x", "pip --isol install x",
+    "pip3 --cache-dir /tmp/c install x", "pip -q --proxy http://p:1 install x",
+    "uv -q add x", "uv --quiet add x", "uv --directory d add x", "uv --project d add x",
+    "uv --cache-dir /tmp/c pip install x",
+    "cargo --config 'a=1' add x", "cargo -C d add x", "cargo -Z x add y",
+    "apt-get -o Debug::X=1 install x", "apt-get -c f install x", "apt -y install x",
+    "composer -d DIR require x", "composer --working-dir DIR require x",
+    "poetry -C DIR add x", "poetry --project DIR add x", "pdm -p DIR add x",
+    "go -C DIR get x", "gem --config-file F install x", "gem --config-f F install x",
+])
+def test_install_verbs_behind_global_options_carry_dependency_intent(command):
+    result = sts.analyze_shell(command)
+    assert result.dependency_intent and result.mutability != "read", (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "pip --no-such-option install x", "uv --bogus add x", "cargo --frob add x",
+    "apt-get --what install x", "composer --nope require x", "go -x get y",
+    "pip --log $F install x", "uv --directory",
+])
+def test_unknown_global_options_leave_an_install_possible(command):
+    result = sts.analyze_shell(command)
+    assert result.mutability != "read" and result.dependency_intent, (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "pip -q list", "pip --version", "uv --version", "composer --no-plugins show",
+    "pip --isolated list",
+])
+def test_global_options_before_a_read_verb_keep_it_a_read(command):
+    assert sts.analyze_shell(command).mutability == "read", command
+
+
+def test_deps_ask_stops_an_install_behind_a_global_option(place):
+    for command in ("pip --log /tmp/l install x", "uv -q add x", "go -C src get x",
+                    "pip --frob install x"):
+        got = sts.analyze_shell(command)
+        assert got.dependency_intent, command
+        codes = set()
+        from test_self_protection_targets import verdicts
+        codes = set(verdicts(place, command, place.plain,
+                             directive="$stop-that-shit change deps=ask").values())
+        assert None not in codes, (command, codes)
