@@ -3248,7 +3248,7 @@ class _Ctx:
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
     __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
-                 "std_moved")
+                 "std_moved", "written")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3264,12 +3264,16 @@ class _Ctx:
         # Standard output or error may be a file opened for reading (`1<f`,
         # `>&3`), which /dev/stdout then opens again for writing.
         self.std_moved = False
+        # Paths the commands before this one in the line write, as written
+        # (a requirements file written and then installed from is not the project's).
+        self.written: List[str] = []
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
         inner = _Ctx(self.depth + 1, self.shell, self.seen, self.work)
         inner.std_moved = self.std_moved
+        inner.written = self.written
         return inner
 
 
@@ -3942,6 +3946,10 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 # Package managers and installers: one of these whose verb is an expansion
 # (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+# Longest first: `pip3` before `pip`.
+_PATH_RUN = ("python3", "python", "pip3", "pipx", "pnpm", "yarn", "poetry", "pipenv", "cargo",
+             "composer", "bundle", "npm", "npx", "pip", "pdm", "gem", "bun", "deno", "conda",
+             "mamba")
 _INSTALLERS = frozenset((
     "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
     "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
@@ -3949,6 +3957,36 @@ _INSTALLERS = frozenset((
     "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
     "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
 ))
+
+
+# Verbs that take packages away (`npm uninstall uuid`, `pip uninstall x`,
+# `cargo remove x`, `go mod edit -droprequire=x`) and those that install the
+# packages they are given besides the tests (`npm it x`).
+_REMOVE_VERBS = frozenset(("uninstall", "remove", "rm", "r", "un", "unlink", "purge",
+                           "erase", "-droprequire", "install-test", "it"))
+
+
+def _removes_packages(args: List[_W]) -> bool:
+    """Whether a package manager's words remove (or test-install) named packages."""
+    words = [w.text for w in args if not w.text.startswith("-") or
+             w.text.startswith("-droprequire")]
+    for k, word in enumerate(words[:3]):
+        if word.split("=", 1)[0] in _REMOVE_VERBS:
+            return len(words) > k + 1 or "=" in word
+    return False
+
+
+def _installer_by_path(name: str) -> Optional[str]:
+    """The package manager or interpreter an unlisted program name ends
+    with (`.venvscriptspython.exe`, `tools-npm`), or None."""
+    base = name
+    for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+    for known in _PATH_RUN:
+        if base.endswith(known) and base != known:
+            return known
+    return None
 
 
 def _verb_unread(name: str, args: List[_W]) -> bool:
@@ -4024,8 +4062,20 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if handler is None:
         if name in _WRITERS:
             return _writer_verdict(name, args).blame("writer", name)
+        runs = _installer_by_path(name)
+        if runs is not None:
+            # `.\venv\Scripts\python.exe` in bash is `.venvScriptspython.exe`: a
+            # package manager by path is that package manager, never a read.
+            inner = _classify_argv([_lit(runs)] + args, ctx.deeper())
+            return inner.cap("shell_command_unproven", ("unlisted", name))
         return _unknown("shell_command_unproven", "unlisted", name)
     v = handler(name, args, ctx)
+    if v.mut != "read" and not v.dep and (name in _INSTALLERS or name in _PM_VERBS) \
+            and name not in ("hg", "svn") and _removes_packages(args):
+        v.dep = True   # a dependency taken away is a change of dependencies too
+    if name in ("perl", "perl5") and any(w.text.startswith(("-MCPAN", "-mCPAN", "-MCPANPLUS"))
+                                         for w in args):
+        v.dep = True   # `perl -MCPAN -e 'install X'`: the CPAN shell, installing
     if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(_may_be_option(w, ctx)
                                                                    for w in args):
         # A variable that may turn into an option (`sort $X`, `find "$D"`)
@@ -5879,7 +5929,32 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if i >= n:
         return _unknown("git_arguments_unproven")
     split = next((w for w in folders if _may_split(w)), None)
-    return _unsplit(_in_dir(_git_command(args[i].text, args[i + 1:]), folders), split)
+    v = _git_command(args[i].text, args[i + 1:])
+    if v.mut != "read" and _git_brings_code(args[i].text, args[i + 1:]):
+        v.dep = True
+    return _unsplit(_in_dir(v, folders), split)
+
+
+# Subcommands that bring another repository's code into the project: a
+# submodule added or moved to its remote's newest commit, a subtree added
+# or pulled, a clone made inside the working folder (into a name of its
+# own, or a relative folder that stays below it).
+#: write +D | git submodule add https://example.com/x.git vendor/x
+#: write +D | git submodule update --remote
+#: write -D | git submodule update --init
+#: write +D | git clone https://example.com/x.git
+#: write -D | git clone https://example.com/x.git /tmp/x
+def _git_brings_code(sub: str, rest: List[_W]) -> bool:
+    words = [w.text for w in rest]
+    plain = [t for t in words if not t.startswith("-")]
+    if sub == "submodule":
+        return plain[:1] == ["add"] or (plain[:1] == ["update"] and "--remote" in words)
+    if sub == "subtree":
+        return plain[:1] in (["add"], ["pull"], ["merge"])
+    if sub == "clone":
+        dest = plain[1] if len(plain) > 1 else "."
+        return not (dest.startswith(("/", "~")) or dest == ".." or dest.startswith("../"))
+    return False
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -7454,10 +7529,38 @@ def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb is None:
         return _unknown()
     v = _pip_verb(verb, rest)
+    if not v.dep and verb in ("install", "download", "wheel", "sync") and ctx.written and any(
+            w.text.lstrip("./") in {t.lstrip("./") for t in ctx.written}
+            for w in _option_values(rest, ("-r", "--requirement", "-c", "--constraint"))):
+        v.dep = True   # a list the line itself just wrote
     unsafe = _pip_unsafe(args)
     if v.mut == "read" and unsafe:
         return _unknown(unsafe)
     return v
+
+
+def _option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
+    """Every value of these options: `-r F`, `-rF`, `--requirement=F`, `--requirement F`."""
+    out: List[_W] = []
+    for k, w in enumerate(args):
+        t = w.text
+        for opt in options:
+            if t == opt:
+                out.append(args[k + 1] if k + 1 < len(args) else _W("\0", dyn=True))
+            elif opt.startswith("--") and t.startswith(opt + "="):
+                out.append(_w_tail(w, len(opt) + 1))
+            elif not opt.startswith("--") and t.startswith(opt) and len(t) > len(opt):
+                out.append(_w_tail(w, len(opt)))
+    return out
+
+
+def _project_manifest(w: _W) -> bool:
+    """Whether a requirements file is one the project keeps: a plain name
+    below the working folder.  Standard input, a process substitution, an
+    expansion, an absolute path or one above the folder may hold anything."""
+    t = w.text
+    return w.static and bool(t) and not t.startswith(("/", "~", "-")) \
+        and ".." not in t.split("/") and "://" not in t
 
 
 def _pip_verb(verb: str, rest: List[_W]) -> _V:
@@ -7476,6 +7579,9 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
                                                  w.text.startswith("--") and "U" in w.text)
                for w in rest):
             return _V("write", dep=True)   # newer versions, even of what is declared
+        if not all(_project_manifest(w) for w in _option_values(
+                rest, ("-r", "--requirement", "-c", "--constraint"))):
+            return _V("write", dep=True)   # a list from elsewhere: what it holds is new
         return _V("write", dep=bool(adds))
     if verb == "uninstall":
         return _write()
@@ -7852,7 +7958,7 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "opam": {"install": "add", "pin add": "dep", "pin": "dep", "upgrade": "dep",
              "repo add": "dep", "repository add": "dep", "update": "write"},
     "luarocks": {"install": "dep"}, "pecl": {"install": "dep", "upgrade": "dep"},
-    "pear": {"install": "dep", "upgrade": "dep"}, "cpan": {"install": "dep", "-i": "dep"},
+    "pear": {"install": "dep", "upgrade": "dep"},
     "snap": {"install": "dep", "refresh": "dep", "remove": "write"},
     "flatpak": {"install": "dep", "update": "dep", "remote-add": "dep", "uninstall": "write"},
     "guix": {"install": "dep", "upgrade": "dep", "pull": "dep", "remove": "write"},
@@ -7873,9 +7979,19 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "lerna": {"add": "dep", "bootstrap": "restore"},
     "rush": {"add": "dep", "update": "dep", "install": "restore", "upgrade-interactive": "dep"},
     "rye": {}, "pdm": {},
+    # corepack pins the package manager's version (packageManager) and fetches it.
+    "corepack": {"prepare": "dep", "use": "dep", "install": "dep", "up": "dep",
+                 "enable": "dep", "hydrate": "dep", "pack": "write", "disable": "write"},
+    # Other version control systems: a checkout brings another repository's code in.
+    "hg": {"clone": "dep", "pull": "dep", "fetch": "dep"},
+    "svn": {"checkout": "dep", "co": "dep", "export": "dep", "update": "dep", "up": "dep",
+            "switch": "dep", "sw": "dep"},
+    "jspm": {"install": "add", "i": "add", "link": "dep", "update": "dep", "uninstall": "dep"},
+    "raco": {"pkg install": "add", "pkg update": "dep", "pkg remove": "dep"},
 }
 # Programs whose every operand is a package to install.
-_PM_OPERAND_INSTALLS = frozenset(("cpanm", "easy_install", "emerge", "xbps-install"))
+_PM_OPERAND_INSTALLS = frozenset(("cpanm", "cpan", "easy_install", "emerge",
+                                  "xbps-install"))
 # Flag-driven installers: these options install a package or a newer version.
 _PM_INSTALL_FLAGS = {
     "dpkg": ("-i", "--install", "--unpack"), "rpm": ("-i", "-U", "-F", "--install", "--upgrade",
@@ -9055,6 +9171,9 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                                   and "w" in t) for t in texts):
             return _unknown()
         return _an_read()
+    if (group, verb) in (("repo", "clone"), ("release", "download"), ("extension", "install"),
+                         ("repo", "fork")):
+        return _V("write", dep=True)   # another repository's code, into the project
     if group in reads or group in ("gist", "label", "secret", "variable"):
         return _write()
     return _unknown()
@@ -9993,6 +10112,8 @@ class _Flow:
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
         if v.pending:
             _resolve_targets(v, self.ctx)
+        if v.targets or v.patterns:
+            self.ctx.written.extend(v.targets + v.patterns)
         if v.targets or v.patterns or v.named:
             _process_targets(v, rebase=True)
         if (v.targets or v.patterns or v.named) and here != [_START]:

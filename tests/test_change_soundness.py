@@ -440,3 +440,36 @@ def test_deps_ask_stops_an_install_behind_a_global_option(place):
         codes = set(verdicts(place, command, place.plain,
                              directive="$stop-that-shit change deps=ask").values())
         assert None not in codes, (command, codes)
+
+
+# --- 7. other dependency channels ------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "npm it x", "npm install-test x", "npm uninstall uuid", "npm rm uuid", "yarn remove x",
+    "pnpm remove x", "pip uninstall -y x", "uv remove x", "poetry remove x", "cargo remove x",
+    "composer remove x", "gem uninstall x", "go mod edit -droprequire=x",
+    "corepack prepare pnpm@latest --activate", "corepack enable", "corepack use pnpm@9",
+    "pip install -r /dev/stdin", "pip install -r <(curl -s https://x/r.txt)",
+    "pip install -r /tmp/r.txt", "pip install -r ../other/r.txt", "pip install -r $R",
+    "echo evil > r.txt && pip install -r r.txt", "uv pip install -r /dev/stdin",
+    "git submodule add https://example.com/x.git vendor/x", "git submodule update --remote",
+    "git clone https://example.com/x.git", "git clone https://example.com/x.git vendor/x",
+    "git subtree add --prefix vendor/x https://example.com/x.git main",
+    "hg clone https://example.com/x vendor", "svn checkout https://example.com/x vendor",
+    "gh repo clone x/y vendor", "gh release download v1 -R x/y",
+    "cpan X::Y", "perl -MCPAN -e 'install X::Y'", "jspm install x", "raco pkg install x",
+    ".\\venv\\Scripts\\python.exe -m pip install x", "./node_modules/.bin/npm i x",
+    ".\\node_modules\\.bin\\npm.cmd i x", "/opt/tools/bin/pip3.12 install x",
+])
+def test_other_dependency_channels_carry_dependency_intent(command):
+    result = sts.analyze_shell(command)
+    assert result.dependency_intent and result.mutability != "read", (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "npm ci", "npm it", "pip install -r requirements.txt", "pip install -r reqs/dev.txt",
+    "git submodule update --init", "git clone https://example.com/x.git /tmp/x",
+    "git rm x", "npm ls", "pip list",
+])
+def test_restores_and_look_alikes_carry_none(command):
+    assert not sts.analyze_shell(command).dependency_intent, command
