@@ -3248,7 +3248,7 @@ class _Ctx:
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
     __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
-                 "std_moved", "written")
+                 "std_moved", "written", "stdin_now")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3267,6 +3267,9 @@ class _Ctx:
         # Paths the commands before this one in the line write, as written
         # (a requirements file written and then installed from is not the project's).
         self.written: List[str] = []
+        # The text the command being judged reads on its input, when the
+        # line spells it out (a here-document or here-string); else None.
+        self.stdin_now: Optional[str] = None
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
@@ -3304,7 +3307,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             v.join(_unknown("shell_syntax_unproven", "zsh",
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
+    ctx.stdin_now = cmd.stdin if cmd.stdin is not None and not cmd.piped and (
+        cmd.stdin_literal or not any(ch in cmd.stdin for ch in "$`")) else None
     inner = _classify_argv(cmd.words, ctx)
+    ctx.stdin_now = None
     if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
         inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
@@ -3989,6 +3995,292 @@ def _installer_by_path(name: str) -> Optional[str]:
     return None
 
 
+# ---- commands held in arguments ------------------------------------------------
+# Programs that run a command written in one of their arguments (or fed to
+# them): the text is read as its own shell line for every intent (hash,
+# dependencies, agents, writes); a command they run whose text cannot be
+# known (a variable, a file, the pattern space of `sed s///e`, a pipe) is
+# unknown for all of them, like a program named by a variable.  Each
+# reader returns the texts, None standing for one that cannot be known.
+
+def _held_env(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        if t in ("-S", "--split-string"):
+            rest = args[k + 1:]
+        elif t.startswith(("--split-string=", "-S")) and not t.startswith("--") \
+                or t.startswith("--split-string="):
+            rest = [_W(t.split("=", 1)[1] if t.startswith("--") else t[2:],
+                       dyn=w.dyn)] + args[k + 1:]
+        elif t.startswith("-") and "S" in t[1:] and not t.startswith("--"):
+            return [None]   # -S inside a cluster (`-iS`): its value is not spelled out here
+        else:
+            continue
+        return [" ".join(x.text if x.static else None or "\0" for x in rest)
+                if all(x.static for x in rest) else None]
+    return out
+
+
+# git settings whose value is a command git runs (see _GIT_CODE_KEYS for the rest).
+def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if t in ("-c", "--config-env") and k + 1 < len(texts):
+            if t == "--config-env" or not args[k + 1].static:
+                out.append(None)
+                continue
+            key, _, value = texts[k + 1].partition("=")
+            key = key.lower()
+            if key.startswith("alias."):
+                if value.startswith("!"):
+                    out.append(value[1:])
+            elif key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS or key.startswith(_GIT_CODE_SECTIONS):
+                out.append(value or None)
+    plain = [t for t in texts if not t.startswith("-")]
+    sub = next((t for i, t in enumerate(texts) if not t.startswith("-")
+                and (i == 0 or texts[i - 1] not in ("-c", "-C", "--config-env"))), "")
+    at = texts.index(sub) if sub in texts else len(texts)
+    rest, wrest = texts[at + 1:], args[at + 1:]
+    if sub == "rebase":
+        for k, t in enumerate(rest):
+            if t in ("-x", "--exec"):
+                out.append(rest[k + 1] if k + 1 < len(rest) and wrest[k + 1].static else None)
+            elif t.startswith("--exec=") or (t.startswith("-x") and len(t) > 2):
+                out.append(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+    elif sub == "submodule" and "foreach" in rest:
+        k = rest.index("foreach")
+        cmd = [w for w in wrest[k + 1:] if not w.text.startswith("--recursive")]
+        out.append(" ".join(w.text for w in cmd) if cmd and all(w.static for w in cmd) else None)
+    elif sub == "bisect" and rest[:1] == ["run"]:
+        cmd = wrest[1:]
+        out.append(" ".join(_sh_quote(w.text) for w in cmd)
+                   if cmd and all(w.static for w in cmd) else None)
+    elif (sub in ("filter-branch", "difftool", "mergetool") or plain[:1] == ["filter-repo"]) \
+            and rest not in (["-h"], ["--help"]):
+        out.append(None)   # commands given as options (--tree-filter, --extcmd, ...)
+    return out
+
+
+def _sh_quote(text: str) -> str:
+    return text if text and all(ch.isalnum() or ch in "@%+=:,./-_" for ch in text) \
+        else "'" + text.replace("'", "'\\''") + "'"
+
+
+def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    texts = [w.text for w in args]
+    code = None
+    k = 0
+    while k < len(texts):
+        t = texts[k]
+        if t in ("-f", "--file", "-i", "--include", "-E", "--exec") or t.startswith("-f"):
+            return [None]   # a program from a file
+        if t in ("-v", "-F", "--assign", "--field-separator"):
+            k += 2
+            continue
+        if t.startswith("-") and t != "-":
+            k += 1
+            continue
+        code = args[k]
+        break
+    if code is None:
+        return []
+    if not code.static:
+        return [None]
+    out: List[Optional[str]] = []
+    body = code.text
+    for m in _an_rx("awk_system", r'system\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)|system\s*\(').finditer(body):
+        out.append(m.group(1).replace('\\"', '"') if m.group(1) is not None else None)
+    piped = _an_rx("awk_pipe", r'\|\s*&?\s*"((?:[^"\\]|\\.)*)"|"((?:[^"\\]|\\.)*)"\s*\|\s*&?\s*getline')
+    for m in piped.finditer(body):
+        out.append(m.group(1) if m.group(1) is not None else m.group(2))
+    bare = _awk_blank(body)
+    if bare is None or bare.replace("||", "").count("|") > len(list(piped.finditer(body))):
+        out.append(None)   # a pipe to or from a command held in a variable
+    return out
+
+
+def _held_sed(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    scripts: List[str] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if t in ("-e", "--expression") and k + 1 < len(texts):
+            scripts.append(texts[k + 1] if args[k + 1].static else "e")
+        elif t.startswith("--expression="):
+            scripts.append(t.split("=", 1)[1])
+        elif t in ("-f", "--file") or t.startswith(("--file=", "-f")) and len(t) > 2 \
+                and not t.startswith("--f") or t.startswith("--file"):
+            return [None]
+    if not scripts:
+        first = next((w for w in args if not w.text.startswith("-")), None)
+        if first is None:
+            return []
+        scripts.append(first.text if first.static else "e")
+    out: List[Optional[str]] = []
+    for script in scripts:
+        for seg in script.replace(";", "\n").split("\n"):
+            seg = seg.strip()
+            m = _an_rx("sed_e", r"^(?:[0-9$]+(?:,[0-9$]+)?|/[^/]*/)?\s*e(?:\s+(.*))?$").match(seg)
+            if m:
+                out.append(m.group(1) or None)   # `e` alone runs the pattern space
+            elif seg[:1] == "s" and len(seg) > 1 and seg.rstrip().split(seg[1])[-1:] \
+                    and "e" in seg.rstrip().split(seg[1])[-1]:
+                out.append(None)   # s///e runs what the substitution left
+    return out
+
+
+def _held_stdin(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """at, batch: the commands are the input (a here-document), or a file."""
+    if any(w.text.startswith("-f") for w in args):
+        return [None]
+    return [stdin]
+
+
+def _held_make(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        text = None
+        if t in ("-E", "--eval") and k + 1 < len(texts):
+            text = texts[k + 1] if args[k + 1].static else "\0"
+        elif t.startswith("--eval="):
+            text = t.split("=", 1)[1]
+        elif t in ("-f", "--file", "--makefile") and k + 1 < len(texts) and \
+                texts[k + 1] in ("-", "/dev/stdin", "/dev/fd/0") or \
+                t in ("-f-", "--file=-", "--file=/dev/stdin"):
+            text = stdin if stdin is not None else "\0"
+        if text is None:
+            continue
+        if "\0" in text:
+            out.append(None)
+            continue
+        for line in text.split("\n"):
+            recipe = line[1:] if line.startswith("\t") else (
+                line.split(";", 1)[1] if ":" in line and ";" in line.split(":", 1)[1] else None)
+            if recipe is not None:
+                out.append(recipe)
+            elif "$(shell" in line or "$(" in line:
+                out.append(None)
+    return out
+
+
+def _held_option(*flags: str) -> Callable[[List[_W], Optional[str]], List[Optional[str]]]:
+    """The value of one of `flags` is the command (`script -c CMD`)."""
+    def read(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+        out: List[Optional[str]] = []
+        for k, w in enumerate(args):
+            t = w.text
+            for f in flags:
+                if f.startswith("--"):
+                    if t == f and k + 1 < len(args):
+                        out.append(args[k + 1].text if args[k + 1].static else None)
+                    elif t.startswith(f + "="):
+                        out.append(t.split("=", 1)[1] if w.static else None)
+                elif t[:1] == "-" and t[1:2] != "-" and f[1] in t[1:]:
+                    # in a cluster (`-qc CMD`) or attached (`-cCMD`)
+                    value = t[t.index(f[1], 1) + 1:]
+                    nxt = args[k + 1] if k + 1 < len(args) else None
+                    out.append(value if value and w.static else None if value else
+                               nxt.text if nxt is not None and nxt.static else None)
+        return out
+    return read
+
+
+def _held_tcl(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """tclsh, wish, expect: `exec CMD` and `spawn CMD` lines run CMD; any
+    other way Tcl has to run or load code leaves the command unknown."""
+    code = _held_option("-c")(args, stdin)
+    if not code and any(not w.text.startswith("-") for w in args):
+        return []   # a script named by a file: the project's code, as `sh build.sh` is
+    code = code or [stdin]
+    out: List[Optional[str]] = []
+    for text in code:
+        if text is None:
+            return [None]
+        for line in text.replace(";", "\n").split("\n"):
+            word, _, rest = line.strip().partition(" ")
+            if word in ("exec", "spawn"):
+                out.append(rest)
+            elif any(k in line for k in ("exec", "spawn", "open", "eval", "source", "load",
+                                          "interp", "package", "uplevel", "subst")):
+                out.append(None)
+    return out
+
+
+def _held_vim(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        cmd = None
+        if t in ("-c", "--cmd") and k + 1 < len(args):
+            cmd = args[k + 1].text if args[k + 1].static else "!"
+        elif t.startswith("+") and len(t) > 1:
+            cmd = t[1:]
+        elif t in ("-S", "-s", "-u", "-es", "-Es") or t.startswith("-S"):
+            out.append(None)   # ex commands from a file or from the input
+            continue
+        if cmd is None:
+            continue
+        ex = cmd.lstrip(": ")
+        if ex.startswith("!"):
+            out.append(ex[1:] or None)
+        elif "!" in ex or "system(" in ex or ex.startswith(("r !", "w !", "so", "call", "py",
+                                                            "lua", "perl", "ruby", "term")):
+            out.append(None)
+    return out
+
+
+def _held_osascript(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        if w.text == "-e" and k + 1 < len(args):
+            code = args[k + 1].text if args[k + 1].static else "do shell script x"
+            for m in _an_rx("osa_sh", r'do shell script\s*("((?:[^"\\]|\\.)*)")?').finditer(code):
+                out.append(m.group(2))
+    if not any(w.text == "-e" for w in args):
+        out.append(None)   # a script file or the input
+    return out
+
+
+_HELD: Dict[str, Callable[[List[_W], Optional[str]], List[Optional[str]]]] = {
+    "env": _held_env, "git": _held_git, "sed": _held_sed, "gsed": _held_sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _held_awk),
+    "at": _held_stdin, "batch": _held_stdin, "make": _held_make, "gmake": _held_make,
+    "script": _held_option("-c", "--command"),
+    **dict.fromkeys(("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff"), _held_vim),
+    "tclsh": _held_tcl, "wish": _held_tcl, "expect": _held_tcl,
+    "osascript": _held_osascript,
+}
+
+
+def _read_held(v: _V, texts: List[Optional[str]], ctx: _Ctx, name: str) -> None:
+    """Join what the commands `texts` do into v (see _HELD)."""
+    for text in texts:
+        if text is None or not text.strip():
+            if text is None:
+                v.cap("shell_command_unproven", ("held", name))
+                v.agent = v.agent or "?"
+            continue
+        try:
+            inner = _analyze_bash(text, ctx.deeper())
+        except RecursionError:
+            inner = _unknown()
+            inner.agent = "?"
+        v.cap("shell_command_unproven", ("held", name))
+        v.hash = v.hash or inner.hash
+        v.dep = v.dep or inner.dep
+        v.agent = v.agent or inner.agent
+        v.resume = v.resume or inner.resume
+        if inner.mut != "read":
+            # What it writes is named from wherever the program runs it.
+            v.targets.extend(t for t in inner.targets if _fixed(t))
+            v.patterns.extend(p for p in inner.patterns if _fixed(p))
+            v.named.extend(inner.targets + inner.patterns + inner.named)
+            v.opaque = v.opaque or inner.opaque or any(
+                not _fixed(t) for t in inner.targets + inner.patterns)
+
+
 def _verb_unread(name: str, args: List[_W]) -> bool:
     """Whether an installer's first word after its options is an expansion."""
     if name not in _INSTALLERS and name not in _PM_VERBS:
@@ -4068,7 +4360,10 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
             # package manager by path is that package manager, never a read.
             inner = _classify_argv([_lit(runs)] + args, ctx.deeper())
             return inner.cap("shell_command_unproven", ("unlisted", name))
-        return _unknown("shell_command_unproven", "unlisted", name)
+        v = _unknown("shell_command_unproven", "unlisted", name)
+        if name in _HELD:
+            _read_held(v, _HELD[name](args, ctx.stdin_now), ctx, name)
+        return v
     v = handler(name, args, ctx)
     if v.mut != "read" and not v.dep and (name in _INSTALLERS or name in _PM_VERBS) \
             and name not in ("hg", "svn") and _removes_packages(args):
@@ -4076,6 +4371,9 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     if name in ("perl", "perl5") and any(w.text.startswith(("-MCPAN", "-mCPAN", "-MCPANPLUS"))
                                          for w in args):
         v.dep = True   # `perl -MCPAN -e 'install X'`: the CPAN shell, installing
+    held = _HELD.get(name)
+    if held is not None:
+        _read_held(v, held(args, ctx.stdin_now), ctx, name)
     if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(_may_be_option(w, ctx)
                                                                    for w in args):
         # A variable that may turn into an option (`sort $X`, `find "$D"`)

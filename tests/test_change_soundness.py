@@ -473,3 +473,59 @@ def test_other_dependency_channels_carry_dependency_intent(command):
 ])
 def test_restores_and_look_alikes_carry_none(command):
     assert not sts.analyze_shell(command).dependency_intent, command
+
+
+# --- 8. commands held in arguments -----------------------------------------------------------
+
+HELD = [
+    "env -S '%s'", "env --split-string='%s'", "git -c alias.x='!%s' x",
+    "git -c diff.external='%s' diff", "git -c core.pager='%s' log",
+    "git rebase --exec '%s' HEAD~1", "git rebase -x '%s' HEAD~1",
+    "git submodule foreach '%s'", "git bisect run %s",
+    "awk 'BEGIN{system(\"%s\")}'", "awk 'BEGIN{print | \"%s\"}'",
+    "awk 'BEGIN{\"%s\" | getline x}'", "sed 'e %s' f", "sed -e '1e %s' f",
+    "at now <<EOF\n%s\nEOF", "batch <<EOF\n%s\nEOF", "make --eval='x:;%s' x",
+    "script -qc '%s' /dev/null", "script --command='%s' /dev/null",
+    "vim -c '!%s' -c q", "vim -c ':!%s'", "vim +'!%s'", "tclsh <<EOF\nexec %s\nEOF",
+    "expect -c 'spawn %s'", "osascript -e 'do shell script \"%s\"'",
+]
+
+
+@pytest.mark.parametrize("form", HELD)
+def test_commands_held_in_arguments_are_read_for_every_intent(form):
+    dep = sts.analyze_shell(form % "npm install left-pad")
+    assert dep.dependency_intent and dep.mutability != "read", form
+    digest = sts.analyze_shell(form % "sha256sum a.txt")
+    assert digest.hash_intent, form
+    agent = sts.analyze_shell(form % "claude -p hello")
+    assert agent.starts_agent == "claude", form
+    assert not sts.analyze_shell(form % "ls -l").dependency_intent, form
+
+
+@pytest.mark.parametrize("command", [
+    "sed 's/a/b/e' f", "sed e f", "awk '{print | cmd}' f", "awk -f prog.awk f",
+    "awk 'BEGIN{system(c)}'", "echo 'npm i x' | at now", "at -f jobs.txt now",
+    "git -c alias.x=\"!$CMD\" x", "git rebase --exec \"$CMD\" HEAD~1",
+    "make -f /dev/stdin", "vim -S session.vim", "env -iS\"$X\"",
+    "git submodule foreach \"$CMD\"", "echo puts | tclsh",
+])
+def test_held_commands_whose_text_is_not_known_are_unknown_for_every_intent(command):
+    result = sts.analyze_shell(command)
+    assert result.mutability != "read" and result.starts_agent == "?", (command, result)
+
+
+@pytest.mark.parametrize("command", [
+    "git log", "awk '$0 ~ /a|b/ {print}' f", "awk 'a || b {print}' f", "sed -n 1p f",
+    "git filter-branch -h", "tclsh build.tcl",
+])
+def test_held_command_look_alikes_keep_their_verdict(command):
+    result = sts.analyze_shell(command)
+    assert result.starts_agent is None and not result.dependency_intent, command
+
+
+def test_a_held_write_into_the_data_folder_is_stopped(place):
+    for command in ("git rebase --exec 'rm -rf ~/.local/state/sts' HEAD~1",
+                    "env -S 'rm -rf ~/.local/state/sts'",
+                    "awk 'BEGIN{system(\"rm -f ~/.claude/settings.json\")}'",
+                    "vim -c '!rm -f sts.py' -c q"):
+        assert_all(place, command, CODE, cwd=place.project)
