@@ -4055,17 +4055,13 @@ def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
         out.append(" ".join(w.text for w in cmd) if cmd and all(w.static for w in cmd) else None)
     elif sub == "bisect" and rest[:1] == ["run"]:
         cmd = wrest[1:]
-        out.append(" ".join(_sh_quote(w.text) for w in cmd)
+        import shlex   # here only: a bisect run is rare
+        out.append(" ".join(shlex.quote(w.text) for w in cmd)
                    if cmd and all(w.static for w in cmd) else None)
     elif (sub in ("filter-branch", "difftool", "mergetool") or plain[:1] == ["filter-repo"]) \
             and rest not in (["-h"], ["--help"]):
         out.append(None)   # commands given as options (--tree-filter, --extcmd, ...)
     return out
-
-
-def _sh_quote(text: str) -> str:
-    return text if text and all(ch.isalnum() or ch in "@%+=:,./-_" for ch in text) \
-        else "'" + text.replace("'", "'\\''") + "'"
 
 
 def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
