@@ -18907,6 +18907,28 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
     return action
 
 
+def input_action(name: str, text: Any) -> dict:
+    """Text typed into a program the host keeps running (Codex `write_stdin`,
+    Copilot `write_bash`, Hermes `process` write/submit).  The hook is not
+    told which program reads it, and it may be a shell, so the text is read
+    as a shell line for every intent; and since it may as well be an
+    interpreter or a REPL, whose input the guard cannot read, it is unknown
+    wherever hashing, dependencies, agents or the guard's own files could be
+    touched.  Nothing typed (a poll), line ends and control keys carry no
+    new command: what they submit was typed, and judged, before."""
+    typed = text if isinstance(text, str) else ""
+    if not typed.strip(" \t\r\n\x03\x04\x1a\x1b"):
+        return {"name": name, "mutability": "unknown", "analysisReason": "shell_command_unproven"}
+    action = shell_action(name, typed.replace("\r", "\n"))
+    action.pop("command", None)   # not the host's shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+        action["analysisReason"] = "shell_command_unproven"
+    action["unknownWriteTarget"] = True
+    action.setdefault("startsAgent", "?")
+    return action
+
+
 def file_write_action(name: str, path: Any, added: Any = None, removed: Any = None,
                       *, whole_file: bool = True) -> dict:
     """A file tool that writes `path`: hash intent from the added text, dependency intent
@@ -19031,6 +19053,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
         "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
         "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "process": ((), "input", ""),
         "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
         **{tool: ((), "", "") for tool in (
             "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
@@ -19146,6 +19169,22 @@ class Adapter:
     # False when the host cannot refuse a prompt: the turn of a rejected
     # directive runs, so the core pauses its tools (every action.before says so).
     PROMPTS_REFUSABLE = True
+
+    def _typed_input(self, name: str, tool_input: dict) -> dict:
+        """Input to a running program (see input_action); Hermes `process`
+        only writes with its `write` and `submit` actions."""
+        if not isinstance(tool_input, dict):
+            return input_action(name, None if tool_input in (None, "") else "?")
+        action = tool_input.get("action")
+        if name == "process" and action not in ("write", "submit", "send", "input", None):
+            return {"name": name, "mutability": "unknown"}   # list, poll, log, wait, kill
+        typed: Optional[str] = None
+        for key in ("chars", "input", "data", "text", "keys"):
+            if key in tool_input:
+                value = tool_input[key]
+                typed = value if isinstance(value, str) else "?"   # not text: unknown
+                break
+        return input_action(name, typed)
 
     def event_name(self, payload: dict) -> Optional[str]:
         name = payload.get("hook_event_name")
@@ -19263,6 +19302,7 @@ class _CommandHookAdapter(Adapter):
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
 
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
@@ -19390,7 +19430,7 @@ class CodexAdapter(_CommandHookAdapter):
         "send_input": "control", "resume_agent": "control", "followup_task": "control",
         "create_goal": "control", "update_goal": "control",
         "get_goal": "read",
-        "write_stdin": "unknown",  # feeds a running process: not provably anything
+        "write_stdin": "_typed_input",  # feeds a running process (see input_action)
     }
     LIFECYCLE_UNPROVEN = frozenset(("send_input", "resume_agent", "followup_task"))
 
@@ -19954,6 +19994,7 @@ class HermesAdapter(_HostBAdapter):
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
         "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
+        "process": "_typed_input",   # a background process: poll it, or type into it
     }
 
     def extra(self, payload: dict) -> dict:
@@ -21322,7 +21363,7 @@ class CopilotAdapter(_NewHostAdapter):
         "apply_patch": "_patch",
         _COPILOT_AGENT_TOOL: "delegate", "write_agent": "_wakes_agent",
         # Input to a running shell: what it does depends on that program.
-        "write_bash": "unknown", "write_powershell": "unknown",
+        "write_bash": "_typed_input", "write_powershell": "_typed_input",
         **{name: "read" for name in (
             "view", "grep", "glob", "read_bash", "read_powershell", "list_bash",
             "list_powershell", "lexical_code_search", "semantic_code_search", "web_fetch",

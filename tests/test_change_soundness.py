@@ -529,3 +529,59 @@ def test_a_held_write_into_the_data_folder_is_stopped(place):
                     "awk 'BEGIN{system(\"rm -f ~/.claude/settings.json\")}'",
                     "vim -c '!rm -f sts.py' -c q"):
         assert_all(place, command, CODE, cwd=place.project)
+
+
+# --- 5. text typed into a running program -----------------------------------------------------
+
+def _typed(host, tool, tool_input, place):
+    """The answer to one typed input on `host`, armed under change (plus `extra`)."""
+    from test_self_protection import TOOL_EVENTS
+    session = arm(place, host, "$stop-that-shit change")
+    from test_self_protection_targets import send
+    return session, send(place, host, TOOL_EVENTS[host](session, place.project, tool,
+                                                          tool_input))
+
+
+@pytest.mark.parametrize("host,tool,key,extra", [
+    ("codex", "write_stdin", "chars", {"session_id": 3}),
+    ("hermes", "process", "data", {"action": "write", "session_id": "p1"}),
+    ("hermes", "process", "data", {"action": "submit", "session_id": "p1"}),
+])
+@pytest.mark.parametrize("typed", ["rm -f sts.py\n", "echo x > ~/.claude/settings.json\r",
+                                   "python3 -c 'import os; os.remove(\"sts.py\")'\n",
+                                   "x = open('sts.py', 'w')\n"])
+def test_typed_input_that_may_touch_the_guard_is_stopped(place, host, tool, key, extra, typed):
+    _, got = _typed(host, tool, dict(extra, **{key: typed}), place)
+    assert denied_code(host, got) == CODE, (host, typed, got)
+
+
+@pytest.mark.parametrize("typed,intent", [
+    ("npm install left-pad\n", "dependency_intent"), ("sha256sum a.txt\n", "hash_intent"),
+    ("import hashlib\n", None), ("claude -p hi\n", None),
+])
+def test_typed_input_is_read_for_every_intent(typed, intent):
+    action = sts.input_action("write_stdin", typed)
+    assert action["mutability"] != "read" and action["unknownWriteTarget"]
+    assert action.get("startsAgent") in ("?", "claude")
+    if intent is not None:
+        assert action[{"dependency_intent": "dependencyIntent",
+                       "hash_intent": "hashIntent"}[intent]], typed
+
+
+@pytest.mark.parametrize("chars", ["", "\n", "\r", "\x03", "\x04"])
+def test_polls_and_control_keys_go_through(place, chars):
+    _, got = _typed("codex", "write_stdin", {"session_id": 3, "chars": chars}, place)
+    assert denied_code("codex", got) is None, repr(chars)
+    _, got = _typed("hermes", "process", {"action": "poll", "session_id": "p1"}, place)
+    assert denied_code("hermes", got) is None
+
+
+def test_typed_input_under_deps_ask_is_stopped_even_when_unread(place):
+    from test_self_protection import TOOL_EVENTS
+    from test_self_protection_targets import send
+    session = arm(place, "codex", "$stop-that-shit change deps=ask")
+    # `level=watch`-free: the self-protection stop comes first, so try the
+    # dependency rule on a typed line that names no file either.
+    got = send(place, "codex", TOOL_EVENTS["codex"](session, place.project, "write_stdin",
+                                                    {"session_id": 1, "chars": "pip install x\n"}))
+    assert denied_code("codex", got) is not None
