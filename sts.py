@@ -11924,6 +11924,17 @@ _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("crcmod", "passlib", "mmh3", "xxhash", "blake3", "crc32c"),
      r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}(?:crcmod|passlib|mmh3|xxhash|blake3|crc32c)\b"),
     (("password4j",), r"com\.password4j"),
+    # crypt(3) and its bindings (Python's crypt module, Perl's and PHP's
+    # crypt(), Ruby's String#crypt) hash a password; not decrypt(), bcrypt(...).
+    (("crypt",), r"(?<![\w$>:])crypt(?:_r)?\s*\(|\.\s*crypt\s*\(|(?:import|from)\s+crypt\b"
+                 r"|\bcrypt\s*\.\s*(?:mksalt|methods)\b"),
+    # OCaml's Digest module (`Digest.string s`, `Digest.file f`), Bun's hashers.
+    (("digest.",), r"\bdigest\s*\.\s*(?:string|file|bytes|substring|subbytes|channel|to_hex"
+                   r"|blake\w*|md5)\b"),
+    (("bun",), r"\bbun\s*\.\s*(?:hash|cryptohasher|sha|md4|md5|password)\b"),
+    # Name-based UUIDs are digests of their name: uuid3 (MD5), uuid5 (SHA-1).
+    (("uuid",), r"uuid[35]\s*\(|uuid\s*\.\s*(?:v[35]|newsha1|newmd5)\b|new_v[35]\s*\("
+                r"|nameuuidfrombytes|uuidv[35]\b|['\"]uuid/v[35]['\"]"),
     (("twox_hash", "seahash", "siphasher", "crc32fast", "xxhash_rust"),
      r"(?:extern\s+crate|use)\s+(?:twox_hash|seahash|siphasher|crc32fast|xxhash_rust)\b"),
     (("using sha",), r"using\s+sha\b"),

@@ -585,3 +585,47 @@ def test_typed_input_under_deps_ask_is_stopped_even_when_unread(place):
     got = send(place, "codex", TOOL_EVENTS["codex"](session, place.project, "write_stdin",
                                                     {"session_id": 1, "chars": "pip install x\n"}))
     assert denied_code("codex", got) is not None
+
+
+# --- 9. hashing the detector missed ------------------------------------------------------------
+
+@pytest.mark.parametrize("text,path", [
+    ("import crypt\nh = crypt.crypt('pw', crypt.mksalt())\n", "a.py"),
+    ("from crypt import crypt as c\nc('pw', 'ab')\n", "a.py"),
+    ("c = __import__('cr' + 'ypt')\nc.crypt('pw', 'ab')\n", "a.py"),
+    ("my $h = crypt($pw, $salt);\n", "a.pl"),
+    ("<?php $h = crypt($pw, '$2y$10$abc');\n", "a.php"),
+    ("h = 'pw'.crypt('ab')\n", "a.rb"),
+    ("let h = Digest.string \"x\" |> Digest.to_hex\n", "a.ml"),
+    ("let h = Digest.file \"a.txt\"\n", "a.ml"),
+    ("const h = Bun.hash('x');\n", "a.ts"),
+    ("const h = Bun.hash.wyhash('x');\n", "a.js"),
+    ("const h = new Bun.CryptoHasher('sha256');\n", "a.ts"),
+    ("import uuid\nu = uuid.uuid5(uuid.NAMESPACE_DNS, 'x')\n", "a.py"),
+    ("import { v5 as uuidv5 } from 'uuid';\nuuidv5('x', ns);\n", "a.ts"),
+    ("u := uuid.NewSHA1(ns, []byte(\"x\"))\n", "a.go"),
+    ("UUID u = UUID.nameUUIDFromBytes(b);\n", "A.java"),
+    ("import zlib\nc = zlib.crc32(b'x')\n", "a.py"),
+])
+def test_hashing_the_detector_missed_is_found(text, path):
+    assert sts.hash_intent_in_text(text, path), (path, text)
+
+
+@pytest.mark.parametrize("text,path", [
+    ("x = cipher.decrypt(data)\n", "a.py"), ("token = f.encrypt(data)\n", "a.py"),
+    ("import uuid\nu = uuid.uuid4()\n", "a.py"), ("d = {hash(k): v for k, v in x}\n", "a.py"),
+    ("int h = s.hashCode();\n", "A.java"), ("# crypt(3) is not used here\nx = 1\n", "a.py"),
+    ("const bun = require('bun-types');\n", "a.js"),
+])
+def test_hashing_look_alikes_are_not_found(text, path):
+    assert not sts.hash_intent_in_text(text, path), (path, text)
+
+
+@pytest.mark.parametrize("command", [
+    "python3 -c \"import crypt; print(crypt.crypt('a', 'ab'))\"",
+    "perl -e 'print crypt(\"a\", \"ab\")'", "php -r 'echo crypt(\"a\", \"ab\");'",
+    "bun -e 'console.log(Bun.hash(\"x\"))'",
+    "python3 -c 'import uuid; print(uuid.uuid5(uuid.NAMESPACE_URL, \"x\"))'",
+])
+def test_inline_hashing_the_detector_missed_is_found(command):
+    assert sts.analyze_shell(command).hash_intent, command
