@@ -4007,6 +4007,8 @@ def _held_env(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
     out: List[Optional[str]] = []
     for k, w in enumerate(args):
         t = w.text
+        if t == "--" or not t.startswith("-") and not ("=" in t and _is_name(t.split("=")[0])):
+            break   # the command: its own words are its own
         if t in ("-S", "--split-string"):
             rest = args[k + 1:]
         elif t.startswith(("--split-string=", "-S")) and not t.startswith("--") \
@@ -4027,6 +4029,9 @@ def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
     out: List[Optional[str]] = []
     texts = [w.text for w in args]
     for k, t in enumerate(texts):
+        if not t.startswith("-") and (k == 0 or texts[k - 1] not in ("-c", "-C", "--config-env",
+                                                                     "--git-dir", "--work-tree")):
+            break   # the subcommand: a later `-c` is its own option (diff -c)
         if t in ("-c", "--config-env") and k + 1 < len(texts):
             if t == "--config-env" or not args[k + 1].static:
                 out.append(None)
@@ -4070,6 +4075,11 @@ def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
     k = 0
     while k < len(texts):
         t = texts[k]
+        if t == "--":
+            k += 1
+            if k < len(texts):
+                code = args[k]
+            break
         if t in ("-f", "--file", "-i", "--include", "-E", "--exec") or t.startswith("-f"):
             return [None]   # a program from a file
         if t in ("-v", "-F", "--assign", "--field-separator"):
@@ -4234,7 +4244,8 @@ def _held_osascript(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]
             code = args[k + 1].text if args[k + 1].static else "do shell script x"
             for m in _an_rx("osa_sh", r'do shell script\s*("((?:[^"\\]|\\.)*)")?').finditer(code):
                 out.append(m.group(2))
-    if not any(w.text == "-e" for w in args):
+    if not any(w.text == "-e" for w in args) and not all(
+            w.text in ("--version", "-V", "-h", "--help") for w in args):
         out.append(None)   # a script file or the input
     return out
 
@@ -4742,7 +4753,7 @@ _PM_GLOBALS: Dict[str, _Opts] = {
     "cargo": _Opts("-Vvqh -CZ: --version --list --explain: --verbose --quiet --color: "
                    "--locked --offline --frozen --config: --help", permute=False,
                    abbrev=False),
-    "apt-get": _Opts("-qsydfmuVhb -toca: --quiet --simulate --just-print --dry-run --recon "
+    "apt-get": _Opts("-qsydfmuVhbv -toca: --quiet --simulate --just-print --dry-run --recon "
                      "--no-act --yes --assume-yes --assume-no --download-only --fix-broken "
                      "--ignore-missing --fix-missing --no-download --show-upgraded "
                      "--verbose-versions --target-release: --default-release: "
@@ -8283,6 +8294,9 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "jspm": {"install": "add", "i": "add", "link": "dep", "update": "dep", "uninstall": "dep"},
     "raco": {"pkg install": "add", "pkg update": "dep", "pkg remove": "dep"},
 }
+# Rows whose programs load code even to print their version (hg's
+# extensions in .hg/hgrc, cpan's and corepack's configuration): never a read.
+_PM_LOADS_CODE = frozenset(("hg", "svn", "corepack", "jspm", "raco", "cpan"))
 # Programs whose every operand is a package to install.
 _PM_OPERAND_INSTALLS = frozenset(("cpanm", "cpan", "easy_install", "emerge",
                                   "xbps-install"))
@@ -8297,8 +8311,8 @@ _PM_INSTALL_FLAGS = {
 
 def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
-    if texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
-            [[v] for v in _VERSION_WORDS.get(name, ())]):
+    if (texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
+            [[v] for v in _VERSION_WORDS.get(name, ())])) and name not in _PM_LOADS_CODE:
         return _an_read()
     if name in _PM_OPERAND_INSTALLS:
         return _V("write", dep=any(not t.startswith("-") for t in texts))

@@ -629,3 +629,19 @@ def test_hashing_look_alikes_are_not_found(text, path):
 ])
 def test_inline_hashing_the_detector_missed_is_found(command):
     assert sts.analyze_shell(command).hash_intent, command
+
+
+@pytest.mark.parametrize("command", [
+    # verdict_diff's look-alikes: a subcommand's own -c, env's command's own
+    # words, a version query, an awk program after `--`
+    "git diff-files -c diff.external=./x", "git grep x -c alias.x=!./x",
+    "env -i ss -hVnaloempTisbEZz460tMSudwxHOK", "osascript --version", "apt -v",
+    "awk -- '{print}' f",
+])
+def test_held_command_readers_leave_these_reads_alone(command):
+    assert sts.analyze_shell(command).mutability == "read", command
+
+
+@pytest.mark.parametrize("command", ["hg --version", "corepack --version", "svn --version"])
+def test_new_package_manager_rows_prove_no_version_read(command):
+    assert sts.analyze_shell(command).mutability != "read", command
