@@ -635,7 +635,7 @@ def test_inline_hashing_the_detector_missed_is_found(command):
     # verdict_diff's look-alikes: a subcommand's own -c, env's command's own
     # words, a version query, an awk program after `--`
     "git diff-files -c diff.external=./x", "git grep x -c alias.x=!./x",
-    "env -i ss -hVnaloempTisbEZz460tMSudwxHOK", "osascript --version", "apt -v",
+    "env -i ss - -- -hVnaloempTisbEZz460tMSudwxHOK", "osascript --version", "apt -v",
     "awk -- '{print}' f",
 ])
 def test_held_command_readers_leave_these_reads_alone(command):
