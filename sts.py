@@ -4071,6 +4071,8 @@ def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
 
 def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
     texts = [w.text for w in args]
+    if any(t in ("-V", "--version", "-Wversion", "-Wv") for t in texts):
+        return []   # it prints its version and runs nothing
     code = None
     k = 0
     while k < len(texts):
@@ -4245,7 +4247,7 @@ def _held_osascript(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]
             for m in _an_rx("osa_sh", r'do shell script\s*("((?:[^"\\]|\\.)*)")?').finditer(code):
                 out.append(m.group(2))
     if not any(w.text == "-e" for w in args) and not all(
-            w.text in ("--version", "-V", "-h", "--help") for w in args):
+            w.text in ("--version", "-V", "-v", "-h", "--help") for w in args):
         out.append(None)   # a script file or the input
     return out
 
@@ -8295,8 +8297,8 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "raco": {"pkg install": "add", "pkg update": "dep", "pkg remove": "dep"},
 }
 # Rows whose programs load code even to print their version (hg's
-# extensions in .hg/hgrc, cpan's and corepack's configuration): never a read.
-_PM_LOADS_CODE = frozenset(("hg", "svn", "corepack", "jspm", "raco", "cpan"))
+# extensions in .hg/hgrc, corepack's and jspm's project settings): never a read.
+_PM_LOADS_CODE = frozenset(("hg", "svn", "corepack", "jspm", "raco"))
 # Programs whose every operand is a package to install.
 _PM_OPERAND_INSTALLS = frozenset(("cpanm", "cpan", "easy_install", "emerge",
                                   "xbps-install"))

@@ -636,7 +636,7 @@ def test_inline_hashing_the_detector_missed_is_found(command):
     # words, a version query, an awk program after `--`
     "git diff-files -c diff.external=./x", "git grep x -c alias.x=!./x",
     "env -i ss - -- -hVnaloempTisbEZz460tMSudwxHOK", "osascript --version", "apt -v",
-    "awk -- '{print}' f",
+    "awk -- '{print}' f", "cpan --version", "osascript -v", "mawk -V $x = -p",
 ])
 def test_held_command_readers_leave_these_reads_alone(command):
     assert sts.analyze_shell(command).mutability == "read", command
