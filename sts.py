@@ -4775,6 +4775,13 @@ _PM_GLOBALS: Dict[str, _Opts] = {
     "pdm": _Opts("-hVvqI -pc: --help --version --verbose --quiet --config: --ignore-python "
                  "--pep582? --project: --no-cache", permute=False, abbrev=False),
     "go": _Opts("-C:", permute=False, abbrev=False),
+    "pipenv": _Opts("-qvh --where --venv --py --envs --rm --bare --man --support "
+                    "--site-packages --no-site-packages --python: --clear --quiet --verbose "
+                    "--pypi-mirror: --version --help", permute=False, abbrev=False),
+    "dotnet": _Opts("-dh --diagnostics --help --info --list-runtimes --list-sdks --version",
+                    permute=False, abbrev=False),
+    "deno": _Opts("-qhV -L: --quiet --log-level: --help --version --unstable",
+                  permute=False, abbrev=False),
     "gem": _Opts("-hvVq --help --version --verbose --quiet --config-file: --backtrace "
                  "--debug --norc --no-verbose", permute=False),
 }

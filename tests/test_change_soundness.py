@@ -406,6 +406,8 @@ def test_commands_moved_elsewhere_go_through(place, command):
     "composer -d DIR require x", "composer --working-dir DIR require x",
     "poetry -C DIR add x", "poetry --project DIR add x", "pdm -p DIR add x",
     "go -C DIR get x", "gem --config-file F install x", "gem --config-f F install x",
+    "pipenv --python 3.11 install x", "dotnet --diagnostics add package x",
+    "deno --quiet add x", "deno -L debug add x",
 ])
 def test_install_verbs_behind_global_options_carry_dependency_intent(command):
     result = sts.analyze_shell(command)
