@@ -5193,7 +5193,11 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
             # A link to a guard file would let a later write through the link
             # change it, so the link's target counts as written.  A relative
             # symbolic link is read from the link's own folder: dest, or the
-            # folder holding dest.
+            # folder holding dest.  A link to the writer's own folder or
+            # descriptors (/proc/self/cwd) means another folder to every
+            # program that follows it: where a write through it lands is unknown.
+            if src.static and _proc_form(src.text) is not None:
+                v.opaque = True
             v.add(src, tree=True)
             if "s" in flags and dest is not None and src.static \
                     and not src.text.startswith(("/", "~")):

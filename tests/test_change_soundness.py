@@ -105,6 +105,8 @@ def test_process_paths_really_write_and_are_never_proven_read(command):
     "rm -rf /dev/fd/../cwd/sessions",
     "rm -rf /proc/$$/cwd/sessions",
     "find /proc/self/cwd -delete",
+    "ln -s /proc/self/cwd ~/l; rm -rf ~/l/sessions",
+    "ln -s /dev/fd ~/f; exec 3<.; rm -rf ~/f/3/sessions",
     "echo off > /proc/self/cwd/installed.json",
     "echo off 1<installed.json >/dev/stdout",
 ])
