@@ -698,6 +698,9 @@ class Action(_EventType):
     # Every write of the shell line is among its targets and patterns
     # (ShellAnalysis.writes_known), so files= can judge it by them.
     shell_writes_known: bool = False
+    # Paths a command not proven read names (ShellAnalysis.named_paths): self-protection
+    # counts them as written.
+    shell_named_paths: List[str] = _NEW_LIST
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -754,7 +757,8 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets",
+                    "shellNamedPaths"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -796,7 +800,7 @@ class Action(_EventType):
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            shell_write_patterns=paths[2],
+            shell_write_patterns=paths[2], shell_named_paths=paths[4],
             unknown_write_target=flags["unknownWriteTarget"],
             shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
@@ -1948,17 +1952,22 @@ class ShellAnalysis(Record):
     `yarn exec`, `uvx ruff`), as "npm:NAME" or "py:NAME".  dependency_intent
     leaves them out: each is a dependency change unless the project in the
     folder the line starts in declares it (packages_declared).
+    named_paths lists, as patterns like write_patterns, every path an
+    operand or option value names in a command not proven read: a program
+    the analyzer does not model may write any of them, so self-protection
+    counts them as written (files= does not).  For a command not understood
+    at all, everything below each is named too (`black .`).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
                           'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
-                          'irreversible', 'lost_targets')
+                          'irreversible', 'lost_targets', 'named_paths')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
                 'python_folder': False, 'runs_packages': list, 'irreversible': None,
-                'lost_targets': list}
+                'lost_targets': list, 'named_paths': list}
 
     mutability: str
     reason: Optional[str]
@@ -1971,6 +1980,7 @@ class ShellAnalysis(Record):
     write_patterns: List[str]
     irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
     lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
+    named_paths: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -2046,7 +2056,8 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending", "whole", "pyfolder", "runs", "undo", "lost")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs", "undo", "lost",
+                 "named")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -2085,6 +2096,9 @@ class _V:
         # deletes, moves or overwrites (a _V of targets only; see _lose).
         self.undo: Optional[str] = None
         self.lost: Optional[_V] = None
+        # Paths (as patterns, see _glob_escape) named by the operands and
+        # option values of a command not proven read (ShellAnalysis.named_paths).
+        self.named: List[str] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -2101,6 +2115,8 @@ class _V:
             self.patterns.extend(other.patterns)
         if other.pending:
             self.pending.extend(other.pending)
+        if other.named:
+            self.named.extend(other.named)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
@@ -3575,7 +3591,8 @@ class _Ctx:
     being explained) `seen`, the list every judged piece is added to as
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work")
+    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
+                 "std_moved", "written", "stdin_now")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3588,15 +3605,37 @@ class _Ctx:
         self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
         self.vars_unknown = False   # the line may set any variable (eval, source...)
         self.globs_unknown = False  # the line changes how globs match (shopt, setopt)
+        # Standard output or error may be a file opened for reading (`1<f`,
+        # `>&3`), which /dev/stdout then opens again for writing.
+        self.std_moved = False
+        # Paths the commands before this one in the line write, as written
+        # (a requirements file written and then installed from is not the project's).
+        self.written: List[str] = []
+        # The text the command being judged reads on its input, when the
+        # line spells it out (a here-document or here-string); else None.
+        self.stdin_now: Optional[str] = None
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner = _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner.std_moved = self.std_moved
+        inner.written = self.written
+        return inner
+
+
+# A redirection that may leave descriptor 1 or 2 on a file opened for
+# reading: `1<f`, `2<>f`, `1<&0`, `>&3`, `>&$fd`.  Opening /dev/stdout (or
+# /dev/fd/1) then opens that file again, for writing.
+_STD_MOVES = r"(?<![0-9])[12]<|>&\s*(?:[03-9]|[0-9]{2}|\$)"
+_STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _V()
+    if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
+            and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
+        ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
     for op, target in cmd.redirs:
         v.join(_redir_verdict(op, target))
     env_capped: Optional[str] = None
@@ -3612,7 +3651,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             v.join(_unknown("shell_syntax_unproven", "zsh",
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
+    ctx.stdin_now = cmd.stdin if cmd.stdin is not None and not cmd.piped and (
+        cmd.stdin_literal or not any(ch in cmd.stdin for ch in "$`")) else None
     inner = _classify_argv(cmd.words, ctx)
+    ctx.stdin_now = None
     if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
         inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
@@ -3632,8 +3674,27 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
+    if inner.mut != "read" and inner.reason != "analysis_limit" \
+            and _cmd_name(cmd) not in _COPIERS:
+        # The values of the command's own assignments count too
+        # (`GIT_WORK_TREE=DIR git clean -fdx`).  The script an interpreter
+        # runs is read, not written (`python3 sts.py status`): what it does
+        # is the program's own effect, judged as such.
+        script = _script_word(cmd)
+        named = _named_operands([w for _, w in cmd.assigns]
+                                + [w for w in cmd.words[1:] if w is not script], ctx,
+                                inner.mut == "unknown", _cmd_name(cmd))
+        if named is None:
+            inner.opaque = True
+        else:
+            inner.named.extend(named)
     v.join(inner)
     v.cd = inner.cd
+    if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
+                             for w in cmd.words + [t for _, t in cmd.redirs]):
+        moved = _write(reason="shell_redirection")
+        moved.opaque = True    # /dev/stdout is whatever descriptor 1 was left on
+        v.join(moved.blame("redir", ">", "/dev/stdout"))
     name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
@@ -3676,6 +3737,65 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                for w in cmd.words[1:]):
             v.opaque = True    # the paths are taken from another folder
     return v
+
+
+def _named_operands(words: List[_W], ctx: _Ctx, tree: bool,
+                    program: Optional[str] = None) -> Optional[List[str]]:
+    """The paths the words of a command not proven read may name, as
+    patterns: each operand, the value of `--opt=value`, `-oVALUE` and
+    `name=value`, and what an expansion is known to hold (an unknown one
+    names nothing here; the program's own rules decide about it).  The
+    converse of an unknown target: a program the analyzer does not model
+    may write whatever its words name.  tree: everything below each too.
+    None when a word is named from a folder the guard cannot know."""
+    out: List[str] = []
+    folders: List[Optional[str]] = []
+    for i, w in enumerate(words):
+        # An option that moves the program first (`git -C d`, `make
+        # --directory=d`): its relative words may be named from there too.
+        head = w.text.partition("=")[0] if w.text[:1] == "-" else ""
+        moves = _NAMED_CHDIR | _NAMED_CHDIR_OF.get(program or "", frozenset())
+        if "\0" in head:
+            return None   # an option spelled by an expansion
+        if head in moves or head[:2] in moves and not head.startswith("--") or \
+                len(head) > 3 and any(o.startswith(head) for o in _NAMED_CHDIR_LONG):
+            value = (w.text.partition("=")[2] if "=" in w.text else
+                     w.text[2:] if not w.text.startswith("--") and len(w.text) > 2 else
+                     words[i + 1].text if i + 1 < len(words) and words[i + 1].static else None)
+            folders.append(value if value and "\0" not in value else None)
+    for w in words:
+        if w.static:
+            text = w.text
+            texts = [] if text.startswith("-") else [text]
+            if text.startswith("--") and "=" in text:
+                texts.append(text.partition("=")[2])
+            elif text.startswith("-") and text[1:2] != "-" and len(text) > 2:
+                texts.append(text[2:])
+            elif "=" in text and not text.startswith("-"):
+                texts.append(text.partition("=")[2])
+            forms = [(_glob_escape(t), False) for t in texts if t]
+        else:
+            forms = _word_paths(w, ctx) or []
+        for form, _ in forms:
+            for folder in [""] + folders if not _fixed(form) else [""]:
+                if folder is None:
+                    return None   # a folder the guard cannot know
+                place = _glob_escape(folder.rstrip("/")) + "/" + form if folder else form
+                out.append(place)
+                if tree and place.rstrip("/"):
+                    out.append(place.rstrip("/") + "/**")
+    return out
+
+
+# Options that make a program move to a folder before it reads its operands
+# (long ones also by a prefix of four letters or more: `--work=DIR`), and
+# those only some programs read so (tmux new -c DIR, nsenter -w DIR).
+_NAMED_CHDIR_LONG = ("--directory", "--chdir", "--work-tree", "--git-dir", "--cwd", "--wd",
+                     "--working-directory", "--workdir", "--dir", "--prefix", "--project",
+                     "--root")
+_NAMED_CHDIR = frozenset(("-C",) + _NAMED_CHDIR_LONG)
+_NAMED_CHDIR_OF = {"tmux": frozenset(("-c",)), "nsenter": frozenset(("-w",)),
+                   "unshare": frozenset(("-w",)), "parallel": frozenset(("--wd",))}
 
 
 # git settings that name a program or code git runs, or more config to load.
@@ -3801,6 +3921,29 @@ def _runs_unread_code(cmd: _Cmd) -> bool:
         if kind.startswith("<") and word is not None and not word.static:
             return True
     return False
+
+
+def _script_word(cmd: _Cmd) -> Optional[_W]:
+    """The word naming the script file a shell or an interpreter runs
+    (`python3 -X dev tool.py a`, `sh build.sh`), or None: code given by an
+    option or on stdin, or no such program."""
+    words = cmd.words
+    name = _program_name(words[0]) if words and words[0].static else None
+    lang = _INTERPRETERS.get(name) if name else None
+    flags = _CODE_SHELLS.get(name or "") or (_INLINE_CODE[lang][1] if lang else None)
+    if flags is None or _code_option([w.text for w in words[1:]], flags) is not None:
+        return None
+    skip = False
+    for w in words[1:]:
+        if skip:
+            skip = False
+        elif w.static and w.text.startswith("-") and w.text != "-":
+            skip = lang == "python" and w.text in ("-W", "-X")
+            if lang is None and not w.text.startswith("--") and "s" in w.text:
+                return None   # sh -s: the script is stdin
+        else:
+            return w if w.static and w.text != "-" else None
+    return None
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -4192,6 +4335,10 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 # Package managers and installers: one of these whose verb is an expansion
 # (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+# Longest first: `pip3` before `pip`.
+_PATH_RUN = ("python3", "python", "pip3", "pipx", "pnpm", "yarn", "poetry", "pipenv", "cargo",
+             "composer", "bundle", "npm", "npx", "pip", "pdm", "gem", "bun", "deno", "conda",
+             "mamba")
 _INSTALLERS = frozenset((
     "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
     "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
@@ -4199,6 +4346,331 @@ _INSTALLERS = frozenset((
     "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
     "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
 ))
+
+
+# Verbs that take packages away (`npm uninstall uuid`, `pip uninstall x`,
+# `cargo remove x`, `go mod edit -droprequire=x`) and those that install the
+# packages they are given besides the tests (`npm it x`).
+_REMOVE_VERBS = frozenset(("uninstall", "remove", "rm", "r", "un", "unlink", "purge",
+                           "erase", "-droprequire", "install-test", "it"))
+
+
+def _removes_packages(args: List[_W]) -> bool:
+    """Whether a package manager's words remove (or test-install) named packages."""
+    words = [w.text for w in args if not w.text.startswith("-") or
+             w.text.startswith("-droprequire")]
+    for k, word in enumerate(words[:3]):
+        if word.split("=", 1)[0] in _REMOVE_VERBS:
+            return len(words) > k + 1 or "=" in word
+    return False
+
+
+def _installer_by_path(name: str) -> Optional[str]:
+    """The package manager or interpreter an unlisted program name ends
+    with (`.venvscriptspython.exe`, `tools-npm`), or None."""
+    base = name
+    for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+    for known in _PATH_RUN:
+        if base.endswith(known) and base != known:
+            return known
+    return None
+
+
+# ---- commands held in arguments ------------------------------------------------
+# Programs that run a command written in one of their arguments (or fed to
+# them): the text is read as its own shell line for every intent (hash,
+# dependencies, agents, writes); a command they run whose text cannot be
+# known (a variable, a file, the pattern space of `sed s///e`, a pipe) is
+# unknown for all of them, like a program named by a variable.  Each
+# reader returns the texts, None standing for one that cannot be known.
+
+def _held_env(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        if t == "--" or not t.startswith("-") and not ("=" in t and _is_name(t.split("=")[0])):
+            break   # the command: its own words are its own
+        if t in ("-S", "--split-string"):
+            rest = args[k + 1:]
+        elif t.startswith(("--split-string=", "-S")) and not t.startswith("--") \
+                or t.startswith("--split-string="):
+            rest = [_W(t.split("=", 1)[1] if t.startswith("--") else t[2:],
+                       dyn=w.dyn)] + args[k + 1:]
+        elif t.startswith("-") and "S" in t[1:] and not t.startswith("--"):
+            return [None]   # -S inside a cluster (`-iS`): its value is not spelled out here
+        else:
+            continue
+        return [" ".join(x.text if x.static else None or "\0" for x in rest)
+                if all(x.static for x in rest) else None]
+    return out
+
+
+# git settings whose value is a command git runs (see _GIT_CODE_KEYS for the rest).
+def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if not t.startswith("-") and (k == 0 or texts[k - 1] not in ("-c", "-C", "--config-env",
+                                                                     "--git-dir", "--work-tree")):
+            break   # the subcommand: a later `-c` is its own option (diff -c)
+        if t in ("-c", "--config-env") and k + 1 < len(texts):
+            if t == "--config-env" or not args[k + 1].static:
+                out.append(None)
+                continue
+            key, _, value = texts[k + 1].partition("=")
+            key = key.lower()
+            if key.startswith("alias."):
+                if value.startswith("!"):
+                    out.append(value[1:])
+            elif key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS or key.startswith(_GIT_CODE_SECTIONS):
+                out.append(value or None)
+    plain = [t for t in texts if not t.startswith("-")]
+    sub = next((t for i, t in enumerate(texts) if not t.startswith("-")
+                and (i == 0 or texts[i - 1] not in ("-c", "-C", "--config-env"))), "")
+    at = texts.index(sub) if sub in texts else len(texts)
+    rest, wrest = texts[at + 1:], args[at + 1:]
+    if sub == "rebase":
+        for k, t in enumerate(rest):
+            if t in ("-x", "--exec"):
+                out.append(rest[k + 1] if k + 1 < len(rest) and wrest[k + 1].static else None)
+            elif t.startswith("--exec=") or (t.startswith("-x") and len(t) > 2):
+                out.append(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+    elif sub == "submodule" and "foreach" in rest:
+        k = rest.index("foreach")
+        cmd = [w for w in wrest[k + 1:] if not w.text.startswith("--recursive")]
+        out.append(" ".join(w.text for w in cmd) if cmd and all(w.static for w in cmd) else None)
+    elif sub == "bisect" and rest[:1] == ["run"]:
+        cmd = wrest[1:]
+        import shlex   # here only: a bisect run is rare
+        out.append(" ".join(shlex.quote(w.text) for w in cmd)
+                   if cmd and all(w.static for w in cmd) else None)
+    elif (sub in ("filter-branch", "difftool", "mergetool") or plain[:1] == ["filter-repo"]) \
+            and rest not in (["-h"], ["--help"]):
+        out.append(None)   # commands given as options (--tree-filter, --extcmd, ...)
+    return out
+
+
+def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    texts = [w.text for w in args]
+    if any(t in ("-V", "--version", "-Wversion", "-Wv") for t in texts):
+        return []   # it prints its version and runs nothing
+    code = None
+    k = 0
+    while k < len(texts):
+        t = texts[k]
+        if t == "--":
+            k += 1
+            if k < len(texts):
+                code = args[k]
+            break
+        if t in ("-f", "--file", "-i", "--include", "-E", "--exec") or t.startswith("-f"):
+            return [None]   # a program from a file
+        if t in ("-v", "-F", "--assign", "--field-separator"):
+            k += 2
+            continue
+        if t.startswith("-") and t != "-":
+            k += 1
+            continue
+        code = args[k]
+        break
+    if code is None:
+        return []
+    if not code.static:
+        return [None]
+    out: List[Optional[str]] = []
+    body = code.text
+    for m in _an_rx("awk_system", r'system\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)|system\s*\(').finditer(body):
+        out.append(m.group(1).replace('\\"', '"') if m.group(1) is not None else None)
+    piped = _an_rx("awk_pipe", r'\|\s*&?\s*"((?:[^"\\]|\\.)*)"|"((?:[^"\\]|\\.)*)"\s*\|\s*&?\s*getline')
+    for m in piped.finditer(body):
+        out.append(m.group(1) if m.group(1) is not None else m.group(2))
+    bare = _awk_blank(body)
+    if bare is None or bare.replace("||", "").count("|") > len(list(piped.finditer(body))):
+        out.append(None)   # a pipe to or from a command held in a variable
+    return out
+
+
+def _held_sed(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    scripts: List[str] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if t in ("-e", "--expression") and k + 1 < len(texts):
+            scripts.append(texts[k + 1] if args[k + 1].static else "e")
+        elif t.startswith("--expression="):
+            scripts.append(t.split("=", 1)[1])
+        elif t in ("-f", "--file") or t.startswith(("--file=", "-f")) and len(t) > 2 \
+                and not t.startswith("--f") or t.startswith("--file"):
+            return [None]
+    if not scripts:
+        first = next((w for w in args if not w.text.startswith("-")), None)
+        if first is None:
+            return []
+        scripts.append(first.text if first.static else "e")
+    out: List[Optional[str]] = []
+    for script in scripts:
+        for seg in script.replace(";", "\n").split("\n"):
+            seg = seg.strip()
+            m = _an_rx("sed_e", r"^(?:[0-9$]+(?:,[0-9$]+)?|/[^/]*/)?\s*e(?:\s+(.*))?$").match(seg)
+            if m:
+                out.append(m.group(1) or None)   # `e` alone runs the pattern space
+            elif seg[:1] == "s" and len(seg) > 1 and seg.rstrip().split(seg[1])[-1:] \
+                    and "e" in seg.rstrip().split(seg[1])[-1]:
+                out.append(None)   # s///e runs what the substitution left
+    return out
+
+
+def _held_stdin(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """at, batch: the commands are the input (a here-document), or a file."""
+    if any(w.text.startswith("-f") for w in args):
+        return [None]
+    return [stdin]
+
+
+def _held_make(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        text = None
+        if t in ("-E", "--eval") and k + 1 < len(texts):
+            text = texts[k + 1] if args[k + 1].static else "\0"
+        elif t.startswith("--eval="):
+            text = t.split("=", 1)[1]
+        elif t in ("-f", "--file", "--makefile") and k + 1 < len(texts) and \
+                texts[k + 1] in ("-", "/dev/stdin", "/dev/fd/0") or \
+                t in ("-f-", "--file=-", "--file=/dev/stdin"):
+            text = stdin if stdin is not None else "\0"
+        if text is None:
+            continue
+        if "\0" in text:
+            out.append(None)
+            continue
+        for line in text.split("\n"):
+            recipe = line[1:] if line.startswith("\t") else (
+                line.split(";", 1)[1] if ":" in line and ";" in line.split(":", 1)[1] else None)
+            if recipe is not None:
+                out.append(recipe)
+            elif "$(shell" in line or "$(" in line:
+                out.append(None)
+    return out
+
+
+def _held_option(*flags: str) -> Callable[[List[_W], Optional[str]], List[Optional[str]]]:
+    """The value of one of `flags` is the command (`script -c CMD`)."""
+    def read(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+        out: List[Optional[str]] = []
+        for k, w in enumerate(args):
+            t = w.text
+            for f in flags:
+                if f.startswith("--"):
+                    if t == f and k + 1 < len(args):
+                        out.append(args[k + 1].text if args[k + 1].static else None)
+                    elif t.startswith(f + "="):
+                        out.append(t.split("=", 1)[1] if w.static else None)
+                elif t[:1] == "-" and t[1:2] != "-" and f[1] in t[1:]:
+                    # in a cluster (`-qc CMD`) or attached (`-cCMD`)
+                    value = t[t.index(f[1], 1) + 1:]
+                    nxt = args[k + 1] if k + 1 < len(args) else None
+                    out.append(value if value and w.static else None if value else
+                               nxt.text if nxt is not None and nxt.static else None)
+        return out
+    return read
+
+
+def _held_tcl(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """tclsh, wish, expect: `exec CMD` and `spawn CMD` lines run CMD; any
+    other way Tcl has to run or load code leaves the command unknown."""
+    code = _held_option("-c")(args, stdin)
+    if not code and any(not w.text.startswith("-") for w in args):
+        return []   # a script named by a file: the project's code, as `sh build.sh` is
+    code = code or [stdin]
+    out: List[Optional[str]] = []
+    for text in code:
+        if text is None:
+            return [None]
+        for line in text.replace(";", "\n").split("\n"):
+            word, _, rest = line.strip().partition(" ")
+            if word in ("exec", "spawn"):
+                out.append(rest)
+            elif any(k in line for k in ("exec", "spawn", "open", "eval", "source", "load",
+                                          "interp", "package", "uplevel", "subst")):
+                out.append(None)
+    return out
+
+
+def _held_vim(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        cmd = None
+        if t in ("-c", "--cmd") and k + 1 < len(args):
+            cmd = args[k + 1].text if args[k + 1].static else "!"
+        elif t.startswith("+") and len(t) > 1:
+            cmd = t[1:]
+        elif t in ("-S", "-s", "-u", "-es", "-Es") or t.startswith("-S"):
+            out.append(None)   # ex commands from a file or from the input
+            continue
+        if cmd is None:
+            continue
+        ex = cmd.lstrip(": ")
+        if ex.startswith("!"):
+            out.append(ex[1:] or None)
+        elif "!" in ex or "system(" in ex or ex.startswith(("r !", "w !", "so", "call", "py",
+                                                            "lua", "perl", "ruby", "term")):
+            out.append(None)
+    return out
+
+
+def _held_osascript(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        if w.text == "-e" and k + 1 < len(args):
+            code = args[k + 1].text if args[k + 1].static else "do shell script x"
+            for m in _an_rx("osa_sh", r'do shell script\s*("((?:[^"\\]|\\.)*)")?').finditer(code):
+                out.append(m.group(2))
+    if not any(w.text == "-e" for w in args) and not all(
+            w.text in ("--version", "-V", "-v", "-h", "--help") for w in args):
+        out.append(None)   # a script file or the input
+    return out
+
+
+_HELD: Dict[str, Callable[[List[_W], Optional[str]], List[Optional[str]]]] = {
+    "env": _held_env, "git": _held_git, "sed": _held_sed, "gsed": _held_sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _held_awk),
+    "at": _held_stdin, "batch": _held_stdin, "make": _held_make, "gmake": _held_make,
+    "script": _held_option("-c", "--command"),
+    **dict.fromkeys(("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff"), _held_vim),
+    "tclsh": _held_tcl, "wish": _held_tcl, "expect": _held_tcl,
+    "osascript": _held_osascript,
+}
+
+
+def _read_held(v: _V, texts: List[Optional[str]], ctx: _Ctx, name: str) -> None:
+    """Join what the commands `texts` do into v (see _HELD)."""
+    for text in texts:
+        if text is None or not text.strip():
+            if text is None:
+                v.cap("shell_command_unproven", ("held", name))
+                v.agent = v.agent or "?"
+            continue
+        try:
+            inner = _analyze_bash(text, ctx.deeper())
+        except RecursionError:
+            inner = _unknown()
+            inner.agent = "?"
+        v.cap("shell_command_unproven", ("held", name))
+        v.hash = v.hash or inner.hash
+        v.dep = v.dep or inner.dep
+        v.agent = v.agent or inner.agent
+        v.resume = v.resume or inner.resume
+        if inner.mut != "read":
+            # What it writes is named from wherever the program runs it.
+            v.targets.extend(t for t in inner.targets if _fixed(t))
+            v.patterns.extend(p for p in inner.patterns if _fixed(p))
+            v.named.extend(inner.targets + inner.patterns + inner.named)
+            v.opaque = v.opaque or inner.opaque or any(
+                not _fixed(t) for t in inner.targets + inner.patterns)
 
 
 def _verb_unread(name: str, args: List[_W]) -> bool:
@@ -4267,11 +4739,35 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     modes = _READ_MODES.get(name)
     if modes is not None and _reads_in_mode(args, *modes):
         return _an_read()
+    if name in _PM_GLOBALS:
+        moved = _pm_args(name, args)
+        if moved is None:
+            return _V("unknown", "shell_command_unproven", dep=True).blame(
+                "unlisted", name)   # which verb follows is not known: maybe an install
+        args = moved
     if handler is None:
         if name in _WRITERS:
             return _writer_verdict(name, args).blame("writer", name)
-        return _unknown("shell_command_unproven", "unlisted", name)
+        runs = _installer_by_path(name)
+        if runs is not None:
+            # `.\venv\Scripts\python.exe` in bash is `.venvScriptspython.exe`: a
+            # package manager by path is that package manager, never a read.
+            inner = _classify_argv([_lit(runs)] + args, ctx.deeper())
+            return inner.cap("shell_command_unproven", ("unlisted", name))
+        v = _unknown("shell_command_unproven", "unlisted", name)
+        if name in _HELD:
+            _read_held(v, _HELD[name](args, ctx.stdin_now), ctx, name)
+        return v
     v = handler(name, args, ctx)
+    if v.mut != "read" and not v.dep and (name in _INSTALLERS or name in _PM_VERBS) \
+            and name not in ("hg", "svn") and _removes_packages(args):
+        v.dep = True   # a dependency taken away is a change of dependencies too
+    if name in ("perl", "perl5") and any(w.text.startswith(("-MCPAN", "-mCPAN", "-MCPANPLUS"))
+                                         for w in args):
+        v.dep = True   # `perl -MCPAN -e 'install X'`: the CPAN shell, installing
+    held = _HELD.get(name)
+    if held is not None:
+        _read_held(v, held(args, ctx.stdin_now), ctx, name)
     if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(_may_be_option(w, ctx)
                                                                    for w in args):
         # A variable that may turn into an option (`sort $X`, `find "$D"`)
@@ -4606,6 +5102,91 @@ def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
     return _read_options(args, spec, permute=False)[1]
 
 
+# Package managers' global options (those that may come before the verb),
+# in the option grammar of _Opts, with their arity: a value given as the
+# next word is never read as the verb (`pip --log F install x`).  The
+# options are moved to the end before the manager's own rules read the
+# line.  An option not listed, or one missing its value, leaves the verb
+# unknown: the command may be an install (dependency intent), so `deps=`
+# decides unless it is `allow`.  pip (optparse), gem (OptionParser) and
+# npm-style parsers take a prefix of a long option; uv and cargo (clap),
+# go, apt and composer do not.
+#: write +D | pip --log F install ./x.whl
+#: write +D | pip --isol install x
+#: write +D | uv -q add x
+#: write +D | uv --directory d add x
+#: write +D | cargo --config a=1 add x
+#: write +D | apt-get -o Debug::X=1 install x
+#: write +D | composer -d DIR require x
+#: write +D | poetry -C DIR add x
+#: write +D | pdm -p DIR add x
+#: write +D | go -C DIR get x
+#: write +D | gem --config-file F install x
+#: unknown +D | pip --no-such-option install x
+#: unknown +D | uv --bogus add x
+_PM_GLOBALS: Dict[str, _Opts] = {
+    "pip": _Opts("-hvVq --help --debug --isolated --require-virtualenv --python: --verbose "
+                 "--version --quiet --log: --no-input --keyring-provider: --proxy: --retries: "
+                 "--timeout: --exists-action: --trusted-host: --cert: --client-cert: "
+                 "--cache-dir: --no-cache-dir --disable-pip-version-check --no-color "
+                 "--no-python-version-warning --use-feature: --use-deprecated: "
+                 "--resume-retries:", permute=False),
+    "uv": _Opts("-qvnhV --quiet --verbose --color: --native-tls --no-native-tls --offline "
+                "--no-offline --no-progress --directory: --project: --config-file: "
+                "--no-config --help --version --cache-dir: --no-cache --python-preference: "
+                "--no-python-downloads --allow-python-downloads --allow-insecure-host: "
+                "--managed-python --no-managed-python --preview --no-preview --isolated "
+                "--show-settings", permute=False, abbrev=False),
+    "cargo": _Opts("-Vvqh -CZ: --version --list --explain: --verbose --quiet --color: "
+                   "--locked --offline --frozen --config: --help", permute=False,
+                   abbrev=False),
+    "apt-get": _Opts("-qsydfmuVhbv -toca: --quiet --simulate --just-print --dry-run --recon "
+                     "--no-act --yes --assume-yes --assume-no --download-only --fix-broken "
+                     "--ignore-missing --fix-missing --no-download --show-upgraded "
+                     "--verbose-versions --target-release: --default-release: "
+                     "--option: --config-file: --host-architecture: --no-install-recommends "
+                     "--install-recommends --no-install-suggests --install-suggests "
+                     "--allow-unauthenticated --allow-downgrades --allow-remove-essential "
+                     "--allow-change-held-packages --reinstall --purge --auto-remove "
+                     "--autoremove --only-upgrade --no-upgrade --print-uris --force-yes "
+                     "--trivial-only --no-remove --help --version", permute=False,
+                     abbrev=False),
+    "composer": _Opts("-hqVnv -d: --help --quiet --version --ansi --no-ansi --no-interaction "
+                      "--profile --no-plugins --no-scripts --working-dir: --no-cache --verbose",
+                      permute=False, abbrev=False),
+    "poetry": _Opts("-hqVnv -CP: --help --quiet --version --ansi --no-ansi --no-interaction "
+                    "--no-plugins --no-cache --verbose --directory: --project:",
+                    permute=False, abbrev=False),
+    "pdm": _Opts("-hVvqI -pc: --help --version --verbose --quiet --config: --ignore-python "
+                 "--pep582? --project: --no-cache", permute=False, abbrev=False),
+    "go": _Opts("-C:", permute=False, abbrev=False),
+    "pipenv": _Opts("-qvh --where --venv --py --envs --rm --bare --man --support "
+                    "--site-packages --no-site-packages --python: --clear --quiet --verbose "
+                    "--pypi-mirror: --version --help", permute=False, abbrev=False),
+    "dotnet": _Opts("-dh --diagnostics --help --info --list-runtimes --list-sdks --version",
+                    permute=False, abbrev=False),
+    "deno": _Opts("-qhV -L: --quiet --log-level: --help --version --unstable",
+                  permute=False, abbrev=False),
+    "gem": _Opts("-hvVq --help --version --verbose --quiet --config-file: --backtrace "
+                 "--debug --norc --no-verbose", permute=False),
+}
+for _alias, _base in (("pip3", "pip"), ("apt", "apt-get"), ("aptitude", "apt-get")):
+    _PM_GLOBALS[_alias] = _PM_GLOBALS[_base]
+
+
+def _pm_args(name: str, args: List[_W]) -> Optional[List[_W]]:
+    """A package manager's words with its global options moved after the
+    verb (see _PM_GLOBALS); None when one of them cannot be read."""
+    spec = _PM_GLOBALS.get(name)
+    if spec is None or not args or not args[0].text.startswith("-"):
+        return args
+    fail, operands, seen = _read_options(args, spec)
+    if fail is not None or _split_value(seen) is not None:
+        return None
+    moved = args[:len(args) - len(operands)]
+    return operands + moved if operands else args
+
+
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
@@ -4704,6 +5285,112 @@ _VALUED_WRITER_LONG = frozenset((
     "--chown", "--usermap", "--groupmap", "--rsync-path", "--password-file", "--timeout",
     "--bwlimit", "--max-size", "--min-size", "--modify-window", "--out-format", "--context",
 ))
+# Each writer's own long options (GNU coreutils, rsync 3.2, gzip, xz,
+# zstd), in the option grammar of _Opts: the scanner's prefix rule reads
+# `cp --ta=DIR` as --target-directory, as getopt does; a prefix that is
+# ambiguous or matches none is an option the guard does not know, and the
+# write's place is then unknown.  rsync also takes `--no-OPTION`.
+_BACKUP_LONGS = "--backup? --suffix: --target-directory: --no-target-directory --verbose " \
+    "--help --version "
+_WRITER_LONGS = {
+    "cp": _BACKUP_LONGS + "--archive --attributes-only --copy-contents --dereference --force "
+    "--interactive --link --no-dereference --no-clobber --no-preserve: --parents "
+    "--preserve? --recursive --reflink? --remove-destination --sparse: --debug "
+    "--strip-trailing-slashes --symbolic-link --update? --one-file-system --context? "
+    "--keep-directory-symlink",
+    "mv": _BACKUP_LONGS + "--exchange --force --interactive --no-clobber --no-copy "
+    "--strip-trailing-slashes --update? --context --debug",
+    "ln": _BACKUP_LONGS + "--directory --force --interactive --logical --no-dereference "
+    "--physical --relative --symbolic",
+    "install": _BACKUP_LONGS + "--compare --directory --group: --mode: --owner: "
+    "--preserve-timestamps --strip --strip-program: --preserve-context --context? --debug",
+    "rm": "--force --interactive? --one-file-system --no-preserve-root --preserve-root? "
+    "--recursive --dir --verbose --help --version",
+    "rmdir": "--ignore-fail-on-non-empty --parents --verbose --help --version",
+    "unlink": "--help --version",
+    "shred": "--force --iterations: --random-source: --size: --remove? --verbose --exact "
+    "--zero --help --version",
+    "chmod": "--changes --no-preserve-root --preserve-root --quiet --silent --verbose "
+    "--reference: --recursive --help --version",
+    "chown": "--changes --dereference --no-dereference --from: --no-preserve-root "
+    "--preserve-root --quiet --silent --reference: --recursive --verbose --help --version",
+    "chgrp": "--changes --dereference --no-dereference --no-preserve-root --preserve-root "
+    "--quiet --silent --reference: --recursive --verbose --help --version",
+    "touch": "--no-create --date: --reference: --no-dereference --time: --help --version",
+    "mkdir": "--mode: --parents --verbose --context? --help --version",
+    "truncate": "--no-create --io-blocks --reference: --size: --help --version",
+    "mkfifo": "--mode: --context? --help --version",
+    "mknod": "--mode: --context? --help --version",
+    "gzip": "--ascii --to-stdout --stdout --decompress --uncompress --force --keep --list "
+    "--license --no-name --name --quiet --recursive --rsyncable --suffix: --synchronous "
+    "--test --verbose --fast --best --help --version",
+    "bzip2": "--decompress --compress --keep --force --test --stdout --quiet --verbose "
+    "--license --small --fast --best --help --version",
+    "xz": "--compress --decompress --uncompress --test --list --keep --force --stdout "
+    "--to-stdout --single-stream --no-sparse --suffix: --files? --files0? --format: --check: "
+    "--ignore-check --memlimit-compress: --memlimit-decompress: --memlimit-mt-decompress: "
+    "--memlimit: --memory: --no-adjust --threads: --block-size: --block-list: "
+    "--flush-timeout: --extreme --fast --best --lzma1? --lzma2? --x86? --arm? --armthumb? "
+    "--arm64? --powerpc? --ia64? --sparc? --riscv? --delta? --quiet --verbose --no-warn "
+    "--robot --info-memory --help --long-help --version",
+    "zstd": "--compress --decompress --uncompress --test --list --stdout --to-stdout --force "
+    "--keep --rm --quiet --verbose --format: --ultra --long? --fast? --adapt? --threads: "
+    "--single-thread --auto-threads: --rsyncable --exclude-compressed --size-hint: "
+    "--stream-size: --target-compressed-block-size: --no-dictID --no-check --check "
+    "--no-progress --progress --memory: --memlimit: --memlimit-decompress: --sparse "
+    "--no-sparse --content-size --no-content-size --pass-through --no-pass-through "
+    "--recursive --priority: --asyncio --no-asyncio --mmap-dict --no-mmap-dict "
+    "--row-match-finder --no-row-match-finder --show-default-cparams --help --version "
+    "--output-dir-flat: --output-dir-mirror: --patch-from: --trace: --filelist: "
+    "--train --maxdict: --dictID: --split:",
+    "rsync": "--verbose --info: --debug: --stderr: --msgs2stderr --quiet --no-motd "
+    "--checksum --archive --recursive --relative --no-implied-dirs --backup --backup-dir: "
+    "--suffix: --update --inplace --append --append-verify --dirs --old-dirs --mkpath "
+    "--links --copy-links --copy-unsafe-links --safe-links --munge-links --copy-dirlinks "
+    "--keep-dirlinks --hard-links --perms --executability --chmod: --acls --xattrs --owner "
+    "--group --devices --copy-devices --write-devices --specials --times --atimes "
+    "--open-noatime --crtimes --omit-dir-times --omit-link-times --super --fake-super "
+    "--sparse --preallocate --dry-run --whole-file --checksum-choice: --cc: "
+    "--one-file-system --block-size: --rsh: --rsync-path: --existing --ignore-existing "
+    "--remove-source-files --del --delete --delete-before --delete-during --delete-delay "
+    "--delete-after --delete-excluded --ignore-missing-args --delete-missing-args "
+    "--ignore-errors --force --max-delete: --max-size: --min-size: --max-alloc: --partial "
+    "--partial-dir: --delay-updates --prune-empty-dirs --numeric-ids --usermap: "
+    "--groupmap: --chown: --timeout: --contimeout: --ignore-times --size-only "
+    "--modify-window: --temp-dir: --fuzzy --compare-dest: --copy-dest: --link-dest: "
+    "--compress --compress-choice: --zc: --compress-level: --zl: --skip-compress: "
+    "--cvs-exclude --filter: --exclude: --exclude-from: --include: --include-from: "
+    "--files-from: --from0 --old-args --secluded-args --protect-args --trust-sender "
+    "--copy-as: --address: --port: --sockopts: --blocking-io --outbuf: --stats "
+    "--8-bit-output --human-readable --progress --itemize-changes --remote-option: "
+    "--out-format: --log-file: --log-file-format: --password-file: --early-input: "
+    "--list-only --bwlimit: --stop-after: --stop-at: --fsync --write-batch: "
+    "--only-write-batch: --read-batch: --protocol: --iconv: --checksum-seed: --ipv4 --ipv6 "
+    "--help --version",
+}
+_WRITER_LONGS["gunzip"] = _WRITER_LONGS["gzip"]
+_WRITER_LONGS["bunzip2"] = _WRITER_LONGS["bzip2"]
+_WRITER_LONGS["unxz"] = _WRITER_LONGS["xz"]
+_WRITER_TABLES: Dict[str, "_Opts"] = {}
+
+
+def _writer_long(name: str, key: str) -> Tuple[Optional[str], int]:
+    """(the long option `--key` abbreviates for writer `name`, its arity);
+    (None, 0) when the program takes no such option or it is ambiguous."""
+    spec = _WRITER_TABLES.get(name)
+    if spec is None:
+        text = _WRITER_LONGS.get(name)
+        if text is None:
+            return None, 0
+        spec = _WRITER_TABLES[name] = _Opts(text)
+    long = spec.table()[1]
+    canon = _resolve_long(long, key, True)
+    if canon is None and name == "rsync" and key.startswith("no-"):
+        canon = _resolve_long(long, key[3:], True)
+        return ("no-" + canon if canon else None), 0
+    return (canon, long[canon][0]) if canon is not None else (None, 0)
+
+
 # How a writer treats its operands: "tree" removes them or changes
 # everything below them; "copy" writes its last operand from the others
 # (mv also removes the others, ln links to them); "path" writes each one.
@@ -4865,6 +5552,7 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
     operands: List[_W] = []
     target_dir: Optional[_W] = None
     flags = ""
+    longs = set()   # the long options given, written out
     deletes = False
     i, dd = 0, False
     while i < len(args):
@@ -4874,27 +5562,48 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         if not dd and t == "--" and w.static:
             dd = True
             continue
-        if not dd and t.startswith("-") and t != "-" and w.static:
+        if not dd and t.startswith("-") and t != "-":
+            # An option word may hold an expansion in its value (`-t$D`,
+            # `--target-directory=$D`); one in the option itself is unknown.
             if t.startswith("--"):
-                key = t.split("=", 1)[0]
+                spelled = t.split("=", 1)[0]
+                if "\0" in spelled:
+                    v.opaque = True
+                    continue
+                if name in _WRITER_LONGS:
+                    canon, arity = _writer_long(name, spelled[2:])
+                    if canon is None:
+                        v.opaque = True   # an option the guard does not know
+                        continue
+                    key = "--" + canon
+                else:
+                    key, arity = spelled, 1 if spelled in _VALUED_WRITER_LONG else 0
+                longs.add(key)
                 if key == "--target-directory":
                     if "=" in t:
-                        target_dir = _w_tail(w, len(key) + 1)
+                        target_dir = _w_tail(w, len(spelled) + 1)
                     elif i < len(args):
                         target_dir = args[i]
                 elif key in ("--recursive", "--archive"):
                     flags += "r"
                 elif key in ("--link", "--symbolic-link"):
                     flags += "l"
-                elif key.startswith("--delete"):
+                elif key == "--no-target-directory":
+                    flags += "T"
+                elif key.startswith(("--delete", "--del")):
                     deletes = True
-                elif key == "--remove-source-files":
+                elif key in ("--remove-source-files", "--remove-files", "--rm"):
                     flags += "M"
-                if key in _VALUED_WRITER_LONG and "=" not in t:
+                elif key.startswith(("--output-dir", "--files-from", "--filelist")):
+                    v.opaque = True   # names what it writes elsewhere
+                if arity == 1 and "=" not in t:
                     i += 1
                 continue
             letters = t[1:]
             for k, ch in enumerate(letters):
+                if ch == "\0":
+                    v.opaque = True
+                    break
                 if ch in valued:
                     if ch == "t":
                         target_dir = _w_tail(w, k + 2) if k + 1 < len(letters) else \
@@ -4914,11 +5623,11 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         # cmd.exe switches are /x words.
         operands = [w for w in operands if not w.text.startswith("/")]
     if name in _COMPRESSORS:
-        if any(ch in flags for ch in "ct") or any(w.text in ("--stdout", "--test", "--list")
-                                                 for w in args):
+        if any(ch in flags for ch in "ct") or longs & {"--stdout", "--to-stdout", "--test",
+                                                        "--list"}:
             return v   # to standard output, or a check
         unpacks = name in ("gunzip", "bunzip2", "unxz") or "d" in flags \
-            or any(w.text in ("--decompress", "--uncompress") for w in args)
+            or bool(longs & {"--decompress", "--uncompress"})
         for w in operands:
             v.add(w, tree="r" in flags)
             base = _w_base(w)
@@ -4976,7 +5685,11 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
             # A link to a guard file would let a later write through the link
             # change it, so the link's target counts as written.  A relative
             # symbolic link is read from the link's own folder: dest, or the
-            # folder holding dest.
+            # folder holding dest.  A link to the writer's own folder or
+            # descriptors (/proc/self/cwd) means another folder to every
+            # program that follows it: where a write through it lands is unknown.
+            if src.static and _proc_form(src.text) is not None:
+                v.opaque = True
             v.add(src, tree=True)
             if "s" in flags and dest is not None and src.static \
                     and not src.text.startswith(("/", "~")):
@@ -5159,7 +5872,7 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
     expansion among them leaves the folder unknown."""
     if v.lost is not None:
         _in_dir(v.lost, folders)
-    if not folders or not (v.targets or v.patterns or v.pending):
+    if not folders or not (v.targets or v.patterns or v.pending or v.named):
         return v
     prefix: Optional[str] = ""
     for w in folders:
@@ -5182,6 +5895,9 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
         else:
             patterns.append(_glob_escape(prefix.rstrip("/")) + "/" + p if prefix else p)
     v.patterns = patterns
+    if v.named and prefix != "":
+        v.named = [p if _fixed(p) else _glob_escape(prefix.rstrip("/")) + "/" + p
+                   for p in v.named] if prefix is not None else []
     if v.pending and prefix != "":
         # Words not resolved yet would be read from the wrong folder.
         v.opaque, v.pending = True, []
@@ -6038,7 +6754,32 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if i >= n:
         return _unknown("git_arguments_unproven")
     split = next((w for w in folders if _may_split(w)), None)
-    return _unsplit(_in_dir(_git_command(args[i].text, args[i + 1:]), folders), split)
+    v = _git_command(args[i].text, args[i + 1:])
+    if v.mut != "read" and _git_brings_code(args[i].text, args[i + 1:]):
+        v.dep = True
+    return _unsplit(_in_dir(v, folders), split)
+
+
+# Subcommands that bring another repository's code into the project: a
+# submodule added or moved to its remote's newest commit, a subtree added
+# or pulled, a clone made inside the working folder (into a name of its
+# own, or a relative folder that stays below it).
+#: write +D | git submodule add https://example.com/x.git vendor/x
+#: write +D | git submodule update --remote
+#: write -D | git submodule update --init
+#: write +D | git clone https://example.com/x.git
+#: write -D | git clone https://example.com/x.git /tmp/x
+def _git_brings_code(sub: str, rest: List[_W]) -> bool:
+    words = [w.text for w in rest]
+    plain = [t for t in words if not t.startswith("-")]
+    if sub == "submodule":
+        return plain[:1] == ["add"] or (plain[:1] == ["update"] and "--remote" in words)
+    if sub == "subtree":
+        return plain[:1] in (["add"], ["pull"], ["merge"])
+    if sub == "clone":
+        dest = plain[1] if len(plain) > 1 else "."
+        return not (dest.startswith(("/", "~")) or dest == ".." or dest.startswith("../"))
+    return False
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -6201,12 +6942,41 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             # -execdir runs in each found folder, where a written name is not
             # the one the line shows.
             inner.whole = inner.whole and t in ("-exec", "-ok")
+            if t in ("-execdir", "-okdir"):
+                _run_below(inner, roots, items)
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
     if result.mut == "write" and any(w.text in ("-L", "-H", "-follow") for w in args):
         result.whole = False   # it walks into linked folders: its paths lead elsewhere
     return result
+
+
+def _run_below(v: _V, roots: List[_W], items: List[_W]) -> None:
+    """`find -execdir` runs its command in the folder of each path found:
+    a relative name it writes may be in any folder below a starting point
+    (the paths found themselves, `{}`, are already named from there)."""
+    if any(not r.static for r in roots):
+        if any(not _fixed(t) for t in v.targets + v.patterns + v.named) or v.pending:
+            v.opaque = True
+        return
+    own = {w.text for w in items}
+    below = [_glob_escape(r.text.rstrip("/") or "/") + "/**/" for r in roots]
+    for name in ("targets", "patterns", "named"):
+        kept, moved = [], []
+        for t in getattr(v, name):
+            if _fixed(t) or t in own or any(t.startswith(o + "/") for o in own):
+                kept.append(t)
+            else:
+                moved.extend(b + (t if name != "targets" else _glob_escape(t)) for b in below)
+        setattr(v, name, kept)
+        if name == "targets":
+            v.patterns.extend(moved)
+        else:
+            getattr(v, name).extend(moved)
+    if any(not any(w is item for item in items) for w, _ in v.pending):
+        v.opaque = True   # a word named from a folder found at run time
+    v.pending = [(w, tree) for w, tree in v.pending if any(w is item for item in items)]
 
 
 def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
@@ -7892,10 +8662,38 @@ def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb is None:
         return _unknown()
     v = _pip_verb(verb, rest)
+    if not v.dep and verb in ("install", "download", "wheel", "sync") and ctx.written and any(
+            w.text.lstrip("./") in {t.lstrip("./") for t in ctx.written}
+            for w in _option_values(rest, ("-r", "--requirement", "-c", "--constraint"))):
+        v.dep = True   # a list the line itself just wrote
     unsafe = _pip_unsafe(args)
     if v.mut == "read" and unsafe:
         return _unknown(unsafe)
     return v
+
+
+def _option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
+    """Every value of these options: `-r F`, `-rF`, `--requirement=F`, `--requirement F`."""
+    out: List[_W] = []
+    for k, w in enumerate(args):
+        t = w.text
+        for opt in options:
+            if t == opt:
+                out.append(args[k + 1] if k + 1 < len(args) else _W("\0", dyn=True))
+            elif opt.startswith("--") and t.startswith(opt + "="):
+                out.append(_w_tail(w, len(opt) + 1))
+            elif not opt.startswith("--") and t.startswith(opt) and len(t) > len(opt):
+                out.append(_w_tail(w, len(opt)))
+    return out
+
+
+def _project_manifest(w: _W) -> bool:
+    """Whether a requirements file is one the project keeps: a plain name
+    below the working folder.  Standard input, a process substitution, an
+    expansion, an absolute path or one above the folder may hold anything."""
+    t = w.text
+    return w.static and bool(t) and not t.startswith(("/", "~", "-")) \
+        and ".." not in t.split("/") and "://" not in t
 
 
 def _pip_verb(verb: str, rest: List[_W]) -> _V:
@@ -7914,6 +8712,9 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
                                                  w.text.startswith("--") and "U" in w.text)
                for w in rest):
             return _V("write", dep=True)   # newer versions, even of what is declared
+        if not all(_project_manifest(w) for w in _option_values(
+                rest, ("-r", "--requirement", "-c", "--constraint"))):
+            return _V("write", dep=True)   # a list from elsewhere: what it holds is new
         return _V("write", dep=bool(adds))
     if verb == "uninstall":
         return _write()
@@ -8292,7 +9093,7 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "opam": {"install": "add", "pin add": "dep", "pin": "dep", "upgrade": "dep",
              "repo add": "dep", "repository add": "dep", "update": "write"},
     "luarocks": {"install": "dep"}, "pecl": {"install": "dep", "upgrade": "dep"},
-    "pear": {"install": "dep", "upgrade": "dep"}, "cpan": {"install": "dep", "-i": "dep"},
+    "pear": {"install": "dep", "upgrade": "dep"},
     "snap": {"install": "dep", "refresh": "dep", "remove": "write"},
     "flatpak": {"install": "dep", "update": "dep", "remote-add": "dep", "uninstall": "write"},
     "guix": {"install": "dep", "upgrade": "dep", "pull": "dep", "remove": "write"},
@@ -8313,9 +9114,22 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "lerna": {"add": "dep", "bootstrap": "restore"},
     "rush": {"add": "dep", "update": "dep", "install": "restore", "upgrade-interactive": "dep"},
     "rye": {}, "pdm": {},
+    # corepack pins the package manager's version (packageManager) and fetches it.
+    "corepack": {"prepare": "dep", "use": "dep", "install": "dep", "up": "dep",
+                 "enable": "dep", "hydrate": "dep", "pack": "write", "disable": "write"},
+    # Other version control systems: a checkout brings another repository's code in.
+    "hg": {"clone": "dep", "pull": "dep", "fetch": "dep"},
+    "svn": {"checkout": "dep", "co": "dep", "export": "dep", "update": "dep", "up": "dep",
+            "switch": "dep", "sw": "dep"},
+    "jspm": {"install": "add", "i": "add", "link": "dep", "update": "dep", "uninstall": "dep"},
+    "raco": {"pkg install": "add", "pkg update": "dep", "pkg remove": "dep"},
 }
+# Rows whose programs load code even to print their version (hg's
+# extensions in .hg/hgrc, corepack's and jspm's project settings): never a read.
+_PM_LOADS_CODE = frozenset(("hg", "svn", "corepack", "jspm", "raco"))
 # Programs whose every operand is a package to install.
-_PM_OPERAND_INSTALLS = frozenset(("cpanm", "easy_install", "emerge", "xbps-install"))
+_PM_OPERAND_INSTALLS = frozenset(("cpanm", "cpan", "easy_install", "emerge",
+                                  "xbps-install"))
 # Flag-driven installers: these options install a package or a newer version.
 _PM_INSTALL_FLAGS = {
     "dpkg": ("-i", "--install", "--unpack"), "rpm": ("-i", "-U", "-F", "--install", "--upgrade",
@@ -8327,8 +9141,8 @@ _PM_INSTALL_FLAGS = {
 
 def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
-    if texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
-            [[v] for v in _VERSION_WORDS.get(name, ())]):
+    if (texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
+            [[v] for v in _VERSION_WORDS.get(name, ())])) and name not in _PM_LOADS_CODE:
         return _an_read()
     if name in _PM_OPERAND_INSTALLS:
         return _V("write", dep=any(not t.startswith("-") for t in texts))
@@ -8657,6 +9471,11 @@ _CMAKE_HASH_TOOLS = frozenset(("md5sum", "sha1sum", "sha224sum", "sha256sum", "s
 def _cmake(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) >= 2 and args[0].text == "-E":
         tool = args[1].text.lower()
+        if tool == "chdir" and len(args) >= 4 and args[3].static:
+            # `cmake -E chdir DIR CMD...` runs CMD in DIR: read for every
+            # intent, its names placed there (an unknown DIR: anywhere).
+            inner = _payload(args[3:], ctx).cap("shell_command_unproven")
+            return _in_dir(inner, [args[2]])
         return _V("unknown", "shell_command_unproven",
                   hash_=tool in _CMAKE_HASH_TOOLS or not args[1].static)
     return _version_only(name, args, ctx)
@@ -9514,6 +10333,9 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                                   and "w" in t) for t in texts):
             return _unknown()
         return _an_read()
+    if (group, verb) in (("repo", "clone"), ("release", "download"), ("extension", "install"),
+                         ("repo", "fork")):
+        return _V("write", dep=True)   # another repository's code, into the project
     if group in reads or group in ("gist", "label", "secret", "variable"):
         return _write()
     return _unknown()
@@ -10038,6 +10860,61 @@ def _logical(path: str) -> str:
     return "/".join(out)
 
 
+# Paths that name the writing process's own folder and descriptors: the
+# kernel reads them in whatever process opens them, so the hook's process
+# must never resolve them (its /proc/self is not the shell's).  /dev/fd is
+# /proc/self/fd, and /dev/stdin, /dev/stdout and /dev/stderr lead there.
+_PROC_SELF = ("self", "thread-self")
+_DEV_FDS = ("fd", "stdin", "stdout", "stderr")
+
+
+def _proc_form(path: str) -> Optional[Tuple[str, ...]]:
+    """None for an ordinary path; ("cwd", rest) when `path` is the writing
+    process's working folder (`/proc/self/cwd/rest`), which is `rest`
+    relative to it; ("process",) for any other path through /proc or the
+    descriptor links.  Checked component by component before any `..` is
+    applied (`/dev/fd/..` is /proc/self), so a `..` only counts after it."""
+    if not path.startswith("/"):
+        return None
+    parts = path.split("/")
+    stack: List[str] = []
+    climbed = False
+    for i, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            climbed = True
+            if stack:
+                stack.pop()
+            continue
+        stack.append(part)
+        if len(stack) == 2 and (stack[0] == "proc" or stack[0] == "dev" and part in _DEV_FDS):
+            rest = [p for p in parts[i + 1:] if p]
+            if stack[0] == "proc" and part in _PROC_SELF and rest[:1] == ["cwd"] \
+                    and not climbed:
+                return ("cwd", "/".join(rest[1:]) or ".")
+            return ("process",)
+    return None
+
+
+def _process_targets(v: _V, rebase: bool) -> None:
+    """Keep v's targets and patterns that name the writing process's paths
+    away from the hook's resolution: `/proc/self/cwd/x` becomes the
+    relative `x` (rebase: named before the tracked folder is applied, so
+    the folder places it), any other such path makes the place unknown."""
+    for name in ("targets", "patterns", "named"):
+        kept: List[str] = []
+        for t in getattr(v, name):
+            form = _proc_form(t) if t[:1] == "/" else None
+            if form is None:
+                kept.append(t)
+            elif form[0] == "cwd" and rebase:
+                kept.append(form[1])
+            else:
+                v.opaque = True
+        setattr(v, name, kept)
+
+
 def _fixed(path: str) -> bool:
     """A path that does not depend on the folder: /x, ~/x, and on Windows
     C:\\x, C:/x or \\\\server\\share."""
@@ -10050,7 +10927,7 @@ def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     one that is unknown makes the write's place unknown (opaque)."""
     if v.lost is not None:
         _place_targets(v.lost, folders)
-    if not (v.targets or v.patterns) or folders == [""]:
+    if not (v.targets or v.patterns or v.named) or folders == [""]:
         return
     placed: List[str] = []
     for t in v.targets:
@@ -10076,6 +10953,17 @@ def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
             else:
                 patterns.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
     v.patterns = patterns
+    named: List[str] = []
+    for p in v.named:
+        if _fixed(p):
+            named.append(p)
+            continue
+        for folder in folders:
+            if folder is None:
+                v.opaque = True   # named in a folder the guard cannot know
+            else:
+                named.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
+    v.named = named
 
 
 def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
@@ -10393,8 +11281,15 @@ class _Flow:
             v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
         if v.runs and here != [_START]:
             v.dep, v.runs = True, []    # ...and so does npx: its project is not known
-        if (v.targets or v.patterns or v.lost is not None) and here != [_START]:
+        if v.targets or v.patterns:
+            self.ctx.written.extend(v.targets + v.patterns)
+        if v.targets or v.patterns or v.named:
+            _process_targets(v, rebase=True)
+        if v.lost is not None and (v.lost.targets or v.lost.patterns):
+            _process_targets(v.lost, rebase=True)   # `rm -rf /proc/self/cwd/x` loses x
+        if (v.targets or v.patterns or v.named or v.lost is not None) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
+            _process_targets(v, rebase=False)   # a folder such as /proc/self/fd/3
         self.total.join(v)
         return v
 
@@ -10475,8 +11370,15 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
         return v   # (builds: the characters that can make a path in that shell)
     v.undo = _undo_unread([text])
     # Each distinct word once: a long line repeats most of its words.
-    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-             set(text.translate(_WORD_SEPARATORS).split())}
+    plain = set(text.translate(_WORD_SEPARATORS).split())
+    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in plain}
+    # Whatever the line names, an unread program may write (see _named_operands);
+    # past the work limit the whole line is beyond analysis anyway.
+    for t in plain if give.reason != "analysis_limit" else ():
+        t = t.strip("\"'")
+        if t and not t.startswith("-"):
+            t = _glob_escape(t)
+            v.named.extend((t, t.rstrip("/") + "/**"))
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
@@ -11571,6 +12473,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         undo = undo or _UNDO_UNREAD
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
+    named = [p for p in dict.fromkeys(v.named) if p] if v.named and v.mut != "read" else []
     opaque = v.opaque or bool(v.pending)
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
@@ -11583,7 +12486,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
                          runs if shell == "bash" else [], undo,
-                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [])
+                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [],
+                         named)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -12419,6 +13323,17 @@ _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("crcmod", "passlib", "mmh3", "xxhash", "blake3", "crc32c"),
      r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}(?:crcmod|passlib|mmh3|xxhash|blake3|crc32c)\b"),
     (("password4j",), r"com\.password4j"),
+    # crypt(3) and its bindings (Python's crypt module, Perl's and PHP's
+    # crypt(), Ruby's String#crypt) hash a password; not decrypt(), bcrypt(...).
+    (("crypt",), r"(?<![\w$>:])crypt(?:_r)?\s*\(|\.\s*crypt\s*\(|(?:import|from)\s+crypt\b"
+                 r"|\bcrypt\s*\.\s*(?:mksalt|methods)\b"),
+    # OCaml's Digest module (`Digest.string s`, `Digest.file f`), Bun's hashers.
+    (("digest.",), r"\bdigest\s*\.\s*(?:string|file|bytes|substring|subbytes|channel|to_hex"
+                   r"|blake\w*|md5)\b"),
+    (("bun",), r"\bbun\s*\.\s*(?:hash|cryptohasher|sha|md4|md5|password)\b"),
+    # Name-based UUIDs are digests of their name: uuid3 (MD5), uuid5 (SHA-1).
+    (("uuid",), r"uuid[35]\s*\(|uuid\s*\.\s*(?:v[35]|newsha1|newmd5)\b|new_v[35]\s*\("
+                r"|nameuuidfrombytes|uuidv[35]\b|['\"]uuid/v[35]['\"]"),
     (("twox_hash", "seahash", "siphasher", "crc32fast", "xxhash_rust"),
      r"(?:extern\s+crate|use)\s+(?:twox_hash|seahash|siphasher|crc32fast|xxhash_rust)\b"),
     (("using sha",), r"using\s+sha\b"),
@@ -14890,7 +15805,42 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
         if not base or not os.path.isabs(base) or _files_win_abs(base):
             return None
         path = os.path.join(base, path)
+    if _proc_form(path) is not None or physical and _through_process(path):
+        return None    # the writer's own folder or descriptors, not the hook's
     return _files_realpath(path) if physical else os.path.normpath(path)
+
+
+def _through_process(path: str) -> bool:
+    """Whether resolving the absolute `path` as the kernel does passes
+    through /proc or the descriptor links (see _proc_form) at some step: a
+    symbolic link may lead there (`ln -s /proc/self/cwd l`), and the hook
+    would read its own process where the writer meant its own."""
+    done, todo, links = "", path.split("/")[::-1], 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = done[:done.rfind("/")]
+            continue
+        step = done + "/" + name
+        if _proc_form(step) is not None:
+            return True
+        try:
+            is_link = os.lstat(step).st_mode & _S_IFMT == _S_IFLNK
+            target = os.readlink(step) if is_link else None
+        except (OSError, ValueError):
+            is_link, target = False, None
+        if target is None:
+            done = step
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return True    # a loop: where it leads is not known
+        if target.startswith("/"):
+            done = ""
+        todo.extend(target.split("/")[::-1])
+    return False
 
 
 # ---- self-protection --------------------------------------------------------
@@ -14989,10 +15939,13 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
 
 def _tamper_unplaced(action: Action) -> List[str]:
     """Paths of `action` relative to a working folder the event does not give."""
+    def unplaced(raw: str) -> bool:
+        path = resolve_event_path(_glob_static_head(raw), action.cwd, physical=False)
+        # A link on the way to /proc/self or /dev/fd names the writer's folder.
+        return path is None or os.name != "nt" and _through_process(path)
+
     return [raw for raw in list(action.affected_paths) + list(action.shell_write_targets)
-            + list(action.shell_write_patterns)
-            if raw.strip() and resolve_event_path(_glob_static_head(raw), action.cwd,
-                                                  physical=False) is None]
+            + list(action.shell_write_patterns) if raw.strip() and unplaced(raw)]
 
 
 # A glob pattern is checked against the file system as well, since a
@@ -15075,7 +16028,11 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     def walk(folder: str, rest_parts: List[str]) -> Optional[Tuple[str, str]]:
         if rest_parts[:1] == ["**"] and len(rest_parts) > 1:
             return None     # below any depth: names are read, links are not followed
+        if _proc_form(folder) is not None:
+            return (folder, roots[0])   # the writer's own folder: the hook cannot know it
         if not rest_parts or rest_parts[0] == "**":
+            if _through_process(folder):
+                return (folder, roots[0])
             real = _files_realpath(folder)
             root = next((r for r in roots if _tamper_within(real, r)
                          or _tamper_within(r, real)), None)
@@ -15146,6 +16103,37 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
         if root is not None:
             found.append((pattern, reached or pattern, root))
     return found
+
+
+def _tamper_named_hits(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(path, what it reaches, root) for the paths a command not proven read
+    names (ShellAnalysis.named_paths): such a program may write any of them.
+    A plain path is judged as a write target is (the working folder and its
+    ancestors are not taken to hold the guard's files: `git add .`); a
+    pattern, `black .`'s `./**` included, as a write pattern is."""
+    named = action.shell_named_paths
+    if not named or action.mutability == "read":
+        return []
+    plain = [p for p in named if _glob_literal_path(p) is not None]
+    as_targets = Action(name=action.name, mutability=action.mutability, cwd=action.cwd,
+                        shell_write_targets=[_glob_literal_path(p) for p in plain])
+    found = _tamper_matches(as_targets, protected_paths)
+    if found:
+        return found
+    roots = _tamper_roots(protected_paths)
+    for pattern in named if roots else ():
+        if pattern in plain:
+            continue
+        reached, root = _pattern_reach(pattern, action.cwd, roots)
+        if root is not None:
+            found.append((pattern, reached or pattern, root))
+    return found
+
+
+def _glob_literal_path(pattern: str) -> Optional[str]:
+    """The path a pattern with no wildcard stands for (see _glob_literal)."""
+    parts = [_glob_literal(part) for part in pattern.split("/")]
+    return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[misc]
 
 
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
@@ -15995,9 +16983,13 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    named = _tamper_named_hits(f.action, f.protected_paths)
+    if named:
+        return (_tamper_detail(named), None, None)
     settings = host_settings_matches(f.action, f.protected_paths)
-    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
-                                              f.protected_paths)
+    settings += host_settings_pattern_matches(
+        list(f.action.shell_write_patterns) + list(f.action.shell_named_paths), f.action.cwd,
+        f.protected_paths)
     if settings:
         return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
@@ -18941,8 +19933,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target
-                       or "sts.py" in (action.command or ""))
+                       or action.shell_write_patterns or action.shell_named_paths
+                       or action.unknown_write_target or "sts.py" in (action.command or ""))
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 
@@ -19471,18 +20463,25 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
+    keys = ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths", "lostTargets")
+    if not known and any(not (t.startswith(("/", "~")) or _is_windows_path(t))
+                         for t in action.get("lostTargets") or []):
+        # What it deletes lies in a folder the guard cannot name.
+        action["irreversible"] = action.get("irreversible") or (
+            "the call deletes, moves or overwrites a path in a folder the guard cannot "
+            "establish")
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
-               for t in action.get("shellWriteTargets") or []):
+               for key in keys for t in action.get(key) or []):
             action["unknownWriteTarget"] = True  # relative targets in an unknown folder
         return action
-    targets = []
-    for target in action.get("shellWriteTargets") or []:
-        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
-            targets.append(target)
-        else:
-            targets.append(os.path.join(folder, target))
-    action["shellWriteTargets"] = targets
+    for key in keys:
+        if not action.get(key):
+            continue
+        # Patterns (and named paths, which are patterns) join the folder escaped.
+        base = folder if key == "shellWriteTargets" else _glob_escape(folder or "")
+        action[key] = [t if t.startswith(("/", "~")) or _is_windows_path(t) or not folder
+                       else os.path.join(base, t) for t in action[key]]
     return action
 
 
@@ -19572,8 +20571,9 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
                         "irreversible", "lostTargets"):
                 if ran.get(key):
                     action[key] = ran[key]
-            if ran.get("shellWriteTargets"):
-                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            for key in ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths"):
+                if ran.get(key):
+                    action[key] = ran[key]
             if mutability == "read" and ran["mutability"] != "read":
                 action["mutability"] = ran["mutability"]
     if action["mutability"] != "read":
@@ -19860,6 +20860,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.write_patterns:
         action["shellWritePatterns"] = list(verdict.write_patterns)
+    if verdict.named_paths:
+        action["shellNamedPaths"] = list(verdict.named_paths)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
@@ -19886,6 +20888,28 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["command"] = command
         if shell != "bash":
             action["shell"] = shell
+    return action
+
+
+def input_action(name: str, text: Any) -> dict:
+    """Text typed into a program the host keeps running (Codex `write_stdin`,
+    Copilot `write_bash`, Hermes `process` write/submit).  The hook is not
+    told which program reads it, and it may be a shell, so the text is read
+    as a shell line for every intent; and since it may as well be an
+    interpreter or a REPL, whose input the guard cannot read, it is unknown
+    wherever hashing, dependencies, agents or the guard's own files could be
+    touched.  Nothing typed (a poll), line ends and control keys carry no
+    new command: what they submit was typed, and judged, before."""
+    typed = text if isinstance(text, str) else ""
+    if not typed.strip(" \t\r\n\x03\x04\x1a\x1b"):
+        return {"name": name, "mutability": "unknown", "analysisReason": "shell_command_unproven"}
+    action = shell_action(name, typed.replace("\r", "\n"))
+    action.pop("command", None)   # not the host's shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+        action["analysisReason"] = "shell_command_unproven"
+    action["unknownWriteTarget"] = True
+    action.setdefault("startsAgent", "?")
     return action
 
 
@@ -20013,6 +21037,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
         "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
         "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "process": ((), "input", ""),
         "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
         **{tool: ((), "", "") for tool in (
             "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
@@ -20128,6 +21153,22 @@ class Adapter:
     # False when the host cannot refuse a prompt: the turn of a rejected
     # directive runs, so the core pauses its tools (every action.before says so).
     PROMPTS_REFUSABLE = True
+
+    def _typed_input(self, name: str, tool_input: dict) -> dict:
+        """Input to a running program (see input_action); Hermes `process`
+        only writes with its `write` and `submit` actions."""
+        if not isinstance(tool_input, dict):
+            return input_action(name, None if tool_input in (None, "") else "?")
+        action = tool_input.get("action")
+        if name == "process" and action not in ("write", "submit", "send", "input", None):
+            return {"name": name, "mutability": "unknown"}   # list, poll, log, wait, kill
+        typed: Optional[str] = None
+        for key in ("chars", "input", "data", "text", "keys"):
+            if key in tool_input:
+                value = tool_input[key]
+                typed = value if isinstance(value, str) else "?"   # not text: unknown
+                break
+        return input_action(name, typed)
 
     def event_name(self, payload: dict) -> Optional[str]:
         name = payload.get("hook_event_name")
@@ -20245,6 +21286,7 @@ class _CommandHookAdapter(Adapter):
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
 
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
@@ -20372,7 +21414,7 @@ class CodexAdapter(_CommandHookAdapter):
         "send_input": "control", "resume_agent": "control", "followup_task": "control",
         "create_goal": "control", "update_goal": "control",
         "get_goal": "read",
-        "write_stdin": "unknown",  # feeds a running process: not provably anything
+        "write_stdin": "_typed_input",  # feeds a running process (see input_action)
     }
     LIFECYCLE_UNPROVEN = frozenset(("send_input", "resume_agent", "followup_task"))
 
@@ -20936,6 +21978,7 @@ class HermesAdapter(_HostBAdapter):
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
         "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
+        "process": "_typed_input",   # a background process: poll it, or type into it
     }
 
     def extra(self, payload: dict) -> dict:
@@ -22304,7 +23347,7 @@ class CopilotAdapter(_NewHostAdapter):
         "apply_patch": "_patch",
         _COPILOT_AGENT_TOOL: "delegate", "write_agent": "_wakes_agent",
         # Input to a running shell: what it does depends on that program.
-        "write_bash": "unknown", "write_powershell": "unknown",
+        "write_bash": "_typed_input", "write_powershell": "_typed_input",
         **{name: "read" for name in (
             "view", "grep", "glob", "read_bash", "read_powershell", "list_bash",
             "list_powershell", "lexical_code_search", "semantic_code_search", "web_fetch",
