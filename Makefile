@@ -42,9 +42,10 @@ demo:
 # interpreter, then the analyzer's cost per command and on its largest inputs.
 # BENCH_PYTHONS="/path/python3.11 /path/python3.12 ..." times the hook under
 # each, every one against its own floor, in one run.  BENCH_BEFORE=/path/sts.py
-# times an older sts.py beside this one, interleaved run for run.
+# times an older sts.py beside this one, interleaved run for run;
+# BENCH_MODE=change times the calls an armed change session allows.
 bench:
-	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p)) $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p)) $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE)) $(if $(BENCH_MODE),--mode $(BENCH_MODE))
 	$(PYTHON) tests/bench_analysis.py
 
 e2e: pytest
