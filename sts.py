@@ -10432,6 +10432,17 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
      "deletes data in Firebase"),
     ("supabase", "db", "reset", "empties the database"),
+    ("podman", "system", "reset", "deletes every container, image, volume and setting"),
+    ("eksctl", "delete", "", "deletes a cluster or its node groups"),
+    ("kind minikube k3d", "delete", "", "deletes a local cluster and what runs in it"),
+    ("vagrant", "destroy", "", "deletes the machine and its disks"),
+    ("s3cmd", "del|rm|rb|sync", "@s3cmd", "deletes objects or buckets"),
+    ("mc", "rm|rb|mirror", "@mc", "deletes objects or buckets"),
+    ("bq", "rm", "", "deletes a BigQuery table or dataset"),
+    ("npm pnpm yarn", "unpublish", "", "removes a published version from the registry"),
+    ("gpg gpg2", "", "--delete-keys --delete-secret-keys --delete-secret-and-public-keys "
+     "--delete-key --delete-secret-key", "deletes keys from the keyring"),
+    ("pass gopass", "rm|remove|delete", "", "deletes a stored secret"),
 )
 
 # Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
@@ -10595,6 +10606,11 @@ _UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
                                        for t in _ops(rest)[1:]),
     "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
     "http-delete": lambda texts, rest: _method_delete(texts),
+    # rm and rb always delete; sync and mirror only with their delete options.
+    "s3cmd": lambda texts, rest: _ops(texts)[:1] != ["sync"]
+    or _has_word(texts, "--delete-removed"),
+    "mc": lambda texts, rest: _ops(texts)[:1] != ["mirror"] or any(
+        _has_word(texts, w) for w in ("--remove", "--overwrite")),
     # The command a container or pod is given names a destroying program.
     "runs-gone": lambda texts, rest: _undo_unread(rest) is not None,
     "dd-device": lambda texts, rest: any(
