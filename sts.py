@@ -15335,20 +15335,50 @@ def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> b
     return not inside
 
 
+# Folders whose files the machine runs by itself (at login, at boot, on a
+# schedule): a file written there, new or not, acts beyond the workspace.
+_AUTOSTART = ("~/Library/LaunchAgents", "/Library/LaunchAgents", "/Library/LaunchDaemons",
+              "~/.config/autostart", "/etc/xdg/autostart", "~/.config/systemd", "/etc/systemd",
+              "/lib/systemd", "/usr/lib/systemd", "/etc/init.d", "/etc/rc.local", "/etc/cron.d",
+              "/etc/cron.hourly", "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly",
+              "/etc/crontab", "/var/spool/cron", "/etc/profile.d")
+_AUTOSTART_HINTS = ("Launch", "autostart", "systemd", "init.d", "rc.local", "cron", "profile.d")
+
+
+def _starts_programs(action: Action) -> Optional[str]:
+    """The first path the call writes inside an _AUTOSTART folder, or None."""
+    paths = action.affected_paths + action.shell_write_targets + action.shell_write_patterns
+    if not any(hint in p for p in paths for hint in _AUTOSTART_HINTS):
+        return None
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    roots = [resolve_event_path(home + r[1:] if r.startswith("~") else r, None) or r
+             for r in _AUTOSTART]
+    for p in paths:
+        below = any(ch in p for ch in "*?[")
+        path = resolve_event_path(_glob_static_head(p) if below else p, action.cwd)
+        if path is not None and any(_under(path, r) for r in roots):
+            return p
+    return None
+
+
 def irreversible_part(action: Action) -> Optional[str]:
     """What in this call cannot be undone, as the Culprit says it, or None:
     the analysis's own finding, else the first lost target beyond the
     workspace (see _beyond_workspace)."""
     if action.irreversible:
         return action.irreversible
+    what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+        else "`%s`" % action.name
+    started = _starts_programs(action)
+    if started is not None:
+        return ("%s writes `%s`, in a folder the machine starts programs from, outside the "
+                "workspace" % (what, started))
     if not action.lost_targets:
         return None
     root = _workspace_root(action.cwd)
     for target in action.lost_targets:
         if _beyond_workspace(target, action.cwd, root):
             shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
-            what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
-                else "`%s`" % action.name
             return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
                     "workspace itself), where no version control keeps a copy" % (what, shown))
     return None
@@ -15358,8 +15388,7 @@ def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
     # undo=allow skips the row, so the later checks (hash, files=, deps)
     # still judge the call; a damaged or missing value reads as the default.
     policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
-    if policy == "allow" or f.action.mutability == "read" or not (
-            f.action.irreversible or f.action.lost_targets) or not irreversible_part(f.action):
+    if policy == "allow" or f.action.mutability == "read" or not irreversible_part(f.action):
         return None
     if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
         return None   # a possible agent: under agents=N the budget stops it first

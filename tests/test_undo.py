@@ -15,8 +15,8 @@ import tempfile
 import pytest
 
 import sts
-from test_self_protection import (HOSTS, SHELL_TOOLS, TOOL_EVENTS, _shell_tool, denial,
-                                  denied_code, prompt_event)
+from test_self_protection import (HOSTS, MAIN_WRITE, SHELL_TOOLS, TOOL_EVENTS, WRITE_TOOLS,
+                                  _shell_tool, denial, denied_code, prompt_event)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "undo_corpus.txt")
@@ -153,6 +153,24 @@ def test_the_message_names_the_part_and_what_to_type(workspace, command, culprit
     code, text = workspace.ask("claude", command)
     assert code == "IRREVERSIBLE_ACTION"
     assert culprit in text and "undo=allow" in text and "Ask the user" in text
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_file_tool_writing_where_the_machine_starts_programs_is_stopped(workspace, host):
+    """A new file in ~/Library/LaunchAgents loses nothing, but it runs at the
+    next login: it acts beyond the workspace.  The same tool writing inside
+    the workspace goes through."""
+    name, build = WRITE_TOOLS[(host, MAIN_WRITE[host])]
+    for path, code in ((os.path.join(workspace.home, "Library", "LaunchAgents", "x.plist"),
+                        "IRREVERSIBLE_ACTION"),
+                       (os.path.join(workspace.project, "src", "x.plist"), None)):
+        workspace.calls += 1
+        session = "undo-w%d" % workspace.calls
+        workspace.send(host, prompt_event(host, session, workspace.project,
+                                          "$stop-that-shit change"))
+        got = workspace.send(host, TOOL_EVENTS[host](session, workspace.project, name,
+                                                     build(path)))
+        assert denied_code(host, got) == code, (host, path)
 
 
 def test_undo_allow_and_deny_on_a_sample(workspace):
