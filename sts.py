@@ -10324,7 +10324,7 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
     ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
     ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
-    ("git", "clean", "-f --force !-n !--dry-run",
+    ("git", "clean", "-f --force @no-require-force !-n !--dry-run",
      "deletes untracked files, which git never had"),
     ("git", "stash", "drop clear",
      "deletes stashed changes, which no branch or reflog keeps"),
@@ -10596,6 +10596,9 @@ _UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
     "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
                                          or _has_word(rest, "-m") or _has_word(rest, "--move"))
     and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    # `git -c clean.requireForce=false clean` deletes without -f.
+    "no-require-force": lambda texts, rest: any(
+        t.lower().replace(" ", "") == "clean.requireforce=false" for t in texts),
     "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
     "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
         _has_word(rest, "-f") or _has_word(rest, "--force")),
