@@ -10806,6 +10806,18 @@ def _undo_shown(command: str) -> str:
     return line if len(line) <= 60 else line[:59].rstrip() + "…"
 
 
+def _undo_words(words: List[_W], ctx: _Ctx) -> List[_W]:
+    """The words with each expansion the line gives a value (`x=--hard; git
+    reset $x`) replaced by every value it may take."""
+    if all(w.static for w in words):
+        return words
+    out: List[_W] = []
+    for w in words:
+        forms = None if w.static else _word_paths(w, ctx)
+        out.extend([_lit(text) for text, _ in forms] if forms else [w])
+    return out
+
+
 def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
     """Fill v.undo and v.lost for one program and its arguments."""
     if name is None:
@@ -10826,7 +10838,7 @@ def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
                 v.lost.targets = [t for t in v.lost.targets if t in kept]
                 v.lost.patterns = [t for t in v.lost.patterns if t in kept]
     if v.undo is None:
-        v.undo = _undo_why(name, words)
+        v.undo = _undo_why(name, _undo_words(words, ctx) if _undo_rows(name) else words)
     if v.undo is None and name == "git":
         v.undo = _git_alias_undo(texts)
     code = None
