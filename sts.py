@@ -10065,6 +10065,11 @@ _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-targe
 
 
 _PS_COPIERS = frozenset(("copy-item", "move-item", "cpi", "mi", "copy", "cp", "move", "mv"))
+_PS_MOVERS = frozenset(("move-item", "mi", "move", "mv", "rename-item", "rni", "ren"))
+# Cmdlets whose targets are deleted, moved or overwritten (see _lose).
+_PS_LOSES = _PS_COPIERS | _PS_MOVERS | frozenset((
+    "remove-item", "ri", "rm", "rmdir", "del", "erase", "rd", "clear-content", "clc",
+    "set-content", "sc", "out-file", "tee-object", "tee", "clear-item"))
 
 
 def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]:
@@ -10133,6 +10138,9 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if prog in _PS_WRITE_CMDLETS:
         v = _write(_ps_targets(args, prog in _PS_COPIERS))
+        if prog in _PS_LOSES and not any(a.lower() in ("-append", "-noclobber")
+                                         for a, q in args if not q):
+            _lose(v, prog in _PS_REMOVERS or prog in _PS_MOVERS)
         if prog not in _PS_REMOVERS:
             # Content written into a manifest is not read here: assume it adds.
             v.dep = any(manifest_kind(t) is not None for t in v.targets) or (
@@ -10147,7 +10155,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V(hash_=prog == "get-filehash")
     if "-" in prog and prog.split("-", 1)[0] in ("get", "test", "select", "measure", "format",
                                                  "resolve", "compare", "convertto",
-                                                 "convertfrom"):
+                                                 "convertfrom") and not _undo_rows(prog):
         return _unknown()
     # A native program: arguments pass through the native command line.
     if any('"' in a or (a.endswith("\\") and any(ch in a for ch in _PS_SPACE)) for a, q in args):
@@ -10432,6 +10440,11 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
      "deletes data in Firebase"),
     ("supabase", "db", "reset", "empties the database"),
+    # PowerShell cmdlets (named in lower case, as _ps_command passes them)
+    ("format-volume clear-disk initialize-disk remove-partition diskpart", "", "",
+     "erases a disk or volume"),
+    ("stop-computer restart-computer", "", "", "stops or restarts the machine"),
+    ("stop-service", "", "", "stops a service of the machine"),
     ("podman", "system", "reset", "deletes every container, image, volume and setting"),
     ("eksctl", "delete", "", "deletes a cluster or its node groups"),
     ("kind minikube k3d", "delete", "", "deletes a local cluster and what runs in it"),

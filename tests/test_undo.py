@@ -173,6 +173,32 @@ def test_a_file_tool_writing_where_the_machine_starts_programs_is_stopped(worksp
         assert denied_code(host, got) == code, (host, path)
 
 
+@pytest.mark.parametrize("command,gone", [
+    ("Remove-Item -Recurse -Force ~/projects", True),
+    ("Remove-Item -Recurse -Force C:/Users/me/projects", True),
+    ("Set-Content ~/.bashrc x", True),
+    ("Clear-Content ~/.bashrc", True),
+    ("Move-Item ~/projects ~/old", True),
+    ("Format-Volume -DriveLetter D", True),
+    ("Clear-Disk -Number 1 -RemoveData", True),
+    ("Stop-Computer", True),
+    ("Restart-Computer -Force", True),
+    ("Stop-Service -Name Spooler", True),
+    ("git reset --hard", True),
+    ("Remove-Item -Recurse -Force build", False),
+    ("Add-Content ~/.bashrc x", False),
+    ("Out-File -Append ~/x.txt", False),
+    ("Copy-Item a.txt b.txt", False),
+    ("Format-Table x", False),
+    ("Get-ChildItem ~/projects", False),
+    ("git reset --soft HEAD~1", False),
+])
+def test_powershell_lines_are_judged_the_same_way(workspace, command, gone):
+    action = sts.Action.from_dict(dict(sts.shell_action("Bash", command, powershell=True),
+                                       cwd=workspace.project))
+    assert bool(sts.irreversible_part(action)) == gone, command
+
+
 def test_undo_allow_and_deny_on_a_sample(workspace):
     """undo=allow lets the stopped lines through (the other checks still judge
     them); undo=deny denies where ask asked."""
