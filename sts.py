@@ -3663,12 +3663,13 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
         name = _cmd_name(cmd)
-        if cmd.stdin and inner.undo is None and name in _INTERPRETERS:
-            # A here-doc given to an interpreter or a database client is its code.
-            if name in _UNDO_BY_PROGRAM or _undo_rows(name or ""):
-                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []):
+        if cmd.stdin and inner.undo is None and name:
+            # A here-doc given to a database client or an interpreter is its code.
+            if _undo_rows(name):
+                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []) \
+                        or _UNDO_TESTS["redis"](cmd.stdin.split(), []):
                     inner.undo = "`%s` reads %s" % (name, "a here-doc that drops or empties data")
-            else:
+            elif name in _INTERPRETERS:
                 _code_loses(inner, cmd.stdin, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
         inner.agent = "?"
@@ -5786,6 +5787,16 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         elif t == "--":
             i += 1
             break
+        elif t in ("-S", "--split-string") or t.startswith(("-S", "--split-string=")):
+            # -S splits its value into arguments (`#!/usr/bin/env -S cmd -x`);
+            # plain words only: quotes, escapes and ${VAR} in it stay unread.
+            given = t in ("-S", "--split-string")
+            text = (args[i + 1].text if given and i + 1 < len(args) and args[i + 1].static
+                    else None) if given else (t.split("=", 1)[1] if t.startswith("--")
+                                               else t[2:])
+            if text is None or any(ch in text for ch in "\\'\"$#"):
+                return _unknown()
+            args = args[:i] + [_lit(x) for x in text.split()] + args[i + 1 + given:]
         elif t.startswith("-"):
             return _unknown()
         elif "=" in t and _is_name(t.split("=", 1)[0]):
@@ -11346,6 +11357,8 @@ def _resolve_targets(v: _V, ctx: _Ctx) -> None:
         _resolve_targets(v.lost, ctx)
     for word, tree in v.pending:
         forms = _word_paths(word, ctx)
+        if v.reason == _UNDO_COPY and (forms is None or any(p for _, p in forms)):
+            continue   # a copy into a place not established is not counted
         if forms is None:
             v.opaque = True
             continue
@@ -11711,6 +11724,11 @@ _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-targe
 
 
 _PS_COPIERS = frozenset(("copy-item", "move-item", "cpi", "mi", "copy", "cp", "move", "mv"))
+_PS_MOVERS = frozenset(("move-item", "mi", "move", "mv", "rename-item", "rni", "ren"))
+# Cmdlets whose targets are deleted, moved or overwritten (see _lose).
+_PS_LOSES = _PS_COPIERS | _PS_MOVERS | frozenset((
+    "remove-item", "ri", "rm", "rmdir", "del", "erase", "rd", "clear-content", "clc",
+    "set-content", "sc", "out-file", "tee-object", "tee", "clear-item"))
 
 
 def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]:
@@ -11779,6 +11797,9 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if prog in _PS_WRITE_CMDLETS:
         v = _write(_ps_targets(args, prog in _PS_COPIERS))
+        if prog in _PS_LOSES and not any(a.lower() in ("-append", "-noclobber")
+                                         for a, q in args if not q):
+            _lose(v, prog in _PS_REMOVERS or prog in _PS_MOVERS)
         if prog not in _PS_REMOVERS:
             # Content written into a manifest is not read here: assume it adds.
             v.dep = any(manifest_kind(t) is not None for t in v.targets) or (
@@ -11793,7 +11814,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V(hash_=prog == "get-filehash")
     if "-" in prog and prog.split("-", 1)[0] in ("get", "test", "select", "measure", "format",
                                                  "resolve", "compare", "convertto",
-                                                 "convertfrom"):
+                                                 "convertfrom") and not _undo_rows(prog):
         return _unknown()
     # A native program: arguments pass through the native command line.
     if any('"' in a or (a.endswith("\\") and any(ch in a for ch in _PS_SPACE)) for a, q in args):
@@ -11970,7 +11991,7 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
     ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
     ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
-    ("git", "clean", "-f --force !-n !--dry-run",
+    ("git", "clean", "-f --force @no-require-force !-n !--dry-run",
      "deletes untracked files, which git never had"),
     ("git", "stash", "drop clear",
      "deletes stashed changes, which no branch or reflog keeps"),
@@ -11987,9 +12008,9 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("git", "checkout-index", "-f --force", "overwrites uncommitted changes in the work tree"),
     ("git", "submodule", "@deinit-force", "deletes a submodule's work tree with its changes"),
     # 2. what others share
-    ("git", "push", "-f --force --force-with-lease",
+    ("git", "push", "-f --force --force-with-lease !-n !--dry-run",
      "replaces the remote branch, dropping commits others may have"),
-    ("git", "push", "-d --delete --prune --mirror @refspec",
+    ("git", "push", "-d --delete --prune --mirror @refspec !-n !--dry-run",
      "deletes or rewrites branches on the remote"),
     ("gh", "repo|release|gist|secret|variable|label|cache|run|ssh-key|gpg-key|issue",
      "@gh-delete", "deletes it on GitHub, where no undo exists"),
@@ -12029,6 +12050,8 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("crontab", "", "-r", "deletes every scheduled job of the user, keeping no copy"),
     # 5. remote systems through their CLIs
     ("kubectl oc", "delete", "", "deletes resources in the cluster"),
+    ("kubectl oc docker podman nerdctl", "exec|debug|run", "@runs-gone",
+     "runs a command there that deletes or overwrites what the guard cannot establish"),
     ("kubectl oc", "apply", "--prune", "deletes resources in the cluster"),
     ("kubectl oc", "drain|cordon|replace", "--force --delete-emptydir-data "
      "--delete-local-data", "deletes resources in the cluster"),
@@ -12076,6 +12099,22 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
     ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
      "deletes data in Firebase"),
     ("supabase", "db", "reset", "empties the database"),
+    # PowerShell cmdlets (named in lower case, as _ps_command passes them)
+    ("format-volume clear-disk initialize-disk remove-partition diskpart", "", "",
+     "erases a disk or volume"),
+    ("stop-computer restart-computer", "", "", "stops or restarts the machine"),
+    ("stop-service", "", "", "stops a service of the machine"),
+    ("podman", "system", "reset", "deletes every container, image, volume and setting"),
+    ("eksctl", "delete", "", "deletes a cluster or its node groups"),
+    ("kind minikube k3d", "delete", "", "deletes a local cluster and what runs in it"),
+    ("vagrant", "destroy", "", "deletes the machine and its disks"),
+    ("s3cmd", "del|rm|rb|sync", "@s3cmd", "deletes objects or buckets"),
+    ("mc", "rm|rb|mirror", "@mc", "deletes objects or buckets"),
+    ("bq", "rm", "", "deletes a BigQuery table or dataset"),
+    ("npm pnpm yarn", "unpublish", "", "removes a published version from the registry"),
+    ("gpg gpg2", "", "--delete-keys --delete-secret-keys --delete-secret-and-public-keys "
+     "--delete-key --delete-secret-key", "deletes keys from the keyring"),
+    ("pass gopass", "rm|remove|delete", "", "deletes a stored secret"),
 )
 
 # Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
@@ -12091,6 +12130,12 @@ _LOSES = frozenset((
 _REMOVERS = frozenset(("rm", "rmdir", "unlink", "shred", "truncate", "mv", "dd", "find", "del",
                        "erase", "rd", "rename", "move", "ren", "gmv", "srm"))
 _LOSES_RECURSIVE = frozenset(("chmod", "chown", "chgrp", "setfacl", "chattr", "chflags"))
+# Options that make one of _LOSES add to its targets or leave them alone
+# (`tee -a` appends, `cp -n` never overwrites).
+_KEEPS: Dict[str, Tuple[str, ...]] = {
+    "tee": ("-a", "--append"), "cp": ("-n", "--no-clobber"), "mv": ("-n", "--no-clobber"),
+    "gcp": ("-n", "--no-clobber"), "gmv": ("-n", "--no-clobber"),
+}
 
 
 def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
@@ -12223,6 +12268,9 @@ _UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
     "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
                                          or _has_word(rest, "-m") or _has_word(rest, "--move"))
     and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    # `git -c clean.requireForce=false clean` deletes without -f.
+    "no-require-force": lambda texts, rest: any(
+        t.lower().replace(" ", "") == "clean.requireforce=false" for t in texts),
     "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
     "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
         _has_word(rest, "-f") or _has_word(rest, "--force")),
@@ -12233,13 +12281,20 @@ _UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
                                        for t in _ops(rest)[1:]),
     "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
     "http-delete": lambda texts, rest: _method_delete(texts),
+    # rm and rb always delete; sync and mirror only with their delete options.
+    "s3cmd": lambda texts, rest: _ops(texts)[:1] != ["sync"]
+    or _has_word(texts, "--delete-removed"),
+    "mc": lambda texts, rest: _ops(texts)[:1] != ["mirror"] or any(
+        _has_word(texts, w) for w in ("--remove", "--overwrite")),
+    # The command a container or pod is given names a destroying program.
+    "runs-gone": lambda texts, rest: _undo_unread(rest) is not None,
     "dd-device": lambda texts, rest: any(
         t.startswith("of=/dev/") and t[3:] not in _DEV_SINKS for t in texts),
     "parted": lambda texts, rest: not any(t in ("print", "-l", "--list", "--help", "-h",
                                                 "--version", "-v") for t in texts)
     and not any(t in ("p",) for t in texts[-1:]),
     "aws-delete": lambda texts, rest: any(
-        t.startswith(("delete-", "terminate-", "remove-", "deregister-", "purge-",
+        t.startswith(("delete-", "batch-delete-", "terminate-", "remove-", "deregister-", "purge-",
                       "disable-", "deactivate-", "release-", "revoke-", "cancel-",
                       "empty-", "reset-", "stop-"))
         for t in _ops(texts)[:3]),
@@ -12263,6 +12318,8 @@ def _undo_why(name: str, words: List[_W]) -> Optional[str]:
     if not rows:
         return None
     texts = [w.text for w in words[1:]]
+    if "--help" in texts:
+        return None   # every CLI here only prints its usage then
     for sub, test, why in rows:
         start = _sub_at(texts, sub, name == "git")
         if start is None or not _undo_holds(test, texts, texts[start:]):
@@ -12312,21 +12369,27 @@ def _lose(v: _V, removes: bool = False) -> _V:
     removes: the program removes what it names (rm, mv, find -delete), so
     a target it cannot establish counts too; a copy or a redirection to an
     unknown place (`cp a "$d/"`, `> "$LOG"`) only counts where it is known."""
-    if v.targets or v.patterns or (removes and (v.pending or v.opaque)):
+    if v.targets or v.patterns or v.pending or (removes and v.opaque):
         lost = v.lost = _V("write")
         lost.targets = list(v.targets)
         lost.patterns = list(v.patterns)
+        lost.pending = list(v.pending)   # (`~/x`, `$HOME/x`: named when placed)
         if removes:
-            lost.pending = list(v.pending)
             lost.opaque = v.opaque
+        else:
+            lost.reason = _UNDO_COPY
     return v
+
+
+# The reason of a `lost` verdict whose words, left unnamed, do not count.
+_UNDO_COPY = "undo_copy"
 
 
 # Code that deletes or moves files: the call, and its first argument when it
 # is a string literal (a name built at run time is a target not established).
 _CODE_GONE = (r"(?:\b(?:shutil\.)?(?:rmtree|move)|\bos\.(?:remove|unlink|rmdir|removedirs"
               r"|rename|replace)|\.(?:unlink|rmdir)|\bfs(?:\.promises)?\.(?:rm|rmdir|unlink"
-              r"|rename)(?:Sync)?|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
+              r"|rename)(?:Sync)?|\.(?:rm|rmdir|unlink)Sync|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
               r"|remove_entry|remove_entry_secure)|\bFileUtils\.(?:rm\w*|remove\w*|mv)"
               r"|\b(?:File|Dir)\.(?:delete|unlink)|\bunlink)\s*\(\s*"
               r"(?:(['\"])([^'\"\n]*)\1\s*[,)]|())")
@@ -12349,7 +12412,10 @@ def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
              for t in set(code.translate(_UNDO_SPLIT).replace(",", " ").split())}
     if not (named & _UNDO_NAMES or named & _LOSES or named & _UNDO_BY_PROGRAM.keys()):
         return   # no line of it can name a destroying program
-    for line in dict.fromkeys(_code_commands(code)[0]):
+    if not _an_rx("code-runs", _CODE_RUNS).search(code):
+        return   # its strings are only text: printed, compared, written to a file
+    ticks = _an_rx("code-ticks", r"`([^`\n]+)`").findall(code) if "`" in code else []
+    for line in dict.fromkeys(_code_commands(code)[0] + ticks):
         # Only a line that names a destroying program is worth a reading.
         names = {t.rpartition("/")[2].lower() for t in line.translate(_UNDO_SPLIT).split()}
         if not (names & _UNDO_NAMES or names & _LOSES or names & _UNDO_BY_PROGRAM.keys()):
@@ -12365,6 +12431,12 @@ def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
                 v.lost = _V("write")
             v.lost.join(inner.lost)
 
+
+# Calls that hand a string to a shell or start a program (os.system,
+# subprocess, child_process, system, exec, spawn, backticks, %x).
+_CODE_RUNS = (r"(?:\b(?:system|popen|Popen|run|call|check_call|check_output|getoutput"
+              r"|getstatusoutput|exec\w*|spawn\w*|shell_exec|passthru|proc_open|Command"
+              r"|capture\w*|pipeline)\s*[(\s'\"]|`|%x)")
 
 # Programs whose name alone, in a command the guard cannot read through,
 # makes it count: what they delete cannot be established.
@@ -12390,19 +12462,32 @@ def _undo_unread(texts: Any) -> Optional[str]:
         return None
     for k, t in enumerate(tokens):
         base = t.rpartition("/")[2].lower()
-        if base in _UNDO_NAMES or base.startswith("mkfs."):
-            return ("`%s` in a command the guard cannot read through: what it destroys "
-                    "cannot be established" % base)
         if _undo_rows(base):
+            # A program with rows is judged by them (`fdisk -l` only lists).
             why = _undo_why(base, [_lit(x) for x in tokens[k:k + 12]])
             if why is not None:
                 return why
+        elif base in _UNDO_NAMES:
+            return ("`%s` in a command the guard cannot read through: what it destroys "
+                    "cannot be established" % base)
     return None
 
 
 def _undo_shown(command: str) -> str:
     line = " ".join(command.split())
     return line if len(line) <= 60 else line[:59].rstrip() + "…"
+
+
+def _undo_words(words: List[_W], ctx: _Ctx) -> List[_W]:
+    """The words with each expansion the line gives a value (`x=--hard; git
+    reset $x`) replaced by every value it may take."""
+    if all(w.static for w in words):
+        return words
+    out: List[_W] = []
+    for w in words:
+        forms = None if w.static else _word_paths(w, ctx)
+        out.extend([_lit(text) for text, _ in forms] if forms else [w])
+    return out
 
 
 def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
@@ -12413,11 +12498,19 @@ def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
     if v.lost is None:
         recursive = name in _LOSES_RECURSIVE and (
             _has_word(texts, "-R") or _has_word(texts, "--recursive"))
-        if name in _LOSES or recursive or (
+        keeps = any(_has_word(texts, w) for w in _KEEPS.get(name, ()))
+        if (name in _LOSES and not keeps) or recursive or (
                 name == "ln" and (_has_word(texts, "-f") or _has_word(texts, "--force"))):
             _lose(v, recursive or name in _REMOVERS)
+            if name == "ln" and v.lost is not None and words[-1].static:
+                # ln -f replaces the link's own name, never what it points at.
+                last = words[-1].text.rstrip("/")
+                kept = [t for t in v.lost.targets + v.lost.patterns
+                        if t == last or t.startswith(last + "/")]
+                v.lost.targets = [t for t in v.lost.targets if t in kept]
+                v.lost.patterns = [t for t in v.lost.patterns if t in kept]
     if v.undo is None:
-        v.undo = _undo_why(name, words)
+        v.undo = _undo_why(name, _undo_words(words, ctx) if _undo_rows(name) else words)
     if v.undo is None and name == "git":
         v.undo = _git_alias_undo(texts)
     code = None
@@ -12435,7 +12528,7 @@ def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
         # A program that runs others in a way the guard cannot read (ssh,
         # watch, docker exec, an option it does not know): the words still
         # name what would run.
-        v.undo = _undo_unread([w.text for w in words[1:] if w.static])
+        v.undo = _undo_unread([w.text for w in words if w.static])
 
 
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
@@ -17083,6 +17176,8 @@ def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> b
     path = resolve_event_path(_glob_static_head(target) if below else target, cwd)
     if path is None:
         return True
+    if path in _DEV_SINKS:
+        return False   # `of=/dev/null` throws output away, it destroys nothing
     tree = target.endswith("/**") and "*" not in target[:-3]
     home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
     tmp = os.environ.get("TMPDIR")
@@ -17096,7 +17191,38 @@ def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> b
             return True
         if _under(path, root):
             return False
-    return not any(_under(path, t) for t in temp)
+    # The nearest folder decides: a home that lies in a temporary folder is
+    # still a home, a TMPDIR under home is still temporary.
+    inside = [t for t in temp if _under(path, t)]
+    if _under(path, home) and not any(_under(t, home) for t in inside):
+        return True
+    return not inside
+
+
+# Folders whose files the machine runs by itself (at login, at boot, on a
+# schedule): a file written there, new or not, acts beyond the workspace.
+_AUTOSTART = ("~/Library/LaunchAgents", "/Library/LaunchAgents", "/Library/LaunchDaemons",
+              "~/.config/autostart", "/etc/xdg/autostart", "~/.config/systemd", "/etc/systemd",
+              "/lib/systemd", "/usr/lib/systemd", "/etc/init.d", "/etc/rc.local", "/etc/cron.d",
+              "/etc/cron.hourly", "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly",
+              "/etc/crontab", "/var/spool/cron", "/etc/profile.d")
+_AUTOSTART_HINTS = ("Launch", "autostart", "systemd", "init.d", "rc.local", "cron", "profile.d")
+
+
+def _starts_programs(action: Action) -> Optional[str]:
+    """The first path the call writes inside an _AUTOSTART folder, or None."""
+    paths = action.affected_paths + action.shell_write_targets + action.shell_write_patterns
+    if not any(hint in p for p in paths for hint in _AUTOSTART_HINTS):
+        return None
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    roots = [resolve_event_path(home + r[1:] if r.startswith("~") else r, None) or r
+             for r in _AUTOSTART]
+    for p in paths:
+        below = any(ch in p for ch in "*?[")
+        path = resolve_event_path(_glob_static_head(p) if below else p, action.cwd)
+        if path is not None and any(_under(path, r) for r in roots):
+            return p
+    return None
 
 
 def irreversible_part(action: Action) -> Optional[str]:
@@ -17105,14 +17231,18 @@ def irreversible_part(action: Action) -> Optional[str]:
     workspace (see _beyond_workspace)."""
     if action.irreversible:
         return action.irreversible
+    what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+        else "`%s`" % action.name
+    started = _starts_programs(action)
+    if started is not None:
+        return ("%s writes `%s`, in a folder the machine starts programs from, outside the "
+                "workspace" % (what, started))
     if not action.lost_targets:
         return None
     root = _workspace_root(action.cwd)
     for target in action.lost_targets:
         if _beyond_workspace(target, action.cwd, root):
             shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
-            what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
-                else "`%s`" % action.name
             return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
                     "workspace itself), where no version control keeps a copy" % (what, shown))
     return None
@@ -17122,8 +17252,7 @@ def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
     # undo=allow skips the row, so the later checks (hash, files=, deps)
     # still judge the call; a damaged or missing value reads as the default.
     policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
-    if policy == "allow" or f.action.mutability == "read" or not (
-            f.action.irreversible or f.action.lost_targets) or not irreversible_part(f.action):
+    if policy == "allow" or f.action.mutability == "read" or not irreversible_part(f.action):
         return None
     if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
         return None   # a possible agent: under agents=N the budget stops it first

@@ -594,8 +594,9 @@ def test_files_with_the_same_names_elsewhere_stay_writable(world, host):
         assert denial(host, got) is None, (rel, denial(host, got))
         got = use(world, host, session, SHELL, "echo x >> %s" % rel)
         assert denial(host, got) is None, (rel, denial(host, got))
+    # (`>>`: emptying a file outside the workspace first is a matter of undo=)
     for command in ("mkdir -p .claude/agents", "git add .", "touch src/app.py",
-                    "echo x > ~/notes.txt", "rm -rf build"):
+                    "echo x >> ~/notes.txt", "rm -rf build"):
         assert denial(host, use(world, host, session, SHELL, command)) is None, command
 
 

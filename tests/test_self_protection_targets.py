@@ -409,7 +409,8 @@ def test_git_hooks_and_settings_that_run_code(place, command, code):
     ("cp /tmp/evil.yaml ~/.kube/config", CODE),
     ("echo 'pager: sh' >> ~/.config/gh/config.yml", CODE),
     ("echo 'log-file /tmp/x' >> ~/.gnupg/gpg.conf", CODE),
-    ("echo 'x' > ~/notes.txt", None),
+    # (appended: `>` over a file outside the workspace is a matter of undo=)
+    ("echo 'x' >> ~/notes.txt", None),
 ])
 def test_tool_settings_that_make_reads_run_code(place, command, code):
     os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
@@ -517,7 +518,8 @@ def test_linking_to_a_guard_file_is_stopped(place):
 ])
 def test_files_boundary_treats_unestablished_targets_as_outside(place, command, code):
     for host in HOSTS:
-        session = arm(place, host, "$stop-that-shit change files=src/**")
+        # undo=allow: a target outside the workspace is undo='s first, files= here.
+        session = arm(place, host, "$stop-that-shit change files=src/** undo=allow")
         got = denied_code(host, shell(place, host, session, command, place.plain))
         assert got == code, (host, command, got)
 
