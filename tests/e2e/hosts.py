@@ -408,10 +408,34 @@ def configure_copilot(run: Run):
     return argv, env
 
 
+# ---------------------------------------------------------------------------
+# Factory Droid
+# ---------------------------------------------------------------------------
+
+DROID_EVENTS = (("SessionStart", None, 5), ("UserPromptSubmit", None, 5),
+                ("PreToolUse", "*", 10), ("PostToolUse", "^Task$", 10),
+                ("SubagentStop", None, 5), ("SessionEnd", None, 5))
+
+
+def configure_droid(run: Run):
+    folder = os.path.join(run.home, ".factory")
+    _write(os.path.join(folder, "settings.json"), json.dumps({
+        "customModels": [{"model": MODEL, "displayName": "Fake", "baseUrl": run.base_url,
+                          "apiKey": "sk-e2e", "provider": "generic-chat-completion-api",
+                          "maxOutputTokens": 4096}]}, indent=2))
+    if run.wiring != "install":
+        _write(os.path.join(folder, "hooks.json"),
+               json.dumps(_settings_hooks(run, "droid", DROID_EVENTS), indent=2))
+    env = base_env(run)
+    argv = [install.binary("droid"), "exec", "--skip-permissions-unsafe", "-m", "custom:Fake-0",
+            "-o", "json", "--cwd", run.work, run.prompt]
+    return argv, env
+
+
 CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
              "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
              "hermes": configure_hermes, "gemini": configure_gemini, "qwen": configure_qwen,
-             "copilot": configure_copilot}
+             "copilot": configure_copilot, "droid": configure_droid}
 
 
 def configure(run: Run):
