@@ -95,7 +95,7 @@ except ImportError:   # Windows
 
 # The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
 _HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-               "droid")
+               "droid", "kilo")
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 _MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
 
@@ -13958,6 +13958,20 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
         ("Factory Droid's per-session shell environment (CLAUDE_ENV_FILE)", ("**",),
          (".factory/temp/env/",)),
     ),
+    "kilo": (
+        ("a Kilo Code config file", ("**",),
+         ("kilo.json", "kilo.jsonc", ".kilo/kilo.json", ".kilo/kilo.jsonc",
+          ".kilocode/kilo.json", ".kilocode/kilo.jsonc", ".config/kilo/kilo.json",
+          ".config/kilo/kilo.jsonc", ".config/kilo/config.json")),
+        ("a folder of code Kilo Code loads into its own process", ("**",),
+         tuple(folder + entry for folder in (".kilo/", ".kilocode/", ".config/kilo/")
+               for entry in ("plugin/", "plugins/", "tool/", "tools/", "package.json"))),
+        ("a Kilo Code config file or plugin folder",
+         ("$XDG_CONFIG_HOME/kilo", "$KILO_CONFIG_DIR"),
+         ("kilo.json", "kilo.jsonc", "config.json", "plugin/", "plugins/", "tool/", "tools/",
+          "package.json")),
+        ("a Kilo Code config file", ("$KILO_CONFIG",), ("",)),
+    ),
     # Not a host: the startup files of the shells every host's shell tool runs
     # (Codex and Claude Code start a login shell).  A line written there runs
     # before every later command, so an alias or a function could turn a proven
@@ -20738,6 +20752,11 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 # nothing to the hook of any other host.  Their rows of the adapters table,
 # path rules and tilde rules are added here for the same reason.
 #
+# Kilo Code CLI 7.7 is a fork of OpenCode that loads the same plugins from
+# its own folders (~/.config/kilo, .kilo, .kilocode): the OpenCode shim runs
+# there unchanged but for the host name it sends, and KiloAdapter is
+# OpenCode's with Kilo's extra tools.
+#
 # Factory Droid 0.225 speaks Claude Code's hook format (~/.factory/hooks.json,
 # the same stdin and hookSpecificOutput answer), with its own tool names and
 # two differences: a PreToolUse payload carries no tool call id, and
@@ -20767,10 +20786,19 @@ ADAPTER_TOOLS.update({
             "ConnectApp")},
     },
 })
+ADAPTER_TOOLS["kilo"] = dict(ADAPTER_TOOLS["opencode"], **{
+    "background_process": ((), "shell", "workdir"), "agent_manager": ((), "agent", ""),
+    "batch": ((), "agent", ""), "schedule_wakeup": ((), "prompt", ""),
+    "send_file": (("path",), "", ""), "kilo_memory_save": ((), "", ""),
+    **{tool: ((), "", "") for tool in (
+        "board_post", "browser_open", "board_read", "agent_manager_models", "kilo_memory_recall",
+        "todoread", "cancel_wakeup", "notify_user", "suggest")},
+})
 HOST_PATH_RULES.update({
     "droid": "relative to the session folder; a leading `~` is judged both ways",
+    "kilo": HOST_PATH_RULES["opencode"],
 })
-_HOST_TILDE.update({"droid": "none"})
+_HOST_TILDE.update({"droid": "none", "kilo": _HOST_TILDE["opencode"]})
 
 # Droid's transcript: read backwards from its end, a window at a time, up to this.
 _TRANSCRIPT_CAP = 8 * 1024 * 1024
@@ -20949,8 +20977,41 @@ class DroidAdapter(_NewHostAdapter):
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
 
+class KiloAdapter(OpenCodeAdapter):
+    """Kilo Code CLI 7.7: the OpenCode shim, Kilo's own folders and tools."""
+
+    host = "kilo"
+    family = "kilo-code"
+    TOOLS = dict(OpenCodeAdapter.TOOLS, **{
+        "background_process": "_shell",
+        # Starts and steers agents in worktrees, several at once: uncountable.
+        "agent_manager": "_unbounded",
+        # Runs a list of other tool calls, which the hook sees only as this one.
+        "batch": "_batch",
+        "schedule_wakeup": "_scheduled_prompt",
+        # Sends a file off the machine, posts to a shared board, opens a page:
+        # effects outside the file system that no argument proves harmless.
+        "send_file": "unknown", "board_post": "unknown", "browser_open": "unknown",
+        "kilo_memory_save": "unknown",
+        **{name: "read" for name in ("board_read", "agent_manager_models",
+                                     "kilo_memory_recall", "todoread")},
+        **{name: "control" for name in ("cancel_wakeup", "notify_user", "suggest")},
+    })
+
+    def _unbounded(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def _batch(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        # The wakeup's text comes back as a prompt: as on Claude Code.
+        return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
+
+
 HOST_ADAPTERS_D: Dict[str, Adapter] = {
     "droid": DroidAdapter(),
+    "kilo": KiloAdapter(),
 }
 
 
@@ -21046,6 +21107,8 @@ _COPILOT_HOOK_FILE = "stop-that-shit.json"
 # the host's base folder).  Copies, not links: each copy pins this sts.py.
 _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
+    # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
+    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
     "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"),),
     "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"),),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
@@ -21089,6 +21152,8 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
              "config": "settings.json", "binary": "qwen"},
     "copilot": {"user": lambda: _env_dir("COPILOT_HOME", ".copilot"), "project": ".github",
                 "binary": "copilot"},
+    "kilo": {"user": lambda: os.environ.get("KILO_CONFIG_DIR") or _xdg_config("kilo"),
+             "project": ".kilo", "binary": "kilo"},
     # Droid reads `hooks` from settings.json as Claude Code does (and hooks.json).
     "droid": {"user": lambda: os.path.join(os.path.expanduser("~"), ".factory"),
               "project": ".factory", "config": "settings.json", "binary": "droid"},
@@ -21106,6 +21171,9 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "opencode": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
                                   "payload": {"event": {"type": "session.created", "properties": {
                                       "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
+    "kilo": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
+                              "payload": {"event": {"type": "session.created", "properties": {
+                                  "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
     "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
                             "payload": {"event": {"type": "session_shutdown"},
                                         "ctx": {"idle": True, "hasUI": False}}},
@@ -21131,6 +21199,12 @@ _PIN_MARK = "sts install rewrites this line"
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
 _OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
+# Per shim host: (plugin package it npm-installs at start, version, the line
+# of the shim naming the host, as shipped and as installed).
+_SHIM_HOSTS: Dict[str, Tuple[str, str, str, str]] = {
+    "opencode": (_OPENCODE_PLUGIN_PKG, _OPENCODE_PLUGIN_VERSION, "", ""),
+    "kilo": ("@kilocode/plugin", "7.7.7", 'const HOST = "opencode";', 'const HOST = "kilo";'),
+}
 
 
 class InstallError(Exception):
@@ -21955,7 +22029,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
-        new = _pin_shim(dst, _text(source, raw_src), _sts_path()).encode("utf-8")
+        text = _pin_shim(dst, _text(source, raw_src), _sts_path())
+        shipped, renamed = _SHIM_HOSTS.get(host, ("", "", "", ""))[2:]
+        if shipped:
+            if text.count(shipped) != 1:
+                raise InstallError("the shim %s does not name its host in one line %r; this "
+                                   "copy of host_shims/ is damaged." % (source, shipped))
+            text = text.replace(shipped, renamed)
+        new = text.encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
         old = _install_read(dest)
         if old is not None and old != new and _PIN_MARK.encode() not in old:
@@ -21969,8 +22050,8 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         _plan_copilot_hooks(plan, base, python, prior)
     for note in _TRUST_NOTES.get((host, scope), ()):
         plan.notes.append(note % {"root": _project_root(), "base": base})
-    if host == "opencode":
-        _plan_opencode_seed(plan, base, prior)
+    if host in _SHIM_HOSTS:
+        _plan_opencode_seed(plan, base, prior, host)
     if host == "hermes":
         _plan_hermes_enable(plan, os.path.join(_HOSTS["hermes"]["user"](), "config.yaml"), prior)
         if scope == "project":
@@ -22073,10 +22154,13 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
                                                "no_final_newline": _no_final_newline(raw)}
 
 
-def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
+def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict],
+                        host: str = "opencode") -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it.
+    offline) unless node_modules/ exists and package-lock.json lists it (Kilo Code the
+    same with @kilocode/plugin).
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
+    package, version = _SHIM_HOSTS[host][:2]
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
     seed = os.path.join(mods, ".sts-seed")
@@ -22086,14 +22170,15 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
                 plan.files[p] = prior[p]
         return
     lock_raw = _install_read(lock)
-    if lock_raw is not None and _OPENCODE_PLUGIN_PKG.encode() in lock_raw and os.path.isdir(mods):
+    if lock_raw is not None and package.encode() in lock_raw and os.path.isdir(mods):
         return
     if lock_raw is not None or _install_read(pkg) is not None or os.path.exists(mods):
-        plan.notes.append("OpenCode will npm-install %s into %s on its first start (it needs the "
+        plan.notes.append("%s will npm-install %s into %s on its first start (it needs the "
                           "network once); sts leaves an existing package.json, package-lock.json "
-                          "or node_modules/ alone." % (_OPENCODE_PLUGIN_PKG, base))
+                          "or node_modules/ alone."
+                          % ({"kilo": "Kilo Code"}.get(host, "OpenCode"), package, base))
         return
-    deps = {_OPENCODE_PLUGIN_PKG: _OPENCODE_PLUGIN_VERSION}
+    deps = {package: version}
     files = {pkg: {"dependencies": deps},
              lock: {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}},
              seed: None}
@@ -23810,7 +23895,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # its own fresh data dir and working dir, so cases never see each other.
 
 CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-              "droid")
+              "droid", "kilo")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -24553,7 +24638,7 @@ _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
                   "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
 _MORE_SECTIONS = ("Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe",)
 _OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
-_MORE_HOSTS = ("droid",)           # hosts whose hooks also load the "more" part
+_MORE_HOSTS = ("droid", "kilo")           # hosts whose hooks also load the "more" part
 _HOSTS_STATE = {"loaded": False, "more": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from

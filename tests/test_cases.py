@@ -407,11 +407,12 @@ def test_case_payloads_only_use_fields_the_real_hosts_send():
                 assert set(event) == SHIM_REQUEST and event["v"] == 1, case.name
                 body = event["payload"]
                 assert isinstance(body.get("ctx"), dict), case.name
-                if case.host == "opencode" and event["hook"] == "event":
+                # Kilo Code runs OpenCode's shim: the same fields as OpenCode's.
+                if case.host in ("opencode", "kilo") and event["hook"] == "event":
                     # A bus event (session.created, ...) as the shim forwards it.
                     known = seen[("opencode", "event:" + body["event"]["type"])]
                     assert known and set(body["event"]) <= known, (case.name, body["event"])
-                elif case.host == "opencode":
+                elif case.host in ("opencode", "kilo"):
                     for part in ("input", "output"):
                         known = seen[("opencode", event["hook"], part)]
                         assert set(body[part]) <= known, (case.name, part, set(body[part]) - known)

@@ -252,7 +252,7 @@ HOSTS_PROBE = ("import sts\nprint('HermesAdapter' in vars(sts), 'cmd_install' in
                " ','.join(sts.ADAPTERS), 'importlib.util' in sys.modules,"
                " 'DroidAdapter' in vars(sts))")
 OLDER_HOSTS = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
-EVERY_HOST = OLDER_HOSTS + ",droid"
+EVERY_HOST = ",".join((OLDER_HOSTS,) + sts._MORE_HOSTS)
 LEAN_PROBE = ("import sts\nprint(sts.decide.__doc__ is not None,"
               " bool(sts.decide.__annotations__),"
               " '__future__' in sys.modules,"

@@ -23,7 +23,7 @@ from test_self_protection import prompt_event
 
 CODE = "GUARD_SELF_PROTECTION"
 HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes",
-         "droid")
+         "droid", "kilo")
 _ids = itertools.count()
 
 # Every variable a row of HOST_SETTINGS reads: cleared, so the machine's own
@@ -101,7 +101,7 @@ def _tool_event(host, session, cwd, name, args):
     if host == "hermes":
         return {"hook_event_name": "pre_tool_call", "tool_name": name, "tool_input": args,
                 "session_id": session, "cwd": cwd, "extra": {"tool_call_id": "c%d" % n}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return request("tool.execute.before", session, {
             "input": {"tool": name, "sessionID": session, "callID": "call_%d" % n},
             "output": {"args": args}}, cwd=cwd, ctx={"parentSessionId": None})
@@ -126,7 +126,8 @@ def _prompt_event(host, session, cwd, text):
     if host == "copilot":
         return {"sessionId": session, "timestamp": 1796133966498, "cwd": cwd, "prompt": text,
                 "hook_event_name": "userPromptSubmitted"}
-    return prompt_event(host, session, cwd, text)   # hermes, opencode, pi, omp
+    # hermes, opencode (and Kilo Code, its fork), pi, omp
+    return prompt_event("opencode" if host == "kilo" else host, session, cwd, text)
 
 
 # host -> (tool, args for a path): the main file tool and an edit tool.
@@ -142,6 +143,7 @@ WRITE = {
     "omp": ("write", lambda p: {"path": p, "content": "export default () => {}\n"}),
     "hermes": ("write_file", lambda p: {"path": p, "content": "plugins: {enabled: []}\n"}),
     "droid": ("Create", lambda p: {"file_path": p, "content": '{"hooksDisabled": true}\n'}),
+    "kilo": ("write", lambda p: {"filePath": p, "content": "export default {}\n"}),
 }
 EDIT = {
     "claude": ("Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "{ "}),
@@ -155,6 +157,7 @@ EDIT = {
     "omp": ("edit", lambda p: {"path": p, "old_string": "{", "new_string": "{ "}),
     "hermes": ("patch", lambda p: {"path": p, "old_string": "{", "new_string": "{ "}),
     "droid": ("Edit", lambda p: {"file_path": p, "old_str": "{", "new_str": "{ "}),
+    "kilo": ("edit", lambda p: {"filePath": p, "oldString": "{", "newString": "{ "}),
 }
 SHELL = {
     "claude": ("Bash", lambda c: {"command": c, "description": "d"}),
@@ -167,6 +170,7 @@ SHELL = {
     "omp": ("bash", lambda c: {"command": c}),
     "hermes": ("terminal", lambda c: {"command": c}),
     "droid": ("Execute", lambda c: {"command": c, "summary": "s"}),
+    "kilo": ("bash", lambda c: {"command": c, "description": "d"}),
 }
 READ = {
     "claude": ("Read", lambda p: {"file_path": p}),
@@ -179,6 +183,7 @@ READ = {
     "omp": ("read", lambda p: {"path": p}),
     "hermes": ("read_file", lambda p: {"path": p}),
     "droid": ("Read", lambda p: {"file_path": p}),
+    "kilo": ("read", lambda p: {"filePath": p}),
 }
 
 
@@ -345,6 +350,16 @@ PROTECTED = {
         "plugin hooks": lambda w: w.h(".factory", "plugins", "p", "hooks", "hooks.json"),
         "session transcript": lambda w: w.h(".factory", "sessions", "-w", "s1.jsonl"),
         "session shell env": lambda w: w.h(".factory", "temp", "env", "droid-env-s1.sh"),
+    },
+    "kilo": {
+        "user config": lambda w: w.h(".config", "kilo", "kilo.json"),
+        "user plugin": lambda w: w.h(".config", "kilo", "plugin", "stop-that-shit.js"),
+        "project config": lambda w: w.p("kilo.jsonc"),
+        "project plugin": lambda w: w.p(".kilo", "plugins", "off.ts"),
+        "legacy project tool": lambda w: w.p(".kilocode", "tool", "t.js"),
+        "KILO_CONFIG_DIR plugin": _under("KILO_CONFIG_DIR", "plugin", "off.js"),
+        "KILO_CONFIG": lambda w: (w.monkeypatch.setenv("KILO_CONFIG", w.h("alt.json")),
+                                  w.h("alt.json"))[1],
     },
 }
 
@@ -831,6 +846,7 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
               "omp": "Oh My Pi", "hermes": "Hermes Agent", "droid": "Factory Droid",
+              "kilo": "Kilo Code",
               "shell": "Every host's shell",
               "git": "git, on every host", "tools": "curl, wget, kubectl, gh, gpg"}
 

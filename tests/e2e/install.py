@@ -32,6 +32,8 @@ PINS = {
     # The wrapper names no platform package that exists for 0.225.1: the binary is 0.225.2's.
     "droid": ("npm", ["@factory/cli-linux-x64@0.225.2", "@factory/cli@0.225.1"], "0.225.2",
               "node_modules/@factory/cli-linux-x64/bin/droid"),
+    # 7.8.1's linux binary package is missing from the registry.
+    "kilo": ("npm", ["@kilocode/cli@7.7.7"], "7.7.7", "node_modules/.bin/kilo"),
 }
 # Hosts whose package needs a newer Python than the one running the tests.
 PYTHONS: dict = {}

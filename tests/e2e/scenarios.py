@@ -22,7 +22,7 @@ def _write_call(host: str, path: str, content: str) -> dict:
         return {"tool": "Create", "args": {"file_path": path, "content": content + "\n"}}
     if host == "claude":
         return {"tool": "Write", "args": {"file_path": path, "content": content + "\n"}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return {"tool": "write", "args": {"filePath": path, "content": content + "\n"}}
     if host == "hermes":
         return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
@@ -40,7 +40,7 @@ def _shell_call(host: str, command: str) -> dict:
         return {"tool": "Execute", "args": {"command": command, "summary": "e2e step"}}
     if host == "claude":
         return {"tool": "Bash", "args": {"command": command, "description": "e2e step"}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return {"tool": "bash", "args": {"command": command, "description": "e2e step"}}
     if host == "hermes":
         return {"tool": "terminal", "args": {"command": command}}
@@ -64,7 +64,7 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
         return [{"tool": "Agent", "unless": SUBAGENT_MARK,
                  "args": {"description": "e2e helper", "prompt": goal,
                           "subagent_type": "general-purpose"}}, child_write]
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return [{"tool": "task", "unless": SUBAGENT_MARK,
                  "args": {"description": "e2e helper", "prompt": goal,
                           "subagent_type": "general"}}, child_write]
@@ -223,6 +223,7 @@ def _(host, work):
 # reached that way there; the unit tests cover their adapters.
 _RUN_FOLDER_ARGS = {"codex": ("exec_command", "cmd", "workdir"),
                     "opencode": ("bash", "command", "workdir"),
+                    "kilo": ("bash", "command", "workdir"),
                     "hermes": ("terminal", "command", "workdir"),
                     "omp": ("bash", "command", "cwd")}
 GUARD_PROBE = "e2e-in-guard-folder.txt"
@@ -237,7 +238,7 @@ def _(host, work):
     tool, key, folder = _RUN_FOLDER_ARGS[host]
     args = {key: "echo x > %s" % GUARD_PROBE,
             folder: os.path.join(os.path.dirname(work), "sts-home")}
-    if host in ("opencode", "claude"):
+    if host in ("opencode", "kilo", "claude"):
         args["description"] = "e2e step"
     return [{"tool": tool, "args": args}]
 
@@ -291,7 +292,7 @@ CONTEXT_UNSHOWN = {
 
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
-PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "opencode"]
+PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode"]
 
 
 SCENARIOS = [
