@@ -10,8 +10,8 @@ reads in full (its work limit) and at the 64 KiB cap.
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
                            [--before PATH]
 
-Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
-Code, each in its own payload shape, interleaved with the floor.
+Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI, Qwen
+Code and Factory Droid, each in its own payload shape, interleaved with the floor.
 
 --sts times another sts.py (an older version, to compare) with the same
 command form.  --before PATH times another sts.py beside this one, run for
@@ -234,6 +234,13 @@ def _host_events(host):
         prompt = dict(base, prompt="$stop-that-shit review")
         read = dict(base, toolName="bash", toolArgs={"command": "git status", "description": "d"})
         write = dict(base, toolName="create", toolArgs={"path": "/repo/a.txt", "file_text": "x"})
+    elif host == "droid":   # a TUI prompt; a tool call names no id
+        base = {"session_id": SESSION, "cwd": "/repo", "permission_mode": "auto-low"}
+        prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review")
+        read = dict(base, hook_event_name="PreToolUse", tool_name="Execute",
+                    tool_input={"command": "git status", "summary": "s"})
+        write = dict(base, hook_event_name="PreToolUse", tool_name="Create",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
     else:  # qwen, and claude for reference
         base = {"session_id": SESSION, "cwd": "/repo", "prompt_id": "p"}
         prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review",
@@ -250,7 +257,7 @@ def _host_events(host):
 def bench_hosts(python, runs):
     """The hook's cost per host beside the floor, in one interleaved run."""
     floor_argv = [python, "-I", "-S", "-c", "pass"]
-    hosts = ("claude", "gemini", "copilot", "qwen")
+    hosts = ("claude", "gemini", "copilot", "qwen", "droid")
     samples = {"floor": ([], [])}
     plans = {}
     with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:
