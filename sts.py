@@ -8956,7 +8956,14 @@ _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
     "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
             frozenset(("continue",))),
     "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
-    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "droid": (frozenset(("mcp", "update")),
+              frozenset(("-r", "--resume", "-s", "--session-id", "--fork"))),
+    # Kilo Code, a fork of OpenCode, with its commands (`kilo run --pure` runs
+    # without plugins: without the guard).
+    "kilo": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                        "debug", "agent", "providers")),
+             frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                        "acp"))),
     "cline": (frozenset(("auth", "config", "instance", "version")),
               frozenset(("task", "-T", "--taskId"))),
     "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
@@ -8977,7 +8984,8 @@ _AGENT_PACKAGES: Dict[str, str] = {
     "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
     "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
     "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
-    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid", "@factory/cli": "droid",
+    "@kilocode/cli": "kilo",
 }
 # Programs whose operands can start another program (wrappers the analyzer
 # may not see through, schedulers, terminal multiplexers, interpreters with

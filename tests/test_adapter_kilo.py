@@ -79,3 +79,19 @@ def test_install_gives_kilo_the_opencode_shim_naming_kilo_and_seeds_its_plugin(t
     assert 'const HOST = "kilo";' in shim and 'const HOST = "opencode";' not in shim
     assert "@kilocode/plugin" in (base / "package-lock.json").read_text()
     assert (base / "node_modules").is_dir()
+
+
+@pytest.mark.parametrize("command", ["kilo run --pure 'do it'", "npx @kilocode/cli run x",
+                                     "droid exec --skip-permissions-unsafe 'go' &",
+                                     "npx @factory/cli exec go"])
+def test_kilo_or_droid_started_from_the_shell_cannot_be_counted(store, command):
+    say(store, "ses_k4", "$stop-that-shit change agents=2 deps=allow -- go")
+    got = use(store, "ses_k4", "bash", {"command": command, "description": "d"})
+    assert got["block"] and "UNBOUNDED_DELEGATION" in got["reason"], got
+
+
+@pytest.mark.parametrize("command", ["kilo run -s ses_x 'open'", "droid exec -s abc 'open'"])
+def test_kilo_or_droid_told_to_resume_a_session_is_stopped(store, command):
+    say(store, "ses_k5", "$stop-that-shit change -- go")
+    got = use(store, "ses_k5", "bash", {"command": command, "description": "d"})
+    assert got.get("block"), got
