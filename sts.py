@@ -22776,6 +22776,8 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
             _doctor_codex(base, scope, command, fix_s, check)
         if host == "copilot":
             _doctor_copilot(base, python, fix_s, check)
+        if host == "droid":
+            _doctor_droid(base, check)
     if host == "copilot":
         command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
@@ -22848,6 +22850,20 @@ def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]
     if disabled:
         check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
               "remove disableAllHooks from it")
+
+
+def _doctor_droid(base: str, check: Callable[..., None]) -> None:
+    """Droid runs no hook at all while a settings layer says hooksDisabled."""
+    for name in ("settings.json", "settings.local.json"):
+        path = os.path.join(base, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                disabled = json.load(fh).get("hooksDisabled") is True
+        except (OSError, ValueError, AttributeError):
+            disabled = False
+        if disabled:
+            check("FAIL", "droid", "%s sets hooksDisabled, so no hook runs" % path,
+                  "remove hooksDisabled from it")
 
 
 def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:

@@ -151,3 +151,23 @@ def test_a_task_without_a_call_id_still_holds_its_place(store):
                    "prompt": "$stop-that-shit change agents=0 -- go"})
     deny, text = denied(answer(store, pre_tool(None, "Task", {"prompt": "p"})))
     assert deny and "AGENT_BUDGET_EXHAUSTED" in text
+
+
+def test_doctor_fails_while_droids_settings_turn_hooks_off(tmp_path):
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, HOME=str(tmp_path), STS_HOME=str(tmp_path / "sts"))
+    run = [sys.executable, os.path.join(root, "sts.py")]
+    assert subprocess.run(run + ["install", "droid"], env=env, cwd=str(tmp_path),
+                          capture_output=True, timeout=60).returncode == 0
+    settings = tmp_path / ".factory" / "settings.json"
+    data = json.loads(settings.read_text())
+    settings.write_text(json.dumps(dict(data, hooksDisabled=True)))
+    out = subprocess.run(run + ["doctor"], env=env, cwd=str(tmp_path), capture_output=True,
+                         timeout=60).stdout.decode()
+    assert "FAIL droid" in out and "hooksDisabled" in out
+    settings.write_text(json.dumps(data))
+    out = subprocess.run(run + ["doctor"], env=env, cwd=str(tmp_path), capture_output=True,
+                         timeout=60).stdout.decode()
+    assert "hooksDisabled" not in out
