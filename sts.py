@@ -94,7 +94,8 @@ except ImportError:   # Windows
     _posix = None
 
 # The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
-_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
+               "droid", "kilo")
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 _MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
 
@@ -10602,7 +10603,14 @@ _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
     "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
             frozenset(("continue",))),
     "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
-    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "droid": (frozenset(("mcp", "update")),
+              frozenset(("-r", "--resume", "-s", "--session-id", "--fork"))),
+    # Kilo Code, a fork of OpenCode, with its commands (`kilo run --pure` runs
+    # without plugins: without the guard).
+    "kilo": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                        "debug", "agent", "providers")),
+             frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                        "acp"))),
     "cline": (frozenset(("auth", "config", "instance", "version")),
               frozenset(("task", "-T", "--taskId"))),
     "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
@@ -10623,7 +10631,8 @@ _AGENT_PACKAGES: Dict[str, str] = {
     "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
     "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
     "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
-    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid", "@factory/cli": "droid",
+    "@kilocode/cli": "kilo",
 }
 # Programs whose operands can start another program (wrappers the analyzer
 # may not see through, schedulers, terminal multiplexers, interpreters with
@@ -16438,6 +16447,31 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
           "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
         ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
     ),
+    "droid": (
+        ("a Factory Droid settings or hooks file (`hooksDisabled` turns every hook off)",
+         ("**",), (".factory/settings.json", ".factory/settings.local.json",
+                   ".factory/hooks.json")),
+        ("Factory Droid's plugin folder (a plugin brings its own hooks)", ("**",),
+         (".factory/plugins/",)),
+        ("Factory Droid's session transcripts (sts reads a headless run's prompt there)",
+         ("**",), (".factory/sessions/",)),
+        ("Factory Droid's per-session shell environment (CLAUDE_ENV_FILE)", ("**",),
+         (".factory/temp/env/",)),
+    ),
+    "kilo": (
+        ("a Kilo Code config file", ("**",),
+         ("kilo.json", "kilo.jsonc", ".kilo/kilo.json", ".kilo/kilo.jsonc",
+          ".kilocode/kilo.json", ".kilocode/kilo.jsonc", ".config/kilo/kilo.json",
+          ".config/kilo/kilo.jsonc", ".config/kilo/config.json")),
+        ("a folder of code Kilo Code loads into its own process", ("**",),
+         tuple(folder + entry for folder in (".kilo/", ".kilocode/", ".config/kilo/")
+               for entry in ("plugin/", "plugins/", "tool/", "tools/", "package.json"))),
+        ("a Kilo Code config file or plugin folder",
+         ("$XDG_CONFIG_HOME/kilo", "$KILO_CONFIG_DIR"),
+         ("kilo.json", "kilo.jsonc", "config.json", "plugin/", "plugins/", "tool/", "tools/",
+          "package.json")),
+        ("a Kilo Code config file", ("$KILO_CONFIG",), ("",)),
+    ),
     # Not a host: the startup files of the shells every host's shell tool runs
     # (Codex and Claude Code start a login shell).  A line written there runs
     # before every later command, so an alias or a function could turn a proven
@@ -20433,10 +20467,15 @@ class HookCall(Record):
     it cannot translate, such as an Oh My Pi child command).
     tool_call: the host will run a tool after this hook (fail-closed rules).
     render: whether a context result reaches the model on this host event.
+    prior: an event the core handles first, for a host that shows it no
+    other way (a prompt Factory Droid wrote only to its transcript); its
+    context goes out with the answer to `event`.
     """
 
-    __slots__ = FIELDS = ('host_event', 'event', 'answer', 'tool_call', 'render', 'session_id')
-    DEFAULTS = {'event': None, 'answer': None, 'tool_call': False, 'render': True, 'session_id': None}
+    __slots__ = FIELDS = ('host_event', 'event', 'answer', 'tool_call', 'render', 'session_id',
+                          'prior')
+    DEFAULTS = {'event': None, 'answer': None, 'tool_call': False, 'render': True, 'session_id': None,
+                'prior': None}
 
     host_event: str
     event: Optional[dict]
@@ -20444,6 +20483,7 @@ class HookCall(Record):
     tool_call: bool
     render: bool
     session_id: Optional[str]
+    prior: Optional[dict]
 
 
 def _clean_path(raw: str) -> str:
@@ -23795,6 +23835,277 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 
 
 ###############################################################################
+# Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe
+#
+# Four hosts added after the others, in a part of their own (see the split
+# cache at the end of the module): only their own hooks load it, so they add
+# nothing to the hook of any other host.  Their rows of the adapters table,
+# path rules and tilde rules are added here for the same reason.
+#
+# Kilo Code CLI 7.7 is a fork of OpenCode that loads the same plugins from
+# its own folders (~/.config/kilo, .kilo, .kilocode): the OpenCode shim runs
+# there unchanged but for the host name it sends, and KiloAdapter is
+# OpenCode's with Kilo's extra tools.
+#
+# Factory Droid 0.225 speaks Claude Code's hook format (~/.factory/hooks.json,
+# the same stdin and hookSpecificOutput answer), with its own tool names and
+# two differences: a PreToolUse payload carries no tool call id, and
+# `droid exec` fires no UserPromptSubmit, so the directive of a headless run
+# is read from the session transcript Droid wrote before the model's first
+# call (see DroidAdapter.transcript_prompt).
+###############################################################################
+
+ADAPTER_TOOLS.update({
+    "droid": {
+        "Create": (("file_path",), "", ""), "Edit": (("file_path",), "", ""),
+        "ApplyPatch": (("file_path", "patch: *** Add/Update/Delete File, *** Move to"), "", ""),
+        "NotebookEdit": (("notebook_path", "file_path"), "", ""),
+        "GenerateDroid": ((), "", ""), "GenerateImage": ((), "", ""),
+        "StageSettingsChanges": ((), "", ""), "slack_post_file": ((), "", ""),
+        "Execute": ((), "shell", ""), "Script": ((), "agent", ""),
+        "Task": ((), "agent", ""), "StartMissionRun": ((), "agent", ""),
+        "Loop": ((), "prompt", ""), "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
+        "Read": (("file_path",), "", ""), "LS": (("directory_path",), "", ""),
+        "Glob": (("folder",), "", ""), "Grep": (("path",), "", ""),
+        "NotebookRead": (("notebook_path",), "", ""),
+        "ConnectorSearch": ((), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "FetchUrl", "WebSearch", "TaskOutput", "TaskStop", "WaitForScript", "TodoWrite",
+            "AskUser", "ExitSpecMode", "RecommendMission", "ExitMissionPlanning",
+            "ProposeMission", "DismissHandoffItems", "EndFeatureRun", "ToolSearch",
+            "ConnectApp")},
+    },
+})
+ADAPTER_TOOLS["kilo"] = dict(ADAPTER_TOOLS["opencode"], **{
+    "background_process": ((), "shell", "workdir"), "agent_manager": ((), "agent", ""),
+    "batch": ((), "agent", ""), "schedule_wakeup": ((), "prompt", ""),
+    "send_file": (("path",), "", ""), "kilo_memory_save": ((), "", ""),
+    **{tool: ((), "", "") for tool in (
+        "board_post", "browser_open", "board_read", "agent_manager_models", "kilo_memory_recall",
+        "todoread", "cancel_wakeup", "notify_user", "suggest")},
+})
+HOST_PATH_RULES.update({
+    "droid": "relative to the session folder; a leading `~` is judged both ways",
+    "kilo": HOST_PATH_RULES["opencode"],
+})
+_HOST_TILDE.update({"droid": "none", "kilo": _HOST_TILDE["opencode"]})
+
+# Droid's transcript: read backwards from its end, a window at a time, up to this.
+_TRANSCRIPT_CAP = 8 * 1024 * 1024
+
+
+def _last_user_prompt(path: Any) -> Optional[Tuple[str, str]]:
+    """(message id, text) of the last message the user typed in a Droid
+    session transcript (JSON lines), or None.  Droid's own entries in the
+    user role (hook results, reminders to the model, tool results) are not
+    the user's: they carry a visibility, a hook name or non-text parts."""
+    if not _is_text(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        window = 64 * 1024
+        while True:
+            start = max(0, size - window)
+            os.lseek(fd, start, 0)
+            data = b""
+            while len(data) < size - start:
+                chunk = os.read(fd, size - start - len(data))
+                if not chunk:
+                    break
+                data += chunk
+            lines = data.split(b"\n")
+            if start > 0:
+                lines = lines[1:]   # the first one may be cut
+            for line in reversed(lines):
+                found = _user_prompt_line(line)
+                if found is not None:
+                    return found
+            if start == 0 or window >= _TRANSCRIPT_CAP:
+                return None
+            window *= 4
+    finally:
+        os.close(fd)
+
+
+def _user_prompt_line(line: bytes) -> Optional[Tuple[str, str]]:
+    if b'"user"' not in line:
+        return None
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    message = entry.get("message") if isinstance(entry, dict) else None
+    if entry.get("type") != "message" or not isinstance(message, dict) \
+            or message.get("role") != "user" or "visibility" in message \
+            or "hookEventName" in message or not _is_text(entry.get("id")):
+        return None
+    parts = message.get("content")
+    if isinstance(parts, str):
+        return entry["id"], parts
+    if not isinstance(parts, list) or not parts or not all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in parts):
+        return None
+    return entry["id"], "\n".join(p["text"] for p in parts)
+
+
+class DroidAdapter(_NewHostAdapter):
+    """Factory Droid command hooks (~/.factory/hooks.json, Claude's format)."""
+
+    host = "droid"
+    family = "factory-droid"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "PreToolUse": "on_pre_tool",
+        "PostToolUse": "on_post_tool",
+        "SessionEnd": "on_session_end",
+    }
+    CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "PreToolUse"))
+    TOOLS = {
+        "Create": "_create", "Edit": "_edit", "ApplyPatch": "_apply_patch",
+        "NotebookEdit": "_notebook",
+        # Each writes a file or sends one out whose place the call does not name.
+        "GenerateDroid": "write", "GenerateImage": "write", "slack_post_file": "write",
+        "StageSettingsChanges": "_settings_change",
+        "Execute": "_shell",
+        # Code that may call any tool, subagents too (allowSubagentsInScripts).
+        "Script": "_spawner",
+        "Task": "delegate", "StartMissionRun": "_unbounded",
+        "Loop": "_scheduled_prompt", "Skill": "_skill", "SlashCommand": "_scheduled_prompt",
+        "ConnectorSearch": "_connector",
+        **{name: "read" for name in (
+            "Read", "LS", "Glob", "Grep", "NotebookRead", "FetchUrl", "WebSearch",
+            "TaskOutput")},
+        **{name: "control" for name in (
+            "TaskStop", "WaitForScript", "TodoWrite", "AskUser", "ExitSpecMode",
+            "RecommendMission", "ExitMissionPlanning", "ProposeMission", "DismissHandoffItems",
+            "EndFeatureRun", "ToolSearch", "ConnectApp")},
+    }
+    STAMPED_IDS = True   # Droid's PreToolUse names no tool call
+    PROMPTS_REFUSABLE = False   # `droid exec` fires no prompt hook: its turn always runs
+
+    def _create(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("file_path"), tool_input.get("content"))
+
+    def _edit(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("file_path"), tool_input.get("new_str"),
+                                 tool_input.get("old_str"), whole_file=False)
+
+    def _apply_patch(self, name: str, tool_input: dict) -> dict:
+        action = patch_action(name, _first_text(tool_input, "patch", "input"))
+        path = tool_input.get("file_path")
+        if _is_text(path):
+            action["affectedPaths"] = [path] + [p for p in action.get("affectedPaths", [])
+                                                if p != path]
+            if action.get("mutability") == "read":
+                action["mutability"] = "write"
+        return action
+
+    def _notebook(self, name: str, tool_input: dict) -> dict:
+        action = file_write_action(name, _first_text(tool_input, "notebook_path", "file_path"),
+                                   tool_input.get("new_source"))
+        action["dependencyIntent"] = False
+        return action
+
+    def _settings_change(self, name: str, tool_input: dict) -> dict:
+        # Staged changes land in Droid's settings, which decide whether hooks run.
+        home = os.path.expanduser("~")
+        return {"name": name, "mutability": "write",
+                "affectedPaths": [os.path.join(home, ".factory", "settings.json")]}
+
+    def _connector(self, name: str, tool_input: dict) -> dict:
+        # Listing is a read; call_tool runs a third-party app's tool.
+        if tool_input.get("action") == "list_tools":
+            return {"name": name, "mutability": "read"}
+        return {"name": name, "mutability": "unknown"}
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        call = super().on_pre_tool(payload, store, name)
+        session = self.session_of(payload)
+        if call is not None and session is not None:
+            call.prior = self.transcript_prompt(payload, store, session)
+        return call
+
+    def transcript_prompt(self, payload: dict, store: Store, session: str) -> Optional[dict]:
+        """The user's last prompt from Droid's transcript, as a prompt.submit
+        the core handles before the tool call, once per prompt.
+
+        `droid exec` fires no UserPromptSubmit, but Droid writes the prompt
+        to the session transcript before the model runs; the first tool call
+        after it is the first moment a hook can read it.  A marker per
+        transcript message (created exclusively) makes each prompt count
+        once, however many hooks run at once.  The transcript folder is
+        self-protected, so while armed the model cannot add a prompt there."""
+        found = _last_user_prompt(payload.get("transcript_path"))
+        if found is None:
+            return None
+        message_id, text = found
+        marker = store.path("transcript-prompts", "%s.%s" % (
+            session_key(session), sha256_hex(message_id.encode("utf-8"))[:24]))
+        try:
+            _state_mkdirs(os.path.dirname(marker))
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return None   # this prompt was handed over already
+        return self.envelope("prompt.submit", session, prompt=text, turnId=message_id,
+                             host=self.host_meta(payload))
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # Task returns when its subagent has finished unless told not to wait.
+        session = self.session_of(payload)
+        tool_input = payload.get("tool_input")
+        if session is None or payload.get("tool_name") != "Task":
+            return None
+        waits = not (isinstance(tool_input, dict) and tool_input.get("await") is False)
+        fact = {"id": _stamped_call_id(self.host, None, "Task", tool_input),
+                "stampUnknown": True, "lifecycle": "joined" if waits else "running"}
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+
+class KiloAdapter(OpenCodeAdapter):
+    """Kilo Code CLI 7.7: the OpenCode shim, Kilo's own folders and tools."""
+
+    host = "kilo"
+    family = "kilo-code"
+    TOOLS = dict(OpenCodeAdapter.TOOLS, **{
+        "background_process": "_shell",
+        # Starts and steers agents in worktrees, several at once: uncountable.
+        "agent_manager": "_unbounded",
+        # Runs a list of other tool calls, which the hook sees only as this one.
+        "batch": "_batch",
+        "schedule_wakeup": "_scheduled_prompt",
+        # Sends a file off the machine, posts to a shared board, opens a page:
+        # effects outside the file system that no argument proves harmless.
+        "send_file": "unknown", "board_post": "unknown", "browser_open": "unknown",
+        "kilo_memory_save": "unknown",
+        **{name: "read" for name in ("board_read", "agent_manager_models",
+                                     "kilo_memory_recall", "todoread")},
+        **{name: "control" for name in ("cancel_wakeup", "notify_user", "suggest")},
+    })
+
+    def _unbounded(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def _batch(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        # The wakeup's text comes back as a prompt: as on Claude Code.
+        return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
+
+
+HOST_ADAPTERS_D: Dict[str, Adapter] = {
+    "droid": DroidAdapter(),
+    "kilo": KiloAdapter(),
+}
+
+
+###############################################################################
 # Install, uninstall and doctor
 #
 # Owns wiring sts into each host's configuration: the import-form hook
@@ -23863,6 +24174,15 @@ _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
         ("SubagentStop", None, 5),
         ("SessionEnd", None, 5),
     ),
+    # Factory Droid counts seconds; "*" matches every tool.  `droid exec` fires
+    # no UserPromptSubmit (the adapter reads the transcript), the TUI does.
+    "droid": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", "*", 10),
+        ("PostToolUse", "^Task$", 10),
+        ("SessionEnd", None, 5),
+    ),
 }
 
 # Copilot CLI: one hook file of its own (version 1, camelCase events), each
@@ -23877,6 +24197,8 @@ _COPILOT_HOOK_FILE = "stop-that-shit.json"
 # the host's base folder).  Copies, not links: each copy pins this sts.py.
 _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
+    # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
+    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
     "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"),),
     "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"),),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
@@ -23920,6 +24242,11 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
              "config": "settings.json", "binary": "qwen"},
     "copilot": {"user": lambda: _env_dir("COPILOT_HOME", ".copilot"), "project": ".github",
                 "binary": "copilot"},
+    "kilo": {"user": lambda: os.environ.get("KILO_CONFIG_DIR") or _xdg_config("kilo"),
+             "project": ".kilo", "binary": "kilo"},
+    # Droid reads `hooks` from settings.json as Claude Code does (and hooks.json).
+    "droid": {"user": lambda: os.path.join(os.path.expanduser("~"), ".factory"),
+              "project": ".factory", "config": "settings.json", "binary": "droid"},
 }
 
 # A harmless event per host for doctor: nothing in it can arm, deny or change a
@@ -23934,6 +24261,9 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "opencode": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
                                   "payload": {"event": {"type": "session.created", "properties": {
                                       "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
+    "kilo": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
+                              "payload": {"event": {"type": "session.created", "properties": {
+                                  "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
     "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
                             "payload": {"event": {"type": "session_shutdown"},
                                         "ctx": {"idle": True, "hasUI": False}}},
@@ -23941,6 +24271,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
                                 "source": "startup", "cwd": cwd},
     "qwen": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
                               "source": "startup", "cwd": cwd},
+    "droid": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                               "source": "startup", "cwd": cwd},
     "copilot": lambda sid, cwd: {"sessionId": sid, "timestamp": 0, "cwd": cwd, "source": "new",
                                  "initialPrompt": ""},
     "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
@@ -23951,12 +24283,18 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 }
 
 # Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
-_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot"))
+_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid"))
 
 _PIN_MARK = "sts install rewrites this line"
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
 _OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
+# Per shim host: (plugin package it npm-installs at start, version, the line
+# of the shim naming the host, as shipped and as installed).
+_SHIM_HOSTS: Dict[str, Tuple[str, str, str, str]] = {
+    "opencode": (_OPENCODE_PLUGIN_PKG, _OPENCODE_PLUGIN_VERSION, "", ""),
+    "kilo": ("@kilocode/plugin", "7.7.7", 'const HOST = "opencode";', 'const HOST = "kilo";'),
+}
 
 
 class InstallError(Exception):
@@ -24781,7 +25119,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
-        new = _pin_shim(dst, _text(source, raw_src), _sts_path()).encode("utf-8")
+        text = _pin_shim(dst, _text(source, raw_src), _sts_path())
+        shipped, renamed = _SHIM_HOSTS.get(host, ("", "", "", ""))[2:]
+        if shipped:
+            if text.count(shipped) != 1:
+                raise InstallError("the shim %s does not name its host in one line %r; this "
+                                   "copy of host_shims/ is damaged." % (source, shipped))
+            text = text.replace(shipped, renamed)
+        new = text.encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
         old = _install_read(dest)
         if old is not None and old != new and _PIN_MARK.encode() not in old:
@@ -24795,8 +25140,8 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         _plan_copilot_hooks(plan, base, python, prior)
     for note in _TRUST_NOTES.get((host, scope), ()):
         plan.notes.append(note % {"root": _project_root(), "base": base})
-    if host == "opencode":
-        _plan_opencode_seed(plan, base, prior)
+    if host in _SHIM_HOSTS:
+        _plan_opencode_seed(plan, base, prior, host)
     if host == "hermes":
         _plan_hermes_enable(plan, os.path.join(_HOSTS["hermes"]["user"](), "config.yaml"), prior)
         if scope == "project":
@@ -24899,10 +25244,13 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
                                                "no_final_newline": _no_final_newline(raw)}
 
 
-def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
+def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict],
+                        host: str = "opencode") -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it.
+    offline) unless node_modules/ exists and package-lock.json lists it (Kilo Code the
+    same with @kilocode/plugin).
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
+    package, version = _SHIM_HOSTS[host][:2]
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
     seed = os.path.join(mods, ".sts-seed")
@@ -24912,14 +25260,15 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
                 plan.files[p] = prior[p]
         return
     lock_raw = _install_read(lock)
-    if lock_raw is not None and _OPENCODE_PLUGIN_PKG.encode() in lock_raw and os.path.isdir(mods):
+    if lock_raw is not None and package.encode() in lock_raw and os.path.isdir(mods):
         return
     if lock_raw is not None or _install_read(pkg) is not None or os.path.exists(mods):
-        plan.notes.append("OpenCode will npm-install %s into %s on its first start (it needs the "
+        plan.notes.append("%s will npm-install %s into %s on its first start (it needs the "
                           "network once); sts leaves an existing package.json, package-lock.json "
-                          "or node_modules/ alone." % (_OPENCODE_PLUGIN_PKG, base))
+                          "or node_modules/ alone."
+                          % ({"kilo": "Kilo Code"}.get(host, "OpenCode"), package, base))
         return
-    deps = {_OPENCODE_PLUGIN_PKG: _OPENCODE_PLUGIN_VERSION}
+    deps = {package: version}
     files = {pkg: {"dependencies": deps},
              lock: {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}},
              seed: None}
@@ -25599,6 +25948,8 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
             _doctor_codex(base, scope, command, fix_s, check)
         if host == "copilot":
             _doctor_copilot(base, python, fix_s, check)
+        if host == "droid":
+            _doctor_droid(base, check)
     if host == "copilot":
         command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
@@ -25671,6 +26022,20 @@ def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]
     if disabled:
         check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
               "remove disableAllHooks from it")
+
+
+def _doctor_droid(base: str, check: Callable[..., None]) -> None:
+    """Droid runs no hook at all while a settings layer says hooksDisabled."""
+    for name in ("settings.json", "settings.local.json"):
+        path = os.path.join(base, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                disabled = json.load(fh).get("hooksDisabled") is True
+        except (OSError, ValueError, AttributeError):
+            disabled = False
+        if disabled:
+            check("FAIL", "droid", "%s sets hooksDisabled, so no hook runs" % path,
+                  "remove hooksDisabled from it")
 
 
 def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
@@ -26736,7 +27101,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
-CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
+              "droid", "kilo")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -27213,16 +27579,22 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         if call.event is None:
             return adapter.render(call.answer or NO_RESULT, call)
         event = ControlEvent.from_dict(call.event)
+        prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
     except EventError as exc:
         return _fail_open("EventError", str(exc))
     except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
+        said = handle_event(prior, store, adapter.response_outcome) if prior else None
         result = handle_event(event, store, adapter.response_outcome)
     except LockTimeout as exc:
         return _fail_open("LockTimeout", str(exc))
     except Exception as exc:  # noqa: BLE001
         return _internal_error(adapter, call, payload, store, exc)
+    if said is not None and said.kind == "context" and said.text \
+            and result.kind in ("none", "context"):
+        text = "\n\n".join(t for t in (said.text, result.text) if t)
+        result = CoreResult("context", text, result.code, result.event_id)
     return adapter.render(result, call)
 
 
@@ -27436,6 +27808,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
 #   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
 #                                    Pi, Gemini, Copilot and Qwen, the same way
+#   __pycache__/sts.<tag>.more.pyc   the adapters added last (Factory Droid, ...)
 #   __pycache__/sts.<tag>.full.pyc   the whole module, as Python compiles it
 #
 # The loader runs the hot part in a hook process and the whole module in
@@ -27465,13 +27838,17 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # their hooks skip it, a hook of any other host loads it before it answers,
 # and so does the cold part (install names every host's tools).  Hot code
 # reaches its names only through ADAPTERS, which gains those hosts when the
-# part is loaded (tests/test_cli.py checks that too).
+# part is loaded (tests/test_cli.py checks that too).  The adapters added
+# last are a part of their own, "more", loaded after the hosts part by their
+# own hooks only, so a new host costs the other hosts' hooks nothing.
 
 _COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
 _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
                   "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
+_MORE_SECTIONS = ("Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe",)
 _OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
-_HOSTS_STATE = {"loaded": False}
+_MORE_HOSTS = ("droid", "kilo")           # hosts whose hooks also load the "more" part
+_HOSTS_STATE = {"loaded": False, "more": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
@@ -27541,24 +27918,28 @@ def _cold_range(lines: List[str], titles: Tuple[str, ...] = _COLD_SECTIONS) -> T
     return first, later[0]
 
 
-def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str, str]]:
-    """(hot text, cold text, hosts text) of this source, each with the
-    others' lines blank."""
+def _split_texts(source: str, stamp: Tuple[int, int]
+                 ) -> Optional[Tuple[str, str, str, str]]:
+    """(hot text, cold text, hosts text, more text) of this source, each
+    with the others' lines blank."""
     lines = source.split("\n")
     start, end = _cold_range(lines)
     first, last = _cold_range(lines, _HOST_SECTIONS)
-    if start == end or first == last or last > start:
+    more_first, more_last = _cold_range(lines, _MORE_SECTIONS)
+    if start == end or first == last or more_first == more_last or last != more_first \
+            or more_last > start:
         return None
-    hot = (lines[:first] + [""] * (last - first) + lines[last:start] + [""] * (end - start)
-           + lines[end:])
+    hot = (lines[:first] + [""] * (more_last - first) + lines[more_last:start]
+           + [""] * (end - start) + lines[end:])
     cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
     hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
+    more = [""] * more_first + lines[more_first:more_last] + [""] * (len(lines) - more_last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
                 hot[n] = new
-    return "\n".join(hot), "\n".join(cold), "\n".join(hosts)
+    return "\n".join(hot), "\n".join(cold), "\n".join(hosts), "\n".join(more)
 
 
 def _cold_cache_path(part: str = "cold") -> Optional[str]:
@@ -27665,11 +28046,16 @@ def _load_part(part: str, index: int) -> None:
     exec(code, globals())
 
 
-def _load_hosts_locked() -> None:
+def _load_hosts_locked(more: bool = True) -> None:
+    """Load the hosts part, and the "more" part after it when `more`."""
     if _SLIM and not _HOSTS_STATE["loaded"]:
         _load_part("hosts", 2)
         _HOSTS_STATE["loaded"] = True
         ADAPTERS.update(_other_adapters())
+    if _SLIM and more and not _HOSTS_STATE["more"]:
+        _load_part("more", 3)
+        _HOSTS_STATE["more"] = True
+        ADAPTERS.update(globals()["HOST_ADAPTERS_D"])
 
 
 def _load_cold() -> None:
@@ -27685,14 +28071,17 @@ def _load_cold() -> None:
 
 def _other_adapters() -> Dict[str, Any]:
     """The adapters of every host but Codex and Claude Code, in their order;
-    {} in a Codex or Claude Code hook that runs the hot part only."""
+    {} in a Codex or Claude Code hook that runs the hot part only, and
+    without the "more" part's in the hook of a host not in it."""
+    hook = sys.argv[1] if sys.argv[:1] == ["-c"] and sys.argv[1:2] else None
     if _SLIM and not _HOSTS_STATE["loaded"]:
-        if sys.argv[:1] == ["-c"] and sys.argv[1:2] and sys.argv[1] in _OWN_HOSTS:
+        if hook in _OWN_HOSTS:
             return {}
         with _COLD_LOCK:
-            _load_hosts_locked()
+            _load_hosts_locked(more=hook is None or hook in _MORE_HOSTS)
     names = globals()   # (by name: hot code never names the hosts part directly)
-    return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
+    adapters = dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
+    return dict(adapters, **names.get("HOST_ADAPTERS_D", {}))
 
 
 def _whole_code(loader_path: str, header: bytes) -> Any:
@@ -27761,7 +28150,8 @@ def _split_already(loader_path: str) -> bool:
         if os.stat(loader_path).st_size >= 64 * 1024:
             return False   # Python's own bytecode of the whole module: not split
         heads = []
-        for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc"):
+        for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc",
+                     base + ".more.pyc"):
             with open(path, "rb") as fh:
                 heads.append(fh.read(16))
         with open(base + ".hot.pyc", "rb") as fh:
@@ -27793,6 +28183,7 @@ def _split_bytecode() -> bool:
     for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
                        (cold_path, _compile_part(texts[1])),
                        (_cold_cache_path("hosts"), _compile_part(texts[2])),
+                       (_cold_cache_path("more"), _compile_part(texts[3])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
         data = code if isinstance(code, bytes) else _pyc_bytes(code, stamp)

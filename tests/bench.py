@@ -15,8 +15,8 @@ directive.  --mode change arms a change session instead of a review, and
 times calls it allows: a read, a shell line that deletes inside the
 workspace (judged by undo=) and a file write.
 
-Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
-Code, each in its own payload shape, interleaved with the floor.
+Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI, Qwen
+Code and Factory Droid, each in its own payload shape, interleaved with the floor.
 
 --default arms this sts.py's session from a user default of `review` (set with
 `sts.py default review`; the prompt holds no directive) instead of the
@@ -244,6 +244,13 @@ def _host_events(host):
         prompt = dict(base, prompt="$stop-that-shit review")
         read = dict(base, toolName="bash", toolArgs={"command": "git status", "description": "d"})
         write = dict(base, toolName="create", toolArgs={"path": "/repo/a.txt", "file_text": "x"})
+    elif host == "droid":   # a TUI prompt; a tool call names no id
+        base = {"session_id": SESSION, "cwd": "/repo", "permission_mode": "auto-low"}
+        prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review")
+        read = dict(base, hook_event_name="PreToolUse", tool_name="Execute",
+                    tool_input={"command": "git status", "summary": "s"})
+        write = dict(base, hook_event_name="PreToolUse", tool_name="Create",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
     else:  # qwen, and claude for reference
         base = {"session_id": SESSION, "cwd": "/repo", "prompt_id": "p"}
         prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review",
@@ -260,7 +267,7 @@ def _host_events(host):
 def bench_hosts(python, runs):
     """The hook's cost per host beside the floor, in one interleaved run."""
     floor_argv = [python, "-I", "-S", "-c", "pass"]
-    hosts = ("claude", "gemini", "copilot", "qwen")
+    hosts = ("claude", "gemini", "copilot", "qwen", "droid")
     samples = {"floor": ([], [])}
     plans = {}
     with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:

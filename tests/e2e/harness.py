@@ -331,7 +331,18 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         p.append("a subagent ran (%d model request(s) from it)" % len(sub_requests))
     if scenario.subagent_ran and not sub_requests:
         p.append("no subagent ran")
-    if scenario.wiring == "sts" and scenario.mode:
+    if scenario.wiring == "sts" and scenario.mode and res.host in scenarios.CONTEXT_UNSHOWN:
+        # The host gives a hook's context to no model request: that the
+        # directive armed the contract is proven by the audit instead.
+        armed = [e for e in audit_events(os.path.join(root, "sts-home"))
+                 if e.get("controlState") == "armed"
+                 and (e.get("contract") or {}).get("mode") == scenario.mode]
+        if not armed:
+            p.append("no audit event under an armed %s contract" % scenario.mode)
+        else:
+            res.notes.append("contract context: %s; armed %s proven by %d audit event(s)"
+                             % (scenarios.CONTEXT_UNSHOWN[res.host], scenario.mode, len(armed)))
+    elif scenario.wiring == "sts" and scenario.mode:
         # The directive must have armed the contract, and the model must have been
         # told: without this an allow case would pass with the guard inactive.
         marker = "mode=%s;" % scenario.mode
