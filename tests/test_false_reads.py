@@ -10,6 +10,7 @@ import http.server
 import json
 import os
 import shutil
+import socket
 import subprocess
 import threading
 
@@ -130,6 +131,123 @@ def test_a_here_document_without_a_pipe_into_it_is_still_proven():
     for line in ("python3 -I - <<'EOF'\nprint(1)\nEOF\n", "python3 -I - <<<'print(1)' | cat",
                  "echo x | ( python3 -I - <<'EOF'\nprint(1)\nEOF\n)"):
         assert _verdict(line) == "read", line
+
+
+# ---- sockets: a local listener notes every connection -----------------------------
+
+SHELLS = {"bash": ["bash", "--norc", "--noprofile", "-c"], "zsh": ["zsh", "-f", "-c"],
+          "dash": ["dash", "-c"]}
+
+
+class _Listener:
+    """A TCP and a UDP socket on 127.0.0.1, one port, that note every
+    connection or datagram they get until closed."""
+
+    def __init__(self):
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.bind(("127.0.0.1", 0))
+        self.port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", self.port))
+        self.tcp.listen(8)
+        self.got = []
+        self.threads = [threading.Thread(target=self._accept, daemon=True),
+                        threading.Thread(target=self._datagram, daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            conn.settimeout(2)
+            try:
+                self.got.append(("tcp", conn.recv(4096)))
+            except OSError:
+                self.got.append(("tcp", b""))
+            conn.close()
+
+    def _datagram(self):
+        while True:
+            try:
+                self.got.append(("udp", self.udp.recvfrom(4096)[0]))
+            except OSError:
+                return
+
+    def close(self):
+        for sock in (self.tcp, self.udp):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        for thread in self.threads:
+            thread.join(5)
+
+
+@pytest.fixture
+def listener():
+    server = _Listener()
+    yield server
+    server.close()
+
+
+def _scratch(tmp_path):
+    (tmp_path / ".env").write_text("SECRET=hunter2\n")
+    (tmp_path / "a").write_text("a\n")
+    return tmp_path
+
+
+def _in_shell(shell, line, cwd, timeout=10):
+    if not shutil.which(SHELLS[shell][0]):
+        pytest.skip("%s not installed" % shell)
+    return subprocess.run(SHELLS[shell] + [line], cwd=str(cwd), stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout)
+
+
+# bash opens /dev/tcp and /dev/udp for any redirection, both ways.
+SOCKET_LINES = ["cat .env 1</dev/tcp/127.0.0.1/{port}", "cat .env 2</dev/udp/127.0.0.1/{port} >&2",
+                "cat .env 3</dev/tcp/127.0.0.1/{port} >&3",
+                "{{ cat .env; }} 0<>/dev/tcp/127.0.0.1/{port} >&0",
+                "cat < /dev/tcp/127.0.0.1/{port}", "cat .env >/dev/tcp/127.0.0.1/{port}",
+                "cat .env >>/dev/udp/127.0.0.1/{port}", "cat .env &>/dev/tcp/127.0.0.1/{port}",
+                "cat .env 1<\"/dev/tcp/127.0.0.1/${{P:-{port}}}\""]
+# ...and the forms near them that stay proven: no shell connects.
+SOCKET_LOOKALIKES = ["cat .env /dev/tcp/127.0.0.1/{port}", "cat <<< /dev/tcp/127.0.0.1/{port}",
+                     "cat .env 3>&1 >&3", "cat .env 3>&2 1>&3 2>/dev/null",
+                     "cat < ./dev/tcp/127.0.0.1/{port}", "cat .env 2>&- <&0",
+                     "ls >/dev/null 2>&1 </dev/null"]
+
+
+@pytest.mark.parametrize("line", SOCKET_LINES)
+def test_a_redirection_naming_a_socket_is_network_use(tmp_path, listener, line):
+    line = line.format(port=listener.port)
+    assert sts.analyze_shell(line).reason == "network_data_unproven", line
+    _in_shell("bash", line, _scratch(tmp_path))
+    for _ in range(50):   # the accept thread records it a moment later
+        if listener.got:
+            break
+        threading.Event().wait(0.05)
+    assert listener.got, line
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+@pytest.mark.parametrize("line", SOCKET_LOOKALIKES)
+def test_the_proven_forms_near_a_socket_connect_nowhere(tmp_path, listener, shell, line):
+    line = line.format(port=listener.port)
+    assert _verdict(line) == "read", line
+    _in_shell(shell, line, _scratch(tmp_path))
+    assert listener.got == [], (shell, line)
+
+
+@pytest.mark.parametrize("line", ["cat .env >&3", "cat .env 1>&4", "cat .env >&0",
+                                  "cat <&3", "cat <&9", "cat < /dev/fd/3", "cat < /proc/self/fd/3",
+                                  "cat < /proc/1/fd/5", "cat < /dev/fd/$n", "cat a 3>out >&3",
+                                  "cat a 3>&1 1>out >&3 ", "cat a 2>&1 &>out >&2"])
+def test_a_descriptor_not_known_to_be_one_of_the_three_is_not_proven(line):
+    assert _verdict(line) != "read", line
 
 
 # ---- tar's TAPE may name an archive on another machine ----------------------------
