@@ -3094,17 +3094,32 @@ _DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "
                         "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation; any other one is unknown.
-_SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
-                       "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
-                       "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
+# The variables a command may be given and stay proven: an allow-list, since
+# a list of the dangerous ones always misses the next (`GREP='sh -c …' zgrep`
+# runs the value).  Each changes only how a program presents what it shows,
+# or how it reads its options (which the analyzer already assumes); any
+# other name leaves the command unproven.  The value a name may take:
+# "any"; "word", static and without a `/` (a locale or terminal name with
+# one makes gettext, glibc or ncurses load data from any folder, the
+# project's included); "empty", static and empty.  README: "Variables
+# before a command".
+_SAFE_ENV: Dict[str, str] = {
+    "LANG": "word", "LANGUAGE": "word", "LC_*": "word",   # the language and character rules
+    "TZ": "any",                  # the time zone dates are shown in (zone data, no code)
+    "TERM": "word",               # the terminal's name: which escapes colour output
+    "COLUMNS": "any", "LINES": "any",   # the width and height output is laid out for
+    "NO_COLOR": "any", "CLICOLOR": "any", "CLICOLOR_FORCE": "any", "FORCE_COLOR": "any",
+    "GREP_COLOR": "any", "GREP_COLORS": "any",   # whether and how output is coloured
+    "TIME_STYLE": "any",          # how ls and du print times
+    "POSIXLY_CORRECT": "any",     # options end at the first operand, as the analyzer reads them
+    "RIPGREP_CONFIG_PATH": "empty",   # empty: rg reads no configuration file
+}
 _SAFE_PAGERS = frozenset(("cat", ""))
 
-# Variables that make a program run or load other code, read other
-# configuration, or write somewhere: a prefix assignment of one of these
-# (exact, or a prefix ending in *) leaves the command unproven.  The phrase
-# is what a denial says (%s: the program).  Families whose members nobody
-# has listed one by one are refused whole: when unsure, refuse.
+# Why a denial says a variable off _SAFE_ENV matters, for the names known to
+# make a program run or load other code, read other configuration or write
+# somewhere (exact, or a prefix ending in *; %s: the program).  Any other
+# name gets the plain sentence of _env_why.
 _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("LD_*", "makes %s load other code"), ("DYLD_*", "makes %s load other code"),
     ("GCONV_PATH", "makes %s load other code"), ("GLIBC_TUNABLES", "changes how %s loads"),
@@ -3161,55 +3176,22 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("NULLCMD", "names a program zsh runs"), ("READNULLCMD", "names a program zsh runs"),
     ("STTY", "makes zsh run stty"), ("SSLKEYLOGFILE", "makes %s write its TLS keys to a file"),
 )
-# Parts of a name that suggest a program reads it to find code, configuration
-# or an output file: unsure, so refused.
-_ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMAND", "EXEC",
-                    "PROG", "HOOK", "PLUGIN", "PRELOAD", "LIB", "EDITOR", "PAGER", "SHELL",
-                    "ASKPASS", "PROXY", "TRACE", "LOG", "HIST", "FILE", "RC", "ENV", "RSH",
-                    "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
-                    "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
-                    "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
-
-
-# _ENV_WHY as exact names and name prefixes, and _ENV_RISKY_PARTS by their
-# first two letters; made on first use.  A line may set thousands of
-# variables (`a=1 a=1 ... ls`): a walk of both tables for each name cost 25
-# microseconds, now a look-up per letter of the name.
-_ENV_RISKY_NAMES: List[Any] = []
-
-
-def _env_risky(upper: str) -> bool:
-    if not _ENV_RISKY_NAMES:
-        parts: Dict[str, Tuple[str, ...]] = {}
-        for part in _ENV_RISKY_PARTS:   # (each has two letters or more)
-            parts[part[:2]] = parts.get(part[:2], ()) + (part,)
-        _ENV_RISKY_NAMES[:] = (frozenset(p for p, _ in _ENV_WHY if not p.endswith("*")),
-                               tuple(p[:-1] for p, _ in _ENV_WHY if p.endswith("*")) + ("_",),
-                               parts)
-    exact, prefixes, parts = _ENV_RISKY_NAMES
-    if upper in exact or upper.startswith(prefixes):
-        return True
-    for i in range(len(upper) - 1):
-        for part in parts.get(upper[i:i + 2], ()):
-            if upper.startswith(part, i):
-                return True
-    return False
-
-
 def _env_ok(name: str, value: _W) -> bool:
-    """Whether `NAME=value cmd` judges like `cmd`: the variable only changes
-    presentation, or no program is known to read it (FOO=1, CI=true).  Names
-    that run code, point at configuration or look like they might are refused."""
-    if name.startswith("LC_") or name in _SAFE_ENV:
-        return name != "RIPGREP_CONFIG_PATH" or value.text == ""
+    """Whether `NAME=value cmd` judges like `cmd`: the name is on _SAFE_ENV
+    with a value it allows, or pins what the program picks (GOTOOLCHAIN=local),
+    or turns the pager off (PAGER=cat)."""
+    kind = _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name)
+    if kind == "any":
+        return True
+    if kind == "word":
+        return value.static and "/" not in value.text
+    if kind == "empty":
+        return value.static and value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
     if name in _PICKS_PINNED_BY:
         return value.static and value.text == _PICKS_PINNED_BY[name][1]
-    if name != name.upper() and not _plain_var(name):
-        return False
-    return not _env_risky(name.upper())
+    return False
 
 
 def _program_name(word: _W) -> Optional[str]:
@@ -10869,10 +10851,13 @@ def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
 def _env_why(name: str, runs: str) -> str:
     """Why a variable on a command makes it unproven (see _env_ok)."""
     program = runs or "the program"
+    if _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name):
+        return "holds a value that may point %s at data in another folder" % program
     for prefix, phrase in _ENV_WHY:
         if name == prefix or (prefix.endswith("*") and name.startswith(prefix[:-1])):
             return phrase % program if "%s" in phrase else phrase
-    return "can change what %s runs or reads" % program
+    return "is not on the list of variables known to change only how %s presents its " \
+        "output" % program
 
 
 def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:

@@ -250,6 +250,66 @@ def test_a_descriptor_not_known_to_be_one_of_the_three_is_not_proven(line):
     assert _verdict(line) != "read", line
 
 
+# ---- variables before a command: an allow-list ------------------------------------
+
+def _readme():
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "README.md"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("name", sorted(sts._SAFE_ENV))
+def test_every_allowed_variable_is_proven_and_its_reason_documented(name):
+    real = name.replace("*", "ALL")
+    value = "" if sts._SAFE_ENV[name] == "empty" else "C"
+    assert _verdict("%s=%s ls" % (real, value)) == "read"
+    assert _verdict("env %s=%s ls" % (real, value)) == "read"
+    table = _readme().split("#### Variables before a command", 1)[1].split("\n\n| Name", 1)[1]
+    row = next((r for r in table.split("\n") if "`%s`" % name in r), None)
+    assert row and row.count("|") == 4 and len(row.split("|")[3].strip()) > 10, name
+
+
+def _other_names():
+    """Names off the list: every family the denial table explains, names near
+    the allowed ones, lower case, proxies, and plain made-up names."""
+    names = {p.replace("*", "X") for p, _ in sts._ENV_WHY}
+    names |= {"GREP", "GREP_OPTIONS", "LESSKEY", "WGETRC", "CURL_HOME", "http_proxy",
+              "ALL_PROXY", "no_proxy", "CI", "DEBUG", "FOO", "foo", "a", "LANGX", "TERMINFO",
+              "TZDIR", "LOCPATH", "NLSPATH", "COLUMNS_X", "XLC_ALL", "LC", "GCONV_PATH",
+              "TEXTDOMAINDIR", "MANOPT", "RIPGREP_CONFIG", "SHELLOPTS", "EXINIT", "VIMINIT"}
+    one_value = {"PAGER", "GIT_PAGER", "MANPAGER"} | set(sts._PICKS_PINNED_BY)
+    return sorted(n for n in names - one_value
+                  if n not in sts._SAFE_ENV and not n.startswith("LC_"))
+
+
+@pytest.mark.parametrize("name", _other_names())
+def test_any_other_variable_before_a_read_is_not_proven(name):
+    for line in ("%s=1 ls" % name, "env %s=1 git status" % name, "TZ=UTC %s= ls" % name):
+        assert _verdict(line) != "read", line
+
+
+@pytest.mark.parametrize("line", ["LC_ALL=../../x ls", "LANG=/tmp/l ls", "LANGUAGE=$L ls",
+                                  "TERM=../t ls", "TERM=\"$T\" ls", "LC_CTYPE=`x` ls",
+                                  "RIPGREP_CONFIG_PATH=x rg a", "PAGER=less git log",
+                                  "GIT_PAGER=$P git log", "MANPAGER=x ls",
+                                  "GOTOOLCHAIN=auto go version"])
+def test_an_allowed_name_with_a_value_it_does_not_allow_is_not_proven(line):
+    assert _verdict(line) != "read", line
+
+
+def test_a_variable_zgrep_obeys_runs_its_value(tmp_path):
+    line = "GREP=./evil zgrep x f.gz"
+    assert _verdict(line) != "read"
+    assert _verdict("zgrep x f.gz") == "read"
+    if not (shutil.which("zgrep") and shutil.which("gzip")):
+        pytest.skip("zgrep not installed")
+    _run(["sh", "-c", "echo x | gzip > f.gz"], tmp_path)
+    (tmp_path / "evil").write_text("#!/bin/sh\ntouch pwned\n")
+    (tmp_path / "evil").chmod(0o755)
+    _in_shell("bash", line, tmp_path)
+    assert (tmp_path / "pwned").exists()
+
+
 # ---- tar's TAPE may name an archive on another machine ----------------------------
 
 def test_tar_runs_a_remote_shell_for_a_tape_on_another_machine(tmp_path):
