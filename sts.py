@@ -8748,38 +8748,77 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# `gh api` options that send a body, and so switch the method to POST.
-_GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
+# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, value-taking
+# letters last in a cluster), by long name -> its letter and whether it takes
+# a value.  A field is sent as a query string under GET, a body otherwise.
+_GH_API_OPTIONS: Dict[str, Tuple[str, bool]] = {
+    "--method": ("X", True), "--field": ("F", True), "--raw-field": ("f", True),
+    "--header": ("H", True), "--jq": ("q", True), "--template": ("t", True),
+    "--preview": ("p", True), "--input": ("", True), "--hostname": ("", True),
+    "--cache": ("", True), "--include": ("i", False), "--paginate": ("", False),
+    "--slurp": ("", False), "--silent": ("", False), "--verbose": ("", False),
+}
 
 
 def _gh_api(rest: List[str]) -> _V:
-    """`gh api` reads only with the GET method in every spelling of the option:
-    `-X M`, `-XM`, `-X=M`, `--method M`, `--method=M`, or X inside a cluster."""
-    method = "GET"
+    """`gh api` reads only with the GET method in every spelling of the
+    option, and, as any network request, only when all it sends is written
+    out: a field value `@FILE` (or `@-`, standard input) sends the file even
+    as a query string, `--input` sends a body whatever the method, a header
+    `@…` is refused too, and an endpoint holding `://` goes to any host.
+    `--cache` writes gh's cache."""
+    short = {letter: (name, valued) for name, (letter, valued) in _GH_API_OPTIONS.items()
+             if letter}
+    given: List[Tuple[str, str]] = []
+    operands: List[str] = []
     k = 0
     while k < len(rest):
         t = rest[k]
         k += 1
-        value = None
-        if t in ("-X", "--method"):
-            if k >= len(rest):
-                return _unknown("option_value_missing")
-            value = rest[k]
-            k += 1
-        elif t.startswith("--method="):
-            value = t[len("--method="):]
-        elif t.startswith(_GH_BODY_OPTIONS):
-            value = "POST" if method == "GET" else method
-        elif t.startswith("-") and not t.startswith("--") and len(t) > 1:
-            cluster = t[1:]
-            if cluster.startswith("X"):
-                value = cluster[1:].lstrip("=")
-            elif "X" in cluster:
+        if t == "--":
+            operands.extend(rest[k:])
+            break
+        if t.startswith("--"):
+            name, eq, value = t.partition("=")
+            if name not in _GH_API_OPTIONS:
                 return _unknown("shell_command_unproven")
-            elif "f" in cluster or "F" in cluster:
-                value = "POST" if method == "GET" else method
-        if value is not None:
-            method = value.upper()
+            if _GH_API_OPTIONS[name][1] and not eq:
+                if k >= len(rest):
+                    return _unknown("option_value_missing")
+                value = rest[k]
+                k += 1
+            given.append((name, value))
+        elif t.startswith("-") and len(t) > 1:
+            for at, letter in enumerate(t[1:], 1):
+                if letter not in short:
+                    return _unknown("shell_command_unproven")
+                name, valued = short[letter]
+                if not valued:
+                    given.append((name, ""))
+                    continue
+                value = t[at + 1:]
+                value = value[1:] if value.startswith("=") else value
+                if not value:
+                    if k >= len(rest):
+                        return _unknown("option_value_missing")
+                    value = rest[k]
+                    k += 1
+                given.append((name, value))
+                break
+        else:
+            operands.append(t)
+    methods = [value.upper() for name, value in given if name == "--method"]
+    fields = any(name in ("--field", "--raw-field") for name, _ in given)
+    method = methods[-1] if methods else "POST" if fields else "GET"
+    for name, value in given:
+        sent = value.partition(":" if name == "--header" else "=")[2].lstrip()
+        if name == "--input" or name in ("--field", "--raw-field", "--header") \
+                and (sent.startswith("@") or value.startswith("@")):
+            return _unknown("network_data_unproven")
+        if name == "--cache":
+            return _unknown("shell_command_unproven")
+    if any("://" in t for t in operands):
+        return _unknown("network_data_unproven")
     return _an_read() if method == "GET" else _write()
 
 

