@@ -6171,6 +6171,16 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _awk_verdict(args: List[_W]) -> Tuple[_V, Optional[_W]]:
+    for w in args:
+        # gawk opens a file named /inet/tcp/…, /inet4/…, /inet6/… (udp too) as
+        # a connection, DNS look-up first; and a program can build that name
+        # from the data it reads and hand it to awk as the next input through
+        # ARGV and ARGC (or gawk's SYMTAB, which reaches any variable by name).
+        if "/inet" in w.text:
+            return _unknown("network_data_unproven"), None
+        if "ARGV" in w.text or "ARGC" in w.text or "SYMTAB" in w.text:
+            return _unknown("interpreter_code", "awk", w.text,
+                            "may name its next input from inside the program"), None
     i, n = 0, len(args)
     program: Optional[_W] = None
     split: Optional[_W] = None      # a -v or -F value that may split (_may_split)

@@ -261,6 +261,49 @@ def test_gh_api_sends_a_field_file_under_get(tmp_path, listener):
     assert any(b"hunter2" in data for _, data in listener.got), listener.got
 
 
+# ---- awk: gawk's /inet names, and the program naming its next input ---------------
+
+# (Reading from a UDP name sends nothing, so the runs use TCP; the corpus holds udp rows.)
+AWK_NETWORK = [
+    "gawk 1 /inet/tcp/0/127.0.0.1/{port}", "awk 1 a /inet4/tcp/0/127.0.0.1/{port}",
+    "gawk 'BEGIN{{ARGV[1] = \"/in\" \"et/tcp/0/127.0.0.1/{port}\"; ARGC = 2}} {{print}}'",
+    "gawk '{{ARGV[ARGC++] = \"/in\" \"et/tcp/0/127.0.0.1/{port}\"}} 1' .env",
+    "gawk '{{n = split(\"a /in\" \"et/tcp/0/127.0.0.1/{port}\", ARGV); ARGC = n + 1}} 1' a",
+    "gawk 'BEGIN{{ARGV[1] = \"/in\" \"et/tcp/0/127.0.0.1/{port}\"; SYMTAB[\"ARG\" \"C\"] = 2}} 1'"]
+
+
+@pytest.mark.parametrize("line", AWK_NETWORK)
+def test_awk_reaching_a_connection_is_not_proven(tmp_path, listener, line):
+    line = line.format(port=listener.port)
+    assert _verdict(line) != "read", line
+    if not shutil.which("gawk"):
+        pytest.skip("gawk not installed")
+    # gawk itself, under the name awk too: run as gawk so the check is real
+    _in_shell("bash", line.replace("awk", "gawk", 1) if line.startswith("awk") else line,
+              _scratch(tmp_path), timeout=5)
+    for _ in range(50):
+        if listener.got:
+            break
+        threading.Event().wait(0.05)
+    assert listener.got, line
+
+
+AWK_LOOKALIKES = ["awk '{{print $1}}' a inet/tcp/0/127.0.0.1/{port}",
+                  "awk 'BEGIN{{print \"inet/tcp/0/127.0.0.1/{port}\"}}'",
+                  "awk -v ARGS=1 1 a", "awk -v x={port} '{{print x}}' a"]
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+@pytest.mark.parametrize("line", AWK_LOOKALIKES)
+def test_awk_reads_near_them_connect_nowhere(tmp_path, listener, shell, line):
+    line = line.format(port=listener.port)
+    assert _verdict(line) == "read", line
+    if not shutil.which("gawk"):
+        pytest.skip("gawk not installed")
+    _in_shell(shell, "g" + line, _scratch(tmp_path))
+    assert listener.got == [], (shell, line)
+
+
 # ---- variables before a command: an allow-list ------------------------------------
 
 def _readme():
