@@ -4076,15 +4076,17 @@ class _Opts:
     """
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "_short", "_long",
+                 "verbs", "max_operands", "write_operand", "check", "parser", "_short", "_long",
                  "_effects")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
                  permute: bool = True, abbrev: bool = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
-                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None) -> None:
+                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
+                 parser: str = "getopt") -> None:
         self.text = text
+        self.parser = parser
         self.write, self.runs, self.state = write, runs, state
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
@@ -4174,6 +4176,34 @@ def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> O
     return hits[0] if len(hits) == 1 else None
 
 
+def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
+                     seen: List[Tuple[str, Optional[_W], str]]) -> Tuple[Optional[_V], int]:
+    """One word of a parser="word" program (xxd): the option is the letter
+    after one or two dashes, the rest of a flag's word is ignored (`-ps` is
+    -p, `-rps` is -r, `--revert` is -r), and a value is the rest of the word
+    or, when there is none, the next word.  A rest of letters may be the
+    option's long name, after which the value is the next word: refused.
+    Returns (failure or None, how many next words it took)."""
+    body = t[2:] if t.startswith("--") else t[1:]
+    entry = short.get(body[:1])
+    if entry is None:
+        return _unknown("shell_command_unproven", "option", t), 0
+    arity, opt = entry
+    rest = body[1:]
+    if not arity:
+        seen.append((opt, None, t))
+    elif rest and not rest[:1].isalpha():
+        seen.append((opt, _lit(rest), t))
+    elif rest:
+        return _unknown("shell_command_unproven", "option", t), 0
+    elif i < len(args):
+        seen.append((opt, args[i], t))
+        return None, 1
+    else:
+        return _unknown("option_value_missing", "option", t), 0
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                   split_ok: bool = False
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
@@ -4215,7 +4245,10 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             dd = not permute
             continue
         start = len(seen)
-        if t.startswith("--"):
+        if spec.parser == "word":
+            fail, took = _one_option_word(t, args, i, short, seen)
+            i += took
+        elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(long, key, spec.abbrev)
             if canon is None:
@@ -4247,6 +4280,16 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     j += 1
                     continue
                 arity, opt = entry
+                if arity and spec.parser == "next":
+                    # Each letter that takes a value takes the next word, and the
+                    # cluster goes on (`tree -Lo 1 f`: -L 1, -o f).
+                    if i >= n:
+                        fail = _unknown("option_value_missing", "option", t)
+                        break
+                    seen.append((opt, args[i], t))
+                    i += 1
+                    j += 1
+                    continue
                 if arity:
                     rest = t[j + 1:]
                     if rest:
@@ -8281,22 +8324,26 @@ _UNIQ = _Opts(
     "-cdDiuz -fsw: --count --repeated --all-repeated? --skip-fields: --group? --ignore-case "
     "--skip-chars: --unique --zero-terminated --check-chars: --help --version",
     write_operand=1)
+# tree's own parser: a letter that takes a value takes the next word, never
+# the rest of its word, and the cluster goes on (`tree -Lo 1 f` writes f).
 #: read | tree -a -I '.git|node_modules' -L 3
 #: write >out.txt | tree -o out.txt
+#: write >out.txt | tree -Lo 1 out.txt
 _TREE = _Opts(
     "-adlfxpsughDFqNQrtvUCASniJX -LPIoH: --noreport --charset: --dirsfirst --filesfirst "
     "--gitignore --prune --matchdirs --sort: --du --si --filelimit: --timefmt: --version "
     "--help --fromfile --info --hyperlink --metafirst",
-    write="-o")
-# xxd writes its second operand; its options end at the first operand.
+    write="-o", parser="next")
+# xxd writes its second operand; its options end at the first operand.  Its
+# own parser reads one option a word, by the letter after the dashes (see
+# _one_option_word): `-ps` is -p, so `xxd -ps in out` writes out.
 #: read | xxd -g1 -l 64 a.bin
+#: read | xxd -ps a.bin
 #: write >out.hex | xxd a.bin out.hex
+#: write >out | xxd -ps in out
 #: write | xxd a.txt -u
 _XXD = _Opts(
-    "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
-    "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
-    "--version --help",
-    permute=False, write_operand=1)
+    "-aCEeipruhdvb -cglsonR:", permute=False, write_operand=1, parser="word")
 # -C compiles a magic file; -p restores access times after reading: a
 # metadata write.
 #: read | file -b --mime-type a.bin
@@ -8412,13 +8459,15 @@ _SYSCTL = _Opts(
     "-aAXbeNnqoxdhVwpf -r: --all --deprecated --binary --ignore --names --values --pattern: "
     "--quiet --help --version --write --load? --system",
     state="-w --write -p -f --load --system", check=_no_assignment)
+# psmisc's own parser: -n takes the next word and the cluster goes on.
 #: read | fuser -v -n tcp 8080
 #: unknown =state_change | fuser -km /mnt
+#: unknown =state_change | fuser -nk tcp 8080
 _FUSER = _Opts(
     "-aiIlmMsuvwVk46 -n: --all --interactive --inode --kill --list-signals --mount "
     "--ismountpoint --namespace: --silent --user --verbose --writeonly --version --ipv4 "
     "--ipv6",
-    state="-k --kill")
+    state="-k --kill", parser="next")
 #: read | iconv -f latin1 -t utf-8 a.txt
 #: write >out.txt | iconv --output=out.txt a.txt
 _ICONV = _Opts(

@@ -304,6 +304,64 @@ def test_awk_reads_near_them_connect_nowhere(tmp_path, listener, shell, line):
     assert listener.got == [], (shell, line)
 
 
+# ---- programs whose option parser is not getopt ------------------------------------
+# Each line writes for real; its getopt reading (a value attached inside the
+# cluster, or a letter cluster) saw only reads.
+
+OWN_PARSER_WRITES = [
+    ("xxd -ps in out", "out"), ("xxd -r -ps dump.hex target", "target"),
+    ("xxd -rps dump.xxd target", "target"),   # -r alone: the rest of the word is ignored ("xxd --revert -p dump.hex target", "target"),
+    ("xxd -pu in out", "out"), ("xxd -ps -c 16 in out", "out"),
+    ("tree -Lo 1 target", "target"), ("tree -aLo 2 target", "target"),
+    ("tree -oL target 1", "target"), ("tree -L 1 -Io x target", "target"),
+]
+
+
+@pytest.mark.parametrize("line,written", OWN_PARSER_WRITES)
+def test_a_program_with_its_own_parser_is_read_its_way(tmp_path, line, written):
+    result = sts.analyze_shell(line)
+    assert result.mutability == "write" and written in result.write_targets, (line, result)
+    program = line.split()[0]
+    if not shutil.which(program):
+        pytest.skip("%s not installed" % program)
+    (tmp_path / "in").write_text("hi\n")
+    (tmp_path / "dump.hex").write_text("6869\n")
+    (tmp_path / "dump.xxd").write_text("00000000: 6869 0a  hi.\n")
+    (tmp_path / "target").write_text("keep\n")
+    _in_shell("bash", line, tmp_path)
+    assert (tmp_path / written).exists() and (tmp_path / written).read_text() != "keep\n", line
+
+
+@pytest.mark.parametrize("line", ["xxd -ps in", "xxd -g1 -l 64 in", "xxd -c16 -u in",
+                                  "xxd -s 1 in", "tree -L 2 -a", "tree -aL 1", "tree -I x -L 1",
+                                  "tree --charset=ascii -L 1"])
+def test_their_reads_stay_proven_and_write_nothing(tmp_path, line):
+    assert _verdict(line) == "read", line
+    program = line.split()[0]
+    if not shutil.which(program):
+        pytest.skip("%s not installed" % program)
+    (tmp_path / "in").write_text("hi\n")
+    (tmp_path / "x").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for shell in sorted(SHELLS):
+        if shutil.which(SHELLS[shell][0]):
+            _in_shell(shell, line, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "in").read_text() == "hi\n"
+
+
+@pytest.mark.parametrize("line", ["xxd -cols 4 in", "xxd -seek 1 in", "xxd -Z in", "tree -L1",
+                                  "fuser -nk tcp 8080", "fuser -vnk tcp 80", "fuser -n tcp -k 80"])
+def test_forms_their_parsers_read_otherwise_are_not_proven(line):
+    assert _verdict(line) != "read", line
+
+
+def test_every_table_names_a_parser_the_scanner_knows():
+    tables = [v for v in vars(sts).values() if isinstance(v, sts._Opts)]
+    assert tables and {t.parser for t in tables} <= {"getopt", "word", "next"}
+    assert {t.parser for t in tables} == {"getopt", "word", "next"}
+
+
 # ---- variables before a command: an allow-list ------------------------------------
 
 def _readme():
