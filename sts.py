@@ -3090,8 +3090,7 @@ class _Bash:
 
 # ---- classification ---------------------------------------------------------
 
-_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
-                        "/dev/fd/2"))
+_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
 # The variables a command may be given and stay proven: an allow-list, since
@@ -3236,6 +3235,10 @@ class _Ctx:
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _redirs_verdict(cmd)
+    for w in cmd.words[1:]:
+        if _consumed(w):
+            v.join(_unknown("state_change", "leaves", w.text, _CONSUMED_WHY))
+            break
     env_capped: Optional[str] = None
     for name, value in cmd.assigns:
         if env_capped is None and not _env_ok(name, value):
@@ -3670,12 +3673,74 @@ def _may_start(text: str, prefixes: Tuple[str, ...]) -> bool:
     return False
 
 
+# Files whose reading is no read.  Reading /proc/kmsg or a tracing
+# trace_pipe takes the messages from every other reader (as `dmesg -c`
+# does); opening /dev/watchdog starts the watchdog, which reboots the machine
+# when nobody writes to it; a terminal gives away keystrokes to a reader and
+# takes output past what the host captures (an escape there may set the
+# clipboard), and opening a serial line resets the board on it.  By the
+# last part of the name, for relative names too (`cd /proc; cat kmsg`), and
+# terminals by their path.
+_CONSUMED_NAMES = ("kmsg", "trace_pipe", "trace_pipe_raw", "watchdog")
+_TERMINALS = ("/dev/tty", "/dev/pts/", "/dev/console", "/dev/vc/", "/dev/serial/")
+# What a pattern is tried against (a pattern in an absolute folder).
+_CONSUMED_SAMPLES = ("/proc/kmsg", "/sys/kernel/tracing/trace_pipe",
+                     "/sys/kernel/debug/tracing/trace_pipe", "/dev/watchdog", "/dev/watchdog0",
+                     "/dev/tty", "/dev/tty1", "/dev/ttyS0", "/dev/ttyUSB0", "/dev/ttyACM0",
+                     "/dev/pts/0", "/dev/console")
+
+
+_CONSUMED_WHY = ("takes what other readers need, acts when opened, or reaches the terminal "
+                 "past the output the host captures")
+
+
+def _consumed_name(base: str) -> bool:
+    return base in _CONSUMED_NAMES or base.startswith("watchdog") and base[8:].isdigit()
+
+
+def _consumed(w: _W) -> bool:
+    """Whether a word may name one of those files (also after `if=` or
+    `--file=`).  A name made when the line runs (`$(…)`, a variable of the
+    environment) is only checked for what is written of it."""
+    text = w.text
+    if not w.glob and not ("kmsg" in text or "trace_pipe" in text or "watchdog" in text
+                           or "dev" in text):
+        return False   # (most words: no call made)
+    if not w.static and not w.glob:
+        return any(part in text for part in _CONSUMED_NAMES + ("/dev/tty", "/dev/pts",
+                                                               "/dev/console"))
+    for name in {text, text.rpartition("=")[2]}:
+        if w.glob:
+            if name.startswith("/"):
+                import fnmatch
+                if any(fnmatch.fnmatchcase(sample, name) for sample in _CONSUMED_SAMPLES):
+                    return True
+            continue
+        if "/" not in name:
+            # (`watchdog` alone is a common word: only its paths count.)
+            if name in _CONSUMED_NAMES and name != "watchdog":
+                return True
+            continue
+        base = name.rpartition("/")[2]
+        if _consumed_name(base):
+            return True
+        if "dev" in name or base in ("", ".", ".."):
+            # `/dev//tty`, `/proc/kmsg/.`, `../../dev/tty`: normalised
+            path = "/" + os.path.normpath(name)
+            if _consumed_name(path.rpartition("/")[2]) or any(t in path for t in _TERMINALS):
+                return True
+    return False
+
+
 def _redir_verdict(op: str, target: Optional[_W], known: Optional[set] = None) -> _V:
     """One redirection.  `known`: the descriptors proven to be the host's
     standard three or copies of them (0 reads, 1 and 2 the captured output);
     a duplication of any other may reach a socket or a file."""
     kind = op.lstrip("0123456789")
     known = {"0", "1", "2"} if known is None else known
+    if target is not None and kind not in ("<<<", "<&", ">&") and _consumed(target) \
+            and not (kind == ">&" and target.text.isdigit()):
+        return _unknown("state_change", "leaves", target.text, _CONSUMED_WHY)
     if target is not None and kind != "<<<" and target.text.startswith(_SOCKET_PATHS) \
             or kind == "<" and target is not None and _may_start(target.text, _SOCKET_PATHS):
         # (Output to an expansion is a write to a target not known already.)
@@ -9530,6 +9595,14 @@ class _Flow:
             self.last = (ok, failed)
             if self.items[self.k] == "&":
                 self.k += 1
+                # A job left in the background may outlive the line and the
+                # shell (`tail -f log >/dev/null 2>&1 &`): never a read.
+                v = _unknown("state_change", "leaves", "&",
+                             "leaves a job running in the background, which may outlive the "
+                             "shell")
+                if self.ctx.seen is not None:
+                    self.ctx.seen.append((None, v))
+                self.total.join(v)
                 # bash runs the whole `a && b &` in the background; zsh only b,
                 # after running a here.
                 here = _merge(entry, self.lead)
@@ -10873,6 +10946,8 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
             _quote(why[1], command) or "it"), ""
     if kind in ("zsh", "sh"):
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
+    if kind == "leaves":
+        return "%s %s" % (_quote(why[1], command) or "the line", why[2]), ""
     if kind == "python":
         return _python_why(why, prog, command)
     if kind == "project":

@@ -362,6 +362,62 @@ def test_every_table_names_a_parser_the_scanner_knows():
     assert {t.parser for t in tables} == {"getopt", "word", "next"}
 
 
+# ---- reads that consume or outlive -----------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "sleep {t} &", "sleep {t} >/dev/null 2>&1 &", "(sleep {t} &)", "{{ sleep {t} & }}",
+    "sleep {t} & echo started", "true && sleep {t} &", "sleep {t} | cat &"])
+def test_a_background_job_outlives_the_shell(tmp_path, line):
+    """Each form leaves `sleep` running after the shell has exited (the
+    marker is the sleep's unusual length); the test ends it by its pid."""
+    marker = "47.%d" % (abs(hash(line)) % 100000)
+    line = line.format(t=marker)
+    assert _verdict(line) != "read", line
+    assert "outlive" in sts.shell_culprit(line, "bash", "MUTABILITY_UNPROVEN")
+    # (not _in_shell: its pipes would stay open in the job, and the run wait for it)
+    subprocess.run(SHELLS["bash"] + [line], cwd=str(tmp_path), stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20)
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                if fh.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                    left.append(int(pid))
+        except OSError:
+            continue
+    for pid in left:
+        os.kill(pid, 9)
+    assert left, line
+
+
+def test_output_to_the_terminal_passes_the_captured_output(tmp_path):
+    line = "echo escaped > /dev/tty"
+    assert _verdict(line) != "read"
+    if not shutil.which("script"):
+        pytest.skip("script not installed")
+    # The shell's own output goes nowhere; the terminal still shows the word.
+    out = _run(["script", "-qc", "sh -c '%s' >/dev/null 2>&1" % line, "/dev/null"], tmp_path)
+    assert b"escaped" in out.stdout
+
+
+@pytest.mark.parametrize("line", [
+    "cat /proc/kmsg", "dd if=/proc/kmsg count=1", "head < /proc/kmsg", "cat /proc/./kmsg",
+    "cat /proc/km?g", "cat /proc/[k]msg", "cd /proc; cat kmsg", "tail -f /proc/kmsg",
+    "cat /sys/kernel/tracing/trace_pipe", "cat /sys/kernel/debug/tracing/trace_pipe",
+    "cat /dev/watchdog", "cat /dev/watchdog1", "grep x /dev/watchdog", "od -c /dev/ttyS0",
+    "cat a > /dev/tty", "cat a >> /dev/tty1", "cat a 2> /dev/console", "cat a >/dev/pts/0",
+    "read x </dev/tty", "cat a | tee /dev/tty", "cat /dev/serial/by-id/usb-x"])
+def test_reads_that_consume_or_reach_the_terminal_are_not_proven(line):
+    assert _verdict(line) != "read", line
+
+
+@pytest.mark.parametrize("line", ["cat /proc/meminfo", "cat /proc/self/status", "dmesg",
+                                  "grep kmsgs a", "ls /dev", "echo x > /dev/null",
+                                  "echo x > /dev/stderr", "ls -la >/dev/null 2>&1"])
+def test_reads_near_them_stay_proven(line):
+    assert _verdict(line) == "read", line
+
+
 # ---- variables before a command: an allow-list ------------------------------------
 
 def _readme():
