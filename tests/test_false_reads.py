@@ -378,13 +378,17 @@ def test_a_background_job_outlives_the_shell(tmp_path, line):
     subprocess.run(SHELLS["bash"] + [line], cwd=str(tmp_path), stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20)
     left = []
-    for pid in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as fh:
-                if fh.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
-                    left.append(int(pid))
-        except OSError:
-            continue
+    for _ in range(100):   # a forked job may not have started sleep yet
+        for pid in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as fh:
+                    if fh.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                        left.append(int(pid))
+            except OSError:
+                continue
+        if left:
+            break
+        threading.Event().wait(0.05)
     for pid in left:
         os.kill(pid, 9)
     assert left, line
