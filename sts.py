@@ -3919,7 +3919,15 @@ _PROJECT_PICKS: Dict[str, str] = {
     # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
     "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
     "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+    # npm loads the .npmrc of the project (the folder of the nearest
+    # package.json) for every verb: its registry gets the token it names,
+    # `${ANY_VARIABLE}` expanded, and npm writes a log where `logs-dir` says
+    # (both seen, `npm ls` included).  Only a lone -v or --version skips it.
+    "npm": "obeys the project's .npmrc, which may send a variable to another registry and "
+           "choose where npm writes its log",
 }
+# The forms of such a program that print before reading any project file.
+_PROJECT_SPARES: Dict[str, Tuple[str, ...]] = {"npm": ("-v", "--version")}
 
 
 # The variable that keeps such a program on the build it is: name -> (program,
@@ -3972,7 +3980,8 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
-        if name in _PROJECT_PICKS:
+        if name in _PROJECT_PICKS and not (
+                len(words) == 2 and words[1].text in _PROJECT_SPARES.get(name, ())):
             v.cap("repository_code")
             v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
@@ -5511,6 +5520,12 @@ def _git_action(sub: str, args: List[_W]) -> _V:
         if w.opaque or (w.text.startswith("-") and w.text not in ("-v", "--verbose",
                                                                    "--recursive", "-n")):
             return _unknown("git_arguments_unproven")
+    if sub == "remote" and action == "show" and not any(w.text == "-n" for w in args[1:]) \
+            and any(not w.text.startswith("-") for w in args[1:]):
+        # It connects: the repository's configuration picks the address (a
+        # URL written out too, through insteadOf), the credential helper and
+        # the ssh command it connects with.  `-n` asks nobody.
+        return _unknown("repository_code")
     return _an_read()
 
 
@@ -7560,8 +7575,16 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
                 "status", "audit", "suggests", "help", "list"):
         # Composer starts the plugins installed in vendor/ for every command.
-        return _an_read() if "--no-plugins" in [w.text for w in args] else \
-            _unknown("repository_code")
+        if "--no-plugins" not in [w.text for w in args]:
+            return _unknown("repository_code")
+        # Those that ask the repositories obey composer.json's `config` too
+        # (its cache-dir is where the answers are written) and its repositories.
+        if verb in ("outdated", "search", "diagnose", "audit") or verb in ("show", "info") and any(
+                w.text in ("--all", "--available", "--latest", "--outdated") or (
+                    w.text.startswith("-") and not w.text.startswith("--")
+                    and any(ch in w.text for ch in "alo")) for w in args):
+            return _unknown("repository_code")
+        return _an_read()
     if verb in ("install", "i", "update", "u", "upgrade", "remove", "rm", "dump-autoload",
                 "init", "create-project", "config", "bump", "reinstall", "clear-cache"):
         return _write()

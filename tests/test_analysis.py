@@ -894,7 +894,10 @@ def test_no_false_reads_and_read_recall():
     for r in left:
         assert sts.analyze_shell(r[3], _shell_of(r[2])).mutability != "read"
     recall = proven / float(proven + len(left))
-    assert recall >= 0.93, recall
+    # 0.944 before issue 27, whose classes leave 23 true reads unproven on
+    # purpose (variables off the allow-list, background jobs, npm and
+    # `git remote show`, which obey the project's configuration): 0.921.
+    assert recall >= 0.92, recall
 
 
 # Ways a model could reach a write through a command that looks like a read ->

@@ -362,6 +362,66 @@ def test_every_table_names_a_parser_the_scanner_knows():
     assert {t.parser for t in tables} == {"getopt", "word", "next"}
 
 
+# ---- network reads that obey the project's configuration ---------------------------
+
+def _npm_project(tmp_path, npmrc):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "p", "version": "1.0.0"}')
+    (project / ".npmrc").write_text(npmrc)
+    return project
+
+
+def _npm(args, project, tmp_path, env=None):
+    if not shutil.which("npm"):
+        pytest.skip("npm not installed")
+    return _run(["npm"] + args, project, dict({"HOME": str(tmp_path / "home"),
+                                               "npm_config_cache": str(tmp_path / "cache")},
+                                              **(env or {})), timeout=120)
+
+
+def test_npm_whoami_sends_a_variable_the_project_names_to_its_registry(tmp_path, listener):
+    line = "npm whoami"
+    assert _verdict(line) != "read"
+    registry = "http://127.0.0.1:%d/" % listener.port
+    project = _npm_project(tmp_path, "registry=%s\n//127.0.0.1:%d/:_authToken=${SECRET}\n"
+                           % (registry, listener.port))
+    _npm(["whoami"], project, tmp_path, {"SECRET": "hunter2-token"})
+    assert any(b"hunter2-token" in data for _, data in listener.got), listener.got
+
+
+@pytest.mark.parametrize("verb", [["ls"], ["pkg", "get", "name"], ["config", "get", "x"]])
+def test_npm_writes_its_log_where_the_projects_npmrc_says(tmp_path, verb):
+    assert _verdict("npm " + " ".join(verb)) != "read"
+    logs = tmp_path / "elsewhere"
+    project = _npm_project(tmp_path, "logs-dir=%s\n" % logs)
+    _npm(verb, project, tmp_path)
+    assert logs.is_dir() and list(logs.iterdir()), verb
+
+
+def test_npm_version_reads_no_project_file(tmp_path):
+    assert _verdict("npm --version") == "read" and _verdict("npm -v") == "read"
+    logs = tmp_path / "elsewhere"
+    project = _npm_project(tmp_path, "logs-dir=%s\n" % logs)
+    out = _npm(["--version"], project, tmp_path)
+    assert out.stdout.strip() and not logs.exists()
+
+
+def test_git_remote_show_connects_with_the_repositorys_ssh_command(tmp_path):
+    assert _verdict("git remote show origin") != "read"
+    assert _verdict("git remote show -n origin") == "read"
+    if not shutil.which("git"):
+        pytest.skip("git not installed")
+    marker = tmp_path / "ran"
+    _run(["git", "init", "-q"], tmp_path)
+    _run(["git", "remote", "add", "origin", "ssh://example.invalid/r.git"], tmp_path)
+    _run(["git", "config", "core.sshCommand", "touch %s; false" % marker], tmp_path)
+    _run(["git", "remote", "show", "-n", "origin"], tmp_path)
+    assert not marker.exists()
+    _run(["git", "remote", "show", "origin"], tmp_path)
+    assert marker.exists()
+
+
 # ---- reads that consume or outlive -----------------------------------------------
 
 @pytest.mark.parametrize("line", [
