@@ -3820,7 +3820,8 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # first operand (`rm x --help` removes x), and an option may take the next
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
-# JVM options from the project, cargo, rustc and rustup run the toolchain a
+# JVM options from the project, pdm loads its plugins, cargo, rustc and
+# rustup run the toolchain a
 # rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
 # those whose help runs a pager (aws).  `unlink` is left out: the BSD one
 # (macOS) parses no option and removes the file its one argument names,
@@ -3919,6 +3920,11 @@ _PROJECT_PICKS: Dict[str, str] = {
     # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
     "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
     "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+    # gradle.properties' org.gradle.java.home names the Java gradle starts,
+    # and org.gradle.jvmargs its options (-javaagent: runs code), even for -v.
+    "gradle": "starts the Java, with the options, that the project's gradle.properties names",
+    # PDM loads the plugins installed in the project's .pdm-plugins at start.
+    "pdm": "loads the plugins installed in the project's .pdm-plugins first",
     # npm loads the .npmrc of the project (the folder of the nearest
     # package.json) for every verb: its registry gets the token it names,
     # `${ANY_VARIABLE}` expanded, and npm writes a log where `logs-dir` says

@@ -59,11 +59,29 @@ def test_gzip_compresses_a_file_named_like_an_option_after_stdin(tmp_path):
                                   "sudo cargo --version", "go version", "go list ./...",
                                   "yarn --version", "yarn list", "pnpm --version",
                                   "mvn --version", "mvn -v", "pytest --version",
-                                  "pytest -V", "sbt --version", "bazel --version"])
+                                  "pytest -V", "sbt --version", "bazel --version",
+                                  "gradle -v", "gradle --version", "pdm --version",
+                                  "npm view react", "npm whoami"])
 def test_a_project_file_may_pick_what_runs_so_no_form_is_a_read(line):
     assert _verdict(line) != "read"
     culprit = sts.shell_culprit(line, "bash", "MUTABILITY_UNPROVEN")
     assert "project" in culprit, culprit
+
+
+@pytest.mark.parametrize("name", sorted(sts._PROJECT_PICKS))
+def test_no_version_or_help_form_of_a_program_a_project_file_picks_is_a_read(name):
+    words = {"--version", "--help", "-h", "-v", "-V", "version", "help", "-version"}
+    words |= set(sts._VERSION_WORDS.get(name, ()))
+    for word in sorted(words - set(sts._PROJECT_SPARES.get(name, ()))):
+        for line in ("%s %s" % (name, word), "sudo %s %s" % (name, word),
+                     "env %s %s" % (name, word), "/usr/bin/%s %s" % (name, word)):
+            assert _verdict(line) != "read", line
+
+
+@pytest.mark.parametrize("line", ["npm -v", "npm --version", "java -version", "node --version",
+                                  "make -v", "gcc -v", "python3 --version", "mix -v"])
+def test_version_forms_of_programs_that_read_no_project_file_stay_read(line):
+    assert _verdict(line) == "read", line
 
 
 def test_gotoolchain_local_makes_go_reads_reads_again():
