@@ -560,6 +560,35 @@ def test_a_variable_zgrep_obeys_runs_its_value(tmp_path):
     assert (tmp_path / "pwned").exists()
 
 
+# The proven forms near the network, dressed as the fuzzer dresses lines
+# (tests/fuzz_reads.py, NETWORK_FORMS): behind a wrapper, with a suffix.
+# Only claims (lines the analyzer proves) run; no shell may connect.
+DRESS_WRAPPERS = ["", "env ", "command ", "nice ", "LC_ALL=C ", "timeout 5 "]
+DRESS_SUFFIXES = ["", " 2>&1", " | cat", " </dev/null", "; true", " >/dev/null 2>&1"]
+
+
+def _dressed():
+    lines = []
+    for k, form in enumerate(SOCKET_LOOKALIKES + AWK_LOOKALIKES):
+        for j, wrapper in enumerate(DRESS_WRAPPERS):
+            lines.append(wrapper + form + DRESS_SUFFIXES[(k + j) % len(DRESS_SUFFIXES)])
+    return lines
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_dressed_forms_near_the_network_connect_nowhere(tmp_path, listener, shell):
+    if not shutil.which(SHELLS[shell][0]):
+        pytest.skip("%s not installed" % shell)
+    claims = [line.format(port=listener.port) for line in _dressed()]
+    claims = [line for line in claims if _verdict(line) == "read"]
+    assert len(claims) > len(_dressed()) // 2, claims     # most stay proven
+    scratch = _scratch(tmp_path)
+    for line in claims:
+        _in_shell(shell, line.replace("awk", "gawk", 1) if shutil.which("gawk") else line,
+                  scratch)
+        assert listener.got == [], (shell, line)
+
+
 # ---- tar's TAPE may name an archive on another machine ----------------------------
 
 def test_tar_runs_a_remote_shell_for_a_tape_on_another_machine(tmp_path):
