@@ -4210,7 +4210,13 @@ class _Opts:
 
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
-        return _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        v = _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        if self.parser != "getopt":
+            # Other builds of the program (busybox's xxd, tree and fuser) use
+            # getopt: both readings count.
+            fail, operands, seen = _read_options(args, self, split_ok=True, parser="getopt")
+            v.join(_unsplit(self._judge(args, fail, operands, seen), _split_value(seen)))
+        return v
 
     def _judge(self, args: List[_W], fail: Optional[_V], operands: List[_W],
                seen: List[Tuple[str, Optional[_W], str]]) -> _V:
@@ -4285,7 +4291,7 @@ def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int,
 
 
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
-                  split_ok: bool = False
+                  split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
     """The one option scanner.
 
@@ -4299,6 +4305,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     """
     short, long = spec.table()
     permute = spec.permute if permute is None else permute
+    parser = spec.parser if parser is None else parser
     operands: List[_W] = []
     seen: List[Tuple[str, Optional[_W], str]] = []
     effects: Optional[_V] = None
@@ -4325,7 +4332,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             dd = not permute
             continue
         start = len(seen)
-        if spec.parser == "word":
+        if parser == "word":
             fail, took = _one_option_word(t, args, i, short, seen)
             i += took
         elif t.startswith("--"):
@@ -4360,7 +4367,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     j += 1
                     continue
                 arity, opt = entry
-                if arity and spec.parser == "next":
+                if arity and parser == "next":
                     # Each letter that takes a value takes the next word, and the
                     # cluster goes on (`tree -Lo 1 f`: -L 1, -o f).
                     if i >= n:
@@ -8437,7 +8444,10 @@ _TREE = _Opts(
 #: write >out | xxd -ps in out
 #: write | xxd a.txt -u
 _XXD = _Opts(
-    "-aCEeipruhdvb -cglsonR:", permute=False, write_operand=1, parser="word")
+    "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
+    "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
+    "--version --help",
+    permute=False, write_operand=1, parser="word")
 # -C compiles a magic file; -p restores access times after reading: a
 # metadata write.
 #: read | file -b --mime-type a.bin
