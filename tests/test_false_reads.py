@@ -370,7 +370,7 @@ def test_their_reads_stay_proven_and_write_nothing(tmp_path, line):
 
 @pytest.mark.parametrize("line", ["xxd -cols 4 in", "xxd -seek 1 in", "xxd -Z in", "tree -L1",
                                   # getopt (busybox's xxd) reads these otherwise
-                                  "xxd -r1 in", "xxd --runs in", "xxd -Cech in",
+                                  "xxd -r1 in", "xxd --runs in", "xxd -a1 in",
                                   "fuser -nk tcp 8080", "fuser -vnk tcp 80", "fuser -n tcp -k 80"])
 def test_forms_their_parsers_read_otherwise_are_not_proven(line):
     assert _verdict(line) != "read", line
