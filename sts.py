@@ -19172,6 +19172,8 @@ class HermesAdapter(_HostBAdapter):
                 else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
+        if root.startswith(_HERMES_TASK_LINK):
+            return None  # a task no prompt linked: its session is unknown (the runner's rule)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
@@ -23923,11 +23925,14 @@ def cmd_cases(args: List[str]) -> int:
 # CLI
 #
 # Owns the hook runner and main().  A hook never shows the host a traceback.
-# Input that is empty, not JSON or not an object, and an event that fails
-# validation, fail open: no answer, one stderr line, exit 0.  An internal
-# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
-# call in a session known to be armed: there the call is denied, because the
-# host would run the tool when the hook crashes.
+# One rule covers every way the guard can fail to answer (input that is not
+# a JSON object, too deep, too large or not UTF-8, an event that fails
+# validation, an event name the adapter does not know, a lock that stays
+# busy, any exception on the way): on a tool event of a session that is or
+# may be armed, the call is denied with a message that says why, because
+# the host would run the tool on silence; anywhere else the hook fails open
+# (the host's "nothing to add", one stderr line, exit 0), so the host keeps
+# working.
 ###############################################################################
 
 
@@ -23938,20 +23943,44 @@ ADAPTERS: Dict[str, Adapter] = {
     "claude": ClaudeAdapter(),
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
-_SCAN_CAP = 64 * 1024
-# Host event names after which the host runs a tool (fail-closed candidates).
-_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
-                    "BeforeTool", "preToolUse")
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _cannot_answer)
+# Host event names after which the host runs a tool (fail-closed candidates),
+# compared without case: a hook wired as `pretooluse` is still one.
+_TOOL_HOOK_NAMES = frozenset(name.lower() for name in (
+    "PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call", "BeforeTool",
+    "preToolUse"))
+# Top-level fields by which a payload whose event name is missing or unknown
+# (a Copilot hook wired without its event, or `preToolUze`) shows that a tool
+# is about to run, and those that show it already ran.
+_TOOL_FIELDS = ("tool_name", "toolName", "tool_input", "toolArgs")
+_RESULT_FIELDS = ("tool_response", "toolResult", "tool_result", "tool_output")
+# Where the raw text of an event that did not parse names its session and event.
+_SESSION_FIELDS = ("session_id", "sessionId", "parent_session_id", "parentSessionId",
+                   "parentAgentId")
+_HOOK_NAME_FIELDS = ("hook_event_name", "hook")
 
-_INTERNAL_ERROR_REASON = (
-    "Stop That Shit could not evaluate this call (internal error: {error}); the task "
-    "contract is armed, so the call is blocked. Fix sts.py, or turn the guard off for "
-    "this session with `$stop-that-shit off`.")
-_OVERSIZE_REASON = (
-    "Stop That Shit could not evaluate this call: the input is too large or not UTF-8 "
-    "text. The task contract is armed, so the call is blocked. Turn the guard off with "
-    "`$stop-that-shit off` if this call is intended.")
+_CANNOT_ANSWER_REASON = (
+    "Stop That Shit could not evaluate this call: {why}. The task contract is (or may be) "
+    "armed, so the call is blocked. Fix the cause, or turn the guard off for this "
+    "session with `$stop-that-shit off` if this call is intended.")
+# Why, per exception class, in the words of the deny (first match wins).
+_FAILURE_WHY = (
+    (RecursionError, "the event is nested too deeply to read"),
+    (MemoryError, "the event is too large to read"),
+    (UnicodeError, "the event is not valid text"),
+    (EventError, "the event is not one the guard can read ({text})"),
+    (LockTimeout, "the session state stayed locked by another hook ({text})"),
+    (OSError, "a file of the guard could not be read or written ({text})"),
+    (Exception, "internal error: {name}"),
+)
+
+
+class _CannotAnswer(Exception):
+    """The guard cannot judge this event; `why` goes into the deny."""
+
+    def __init__(self, error: str, why: str) -> None:
+        super().__init__(why)
+        self.error, self.why = error, why
 
 
 def _fail_open(error: str, reason: str) -> str:
@@ -23959,36 +23988,115 @@ def _fail_open(error: str, reason: str) -> str:
     return ""
 
 
-def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock."""
-    if not session_id:
-        return False
-    key = session_key(session_id)
-    try:
-        if store.armed_marker(key):
-            return True
-        loaded = store.load(key)
-        return _armed(loaded.state, loaded.storage_error)
-    except Exception:  # noqa: BLE001 - already on the failure path
-        return False
-
-
-def _scan_for(raw: bytes, names: Tuple[str, ...]) -> Optional[str]:
-    """The first string value of one of `names` in the head of unparseable input."""
-    head = raw[:_SCAN_CAP].decode("utf-8", "replace")
+def _scan_all(raw: Any, names: Tuple[str, ...]) -> List[str]:
+    """Every string value of one of `names` in input that did not parse: any of
+    them may be the real one, so the caller asks about all of them.  A name
+    inside a JSON string is escaped (`\\"session_id\\"`) and does not match."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    found: List[str] = []
     for name in names:
         marker = '"%s"' % name
-        at = head.find(marker)
+        at = raw.find(marker)
         while at >= 0:
-            rest = head[at + len(marker):].lstrip()
+            rest = raw[at + len(marker):at + len(marker) + 512].lstrip()
             if rest.startswith(":"):
                 rest = rest[1:].lstrip()
-                if rest.startswith('"'):
-                    end = rest.find('"', 1)
-                    if end > 1:
-                        return rest[1:end]
-            at = head.find(marker, at + 1)
-    return None
+                end = rest.find('"', 1)
+                if rest.startswith('"') and end > 1 and rest[1:end] not in found:
+                    found.append(rest[1:end])
+            at = raw.find(marker, at + 1)
+    return found
+
+
+def _may_be_armed(store: Store, sessions: List[str]) -> bool:
+    """Whether any of `sessions` (or its root) is armed, or cannot be known not
+    to be: state that cannot be read, or no session named while some session
+    of this store is armed."""
+    if not sessions:
+        try:
+            return bool(os.listdir(store.path("armed")))
+        except FileNotFoundError:
+            return False
+        except Exception:  # noqa: BLE001 - already on the failure path
+            return True
+    for session in sessions:
+        try:
+            key = session_key(session)
+            root = store.link_root(session)
+            if store.armed_marker(key) or (root and store.armed_marker(session_key(root))):
+                return True
+            loaded = store.load(key)
+            if _armed(loaded.state, loaded.storage_error):
+                return True
+        except Exception:  # noqa: BLE001 - unreadable state may be armed state
+            return True
+    return False
+
+
+def _tool_event(adapter: Adapter, payload: Any, call: Optional[HookCall], raw: bytes,
+                event: Optional[str]) -> bool:
+    """Whether the host will run a tool after this hook, as far as can be told:
+    the translation says so, an event name says so, or the name is missing or
+    unknown to the adapter and the payload names a tool about to run."""
+    if call is not None and call.tool_call:
+        return True
+    texts = [raw] + ([payload] if isinstance(payload, str) else [])
+    if isinstance(payload, dict):
+        names = [payload.get(field) for field in _HOOK_NAME_FIELDS]
+    else:
+        names = [n for text in texts for n in _scan_all(text, _HOOK_NAME_FIELDS)]
+    names = [n for n in names + [event] if isinstance(n, str) and n]
+    if any(n.lower() in _TOOL_HOOK_NAMES for n in names):
+        return True
+    if any(n in adapter.EVENTS for n in names):
+        return False
+    if isinstance(payload, dict):
+        if any(f in payload for f in _RESULT_FIELDS):
+            return False
+        return any(f in payload for f in _TOOL_FIELDS) or _names_a_tool(payload.get("payload"))
+    # Input that is no event object and names no event (`[]`, `42`, a cut-off
+    # object) may be any of the host's events, a tool call among them.
+    return True
+
+
+def _names_a_tool(body: Any, depth: int = 3) -> bool:
+    """Whether a shim's event body names a tool (OpenCode `input.tool`, Pi and
+    Oh My Pi `event.toolName`) a few levels down."""
+    if not isinstance(body, dict) or depth == 0:
+        return False
+    return any(f in body for f in _TOOL_FIELDS + ("tool",)) or \
+        any(_names_a_tool(v, depth - 1) for v in body.values())
+
+
+def _cannot_answer(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                   payload: Any, call: Optional[HookCall], error: str, why: str) -> str:
+    """The one failure rule: deny a tool event of a session that is or may be
+    armed, saying why; fail open everywhere else."""
+    try:
+        tool = _tool_event(adapter, payload, call, raw, event)
+    except Exception:  # noqa: BLE001 - cannot tell: a tool event may follow
+        tool = True
+    if tool:
+        sessions = [call.session_id] if call is not None and call.session_id else []
+        try:
+            if isinstance(payload, dict) and adapter.session_of(payload):
+                sessions.append(adapter.session_of(payload))
+            for text in ([raw] + ([payload] if isinstance(payload, str) else [])):
+                sessions.extend(s for s in _scan_all(text, _SESSION_FIELDS) if s not in sessions)
+        except Exception:  # noqa: BLE001 - the sessions found so far, or none
+            pass
+        if any("\ufffd" in s for s in sessions):
+            sessions = []   # an id cut by bytes that are not UTF-8 is no id: any session may be meant
+        if _may_be_armed(store, sessions):
+            sys.stderr.write("sts: failed closed: %s: %s\n" % (error, why))
+            result = CoreResult("deny", _CANNOT_ANSWER_REASON.format(why=why), "CANNOT_EVALUATE")
+            name = call.host_event if call is not None else event or "PreToolUse"
+            return adapter.render(result, HookCall(name, tool_call=True))
+    _fail_open(error, why if tool else "%s; not a tool call" % why)
+    # An event the adapter translated gets the host's own "nothing to add"
+    # (a shim needs its `{}`); input that never became one gets silence.
+    return adapter.render(NO_RESULT, call) if call is not None else ""
 
 
 def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
@@ -24004,70 +24112,55 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         store.touch_host(host)
     except Exception:  # noqa: BLE001 - doctor's hint only
         pass
-    text = None
-    if len(raw) <= STDIN_CAP:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    if text is None:
-        return _unreadable_input(adapter, raw, store, event)
+    seen: List[Any] = [None, None]   # the payload and the translated call, once known
+    try:
+        return _judge_hook(adapter, raw, store, event, seen)
+    except _CannotAnswer as exc:
+        error, why = exc.error, exc.why
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook fails: the rule decides
+        error = type(exc).__name__
+        why = next(text for kind, text in _FAILURE_WHY if isinstance(exc, kind))
+        why = why.format(name=error, text=str(exc)[:200] or error)
+    return _cannot_answer(adapter, raw, store, event, seen[0], seen[1], error, why)
+
+
+def _judge_hook(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                seen: List[Any]) -> str:
+    if len(raw) > STDIN_CAP:
+        raise _CannotAnswer("UnreadableInput", "the input is too large (over 8 MiB)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _CannotAnswer("UnreadableInput", "the input is not UTF-8 text")
     if not text.strip():
-        return _fail_open("EmptyInput", "no event on stdin")
+        raise _CannotAnswer("EmptyInput", "no event on stdin")
     try:
         payload = json.loads(text)
     except ValueError as exc:
-        return _fail_open("InvalidJSON", str(exc).split(":")[0])
+        raise _CannotAnswer("InvalidJSON", "the input is not JSON (%s)" % str(exc).split(":")[0])
+    seen[0] = payload
     if not isinstance(payload, dict):
-        return _fail_open("InvalidEvent", "the event is not a JSON object")
+        raise _CannotAnswer("InvalidEvent", "the event is not a JSON object")
     if event and not isinstance(payload.get("hook_event_name"), str):
         payload["hook_event_name"] = event
-    call = None
-    try:
-        call = adapter.translate(payload, store)
-        if call is None:
-            return ""
-        if call.event is None:
-            return adapter.render(call.answer or NO_RESULT, call)
-        event = ControlEvent.from_dict(call.event)
-    except EventError as exc:
-        return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
-        return _internal_error(adapter, call, payload, store, exc)
-    try:
-        result = handle_event(event, store, adapter.response_outcome)
-    except LockTimeout as exc:
-        return _fail_open("LockTimeout", str(exc))
-    except Exception as exc:  # noqa: BLE001
-        return _internal_error(adapter, call, payload, store, exc)
+    call = adapter.translate(payload, store)
+    seen[1] = call
+    name = adapter.event_name(payload)
+    if (call is None or (call.event is None and call.answer is NO_RESULT)) \
+            and _tool_event(adapter, payload, call, raw, event):
+        # Every adapter answers its own tool events; no answer means it could
+        # not read this one (no session, no tool, an unknown event name).
+        raise _CannotAnswer("UnreadEvent", (
+            "the %s hook event %s could not be read as a tool call (its event name is "
+            "missing or unknown, or it names no session, no tool input, or no call id "
+            "for a delegation); check how the hook is wired") % (
+                adapter.host, json.dumps(name) if name else "with no event name"))
+    if call is None:
+        return ""
+    if call.event is None:
+        return adapter.render(call.answer or NO_RESULT, call)
+    result = handle_event(ControlEvent.from_dict(call.event), store, adapter.response_outcome)
     return adapter.render(result, call)
-
-
-def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
-                    store: Store, exc: BaseException) -> str:
-    error = type(exc).__name__
-    is_tool = call.tool_call if call is not None else \
-        adapter.event_name(payload) in _TOOL_HOOK_NAMES
-    session = (call.session_id if call is not None else None) or adapter.session_of(payload)
-    if is_tool and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: %s\n" % error)
-        result = CoreResult("deny", _INTERNAL_ERROR_REASON.format(error=error), "INTERNAL_ERROR")
-        return adapter.render(result, call or HookCall("PreToolUse", tool_call=True))
-    return _fail_open(error, "internal error; the session is not armed")
-
-
-def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
-                      event: Optional[str] = None) -> str:
-    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
-    scanned for a session id.  Deny when that session is armed and this is a
-    tool hook; otherwise fail open."""
-    session = _scan_for(raw, ("session_id", "sessionId"))
-    hook = _scan_for(raw, ("hook_event_name", "hook")) or event
-    if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: input too large to evaluate\n")
-        result = CoreResult("deny", _OVERSIZE_REASON, "INPUT_TOO_LARGE")
-        return adapter.render(result, HookCall(hook, tool_call=True))
-    return _fail_open("UnreadableInput", "input over 8 MiB or not UTF-8")
 
 
 def _read_stdin() -> bytes:
