@@ -18352,6 +18352,12 @@ class _CommandHookAdapter(Adapter):
                 action["affectedPaths"] = [_session_state_folder()]
         return action
 
+    def _exit_worktree(self, name: str, tool_input: dict) -> dict:
+        """Leaving a worktree and keeping it is a control; `remove` (or an
+        action that is not `keep`) deletes the worktree and its branch."""
+        keep = str(tool_input.get("action", "")).strip().lower() == "keep"
+        return {"name": name, "mutability": "control" if keep else "write"}
+
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
 
@@ -18614,9 +18620,12 @@ class ClaudeAdapter(_CommandHookAdapter):
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
         "Skill": "_skill",
+        # Deleting a job changes what runs later (a durable one is a file of the
+        # user's); removing a worktree deletes it and its branch.
+        "CronDelete": "write", "ExitWorktree": "_exit_worktree",
         **{name: "control" for name in (
-            "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
-            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "AskUserQuestion", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "PushNotification",
             "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
@@ -18995,9 +19004,10 @@ def hermes_delegation_count(tool_input: Any) -> int:
     return 1 if _is_text(tool_input.get("goal")) else 0
 
 
-# Hermes `cronjob` actions that start nothing (create, update, resume and run
-# schedule or start an agent run).
-_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
+# Hermes `cronjob` actions that start nothing, and what they do to the user's
+# job store: `list` reads it, `pause` and `remove` change it (create, update,
+# resume and run schedule or start an agent run).
+_HERMES_CRON_ACTIONS = {"list": "read", "pause": "write", "remove": "write"}
 # Link name of a Hermes task id, for tool calls that carry no session id.
 _HERMES_TASK_LINK = "hermes-task:"
 # How Hermes 0.19 begins the notices it queues as user turns (process_registry).
@@ -19091,11 +19101,13 @@ class HermesAdapter(_HostBAdapter):
         return code_action(name, "python", tool_input.get("code"))
 
     def _cronjob(self, name: str, tool_input: dict) -> dict:
-        """Managing jobs is a control; creating, changing or running one starts
-        an agent later, in a session of its own the guard never counts."""
+        """Listing jobs reads, pausing or removing one changes the user's job
+        store; creating, changing or running one starts an agent later, in a
+        session of its own the guard never counts."""
         verb = tool_input.get("action")
-        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
-            return {"name": name, "mutability": "control"}
+        verb = verb.strip().lower() if isinstance(verb, str) else None
+        if verb in _HERMES_CRON_ACTIONS:
+            return {"name": name, "mutability": _HERMES_CRON_ACTIONS[verb]}
         return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
@@ -20602,12 +20614,13 @@ class QwenAdapter(_NewHostAdapter):
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
+        # As in Claude Code; team_delete removes a team's saved configuration.
+        "cron_delete": "write", "team_delete": "write", "exit_worktree": "_exit_worktree",
         **{name: "control" for name in (
             "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_delete", "task_create", "task_update",
+            "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
-            "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
-            "exit_worktree")},
+            "propose_goal", "request_shutdown", "team_plan_approval")},
     }
     _TOOL_CALL_DEPTH = 4
 

@@ -802,6 +802,39 @@ def test_hermes_cronjob_runs_an_agent_later_that_nothing_counts(action, code, st
     assert stopped(h, store, "cronjob", args) == code
 
 
+# Read-only modes change nothing of the user's: a host's control tool that
+# changes the user's state (a job store, a worktree, a team) is a write there;
+# only its listing forms are reads.
+USER_STATE_CALLS = [
+    ("hermes", "cronjob", {"action": "pause", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": "remove", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": " Remove ", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": "list"}, False),
+    ("claude", "CronDelete", {"id": "j1"}, True),
+    ("claude", "ExitWorktree", {"action": "remove", "discard_changes": True}, True),
+    ("claude", "ExitWorktree", {"action": "REMOVE"}, True),
+    ("claude", "ExitWorktree", {}, True),
+    ("claude", "ExitWorktree", {"action": "keep"}, False),
+    ("claude", "CronList", {}, False),
+    ("qwen", "cron_delete", {"id": "j1"}, True),
+    ("qwen", "team_delete", {"team_name": "t"}, True),
+    ("qwen", "exit_worktree", {"name": "w", "action": "remove"}, True),
+    ("qwen", "exit_worktree", {"name": "w", "action": "keep"}, False),
+    ("qwen", "cron_list", {}, False),
+]
+
+
+@pytest.mark.parametrize("mode", ["review", "answer"])
+@pytest.mark.parametrize("name,tool,args,changes", USER_STATE_CALLS)
+def test_a_control_that_changes_the_users_state_is_no_read(name, tool, args, changes, mode,
+                                                           store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit %s" % mode)
+    assert stopped(h, store, tool, args) == ("MODE_FORBIDS_MUTATION" if changes else None)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args, call_id="call_change") is None
+
+
 # ==========================================================================
 # Issue 17: one wording, unreadable calls, the expansion's case
 # ==========================================================================
