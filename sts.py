@@ -18162,7 +18162,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
         "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
         "enter_worktree": ((), "", ""),
-        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", "directory"),
         "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
         "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
         "send_message": ((), "agent", ""), "exec": ((), "code", ""),

@@ -429,13 +429,19 @@ def test_hermes_sandbox_calls_without_a_session_are_judged_by_their_session(stor
 # 2. The host's own path rules
 # ==========================================================================
 
-PROTECTED_RUN = [
-    # (host, shell tool, folder argument).  Codex applies `workdir` itself and
-    # sends the folder as the event's cwd (test below).
-    ("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
-    ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
-    ("qwen", "run_shell_command", "directory"),
-]
+# (host, shell tool, folder argument): every row of the adapters table whose
+# tool runs a command line in a folder the call names (Qwen Code's `monitor`
+# too).  Codex applies `workdir` itself and sends the folder as the event's
+# cwd (test below).
+PROTECTED_RUN = sorted((name, tool, facts[2]) for name, tools in sts.ADAPTER_TOOLS.items()
+                       for tool, facts in tools.items() if facts[1] == "shell" and facts[2])
+
+
+def test_the_folder_rows_include_the_known_ones():
+    assert {("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
+            ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
+            ("qwen", "run_shell_command", "directory"), ("qwen", "monitor", "directory")} \
+        <= set(PROTECTED_RUN)
 
 
 @pytest.mark.parametrize("name,tool,key", PROTECTED_RUN)
