@@ -894,3 +894,17 @@ def test_claude_slash_expansion_is_matched_without_case(command, store, work):
                command_name=command, command_args="review -- look", prompt="/%s review" % command)
     h.run(store, "UserPromptExpansion", row)
     assert contract(store, h)["mode"] == "review" and contract(store, h)["level"] == "guard"
+
+
+@pytest.mark.parametrize("tool", ["run_shell_command", "monitor"])
+def test_qwen_settings_written_through_a_folder_argument_are_stopped(tool, store, work):
+    """The issue's call: `> settings.json` run in `.qwen` rewrites the file that
+    decides whether the hook runs, through either tool that takes `directory`."""
+    h = host("qwen", work)
+    h.say(store, "$stop-that-shit change")
+    os.makedirs(os.path.join(work, ".qwen"))
+    args = {"command": "printf '{\"disableAllHooks\":true}' > settings.json",
+            "directory": ".qwen", "description": "d", "timeout_ms": 1000}
+    assert stopped(h, store, tool, args) == "GUARD_SELF_PROTECTION"
+    args["directory"] = "."
+    assert stopped(h, store, tool, args, call_id="c2") is None
