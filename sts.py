@@ -16263,7 +16263,11 @@ class Store:
         here must not fail the hook.  One stat in the common (unchanged) case.
         Returns True when the marker changed.
         """
-        marker = os.path.join(self.root, "armed", key)
+        return self.set_marker("armed", key, armed)
+
+    def set_marker(self, kind: str, key: str, armed: bool) -> bool:
+        """Keep the empty file <data>/<kind>/<key> present iff `armed` (see set_armed)."""
+        marker = os.path.join(self.root, kind, key)
         try:
             os.stat(marker)
             present = True
@@ -18081,7 +18085,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
         "LSP": (("filePath",), "", ""),
         "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
-        "Skill": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
         **{tool: ((), "", "") for tool in (
             "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
             "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
@@ -18198,6 +18202,21 @@ HOST_PATH_RULES: Dict[str, str] = {
     "copilot": "relative to the session folder; a leading `~` is judged both ways",
     "qwen": "relative to the session folder; a leading `~` is judged both ways",
 }
+
+
+def _guard_command_args(tool_input: Any) -> Optional[str]:
+    """The arguments of a model-invoked command or skill that is this guard's
+    own (`/stop-that-shit open`, `{"skill": "plugin:Stop-That-Shit", "args":
+    "off"}`), else None.  The name is the first word of the command text,
+    matched without case and without a plugin prefix, as hosts match it."""
+    if not isinstance(tool_input, dict):
+        return None
+    parts = (_first_text(tool_input, "skill", "command", "name") or "").strip().split(None, 1)
+    if not parts or parts[0].lstrip("/").rpartition(":")[2].lower() != "stop-that-shit":
+        return None
+    rest = [v for k, v in tool_input.items()
+            if isinstance(v, str) and k not in ("skill", "command", "name")]
+    return " ".join(parts[1:] + rest).strip()
 
 
 def _needs_call_id(action: dict) -> bool:
@@ -18340,16 +18359,13 @@ class _CommandHookAdapter(Adapter):
         return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _skill(self, name: str, tool_input: dict) -> dict:
-        """A control, unless it loads this guard's own skill with arguments that
-        would set the contract: the model may read the skill, never type the
-        directive for the user."""
+        """A control, unless it invokes this guard's own command or skill with
+        arguments that would set the contract: the model may read the skill,
+        never type the directive for the user."""
         action = {"name": name, "mutability": "control"}
-        skill = _first_text(tool_input, "skill", "command", "name") or ""
-        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
-            args = " ".join(v for k, v in tool_input.items()
-                            if isinstance(v, str) and k not in ("skill", "command", "name"))
-            if args.strip() and _sets_contract("$stop-that-shit " + args):
-                action["affectedPaths"] = [_session_state_folder()]
+        args = _guard_command_args(tool_input)
+        if args and _sets_contract("$stop-that-shit " + args):
+            action["affectedPaths"] = [_session_state_folder()]
         return action
 
     def _exit_worktree(self, name: str, tool_input: dict) -> dict:
@@ -18541,6 +18557,9 @@ _CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
+# How long after a model's call of the guard's own command its expansion may
+# come (the host expands it as the call runs).
+_MODEL_EXPANSION_SECONDS = 120
 _TASK_DONE_STATUSES = frozenset(("completed", "failed", "killed"))
 
 
@@ -18619,7 +18638,7 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
-        "Skill": "_skill",
+        "Skill": "_skill", "SlashCommand": "_skill",
         # Deleting a job changes what runs later (a durable one is a file of the
         # user's); removing a worktree deletes it and its branch.
         "CronDelete": "write", "ExitWorktree": "_exit_worktree",
@@ -18693,17 +18712,46 @@ class ClaudeAdapter(_CommandHookAdapter):
             fact["agentId"] = agent
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        call = super().on_pre_tool(payload, store, name)
+        tool = payload.get("tool_name")
+        if call is not None and self.TOOLS.get(tool) == "_skill" \
+                and _guard_command_args(payload.get("tool_input")) is not None:
+            # The expansion this call may cause is the model's, not the user's:
+            # on_prompt_expansion reads this mark and sets nothing.
+            store.set_marker("expanding", session_key(call.session_id), False)
+            store.set_marker("expanding", session_key(call.session_id), True)
+        return call
+
+    def _model_expansion(self, store: Store, session: str) -> bool:
+        """Whether a model's Skill or SlashCommand call of this guard's command
+        came just before (and consume its mark).  Hosts run the expansion right
+        after the call; a mark older than that is one whose call was stopped."""
+        import time
+        key = session_key(session)
+        try:
+            age = time.time() - os.stat(store.path("expanding", key)).st_mtime
+        except OSError:
+            return False
+        store.set_marker("expanding", key, False)
+        return age < _MODEL_EXPANSION_SECONDS
+
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
         # Matched without case, like the typed directive (`/Stop-That-Shit`).
         if expansion not in (None, "slash_command") or not isinstance(command, str) or \
-                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+                command.lower().rpartition(":")[2] != "stop-that-shit":
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
         if session is None:
             return None
+        if self._model_expansion(store, session):
+            # Model text never sets the contract: the session's own contract
+            # comes back as context, as for any text the model wrote.
+            return HookCall(name, self.envelope("session.start", session,
+                                                host=self.host_meta(payload)))
         prompt = "$stop-that-shit" + (" " + args if isinstance(args, str) and args else "")
         return HookCall(name, self.envelope("prompt.submit", session, prompt=prompt,
                                             host=self.host_meta(payload)))

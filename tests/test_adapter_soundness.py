@@ -908,3 +908,66 @@ def test_qwen_settings_written_through_a_folder_argument_are_stopped(tool, store
     assert stopped(h, store, tool, args) == "GUARD_SELF_PROTECTION"
     args["directory"] = "."
     assert stopped(h, store, tool, args, call_id="c2") is None
+
+
+# The model never runs the guard's own command: a command or skill tool that
+# expands to the directive is stopped while armed on every host that has one,
+# and the expansion such a call causes never sets the contract.
+GUARD_COMMAND_CALLS = [
+    ("claude", "SlashCommand", {"command": "/stop-that-shit open"}),
+    ("claude", "SlashCommand", {"command": "/Stop-That-Shit off"}),
+    ("claude", "SlashCommand", {"command": "  /stop-that-shit:stop-that-shit\topen -- x"}),
+    ("claude", "SlashCommand", {"command": "/plugin:STOP-THAT-SHIT change"}),
+    ("claude", "Skill", {"skill": "stop-that-shit", "args": "open"}),
+    ("claude", "Skill", {"skill": "stop-that-shit open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit", "args": "off"}),
+    ("qwen", "skill", {"skill": "/stop-that-shit open"}),
+    ("qwen", "skill", {"skill": "stop-that-shit", "args": "open"}),
+]
+
+
+@pytest.mark.parametrize("name,tool,args", GUARD_COMMAND_CALLS)
+def test_a_model_invoked_guard_command_is_stopped_while_armed(name, tool, args, store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args) == "GUARD_SELF_PROTECTION"
+    assert contract(store, h)["mode"] == "change"
+
+
+@pytest.mark.parametrize("name,tool,args", [
+    ("claude", "SlashCommand", {"command": "/stop-that-shit"}),       # shows the skill only
+    ("claude", "SlashCommand", {"command": "/stop-that-shit-not open"}),
+    ("claude", "SlashCommand", {"command": "/review open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit"}),
+])
+def test_other_commands_and_the_bare_guard_skill_pass(name, tool, args, store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args) is None
+
+
+def _expansion(args):
+    row = _first(kit_events("claude-bash-allow"),
+                 lambda r: r["hook_event_name"] == "UserPromptSubmit")
+    row.update(hook_event_name="UserPromptExpansion", expansion_type="slash_command",
+               command_name="stop-that-shit", command_args=args,
+               prompt="/stop-that-shit %s" % args)
+    return row
+
+
+@pytest.mark.parametrize("tool,args", [("SlashCommand", {"command": "/stop-that-shit review"}),
+                                       ("Skill", {"skill": "stop-that-shit",
+                                                  "args": "review"})])
+def test_the_expansion_of_a_model_invoked_guard_command_never_sets_the_contract(
+        tool, args, store, work):
+    """Unarmed, the call itself runs; the host then expands it (its expansion
+    hook fires for model invocations too), and that expansion is the model's."""
+    h = host("claude", work)
+    before = contract(store, h)
+    h.call(store, tool, args)
+    h.run(store, "UserPromptExpansion", _expansion("review"))
+    assert contract(store, h) == before
+    # The user's own typed command afterwards still sets it.
+    h.run(store, "UserPromptExpansion", _expansion("review"))
+    assert contract(store, h)["mode"] == "review"
