@@ -13444,9 +13444,59 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     outside = []
     for raw, one, other in zip(paths, physical, lexical):
         path_windows = _files_win_abs(raw.strip())
-        if not (covered(one, path_windows) and (other == one or covered(other, path_windows))):
+        by_identity = resolve and os.path.isabs(one) and not boundary_waives_paths(patterns, cwd)
+        native = [p for w, p in forms if not w]
+
+        def reading_inside(reading: str) -> bool:
+            if covered(reading, path_windows):
+                return True
+            return by_identity and os.path.isabs(reading) and \
+                _files_identity(reading, False, native, real_cwd)
+        inside = reading_inside(one) and (other == one or reading_inside(other))
+        if inside and by_identity:
+            inside = _files_identity(one, True, native, real_cwd)
+        if not inside:
             outside.append(raw)
     return outside
+
+
+def _files_identity(path: str, inside: bool, patterns: List[str], cwd: Optional[str]) -> bool:
+    """The boundary by identity for a file that exists: one with other names
+    (hard links) may be written through them from outside, so it is inside
+    only if nothing else names it; one outside by name is inside when it, or
+    a folder above it, is a pattern's file or folder under another spelling
+    (another case, where the file system folds it)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        st = None
+    linked = st is not None and st.st_mode & _S_IFMT == _S_IFREG and st.st_nlink > 1
+    if inside or linked:
+        return inside and not linked
+    base = cwd.strip() if cwd else None
+    wanted = set()
+    for pattern in patterns:
+        stem = pattern[:-3] if pattern.endswith("/**") else pattern
+        folder = os.path.join(base, stem) if base and not stem.startswith("/") else stem
+        try:
+            found = os.stat(folder)
+        except (OSError, ValueError):
+            continue
+        wanted.add((found.st_dev, found.st_ino, pattern.endswith("/**")))
+    probe, first = path, True
+    while wanted:
+        try:
+            here = os.stat(probe)
+        except (OSError, ValueError):
+            here = None     # not there yet: its folder decides
+        if here is not None and ((here.st_dev, here.st_ino, True) in wanted or
+                                 (first and (here.st_dev, here.st_ino, False) in wanted)):
+            return True
+        head = os.path.dirname(probe)
+        if head == probe:
+            break
+        probe, first = head, False
+    return False
 
 
 # ---- paths named by a tool call ---------------------------------------------
@@ -13553,10 +13603,12 @@ def _tamper_roots(protected_paths: Any) -> List[str]:
 def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
     """Whether the physical path `target` reaches `root`: is it, lies in it,
     or (unless `exempt(target)`) holds it.  Letter case counts only where the
-    file system holding the root tells case apart."""
+    file system holding the root tells case apart, and the Unicode form of a
+    name only where it does not either (macOS, ext4 casefold folders).  (An
+    existing target is also compared by identity, _tamper_same_file.)"""
     if _tamper_within(target, root):
         return True
-    folded, root_folded = target.casefold(), root.casefold()
+    folded, root_folded = _tamper_fold(target), _tamper_fold(root)
     inside = _tamper_within(folded, root_folded)
     holds = _tamper_within(root_folded, folded)
     if not (inside or holds):
@@ -13565,7 +13617,20 @@ def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
         return False
     if holds and _tamper_within(root, target):
         return True
+    if sys.platform == "darwin":
+        # APFS and HFS+ take a name in any normalization form as the same name.
+        nfc, root_nfc = _tamper_fold(target, case=False), _tamper_fold(root, case=False)
+        if _tamper_within(nfc, root_nfc) or _tamper_within(root_nfc, nfc):
+            return True
     return _tamper_case_insensitive(root)
+
+
+def _tamper_fold(text: str, case: bool = True) -> str:
+    """`text` in one Unicode form (NFC), and without case unless case=False."""
+    if not text.isascii():
+        import unicodedata
+        text = unicodedata.normalize("NFC", text)
+    return text.casefold() if case else text
 
 
 def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
@@ -13587,13 +13652,92 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
         return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
 
     found = []
+    identities: List[Any] = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         for target in _tamper_readings(raw, action.cwd) or ():
             root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            if root is None:
+                if not identities:
+                    identities.append(_tamper_identities(roots))
+                root = _tamper_same_file(target, identities[0])
             if root is not None:
                 found.append((raw, target, root))
                 break
     return found
+
+
+# Past this many entries of a protected folder, a file with other names
+# (hard links) is taken to be one of its files.
+_IDENTITY_SCAN_LIMIT = 4096
+
+
+def _tamper_identities(roots: List[str]) -> Dict[Tuple[int, int], str]:
+    """(device, inode) -> root, for every protected root that exists."""
+    ids: Dict[Tuple[int, int], str] = {}
+    for root in roots:
+        try:
+            st = os.stat(root)
+        except (OSError, ValueError):
+            continue
+        ids.setdefault((st.st_dev, st.st_ino), root)
+    return ids
+
+
+def _tamper_same_file(target: str, ids: Dict[Tuple[int, int], str]) -> Optional[str]:
+    """The protected root an existing `target` is, or lies in, by identity
+    rather than by name: the file itself or a folder above it is a root under
+    another spelling (another case or Unicode form where the file system
+    folds them, a bind mount), or the file is a hard link to a root or to a
+    file inside a protected folder (made before the session was armed)."""
+    probe = target
+    first = None
+    while True:
+        try:
+            st = os.stat(probe)
+        except (OSError, ValueError):
+            st = None
+        if st is not None:
+            first = first or st
+            root = ids.get((st.st_dev, st.st_ino))
+            if root is not None:
+                return root
+        head = os.path.dirname(probe)
+        if not head or head == probe:
+            break
+        probe = head
+    if first is None or first.st_mode & _S_IFMT != _S_IFREG or first.st_nlink < 2:
+        return None
+    return _tamper_linked_into(first, [r for r in ids.values() if os.path.isdir(r)])
+
+
+def _tamper_linked_into(st: Any, folders: List[str]) -> Optional[str]:
+    """The protected folder holding another name of the file `st` (whose link
+    count says it has more than one), or None; a folder too large to read in
+    full is taken to hold it.  Links inside are not followed."""
+    budget = _IDENTITY_SCAN_LIMIT
+    for folder in folders:
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            try:
+                names = os.listdir(current)
+            except OSError:
+                continue
+            for name in names:
+                budget -= 1
+                if budget < 0:
+                    return folder
+                path = os.path.join(current, name)
+                try:
+                    entry = os.lstat(path)
+                except OSError:
+                    continue
+                kind = entry.st_mode & _S_IFMT
+                if kind == _S_IFDIR:
+                    pending.append(path)
+                elif kind == _S_IFREG and (entry.st_dev, entry.st_ino) == (st.st_dev, st.st_ino):
+                    return folder
+    return None
 
 
 def _tamper_unplaced(action: Action) -> List[str]:
@@ -18715,7 +18859,7 @@ class ClaudeAdapter(_CommandHookAdapter):
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         call = super().on_pre_tool(payload, store, name)
         tool = payload.get("tool_name")
-        if call is not None and self.TOOLS.get(tool) == "_skill" \
+        if call is not None and _is_text(tool) and self.TOOLS.get(tool) == "_skill" \
                 and _guard_command_args(payload.get("tool_input")) is not None:
             # The expansion this call may cause is the model's, not the user's:
             # on_prompt_expansion reads this mark and sets nothing.
