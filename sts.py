@@ -3275,6 +3275,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
+    # The checks below read the words of the command the wrappers run.
+    cmd = _unwrapped_cmd(cmd)
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
@@ -4548,6 +4550,66 @@ def _wrapper_start(args: List[_W], spec: _Opts
             start and args[start - 1].static and args[start - 1].text == "--"):
         return None
     return start, seen
+
+
+# The options of the wrappers that run their operands as a command in the same
+# folder (their handlers below, and _unwrapped_cmd).
+_WRAPPER_OPTS: Dict[str, _Opts] = {
+    "time": _Opts("-pv", permute=False, abbrev=False),
+    "nice": _Opts("-n: --adjustment:", permute=False, abbrev=False),
+    "timeout": _Opts("-v -sk: --signal: --kill-after: --preserve-status --foreground "
+                     "--verbose", permute=False, abbrev=False),
+    "stdbuf": _Opts("-ioe: --input: --output: --error:", permute=False, abbrev=False),
+    "nohup": _Opts(permute=False),
+}
+
+
+def _unwrapped_cmd(cmd: _Cmd) -> _Cmd:
+    """`cmd` as the command its wrappers run (`time`, `nice -n 5`, `nohup`,
+    `timeout 5`, `stdbuf -oL`, `env [-i] [NAME=value]`, `command`, `builtin`,
+    `exec`, `sudo`), for the checks that read a command's own words after
+    its verdict (the content it writes, a manifest it restores, a patch it
+    applies): wrapped, a line must mean what it means alone.  A wrapper that
+    changes the folder (`env -C`, `sudo -D`) or options it cannot read stop
+    the unwrapping there; the verdict itself already sees through them."""
+    words = list(cmd.words)
+    for _ in range(_MAX_DEPTH):
+        name = _program_name(words[0]) if words else None
+        rest = words[1:]
+        if name in _WRAPPER_OPTS or name in ("sudo", "doas"):
+            if name == "nice" and rest and rest[0].static and rest[0].text[1:].isdigit() \
+                    and rest[0].text.startswith("-"):
+                rest = rest[1:]
+            found = _wrapper_start(rest, _WRAPPER_OPTS.get(name) or _SUDO)
+            if found is None or any(o in ("D", "chdir") for o, _, _ in found[1]):
+                break
+            rest = rest[found[0]:]
+            if name == "timeout":
+                rest = rest[1:]
+        elif name in ("command", "builtin", "exec"):
+            while rest and rest[0].static and rest[0].text in ("-p", "--"):
+                rest = rest[1:]
+            if rest and rest[0].static and rest[0].text.startswith("-"):
+                break
+        elif name == "env":
+            while rest and rest[0].static and (rest[0].text in ("-i", "--ignore-environment",
+                                                                "--", "-") or (
+                    "=" in rest[0].text and _is_name(rest[0].text.split("=", 1)[0]))):
+                rest = rest[1:]
+            if rest and rest[0].text.startswith("-"):
+                break
+        else:
+            break
+        if not rest or not rest[0].static:
+            break
+        words = rest
+    if len(words) == len(cmd.words):
+        return cmd
+    view = _Cmd(cmd.src, cmd.start)
+    for slot in _Cmd.__slots__:
+        setattr(view, slot, getattr(cmd, slot))
+    view.words = words
+    return view
 
 
 def _w_transparent(spec: _Opts, numeric_first: bool = False,
@@ -8849,14 +8911,11 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
     "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(_Opts("-pv", permute=False, abbrev=False)),
-    "nice": _w_transparent(_Opts("-n: --adjustment:", permute=False, abbrev=False)),
-    "timeout": _w_transparent(_Opts("-v -sk: --signal: --kill-after: --preserve-status "
-                                    "--foreground --verbose", permute=False, abbrev=False),
-                              numeric_first=True),
-    "stdbuf": _w_transparent(_Opts("-ioe: --input: --output: --error:", permute=False,
-                                   abbrev=False)),
-    "nohup": _w_transparent(_Opts(permute=False), capped="shell_command_unproven"),
+    "time": _w_transparent(_WRAPPER_OPTS["time"]),
+    "nice": _w_transparent(_WRAPPER_OPTS["nice"]),
+    "timeout": _w_transparent(_WRAPPER_OPTS["timeout"], numeric_first=True),
+    "stdbuf": _w_transparent(_WRAPPER_OPTS["stdbuf"]),
+    "nohup": _w_transparent(_WRAPPER_OPTS["nohup"], capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
     **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
