@@ -13775,6 +13775,11 @@ def _tamper_linked_into(st: Any, folders: List[str]) -> Optional[str]:
     full is taken to hold it.  Links inside are not followed."""
     budget = _IDENTITY_SCAN_LIMIT
     for folder in folders:
+        try:
+            if os.stat(folder).st_dev != st.st_dev:
+                continue    # a hard link never crosses file systems
+        except OSError:
+            continue
         pending = [folder]
         while pending:
             current = pending.pop()

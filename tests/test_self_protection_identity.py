@@ -175,3 +175,17 @@ def test_the_boundary_folder_under_another_spelling_is_inside(world, monkeypatch
     assert sts.paths_outside([other + "/a.py"], ["src/**"], work) == []
     assert sts.paths_outside([os.path.join(work, "lib", "a.py")], ["src/**"], work) == \
         [os.path.join(work, "lib", "a.py")]
+
+
+def test_a_hard_linked_file_elsewhere_is_no_guard_file(world, tmp_path):
+    """Other names of an ordinary file (a package manager's store) are not the
+    guard's: only a name inside a protected folder, or a protected file, is."""
+    store, work = world
+    store_file = tmp_path / "pkg-store" / "index.js"
+    store_file.parent.mkdir()
+    store_file.write_text("x")
+    os.makedirs(os.path.join(work, "node_modules", "pkg"))
+    os.link(str(store_file), os.path.join(work, "node_modules", "pkg", "index.js"))
+    h = host("claude", work)
+    h.say(store, "$stop-that-shit change")
+    assert _write(h, store, "node_modules/pkg/index.js") is None
