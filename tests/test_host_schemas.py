@@ -50,27 +50,68 @@ def _package_texts(host):
     for pattern in ("node_modules/**/*.js", "node_modules/**/*.mjs", "node_modules/**/*.d.ts",
                     "venv/lib/python*/site-packages/**/*.py"):
         for path in glob.glob(os.path.join(folder, pattern), recursive=True):
-            if os.path.getsize(path) > 64 * 1024 * 1024:
+            if not os.path.isfile(path) or os.path.getsize(path) > 64 * 1024 * 1024:
                 continue
             with open(path, encoding="utf-8", errors="replace") as fh:
                 yield path, fh.read()
+
+
+# Where a tool's schema is declared, in the ways the packages do it (names and
+# keys may be constants: `name: SHELL_TOOL_NAME`, `[PARAM_DIR_PATH]: {`):
+# a class whose `static Name` names the tool and whose constructor passes
+# the schema (Gemini CLI, Qwen Code); a TypeScript `interface <Tool>Input`
+# (Claude Code's sdk-tools.d.ts); an object or call that names the tool
+# (`name: "bash"`, `"name": "terminal"`, `define("bash", ...)`: OpenCode, Pi,
+# Oh My Pi, Hermes, Copilot CLI) followed by its parameters.
+CLASS_NAME = re.compile(r"static Name = ([\w.]+);")
+INTERFACE = re.compile(r"export interface (\w+)Input \{(.*?)\n\}", re.S)
+NAMED = re.compile(r"""(?:\bname["']?\s*:\s*|define\(\s*)(?:["'`]([\w.-]+)["'`]|([A-Z][A-Z0-9_]*)\b)""")
+COMPUTED = re.compile(r"\[([A-Z][A-Z0-9_]*)\]\s*:")
+
+
+CONSTANT = re.compile(r"""\b([A-Z][A-Z0-9_]*)\s*[:=]\s*["']([a-z][\w.-]*)["']""")
+
+
+def _declarations(text, tools, constants):
+    """(tool, schema text) for every declaration of a listed tool in `text`;
+    `constants`: NAME -> strings, from every file (a bundle defines its tool
+    names in one chunk and the tools in others)."""
+    for hit in CLASS_NAME.finditer(text):
+        key = hit.group(1).rpartition(".")[2]
+        for tool in constants.get(key, set()) & tools:
+            yield tool, text[text.rfind("class ", 0, hit.start()):hit.start()]
+    for hit in INTERFACE.finditer(text):
+        name = hit.group(1)
+        tool = name if name in tools else name[4:] if name.startswith("File") else None
+        if tool in tools:
+            yield tool, hit.group(2)
+    every = list(NAMED.finditer(text))    # any declaration ends the one before it
+    for k, hit in enumerate(every):
+        names = {hit.group(1)} if hit.group(1) else constants.get(hit.group(2), set())
+        stop = every[k + 1].start() if k + 1 < len(every) else len(text)
+        for tool in names & tools:
+            yield tool, text[hit.end():min(stop, hit.end() + WINDOW)]
 
 
 def folder_parameters(host):
     """{tool: {folder parameter names}} for the host's listed tools that run
     commands or write files, as their schemas in the package declare them."""
     tools = {tool for tool in sts.ADAPTER_TOOLS[host] if _runs_or_writes(host, tool)}
-    names = re.compile(r"""["'`](%s)["'`]""" % "|".join(re.escape(t) for t in sorted(tools)))
+    texts = [text for _, text in _package_texts(host)]
+    constants = {}
+    for text in texts:
+        for key, value in CONSTANT.findall(text):
+            if value in tools or value in FOLDER_PARAMS:
+                constants.setdefault(key, set()).add(value)
     found = {}
-    for _, text in _package_texts(host):
-        for hit in names.finditer(text):
-            window = text[hit.end():hit.end() + WINDOW]
-            # The schema of this tool ends where another listed tool's name starts.
-            other = names.search(window)
-            window = window[:other.start()] if other else window
-            params = {m.group(1) for m in PROPERTY.finditer(window)}
+    for text in texts:
+        for tool, schema in _declarations(text, tools, constants):
+            # `[PARAM_DIR_PATH]: {` (a computed key) reads as the name it holds.
+            schema = COMPUTED.sub(lambda m: "%s:" % min(constants.get(m.group(1), {"x"})),
+                                  schema)
+            params = {m.group(1) for m in PROPERTY.finditer(schema)}
             if params:
-                found.setdefault(hit.group(1), set()).update(params)
+                found.setdefault(tool, set()).update(params)
     return found
 
 
@@ -80,6 +121,13 @@ def test_every_folder_parameter_of_a_tool_that_runs_or_writes_is_mapped(host):
         pytest.skip("%s %s is not installed in %s (python3 tests/e2e/install.py %s)" % (
             host, install.PINS[host][2], install.cache_root(), host))
     found = folder_parameters(host)
+    known = {tool for tool, facts in sts.ADAPTER_TOOLS[host].items() if facts[2]}
+    if known and not known & set(found):
+        # The table knows folder arguments the reader does not see: it cannot
+        # read this package's schemas (a compiled binary, another schema
+        # style), so it can say nothing about the others either.
+        pytest.skip("%s: no schema of %s found in the package; nothing checked" % (
+            host, sorted(known)))
     unmapped = {tool: sorted(params - mapped(host, tool)) for tool, params in found.items()
                 if params - mapped(host, tool)}
     print("%s: folder parameters found %s" % (host, {t: sorted(p) for t, p in found.items()}))
@@ -99,14 +147,18 @@ def test_the_property_pattern_reads_each_schema_style():
 
 
 FAKE_BUNDLE = '''
-class ShellTool { static Name = "run_shell_command"; schema = { properties: {
-  command: { type: "string" }, directory: { type: "string", description: "where" } } } }
-class MonitorTool { static Name = "monitor"; schema = { properties: {
-  command: { type: "string" }, directory: { type: "string", description: "where" },
-  timeout_ms: { type: "number" } } } }
+var ToolNames = { SHELL: "run_shell_command", MONITOR: "monitor", READ: "read_file" };
+var ShellTool = class _ShellTool extends Base { constructor(c) { super(_ShellTool.Name, {
+  properties: { command: { type: "string" }, directory: { type: "string" } } }); }
+  static Name = ToolNames.SHELL; };
+var MonitorTool = class _MonitorTool extends Base { constructor(c) { super(_MonitorTool.Name, {
+  properties: { command: { type: "string" }, directory: { type: "string", description: "x" },
+  max_events: { type: "integer" } } }); }
+  static Name = ToolNames.MONITOR; };
 const cwd = process.cwd();
-class ReadTool { static Name = "read_file"; schema = { properties: {
-  file_path: { type: "string" } } } }
+var ReadTool = class _ReadTool extends Base { constructor(c) { super(_ReadTool.Name, {
+  properties: { file_path: { type: "string" } } }); }
+  static Name = ToolNames.READ; };
 '''
 
 
