@@ -3644,6 +3644,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
+    # The checks below read the words of the command the wrappers run.
+    cmd = _unwrapped_cmd(cmd)
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
         name = _cmd_name(cmd)
@@ -5899,6 +5901,66 @@ def _wrapper_start(args: List[_W], spec: _Opts
             start and args[start - 1].static and args[start - 1].text == "--"):
         return None
     return start, seen
+
+
+# The options of the wrappers that run their operands as a command in the same
+# folder (their handlers below, and _unwrapped_cmd).
+_WRAPPER_OPTS: Dict[str, _Opts] = {
+    "time": _Opts("-pv", permute=False, abbrev=False),
+    "nice": _Opts("-n: --adjustment:", permute=False, abbrev=False),
+    "timeout": _Opts("-v -sk: --signal: --kill-after: --preserve-status --foreground "
+                     "--verbose", permute=False, abbrev=False),
+    "stdbuf": _Opts("-ioe: --input: --output: --error:", permute=False, abbrev=False),
+    "nohup": _Opts(permute=False),
+}
+
+
+def _unwrapped_cmd(cmd: _Cmd) -> _Cmd:
+    """`cmd` as the command its wrappers run (`time`, `nice -n 5`, `nohup`,
+    `timeout 5`, `stdbuf -oL`, `env [-i] [NAME=value]`, `command`, `builtin`,
+    `exec`, `sudo`), for the checks that read a command's own words after
+    its verdict (the content it writes, a manifest it restores, a patch it
+    applies): wrapped, a line must mean what it means alone.  A wrapper that
+    changes the folder (`env -C`, `sudo -D`) or options it cannot read stop
+    the unwrapping there; the verdict itself already sees through them."""
+    words = list(cmd.words)
+    for _ in range(_MAX_DEPTH):
+        name = _program_name(words[0]) if words else None
+        rest = words[1:]
+        if name in _WRAPPER_OPTS or name in ("sudo", "doas"):
+            if name == "nice" and rest and rest[0].static and rest[0].text[1:].isdigit() \
+                    and rest[0].text.startswith("-"):
+                rest = rest[1:]
+            found = _wrapper_start(rest, _WRAPPER_OPTS.get(name) or _SUDO)
+            if found is None or any(o in ("D", "chdir") for o, _, _ in found[1]):
+                break
+            rest = rest[found[0]:]
+            if name == "timeout":
+                rest = rest[1:]
+        elif name in ("command", "builtin", "exec"):
+            while rest and rest[0].static and rest[0].text in ("-p", "--"):
+                rest = rest[1:]
+            if rest and rest[0].static and rest[0].text.startswith("-"):
+                break
+        elif name == "env":
+            while rest and rest[0].static and (rest[0].text in ("-i", "--ignore-environment",
+                                                                "--", "-") or (
+                    "=" in rest[0].text and _is_name(rest[0].text.split("=", 1)[0]))):
+                rest = rest[1:]
+            if rest and rest[0].text.startswith("-"):
+                break
+        else:
+            break
+        if not rest or not rest[0].static:
+            break
+        words = rest
+    if len(words) == len(cmd.words):
+        return cmd
+    view = _Cmd(cmd.src, cmd.start)
+    for slot in _Cmd.__slots__:
+        setattr(view, slot, getattr(cmd, slot))
+    view.words = words
+    return view
 
 
 def _w_transparent(spec: _Opts, numeric_first: bool = False,
@@ -10741,14 +10803,11 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
     "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(_Opts("-pv", permute=False, abbrev=False)),
-    "nice": _w_transparent(_Opts("-n: --adjustment:", permute=False, abbrev=False)),
-    "timeout": _w_transparent(_Opts("-v -sk: --signal: --kill-after: --preserve-status "
-                                    "--foreground --verbose", permute=False, abbrev=False),
-                              numeric_first=True),
-    "stdbuf": _w_transparent(_Opts("-ioe: --input: --output: --error:", permute=False,
-                                   abbrev=False)),
-    "nohup": _w_transparent(_Opts(permute=False), capped="shell_command_unproven"),
+    "time": _w_transparent(_WRAPPER_OPTS["time"]),
+    "nice": _w_transparent(_WRAPPER_OPTS["nice"]),
+    "timeout": _w_transparent(_WRAPPER_OPTS["timeout"], numeric_first=True),
+    "stdbuf": _w_transparent(_WRAPPER_OPTS["stdbuf"]),
+    "nohup": _w_transparent(_WRAPPER_OPTS["nohup"], capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
     **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
@@ -16109,9 +16168,59 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     outside = []
     for raw, one, other in zip(paths, physical, lexical):
         path_windows = _files_win_abs(raw.strip())
-        if not (covered(one, path_windows) and (other == one or covered(other, path_windows))):
+        by_identity = resolve and os.path.isabs(one) and not boundary_waives_paths(patterns, cwd)
+        native = [p for w, p in forms if not w]
+
+        def reading_inside(reading: str) -> bool:
+            if covered(reading, path_windows):
+                return True
+            return by_identity and os.path.isabs(reading) and \
+                _files_identity(reading, False, native, real_cwd)
+        inside = reading_inside(one) and (other == one or reading_inside(other))
+        if inside and by_identity:
+            inside = _files_identity(one, True, native, real_cwd)
+        if not inside:
             outside.append(raw)
     return outside
+
+
+def _files_identity(path: str, inside: bool, patterns: List[str], cwd: Optional[str]) -> bool:
+    """The boundary by identity for a file that exists: one with other names
+    (hard links) may be written through them from outside, so it is inside
+    only if nothing else names it; one outside by name is inside when it, or
+    a folder above it, is a pattern's file or folder under another spelling
+    (another case, where the file system folds it)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        st = None
+    linked = st is not None and st.st_mode & _S_IFMT == _S_IFREG and st.st_nlink > 1
+    if inside or linked:
+        return inside and not linked
+    base = cwd.strip() if cwd else None
+    wanted = set()
+    for pattern in patterns:
+        stem = pattern[:-3] if pattern.endswith("/**") else pattern
+        folder = os.path.join(base, stem) if base and not stem.startswith("/") else stem
+        try:
+            found = os.stat(folder)
+        except (OSError, ValueError):
+            continue
+        wanted.add((found.st_dev, found.st_ino, pattern.endswith("/**")))
+    probe, first = path, True
+    while wanted:
+        try:
+            here = os.stat(probe)
+        except (OSError, ValueError):
+            here = None     # not there yet: its folder decides
+        if here is not None and ((here.st_dev, here.st_ino, True) in wanted or
+                                 (first and (here.st_dev, here.st_ino, False) in wanted)):
+            return True
+        head = os.path.dirname(probe)
+        if head == probe:
+            break
+        probe, first = head, False
+    return False
 
 
 # ---- paths named by a tool call ---------------------------------------------
@@ -16253,10 +16362,12 @@ def _tamper_roots(protected_paths: Any) -> List[str]:
 def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
     """Whether the physical path `target` reaches `root`: is it, lies in it,
     or (unless `exempt(target)`) holds it.  Letter case counts only where the
-    file system holding the root tells case apart."""
+    file system holding the root tells case apart, and the Unicode form of a
+    name only where it does not either (macOS, ext4 casefold folders).  (An
+    existing target is also compared by identity, _tamper_same_file.)"""
     if _tamper_within(target, root):
         return True
-    folded, root_folded = target.casefold(), root.casefold()
+    folded, root_folded = _tamper_fold(target), _tamper_fold(root)
     inside = _tamper_within(folded, root_folded)
     holds = _tamper_within(root_folded, folded)
     if not (inside or holds):
@@ -16265,7 +16376,20 @@ def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
         return False
     if holds and _tamper_within(root, target):
         return True
+    if sys.platform == "darwin":
+        # APFS and HFS+ take a name in any normalization form as the same name.
+        nfc, root_nfc = _tamper_fold(target, case=False), _tamper_fold(root, case=False)
+        if _tamper_within(nfc, root_nfc) or _tamper_within(root_nfc, nfc):
+            return True
     return _tamper_case_insensitive(root)
+
+
+def _tamper_fold(text: str, case: bool = True) -> str:
+    """`text` in one Unicode form (NFC), and without case unless case=False."""
+    if not text.isascii():
+        import unicodedata
+        text = unicodedata.normalize("NFC", text)
+    return text.casefold() if case else text
 
 
 def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
@@ -16287,13 +16411,97 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
         return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
 
     found = []
+    identities: List[Any] = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         for target in _tamper_readings(raw, action.cwd) or ():
             root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            if root is None:
+                if not identities:
+                    identities.append(_tamper_identities(roots))
+                root = _tamper_same_file(target, identities[0])
             if root is not None:
                 found.append((raw, target, root))
                 break
     return found
+
+
+# Past this many entries of a protected folder, a file with other names
+# (hard links) is taken to be one of its files.
+_IDENTITY_SCAN_LIMIT = 4096
+
+
+def _tamper_identities(roots: List[str]) -> Dict[Tuple[int, int], str]:
+    """(device, inode) -> root, for every protected root that exists."""
+    ids: Dict[Tuple[int, int], str] = {}
+    for root in roots:
+        try:
+            st = os.stat(root)
+        except (OSError, ValueError):
+            continue
+        ids.setdefault((st.st_dev, st.st_ino), root)
+    return ids
+
+
+def _tamper_same_file(target: str, ids: Dict[Tuple[int, int], str]) -> Optional[str]:
+    """The protected root an existing `target` is, or lies in, by identity
+    rather than by name: the file itself or a folder above it is a root under
+    another spelling (another case or Unicode form where the file system
+    folds them, a bind mount), or the file is a hard link to a root or to a
+    file inside a protected folder (made before the session was armed)."""
+    probe = target
+    first = None
+    while True:
+        try:
+            st = os.stat(probe)
+        except (OSError, ValueError):
+            st = None
+        if st is not None:
+            first = first or st
+            root = ids.get((st.st_dev, st.st_ino))
+            if root is not None:
+                return root
+        head = os.path.dirname(probe)
+        if not head or head == probe:
+            break
+        probe = head
+    if first is None or first.st_mode & _S_IFMT != _S_IFREG or first.st_nlink < 2:
+        return None
+    return _tamper_linked_into(first, [r for r in ids.values() if os.path.isdir(r)])
+
+
+def _tamper_linked_into(st: Any, folders: List[str]) -> Optional[str]:
+    """The protected folder holding another name of the file `st` (whose link
+    count says it has more than one), or None; a folder too large to read in
+    full is taken to hold it.  Links inside are not followed."""
+    budget = _IDENTITY_SCAN_LIMIT
+    for folder in folders:
+        try:
+            if os.stat(folder).st_dev != st.st_dev:
+                continue    # a hard link never crosses file systems
+        except OSError:
+            continue
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            try:
+                names = os.listdir(current)
+            except OSError:
+                continue
+            for name in names:
+                budget -= 1
+                if budget < 0:
+                    return folder
+                path = os.path.join(current, name)
+                try:
+                    entry = os.lstat(path)
+                except OSError:
+                    continue
+                kind = entry.st_mode & _S_IFMT
+                if kind == _S_IFDIR:
+                    pending.append(path)
+                elif kind == _S_IFREG and (entry.st_dev, entry.st_ino) == (st.st_dev, st.st_ino):
+                    return folder
+    return None
 
 
 def _tamper_unplaced(action: Action) -> List[str]:
@@ -19398,7 +19606,11 @@ class Store:
         here must not fail the hook.  One stat in the common (unchanged) case.
         Returns True when the marker changed.
         """
-        marker = os.path.join(self.root, "armed", key)
+        return self.set_marker("armed", key, armed)
+
+    def set_marker(self, kind: str, key: str, armed: bool) -> bool:
+        """Keep the empty file <data>/<kind>/<key> present iff `armed` (see set_armed)."""
+        marker = os.path.join(self.root, kind, key)
         try:
             os.stat(marker)
             present = True
@@ -21441,7 +21653,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
         "LSP": (("filePath",), "", ""),
         "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
-        "Skill": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
         **{tool: ((), "", "") for tool in (
             "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
             "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
@@ -21523,7 +21735,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
         "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
         "enter_worktree": ((), "", ""),
-        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", "directory"),
         "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
         "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
         "send_message": ((), "agent", ""), "exec": ((), "code", ""),
@@ -21559,6 +21771,21 @@ HOST_PATH_RULES: Dict[str, str] = {
     "copilot": "relative to the session folder; a leading `~` is judged both ways",
     "qwen": "relative to the session folder; a leading `~` is judged both ways",
 }
+
+
+def _guard_command_args(tool_input: Any) -> Optional[str]:
+    """The arguments of a model-invoked command or skill that is this guard's
+    own (`/stop-that-shit open`, `{"skill": "plugin:Stop-That-Shit", "args":
+    "off"}`), else None.  The name is the first word of the command text,
+    matched without case and without a plugin prefix, as hosts match it."""
+    if not isinstance(tool_input, dict):
+        return None
+    parts = (_first_text(tool_input, "skill", "command", "name") or "").strip().split(None, 1)
+    if not parts or parts[0].lstrip("/").rpartition(":")[2].lower() != "stop-that-shit":
+        return None
+    rest = [v for k, v in tool_input.items()
+            if isinstance(v, str) and k not in ("skill", "command", "name")]
+    return " ".join(parts[1:] + rest).strip()
 
 
 def _needs_call_id(action: dict) -> bool:
@@ -21718,17 +21945,20 @@ class _CommandHookAdapter(Adapter):
         return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _skill(self, name: str, tool_input: dict) -> dict:
-        """A control, unless it loads this guard's own skill with arguments that
-        would set the contract: the model may read the skill, never type the
-        directive for the user."""
+        """A control, unless it invokes this guard's own command or skill with
+        arguments that would set the contract: the model may read the skill,
+        never type the directive for the user."""
         action = {"name": name, "mutability": "control"}
-        skill = _first_text(tool_input, "skill", "command", "name") or ""
-        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
-            args = " ".join(v for k, v in tool_input.items()
-                            if isinstance(v, str) and k not in ("skill", "command", "name"))
-            if args.strip() and _sets_contract("$stop-that-shit " + args):
-                action["affectedPaths"] = [_session_state_folder()]
+        args = _guard_command_args(tool_input)
+        if args and _sets_contract("$stop-that-shit " + args):
+            action["affectedPaths"] = [_session_state_folder()]
         return action
+
+    def _exit_worktree(self, name: str, tool_input: dict) -> dict:
+        """Leaving a worktree and keeping it is a control; `remove` (or an
+        action that is not `keep`) deletes the worktree and its branch."""
+        keep = str(tool_input.get("action", "")).strip().lower() == "keep"
+        return {"name": name, "mutability": "control" if keep else "write"}
 
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
@@ -21913,6 +22143,9 @@ _CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
+# How long after a model's call of the guard's own command its expansion may
+# come (the host expands it as the call runs).
+_MODEL_EXPANSION_SECONDS = 120
 _TASK_DONE_STATUSES = frozenset(("completed", "failed", "killed"))
 
 
@@ -21991,10 +22224,13 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
-        "Skill": "_skill",
+        "Skill": "_skill", "SlashCommand": "_skill",
+        # Deleting a job changes what runs later (a durable one is a file of the
+        # user's); removing a worktree deletes it and its branch.
+        "CronDelete": "write", "ExitWorktree": "_exit_worktree",
         **{name: "control" for name in (
-            "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
-            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "AskUserQuestion", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "PushNotification",
             "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
@@ -22062,17 +22298,46 @@ class ClaudeAdapter(_CommandHookAdapter):
             fact["agentId"] = agent
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        call = super().on_pre_tool(payload, store, name)
+        tool = payload.get("tool_name")
+        if call is not None and _is_text(tool) and self.TOOLS.get(tool) == "_skill" \
+                and _guard_command_args(payload.get("tool_input")) is not None:
+            # The expansion this call may cause is the model's, not the user's:
+            # on_prompt_expansion reads this mark and sets nothing.
+            store.set_marker("expanding", session_key(call.session_id), False)
+            store.set_marker("expanding", session_key(call.session_id), True)
+        return call
+
+    def _model_expansion(self, store: Store, session: str) -> bool:
+        """Whether a model's Skill or SlashCommand call of this guard's command
+        came just before (and consume its mark).  Hosts run the expansion right
+        after the call; a mark older than that is one whose call was stopped."""
+        import time
+        key = session_key(session)
+        try:
+            age = time.time() - os.stat(store.path("expanding", key)).st_mtime
+        except OSError:
+            return False
+        store.set_marker("expanding", key, False)
+        return age < _MODEL_EXPANSION_SECONDS
+
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
         # Matched without case, like the typed directive (`/Stop-That-Shit`).
         if expansion not in (None, "slash_command") or not isinstance(command, str) or \
-                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+                command.lower().rpartition(":")[2] != "stop-that-shit":
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
         if session is None:
             return None
+        if self._model_expansion(store, session):
+            # Model text never sets the contract: the session's own contract
+            # comes back as context, as for any text the model wrote.
+            return HookCall(name, self.envelope("session.start", session,
+                                                host=self.host_meta(payload)))
         prompt = "$stop-that-shit" + (" " + args if isinstance(args, str) and args else "")
         return HookCall(name, self.envelope("prompt.submit", session, prompt=prompt,
                                             host=self.host_meta(payload)))
@@ -22373,9 +22638,10 @@ def hermes_delegation_count(tool_input: Any) -> int:
     return 1 if _is_text(tool_input.get("goal")) else 0
 
 
-# Hermes `cronjob` actions that start nothing (create, update, resume and run
-# schedule or start an agent run).
-_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
+# Hermes `cronjob` actions that start nothing, and what they do to the user's
+# job store: `list` reads it, `pause` and `remove` change it (create, update,
+# resume and run schedule or start an agent run).
+_HERMES_CRON_ACTIONS = {"list": "read", "pause": "write", "remove": "write"}
 # Link name of a Hermes task id, for tool calls that carry no session id.
 _HERMES_TASK_LINK = "hermes-task:"
 # How Hermes 0.19 begins the notices it queues as user turns (process_registry).
@@ -22470,11 +22736,13 @@ class HermesAdapter(_HostBAdapter):
         return code_action(name, "python", tool_input.get("code"))
 
     def _cronjob(self, name: str, tool_input: dict) -> dict:
-        """Managing jobs is a control; creating, changing or running one starts
-        an agent later, in a session of its own the guard never counts."""
+        """Listing jobs reads, pausing or removing one changes the user's job
+        store; creating, changing or running one starts an agent later, in a
+        session of its own the guard never counts."""
         verb = tool_input.get("action")
-        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
-            return {"name": name, "mutability": "control"}
+        verb = verb.strip().lower() if isinstance(verb, str) else None
+        if verb in _HERMES_CRON_ACTIONS:
+            return {"name": name, "mutability": _HERMES_CRON_ACTIONS[verb]}
         return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
@@ -22551,6 +22819,8 @@ class HermesAdapter(_HostBAdapter):
                 else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
+        if root.startswith(_HERMES_TASK_LINK):
+            return None  # a task no prompt linked: its session is unknown (the runner's rule)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
@@ -23979,12 +24249,13 @@ class QwenAdapter(_NewHostAdapter):
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
+        # As in Claude Code; team_delete removes a team's saved configuration.
+        "cron_delete": "write", "team_delete": "write", "exit_worktree": "_exit_worktree",
         **{name: "control" for name in (
             "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_delete", "task_create", "task_update",
+            "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
-            "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
-            "exit_worktree")},
+            "propose_goal", "request_shutdown", "team_plan_approval")},
     }
     _TOOL_CALL_DEPTH = 4
 
@@ -27729,11 +28000,14 @@ def cmd_cases(args: List[str]) -> int:
 # CLI
 #
 # Owns the hook runner and main().  A hook never shows the host a traceback.
-# Input that is empty, not JSON or not an object, and an event that fails
-# validation, fail open: no answer, one stderr line, exit 0.  An internal
-# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
-# call in a session known to be armed: there the call is denied, because the
-# host would run the tool when the hook crashes.
+# One rule covers every way the guard can fail to answer (input that is not
+# a JSON object, too deep, too large or not UTF-8, an event that fails
+# validation, an event name the adapter does not know, a lock that stays
+# busy, any exception on the way): on a tool event of a session that is or
+# may be armed, the call is denied with a message that says why, because
+# the host would run the tool on silence; anywhere else the hook fails open
+# (the host's "nothing to add", one stderr line, exit 0), so the host keeps
+# working.
 ###############################################################################
 
 
@@ -27744,20 +28018,44 @@ ADAPTERS: Dict[str, Adapter] = {
     "claude": ClaudeAdapter(),
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
-_SCAN_CAP = 64 * 1024
-# Host event names after which the host runs a tool (fail-closed candidates).
-_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
-                    "BeforeTool", "preToolUse")
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _cannot_answer)
+# Host event names after which the host runs a tool (fail-closed candidates),
+# compared without case: a hook wired as `pretooluse` is still one.
+_TOOL_HOOK_NAMES = frozenset(name.lower() for name in (
+    "PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call", "BeforeTool",
+    "preToolUse"))
+# Top-level fields by which a payload whose event name is missing or unknown
+# (a Copilot hook wired without its event, or `preToolUze`) shows that a tool
+# is about to run, and those that show it already ran.
+_TOOL_FIELDS = ("tool_name", "toolName", "tool_input", "toolArgs")
+_RESULT_FIELDS = ("tool_response", "toolResult", "tool_result", "tool_output")
+# Where the raw text of an event that did not parse names its session and event.
+_SESSION_FIELDS = ("session_id", "sessionId", "parent_session_id", "parentSessionId",
+                   "parentAgentId")
+_HOOK_NAME_FIELDS = ("hook_event_name", "hook")
 
-_INTERNAL_ERROR_REASON = (
-    "Stop That Shit could not evaluate this call (internal error: {error}); the task "
-    "contract is armed, so the call is blocked. Fix sts.py, or turn the guard off for "
-    "this session with `$stop-that-shit off`.")
-_OVERSIZE_REASON = (
-    "Stop That Shit could not evaluate this call: the input is too large or not UTF-8 "
-    "text. The task contract is armed, so the call is blocked. Turn the guard off with "
-    "`$stop-that-shit off` if this call is intended.")
+_CANNOT_ANSWER_REASON = (
+    "Stop That Shit could not evaluate this call: {why}. The task contract is (or may be) "
+    "armed, so the call is blocked. Fix the cause, or turn the guard off for this "
+    "session with `$stop-that-shit off` if this call is intended.")
+# Why, per exception class, in the words of the deny (first match wins).
+_FAILURE_WHY = (
+    (RecursionError, "the event is nested too deeply to read"),
+    (MemoryError, "the event is too large to read"),
+    (UnicodeError, "the event is not valid text"),
+    (EventError, "the event is not one the guard can read ({text})"),
+    (LockTimeout, "the session state stayed locked by another hook ({text})"),
+    (OSError, "a file of the guard could not be read or written ({text})"),
+    (Exception, "internal error: {name}"),
+)
+
+
+class _CannotAnswer(Exception):
+    """The guard cannot judge this event; `why` goes into the deny."""
+
+    def __init__(self, error: str, why: str) -> None:
+        super().__init__(why)
+        self.error, self.why = error, why
 
 
 def _fail_open(error: str, reason: str) -> str:
@@ -27765,36 +28063,115 @@ def _fail_open(error: str, reason: str) -> str:
     return ""
 
 
-def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock."""
-    if not session_id:
-        return False
-    key = session_key(session_id)
-    try:
-        if store.armed_marker(key):
-            return True
-        loaded = store.load(key)
-        return _armed(loaded.state, loaded.storage_error)
-    except Exception:  # noqa: BLE001 - already on the failure path
-        return False
-
-
-def _scan_for(raw: bytes, names: Tuple[str, ...]) -> Optional[str]:
-    """The first string value of one of `names` in the head of unparseable input."""
-    head = raw[:_SCAN_CAP].decode("utf-8", "replace")
+def _scan_all(raw: Any, names: Tuple[str, ...]) -> List[str]:
+    """Every string value of one of `names` in input that did not parse: any of
+    them may be the real one, so the caller asks about all of them.  A name
+    inside a JSON string is escaped (`\\"session_id\\"`) and does not match."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    found: List[str] = []
     for name in names:
         marker = '"%s"' % name
-        at = head.find(marker)
+        at = raw.find(marker)
         while at >= 0:
-            rest = head[at + len(marker):].lstrip()
+            rest = raw[at + len(marker):at + len(marker) + 512].lstrip()
             if rest.startswith(":"):
                 rest = rest[1:].lstrip()
-                if rest.startswith('"'):
-                    end = rest.find('"', 1)
-                    if end > 1:
-                        return rest[1:end]
-            at = head.find(marker, at + 1)
-    return None
+                end = rest.find('"', 1)
+                if rest.startswith('"') and end > 1 and rest[1:end] not in found:
+                    found.append(rest[1:end])
+            at = raw.find(marker, at + 1)
+    return found
+
+
+def _may_be_armed(store: Store, sessions: List[str]) -> bool:
+    """Whether any of `sessions` (or its root) is armed, or cannot be known not
+    to be: state that cannot be read, or no session named while some session
+    of this store is armed."""
+    if not sessions:
+        try:
+            return bool(os.listdir(store.path("armed")))
+        except FileNotFoundError:
+            return False
+        except Exception:  # noqa: BLE001 - already on the failure path
+            return True
+    for session in sessions:
+        try:
+            key = session_key(session)
+            root = store.link_root(session)
+            if store.armed_marker(key) or (root and store.armed_marker(session_key(root))):
+                return True
+            loaded = store.load(key)
+            if _armed(loaded.state, loaded.storage_error):
+                return True
+        except Exception:  # noqa: BLE001 - unreadable state may be armed state
+            return True
+    return False
+
+
+def _tool_event(adapter: Adapter, payload: Any, call: Optional[HookCall], raw: bytes,
+                event: Optional[str]) -> bool:
+    """Whether the host will run a tool after this hook, as far as can be told:
+    the translation says so, an event name says so, or the name is missing or
+    unknown to the adapter and the payload names a tool about to run."""
+    if call is not None and call.tool_call:
+        return True
+    texts = [raw] + ([payload] if isinstance(payload, str) else [])
+    if isinstance(payload, dict):
+        names = [payload.get(field) for field in _HOOK_NAME_FIELDS]
+    else:
+        names = [n for text in texts for n in _scan_all(text, _HOOK_NAME_FIELDS)]
+    names = [n for n in names + [event] if isinstance(n, str) and n]
+    if any(n.lower() in _TOOL_HOOK_NAMES for n in names):
+        return True
+    if any(n in adapter.EVENTS for n in names):
+        return False
+    if isinstance(payload, dict):
+        if any(f in payload for f in _RESULT_FIELDS):
+            return False
+        return any(f in payload for f in _TOOL_FIELDS) or _names_a_tool(payload.get("payload"))
+    # Input that is no event object and names no event (`[]`, `42`, a cut-off
+    # object) may be any of the host's events, a tool call among them.
+    return True
+
+
+def _names_a_tool(body: Any, depth: int = 3) -> bool:
+    """Whether a shim's event body names a tool (OpenCode `input.tool`, Pi and
+    Oh My Pi `event.toolName`) a few levels down."""
+    if not isinstance(body, dict) or depth == 0:
+        return False
+    return any(f in body for f in _TOOL_FIELDS + ("tool",)) or \
+        any(_names_a_tool(v, depth - 1) for v in body.values())
+
+
+def _cannot_answer(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                   payload: Any, call: Optional[HookCall], error: str, why: str) -> str:
+    """The one failure rule: deny a tool event of a session that is or may be
+    armed, saying why; fail open everywhere else."""
+    try:
+        tool = _tool_event(adapter, payload, call, raw, event)
+    except Exception:  # noqa: BLE001 - cannot tell: a tool event may follow
+        tool = True
+    if tool:
+        sessions = [call.session_id] if call is not None and call.session_id else []
+        try:
+            if isinstance(payload, dict) and adapter.session_of(payload):
+                sessions.append(adapter.session_of(payload))
+            for text in ([raw] + ([payload] if isinstance(payload, str) else [])):
+                sessions.extend(s for s in _scan_all(text, _SESSION_FIELDS) if s not in sessions)
+        except Exception:  # noqa: BLE001 - the sessions found so far, or none
+            pass
+        if any("\ufffd" in s for s in sessions):
+            sessions = []   # an id cut by bytes that are not UTF-8 is no id: any session may be meant
+        if _may_be_armed(store, sessions):
+            sys.stderr.write("sts: failed closed: %s: %s\n" % (error, why))
+            result = CoreResult("deny", _CANNOT_ANSWER_REASON.format(why=why), "CANNOT_EVALUATE")
+            name = call.host_event if call is not None else event or "PreToolUse"
+            return adapter.render(result, HookCall(name, tool_call=True))
+    _fail_open(error, why if tool else "%s; not a tool call" % why)
+    # An event the adapter translated gets the host's own "nothing to add"
+    # (a shim needs its `{}`); input that never became one gets silence.
+    return adapter.render(NO_RESULT, call) if call is not None else ""
 
 
 def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
@@ -27810,76 +28187,64 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         store.touch_host(host)
     except Exception:  # noqa: BLE001 - doctor's hint only
         pass
-    text = None
-    if len(raw) <= STDIN_CAP:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    if text is None:
-        return _unreadable_input(adapter, raw, store, event)
+    seen: List[Any] = [None, None]   # the payload and the translated call, once known
+    try:
+        return _judge_hook(adapter, raw, store, event, seen)
+    except _CannotAnswer as exc:
+        error, why = exc.error, exc.why
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook fails: the rule decides
+        error = type(exc).__name__
+        why = next(text for kind, text in _FAILURE_WHY if isinstance(exc, kind))
+        why = why.format(name=error, text=str(exc)[:200] or error)
+    return _cannot_answer(adapter, raw, store, event, seen[0], seen[1], error, why)
+
+
+def _judge_hook(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                seen: List[Any]) -> str:
+    if len(raw) > STDIN_CAP:
+        raise _CannotAnswer("UnreadableInput", "the input is too large (over 8 MiB)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _CannotAnswer("UnreadableInput", "the input is not UTF-8 text")
     if not text.strip():
-        return _fail_open("EmptyInput", "no event on stdin")
+        raise _CannotAnswer("EmptyInput", "no event on stdin")
     try:
         payload = json.loads(text)
     except ValueError as exc:
-        return _fail_open("InvalidJSON", str(exc).split(":")[0])
+        raise _CannotAnswer("InvalidJSON", "the input is not JSON (%s)" % str(exc).split(":")[0])
+    seen[0] = payload
     if not isinstance(payload, dict):
-        return _fail_open("InvalidEvent", "the event is not a JSON object")
+        raise _CannotAnswer("InvalidEvent", "the event is not a JSON object")
     if event and not isinstance(payload.get("hook_event_name"), str):
         payload["hook_event_name"] = event
-    call = None
-    try:
-        call = adapter.translate(payload, store)
-        if call is None:
-            return ""
-        if call.event is None:
-            return adapter.render(call.answer or NO_RESULT, call)
-        event = ControlEvent.from_dict(call.event)
-        prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
-    except EventError as exc:
-        return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
-        return _internal_error(adapter, call, payload, store, exc)
-    try:
-        said = handle_event(prior, store, adapter.response_outcome) if prior else None
-        result = handle_event(event, store, adapter.response_outcome)
-    except LockTimeout as exc:
-        return _fail_open("LockTimeout", str(exc))
-    except Exception as exc:  # noqa: BLE001
-        return _internal_error(adapter, call, payload, store, exc)
+    call = adapter.translate(payload, store)
+    seen[1] = call
+    name = adapter.event_name(payload)
+    if (call is None or (call.event is None and call.answer is NO_RESULT)) \
+            and _tool_event(adapter, payload, call, raw, event):
+        # Every adapter answers its own tool events; no answer means it could
+        # not read this one (no session, no tool, an unknown event name).
+        raise _CannotAnswer("UnreadEvent", (
+            "the %s hook event %s could not be read as a tool call (its event name is "
+            "missing or unknown, or it names no session, no tool input, or no call id "
+            "for a delegation); check how the hook is wired") % (
+                adapter.host, json.dumps(name) if name else "with no event name"))
+    if call is None:
+        return ""
+    if call.event is None:
+        return adapter.render(call.answer or NO_RESULT, call)
+    judged = ControlEvent.from_dict(call.event)
+    # A prompt the host never sent as an event (Droid's transcript) is
+    # handled first, and its context travels with the tool call's answer.
+    prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
+    said = handle_event(prior, store, adapter.response_outcome) if prior else None
+    result = handle_event(judged, store, adapter.response_outcome)
     if said is not None and said.kind == "context" and said.text \
             and result.kind in ("none", "context"):
         text = "\n\n".join(t for t in (said.text, result.text) if t)
         result = CoreResult("context", text, result.code, result.event_id)
     return adapter.render(result, call)
-
-
-def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
-                    store: Store, exc: BaseException) -> str:
-    error = type(exc).__name__
-    is_tool = call.tool_call if call is not None else \
-        adapter.event_name(payload) in _TOOL_HOOK_NAMES
-    session = (call.session_id if call is not None else None) or adapter.session_of(payload)
-    if is_tool and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: %s\n" % error)
-        result = CoreResult("deny", _INTERNAL_ERROR_REASON.format(error=error), "INTERNAL_ERROR")
-        return adapter.render(result, call or HookCall("PreToolUse", tool_call=True))
-    return _fail_open(error, "internal error; the session is not armed")
-
-
-def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
-                      event: Optional[str] = None) -> str:
-    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
-    scanned for a session id.  Deny when that session is armed and this is a
-    tool hook; otherwise fail open."""
-    session = _scan_for(raw, ("session_id", "sessionId"))
-    hook = _scan_for(raw, ("hook_event_name", "hook")) or event
-    if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: input too large to evaluate\n")
-        result = CoreResult("deny", _OVERSIZE_REASON, "INPUT_TOO_LARGE")
-        return adapter.render(result, HookCall(hook, tool_call=True))
-    return _fail_open("UnreadableInput", "input over 8 MiB or not UTF-8")
 
 
 def _read_stdin() -> bytes:
