@@ -15,6 +15,7 @@ The plain form works too, only slower::
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
     python3 sts.py install <host> | uninstall <host> | doctor
     python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
+    python3 sts.py check [--host H] [--contract "review"] -- 'command'
     python3 sts.py demo | cases [DIR] | --help | --version
 
 The sections read top to bottom as layers: each uses only the sections above
@@ -35,7 +36,7 @@ through the CLI's hook runner).  Search for a title:
                          Gemini CLI, Copilot CLI, Qwen Code
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
-    Cases, CLI           case replay, the hook runner and main()
+    Cases, CLI           case replay, `check`, the hook runner and main()
 
 The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
 
@@ -17162,9 +17163,11 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
 def _protected_paths(store: Store) -> List[Any]:
     """The self-protection set: data dir, this file, installed paths, and the
     host settings that decide whether the hook runs (HostSettings)."""
-    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
+    # `check` judges in a throwaway data dir (real_root): the real one stays guarded.
+    root = getattr(store, "real_root", store.root)
+    paths: List[Any] = [root, os.path.abspath(__file__), host_settings()]
     try:
-        with open(store.path("installed.json"), "rb") as fh:
+        with open(os.path.join(root, "installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
         paths.extend(p for p in listed if isinstance(p, str))
     except (OSError, ValueError, AttributeError):
@@ -23537,7 +23540,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Cases
 #
 # Owns `python3 sts.py cases [DIR]`: replay each Bad/Good case of cases/
-# through the real adapter and compare the decision with the expected one.
+# through the real adapter and compare the decision with the expected one;
+# and `check`, one what-if call through a real adapter and the engine.
 ###############################################################################
 
 # A case file is one JSON object:
@@ -23919,6 +23923,239 @@ def cmd_cases(args: List[str]) -> int:
     return 0 if failed == 0 else 1
 
 
+# ---- check: what a hook would answer, without a session ---------------------
+#
+# `check` sends one tool call through the host's real adapter and the real
+# engine, against a throwaway data dir holding only the contract asked for,
+# so its answer is the hook's own.  The throwaway store writes no audit
+# (a what-if is no decision) and self-protection still guards the real data
+# dir and the files install wrote.
+
+_CHECK_SESSION = "sts-check"
+_CHECK_USAGE = ("usage: sts.py check [--host H] [--contract \"review files=src/**\"] [--cwd DIR] "
+                "[--json] (-- 'command' | --tool NAME --path P [--content TEXT] "
+                "| --tool NAME --input JSON | < host-event.json)")
+# host -> (shell tool, file write tool, path key, content key) in that host's own words.
+_CHECK_TOOLS: Dict[str, Tuple[str, str, str, str]] = {
+    "codex": ("Bash", "apply_patch", "", ""),
+    "claude": ("Bash", "Write", "file_path", "content"),
+    "qwen": ("run_shell_command", "write_file", "file_path", "content"),
+    "gemini": ("run_shell_command", "write_file", "file_path", "content"),
+    "hermes": ("terminal", "write_file", "path", "content"),
+    "opencode": ("bash", "write", "filePath", "content"),
+    "pi": ("bash", "write", "path", "content"),
+    "omp": ("bash", "write", "path", "content"),
+    "copilot": ("bash", "create", "path", "file_text"),
+}
+
+
+class _WhatIfStore(Store):
+    """A throwaway data dir that protects the real one and writes no audit."""
+
+    def __init__(self, root: str, real: Store) -> None:
+        super().__init__(root)
+        self.real_root = real.root
+
+    def append_audit(self, key: str, record: dict) -> bool:
+        return False
+
+
+def _check_payload(host: str, tool: str, tool_input: Any, cwd: str) -> dict:
+    """One tool call in `host`'s own hook payload (what its hook reads on stdin)."""
+    s, call = _CHECK_SESSION, "call_check_1"
+    if host in ("claude", "codex", "qwen"):
+        payload = {"session_id": s, "cwd": cwd, "hook_event_name": "PreToolUse",
+                   "tool_name": tool, "tool_input": tool_input, "tool_use_id": call}
+        if host == "codex":
+            payload["turn_id"] = "turn-check"
+        if host == "qwen":
+            payload["tool_call_id"] = call
+        return payload
+    if host == "gemini":
+        return {"session_id": s, "cwd": cwd, "hook_event_name": "BeforeTool",
+                "timestamp": utc_now_iso(), "tool_name": tool, "tool_input": tool_input}
+    if host == "copilot":
+        return {"hook_event_name": "preToolUse", "sessionId": s, "timestamp": 0, "cwd": cwd,
+                "toolName": tool, "toolArgs": tool_input}
+    if host == "hermes":
+        return {"hook_event_name": "pre_tool_call", "tool_name": tool, "tool_input": tool_input,
+                "session_id": s, "cwd": cwd, "extra": {"tool_call_id": call}}
+    if host == "opencode":
+        body = {"input": {"tool": tool, "sessionID": s, "callID": call},
+                "output": {"args": tool_input}, "ctx": {"parentSessionId": None}}
+        return {"v": 1, "hook": "tool.execute.before", "sessionId": s, "cwd": cwd, "payload": body}
+    ctx = {"idle": False, "hasUI": False}
+    if host == "omp":
+        ctx["sessionFile"] = None
+    body = {"event": {"type": "tool_call", "toolName": tool, "toolCallId": call,
+                      "input": tool_input}, "ctx": ctx}
+    return {"v": 1, "hook": "tool_call", "sessionId": s, "cwd": cwd, "payload": body}
+
+
+def _check_tool_call(host: str, command: Optional[str], tool: Optional[str],
+                     paths: List[str], content: str, given: Any, cwd: str) -> dict:
+    shell, writer, path_key, content_key = _CHECK_TOOLS[host]
+    if command is not None:
+        return _check_payload(host, tool or shell, {"command": command}, cwd)
+    tool = tool or writer
+    if given is not None:
+        return _check_payload(host, tool, given, cwd)
+    where = [p if os.path.isabs(p) else os.path.join(cwd, p) for p in paths]
+    if tool == "apply_patch":   # Codex writes files only as a patch
+        lines = ["*** Begin Patch"]
+        for path in where:
+            lines += ["*** Add File: %s" % path] + ["+" + ln for ln in content.split("\n")]
+        return _check_payload(host, tool, {"command": "\n".join(lines + ["*** End Patch", ""])},
+                              cwd)
+    tool_input = {path_key: where[0], content_key: content}
+    return _check_payload(host, tool, tool_input, cwd)
+
+
+def contract_words(contract: dict) -> str:
+    """A contract as the directive that sets it: `review guard files=src/** ...`."""
+    mode, level = contract.get("mode"), contract.get("level")
+    if level == "off":
+        return "off (the guard does nothing)"
+    if mode == "unconfirmed":
+        return "none yet (a new session only watches until a directive sets one)"
+    paths = contract.get("allowedPaths")
+    words = [str(mode), str(level)]
+    if isinstance(paths, list):
+        words.append("files=%s" % "|".join(paths))
+    words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
+    budget = contract.get("agentBudget")
+    if budget_text(budget) != "unlimited":
+        words.append("agents=%s" % budget)
+    return _clean(" ".join(words))
+
+
+def _check_parse(args: List[str]) -> Optional[Dict[str, Any]]:
+    opts: Dict[str, Any] = {"host": "claude", "contract": None, "cwd": None, "json": False,
+                            "tool": None, "paths": [], "content": "", "input": None,
+                            "command": None}
+    valued = {"--host": "host", "--contract": "contract", "--cwd": "cwd", "--tool": "tool",
+              "--path": "paths", "--content": "content", "--input": "input"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            if i + 1 >= len(args):
+                return None
+            opts["command"] = " ".join(args[i + 1:])
+            break
+        if arg == "--json":
+            opts["json"] = True
+        elif name in valued:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            if name == "--path":
+                opts["paths"].append(value)
+            else:
+                opts[valued[name]] = value
+        else:
+            return None
+        i += 1
+    if opts["host"] not in _CHECK_TOOLS:
+        return None
+    if opts["command"] is not None and (opts["paths"] or opts["input"] is not None):
+        return None
+    if opts["command"] is None and opts["tool"] is not None \
+            and not opts["paths"] and opts["input"] is None:
+        return None
+    if opts["input"] is not None:
+        try:
+            opts["input"] = json.loads(opts["input"])
+        except ValueError:
+            return None
+    return opts
+
+
+def check_call(host: str, payload: dict, contract: Optional[str], real: Store,
+               tmp: str) -> Dict[str, Any]:
+    """The hook's answer to one tool call under `contract` (a directive without
+    the `$stop-that-shit` word, or None for the contract the session holds,
+    the default one for a new session).  ValueError for a bad directive or an
+    event that is not a tool call."""
+    store = _WhatIfStore(tmp, real)
+    adapter = ADAPTERS[host]
+    call = adapter.translate(payload, store)
+    if call is None or call.event is None or call.event.get("kind") != "action.before":
+        raise ValueError("the event is not a tool call the guard judges")
+    event = ControlEvent.from_dict(call.event)
+    key = session_key(event.session_id)
+    state = real.load(key).state if contract is None else default_state()
+    state = dict(state, delegation=default_state()["delegation"])
+    if contract is not None:
+        text = contract.strip()
+        if not text.startswith(DIRECTIVE):
+            text = "%s %s" % (DIRECTIVE, text)
+        outcome = interpret_prompt(state["contract"], text)
+        if outcome.kind != "directive":
+            raise ValueError("contract rejected: %s" % directive_error_text(outcome.error))
+        state["contract"] = outcome.contract
+    store.update(key, lambda loaded: (state, None))
+    result = handle_event(event, store, adapter.response_outcome)
+    verdict = {"none": "allow", "context": "note"}.get(result.kind, "deny")
+    lines = result.text.split("\n") if result.text else []
+    pick = lambda word: [ln[len(word):] for ln in lines if ln.startswith(word)]  # noqa: E731
+    return {"verdict": verdict, "reason": result.code, "host": host,
+            "contract": contract_words(state["contract"]),
+            "culprit": " ".join(pick("Culprit: ")) or None,
+            "instead": " ".join(pick("Instead: ")) or None,
+            "next": " ".join(pick("Next: ")) or None,
+            "message": result.text or None}
+
+
+def cmd_check(args: List[str], store: Optional[Store] = None) -> int:
+    """`check`: the hook's verdict on one call, touching no session and no
+    audit.  Exit 0 allowed (a note too), 1 denied, 2 usage."""
+    import shutil
+    import tempfile
+    opts = _check_parse(args)
+    if opts is None:
+        sys.stderr.write(_CHECK_USAGE + "\n")
+        return 2
+    store = store or Store()
+    host, cwd = opts["host"], os.path.abspath(opts["cwd"] or os.getcwd())
+    if opts["command"] is None and opts["tool"] is None and opts["input"] is None \
+            and not opts["paths"]:
+        if sys.stdin.isatty():
+            sys.stderr.write(_CHECK_USAGE + "\n")
+            return 2
+        try:
+            payload = json.loads(sys.stdin.buffer.read(8 << 20).decode("utf-8"))
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            sys.stderr.write("sts check: stdin holds no host event (one JSON object)\n")
+            return 2
+    else:
+        payload = _check_tool_call(host, opts["command"], opts["tool"], opts["paths"],
+                                   opts["content"], opts["input"], cwd)
+    tmp = tempfile.mkdtemp(prefix="sts-check-")
+    try:
+        answer = check_call(host, payload, opts["contract"], store, tmp)
+    except (ValueError, EventError) as exc:
+        sys.stderr.write("sts check: %s\n" % exc)
+        return 2
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if opts["json"]:
+        _inspect_json(dict({"schemaVersion": 1}, **answer))
+    else:
+        word = {"allow": "Allowed", "note": "Allowed, with a note", "deny": "Denied"}
+        out = ["%s: %s (on %s; contract: %s)" % (word[answer["verdict"]], answer["reason"],
+                                                 host, answer["contract"])]
+        if answer["message"]:
+            out.append(answer["message"])
+        sys.stdout.write("\n".join(out) + "\n")
+    return 1 if answer["verdict"] == "deny" else 0
+
+
 ###############################################################################
 # CLI
 #
@@ -24090,6 +24327,9 @@ inspection:
   runtime [all] [--session ID] [--json] audit summary
   explain EVT                           one audited decision
   label EVT correct|incorrect|inconclusive
+  check [--host H] [--contract "review"] [--json] -- 'command'
+  check ... --tool NAME --path P        what a hook would answer (exit 0 allowed,
+  check ... < host-event.json             1 denied, 2 usage); writes nothing
 
 setup:
   install <host> [--scope user|project] [--dry-run]
@@ -24227,6 +24467,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "check": lambda rest: _cold("cmd_check")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }
