@@ -17213,6 +17213,32 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
     }
 
 
+# What the audit keeps of a denied or noted call for the person who asks
+# `explain` or `log` why: the command as written (cut at this many
+# characters), the paths, the folder, the host's session id, the files= lock
+# and the Culprit line.  An allowed call keeps only its metadata: most calls
+# are allowed, and a log of every command an agent ran is not this audit's job.
+_SHOWN_COMMAND_CAP = 2000
+_SHOWN_PATHS_CAP = 20
+
+
+def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: str) -> dict:
+    shown: Dict[str, Any] = {"sessionId": event.session_id, "cwd": action.cwd}
+    command = action.command
+    if isinstance(command, str):
+        shown["command"] = command[:_SHOWN_COMMAND_CAP]
+        if len(command) > _SHOWN_COMMAND_CAP:
+            shown["commandCut"] = len(command)
+    if action.affected_paths:
+        shown["paths"] = list(action.affected_paths[:_SHOWN_PATHS_CAP])
+    allowed = contract.get("allowedPaths")
+    if isinstance(allowed, list):
+        shown["files"] = list(allowed)
+    if culprit:
+        shown["culprit"] = culprit
+    return shown
+
+
 def _handle_action_before(event: ControlEvent, key: str, store: Store,
                           response_outcome: str) -> CoreResult:
     action: Action = event.action
@@ -17267,10 +17293,18 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     kind = outcome_result_kind(decision.outcome)
     response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
+    allowed = contract.get("allowedPaths")
+    culprit = ""
+    if kind != "none" and decision.code != "DIRECTIVE_PENDING":
+        culprit = decision_culprit(action, decision,
+                                   allowed if isinstance(allowed, list) else None, protected)
     # Every denial is audited, a pause for a rejected directive under `off` too.
     if contract["level"] != "off" or storage_error is not None or kind == "deny":
         candidate = new_event_id()
         record = _audit_record(candidate, key, action, state, decision, response)
+        record["host"] = (event.host or {}).get("family")
+        if kind != "none":
+            record["shown"] = _audit_shown(event, action, contract, culprit)
         if store.append_audit(key, record):
             event_id = candidate
     _refresh_markers(store, event, key, _armed(state, storage_error))
@@ -17281,9 +17315,6 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         # The rejection's own words, and the event, so that `explain` finds it.
         text = decision.detail + ("\nEvent: %s" % event_id if event_id else "")
         return CoreResult(kind, text, decision.code, event_id)
-    allowed = contract.get("allowedPaths")
-    culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
-                               protected)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
                             event_id=event_id, culprit=culprit)
@@ -22950,6 +22981,32 @@ def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     return reserved, reasons
 
 
+# contract["source"] -> who set the contract, in words.
+_SOURCE_WORDS = {"default": "nobody yet (the start of every session)",
+                 "directive": "a $stop-that-shit directive in a prompt",
+                 "natural-explicit": "a plain-words correction in a prompt",
+                 "explicit-stop": "\"stop\" in a prompt",
+                 "recovery": "read-only recovery (the session file is damaged)",
+                 "host": "the host (its agent may edit files)"}
+
+
+def _protection_line(contract: dict, storage_error: Optional[dict]) -> str:
+    """Whether calls are stopped now, and if not why and what arms the guard."""
+    if storage_error:
+        return "Protection: read-only recovery: reads pass, anything else is stopped."
+    state = control_state(contract)
+    if state == "ARMED":
+        return "Protection: on: calls outside this contract are stopped."
+    if state == "OFF":
+        return ("Protection: off for this session; a prompt with `$stop-that-shit review` "
+                "(or another mode) turns it on.")
+    if contract.get("mode") == "unconfirmed":
+        return ("Protection: none yet: no contract is set, so calls are only watched. Set "
+                "one in a prompt: `$stop-that-shit review -- <task>`.")
+    return ("Protection: watch only: calls outside the contract are reported, not stopped; "
+            "`$stop-that-shit guard` stops them.")
+
+
 class _StatusView:
     """What both status answers are made of, read once."""
 
@@ -22971,14 +23028,20 @@ class _StatusView:
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self) -> List[str]:
-        """The status lines, the same in a prompt answer and in the terminal."""
+        """The status lines, the same in a prompt answer and in the terminal:
+        one fact a line, so another line can be added where it belongs."""
         state = self.loaded.state
         contract = state["contract"]
-        fields = contract_fields(contract, self.reserved, bool(self.reasons))
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
-                 fields,
-                 "Authority source: %s" % contract.get("source")]
+                 "Contract: %s" % contract_words(contract),
+                 "Set by: %s" % _SOURCE_WORDS.get(contract.get("source"),
+                                                  str(contract.get("source")))]
+        lines.append(_protection_line(contract, self.loaded.storage_error))
+        budget = contract.get("agentBudget")
+        if self.reserved or budget_text(budget) != "unlimited":
+            lines.append("Subagents: %d running or unconfirmed, %s allowed at once"
+                         % (self.reserved, budget_text(budget).replace("unlimited", "any number")))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -22988,7 +23051,8 @@ class _StatusView:
         if self.reasons:
             lines.append("Unresolved activity: %s. %s"
                          % (", ".join(self.reasons), _UNRESOLVED_ADVICE))
-        lines += ["Host effect: %s" % self.effect, "Full counts: see runtime."]
+        if self.effect != "unobserved":
+            lines.append("Last call: %s" % _EFFECT_WORDS.get(self.effect, self.effect))
         return lines
 
     def terminal_lines(self) -> List[str]:
@@ -23004,19 +23068,21 @@ class _StatusView:
         checked, allowed, denied, notes = tally.row
         lines.append("Checked actions: %d (allowed %d, denied %d, watch notes %d)"
                      % (checked, allowed, denied, notes))
-        lines.append("")
-        lines += _count_table("By family", [
-            ("%s %s" % (f, family_word(f).lower()), tally.families.get(f, [0, 0, 0, 0]))
-            for f in _FAMILY_ORDER + tuple(sorted(set(tally.families) - set(_FAMILY_ORDER)
-                                                  - {"-"}))
-        ] + ([("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
-        lines.append("")
-        reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
-        lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
-                                            for code, r in reasons])
-        lines.append("")
+        families = [("%s %s" % (f, family_word(f).lower()), tally.families[f])
+                    for f in _FAMILY_ORDER + tuple(sorted(set(tally.families)
+                                                          - set(_FAMILY_ORDER) - {"-"}))
+                    if f in tally.families and tally.families[f][0]]
+        if denied or notes:   # a table of allowed calls only says what the line above says
+            lines.append("")
+            lines += _count_table("By family", families + (
+                [("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
+            lines.append("")
+            reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
+            lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
+                                                for code, r in reasons if r[1]])
         top = tally.top_denied()
         if top:
+            lines.append("")
             lines.append("Top denied reasons (of %d denials):" % denied)
             # A code too long for the line is shortened, never the count.
             pad = min(max(len(code) for code, _ in top), _INSPECT_WIDTH - 12)
@@ -23024,13 +23090,12 @@ class _StatusView:
                    for code, count in top]
             lines += [_fit("  %d. %-*s %6d" % (n, pad, _clean(code), count))
                       for n, (code, count) in enumerate(top, 1)]
-        else:
-            lines.append("Top denied reasons: none")
         lines.append("")
         lines.append("Last %d events (oldest first, UTC; ask = denied until the user approves):"
                      % min(_STATUS_RECENT, len(self.events)))
         for event in self.events[-_STATUS_RECENT:]:
             lines += _event_lines(event, self.notes)
+        lines.append("Why: python3 sts.py explain <event>; every session: python3 sts.py log")
         return lines
 
     def json(self) -> Dict[str, Any]:
@@ -23074,26 +23139,23 @@ def _count_table(title: str, rows: List[Tuple[str, List[int]]]) -> List[str]:
 
 
 def _event_lines(event: dict, notes: "Annotations") -> List[str]:
-    """Two lines of metadata for one event: never a path or a command."""
-    action, decision = event["action"], event["decision"]
+    """Two lines for one event: when, verdict, reason and the event id, then
+    what it was about (the culprit, command or path; the tool for a call
+    whose text the audit does not keep)."""
+    decision = event["decision"]
     outcome = decision["policyOutcome"]
     word = _OUTCOME_WORD.get(outcome, outcome)
     family = decision.get("family")
     reason = ("%s/%s" % (family, decision["reasonCode"]) if isinstance(family, str) and family
               else decision["reasonCode"])
-    head = "  %s %s  %-5s  " % (event["occurredAt"][:10], event["occurredAt"][11:19], word)
-    most = _INSPECT_WIDTH - len(head) - 2 - 16  # leave the tool at least 16 columns
-    if len(reason) > most:
-        reason = reason[:most - 3] + "..."
-    tail = "  " + reason
-    tool = "%s (%s)" % (action["toolName"], action["mutability"])
-    room = _INSPECT_WIDTH - len(head) - len(tail)
-    if len(tool) > room:
-        # A long tool name gives way first: the reason is what the user came for.
-        tool = tool[:max(room - 3, 0)] + "..." if room > 3 else ""
-    first = _fit(_clean(head + tool + tail))
-    second = _fit("    %s  host effect: %s" % (event["eventId"], _host_effect(event, notes)))
-    return [first, second]
+    first = _fit(_clean("  %s %s  %-5s  %s  %s" % (
+        event["occurredAt"][:10], event["occurredAt"][11:19], word, event["eventId"][:12],
+        reason)))
+    effect = _host_effect(event, notes)
+    what = " ".join(_target(event).split())
+    if effect != "unobserved":
+        what += " (%s)" % _EFFECT_WORDS.get(effect, effect)
+    return [first, _fit(_clean("    " + what))]
 
 
 # ---- runtime ----------------------------------------------------------------
@@ -23265,23 +23327,6 @@ def _runtime_end(store: Store, key: Optional[str], summary: Dict[str, Any],
 # ---- explain and label ------------------------------------------------------
 
 
-def _explain_text(event: dict, notes: "Annotations") -> str:
-    action, decision = event["action"], event["decision"]
-    mode = (event.get("contract") or {}).get("mode", "unknown")
-    lines = ["Stop That Shit event %s" % event["eventId"],
-             "State: %s / %s" % (event["controlState"].upper(), mode),
-             "Action: %s (%s); paths=%s" % (action["toolName"], action["mutability"],
-                                            action.get("pathCount", 0))]
-    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
-    if sentence:
-        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
-    lines += ["Decision: %s / %s" % (decision["policyOutcome"], decision["reasonCode"]),
-              "Response: %s" % decision["responseOutcome"],
-              "Host effect: %s" % _host_effect(event, notes),
-              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
-    return "\n".join(lines)
-
-
 def _removed_sentence(removed: Dict[str, Any]) -> str:
     newest = removed.get("newestRemoved")
     return ("Older audit removed: %d file%s (%.1f MB) of idle sessions%s, to stay under "
@@ -23318,6 +23363,349 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
+# ---- log: the last decisions across sessions ---------------------------------
+#
+# The newest N decisions of every session together, read from the ends of
+# the logs backwards.  Sessions are visited newest file first, and a session
+# whose newest file was last written before the N-th newest decision found so
+# far cannot hold a newer one (a line's time is taken before it is written),
+# so `log` reads a few files' tails whatever the number of sessions.
+
+_LOG_DEFAULT = 20
+_LOG_WIDTH = 120
+_LOG_CHUNK = 64 * 1024
+# The host's family name (as the audit keeps it) -> the name its hook uses.
+_HOST_SHORT = {"claude-code": "claude", "hermes-agent": "hermes", "gemini-cli": "gemini",
+               "copilot-cli": "copilot", "qwen-code": "qwen"}
+
+
+def _lines_backwards(path: str):
+    """The non-empty lines of a file, last first, read in chunks from the end."""
+    with open(path, "rb") as fh:
+        end = fh.seek(0, 2)
+        rest = b""
+        while end > 0:
+            start = max(0, end - _LOG_CHUNK)
+            fh.seek(start)
+            data = fh.read(end - start) + rest
+            end = start
+            lines = data.split(b"\n")
+            rest = lines.pop(0) if start > 0 else b""
+            for raw in reversed(lines):
+                if raw.strip():
+                    yield raw
+        if rest.strip():
+            yield rest
+
+
+def _iso_of(seconds: float) -> str:
+    import time
+    whole = int(seconds)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + ".%03dZ" % (
+        int((seconds - whole) * 1000))
+
+
+def _verdict_word(event: dict) -> str:
+    outcome = event["decision"]["policyOutcome"]
+    return _OUTCOME_WORD.get(outcome, outcome)
+
+
+def recent_decisions(store: Store, count: int, key: Optional[str] = None,
+                     verdict: Optional[str] = None) -> List[dict]:
+    """The newest `count` audited decisions (of session `key`, of verdict
+    `verdict`: allow, deny, ask or note), newest first."""
+    import heapq
+    sessions = []
+    for k, names in audit_files(store, key).items():
+        newest = 0.0
+        for name in names:
+            try:
+                newest = max(newest, os.stat(store.path("runtime", name)).st_mtime)
+            except OSError:
+                pass
+        sessions.append((newest, k, names))
+    sessions.sort(reverse=True)
+    best: List[Tuple[str, str, dict]] = []   # a heap of (occurredAt, eventId, event)
+    for newest, k, names in sessions:
+        if len(best) >= count and _iso_of(newest + 0.001) < best[0][0]:
+            break
+        for name in reversed(names):
+            try:
+                for raw in _lines_backwards(store.path("runtime", name)):
+                    event = _line_record(raw, runtime_event_ok)[0]
+                    if event is None:
+                        continue
+                    if len(best) >= count and event["occurredAt"] < best[0][0]:
+                        break   # older than all kept: so is the rest of this file (bar skew)
+                    if verdict is not None and _verdict_word(event) != verdict:
+                        continue
+                    item = (event["occurredAt"], event["eventId"], event)
+                    if len(best) < count:
+                        heapq.heappush(best, item)
+                    elif item[:2] > best[0][:2]:
+                        heapq.heapreplace(best, item)
+            except OSError:
+                continue
+    return [item[2] for item in sorted(best, key=lambda i: i[:2], reverse=True)]
+
+
+def _host_name(event: dict) -> str:
+    family = event.get("host")
+    return _HOST_SHORT.get(family, family) if isinstance(family, str) else "-"
+
+
+def _shown(event: dict) -> dict:
+    shown = event.get("shown")
+    return shown if isinstance(shown, dict) else {}
+
+
+def _target(event: dict) -> str:
+    """What a call was about, for one line: the culprit's words, else the
+    command or first path, else the tool."""
+    shown = _shown(event)
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit.startswith("Culprit: "):
+        return culprit.split("\n")[0][len("Culprit: "):]
+    command = shown.get("command")
+    if isinstance(command, str):
+        return command
+    paths = shown.get("paths")
+    if isinstance(paths, list) and paths:
+        return "%s %s" % (event["action"]["toolName"], paths[0])
+    return "%s (%s)" % (event["action"]["toolName"], event["action"]["mutability"])
+
+
+def _log_line(event: dict) -> str:
+    """time, event, host, session, verdict, reason, what: the date stands
+    above (a line per day), and only the culprit may take the line past 80
+    columns, up to _LOG_WIDTH."""
+    head = "%s %s %-7s %s %-5s %s  " % (
+        event["occurredAt"][11:19], event["eventId"][4:12], _host_name(event)[:7],
+        event.get("sessionKey", "")[:8], _verdict_word(event), event["decision"]["reasonCode"])
+    line = _clean(head + " ".join(_target(event).split()))
+    return line if len(line) <= _LOG_WIDTH else line[:_LOG_WIDTH - 3] + "..."
+
+
+_LOG_USAGE = ("usage: sts.py log [N] [--session ID] [--verdict allow|deny|ask|note] [--json]")
+
+
+def cmd_log(args: List[str], store: Store) -> int:
+    """The last N decisions across sessions, newest first: exit 0, 1 when an
+    asked-for session has no audit, 2 on a usage error."""
+    count, session, verdict, as_json = _LOG_DEFAULT, None, None, False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--json":
+            as_json = True
+        elif name in ("--session", "--verdict", "-n"):
+            if not eq:
+                if i + 1 >= len(args):
+                    sys.stderr.write(_LOG_USAGE + "\n")
+                    return 2
+                i += 1
+                value = args[i]
+            if name == "--session":
+                session = value
+            elif name == "--verdict":
+                verdict = value
+            else:
+                args = args[:i + 1] + [value] + args[i + 1:]   # -n N: a count
+                i += 1
+                continue
+        elif arg.isdigit() and int(arg) > 0:
+            count = int(arg)
+        else:
+            sys.stderr.write(_LOG_USAGE + "\n")
+            return 2
+        i += 1
+    if verdict not in (None, "allow", "deny", "ask", "note") or session == "":
+        sys.stderr.write(_LOG_USAGE + "\n")
+        return 2
+    try:
+        key = _resolve_session(store, session) if session is not None else None
+        events = recent_decisions(store, count, key, verdict)
+    except InspectionError as exc:
+        sys.stderr.write("%s\n" % exc)
+        return 1
+    if as_json:
+        _inspect_json({"schemaVersion": 1, "events": events}, one_per_line=("events",))
+        return 0
+    if not events:
+        sys.stdout.write("No decisions%s in %s yet.\n" % (
+            "" if verdict is None else " with verdict " + verdict, _clean(store.root)))
+        return 0
+    out = ["Last %d decision%s, newest first (times in UTC):"
+           % (len(events), "" if len(events) == 1 else "s"),
+           "  time     event    host    session  verdict reason  culprit"]
+    day = None
+    for event in events:
+        if event["occurredAt"][:10] != day:
+            day = event["occurredAt"][:10]
+            out.append("%s:" % _clean(day))
+        out.append("  " + _log_line(event))
+    out.append("Why one was decided: python3 sts.py explain <event>, e.g. explain %s."
+               % events[0]["eventId"][4:12])
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ---- explain: one decision in words ------------------------------------------
+
+# hostEffect -> what a person reads.
+_EFFECT_WORDS = {"observed_blocked": "the host reported it blocked the call",
+                 "observed_ran": "the host reported it ran the call",
+                 "unobserved": "not reported (the host does not say what it did after a hook)"}
+
+
+def _effect_words(event: dict, notes: "Annotations") -> str:
+    effect = _host_effect(event, notes)
+    return _EFFECT_WORDS.get(effect, effect)
+
+
+def contract_words(contract: dict) -> str:
+    """A contract as the directive fields that set it: `review guard files=src/** ...`."""
+    mode, level = contract.get("mode"), contract.get("level")
+    if level == "off":
+        return "off (the guard does nothing)"
+    if mode == "unconfirmed":
+        return "none yet (a new session only watches until a directive sets one)"
+    paths = contract.get("allowedPaths")
+    words = [str(mode), str(level)]
+    if isinstance(paths, list):
+        words.append("files=%s" % "|".join(paths))
+    words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
+    budget = contract.get("agentBudget")
+    if budget_text(budget) != "unlimited":
+        words.append("agents=%s" % budget)
+    return _clean(" ".join(words))
+
+
+def _event_contract(event: dict) -> str:
+    """The contract in force when `event` was decided, in directive words."""
+    saved = event.get("contract") or {}
+    shown = _shown(event)
+    files = shown.get("files")
+    contract = dict(saved, allowedPaths=files if isinstance(files, list) else None)
+    text = contract_words(contract)
+    count = saved.get("allowedPathCount")
+    if _is_int(count) and count > 0 and not isinstance(files, list):
+        text += " files=(%d pattern%s, not kept)" % (count, "" if count == 1 else "s")
+    return text
+
+
+def find_events_by_prefix(store: Store, prefix: str) -> List[dict]:
+    """Every event whose id starts with `prefix` (`evt_` optional, at least
+    four hex digits), each once; searched as bytes like find_event."""
+    prefix = prefix.lower().rstrip(".…")
+    if not prefix.startswith("evt_"):
+        prefix = "evt_" + prefix
+    if len(prefix) < 8 or not event_id_ok(prefix):
+        raise InspectionError("sts: %r is no event id (evt_ and at least four hex digits)"
+                              % prefix)
+    needle = prefix.encode("ascii")
+    found: Dict[str, dict] = {}
+    for name in (name for names in audit_files(store).values() for name in names):
+        try:
+            with open(store.path("runtime", name), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"].startswith(prefix):
+                found.setdefault(record["eventId"], record)
+            at = data.find(needle, end)
+    return list(found.values())
+
+
+def _event_by_prefix(store: Store, prefix: str) -> dict:
+    events = find_events_by_prefix(store, prefix)
+    if len(events) > 1:
+        ids = sorted(e["eventId"] for e in events)
+        raise InspectionError("sts: %d events start with %s: %s%s; give more of the id"
+                              % (len(ids), prefix, ", ".join(ids[:4]),
+                                 ", ..." if len(ids) > 4 else ""))
+    if not events:
+        raise InspectionError(_not_found(store, prefix))
+    return events[0]
+
+
+def _explain_text(event: dict, notes: "Annotations") -> str:
+    action, decision = event["action"], event["decision"]
+    shown = _shown(event)
+    word = {"allow": "allowed", "deny": "denied", "ask": "denied until the user approves",
+            "note": "allowed, with a note to the agent"}
+    verdict = _verdict_word(event)
+    code = decision["reasonCode"]
+    lines = ["Stop That Shit event %s" % event["eventId"],
+             "When: %s UTC" % event["occurredAt"][:19].replace("T", " "),
+             "Host: %s, session %s%s" % (_host_name(event), event.get("sessionKey", "-"),
+                                         " (host id %s)" % shown["sessionId"]
+                                         if isinstance(shown.get("sessionId"), str) else ""),
+             "Tool: %s (%s)" % (action["toolName"], action["mutability"])]
+    if isinstance(shown.get("command"), str):
+        cut = shown.get("commandCut")
+        lines.append("Command: %s%s" % (shown["command"],
+                                        " ... (%s characters in all)" % cut if cut else ""))
+    if isinstance(shown.get("paths"), list) and shown["paths"]:
+        lines.append("Paths: %s" % ", ".join(str(p) for p in shown["paths"]))
+    elif action.get("pathCount"):
+        lines.append("Paths: %d (not kept)" % action["pathCount"])
+    if isinstance(shown.get("cwd"), str):
+        lines.append("Folder: %s" % shown["cwd"])
+    lines.append("Contract then: %s (%s)" % (_event_contract(event), event["controlState"]))
+    lines.append("Verdict: %s, %s" % (word.get(verdict, verdict), code))
+    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
+    if sentence:
+        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit:
+        lines += culprit.split("\n")
+    row = _DECISION_ROWS.get(code)
+    if verdict != "allow" and row is not None and row.next:
+        lines.append("Next: %s" % row.next)
+    if not shown:
+        lines.append("Kept: metadata only (%s); the audit keeps the command, paths and "
+                     "culprit of denied and noted calls." % (
+                         "an allowed call" if verdict == "allow" else "written by an older sts"))
+    lines += ["What the host did: %s" % _effect_words(event, notes),
+              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
+    return "\n".join(lines)
+
+
+def _resolve_session(store: Store, given: str) -> str:
+    """The session key of `given`: a key as `runtime all` lists it (or a
+    unique start of one), or the host's own session id.  InspectionError
+    when no such session has state or audit."""
+    keys = set(audit_files(store))
+    try:
+        keys.update(n[:-5] for n in os.listdir(store.path("sessions"))
+                    if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        pass
+    lowered = given.lower()
+    if lowered in keys:
+        return lowered
+    hashed = session_key(given)
+    if hashed in keys:
+        return hashed
+    starts = sorted(k for k in keys if len(lowered) >= 4 and k.startswith(lowered))
+    if len(starts) == 1:
+        return starts[0]
+    if len(starts) > 1:
+        raise InspectionError("sts: %d sessions start with %s: %s; give more of it"
+                              % (len(starts), given, ", ".join(starts[:4])))
+    raise InspectionError("sts: no session %s in %s (see `python3 sts.py runtime all` for "
+                          "the session keys; a host's own session id works too)"
+                          % (_clean(given), _clean(store.root)))
+
+
 # ---- prompt answers ---------------------------------------------------------
 
 
@@ -23337,9 +23725,10 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
                            with_rows=False)[0]
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
-        event = find_event(store, command[1])
-        if event is None:
-            return _not_found(store, command[1])
+        try:
+            event = _event_by_prefix(store, command[1])
+        except InspectionError as exc:
+            return str(exc)
         return _explain_text(event, read_annotations(store))
     if name == "label" and len(command) > 2:
         try:
@@ -23467,7 +23856,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         return 2
     command, positional, session, all_logs, as_json = parsed
     try:
-        key = session_key(session) if session is not None else None
+        key = _resolve_session(store, session) if session is not None else None
         if command in ("status", "runtime") and key is None and not all_logs:
             key = _latest_session_key(store)
             if key is None:
@@ -23510,9 +23899,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             sys.stdout.write("\n".join(lines) + "\n")
             return 0
         if command == "explain":
-            event = find_event(store, positional[0])
-            if event is None:
-                raise InspectionError(_not_found(store, positional[0]))
+            event = _event_by_prefix(store, positional[0])
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,
@@ -24011,24 +24398,6 @@ def _check_tool_call(host: str, command: Optional[str], tool: Optional[str],
     return _check_payload(host, tool, tool_input, cwd)
 
 
-def contract_words(contract: dict) -> str:
-    """A contract as the directive that sets it: `review guard files=src/** ...`."""
-    mode, level = contract.get("mode"), contract.get("level")
-    if level == "off":
-        return "off (the guard does nothing)"
-    if mode == "unconfirmed":
-        return "none yet (a new session only watches until a directive sets one)"
-    paths = contract.get("allowedPaths")
-    words = [str(mode), str(level)]
-    if isinstance(paths, list):
-        words.append("files=%s" % "|".join(paths))
-    words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
-    budget = contract.get("agentBudget")
-    if budget_text(budget) != "unlimited":
-        words.append("agents=%s" % budget)
-    return _clean(" ".join(words))
-
-
 def _check_parse(args: List[str]) -> Optional[Dict[str, Any]]:
     opts: Dict[str, Any] = {"host": "claude", "contract": None, "cwd": None, "json": False,
                             "tool": None, "paths": [], "content": "", "input": None,
@@ -24464,6 +24833,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
     "explain": lambda rest: _cold("cmd_inspect")(["explain"] + rest, Store()),
     "label": lambda rest: _cold("cmd_inspect")(["label"] + rest, Store()),
+    "log": lambda rest: _cold("cmd_log")(rest, Store()),
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),

@@ -155,3 +155,84 @@ def test_check_gives_the_hooks_verdict_on_every_corpus_line(ram_path, capsys, mo
             mismatches.append("%d %s: check %s %s, hook %s %s" % (
                 number, command, doc["verdict"], mine, hook_verdict, culprit))
     assert len(ROWS) > 2000 and not mismatches, "\n".join(mismatches[:20])
+
+
+# ---- log, explain, status: a denied call looked up -------------------------------
+
+
+def _denied_session(home, session="s-log", command="git status && rm -rf build"):
+    """A review session with one allowed and one denied shell call, through the
+    real hook process; returns the deny text."""
+    from hooks import hook_process
+    for payload in (claude_prompt(session, "$stop-that-shit review -- look"),
+                    claude_bash(session, "ls", call="t1"),
+                    claude_bash(session, command, call="t2")):
+        proc = hook_process("claude", payload, home)
+        assert proc.returncode == 0
+    return deny_reason(json.loads(proc.stdout))
+
+
+def test_log_explain_and_status_show_a_denied_call(tmp_path):
+    text = _denied_session(tmp_path)
+    event_id = next(ln[7:] for ln in text.splitlines() if ln.startswith("Event: "))
+    got = sts_cli(tmp_path, "log")
+    assert got.returncode == 0, got.stderr
+    rows = [ln for ln in got.stdout.splitlines() if ln.startswith("  ") and "claude" in ln]
+    assert len(rows) == 2
+    key = sts.session_key("s-log")
+    assert rows[0].split()[:6] == [rows[0].split()[0], event_id[4:12], "claude", key[:8],
+                                   "deny", "MODE_FORBIDS_MUTATION"]
+    assert rows[0].endswith("`rm -rf build`: `rm` removes `build`.")
+    assert rows[1].split()[4:6] == ["allow", "WITHIN_CONTRACT"]
+    # explain takes a unique start of the id, with or without evt_
+    for given in (event_id, event_id[:12], event_id[4:12].upper() + "…"):
+        out = sts_cli(tmp_path, "explain", given)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[0] == "Stop That Shit event " + event_id
+        assert "Host: claude, session %s (host id s-log)" % key in lines
+        assert "Tool: Bash (write)" in lines
+        assert "Command: git status && rm -rf build" in lines
+        assert "Contract then: review guard deps=ask hash=deny (armed)" in lines
+        assert "Verdict: denied, MODE_FORBIDS_MUTATION" in lines
+        assert "Culprit: `rm -rf build`: `rm` removes `build`." in lines
+    status = sts_cli(tmp_path, "status", "--session", "s-log")
+    assert status.returncode == 0
+    assert "    `rm -rf build`: `rm` removes `build`." in status.stdout.splitlines()
+    assert all(len(line) <= 80 for line in status.stdout.splitlines())
+    for word in ("Host effect", "unobserved", "unlimited", "Full counts"):
+        assert word not in status.stdout
+
+
+def test_log_filters_and_json(tmp_path):
+    _denied_session(tmp_path, "s-a")
+    _denied_session(tmp_path, "s-b", "touch x")
+    doc = json.loads(sts_cli(tmp_path, "log", "--json", "--verdict", "deny").stdout)
+    assert [e["decision"]["reasonCode"] for e in doc["events"]] == ["MODE_FORBIDS_MUTATION"] * 2
+    assert [e["shown"]["command"] for e in doc["events"]] == ["touch x", "git status && rm -rf build"]
+    one = json.loads(sts_cli(tmp_path, "log", "--json", "--session", "s-a").stdout)["events"]
+    assert {e["sessionKey"] for e in one} == {sts.session_key("s-a")} and len(one) == 2
+    assert len(json.loads(sts_cli(tmp_path, "log", "1", "--json").stdout)["events"]) == 1
+    allowed = json.loads(sts_cli(tmp_path, "log", "--json", "--verdict", "allow").stdout)
+    assert all("shown" not in e for e in allowed["events"])   # an allowed call keeps no text
+    assert sts_cli(tmp_path, "log", "--session", "nobody").returncode == 1
+    assert sts_cli(tmp_path, "log", "--verdict", "maybe").returncode == 2
+
+
+def test_explain_an_ambiguous_or_unknown_prefix_is_an_error(tmp_path):
+    store = sts.Store(str(tmp_path))
+    ids = []
+    for n in range(40):   # enough ids that some share a first hex digit
+        rec = {"schemaVersion": 1, "eventId": "evt_%08x-0000-4000-8000-000000000000" % (n * 7),
+               "occurredAt": "2026-01-01T00:00:%02d.000Z" % n, "sessionKey": "a" * 24,
+               "controlState": "armed", "action": {"toolName": "Bash", "mutability": "read"},
+               "decision": {"policyOutcome": "allow", "responseOutcome": "none",
+                            "reasonCode": "WITHIN_CONTRACT"}}
+        store.append_audit("a" * 24, rec)
+        ids.append(rec["eventId"])
+    got = sts_cli(tmp_path, "explain", "evt_0000")
+    assert got.returncode == 1 and "events start with evt_0000" in got.stderr
+    got = sts_cli(tmp_path, "explain", "ffff0000")
+    assert got.returncode == 1 and "not found" in got.stderr
+    assert sts_cli(tmp_path, "explain", ids[5][:16]).stdout.startswith(
+        "Stop That Shit event " + ids[5])
