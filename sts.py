@@ -20941,9 +20941,24 @@ def _sh_quote(word: str) -> str:
 
 
 def _dir_writable(path: str) -> bool:
-    """Can Python cache bytecode next to sts.py?  (__pycache__ if present, else the folder.)"""
+    """Can Python cache bytecode next to sts.py?  Tried, not asked of the
+    permission bits (root passes those on a read-only mount): a file is
+    made and removed in __pycache__ if present, else in the folder; a
+    __pycache__ that is no folder cannot hold a cache."""
     cache = os.path.join(path, "__pycache__")
-    return os.access(cache if os.path.isdir(cache) else path, os.W_OK)
+    if os.path.lexists(cache) and not os.path.isdir(cache):
+        return False
+    probe = os.path.join(cache if os.path.isdir(cache) else path,
+                         ".sts-probe-%d-%s" % (os.getpid(), os.urandom(4).hex()))
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return True
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
@@ -22591,15 +22606,148 @@ def _doctor_hermes(fix: str, check: Callable[..., None]) -> None:
         check("WARN", "hermes", "HERMES_SAFE_MODE=1 disables plugins", "unset HERMES_SAFE_MODE")
 
 
+def _command_tail(command: str) -> Optional[List[str]]:
+    """The words a hook command gives sts after its own path or import code
+    (the host name, and Copilot's event); None when it does not run sts."""
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv) and "import sts" in argv[index + 1]:
+            return argv[index + 2:]
+        if word.endswith("sts.py"):
+            return argv[index + 1:]
+    return None
+
+
+def _sts_hook_commands(path: str) -> List[Tuple[str, Optional[str]]]:
+    """(command, the hook event it is listed under) of every string in a
+    host's JSON configuration that runs sts."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    events = {name for table in _HOOK_EVENTS.values() for name, _, _ in table}
+    events.update(name for name, _ in _COPILOT_EVENTS)
+    found: List[Tuple[str, Optional[str]]] = []
+
+    def visit(value: Any, event: Optional[str]) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, key if key in events else event)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, event)
+        elif isinstance(value, str) and _command_tail(value) is not None:
+            found.append((value, event))
+
+    visit(data, None)
+    return found
+
+
+def _doctor_host_names(host: str, path: str, check: Callable[..., None], fix: str) -> None:
+    """A hook that names a host sts does not know (or another host, or no
+    Copilot event) does nothing useful; say which and where."""
+    copilot_events = [name for name, _ in _COPILOT_EVENTS]
+    for command, event in _sts_hook_commands(path):
+        tail = _command_tail(command) or []
+        given = tail[0] if tail else ""
+        if given not in _HOOK_HOSTS:
+            close = __import__("difflib").get_close_matches(given, _HOOK_HOSTS, 1)
+            check("FAIL", host, "%s runs sts with host name %r%s, which sts does not know: "
+                  "the hook only prints an error and every call runs unguarded%s"
+                  % (path, given, " under %s" % event if event else "",
+                     " (did you mean %s?)" % close[0] if close else ""), fix)
+        elif given != host:
+            check("FAIL", host, "%s runs sts as host %s, so %s's events are read as %s's"
+                  % (path, given, host, given), fix)
+        elif host == "copilot" and (len(tail) < 2 or tail[1] not in copilot_events
+                                    or (event and tail[1] != event)):
+            check("FAIL", host, "%s runs `sts.py copilot` %s%s; Copilot's input does not name "
+                  "its event, so the command must" % (
+                      path, "with no event name" if len(tail) < 2 else
+                      "with event %r" % tail[1], " under %s" % event if event else ""), fix)
+
+
+def _wired_at_all(host: str) -> bool:
+    """Whether the user's configuration of `host` runs sts in any way."""
+    base = _base_dir(host, "user")
+    if host in _HOOK_EVENTS:
+        return bool(_sts_hook_commands(os.path.join(base, _HOSTS[host]["config"])))
+    if host == "copilot":
+        return os.path.exists(_copilot_hook_path(base))
+    return any(os.path.exists(os.path.join(base, *dst.split("/")))
+               for _, dst in _SHIM_FILES.get(host, ()))
+
+
+# What a person does with a session file sts cannot read.
+_DAMAGED_ADVICE = {
+    "STATE_DAMAGED": "its calls are judged read-only until then. Send a new directive in that "
+                     "session (`$stop-that-shit review`, ...): sts keeps the damaged file as "
+                     "%s.damaged-<time> and starts afresh; or start a new host session",
+    "STS_LOCK_DAMAGED": "stop every host that uses %s, then move only %s.lock aside",
+}
+
+
+def _doctor_sessions(root: str, check: Callable[..., None]) -> None:
+    store = Store(root)
+    try:
+        names = sorted(n for n in os.listdir(store.path("sessions"))
+                       if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        return
+    bad = 0
+    for name in names:
+        error = store.load(name[:-5]).storage_error
+        if error is None:
+            continue
+        bad += 1
+        path = store.path("sessions", name)
+        advice = _DAMAGED_ADVICE.get(error.get("code"), "")
+        advice = advice % ((path,) if error.get("code") == "STATE_DAMAGED" else (root, path))
+        check("FAIL", "sts", "session file %s: %s: %s" % (path, error.get("code"),
+                                                        error.get("message")), advice or None)
+    if names and not bad:
+        check("OK", "sts", "%d session file%s readable" % (len(names),
+                                                           "" if len(names) == 1 else "s"))
+
+
+def _doctor_bytecode(check: Callable[..., None]) -> None:
+    """Without a bytecode cache every hook compiles all of sts.py (over a
+    second a call); the installed command then keeps it under the state folder."""
+    folder = os.path.dirname(_sts_path())
+    if _dir_writable(folder):
+        check("OK", "sts", "Python can cache sts.py's bytecode in %s"
+              % os.path.join(folder, "__pycache__"))
+        return
+    prefix = os.path.join(data_dir(), "pycache")
+    check("OK", "sts", "%s cannot hold Python's bytecode cache, so the installed hook "
+          "commands keep it in %s (-X pycache_prefix=)" % (folder, prefix))
+    stale = []
+    for host in _HOOK_EVENTS:
+        cfg = os.path.join(_base_dir(host, "user"), _HOSTS[host]["config"])
+        stale += [cfg for command, _ in _sts_hook_commands(cfg)
+                  if "pycache_prefix=" not in command and cfg not in stale]
+    for cfg in stale:
+        check("WARN", "sts", "%s runs sts without -X pycache_prefix=: each hook compiles "
+              "sts.py anew (over a second per tool call)" % cfg,
+              "python3 %s install <host> (again)" % _sh_quote(_sts_path()))
+
+
 def cmd_doctor(args: List[str]) -> int:
-    """python3 sts.py doctor: one OK/WARN/FAIL line per check, with the fix."""
+    """python3 sts.py doctor [HOST...] [--json]: one OK/WARN/FAIL/OFF line per
+    check, with the fix.  OFF: a host sts is not wired into (never installed,
+    or uninstalled), which is no failure.  Exit 1 when a check failed."""
     import time
-    out = sys.stdout
-    worst = {"OK": 0, "WARN": 0, "FAIL": 0}
+    as_json = "--json" in args
+    args = [a for a in args if a != "--json"]
+    found: List[Dict[str, Any]] = []
 
     def check(status: str, host: str, text: str, fix: Optional[str] = None) -> None:
-        worst[status] += 1
-        out.write("%-4s %-8s %s%s\n" % (status, host, text, ("\n     fix: " + fix) if fix else ""))
+        found.append({"status": status, "host": host, "text": text, "fix": fix})
 
     installed = _load_installed()
     by_host: Dict[str, List[dict]] = {}
@@ -22618,18 +22766,41 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    _doctor_bytecode(check)
+    _doctor_sessions(root, check)
     if not hosts:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
     for host in hosts:
+        fix = "python3 %s install %s" % (_sh_quote(_sts_path()), host)
+        if host in _HOOK_EVENTS:
+            _doctor_host_names(host, os.path.join(_base_dir(host, "user"),
+                                                  _HOSTS[host]["config"]), check, fix)
+        elif host == "copilot":
+            _doctor_host_names(host, _copilot_hook_path(_base_dir(host, "user")), check, fix)
+        if not wanted and host not in by_host and not _wired_at_all(host):
+            check("OFF", host, "not wired: sts is not installed for %s (never, or "
+                  "uninstalled), so its calls are not guarded" % host, "to guard it: " + fix)
+            continue
         _doctor_host(host, by_host.get(host, []), check)
         try:
             age = time.time() - os.stat(os.path.join(root, "hosts", host)).st_mtime
             check("OK", host, "last event %s ago" % _age(max(age, 0)))
         except OSError:
             check("WARN", host, "no event received yet", "start %s once; every event refreshes this" % host)
-    out.write("%d OK, %d WARN, %d FAIL\n" % (worst["OK"], worst["WARN"], worst["FAIL"]))
-    return 1 if worst["FAIL"] else 0
+    counts = {word: sum(1 for f in found if f["status"] == word)
+              for word in ("OK", "WARN", "FAIL", "OFF")}
+    if as_json:
+        sys.stdout.write(json.dumps({"schemaVersion": 1, "checks": found, "counts": counts},
+                                    indent=2, ensure_ascii=False) + "\n")
+    else:
+        for f in found:
+            sys.stdout.write("%-4s %-8s %s%s\n" % (f["status"], f["host"], f["text"],
+                                                   ("\n     fix: " + f["fix"]) if f["fix"] else ""))
+        sys.stdout.write("%d OK, %d WARN, %d FAIL%s\n" % (
+            counts["OK"], counts["WARN"], counts["FAIL"],
+            ", %d not wired" % counts["OFF"] if counts["OFF"] else ""))
+    return 1 if counts["FAIL"] else 0
 
 
 ###############################################################################
@@ -24723,6 +24894,32 @@ def _exit_now(code: int) -> None:
         os._exit(code)
 
 
+def _unknown_command(command: str) -> int:
+    """A word that is neither a host nor a command.  From a terminal it is a
+    usage error (exit 2).  From a host (stdin is no terminal), most likely a
+    hook wired with a misspelt host name, exit 2 would make Claude Code and
+    its kin block every prompt and call: the event is read and dropped, and
+    one line says what is wrong, with exit 1, which those hosts show and run on."""
+    import difflib
+    close = difflib.get_close_matches(command, list(_HOOK_HOSTS) + list(_COMMANDS), 1)
+    hint = " (did you mean %s?)" % close[0] if close else ""
+    try:
+        from_host = not sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):
+        from_host = False
+    if not from_host:
+        sys.stderr.write("sts: unknown command %r%s (see --help)\n" % (command, hint))
+        return 2
+    try:
+        _read_stdin()
+    except (OSError, ValueError):
+        pass
+    sys.stderr.write("sts: %r is not a host sts knows%s; this hook did nothing and the host "
+                     "goes on unguarded. Fix the hook command (python3 sts.py doctor finds "
+                     "it).\n" % (command, hint))
+    return 1
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point for hooks and the CLI; returns the exit code.
 
@@ -24758,8 +24955,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     handler = _COMMANDS.get(command)
     if handler is None:
-        sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
-        return 2
+        return _unknown_command(command)
     try:
         return handler(rest)
     except BrokenPipeError:

@@ -236,3 +236,110 @@ def test_explain_an_ambiguous_or_unknown_prefix_is_an_error(tmp_path):
     assert got.returncode == 1 and "not found" in got.stderr
     assert sts_cli(tmp_path, "explain", ids[5][:16]).stdout.startswith(
         "Stop That Shit event " + ids[5])
+
+
+# ---- a misspelt host name, and doctor ---------------------------------------------
+
+
+def test_a_hook_with_an_unknown_host_name_does_not_block_the_host(tmp_path):
+    """`sts.py clade` in Claude Code's settings: exit 2 would block every
+    prompt; the hook answers nothing, exits 1 (shown, not blocking) with one line."""
+    event = json.dumps(claude_prompt("s", "$stop-that-shit review -- x"))
+    for argv in ([STS_PY, "clade"],
+                 ["-I", "-S", "-c", "import sys; sys.path.insert(0, %r); import sts; "
+                  "sys.exit(sts.main())" % ROOT, "clade"]):
+        proc = subprocess.run([sys.executable] + argv, input=event, universal_newlines=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                              env=dict(os.environ, STS_HOME=str(tmp_path)))
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and "'clade'" in proc.stderr
+        assert "did you mean claude?" in proc.stderr and "doctor" in proc.stderr
+    assert not os.path.exists(str(tmp_path / "sessions"))
+
+
+def doctor(home, state, *args):
+    env = dict(os.environ, HOME=str(home), STS_HOME=str(state))
+    for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR",
+                "HERMES_HOME", "GEMINI_CLI_HOME", "QWEN_HOME", "COPILOT_HOME"):
+        env.pop(var, None)
+    return subprocess.run([sys.executable, STS_PY] + list(args), env=env, cwd=str(home),
+                          universal_newlines=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+
+
+def test_doctor_after_uninstall_says_not_wired_not_fail(tmp_path):
+    home, state = tmp_path / "home", tmp_path / "state"
+    (home / ".claude").mkdir(parents=True)   # Claude Code's own folder stays after uninstall
+    (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
+    assert doctor(home, state, "install", "claude").returncode == 0
+    assert doctor(home, state, "uninstall", "claude").returncode == 0
+    got = doctor(home, state, "doctor", "--json")
+    doc = json.loads(got.stdout)
+    claude = [c for c in doc["checks"] if c["host"] == "claude"]
+    assert [c["status"] for c in claude] == ["OFF"] and "not wired" in claude[0]["text"]
+    assert got.returncode == 0 and doc["counts"]["FAIL"] == 0
+    text = doctor(home, state, "doctor").stdout
+    assert "OFF  claude   not wired" in text and text.rstrip().endswith("1 not wired")
+
+
+def test_doctor_names_a_wrong_host_name_and_a_missing_copilot_event(tmp_path):
+    home, state = tmp_path / "home", tmp_path / "state"
+    home.mkdir()
+    assert doctor(home, state, "install", "claude").returncode == 0
+    assert doctor(home, state, "install", "copilot").returncode == 0
+    cfg = home / ".claude" / "settings.json"
+    cfg.write_text(cfg.read_text().replace(" claude\"", " clade\"", 1))
+    copilot = [p for p in (home / ".copilot").rglob("*.json") if "sts" in p.read_text()]
+    assert len(copilot) == 1
+    data = json.loads(copilot[0].read_text())
+    hook = data["hooks"]["preToolUse"][0]
+    hook["bash"] = hook["bash"].rsplit(" ", 1)[0]   # the event name dropped
+    copilot[0].write_text(json.dumps(data))
+    got = doctor(home, state, "doctor", "--json")
+    assert got.returncode == 1
+    fails = [c for c in json.loads(got.stdout)["checks"] if c["status"] == "FAIL"]
+    assert any(c["host"] == "claude" and "'clade'" in c["text"] and "did you mean claude" in
+               c["text"] for c in fails), fails
+    assert any(c["host"] == "copilot" and "with no event name under preToolUse" in c["text"]
+               for c in fails), fails
+
+
+def test_doctor_reports_a_damaged_session_file_and_what_to_do(tmp_path):
+    home, state = tmp_path / "home", tmp_path / "state"
+    home.mkdir()
+    store = sts.Store(str(state))
+    hook("claude", claude_prompt("good", "$stop-that-shit review -- x"), store)
+    bad = state / "sessions" / (sts.session_key("bad") + ".json")
+    bad.write_text("{not json")
+    got = doctor(home, state, "doctor", "--json")
+    checks = json.loads(got.stdout)["checks"]
+    damaged = [c for c in checks if "session file" in c["text"] and c["status"] == "FAIL"]
+    assert len(damaged) == 1 and str(bad) in damaged[0]["text"]
+    assert "STATE_DAMAGED" in damaged[0]["text"] and ".damaged-" in damaged[0]["fix"]
+    assert got.returncode == 1
+
+
+def test_doctor_sees_a_folder_that_cannot_hold_the_bytecode_cache(tmp_path):
+    """A read-only checkout (here: a __pycache__ that is a file, which stops
+    root as well): install adds -X pycache_prefix= under the state folder,
+    and doctor says so."""
+    from hooks import place_hooked_sts
+    app = tmp_path / "app"
+    app.mkdir()
+    place_hooked_sts(str(app / "sts.py"))
+    import shutil
+    shutil.rmtree(str(app / "__pycache__"), ignore_errors=True)
+    (app / "__pycache__").write_text("not a folder")
+    home, state = tmp_path / "home", tmp_path / "state"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), STS_HOME=str(state))
+    run = lambda *a: subprocess.run([sys.executable, str(app / "sts.py")] + list(a), env=env,  # noqa: E731
+                                    universal_newlines=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, timeout=120)
+    assert run("install", "claude").returncode == 0
+    prefix = "pycache_prefix=" + str(state / "pycache")
+    assert prefix in (home / ".claude" / "settings.json").read_text()
+    checks = json.loads(run("doctor", "--json").stdout)["checks"]
+    said = [c for c in checks if "bytecode cache" in c["text"]]
+    assert len(said) == 1 and str(state / "pycache") in said[0]["text"]
+    assert "-X pycache_prefix=" in said[0]["text"]
