@@ -5162,8 +5162,64 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
     return _git_query(args, longs, flags, vals.replace(" ", ""), num, deny, short_deny)
 
 
+# What the word that makes `git branch`, `tag`, `stash`, `config` or a
+# `remote`-like action a write does ({} is the branch, tag or key it names),
+# so a culprit names that word, not the subcommand, which alone only lists.
+_GIT_WORD_EFFECTS: Dict[str, Dict[str, str]] = {
+    "branch": {"d": "deletes branch {}", "D": "deletes branch {}", "--delete": "deletes branch {}",
+               "m": "renames a branch", "M": "renames a branch", "--move": "renames a branch",
+               "c": "copies a branch", "C": "copies a branch", "--copy": "copies a branch",
+               "f": "moves branch {} to another commit",
+               "--force": "moves branch {} to another commit",
+               "--edit-description": "edits the description of branch {}",
+               "--set-upstream-to": "sets the upstream of branch {}",
+               "--unset-upstream": "removes the upstream of branch {}",
+               "": "creates branch {}"},
+    "tag": {"-d": "deletes tag {}", "--delete": "deletes tag {}", "-f": "replaces tag {}",
+            "--force": "replaces tag {}", "": "creates tag {}"},
+    "stash": {"": "puts the uncommitted changes away, back to the last commit",
+              "push": "puts the uncommitted changes away, back to the last commit",
+              "save": "puts the uncommitted changes away, back to the last commit",
+              "pop": "applies the newest stash entry to the files and deletes it",
+              "apply": "applies a stash entry to the files", "drop": "deletes a stash entry",
+              "clear": "deletes every stash entry", "branch": "creates a branch from a stash entry",
+              "create": "makes a stash entry", "store": "stores a stash entry"},
+    "config": {"": "sets {}", "set": "sets {}", "unset": "removes {}", "--unset": "removes {}",
+               "--unset-all": "removes {}", "--add": "adds a value to {}",
+               "--replace-all": "sets {}", "-e": "opens the configuration in an editor",
+               "--edit": "opens the configuration in an editor", "edit": "opens the "
+               "configuration in an editor", "--rename-section": "renames section {}",
+               "rename-section": "renames section {}", "--remove-section": "removes section {}",
+               "remove-section": "removes section {}"},
+    "remote": {"add": "adds remote {}", "remove": "removes remote {}", "rm": "removes remote {}",
+               "rename": "renames remote {}", "set-url": "changes the address of remote {}"},
+    "worktree": {"add": "adds a worktree at {}", "remove": "removes worktree {}",
+                 "move": "moves worktree {}"},
+}
+# The same for any other word of these subcommands.
+_GIT_SUB_EFFECTS = {"branch": "changes branches", "tag": "changes tags",
+                    "stash": "changes the stash", "config": "changes git's configuration",
+                    "remote": "changes the remotes", "worktree": "changes the worktrees",
+                    "reflog": "rewrites the reflog", "notes": "changes the notes",
+                    "submodule": "changes the submodules"}
+
+
+def _git_write(sub: str, word: str, names: List[str], key: Optional[str] = None) -> _V:
+    """A write of `git sub`, blamed on `word` (an option or action; "" for
+    the operands alone) with what it does (looked up by `key`, else by the
+    word) and the name it acts on."""
+    effect = _GIT_WORD_EFFECTS.get(sub, {}).get(word if key is None else key) \
+        or _GIT_SUB_EFFECTS[sub]
+    return _write().blame("git", sub, word, effect, names[0] if names else "")
+
+
+def _git_names(args: List[_W]) -> List[str]:
+    return [w.text for w in args if w.static and not w.text.startswith("-")]
+
+
 def _git_branch(args: List[_W]) -> _V:
     """git branch: listing is read, creation/deletion/moves are writes."""
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -5188,7 +5244,7 @@ def _git_branch(args: List[_W]) -> _V:
         if t.startswith("--"):
             key = t.split("=", 1)[0]
             if key in write_long:
-                return _write()
+                return _git_write("branch", t, names, key)
             if key == "--list":
                 listing = True
             elif key in ("--contains", "--no-contains", "--merged", "--no-merged"):
@@ -5210,17 +5266,18 @@ def _git_branch(args: List[_W]) -> _V:
             continue
         body = t[1:]
         if any(ch in "dDmMcCf" for ch in body):
-            return _write()
+            return _git_write("branch", t, names, next(ch for ch in body if ch in "dDmMcCf"))
         if body and all(ch in "alrvq" for ch in body):
             listing = listing or "l" in body
             continue
         return _unknown("git_arguments_unproven")
     if operand and not listing:
-        return _write()
+        return _git_write("branch", "", names)
     return _an_read()
 
 
 def _git_tag(args: List[_W]) -> _V:
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -5254,9 +5311,10 @@ def _git_tag(args: List[_W]) -> _V:
         elif key in ("-v", "--verify"):
             listing = True
         else:
-            return _write()
+            return _git_write("tag", t, names, key if key in ("-d", "--delete", "-f", "--force")
+                              else "")   # -a, -s, -m, ...: a tag is made
     if operand and not listing:
-        return _write()
+        return _git_write("tag", "", names)
     return _an_read()
 
 
@@ -5290,27 +5348,27 @@ def _git_config(args: List[_W]) -> _V:
             if "=" not in t:
                 i += 1
         elif t.startswith("-"):
-            return _write()
+            return _git_write("config", t, _git_names(args[i:]), key)
         else:
             operands.append(t)
     if operands and operands[0] in ("get", "list"):
         return _an_read()
     if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return _write()
+        return _git_write("config", operands[0], operands[1:])
     if reading or len(operands) == 1:
         return _an_read()
-    return _write()
+    return _git_write("config", "", operands)
 
 
 def _git_stash(args: List[_W]) -> _V:
     if not args:
-        return _write()
+        return _git_write("stash", "", [])
     sub = args[0].text
     if sub == "list":
         return _git_rev(args[1:])
     if sub == "show":
         return _git_rev(args[1:])
-    return _write()
+    return _git_write("stash", sub if not sub.startswith("-") else "", [])
 
 
 _GIT_READ_ACTIONS = {
@@ -5348,7 +5406,7 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     if args and not args[0].static:
         return _unknown("shell_syntax_unproven")
     if action in writes:
-        return _write()
+        return _git_write(sub, action, _git_names(args[1:]))
     if action not in reads:
         if action.startswith("-") and "" in reads and sub in ("remote",):
             return _an_read() if all(w.text in ("-v", "--verbose") for w in args) else \
@@ -10516,6 +10574,10 @@ def _subcommand(words: List[str]) -> str:
     return ""
 
 
+# Programs of _PROGRAM_WHY whose verb decides whether they only read.
+_VERB_PROGRAMS = frozenset(("docker", "kubectl", "helm", "terraform", "systemctl"))
+
+
 def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
     """(`prog sub` or `prog` as written, the table key that matched or "")."""
     if not words:
@@ -10527,7 +10589,8 @@ def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
     if sub and (name + " " + sub) in _PROGRAM_WHY:
         return shown, name + " " + sub
     if name in _PROGRAM_WHY:
-        return _quote(prog, command), name
+        # `docker rm`: the verb decides (`docker ps` only reads), so it is named.
+        return (shown if sub and name in _VERB_PROGRAMS else _quote(prog, command)), name
     return shown, ""
 
 
@@ -10629,6 +10692,15 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
     if kind == "git":
         sub = why[1]
         shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write" and len(why) == 5:
+            # The word that decided (`-D`), not `git branch`, which alone only lists.
+            word, effect, name = why[2], why[3], why[4]
+            subject = (_quote(word, command) if word else "") or shown
+            named = _quote(name, command)
+            if not named:
+                effect = effect.replace("branch {}", "the current branch")
+            return ("%s %s" % (subject, effect.replace("{}", named or "it")),
+                    _GIT_INSTEAD.get(sub, ""))
         if v.mut == "write":
             return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
         return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
@@ -14986,6 +15058,64 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
+# ---- what the user types to allow it ---------------------------------------
+
+
+def _widened_files(action: Action, allowed: List[str]) -> str:
+    """`files=` with the folders (as `dir/**`) or files outside the lock added."""
+    cwd = action.cwd or ""
+    targets = list(action.affected_paths) or list(action.shell_write_targets)
+    added: List[str] = []
+    for path in paths_outside(targets, allowed, action.cwd):
+        if cwd and path.startswith(cwd.rstrip("/") + "/"):
+            path = path[len(cwd.rstrip("/")) + 1:]
+        path = os.path.normpath(path)
+        if path.startswith(".."):
+            path = os.path.normpath(os.path.join(cwd, path)) if cwd else path
+        if os.path.isabs(path) or path.startswith(".."):
+            pattern = path                       # outside the project: only that file
+        else:
+            folder = os.path.dirname(path)
+            pattern = folder + "/**" if folder else path
+        if pattern not in allowed and not any(
+                pattern == had or (had.endswith("/**") and pattern.startswith(had[:-2]))
+                for had in added):
+            added.append(pattern)
+    wider = allowed + added
+    # Offered only when it is plain text and really lets every target in.
+    if not added or any(c in "".join(added) for c in " |`\n\t") \
+            or paths_outside(targets, wider, action.cwd):
+        return ""
+    return "files=" + "|".join(wider)
+
+
+def allow_directive(decision: Decision, action: Action, contract: dict) -> str:
+    """The directive that allows this call, for a denial a contract change
+    lifts ("" for the others: self-protection, state, delegation ...).
+    Fields persist, so the directive names only what changes."""
+    code = decision.code
+    if code in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN") \
+            and contract.get("mode") in _MUTATION_FREE_MODES:
+        field = "change"
+    elif code == "PATH_OUTSIDE_CONTRACT" and isinstance(contract.get("allowedPaths"), list) \
+            and not isinstance(action.command, str) and action.affected_paths:
+        field = _widened_files(action, contract["allowedPaths"])
+    elif code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
+        # A shell write, or a tool with no path, is let through a lock by
+        # nothing narrower (the program may write elsewhere as well).
+        field = "files=**"
+    elif code == "HASH_NOT_AUTHORIZED":
+        field = "hash=allow"
+    elif code == "DEPENDENCY_NOT_AUTHORIZED":
+        field = "deps=allow"
+    elif code == "AGENT_BUDGET_EXHAUSTED" and _is_int(contract.get("agentBudget")) \
+            and contract["agentBudget"] < MAX_SAFE_INTEGER:
+        field = "agents=%d" % (contract["agentBudget"] + max(action.admission_count or 1, 1))
+    else:
+        return ""
+    return "%s %s" % (DIRECTIVE, field) if field else ""
+
+
 # ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
@@ -14996,10 +15126,11 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
-                     response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
+                     response_outcome: str, event_id: Optional[str], culprit: str = "",
+                     allow: str = "") -> str:
     """The multi-line STOP/WATCH message: WATCH when the result is context,
     then the response line, Reason, Detail, Code, State, Event, Culprit, Next
-    (empty lines left out).
+    and Allow, the directive that allows the call (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -15024,6 +15155,8 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
         lines.append(culprit)
     if decision.next:
         lines.append("Next: " + decision.next)
+    if allow:
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % allow)
     return "\n".join(lines)
 
 
@@ -17222,7 +17355,8 @@ _SHOWN_COMMAND_CAP = 2000
 _SHOWN_PATHS_CAP = 20
 
 
-def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: str) -> dict:
+def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: str,
+                 allow: str) -> dict:
     shown: Dict[str, Any] = {"sessionId": event.session_id, "cwd": action.cwd}
     command = action.command
     if isinstance(command, str):
@@ -17236,6 +17370,8 @@ def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: s
         shown["files"] = list(allowed)
     if culprit:
         shown["culprit"] = culprit
+    if allow:
+        shown["allow"] = allow
     return shown
 
 
@@ -17294,17 +17430,19 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
     allowed = contract.get("allowedPaths")
-    culprit = ""
+    culprit = allow = ""
     if kind != "none" and decision.code != "DIRECTIVE_PENDING":
         culprit = decision_culprit(action, decision,
                                    allowed if isinstance(allowed, list) else None, protected)
+        if kind == "deny" and storage_error is None:
+            allow = allow_directive(decision, action, contract)
     # Every denial is audited, a pause for a rejected directive under `off` too.
     if contract["level"] != "off" or storage_error is not None or kind == "deny":
         candidate = new_event_id()
         record = _audit_record(candidate, key, action, state, decision, response)
         record["host"] = (event.host or {}).get("family")
         if kind != "none":
-            record["shown"] = _audit_shown(event, action, contract, culprit)
+            record["shown"] = _audit_shown(event, action, contract, culprit, allow)
         if store.append_audit(key, record):
             event_id = candidate
     _refresh_markers(store, event, key, _armed(state, storage_error))
@@ -17317,7 +17455,7 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         return CoreResult(kind, text, decision.code, event_id)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
-                            event_id=event_id, culprit=culprit)
+                            event_id=event_id, culprit=culprit, allow=allow)
     return CoreResult(kind, text, decision.code, event_id)
 
 
@@ -23841,6 +23979,8 @@ def _explain_text(event: dict, notes: "Annotations") -> str:
     row = _DECISION_ROWS.get(code)
     if verdict != "allow" and row is not None and row.next:
         lines.append("Next: %s" % row.next)
+    if isinstance(shown.get("allow"), str):
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % shown["allow"])
     if not shown:
         lines.append("Kept: metadata only (%s); the audit keeps the command, paths and "
                      "culprit of denied and noted calls." % (

@@ -343,3 +343,40 @@ def test_doctor_sees_a_folder_that_cannot_hold_the_bytecode_cache(tmp_path):
     said = [c for c in checks if "bytecode cache" in c["text"]]
     assert len(said) == 1 and str(state / "pycache") in said[0]["text"]
     assert "-X pycache_prefix=" in said[0]["text"]
+
+
+# ---- a denial says what to type, and typing it allows the call -------------------
+
+
+@pytest.mark.parametrize("contract,tool_input", [
+    ("review", {"command": "git status && rm -rf build"}),
+    ("answer", {"command": "git branch -D old"}),
+    ("change files=src/**", {"command": "cp a docs/b.md"}),   # a shell write: files=**
+    ("change files=src/**|README.md", {"file_path": "docs/y.txt", "content": "y"}),
+    ("change files=src/**", {"file_path": "/etc/hosts.d/x", "content": "y"}),
+    ("change", {"command": "npm install left-pad"}),
+    ("change", {"command": "sha256sum README.md"}),
+])
+def test_the_allow_line_is_a_directive_that_allows_the_call(tmp_path, contract, tool_input):
+    work = tmp_path / "w"
+    (work / "src").mkdir(parents=True)
+    store = sts.Store(str(tmp_path / "home"))
+    hook("claude", claude_prompt("s-allow", "$stop-that-shit %s -- go" % contract, str(work)),
+         store)
+    call = dict(claude_bash("s-allow", "", str(work)), tool_input=tool_input)
+    if "file_path" in tool_input:
+        call["tool_name"] = "Write"
+    text = deny_reason(hook("claude", dict(call, tool_use_id="a1"), store))
+    last = text.splitlines()[-1]
+    assert last.startswith("Allow: the user can send `$stop-that-shit ") and \
+        last.endswith("` as a prompt to allow this."), text
+    directive = last.split("`")[1]
+    hook("claude", claude_prompt("s-allow", directive, str(work)), store)
+    assert deny_reason(hook("claude", dict(call, tool_use_id="a2"), store)) is None, directive
+
+
+def test_no_allow_line_where_no_contract_change_allows_it(tmp_path):
+    """Self-protection is the user's to lift by hand (its Next line says how)."""
+    home = tmp_path / "home"
+    got = sts_cli(home, "check", "--contract", "change", "--", "rm -rf %s" % home)
+    assert "GUARD_SELF_PROTECTION" in got.stdout and "\nAllow:" not in got.stdout
