@@ -13,8 +13,8 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
-    python3 sts.py install <host> | uninstall <host> | doctor
-    python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
+    python3 sts.py install <host> | uninstall <host> | doctor [--json]
+    python3 sts.py status | runtime [all] | log | explain EVT | label EVT LABEL
     python3 sts.py check [--host H] [--contract "review"] -- 'command'
     python3 sts.py demo | cases [DIR] | --help | --version
 
@@ -10823,6 +10823,11 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
     if not kind and v.mut == "write" and name == "gh":
+        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
+        sub = _subcommand(words)
+        rest = words[words.index(sub) + 1:] if sub in words else []
+        action = next((w for w in rest if not w.startswith("-")), "")
+        shown = (_quote("%s %s %s" % (prog, sub, action), command) if action else "") or shown
         return "%s changes something on GitHub" % (shown or qprog), ""
     if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
         return "%s installs or changes packages" % (shown or qprog), ""
@@ -25005,7 +25010,8 @@ hooks (read one host event on stdin):
 inspection:
   status  [--session ID] [--json]       contract and counts of a session
   runtime [all] [--session ID] [--json] audit summary
-  explain EVT                           one audited decision
+  log [N] [--session ID] [--verdict V] [--json]  the last decisions of every session
+  explain EVT                           one decision in words (any unique start of its id)
   label EVT correct|incorrect|inconclusive
   check [--host H] [--contract "review"] [--json] -- 'command'
   check ... --tool NAME --path P        what a hook would answer (exit 0 allowed,
@@ -25014,7 +25020,7 @@ inspection:
 setup:
   install <host> [--scope user|project] [--dry-run]
   uninstall <host> [--scope user|project] [--dry-run]
-  doctor
+  doctor [HOST...] [--json]
   demo                                  replay a short Codex session
   --help | --version
 """

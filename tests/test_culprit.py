@@ -52,6 +52,7 @@ def quoted(line):
     ("git config --unset user.name", "Culprit: `--unset` removes `user.name`."),
     ("git worktree remove ../w", "Culprit: `remove` removes worktree `../w`."),
     ("docker rm c1", "Culprit: `docker rm` controls containers."),
+    ("gh pr merge 12", "Culprit: `gh pr merge` changes something on GitHub."),
     ("kubectl delete pod p", "Culprit: `kubectl delete` controls a cluster."),
     ("make test", "Culprit: `make` runs the project's build."),
     ("sed -i -n 1p x.txt", "Culprit: `sed -i` edits `x.txt` in place."),
