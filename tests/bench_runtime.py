@@ -93,6 +93,13 @@ def _event(rng: random.Random, key: str, when: float, mode: str, level: str) -> 
                      "dependencyPolicy": "ask", "allowedPathCount": 0},
         "decision": {"policyOutcome": outcome, "family": family, "reasonCode": reason,
                      "responseOutcome": response, "hostEffect": "unobserved"},
+        "host": "claude-code",
+        # What a denial or note keeps for a person (see _audit_shown in sts.py).
+        **({} if outcome == "allow" else {"shown": {
+            "sessionId": "session-%s" % key[:8], "cwd": "/home/u/project",
+            "command": "git status && rm -rf build/%d" % rng.randrange(1000),
+            "culprit": "Culprit: `rm -rf build`: `rm` removes `build`.",
+            "allow": "$stop-that-shit change"}}),
     }
 
 
