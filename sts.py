@@ -10559,6 +10559,12 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
+# Options before a verb that take the next word as their value: git's -C and
+# -c, and the namespace, context and host options of kubectl, helm and docker.
+_VALUED_LEAD_OPTIONS = frozenset(("-C", "-c", "--prefix", "-n", "--namespace", "--context",
+                                  "--kubeconfig", "--kube-context", "-H", "--host"))
+
+
 def _subcommand(words: List[str]) -> str:
     """The first operand after the program and its leading options (`git -C x log` -> log)."""
     skip = False
@@ -10566,7 +10572,7 @@ def _subcommand(words: List[str]) -> str:
         if skip:
             skip = False
             continue
-        if word in ("-C", "-c", "--prefix"):
+        if word in _VALUED_LEAD_OPTIONS:
             skip = True   # an option whose value is the next word
             continue
         if not word.startswith("-"):
@@ -10589,8 +10595,13 @@ def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
     if sub and (name + " " + sub) in _PROGRAM_WHY:
         return shown, name + " " + sub
     if name in _PROGRAM_WHY:
-        # `docker rm`: the verb decides (`docker ps` only reads), so it is named.
-        return (shown if sub and name in _VERB_PROGRAMS else _quote(prog, command)), name
+        # `docker rm`: the verb decides (`docker ps` only reads), so it is named,
+        # with the options before it when they stand between (`kubectl -n x delete`).
+        if sub and name in _VERB_PROGRAMS:
+            span = words[:words.index(sub) + 1] if sub in words else []
+            return (_quote(prog + " " + sub, command) or _quote(" ".join(span), command)
+                    or _quote(prog, command)), name
+        return _quote(prog, command), name
     return shown, ""
 
 

@@ -54,6 +54,8 @@ def quoted(line):
     ("docker rm c1", "Culprit: `docker rm` controls containers."),
     ("gh pr merge 12", "Culprit: `gh pr merge` changes something on GitHub."),
     ("kubectl delete pod p", "Culprit: `kubectl delete` controls a cluster."),
+    ("kubectl -n prod delete pod p", "Culprit: `kubectl -n prod delete` controls a cluster."),
+    ("systemctl --user stop x", "Culprit: `systemctl --user stop` controls services."),
     ("make test", "Culprit: `make` runs the project's build."),
     ("sed -i -n 1p x.txt", "Culprit: `sed -i` edits `x.txt` in place."),
     ("git diff --output=f", "Culprit: `--output=f` makes git write `f`."),
