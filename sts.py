@@ -8074,9 +8074,18 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if _tar_lists(args):
         return _an_read()
     mode, archives, folders = _tar_words(args)
+    # The word that holds the mode decides (`tar -tf` only lists): the culprit names it.
+    modal = next((w.text for k, w in enumerate(args) if w.static and (
+        w.text in ("--extract", "--get", "--create", "--append", "--update", "--concatenate",
+                   "--catenate", "--delete")
+        or (not w.text.startswith("--") and (k == 0 or w.text.startswith("-"))
+            and any(ch in w.text.lstrip("-") for ch in "xcruA")))), None)
     if any(ch in mode for ch in "cruA"):
-        return _write(archives)
+        v = _write(archives)
+        return v.blame("option", modal) if modal else v
     v = _write()
+    if modal:
+        v.blame("option", modal)
     prefix: Optional[str] = ""
     for w in folders:
         prefix = _cd_join(prefix, w.text if w.static else None)[0]

@@ -53,6 +53,8 @@ def quoted(line):
     ("git worktree remove ../w", "Culprit: `remove` removes worktree `../w`."),
     ("docker rm c1", "Culprit: `docker rm` controls containers."),
     ("gh pr merge 12", "Culprit: `gh pr merge` changes something on GitHub."),
+    ("tar -xf a.tar", "Culprit: `tar -xf` writes `.`."),   # `tar -tf` only lists
+    ("tar --extract -f a.tar -C out", "Culprit: `tar --extract` writes `out`."),
     ("kubectl delete pod p", "Culprit: `kubectl delete` controls a cluster."),
     ("kubectl -n prod delete pod p", "Culprit: `kubectl -n prod delete` controls a cluster."),
     ("systemctl --user stop x", "Culprit: `systemctl --user stop` controls services."),
