@@ -696,6 +696,9 @@ class Action(_EventType):
     shell_write_patterns: List[str] = _NEW_LIST
     # The shell line also writes somewhere the analyzer could not establish.
     unknown_write_target: bool = False
+    # Every write of the shell line is among its targets and patterns
+    # (ShellAnalysis.writes_known), so files= can judge it by them.
+    shell_writes_known: bool = False
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -718,6 +721,13 @@ class Action(_EventType):
     # What a file tool writes, in memory only, so that a hash or dependency
     # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
     changes: List[dict] = _NEW_LIST
+    # The part of the call that cannot be undone and why, as the Culprit
+    # names it ("`git reset --hard` discards uncommitted changes"); None when
+    # nothing in it is irreversible (see IRREVERSIBLE_ACTION).
+    irreversible: Optional[str] = None
+    # Paths and patterns a shell line deletes, moves or overwrites
+    # (ShellAnalysis.lost_targets): irreversible when outside the workspace.
+    lost_targets: List[str] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -745,7 +755,7 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -755,7 +765,7 @@ class Action(_EventType):
             raise _bad(where + "cwd", cwd)
         flags = {}
         for key in ("hashIntent", "dependencyIntent", "unboundedDelegation",
-                    "unknownWriteTarget"):
+                    "unknownWriteTarget", "shellWritesKnown"):
             value = obj.get(key, False)
             if not isinstance(value, bool):
                 raise _bad(where + key, value)
@@ -771,7 +781,7 @@ class Action(_EventType):
             if reason not in ANALYSIS_REASONS:
                 raise _bad(where + "analysisReason", reason)
         async_launched = _opt_bool(obj, "asyncLaunched", where)
-        for key in ("reachability", "authorization", "command"):
+        for key in ("reachability", "authorization", "command", "irreversible"):
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
@@ -788,13 +798,15 @@ class Action(_EventType):
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
             shell_write_patterns=paths[2],
-            unknown_write_target=flags["unknownWriteTarget"], starts_agent=starts_agent, cwd=cwd,
+            unknown_write_target=flags["unknownWriteTarget"],
+            shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
             unbounded_delegation=flags["unboundedDelegation"],
             delegation_lifecycle_unproven=lifecycle_unproven,
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
             command=obj.get("command"), shell=shell, changes=changes,
+            irreversible=obj.get("irreversible") or None, lost_targets=paths[3],
         )
 
 
@@ -1024,7 +1036,7 @@ NO_RESULT = CoreResult()
 DEFAULT_CONTRACT: Dict[str, Any] = {
     "mode": "unconfirmed", "level": "watch", "agentBudget": MAX_SAFE_INTEGER,
     "hashPolicy": "deny", "allowedPaths": None, "dependencyPolicy": "ask",
-    "source": "default",
+    "undoPolicy": "ask", "source": "default",
 }
 
 DIRECTIVE = "$stop-that-shit"
@@ -1080,6 +1092,9 @@ _PATTERNS: Dict[str, str] = {
     # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
     "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
+    # A line that was meant as a directive: the mention, a full-width or small
+    # dollar sign, or the name misspelt (`$stop_that_shit`, `$ stop-that-shit`).
+    "lookalike": r"(?i)[ ]{0,3}[*_]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
@@ -1092,11 +1107,24 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    # Review: an order not to change anything.  Only phrases that say so as a
+    # whole: "read-only" alone may describe a file ("the file is read-only"),
+    # so it counts only as an order ("stay read-only", "read-only mode").
     "review": (
         r"(?ai)\breview\s+only\b"
-        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
-        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
-        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+        r"|\b(?:do\s+not|don't|don\u2019t|never|please\s+don't)\s+"
+        r"(?:edit|change|fix|modify|touch|alter|write(?:\s+to)?|update|rewrite)\s+"
+        r"(?:anything|any\s+(?:files?|code)|the\s+(?:repository|repo|files?|code|codebase))\b"
+        r"|\bmake\s+no\s+(?:changes|edits|modifications)\b"
+        r"|\b(?:do\s+not|don't|don\u2019t|never)\s+make\s+(?:any\s+)?(?:changes|edits)\b"
+        r"|\bwithout\s+(?:changing|modifying|editing|touching)\s+(?:anything|any\s+(?:files?|code))\b"
+        r"|\b(?:stay|remain|keep\s+it|be)\s+read[-\s]?only\b|\bread[-\s]?only\s+(?:mode|review|task)\b"
+        r"|\blook\s+but\s+don't\s+touch\b"
+        r"|只审查|只看不改|只读不改|仅审查|只做审查|只(?:看|读)(?:代码|一下)"
+        r"|(?:不要|不许|别|禁止|不准|请勿|勿)(?:修改|改动|改|动|编辑)(?:任何)?(?:代码|文件|东西|仓库)"
+        r"|(?:不要|不许|别|禁止|不准|请勿)(?:修改|改动|编辑)(?:任何东西)?[ \t]*(?:\Z|[\n，,。.!！；;])"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|这次|本次|现在|接下来|先)*只读(?:模式)?"
+        r"(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
     "answer": r"(?ai)\banswer\s+only\b|只回答",
     "monitor": (
@@ -1183,9 +1211,57 @@ def _policy(field_name: str) -> Callable[[str, str], Tuple[str, Any]]:
     return parse
 
 
+_FILES_FORMS = ("`files=` takes paths and patterns separated by `|`, with no space or comma: "
+                "`src/**`, `src/` or `src` (a folder and everything in it), `*.py` (at any "
+                "depth), `src/*.py`, `src/**/*.py`, `src/[ab].py`, `README.md`; for example "
+                "`files=src/**|docs/**`.")
+
+
+def _files_error(token: str, why: str) -> _DirectiveError:
+    return _DirectiveError("INVALID_FILES_PATTERN", token, "%s %s" % (why, _FILES_FORMS))
+
+
+def _files_problem(piece: str) -> Optional[str]:
+    """Why the guard would not match `piece` as it is written, or None.
+    Patterns follow git's globs (see _files_covers); what git would read
+    otherwise, or the shell would expand, is refused rather than taken
+    literally."""
+    if piece.startswith("!"):
+        return "`%s` excludes paths; a boundary only lists what may be written." % piece
+    if piece.startswith(("~", ":")) or "$" in piece:
+        return "`%s` is not expanded (no `~`, `$VAR` or `:(magic)`); write the path." % piece
+    if "{" in piece or "}" in piece:
+        return "`%s` is a brace list; write each path, separated by `|`." % piece
+    for part in piece.split("/"):
+        if "**" in part and part != "**":
+            return "`%s`: `**` stands alone between slashes (`src/**/*.py`)." % piece
+        i = 0
+        while i < len(part):
+            if part[i] == "[":
+                j = i + 1
+                if j < len(part) and part[j] in "!^":
+                    j += 1
+                if j < len(part) and part[j] == "]":
+                    j += 1
+                end = part.find("]", j)
+                if end < 0 or part.startswith("[:", i + 1):
+                    return "`%s` has a `[` set that is not closed or uses a class." % piece
+                i = end
+            i += 1
+    return None
+
+
 def _files(token: str, value: str) -> Tuple[str, Any]:
     pieces = [piece.replace("\\", "/") for piece in value.split("|")]
-    return "allowedPaths", [piece for piece in pieces if piece]
+    kept = []
+    for piece in pieces:
+        if not piece:
+            continue
+        why = _files_problem(piece)
+        if why is not None:
+            raise _files_error(token, why)
+        kept.append(piece.replace("[^", "[!"))   # git's negated set, in fnmatch's spelling
+    return "allowedPaths", kept
 
 
 def _unsupported_agents(token: str) -> _DirectiveError:
@@ -1207,12 +1283,27 @@ _KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
     "hash": _policy("hashPolicy"),
     "files": _files,
     "deps": _policy("dependencyPolicy"),
+    "undo": _policy("undoPolicy"),
 }
 # Keys that are errors of their own kind even without `=`.
 _BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
     "agents": _invalid_agents,
     "total-agents": _unsupported_agents,
     "concurrent-agents": _unsupported_agents,
+}
+
+
+# Words people type for a field that has another name: the rejection says
+# which field was meant, so an unknown word is never only "not a field".
+_MEANT_TOKENS: Dict[str, str] = {
+    "on": "guard", "enable": "guard", "enabled": "guard", "true": "guard", "yes": "guard",
+    "enforce": "guard", "arm": "guard", "armed": "guard", "strict": "guard",
+    "disable": "off", "disabled": "off", "false": "off", "no": "off", "none": "off",
+    "read-only": "review", "readonly": "review", "read": "review", "ro": "review",
+    "audit": "review", "inspect": "review",
+    "edit": "change", "write": "change", "fix": "change", "implement": "change",
+    "rw": "change", "build": "change",
+    "question": "answer", "chat": "answer",
 }
 
 
@@ -1226,7 +1317,15 @@ def _parse_token(token: str) -> Tuple[str, Any]:
     key = key.lower()
     if not equals:
         bare = _BARE_KEYS.get(key)
-        raise bare(token) if bare else _invalid_token(token)
+        if bare:
+            raise bare(token)
+        meant = _MEANT_TOKENS.get(word)
+        if meant:
+            raise _DirectiveError(
+                "INVALID_DIRECTIVE_TOKEN", token,
+                "`%s` is not a directive field; did you mean `%s`? (Task text goes after `--` "
+                "or on the next line.)" % (token, meant))
+        raise _invalid_token(token)
     parser = _KEYED_TOKENS.get(key)
     if parser is None:
         raise _invalid_token(token)
@@ -1246,10 +1345,18 @@ def _directive_head(text: str) -> Optional[str]:
 def _parse_fields(head: str) -> Dict[str, Any]:
     """Fields named by the head; raises _DirectiveError on the first bad token."""
     given: Dict[str, Any] = {}
+    after_files = False
     for token in _rx("token_split").split(head):
         if not token:
             continue
-        name, value = _parse_token(token)
+        try:
+            name, value = _parse_token(token)
+        except _DirectiveError as error:
+            if after_files and error.info["code"] == "INVALID_DIRECTIVE_TOKEN":
+                # `files=src/**,docs/**` or `files=a b`: a second path, split off.
+                raise _files_error(token, "`%s` is not a directive field." % token)
+            raise
+        after_files = name == "allowedPaths"
         if name in given and given[name] != value:
             raise _DirectiveError(
                 "CONFLICTING_DIRECTIVE", token,
@@ -1452,8 +1559,11 @@ def _prose(text: str) -> str:
 def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
     prose = _prose(text)
     previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    # A default is widened by a directive only: nearly every task starts "fix
+    # ...", so a plain "fix it" would undo a review default in every session.
+    from_default = contract.get("source") in DEFAULT_SOURCES
     for rule, mode, source, needs in _CORRECTIONS:
-        if needs is not None and previous_mode not in needs:
+        if needs is not None and (previous_mode not in needs or from_default):
             continue
         pattern = _rx(rule)
         found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)
@@ -1485,13 +1595,186 @@ def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
             given = _parse_fields(head)
         except _DirectiveError as err:
             return PromptOutcome("error", _copy(contract), dict(err.info))
-        result = _apply_directive(contract, given)
+        # A directive replaces a default contract whole: the user's own words
+        # decide, not the fields a default happened to set.
+        base = DEFAULT_CONTRACT if contract.get("source") in DEFAULT_SOURCES else contract
+        result = _apply_directive(base, given)
         return PromptOutcome("directive", result, None, result != contract)
     if isinstance(text, str):
+        missed = _missed_directive(text)
+        if missed is not None:
+            return PromptOutcome("error", _copy(contract), missed)
         corrected = _correction(contract, text)
         if corrected is not None:
             return PromptOutcome("correction", corrected, None, corrected != contract)
     return PromptOutcome("plain", _copy(contract))
+
+
+def _missed_directive(text: str) -> Optional[Dict[str, str]]:
+    """The rejection for a line that was meant as a directive but is not one
+    (a lookalike `＄`, a misspelt name, a directive below the first line), so
+    that it is never dropped in silence.  Code, quoted lines and quotations
+    are left out, as for a correction."""
+    lines = _blank_blocks(text).split("\n")
+    first = True
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip(" ")) <= 3:
+            # Full-width letters and other compatibility forms read as their
+            # plain letters here (`＄ｓｔｏｐ－ｔｈａｔ－ｓｈｉｔ`): only to find the intent.
+            plain = line if line.isascii() else __import__("unicodedata").normalize("NFKC", line)
+            found = _rx("lookalike").match(plain)
+            if found and (not first or _rx("mention").match(line) is None):
+                token = line.strip()[:60]
+                if _rx("mention").match(line) is not None:
+                    return {"code": "DIRECTIVE_NOT_FIRST_LINE", "token": token, "message": (
+                        "the directive on line %d was not applied: only the first line of a "
+                        "prompt can hold it; send `%s` as the first line, the task after it"
+                        % (number, token))}
+                return {"code": "DIRECTIVE_MISSPELT", "token": token, "message": (
+                    "`%s` looks like a directive but is not one: type it as "
+                    "`$stop-that-shit <fields>` with the ASCII `$`, on the first line" % token)}
+        first = False
+    return None
+
+
+# ---- default contracts ------------------------------------------------------
+# A session with no directive starts from the user's default (`sts.py default`,
+# a file beside the state), made stricter by a repository's default file.  A
+# repository file can only tighten, field by field: cloning a hostile
+# repository never loosens the guard.
+
+REPO_DEFAULT_FILE = ".stop-that-shit"
+DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
+# Strictness: a higher rank allows less.  Equal ranks keep the user's value.
+_MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
+_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
+_POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
+# Contract key -> the directive word, for the fields a repository asked to widen.
+_FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
+                "agentBudget": "agents", "allowedPaths": "files"}
+
+
+def parse_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default (`review hash=ask`, with or without the leading
+    `$stop-that-shit`), or None for `off` (no default: sessions are watched).
+    Raises _DirectiveError with a directive's own messages; task text is refused."""
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    if body.lower() == "off":
+        return None
+    cut = _rx("head_end").search(body)
+    if cut is not None:
+        raise _DirectiveError("INVALID_DEFAULT", body[cut.start():].strip()[:40],
+                              "a default holds contract fields only, on one line, no task text")
+    return _parse_fields(body)
+
+
+def default_contract(given: Optional[Dict[str, Any]], origin: str) -> Dict[str, Any]:
+    """The contract a default's fields give, marked with where it came from."""
+    if given is None:
+        return dict(DEFAULT_CONTRACT)
+    contract = _apply_directive(DEFAULT_CONTRACT, given)
+    contract.update(source="user-default", origin=origin)
+    return contract
+
+
+def _files_normalize(path: str) -> str:
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
+    if path == "":
+        return "."
+    absolute = path.startswith("/")
+    parts: List[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(seg)
+    out = "/".join(parts)
+    if absolute:
+        out = "/" + out
+    elif not out:
+        out = "."
+    if path.endswith("/") and out != "/":
+        out += "/"
+    return out
+
+
+def _files_pattern_inside(inner: str, outer: str) -> bool:
+    """Whether every path the `files=` pattern `inner` allows, `outer` allows too."""
+    # Compared as they are matched: normalized, so `src/../etc/**` is not
+    # taken for a folder below `src/`; one that still climbs out is inside
+    # nothing.
+    inner, outer = _files_normalize(inner), _files_normalize(outer)
+    if ".." in inner.split("/") or inner.startswith("/") != outer.startswith("/"):
+        return False
+    if outer == "**" or inner == outer:
+        return True
+    return outer.endswith("/**") and inner.startswith(outer[:-2]) and "**" != inner
+
+
+def _files_within(repo: List[str], user: Optional[List[str]]) -> List[str]:
+    """The repository's patterns that lie inside the user's, and the user's that
+    lie inside the repository's; nothing when the two cannot be shown to meet."""
+    if user is None:
+        return list(repo)
+    kept = [p for p in repo if any(_files_pattern_inside(p, q) for q in user)]
+    kept += [q for q in user if q not in kept and any(_files_pattern_inside(q, p) for p in repo)]
+    return kept
+
+
+def tighten_contract(base: dict, given: Dict[str, Any], origin: str
+                     ) -> Tuple[Dict[str, Any], List[str]]:
+    """`base` (the user's default) made stricter by a repository's fields.
+
+    Each field takes the stricter of the two: a mode that allows less, a
+    higher level, a policy nearer `deny`, a smaller `agents=`, the `files=`
+    patterns inside both.  Returns the contract and the repository's words
+    that would have widened it (ignored).
+    """
+    result = _normalized(base)
+    ignored: List[str] = []
+    mode = given.get("mode")
+    if mode is not None:
+        if _MODE_RANK[mode] > _MODE_RANK[result["mode"]]:
+            result["mode"] = mode
+        elif mode != result["mode"]:
+            ignored.append(mode)
+    # A mode alone arms, as in a directive.
+    level = given.get("level", "guard" if mode is not None else None)
+    if level is not None:
+        if _LEVEL_RANK[level] > _LEVEL_RANK[result["level"]]:
+            result["level"] = level
+        elif "level" in given and level != result["level"]:
+            ignored.append(level)
+    for key, value in given.items():
+        word = _FIELD_WORDS.get(key)
+        if word is None:
+            continue
+        old = result.get(key)
+        if key == "allowedPaths":
+            new = _files_within(value, old)
+            if old is not None and sorted(new) != sorted(value):
+                ignored.append("files=" + "|".join(p for p in value if p not in new))
+        elif key == "agentBudget":
+            new = min(value, old) if _is_int(old) else value
+        else:
+            new = value if _POLICY_RANK.get(value, 0) >= _POLICY_RANK.get(old, 0) else old
+        if new != value and key != "allowedPaths":
+            ignored.append("%s=%s" % (word, value))
+        result[key] = new
+    result.update(source="repo-default", origin=origin)
+    return _hold_invariant(result), ignored
 
 
 def _copy(contract: dict) -> Dict[str, Any]:
@@ -1549,17 +1832,19 @@ def budget_text(budget: Any) -> str:
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
-    contract context (also used by `status`); an unlimited budget reads
+    """The `mode=...; agents=...; hash=...; deps=...; undo=...; files=...` line
+    of the contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
-    files = "|".join(paths) if isinstance(paths, list) else "unbounded"
-    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+    files = ("|".join(paths) or "(none: no path is writable)") if isinstance(paths, list) \
+        else "unbounded"
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; undo=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
-        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]),
+        contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]), files)
 
 
 def directive_error_text(error: Optional[dict]) -> str:
@@ -1593,13 +1878,18 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
     """
     if storage_error:
         return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    origin = contract.get("origin") if contract.get("source") in DEFAULT_SOURCES else None
     if contract.get("level") == "off":
         text = _OFF_TEXT
     elif contract.get("mode", "unconfirmed") == "unconfirmed":
         text = _UNCONFIRMED_TEXT
     else:
-        text = "Stop That Shit (active): %s %s" % (
+        text = "Stop That Shit (active%s): %s %s" % (
+            ", contract from %s" % origin if origin else "",
             contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+        origin = None
+    if origin:
+        text = "Contract from %s. %s" % (origin, text)
     return "Warning: %s %s" % (warning, text) if warning else text
 
 
@@ -1645,14 +1935,31 @@ class ShellAnalysis(Record):
     or substitution, which may be one): a delegation the host never sees.
     resumes_session: that agent is told to continue an existing session, so
     the text given to it arrives there as a prompt.
+    writes_known: a write line whose every write is named in write_targets
+    and write_patterns, by programs whose writes the analyzer knows in full
+    (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
+    pattern has a wildcard in a folder's name.  Under files= such a line is
+    judged by its targets alone.
+    python_folder: the line is unknown ("interpreter_code") only because it
+    runs proven Python without -I in the folder it starts in, where a
+    module of the standard library's name would be imported first; it is a
+    read where that folder holds none (python_folder_clean).
+    runs_packages: packages the line runs by name with a runner that fetches
+    what is not installed (`npx eslint`, `bunx`, `npm exec`, `pnpm exec`,
+    `yarn exec`, `uvx ruff`), as "npm:NAME" or "py:NAME".  dependency_intent
+    leaves them out: each is a dependency change unless the project in the
+    folder the line starts in declares it (packages_declared).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
+                          'irreversible', 'lost_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
-                'resumes_session': False, 'write_patterns': list}
+                'resumes_session': False, 'write_patterns': list, 'writes_known': False,
+                'python_folder': False, 'runs_packages': list, 'irreversible': None,
+                'lost_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1663,6 +1970,8 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
+    lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1738,7 +2047,7 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs", "undo", "lost")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1760,6 +2069,23 @@ class _V:
         self.resume = False
         self.patterns: List[str] = []
         self.pending: List[Tuple[_W, bool]] = []
+        # Every write is named in targets, patterns and pending (see
+        # ShellAnalysis.writes_known): a read names none; a write is whole
+        # only where its judge says so (_whole_writer, sed -i, tee, `>`).
+        self.whole = mut == "read"
+        # A read only where the working folder holds no module that Python
+        # would import in place of the standard library's (see
+        # ShellAnalysis.python_folder): plain `python3 -c` of proven code.
+        self.pyfolder = False
+        # Packages the line runs by name (`npx eslint`, `uvx ruff`): a
+        # dependency change unless the project declares each one
+        # (ShellAnalysis.runs_packages), as ("npm" | "py", name).
+        self.runs: List[Tuple[str, str]] = []
+        # What cannot be undone (see _undo_why): the culprit text of the
+        # first irreversible part, and `lost`, the targets this verdict
+        # deletes, moves or overwrites (a _V of targets only; see _lose).
+        self.undo: Optional[str] = None
+        self.lost: Optional[_V] = None
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1779,8 +2105,18 @@ class _V:
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
+        self.whole = self.whole and other.whole
+        self.pyfolder = self.pyfolder or other.pyfolder
+        if other.runs:
+            self.runs = self.runs + other.runs
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
+        if other.undo is not None and self.undo is None:
+            self.undo = other.undo
+        if other.lost is not None:
+            if self.lost is None:
+                self.lost = _V("write")
+            self.lost.join(other.lost)
         return self
 
     def add(self, target: Any, tree: bool = False) -> "_V":
@@ -1813,6 +2149,13 @@ class _V:
         """Name the part that decided (see `why`); returns self for chaining."""
         self.why = why
         return self
+
+
+def _carry(out: _V, inner: _V) -> _V:
+    """`out`, a verdict made anew for a program that runs `inner`, keeps
+    what `inner` cannot undo."""
+    out.undo, out.lost = inner.undo, inner.lost
+    return out
 
 
 def _an_read() -> _V:
@@ -3278,6 +3621,14 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+        name = _cmd_name(cmd)
+        if cmd.stdin and inner.undo is None and name in _INTERPRETERS:
+            # A here-doc given to an interpreter or a database client is its code.
+            if name in _UNDO_BY_PROGRAM or _undo_rows(name or ""):
+                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []):
+                    inner.undo = "`%s` reads %s" % (name, "a here-doc that drops or empties data")
+            else:
+                _code_loses(inner, cmd.stdin, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
         inner.agent = "?"
     if env_capped is not None:
@@ -3485,9 +3836,9 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
-                                 ctx.work)
+                                 ctx.work, ctx.depth == 0)
         return proven if proven.mut == "read" else _code_targets(
-            _code_intents(proven, code, "x.py"), code)
+            _code_intents(proven, code, "x.py"), code, python=code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
             and all(w.static and w.text in ("-s", "-e", "-x", "-u", "-eu", "-ex", "-eux", "-")
                     for w in cmd.words[1:]):
@@ -3684,7 +4035,11 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
         return _an_read()
-    return _write([target], "shell_redirection").blame("redir", op, target.text)
+    v = _write([target], "shell_redirection").blame("redir", op, target.text)
+    v.whole = target.static   # the shell writes through a link: a plain word only
+    if not kind.endswith(">>"):
+        _lose(v)   # `>` empties the file first; `>>` only adds to it
+    return v
 
 
 _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
@@ -3862,6 +4217,8 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
     name = _program_name(words[0]) if words else None
+    if v.mut != "read":
+        _judge_undo(v, name, words, ctx)
     if not v.dep and v.agent is None and v.mut != "read" and words \
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
@@ -4357,7 +4714,99 @@ _WRITER_SHAPE = {
     "rd": "tree", "cp": "copy", "mv": "copy", "ln": "copy", "install": "copy",
     "rsync": "copy", "scp": "copy", "copy": "copy", "move": "copy",
 }
+# "tree" writers that reach below an operand only with -r, -R or --recursive
+# (unlink and shred take a file; rmdir stays a tree: the folder it removes
+# is judged as the guard's when it holds the guard's files).
+_FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
+
+# Writers whose every write the analyzer names (ShellAnalysis.writes_known):
+# name -> (short options, long options that keep it so, whether it writes
+# through a symbolic link named as its operand).  Options left out make a
+# second write or one elsewhere: a backup (-b, -S, --backup), `cp --parents`
+# (the operand's folders below the target), `rmdir -p` (its parents),
+# `install -s` (runs strip), `chown -L` (follows links while it walks).  A
+# writer that follows links is whole only with plain operands: its targets
+# are resolved before they are judged, a glob's matches are not.
+#: write | rm -f src/a.py
+#: write | sed -i s/a/b/ src/a.py
+_WHOLE_WRITERS: Dict[str, Tuple[str, frozenset, bool]] = {
+    "rm": ("rRfivdI", frozenset(("--recursive", "--force", "--verbose", "--dir",
+                                 "--one-file-system", "--preserve-root")), False),
+    "rmdir": ("v", frozenset(("--verbose", "--ignore-fail-on-non-empty")), False),
+    "unlink": ("", frozenset(), False),
+    "mv": ("fivnTtu", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                 "--no-target-directory", "--target-directory")), False),
+    "ln": ("sfnvTtr", frozenset(("--symbolic", "--force", "--no-dereference", "--verbose",
+                                 "--no-target-directory", "--target-directory",
+                                 "--relative")), False),
+    "install": ("dDmogpvTtC", frozenset(("--directory", "--mode", "--owner", "--group",
+                                         "--preserve-timestamps", "--verbose", "--compare",
+                                         "--target-directory", "--no-target-directory")), False),
+    "cp": ("fipvTtnuPL", frozenset(("--force", "--interactive", "--verbose", "--no-clobber",
+                                   "--target-directory", "--no-target-directory",
+                                   "--preserve", "--no-dereference", "--dereference")), True),
+    "touch": ("acmdtr", frozenset(("--no-create", "--date", "--reference", "--time")), True),
+    "mkdir": ("pvm", frozenset(("--parents", "--verbose", "--mode")), True),
+    "truncate": ("csro", frozenset(("--no-create", "--size", "--reference", "--io-blocks")),
+                 True),
+    "chmod": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chown": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+    "chgrp": ("Rvcf", frozenset(("--recursive", "--verbose", "--changes", "--silent",
+                                 "--quiet")), True),
+}
+
+
+def _whole_operand(w: _W, follows: bool) -> bool:
+    """An operand whose paths the analyzer names in full: a plain word; or,
+    for a writer that does not write through links, a quoted expansion (the
+    line's own values, or unknown) or a glob whose wildcards lie in its last
+    component (one in a folder's name could lead through a linked folder)."""
+    if w.static:
+        return True
+    if follows:
+        return False
+    if w.dyn:
+        return not w.split and not w.glob
+    return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
+
+
+def _whole_writer(name: str, args: List[_W], follows: bool, shorts: str, longs: frozenset,
+                  valued: str = "") -> bool:
+    """Whether every option of the call is one that keeps the writer's writes
+    named (see _WHOLE_WRITERS) and every operand is whole."""
+    operands = 0
+    i, dd = 0, False
+    while i < len(args):
+        w = args[i]
+        i += 1
+        t = w.text
+        if not dd and w.static and t == "--":
+            dd = True
+            continue
+        if not dd and t.startswith("-") and t != "-":
+            if not w.static:
+                return False
+            if t.startswith("--"):
+                key = t.split("=", 1)[0]
+                if key not in longs:
+                    return False
+                if key in _VALUED_WRITER_LONG and "=" not in t:
+                    i += 1
+                continue
+            for k, ch in enumerate(t[1:]):
+                if ch not in shorts:
+                    return False
+                if ch in valued:
+                    i += k == len(t) - 2
+                    break
+            continue
+        if not w.lead and not dd or not _whole_operand(w, follows):
+            return False
+        operands += 1
+    return operands > 0
 
 
 def _w_join(word: _W, suffix: str, pattern: bool = False) -> _W:
@@ -4392,7 +4841,19 @@ def _remote(word: _W) -> bool:
 
 def _writer_verdict(name: str, args: List[_W]) -> _V:
     """What a writer provably changes (see _WRITER_SHAPE); the verdict is a
-    write whatever shape the arguments have."""
+    write whatever shape the arguments have, and whole (every write named)
+    only as _WHOLE_WRITERS says."""
+    v = _writer_targets(name, args)
+    whole = _WHOLE_WRITERS.get(name)
+    if whole is not None:
+        shorts, longs, follows = whole
+        v.whole = _whole_writer(name, args, follows, shorts, longs,
+                                _VALUED_WRITER_OPTS.get(name, "")) and not (
+            follows and v.patterns and name not in ("chmod", "chown", "chgrp"))
+    return v
+
+
+def _writer_targets(name: str, args: List[_W]) -> _V:
     v = _write()
     if name == "dd":
         for w in args:
@@ -4467,8 +4928,11 @@ def _writer_verdict(name: str, args: List[_W]) -> _V:
         return v
     shape = _WRITER_SHAPE.get(name, "path")
     if shape == "tree":
+        # Without a recursive flag these reach the operand alone: `rm f`
+        # cannot remove a folder, `chmod 600 f` changes f's bits only.
+        tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=True)
+            v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -4647,7 +5111,7 @@ _ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--wi
 
 
 def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
-               positional: int = 0) -> _V:
+               positional: int = 0, feeds: bool = False) -> _V:
     """The intents of the command a runner starts (its verdict: never a read)."""
     i = 0
     while i < len(args):
@@ -4664,10 +5128,20 @@ def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VAL
             continue
         break
     rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
-    if ":::" in [w.text for w in args[i:]]:
-        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    texts = [w.text for w in args[i:]]
+    if ":::" in texts:
+        rest = args[i:i + texts.index(":::")]
     if not rest:
         return _unknown()
+    if feeds:
+        # parallel gives the command each input: the words after `:::`, or
+        # the lines of stdin; where a replacement string stands, that word.
+        items = [w for w in args[i + texts.index(":::"):] if w.text not in
+                 (":::", ":::+", "::::")] if ":::" in texts else [_STDIN_ITEM]
+        if any("{" in w.text for w in rest[1:]):
+            rest = [rest[0]] + [_STDIN_ITEM if "{" in w.text else w for w in rest[1:]]
+        else:
+            rest = rest + items
     return _payload(rest, ctx).cap("shell_command_unproven")
 
 
@@ -4675,15 +5149,17 @@ def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     valued, positional = _RUNNERS[name]
-    inner = _run_inner(args, ctx, valued, positional)
-    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
-        if inner.mut != "write" else inner
+    inner = _run_inner(args, ctx, valued, positional, feeds=name == "parallel")
+    return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                  inner) if inner.mut != "write" else inner
 
 
 def _in_dir(v: _V, folders: List[_W]) -> _V:
     """Targets of a program that first moves to `folders`, one after the
     other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
     expansion among them leaves the folder unknown."""
+    if v.lost is not None:
+        _in_dir(v.lost, folders)
     if not folders or not (v.targets or v.patterns or v.pending):
         return v
     prefix: Optional[str] = ""
@@ -4811,7 +5287,10 @@ def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V
     """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
     what its known words do still counts: each expansion is read as a plain word."""
     inner = reader(text.replace("\0", "x"), ctx.deeper())
-    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
+    v = _carry(_V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep), inner)
+    if v.lost is not None:
+        v.lost.opaque = True   # what it deletes is named by an expansion
+    return v
 
 
 def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -4965,7 +5444,7 @@ def _git_rev_longs() -> Dict[str, int]:
 
 _GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
                  "open-files-in-pager": "exec"}
-_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtv"
+_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtvi"   # -i: --regexp-ignore-case
 _GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
 _GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
 
@@ -5778,9 +6257,14 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             inner = _payload(payload, ctx)
             if inner.mut == "unknown":
                 inner.reason = "shell_execution_option"
+            # -execdir runs in each found folder, where a written name is not
+            # the one the line shows.
+            inner.whole = inner.whole and t in ("-exec", "-ok")
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
+    if result.mut == "write" and any(w.text in ("-L", "-H", "-follow") for w in args):
+        result.whole = False   # it walks into linked folders: its paths lead elsewhere
     return result
 
 
@@ -5965,13 +6449,15 @@ _SED_SPEC = _Opts(
 def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # -i takes an optional attached suffix, so handle it before the generic walk.
     inplace = ""    # the -i word as written
+    after: Optional[_W] = None   # the word after a bare -i: BSD sed's suffix
     rest: List[_W] = []
-    for w in args:
+    for k, w in enumerate(args):
         t = w.text
         if w.static and t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
             head = t[1:t.index("i", 1)]
             if all(ch in "nrEsuz" for ch in head):
                 inplace = t
+                after = args[k + 1] if t.endswith("i") and k + 1 < len(args) else None
                 if head:
                     rest.append(_lit("-" + head))
                 continue
@@ -5989,6 +6475,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files = [w for w in rest if not (w.static and w.text.startswith("-"))]
         v = _write(files[0 if scripts else 1:]).blame("inplace", inplace)
         v.opaque = any(_may_be_option(w, ctx) for w in rest)
+        if not scripts and files and all(w.text in _SED_PLAIN for w in rest
+                                         if w.static and w.text.startswith("-")):
+            v.whole = _sed_whole(inplace, after, files[:1], files[1:], [], v)
         return v
     if any(o in ("f", "file") for o, _, _ in seen):
         spelled = next((w.text for w in rest if w.text.startswith(("-f", "--f"))), "-f")
@@ -6002,7 +6491,9 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         scripts = [operands[0]]
         operands = operands[1:]
     if inplace:
-        return _write(operands).blame("inplace", inplace)
+        v = _write(operands).blame("inplace", inplace)
+        v.whole = _sed_whole(inplace, after, scripts, operands, seen, v)
+        return v
     if fail is not None:
         return fail
     verdict = "read"
@@ -6022,6 +6513,44 @@ def _sed(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _write([f for f in written if f and f not in _DEV_SINKS]).blame(
             "sed_script", scripts[0].text if scripts[0] is not None else "")
     return _an_read()
+
+
+# Options of sed that change nothing about what `sed -i` writes.
+_SED_PLAIN = frozenset(("-E", "-r", "-n", "-u", "-z", "-s", "--regexp-extended", "--quiet",
+                        "--silent", "--posix", "--null-data", "--separate"))
+
+
+def _sed_whole(inplace: str, after: Optional[_W], scripts: List[Optional[_W]],
+               operands: List[_W], seen: List[Tuple[str, Optional[_W], str]], v: _V) -> bool:
+    """Whether `sed -i` writes only its operands and the files its scripts
+    name (added to v).  GNU sed replaces a linked operand instead of writing
+    through it, unless told to follow links; a suffix (`-i.bak`) also
+    writes a backup, and macOS's sed takes the word after a bare -i as one
+    (there, its backups beside each operand are added)."""
+    if inplace.startswith("--"):
+        suffix = "=" in inplace
+    else:
+        suffix = inplace[inplace.index("i", 1) + 1:] != ""
+    if suffix or not operands or any(o in ("follow-symlinks", "f", "file")
+                                     for o, _, _ in seen):
+        return False
+    if after is not None and sys.platform == "darwin":
+        if not after.static:
+            return False
+        for w in operands:
+            if not w.static:
+                return False
+            v.add(w.text + after.text)
+    for script in scripts:
+        if script is None or not script.static:
+            return False
+        kind, files = _sed_script(script.text)
+        if kind in ("exec", "unknown"):
+            return False
+        for f in files:
+            if f and f not in _DEV_SINKS:
+                v.add(f)
+    return all(_whole_operand(w, False) and (w.lead or w.static) for w in operands)
 
 
 # ---- awk --------------------------------------------------------------------
@@ -6344,6 +6873,12 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 ops = _json_tool_operands(args[2:])
                 if ops is not None and len(ops) >= 2:
                     return _write([ops[1]])
+                if ops is not None and ctx.depth == 0 and k == 0 and all(
+                        w.static and not w.glob for w in args[2:]):
+                    v = _V(reason="repository_code")
+                    v.pyfolder = True   # a read where the folder shadows nothing
+                    v.why = ("python", name, "-m", True, "")
+                    return v
                 return _unknown("repository_code")
             if mod == "json.tool" and all(w.static for w in args[2:]):
                 ops = _json_tool_operands(args[2:])
@@ -6388,7 +6923,8 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
         # Every argument is read for intent: `perl -MDigest::SHA -e ...` names
         # its module outside the code, and arguments after it reach the code.
         return _code_targets(_code_intents(v, " ".join(texts), path),
-                             " ".join(texts) if code.static else None)
+                             " ".join(texts) if code.static else None,
+                             python=code.text if lang == "python" and code.static else None)
     return handler
 
 
@@ -6463,11 +6999,15 @@ _CODE_PLACES = ("environ", "getenv", "process.env", "env[", "$env", "home(", "ho
                 "xdg_", "appdata", "sts_home")
 
 
-def _code_targets(v: _V, code: Optional[str]) -> _V:
+def _code_targets(v: _V, code: Optional[str], python: Optional[str] = None) -> _V:
     """Inline code not proven read may write any file it names: the literals
     that read like paths become its possible targets (self-protection judges
     them, as for a tool that runs code), and code that finds its files at
-    run time, or code that is itself an expansion, writes to an unknown one."""
+    run time, or code that is itself an expansion, writes to an unknown one.
+    For Python (`python`, the code alone) the paths its removals, copies,
+    moves and opens are given are followed through simple data flow
+    (_py_flow_targets); where every one is followed, `rmtree` is no longer
+    a place found at run time."""
     if v.mut == "read":
         return v
     if code is None:
@@ -6477,9 +7017,154 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
     for found in paths:
         v.add(found)
     low = code.lower()
+    flow = _py_flow_targets(python) if python is not None and "rmtree" in low else None
+    if flow is not None:
+        for path, tree in flow:
+            v.add(path, tree)
+        low = low.replace("rmtree", "")
     if any(place in low for place in _CODE_PLACES):
         v.opaque = True
     return v
+
+
+# Python calls that write the paths they are given: dotted name -> (the
+# positions of those paths, whether everything below them is at stake).
+_PY_PATH_WRITES: Dict[str, Tuple[Tuple[int, ...], bool]] = {
+    "shutil.rmtree": ((0,), True), "os.remove": ((0,), False), "os.unlink": ((0,), False),
+    "os.rmdir": ((0,), True), "os.removedirs": ((0,), True), "os.mkdir": ((0,), False),
+    "os.makedirs": ((0,), False), "os.rename": ((0, 1), True), "os.replace": ((0, 1), True),
+    "shutil.move": ((0, 1), True), "shutil.copy": ((1,), True), "shutil.copy2": ((1,), True),
+    "shutil.copyfile": ((1,), False), "shutil.copytree": ((1,), True), "open": ((0,), False),
+}
+# Names that bind or reach variables another way: the flow is not followed.
+_PY_FLOW_STOPS = ("exec", "eval", "globals", "locals", "vars", "setattr", "getattr", "__dict__",
+                  "importlib", "__import__", "__builtins__", "builtins", "global ", "nonlocal ")
+_PY_FLOW_LIMIT = 32   # values one path may take
+
+
+def _py_flow_targets(code: str) -> Optional[List[Tuple[str, bool]]]:
+    """The paths every writing call of _PY_PATH_WRITES is given, as (path,
+    tree), when each one follows from literals: a string, a name bound
+    once in the whole code to one (`p = "build"`), a loop or comprehension
+    variable bound once over a tuple or list of them, `os.path.join` and
+    `+` of these.  None when the code does not parse, binds names another
+    way, calls a writer through another name, or gives one a path that
+    does not follow."""
+    if len(code) > _PY_MAX_CODE or any(stop in code for stop in _PY_FLOW_STOPS):
+        return None
+    import ast
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    binds: Dict[str, List[Any]] = {}
+    modules: Dict[str, str] = {}   # local name -> dotted name (`import shutil as sh`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            binds.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.arg):
+            binds.setdefault(node.arg, []).extend((node, node))   # never followed
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                full = alias.name if isinstance(node, ast.Import) else \
+                    "%s.%s" % (node.module or "", alias.name)
+                modules[local] = full if alias.asname or isinstance(node, ast.ImportFrom) \
+                    else alias.name.split(".")[0]
+                binds.setdefault(local, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.setdefault(node.name, []).extend((node, node))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            binds.setdefault(node.name, []).extend((node, node))
+    sources: Dict[int, Any] = {}   # id of a Name Store node -> what it was bound from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            sources[id(node.targets[0])] = ("value", node.value)
+        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            sources[id(node.target)] = ("each", node.iter)
+
+    def dotted(node: Any) -> Optional[str]:
+        if isinstance(node, ast.Name):
+            if node.id in modules and len(binds.get(node.id, ())) == 1:
+                return modules[node.id]
+            return node.id if node.id not in binds else None
+        if isinstance(node, ast.Attribute):
+            head = dotted(node.value)
+            return head + "." + node.attr if head else None
+        return None
+
+    def values(node: Any, depth: int = 0) -> Optional[List[str]]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name):
+            found = binds.get(node.id, [])
+            if len(found) != 1 or id(found[0]) not in sources:
+                return None
+            kind, source = sources[id(found[0])]
+            if kind == "value":
+                return values(source, depth + 1)
+            if not isinstance(source, (ast.Tuple, ast.List)):
+                return None
+            out: List[str] = []
+            for elt in source.elts:
+                one = values(elt, depth + 1)
+                if one is None:
+                    return None
+                out += one
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = values(node.left, depth + 1), values(node.right, depth + 1)
+            if left is None or right is None or len(left) * len(right) > _PY_FLOW_LIMIT:
+                return None
+            return [a + b for a in left for b in right]
+        if isinstance(node, ast.Call) and dotted(node.func) == "os.path.join" \
+                and not node.keywords and node.args:
+            out = [""]
+            for arg in node.args:
+                parts = values(arg, depth + 1)
+                if parts is None or len(out) * len(parts) > _PY_FLOW_LIMIT:
+                    return None
+                out = [_LeanPath.join(a, b) if a else b for a in out for b in parts]
+            return out
+        return None
+
+    targets: List[Tuple[str, bool]] = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and (
+                dotted(node) in _PY_PATH_WRITES or getattr(node, "attr", "") in (
+                    "rmtree", "remove", "unlink", "rmdir", "rename", "replace", "move",
+                    "removedirs", "copytree")):
+            # A writer handed on (`r = shutil.rmtree`, `map(shutil.rmtree, ...)`) or
+            # reached another way (`sh.rmtree` after `sh = shutil`): not followed.
+            return None
+        if isinstance(node, ast.Attribute) and id(node) in called and \
+                node.attr in ("rmtree", "removedirs", "copytree") and \
+                dotted(node) not in _PY_PATH_WRITES:
+            return None
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func)
+        spec = _PY_PATH_WRITES.get(name or "")
+        if spec is None:
+            continue
+        positions, tree_below = spec
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        for k in positions:
+            if k >= len(node.args):
+                return None
+            found = values(node.args[k])
+            if found is None:
+                return None
+            targets += [(path, tree_below) for path in found if path]
+    return targets
 
 
 # ---- Python inline code proven read-only with `ast` -------------------------
@@ -6489,7 +7174,8 @@ def _code_targets(v: _V, code: Optional[str]) -> _V:
 # json, math, sys.version and friends, platform queries, and reading a file
 # named by a literal with `open(path)` or `open(path, "r")`.  Anything else
 # stays unproven: other imports, attribute writes, exec/eval/getattr,
-# dunders, lambdas, functions, classes, walrus, open() with another mode.
+# dunders, functions, classes, walrus, open() with another mode (lambdas,
+# re, collections, itertools, textwrap and datetime are in: see the tables).
 #
 # -I or -P is required: without it Python puts the working folder first on
 # the import path, so a `json.py` or `json/` there decides what `import json`
@@ -6511,6 +7197,7 @@ _PY_SAFE_CALLS: Dict[str, Tuple[str, ...]] = {
     "OSError": (), "FileNotFoundError": (), "ZeroDivisionError": (), "AttributeError": (),
     "StopIteration": (), "RuntimeError": (), "UnicodeDecodeError": (), "LookupError": (),
     "ArithmeticError": (), "OverflowError": (), "NotImplementedError": (),
+    "type": (),   # with one argument only (three make a class): see _PyProof.call
 }
 _PY_SAFE_NAMES = frozenset(_PY_SAFE_CALLS) - {"open"} | {"Ellipsis", "NotImplemented"}
 
@@ -6529,10 +7216,37 @@ _PY_SAFE_ATTRS = frozenset((
     "intersection difference symmetric_difference issubset issuperset isdisjoint "
     "read readline readlines close seek tell readable seekable name mode encoding "
     "major minor micro releaselevel serial system node release version machine processor "
-    "start stop step").split())
+    "start stop step "
+    # re's patterns and matches, collections' counters and deques, datetime's
+    # values: all of them compute, none of them touches a file.  (`replace`
+    # above is str's and datetime's; no module of the subset makes a path
+    # object, whose replace renames a file.)
+    "search match fullmatch findall finditer sub subn group groups groupdict span end "
+    "pattern flags lastindex lastgroup string pos endpos expand most_common elements "
+    "subtract total appendleft popleft extendleft rotate maxlen now today utcnow "
+    "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
+    "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
+    "microsecond tzinfo days seconds microseconds total_seconds date time "
+    "__name__").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
+    # Named one by one: `re.functools`, `re.enum`, `collections.abc` would
+    # hand out other modules, `re.Scanner` and `re.template` are not needed.
+    "re": frozenset((
+        "compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+        "subn", "escape", "error", "I", "IGNORECASE", "M", "MULTILINE", "S", "DOTALL",
+        "X", "VERBOSE", "A", "ASCII", "U", "UNICODE", "NOFLAG")),
+    "collections": frozenset(("Counter", "defaultdict", "OrderedDict", "deque", "ChainMap")),
+    "itertools": frozenset((
+        "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
+        "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
+        "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest",
+        "batched")),
+    "functools": frozenset(("reduce", "cmp_to_key")),
+    "textwrap": frozenset(("dedent", "indent", "wrap", "fill", "shorten")),
+    "datetime": frozenset(("date", "datetime", "time", "timedelta", "timezone", "UTC",
+                           "MINYEAR", "MAXYEAR")),
     "platform": frozenset((
         "system", "release", "version", "machine", "processor", "node", "platform",
         "python_version", "python_version_tuple", "python_implementation", "uname",
@@ -6543,7 +7257,19 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
 }
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
-                                 "allow_nan", "skipkeys", "default")}
+                                 "allow_nan", "skipkeys", "default"),
+                       "sub": ("count", "flags"), "subn": ("count", "flags"),
+                       "split": ("maxsplit", "flags"), "compile": ("flags",),
+                       "search": ("flags",), "match": ("flags",), "fullmatch": ("flags",),
+                       "findall": ("flags",), "finditer": ("flags",),
+                       "wrap": ("width",), "fill": ("width",), "shorten": ("width",
+                                                                           "placeholder"),
+                       "indent": ("predicate",), "accumulate": ("initial",),
+                       "groupby": ("key",), "islice": (), "zip_longest": ("fillvalue",),
+                       "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
+                       "timedelta": ("days", "seconds", "microseconds", "milliseconds",
+                                     "minutes", "hours", "weeks"),
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -6577,6 +7303,7 @@ class _PyProof:
         self.ast = ast_mod
         self.builtin_names = frozenset(dir(builtins))
         self.modules: Dict[str, str] = {}     # alias -> module
+        self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
         self.count = 0
         self.collect(tree)
@@ -6589,6 +7316,8 @@ class _PyProof:
                 self.bind(node, node.id)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.bind(node, node.name)
+            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
+                self.bind(node, node.arg)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -6666,7 +7395,7 @@ class _PyProof:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in _PY_MODULE_ATTRS:
-                    self.fail(node, "imports a module outside json, math, platform and sys")
+                    self.fail(node, "imports a module outside the proven subset")
                 name = alias.asname or alias.name
                 if name in self.builtin_names:
                     self.fail(node, "names a module like a builtin")
@@ -6675,13 +7404,17 @@ class _PyProof:
         elif isinstance(node, ast.ImportFrom):
             allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
-                self.fail(node, "imports a module outside json, math, platform and sys")
+                self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
                         (allowed is not None and alias.name not in allowed):
                     self.fail(node, "imports a name outside the proven subset")
+                if (alias.asname or alias.name) in self.builtin_names:
+                    # `from re import compile` under `if 0:` would leave the builtin
+                    self.fail(node, "imports a name like a builtin")
                 self.bind(node, alias.asname or alias.name)
+                self.imported[alias.asname or alias.name] = alias.name
         else:
             self.fail(node, "is a statement outside the proven subset")
 
@@ -6787,6 +7520,18 @@ class _PyProof:
             self.expr(node.value, shared_ok=True)
             if node.format_spec is not None:
                 self.expr(node.format_spec)
+        elif isinstance(node, ast.Lambda):
+            # A function of values the subset makes: its body is proven like any
+            # expression, and it is only called by what takes a key or a
+            # function (sorted, map, re.sub): calling a bound name fails.
+            a = node.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                                  if x is not None]:
+                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                    self.fail(node, "names a parameter like a module")
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self.expr(default)
+            self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
@@ -6795,7 +7540,7 @@ class _PyProof:
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
         attr = node.attr
-        if attr.startswith("_"):
+        if attr.startswith("_") and attr != "__name__":
             self.fail(node, "reaches a private or dunder attribute")
         base = node.value
         if not (isinstance(base, ast.Name) and base.id in self.modules):
@@ -6821,11 +7566,17 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+            if name in self.imported:
+                # A name the code imported from a module of the subset (any
+                # later value of it is one the subset makes too).
+                keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
+            elif keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
                 self.fail(node, "calls something outside the proven subset")
             if name == "open":
                 self.open_call(node)
                 return
+            if name == "type" and (len(node.args) != 1 or node.keywords):
+                self.fail(node, "calls type() to make a class")
         elif isinstance(func, ast.Attribute):
             self.expr(func)
             keywords = ("*",)
@@ -6935,7 +7686,7 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
         return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
-                               ctx.work)
+                               ctx.work, ctx.depth == 0)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
@@ -6943,10 +7694,17 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _python_verdict(name: str, code: str, safe: bool, flag: str, fallback: _V,
-                    work: List[int]) -> _V:
+                    work: List[int], top: bool = False) -> _V:
+    """top: the interpreter runs as a command of the line itself (no wrapper,
+    no nested shell), so the folder it starts in is the one _Flow follows."""
     proven, part = _py_code_proof(code, work)
-    if proven and safe:
-        return _V(hash_=hash_intent_in_text(code, "x.py"))
+    if proven and (safe or top):
+        v = _V(reason=None if safe else "interpreter_code",
+               hash_=hash_intent_in_text(code, "x.py"))
+        v.pyfolder = not safe   # a read where the folder shadows nothing
+        if not safe:
+            v.why = ("python", name, flag, True, "")
+        return v
     verdict = fallback if fallback.mut != "read" else _unknown("interpreter_code")
     verdict.hash = verdict.hash or hash_intent_in_text(code, "x.py")
     if verdict.why is None or verdict.why[0] == "pystdin":
@@ -7060,7 +7818,9 @@ def _operands_of(args: List[_W], valued: Tuple[str, ...] = ()) -> Tuple[List[str
 def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) == 1 and args[0].text in ("--version", "-v", "-V", "version"):
         return _an_read()
-    if name in ("npx", "bunx", "pnpx"):
+    if name in ("npx", "bunx"):
+        return _package_run("npm", args, ctx)
+    if name == "pnpx":
         return _V("unknown", "shell_command_unproven", dep=True)
     verb, rest, is_global = _pm_verb(args)
     if verb is None:
@@ -7093,6 +7853,9 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb in _NPM_RESTORE or (name == "bun" and verb == "install"):
         return _write()
     if verb in _NPM_EXEC:
+        if verb != "dlx" and not is_global and not any(
+                w.text.startswith("--registry") for w in args) and args[0].text == verb:
+            return _package_run("npm", rest, ctx)   # npm exec, pnpm exec, yarn exec, bun x
         return _V("unknown", "shell_command_unproven", dep=True)
     if verb in _NPM_WRITE:
         return _write()
@@ -7114,6 +7877,30 @@ def _npm(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "pkg":
         return _npm_read(args) if rest and rest[0].text == "get" else _write()
     return _unknown()
+
+
+# Options of npx, bunx, npm exec and uvx that change nothing about which
+# package runs.  Any other (-p/--package, --from, --with, -c, --registry...)
+# names more or other code: a dependency change as before.
+_RUNNER_PLAIN_OPTS = frozenset(("-y", "--yes", "--no", "-q", "--quiet", "--"))
+
+
+def _package_run(kind: str, args: List[_W], ctx: _Ctx) -> _V:
+    """A runner that fetches a package it does not find installed: the
+    package it names is a dependency change unless the project declares it
+    (checked where the folder is known, see packages_declared).  Only a plain
+    name counts (no `@version`, path or URL), run by the line itself."""
+    i = 0
+    while i < len(args) and args[i].static and args[i].text in _RUNNER_PLAIN_OPTS:
+        i += 1
+    spec = args[i] if i < len(args) else None
+    v = _V("unknown", "shell_command_unproven")
+    if spec is None or not spec.static or ctx.depth > 0 or "@" in spec.text.lstrip("@") \
+            or not _npm_registry_name(spec.text) or spec.text.startswith((".", "-")):
+        v.dep = True
+        return v
+    v.runs = [(kind, spec.text)]
+    return v
 
 
 def _npm_registry_name(spec: str) -> bool:
@@ -7201,7 +7988,7 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
 def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
     if name == "uvx":
-        return _V("unknown", dep=True, reason="shell_command_unproven")
+        return _package_run("py", args, ctx)
     # `uv version 1.2.3` or `--bump` rewrites pyproject.toml, locks and syncs.
     if texts in (["--version"], ["-V"], ["version"]):
         return _an_read()
@@ -7231,7 +8018,7 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "run":
         inner = _run_inner(args[1:], ctx)
         dep = any(t.startswith("--with") for t in texts) or inner.dep
-        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
+        return _carry(_V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash), inner)
     if verb in ("tree",):
         # It resolves the project, which may build it (setup.py, a build backend).
         return _unknown("repository_code")
@@ -7247,7 +8034,8 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # `poetry run pip install x`: what runs in the environment counts.
         at = next(k for k, w in enumerate(args) if w.text == "run")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1 or any(
             w.text in ("--selective-upgrade", "-U") for w in args))
@@ -7430,7 +8218,8 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if name != "gem" and verb == "exec":
         at = next(k for k, w in enumerate(args) if w.text == "exec")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -7644,7 +8433,9 @@ def _tee(name: str, args: List[_W], ctx: _Ctx) -> _V:
         files.append(w)
     if not files:
         return _an_read()
-    return _write(files)
+    v = _write(files)
+    v.whole = all(w.static for w in args)   # tee's options all write to its files
+    return v
 
 
 def _dir_operands(args: List[_W], flags: Tuple[str, ...]) -> Tuple[List[_W], bool]:
@@ -8182,7 +8973,13 @@ _CURL_SAFE_LONG = frozenset(("--silent", "--show-error", "--location", "--head",
                              "--http2", "--no-progress-meter", "--fail-with-body"))
 _CURL_SAFE_VALUED = frozenset(("-H", "--header", "-A", "--user-agent", "-m", "--max-time",
                                "--connect-timeout", "--retry", "-e", "--referer", "-w",
-                               "--write-out", "-r", "--range"))
+                               "--write-out", "-r", "--range", "-x", "--proxy", "--noproxy"))
+# Methods that only ask; any other (POST, PUT, DELETE, a lower-case `get`,
+# which a server need not read as GET) stays unproven.
+#: read | curl -X GET https://example.com/api
+#: read | curl -sI -x http://proxy:3128 https://example.com
+#: unknown | curl -X DELETE https://example.com/api/1
+_CURL_ASKS = frozenset(("GET", "HEAD"))
 
 
 def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -8210,6 +9007,11 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
             continue
         if t in _CURL_SAFE_LONG or (not t.startswith("--") and all(
                 ch in _CURL_SAFE_FLAGS for ch in t[1:])):
+            continue
+        if t in ("-X", "--request") and i < len(args) and args[i].text in _CURL_ASKS:
+            i += 1   # the method a plain request uses anyway, written out
+            continue
+        if t in ("-XGET", "-XHEAD", "--request=GET", "--request=HEAD"):
             continue
         if t in _CURL_SAFE_VALUED:
             value = args[i].text if i < len(args) else ""
@@ -8510,6 +9312,17 @@ def _names_only(operands: List[_W]) -> Optional[_V]:
 #: read | diff3 -m a b c
 #: unknown =shell_execution_option | diff3 --diff-program=./evil a b c
 _NM = _Opts("--plugin?", runs="--plugin", open=True)
+# tshark reading a capture file (-r is required: without it tshark captures
+# from an interface); -w writes one, -X runs a Lua script, -o sets any
+# preference (some name files and scripts); other options (live capture,
+# --export-objects) are not in the table, so unproven.
+#: read | tshark -r cap.pcap
+#: read | tshark -r cap.pcap -Y http -T fields -e ip.src
+#: write >out.pcap | tshark -r cap.pcap -w out.pcap
+#: unknown =shell_execution_option | tshark -r cap.pcap -X lua_script:evil.lua
+#: unknown | tshark -i eth0
+_TSHARK = _Opts("-VxqnlP2 -r:Y:R:T:e:E:c:t:O:d:z:j:J:w:X:o: --help --version",
+                write="-w", runs="-X -o", needs="-r")
 _DIFF3 = _Opts("--diff-program?", runs="--diff-program", open=True)
 # Shell built-ins in the forms that only print: `ulimit -n` shows a limit
 # (`ulimit -n 64` sets it), `umask` and `umask -S` show the mask, `history`
@@ -8854,7 +9667,8 @@ _DOCKER = _subcommand_reads({
     "image": ("ls", "inspect", "history", "save"),
     "container": ("ls", "inspect", "logs", "top", "port", "stats", "diff", "export"),
     "system": ("df", "info", "events"), "context": ("ls", "inspect", "show"),
-    "compose": ("ps", "config", "ls"), "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
+    "compose": ("ps", "config", "ls", "logs", "top", "images"),
+    "network": ("ls", "inspect"), "volume": ("ls", "inspect"),
     "service": ("ls", "inspect", "ps", "logs"), "node": ("ls", "inspect", "ps"),
     "stack": ("ls", "ps", "services"), "secret": ("ls", "inspect"), "config": ("ls", "inspect"),
     "plugin": ("ls", "inspect")},
@@ -8889,7 +9703,7 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
         v = inner(name, args, ctx) if inner is not None else _unknown()
         if v.mut == "write":
             return v
-        return _V("unknown", "repository_code", hash_=v.hash, dep=v.dep)
+        return _carry(_V("unknown", "repository_code", hash_=v.hash, dep=v.dep), v)
     return handler
 
 
@@ -8910,7 +9724,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sort": _SORT, "uniq": _UNIQ, "tree": _TREE, "xxd": _XXD, "file": _FILE,
-    "nm": _NM, "diff3": _DIFF3,
+    "nm": _NM, "diff3": _DIFF3, "tshark": _TSHARK,
     "tee": _tee, "stat": _stat, "base64": _base64, "lsof": _lsof, "sqlite3": _sqlite, "tput": _tput, "cd": _cd, "chdir": _cd, "pushd": _pushd, "popd": _popd, "dirs": _dirs,
     "noglob": _w_command, "nocorrect": _w_command, "-": _w_command, "printf": _printf, "set": _set, "read": _read, "test": _test,
     "[": _test, "jobs": _jobs, "wait": _wait, "date": _DATE, "hostname": _hostname,
@@ -9302,6 +10116,8 @@ def _fixed(path: str) -> bool:
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     """Name v's relative write targets from each folder the shell may be in;
     one that is unknown makes the write's place unknown (opaque)."""
+    if v.lost is not None:
+        _place_targets(v.lost, folders)
     if not (v.targets or v.patterns) or folders == [""]:
         return
     placed: List[str] = []
@@ -9639,9 +10455,13 @@ class _Flow:
             seen.append((cmd, v))
         if v.reason == "state_change":
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
-        if v.pending:
+        if v.pending or (v.lost is not None and v.lost.pending):
             _resolve_targets(v, self.ctx)
-        if (v.targets or v.patterns) and here != [_START]:
+        if v.pyfolder and here != [_START]:
+            v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
+        if v.runs and here != [_START]:
+            v.dep, v.runs = True, []    # ...and so does npx: its project is not known
+        if (v.targets or v.patterns or v.lost is not None) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
         self.total.join(v)
         return v
@@ -9695,6 +10515,8 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
 
 def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     """Turn the words a command writes to into paths and patterns."""
+    if v.lost is not None and v.lost.pending:
+        _resolve_targets(v.lost, ctx)
     for word, tree in v.pending:
         forms = _word_paths(word, ctx)
         if forms is None:
@@ -9719,6 +10541,7 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
+    v.undo = _undo_unread([text])
     # Each distinct word once: a long line repeats most of its words.
     words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
              set(text.translate(_WORD_SEPARATORS).split())}
@@ -10291,12 +11114,503 @@ def _beyond_analysis() -> _V:
     return v
 
 
+# ---- irreversible actions ---------------------------------------------------
+# What neither version control nor the file system can bring back (the
+# contract's undo=; see IRREVERSIBLE_ACTION).  Two kinds: a program and its
+# subcommand or option that destroys by what it is (the table below), and a
+# delete, move or overwrite whose place decides (`lost`, judged against the
+# workspace when the call is decided).  Both are judged on the program the
+# analyzer found behind wrappers (sudo, env, nice, timeout, xargs, find
+# -exec, bash -c, inline code), so a wrapper is no way around them.
+
+# (programs, subcommand words, condition, why).  Subcommand words are
+# matched in order among the first operands (git's after its global
+# options); `a|b` is either word, `*` any word, `x*` a word starting with x.
+# The condition is a list of words: the row holds when any plain word is
+# among the arguments (a short option also inside a cluster: `-f` in
+# `-fdx`; a long one also as `--opt=value`) and no `!word` is; `@name` is a
+# predicate of _UNDO_TESTS; an empty condition always holds.
+_UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
+    # 1. uncommitted work and history
+    ("git", "reset", "--hard --merge --keep", "discards uncommitted changes"),
+    ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
+    ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
+    ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
+    ("git", "clean", "-f --force !-n !--dry-run",
+     "deletes untracked files, which git never had"),
+    ("git", "stash", "drop clear",
+     "deletes stashed changes, which no branch or reflog keeps"),
+    ("git", "branch", "-D -M -C @branch-force",
+     "deletes or overwrites a branch whose commits may be on no other"),
+    ("git", "tag", "-d --delete -f --force", "deletes or moves a tag, which no reflog keeps"),
+    ("git", "reflog", "expire delete", "drops the reflog, the record that finds lost commits"),
+    ("git", "gc", "@prune-now", "deletes unreachable commits now instead of after weeks"),
+    ("git", "prune", "!-n !--dry-run", "deletes unreachable commits, the last copy of dropped work"),
+    ("git", "filter-branch|filter-repo", "", "rewrites the history of every branch it is given"),
+    ("git", "update-ref", "-d --delete", "deletes a ref and with it the way to its commits"),
+    ("git", "worktree", "@worktree-force", "deletes a worktree with its uncommitted changes"),
+    ("git", "rm", "-f --force !--cached", "deletes files even with uncommitted changes"),
+    ("git", "checkout-index", "-f --force", "overwrites uncommitted changes in the work tree"),
+    ("git", "submodule", "@deinit-force", "deletes a submodule's work tree with its changes"),
+    # 2. what others share
+    ("git", "push", "-f --force --force-with-lease",
+     "replaces the remote branch, dropping commits others may have"),
+    ("git", "push", "-d --delete --prune --mirror @refspec",
+     "deletes or rewrites branches on the remote"),
+    ("gh", "repo|release|gist|secret|variable|label|cache|run|ssh-key|gpg-key|issue",
+     "@gh-delete", "deletes it on GitHub, where no undo exists"),
+    ("gh", "api", "@http-delete", "sends an HTTP DELETE"),
+    # 4. devices, file systems and the machine
+    ("mkfs mke2fs mkswap mkdosfs mkntfs mkexfatfs newfs", "", "",
+     "makes a new file system over what the device held"),
+    ("wipefs", "", "-a --all -o --offset !-n !--no-act", "erases file-system signatures"),
+    ("shred", "", "", "overwrites files so that nothing can recover them"),
+    ("dd", "", "@dd-device", "writes straight onto a device"),
+    ("blkdiscard", "", "", "discards every block of the device"),
+    ("fdisk sfdisk gdisk cfdisk", "", "!-l !--list !-d !--dump !-s !--show-size !-V "
+     "!--verify !--help", "rewrites a partition table"),
+    ("sgdisk", "", "!-p !--print !-v !--verify !-i !--info !--help",
+     "rewrites a partition table"),
+    ("parted", "", "@parted", "rewrites a partition table"),
+    ("diskutil", "erase*|zeroDisk|randomDisk|secureErase|partitionDisk|reformat", "",
+     "erases a disk or volume"),
+    ("diskutil", "apfs|ap", "deleteVolume deleteContainer eraseVolume",
+     "erases a disk or volume"),
+    ("hdparm", "", "--security-erase --security-erase-enhanced --trim-sector-ranges "
+     "--write-sector --dco-restore", "erases or overwrites disk sectors"),
+    ("nvme", "format|sanitize", "", "erases the drive"),
+    ("cryptsetup", "luksFormat|erase|luksErase", "", "destroys the encryption keys of a volume"),
+    ("lvremove vgremove pvremove", "", "", "removes a volume and its data"),
+    ("zpool", "destroy|labelclear", "", "destroys a storage pool"),
+    ("zfs", "destroy|rollback", "", "destroys data or every change since a snapshot"),
+    ("btrfs", "subvolume", "delete", "deletes a subvolume"),
+    ("mdadm", "", "--zero-superblock", "erases a RAID member's metadata"),
+    ("shutdown reboot halt poweroff", "", "!-c !-k !--help !--show",
+     "stops or restarts the machine"),
+    ("init telinit", "", "0 6", "stops or restarts the machine"),
+    ("systemctl", "stop|disable|mask|kill|isolate|poweroff|reboot|halt|kexec|soft-reboot|"
+     "suspend|hibernate", "", "stops or disables services of the machine"),
+    ("service", "*", "stop", "stops a service of the machine"),
+    ("launchctl", "unload|remove|bootout|disable|kill", "", "stops or removes a service"),
+    ("crontab", "", "-r", "deletes every scheduled job of the user, keeping no copy"),
+    # 5. remote systems through their CLIs
+    ("kubectl oc", "delete", "", "deletes resources in the cluster"),
+    ("kubectl oc", "apply", "--prune", "deletes resources in the cluster"),
+    ("kubectl oc", "drain|cordon|replace", "--force --delete-emptydir-data "
+     "--delete-local-data", "deletes resources in the cluster"),
+    ("helm", "uninstall|delete|del|un", "", "removes a release and what it deployed"),
+    ("terraform tofu terragrunt", "destroy", "", "destroys the infrastructure it manages"),
+    ("terraform tofu terragrunt", "apply|plan", "-destroy --destroy",
+     "destroys the infrastructure it manages"),
+    ("terraform tofu", "state|workspace", "rm delete", "drops infrastructure from its state"),
+    ("pulumi", "destroy|down", "", "destroys the infrastructure it manages"),
+    ("pulumi", "stack", "rm", "deletes a stack"),
+    ("aws", "s3", "rm rb mv", "deletes objects or buckets in S3"),
+    ("aws", "s3", "--delete", "deletes objects in S3 that are not in the source"),
+    ("aws", "*", "@aws-delete", "deletes resources in AWS"),
+    ("gcloud", "*", "@cloud-delete", "deletes resources in Google Cloud"),
+    ("gsutil", "rm|rb", "", "deletes objects or buckets in Cloud Storage"),
+    ("gsutil", "rsync", "-d", "deletes objects that are not in the source"),
+    ("az", "*", "@cloud-delete", "deletes resources in Azure"),
+    ("doctl", "*", "@cloud-delete", "deletes resources in DigitalOcean"),
+    ("docker podman nerdctl", "system|volume|container|builder|buildx", "prune",
+     "deletes containers, volumes or build data"),
+    ("docker podman nerdctl", "volume", "rm remove", "deletes volumes and their data"),
+    ("docker podman nerdctl", "rm|container", "-f --force -v --volumes",
+     "deletes running containers or their volumes"),
+    ("docker podman", "compose|machine", "-v --volumes rm",
+     "deletes volumes and their data"),
+    ("docker-compose", "down|rm", "-v --volumes", "deletes volumes and their data"),
+    ("psql mysql mariadb sqlite3 sqlcmd clickhouse-client cockroach duckdb cqlsh snowsql bq",
+     "", "@sql", "changes a database in a way no version control records"),
+    ("dropdb dropuser", "", "", "drops a database"),
+    ("mysqladmin", "", "drop", "drops a database"),
+    ("redis-cli valkey-cli", "", "@redis", "empties a Redis database"),
+    ("mongo mongosh", "", "@mongo", "drops MongoDB data"),
+    ("curl", "", "@http-delete", "sends an HTTP DELETE"),
+    ("wget", "", "--method=DELETE", "sends an HTTP DELETE"),
+    ("http https xh xhs", "", "DELETE delete", "sends an HTTP DELETE"),
+    ("rclone", "sync|purge|delete|deletefile|rmdir|rmdirs|cleanup|move|moveto|dedupe", "",
+     "deletes files on the remote"),
+    ("restic", "forget|prune", "", "deletes backups"),
+    ("borg", "delete|prune|compact|recreate", "", "deletes backups"),
+    ("vault", "delete|kv|secrets", "@vault", "deletes secrets"),
+    ("op", "delete|item|vault|document", "delete", "deletes secrets from 1Password"),
+    ("heroku", "apps:destroy|pg:reset|apps:delete", "", "destroys an app or its database"),
+    ("fly flyctl", "destroy|apps|volumes", "destroy delete", "destroys an app or volume"),
+    ("vercel", "remove|rm", "", "removes deployments"),
+    ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
+     "deletes data in Firebase"),
+    ("supabase", "db", "reset", "empties the database"),
+)
+
+# Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
+_UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Writers whose targets are deleted, moved or overwritten (a new folder,
+# file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
+_LOSES = frozenset((
+    "rm", "rmdir", "unlink", "shred", "truncate", "cp", "mv", "install", "dd", "rsync",
+    "scp", "rename", "del", "erase", "rd", "copy", "move", "ren", "xcopy", "robocopy",
+    "patch", "unzip", "tar", "sed", "gsed", "perl", "tee", "find", "sort", "split", "csplit",
+    "awk", "gawk", "mawk", "nawk", "ditto", "gcp", "gmv", "apply_patch", "applypatch"))
+_REMOVERS = frozenset(("rm", "rmdir", "unlink", "shred", "truncate", "mv", "dd", "find", "del",
+                       "erase", "rd", "rename", "move", "ren", "gmv", "srm"))
+_LOSES_RECURSIVE = frozenset(("chmod", "chown", "chgrp", "setfacl", "chattr", "chflags"))
+
+
+def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
+    if not _UNDO_BY_PROGRAM:
+        for programs, sub, test, why in _UNDO_ROWS:
+            for program in programs.split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(
+                    ([part.split("|") for part in sub.split()], test.split(), why))
+    rows = _UNDO_BY_PROGRAM.get(name)
+    if rows is None:
+        for prefix, base in _UNDO_PREFIXES:
+            if name.startswith(prefix):
+                return _UNDO_BY_PROGRAM.get(base, [])
+        return []
+    return rows
+
+
+def _undo_word(pattern: str, text: str) -> bool:
+    return pattern == "*" or pattern == text or (
+        pattern.endswith("*") and text.startswith(pattern[:-1]))
+
+
+def _has_word(texts: List[str], word: str) -> bool:
+    """A word among the arguments before `--`: a short option also inside a
+    cluster (`-f` in `-xdf`), a long one also with `=value`."""
+    for t in texts:
+        if t == "--":
+            return False
+        if t == word or (word.startswith("--") and t.startswith(word + "=")):
+            return True
+        if len(word) == 2 and word[0] == "-" and t[:1] == "-" and t[1:2] != "-" \
+                and word[1] in t[1:] and t[1:].isalpha():
+            return True
+    return False
+
+
+def _git_start(texts: List[str]) -> int:
+    """Where git's subcommand is, after its global options."""
+    i = 0
+    while i < len(texts):
+        t = texts[i]
+        if t in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                 "--exec-path", "--super-prefix"):
+            i += 2
+        elif t.startswith("-"):
+            i += 1
+        else:
+            return i
+    return i
+
+
+def _sub_at(texts: List[str], sub: List[List[str]], git: bool) -> Optional[int]:
+    """Where the arguments after the subcommand words start, or None."""
+    if not sub:
+        return 0
+    if git:
+        i = _git_start(texts)
+        for alts in sub:
+            if i >= len(texts) or not any(_undo_word(a, texts[i]) for a in alts):
+                return None
+            i += 1
+        return i
+    # Other CLIs: in order among the first operands (options and their
+    # values may come first: `kubectl -n prod delete pod x`).
+    operands = [k for k, t in enumerate(texts) if not t.startswith("-")][:len(sub) + 3]
+    k = 0
+    for pos in operands:
+        if any(_undo_word(a, texts[pos]) for a in sub[k]):
+            k += 1
+            if k == len(sub):
+                return pos + 1
+    return None
+
+
+def _undo_holds(test: List[str], texts: List[str], rest: List[str]) -> bool:
+    wanted = [w for w in test if not w.startswith(("!", "@"))]
+    for w in test:
+        if w.startswith("!") and _has_word(rest, w[1:]):
+            return False
+    tests = [w[1:] for w in test if w.startswith("@")]
+    if any(_UNDO_TESTS[t](texts, rest) for t in tests):
+        return True
+    if wanted:
+        return any(_has_word(rest, w) for w in wanted)
+    return not tests
+
+
+_SQL_GONE = (r"(?is)\b(?:drop\s+(?:table|database|schema|view|index|user|role|keyspace"
+             r"|collection|materialized|function|procedure|trigger|sequence|type)"
+             r"|truncate\b|delete\s+from\s+[^;]*?(?:;|$)(?<!where)"
+             r"|alter\s+table\s+\S+\s+drop\b)")
+
+
+def _sql_gone(text: str) -> bool:
+    if not _an_rx("sql-gone", _SQL_GONE).search(text):
+        return False
+    # DELETE ... WHERE narrows what goes; DROP and TRUNCATE never do.
+    low = " ".join(text.lower().split())
+    if _an_rx("sql-drop", r"\b(?:drop\s+\w|truncate\b|alter\s+table\s+\S+\s+drop\b)"
+              ).search(low):
+        return True
+    return any("where" not in part for part in
+               _an_rx("sql-delete", r"delete\s+from\s+[^;]*").findall(low))
+
+
+def _method_delete(texts: List[str]) -> bool:
+    for k, t in enumerate(texts):
+        value = None
+        if t in ("-X", "--request", "--method") and k + 1 < len(texts):
+            value = texts[k + 1]
+        elif t.startswith(("-X", "--request=", "--method=")):
+            value = t.split("=", 1)[1] if "=" in t else t[2:]
+        if value is not None and value.upper() == "DELETE":
+            return True
+    return False
+
+
+def _ops(rest: List[str]) -> List[str]:
+    return [t for t in rest if not t.startswith("-")]
+
+
+_UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
+    # `checkout -- path`, `checkout .`, `checkout rev -- path`, -f
+    "checkout": lambda texts, rest: _has_word(rest, "-f") or _has_word(rest, "--force")
+    or "--" in rest[:-1] or "." in rest or ":/" in rest,
+    # Only --staged (the index) without --worktree loses nothing.
+    "restore": lambda texts, rest: bool(_ops(rest)) and not (
+        (_has_word(rest, "-S") or _has_word(rest, "--staged"))
+        and not (_has_word(rest, "-W") or _has_word(rest, "--worktree"))),
+    "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
+                                         or _has_word(rest, "-m") or _has_word(rest, "--move"))
+    and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
+    "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force")),
+    "deinit-force": lambda texts, rest: rest[:1] == ["deinit"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force") or "--all" in rest),
+    # `git push origin +main` forces, `git push origin :main` deletes.
+    "refspec": lambda texts, rest: any(t.startswith(("+", ":")) and len(t) > 1
+                                       for t in _ops(rest)[1:]),
+    "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
+    "http-delete": lambda texts, rest: _method_delete(texts),
+    "dd-device": lambda texts, rest: any(
+        t.startswith("of=/dev/") and t[3:] not in _DEV_SINKS for t in texts),
+    "parted": lambda texts, rest: not any(t in ("print", "-l", "--list", "--help", "-h",
+                                                "--version", "-v") for t in texts)
+    and not any(t in ("p",) for t in texts[-1:]),
+    "aws-delete": lambda texts, rest: any(
+        t.startswith(("delete-", "terminate-", "remove-", "deregister-", "purge-",
+                      "disable-", "deactivate-", "release-", "revoke-", "cancel-",
+                      "empty-", "reset-", "stop-"))
+        for t in _ops(texts)[:3]),
+    "cloud-delete": lambda texts, rest: any(t in ("delete", "remove", "destroy", "purge",
+                                                  "stop", "rm", "d", "reset")
+                                            for t in _ops(texts)[:5]),
+    "sql": lambda texts, rest: _sql_gone("\n".join(texts)),
+    "redis": lambda texts, rest: any(t.lower() in ("flushall", "flushdb") for t in texts),
+    "mongo": lambda texts, rest: any(
+        _an_rx("mongo-gone", r"(?i)dropDatabase|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}"
+               r"|\.remove\s*\(\s*\{\s*\}").search(t) for t in texts),
+    "vault": lambda texts, rest: texts[:1] == ["delete"] or any(
+        t in ("delete", "destroy", "disable", "metadata") for t in _ops(texts)[1:3]),
+}
+
+
+def _undo_why(name: str, words: List[_W]) -> Optional[str]:
+    """The culprit text when `name words[1:]` is in _UNDO_ROWS: the
+    program, its subcommand and option as written, then why."""
+    rows = _undo_rows(name)
+    if not rows:
+        return None
+    texts = [w.text for w in words[1:]]
+    for sub, test, why in rows:
+        start = _sub_at(texts, sub, name == "git")
+        if start is None or not _undo_holds(test, texts, texts[start:]):
+            continue
+        shown = [words[0].text] + texts[:start][-len(sub):] if sub else [words[0].text]
+        hit = next((w for w in test if not w.startswith(("!", "@")) and
+                    _has_word(texts[start:], w)), None)
+        if hit is not None:
+            hit = next((t for t in texts[start:] if t == hit or t.startswith(hit + "=")
+                        or (len(hit) == 2 and t[:1] == "-" and t[1:2] != "-"
+                            and hit[1] in t)), hit)
+            shown.append(hit)
+        return "`%s` %s" % (" ".join(shown)[:60], why)
+    return None
+
+
+def _git_alias_undo(texts: List[str]) -> Optional[str]:
+    """`git -c alias.x='reset --hard' x`: the alias given on the line is
+    judged as what it stands for; one taken from the environment
+    (--config-env) cannot be read and counts."""
+    start = _git_start(texts)
+    if start >= len(texts):
+        return None
+    sub = texts[start]
+    for k, t in enumerate(texts[:start]):
+        pair = texts[k + 1] if t == "-c" and k + 1 < start else (
+            t[2:] if t.startswith("-c") and t != "-c" else None)
+        env = t.startswith("--config-env=") or (t == "--config-env" and k + 1 < start)
+        if env:
+            pair = t.split("=", 1)[1] if "=" in t else texts[k + 1]
+        if pair is None or not pair.lower().startswith("alias.") or "=" not in pair:
+            continue
+        alias, value = pair[6:].split("=", 1)
+        if alias != sub:
+            continue
+        if env:
+            return "`git %s` runs an alias the guard cannot read: %s" % (sub, _UNDO_UNREAD)
+        if value.startswith("!"):
+            return _undo_unread([value[1:]])
+        return _undo_why("git", [_lit("git")] + [_lit(x) for x in value.split()]
+                         + [_lit(x) for x in texts[start + 1:]])
+    return None
+
+
+def _lose(v: _V, removes: bool = False) -> _V:
+    """Mark everything `v` writes as deleted, moved or overwritten.
+    removes: the program removes what it names (rm, mv, find -delete), so
+    a target it cannot establish counts too; a copy or a redirection to an
+    unknown place (`cp a "$d/"`, `> "$LOG"`) only counts where it is known."""
+    if v.targets or v.patterns or (removes and (v.pending or v.opaque)):
+        lost = v.lost = _V("write")
+        lost.targets = list(v.targets)
+        lost.patterns = list(v.patterns)
+        if removes:
+            lost.pending = list(v.pending)
+            lost.opaque = v.opaque
+    return v
+
+
+# Code that deletes or moves files: the call, and its first argument when it
+# is a string literal (a name built at run time is a target not established).
+_CODE_GONE = (r"(?:\b(?:shutil\.)?(?:rmtree|move)|\bos\.(?:remove|unlink|rmdir|removedirs"
+              r"|rename|replace)|\.(?:unlink|rmdir)|\bfs(?:\.promises)?\.(?:rm|rmdir|unlink"
+              r"|rename)(?:Sync)?|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
+              r"|remove_entry|remove_entry_secure)|\bFileUtils\.(?:rm\w*|remove\w*|mv)"
+              r"|\b(?:File|Dir)\.(?:delete|unlink)|\bunlink)\s*\(\s*"
+              r"(?:(['\"])([^'\"\n]*)\1\s*[,)]|())")
+
+
+def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
+    """Inline code that deletes files or hands a shell a destroying line."""
+    for m in _an_rx("code-gone", _CODE_GONE).finditer(code):
+        if v.lost is None:
+            v.lost = _V("write")
+        if m.group(2) is not None and m.group(2) and not m.group(2).startswith("~"):
+            v.lost.add(m.group(2), True)
+        elif m.group(2) is not None and m.group(2).startswith("~/"):
+            v.lost.add(m.group(2), True)
+        else:
+            v.lost.opaque = True
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    named = {t.rpartition("/")[2].lower()
+             for t in set(code.translate(_UNDO_SPLIT).replace(",", " ").split())}
+    if not (named & _UNDO_NAMES or named & _LOSES or named & _UNDO_BY_PROGRAM.keys()):
+        return   # no line of it can name a destroying program
+    for line in dict.fromkeys(_code_commands(code)[0]):
+        # Only a line that names a destroying program is worth a reading.
+        names = {t.rpartition("/")[2].lower() for t in line.translate(_UNDO_SPLIT).split()}
+        if not (names & _UNDO_NAMES or names & _LOSES or names & _UNDO_BY_PROGRAM.keys()):
+            continue
+        try:
+            inner = _analyze_bash(line, ctx.deeper())
+        except _Give:
+            continue
+        if inner.undo is not None and v.undo is None:
+            v.undo = inner.undo
+        if inner.lost is not None:
+            if v.lost is None:
+                v.lost = _V("write")
+            v.lost.join(inner.lost)
+
+
+# Programs whose name alone, in a command the guard cannot read through,
+# makes it count: what they delete cannot be established.
+_UNDO_UNREAD = ("code or a line the guard cannot read, which may delete or overwrite anything: "
+                "what it destroys cannot be established")
+_UNDO_NAMES = frozenset(("rm", "rmdir", "unlink", "shred", "dd", "wipefs", "mkfs", "fdisk",
+                         "sfdisk", "parted", "blkdiscard", "truncate", "shutdown", "reboot",
+                         "halt", "poweroff", "mv", "srm"))
+_UNDO_SPLIT = str.maketrans("'\"`;&|(){}\n\\", " " * 12)
+
+
+def _undo_unread(texts: Any) -> Optional[str]:
+    """The culprit when text the guard cannot read word by word names a
+    destroying program, or a program and subcommand of _UNDO_ROWS."""
+    tokens: List[str] = []
+    for text in texts:
+        tokens.extend(text.translate(_UNDO_SPLIT).split())
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    names = {t.rpartition("/")[2].lower() for t in set(tokens)}
+    if not (names & _UNDO_NAMES or names & _UNDO_BY_PROGRAM.keys()
+            or any(n.startswith("mkfs.") for n in names)):
+        return None
+    for k, t in enumerate(tokens):
+        base = t.rpartition("/")[2].lower()
+        if base in _UNDO_NAMES or base.startswith("mkfs."):
+            return ("`%s` in a command the guard cannot read through: what it destroys "
+                    "cannot be established" % base)
+        if _undo_rows(base):
+            why = _undo_why(base, [_lit(x) for x in tokens[k:k + 12]])
+            if why is not None:
+                return why
+    return None
+
+
+def _undo_shown(command: str) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= 60 else line[:59].rstrip() + "…"
+
+
+def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
+    """Fill v.undo and v.lost for one program and its arguments."""
+    if name is None:
+        return
+    texts = [w.text for w in words[1:]]
+    if v.lost is None:
+        recursive = name in _LOSES_RECURSIVE and (
+            _has_word(texts, "-R") or _has_word(texts, "--recursive"))
+        if name in _LOSES or recursive or (
+                name == "ln" and (_has_word(texts, "-f") or _has_word(texts, "--force"))):
+            _lose(v, recursive or name in _REMOVERS)
+    if v.undo is None:
+        v.undo = _undo_why(name, words)
+    if v.undo is None and name == "git":
+        v.undo = _git_alias_undo(texts)
+    code = None
+    if v.undo is None and name in _INTERPRETERS:
+        found = _code_option(texts, _INLINE_CODE[_INTERPRETERS[name]][1]) \
+            if _INTERPRETERS[name] in _INLINE_CODE else None
+        if found is not None:
+            k, attached = found
+            code = attached if attached is not None else (
+                texts[k + 1] if k + 1 < len(texts) and words[k + 2].static else None)
+        if code is not None:
+            _code_loses(v, code, ctx)
+    if v.undo is None and v.lost is None and v.mut == "unknown" \
+            and name not in _UNDO_BY_PROGRAM and name not in _INTERPRETERS:
+        # A program that runs others in a way the guard cannot read (ssh,
+        # watch, docker exec, an option it does not know): the words still
+        # name what would run.
+        v.undo = _undo_unread([w.text for w in words[1:] if w.static])
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True)  # see below
+        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True,  # see below
+                             irreversible=_UNDO_UNREAD)
     ctx = _Ctx(0, shell)
     try:
         v = _analyze_any(command, shell, ctx=ctx)
@@ -10317,10 +11631,37 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    undo, lost = v.undo, v.lost
+    if lost is not None and undo is None and (lost.opaque or lost.pending):
+        undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
+            _undo_shown(command))
+    if reason == "analysis_limit" or (v.mut != "read" and v.agent == "?"):
+        undo = undo or _UNDO_UNREAD
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
-    return ShellAnalysis(v.mut, reason, v.hash, v.dep, seen, v.opaque or bool(v.pending),
-                         v.agent, v.resume, patterns)
+    opaque = v.opaque or bool(v.pending)
+    known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
+             and v.agent is None and bool(seen or patterns)
+             and all(_pattern_named(p) for p in patterns))
+    mut = v.mut
+    folder = mut == "read" and v.pyfolder and shell == "bash"
+    if mut == "read" and v.pyfolder:
+        mut, reason = "unknown", v.reason or "interpreter_code"
+    runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
+                         seen, opaque, v.agent, v.resume, patterns, known, folder,
+                         runs if shell == "bash" else [], undo,
+                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [])
+
+
+def _pattern_named(pattern: str) -> bool:
+    """A write pattern whose matches are named where they are: no wildcard
+    in a folder's name (a linked folder would lead elsewhere; bash without
+    globstar reads `**` as `*`), but for the `/**` that stands for
+    everything below a folder `rm -r` or `mv` takes whole."""
+    while pattern.endswith("/**"):
+        pattern = pattern[:-3]
+    return not any(ch in pattern.rpartition("/")[0] for ch in "*?[")
 
 
 # ---- culprits ---------------------------------------------------------------
@@ -10350,13 +11691,13 @@ class _Spot:
 # protected paths the decision named).
 _CULPRIT_PICKS: Dict[str, Callable[[_V, Sequence[str]], bool]] = {
     "MODE_FORBIDS_MUTATION": lambda v, paths: v.mut == "write",
-    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown",
+    "MUTABILITY_UNPROVEN": lambda v, paths: v.mut == "unknown" or v.pyfolder,
     "WRITE_PATH_UNPROVEN": lambda v, paths: v.mut != "read" and (
         v.opaque or not v.targets or any(t in paths for t in v.targets)),
     "PATH_OUTSIDE_CONTRACT": lambda v, paths: any(t in paths for t in v.targets),
     "GUARD_SELF_PROTECTION": lambda v, paths: any(t in paths for t in v.targets),
     "HASH_NOT_AUTHORIZED": lambda v, paths: v.hash or v.agent == "?",
-    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or v.agent == "?",
+    "DEPENDENCY_NOT_AUTHORIZED": lambda v, paths: v.dep or bool(v.runs) or v.agent == "?",
 }
 
 # What a writing program does, after its name: (verb, object when no target is known).
@@ -11821,10 +13162,37 @@ def hash_intent_in_text(added_text: str, path: Optional[str] = None, *,
     return answer
 
 
+# Extensions whose whole-line comments are unambiguous: a line that starts
+# (after blanks) with this marker is a comment, never code.  Only whole
+# lines: a `//` or `#` later in a line may sit in a regex or a string.  Not
+# `#` where it starts code too (C's #include, Rust's and PHP's #[attr]).
+_LINE_COMMENTS: Dict[str, Tuple[str, ...]] = {
+    **{ext: ("//",) for ext in ("js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go",
+                                "java", "kt", "kts", "scala", "swift", "dart", "cs", "c", "h",
+                                "cc", "cpp", "cxx", "hpp", "rs", "zig")},
+    **{ext: ("#",) for ext in ("rb", "pl", "pm", "r", "ex", "exs", "cr", "jl", "nim")},
+}
+
+
+def _without_line_comments(text: str, path: Optional[str]) -> str:
+    """`text` with its whole-line comments blanked, where the file's
+    extension makes them unambiguous (see _LINE_COMMENTS)."""
+    ext = (path or "").rpartition("/")[2].rpartition(".")[2].lower() if path and "." in path \
+        else ""
+    marks = _LINE_COMMENTS.get(ext)
+    if not marks or not any(m in text for m in marks):
+        return text
+    return "\n".join("" if line.lstrip(" \t").startswith(marks) else line
+                     for line in text.split("\n"))
+
+
 def _hash_intent(added_text: str, path: Optional[str], removed_text: Optional[str]) -> bool:
     family = _hash_family(path)
     if family is None:
         return False
+    added_text = _without_line_comments(added_text, path)
+    if removed_text:
+        removed_text = _without_line_comments(removed_text, path)
     if family == "?" and added_text.startswith("#!") and "python" in added_text[:80]:
         family = "py"
     hits = _code_hash_hits(added_text, family, first=not removed_text)
@@ -12900,7 +14268,8 @@ def _image_line(line: str) -> bool:
             rest = " ".join(json.loads(rest))
         except (ValueError, TypeError):
             return True
-    return analyze_shell(rest).dependency_intent
+    ran = analyze_shell(rest)
+    return ran.dependency_intent or bool(ran.runs_packages)   # not this project's packages
 
 
 # A line that declares code from elsewhere, per kind: kind -> test of one
@@ -13300,6 +14669,14 @@ _TAMPER_NEXT = (
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
 
+# What an agent stopped before an irreversible action does: ask, never work
+# around it.  The user's answer is one directive field.
+_UNDO_NEXT = (
+    "Do not run it, and do not reach the same result another way. Ask the user: say what "
+    "would be lost, and that it cannot be brought back. To allow it for this session the "
+    "user sends `$stop-that-shit undo=allow` as a prompt (`undo=ask` stops again); or the "
+    "user runs the command themselves.")
+
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
     "is unknown, so its units stay reserved.")
@@ -13317,8 +14694,9 @@ def outcome_result_kind(outcome: str) -> str:
 
 # Outcome rule -> (outcome while only watching, outcome when armed).  A guard
 # that only watches reports what it would stop; an armed one stops it.
-# "policy_when_armed" is resolved first, by the governing hash= or deps=
-# policy: `ask` asks the user, anything else denies.
+# "policy_when_armed" is resolved first, by the governing hash=, deps= or
+# undo= policy: `ask` asks the user, anything else denies (`allow` never
+# reaches here: the check does not match).
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
@@ -13367,34 +14745,6 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
 def _files_win_abs(text: str) -> bool:
     return ((len(text) >= 3 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
              and text[2] in "\\/") or text.startswith("\\\\"))
-
-
-def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize, as the hosts that send these paths use:
-    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
-    # leading "//".
-    if path == "":
-        return "."
-    absolute = path.startswith("/")
-    parts: List[str] = []
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if parts and parts[-1] != "..":
-                parts.pop()
-            elif not absolute:
-                parts.append("..")
-            continue
-        parts.append(seg)
-    out = "/".join(parts)
-    if absolute:
-        out = "/" + out
-    elif not out:
-        out = "."
-    if path.endswith("/") and out != "/":
-        out += "/"
-    return out
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
@@ -13497,12 +14847,53 @@ def _resolve_for_boundary(paths: List[str], patterns: List[str], cwd: Optional[s
 
 
 def _files_covers(pattern: str, path: str) -> bool:
+    """Whether `path` lies inside `pattern`, both in _boundary_form, by git's
+    glob rules: `*`, `?` and `[...]` match within one name, a `**` name any
+    number of names, and a path inside a folder the pattern matches is
+    inside (`src`, `src/` and `src/**` are one boundary).  A pattern of one
+    name with a wildcard matches at any depth (`*.py`), as in .gitignore; a
+    plain name is the path from the working folder.  A wildcard never
+    matches `..` or the root, so no pattern but `**` reaches outside."""
     if pattern == "**" or pattern == path:
         return True
-    if pattern.endswith("/**"):
-        stem = pattern[:-3]
-        return path == stem or path.startswith(stem + "/")
-    return False
+    pat = pattern.rstrip("/") or pattern
+    target = path.rstrip("/") or path
+    if pat == target:
+        return True
+    if pat == ".":
+        return not (target == ".." or target.startswith(("../", "/")) or _files_win_abs(target))
+    if not any(ch in pat for ch in "*?["):
+        return target.startswith(pat if pat.endswith("/") else pat + "/")
+    parts = pat.split("/")
+    if len(parts) == 1:
+        parts.insert(0, "**")
+    return _files_glob(tuple(parts), tuple(target.split("/")))
+
+
+def _files_glob(parts: Tuple[str, ...], names: Tuple[str, ...]) -> bool:
+    """Whether the pattern's names match the path's names or a leading part of them."""
+    import fnmatch   # here only: a boundary without wildcards never needs `re`
+    memo: Dict[Tuple[int, int], bool] = {}
+
+    def go(i: int, j: int) -> bool:
+        if i == len(parts):
+            return True   # the rest of the path lies below what matched
+        if j == len(names):
+            return all(p == "**" for p in parts[i:])
+        key = (i, j)
+        if key not in memo:
+            part, name = parts[i], names[j]
+            if part == "**":
+                hit = go(i + 1, j) or (name not in ("", "..") and go(i, j + 1))
+            elif part == name:
+                hit = go(i + 1, j + 1)
+            else:
+                hit = name not in ("", "..") and any(ch in part for ch in "*?[") \
+                    and fnmatch.fnmatchcase(name, part) and go(i + 1, j + 1)
+            memo[key] = hit
+        return memo[key]
+
+    return go(0, 0)
 
 
 def boundary_waives_paths(patterns: List[str], cwd: Optional[str] = None) -> bool:
@@ -13515,8 +14906,8 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
                   resolve: bool = True) -> List[str]:
     """The affected paths (as given) that lie outside `files=` patterns.
 
-    A path is inside when a pattern is `**`, equals it, or is `dir/**` and the
-    path is `dir` or lies under it; there are no other wildcards.  Case is
+    A path is inside when a pattern matches it or a folder holding it (see
+    _files_covers for the glob rules).  Case is
     ignored when cwd is a Windows path, or path and pattern both are.
     With resolve=True symlinks and `..` in the existing part of each path and
     of cwd are resolved first, so a link inside the boundary cannot lead
@@ -13868,6 +15259,8 @@ def _tamper_what(root: str) -> str:
         return "the guard's own code (the running sts.py)"
     if os.path.isdir(root):
         return "the guard's data folder (contracts, session state and audit log)"
+    if os.path.basename(root) == REPO_DEFAULT_FILE:
+        return "the repository's default contract for its sessions"
     return "a hook configuration or shim file that `sts.py install` wrote for a host"
 
 
@@ -13884,6 +15277,24 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# The guard's own commands that change it: the user default and the wiring.
+# Run by the model they write the guard's files through a program the
+# analyzer does not read, so the command line itself is the tell.
+_GUARD_CLI_WRITES = frozenset(("default", "install", "uninstall"))
+
+
+def _guard_cli_hits(action: Action) -> List[str]:
+    """`sts.py <verb>` words of a shell line whose verb changes the guard.  Any
+    file named sts.py counts, wherever it lies: after a `cd` the folder is not
+    known, and a copy of the guard writes the same data folder."""
+    command = action.command
+    if not command or "sts.py" not in command:
+        return []
+    words = [w.strip("'\"") for w in command.split()]
+    return ["%s %s" % (word, verb) for word, verb in zip(words, words[1:])
+            if verb in _GUARD_CLI_WRITES and os.path.basename(word) == "sts.py"]
 
 
 # ---- host settings that decide whether the hook runs ------------------------
@@ -14673,6 +16084,12 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     matches = _tamper_matches(f.action, f.protected_paths)
     if matches:
         return (_tamper_detail(matches), None, None)
+    commands = _guard_cli_hits(f.action)
+    if commands:
+        return ("This call runs the guard's own command to change it (`%s`): the default "
+                "contract and the wiring are the user's to set. Self-protection stops this "
+                "in every mode while the guard is armed, change and open included."
+                % "`, `".join(commands), None, None)
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
@@ -14730,6 +16147,96 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
     return None
 
 
+# Temporary folders: what is deleted there was put there to be thrown away.
+_TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp",
+               "/var/folders", "/private/var/folders")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _workspace_root(cwd: Optional[str]) -> Optional[str]:
+    """The repository the session works in (the nearest folder up from cwd
+    with a .git), else cwd; None when cwd is unknown, or is the home folder
+    or `/`, which are no workspace."""
+    base = resolve_event_path(cwd, None) if isinstance(cwd, str) and cwd.startswith("/") \
+        else None
+    if base is None:
+        return None
+    probe = base
+    while True:
+        if os.path.lexists(probe.rstrip("/") + "/.git"):
+            base = probe
+            break
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    return None if base in ("/", home) else base
+
+
+def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> bool:
+    """Whether deleting, moving or overwriting `target` (a path or pattern)
+    reaches past what version control and the temporary folders cover: it
+    lies outside the workspace, or is the workspace itself, its .git, the
+    home folder, a temporary root, or cannot be placed."""
+    # A pattern's fixed head is not itself at stake, what lies below it is;
+    # `X/**` is all of X (a tree removal: rm -r, find -delete).  A folder
+    # named alone is one written into (cp's destination), not one removed.
+    below = any(ch in target for ch in "*?[")
+    path = resolve_event_path(_glob_static_head(target) if below else target, cwd)
+    if path is None:
+        return True
+    tree = target.endswith("/**") and "*" not in target[:-3]
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    tmp = os.environ.get("TMPDIR")
+    temp = _TEMP_ROOTS + ((resolve_event_path(tmp, None) or "/",) if tmp and tmp != "/" else ())
+    if path in ("/", home):
+        return tree or below   # `~/*` reaches everything there, the workspace too
+    if path == root or path in temp:
+        return tree
+    if root is not None:
+        if _under(path, root.rstrip("/") + "/.git"):
+            return True
+        if _under(path, root):
+            return False
+    return not any(_under(path, t) for t in temp)
+
+
+def irreversible_part(action: Action) -> Optional[str]:
+    """What in this call cannot be undone, as the Culprit says it, or None:
+    the analysis's own finding, else the first lost target beyond the
+    workspace (see _beyond_workspace)."""
+    if action.irreversible:
+        return action.irreversible
+    if not action.lost_targets:
+        return None
+    root = _workspace_root(action.cwd)
+    for target in action.lost_targets:
+        if _beyond_workspace(target, action.cwd, root):
+            shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
+            what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+                else "`%s`" % action.name
+            return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
+                    "workspace itself), where no version control keeps a copy" % (what, shown))
+    return None
+
+
+def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
+    # undo=allow skips the row, so the later checks (hash, files=, deps)
+    # still judge the call; a damaged or missing value reads as the default.
+    policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
+    if policy == "allow" or f.action.mutability == "read" or not (
+            f.action.irreversible or f.action.lost_targets) or not irreversible_part(f.action):
+        return None
+    if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
+        return None   # a possible agent: under agents=N the budget stops it first
+    return ("The call does something that neither version control nor the file system can "
+            "bring back, while the contract says undo=%s." % policy, None, policy)
+
+
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
     policy = f.contract.get("hashPolicy")
     if policy == "allow":
@@ -14760,12 +16267,75 @@ def _shell_outside(f: _DecisionFacts) -> List[str]:
         return []
     out = paths_outside(action.shell_write_targets, f.allowed, action.cwd)
     for pattern in action.shell_write_patterns:
-        head = _glob_static_head(pattern)
-        rest = pattern[len(head):] if pattern.startswith(head) else pattern
-        probe = head.rstrip("/") + "/\0"   # a name no files= pattern spells out
-        if "/../" in rest + "/" or paths_outside([probe], f.allowed, action.cwd):
+        if not _pattern_inside(pattern, f.allowed, action.cwd):
             out.append(pattern)
     return out
+
+
+def _pattern_inside(pattern: str, allowed: List[str], cwd: Optional[str]) -> bool:
+    """Whether every path a shell write pattern may match lies inside files=:
+    its leading folder is resolved as a path is (links and `..`), and the
+    rest must be covered name by name by one boundary pattern (see
+    _glob_within)."""
+    if boundary_waives_paths(allowed, cwd):
+        return True
+    parts = pattern.split("/")
+    k = 0
+    while k < len(parts) and _glob_literal(parts[k]) is not None:
+        k += 1
+    rest = parts[k:]
+    if any(p == "" or p != "**" and _glob_hits_dotdot(p) for p in rest):
+        return False
+    head = "/".join(_glob_literal(p) or "" for p in parts[:k]) or (
+        "/" if pattern.startswith("/") else ".")
+    physical, lexical, real_patterns, real_cwd = _resolve_for_boundary([head], allowed, cwd)
+    forms = [_boundary_form(p, real_cwd) for p in real_patterns]
+    for resolved in dict.fromkeys((physical[0], lexical[0])):
+        where = _boundary_form(resolved, real_cwd).rstrip("/")
+        names = ([] if where == "." else where.split("/")) + rest
+        if not any(_glob_within(names, form) for form in forms):
+            return False
+    return True
+
+
+def _glob_hits_dotdot(part: str) -> bool:
+    # A shell glob matches a leading `.` only when it spells one, and then
+    # `.*` matches `..` where globskipdots is off: a step up, not a name.
+    if not part.startswith("."):
+        return False
+    import fnmatch
+    return fnmatch.fnmatchcase("..", part)
+
+
+def _glob_within(names: List[str], boundary: str) -> bool:
+    """Whether every path the pattern names (write-pattern components,
+    fnmatch spelling, `**` for any names) is covered by a boundary pattern
+    in _boundary_form, by the rules of _files_covers."""
+    import fnmatch
+    bound = boundary.rstrip("/") or boundary
+    if bound == ".":
+        return bool(names) and names[0] not in ("", "..")
+    want = bound.split("/")
+    if len(want) == 1 and any(ch in bound for ch in "*?["):
+        want.insert(0, "**")
+
+    def go(i: int, j: int) -> bool:
+        if j == len(want):
+            return True          # everything below what matched is inside
+        if i == len(names):
+            return all(b == "**" for b in want[j:])
+        b, p = want[j], names[i]
+        if b == "**":
+            return go(i, j + 1) or (p not in ("", "..") and go(i + 1, j))
+        literal = _glob_literal(p)
+        if literal is not None:
+            hit = literal == b or (any(ch in b for ch in "*?[") and literal not in ("", "..")
+                                   and fnmatch.fnmatchcase(literal, b))
+        else:
+            hit = p != "**" and (p == b or b == "*")
+        return hit and go(i + 1, j + 1)
+
+    return go(0, 0)
 
 
 def _when_write_path(f: _DecisionFacts) -> _CheckHit:
@@ -14774,8 +16344,24 @@ def _when_write_path(f: _DecisionFacts) -> _CheckHit:
             and not boundary_waives_paths(f.allowed, f.action.cwd)):
         if f.action.unknown_write_target or _shell_outside(f):
             return None   # known to (maybe) leave the boundary: the next check says where
+        if f.action.shell_writes_known and f.action.mutability == "write":
+            return None   # every write is named: the next check judges them
+        if isinstance(f.action.command, str):
+            return ("The line runs a program that may write paths the guard cannot name, so "
+                    "it is not proven to stay inside the files= boundary.",
+                    _unproven_shell_next(f), None)
         return ("The target path is not proven to be inside the files= boundary.", None, None)
     return None
+
+
+def _unproven_shell_next(f: _DecisionFacts) -> str:
+    """What the user types to let such a line run: a directive without the
+    path lock (or they run the line themselves)."""
+    mode = f.mode if f.mode in DIRECTIVE_MODES else "change"
+    return ("Edit with a file tool or with shell writes the guard can name (`>`, `sed -i`, "
+            "`cp`, `mv`, `rm`, `touch`, `mkdir`, `tee`...) inside the boundary; to let this "
+            "line run, the user types `$stop-that-shit %s files=**` (no path lock) or runs "
+            "it themselves." % mode)
 
 
 def _when_outside(f: _DecisionFacts) -> _CheckHit:
@@ -14925,6 +16511,13 @@ DECISION_TABLE: Tuple[_DecisionRow, ...] = (
     _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
                  "Use a command that is plainly read-only, or ask the user for a change "
                  "contract."),
+    # Irreversible actions come after the mode rows (a read-only mode refuses
+    # every change, recoverable or not, and `undo=allow` would not lift that)
+    # and before hashing, files= and deps=: the damage cannot be repaired
+    # afterwards, so asking the user is the first thing the agent must do,
+    # and once allowed the later rows still judge the call.
+    _DecisionRow("IRREVERSIBLE_ACTION", "I", "policy_when_armed", _when_irreversible,
+                 _UNDO_NEXT),
     # Hashing outranks the file boundary: an H finding is reported as H.
     _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
                  "Use a direct alternative, or get `hash=allow` from the user naming who "
@@ -15001,7 +16594,9 @@ def decide(action: Action, state: dict, *, action_id: Optional[str], declared: b
 
 
 def _lock_text(allowed: Optional[List[str]]) -> str:
-    return "`files=%s`" % ("|".join(allowed) if allowed else ".")
+    if not allowed:
+        return "`files=` (empty: no path is writable)"
+    return "`files=%s`" % "|".join(allowed)
 
 
 def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
@@ -15040,6 +16635,10 @@ def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[
 def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
                       protected_paths: Sequence[str]) -> str:
     code = decision.code
+    if code == "IRREVERSIBLE_ACTION":
+        part = irreversible_part(action)
+        if part:
+            return "Culprit: %s." % part.rstrip(".")
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
         if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
@@ -15131,6 +16730,8 @@ def allow_directive(decision: Decision, action: Action, contract: dict) -> str:
         field = "files=**"
     elif code == "HASH_NOT_AUTHORIZED":
         field = "hash=allow"
+    elif code == "IRREVERSIBLE_ACTION":
+        field = "undo=allow"
     elif code == "DEPENDENCY_NOT_AUTHORIZED":
         field = "deps=allow"
     elif code == "AGENT_BUDGET_EXHAUSTED" and _is_int(contract.get("agentBudget")) \
@@ -15590,6 +17191,82 @@ def session_key(session_id: str) -> str:
     return sha256_hex(data)[:24]
 
 
+USER_DEFAULT_FILE = "default.json"
+
+
+def read_user_default(root: str) -> Optional[str]:
+    """The user default's text (`review hash=ask`, `off`), or None when none is set.
+    A file that cannot be read as one reads as `?`: parse_default rejects it."""
+    try:
+        with open(os.path.join(root, USER_DEFAULT_FILE), "rb") as fh:
+            raw = json.loads(fh.read(65536).decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "?"
+    text = raw.get("contract") if isinstance(raw, dict) else None
+    return text if isinstance(text, str) else "?"
+
+
+def repo_default_path(folder: Optional[str]) -> Optional[str]:
+    """Where the repository holding `folder` keeps its default file (its root,
+    the nearest folder with a `.git`), whether or not the file exists; None
+    outside a repository."""
+    here = os.path.abspath(folder or os.getcwd())
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return os.path.join(here, REPO_DEFAULT_FILE)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def read_repo_default(path: str) -> Optional[str]:
+    """The directive line of a repository default file (the first line that is
+    neither blank nor a `#` comment), or None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return None
+
+
+def session_defaults(root: str, folder: Optional[str]) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The contract a new session starts with, and its repository default file's path.
+
+    The user default (None or `off`: only watched, as before defaults existed),
+    then the repository file's fields, each only where it is stricter.  A
+    default that does not parse gives nothing: `status` and `doctor` say so.
+    """
+    given = None
+    text = read_user_default(root)
+    if text is not None:
+        try:
+            given = parse_default(text)
+        except _DirectiveError:
+            given = None
+    contract = default_contract(given, "the user default")
+    repo_file = repo_default_path(folder)
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        try:
+            repo_given = parse_default(line)
+        except _DirectiveError:
+            repo_given = None
+        if repo_given:
+            origin = repo_file + (" over the user default" if given else "")
+            contract, ignored = tighten_contract(contract, repo_given, origin)
+            if ignored:
+                contract["origin"] = "%s (ignored as wider than the user default: %s)" % (
+                    origin, " ".join(ignored))
+    return contract, repo_file
+
+
 def default_state() -> dict:
     return {
         "schemaVersion": 4,
@@ -15616,7 +17293,7 @@ _STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor"
 _STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
 _STATE_POLICIES = frozenset(("deny", "ask", "allow"))
 _STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
-                      "recovery", "host"))
+                      "recovery", "host", "user-default", "repo-default"))
 _LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
 _STATE_DAMAGED_ADVICE = ("read-only recovery is active and the file is preserved. Restore a "
@@ -15715,10 +17392,16 @@ def _validate_contract(raw: Any) -> dict:
         if not ok(raw[name]):
             raise _damaged("contract.%s is out of range" % name)
     contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
+    # Optional: a session file written before undo= existed holds the default.
+    undo = contract.setdefault("undoPolicy", DEFAULT_CONTRACT["undoPolicy"])
+    if not _state_member(undo, _STATE_POLICIES):
+        raise _damaged("contract.undoPolicy is out of range")
     source = contract.get("source", "default")
     if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
+    if "origin" in contract and not isinstance(contract["origin"], str):
+        raise _damaged("contract.origin is not text")
     if contract["allowedPaths"] is not None:
         contract["allowedPaths"] = list(contract["allowedPaths"])
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
@@ -15809,6 +17492,9 @@ def validate_state(obj: Any) -> dict:
     error = obj.get("directiveError")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("code"), str)):
         raise _damaged("directiveError is malformed")
+    path = obj.get("repoDefaultPath")
+    if path is not None and not isinstance(path, str):
+        raise _damaged("repoDefaultPath is malformed")
     for name in ("directiveWarning", "lastPromptContext"):
         value = obj.get(name)
         if value is not None and not isinstance(value, str):
@@ -15944,6 +17630,10 @@ class Store:
         # Keys whose damaged file was moved aside during the current update
         # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
+        # The folder of the event at hand (for a repository default), and the
+        # new sessions' states built from the defaults, not yet written.
+        self.folder: Optional[str] = None
+        self._fresh: Dict[str, str] = {}
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -15972,7 +17662,7 @@ class Store:
             with open(target, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
-            return Loaded(default_state())
+            return Loaded(self.fresh_state(key))
         except OSError as exc:
             error = _damaged("cannot read it: %s" % type(exc).__name__).storage_error
             return Loaded(recovery_state(error), error, True)
@@ -15986,6 +17676,40 @@ class Store:
             error = _damaged(why).storage_error
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
+
+    def fresh_state(self, key: str) -> dict:
+        """A new session's state, its contract from the defaults in force.  They
+        are read once: keep_fresh writes this state, so no later call reads them."""
+        kept = self._fresh.get(key)
+        if kept is None:
+            state = default_state()
+            state["contract"], state["repoDefaultPath"] = session_defaults(self.root, self.folder)
+            kept = self._fresh[key] = json.dumps(state)
+        return json.loads(kept)
+
+    def forget_fresh(self, key: str) -> None:
+        self._fresh.pop(key, None)
+
+    def keep_fresh(self, key: str) -> None:
+        """Write a new session's state built from the defaults, unless an update
+        did; best effort (a lost write only means reading the defaults again)."""
+        kept = self._fresh.pop(key, None)
+        if kept is None:
+            return
+        # Under the lock, and only while no state exists: an existence check,
+        # not a second read of the state.
+        target = self._state_path(key)
+        try:
+            owner = self._acquire(key)
+            if owner is None:
+                return   # a damaged lock: recovery, which never writes
+            try:
+                if not os.path.lexists(target):
+                    self._write_json(target, json.loads(kept))
+            finally:
+                self._release(owner)
+        except (LockTimeout, OSError):
+            pass
 
     # ---- locking ------------------------------------------------------------
 
@@ -16109,6 +17833,7 @@ class Store:
                                           and key in self._preserved)
             if new_state is not None and may_write:
                 self._write_json(self._state_path(key), new_state)
+                self._fresh.pop(key, None)
             return result
         finally:
             self._preserved.discard(key)
@@ -16839,11 +18564,6 @@ def find_event(store: Store, event_id: str) -> Optional[dict]:
     return None
 
 
-def audit_log_keys(store: Store) -> List[str]:
-    """Session keys that have a runtime log or segment, sorted."""
-    return sorted(audit_files(store))
-
-
 class Annotations(Record):
     """runtime/annotations.jsonl folded per event: the last line of each kind wins.
 
@@ -17284,7 +19004,11 @@ def handle_event(event: ControlEvent, store: Store,
     """Process one event for its governing session (event.session_id)."""
     key = session_key(event.session_id)
     handler = _KIND_HANDLERS[event.kind]
-    return handler(event, key, store, response_outcome)
+    action = event.action if event.kind == "action.before" else None
+    store.folder = getattr(action, "cwd", None)
+    result = handler(event, key, store, response_outcome)
+    store.keep_fresh(key)
+    return result
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
@@ -17346,6 +19070,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
     }
     if action.starts_agent:
         action_part["startsAgent"] = action.starts_agent
+    if action.irreversible:
+        action_part["irreversible"] = True   # never the text: the audit keeps no command
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -17361,6 +19087,7 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "reservedUpperBound": summary.reserved,
             "countUnproven": bool(summary.unresolved_reasons),
             "hashPolicy": contract["hashPolicy"], "dependencyPolicy": contract["dependencyPolicy"],
+            "undoPolicy": contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]),
             "allowedPathCount": None if allowed is None else len(allowed),
         },
         "decision": {
@@ -17406,7 +19133,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target)
+                       or action.shell_write_patterns or action.unknown_write_target
+                       or "sts.py" in (action.command or ""))
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 
@@ -17416,8 +19144,11 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         contract = loaded.state["contract"]
         active = contract["level"] != "off" and contract["mode"] != "unconfirmed"
         thrash = _thrash_repeats(store, key, action) if active else 0
+        # The repository's default file is the guard's own too, for this session.
+        repo_file = loaded.state.get("repoDefaultPath")
+        guarded = protected + [repo_file] if needs_paths and repo_file else protected
         return decide(action, loaded.state, action_id=action_id, declared=declared,
-                      storage_error=loaded.storage_error, protected_paths=protected,
+                      storage_error=loaded.storage_error, protected_paths=guarded,
                       thrash_repeats=thrash, prompts_refusable=refusable)
 
     if event.storage_error is not None:
@@ -17569,6 +19300,7 @@ def _promotes_editable_agent(state: dict, prompt: str) -> bool:
     no user text (plugin injections, `noReply` prompts): that is not the user.
     """
     return (state["contract"].get("mode") == "review" and not state.get("directiveError")
+            and state["contract"].get("source") not in DEFAULT_SOURCES
             and bool(prompt.strip()) and not has_directive_mention(prompt))
 
 
@@ -17584,6 +19316,7 @@ def _busy_prompt(key: str, store: Store, prompt: str) -> CoreResult:
     without the lock and nothing written."""
     if not has_directive_mention(prompt):
         contract = store.load(key).state["contract"]
+        store.forget_fresh(key)   # nothing is written mid-turn, a new session's defaults neither
         if interpret_prompt(contract, prompt).kind == "plain":
             return NO_RESULT
     return CoreResult("prompt-error", _NOT_IDLE_TEXT, "DIRECTIVE_NOT_IDLE")
@@ -17936,6 +19669,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     """Re-anchor a shell action's relative write targets in its run folder."""
     if folder == cwd and known:
         return action
+    action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                for t in action.get("shellWriteTargets") or []):
@@ -17962,6 +19696,21 @@ _PATH_KEYS = frozenset((
     "notebookpath", "sourcepath", "targetpath", "destinationpath", "newname", "oldname",
 ))
 _PATH_ARG_LIMIT = 64
+# Path keys whose value a tool takes as a file name even when it reads like a
+# URL (a file tool given `https://x/a` writes `https:/x/a` here); under any
+# other key, or none, a value with a scheme other than file: names no local path.
+_PLAIN_PATH_KEYS = _PATH_KEYS - frozenset(("uri", "uris", "location"))
+
+
+def _url_scheme(text: str) -> bool:
+    """`scheme://…` (two letters or more, so no drive), or a scheme that
+    takes no slashes (mailto:, data:, about:, javascript:)."""
+    head, sep, _ = text.partition(":")
+    if not sep or len(head) < 2 or not head[0].isascii() or not head[0].isalpha() \
+            or not all(ch.isascii() and (ch.isalnum() or ch in "+.-") for ch in head):
+        return False
+    return text[len(head):].startswith("://") or head.lower() in (
+        "mailto", "data", "about", "javascript", "urn", "tel")
 
 
 def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
@@ -17974,7 +19723,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
     found: List[str] = []
     complete = True
 
-    def visit(value: Any, keyed: bool, depth: int) -> None:
+    def visit(value: Any, keyed: Any, depth: int) -> None:
         nonlocal complete
         if depth > 6 or len(found) > _PATH_ARG_LIMIT:
             complete = False
@@ -17983,6 +19732,8 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
             text = value.strip()
             if text.lower().startswith("file://"):
                 text = text[7:]
+            elif keyed not in _PLAIN_PATH_KEYS and _url_scheme(text):
+                return   # `{"url": "https://…"}`: a page, not a file here
             if text and ((keyed and "\n" not in text and len(text) <= 4096)
                          or _looks_like_path(text)):
                 if text not in found:
@@ -17990,7 +19741,7 @@ def path_arguments(tool_input: Any) -> Tuple[List[str], bool]:
         elif isinstance(value, dict):
             for key, item in value.items():
                 name = str(key).lower().replace("_", "").replace("-", "")
-                visit(item, name in _PATH_KEYS, depth + 1)
+                visit(item, name if name in _PATH_KEYS else False, depth + 1)
         elif isinstance(value, list):
             for item in value:
                 visit(item, keyed, depth + 1)
@@ -18016,7 +19767,8 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
         if ran is not None:
             # It may run this: the same intents as through the shell, and never
             # a better verdict than the name earned.
-            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget",
+                        "irreversible", "lostTargets"):
                 if ran.get(key):
                     action[key] = ran[key]
             if ran.get("shellWriteTargets"):
@@ -18061,6 +19813,7 @@ def code_action(name: str, language: str, code: Any) -> dict:
         interpreter, "-c")
     action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
     action.pop("command", None)  # not a shell line: never a thrash candidate
+    action.pop(_PYTHON_FOLDER_KEY, None)   # a kernel of the host's: never a read
     if action["mutability"] == "read":
         action["mutability"] = "unknown"
     # Commands the code hands to a shell or to subprocess (`os.system("npm i
@@ -18070,7 +19823,12 @@ def code_action(name: str, language: str, code: Any) -> dict:
     for line in lines:
         ran = analyze_shell(line)
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
-        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent
+        action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent \
+            or bool(ran.runs_packages)
+        if ran.irreversible and not action.get("irreversible"):
+            action["irreversible"] = ran.irreversible
+        if ran.lost_targets:
+            action["lostTargets"] = action.get("lostTargets", []) + list(ran.lost_targets)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -18129,10 +19887,153 @@ def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optiona
         action["affectedPaths"] = normalize_paths(
             [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
     workdir = tool_facts(host, tool)[2]
+    folder, known = cwd, bool(cwd)
     if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
         folder, known = run_folder(host, cwd, tool_input.get(workdir))
         _in_run_folder(action, folder, known, cwd)
+    if action.pop(_PYTHON_FOLDER_KEY, False) and action.get("mutability") == "unknown" \
+            and known and folder and python_folder_clean(folder):
+        action["mutability"] = "read"
+        action.pop("analysisReason", None)
+    runs = action.pop(_RUNS_KEY, None)
+    if runs and known and folder and packages_declared(folder, runs):
+        action["dependencyIntent"] = False
     return action
+
+
+_RUNS_KEY = "runsPackages"   # like _PYTHON_FOLDER_KEY: from shell_action to place_call only
+_NPM_DECLARING = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
+
+
+def packages_declared(folder: str, runs: List[str]) -> bool:
+    """Whether the project the folder belongs to declares every package a
+    line runs by name (ShellAnalysis.runs_packages).  npm: the nearest
+    folder up holding package.json or node_modules (npm's own rule) has a
+    node_modules/.bin entry of that name, or its package.json declares a
+    package of that name in (dev, optional, peer) dependencies; a bin whose
+    package has another name (`tsc` of typescript) must be installed, since
+    npx would fetch the package called `tsc`.  Python: pyproject.toml in the
+    folder names it among its dependencies (project, optional, groups, uv's
+    dev, poetry's), or .venv/bin holds it."""
+    for entry in runs:
+        kind, _, name = entry.partition(":")
+        if not name or not (_npm_declares(folder, name) if kind == "npm"
+                            else _py_declares(folder, name)):
+            return False
+    return True
+
+
+def _npm_declares(folder: str, name: str) -> bool:
+    here = folder
+    for _ in range(32):
+        if os.path.exists(os.path.join(here, "package.json")) or \
+                os.path.isdir(os.path.join(here, "node_modules")):
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+    else:
+        return False
+    if "/" not in name and os.path.isfile(os.path.join(here, "node_modules", ".bin", name)):
+        return True
+    try:
+        with open(os.path.join(here, "package.json"), encoding="utf-8") as fh:
+            manifest = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and any(
+        isinstance(manifest.get(key), dict) and name in manifest[key] for key in _NPM_DECLARING)
+
+
+def _py_declares(folder: str, name: str) -> bool:
+    if os.path.isfile(os.path.join(folder, ".venv", "bin", name)):
+        return True
+    try:
+        import tomllib
+    except ImportError:
+        return False   # Python before 3.11: no TOML reader in the standard library
+    try:
+        with open(os.path.join(folder, "pyproject.toml"), "rb") as fh:
+            doc = tomllib.loads(fh.read(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    want = _py_norm(name)
+    specs: List[Any] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    specs += project.get("dependencies") or []
+    for group in (project.get("optional-dependencies") or {}).values():
+        specs += group if isinstance(group, list) else []
+    for group in (doc.get("dependency-groups") or {}).values():
+        specs += group if isinstance(group, list) else []
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    specs += (tool.get("uv") or {}).get("dev-dependencies") or []
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    names = [k for key in ("dependencies", "dev-dependencies")
+             for k in (poetry.get(key) or {})]
+    for group in (poetry.get("group") or {}).values():
+        names += list((group or {}).get("dependencies") or {}) if isinstance(group, dict) else []
+    for spec in specs:
+        if isinstance(spec, str):
+            head = "".join(ch if ch.isalnum() or ch in "-_." else " " for ch in spec).split()
+            names.append(head[0] if head else "")
+    return any(isinstance(n, str) and _py_norm(n) == want for n in names)
+
+
+def _py_norm(name: str) -> str:
+    # PEP 503: case, and runs of `-`, `_` and `.`, do not tell names apart.
+    out, last = [], ""
+    for ch in name.lower():
+        ch = "-" if ch in "-_." else ch
+        if not (ch == "-" and last == "-"):
+            out.append(ch)
+        last = ch
+    return "".join(out)
+
+
+# The key a shell action carries from shell_action to place_call when its line
+# is a read but for the folder Python starts in (ShellAnalysis.python_folder);
+# never on the wire.
+_PYTHON_FOLDER_KEY = "pythonFolder"
+# Python's variables that change nothing about what it imports; any other
+# PYTHON* (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONWARNINGS, which
+# imports the module a filter names, PYTHONCASEOK...) keeps the line unknown.
+_PY_HARMLESS_ENV = frozenset(("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING",
+                              "PYTHONUTF8", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+                              "PYTHONHASHSEED", "PYTHONFAULTHANDLER", "PYTHONPYCACHEPREFIX"))
+
+
+def python_folder_clean(folder: str) -> bool:
+    """Whether plain `python3 -c` (or `- <<PY`, `-m json.tool`) started in
+    `folder` imports the standard library's modules and no others: the folder
+    holds no entry named like one (`json.py`, `json/`, `json.pyc`,
+    `json.cpython-313-x86_64-linux-gnu.so`; case folded, for a file system
+    that ignores case), nor like sitecustomize, usercustomize or any private
+    `_name` (a newer Python's start-up modules the hook's own list may lack),
+    and no PYTHON* variable but the harmless ones is set.  One listing of
+    the folder.  It assumes nothing writes the folder between this look and
+    the run (README: "Python in the working folder")."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if not names:
+        return False   # Python 3.9: no list of the standard library to check against
+    if any(key.startswith("PYTHON") and key not in _PY_HARMLESS_ENV for key in os.environ):
+        return False
+    try:
+        entries = os.listdir(folder)
+    except (OSError, ValueError, TypeError):
+        return False
+    wanted = _PY_STDLIB_FOLDED.get(names)
+    if wanted is None:
+        wanted = _PY_STDLIB_FOLDED[names] = frozenset(
+            n.casefold() for n in names) | {"sitecustomize", "usercustomize"}
+    for entry in entries:
+        stem = entry.split(".", 1)[0].casefold()
+        if stem in wanted or (stem.startswith("_") and stem != "__pycache__"):
+            return False
+    return True
+
+
+_PY_STDLIB_FOLDED: Dict[Any, frozenset] = {}
 
 
 def _session_state_folder() -> str:
@@ -18160,6 +20061,13 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["shellWritePatterns"] = list(verdict.write_patterns)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
+    if verdict.writes_known:
+        action["shellWritesKnown"] = True
+    if verdict.python_folder:
+        action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
+    if verdict.runs_packages:
+        action["dependencyIntent"] = True   # ...unless place_call finds each one declared
+        action[_RUNS_KEY] = list(verdict.runs_packages)
     if verdict.starts_agent:
         action["startsAgent"] = verdict.starts_agent
         if verdict.resumes_session:
@@ -18169,6 +20077,10 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
             action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
+    if verdict.irreversible:
+        action["irreversible"] = verdict.irreversible
+    if verdict.lost_targets:
+        action["lostTargets"] = list(verdict.lost_targets)
     if isinstance(command, str):
         action["command"] = command
         if shell != "bash":
@@ -22401,13 +24313,88 @@ def _report(plan: _Plan, dry: bool, out: Any) -> None:
             out.write("sts: dry run; nothing was written.\n")
 
 
+# What install sets when no default is set: ordinary work runs as before, an
+# action that cannot be undone is asked about first.  `open` alone would keep
+# hash= and deps= at their strict defaults, which stop ordinary work.
+INSTALL_DEFAULT = "open hash=allow deps=allow undo=ask"
+_DEFAULT_HOWTO = ('Change it with `python3 sts.py default "<fields>"` (e.g. `review`, '
+                  '`change files=src/**`), or `python3 sts.py default off` to only watch')
+
+
+def _checked_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default the user gave, or InstallError with the
+    directive's own rejection words."""
+    try:
+        return parse_default(text)
+    except _DirectiveError as err:
+        raise InstallError("default rejected (%s): %s" % (err.info["code"], err.info["message"]))
+
+
+def _write_user_default(text: str, set_by: str) -> None:
+    root = data_dir()
+    _state_mkdirs(root)
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    data = json.dumps({"contract": body, "setBy": set_by, "setAt": utc_now_iso()}) + "\n"
+    _replace_file(os.path.join(root, USER_DEFAULT_FILE), data.encode("utf-8"))
+
+
+def _default_summary(text: Optional[str]) -> str:
+    """How a stored default reads to a person: its text and the contract it gives."""
+    if text is None:
+        return "none set: a session without a directive is only watched"
+    try:
+        given = parse_default(text)
+    except _DirectiveError as err:
+        return "`%s` is invalid (%s: %s) and is ignored" % (
+            text, err.info["code"], err.info["message"])
+    if given is None:
+        return "off: a session without a directive is only watched"
+    return "`%s`: a session without a directive starts with %s" % (
+        text, contract_fields(default_contract(given, ""), 0, False))
+
+
+def cmd_default(args: List[str]) -> int:
+    """python3 sts.py default ["<fields>" | off]: show or set the user default."""
+    out = sys.stdout
+    root = data_dir()
+    if args:
+        text = " ".join(args)
+        try:
+            _checked_default(text)
+            _write_user_default(text, "user")
+        except InstallError as exc:
+            sys.stderr.write("sts: %s\n" % exc)
+            return 2
+        except OSError as exc:
+            sys.stderr.write("sts: the default could not be saved in %s: %s\n" % (root, exc))
+            return 1
+    stored = read_user_default(root)
+    out.write("user default: %s\n" % _default_summary(stored))
+    repo_file = repo_default_path(os.getcwd())
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        contract, _ = session_defaults(root, os.getcwd())
+        out.write("repository default %s: `%s`\n" % (repo_file, line))
+        out.write("sessions in this folder start with %s (from %s)\n" % (
+            contract_fields(contract, 0, False), contract.get("origin", "no default")))
+    out.write("%s; a directive in a prompt replaces it for that session.\n" % _DEFAULT_HOWTO)
+    return 0
+
+
 def cmd_install(args: List[str]) -> int:
-    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]"""
+    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]
+    [--default "<fields>"|off]"""
     out = sys.stdout
     try:
         host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
-                                   "--trust": False})
+                                   "--trust": False, "--default": True})
         host = _host_arg(host, "install")
+        wanted_default = opts.get("--default")
+        if wanted_default is not None:
+            _checked_default(wanted_default)
         if opts.get("--trust") and host != "codex":
             raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
         scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
@@ -22431,6 +24418,7 @@ def cmd_install(args: List[str]) -> int:
                 out.write("sts: %s is already installed; nothing changed.\n" % host)
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
+            _install_default(wanted_default, out)
         for note in plan.notes:
             out.write("note: %s\n" % note)
         if host == "codex" and not opts.get("--trust"):
@@ -22443,6 +24431,20 @@ def cmd_install(args: List[str]) -> int:
     except InstallError as exc:
         sys.stderr.write("sts: %s\n" % exc)
         return 2
+
+
+def _install_default(wanted: Optional[str], out: Any) -> None:
+    """Set the user default when none is set (or `--default` names one), and
+    say which default is in force and how to change it."""
+    stored = read_user_default(data_dir())
+    if wanted is not None or stored is None:
+        stored = wanted if wanted is not None else INSTALL_DEFAULT
+        try:
+            _write_user_default(stored, "install")
+        except OSError as exc:
+            raise InstallError("the default contract could not be saved: %s" % exc)
+    out.write("sts: default contract %s.\n" % _default_summary(stored))
+    out.write("sts: %s.\n" % _DEFAULT_HOWTO)
 
 
 def _install_trust(plan: _Plan, command: str, out: Any) -> None:
@@ -22931,6 +24933,14 @@ def cmd_doctor(args: List[str]) -> int:
               "make it writable, or set STS_HOME to a writable folder")
     _doctor_bytecode(check)
     _doctor_sessions(root, check)
+    stored = read_user_default(root)
+    try:
+        good = stored is None or parse_default(stored) is not None or stored.strip() != ""
+    except _DirectiveError:
+        good = False
+    check("OK" if good else "WARN", "sts", "default contract %s" % _default_summary(stored),
+          None if good and stored else 'python3 sts.py default "%s" (or review, change ...)'
+          % INSTALL_DEFAULT)
     if not hosts:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
@@ -23321,7 +25331,9 @@ _SOURCE_WORDS = {"default": "nobody yet (the start of every session)",
                  "natural-explicit": "a plain-words correction in a prompt",
                  "explicit-stop": "\"stop\" in a prompt",
                  "recovery": "read-only recovery (the session file is damaged)",
-                 "host": "the host (its agent may edit files)"}
+                 "host": "the host (its agent may edit files)",
+                 "user-default": "your default contract (python3 sts.py default)",
+                 "repo-default": "the repository's default contract"}
 
 
 def _protection_line(contract: dict, storage_error: Optional[dict]) -> str:
@@ -23371,6 +25383,9 @@ class _StatusView:
                  "Contract: %s" % contract_words(contract),
                  "Set by: %s" % _SOURCE_WORDS.get(contract.get("source"),
                                                   str(contract.get("source")))]
+        if isinstance(contract.get("origin"), str):
+            lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
+                                     else "Started from", contract["origin"]))
         lines.append(_protection_line(contract, self.loaded.storage_error))
         budget = contract.get("agentBudget")
         if self.reserved or budget_text(budget) != "unlimited":
@@ -23908,8 +25923,10 @@ def contract_words(contract: dict) -> str:
     paths = contract.get("allowedPaths")
     words = [str(mode), str(level)]
     if isinstance(paths, list):
-        words.append("files=%s" % "|".join(paths))
+        words.append("files=%s" % ("|".join(paths) or "(none: no path is writable)"))
     words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
+    if contract.get("undoPolicy"):   # (audit lines of older releases do not keep it)
+        words.append("undo=%s" % contract["undoPolicy"])
     budget = contract.get("agentBudget")
     if budget_text(budget) != "unlimited":
         words.append("agents=%s" % budget)
@@ -24782,9 +26799,9 @@ def _check_parse(args: List[str]) -> Optional[Dict[str, Any]]:
 def check_call(host: str, payload: dict, contract: Optional[str], real: Store,
                tmp: str) -> Dict[str, Any]:
     """The hook's answer to one tool call under `contract` (a directive without
-    the `$stop-that-shit` word, or None for the contract the session holds,
-    the default one for a new session).  ValueError for a bad directive or an
-    event that is not a tool call."""
+    the `$stop-that-shit` word, applied as a prompt would be), else under the
+    contract the session holds (a new session's comes from the defaults).
+    ValueError for a bad directive or an event that is not a tool call."""
     store = _WhatIfStore(tmp, real)
     adapter = ADAPTERS[host]
     call = adapter.translate(payload, store)
@@ -24792,7 +26809,10 @@ def check_call(host: str, payload: dict, contract: Optional[str], real: Store,
         raise ValueError("the event is not a tool call the guard judges")
     event = ControlEvent.from_dict(call.event)
     key = session_key(event.session_id)
-    state = real.load(key).state if contract is None else default_state()
+    # The session's own state, or what a new one starts with (the user's and
+    # the repository's default contracts, read for the call's folder).
+    real.folder = getattr(event.action, "cwd", None)
+    state = real.load(key).state
     state = dict(state, delegation=default_state()["delegation"])
     if contract is not None:
         text = contract.strip()
@@ -25038,8 +27058,9 @@ inspection:
   check ... < host-event.json             1 denied, 2 usage); writes nothing
 
 setup:
-  install <host> [--scope user|project] [--dry-run]
+  install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
+  default ["<fields>" | off]            show or set the contract of sessions without a directive
   doctor [HOST...] [--json]
   demo                                  replay a short Codex session
   --help | --version
@@ -25200,6 +27221,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
     "check": lambda rest: _cold("cmd_check")(rest),
+    "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }

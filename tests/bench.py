@@ -8,10 +8,15 @@ long commands of many shapes, each at the largest size the analyzer still
 reads in full (its work limit) and at the 64 KiB cap.
 
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
-                           [--before PATH]
+                           [--before PATH] [--default]
 
 Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
 Code, each in its own payload shape, interleaved with the floor.
+
+--default arms this sts.py's session from a user default of `review` (set with
+`sts.py default review`; the prompt holds no directive) instead of the
+directive, so the rows show the cost with a default in force; a --before
+version is still armed by the directive.
 
 --sts times another sts.py (an older version, to compare) with the same
 command form.  --before PATH times another sts.py beside this one, run for
@@ -304,7 +309,7 @@ def _worst(medians, prefix):
     return name, cpu / medians["floor"][0]
 
 
-def bench_python(python, runs, with_shapes, sts_path=None, before=None):
+def bench_python(python, runs, with_shapes, sts_path=None, before=None, from_default=False):
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
     hook_argv = hook_argv_for(python, "claude", sts_path)
@@ -319,8 +324,15 @@ def bench_python(python, runs, with_shapes, sts_path=None, before=None):
                           dict(os.environ, STS_HOME=os.path.join(home, "before"))))
         prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
                              "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
-        for _, argv, env in hooks:
-            out = run_once(argv, prompt, env)[2]
+        plain = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+                            "cwd": "/repo", "prompt": "look at the parser"}).encode()
+        if from_default:
+            print("    this sts.py's session is armed by the user default `review`, no directive")
+            subprocess.run([python, os.path.join(sts_path and os.path.dirname(sts_path) or ROOT,
+                                                 "sts.py"), "default", "review"],
+                           env=hooks[0][2], check=True, stdout=subprocess.DEVNULL)
+        for label, argv, env in hooks:
+            out = run_once(argv, plain if from_default and not label else prompt, env)[2]
             if b"mode=review" not in out:
                 raise SystemExit("could not arm the session: %r" % out)
             run_once(argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
@@ -379,7 +391,8 @@ def main():
             pythons.append(args[n + 1])
     other = args[args.index("--sts") + 1] if "--sts" in args else None
     before = args[args.index("--before") + 1] if "--before" in args else None
-    results = [bench_python(python, runs, "--no-shapes" not in args, other, before)
+    results = [bench_python(python, runs, "--no-shapes" not in args, other, before,
+                            "--default" in args)
                for python in pythons or [sys.executable]]
     if len(results) > 1 or before is not None:
         print("=== summary (CPU ratio to the floor of the same Python, same run)")

@@ -80,6 +80,14 @@ def test_check_allows_with_exit_0_and_reports_a_missing_contract(tmp_path):
     assert "CONTROL_INACTIVE" in bare.stdout and "none yet" in bare.stdout
 
 
+def test_check_without_a_contract_uses_the_default_a_new_session_gets(tmp_path):
+    assert sts_cli(tmp_path, "default", "review").returncode == 0
+    before = tree(tmp_path)
+    got = sts_cli(tmp_path, "check", "--", "rm -rf build")
+    assert got.returncode == 1 and "MODE_FORBIDS_MUTATION" in got.stdout
+    assert tree(tmp_path) == before
+
+
 def test_check_a_file_tool_against_the_files_lock(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
@@ -193,7 +201,7 @@ def test_log_explain_and_status_show_a_denied_call(tmp_path):
         assert "Host: claude, session %s (host id s-log)" % key in lines
         assert "Tool: Bash (write)" in lines
         assert "Command: git status && rm -rf build" in lines
-        assert "Contract then: review guard deps=ask hash=deny (armed)" in lines
+        assert "Contract then: review guard deps=ask hash=deny undo=ask (armed)" in lines
         assert "Verdict: denied, MODE_FORBIDS_MUTATION" in lines
         assert "Culprit: `rm -rf build`: `rm` removes `build`." in lines
     status = sts_cli(tmp_path, "status", "--session", "s-log")
@@ -366,13 +374,20 @@ def test_the_allow_line_is_a_directive_that_allows_the_call(tmp_path, contract, 
     call = dict(claude_bash("s-allow", "", str(work)), tool_input=tool_input)
     if "file_path" in tool_input:
         call["tool_name"] = "Write"
-    text = deny_reason(hook("claude", dict(call, tool_use_id="a1"), store))
-    last = text.splitlines()[-1]
-    assert last.startswith("Allow: the user can send `$stop-that-shit ") and \
-        last.endswith("` as a prompt to allow this."), text
-    directive = last.split("`")[1]
-    hook("claude", claude_prompt("s-allow", directive, str(work)), store)
-    assert deny_reason(hook("claude", dict(call, tool_use_id="a2"), store)) is None, directive
+    # Each denial's Allow line, sent as a prompt, gets the call past that rule;
+    # a call that two rules stop (`git branch -D` in answer: a change, and one
+    # that cannot be undone) needs the second line too.
+    typed = []
+    for n in range(3):
+        text = deny_reason(hook("claude", dict(call, tool_use_id="a%d" % n), store))
+        if text is None:
+            break
+        last = text.splitlines()[-1]
+        assert last.startswith("Allow: the user can send `$stop-that-shit ") and \
+            last.endswith("` as a prompt to allow this."), text
+        typed.append(last.split("`")[1])
+        hook("claude", claude_prompt("s-allow", typed[-1], str(work)), store)
+    assert text is None and 1 <= len(typed) <= 2, typed
 
 
 def test_no_allow_line_where_no_contract_change_allows_it(tmp_path):

@@ -86,6 +86,9 @@ REACHABLE = [
      "I", "deny_and_explain"),
     ("MUTABILITY_UNPROVEN", lambda: make_state("answer"), act("unknown"), {},
      "I", "require_user_approval"),
+    ("IRREVERSIBLE_ACTION", make_state,
+     act("write", irreversible="`git reset --hard` discards uncommitted changes"), {},
+     "I", "require_user_approval"),
     ("HASH_NOT_AUTHORIZED", make_state, act("write", hash_intent=True), {},
      "H", "deny_and_explain"),
     ("HYPOTHETICAL_UNREACHABLE", make_state, act("write", reachability="unreachable"), {},
@@ -199,6 +202,42 @@ def test_hash_and_dependency_policies():
     decision = run(write, make_state(hashPolicy="allow", dependencyPolicy="allow"))
     assert decision.code == "WITHIN_CONTRACT"
     assert "hash=ask" in run(write, make_state(hashPolicy="ask")).detail
+
+
+GONE = "`git clean -fdx` deletes untracked files, which git never had"
+
+
+def test_undo_policy_decides_an_irreversible_action():
+    """ask asks, deny denies, allow skips the row and the later rows judge the call."""
+    gone = act("write", irreversible=GONE, hash_intent=True)
+    assert run(gone, make_state()).outcome == "require_user_approval"   # the default: ask
+    assert run(gone, make_state(undoPolicy="ask")).outcome == "require_user_approval"
+    decision = run(gone, make_state(undoPolicy="deny"))
+    assert (decision.code, decision.outcome) == ("IRREVERSIBLE_ACTION", "deny_and_explain")
+    assert "undo=deny" in decision.detail and "undo=allow" in decision.next
+    assert run(gone, make_state(undoPolicy="allow")).code == "HASH_NOT_AUTHORIZED"
+    assert run(act("write", irreversible=GONE), make_state(undoPolicy="allow")).code \
+        == "WITHIN_CONTRACT"
+    # Recoverable work is not this row's business, whatever the policy.
+    assert run(act("write"), make_state(undoPolicy="deny")).code == "WITHIN_CONTRACT"
+    # In every armed mode that allows changes; a read-only mode answers first.
+    for mode in ("change", "open"):
+        assert run(gone, make_state(mode)).code == "IRREVERSIBLE_ACTION"
+    for mode in ("review", "answer", "monitor"):
+        assert run(gone, make_state(mode)).code == "MODE_FORBIDS_MUTATION"
+    # Unarmed: nothing to enforce (the original tool's behaviour without a directive).
+    assert run(gone, make_state("unconfirmed", "watch")).code == "CONTROL_INACTIVE"
+    assert run(gone, make_state(level="off")).code == "CONTROL_INACTIVE"
+
+
+def test_irreversible_outranks_the_boundary_and_names_its_culprit():
+    state = make_state(allowedPaths=["src/**"])
+    gone = act("write", irreversible=GONE, affected_paths=["lib/a.js"], command="git clean -fdx")
+    decision = run(gone, state)
+    assert decision.code == "IRREVERSIBLE_ACTION"
+    assert sts.decision_culprit(gone, decision, ["src/**"]) == "Culprit: %s." % GONE
+    state["contract"]["undoPolicy"] = "allow"
+    assert run(gone, state).code == "PATH_OUTSIDE_CONTRACT"
 
 
 def test_agents_zero_denies_count_one_but_passes_count_zero():
@@ -362,12 +401,38 @@ def test_files_double_star_examples():
     assert outside(["src", "./src/a/b.js", "src2/a.js"], ["src/**"]) == ["src2/a.js"]
 
 
-def test_files_trailing_slash_pattern_covers_nothing_below():
-    assert outside(["src/a.js", "src"], ["src/"]) == ["src/a.js", "src"]
+def test_files_folder_forms_cover_everything_below():
+    # `src/`, `src` and `src/**` are one boundary, as a folder in git's pathspecs.
+    for form in ("src/", "src", "src/**", "./src/"):
+        assert outside(["src/a.js", "src", "src/d/e.js", "src2/a.js", "a.js", "../src/a.js"],
+                       [form], "/proj") == ["src2/a.js", "a.js", "../src/a.js"], form
 
 
-def test_files_star_is_literal():
-    assert outside(["src/a.js", "src/*.js"], ["src/*.js"]) == ["src/a.js"]
+@pytest.mark.parametrize("pattern,inside,out", [
+    ("src/*.py", ["src/a.py", "src/.b.py"], ["src/d/e.py", "a.py", "src/a.pyc", "srcx/a.py"]),
+    ("*.py", ["a.py", "src/a.py", "src/d/e.py"], ["a.pyc", "../a.py", "/etc/a.py"]),
+    ("**/*.py", ["a.py", "src/d/e.py"], ["a.js", "../x/a.py"]),
+    ("src/**/*.py", ["src/a.py", "src/d/e/f.py"], ["a.py", "src/a.js", "lib/src/a.py"]),
+    ("src/[ab].py", ["src/a.py", "src/b.py"], ["src/c.py", "src/ab.py"]),
+    ("src/[!a].py", ["src/b.py"], ["src/a.py"]),
+    ("src/?.py", ["src/a.py"], ["src/ab.py", "src/.py"]),
+    ("docs/**/README.md", ["docs/README.md", "docs/a/b/README.md"], ["README.md"]),
+    ("sr?", ["src/a.py", "srx", "lib/src/a.py"], ["sr/a.py", "srcc"]),
+    ("README.md", ["README.md"], ["docs/README.md"]),
+    (".", ["a", "src/b"], ["../a", "/etc/x"]),
+])
+def test_files_globs_match_as_git_does(pattern, inside, out):
+    assert outside(inside + out, [pattern], "/proj") == out
+
+
+def test_files_glob_never_reaches_outside_the_folder(tmp_path):
+    # A wildcard never matches `..` or the root; a link inside leads where it points.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "src" / "link").symlink_to(tmp_path / "elsewhere")
+    cwd = str(tmp_path)
+    assert outside(["src/link/a.py", "src/a.py"], ["src/**/*.py"], cwd) == ["src/link/a.py"]
+    assert outside(["../a.py", "/a.py"], ["*.py", "**/*"], cwd) == ["../a.py", "/a.py"]
 
 
 def test_files_dot_double_star_covers_everything():
@@ -394,7 +459,7 @@ def test_files_node_style_normalization():
     # trailing "/" stays.
     assert sts.paths_outside(["//src/a.js"], ["/src/a.js"], resolve=False) == []
     assert outside(["src/lib/"], ["src/lib/"]) == []
-    assert outside(["src/lib"], ["src/lib/"]) == ["src/lib"]
+    assert outside(["src/lib"], ["src/lib/"]) == []
     assert outside(["src/lib/"], ["src/**"]) == []
 
 

@@ -55,7 +55,7 @@ def test_status_with_ledger_error_and_files(store):
     assert lines == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "Contract: change guard deps=ask hash=deny agents=1",
+        "Contract: change guard deps=ask hash=deny undo=ask agents=1",
         "Set by: a $stop-that-shit directive in a prompt",
         "Protection: on: calls outside this contract are stopped.",
         "Subagents: 1 running or unconfirmed, 1 allowed at once",
@@ -66,11 +66,11 @@ def test_status_with_ledger_error_and_files(store):
     assert open(store.path("sessions", KEY + ".json"), "rb").read() == before
 
 
-@pytest.mark.parametrize("paths,shown", [([], "files="), (["src/**", "a.js"], "files=src/**|a.js")])
+@pytest.mark.parametrize("paths,shown", [([], "files=(none: no path is writable)"), (["src/**", "a.js"], "files=src/**|a.js")])
 def test_status_files_rendering(store, paths, shown):
     _arm(store, allowedPaths=paths)
     line = sts.inspection_response(("status",), store, KEY).split("\n")[2]
-    assert line == "Contract: change guard %s deps=ask hash=deny" % shown
+    assert line == "Contract: change guard %s deps=ask hash=deny undo=ask" % shown
 
 
 def test_status_in_recovery_shows_storage_line(store):
@@ -350,7 +350,7 @@ def test_cli_status_layout_counts_and_tables(store, capsys):
     assert lines[:6] == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "Contract: change guard deps=ask hash=deny",
+        "Contract: change guard deps=ask hash=deny undo=ask",
         "Set by: a $stop-that-shit directive in a prompt",
         "Protection: on: calls outside this contract are stopped.",
         "",
@@ -400,7 +400,7 @@ def test_cli_status_shows_the_tool_of_an_event_that_keeps_no_text(store, capsys)
     store.append_audit(KEY, event(KEY, tool="Edit", mutability="write", paths=3))
     text = "\n".join(_status_out(store, capsys, "--session", "s1"))
     assert "\n    Edit (write)\n" in text
-    assert "Contract: change guard files=src/** deps=ask hash=deny" in text
+    assert "Contract: change guard files=src/** deps=ask hash=deny undo=ask" in text
     assert text.count("src/") == 1
 
 
@@ -460,7 +460,7 @@ def test_prompt_status_keeps_its_exact_lines_when_long(store):
     _long_session(store)
     lines = sts.inspection_response(("status",), store, KEY).split("\n")
     assert lines[2].startswith("Contract: change lock files=src/very/long/directory/")
-    assert lines[2].endswith("number/5/** deps=ask hash=deny agents=3") and len(lines[2]) > 80
+    assert lines[2].endswith("number/5/** deps=ask hash=deny undo=ask agents=3") and len(lines[2]) > 80
     assert lines[3] == "Set by: a $stop-that-shit directive in a prompt"
 
 

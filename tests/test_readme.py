@@ -266,7 +266,28 @@ def test_a_shell_target_outside_files_is_named_outside(store):
     listed("Under `files=`, a shell line's write targets are checked")
     say(store, "$stop-that-shit change files=src/** -- go")
     assert reason(bash(store, "echo x > lib/out.txt")) == "PATH_OUTSIDE_CONTRACT"
-    assert reason(bash(store, "echo x > src/out.txt", "toolu_t2")) == "WRITE_PATH_UNPROVEN"
+    assert bash(store, "echo x > src/out.txt", "toolu_t2") is None
+    assert bash(store, "sed -i s/a/b/ src/out.txt && cp src/out.txt src/b.txt", "toolu_t3") \
+        is None
+    unproven = bash(store, "make -C src", "toolu_t4")
+    assert reason(unproven) == "WRITE_PATH_UNPROVEN"
+    assert "`$stop-that-shit change files=**`" in deny_reason(unproven)
+
+
+def test_files_globs_as_people_write_them(store):
+    listed("`files=` globs match as git's do")
+    say(store, "$stop-that-shit change files=src/*.py -- go")
+    assert bash(store, "echo x > src/a.py") is None
+    assert reason(bash(store, "echo x > src/a.txt", "toolu_t2")) == "PATH_OUTSIDE_CONTRACT"
+    say(store, "$stop-that-shit change files=src/**,docs/** -- go")
+    assert reason(bash(store, "echo x > docs/a.md", "toolu_t3")) == "PATH_OUTSIDE_CONTRACT"
+
+
+def test_rm_without_recursion_writes_the_file_only(store):
+    listed("`rm f`, `unlink f`, `chmod 600 f` (no recursive flag) write `f` only")
+    say(store, "$stop-that-shit change files=src/a.js -- go")
+    assert bash(store, "rm src/a.js") is None
+    assert reason(bash(store, "rm -r src/a.js", "toolu_t2")) is None
 
 
 def test_files_dot_star_star_is_the_whole_tree(store):
@@ -348,3 +369,18 @@ def test_hermes_search_and_skill_views_are_reads(store):
         assert hook("hermes", dict(base, tool_name=name, tool_input=args), store) is None
     memory = dict(base, tool_name="memory", tool_input={"action": "add"})
     assert hook("hermes", memory, store)["action"] == "block"
+
+
+def test_more_reads_that_agents_run(store):
+    listed("`docker compose logs` (a daemon read, like `docker ps`)")
+    say(store, "$stop-that-shit review -- look")
+    for number, command in enumerate(["docker compose logs --tail 50 web",
+                                      "curl -s -X GET https://example.com/api",
+                                      "curl -I -x http://proxy:3128 https://example.com",
+                                      "git log -i --grep=fix --oneline",
+                                      "tshark -r cap.pcap -Y http"]):
+        assert reason(bash(store, command, "toolu_r%d" % number)) is None, command
+    for number, command in enumerate(["curl -X POST https://example.com/api",
+                                      "tshark -r cap.pcap -w out.pcap",
+                                      "tshark -r cap.pcap -X lua_script:x.lua"]):
+        assert reason(bash(store, command, "toolu_s%d" % number)) is not None, command

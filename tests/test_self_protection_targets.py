@@ -137,7 +137,8 @@ def analysis(command):
     ("mv ../proj ../old", ["../old", "../old/proj", "../proj"], ["../proj/**"]),
     ("find . -delete", [], ["./**"]),
     ("find . -name '*.pyc' -delete", [], ["./**/*.pyc"]),
-    ("find src -name x -exec rm -f {} +", [], ["src/**/x", "src/**/x/**"]),
+    ("find src -name x -exec rm -f {} +", [], ["src/**/x"]),
+    ("find src -name x -exec rm -rf {} +", [], ["src/**/x", "src/**/x/**"]),
     # a link to a guard file would open it to a later write: its target counts
     ("ln -s ~/.local/state/sts cache", ["cache", "cache/sts", "~/.local/state/sts"],
      ["~/.local/state/sts/**"]),
@@ -151,7 +152,8 @@ def analysis(command):
     ("echo x > $(pwd)/notes", ["./notes"], []),
     ("cd sub && echo x > \"$PWD\"/n", ["sub/./n"], []),
     # a loop variable is each word of its list
-    ("for f in a.txt b.txt; do rm \"$f\"; done", ["a.txt", "b.txt"], ["a.txt/**", "b.txt/**"]),
+    ("for f in a.txt b.txt; do rm \"$f\"; done", ["a.txt", "b.txt"], []),
+    ("for f in a b; do rm -r \"$f\"; done", ["a", "b"], ["a/**", "b/**"]),
     ("for f in src/*.py; do sed -i s/a/b/ $f; done", [], ["src/*.py"]),
     # awk, perl -i, sort -o, git --output, curl -o name their files
     ("awk '{print > \"out.txt\"}' in", ["out.txt"], []),
@@ -462,7 +464,10 @@ def test_removing_the_folder_that_holds_the_guard_is_stopped(place, command):
     "sed -i 's/a/b/' *", "rm -rf \"$PWD\"",
 ])
 def test_the_same_removals_in_a_folder_without_guard_files_go_through(place, command):
-    assert_all(place, command, None, cwd=place.plain)
+    # (Removing or re-permissioning the workspace as a whole is irreversible,
+    # a matter of undo=: allowed here, so that only self-protection is asked.)
+    assert_all(place, command, None, cwd=place.plain,
+               directive="$stop-that-shit change undo=allow")
 
 
 def test_git_add_and_copies_into_the_working_folder_stay_allowed(place):
@@ -501,9 +506,14 @@ def test_linking_to_a_guard_file_is_stopped(place):
     ("echo x > /tmp/x", "PATH_OUTSIDE_CONTRACT"),
     ("rm -rf *", "PATH_OUTSIDE_CONTRACT"),
     ("echo x > src/../../x", "PATH_OUTSIDE_CONTRACT"),
-    # inside: the line may still write elsewhere, so it needs approval as before
-    ("sed -i s/a/b/ src/*.py", "WRITE_PATH_UNPROVEN"),
-    ("rm -f src/a.py", "WRITE_PATH_UNPROVEN"),
+    # inside, by programs whose every write is named: judged by those targets
+    ("sed -i s/a/b/ src/*.py", None),
+    ("rm -f src/a.py", None),
+    ("echo x > src/a.py && touch src/b.py && cp src/a.py src/c.py", None),
+    # inside, but the program may write elsewhere too: approval as before
+    ("make -C src", "WRITE_PATH_UNPROVEN"),
+    ("sed -i.bak s/a/b/ src/a.py", "WRITE_PATH_UNPROVEN"),
+    ("rm src/*/a.py", "WRITE_PATH_UNPROVEN"),
 ])
 def test_files_boundary_treats_unestablished_targets_as_outside(place, command, code):
     for host in HOSTS:
@@ -698,6 +708,8 @@ def test_the_wire_carries_patterns_and_rejects_a_malformed_list(tmp_path):
             sts.Action.from_dict(dict(base, shellWritePatterns=bad))
     # The analyzer's own answer reaches the wire the same way.
     shell = sts.shell_action("Bash", "rm -f ~/.claude/*.json")
-    assert shell["shellWritePatterns"] == ["~/.claude/*.json", "~/.claude/*.json/**"]
+    assert shell["shellWritePatterns"] == ["~/.claude/*.json"]   # rm without -r: no folder
     assert "unknownWriteTarget" not in shell
+    assert shell["shellWritesKnown"] is True
+    assert "shellWritesKnown" not in sts.shell_action("Bash", "make")
     assert sts.shell_action("Bash", 'rm -f "$X"')["unknownWriteTarget"] is True

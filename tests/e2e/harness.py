@@ -103,8 +103,19 @@ def child_main(spec_path: str) -> int:
                         scenario.directive if scenario.directive else "")
         with open(os.path.join(run.work, scenarios.LS_MARK), "w") as fh:
             fh.write("seed\n")
-        if scenario.git:
+        if scenario.git or scenario.repo_default:
             subprocess.run(["git", "init", "-q", run.work], check=True)
+        if scenario.repo_default:
+            os.makedirs(os.path.join(run.work, "src"), exist_ok=True)
+            with open(os.path.join(run.work, ".stop-that-shit"), "w") as fh:
+                fh.write(scenario.repo_default + "\n")
+        if scenario.user_default and scenario.wiring == "sts":
+            # Set as a user would, before install (which keeps a default already set).
+            subprocess.run(["python3", os.path.join(hosts.REPO, "sts.py"), "default",
+                            scenario.user_default], check=True, stdout=subprocess.DEVNULL,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                "STS_HOME": os.path.join(root, "sts-home"),
+                                "LANG": "C.UTF-8"})
         argv, env = hosts.configure(run)
         result["argv"] = argv
         with open(os.path.join(root, "host.stdout"), "wb") as out, \
@@ -326,6 +337,10 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         marker = "mode=%s;" % scenario.mode
         if not any(marker in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
             p.append("the contract context (%s) never reached the model" % marker)
+    if scenario.wiring == "sts":
+        for text in scenario.model_sees:
+            if not any(text in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
+                p.append("%r never reached the model (the contract context)" % text)
     if scenario.wiring == "probe":
         probe = _read_jsonl(os.path.join(root, "sts-home", "probe.jsonl"))
         if not probe:

@@ -110,12 +110,19 @@ class Scenario:
     audit: Optional[str] = None      # "observed_blocked" | "observed_ran" (sts wiring)
     hosts: Optional[List[str]] = None  # None = every host that has the tool
     why_not: str = "the host has no built-in subagent tool"  # shown for the other hosts
+    # Default contracts: `sts.py default USER` before the host starts, and a
+    # `.stop-that-shit` holding REPO at the root of work/ (then a git repository).
+    user_default: Optional[str] = None
+    repo_default: Optional[str] = None
+    default_mode: Optional[str] = None   # the mode the defaults give (no directive)
+    model_sees: List[str] = field(default_factory=list)  # text that must reach the model
 
     @property
     def mode(self) -> Optional[str]:
-        """The contract mode the directive asks for (None: no directive)."""
+        """The contract mode the directive asks for (None: no directive), or
+        else the one the defaults give."""
         words = self.directive.split()
-        return words[0] if words and words[0] in MODES else None
+        return words[0] if words and words[0] in MODES else self.default_mode
 
     def prompt(self) -> str:
         if self.wiring == "probe" or not self.directive:
@@ -267,6 +274,21 @@ def _(host, work):
     return [_write_call(host, os.path.join(work, "a.txt"), "written")]
 
 
+@_steps("default-review-write")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "written")]
+
+
+@_steps("repo-default-outside")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "b.txt"), "outside")]
+
+
+@_steps("repo-default-inside")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "src", "a.txt"), "inside")]
+
+
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
 PROMPT_NOT_REFUSED = ["copilot", "hermes", "opencode"]
@@ -328,6 +350,21 @@ SCENARIOS = [
              deny_text="directive rejected (INVALID_DIRECTIVE_TOKEN)", audit="observed_blocked",
              hosts=PROMPT_NOT_REFUSED,
              why_not="the host refuses the prompt itself, so that turn never runs"),
+]
+SCENARIOS += [
+    Scenario("default-review-write", "11. no directive under a user default of review, then "
+             "a write: blocked", task="please fix the parser and write a.txt",
+             user_default="review", absent=["a.txt"], deny_text="MODE_FORBIDS_MUTATION",
+             audit="observed_blocked", model_sees=["contract from the user default"]),
+    Scenario("repo-default-outside", "12. user default change, repository default "
+             "files=src/**, no directive, then a write to b.txt: blocked", task="write b.txt",
+             user_default="change", repo_default="files=src/**", absent=["b.txt"],
+             deny_text="PATH_OUTSIDE_CONTRACT", audit="observed_blocked",
+             model_sees=["files=src/**", "over the user default"]),
+    Scenario("repo-default-inside", "12b. the same defaults, then a write to src/a.txt: it "
+             "runs", task="write src/a.txt", user_default="change",
+             repo_default="files=src/**", default_mode="change", present=["src/a.txt"],
+             allow=True, audit="observed_ran", model_sees=["files=src/**"]),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
