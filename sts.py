@@ -13,8 +13,9 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
-    python3 sts.py install <host> | uninstall <host> | doctor
-    python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
+    python3 sts.py install <host> | uninstall <host> | doctor [--json]
+    python3 sts.py status | runtime [all] | log | explain EVT | label EVT LABEL
+    python3 sts.py check [--host H] [--contract "review"] -- 'command'
     python3 sts.py demo | cases [DIR] | --help | --version
 
 The sections read top to bottom as layers: each uses only the sections above
@@ -35,7 +36,7 @@ through the CLI's hook runner).  Search for a title:
                          Gemini CLI, Copilot CLI, Qwen Code
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
-    Cases, CLI           case replay, the hook runner and main()
+    Cases, CLI           case replay, `check`, the hook runner and main()
 
 The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
 
@@ -6602,8 +6603,64 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
     return _git_query(args, longs, flags, vals.replace(" ", ""), num, deny, short_deny)
 
 
+# What the word that makes `git branch`, `tag`, `stash`, `config` or a
+# `remote`-like action a write does ({} is the branch, tag or key it names),
+# so a culprit names that word, not the subcommand, which alone only lists.
+_GIT_WORD_EFFECTS: Dict[str, Dict[str, str]] = {
+    "branch": {"d": "deletes branch {}", "D": "deletes branch {}", "--delete": "deletes branch {}",
+               "m": "renames a branch", "M": "renames a branch", "--move": "renames a branch",
+               "c": "copies a branch", "C": "copies a branch", "--copy": "copies a branch",
+               "f": "moves branch {} to another commit",
+               "--force": "moves branch {} to another commit",
+               "--edit-description": "edits the description of branch {}",
+               "--set-upstream-to": "sets the upstream of branch {}",
+               "--unset-upstream": "removes the upstream of branch {}",
+               "": "creates branch {}"},
+    "tag": {"-d": "deletes tag {}", "--delete": "deletes tag {}", "-f": "replaces tag {}",
+            "--force": "replaces tag {}", "": "creates tag {}"},
+    "stash": {"": "puts the uncommitted changes away, back to the last commit",
+              "push": "puts the uncommitted changes away, back to the last commit",
+              "save": "puts the uncommitted changes away, back to the last commit",
+              "pop": "applies the newest stash entry to the files and deletes it",
+              "apply": "applies a stash entry to the files", "drop": "deletes a stash entry",
+              "clear": "deletes every stash entry", "branch": "creates a branch from a stash entry",
+              "create": "makes a stash entry", "store": "stores a stash entry"},
+    "config": {"": "sets {}", "set": "sets {}", "unset": "removes {}", "--unset": "removes {}",
+               "--unset-all": "removes {}", "--add": "adds a value to {}",
+               "--replace-all": "sets {}", "-e": "opens the configuration in an editor",
+               "--edit": "opens the configuration in an editor", "edit": "opens the "
+               "configuration in an editor", "--rename-section": "renames section {}",
+               "rename-section": "renames section {}", "--remove-section": "removes section {}",
+               "remove-section": "removes section {}"},
+    "remote": {"add": "adds remote {}", "remove": "removes remote {}", "rm": "removes remote {}",
+               "rename": "renames remote {}", "set-url": "changes the address of remote {}"},
+    "worktree": {"add": "adds a worktree at {}", "remove": "removes worktree {}",
+                 "move": "moves worktree {}"},
+}
+# The same for any other word of these subcommands.
+_GIT_SUB_EFFECTS = {"branch": "changes branches", "tag": "changes tags",
+                    "stash": "changes the stash", "config": "changes git's configuration",
+                    "remote": "changes the remotes", "worktree": "changes the worktrees",
+                    "reflog": "rewrites the reflog", "notes": "changes the notes",
+                    "submodule": "changes the submodules"}
+
+
+def _git_write(sub: str, word: str, names: List[str], key: Optional[str] = None) -> _V:
+    """A write of `git sub`, blamed on `word` (an option or action; "" for
+    the operands alone) with what it does (looked up by `key`, else by the
+    word) and the name it acts on."""
+    effect = _GIT_WORD_EFFECTS.get(sub, {}).get(word if key is None else key) \
+        or _GIT_SUB_EFFECTS[sub]
+    return _write().blame("git", sub, word, effect, names[0] if names else "")
+
+
+def _git_names(args: List[_W]) -> List[str]:
+    return [w.text for w in args if w.static and not w.text.startswith("-")]
+
+
 def _git_branch(args: List[_W]) -> _V:
     """git branch: listing is read, creation/deletion/moves are writes."""
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -6628,7 +6685,7 @@ def _git_branch(args: List[_W]) -> _V:
         if t.startswith("--"):
             key = t.split("=", 1)[0]
             if key in write_long:
-                return _write()
+                return _git_write("branch", t, names, key)
             if key == "--list":
                 listing = True
             elif key in ("--contains", "--no-contains", "--merged", "--no-merged"):
@@ -6650,17 +6707,18 @@ def _git_branch(args: List[_W]) -> _V:
             continue
         body = t[1:]
         if any(ch in "dDmMcCf" for ch in body):
-            return _write()
+            return _git_write("branch", t, names, next(ch for ch in body if ch in "dDmMcCf"))
         if body and all(ch in "alrvq" for ch in body):
             listing = listing or "l" in body
             continue
         return _unknown("git_arguments_unproven")
     if operand and not listing:
-        return _write()
+        return _git_write("branch", "", names)
     return _an_read()
 
 
 def _git_tag(args: List[_W]) -> _V:
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -6694,9 +6752,10 @@ def _git_tag(args: List[_W]) -> _V:
         elif key in ("-v", "--verify"):
             listing = True
         else:
-            return _write()
+            return _git_write("tag", t, names, key if key in ("-d", "--delete", "-f", "--force")
+                              else "")   # -a, -s, -m, ...: a tag is made
     if operand and not listing:
-        return _write()
+        return _git_write("tag", "", names)
     return _an_read()
 
 
@@ -6730,27 +6789,27 @@ def _git_config(args: List[_W]) -> _V:
             if "=" not in t:
                 i += 1
         elif t.startswith("-"):
-            return _write()
+            return _git_write("config", t, _git_names(args[i:]), key)
         else:
             operands.append(t)
     if operands and operands[0] in ("get", "list"):
         return _an_read()
     if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return _write()
+        return _git_write("config", operands[0], operands[1:])
     if reading or len(operands) == 1:
         return _an_read()
-    return _write()
+    return _git_write("config", "", operands)
 
 
 def _git_stash(args: List[_W]) -> _V:
     if not args:
-        return _write()
+        return _git_write("stash", "", [])
     sub = args[0].text
     if sub == "list":
         return _git_rev(args[1:])
     if sub == "show":
         return _git_rev(args[1:])
-    return _write()
+    return _git_write("stash", sub if not sub.startswith("-") else "", [])
 
 
 _GIT_READ_ACTIONS = {
@@ -6788,7 +6847,7 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     if args and not args[0].static:
         return _unknown("shell_syntax_unproven")
     if action in writes:
-        return _write()
+        return _git_write(sub, action, _git_names(args[1:]))
     if action not in reads:
         if action.startswith("-") and "" in reads and sub in ("remote",):
             return _an_read() if all(w.text in ("-v", "--verbose") for w in args) else \
@@ -9895,9 +9954,18 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if _tar_lists(args):
         return _an_read()
     mode, archives, folders = _tar_words(args)
+    # The word that holds the mode decides (`tar -tf` only lists): the culprit names it.
+    modal = next((w.text for k, w in enumerate(args) if w.static and (
+        w.text in ("--extract", "--get", "--create", "--append", "--update", "--concatenate",
+                   "--catenate", "--delete")
+        or (not w.text.startswith("--") and (k == 0 or w.text.startswith("-"))
+            and any(ch in w.text.lstrip("-") for ch in "xcruA")))), None)
     if any(ch in mode for ch in "cruA"):
-        return _write(archives)
+        v = _write(archives)
+        return v.blame("option", modal) if modal else v
     v = _write()
+    if modal:
+        v.blame("option", modal)
     prefix: Optional[str] = ""
     for w in folders:
         prefix = _cd_join(prefix, w.text if w.static else None)[0]
@@ -13158,6 +13226,12 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
+# Options before a verb that take the next word as their value: git's -C and
+# -c, and the namespace, context and host options of kubectl, helm and docker.
+_VALUED_LEAD_OPTIONS = frozenset(("-C", "-c", "--prefix", "-n", "--namespace", "--context",
+                                  "--kubeconfig", "--kube-context", "-H", "--host"))
+
+
 def _subcommand(words: List[str]) -> str:
     """The first operand after the program and its leading options (`git -C x log` -> log)."""
     skip = False
@@ -13165,12 +13239,16 @@ def _subcommand(words: List[str]) -> str:
         if skip:
             skip = False
             continue
-        if word in ("-C", "-c", "--prefix"):
+        if word in _VALUED_LEAD_OPTIONS:
             skip = True   # an option whose value is the next word
             continue
         if not word.startswith("-"):
             return word
     return ""
+
+
+# Programs of _PROGRAM_WHY whose verb decides whether they only read.
+_VERB_PROGRAMS = frozenset(("docker", "kubectl", "helm", "terraform", "systemctl"))
 
 
 def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
@@ -13184,6 +13262,12 @@ def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
     if sub and (name + " " + sub) in _PROGRAM_WHY:
         return shown, name + " " + sub
     if name in _PROGRAM_WHY:
+        # `docker rm`: the verb decides (`docker ps` only reads), so it is named,
+        # with the options before it when they stand between (`kubectl -n x delete`).
+        if sub and name in _VERB_PROGRAMS:
+            span = words[:words.index(sub) + 1] if sub in words else []
+            return (_quote(prog + " " + sub, command) or _quote(" ".join(span), command)
+                    or _quote(prog, command)), name
         return _quote(prog, command), name
     return shown, ""
 
@@ -13286,6 +13370,15 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
     if kind == "git":
         sub = why[1]
         shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write" and len(why) == 5:
+            # The word that decided (`-D`), not `git branch`, which alone only lists.
+            word, effect, name = why[2], why[3], why[4]
+            subject = (_quote(word, command) if word else "") or shown
+            named = _quote(name, command)
+            if not named:
+                effect = effect.replace("branch {}", "the current branch")
+            return ("%s %s" % (subject, effect.replace("{}", named or "it")),
+                    _GIT_INSTEAD.get(sub, ""))
         if v.mut == "write":
             return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
         return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
@@ -13410,6 +13503,11 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
     if not kind and v.mut == "write" and name == "gh":
+        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
+        sub = _subcommand(words)
+        rest = words[words.index(sub) + 1:] if sub in words else []
+        action = next((w for w in rest if not w.startswith("-")), "")
+        shown = (_quote("%s %s %s" % (prog, sub, action), command) if action else "") or shown
         return "%s changes something on GitHub" % (shown or qprog), ""
     if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
         return "%s installs or changes packages" % (shown or qprog), ""
@@ -18204,6 +18302,66 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
+# ---- what the user types to allow it ---------------------------------------
+
+
+def _widened_files(action: Action, allowed: List[str]) -> str:
+    """`files=` with the folders (as `dir/**`) or files outside the lock added."""
+    cwd = action.cwd or ""
+    targets = list(action.affected_paths) or list(action.shell_write_targets)
+    added: List[str] = []
+    for path in paths_outside(targets, allowed, action.cwd):
+        if cwd and path.startswith(cwd.rstrip("/") + "/"):
+            path = path[len(cwd.rstrip("/")) + 1:]
+        path = os.path.normpath(path)
+        if path.startswith(".."):
+            path = os.path.normpath(os.path.join(cwd, path)) if cwd else path
+        if os.path.isabs(path) or path.startswith(".."):
+            pattern = path                       # outside the project: only that file
+        else:
+            folder = os.path.dirname(path)
+            pattern = folder + "/**" if folder else path
+        if pattern not in allowed and not any(
+                pattern == had or (had.endswith("/**") and pattern.startswith(had[:-2]))
+                for had in added):
+            added.append(pattern)
+    wider = allowed + added
+    # Offered only when it is plain text and really lets every target in.
+    if not added or any(c in "".join(added) for c in " |`\n\t") \
+            or paths_outside(targets, wider, action.cwd):
+        return ""
+    return "files=" + "|".join(wider)
+
+
+def allow_directive(decision: Decision, action: Action, contract: dict) -> str:
+    """The directive that allows this call, for a denial a contract change
+    lifts ("" for the others: self-protection, state, delegation ...).
+    Fields persist, so the directive names only what changes."""
+    code = decision.code
+    if code in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN") \
+            and contract.get("mode") in _MUTATION_FREE_MODES:
+        field = "change"
+    elif code == "PATH_OUTSIDE_CONTRACT" and isinstance(contract.get("allowedPaths"), list) \
+            and not isinstance(action.command, str) and action.affected_paths:
+        field = _widened_files(action, contract["allowedPaths"])
+    elif code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
+        # A shell write, or a tool with no path, is let through a lock by
+        # nothing narrower (the program may write elsewhere as well).
+        field = "files=**"
+    elif code == "HASH_NOT_AUTHORIZED":
+        field = "hash=allow"
+    elif code == "IRREVERSIBLE_ACTION":
+        field = "undo=allow"
+    elif code == "DEPENDENCY_NOT_AUTHORIZED":
+        field = "deps=allow"
+    elif code == "AGENT_BUDGET_EXHAUSTED" and _is_int(contract.get("agentBudget")) \
+            and contract["agentBudget"] < MAX_SAFE_INTEGER:
+        field = "agents=%d" % (contract["agentBudget"] + max(action.admission_count or 1, 1))
+    else:
+        return ""
+    return "%s %s" % (DIRECTIVE, field) if field else ""
+
+
 # ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
@@ -18214,10 +18372,11 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
-                     response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
+                     response_outcome: str, event_id: Optional[str], culprit: str = "",
+                     allow: str = "") -> str:
     """The multi-line STOP/WATCH message: WATCH when the result is context,
     then the response line, Reason, Detail, Code, State, Event, Culprit, Next
-    (empty lines left out).
+    and Allow, the directive that allows the call (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -18242,6 +18401,8 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
         lines.append(culprit)
     if decision.next:
         lines.append("Next: " + decision.next)
+    if allow:
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % allow)
     return "\n".join(lines)
 
 
@@ -20508,9 +20669,11 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
 def _protected_paths(store: Store) -> List[Any]:
     """The self-protection set: data dir, this file, installed paths, and the
     host settings that decide whether the hook runs (HostSettings)."""
-    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
+    # `check` judges in a throwaway data dir (real_root): the real one stays guarded.
+    root = getattr(store, "real_root", store.root)
+    paths: List[Any] = [root, os.path.abspath(__file__), host_settings()]
     try:
-        with open(store.path("installed.json"), "rb") as fh:
+        with open(os.path.join(root, "installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
         paths.extend(p for p in listed if isinstance(p, str))
     except (OSError, ValueError, AttributeError):
@@ -20557,6 +20720,35 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "hostEffect": "unobserved",
         },
     }
+
+
+# What the audit keeps of a denied or noted call for the person who asks
+# `explain` or `log` why: the command as written (cut at this many
+# characters), the paths, the folder, the host's session id, the files= lock
+# and the Culprit line.  An allowed call keeps only its metadata: most calls
+# are allowed, and a log of every command an agent ran is not this audit's job.
+_SHOWN_COMMAND_CAP = 2000
+_SHOWN_PATHS_CAP = 20
+
+
+def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: str,
+                 allow: str) -> dict:
+    shown: Dict[str, Any] = {"sessionId": event.session_id, "cwd": action.cwd}
+    command = action.command
+    if isinstance(command, str):
+        shown["command"] = command[:_SHOWN_COMMAND_CAP]
+        if len(command) > _SHOWN_COMMAND_CAP:
+            shown["commandCut"] = len(command)
+    if action.affected_paths:
+        shown["paths"] = list(action.affected_paths[:_SHOWN_PATHS_CAP])
+    allowed = contract.get("allowedPaths")
+    if isinstance(allowed, list):
+        shown["files"] = list(allowed)
+    if culprit:
+        shown["culprit"] = culprit
+    if allow:
+        shown["allow"] = allow
+    return shown
 
 
 def _handle_action_before(event: ControlEvent, key: str, store: Store,
@@ -20617,10 +20809,20 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     kind = outcome_result_kind(decision.outcome)
     response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
+    allowed = contract.get("allowedPaths")
+    culprit = allow = ""
+    if kind != "none" and decision.code != "DIRECTIVE_PENDING":
+        culprit = decision_culprit(action, decision,
+                                   allowed if isinstance(allowed, list) else None, protected)
+        if kind == "deny" and storage_error is None:
+            allow = allow_directive(decision, action, contract)
     # Every denial is audited, a pause for a rejected directive under `off` too.
     if contract["level"] != "off" or storage_error is not None or kind == "deny":
         candidate = new_event_id()
         record = _audit_record(candidate, key, action, state, decision, response)
+        record["host"] = (event.host or {}).get("family")
+        if kind != "none":
+            record["shown"] = _audit_shown(event, action, contract, culprit, allow)
         if store.append_audit(key, record):
             event_id = candidate
     _refresh_markers(store, event, key, _armed(state, storage_error))
@@ -20631,12 +20833,9 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         # The rejection's own words, and the event, so that `explain` finds it.
         text = decision.detail + ("\nEvent: %s" % event_id if event_id else "")
         return CoreResult(kind, text, decision.code, event_id)
-    allowed = contract.get("allowedPaths")
-    culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
-                               protected)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
-                            event_id=event_id, culprit=culprit)
+                            event_id=event_id, culprit=culprit, allow=allow)
     return CoreResult(kind, text, decision.code, event_id)
 
 
@@ -24855,9 +25054,24 @@ def _sh_quote(word: str) -> str:
 
 
 def _dir_writable(path: str) -> bool:
-    """Can Python cache bytecode next to sts.py?  (__pycache__ if present, else the folder.)"""
+    """Can Python cache bytecode next to sts.py?  Tried, not asked of the
+    permission bits (root passes those on a read-only mount): a file is
+    made and removed in __pycache__ if present, else in the folder; a
+    __pycache__ that is no folder cannot hold a cache."""
     cache = os.path.join(path, "__pycache__")
-    return os.access(cache if os.path.isdir(cache) else path, os.W_OK)
+    if os.path.lexists(cache) and not os.path.isdir(cache):
+        return False
+    probe = os.path.join(cache if os.path.isdir(cache) else path,
+                         ".sts-probe-%d-%s" % (os.getpid(), os.urandom(4).hex()))
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return True
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
@@ -26622,15 +26836,148 @@ def _doctor_hermes(fix: str, check: Callable[..., None]) -> None:
         check("WARN", "hermes", "HERMES_SAFE_MODE=1 disables plugins", "unset HERMES_SAFE_MODE")
 
 
+def _command_tail(command: str) -> Optional[List[str]]:
+    """The words a hook command gives sts after its own path or import code
+    (the host name, and Copilot's event); None when it does not run sts."""
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv) and "import sts" in argv[index + 1]:
+            return argv[index + 2:]
+        if word.endswith("sts.py"):
+            return argv[index + 1:]
+    return None
+
+
+def _sts_hook_commands(path: str) -> List[Tuple[str, Optional[str]]]:
+    """(command, the hook event it is listed under) of every string in a
+    host's JSON configuration that runs sts."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    events = {name for table in _HOOK_EVENTS.values() for name, _, _ in table}
+    events.update(name for name, _ in _COPILOT_EVENTS)
+    found: List[Tuple[str, Optional[str]]] = []
+
+    def visit(value: Any, event: Optional[str]) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, key if key in events else event)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, event)
+        elif isinstance(value, str) and _command_tail(value) is not None:
+            found.append((value, event))
+
+    visit(data, None)
+    return found
+
+
+def _doctor_host_names(host: str, path: str, check: Callable[..., None], fix: str) -> None:
+    """A hook that names a host sts does not know (or another host, or no
+    Copilot event) does nothing useful; say which and where."""
+    copilot_events = [name for name, _ in _COPILOT_EVENTS]
+    for command, event in _sts_hook_commands(path):
+        tail = _command_tail(command) or []
+        given = tail[0] if tail else ""
+        if given not in _HOOK_HOSTS:
+            close = __import__("difflib").get_close_matches(given, _HOOK_HOSTS, 1)
+            check("FAIL", host, "%s runs sts with host name %r%s, which sts does not know: "
+                  "the hook only prints an error and every call runs unguarded%s"
+                  % (path, given, " under %s" % event if event else "",
+                     " (did you mean %s?)" % close[0] if close else ""), fix)
+        elif given != host:
+            check("FAIL", host, "%s runs sts as host %s, so %s's events are read as %s's"
+                  % (path, given, host, given), fix)
+        elif host == "copilot" and (len(tail) < 2 or tail[1] not in copilot_events
+                                    or (event and tail[1] != event)):
+            check("FAIL", host, "%s runs `sts.py copilot` %s%s; Copilot's input does not name "
+                  "its event, so the command must" % (
+                      path, "with no event name" if len(tail) < 2 else
+                      "with event %r" % tail[1], " under %s" % event if event else ""), fix)
+
+
+def _wired_at_all(host: str) -> bool:
+    """Whether the user's configuration of `host` runs sts in any way."""
+    base = _base_dir(host, "user")
+    if host in _HOOK_EVENTS:
+        return bool(_sts_hook_commands(os.path.join(base, _HOSTS[host]["config"])))
+    if host == "copilot":
+        return os.path.exists(_copilot_hook_path(base))
+    return any(os.path.exists(os.path.join(base, *dst.split("/")))
+               for _, dst in _SHIM_FILES.get(host, ()))
+
+
+# What a person does with a session file sts cannot read.
+_DAMAGED_ADVICE = {
+    "STATE_DAMAGED": "its calls are judged read-only until then. Send a new directive in that "
+                     "session (`$stop-that-shit review`, ...): sts keeps the damaged file as "
+                     "%s.damaged-<time> and starts afresh; or start a new host session",
+    "STS_LOCK_DAMAGED": "stop every host that uses %s, then move only %s.lock aside",
+}
+
+
+def _doctor_sessions(root: str, check: Callable[..., None]) -> None:
+    store = Store(root)
+    try:
+        names = sorted(n for n in os.listdir(store.path("sessions"))
+                       if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        return
+    bad = 0
+    for name in names:
+        error = store.load(name[:-5]).storage_error
+        if error is None:
+            continue
+        bad += 1
+        path = store.path("sessions", name)
+        advice = _DAMAGED_ADVICE.get(error.get("code"), "")
+        advice = advice % ((path,) if error.get("code") == "STATE_DAMAGED" else (root, path))
+        check("FAIL", "sts", "session file %s: %s: %s" % (path, error.get("code"),
+                                                        error.get("message")), advice or None)
+    if names and not bad:
+        check("OK", "sts", "%d session file%s readable" % (len(names),
+                                                           "" if len(names) == 1 else "s"))
+
+
+def _doctor_bytecode(check: Callable[..., None]) -> None:
+    """Without a bytecode cache every hook compiles all of sts.py (over a
+    second a call); the installed command then keeps it under the state folder."""
+    folder = os.path.dirname(_sts_path())
+    if _dir_writable(folder):
+        check("OK", "sts", "Python can cache sts.py's bytecode in %s"
+              % os.path.join(folder, "__pycache__"))
+        return
+    prefix = os.path.join(data_dir(), "pycache")
+    check("OK", "sts", "%s cannot hold Python's bytecode cache, so the installed hook "
+          "commands keep it in %s (-X pycache_prefix=)" % (folder, prefix))
+    stale = []
+    for host in _HOOK_EVENTS:
+        cfg = os.path.join(_base_dir(host, "user"), _HOSTS[host]["config"])
+        stale += [cfg for command, _ in _sts_hook_commands(cfg)
+                  if "pycache_prefix=" not in command and cfg not in stale]
+    for cfg in stale:
+        check("WARN", "sts", "%s runs sts without -X pycache_prefix=: each hook compiles "
+              "sts.py anew (over a second per tool call)" % cfg,
+              "python3 %s install <host> (again)" % _sh_quote(_sts_path()))
+
+
 def cmd_doctor(args: List[str]) -> int:
-    """python3 sts.py doctor: one OK/WARN/FAIL line per check, with the fix."""
+    """python3 sts.py doctor [HOST...] [--json]: one OK/WARN/FAIL/OFF line per
+    check, with the fix.  OFF: a host sts is not wired into (never installed,
+    or uninstalled), which is no failure.  Exit 1 when a check failed."""
     import time
-    out = sys.stdout
-    worst = {"OK": 0, "WARN": 0, "FAIL": 0}
+    as_json = "--json" in args
+    args = [a for a in args if a != "--json"]
+    found: List[Dict[str, Any]] = []
 
     def check(status: str, host: str, text: str, fix: Optional[str] = None) -> None:
-        worst[status] += 1
-        out.write("%-4s %-8s %s%s\n" % (status, host, text, ("\n     fix: " + fix) if fix else ""))
+        found.append({"status": status, "host": host, "text": text, "fix": fix})
 
     installed = _load_installed()
     by_host: Dict[str, List[dict]] = {}
@@ -26649,6 +26996,8 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    _doctor_bytecode(check)
+    _doctor_sessions(root, check)
     stored = read_user_default(root)
     try:
         good = stored is None or parse_default(stored) is not None or stored.strip() != ""
@@ -26661,14 +27010,35 @@ def cmd_doctor(args: List[str]) -> int:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
     for host in hosts:
+        fix = "python3 %s install %s" % (_sh_quote(_sts_path()), host)
+        if host in _HOOK_EVENTS:
+            _doctor_host_names(host, os.path.join(_base_dir(host, "user"),
+                                                  _HOSTS[host]["config"]), check, fix)
+        elif host == "copilot":
+            _doctor_host_names(host, _copilot_hook_path(_base_dir(host, "user")), check, fix)
+        if not wanted and host not in by_host and not _wired_at_all(host):
+            check("OFF", host, "not wired: sts is not installed for %s (never, or "
+                  "uninstalled), so its calls are not guarded" % host, "to guard it: " + fix)
+            continue
         _doctor_host(host, by_host.get(host, []), check)
         try:
             age = time.time() - os.stat(os.path.join(root, "hosts", host)).st_mtime
             check("OK", host, "last event %s ago" % _age(max(age, 0)))
         except OSError:
             check("WARN", host, "no event received yet", "start %s once; every event refreshes this" % host)
-    out.write("%d OK, %d WARN, %d FAIL\n" % (worst["OK"], worst["WARN"], worst["FAIL"]))
-    return 1 if worst["FAIL"] else 0
+    counts = {word: sum(1 for f in found if f["status"] == word)
+              for word in ("OK", "WARN", "FAIL", "OFF")}
+    if as_json:
+        sys.stdout.write(json.dumps({"schemaVersion": 1, "checks": found, "counts": counts},
+                                    indent=2, ensure_ascii=False) + "\n")
+    else:
+        for f in found:
+            sys.stdout.write("%-4s %-8s %s%s\n" % (f["status"], f["host"], f["text"],
+                                                   ("\n     fix: " + f["fix"]) if f["fix"] else ""))
+        sys.stdout.write("%d OK, %d WARN, %d FAIL%s\n" % (
+            counts["OK"], counts["WARN"], counts["FAIL"],
+            ", %d not wired" % counts["OFF"] if counts["OFF"] else ""))
+    return 1 if counts["FAIL"] else 0
 
 
 ###############################################################################
@@ -27020,6 +27390,34 @@ def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     return reserved, reasons
 
 
+# contract["source"] -> who set the contract, in words.
+_SOURCE_WORDS = {"default": "nobody yet (the start of every session)",
+                 "directive": "a $stop-that-shit directive in a prompt",
+                 "natural-explicit": "a plain-words correction in a prompt",
+                 "explicit-stop": "\"stop\" in a prompt",
+                 "recovery": "read-only recovery (the session file is damaged)",
+                 "host": "the host (its agent may edit files)",
+                 "user-default": "your default contract (python3 sts.py default)",
+                 "repo-default": "the repository's default contract"}
+
+
+def _protection_line(contract: dict, storage_error: Optional[dict]) -> str:
+    """Whether calls are stopped now, and if not why and what arms the guard."""
+    if storage_error:
+        return "Protection: read-only recovery: reads pass, anything else is stopped."
+    state = control_state(contract)
+    if state == "ARMED":
+        return "Protection: on: calls outside this contract are stopped."
+    if state == "OFF":
+        return ("Protection: off for this session; a prompt with `$stop-that-shit review` "
+                "(or another mode) turns it on.")
+    if contract.get("mode") == "unconfirmed":
+        return ("Protection: none yet: no contract is set, so calls are only watched. Set "
+                "one in a prompt: `$stop-that-shit review -- <task>`.")
+    return ("Protection: watch only: calls outside the contract are reported, not stopped; "
+            "`$stop-that-shit guard` stops them.")
+
+
 class _StatusView:
     """What both status answers are made of, read once."""
 
@@ -27041,17 +27439,23 @@ class _StatusView:
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self) -> List[str]:
-        """The status lines, the same in a prompt answer and in the terminal."""
+        """The status lines, the same in a prompt answer and in the terminal:
+        one fact a line, so another line can be added where it belongs."""
         state = self.loaded.state
         contract = state["contract"]
-        fields = contract_fields(contract, self.reserved, bool(self.reasons))
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
-                 fields,
-                 "Authority source: %s" % contract.get("source")]
+                 "Contract: %s" % contract_words(contract),
+                 "Set by: %s" % _SOURCE_WORDS.get(contract.get("source"),
+                                                  str(contract.get("source")))]
         if isinstance(contract.get("origin"), str):
             lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
                                      else "Started from", contract["origin"]))
+        lines.append(_protection_line(contract, self.loaded.storage_error))
+        budget = contract.get("agentBudget")
+        if self.reserved or budget_text(budget) != "unlimited":
+            lines.append("Subagents: %d running or unconfirmed, %s allowed at once"
+                         % (self.reserved, budget_text(budget).replace("unlimited", "any number")))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -27061,7 +27465,8 @@ class _StatusView:
         if self.reasons:
             lines.append("Unresolved activity: %s. %s"
                          % (", ".join(self.reasons), _UNRESOLVED_ADVICE))
-        lines += ["Host effect: %s" % self.effect, "Full counts: see runtime."]
+        if self.effect != "unobserved":
+            lines.append("Last call: %s" % _EFFECT_WORDS.get(self.effect, self.effect))
         return lines
 
     def terminal_lines(self) -> List[str]:
@@ -27077,19 +27482,21 @@ class _StatusView:
         checked, allowed, denied, notes = tally.row
         lines.append("Checked actions: %d (allowed %d, denied %d, watch notes %d)"
                      % (checked, allowed, denied, notes))
-        lines.append("")
-        lines += _count_table("By family", [
-            ("%s %s" % (f, family_word(f).lower()), tally.families.get(f, [0, 0, 0, 0]))
-            for f in _FAMILY_ORDER + tuple(sorted(set(tally.families) - set(_FAMILY_ORDER)
-                                                  - {"-"}))
-        ] + ([("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
-        lines.append("")
-        reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
-        lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
-                                            for code, r in reasons])
-        lines.append("")
+        families = [("%s %s" % (f, family_word(f).lower()), tally.families[f])
+                    for f in _FAMILY_ORDER + tuple(sorted(set(tally.families)
+                                                          - set(_FAMILY_ORDER) - {"-"}))
+                    if f in tally.families and tally.families[f][0]]
+        if denied or notes:   # a table of allowed calls only says what the line above says
+            lines.append("")
+            lines += _count_table("By family", families + (
+                [("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
+            lines.append("")
+            reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
+            lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
+                                                for code, r in reasons if r[1]])
         top = tally.top_denied()
         if top:
+            lines.append("")
             lines.append("Top denied reasons (of %d denials):" % denied)
             # A code too long for the line is shortened, never the count.
             pad = min(max(len(code) for code, _ in top), _INSPECT_WIDTH - 12)
@@ -27097,13 +27504,12 @@ class _StatusView:
                    for code, count in top]
             lines += [_fit("  %d. %-*s %6d" % (n, pad, _clean(code), count))
                       for n, (code, count) in enumerate(top, 1)]
-        else:
-            lines.append("Top denied reasons: none")
         lines.append("")
         lines.append("Last %d events (oldest first, UTC; ask = denied until the user approves):"
                      % min(_STATUS_RECENT, len(self.events)))
         for event in self.events[-_STATUS_RECENT:]:
             lines += _event_lines(event, self.notes)
+        lines.append("Why: python3 sts.py explain <event>; every session: python3 sts.py log")
         return lines
 
     def json(self) -> Dict[str, Any]:
@@ -27147,26 +27553,23 @@ def _count_table(title: str, rows: List[Tuple[str, List[int]]]) -> List[str]:
 
 
 def _event_lines(event: dict, notes: "Annotations") -> List[str]:
-    """Two lines of metadata for one event: never a path or a command."""
-    action, decision = event["action"], event["decision"]
+    """Two lines for one event: when, verdict, reason and the event id, then
+    what it was about (the culprit, command or path; the tool for a call
+    whose text the audit does not keep)."""
+    decision = event["decision"]
     outcome = decision["policyOutcome"]
     word = _OUTCOME_WORD.get(outcome, outcome)
     family = decision.get("family")
     reason = ("%s/%s" % (family, decision["reasonCode"]) if isinstance(family, str) and family
               else decision["reasonCode"])
-    head = "  %s %s  %-5s  " % (event["occurredAt"][:10], event["occurredAt"][11:19], word)
-    most = _INSPECT_WIDTH - len(head) - 2 - 16  # leave the tool at least 16 columns
-    if len(reason) > most:
-        reason = reason[:most - 3] + "..."
-    tail = "  " + reason
-    tool = "%s (%s)" % (action["toolName"], action["mutability"])
-    room = _INSPECT_WIDTH - len(head) - len(tail)
-    if len(tool) > room:
-        # A long tool name gives way first: the reason is what the user came for.
-        tool = tool[:max(room - 3, 0)] + "..." if room > 3 else ""
-    first = _fit(_clean(head + tool + tail))
-    second = _fit("    %s  host effect: %s" % (event["eventId"], _host_effect(event, notes)))
-    return [first, second]
+    first = _fit(_clean("  %s %s  %-5s  %s  %s" % (
+        event["occurredAt"][:10], event["occurredAt"][11:19], word, event["eventId"][:12],
+        reason)))
+    effect = _host_effect(event, notes)
+    what = " ".join(_target(event).split())
+    if effect != "unobserved":
+        what += " (%s)" % _EFFECT_WORDS.get(effect, effect)
+    return [first, _fit(_clean("    " + what))]
 
 
 # ---- runtime ----------------------------------------------------------------
@@ -27338,23 +27741,6 @@ def _runtime_end(store: Store, key: Optional[str], summary: Dict[str, Any],
 # ---- explain and label ------------------------------------------------------
 
 
-def _explain_text(event: dict, notes: "Annotations") -> str:
-    action, decision = event["action"], event["decision"]
-    mode = (event.get("contract") or {}).get("mode", "unknown")
-    lines = ["Stop That Shit event %s" % event["eventId"],
-             "State: %s / %s" % (event["controlState"].upper(), mode),
-             "Action: %s (%s); paths=%s" % (action["toolName"], action["mutability"],
-                                            action.get("pathCount", 0))]
-    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
-    if sentence:
-        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
-    lines += ["Decision: %s / %s" % (decision["policyOutcome"], decision["reasonCode"]),
-              "Response: %s" % decision["responseOutcome"],
-              "Host effect: %s" % _host_effect(event, notes),
-              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
-    return "\n".join(lines)
-
-
 def _removed_sentence(removed: Dict[str, Any]) -> str:
     newest = removed.get("newestRemoved")
     return ("Older audit removed: %d file%s (%.1f MB) of idle sessions%s, to stay under "
@@ -27391,6 +27777,353 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
+# ---- log: the last decisions across sessions ---------------------------------
+#
+# The newest N decisions of every session together, read from the ends of
+# the logs backwards.  Sessions are visited newest file first, and a session
+# whose newest file was last written before the N-th newest decision found so
+# far cannot hold a newer one (a line's time is taken before it is written),
+# so `log` reads a few files' tails whatever the number of sessions.
+
+_LOG_DEFAULT = 20
+_LOG_WIDTH = 120
+_LOG_CHUNK = 64 * 1024
+# The host's family name (as the audit keeps it) -> the name its hook uses.
+_HOST_SHORT = {"claude-code": "claude", "hermes-agent": "hermes", "gemini-cli": "gemini",
+               "copilot-cli": "copilot", "qwen-code": "qwen"}
+
+
+def _lines_backwards(path: str):
+    """The non-empty lines of a file, last first, read in chunks from the end."""
+    with open(path, "rb") as fh:
+        end = fh.seek(0, 2)
+        rest = b""
+        while end > 0:
+            start = max(0, end - _LOG_CHUNK)
+            fh.seek(start)
+            data = fh.read(end - start) + rest
+            end = start
+            lines = data.split(b"\n")
+            rest = lines.pop(0) if start > 0 else b""
+            for raw in reversed(lines):
+                if raw.strip():
+                    yield raw
+        if rest.strip():
+            yield rest
+
+
+def _iso_of(seconds: float) -> str:
+    import time
+    whole = int(seconds)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + ".%03dZ" % (
+        int((seconds - whole) * 1000))
+
+
+def _verdict_word(event: dict) -> str:
+    outcome = event["decision"]["policyOutcome"]
+    return _OUTCOME_WORD.get(outcome, outcome)
+
+
+def recent_decisions(store: Store, count: int, key: Optional[str] = None,
+                     verdict: Optional[str] = None) -> List[dict]:
+    """The newest `count` audited decisions (of session `key`, of verdict
+    `verdict`: allow, deny, ask or note), newest first."""
+    import heapq
+    sessions = []
+    for k, names in audit_files(store, key).items():
+        newest = 0.0
+        for name in names:
+            try:
+                newest = max(newest, os.stat(store.path("runtime", name)).st_mtime)
+            except OSError:
+                pass
+        sessions.append((newest, k, names))
+    sessions.sort(reverse=True)
+    best: List[Tuple[str, str, dict]] = []   # a heap of (occurredAt, eventId, event)
+    for newest, k, names in sessions:
+        if len(best) >= count and _iso_of(newest + 0.001) < best[0][0]:
+            break
+        for name in reversed(names):
+            try:
+                for raw in _lines_backwards(store.path("runtime", name)):
+                    event = _line_record(raw, runtime_event_ok)[0]
+                    if event is None:
+                        continue
+                    if len(best) >= count and event["occurredAt"] < best[0][0]:
+                        break   # older than all kept: so is the rest of this file (bar skew)
+                    if verdict is not None and _verdict_word(event) != verdict:
+                        continue
+                    item = (event["occurredAt"], event["eventId"], event)
+                    if len(best) < count:
+                        heapq.heappush(best, item)
+                    elif item[:2] > best[0][:2]:
+                        heapq.heapreplace(best, item)
+            except OSError:
+                continue
+    return [item[2] for item in sorted(best, key=lambda i: i[:2], reverse=True)]
+
+
+def _host_name(event: dict) -> str:
+    family = event.get("host")
+    return _HOST_SHORT.get(family, family) if isinstance(family, str) else "-"
+
+
+def _shown(event: dict) -> dict:
+    shown = event.get("shown")
+    return shown if isinstance(shown, dict) else {}
+
+
+def _target(event: dict) -> str:
+    """What a call was about, for one line: the culprit's words, else the
+    command or first path, else the tool."""
+    shown = _shown(event)
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit.startswith("Culprit: "):
+        return culprit.split("\n")[0][len("Culprit: "):]
+    command = shown.get("command")
+    if isinstance(command, str):
+        return command
+    paths = shown.get("paths")
+    if isinstance(paths, list) and paths:
+        return "%s %s" % (event["action"]["toolName"], paths[0])
+    return "%s (%s)" % (event["action"]["toolName"], event["action"]["mutability"])
+
+
+def _log_line(event: dict) -> str:
+    """time, event, host, session, verdict, reason, what: the date stands
+    above (a line per day), and only the culprit may take the line past 80
+    columns, up to _LOG_WIDTH."""
+    head = "%s %s %-7s %s %-5s %s  " % (
+        event["occurredAt"][11:19], event["eventId"][4:12], _host_name(event)[:7],
+        event.get("sessionKey", "")[:8], _verdict_word(event), event["decision"]["reasonCode"])
+    line = _clean(head + " ".join(_target(event).split()))
+    return line if len(line) <= _LOG_WIDTH else line[:_LOG_WIDTH - 3] + "..."
+
+
+_LOG_USAGE = ("usage: sts.py log [N] [--session ID] [--verdict allow|deny|ask|note] [--json]")
+
+
+def cmd_log(args: List[str], store: Store) -> int:
+    """The last N decisions across sessions, newest first: exit 0, 1 when an
+    asked-for session has no audit, 2 on a usage error."""
+    count, session, verdict, as_json = _LOG_DEFAULT, None, None, False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--json":
+            as_json = True
+        elif name in ("--session", "--verdict", "-n"):
+            if not eq:
+                if i + 1 >= len(args):
+                    sys.stderr.write(_LOG_USAGE + "\n")
+                    return 2
+                i += 1
+                value = args[i]
+            if name == "--session":
+                session = value
+            elif name == "--verdict":
+                verdict = value
+            else:
+                args = args[:i + 1] + [value] + args[i + 1:]   # -n N: a count
+                i += 1
+                continue
+        elif arg.isdigit() and int(arg) > 0:
+            count = int(arg)
+        else:
+            sys.stderr.write(_LOG_USAGE + "\n")
+            return 2
+        i += 1
+    if verdict not in (None, "allow", "deny", "ask", "note") or session == "":
+        sys.stderr.write(_LOG_USAGE + "\n")
+        return 2
+    try:
+        key = _resolve_session(store, session) if session is not None else None
+        events = recent_decisions(store, count, key, verdict)
+    except InspectionError as exc:
+        sys.stderr.write("%s\n" % exc)
+        return 1
+    if as_json:
+        _inspect_json({"schemaVersion": 1, "events": events}, one_per_line=("events",))
+        return 0
+    if not events:
+        sys.stdout.write("No decisions%s in %s yet.\n" % (
+            "" if verdict is None else " with verdict " + verdict, _clean(store.root)))
+        return 0
+    out = ["Last %d decision%s, newest first (times in UTC):"
+           % (len(events), "" if len(events) == 1 else "s"),
+           "  time     event    host    session  verdict reason  culprit"]
+    day = None
+    for event in events:
+        if event["occurredAt"][:10] != day:
+            day = event["occurredAt"][:10]
+            out.append("%s:" % _clean(day))
+        out.append("  " + _log_line(event))
+    out.append("Why one was decided: python3 sts.py explain <event>, e.g. explain %s."
+               % events[0]["eventId"][4:12])
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ---- explain: one decision in words ------------------------------------------
+
+# hostEffect -> what a person reads.
+_EFFECT_WORDS = {"observed_blocked": "the host reported it blocked the call",
+                 "observed_ran": "the host reported it ran the call",
+                 "unobserved": "not reported (the host does not say what it did after a hook)"}
+
+
+def _effect_words(event: dict, notes: "Annotations") -> str:
+    effect = _host_effect(event, notes)
+    return _EFFECT_WORDS.get(effect, effect)
+
+
+def contract_words(contract: dict) -> str:
+    """A contract as the directive fields that set it: `review guard files=src/** ...`."""
+    mode, level = contract.get("mode"), contract.get("level")
+    if level == "off":
+        return "off (the guard does nothing)"
+    if mode == "unconfirmed":
+        return "none yet (a new session only watches until a directive sets one)"
+    paths = contract.get("allowedPaths")
+    words = [str(mode), str(level)]
+    if isinstance(paths, list):
+        words.append("files=%s" % ("|".join(paths) or "(none: no path is writable)"))
+    words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
+    if contract.get("undoPolicy"):   # (audit lines of older releases do not keep it)
+        words.append("undo=%s" % contract["undoPolicy"])
+    budget = contract.get("agentBudget")
+    if budget_text(budget) != "unlimited":
+        words.append("agents=%s" % budget)
+    return _clean(" ".join(words))
+
+
+def _event_contract(event: dict) -> str:
+    """The contract in force when `event` was decided, in directive words."""
+    saved = event.get("contract") or {}
+    shown = _shown(event)
+    files = shown.get("files")
+    contract = dict(saved, allowedPaths=files if isinstance(files, list) else None)
+    text = contract_words(contract)
+    count = saved.get("allowedPathCount")
+    if _is_int(count) and count > 0 and not isinstance(files, list):
+        text += " files=(%d pattern%s, not kept)" % (count, "" if count == 1 else "s")
+    return text
+
+
+def find_events_by_prefix(store: Store, prefix: str) -> List[dict]:
+    """Every event whose id starts with `prefix` (`evt_` optional, at least
+    four hex digits), each once; searched as bytes like find_event."""
+    prefix = prefix.lower().rstrip(".…")
+    if not prefix.startswith("evt_"):
+        prefix = "evt_" + prefix
+    if len(prefix) < 8 or not event_id_ok(prefix):
+        raise InspectionError("sts: %r is no event id (evt_ and at least four hex digits)"
+                              % prefix)
+    needle = prefix.encode("ascii")
+    found: Dict[str, dict] = {}
+    for name in (name for names in audit_files(store).values() for name in names):
+        try:
+            with open(store.path("runtime", name), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"].startswith(prefix):
+                found.setdefault(record["eventId"], record)
+            at = data.find(needle, end)
+    return list(found.values())
+
+
+def _event_by_prefix(store: Store, prefix: str) -> dict:
+    events = find_events_by_prefix(store, prefix)
+    if len(events) > 1:
+        ids = sorted(e["eventId"] for e in events)
+        raise InspectionError("sts: %d events start with %s: %s%s; give more of the id"
+                              % (len(ids), prefix, ", ".join(ids[:4]),
+                                 ", ..." if len(ids) > 4 else ""))
+    if not events:
+        raise InspectionError(_not_found(store, prefix))
+    return events[0]
+
+
+def _explain_text(event: dict, notes: "Annotations") -> str:
+    action, decision = event["action"], event["decision"]
+    shown = _shown(event)
+    word = {"allow": "allowed", "deny": "denied", "ask": "denied until the user approves",
+            "note": "allowed, with a note to the agent"}
+    verdict = _verdict_word(event)
+    code = decision["reasonCode"]
+    lines = ["Stop That Shit event %s" % event["eventId"],
+             "When: %s UTC" % event["occurredAt"][:19].replace("T", " "),
+             "Host: %s, session %s%s" % (_host_name(event), event.get("sessionKey", "-"),
+                                         " (host id %s)" % shown["sessionId"]
+                                         if isinstance(shown.get("sessionId"), str) else ""),
+             "Tool: %s (%s)" % (action["toolName"], action["mutability"])]
+    if isinstance(shown.get("command"), str):
+        cut = shown.get("commandCut")
+        lines.append("Command: %s%s" % (shown["command"],
+                                        " ... (%s characters in all)" % cut if cut else ""))
+    if isinstance(shown.get("paths"), list) and shown["paths"]:
+        lines.append("Paths: %s" % ", ".join(str(p) for p in shown["paths"]))
+    elif action.get("pathCount"):
+        lines.append("Paths: %d (not kept)" % action["pathCount"])
+    if isinstance(shown.get("cwd"), str):
+        lines.append("Folder: %s" % shown["cwd"])
+    lines.append("Contract then: %s (%s)" % (_event_contract(event), event["controlState"]))
+    lines.append("Verdict: %s, %s" % (word.get(verdict, verdict), code))
+    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
+    if sentence:
+        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit:
+        lines += culprit.split("\n")
+    row = _DECISION_ROWS.get(code)
+    if verdict != "allow" and row is not None and row.next:
+        lines.append("Next: %s" % row.next)
+    if isinstance(shown.get("allow"), str):
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % shown["allow"])
+    if not shown:
+        lines.append("Kept: metadata only (%s); the audit keeps the command, paths and "
+                     "culprit of denied and noted calls." % (
+                         "an allowed call" if verdict == "allow" else "written by an older sts"))
+    lines += ["What the host did: %s" % _effect_words(event, notes),
+              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
+    return "\n".join(lines)
+
+
+def _resolve_session(store: Store, given: str) -> str:
+    """The session key of `given`: a key as `runtime all` lists it (or a
+    unique start of one), or the host's own session id.  InspectionError
+    when no such session has state or audit."""
+    keys = set(audit_files(store))
+    try:
+        keys.update(n[:-5] for n in os.listdir(store.path("sessions"))
+                    if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        pass
+    lowered = given.lower()
+    if lowered in keys:
+        return lowered
+    hashed = session_key(given)
+    if hashed in keys:
+        return hashed
+    starts = sorted(k for k in keys if len(lowered) >= 4 and k.startswith(lowered))
+    if len(starts) == 1:
+        return starts[0]
+    if len(starts) > 1:
+        raise InspectionError("sts: %d sessions start with %s: %s; give more of it"
+                              % (len(starts), given, ", ".join(starts[:4])))
+    raise InspectionError("sts: no session %s in %s (see `python3 sts.py runtime all` for "
+                          "the session keys; a host's own session id works too)"
+                          % (_clean(given), _clean(store.root)))
+
+
 # ---- prompt answers ---------------------------------------------------------
 
 
@@ -27410,9 +28143,10 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
                            with_rows=False)[0]
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
-        event = find_event(store, command[1])
-        if event is None:
-            return _not_found(store, command[1])
+        try:
+            event = _event_by_prefix(store, command[1])
+        except InspectionError as exc:
+            return str(exc)
         return _explain_text(event, read_annotations(store))
     if name == "label" and len(command) > 2:
         try:
@@ -27540,7 +28274,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         return 2
     command, positional, session, all_logs, as_json = parsed
     try:
-        key = session_key(session) if session is not None else None
+        key = _resolve_session(store, session) if session is not None else None
         if command in ("status", "runtime") and key is None and not all_logs:
             key = _latest_session_key(store)
             if key is None:
@@ -27583,9 +28317,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             sys.stdout.write("\n".join(lines) + "\n")
             return 0
         if command == "explain":
-            event = find_event(store, positional[0])
-            if event is None:
-                raise InspectionError(_not_found(store, positional[0]))
+            event = _event_by_prefix(store, positional[0])
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,
@@ -27613,7 +28345,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Cases
 #
 # Owns `python3 sts.py cases [DIR]`: replay each Bad/Good case of cases/
-# through the real adapter and compare the decision with the expected one.
+# through the real adapter and compare the decision with the expected one;
+# and `check`, one what-if call through a real adapter and the engine.
 ###############################################################################
 
 # A case file is one JSON object:
@@ -27996,6 +28729,224 @@ def cmd_cases(args: List[str]) -> int:
     return 0 if failed == 0 else 1
 
 
+# ---- check: what a hook would answer, without a session ---------------------
+#
+# `check` sends one tool call through the host's real adapter and the real
+# engine, against a throwaway data dir holding only the contract asked for,
+# so its answer is the hook's own.  The throwaway store writes no audit
+# (a what-if is no decision) and self-protection still guards the real data
+# dir and the files install wrote.
+
+_CHECK_SESSION = "sts-check"
+_CHECK_USAGE = ("usage: sts.py check [--host H] [--contract \"review files=src/**\"] [--cwd DIR] "
+                "[--json] (-- 'command' | --tool NAME --path P [--content TEXT] "
+                "| --tool NAME --input JSON | < host-event.json)")
+# host -> (shell tool, file write tool, path key, content key) in that host's own words.
+_CHECK_TOOLS: Dict[str, Tuple[str, str, str, str]] = {
+    "codex": ("Bash", "apply_patch", "", ""),
+    "claude": ("Bash", "Write", "file_path", "content"),
+    "qwen": ("run_shell_command", "write_file", "file_path", "content"),
+    "gemini": ("run_shell_command", "write_file", "file_path", "content"),
+    "hermes": ("terminal", "write_file", "path", "content"),
+    "opencode": ("bash", "write", "filePath", "content"),
+    "pi": ("bash", "write", "path", "content"),
+    "omp": ("bash", "write", "path", "content"),
+    "copilot": ("bash", "create", "path", "file_text"),
+}
+
+
+class _WhatIfStore(Store):
+    """A throwaway data dir that protects the real one and writes no audit."""
+
+    def __init__(self, root: str, real: Store) -> None:
+        super().__init__(root)
+        self.real_root = real.root
+
+    def append_audit(self, key: str, record: dict) -> bool:
+        return False
+
+
+def _check_payload(host: str, tool: str, tool_input: Any, cwd: str) -> dict:
+    """One tool call in `host`'s own hook payload (what its hook reads on stdin)."""
+    s, call = _CHECK_SESSION, "call_check_1"
+    if host in ("claude", "codex", "qwen"):
+        payload = {"session_id": s, "cwd": cwd, "hook_event_name": "PreToolUse",
+                   "tool_name": tool, "tool_input": tool_input, "tool_use_id": call}
+        if host == "codex":
+            payload["turn_id"] = "turn-check"
+        if host == "qwen":
+            payload["tool_call_id"] = call
+        return payload
+    if host == "gemini":
+        return {"session_id": s, "cwd": cwd, "hook_event_name": "BeforeTool",
+                "timestamp": utc_now_iso(), "tool_name": tool, "tool_input": tool_input}
+    if host == "copilot":
+        return {"hook_event_name": "preToolUse", "sessionId": s, "timestamp": 0, "cwd": cwd,
+                "toolName": tool, "toolArgs": tool_input}
+    if host == "hermes":
+        return {"hook_event_name": "pre_tool_call", "tool_name": tool, "tool_input": tool_input,
+                "session_id": s, "cwd": cwd, "extra": {"tool_call_id": call}}
+    if host == "opencode":
+        body = {"input": {"tool": tool, "sessionID": s, "callID": call},
+                "output": {"args": tool_input}, "ctx": {"parentSessionId": None}}
+        return {"v": 1, "hook": "tool.execute.before", "sessionId": s, "cwd": cwd, "payload": body}
+    ctx = {"idle": False, "hasUI": False}
+    if host == "omp":
+        ctx["sessionFile"] = None
+    body = {"event": {"type": "tool_call", "toolName": tool, "toolCallId": call,
+                      "input": tool_input}, "ctx": ctx}
+    return {"v": 1, "hook": "tool_call", "sessionId": s, "cwd": cwd, "payload": body}
+
+
+def _check_tool_call(host: str, command: Optional[str], tool: Optional[str],
+                     paths: List[str], content: str, given: Any, cwd: str) -> dict:
+    shell, writer, path_key, content_key = _CHECK_TOOLS[host]
+    if command is not None:
+        return _check_payload(host, tool or shell, {"command": command}, cwd)
+    tool = tool or writer
+    if given is not None:
+        return _check_payload(host, tool, given, cwd)
+    where = [p if os.path.isabs(p) else os.path.join(cwd, p) for p in paths]
+    if tool == "apply_patch":   # Codex writes files only as a patch
+        lines = ["*** Begin Patch"]
+        for path in where:
+            lines += ["*** Add File: %s" % path] + ["+" + ln for ln in content.split("\n")]
+        return _check_payload(host, tool, {"command": "\n".join(lines + ["*** End Patch", ""])},
+                              cwd)
+    tool_input = {path_key: where[0], content_key: content}
+    return _check_payload(host, tool, tool_input, cwd)
+
+
+def _check_parse(args: List[str]) -> Optional[Dict[str, Any]]:
+    opts: Dict[str, Any] = {"host": "claude", "contract": None, "cwd": None, "json": False,
+                            "tool": None, "paths": [], "content": "", "input": None,
+                            "command": None}
+    valued = {"--host": "host", "--contract": "contract", "--cwd": "cwd", "--tool": "tool",
+              "--path": "paths", "--content": "content", "--input": "input"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            if i + 1 >= len(args):
+                return None
+            opts["command"] = " ".join(args[i + 1:])
+            break
+        if arg == "--json":
+            opts["json"] = True
+        elif name in valued:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            if name == "--path":
+                opts["paths"].append(value)
+            else:
+                opts[valued[name]] = value
+        else:
+            return None
+        i += 1
+    if opts["host"] not in _CHECK_TOOLS:
+        return None
+    if opts["command"] is not None and (opts["paths"] or opts["input"] is not None):
+        return None
+    if opts["command"] is None and opts["tool"] is not None \
+            and not opts["paths"] and opts["input"] is None:
+        return None
+    if opts["input"] is not None:
+        try:
+            opts["input"] = json.loads(opts["input"])
+        except ValueError:
+            return None
+    return opts
+
+
+def check_call(host: str, payload: dict, contract: Optional[str], real: Store,
+               tmp: str) -> Dict[str, Any]:
+    """The hook's answer to one tool call under `contract` (a directive without
+    the `$stop-that-shit` word, applied as a prompt would be), else under the
+    contract the session holds (a new session's comes from the defaults).
+    ValueError for a bad directive or an event that is not a tool call."""
+    store = _WhatIfStore(tmp, real)
+    adapter = ADAPTERS[host]
+    call = adapter.translate(payload, store)
+    if call is None or call.event is None or call.event.get("kind") != "action.before":
+        raise ValueError("the event is not a tool call the guard judges")
+    event = ControlEvent.from_dict(call.event)
+    key = session_key(event.session_id)
+    # The session's own state, or what a new one starts with (the user's and
+    # the repository's default contracts, read for the call's folder).
+    real.folder = getattr(event.action, "cwd", None)
+    state = real.load(key).state
+    state = dict(state, delegation=default_state()["delegation"])
+    if contract is not None:
+        text = contract.strip()
+        if not text.startswith(DIRECTIVE):
+            text = "%s %s" % (DIRECTIVE, text)
+        outcome = interpret_prompt(state["contract"], text)
+        if outcome.kind != "directive":
+            raise ValueError("contract rejected: %s" % directive_error_text(outcome.error))
+        state["contract"] = outcome.contract
+    store.update(key, lambda loaded: (state, None))
+    result = handle_event(event, store, adapter.response_outcome)
+    verdict = {"none": "allow", "context": "note"}.get(result.kind, "deny")
+    lines = result.text.split("\n") if result.text else []
+    pick = lambda word: [ln[len(word):] for ln in lines if ln.startswith(word)]  # noqa: E731
+    return {"verdict": verdict, "reason": result.code, "host": host,
+            "contract": contract_words(state["contract"]),
+            "culprit": " ".join(pick("Culprit: ")) or None,
+            "instead": " ".join(pick("Instead: ")) or None,
+            "next": " ".join(pick("Next: ")) or None,
+            "message": result.text or None}
+
+
+def cmd_check(args: List[str], store: Optional[Store] = None) -> int:
+    """`check`: the hook's verdict on one call, touching no session and no
+    audit.  Exit 0 allowed (a note too), 1 denied, 2 usage."""
+    import shutil
+    import tempfile
+    opts = _check_parse(args)
+    if opts is None:
+        sys.stderr.write(_CHECK_USAGE + "\n")
+        return 2
+    store = store or Store()
+    host, cwd = opts["host"], os.path.abspath(opts["cwd"] or os.getcwd())
+    if opts["command"] is None and opts["tool"] is None and opts["input"] is None \
+            and not opts["paths"]:
+        if sys.stdin.isatty():
+            sys.stderr.write(_CHECK_USAGE + "\n")
+            return 2
+        try:
+            payload = json.loads(sys.stdin.buffer.read(8 << 20).decode("utf-8"))
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            sys.stderr.write("sts check: stdin holds no host event (one JSON object)\n")
+            return 2
+    else:
+        payload = _check_tool_call(host, opts["command"], opts["tool"], opts["paths"],
+                                   opts["content"], opts["input"], cwd)
+    tmp = tempfile.mkdtemp(prefix="sts-check-")
+    try:
+        answer = check_call(host, payload, opts["contract"], store, tmp)
+    except (ValueError, EventError) as exc:
+        sys.stderr.write("sts check: %s\n" % exc)
+        return 2
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if opts["json"]:
+        _inspect_json(dict({"schemaVersion": 1}, **answer))
+    else:
+        word = {"allow": "Allowed", "note": "Allowed, with a note", "deny": "Denied"}
+        out = ["%s: %s (on %s; contract: %s)" % (word[answer["verdict"]], answer["reason"],
+                                                 host, answer["contract"])]
+        if answer["message"]:
+            out.append(answer["message"])
+        sys.stdout.write("\n".join(out) + "\n")
+    return 1 if answer["verdict"] == "deny" else 0
+
+
 ###############################################################################
 # CLI
 #
@@ -28265,14 +29216,18 @@ hooks (read one host event on stdin):
 inspection:
   status  [--session ID] [--json]       contract and counts of a session
   runtime [all] [--session ID] [--json] audit summary
-  explain EVT                           one audited decision
+  log [N] [--session ID] [--verdict V] [--json]  the last decisions of every session
+  explain EVT                           one decision in words (any unique start of its id)
   label EVT correct|incorrect|inconclusive
+  check [--host H] [--contract "review"] [--json] -- 'command'
+  check ... --tool NAME --path P        what a hook would answer (exit 0 allowed,
+  check ... < host-event.json             1 denied, 2 usage); writes nothing
 
 setup:
   install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
   default ["<fields>" | off]            show or set the contract of sessions without a directive
-  doctor
+  doctor [HOST...] [--json]
   demo                                  replay a short Codex session
   --help | --version
 """
@@ -28290,6 +29245,32 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _unknown_command(command: str) -> int:
+    """A word that is neither a host nor a command.  From a terminal it is a
+    usage error (exit 2).  From a host (stdin is no terminal), most likely a
+    hook wired with a misspelt host name, exit 2 would make Claude Code and
+    its kin block every prompt and call: the event is read and dropped, and
+    one line says what is wrong, with exit 1, which those hosts show and run on."""
+    import difflib
+    close = difflib.get_close_matches(command, list(_HOOK_HOSTS) + list(_COMMANDS), 1)
+    hint = " (did you mean %s?)" % close[0] if close else ""
+    try:
+        from_host = not sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):
+        from_host = False
+    if not from_host:
+        sys.stderr.write("sts: unknown command %r%s (see --help)\n" % (command, hint))
+        return 2
+    try:
+        _read_stdin()
+    except (OSError, ValueError):
+        pass
+    sys.stderr.write("sts: %r is not a host sts knows%s; this hook did nothing and the host "
+                     "goes on unguarded. Fix the hook command (python3 sts.py doctor finds "
+                     "it).\n" % (command, hint))
+    return 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -28327,8 +29308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     handler = _COMMANDS.get(command)
     if handler is None:
-        sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
-        return 2
+        return _unknown_command(command)
     try:
         return handler(rest)
     except BrokenPipeError:
@@ -28402,9 +29382,11 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
     "explain": lambda rest: _cold("cmd_inspect")(["explain"] + rest, Store()),
     "label": lambda rest: _cold("cmd_inspect")(["label"] + rest, Store()),
+    "log": lambda rest: _cold("cmd_log")(rest, Store()),
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "check": lambda rest: _cold("cmd_check")(rest),
     "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),

@@ -78,9 +78,25 @@ def test_internal_error_fails_open_when_not_armed_or_not_a_tool_call(store, monk
     assert hook("claude", dict(PROMPT, prompt="hello"), store) is None
 
 
-def test_unknown_command_and_host_exit_2():
-    proc = cli("frobnicate")
+def test_unknown_command_exit_2_at_a_terminal_and_1_in_a_hook():
+    """Typed at a terminal, a usage error; from a host (stdin no terminal), a
+    hook wired with a wrong host name, which must not block the host (exit 2)."""
+    import pty
+    import subprocess
+    import sys
+    from conftest import STS_PY
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, STS_PY, "frobnicate"], stdin=terminal,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(controller)
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1
+    assert b"unknown command 'frobnicate'" in proc.stderr
+    proc = cli("frobnicate")
+    assert proc.returncode == 1 and proc.stderr.count(b"\n") == 1 and proc.stdout == b""
+    assert b"'frobnicate' is not a host sts knows" in proc.stderr
 
 
 def test_help_and_version():

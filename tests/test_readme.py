@@ -239,7 +239,9 @@ def test_the_message_keeps_the_original_lines_and_adds_culprit_and_instead(sts_h
     text = deny_reason(json.loads(proc.stdout))
     heads = [line.split(":")[0] if ":" in line else line for line in text.splitlines()]
     assert heads == ["STOP / INTENT", "The guard answered with a permission deny.", "Reason",
-                     "Detail", "Code", "State", "Event", "Culprit", "Instead", "Next"]
+                     "Detail", "Code", "State", "Event", "Culprit", "Instead", "Next", "Allow"]
+    assert text.splitlines()[-1] == ("Allow: the user can send `$stop-that-shit change` as a "
+                                     "prompt to allow this.")
     assert "`sed -i`" in text.splitlines()[7]
 
 
