@@ -6890,7 +6890,41 @@ _PY_SAFE_ATTRS = frozenset((
     "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
     "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
     "microsecond tzinfo days seconds microseconds total_seconds date time "
-    "__name__").split())
+    "__name__ "
+    # a path's reads and what they return (stat's fields); the archives'
+    # listings and members; csv readers; ast nodes' fields.  Path.replace
+    # renames and Path.copy copies (from Python 3.14 on): see _PY_PATH_WRITERS.
+    "read_text read_bytes glob rglob exists is_file is_dir is_symlink stat lstat iterdir "
+    "parent parents parts stem suffix suffixes anchor drive root with_name with_stem "
+    "with_suffix joinpath relative_to is_relative_to is_absolute as_posix as_uri resolve "
+    "absolute expanduser cwd home samefile full_match st_size st_mtime st_atime st_ctime "
+    "st_mode st_ino st_dev st_nlink st_uid st_gid "
+    "namelist infolist getinfo testzip getmembers getnames getmember extractfile filename "
+    "file_size compress_size date_time isdir isfile issym islnk size mtime linkname uname "
+    "gname line_num fieldnames dialect "
+    "body lineno end_lineno col_offset end_col_offset id func args keywords targets target "
+    "value values attr module names asname arg elts ctx op ops left right comparators elt "
+    "generators test orelse iter handlers finalbody decorator_list bases returns level "
+    "slice lower upper posonlyargs kwonlyargs vararg kwarg defaults kw_defaults "
+    "annotation s n kind is_async conversion format_spec cause exc msg type").split())
+# What a value that may be a pathlib path must not reach though a str, list or
+# dict has a method of that name: the path's own writers.
+_PY_PATH_WRITERS = frozenset((
+    "replace copy move copy_into move_into rename open touch mkdir unlink rmdir chmod "
+    "lchmod symlink_to hardlink_to link_to write_text write_bytes").split())
+# What a path's method or attribute returns that is never a path itself.
+_PY_PATH_PLAIN = frozenset((
+    "read_text read_bytes exists is_file is_dir is_symlink stat lstat name stem suffix "
+    "suffixes parts anchor drive root as_posix as_uri is_absolute is_relative_to match "
+    "full_match samefile __name__").split())
+# Builtins whose result is never a path whatever they are given.
+_PY_PLAIN_CALLS = frozenset((
+    "str repr ascii len print int float bool complex hex oct bin chr ord isinstance "
+    "callable any all format").split())
+# The names of the ast module a proof accepts beside its node classes.
+_PY_AST_FUNCS = frozenset((
+    "parse walk dump literal_eval unparse get_docstring iter_child_nodes iter_fields "
+    "get_source_segment AST").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
@@ -6917,7 +6951,23 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "sys": frozenset(("version", "version_info", "path", "argv", "platform", "maxsize",
                       "byteorder", "executable", "stdin", "hexversion", "prefix",
                       "base_prefix", "api_version", "float_info", "int_info")),
+    # A path is made here; what it may do is decided by value (_PyProof.may_path).
+    "pathlib": frozenset(("Path", "PurePath", "PurePosixPath")),
+    "ast": _PY_AST_FUNCS,   # and its node classes: see _PyProof.module_has
+    "pprint": frozenset(("pprint", "pformat", "pp", "saferepr", "isreadable", "isrecursive")),
+    "csv": frozenset(("reader", "DictReader", "Error", "QUOTE_ALL", "QUOTE_MINIMAL",
+                      "QUOTE_NONE", "QUOTE_NONNUMERIC")),
+    # Opened for reading only (the mode is checked where they are called).
+    "zipfile": frozenset(("ZipFile", "is_zipfile", "BadZipFile")),
+    "tarfile": frozenset(("open", "is_tarfile", "TarError", "ReadError")),
 }
+# The calls that open an archive: (module, name) -> the modes that only read.
+_PY_ARCHIVE_OPENERS = {("zipfile", "ZipFile"): ("r",),
+                       ("tarfile", "open"): ("r", "r:*", "r:", "r:gz", "r:bz2", "r:xz",
+                                             "r|*", "r|", "r|gz", "r|bz2", "r|xz")}
+_PY_PRINT_KEYWORDS = ("indent", "width", "depth", "compact", "sort_dicts", "underscore_numbers")
+_PY_CSV_KEYWORDS = ("delimiter", "quotechar", "escapechar", "doublequote", "skipinitialspace",
+                    "lineterminator", "quoting", "strict")
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
                                  "allow_nan", "skipkeys", "default"),
@@ -6932,7 +6982,14 @@ _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separat
                        "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
                        "timedelta": ("days", "seconds", "microseconds", "milliseconds",
                                      "minutes", "hours", "weeks"),
-                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",),
+                       "parse": ("mode", "filename", "type_comments", "feature_version"),
+                       "dump": ("indent", "annotate_fields", "include_attributes"),
+                       "get_docstring": ("clean",), "pprint": _PY_PRINT_KEYWORDS,
+                       "pformat": _PY_PRINT_KEYWORDS, "pp": _PY_PRINT_KEYWORDS,
+                       "reader": _PY_CSV_KEYWORDS,
+                       "DictReader": _PY_CSV_KEYWORDS + ("fieldnames", "restkey", "restval"),
+                       "ZipFile": ("mode",), "open": ("mode",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -6968,19 +7025,122 @@ class _PyProof:
         self.modules: Dict[str, str] = {}     # alias -> module
         self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
+        self.binds: Dict[str, int] = {}
+        self.calling: Any = None   # the callee being checked (an archive opener may stand there)
         self.count = 0
         self.collect(tree)
+        # A local def is called by name only when nothing else binds that name.
+        self.functions = frozenset(
+            n.name for n in ast_mod.walk(tree)
+            if isinstance(n, ast_mod.FunctionDef) and self.binds.get(n.name) == 1)
+        self.paths(tree)
 
     def collect(self, tree: Any) -> None:
-        """Names the code binds (assignment, loop, with, except, import)."""
+        """Names the code binds (assignment, loop, with, except, import, def)."""
         ast = self.ast
         for node in ast.walk(tree):
+            name = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bind(node, node.id)
+                name = node.id
             elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.bind(node, node.name)
-            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
-                self.bind(node, node.arg)
+                name = node.name
+            elif isinstance(node, ast.arg):   # a lambda's or a def's parameters
+                name = node.arg
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = node.name
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:   # bound in stmt(), counted here
+                    name = alias.asname or alias.name.split(".")[0]
+                    self.binds[name] = self.binds.get(name, 0) + 1
+                continue
+            if name is not None:
+                self.bind(node, name)
+                self.binds[name] = self.binds.get(name, 0) + 1
+
+    def paths(self, tree: Any) -> None:
+        """The names that may hold a pathlib path, or a container or function
+        of one: Path.replace renames where str.replace does not, so a value is
+        judged by what it may be.  Without pathlib no value is a path; with it,
+        every binding whose value may be a path taints its names, and so does
+        a method call handing one to a container, until nothing changes.
+        Parameters and caught exceptions may carry one."""
+        ast = self.ast
+        self.path_makers: set = set()
+        self.path_modules: set = set()
+        self.pathy: set = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
+                self.path_makers.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                self.path_modules.update(a.asname or a.name for a in node.names
+                                         if a.name == "pathlib")
+        if not (self.path_makers or self.path_modules):
+            return
+        names = lambda target: [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        sites: List[Tuple[List[str], List[Any]]] = []   # (names bound, values that taint them)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                sites.append(([n for t in node.targets for n in names(t)], [node.value]))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                sites.append((names(node.target), [node.value]))
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                sites.append((names(node.target), [node.iter]))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                sites.append((names(node.optional_vars), [node.context_expr]))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                sites.append((names(node.func.value),
+                              node.args + [k.value for k in node.keywords]))
+            elif isinstance(node, ast.arg):
+                self.pathy.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.pathy.add(node.name)
+        # Each round taints at least one more name; a chain longer than a few
+        # rounds is not worth following (every bound name may then be a path).
+        for _ in range(8):
+            before = len(self.pathy)
+            for bound, values in sites:
+                if any(self.may_path(v) for v in values):
+                    self.pathy.update(bound)
+            if len(self.pathy) == before:
+                return
+        self.pathy.update(self.bound)
+
+    def may_path(self, node: Any) -> bool:
+        """Whether the expression may be a path (or hold or make one)."""
+        ast = self.ast
+        if not (self.path_makers or self.path_modules):
+            return False
+        if isinstance(node, ast.Name):
+            return node.id in self.pathy or node.id in self.path_makers or \
+                node.id in self.path_modules
+        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare)):
+            return False
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in self.path_modules:
+                return True
+            return self.may_path(node.value) and node.attr not in _PY_PATH_PLAIN
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.may_path(func.value):
+                return func.attr not in _PY_PATH_PLAIN
+            if isinstance(func, ast.Name):
+                if func.id in self.path_makers or func.id in self.functions:
+                    return True
+                if func.id in _PY_PLAIN_CALLS and func.id not in self.bound:
+                    return False
+            return any(self.may_path(a) for a in node.args + [k.value for k in node.keywords])
+        if isinstance(node, ast.Lambda):
+            return True
+        return any(self.may_path(child) for child in ast.iter_child_nodes(node))
+
+    def module_has(self, module: str, attr: str) -> bool:
+        allowed = _PY_MODULE_ATTRS[module]
+        if allowed is None or attr in allowed:
+            return True
+        # ast's node classes (FunctionDef, Name, ...): data, for isinstance and walk
+        node_class = getattr(self.ast, attr, None) if module == "ast" and attr[:1].isupper() \
+            else None
+        return isinstance(node_class, type) and issubclass(node_class, self.ast.AST)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -7027,8 +7187,10 @@ class _PyProof:
         elif isinstance(node, ast.With):
             for item in node.items:
                 call = item.context_expr
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                        and call.func.id == "open"):
+                if not (isinstance(call, ast.Call) and (
+                        isinstance(call.func, ast.Name) and call.func.id == "open"
+                        or self.archive_opener(call.func) is not None
+                        or isinstance(call.func, ast.Attribute) and call.func.attr == "open")):
                     self.fail(call, "is a context manager other than open()")
                 self.expr(call)
                 if item.optional_vars is not None:
@@ -7046,6 +7208,23 @@ class _PyProof:
             self.body(node.finalbody)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif isinstance(node, ast.FunctionDef):
+            # A local function: its body is proven here like the rest, and it
+            # is called by name only where nothing else binds the name.
+            if node.decorator_list or getattr(node, "type_params", None):
+                self.fail(node, "decorates a function or gives it type parameters")
+            if node.name in self.builtin_names or node.name in _PY_MODULE_ATTRS:
+                self.fail(node, "names a function like a builtin or a module")
+            self.parameters(node, node.args)
+            for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+                if arg.annotation is not None:
+                    self.expr(arg.annotation)
+            if node.returns is not None:
+                self.expr(node.returns)
+            self.body(node.body)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expr(node.value)
         elif isinstance(node, ast.Assert):
             self.expr(node.test)
             if node.msg is not None:
@@ -7065,13 +7244,12 @@ class _PyProof:
                 self.bind(node, name)
                 self.modules[name] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
                 self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
-                        (allowed is not None and alias.name not in allowed):
+                        not self.module_has(node.module, alias.name):
                     self.fail(node, "imports a name outside the proven subset")
                 if (alias.asname or alias.name) in self.builtin_names:
                     # `from re import compile` under `if 0:` would leave the builtin
@@ -7116,7 +7294,7 @@ class _PyProof:
                 self.fail(node, "reaches a dunder name")
             if name in self.modules:
                 self.fail(node, "uses a module as a value")
-            if name == "open":
+            if name == "open" or self.imported.get(name) == "ZipFile":
                 self.fail(node, "passes open itself around")
             if name in _PY_SAFE_NAMES:
                 return
@@ -7187,18 +7365,32 @@ class _PyProof:
             # A function of values the subset makes: its body is proven like any
             # expression, and it is only called by what takes a key or a
             # function (sorted, map, re.sub): calling a bound name fails.
-            a = node.args
-            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
-                                                                  if x is not None]:
-                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
-                    self.fail(node, "names a parameter like a module")
-            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-                self.expr(default)
+            self.parameters(node, node.args)
             self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
             self.fail(node, "is an expression outside the proven subset")
+
+    def parameters(self, node: Any, a: Any) -> None:
+        """A lambda's or a def's parameters and their defaults."""
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                              if x is not None]:
+            if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                self.fail(node, "names a parameter like a module")
+        for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+            self.expr(default)
+
+    def archive_opener(self, func: Any) -> Optional[Tuple[str, ...]]:
+        """The read modes of an archive-opening call (zipfile.ZipFile,
+        tarfile.open, an imported ZipFile), or None for any other callee."""
+        ast = self.ast
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id in self.modules:
+            return _PY_ARCHIVE_OPENERS.get((self.modules[func.value.id], func.attr))
+        if isinstance(func, ast.Name) and self.imported.get(func.id) == "ZipFile":
+            return _PY_ARCHIVE_OPENERS[("zipfile", "ZipFile")]
+        return None
 
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
@@ -7210,12 +7402,15 @@ class _PyProof:
             self.expr(base)   # the receiver first: it is the likelier culprit
         if isinstance(base, ast.Name) and base.id in self.modules:
             module = self.modules[base.id]
-            allowed = _PY_MODULE_ATTRS[module]
-            if allowed is not None and attr not in allowed:
+            if (module, attr) in _PY_ARCHIVE_OPENERS and node is not self.calling:
+                self.fail(node, "passes an archive opener around")
+            if not self.module_has(module, attr):
                 self.fail(node, "is not a proven part of `%s`" % module)
             if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
                 self.fail(node, "could change or alias `sys.%s`" % attr)
             return
+        if attr in _PY_PATH_WRITERS and self.may_path(base):
+            self.fail(node, "may be a path, whose `%s` writes" % attr)
         if attr not in _PY_SAFE_ATTRS:
             self.fail(node, "is not a proven method or attribute")
         if attr in ("format", "format_map") and not (
@@ -7229,7 +7424,9 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if name in self.imported:
+            if name in self.functions:
+                keywords = ("*",)   # its own parameters: the body is proven
+            elif name in self.imported:
                 # A name the code imported from a module of the subset (any
                 # later value of it is one the subset makes too).
                 keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
@@ -7240,7 +7437,18 @@ class _PyProof:
                 return
             if name == "type" and (len(node.args) != 1 or node.keywords):
                 self.fail(node, "calls type() to make a class")
+        elif isinstance(func, ast.Attribute) and func.attr == "open" and not (
+                isinstance(func.value, ast.Name) and func.value.id in self.modules):
+            # A zip archive's member by name (ZipFile.open(name) reads); a
+            # path's open, or one given a mode, is not proven.
+            if self.may_path(func.value) or len(node.args) != 1 or node.keywords or \
+                    isinstance(node.args[0], ast.Starred):
+                self.fail(node, "opens with a mode or on what may be a path")
+            self.expr(func.value)
+            self.expr(node.args[0])
+            return
         elif isinstance(func, ast.Attribute):
+            self.calling = func
             self.expr(func)
             keywords = ("*",)
             if isinstance(func.value, ast.Name) and func.value.id in self.modules:
@@ -7248,6 +7456,13 @@ class _PyProof:
         else:
             self.fail(node, "calls the result of an expression")
             return
+        modes = self.archive_opener(func)
+        if modes is not None:
+            given = [k.value for k in node.keywords if k.arg == "mode"] + node.args[1:2]
+            if len(node.args) > 2 or len(given) > 1 or any(
+                    isinstance(a, ast.Starred) for a in node.args) or any(
+                    not (isinstance(g, ast.Constant) and g.value in modes) for g in given):
+                self.fail(node, "opens an archive in a mode that may write")
         copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
         for arg in node.args:
             self.expr(arg, shared_ok=copies)
