@@ -3403,6 +3403,16 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True
     elif v.mut == "write" and _applies_a_patch(cmd):
+        whole = _patch_whole(cmd)
+        if whole is not None:
+            # Every file it may write is named in the diff's headers: a whole write.
+            patch = analyze_patch(cmd.stdin)
+            v.targets = whole
+            v.whole = True
+            v.opaque = False
+            v.hash = v.hash or patch.hash_intent
+            v.dep = v.dep or patch.dependency_intent
+            return v
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
             # what it adds is read like any patch.
@@ -8811,6 +8821,171 @@ def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
     v.targets.extend(w.text for w in folders[-1:] if w.static)
     v.opaque = v.opaque or any(not w.static for w in folders + outputs)
     return v
+
+
+# Options of GNU patch and `git apply` that keep every file a patch from a
+# here-document writes named by its headers: flag -> takes a value.  Left
+# out: -i (the patch from a file), -B/-Y/-z/-V (backups named otherwise),
+# -g (runs RCS or SCCS), --index/--cached/--3way (git's index), --include
+# and --exclude (a subset git chooses), --unsafe-paths.
+_PATCH_WHOLE_OPTS = {
+    "patch": {"-p": True, "--strip": True, "-d": True, "--directory": True, "-o": True,
+              "--output": True, "-r": True, "--reject-file": True, "-F": True, "--fuzz": True,
+              "-b": False, "--backup": False, "-N": False, "--forward": False, "-R": False,
+              "--reverse": False, "-s": False, "--silent": False, "--quiet": False, "-f": False,
+              "--force": False, "-t": False, "--batch": False, "-u": False, "--unified": False,
+              "-l": False, "--ignore-whitespace": False, "-E": False, "--remove-empty-files": False,
+              "--verbose": False, "--no-backup-if-mismatch": False, "--dry-run": False,
+              "--binary": False, "--posix": False, "-Z": False, "-T": False},
+    "apply": {"-p": True, "-C": True, "--directory": True, "--whitespace": True, "-v": False,
+              "--verbose": False, "-R": False, "--reverse": False, "--recount": False,
+              "--unidiff-zero": False, "--allow-empty": False, "-q": False, "--quiet": False,
+              "--reject": False},
+}
+_DIFF_HEADERS = ("diff ", "index ", "new file mode ", "deleted file mode ", "old mode ",
+                 "new mode ", "similarity index ", "dissimilarity index ", "===")
+
+
+def _diff_names(text: str, strip: int, git: bool) -> Optional[List[str]]:
+    """Every file name a unified diff's headers give (old, new, Index:,
+    rename and copy sides), after stripping `strip` leading parts; None where
+    the text is more than plain unified hunks (GNU patch hands an ed script
+    to ed, and a name with spaces or quotes is read more than one way)."""
+    names: List[str] = []
+    old = new = 0
+    for line in text.split("\n"):
+        if old > 0 or new > 0:
+            if line[:1] in (" ", ""):
+                old, new = old - 1, new - 1
+            elif line[:1] == "-":
+                old -= 1
+            elif line[:1] == "+":
+                new -= 1
+            elif not line.startswith("\\"):
+                return None
+            continue
+        if line.startswith("@@ -"):
+            # `@@ -START[,COUNT] +START[,COUNT] @@`: the lines the hunk holds
+            sides = line[3:].split(" ", 2)
+            counts = [side[1:].split(",") for side in sides[:2]]
+            if len(sides) < 3 or not sides[2].startswith("@@") or \
+                    [side[:1] for side in sides[:2]] != ["-", "+"] or \
+                    not all(0 < len(c) < 3 and all(n.isdigit() for n in c) for c in counts):
+                return None
+            old, new = (int(c[1]) if len(c) == 2 else 1 for c in counts)
+            continue
+        if git and line.startswith("diff --git "):
+            return None   # its names are the repository's top level, not the working folder
+        name = None
+        for head in ("--- ", "+++ ", "Index: ", "rename from ", "rename to ", "copy from ",
+                     "copy to "):
+            if line.startswith(head):
+                name = line[len(head):].split("\t", 1)[0]
+                if head.startswith(("rename", "copy")):
+                    name = "x/" * strip + name   # git's extended headers carry no prefix
+        if name is None and line.startswith("diff --git "):
+            # GNU patch takes a mode change or a rename from here alone
+            sides = line[len("diff --git "):].split(" ")
+            if len(sides) != 2:
+                return None
+            both = [_strip_parts(side, strip) for side in sides]
+            if len(both) != 2 or None in both:
+                return None
+            names.extend(n for n in both if n is not None)
+            continue
+        if name is None:
+            if line == "" or line.startswith(_DIFF_HEADERS):
+                continue
+            return None
+        if name == "/dev/null":
+            continue
+        stripped = _strip_parts(name, strip)
+        if stripped is None:
+            return None
+        names.append(stripped)
+    return names if names and old <= 0 and new <= 0 else None
+
+
+def _strip_parts(name: str, strip: int) -> Optional[str]:
+    """NAME without its first `strip` parts (patch -pN), or None where the
+    name is read more than one way (spaces, quotes) or has too few parts."""
+    parts = name.split("/")
+    if not name or any(ch in name for ch in " \"'\\") or len(parts) <= strip or \
+            "" in parts[:strip]:
+        return None
+    return "/".join(parts[strip:])
+
+
+def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
+    """The files `patch -pN` or `git apply` writes from a here-document, all
+    of them named (with .orig and .rej beside each for patch, the -o file,
+    the -r file), or None where one may go unnamed."""
+    words = cmd.words
+    if not words or not all(w.static for w in words) or cmd.assigns:
+        return None
+    git = words[0].text == "git"
+    if git and (len(words) < 2 or words[1].text != "apply"):
+        return None
+    if not git and words[0].text != "patch":
+        return None
+    body = _stdin_body(cmd)
+    if body is None or not (cmd.stdin_literal or not any(c in body for c in "$`\\")):
+        return None
+    table = _PATCH_WHOLE_OPTS["apply" if git else "patch"]
+    args = [w.text for w in words[(2 if git else 1):]]
+    given: Dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        t = args[i]
+        i += 1
+        key, value = t, None
+        if t.startswith("--") and "=" in t:
+            key, value = t.split("=", 1)
+        elif t[:1] == "-" and t[1:2] and not t.startswith("--") and len(t) > 2:
+            key, value = t[:2], t[2:]
+        if key not in table:
+            return None   # an option that may write elsewhere, or an operand (a file to patch)
+        if table[key] and value is None:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        elif not table[key] and value is not None:
+            return None
+        canon = {"--strip": "-p", "--directory": "-d", "--output": "-o",
+                 "--reject-file": "-r"}.get(key, key)
+        if canon in given:
+            return None
+        given[canon] = value or ""
+    strip = given.get("-p")
+    if strip is None:
+        if not git:
+            return None   # without -p, GNU patch picks among base names it finds
+        strip = "1"
+    if not strip.isdigit():
+        return None
+    names = _diff_names(body, int(strip), git)
+    if names is None:
+        return None
+    if git and "-d" in given:
+        names = [given["-d"].rstrip("/") + "/" + n for n in names]
+    targets = list(dict.fromkeys(names))
+    if not git:
+        # GNU patch keeps a .orig when a hunk does not fit and writes the
+        # hunks it rejects beside the file, unless -o or -r say where.
+        targets += [n + ext for n in names for ext in (".orig", ".rej")]
+        if "-o" in given:
+            if given["-o"] == "-":
+                return None   # to stdout, with the rejects named after what?
+            targets = [given["-o"], given["-o"] + ".orig", given["-o"] + ".rej"]
+        if "-r" in given:
+            targets = [t for t in targets if not t.endswith(".rej")] + \
+                ([given["-r"]] if given["-r"] != "-" else [])
+        if "-d" in given:
+            targets = [given["-d"].rstrip("/") + "/" + t for t in targets]
+    elif "--reject" in given:
+        targets += [n + ".rej" for n in names]
+    return list(dict.fromkeys(targets))
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:

@@ -2,6 +2,8 @@
 that the analyzer names in full, and the look-alikes that must stay unproven.
 """
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -434,3 +436,109 @@ def test_python_write_targets_that_do_not_follow_stay_unknown(code):
 
 def sts_quote(code):
     return "'" + code.replace("'", "'\"'\"'") + "'"
+
+
+# patch and git apply from a here-document: the diff's headers name every file.
+DIFF = "--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+def _fed(command, diff=DIFF):
+    return "%s <<'EOF'\n%sEOF" % (command, diff)
+
+
+@pytest.mark.parametrize("command,targets", [
+    (_fed("patch -p1"), ["src/a.py", "src/a.py.orig", "src/a.py.rej"]),
+    (_fed("patch --strip=1 --no-backup-if-mismatch -r -"), ["src/a.py", "src/a.py.orig"]),
+    (_fed("patch -p0"), ["a/src/a.py", "b/src/a.py"]),
+    (_fed("patch -p1 -d sub"), ["sub/src/a.py", "sub/src/a.py.rej"]),
+    (_fed("patch -p1 -o out.py"), ["out.py", "out.py.rej"]),
+    (_fed("patch -p1 -b -N -s"), ["src/a.py", "src/a.py.orig"]),
+    (_fed("git apply"), ["src/a.py"]),
+    (_fed("git apply -p1 -v --recount"), ["src/a.py"]),
+    (_fed("git apply --directory=lib"), ["lib/src/a.py"]),
+    (_fed("git apply --reject"), ["src/a.py", "src/a.py.rej"]),
+    # a removed line that reads like a header stays a line of the hunk
+    (_fed("patch -p1", "--- a/src/a.py\n+++ b/src/a.py\n@@ -1,2 +1,2 @@\n--- x\n"
+                       "+++ y\n-a\n+b\n"), ["src/a.py"]),
+    # GNU patch renames and changes modes from git's headers alone
+    (_fed("patch -p1", "diff --git a/x b/y\nsimilarity index 100%\nrename from x\n"
+                       "rename to y\n"), ["x", "y"]),
+])
+def test_a_patch_on_stdin_names_its_files(command, targets):
+    verdict = sts.analyze_shell(command)
+    assert verdict.mutability == "write" and verdict.writes_known, verdict
+    assert [t for t in targets if t not in verdict.write_targets] == []
+
+
+@pytest.mark.parametrize("command", [
+    "patch -p1 < fix.diff",                       # the diff is not on the line
+    "cat fix.diff | patch -p1",
+    _fed("patch"),                                # without -p patch picks base names
+    _fed("patch -p1 src/b.py"),                   # a file named on the line
+    _fed("patch -p1 -i other.diff"),
+    _fed("patch -p1 -B bak/"),                    # backups named elsewhere
+    _fed("patch -p1 -V numbered"),
+    _fed("patch -p1 -z .bak"),
+    _fed("patch -p1 -g 1"),                       # gets the file from RCS/SCCS
+    _fed("patch -p1 -o -"),
+    _fed("patch -p1 -p0"),
+    _fed("patch -p$N"),
+    "patch -p1 <<EOF\n--- a/$F\n+++ b/$F\n@@ -1 +1 @@\n-a\n+b\nEOF",
+    _fed("patch -p1", "1d\n"),                   # an ed script: patch runs ed
+    _fed("patch -p1", "*** a/src/a.py\n--- b/src/a.py\n"),   # a context diff
+    _fed("patch -p1", "Binary files a/x and b/x differ\n"),
+    _fed("patch -p1", "--- a/src/a b.py\n+++ b/src/a b.py\n@@ -1 +1 @@\n-a\n+b\n"),
+    _fed("patch -p1", '--- "a/src/a.py"\n+++ "b/src/a.py"\n@@ -1 +1 @@\n-a\n+b\n'),
+    _fed("patch -p1", DIFF + "-c\n"),             # a line past the hunk's count
+    _fed("patch -p1", "--- a/src/a.py\n+++ b/src/a.py\n@@ -1,3 +1,3 @@\n-a\n+b\n"),
+    _fed("patch -p3"),                            # as many parts as the name has
+    _fed("git apply --index"),
+    _fed("git apply --3way"),
+    _fed("git apply --unsafe-paths"),
+    _fed("git apply --include=src/*"),
+    _fed("git apply", "diff --git a/src/a.py b/src/a.py\n" + DIFF),  # names from the top level
+    _fed("git -C sub apply"),
+    _fed("sudo patch -p1"),
+])
+def test_a_patch_that_may_write_unnamed_stays_unproven(command):
+    verdict = sts.analyze_shell(command)
+    assert verdict.mutability != "read" and not verdict.writes_known, (command, verdict)
+
+
+@pytest.mark.parametrize("command,allowed,code", [
+    (_fed("patch -p1"), ["src/**"], "WITHIN_CONTRACT"),
+    (_fed("git apply"), ["src/*.py"], "WITHIN_CONTRACT"),
+    (_fed("patch -p1"), ["src/a.py"], "PATH_OUTSIDE_CONTRACT"),   # a.py.rej beside it
+    (_fed("patch -p1 -d outside"), ["src/**"], "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "outside/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "src/../outside/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "src/link/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+])
+def test_patch_under_files(proj, command, allowed, code):
+    (proj / "src" / "link").symlink_to(proj / "outside")
+    assert _decide(command, allowed, str(proj)).code == code
+
+
+@pytest.mark.skipif(shutil.which("patch") is None or shutil.which("git") is None,
+                    reason="GNU patch or git is not installed")
+@pytest.mark.parametrize("command", [
+    _fed("patch -p1"), _fed("patch -p1 -b"), _fed("git apply"),
+    _fed("patch -p1", DIFF.replace("-a\n", "-zzz\n")),     # rejected: .rej and .orig
+    _fed("patch -p1 -d src", DIFF.replace("src/a.py", "a.py")),
+])
+def test_a_patch_writes_only_what_it_names(tmp_path, command):
+    """Run for real: every file that appears or changes is one of the targets."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a\n")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=60, check=False)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    changed = sorted(str(p.relative_to(tmp_path)) for p in after
+                     if before.get(p) != after[p])
+    assert changed, command
+    targets = [os.path.normpath(t) for t in sts.analyze_shell(command).write_targets]
+    assert [c for c in changed if c not in targets] == []
