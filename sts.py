@@ -698,6 +698,9 @@ class Action(_EventType):
     # Every write of the shell line is among its targets and patterns
     # (ShellAnalysis.writes_known), so files= can judge it by them.
     shell_writes_known: bool = False
+    # Shell write targets the line reaches only as themselves, never below
+    # (ShellAnalysis.flat_targets): `rm .git` holds no guard file it removes.
+    shell_flat_targets: List[str] = _NEW_LIST
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -747,7 +750,8 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns",
+                    "shellFlatTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -789,7 +793,7 @@ class Action(_EventType):
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            shell_write_patterns=paths[2],
+            shell_write_patterns=paths[2], shell_flat_targets=paths[3],
             unknown_write_target=flags["unknownWriteTarget"],
             shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
@@ -1710,6 +1714,10 @@ class ShellAnalysis(Record):
     (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
     pattern has a wildcard in a folder's name.  Under files= such a line is
     judged by its targets alone.
+    flat_targets: the write targets the line reaches only as themselves,
+    by writers that never act below a named operand (rm and unlink without
+    -r: on a folder they fail; shred), and by nothing else on the line:
+    such a target is no folder holding the guard's files.
     python_folder: the line is unknown ("interpreter_code") only because it
     runs proven Python without -I in the folder it starts in, where a
     module of the standard library's name would be imported first; it is a
@@ -1723,11 +1731,12 @@ class ShellAnalysis(Record):
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
+                          'flat_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
-                'python_folder': False, 'runs_packages': list}
+                'python_folder': False, 'runs_packages': list, 'flat_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1738,6 +1747,7 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    flat_targets: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -4464,6 +4474,18 @@ _WRITER_SHAPE = {
 # (unlink and shred take a file; rmdir stays a tree: the folder it removes
 # is judged as the guard's when it holds the guard's files).
 _FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
+# ...and of those, the ones that never act below a named folder at all: rm
+# and unlink of a folder fail (rm -d removes an empty one only), shred does
+# not take one.  chmod 000 of a folder does shut what it holds away.
+_ONLY_ITSELF = frozenset(("rm", "unlink", "shred"))
+
+
+class _Flat(str):
+    """A write target reached only as itself (see ShellAnalysis.flat_targets);
+    any string made from it is a plain one again."""
+    __slots__ = ()
+
+
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
 
 # Writers whose every write the analyzer names (ShellAnalysis.writes_known):
@@ -4678,7 +4700,10 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         # cannot remove a folder, `chmod 600 f` changes f's bits only.
         tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=tree)
+            if not tree and name in _ONLY_ITSELF and w.static and not w.text.startswith("~"):
+                v.add(_Flat(w.text))
+            else:
+                v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -11188,9 +11213,14 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     if mut == "read" and v.pyfolder:
         mut, reason = "unknown", v.reason or "interpreter_code"
     runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    # A name counts as flat only where no other write on the line names it
+    # (`rm .git; unzip a.zip -d .git` extracts into it); a target rewritten
+    # on the way (a `cd`, a -d folder) is a plain string again, never flat.
+    flat = sorted({str(t) for t in v.targets if isinstance(t, _Flat)}
+                  - {t for t in v.targets if not isinstance(t, _Flat)}) if v.targets else []
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
-                         runs if shell == "bash" else [])
+                         runs if shell == "bash" else [], flat)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -14603,10 +14633,14 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
     def exempt(target: str) -> bool:
         return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
 
+    flat = set(action.shell_flat_targets)
     found = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        # `rm .git` reaches .git itself, never what it holds
+        spared = (lambda target: True) if raw in flat and raw not in action.affected_paths \
+            else exempt
         for target in _tamper_readings(raw, action.cwd) or ():
-            root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            root = next((r for r in roots if _tamper_reach(target, r, spared)), None)
             if root is not None:
                 found.append((raw, target, root))
                 break
@@ -15284,11 +15318,14 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     cwd_parts: Optional[List[Tuple[str, ...]]] = None
     folders: Dict[str, str] = {}
     found = []
+    flat = set(action.shell_flat_targets) - set(action.affected_paths)
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         for reading in _settings_readings(raw, action.cwd, folders):
             hit = _settings_reach(reading, settings)
             if hit is None:
                 continue
+            if hit[0] == "holds" and raw in flat:
+                continue   # `rm .git` reaches .git itself, never .git/hooks
             if hit[0] == "holds":
                 if cwd_parts is None:
                     cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
@@ -18833,6 +18870,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
+    action.pop("shellFlatTargets", None)   # nor its flat names: judged as folders again
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                for t in action.get("shellWriteTargets") or []):
@@ -19221,6 +19259,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
         action["shellWritesKnown"] = True
+    if verdict.flat_targets:
+        action["shellFlatTargets"] = list(verdict.flat_targets)
     if verdict.python_folder:
         action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
     if verdict.runs_packages:
