@@ -8821,6 +8821,21 @@ def _unzip_mode(word: _W) -> str:
     return t[1] if all(ch in _UNZIP_MODES[t[1]] for ch in t[2:]) else ""
 
 
+def _no_option_values(w: _W, ctx: _Ctx) -> bool:
+    """A variable word (`"$f"` in `for f in dist/*.zip a.zip`) every value of
+    which is an operand: none starts with `-`, and a pattern starts with a
+    literal character, since `*.zip` may match a file named `--t.zip`."""
+    values = _word_paths(w, ctx)
+    # A name a pattern matched may hold spaces: unquoted, it splits into words.
+    quoted = all(q for _, q in (w.exp or [])) and not w.glob
+    return values is not None and all(
+        not text.startswith("-") and not (pattern and (
+            text[:1] in ("*", "?", "[", "\\") or not quoted))
+        for text, pattern in values)
+
+
+#: read | for f in dist/*.zip; do unzip -l "$f"; done
+#: unknown | for f in *.zip; do unzip -l "$f"; done
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # A listing mode first, and no later option: unzip negates an option
     # with a second dash, so `unzip -t --t a.zip` extracts.
@@ -8829,7 +8844,7 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
         later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
             if mode == "Z" else ("-q", "-qq", "-x")
         if all(w.static and (not w.text.startswith("-") or w.text in later)
-               for w in args[1:]):
+               or not w.static and _no_option_values(w, ctx) for w in args[1:]):
             return _an_read()
         return _unknown()
     # The members land in -d DIR, else in the working folder; `-d $dir` is a

@@ -542,3 +542,36 @@ def test_a_patch_writes_only_what_it_names(tmp_path, command):
     assert changed, command
     targets = [os.path.normpath(t) for t in sts.analyze_shell(command).write_targets]
     assert [c for c in changed if c not in targets] == []
+
+
+@pytest.mark.parametrize("command,read", [
+    ('for f in dist/*.zip; do unzip -l "$f"; done', True),
+    ("for f in a.zip b.zip; do unzip -l $f; done", True),
+    ('for f in ./[-]*.zip; do unzip -l "$f"; done', True),
+    ('for f in *.zip; do unzip -l "$f"; done', False),      # may match --t.zip
+    ("for f in dist/*.zip; do unzip -l $f; done", False),   # a name with spaces splits
+    ('for f in -t a.zip; do unzip -l "$f"; done', False),
+    ('for f in a.zip; do unzip -l "$f"; done; f=--t; unzip -l $f', False),
+    ('for f in dist; do unzip -l "$f"/*.zip; done', False),
+    ('for f in dist/*.zip; do unzip -l "$f" -x "$g"; done', False),
+    ('unzip -l "$f"', False),
+    ('read f; unzip -l "$f"', False),
+])
+def test_unzip_listing_of_a_loop_variable(command, read):
+    assert (sts.analyze_shell(command).mutability == "read") is read, command
+
+
+@pytest.mark.skipif(shutil.which("unzip") is None, reason="unzip is not installed")
+def test_a_listed_loop_leaves_the_folder_as_it_was(tmp_path):
+    import zipfile
+    (tmp_path / "dist").mkdir()
+    for name in ("a.zip", "b c.zip"):
+        with zipfile.ZipFile(str(tmp_path / "dist" / name), "w") as z:
+            z.writestr("inner.txt", "x")
+    command = 'for f in dist/*.zip; do unzip -l "$f"; done'
+    assert sts.analyze_shell(command).mutability == "read"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    done = subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60, check=False)
+    assert done.stdout.count(b"inner.txt") == 2
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
