@@ -4480,6 +4480,24 @@ _FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "
 _ONLY_ITSELF = frozenset(("rm", "unlink", "shred"))
 
 
+class _Walked(str):
+    """A write pattern of the paths find reports without following links
+    (see _find): a `**` there names real folders, never a linked one."""
+    __slots__ = ()
+
+
+class _WalkedW(_W):
+    """A word standing for the paths find reports (see _Walked)."""
+    __slots__ = ()
+
+
+def _walked_word(w: _W) -> _W:
+    out = _WalkedW.__new__(_WalkedW)
+    for key in _W.__slots__:
+        setattr(out, key, getattr(w, key))
+    return out
+
+
 class _Flat(str):
     """A write target reached only as itself (see ShellAnalysis.flat_targets);
     any string made from it is a plain one again."""
@@ -4536,6 +4554,8 @@ def _whole_operand(w: _W, follows: bool) -> bool:
         return True
     if follows:
         return False
+    if isinstance(w, _WalkedW):
+        return True   # what find reported, in real folders
     if w.dyn:
         return not w.split and not w.glob
     return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
@@ -5945,6 +5965,12 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _unknown("shell_syntax_unproven")
             # `{}` alone is each path found; inside a longer word it is unknown.
             found = items[0] if len(items) == 1 else _STDIN_ITEM
+            if len(items) == 1 and all(r.static for r in roots) and i < n and \
+                    args[i].text not in ("chmod", "chown", "chgrp"):
+                # find walks real folders only (without -L): `src/**/x` names
+                # what it found where it is (chmod and the like follow a
+                # found link to its target).
+                found = _walked_word(found)
             payload = [(found if a.static and a.text == "{}" else
                         _STDIN_ITEM if "{}" in a.text else a) for a in args[i:j]]
             i = j + 1
@@ -5958,6 +5984,7 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             # -execdir runs in each found folder, where a written name is not
             # the one the line shows.
             inner.whole = inner.whole and t in ("-exec", "-ok")
+
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
@@ -10600,13 +10627,14 @@ def _resolve_targets(v: _V, ctx: _Ctx) -> None:
         if forms is None:
             v.opaque = True
             continue
+        walked = _Walked if isinstance(word, _WalkedW) else str
         for text, is_pattern in forms:
             if not is_pattern:
                 v.add(text, tree)
             else:
-                v.patterns.append(text)
+                v.patterns.append(walked(text))
                 if tree:
-                    v.patterns.append(text.rstrip("/") + "/**")
+                    v.patterns.append(walked(text.rstrip("/") + "/**"))
     v.pending = []
 
 
@@ -11222,7 +11250,7 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     opaque = v.opaque or bool(v.pending)
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
-             and all(_pattern_named(p) for p in patterns))
+             and all(isinstance(p, _Walked) or _pattern_named(p) for p in v.patterns))
     mut = v.mut
     folder = mut == "read" and v.pyfolder and shell == "bash"
     if mut == "read" and v.pyfolder:

@@ -37,7 +37,21 @@ KNOWN = [
     ("unlink src/a", True),
     ("rmdir src/empty", True),
     ("for f in a.py b.py; do sed -i s/x/y/ \"src/$f\"; done", True),
-    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", False),   # src/**/*.py: see README
+    # find walks real folders only: src/**/*.py names what it reports
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", True),
+    ("find src -name x -exec rm {} +", True),
+    ("find src -name x -exec rm -r {} +", True),
+    ("find src -name '*.py' -exec mv {} out/ \\;", True),
+    ("find src -name x -exec chmod 600 {} +", False),            # follows a found link
+    ("find src -name x -exec touch {} +", False),
+    ("find src -name x -exec sed --follow-symlinks -i s/a/b/ {} +", False),
+    ("find src -follow -name x -exec sed -i s/a/b/ {} +", False),
+    ("find -L src -name x -exec sed -i s/a/b/ {} +", False),
+    ("find src -name x -execdir sed -i s/a/b/ {} +", False),
+    ("find src/*/ -name x -exec sed -i s/a/b/ {} +", False),     # the shell's glob may
+    ("find \"$D\" -name x -exec sed -i s/a/b/ {} +", False),       # lead through a link
+    ("sed -i s/a/b/ src/*/x; find src -name x -exec sed -i s/a/b/ {} +", False),
+    ("find src -name x -exec sed -i s/a/b/ {} src/*/y +", False),
     ("cd src && sed -i s/a/b/ a.py", True),
     ("find src -type f -exec sed -i s/a/b/ {} +", True),
     ("find src -exec chmod 600 {} +", False),
@@ -126,6 +140,10 @@ def proj(tmp_path):
     ("rm -rf src", ["src/*.py"], "PATH_OUTSIDE_CONTRACT"),
     ("make", ["src/**"], "WRITE_PATH_UNPROVEN"),
     ("echo x > src/a.py", [], "PATH_OUTSIDE_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["src/**"], "WITHIN_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["*.py"], "WITHIN_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["src/*.py"], "PATH_OUTSIDE_CONTRACT"),
+    ("find . -name '*.py' -exec sed -i s/a/b/ {} +", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
     # a link inside the boundary leads where it points
     ("echo x > src/link/t.py", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
     ("rm src/link/*.py", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
@@ -575,3 +593,19 @@ def test_a_listed_loop_leaves_the_folder_as_it_was(tmp_path):
                           stderr=subprocess.PIPE, timeout=60, check=False)
     assert done.stdout.count(b"inner.txt") == 2
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_find_reports_no_path_through_a_linked_folder(tmp_path):
+    """Run for real: what `find src -name x -exec sed -i` edits lies in src's
+    real folders; a file behind a linked folder is left as it was."""
+    (tmp_path / "src" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "src" / "sub" / "x.py").write_text("a\n")
+    (tmp_path / "outside" / "x.py").write_text("a\n")
+    (tmp_path / "src" / "link").symlink_to(tmp_path / "outside")
+    command = "find src -name '*.py' -exec sed -i s/a/b/ {} +"
+    assert sts.analyze_shell(command).writes_known
+    subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=60, check=False)
+    assert (tmp_path / "src" / "sub" / "x.py").read_text() == "b\n"
+    assert (tmp_path / "outside" / "x.py").read_text() == "a\n"
