@@ -11243,8 +11243,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         found = _agent_among(command, _agent_tokens(command))
         if found is not None:
             v.agent, v.resume = found
-    seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
-    patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    seen = [str(t) for t in dict.fromkeys(v.targets) if t] if v.targets else []
+    patterns = [str(p) for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
     opaque = v.opaque or bool(v.pending)
