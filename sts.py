@@ -700,6 +700,9 @@ class Action(_EventType):
     # Every write of the shell line is among its targets and patterns
     # (ShellAnalysis.writes_known), so files= can judge it by them.
     shell_writes_known: bool = False
+    # Shell write targets the line reaches only as themselves, never below
+    # (ShellAnalysis.flat_targets): `rm .git` holds no guard file it removes.
+    shell_flat_targets: List[str] = _NEW_LIST
     # Paths a command not proven read names (ShellAnalysis.named_paths): self-protection
     # counts them as written.
     shell_named_paths: List[str] = _NEW_LIST
@@ -760,7 +763,7 @@ class Action(_EventType):
             raise _bad(where + "id", action_id)
         paths = []
         for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets",
-                    "shellNamedPaths"):
+                    "shellNamedPaths", "shellFlatTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -803,6 +806,7 @@ class Action(_EventType):
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
             shell_write_patterns=paths[2], shell_named_paths=paths[4],
+            shell_flat_targets=paths[5],
             unknown_write_target=flags["unknownWriteTarget"],
             shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
@@ -1945,6 +1949,10 @@ class ShellAnalysis(Record):
     (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
     pattern has a wildcard in a folder's name.  Under files= such a line is
     judged by its targets alone.
+    flat_targets: the write targets the line reaches only as themselves,
+    by writers that never act below a named operand (rm and unlink without
+    -r: on a folder they fail; shred), and by nothing else on the line:
+    such a target is no folder holding the guard's files.
     python_folder: the line is unknown ("interpreter_code") only because it
     runs proven Python without -I in the folder it starts in, where a
     module of the standard library's name would be imported first; it is a
@@ -1964,12 +1972,13 @@ class ShellAnalysis(Record):
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
                           'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
-                          'irreversible', 'lost_targets', 'named_paths')
+                          'irreversible', 'lost_targets', 'named_paths', 'flat_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
                 'python_folder': False, 'runs_packages': list, 'irreversible': None,
-                'lost_targets': list, 'named_paths': list}
+                'lost_targets': list, 'named_paths': list,
+                'flat_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1983,6 +1992,7 @@ class ShellAnalysis(Record):
     irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
     lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
     named_paths: List[str]
+    flat_targets: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -3575,7 +3585,7 @@ class _Ctx:
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
     __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
-                 "std_moved", "written", "stdin_now")
+                 "std_moved", "written", "stdin_now", "top")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3597,6 +3607,9 @@ class _Ctx:
         # The text the command being judged reads on its input, when the
         # line spells it out (a here-document or here-string); else None.
         self.stdin_now: Optional[str] = None
+        # The command is the line's own, in the folder the line is in: at the
+        # top, or behind wrappers that run it there (`time`, `nice`, `sudo`).
+        self.top = depth == 0
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
@@ -3675,7 +3688,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         if named is None:
             inner.opaque = True
         else:
-            inner.named.extend(named)
+            # A name the command reaches only as itself (`rm .git`) is its
+            # target already, and no folder (see ShellAnalysis.flat_targets).
+            flat = {t for t in inner.targets if isinstance(t, _Flat)}
+            inner.named.extend(p for p in named if p not in flat)
     v.join(inner)
     v.cd = inner.cd
     if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
@@ -3711,6 +3727,16 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True
     elif v.mut == "write" and _applies_a_patch(cmd):
+        whole = _patch_whole(cmd)
+        if whole is not None:
+            # Every file it may write is named in the diff's headers: a whole write.
+            patch = analyze_patch(cmd.stdin)
+            v.targets = whole
+            v.whole = True
+            v.opaque = False
+            v.hash = v.hash or patch.hash_intent
+            v.dep = v.dep or patch.dependency_intent
+            return v
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
             # what it adds is read like any patch.
@@ -3966,7 +3992,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
-                                 ctx.work, ctx.depth == 0)
+                                 ctx.work, ctx.top)
         return proven if proven.mut == "read" else _code_targets(
             _code_intents(proven, code, "x.py"), code, python=code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
@@ -5581,6 +5607,36 @@ _WRITER_SHAPE = {
 # (unlink and shred take a file; rmdir stays a tree: the folder it removes
 # is judged as the guard's when it holds the guard's files).
 _FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
+# ...and of those, the ones that never act below a named folder at all: rm
+# and unlink of a folder fail (rm -d removes an empty one only), shred does
+# not take one.  chmod 000 of a folder does shut what it holds away.
+_ONLY_ITSELF = frozenset(("rm", "unlink", "shred"))
+
+
+class _Walked(str):
+    """A write pattern of the paths find reports without following links
+    (see _find): a `**` there names real folders, never a linked one."""
+    __slots__ = ()
+
+
+class _WalkedW(_W):
+    """A word standing for the paths find reports (see _Walked)."""
+    __slots__ = ()
+
+
+def _walked_word(w: _W) -> _W:
+    out = _WalkedW.__new__(_WalkedW)
+    for key in _W.__slots__:
+        setattr(out, key, getattr(w, key))
+    return out
+
+
+class _Flat(str):
+    """A write target reached only as itself (see ShellAnalysis.flat_targets);
+    any string made from it is a plain one again."""
+    __slots__ = ()
+
+
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
 
 # Writers whose every write the analyzer names (ShellAnalysis.writes_known):
@@ -5631,6 +5687,8 @@ def _whole_operand(w: _W, follows: bool) -> bool:
         return True
     if follows:
         return False
+    if isinstance(w, _WalkedW):
+        return True   # what find reported, in real folders
     if w.dyn:
         return not w.split and not w.glob
     return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
@@ -5817,7 +5875,10 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         # cannot remove a folder, `chmod 600 f` changes f's bits only.
         tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=tree)
+            if not tree and name in _ONLY_ITSELF and w.static and not w.text.startswith("~"):
+                v.add(_Flat(w.text))
+            else:
+                v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -5880,11 +5941,14 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
 
 # ---- wrappers ---------------------------------------------------------------
 
-def _payload(args: List[_W], ctx: _Ctx) -> _V:
+def _payload(args: List[_W], ctx: _Ctx, same_place: bool = False) -> _V:
+    """The command a program runs; same_place: a wrapper that runs it as the
+    line's own command, in the same folder (see _Ctx.top)."""
     inner = ctx.deeper()
     # The same shell expands the wrapped command's words: its variables hold.
     inner.vars, inner.vars_unknown = ctx.vars, ctx.vars_unknown
     inner.globs_unknown = ctx.globs_unknown
+    inner.top = same_place and ctx.top
     return _classify_argv(args, inner)
 
 
@@ -5982,7 +6046,7 @@ def _w_transparent(spec: _Opts, numeric_first: bool = False,
         if not rest:
             v = _an_read() if capped is None else _unknown(capped)
         else:
-            v = _payload(rest, ctx)
+            v = _payload(rest, ctx, same_place=True)
             v = v.cap(capped) if capped else v
         return _unsplit(v, split)
     return handler
@@ -5994,7 +6058,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args
     while rest and rest[0].static and rest[0].text in ("-p", "--"):
         rest = rest[1:]
-    return _payload(rest, ctx) if rest else _an_read()
+    return _payload(rest, ctx, same_place=True) if rest else _an_read()
 
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -6045,7 +6109,7 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args[i:]
     if not rest:
         return _unsplit(_an_read(), split)
-    v = _unsplit(_in_dir(_payload(rest, ctx), folders), split)
+    v = _unsplit(_in_dir(_payload(rest, ctx, same_place=True), folders), split)
     return v.cap("state_change", ("env", capped)) if capped else v
 
 
@@ -6119,6 +6183,12 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
     expansion among them leaves the folder unknown."""
     if v.lost is not None:
         _in_dir(v.lost, folders)
+    if folders and (v.runs or v.pyfolder):
+        # A package or Python run from another folder: its project is not known.
+        v.dep = v.dep or bool(v.runs)
+        v.runs = []
+        if v.pyfolder:
+            v.cap("interpreter_code")
     if not folders or not (v.targets or v.patterns or v.pending or v.named):
         return v
     prefix: Optional[str] = ""
@@ -6336,7 +6406,8 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     start, seen = found
     folders = [value for opt, value, _ in seen if opt in ("D", "chdir") and value is not None]
-    v = _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    v = _in_dir(_payload(args[start:], ctx, same_place=True), folders[-1:]).cap(
+        "shell_command_unproven")
     return _unsplit(v, _split_value(seen))
 
 
@@ -7240,6 +7311,12 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _unknown("shell_syntax_unproven")
             # `{}` alone is each path found; inside a longer word it is unknown.
             found = items[0] if len(items) == 1 else _STDIN_ITEM
+            if len(items) == 1 and all(r.static for r in roots) and i < n and \
+                    args[i].text not in ("chmod", "chown", "chgrp"):
+                # find walks real folders only (without -L): `src/**/x` names
+                # what it found where it is (chmod and the like follow a
+                # found link to its target).
+                found = _walked_word(found)
             payload = [(found if a.static and a.text == "{}" else
                         _STDIN_ITEM if "{}" in a.text else a) for a in args[i:j]]
             i = j + 1
@@ -7905,7 +7982,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 ops = _json_tool_operands(args[2:])
                 if ops is not None and len(ops) >= 2:
                     return _write([ops[1]])
-                if ops is not None and ctx.depth == 0 and k == 0 and all(
+                if ops is not None and ctx.top and k == 0 and all(
                         w.static and not w.glob for w in args[2:]):
                     v = _V(reason="repository_code")
                     v.pyfolder = True   # a read where the folder shadows nothing
@@ -8259,7 +8336,41 @@ _PY_SAFE_ATTRS = frozenset((
     "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
     "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
     "microsecond tzinfo days seconds microseconds total_seconds date time "
-    "__name__").split())
+    "__name__ "
+    # a path's reads and what they return (stat's fields); the archives'
+    # listings and members; csv readers; ast nodes' fields.  Path.replace
+    # renames and Path.copy copies (from Python 3.14 on): see _PY_PATH_WRITERS.
+    "read_text read_bytes glob rglob exists is_file is_dir is_symlink stat lstat iterdir "
+    "parent parents parts stem suffix suffixes anchor drive root with_name with_stem "
+    "with_suffix joinpath relative_to is_relative_to is_absolute as_posix as_uri resolve "
+    "absolute expanduser cwd home samefile full_match st_size st_mtime st_atime st_ctime "
+    "st_mode st_ino st_dev st_nlink st_uid st_gid "
+    "namelist infolist getinfo testzip getmembers getnames getmember extractfile filename "
+    "file_size compress_size date_time isdir isfile issym islnk size mtime linkname uname "
+    "gname line_num fieldnames dialect "
+    "body lineno end_lineno col_offset end_col_offset id func args keywords targets target "
+    "value values attr module names asname arg elts ctx op ops left right comparators elt "
+    "generators test orelse iter handlers finalbody decorator_list bases returns level "
+    "slice lower upper posonlyargs kwonlyargs vararg kwarg defaults kw_defaults "
+    "annotation s n kind is_async conversion format_spec cause exc msg type").split())
+# What a value that may be a pathlib path must not reach though a str, list or
+# dict has a method of that name: the path's own writers.
+_PY_PATH_WRITERS = frozenset((
+    "replace copy move copy_into move_into rename open touch mkdir unlink rmdir chmod "
+    "lchmod symlink_to hardlink_to link_to write_text write_bytes").split())
+# What a path's method or attribute returns that is never a path itself.
+_PY_PATH_PLAIN = frozenset((
+    "read_text read_bytes exists is_file is_dir is_symlink stat lstat name stem suffix "
+    "suffixes parts anchor drive root as_posix as_uri is_absolute is_relative_to match "
+    "full_match samefile __name__").split())
+# Builtins whose result is never a path whatever they are given.
+_PY_PLAIN_CALLS = frozenset((
+    "str repr ascii len print int float bool complex hex oct bin chr ord isinstance "
+    "callable any all format").split())
+# The names of the ast module a proof accepts beside its node classes.
+_PY_AST_FUNCS = frozenset((
+    "parse walk dump literal_eval unparse get_docstring iter_child_nodes iter_fields "
+    "get_source_segment AST").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
@@ -8286,7 +8397,23 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "sys": frozenset(("version", "version_info", "path", "argv", "platform", "maxsize",
                       "byteorder", "executable", "stdin", "hexversion", "prefix",
                       "base_prefix", "api_version", "float_info", "int_info")),
+    # A path is made here; what it may do is decided by value (_PyProof.may_path).
+    "pathlib": frozenset(("Path", "PurePath", "PurePosixPath")),
+    "ast": _PY_AST_FUNCS,   # and its node classes: see _PyProof.module_has
+    "pprint": frozenset(("pprint", "pformat", "pp", "saferepr", "isreadable", "isrecursive")),
+    "csv": frozenset(("reader", "DictReader", "Error", "QUOTE_ALL", "QUOTE_MINIMAL",
+                      "QUOTE_NONE", "QUOTE_NONNUMERIC")),
+    # Opened for reading only (the mode is checked where they are called).
+    "zipfile": frozenset(("ZipFile", "is_zipfile", "BadZipFile")),
+    "tarfile": frozenset(("open", "is_tarfile", "TarError", "ReadError")),
 }
+# The calls that open an archive: (module, name) -> the modes that only read.
+_PY_ARCHIVE_OPENERS = {("zipfile", "ZipFile"): ("r",),
+                       ("tarfile", "open"): ("r", "r:*", "r:", "r:gz", "r:bz2", "r:xz",
+                                             "r|*", "r|", "r|gz", "r|bz2", "r|xz")}
+_PY_PRINT_KEYWORDS = ("indent", "width", "depth", "compact", "sort_dicts", "underscore_numbers")
+_PY_CSV_KEYWORDS = ("delimiter", "quotechar", "escapechar", "doublequote", "skipinitialspace",
+                    "lineterminator", "quoting", "strict")
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
                                  "allow_nan", "skipkeys", "default"),
@@ -8301,7 +8428,14 @@ _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separat
                        "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
                        "timedelta": ("days", "seconds", "microseconds", "milliseconds",
                                      "minutes", "hours", "weeks"),
-                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",),
+                       "parse": ("mode", "filename", "type_comments", "feature_version"),
+                       "dump": ("indent", "annotate_fields", "include_attributes"),
+                       "get_docstring": ("clean",), "pprint": _PY_PRINT_KEYWORDS,
+                       "pformat": _PY_PRINT_KEYWORDS, "pp": _PY_PRINT_KEYWORDS,
+                       "reader": _PY_CSV_KEYWORDS,
+                       "DictReader": _PY_CSV_KEYWORDS + ("fieldnames", "restkey", "restval"),
+                       "ZipFile": ("mode",), "open": ("mode",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -8337,19 +8471,122 @@ class _PyProof:
         self.modules: Dict[str, str] = {}     # alias -> module
         self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
+        self.binds: Dict[str, int] = {}
+        self.calling: Any = None   # the callee being checked (an archive opener may stand there)
         self.count = 0
         self.collect(tree)
+        # A local def is called by name only when nothing else binds that name.
+        self.functions = frozenset(
+            n.name for n in ast_mod.walk(tree)
+            if isinstance(n, ast_mod.FunctionDef) and self.binds.get(n.name) == 1)
+        self.paths(tree)
 
     def collect(self, tree: Any) -> None:
-        """Names the code binds (assignment, loop, with, except, import)."""
+        """Names the code binds (assignment, loop, with, except, import, def)."""
         ast = self.ast
         for node in ast.walk(tree):
+            name = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bind(node, node.id)
+                name = node.id
             elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.bind(node, node.name)
-            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
-                self.bind(node, node.arg)
+                name = node.name
+            elif isinstance(node, ast.arg):   # a lambda's or a def's parameters
+                name = node.arg
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = node.name
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:   # bound in stmt(), counted here
+                    name = alias.asname or alias.name.split(".")[0]
+                    self.binds[name] = self.binds.get(name, 0) + 1
+                continue
+            if name is not None:
+                self.bind(node, name)
+                self.binds[name] = self.binds.get(name, 0) + 1
+
+    def paths(self, tree: Any) -> None:
+        """The names that may hold a pathlib path, or a container or function
+        of one: Path.replace renames where str.replace does not, so a value is
+        judged by what it may be.  Without pathlib no value is a path; with it,
+        every binding whose value may be a path taints its names, and so does
+        a method call handing one to a container, until nothing changes.
+        Parameters and caught exceptions may carry one."""
+        ast = self.ast
+        self.path_makers: set = set()
+        self.path_modules: set = set()
+        self.pathy: set = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
+                self.path_makers.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                self.path_modules.update(a.asname or a.name for a in node.names
+                                         if a.name == "pathlib")
+        if not (self.path_makers or self.path_modules):
+            return
+        names = lambda target: [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        sites: List[Tuple[List[str], List[Any]]] = []   # (names bound, values that taint them)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                sites.append(([n for t in node.targets for n in names(t)], [node.value]))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                sites.append((names(node.target), [node.value]))
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                sites.append((names(node.target), [node.iter]))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                sites.append((names(node.optional_vars), [node.context_expr]))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                sites.append((names(node.func.value),
+                              node.args + [k.value for k in node.keywords]))
+            elif isinstance(node, ast.arg):
+                self.pathy.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.pathy.add(node.name)
+        # Each round taints at least one more name; a chain longer than a few
+        # rounds is not worth following (every bound name may then be a path).
+        for _ in range(8):
+            before = len(self.pathy)
+            for bound, values in sites:
+                if any(self.may_path(v) for v in values):
+                    self.pathy.update(bound)
+            if len(self.pathy) == before:
+                return
+        self.pathy.update(self.bound)
+
+    def may_path(self, node: Any) -> bool:
+        """Whether the expression may be a path (or hold or make one)."""
+        ast = self.ast
+        if not (self.path_makers or self.path_modules):
+            return False
+        if isinstance(node, ast.Name):
+            return node.id in self.pathy or node.id in self.path_makers or \
+                node.id in self.path_modules
+        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare)):
+            return False
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in self.path_modules:
+                return True
+            return self.may_path(node.value) and node.attr not in _PY_PATH_PLAIN
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.may_path(func.value):
+                return func.attr not in _PY_PATH_PLAIN
+            if isinstance(func, ast.Name):
+                if func.id in self.path_makers or func.id in self.functions:
+                    return True
+                if func.id in _PY_PLAIN_CALLS and func.id not in self.bound:
+                    return False
+            return any(self.may_path(a) for a in node.args + [k.value for k in node.keywords])
+        if isinstance(node, ast.Lambda):
+            return True
+        return any(self.may_path(child) for child in ast.iter_child_nodes(node))
+
+    def module_has(self, module: str, attr: str) -> bool:
+        allowed = _PY_MODULE_ATTRS[module]
+        if allowed is None or attr in allowed:
+            return True
+        # ast's node classes (FunctionDef, Name, ...): data, for isinstance and walk
+        node_class = getattr(self.ast, attr, None) if module == "ast" and attr[:1].isupper() \
+            else None
+        return isinstance(node_class, type) and issubclass(node_class, self.ast.AST)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -8396,8 +8633,10 @@ class _PyProof:
         elif isinstance(node, ast.With):
             for item in node.items:
                 call = item.context_expr
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                        and call.func.id == "open"):
+                if not (isinstance(call, ast.Call) and (
+                        isinstance(call.func, ast.Name) and call.func.id == "open"
+                        or self.archive_opener(call.func) is not None
+                        or isinstance(call.func, ast.Attribute) and call.func.attr == "open")):
                     self.fail(call, "is a context manager other than open()")
                 self.expr(call)
                 if item.optional_vars is not None:
@@ -8415,6 +8654,23 @@ class _PyProof:
             self.body(node.finalbody)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif isinstance(node, ast.FunctionDef):
+            # A local function: its body is proven here like the rest, and it
+            # is called by name only where nothing else binds the name.
+            if node.decorator_list or getattr(node, "type_params", None):
+                self.fail(node, "decorates a function or gives it type parameters")
+            if node.name in self.builtin_names or node.name in _PY_MODULE_ATTRS:
+                self.fail(node, "names a function like a builtin or a module")
+            self.parameters(node, node.args)
+            for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+                if arg.annotation is not None:
+                    self.expr(arg.annotation)
+            if node.returns is not None:
+                self.expr(node.returns)
+            self.body(node.body)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expr(node.value)
         elif isinstance(node, ast.Assert):
             self.expr(node.test)
             if node.msg is not None:
@@ -8434,13 +8690,12 @@ class _PyProof:
                 self.bind(node, name)
                 self.modules[name] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
                 self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
-                        (allowed is not None and alias.name not in allowed):
+                        not self.module_has(node.module, alias.name):
                     self.fail(node, "imports a name outside the proven subset")
                 if (alias.asname or alias.name) in self.builtin_names:
                     # `from re import compile` under `if 0:` would leave the builtin
@@ -8485,7 +8740,7 @@ class _PyProof:
                 self.fail(node, "reaches a dunder name")
             if name in self.modules:
                 self.fail(node, "uses a module as a value")
-            if name == "open":
+            if name == "open" or self.imported.get(name) == "ZipFile":
                 self.fail(node, "passes open itself around")
             if name in _PY_SAFE_NAMES:
                 return
@@ -8556,18 +8811,32 @@ class _PyProof:
             # A function of values the subset makes: its body is proven like any
             # expression, and it is only called by what takes a key or a
             # function (sorted, map, re.sub): calling a bound name fails.
-            a = node.args
-            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
-                                                                  if x is not None]:
-                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
-                    self.fail(node, "names a parameter like a module")
-            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-                self.expr(default)
+            self.parameters(node, node.args)
             self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
             self.fail(node, "is an expression outside the proven subset")
+
+    def parameters(self, node: Any, a: Any) -> None:
+        """A lambda's or a def's parameters and their defaults."""
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                              if x is not None]:
+            if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                self.fail(node, "names a parameter like a module")
+        for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+            self.expr(default)
+
+    def archive_opener(self, func: Any) -> Optional[Tuple[str, ...]]:
+        """The read modes of an archive-opening call (zipfile.ZipFile,
+        tarfile.open, an imported ZipFile), or None for any other callee."""
+        ast = self.ast
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id in self.modules:
+            return _PY_ARCHIVE_OPENERS.get((self.modules[func.value.id], func.attr))
+        if isinstance(func, ast.Name) and self.imported.get(func.id) == "ZipFile":
+            return _PY_ARCHIVE_OPENERS[("zipfile", "ZipFile")]
+        return None
 
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
@@ -8579,12 +8848,15 @@ class _PyProof:
             self.expr(base)   # the receiver first: it is the likelier culprit
         if isinstance(base, ast.Name) and base.id in self.modules:
             module = self.modules[base.id]
-            allowed = _PY_MODULE_ATTRS[module]
-            if allowed is not None and attr not in allowed:
+            if (module, attr) in _PY_ARCHIVE_OPENERS and node is not self.calling:
+                self.fail(node, "passes an archive opener around")
+            if not self.module_has(module, attr):
                 self.fail(node, "is not a proven part of `%s`" % module)
             if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
                 self.fail(node, "could change or alias `sys.%s`" % attr)
             return
+        if attr in _PY_PATH_WRITERS and self.may_path(base):
+            self.fail(node, "may be a path, whose `%s` writes" % attr)
         if attr not in _PY_SAFE_ATTRS:
             self.fail(node, "is not a proven method or attribute")
         if attr in ("format", "format_map") and not (
@@ -8598,7 +8870,9 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if name in self.imported:
+            if name in self.functions:
+                keywords = ("*",)   # its own parameters: the body is proven
+            elif name in self.imported:
                 # A name the code imported from a module of the subset (any
                 # later value of it is one the subset makes too).
                 keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
@@ -8609,7 +8883,18 @@ class _PyProof:
                 return
             if name == "type" and (len(node.args) != 1 or node.keywords):
                 self.fail(node, "calls type() to make a class")
+        elif isinstance(func, ast.Attribute) and func.attr == "open" and not (
+                isinstance(func.value, ast.Name) and func.value.id in self.modules):
+            # A zip archive's member by name (ZipFile.open(name) reads); a
+            # path's open, or one given a mode, is not proven.
+            if self.may_path(func.value) or len(node.args) != 1 or node.keywords or \
+                    isinstance(node.args[0], ast.Starred):
+                self.fail(node, "opens with a mode or on what may be a path")
+            self.expr(func.value)
+            self.expr(node.args[0])
+            return
         elif isinstance(func, ast.Attribute):
+            self.calling = func
             self.expr(func)
             keywords = ("*",)
             if isinstance(func.value, ast.Name) and func.value.id in self.modules:
@@ -8617,6 +8902,13 @@ class _PyProof:
         else:
             self.fail(node, "calls the result of an expression")
             return
+        modes = self.archive_opener(func)
+        if modes is not None:
+            given = [k.value for k in node.keywords if k.arg == "mode"] + node.args[1:2]
+            if len(node.args) > 2 or len(given) > 1 or any(
+                    isinstance(a, ast.Starred) for a in node.args) or any(
+                    not (isinstance(g, ast.Constant) and g.value in modes) for g in given):
+                self.fail(node, "opens an archive in a mode that may write")
         copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
         for arg in node.args:
             self.expr(arg, shared_ok=copies)
@@ -8718,7 +9010,7 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
         return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
-                               ctx.work, ctx.depth == 0)
+                               ctx.work, ctx.top)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
@@ -8927,7 +9219,7 @@ def _package_run(kind: str, args: List[_W], ctx: _Ctx) -> _V:
         i += 1
     spec = args[i] if i < len(args) else None
     v = _V("unknown", "shell_command_unproven")
-    if spec is None or not spec.static or ctx.depth > 0 or "@" in spec.text.lstrip("@") \
+    if spec is None or not spec.static or not ctx.top or "@" in spec.text.lstrip("@") \
             or not _npm_registry_name(spec.text) or spec.text.startswith((".", "-")):
         v.dep = True
         return v
@@ -10008,6 +10300,21 @@ def _unzip_mode(word: _W) -> str:
     return t[1] if all(ch in _UNZIP_MODES[t[1]] for ch in t[2:]) else ""
 
 
+def _no_option_values(w: _W, ctx: _Ctx) -> bool:
+    """A variable word (`"$f"` in `for f in dist/*.zip a.zip`) every value of
+    which is an operand: none starts with `-`, and a pattern starts with a
+    literal character, since `*.zip` may match a file named `--t.zip`."""
+    values = _word_paths(w, ctx)
+    # A name a pattern matched may hold spaces: unquoted, it splits into words.
+    quoted = all(q for _, q in (w.exp or [])) and not w.glob
+    return values is not None and all(
+        not text.startswith("-") and not (pattern and (
+            text[:1] in ("*", "?", "[", "\\") or not quoted))
+        for text, pattern in values)
+
+
+#: read | for f in dist/*.zip; do unzip -l "$f"; done
+#: unknown | for f in *.zip; do unzip -l "$f"; done
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # A listing mode first, and no later option: unzip negates an option
     # with a second dash, so `unzip -t --t a.zip` extracts.
@@ -10016,7 +10323,7 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
         later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
             if mode == "Z" else ("-q", "-qq", "-x")
         if all(w.static and (not w.text.startswith("-") or w.text in later)
-               for w in args[1:]):
+               or not w.static and _no_option_values(w, ctx) for w in args[1:]):
             return _an_read()
         return _unknown()
     # The members land in -d DIR, else in the working folder; `-d $dir` is a
@@ -10033,6 +10340,171 @@ def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
     v.targets.extend(w.text for w in folders[-1:] if w.static)
     v.opaque = v.opaque or any(not w.static for w in folders + outputs)
     return v
+
+
+# Options of GNU patch and `git apply` that keep every file a patch from a
+# here-document writes named by its headers: flag -> takes a value.  Left
+# out: -i (the patch from a file), -B/-Y/-z/-V (backups named otherwise),
+# -g (runs RCS or SCCS), --index/--cached/--3way (git's index), --include
+# and --exclude (a subset git chooses), --unsafe-paths.
+_PATCH_WHOLE_OPTS = {
+    "patch": {"-p": True, "--strip": True, "-d": True, "--directory": True, "-o": True,
+              "--output": True, "-r": True, "--reject-file": True, "-F": True, "--fuzz": True,
+              "-b": False, "--backup": False, "-N": False, "--forward": False, "-R": False,
+              "--reverse": False, "-s": False, "--silent": False, "--quiet": False, "-f": False,
+              "--force": False, "-t": False, "--batch": False, "-u": False, "--unified": False,
+              "-l": False, "--ignore-whitespace": False, "-E": False, "--remove-empty-files": False,
+              "--verbose": False, "--no-backup-if-mismatch": False, "--dry-run": False,
+              "--binary": False, "--posix": False, "-Z": False, "-T": False},
+    "apply": {"-p": True, "-C": True, "--directory": True, "--whitespace": True, "-v": False,
+              "--verbose": False, "-R": False, "--reverse": False, "--recount": False,
+              "--unidiff-zero": False, "--allow-empty": False, "-q": False, "--quiet": False,
+              "--reject": False},
+}
+_DIFF_HEADERS = ("diff ", "index ", "new file mode ", "deleted file mode ", "old mode ",
+                 "new mode ", "similarity index ", "dissimilarity index ", "===")
+
+
+def _diff_names(text: str, strip: int, git: bool) -> Optional[List[str]]:
+    """Every file name a unified diff's headers give (old, new, Index:,
+    rename and copy sides), after stripping `strip` leading parts; None where
+    the text is more than plain unified hunks (GNU patch hands an ed script
+    to ed, and a name with spaces or quotes is read more than one way)."""
+    names: List[str] = []
+    old = new = 0
+    for line in text.split("\n"):
+        if old > 0 or new > 0:
+            if line[:1] in (" ", ""):
+                old, new = old - 1, new - 1
+            elif line[:1] == "-":
+                old -= 1
+            elif line[:1] == "+":
+                new -= 1
+            elif not line.startswith("\\"):
+                return None
+            continue
+        if line.startswith("@@ -"):
+            # `@@ -START[,COUNT] +START[,COUNT] @@`: the lines the hunk holds
+            sides = line[3:].split(" ", 2)
+            counts = [side[1:].split(",") for side in sides[:2]]
+            if len(sides) < 3 or not sides[2].startswith("@@") or \
+                    [side[:1] for side in sides[:2]] != ["-", "+"] or \
+                    not all(0 < len(c) < 3 and all(n.isdigit() for n in c) for c in counts):
+                return None
+            old, new = (int(c[1]) if len(c) == 2 else 1 for c in counts)
+            continue
+        if git and line.startswith("diff --git "):
+            return None   # its names are the repository's top level, not the working folder
+        name = None
+        for head in ("--- ", "+++ ", "Index: ", "rename from ", "rename to ", "copy from ",
+                     "copy to "):
+            if line.startswith(head):
+                name = line[len(head):].split("\t", 1)[0]
+                if head.startswith(("rename", "copy")):
+                    name = "x/" * strip + name   # git's extended headers carry no prefix
+        if name is None and line.startswith("diff --git "):
+            # GNU patch takes a mode change or a rename from here alone
+            sides = line[len("diff --git "):].split(" ")
+            if len(sides) != 2:
+                return None
+            both = [_strip_parts(side, strip) for side in sides]
+            if len(both) != 2 or None in both:
+                return None
+            names.extend(n for n in both if n is not None)
+            continue
+        if name is None:
+            if line == "" or line.startswith(_DIFF_HEADERS):
+                continue
+            return None
+        if name == "/dev/null":
+            continue
+        stripped = _strip_parts(name, strip)
+        if stripped is None:
+            return None
+        names.append(stripped)
+    return names if names and old <= 0 and new <= 0 else None
+
+
+def _strip_parts(name: str, strip: int) -> Optional[str]:
+    """NAME without its first `strip` parts (patch -pN), or None where the
+    name is read more than one way (spaces, quotes) or has too few parts."""
+    parts = name.split("/")
+    if not name or any(ch in name for ch in " \"'\\") or len(parts) <= strip or \
+            "" in parts[:strip]:
+        return None
+    return "/".join(parts[strip:])
+
+
+def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
+    """The files `patch -pN` or `git apply` writes from a here-document, all
+    of them named (with .orig and .rej beside each for patch, the -o file,
+    the -r file), or None where one may go unnamed."""
+    words = cmd.words
+    if not words or not all(w.static for w in words) or cmd.assigns:
+        return None
+    git = words[0].text == "git"
+    if git and (len(words) < 2 or words[1].text != "apply"):
+        return None
+    if not git and words[0].text != "patch":
+        return None
+    body = _stdin_body(cmd)
+    if body is None or not (cmd.stdin_literal or not any(c in body for c in "$`\\")):
+        return None
+    table = _PATCH_WHOLE_OPTS["apply" if git else "patch"]
+    args = [w.text for w in words[(2 if git else 1):]]
+    given: Dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        t = args[i]
+        i += 1
+        key, value = t, None
+        if t.startswith("--") and "=" in t:
+            key, value = t.split("=", 1)
+        elif t[:1] == "-" and t[1:2] and not t.startswith("--") and len(t) > 2:
+            key, value = t[:2], t[2:]
+        if key not in table:
+            return None   # an option that may write elsewhere, or an operand (a file to patch)
+        if table[key] and value is None:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        elif not table[key] and value is not None:
+            return None
+        canon = {"--strip": "-p", "--directory": "-d", "--output": "-o",
+                 "--reject-file": "-r"}.get(key, key)
+        if canon in given:
+            return None
+        given[canon] = value or ""
+    strip = given.get("-p")
+    if strip is None:
+        if not git:
+            return None   # without -p, GNU patch picks among base names it finds
+        strip = "1"
+    if not strip.isdigit():
+        return None
+    names = _diff_names(body, int(strip), git)
+    if names is None:
+        return None
+    if git and "-d" in given:
+        names = [given["-d"].rstrip("/") + "/" + n for n in names]
+    targets = list(dict.fromkeys(names))
+    if not git:
+        # GNU patch keeps a .orig when a hunk does not fit and writes the
+        # hunks it rejects beside the file, unless -o or -r say where.
+        targets += [n + ext for n in names for ext in (".orig", ".rej")]
+        if "-o" in given:
+            if given["-o"] == "-":
+                return None   # to stdout, with the rejects named after what?
+            targets = [given["-o"], given["-o"] + ".orig", given["-o"] + ".rej"]
+        if "-r" in given:
+            targets = [t for t in targets if not t.endswith(".rej")] + \
+                ([given["-r"]] if given["-r"] != "-" else [])
+        if "-d" in given:
+            targets = [given["-d"].rstrip("/") + "/" + t for t in targets]
+    elif "--reject" in given:
+        targets += [n + ".rej" for n in names]
+    return list(dict.fromkeys(targets))
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
@@ -11750,13 +12222,14 @@ def _resolve_targets(v: _V, ctx: _Ctx) -> None:
         if forms is None:
             v.opaque = True
             continue
+        walked = _Walked if isinstance(word, _WalkedW) else str
         for text, is_pattern in forms:
             if not is_pattern:
                 v.add(text, tree)
             else:
-                v.patterns.append(text)
+                v.patterns.append(walked(text))
                 if tree:
-                    v.patterns.append(text.rstrip("/") + "/**")
+                    v.patterns.append(walked(text.rstrip("/") + "/**"))
     v.pending = []
 
 
@@ -12944,8 +13417,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         found = _agent_among(command, _agent_tokens(command))
         if found is not None:
             v.agent, v.resume = found
-    seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
-    patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    seen = [str(t) for t in dict.fromkeys(v.targets) if t] if v.targets else []
+    patterns = [str(p) for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     undo, lost = v.undo, v.lost
     if lost is not None and undo is None and (lost.opaque or lost.pending):
         undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
@@ -12958,17 +13431,22 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     opaque = v.opaque or bool(v.pending)
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
-             and all(_pattern_named(p) for p in patterns))
+             and all(isinstance(p, _Walked) or _pattern_named(p) for p in v.patterns))
     mut = v.mut
     folder = mut == "read" and v.pyfolder and shell == "bash"
     if mut == "read" and v.pyfolder:
         mut, reason = "unknown", v.reason or "interpreter_code"
     runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    # A name counts as flat only where no other write on the line names it
+    # (`rm .git; unzip a.zip -d .git` extracts into it); a target rewritten
+    # on the way (a `cd`, a -d folder) is a plain string again, never flat.
+    flat = sorted({str(t) for t in v.targets if isinstance(t, _Flat)}
+                  - {t for t in v.targets if not isinstance(t, _Flat)}) if v.targets else []
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
                          runs if shell == "bash" else [], undo,
                          list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [],
-                         named)
+                         named, flat)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -16508,11 +16986,15 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
     def exempt(target: str) -> bool:
         return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
 
+    flat = set(action.shell_flat_targets)
     found = []
     identities: List[Any] = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        # `rm .git` reaches .git itself, never what it holds
+        spared = (lambda target: True) if raw in flat and raw not in action.affected_paths \
+            else exempt
         for target in _tamper_readings(raw, action.cwd) or ():
-            root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            root = next((r for r in roots if _tamper_reach(target, r, spared)), None)
             if root is None:
                 if not identities:
                     identities.append(_tamper_identities(roots))
@@ -17356,11 +17838,14 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     cwd_parts: Optional[List[Tuple[str, ...]]] = None
     folders: Dict[str, str] = {}
     found = []
+    flat = set(action.shell_flat_targets) - set(action.affected_paths)
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         for reading in _settings_readings(raw, action.cwd, folders):
             hit = _settings_reach(reading, settings)
             if hit is None:
                 continue
+            if hit[0] == "holds" and raw in flat:
+                continue   # `rm .git` reaches .git itself, never .git/hooks
             if hit[0] == "holds":
                 if cwd_parts is None:
                     cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
@@ -21300,6 +21785,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
+    action.pop("shellFlatTargets", None)   # nor its flat names: judged as folders again
     keys = ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths", "lostTargets")
     if not known and any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                          for t in action.get("lostTargets") or []):
@@ -21703,6 +22189,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
         action["shellWritesKnown"] = True
+    if verdict.flat_targets:
+        action["shellFlatTargets"] = list(verdict.flat_targets)
     if verdict.python_folder:
         action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
     if verdict.runs_packages:

@@ -715,3 +715,48 @@ def test_the_wire_carries_patterns_and_rejects_a_malformed_list(tmp_path):
     assert shell["shellWritesKnown"] is True
     assert "shellWritesKnown" not in sts.shell_action("Bash", "make")
     assert sts.shell_action("Bash", 'rm -f "$X"')["unknownWriteTarget"] is True
+
+
+# --- a name removed as itself: rm and unlink of a folder fail -------------------------
+
+@pytest.mark.parametrize("command,code", [
+    ("rm .git", None), ("rm -f .git", None), ("unlink .git", None), ("rm -d .git", None),
+    ("rm -fv -- .git", None), ("shred .git", None),
+    # below the name, the name of a guard folder itself, or another write to the name
+    ("rm -r .git", CODE), ("rm -rf .git", CODE), ("rm --recursive .git", CODE),
+    ("rmdir .git", CODE), ("chmod 000 .git", CODE), ("mv .git x", CODE),
+    ("rm .git/hooks", CODE), ("rm -f .git/hooks/pre-commit", CODE),
+    ("unzip -o a.zip -d .git", CODE), ("tar -xf a.tar -C .git", CODE),
+    ("rm .git; unzip -o a.zip -d .git", CODE), ("rm .git && tar -xf a.tar -C .git", CODE),
+    ("cp x .git", CODE), ("ln -sf x .git", CODE), ("cd .git && rm hooks", CODE),
+])
+def test_a_name_removed_as_itself_holds_no_guard_file(place, command, code):
+    # (what a removal cannot undo is a matter of undo=: allowed here, so that
+    # only self-protection is asked)
+    os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
+    assert_all(place, command, code, cwd=place.project,
+               directive="$stop-that-shit change undo=allow")
+
+
+def test_the_flat_names_reach_the_wire_and_are_dropped_when_re_anchored(tmp_path):
+    assert sts.shell_action("Bash", "rm -f .git")["shellFlatTargets"] == [".git"]
+    for command in ("rm -rf .git", "rm .git; unzip a.zip -d .git", "cd sub && rm .git",
+                    "rm $X", "chmod 600 .git"):
+        assert "shellFlatTargets" not in sts.shell_action("Bash", command), command
+    moved = sts._in_run_folder(sts.shell_action("Bash", "rm .git"), "/elsewhere", True,
+                               str(tmp_path))
+    assert "shellFlatTargets" not in moved
+    with pytest.raises(sts.EventError):
+        sts.Action.from_dict({"name": "Bash", "mutability": "write", "shellFlatTargets": ".git"})
+
+
+def test_rm_without_recursion_leaves_a_folder_and_what_it_holds(tmp_path):
+    """Run for real in a scratch folder: the reason `rm .git` is spared."""
+    import subprocess
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("x\n")
+    for command in ("rm .git", "rm -f .git", "rm -d .git", "unlink .git"):
+        subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60, check=False)
+        assert hook.read_text() == "x\n", command
