@@ -212,6 +212,7 @@ def configure_opencode(run: Run):
         shutil.copy(os.path.join(PROBE, "opencode-probe.js"), plugin_dir)
     elif run.wiring == "direct":
         shutil.copy(_shim("opencode/stop-that-shit.js"), plugin_dir)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), conf)  # imported from the folder above
     # OpenCode npm-installs @opencode-ai/plugin into each config folder before it
     # loads plugins (a minute of retries offline) unless this is already there.
     os.makedirs(os.path.join(conf, "node_modules"), exist_ok=True)
