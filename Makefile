@@ -43,8 +43,10 @@ demo:
 # BENCH_PYTHONS="/path/python3.11 /path/python3.12 ..." times the hook under
 # each, every one against its own floor, in one run.  BENCH_BEFORE=/path/sts.py
 # times an older sts.py beside this one, interleaved run for run.
+# BENCH_DEFAULT=1 arms this sts.py's session from a user default, no directive;
+# BENCH_MODE=change times the calls an armed change session allows.
 bench:
-	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p)) $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p)) $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE)) $(if $(BENCH_DEFAULT),--default) $(if $(BENCH_MODE),--mode $(BENCH_MODE))
 	$(PYTHON) tests/bench_analysis.py
 
 e2e: pytest

@@ -94,7 +94,8 @@ except ImportError:   # Windows
     _posix = None
 
 # The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
-_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+_HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
+               "droid", "kilo")
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 _MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
 
@@ -698,6 +699,9 @@ class Action(_EventType):
     # Every write of the shell line is among its targets and patterns
     # (ShellAnalysis.writes_known), so files= can judge it by them.
     shell_writes_known: bool = False
+    # Paths a command not proven read names (ShellAnalysis.named_paths): self-protection
+    # counts them as written.
+    shell_named_paths: List[str] = _NEW_LIST
     # The coding agent CLI the call starts outside the host's delegation
     # tools (`claude -p` from the shell): a delegation nothing can count.
     starts_agent: Optional[str] = None
@@ -720,6 +724,13 @@ class Action(_EventType):
     # What a file tool writes, in memory only, so that a hash or dependency
     # denial can name the line: [{"path", "old", "new"}] or [{"patch"}].
     changes: List[dict] = _NEW_LIST
+    # The part of the call that cannot be undone and why, as the Culprit
+    # names it ("`git reset --hard` discards uncommitted changes"); None when
+    # nothing in it is irreversible (see IRREVERSIBLE_ACTION).
+    irreversible: Optional[str] = None
+    # Paths and patterns a shell line deletes, moves or overwrites
+    # (ShellAnalysis.lost_targets): irreversible when outside the workspace.
+    lost_targets: List[str] = _NEW_LIST
 
     @property
     def admission_count(self) -> int:
@@ -747,7 +758,8 @@ class Action(_EventType):
         if action_id is None and (mutability == "delegate" or lifecycle_unproven):
             raise _bad(where + "id", action_id)
         paths = []
-        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns"):
+        for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets",
+                    "shellNamedPaths"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -773,7 +785,7 @@ class Action(_EventType):
             if reason not in ANALYSIS_REASONS:
                 raise _bad(where + "analysisReason", reason)
         async_launched = _opt_bool(obj, "asyncLaunched", where)
-        for key in ("reachability", "authorization", "command"):
+        for key in ("reachability", "authorization", "command", "irreversible"):
             value = obj.get(key)
             if value is not None and not isinstance(value, str):
                 raise _bad(where + key, value)
@@ -789,7 +801,7 @@ class Action(_EventType):
         return cls(
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
-            shell_write_patterns=paths[2],
+            shell_write_patterns=paths[2], shell_named_paths=paths[4],
             unknown_write_target=flags["unknownWriteTarget"],
             shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
@@ -798,6 +810,7 @@ class Action(_EventType):
             delegation_count=count, analysis_reason=reason, async_launched=async_launched,
             reachability=obj.get("reachability"), authorization=obj.get("authorization"),
             command=obj.get("command"), shell=shell, changes=changes,
+            irreversible=obj.get("irreversible") or None, lost_targets=paths[3],
         )
 
 
@@ -1027,7 +1040,7 @@ NO_RESULT = CoreResult()
 DEFAULT_CONTRACT: Dict[str, Any] = {
     "mode": "unconfirmed", "level": "watch", "agentBudget": MAX_SAFE_INTEGER,
     "hashPolicy": "deny", "allowedPaths": None, "dependencyPolicy": "ask",
-    "source": "default",
+    "undoPolicy": "ask", "source": "default",
 }
 
 DIRECTIVE = "$stop-that-shit"
@@ -1083,6 +1096,9 @@ _PATTERNS: Dict[str, str] = {
     # Kelvin sign `K` matches `k`, so a lookalike would still be a directive.
     "mention": r"(?i)(?:[ \t]*\r?\n)*[ ]{0,3}\$(?a:stop-that-shit)(?=[\s,:]|\Z)",
     "head_end": r"--|:(?=\s|\Z)|\n",
+    # A line that was meant as a directive: the mention, a full-width or small
+    # dollar sign, or the name misspelt (`$stop_that_shit`, `$ stop-that-shit`).
+    "lookalike": r"(?i)[ ]{0,3}[*_]{0,3}[$\uff04\ufe69][ \t]*stop[-_ \t]?that[-_ \t]?shit",
     "token_split": r"[\s,]+",
     "dquote_special": r'[\\"]',
     "backtick_run": r"`+",
@@ -1095,11 +1111,24 @@ _PATTERNS: Dict[str, str] = {
     ),
     # Correction rules, in priority order: the first that matches the prose wins.
     "stop": r"(?i)(?:stop(?:[ \t]+now)?|停止|停下来)[.!。！\s]*\Z",
+    # Review: an order not to change anything.  Only phrases that say so as a
+    # whole: "read-only" alone may describe a file ("the file is read-only"),
+    # so it counts only as an order ("stay read-only", "read-only mode").
     "review": (
         r"(?ai)\breview\s+only\b"
-        r"|\b(?:do\s+not|don't)\s+(?:edit|change|fix)\s+"
-        r"(?:anything|the\s+(?:repository|repo|files?|code))\b"
-        r"|只审查|只看不改|不要修改(?:任何|代码|文件)"
+        r"|\b(?:do\s+not|don't|don\u2019t|never|please\s+don't)\s+"
+        r"(?:edit|change|fix|modify|touch|alter|write(?:\s+to)?|update|rewrite)\s+"
+        r"(?:anything|any\s+(?:files?|code)|the\s+(?:repository|repo|files?|code|codebase))\b"
+        r"|\bmake\s+no\s+(?:changes|edits|modifications)\b"
+        r"|\b(?:do\s+not|don't|don\u2019t|never)\s+make\s+(?:any\s+)?(?:changes|edits)\b"
+        r"|\bwithout\s+(?:changing|modifying|editing|touching)\s+(?:anything|any\s+(?:files?|code))\b"
+        r"|\b(?:stay|remain|keep\s+it|be)\s+read[-\s]?only\b|\bread[-\s]?only\s+(?:mode|review|task)\b"
+        r"|\blook\s+but\s+don't\s+touch\b"
+        r"|只审查|只看不改|只读不改|仅审查|只做审查|只(?:看|读)(?:代码|一下)"
+        r"|(?:不要|不许|别|禁止|不准|请勿|勿)(?:修改|改动|改|动|编辑)(?:任何)?(?:代码|文件|东西|仓库)"
+        r"|(?:不要|不许|别|禁止|不准|请勿)(?:修改|改动|编辑)(?:任何东西)?[ \t]*(?:\Z|[\n，,。.!！；;])"
+        r"|(?:\A|[\n，,。.!！；;：:])[ \t]*(?:请|这次|本次|现在|接下来|先)*只读(?:模式)?"
+        r"(?:即可|就好|就行|一下)?[ \t]*(?:\Z|[\n，,。.!！；;])"
     ),
     "answer": r"(?ai)\banswer\s+only\b|只回答",
     "monitor": (
@@ -1258,12 +1287,27 @@ _KEYED_TOKENS: Dict[str, Callable[[str, str], Tuple[str, Any]]] = {
     "hash": _policy("hashPolicy"),
     "files": _files,
     "deps": _policy("dependencyPolicy"),
+    "undo": _policy("undoPolicy"),
 }
 # Keys that are errors of their own kind even without `=`.
 _BARE_KEYS: Dict[str, Callable[[str], _DirectiveError]] = {
     "agents": _invalid_agents,
     "total-agents": _unsupported_agents,
     "concurrent-agents": _unsupported_agents,
+}
+
+
+# Words people type for a field that has another name: the rejection says
+# which field was meant, so an unknown word is never only "not a field".
+_MEANT_TOKENS: Dict[str, str] = {
+    "on": "guard", "enable": "guard", "enabled": "guard", "true": "guard", "yes": "guard",
+    "enforce": "guard", "arm": "guard", "armed": "guard", "strict": "guard",
+    "disable": "off", "disabled": "off", "false": "off", "no": "off", "none": "off",
+    "read-only": "review", "readonly": "review", "read": "review", "ro": "review",
+    "audit": "review", "inspect": "review",
+    "edit": "change", "write": "change", "fix": "change", "implement": "change",
+    "rw": "change", "build": "change",
+    "question": "answer", "chat": "answer",
 }
 
 
@@ -1277,7 +1321,15 @@ def _parse_token(token: str) -> Tuple[str, Any]:
     key = key.lower()
     if not equals:
         bare = _BARE_KEYS.get(key)
-        raise bare(token) if bare else _invalid_token(token)
+        if bare:
+            raise bare(token)
+        meant = _MEANT_TOKENS.get(word)
+        if meant:
+            raise _DirectiveError(
+                "INVALID_DIRECTIVE_TOKEN", token,
+                "`%s` is not a directive field; did you mean `%s`? (Task text goes after `--` "
+                "or on the next line.)" % (token, meant))
+        raise _invalid_token(token)
     parser = _KEYED_TOKENS.get(key)
     if parser is None:
         raise _invalid_token(token)
@@ -1511,8 +1563,11 @@ def _prose(text: str) -> str:
 def _correction(contract: dict, text: str) -> Optional[Dict[str, Any]]:
     prose = _prose(text)
     previous_mode = contract.get("mode", DEFAULT_CONTRACT["mode"])
+    # A default is widened by a directive only: nearly every task starts "fix
+    # ...", so a plain "fix it" would undo a review default in every session.
+    from_default = contract.get("source") in DEFAULT_SOURCES
     for rule, mode, source, needs in _CORRECTIONS:
-        if needs is not None and previous_mode not in needs:
+        if needs is not None and (previous_mode not in needs or from_default):
             continue
         pattern = _rx(rule)
         found = pattern.match(prose) if rule in _ANCHORED_RULES else pattern.search(prose)
@@ -1544,13 +1599,186 @@ def interpret_prompt(contract: dict, text: str) -> PromptOutcome:
             given = _parse_fields(head)
         except _DirectiveError as err:
             return PromptOutcome("error", _copy(contract), dict(err.info))
-        result = _apply_directive(contract, given)
+        # A directive replaces a default contract whole: the user's own words
+        # decide, not the fields a default happened to set.
+        base = DEFAULT_CONTRACT if contract.get("source") in DEFAULT_SOURCES else contract
+        result = _apply_directive(base, given)
         return PromptOutcome("directive", result, None, result != contract)
     if isinstance(text, str):
+        missed = _missed_directive(text)
+        if missed is not None:
+            return PromptOutcome("error", _copy(contract), missed)
         corrected = _correction(contract, text)
         if corrected is not None:
             return PromptOutcome("correction", corrected, None, corrected != contract)
     return PromptOutcome("plain", _copy(contract))
+
+
+def _missed_directive(text: str) -> Optional[Dict[str, str]]:
+    """The rejection for a line that was meant as a directive but is not one
+    (a lookalike `＄`, a misspelt name, a directive below the first line), so
+    that it is never dropped in silence.  Code, quoted lines and quotations
+    are left out, as for a correction."""
+    lines = _blank_blocks(text).split("\n")
+    first = True
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip(" ")) <= 3:
+            # Full-width letters and other compatibility forms read as their
+            # plain letters here (`＄ｓｔｏｐ－ｔｈａｔ－ｓｈｉｔ`): only to find the intent.
+            plain = line if line.isascii() else __import__("unicodedata").normalize("NFKC", line)
+            found = _rx("lookalike").match(plain)
+            if found and (not first or _rx("mention").match(line) is None):
+                token = line.strip()[:60]
+                if _rx("mention").match(line) is not None:
+                    return {"code": "DIRECTIVE_NOT_FIRST_LINE", "token": token, "message": (
+                        "the directive on line %d was not applied: only the first line of a "
+                        "prompt can hold it; send `%s` as the first line, the task after it"
+                        % (number, token))}
+                return {"code": "DIRECTIVE_MISSPELT", "token": token, "message": (
+                    "`%s` looks like a directive but is not one: type it as "
+                    "`$stop-that-shit <fields>` with the ASCII `$`, on the first line" % token)}
+        first = False
+    return None
+
+
+# ---- default contracts ------------------------------------------------------
+# A session with no directive starts from the user's default (`sts.py default`,
+# a file beside the state), made stricter by a repository's default file.  A
+# repository file can only tighten, field by field: cloning a hostile
+# repository never loosens the guard.
+
+REPO_DEFAULT_FILE = ".stop-that-shit"
+DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
+# Strictness: a higher rank allows less.  Equal ranks keep the user's value.
+_MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
+_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
+_POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
+# Contract key -> the directive word, for the fields a repository asked to widen.
+_FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
+                "agentBudget": "agents", "allowedPaths": "files"}
+
+
+def parse_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default (`review hash=ask`, with or without the leading
+    `$stop-that-shit`), or None for `off` (no default: sessions are watched).
+    Raises _DirectiveError with a directive's own messages; task text is refused."""
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    if body.lower() == "off":
+        return None
+    cut = _rx("head_end").search(body)
+    if cut is not None:
+        raise _DirectiveError("INVALID_DEFAULT", body[cut.start():].strip()[:40],
+                              "a default holds contract fields only, on one line, no task text")
+    return _parse_fields(body)
+
+
+def default_contract(given: Optional[Dict[str, Any]], origin: str) -> Dict[str, Any]:
+    """The contract a default's fields give, marked with where it came from."""
+    if given is None:
+        return dict(DEFAULT_CONTRACT)
+    contract = _apply_directive(DEFAULT_CONTRACT, given)
+    contract.update(source="user-default", origin=origin)
+    return contract
+
+
+def _files_normalize(path: str) -> str:
+    # Node's path.posix.normalize, as the hosts that send these paths use:
+    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
+    # leading "//".
+    if path == "":
+        return "."
+    absolute = path.startswith("/")
+    parts: List[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(seg)
+    out = "/".join(parts)
+    if absolute:
+        out = "/" + out
+    elif not out:
+        out = "."
+    if path.endswith("/") and out != "/":
+        out += "/"
+    return out
+
+
+def _files_pattern_inside(inner: str, outer: str) -> bool:
+    """Whether every path the `files=` pattern `inner` allows, `outer` allows too."""
+    # Compared as they are matched: normalized, so `src/../etc/**` is not
+    # taken for a folder below `src/`; one that still climbs out is inside
+    # nothing.
+    inner, outer = _files_normalize(inner), _files_normalize(outer)
+    if ".." in inner.split("/") or inner.startswith("/") != outer.startswith("/"):
+        return False
+    if outer == "**" or inner == outer:
+        return True
+    return outer.endswith("/**") and inner.startswith(outer[:-2]) and "**" != inner
+
+
+def _files_within(repo: List[str], user: Optional[List[str]]) -> List[str]:
+    """The repository's patterns that lie inside the user's, and the user's that
+    lie inside the repository's; nothing when the two cannot be shown to meet."""
+    if user is None:
+        return list(repo)
+    kept = [p for p in repo if any(_files_pattern_inside(p, q) for q in user)]
+    kept += [q for q in user if q not in kept and any(_files_pattern_inside(q, p) for p in repo)]
+    return kept
+
+
+def tighten_contract(base: dict, given: Dict[str, Any], origin: str
+                     ) -> Tuple[Dict[str, Any], List[str]]:
+    """`base` (the user's default) made stricter by a repository's fields.
+
+    Each field takes the stricter of the two: a mode that allows less, a
+    higher level, a policy nearer `deny`, a smaller `agents=`, the `files=`
+    patterns inside both.  Returns the contract and the repository's words
+    that would have widened it (ignored).
+    """
+    result = _normalized(base)
+    ignored: List[str] = []
+    mode = given.get("mode")
+    if mode is not None:
+        if _MODE_RANK[mode] > _MODE_RANK[result["mode"]]:
+            result["mode"] = mode
+        elif mode != result["mode"]:
+            ignored.append(mode)
+    # A mode alone arms, as in a directive.
+    level = given.get("level", "guard" if mode is not None else None)
+    if level is not None:
+        if _LEVEL_RANK[level] > _LEVEL_RANK[result["level"]]:
+            result["level"] = level
+        elif "level" in given and level != result["level"]:
+            ignored.append(level)
+    for key, value in given.items():
+        word = _FIELD_WORDS.get(key)
+        if word is None:
+            continue
+        old = result.get(key)
+        if key == "allowedPaths":
+            new = _files_within(value, old)
+            if old is not None and sorted(new) != sorted(value):
+                ignored.append("files=" + "|".join(p for p in value if p not in new))
+        elif key == "agentBudget":
+            new = min(value, old) if _is_int(old) else value
+        else:
+            new = value if _POLICY_RANK.get(value, 0) >= _POLICY_RANK.get(old, 0) else old
+        if new != value and key != "allowedPaths":
+            ignored.append("%s=%s" % (word, value))
+        result[key] = new
+    result.update(source="repo-default", origin=origin)
+    return _hold_invariant(result), ignored
 
 
 def _copy(contract: dict) -> Dict[str, Any]:
@@ -1608,18 +1836,19 @@ def budget_text(budget: Any) -> str:
 
 
 def contract_fields(contract: dict, reserved: int, count_unproven: bool) -> str:
-    """The `mode=...; agents=...; hash=...; deps=...; files=...` line of the
-    contract context (also used by `status`); an unlimited budget reads
+    """The `mode=...; agents=...; hash=...; deps=...; undo=...; files=...` line
+    of the contract context (also used by `status`); an unlimited budget reads
     `agents=0/unlimited`, never the 16-digit number."""
     paths = contract.get("allowedPaths")
     files = ("|".join(paths) or "(none: no path is writable)") if isinstance(paths, list) \
         else "unbounded"
-    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; files=%s." % (
+    return "mode=%s; agents=%d/%s reserved%s; hash=%s; deps=%s; undo=%s; files=%s." % (
         contract.get("mode", DEFAULT_CONTRACT["mode"]), reserved,
         budget_text(contract.get("agentBudget")),
         "; count unproven" if count_unproven else "",
         contract.get("hashPolicy", DEFAULT_CONTRACT["hashPolicy"]),
-        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]), files)
+        contract.get("dependencyPolicy", DEFAULT_CONTRACT["dependencyPolicy"]),
+        contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]), files)
 
 
 def directive_error_text(error: Optional[dict]) -> str:
@@ -1653,13 +1882,18 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
     """
     if storage_error:
         return "%s: %s" % (storage_error.get("code"), storage_error.get("message"))
+    origin = contract.get("origin") if contract.get("source") in DEFAULT_SOURCES else None
     if contract.get("level") == "off":
         text = _OFF_TEXT
     elif contract.get("mode", "unconfirmed") == "unconfirmed":
         text = _UNCONFIRMED_TEXT
     else:
-        text = "Stop That Shit (active): %s %s" % (
+        text = "Stop That Shit (active%s): %s %s" % (
+            ", contract from %s" % origin if origin else "",
             contract_fields(contract, reserved, count_unproven), _LADDER_TEXT)
+        origin = None
+    if origin:
+        text = "Contract from %s. %s" % (origin, text)
     return "Warning: %s %s" % (warning, text) if warning else text
 
 
@@ -1719,15 +1953,22 @@ class ShellAnalysis(Record):
     `yarn exec`, `uvx ruff`), as "npm:NAME" or "py:NAME".  dependency_intent
     leaves them out: each is a dependency change unless the project in the
     folder the line starts in declares it (packages_declared).
+    named_paths lists, as patterns like write_patterns, every path an
+    operand or option value names in a command not proven read: a program
+    the analyzer does not model may write any of them, so self-protection
+    counts them as written (files= does not).  For a command not understood
+    at all, everything below each is named too (`black .`).
     """
 
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
-                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages')
+                          'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
+                          'irreversible', 'lost_targets', 'named_paths')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
-                'python_folder': False, 'runs_packages': list}
+                'python_folder': False, 'runs_packages': list, 'irreversible': None,
+                'lost_targets': list, 'named_paths': list}
 
     mutability: str
     reason: Optional[str]
@@ -1738,6 +1979,9 @@ class ShellAnalysis(Record):
     starts_agent: Optional[str]   # the coding agent the line starts (`claude`, `codex`, ...)
     resumes_session: bool         # ...on an existing session, which the prompt then reaches
     write_patterns: List[str]
+    irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
+    lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
+    named_paths: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -1813,7 +2057,8 @@ class _V:
     """
 
     __slots__ = ("mut", "reason", "targets", "hash", "dep", "opaque", "why", "cd", "agent",
-                 "resume", "patterns", "pending", "whole", "pyfolder", "runs")
+                 "resume", "patterns", "pending", "whole", "pyfolder", "runs", "undo", "lost",
+                 "named")
 
     def __init__(self, mut: str = "read", reason: Optional[str] = None,
                  targets: Optional[List[str]] = None, hash_: bool = False,
@@ -1847,6 +2092,14 @@ class _V:
         # dependency change unless the project declares each one
         # (ShellAnalysis.runs_packages), as ("npm" | "py", name).
         self.runs: List[Tuple[str, str]] = []
+        # What cannot be undone (see _undo_why): the culprit text of the
+        # first irreversible part, and `lost`, the targets this verdict
+        # deletes, moves or overwrites (a _V of targets only; see _lose).
+        self.undo: Optional[str] = None
+        self.lost: Optional[_V] = None
+        # Paths (as patterns, see _glob_escape) named by the operands and
+        # option values of a command not proven read (ShellAnalysis.named_paths).
+        self.named: List[str] = []
 
     def join(self, other: "_V") -> "_V":
         """Worst verdict wins; the reason is the first one at that level."""
@@ -1863,6 +2116,8 @@ class _V:
             self.patterns.extend(other.patterns)
         if other.pending:
             self.pending.extend(other.pending)
+        if other.named:
+            self.named.extend(other.named)
         self.hash = self.hash or other.hash
         self.dep = self.dep or other.dep
         self.opaque = self.opaque or other.opaque
@@ -1872,6 +2127,12 @@ class _V:
             self.runs = self.runs + other.runs
         self.agent = self.agent or other.agent
         self.resume = self.resume or other.resume
+        if other.undo is not None and self.undo is None:
+            self.undo = other.undo
+        if other.lost is not None:
+            if self.lost is None:
+                self.lost = _V("write")
+            self.lost.join(other.lost)
         return self
 
     def add(self, target: Any, tree: bool = False) -> "_V":
@@ -1904,6 +2165,13 @@ class _V:
         """Name the part that decided (see `why`); returns self for chaining."""
         self.why = why
         return self
+
+
+def _carry(out: _V, inner: _V) -> _V:
+    """`out`, a verdict made anew for a program that runs `inner`, keeps
+    what `inner` cannot undo."""
+    out.undo, out.lost = inner.undo, inner.lost
+    return out
 
 
 def _an_read() -> _V:
@@ -3324,7 +3592,8 @@ class _Ctx:
     being explained) `seen`, the list every judged piece is added to as
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
-    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work")
+    __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
+                 "std_moved", "written", "stdin_now")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3337,15 +3606,37 @@ class _Ctx:
         self.vars: Optional[Dict[str, Optional[List[_W]]]] = None
         self.vars_unknown = False   # the line may set any variable (eval, source...)
         self.globs_unknown = False  # the line changes how globs match (shopt, setopt)
+        # Standard output or error may be a file opened for reading (`1<f`,
+        # `>&3`), which /dev/stdout then opens again for writing.
+        self.std_moved = False
+        # Paths the commands before this one in the line write, as written
+        # (a requirements file written and then installed from is not the project's).
+        self.written: List[str] = []
+        # The text the command being judged reads on its input, when the
+        # line spells it out (a here-document or here-string); else None.
+        self.stdin_now: Optional[str] = None
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
             raise _Give("analysis_limit")
-        return _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner = _Ctx(self.depth + 1, self.shell, self.seen, self.work)
+        inner.std_moved = self.std_moved
+        inner.written = self.written
+        return inner
+
+
+# A redirection that may leave descriptor 1 or 2 on a file opened for
+# reading: `1<f`, `2<>f`, `1<&0`, `>&3`, `>&$fd`.  Opening /dev/stdout (or
+# /dev/fd/1) then opens that file again, for writing.
+_STD_MOVES = r"(?<![0-9])[12]<|>&\s*(?:[03-9]|[0-9]{2}|\$)"
+_STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _V()
+    if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
+            and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
+        ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
     for op, target in cmd.redirs:
         v.join(_redir_verdict(op, target))
     env_capped: Optional[str] = None
@@ -3361,7 +3652,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
             v.join(_unknown("shell_syntax_unproven", "zsh",
                             cmd.src[cmd.start:cmd.end].strip(" \t\n;&|"), "nullcmd"))
         return v
+    ctx.stdin_now = cmd.stdin if cmd.stdin is not None and not cmd.piped and (
+        cmd.stdin_literal or not any(ch in cmd.stdin for ch in "$`")) else None
     inner = _classify_argv(cmd.words, ctx)
+    ctx.stdin_now = None
     if inner.why and inner.why[0] == "project" and _pinned(inner.why[1], cmd.assigns):
         inner = _classify_program(cmd.words, ctx)
     if cmd.zsh_drop:
@@ -3369,12 +3663,40 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
+        name = _cmd_name(cmd)
+        if cmd.stdin and inner.undo is None and name:
+            # A here-doc given to a database client or an interpreter is its code.
+            if _undo_rows(name):
+                if _sql_gone(cmd.stdin) or _UNDO_TESTS["mongo"]([cmd.stdin], []) \
+                        or _UNDO_TESTS["redis"](cmd.stdin.split(), []):
+                    inner.undo = "`%s` reads %s" % (name, "a here-doc that drops or empties data")
+            elif name in _INTERPRETERS:
+                _code_loses(inner, cmd.stdin, ctx)
     if inner.mut != "read" and inner.agent is None and _runs_unread_code(cmd):
         inner.agent = "?"
     if env_capped is not None:
         inner.cap("state_change", ("env", env_capped))
+    if inner.mut != "read" and inner.reason != "analysis_limit" \
+            and _cmd_name(cmd) not in _COPIERS:
+        # The values of the command's own assignments count too
+        # (`GIT_WORK_TREE=DIR git clean -fdx`).  The script an interpreter
+        # runs is read, not written (`python3 sts.py status`): what it does
+        # is the program's own effect, judged as such.
+        script = _script_word(cmd)
+        named = _named_operands([w for _, w in cmd.assigns]
+                                + [w for w in cmd.words[1:] if w is not script], ctx,
+                                inner.mut == "unknown", _cmd_name(cmd))
+        if named is None:
+            inner.opaque = True
+        else:
+            inner.named.extend(named)
     v.join(inner)
     v.cd = inner.cd
+    if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
+                             for w in cmd.words + [t for _, t in cmd.redirs]):
+        moved = _write(reason="shell_redirection")
+        moved.opaque = True    # /dev/stdout is whatever descriptor 1 was left on
+        v.join(moved.blame("redir", ">", "/dev/stdout"))
     name = _cmd_name(cmd)
     if v.mut == "write" and v.targets:
         content = _written_text(cmd)
@@ -3417,6 +3739,65 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
                for w in cmd.words[1:]):
             v.opaque = True    # the paths are taken from another folder
     return v
+
+
+def _named_operands(words: List[_W], ctx: _Ctx, tree: bool,
+                    program: Optional[str] = None) -> Optional[List[str]]:
+    """The paths the words of a command not proven read may name, as
+    patterns: each operand, the value of `--opt=value`, `-oVALUE` and
+    `name=value`, and what an expansion is known to hold (an unknown one
+    names nothing here; the program's own rules decide about it).  The
+    converse of an unknown target: a program the analyzer does not model
+    may write whatever its words name.  tree: everything below each too.
+    None when a word is named from a folder the guard cannot know."""
+    out: List[str] = []
+    folders: List[Optional[str]] = []
+    for i, w in enumerate(words):
+        # An option that moves the program first (`git -C d`, `make
+        # --directory=d`): its relative words may be named from there too.
+        head = w.text.partition("=")[0] if w.text[:1] == "-" else ""
+        moves = _NAMED_CHDIR | _NAMED_CHDIR_OF.get(program or "", frozenset())
+        if "\0" in head:
+            return None   # an option spelled by an expansion
+        if head in moves or head[:2] in moves and not head.startswith("--") or \
+                len(head) > 3 and any(o.startswith(head) for o in _NAMED_CHDIR_LONG):
+            value = (w.text.partition("=")[2] if "=" in w.text else
+                     w.text[2:] if not w.text.startswith("--") and len(w.text) > 2 else
+                     words[i + 1].text if i + 1 < len(words) and words[i + 1].static else None)
+            folders.append(value if value and "\0" not in value else None)
+    for w in words:
+        if w.static:
+            text = w.text
+            texts = [] if text.startswith("-") else [text]
+            if text.startswith("--") and "=" in text:
+                texts.append(text.partition("=")[2])
+            elif text.startswith("-") and text[1:2] != "-" and len(text) > 2:
+                texts.append(text[2:])
+            elif "=" in text and not text.startswith("-"):
+                texts.append(text.partition("=")[2])
+            forms = [(_glob_escape(t), False) for t in texts if t]
+        else:
+            forms = _word_paths(w, ctx) or []
+        for form, _ in forms:
+            for folder in [""] + folders if not _fixed(form) else [""]:
+                if folder is None:
+                    return None   # a folder the guard cannot know
+                place = _glob_escape(folder.rstrip("/")) + "/" + form if folder else form
+                out.append(place)
+                if tree and place.rstrip("/"):
+                    out.append(place.rstrip("/") + "/**")
+    return out
+
+
+# Options that make a program move to a folder before it reads its operands
+# (long ones also by a prefix of four letters or more: `--work=DIR`), and
+# those only some programs read so (tmux new -c DIR, nsenter -w DIR).
+_NAMED_CHDIR_LONG = ("--directory", "--chdir", "--work-tree", "--git-dir", "--cwd", "--wd",
+                     "--working-directory", "--workdir", "--dir", "--prefix", "--project",
+                     "--root")
+_NAMED_CHDIR = frozenset(("-C",) + _NAMED_CHDIR_LONG)
+_NAMED_CHDIR_OF = {"tmux": frozenset(("-c",)), "nsenter": frozenset(("-w",)),
+                   "unshare": frozenset(("-w",)), "parallel": frozenset(("--wd",))}
 
 
 # git settings that name a program or code git runs, or more config to load.
@@ -3542,6 +3923,29 @@ def _runs_unread_code(cmd: _Cmd) -> bool:
         if kind.startswith("<") and word is not None and not word.static:
             return True
     return False
+
+
+def _script_word(cmd: _Cmd) -> Optional[_W]:
+    """The word naming the script file a shell or an interpreter runs
+    (`python3 -X dev tool.py a`, `sh build.sh`), or None: code given by an
+    option or on stdin, or no such program."""
+    words = cmd.words
+    name = _program_name(words[0]) if words and words[0].static else None
+    lang = _INTERPRETERS.get(name) if name else None
+    flags = _CODE_SHELLS.get(name or "") or (_INLINE_CODE[lang][1] if lang else None)
+    if flags is None or _code_option([w.text for w in words[1:]], flags) is not None:
+        return None
+    skip = False
+    for w in words[1:]:
+        if skip:
+            skip = False
+        elif w.static and w.text.startswith("-") and w.text != "-":
+            skip = lang == "python" and w.text in ("-W", "-X")
+            if lang is None and not w.text.startswith("--") and "s" in w.text:
+                return None   # sh -s: the script is stdin
+        else:
+            return w if w.static and w.text != "-" else None
+    return None
 
 
 def _stdin_body(cmd: _Cmd) -> Optional[str]:
@@ -3777,6 +4181,8 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
         return _an_read()
     v = _write([target], "shell_redirection").blame("redir", op, target.text)
     v.whole = target.static   # the shell writes through a link: a plain word only
+    if not kind.endswith(">>"):
+        _lose(v)   # `>` empties the file first; `>>` only adds to it
     return v
 
 
@@ -3931,6 +4337,10 @@ _SHELL_HERE = frozenset(("cd", "chdir", "pushd", "popd", "dirs", "source", ".", 
 
 # Package managers and installers: one of these whose verb is an expansion
 # (`npm $x lodash`, `pip "$@"`) may be installing, and nothing shows it.
+# Longest first: `pip3` before `pip`.
+_PATH_RUN = ("python3", "python", "pip3", "pipx", "pnpm", "yarn", "poetry", "pipenv", "cargo",
+             "composer", "bundle", "npm", "npx", "pip", "pdm", "gem", "bun", "deno", "conda",
+             "mamba")
 _INSTALLERS = frozenset((
     "npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx", "pip", "pip3", "pipx", "pipenv", "uv",
     "uvx", "poetry", "pdm", "rye", "easy_install", "conda", "mamba", "micromamba", "cargo",
@@ -3938,6 +4348,331 @@ _INSTALLERS = frozenset((
     "pacman", "zypper", "port", "gradle", "mvn", "mvnw", "dotnet", "julia", "cpanm", "helm",
     "winget", "choco", "scoop", "zig", "deno", "nvm", "corepack",
 ))
+
+
+# Verbs that take packages away (`npm uninstall uuid`, `pip uninstall x`,
+# `cargo remove x`, `go mod edit -droprequire=x`) and those that install the
+# packages they are given besides the tests (`npm it x`).
+_REMOVE_VERBS = frozenset(("uninstall", "remove", "rm", "r", "un", "unlink", "purge",
+                           "erase", "-droprequire", "install-test", "it"))
+
+
+def _removes_packages(args: List[_W]) -> bool:
+    """Whether a package manager's words remove (or test-install) named packages."""
+    words = [w.text for w in args if not w.text.startswith("-") or
+             w.text.startswith("-droprequire")]
+    for k, word in enumerate(words[:3]):
+        if word.split("=", 1)[0] in _REMOVE_VERBS:
+            return len(words) > k + 1 or "=" in word
+    return False
+
+
+def _installer_by_path(name: str) -> Optional[str]:
+    """The package manager or interpreter an unlisted program name ends
+    with (`.venvscriptspython.exe`, `tools-npm`), or None."""
+    base = name
+    for suffix in (".exe", ".cmd", ".bat", ".com", ".ps1"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+    for known in _PATH_RUN:
+        if base.endswith(known) and base != known:
+            return known
+    return None
+
+
+# ---- commands held in arguments ------------------------------------------------
+# Programs that run a command written in one of their arguments (or fed to
+# them): the text is read as its own shell line for every intent (hash,
+# dependencies, agents, writes); a command they run whose text cannot be
+# known (a variable, a file, the pattern space of `sed s///e`, a pipe) is
+# unknown for all of them, like a program named by a variable.  Each
+# reader returns the texts, None standing for one that cannot be known.
+
+def _held_env(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        if t == "--" or not t.startswith("-") and not ("=" in t and _is_name(t.split("=")[0])):
+            break   # the command: its own words are its own
+        if t in ("-S", "--split-string"):
+            rest = args[k + 1:]
+        elif t.startswith(("--split-string=", "-S")) and not t.startswith("--") \
+                or t.startswith("--split-string="):
+            rest = [_W(t.split("=", 1)[1] if t.startswith("--") else t[2:],
+                       dyn=w.dyn)] + args[k + 1:]
+        elif t.startswith("-") and "S" in t[1:] and not t.startswith("--"):
+            return [None]   # -S inside a cluster (`-iS`): its value is not spelled out here
+        else:
+            continue
+        return [" ".join(x.text if x.static else None or "\0" for x in rest)
+                if all(x.static for x in rest) else None]
+    return out
+
+
+# git settings whose value is a command git runs (see _GIT_CODE_KEYS for the rest).
+def _held_git(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if not t.startswith("-") and (k == 0 or texts[k - 1] not in ("-c", "-C", "--config-env",
+                                                                     "--git-dir", "--work-tree")):
+            break   # the subcommand: a later `-c` is its own option (diff -c)
+        if t in ("-c", "--config-env") and k + 1 < len(texts):
+            if t == "--config-env" or not args[k + 1].static:
+                out.append(None)
+                continue
+            key, _, value = texts[k + 1].partition("=")
+            key = key.lower()
+            if key.startswith("alias."):
+                if value.startswith("!"):
+                    out.append(value[1:])
+            elif key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS or key.startswith(_GIT_CODE_SECTIONS):
+                out.append(value or None)
+    plain = [t for t in texts if not t.startswith("-")]
+    sub = next((t for i, t in enumerate(texts) if not t.startswith("-")
+                and (i == 0 or texts[i - 1] not in ("-c", "-C", "--config-env"))), "")
+    at = texts.index(sub) if sub in texts else len(texts)
+    rest, wrest = texts[at + 1:], args[at + 1:]
+    if sub == "rebase":
+        for k, t in enumerate(rest):
+            if t in ("-x", "--exec"):
+                out.append(rest[k + 1] if k + 1 < len(rest) and wrest[k + 1].static else None)
+            elif t.startswith("--exec=") or (t.startswith("-x") and len(t) > 2):
+                out.append(t.split("=", 1)[1] if t.startswith("--") else t[2:])
+    elif sub == "submodule" and "foreach" in rest:
+        k = rest.index("foreach")
+        cmd = [w for w in wrest[k + 1:] if not w.text.startswith("--recursive")]
+        out.append(" ".join(w.text for w in cmd) if cmd and all(w.static for w in cmd) else None)
+    elif sub == "bisect" and rest[:1] == ["run"]:
+        cmd = wrest[1:]
+        import shlex   # here only: a bisect run is rare
+        out.append(" ".join(shlex.quote(w.text) for w in cmd)
+                   if cmd and all(w.static for w in cmd) else None)
+    elif (sub in ("filter-branch", "difftool", "mergetool") or plain[:1] == ["filter-repo"]) \
+            and rest not in (["-h"], ["--help"]):
+        out.append(None)   # commands given as options (--tree-filter, --extcmd, ...)
+    return out
+
+
+def _held_awk(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    texts = [w.text for w in args]
+    if any(t in ("-V", "--version", "-Wversion", "-Wv") for t in texts):
+        return []   # it prints its version and runs nothing
+    code = None
+    k = 0
+    while k < len(texts):
+        t = texts[k]
+        if t == "--":
+            k += 1
+            if k < len(texts):
+                code = args[k]
+            break
+        if t in ("-f", "--file", "-i", "--include", "-E", "--exec") or t.startswith("-f"):
+            return [None]   # a program from a file
+        if t in ("-v", "-F", "--assign", "--field-separator"):
+            k += 2
+            continue
+        if t.startswith("-") and t != "-":
+            k += 1
+            continue
+        code = args[k]
+        break
+    if code is None:
+        return []
+    if not code.static:
+        return [None]
+    out: List[Optional[str]] = []
+    body = code.text
+    for m in _an_rx("awk_system", r'system\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)|system\s*\(').finditer(body):
+        out.append(m.group(1).replace('\\"', '"') if m.group(1) is not None else None)
+    piped = _an_rx("awk_pipe", r'\|\s*&?\s*"((?:[^"\\]|\\.)*)"|"((?:[^"\\]|\\.)*)"\s*\|\s*&?\s*getline')
+    for m in piped.finditer(body):
+        out.append(m.group(1) if m.group(1) is not None else m.group(2))
+    bare = _awk_blank(body)
+    if bare is None or bare.replace("||", "").count("|") > len(list(piped.finditer(body))):
+        out.append(None)   # a pipe to or from a command held in a variable
+    return out
+
+
+def _held_sed(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    scripts: List[str] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if t in ("-e", "--expression") and k + 1 < len(texts):
+            scripts.append(texts[k + 1] if args[k + 1].static else "e")
+        elif t.startswith("--expression="):
+            scripts.append(t.split("=", 1)[1])
+        elif t in ("-f", "--file") or t.startswith(("--file=", "-f")) and len(t) > 2 \
+                and not t.startswith("--f") or t.startswith("--file"):
+            return [None]
+    if not scripts:
+        first = next((w for w in args if not w.text.startswith("-")), None)
+        if first is None:
+            return []
+        scripts.append(first.text if first.static else "e")
+    out: List[Optional[str]] = []
+    for script in scripts:
+        for seg in script.replace(";", "\n").split("\n"):
+            seg = seg.strip()
+            m = _an_rx("sed_e", r"^(?:[0-9$]+(?:,[0-9$]+)?|/[^/]*/)?\s*e(?:\s+(.*))?$").match(seg)
+            if m:
+                out.append(m.group(1) or None)   # `e` alone runs the pattern space
+            elif seg[:1] == "s" and len(seg) > 1 and seg.rstrip().split(seg[1])[-1:] \
+                    and "e" in seg.rstrip().split(seg[1])[-1]:
+                out.append(None)   # s///e runs what the substitution left
+    return out
+
+
+def _held_stdin(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """at, batch: the commands are the input (a here-document), or a file."""
+    if any(w.text.startswith("-f") for w in args):
+        return [None]
+    return [stdin]
+
+
+def _held_make(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        text = None
+        if t in ("-E", "--eval") and k + 1 < len(texts):
+            text = texts[k + 1] if args[k + 1].static else "\0"
+        elif t.startswith("--eval="):
+            text = t.split("=", 1)[1]
+        elif t in ("-f", "--file", "--makefile") and k + 1 < len(texts) and \
+                texts[k + 1] in ("-", "/dev/stdin", "/dev/fd/0") or \
+                t in ("-f-", "--file=-", "--file=/dev/stdin"):
+            text = stdin if stdin is not None else "\0"
+        if text is None:
+            continue
+        if "\0" in text:
+            out.append(None)
+            continue
+        for line in text.split("\n"):
+            recipe = line[1:] if line.startswith("\t") else (
+                line.split(";", 1)[1] if ":" in line and ";" in line.split(":", 1)[1] else None)
+            if recipe is not None:
+                out.append(recipe)
+            elif "$(shell" in line or "$(" in line:
+                out.append(None)
+    return out
+
+
+def _held_option(*flags: str) -> Callable[[List[_W], Optional[str]], List[Optional[str]]]:
+    """The value of one of `flags` is the command (`script -c CMD`)."""
+    def read(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+        out: List[Optional[str]] = []
+        for k, w in enumerate(args):
+            t = w.text
+            for f in flags:
+                if f.startswith("--"):
+                    if t == f and k + 1 < len(args):
+                        out.append(args[k + 1].text if args[k + 1].static else None)
+                    elif t.startswith(f + "="):
+                        out.append(t.split("=", 1)[1] if w.static else None)
+                elif t[:1] == "-" and t[1:2] != "-" and f[1] in t[1:]:
+                    # in a cluster (`-qc CMD`) or attached (`-cCMD`)
+                    value = t[t.index(f[1], 1) + 1:]
+                    nxt = args[k + 1] if k + 1 < len(args) else None
+                    out.append(value if value and w.static else None if value else
+                               nxt.text if nxt is not None and nxt.static else None)
+        return out
+    return read
+
+
+def _held_tcl(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    """tclsh, wish, expect: `exec CMD` and `spawn CMD` lines run CMD; any
+    other way Tcl has to run or load code leaves the command unknown."""
+    code = _held_option("-c")(args, stdin)
+    if not code and any(not w.text.startswith("-") for w in args):
+        return []   # a script named by a file: the project's code, as `sh build.sh` is
+    code = code or [stdin]
+    out: List[Optional[str]] = []
+    for text in code:
+        if text is None:
+            return [None]
+        for line in text.replace(";", "\n").split("\n"):
+            word, _, rest = line.strip().partition(" ")
+            if word in ("exec", "spawn"):
+                out.append(rest)
+            elif any(k in line for k in ("exec", "spawn", "open", "eval", "source", "load",
+                                          "interp", "package", "uplevel", "subst")):
+                out.append(None)
+    return out
+
+
+def _held_vim(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        t = w.text
+        cmd = None
+        if t in ("-c", "--cmd") and k + 1 < len(args):
+            cmd = args[k + 1].text if args[k + 1].static else "!"
+        elif t.startswith("+") and len(t) > 1:
+            cmd = t[1:]
+        elif t in ("-S", "-s", "-u", "-es", "-Es") or t.startswith("-S"):
+            out.append(None)   # ex commands from a file or from the input
+            continue
+        if cmd is None:
+            continue
+        ex = cmd.lstrip(": ")
+        if ex.startswith("!"):
+            out.append(ex[1:] or None)
+        elif "!" in ex or "system(" in ex or ex.startswith(("r !", "w !", "so", "call", "py",
+                                                            "lua", "perl", "ruby", "term")):
+            out.append(None)
+    return out
+
+
+def _held_osascript(args: List[_W], stdin: Optional[str]) -> List[Optional[str]]:
+    out: List[Optional[str]] = []
+    for k, w in enumerate(args):
+        if w.text == "-e" and k + 1 < len(args):
+            code = args[k + 1].text if args[k + 1].static else "do shell script x"
+            for m in _an_rx("osa_sh", r'do shell script\s*("((?:[^"\\]|\\.)*)")?').finditer(code):
+                out.append(m.group(2))
+    if not any(w.text == "-e" for w in args) and not all(
+            w.text in ("--version", "-V", "-v", "-h", "--help") for w in args):
+        out.append(None)   # a script file or the input
+    return out
+
+
+_HELD: Dict[str, Callable[[List[_W], Optional[str]], List[Optional[str]]]] = {
+    "env": _held_env, "git": _held_git, "sed": _held_sed, "gsed": _held_sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _held_awk),
+    "at": _held_stdin, "batch": _held_stdin, "make": _held_make, "gmake": _held_make,
+    "script": _held_option("-c", "--command"),
+    **dict.fromkeys(("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff"), _held_vim),
+    "tclsh": _held_tcl, "wish": _held_tcl, "expect": _held_tcl,
+    "osascript": _held_osascript,
+}
+
+
+def _read_held(v: _V, texts: List[Optional[str]], ctx: _Ctx, name: str) -> None:
+    """Join what the commands `texts` do into v (see _HELD)."""
+    for text in texts:
+        if text is None or not text.strip():
+            if text is None:
+                v.cap("shell_command_unproven", ("held", name))
+                v.agent = v.agent or "?"
+            continue
+        try:
+            inner = _analyze_bash(text, ctx.deeper())
+        except RecursionError:
+            inner = _unknown()
+            inner.agent = "?"
+        v.cap("shell_command_unproven", ("held", name))
+        v.hash = v.hash or inner.hash
+        v.dep = v.dep or inner.dep
+        v.agent = v.agent or inner.agent
+        v.resume = v.resume or inner.resume
+        if inner.mut != "read":
+            # What it writes is named from wherever the program runs it.
+            v.targets.extend(t for t in inner.targets if _fixed(t))
+            v.patterns.extend(p for p in inner.patterns if _fixed(p))
+            v.named.extend(inner.targets + inner.patterns + inner.named)
+            v.opaque = v.opaque or inner.opaque or any(
+                not _fixed(t) for t in inner.targets + inner.patterns)
 
 
 def _verb_unread(name: str, args: List[_W]) -> bool:
@@ -3955,6 +4690,8 @@ def _verb_unread(name: str, args: List[_W]) -> bool:
 def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
     v = _classify_program(words, ctx)
     name = _program_name(words[0]) if words else None
+    if v.mut != "read":
+        _judge_undo(v, name, words, ctx)
     if not v.dep and v.agent is None and v.mut != "read" and words \
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
@@ -4004,11 +4741,35 @@ def _classify_program(words: List[_W], ctx: _Ctx) -> _V:
     modes = _READ_MODES.get(name)
     if modes is not None and _reads_in_mode(args, *modes):
         return _an_read()
+    if name in _PM_GLOBALS:
+        moved = _pm_args(name, args)
+        if moved is None:
+            return _V("unknown", "shell_command_unproven", dep=True).blame(
+                "unlisted", name)   # which verb follows is not known: maybe an install
+        args = moved
     if handler is None:
         if name in _WRITERS:
             return _writer_verdict(name, args).blame("writer", name)
-        return _unknown("shell_command_unproven", "unlisted", name)
+        runs = _installer_by_path(name)
+        if runs is not None:
+            # `.\venv\Scripts\python.exe` in bash is `.venvScriptspython.exe`: a
+            # package manager by path is that package manager, never a read.
+            inner = _classify_argv([_lit(runs)] + args, ctx.deeper())
+            return inner.cap("shell_command_unproven", ("unlisted", name))
+        v = _unknown("shell_command_unproven", "unlisted", name)
+        if name in _HELD:
+            _read_held(v, _HELD[name](args, ctx.stdin_now), ctx, name)
+        return v
     v = handler(name, args, ctx)
+    if v.mut != "read" and not v.dep and (name in _INSTALLERS or name in _PM_VERBS) \
+            and name not in ("hg", "svn") and _removes_packages(args):
+        v.dep = True   # a dependency taken away is a change of dependencies too
+    if name in ("perl", "perl5") and any(w.text.startswith(("-MCPAN", "-mCPAN", "-MCPANPLUS"))
+                                         for w in args):
+        v.dep = True   # `perl -MCPAN -e 'install X'`: the CPAN shell, installing
+    held = _HELD.get(name)
+    if held is not None:
+        _read_held(v, held(args, ctx.stdin_now), ctx, name)
     if v.mut != "read" and name in _WRITE_OPTION_PROGRAMS and any(_may_be_option(w, ctx)
                                                                    for w in args):
         # A variable that may turn into an option (`sort $X`, `find "$D"`)
@@ -4343,6 +5104,91 @@ def _posix_operands(args: List[_W], spec: _Opts) -> List[_W]:
     return _read_options(args, spec, permute=False)[1]
 
 
+# Package managers' global options (those that may come before the verb),
+# in the option grammar of _Opts, with their arity: a value given as the
+# next word is never read as the verb (`pip --log F install x`).  The
+# options are moved to the end before the manager's own rules read the
+# line.  An option not listed, or one missing its value, leaves the verb
+# unknown: the command may be an install (dependency intent), so `deps=`
+# decides unless it is `allow`.  pip (optparse), gem (OptionParser) and
+# npm-style parsers take a prefix of a long option; uv and cargo (clap),
+# go, apt and composer do not.
+#: write +D | pip --log F install ./x.whl
+#: write +D | pip --isol install x
+#: write +D | uv -q add x
+#: write +D | uv --directory d add x
+#: write +D | cargo --config a=1 add x
+#: write +D | apt-get -o Debug::X=1 install x
+#: write +D | composer -d DIR require x
+#: write +D | poetry -C DIR add x
+#: write +D | pdm -p DIR add x
+#: write +D | go -C DIR get x
+#: write +D | gem --config-file F install x
+#: unknown +D | pip --no-such-option install x
+#: unknown +D | uv --bogus add x
+_PM_GLOBALS: Dict[str, _Opts] = {
+    "pip": _Opts("-hvVq --help --debug --isolated --require-virtualenv --python: --verbose "
+                 "--version --quiet --log: --no-input --keyring-provider: --proxy: --retries: "
+                 "--timeout: --exists-action: --trusted-host: --cert: --client-cert: "
+                 "--cache-dir: --no-cache-dir --disable-pip-version-check --no-color "
+                 "--no-python-version-warning --use-feature: --use-deprecated: "
+                 "--resume-retries:", permute=False),
+    "uv": _Opts("-qvnhV --quiet --verbose --color: --native-tls --no-native-tls --offline "
+                "--no-offline --no-progress --directory: --project: --config-file: "
+                "--no-config --help --version --cache-dir: --no-cache --python-preference: "
+                "--no-python-downloads --allow-python-downloads --allow-insecure-host: "
+                "--managed-python --no-managed-python --preview --no-preview --isolated "
+                "--show-settings", permute=False, abbrev=False),
+    "cargo": _Opts("-Vvqh -CZ: --version --list --explain: --verbose --quiet --color: "
+                   "--locked --offline --frozen --config: --help", permute=False,
+                   abbrev=False),
+    "apt-get": _Opts("-qsydfmuVhbv -toca: --quiet --simulate --just-print --dry-run --recon "
+                     "--no-act --yes --assume-yes --assume-no --download-only --fix-broken "
+                     "--ignore-missing --fix-missing --no-download --show-upgraded "
+                     "--verbose-versions --target-release: --default-release: "
+                     "--option: --config-file: --host-architecture: --no-install-recommends "
+                     "--install-recommends --no-install-suggests --install-suggests "
+                     "--allow-unauthenticated --allow-downgrades --allow-remove-essential "
+                     "--allow-change-held-packages --reinstall --purge --auto-remove "
+                     "--autoremove --only-upgrade --no-upgrade --print-uris --force-yes "
+                     "--trivial-only --no-remove --help --version", permute=False,
+                     abbrev=False),
+    "composer": _Opts("-hqVnv -d: --help --quiet --version --ansi --no-ansi --no-interaction "
+                      "--profile --no-plugins --no-scripts --working-dir: --no-cache --verbose",
+                      permute=False, abbrev=False),
+    "poetry": _Opts("-hqVnv -CP: --help --quiet --version --ansi --no-ansi --no-interaction "
+                    "--no-plugins --no-cache --verbose --directory: --project:",
+                    permute=False, abbrev=False),
+    "pdm": _Opts("-hVvqI -pc: --help --version --verbose --quiet --config: --ignore-python "
+                 "--pep582? --project: --no-cache", permute=False, abbrev=False),
+    "go": _Opts("-C:", permute=False, abbrev=False),
+    "pipenv": _Opts("-qvh --where --venv --py --envs --rm --bare --man --support "
+                    "--site-packages --no-site-packages --python: --clear --quiet --verbose "
+                    "--pypi-mirror: --version --help", permute=False, abbrev=False),
+    "dotnet": _Opts("-dh --diagnostics --help --info --list-runtimes --list-sdks --version",
+                    permute=False, abbrev=False),
+    "deno": _Opts("-qhV -L: --quiet --log-level: --help --version --unstable",
+                  permute=False, abbrev=False),
+    "gem": _Opts("-hvVq --help --version --verbose --quiet --config-file: --backtrace "
+                 "--debug --norc --no-verbose", permute=False),
+}
+for _alias, _base in (("pip3", "pip"), ("apt", "apt-get"), ("aptitude", "apt-get")):
+    _PM_GLOBALS[_alias] = _PM_GLOBALS[_base]
+
+
+def _pm_args(name: str, args: List[_W]) -> Optional[List[_W]]:
+    """A package manager's words with its global options moved after the
+    verb (see _PM_GLOBALS); None when one of them cannot be read."""
+    spec = _PM_GLOBALS.get(name)
+    if spec is None or not args or not args[0].text.startswith("-"):
+        return args
+    fail, operands, seen = _read_options(args, spec)
+    if fail is not None or _split_value(seen) is not None:
+        return None
+    moved = args[:len(args) - len(operands)]
+    return operands + moved if operands else args
+
+
 def _inert(name: str, args: List[_W], ctx: _Ctx) -> _V:
     """No argument of these programs can write or run anything."""
     return _V(hash_=name in _HASH_PROGRAMS)
@@ -4441,6 +5287,112 @@ _VALUED_WRITER_LONG = frozenset((
     "--chown", "--usermap", "--groupmap", "--rsync-path", "--password-file", "--timeout",
     "--bwlimit", "--max-size", "--min-size", "--modify-window", "--out-format", "--context",
 ))
+# Each writer's own long options (GNU coreutils, rsync 3.2, gzip, xz,
+# zstd), in the option grammar of _Opts: the scanner's prefix rule reads
+# `cp --ta=DIR` as --target-directory, as getopt does; a prefix that is
+# ambiguous or matches none is an option the guard does not know, and the
+# write's place is then unknown.  rsync also takes `--no-OPTION`.
+_BACKUP_LONGS = "--backup? --suffix: --target-directory: --no-target-directory --verbose " \
+    "--help --version "
+_WRITER_LONGS = {
+    "cp": _BACKUP_LONGS + "--archive --attributes-only --copy-contents --dereference --force "
+    "--interactive --link --no-dereference --no-clobber --no-preserve: --parents "
+    "--preserve? --recursive --reflink? --remove-destination --sparse: --debug "
+    "--strip-trailing-slashes --symbolic-link --update? --one-file-system --context? "
+    "--keep-directory-symlink",
+    "mv": _BACKUP_LONGS + "--exchange --force --interactive --no-clobber --no-copy "
+    "--strip-trailing-slashes --update? --context --debug",
+    "ln": _BACKUP_LONGS + "--directory --force --interactive --logical --no-dereference "
+    "--physical --relative --symbolic",
+    "install": _BACKUP_LONGS + "--compare --directory --group: --mode: --owner: "
+    "--preserve-timestamps --strip --strip-program: --preserve-context --context? --debug",
+    "rm": "--force --interactive? --one-file-system --no-preserve-root --preserve-root? "
+    "--recursive --dir --verbose --help --version",
+    "rmdir": "--ignore-fail-on-non-empty --parents --verbose --help --version",
+    "unlink": "--help --version",
+    "shred": "--force --iterations: --random-source: --size: --remove? --verbose --exact "
+    "--zero --help --version",
+    "chmod": "--changes --no-preserve-root --preserve-root --quiet --silent --verbose "
+    "--reference: --recursive --help --version",
+    "chown": "--changes --dereference --no-dereference --from: --no-preserve-root "
+    "--preserve-root --quiet --silent --reference: --recursive --verbose --help --version",
+    "chgrp": "--changes --dereference --no-dereference --no-preserve-root --preserve-root "
+    "--quiet --silent --reference: --recursive --verbose --help --version",
+    "touch": "--no-create --date: --reference: --no-dereference --time: --help --version",
+    "mkdir": "--mode: --parents --verbose --context? --help --version",
+    "truncate": "--no-create --io-blocks --reference: --size: --help --version",
+    "mkfifo": "--mode: --context? --help --version",
+    "mknod": "--mode: --context? --help --version",
+    "gzip": "--ascii --to-stdout --stdout --decompress --uncompress --force --keep --list "
+    "--license --no-name --name --quiet --recursive --rsyncable --suffix: --synchronous "
+    "--test --verbose --fast --best --help --version",
+    "bzip2": "--decompress --compress --keep --force --test --stdout --quiet --verbose "
+    "--license --small --fast --best --help --version",
+    "xz": "--compress --decompress --uncompress --test --list --keep --force --stdout "
+    "--to-stdout --single-stream --no-sparse --suffix: --files? --files0? --format: --check: "
+    "--ignore-check --memlimit-compress: --memlimit-decompress: --memlimit-mt-decompress: "
+    "--memlimit: --memory: --no-adjust --threads: --block-size: --block-list: "
+    "--flush-timeout: --extreme --fast --best --lzma1? --lzma2? --x86? --arm? --armthumb? "
+    "--arm64? --powerpc? --ia64? --sparc? --riscv? --delta? --quiet --verbose --no-warn "
+    "--robot --info-memory --help --long-help --version",
+    "zstd": "--compress --decompress --uncompress --test --list --stdout --to-stdout --force "
+    "--keep --rm --quiet --verbose --format: --ultra --long? --fast? --adapt? --threads: "
+    "--single-thread --auto-threads: --rsyncable --exclude-compressed --size-hint: "
+    "--stream-size: --target-compressed-block-size: --no-dictID --no-check --check "
+    "--no-progress --progress --memory: --memlimit: --memlimit-decompress: --sparse "
+    "--no-sparse --content-size --no-content-size --pass-through --no-pass-through "
+    "--recursive --priority: --asyncio --no-asyncio --mmap-dict --no-mmap-dict "
+    "--row-match-finder --no-row-match-finder --show-default-cparams --help --version "
+    "--output-dir-flat: --output-dir-mirror: --patch-from: --trace: --filelist: "
+    "--train --maxdict: --dictID: --split:",
+    "rsync": "--verbose --info: --debug: --stderr: --msgs2stderr --quiet --no-motd "
+    "--checksum --archive --recursive --relative --no-implied-dirs --backup --backup-dir: "
+    "--suffix: --update --inplace --append --append-verify --dirs --old-dirs --mkpath "
+    "--links --copy-links --copy-unsafe-links --safe-links --munge-links --copy-dirlinks "
+    "--keep-dirlinks --hard-links --perms --executability --chmod: --acls --xattrs --owner "
+    "--group --devices --copy-devices --write-devices --specials --times --atimes "
+    "--open-noatime --crtimes --omit-dir-times --omit-link-times --super --fake-super "
+    "--sparse --preallocate --dry-run --whole-file --checksum-choice: --cc: "
+    "--one-file-system --block-size: --rsh: --rsync-path: --existing --ignore-existing "
+    "--remove-source-files --del --delete --delete-before --delete-during --delete-delay "
+    "--delete-after --delete-excluded --ignore-missing-args --delete-missing-args "
+    "--ignore-errors --force --max-delete: --max-size: --min-size: --max-alloc: --partial "
+    "--partial-dir: --delay-updates --prune-empty-dirs --numeric-ids --usermap: "
+    "--groupmap: --chown: --timeout: --contimeout: --ignore-times --size-only "
+    "--modify-window: --temp-dir: --fuzzy --compare-dest: --copy-dest: --link-dest: "
+    "--compress --compress-choice: --zc: --compress-level: --zl: --skip-compress: "
+    "--cvs-exclude --filter: --exclude: --exclude-from: --include: --include-from: "
+    "--files-from: --from0 --old-args --secluded-args --protect-args --trust-sender "
+    "--copy-as: --address: --port: --sockopts: --blocking-io --outbuf: --stats "
+    "--8-bit-output --human-readable --progress --itemize-changes --remote-option: "
+    "--out-format: --log-file: --log-file-format: --password-file: --early-input: "
+    "--list-only --bwlimit: --stop-after: --stop-at: --fsync --write-batch: "
+    "--only-write-batch: --read-batch: --protocol: --iconv: --checksum-seed: --ipv4 --ipv6 "
+    "--help --version",
+}
+_WRITER_LONGS["gunzip"] = _WRITER_LONGS["gzip"]
+_WRITER_LONGS["bunzip2"] = _WRITER_LONGS["bzip2"]
+_WRITER_LONGS["unxz"] = _WRITER_LONGS["xz"]
+_WRITER_TABLES: Dict[str, "_Opts"] = {}
+
+
+def _writer_long(name: str, key: str) -> Tuple[Optional[str], int]:
+    """(the long option `--key` abbreviates for writer `name`, its arity);
+    (None, 0) when the program takes no such option or it is ambiguous."""
+    spec = _WRITER_TABLES.get(name)
+    if spec is None:
+        text = _WRITER_LONGS.get(name)
+        if text is None:
+            return None, 0
+        spec = _WRITER_TABLES[name] = _Opts(text)
+    long = spec.table()[1]
+    canon = _resolve_long(long, key, True)
+    if canon is None and name == "rsync" and key.startswith("no-"):
+        canon = _resolve_long(long, key[3:], True)
+        return ("no-" + canon if canon else None), 0
+    return (canon, long[canon][0]) if canon is not None else (None, 0)
+
+
 # How a writer treats its operands: "tree" removes them or changes
 # everything below them; "copy" writes its last operand from the others
 # (mv also removes the others, ln links to them); "path" writes each one.
@@ -4602,6 +5554,7 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
     operands: List[_W] = []
     target_dir: Optional[_W] = None
     flags = ""
+    longs = set()   # the long options given, written out
     deletes = False
     i, dd = 0, False
     while i < len(args):
@@ -4611,27 +5564,48 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         if not dd and t == "--" and w.static:
             dd = True
             continue
-        if not dd and t.startswith("-") and t != "-" and w.static:
+        if not dd and t.startswith("-") and t != "-":
+            # An option word may hold an expansion in its value (`-t$D`,
+            # `--target-directory=$D`); one in the option itself is unknown.
             if t.startswith("--"):
-                key = t.split("=", 1)[0]
+                spelled = t.split("=", 1)[0]
+                if "\0" in spelled:
+                    v.opaque = True
+                    continue
+                if name in _WRITER_LONGS:
+                    canon, arity = _writer_long(name, spelled[2:])
+                    if canon is None:
+                        v.opaque = True   # an option the guard does not know
+                        continue
+                    key = "--" + canon
+                else:
+                    key, arity = spelled, 1 if spelled in _VALUED_WRITER_LONG else 0
+                longs.add(key)
                 if key == "--target-directory":
                     if "=" in t:
-                        target_dir = _w_tail(w, len(key) + 1)
+                        target_dir = _w_tail(w, len(spelled) + 1)
                     elif i < len(args):
                         target_dir = args[i]
                 elif key in ("--recursive", "--archive"):
                     flags += "r"
                 elif key in ("--link", "--symbolic-link"):
                     flags += "l"
-                elif key.startswith("--delete"):
+                elif key == "--no-target-directory":
+                    flags += "T"
+                elif key.startswith(("--delete", "--del")):
                     deletes = True
-                elif key == "--remove-source-files":
+                elif key in ("--remove-source-files", "--remove-files", "--rm"):
                     flags += "M"
-                if key in _VALUED_WRITER_LONG and "=" not in t:
+                elif key.startswith(("--output-dir", "--files-from", "--filelist")):
+                    v.opaque = True   # names what it writes elsewhere
+                if arity == 1 and "=" not in t:
                     i += 1
                 continue
             letters = t[1:]
             for k, ch in enumerate(letters):
+                if ch == "\0":
+                    v.opaque = True
+                    break
                 if ch in valued:
                     if ch == "t":
                         target_dir = _w_tail(w, k + 2) if k + 1 < len(letters) else \
@@ -4651,11 +5625,11 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         # cmd.exe switches are /x words.
         operands = [w for w in operands if not w.text.startswith("/")]
     if name in _COMPRESSORS:
-        if any(ch in flags for ch in "ct") or any(w.text in ("--stdout", "--test", "--list")
-                                                 for w in args):
+        if any(ch in flags for ch in "ct") or longs & {"--stdout", "--to-stdout", "--test",
+                                                        "--list"}:
             return v   # to standard output, or a check
         unpacks = name in ("gunzip", "bunzip2", "unxz") or "d" in flags \
-            or any(w.text in ("--decompress", "--uncompress") for w in args)
+            or bool(longs & {"--decompress", "--uncompress"})
         for w in operands:
             v.add(w, tree="r" in flags)
             base = _w_base(w)
@@ -4713,7 +5687,11 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
             # A link to a guard file would let a later write through the link
             # change it, so the link's target counts as written.  A relative
             # symbolic link is read from the link's own folder: dest, or the
-            # folder holding dest.
+            # folder holding dest.  A link to the writer's own folder or
+            # descriptors (/proc/self/cwd) means another folder to every
+            # program that follows it: where a write through it lands is unknown.
+            if src.static and _proc_form(src.text) is not None:
+                v.opaque = True
             v.add(src, tree=True)
             if "s" in flags and dest is not None and src.static \
                     and not src.text.startswith(("/", "~")):
@@ -4810,6 +5788,16 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
         elif t == "--":
             i += 1
             break
+        elif t in ("-S", "--split-string") or t.startswith(("-S", "--split-string=")):
+            # -S splits its value into arguments (`#!/usr/bin/env -S cmd -x`);
+            # plain words only: quotes, escapes and ${VAR} in it stay unread.
+            given = t in ("-S", "--split-string")
+            text = (args[i + 1].text if given and i + 1 < len(args) and args[i + 1].static
+                    else None) if given else (t.split("=", 1)[1] if t.startswith("--")
+                                               else t[2:])
+            if text is None or any(ch in text for ch in "\\'\"$#"):
+                return _unknown()
+            args = args[:i] + [_lit(x) for x in text.split()] + args[i + 1 + given:]
         elif t.startswith("-"):
             return _unknown()
         elif "=" in t and _is_name(t.split("=", 1)[0]):
@@ -4847,7 +5835,7 @@ _ENV_RUN_VALUED = ("-n", "--name", "-p", "--prefix", "--python", "--with", "--wi
 
 
 def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VALUED,
-               positional: int = 0) -> _V:
+               positional: int = 0, feeds: bool = False) -> _V:
     """The intents of the command a runner starts (its verdict: never a read)."""
     i = 0
     while i < len(args):
@@ -4864,10 +5852,20 @@ def _run_inner(args: List[_W], ctx: _Ctx, valued: Tuple[str, ...] = _ENV_RUN_VAL
             continue
         break
     rest = [w for w in args[i:] if w.text not in (":::", "::::", ":::+")][:len(args)]
-    if ":::" in [w.text for w in args[i:]]:
-        rest = args[i:i + [w.text for w in args[i:]].index(":::")]
+    texts = [w.text for w in args[i:]]
+    if ":::" in texts:
+        rest = args[i:i + texts.index(":::")]
     if not rest:
         return _unknown()
+    if feeds:
+        # parallel gives the command each input: the words after `:::`, or
+        # the lines of stdin; where a replacement string stands, that word.
+        items = [w for w in args[i + texts.index(":::"):] if w.text not in
+                 (":::", ":::+", "::::")] if ":::" in texts else [_STDIN_ITEM]
+        if any("{" in w.text for w in rest[1:]):
+            rest = [rest[0]] + [_STDIN_ITEM if "{" in w.text else w for w in rest[1:]]
+        else:
+            rest = rest + items
     return _payload(rest, ctx).cap("shell_command_unproven")
 
 
@@ -4875,16 +5873,18 @@ def _w_runner(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if [w.text for w in args] in (["--version"], ["-v"], ["-V"]):
         return _an_read()
     valued, positional = _RUNNERS[name]
-    inner = _run_inner(args, ctx, valued, positional)
-    return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep) \
-        if inner.mut != "write" else inner
+    inner = _run_inner(args, ctx, valued, positional, feeds=name == "parallel")
+    return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                  inner) if inner.mut != "write" else inner
 
 
 def _in_dir(v: _V, folders: List[_W]) -> _V:
     """Targets of a program that first moves to `folders`, one after the
     other (git -C a -C b, env -C, sudo -D, tar -C), named from here.  An
     expansion among them leaves the folder unknown."""
-    if not folders or not (v.targets or v.patterns or v.pending):
+    if v.lost is not None:
+        _in_dir(v.lost, folders)
+    if not folders or not (v.targets or v.patterns or v.pending or v.named):
         return v
     prefix: Optional[str] = ""
     for w in folders:
@@ -4907,6 +5907,9 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
         else:
             patterns.append(_glob_escape(prefix.rstrip("/")) + "/" + p if prefix else p)
     v.patterns = patterns
+    if v.named and prefix != "":
+        v.named = [p if _fixed(p) else _glob_escape(prefix.rstrip("/")) + "/" + p
+                   for p in v.named] if prefix is not None else []
     if v.pending and prefix != "":
         # Words not resolved yet would be read from the wrong folder.
         v.opaque, v.pending = True, []
@@ -5011,7 +6014,10 @@ def _dynamic_code(text: str, ctx: _Ctx, reader: Callable[[str, _Ctx], _V]) -> _V
     """Code with expansions in it (`bash -c "sha256sum $f"`) is never proven, but
     what its known words do still counts: each expansion is read as a plain word."""
     inner = reader(text.replace("\0", "x"), ctx.deeper())
-    return _V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep)
+    v = _carry(_V("unknown", "shell_syntax_unproven", hash_=inner.hash, dep=inner.dep), inner)
+    if v.lost is not None:
+        v.lost.opaque = True   # what it deletes is named by an expansion
+    return v
 
 
 def _w_other_shell(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5760,7 +6766,32 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if i >= n:
         return _unknown("git_arguments_unproven")
     split = next((w for w in folders if _may_split(w)), None)
-    return _unsplit(_in_dir(_git_command(args[i].text, args[i + 1:]), folders), split)
+    v = _git_command(args[i].text, args[i + 1:])
+    if v.mut != "read" and _git_brings_code(args[i].text, args[i + 1:]):
+        v.dep = True
+    return _unsplit(_in_dir(v, folders), split)
+
+
+# Subcommands that bring another repository's code into the project: a
+# submodule added or moved to its remote's newest commit, a subtree added
+# or pulled, a clone made inside the working folder (into a name of its
+# own, or a relative folder that stays below it).
+#: write +D | git submodule add https://example.com/x.git vendor/x
+#: write +D | git submodule update --remote
+#: write -D | git submodule update --init
+#: write +D | git clone https://example.com/x.git
+#: write -D | git clone https://example.com/x.git /tmp/x
+def _git_brings_code(sub: str, rest: List[_W]) -> bool:
+    words = [w.text for w in rest]
+    plain = [t for t in words if not t.startswith("-")]
+    if sub == "submodule":
+        return plain[:1] == ["add"] or (plain[:1] == ["update"] and "--remote" in words)
+    if sub == "subtree":
+        return plain[:1] in (["add"], ["pull"], ["merge"])
+    if sub == "clone":
+        dest = plain[1] if len(plain) > 1 else "."
+        return not (dest.startswith(("/", "~")) or dest == ".." or dest.startswith("../"))
+    return False
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -5923,12 +6954,41 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
             # -execdir runs in each found folder, where a written name is not
             # the one the line shows.
             inner.whole = inner.whole and t in ("-exec", "-ok")
+            if t in ("-execdir", "-okdir"):
+                _run_below(inner, roots, items)
             result.join(inner)
             continue
         return _unknown("shell_command_unproven", "option", t)
     if result.mut == "write" and any(w.text in ("-L", "-H", "-follow") for w in args):
         result.whole = False   # it walks into linked folders: its paths lead elsewhere
     return result
+
+
+def _run_below(v: _V, roots: List[_W], items: List[_W]) -> None:
+    """`find -execdir` runs its command in the folder of each path found:
+    a relative name it writes may be in any folder below a starting point
+    (the paths found themselves, `{}`, are already named from there)."""
+    if any(not r.static for r in roots):
+        if any(not _fixed(t) for t in v.targets + v.patterns + v.named) or v.pending:
+            v.opaque = True
+        return
+    own = {w.text for w in items}
+    below = [_glob_escape(r.text.rstrip("/") or "/") + "/**/" for r in roots]
+    for name in ("targets", "patterns", "named"):
+        kept, moved = [], []
+        for t in getattr(v, name):
+            if _fixed(t) or t in own or any(t.startswith(o + "/") for o in own):
+                kept.append(t)
+            else:
+                moved.extend(b + (t if name != "targets" else _glob_escape(t)) for b in below)
+        setattr(v, name, kept)
+        if name == "targets":
+            v.patterns.extend(moved)
+        else:
+            getattr(v, name).extend(moved)
+    if any(not any(w is item for item in items) for w, _ in v.pending):
+        v.opaque = True   # a word named from a folder found at run time
+    v.pending = [(w, tree) for w, tree in v.pending if any(w is item for item in items)]
 
 
 def _find_items(roots: List[_W], expr: List[_W]) -> List[_W]:
@@ -7614,10 +8674,38 @@ def _pip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb is None:
         return _unknown()
     v = _pip_verb(verb, rest)
+    if not v.dep and verb in ("install", "download", "wheel", "sync") and ctx.written and any(
+            w.text.lstrip("./") in {t.lstrip("./") for t in ctx.written}
+            for w in _option_values(rest, ("-r", "--requirement", "-c", "--constraint"))):
+        v.dep = True   # a list the line itself just wrote
     unsafe = _pip_unsafe(args)
     if v.mut == "read" and unsafe:
         return _unknown(unsafe)
     return v
+
+
+def _option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
+    """Every value of these options: `-r F`, `-rF`, `--requirement=F`, `--requirement F`."""
+    out: List[_W] = []
+    for k, w in enumerate(args):
+        t = w.text
+        for opt in options:
+            if t == opt:
+                out.append(args[k + 1] if k + 1 < len(args) else _W("\0", dyn=True))
+            elif opt.startswith("--") and t.startswith(opt + "="):
+                out.append(_w_tail(w, len(opt) + 1))
+            elif not opt.startswith("--") and t.startswith(opt) and len(t) > len(opt):
+                out.append(_w_tail(w, len(opt)))
+    return out
+
+
+def _project_manifest(w: _W) -> bool:
+    """Whether a requirements file is one the project keeps: a plain name
+    below the working folder.  Standard input, a process substitution, an
+    expansion, an absolute path or one above the folder may hold anything."""
+    t = w.text
+    return w.static and bool(t) and not t.startswith(("/", "~", "-")) \
+        and ".." not in t.split("/") and "://" not in t
 
 
 def _pip_verb(verb: str, rest: List[_W]) -> _V:
@@ -7636,6 +8724,9 @@ def _pip_verb(verb: str, rest: List[_W]) -> _V:
                                                  w.text.startswith("--") and "U" in w.text)
                for w in rest):
             return _V("write", dep=True)   # newer versions, even of what is declared
+        if not all(_project_manifest(w) for w in _option_values(
+                rest, ("-r", "--requirement", "-c", "--constraint"))):
+            return _V("write", dep=True)   # a list from elsewhere: what it holds is new
         return _V("write", dep=bool(adds))
     if verb == "uninstall":
         return _write()
@@ -7681,7 +8772,7 @@ def _uv(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if verb == "run":
         inner = _run_inner(args[1:], ctx)
         dep = any(t.startswith("--with") for t in texts) or inner.dep
-        return _V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash)
+        return _carry(_V("unknown", "shell_command_unproven", dep=dep, hash_=inner.hash), inner)
     if verb in ("tree",):
         # It resolves the project, which may build it (setup.py, a build backend).
         return _unknown("repository_code")
@@ -7697,7 +8788,8 @@ def _poetry(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # `poetry run pip install x`: what runs in the environment counts.
         at = next(k for k, w in enumerate(args) if w.text == "run")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if name == "pipenv" and verb == "install":
         return _V("write", dep=len(texts) > 1 or any(
             w.text in ("--selective-upgrade", "-U") for w in args))
@@ -7880,7 +8972,8 @@ def _gem(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if name != "gem" and verb == "exec":
         at = next(k for k, w in enumerate(args) if w.text == "exec")
         inner = _run_inner(args[at + 1:], ctx)
-        return _V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep)
+        return _carry(_V("unknown", "shell_command_unproven", hash_=inner.hash, dep=inner.dep),
+                      inner)
     if verb in ("install", "update", "remove", "lock", "init", "clean", "binstubs", "config",
                 "cache", "package", "pristine"):
         # `bundle config --delete NAME` removes a setting.
@@ -8012,7 +9105,7 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "opam": {"install": "add", "pin add": "dep", "pin": "dep", "upgrade": "dep",
              "repo add": "dep", "repository add": "dep", "update": "write"},
     "luarocks": {"install": "dep"}, "pecl": {"install": "dep", "upgrade": "dep"},
-    "pear": {"install": "dep", "upgrade": "dep"}, "cpan": {"install": "dep", "-i": "dep"},
+    "pear": {"install": "dep", "upgrade": "dep"},
     "snap": {"install": "dep", "refresh": "dep", "remove": "write"},
     "flatpak": {"install": "dep", "update": "dep", "remote-add": "dep", "uninstall": "write"},
     "guix": {"install": "dep", "upgrade": "dep", "pull": "dep", "remove": "write"},
@@ -8033,9 +9126,22 @@ _PM_VERBS: Dict[str, Dict[str, str]] = {
     "lerna": {"add": "dep", "bootstrap": "restore"},
     "rush": {"add": "dep", "update": "dep", "install": "restore", "upgrade-interactive": "dep"},
     "rye": {}, "pdm": {},
+    # corepack pins the package manager's version (packageManager) and fetches it.
+    "corepack": {"prepare": "dep", "use": "dep", "install": "dep", "up": "dep",
+                 "enable": "dep", "hydrate": "dep", "pack": "write", "disable": "write"},
+    # Other version control systems: a checkout brings another repository's code in.
+    "hg": {"clone": "dep", "pull": "dep", "fetch": "dep"},
+    "svn": {"checkout": "dep", "co": "dep", "export": "dep", "update": "dep", "up": "dep",
+            "switch": "dep", "sw": "dep"},
+    "jspm": {"install": "add", "i": "add", "link": "dep", "update": "dep", "uninstall": "dep"},
+    "raco": {"pkg install": "add", "pkg update": "dep", "pkg remove": "dep"},
 }
+# Rows whose programs load code even to print their version (hg's
+# extensions in .hg/hgrc, corepack's and jspm's project settings): never a read.
+_PM_LOADS_CODE = frozenset(("hg", "svn", "corepack", "jspm", "raco"))
 # Programs whose every operand is a package to install.
-_PM_OPERAND_INSTALLS = frozenset(("cpanm", "easy_install", "emerge", "xbps-install"))
+_PM_OPERAND_INSTALLS = frozenset(("cpanm", "cpan", "easy_install", "emerge",
+                                  "xbps-install"))
 # Flag-driven installers: these options install a package or a newer version.
 _PM_INSTALL_FLAGS = {
     "dpkg": ("-i", "--install", "--unpack"), "rpm": ("-i", "-U", "-F", "--install", "--upgrade",
@@ -8047,8 +9153,8 @@ _PM_INSTALL_FLAGS = {
 
 def _pm_table(name: str, args: List[_W], ctx: _Ctx) -> _V:
     texts = [w.text for w in args]
-    if texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
-            [[v] for v in _VERSION_WORDS.get(name, ())]):
+    if (texts in (["--version"], ["-v"], ["-V"], ["version"]) or texts in (
+            [[v] for v in _VERSION_WORDS.get(name, ())])) and name not in _PM_LOADS_CODE:
         return _an_read()
     if name in _PM_OPERAND_INSTALLS:
         return _V("write", dep=any(not t.startswith("-") for t in texts))
@@ -8377,6 +9483,11 @@ _CMAKE_HASH_TOOLS = frozenset(("md5sum", "sha1sum", "sha224sum", "sha256sum", "s
 def _cmake(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if len(args) >= 2 and args[0].text == "-E":
         tool = args[1].text.lower()
+        if tool == "chdir" and len(args) >= 4 and args[3].static:
+            # `cmake -E chdir DIR CMD...` runs CMD in DIR: read for every
+            # intent, its names placed there (an unknown DIR: anywhere).
+            inner = _payload(args[3:], ctx).cap("shell_command_unproven")
+            return _in_dir(inner, [args[2]])
         return _V("unknown", "shell_command_unproven",
                   hash_=tool in _CMAKE_HASH_TOOLS or not args[1].static)
     return _version_only(name, args, ctx)
@@ -9234,6 +10345,9 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
                                                   and "w" in t) for t in texts):
             return _unknown()
         return _an_read()
+    if (group, verb) in (("repo", "clone"), ("release", "download"), ("extension", "install"),
+                         ("repo", "fork")):
+        return _V("write", dep=True)   # another repository's code, into the project
     if group in reads or group in ("gist", "label", "secret", "variable"):
         return _write()
     return _unknown()
@@ -9355,7 +10469,7 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
         v = inner(name, args, ctx) if inner is not None else _unknown()
         if v.mut == "write":
             return v
-        return _V("unknown", "repository_code", hash_=v.hash, dep=v.dep)
+        return _carry(_V("unknown", "repository_code", hash_=v.hash, dep=v.dep), v)
     return handler
 
 
@@ -9489,7 +10603,14 @@ _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
     "amp": (frozenset(("login", "logout", "mcp", "permissions", "config", "update")),
             frozenset(("continue",))),
     "crush": (frozenset(("logs", "update-providers")), frozenset(("-c", "--continue"))),
-    "droid": (frozenset(("mcp", "update")), frozenset(("-r", "--resume", "-s", "--session-id"))),
+    "droid": (frozenset(("mcp", "update")),
+              frozenset(("-r", "--resume", "-s", "--session-id", "--fork"))),
+    # Kilo Code, a fork of OpenCode, with its commands (`kilo run --pure` runs
+    # without plugins: without the guard).
+    "kilo": (frozenset(("auth", "models", "upgrade", "uninstall", "stats", "export", "mcp",
+                        "debug", "agent", "providers")),
+             frozenset(("-c", "--continue", "-s", "--session", "--fork", "serve", "web",
+                        "acp"))),
     "cline": (frozenset(("auth", "config", "instance", "version")),
               frozenset(("task", "-T", "--taskId"))),
     "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
@@ -9510,7 +10631,8 @@ _AGENT_PACKAGES: Dict[str, str] = {
     "@qwen-code/qwen-code": "qwen", "aider-chat": "aider", "@sourcegraph/amp": "amp",
     "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
     "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
-    "goose-ai": "goose", "cline": "cline", "droid": "droid",
+    "goose-ai": "goose", "cline": "cline", "droid": "droid", "@factory/cli": "droid",
+    "@kilocode/cli": "kilo",
 }
 # Programs whose operands can start another program (wrappers the analyzer
 # may not see through, schedulers, terminal multiplexers, interpreters with
@@ -9758,6 +10880,61 @@ def _logical(path: str) -> str:
     return "/".join(out)
 
 
+# Paths that name the writing process's own folder and descriptors: the
+# kernel reads them in whatever process opens them, so the hook's process
+# must never resolve them (its /proc/self is not the shell's).  /dev/fd is
+# /proc/self/fd, and /dev/stdin, /dev/stdout and /dev/stderr lead there.
+_PROC_SELF = ("self", "thread-self")
+_DEV_FDS = ("fd", "stdin", "stdout", "stderr")
+
+
+def _proc_form(path: str) -> Optional[Tuple[str, ...]]:
+    """None for an ordinary path; ("cwd", rest) when `path` is the writing
+    process's working folder (`/proc/self/cwd/rest`), which is `rest`
+    relative to it; ("process",) for any other path through /proc or the
+    descriptor links.  Checked component by component before any `..` is
+    applied (`/dev/fd/..` is /proc/self), so a `..` only counts after it."""
+    if not path.startswith("/"):
+        return None
+    parts = path.split("/")
+    stack: List[str] = []
+    climbed = False
+    for i, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            climbed = True
+            if stack:
+                stack.pop()
+            continue
+        stack.append(part)
+        if len(stack) == 2 and (stack[0] == "proc" or stack[0] == "dev" and part in _DEV_FDS):
+            rest = [p for p in parts[i + 1:] if p]
+            if stack[0] == "proc" and part in _PROC_SELF and rest[:1] == ["cwd"] \
+                    and not climbed:
+                return ("cwd", "/".join(rest[1:]) or ".")
+            return ("process",)
+    return None
+
+
+def _process_targets(v: _V, rebase: bool) -> None:
+    """Keep v's targets and patterns that name the writing process's paths
+    away from the hook's resolution: `/proc/self/cwd/x` becomes the
+    relative `x` (rebase: named before the tracked folder is applied, so
+    the folder places it), any other such path makes the place unknown."""
+    for name in ("targets", "patterns", "named"):
+        kept: List[str] = []
+        for t in getattr(v, name):
+            form = _proc_form(t) if t[:1] == "/" else None
+            if form is None:
+                kept.append(t)
+            elif form[0] == "cwd" and rebase:
+                kept.append(form[1])
+            else:
+                v.opaque = True
+        setattr(v, name, kept)
+
+
 def _fixed(path: str) -> bool:
     """A path that does not depend on the folder: /x, ~/x, and on Windows
     C:\\x, C:/x or \\\\server\\share."""
@@ -9768,7 +10945,9 @@ def _fixed(path: str) -> bool:
 def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
     """Name v's relative write targets from each folder the shell may be in;
     one that is unknown makes the write's place unknown (opaque)."""
-    if not (v.targets or v.patterns) or folders == [""]:
+    if v.lost is not None:
+        _place_targets(v.lost, folders)
+    if not (v.targets or v.patterns or v.named) or folders == [""]:
         return
     placed: List[str] = []
     for t in v.targets:
@@ -9794,6 +10973,17 @@ def _place_targets(v: _V, folders: List[Optional[str]]) -> None:
             else:
                 patterns.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
     v.patterns = patterns
+    named: List[str] = []
+    for p in v.named:
+        if _fixed(p):
+            named.append(p)
+            continue
+        for folder in folders:
+            if folder is None:
+                v.opaque = True   # named in a folder the guard cannot know
+            else:
+                named.append(_glob_escape(folder.rstrip("/")) + "/" + p if folder else p)
+    v.named = named
 
 
 def _cd_join(folder: Optional[str], path: Optional[str]) -> List[Optional[str]]:
@@ -10105,14 +11295,21 @@ class _Flow:
             seen.append((cmd, v))
         if v.reason == "state_change":
             self.cdpath = True    # it may have set CDPATH (export, read, typeset...)
-        if v.pending:
+        if v.pending or (v.lost is not None and v.lost.pending):
             _resolve_targets(v, self.ctx)
         if v.pyfolder and here != [_START]:
             v.cap("interpreter_code")   # Python runs in a folder the guard does not look at
         if v.runs and here != [_START]:
             v.dep, v.runs = True, []    # ...and so does npx: its project is not known
-        if (v.targets or v.patterns) and here != [_START]:
+        if v.targets or v.patterns:
+            self.ctx.written.extend(v.targets + v.patterns)
+        if v.targets or v.patterns or v.named:
+            _process_targets(v, rebase=True)
+        if v.lost is not None and (v.lost.targets or v.lost.patterns):
+            _process_targets(v.lost, rebase=True)   # `rm -rf /proc/self/cwd/x` loses x
+        if (v.targets or v.patterns or v.named or v.lost is not None) and here != [_START]:
             _place_targets(v, [folder for folder, _ in here])
+            _process_targets(v, rebase=False)   # a folder such as /proc/self/fd/3
         self.total.join(v)
         return v
 
@@ -10165,8 +11362,12 @@ def _fallback_intents(v: _V, text: str, ctx: _Ctx, powershell: bool = False) -> 
 
 def _resolve_targets(v: _V, ctx: _Ctx) -> None:
     """Turn the words a command writes to into paths and patterns."""
+    if v.lost is not None and v.lost.pending:
+        _resolve_targets(v.lost, ctx)
     for word, tree in v.pending:
         forms = _word_paths(word, ctx)
+        if v.reason == _UNDO_COPY and (forms is None or any(p for _, p in forms)):
+            continue   # a copy into a place not established is not counted
         if forms is None:
             v.opaque = True
             continue
@@ -10189,9 +11390,17 @@ def _unread(give: "_Give", text: str, writers: Any, builds: Optional[str] = None
     v = give.verdict()
     if give.mut == "read" or (builds is not None and not any(ch in text for ch in builds)):
         return v   # (builds: the characters that can make a path in that shell)
+    v.undo = _undo_unread([text])
     # Each distinct word once: a long line repeats most of its words.
-    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in
-             set(text.translate(_WORD_SEPARATORS).split())}
+    plain = set(text.translate(_WORD_SEPARATORS).split())
+    words = {t.rpartition("/")[2].rpartition("\\")[2].lower() for t in plain}
+    # Whatever the line names, an unread program may write (see _named_operands);
+    # past the work limit the whole line is beyond analysis anyway.
+    for t in plain if give.reason != "analysis_limit" else ():
+        t = t.strip("\"'")
+        if t and not t.startswith("-"):
+            t = _glob_escape(t)
+            v.named.extend((t, t.rstrip("/") + "/**"))
     if words & writers:
         v.opaque = True
     elif ("sed" in words or "perl" in words) and any(t.startswith(("-i", "--in-place"))
@@ -10524,6 +11733,11 @@ _PS_PATH_PARAMS = ("-path", "-literalpath", "-filepath", "-destination", "-targe
 
 
 _PS_COPIERS = frozenset(("copy-item", "move-item", "cpi", "mi", "copy", "cp", "move", "mv"))
+_PS_MOVERS = frozenset(("move-item", "mi", "move", "mv", "rename-item", "rni", "ren"))
+# Cmdlets whose targets are deleted, moved or overwritten (see _lose).
+_PS_LOSES = _PS_COPIERS | _PS_MOVERS | frozenset((
+    "remove-item", "ri", "rm", "rmdir", "del", "erase", "rd", "clear-content", "clc",
+    "set-content", "sc", "out-file", "tee-object", "tee", "clear-item"))
 
 
 def _ps_targets(args: List[Tuple[str, bool]], copier: bool = False) -> List[str]:
@@ -10592,6 +11806,9 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V("write", dep=True)
     if prog in _PS_WRITE_CMDLETS:
         v = _write(_ps_targets(args, prog in _PS_COPIERS))
+        if prog in _PS_LOSES and not any(a.lower() in ("-append", "-noclobber")
+                                         for a, q in args if not q):
+            _lose(v, prog in _PS_REMOVERS or prog in _PS_MOVERS)
         if prog not in _PS_REMOVERS:
             # Content written into a manifest is not read here: assume it adds.
             v.dep = any(manifest_kind(t) is not None for t in v.targets) or (
@@ -10606,7 +11823,7 @@ def _ps_command(cmd: List[Tuple[str, bool]], ctx: _Ctx) -> _V:
         return _V(hash_=prog == "get-filehash")
     if "-" in prog and prog.split("-", 1)[0] in ("get", "test", "select", "measure", "format",
                                                  "resolve", "compare", "convertto",
-                                                 "convertfrom"):
+                                                 "convertfrom") and not _undo_rows(prog):
         return _unknown()
     # A native program: arguments pass through the native command line.
     if any('"' in a or (a.endswith("\\") and any(ch in a for ch in _PS_SPACE)) for a, q in args):
@@ -10761,12 +11978,575 @@ def _beyond_analysis() -> _V:
     return v
 
 
+# ---- irreversible actions ---------------------------------------------------
+# What neither version control nor the file system can bring back (the
+# contract's undo=; see IRREVERSIBLE_ACTION).  Two kinds: a program and its
+# subcommand or option that destroys by what it is (the table below), and a
+# delete, move or overwrite whose place decides (`lost`, judged against the
+# workspace when the call is decided).  Both are judged on the program the
+# analyzer found behind wrappers (sudo, env, nice, timeout, xargs, find
+# -exec, bash -c, inline code), so a wrapper is no way around them.
+
+# (programs, subcommand words, condition, why).  Subcommand words are
+# matched in order among the first operands (git's after its global
+# options); `a|b` is either word, `*` any word, `x*` a word starting with x.
+# The condition is a list of words: the row holds when any plain word is
+# among the arguments (a short option also inside a cluster: `-f` in
+# `-fdx`; a long one also as `--opt=value`) and no `!word` is; `@name` is a
+# predicate of _UNDO_TESTS; an empty condition always holds.
+_UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
+    # 1. uncommitted work and history
+    ("git", "reset", "--hard --merge --keep", "discards uncommitted changes"),
+    ("git", "checkout", "@checkout", "overwrites uncommitted changes in the work tree"),
+    ("git", "restore", "@restore", "overwrites uncommitted changes in the work tree"),
+    ("git", "switch", "-f --force --discard-changes", "throws away uncommitted changes"),
+    ("git", "clean", "-f --force @no-require-force !-n !--dry-run",
+     "deletes untracked files, which git never had"),
+    ("git", "stash", "drop clear",
+     "deletes stashed changes, which no branch or reflog keeps"),
+    ("git", "branch", "-D -M -C @branch-force",
+     "deletes or overwrites a branch whose commits may be on no other"),
+    ("git", "tag", "-d --delete -f --force", "deletes or moves a tag, which no reflog keeps"),
+    ("git", "reflog", "expire delete", "drops the reflog, the record that finds lost commits"),
+    ("git", "gc", "@prune-now", "deletes unreachable commits now instead of after weeks"),
+    ("git", "prune", "!-n !--dry-run", "deletes unreachable commits, the last copy of dropped work"),
+    ("git", "filter-branch|filter-repo", "", "rewrites the history of every branch it is given"),
+    ("git", "update-ref", "-d --delete", "deletes a ref and with it the way to its commits"),
+    ("git", "worktree", "@worktree-force", "deletes a worktree with its uncommitted changes"),
+    ("git", "rm", "-f --force !--cached", "deletes files even with uncommitted changes"),
+    ("git", "checkout-index", "-f --force", "overwrites uncommitted changes in the work tree"),
+    ("git", "submodule", "@deinit-force", "deletes a submodule's work tree with its changes"),
+    # 2. what others share
+    ("git", "push", "-f --force --force-with-lease !-n !--dry-run",
+     "replaces the remote branch, dropping commits others may have"),
+    ("git", "push", "-d --delete --prune --mirror @refspec !-n !--dry-run",
+     "deletes or rewrites branches on the remote"),
+    ("gh", "repo|release|gist|secret|variable|label|cache|run|ssh-key|gpg-key|issue",
+     "@gh-delete", "deletes it on GitHub, where no undo exists"),
+    ("gh", "api", "@http-delete", "sends an HTTP DELETE"),
+    # 4. devices, file systems and the machine
+    ("mkfs mke2fs mkswap mkdosfs mkntfs mkexfatfs newfs", "", "",
+     "makes a new file system over what the device held"),
+    ("wipefs", "", "-a --all -o --offset !-n !--no-act", "erases file-system signatures"),
+    ("shred", "", "", "overwrites files so that nothing can recover them"),
+    ("dd", "", "@dd-device", "writes straight onto a device"),
+    ("blkdiscard", "", "", "discards every block of the device"),
+    ("fdisk sfdisk gdisk cfdisk", "", "!-l !--list !-d !--dump !-s !--show-size !-V "
+     "!--verify !--help", "rewrites a partition table"),
+    ("sgdisk", "", "!-p !--print !-v !--verify !-i !--info !--help",
+     "rewrites a partition table"),
+    ("parted", "", "@parted", "rewrites a partition table"),
+    ("diskutil", "erase*|zeroDisk|randomDisk|secureErase|partitionDisk|reformat", "",
+     "erases a disk or volume"),
+    ("diskutil", "apfs|ap", "deleteVolume deleteContainer eraseVolume",
+     "erases a disk or volume"),
+    ("hdparm", "", "--security-erase --security-erase-enhanced --trim-sector-ranges "
+     "--write-sector --dco-restore", "erases or overwrites disk sectors"),
+    ("nvme", "format|sanitize", "", "erases the drive"),
+    ("cryptsetup", "luksFormat|erase|luksErase", "", "destroys the encryption keys of a volume"),
+    ("lvremove vgremove pvremove", "", "", "removes a volume and its data"),
+    ("zpool", "destroy|labelclear", "", "destroys a storage pool"),
+    ("zfs", "destroy|rollback", "", "destroys data or every change since a snapshot"),
+    ("btrfs", "subvolume", "delete", "deletes a subvolume"),
+    ("mdadm", "", "--zero-superblock", "erases a RAID member's metadata"),
+    ("shutdown reboot halt poweroff", "", "!-c !-k !--help !--show",
+     "stops or restarts the machine"),
+    ("init telinit", "", "0 6", "stops or restarts the machine"),
+    ("systemctl", "stop|disable|mask|kill|isolate|poweroff|reboot|halt|kexec|soft-reboot|"
+     "suspend|hibernate", "", "stops or disables services of the machine"),
+    ("service", "*", "stop", "stops a service of the machine"),
+    ("launchctl", "unload|remove|bootout|disable|kill", "", "stops or removes a service"),
+    ("crontab", "", "-r", "deletes every scheduled job of the user, keeping no copy"),
+    # 5. remote systems through their CLIs
+    ("kubectl oc", "delete", "", "deletes resources in the cluster"),
+    ("kubectl oc docker podman nerdctl", "exec|debug|run", "@runs-gone",
+     "runs a command there that deletes or overwrites what the guard cannot establish"),
+    ("kubectl oc", "apply", "--prune", "deletes resources in the cluster"),
+    ("kubectl oc", "drain|cordon|replace", "--force --delete-emptydir-data "
+     "--delete-local-data", "deletes resources in the cluster"),
+    ("helm", "uninstall|delete|del|un", "", "removes a release and what it deployed"),
+    ("terraform tofu terragrunt", "destroy", "", "destroys the infrastructure it manages"),
+    ("terraform tofu terragrunt", "apply|plan", "-destroy --destroy",
+     "destroys the infrastructure it manages"),
+    ("terraform tofu", "state|workspace", "rm delete", "drops infrastructure from its state"),
+    ("pulumi", "destroy|down", "", "destroys the infrastructure it manages"),
+    ("pulumi", "stack", "rm", "deletes a stack"),
+    ("aws", "s3", "rm rb mv", "deletes objects or buckets in S3"),
+    ("aws", "s3", "--delete", "deletes objects in S3 that are not in the source"),
+    ("aws", "*", "@aws-delete", "deletes resources in AWS"),
+    ("gcloud", "*", "@cloud-delete", "deletes resources in Google Cloud"),
+    ("gsutil", "rm|rb", "", "deletes objects or buckets in Cloud Storage"),
+    ("gsutil", "rsync", "-d", "deletes objects that are not in the source"),
+    ("az", "*", "@cloud-delete", "deletes resources in Azure"),
+    ("doctl", "*", "@cloud-delete", "deletes resources in DigitalOcean"),
+    ("docker podman nerdctl", "system|volume|container|builder|buildx", "prune",
+     "deletes containers, volumes or build data"),
+    ("docker podman nerdctl", "volume", "rm remove", "deletes volumes and their data"),
+    ("docker podman nerdctl", "rm|container", "-f --force -v --volumes",
+     "deletes running containers or their volumes"),
+    ("docker podman", "compose|machine", "-v --volumes rm",
+     "deletes volumes and their data"),
+    ("docker-compose", "down|rm", "-v --volumes", "deletes volumes and their data"),
+    ("psql mysql mariadb sqlite3 sqlcmd clickhouse-client cockroach duckdb cqlsh snowsql bq",
+     "", "@sql", "changes a database in a way no version control records"),
+    ("dropdb dropuser", "", "", "drops a database"),
+    ("mysqladmin", "", "drop", "drops a database"),
+    ("redis-cli valkey-cli", "", "@redis", "empties a Redis database"),
+    ("mongo mongosh", "", "@mongo", "drops MongoDB data"),
+    ("curl", "", "@http-delete", "sends an HTTP DELETE"),
+    ("wget", "", "--method=DELETE", "sends an HTTP DELETE"),
+    ("http https xh xhs", "", "DELETE delete", "sends an HTTP DELETE"),
+    ("rclone", "sync|purge|delete|deletefile|rmdir|rmdirs|cleanup|move|moveto|dedupe", "",
+     "deletes files on the remote"),
+    ("restic", "forget|prune", "", "deletes backups"),
+    ("borg", "delete|prune|compact|recreate", "", "deletes backups"),
+    ("vault", "delete|kv|secrets", "@vault", "deletes secrets"),
+    ("op", "delete|item|vault|document", "delete", "deletes secrets from 1Password"),
+    ("heroku", "apps:destroy|pg:reset|apps:delete", "", "destroys an app or its database"),
+    ("fly flyctl", "destroy|apps|volumes", "destroy delete", "destroys an app or volume"),
+    ("vercel", "remove|rm", "", "removes deployments"),
+    ("firebase", "firestore:delete|database:remove|hosting:disable|projects:delete", "",
+     "deletes data in Firebase"),
+    ("supabase", "db", "reset", "empties the database"),
+    # PowerShell cmdlets (named in lower case, as _ps_command passes them)
+    ("format-volume clear-disk initialize-disk remove-partition diskpart", "", "",
+     "erases a disk or volume"),
+    ("stop-computer restart-computer", "", "", "stops or restarts the machine"),
+    ("stop-service", "", "", "stops a service of the machine"),
+    ("podman", "system", "reset", "deletes every container, image, volume and setting"),
+    ("eksctl", "delete", "", "deletes a cluster or its node groups"),
+    ("kind minikube k3d", "delete", "", "deletes a local cluster and what runs in it"),
+    ("vagrant", "destroy", "", "deletes the machine and its disks"),
+    ("s3cmd", "del|rm|rb|sync", "@s3cmd", "deletes objects or buckets"),
+    ("mc", "rm|rb|mirror", "@mc", "deletes objects or buckets"),
+    ("bq", "rm", "", "deletes a BigQuery table or dataset"),
+    ("npm pnpm yarn", "unpublish", "", "removes a published version from the registry"),
+    ("gpg gpg2", "", "--delete-keys --delete-secret-keys --delete-secret-and-public-keys "
+     "--delete-key --delete-secret-key", "deletes keys from the keyring"),
+    ("pass gopass", "rm|remove|delete", "", "deletes a stored secret"),
+)
+
+# Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
+_UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Writers whose targets are deleted, moved or overwritten (a new folder,
+# file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
+_LOSES = frozenset((
+    "rm", "rmdir", "unlink", "shred", "truncate", "cp", "mv", "install", "dd", "rsync",
+    "scp", "rename", "del", "erase", "rd", "copy", "move", "ren", "xcopy", "robocopy",
+    "patch", "unzip", "tar", "sed", "gsed", "perl", "tee", "find", "sort", "split", "csplit",
+    "awk", "gawk", "mawk", "nawk", "ditto", "gcp", "gmv", "apply_patch", "applypatch"))
+_REMOVERS = frozenset(("rm", "rmdir", "unlink", "shred", "truncate", "mv", "dd", "find", "del",
+                       "erase", "rd", "rename", "move", "ren", "gmv", "srm"))
+_LOSES_RECURSIVE = frozenset(("chmod", "chown", "chgrp", "setfacl", "chattr", "chflags"))
+# Options that make one of _LOSES add to its targets or leave them alone
+# (`tee -a` appends, `cp -n` never overwrites).
+_KEEPS: Dict[str, Tuple[str, ...]] = {
+    "tee": ("-a", "--append"), "cp": ("-n", "--no-clobber"), "mv": ("-n", "--no-clobber"),
+    "gcp": ("-n", "--no-clobber"), "gmv": ("-n", "--no-clobber"),
+}
+
+
+def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
+    if not _UNDO_BY_PROGRAM:
+        for programs, sub, test, why in _UNDO_ROWS:
+            for program in programs.split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(
+                    ([part.split("|") for part in sub.split()], test.split(), why))
+    rows = _UNDO_BY_PROGRAM.get(name)
+    if rows is None:
+        for prefix, base in _UNDO_PREFIXES:
+            if name.startswith(prefix):
+                return _UNDO_BY_PROGRAM.get(base, [])
+        return []
+    return rows
+
+
+def _undo_word(pattern: str, text: str) -> bool:
+    return pattern == "*" or pattern == text or (
+        pattern.endswith("*") and text.startswith(pattern[:-1]))
+
+
+def _has_word(texts: List[str], word: str) -> bool:
+    """A word among the arguments before `--`: a short option also inside a
+    cluster (`-f` in `-xdf`), a long one also with `=value`."""
+    for t in texts:
+        if t == "--":
+            return False
+        if t == word or (word.startswith("--") and t.startswith(word + "=")):
+            return True
+        if len(word) == 2 and word[0] == "-" and t[:1] == "-" and t[1:2] != "-" \
+                and word[1] in t[1:] and t[1:].isalpha():
+            return True
+    return False
+
+
+def _git_start(texts: List[str]) -> int:
+    """Where git's subcommand is, after its global options."""
+    i = 0
+    while i < len(texts):
+        t = texts[i]
+        if t in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                 "--exec-path", "--super-prefix"):
+            i += 2
+        elif t.startswith("-"):
+            i += 1
+        else:
+            return i
+    return i
+
+
+def _sub_at(texts: List[str], sub: List[List[str]], git: bool) -> Optional[int]:
+    """Where the arguments after the subcommand words start, or None."""
+    if not sub:
+        return 0
+    if git:
+        i = _git_start(texts)
+        for alts in sub:
+            if i >= len(texts) or not any(_undo_word(a, texts[i]) for a in alts):
+                return None
+            i += 1
+        return i
+    # Other CLIs: in order among the first operands (options and their
+    # values may come first: `kubectl -n prod delete pod x`).
+    operands = [k for k, t in enumerate(texts) if not t.startswith("-")][:len(sub) + 3]
+    k = 0
+    for pos in operands:
+        if any(_undo_word(a, texts[pos]) for a in sub[k]):
+            k += 1
+            if k == len(sub):
+                return pos + 1
+    return None
+
+
+def _undo_holds(test: List[str], texts: List[str], rest: List[str]) -> bool:
+    wanted = [w for w in test if not w.startswith(("!", "@"))]
+    for w in test:
+        if w.startswith("!") and _has_word(rest, w[1:]):
+            return False
+    tests = [w[1:] for w in test if w.startswith("@")]
+    if any(_UNDO_TESTS[t](texts, rest) for t in tests):
+        return True
+    if wanted:
+        return any(_has_word(rest, w) for w in wanted)
+    return not tests
+
+
+_SQL_GONE = (r"(?is)\b(?:drop\s+(?:table|database|schema|view|index|user|role|keyspace"
+             r"|collection|materialized|function|procedure|trigger|sequence|type)"
+             r"|truncate\b|delete\s+from\s+[^;]*?(?:;|$)(?<!where)"
+             r"|alter\s+table\s+\S+\s+drop\b)")
+
+
+def _sql_gone(text: str) -> bool:
+    if not _an_rx("sql-gone", _SQL_GONE).search(text):
+        return False
+    # DELETE ... WHERE narrows what goes; DROP and TRUNCATE never do.
+    low = " ".join(text.lower().split())
+    if _an_rx("sql-drop", r"\b(?:drop\s+\w|truncate\b|alter\s+table\s+\S+\s+drop\b)"
+              ).search(low):
+        return True
+    return any("where" not in part for part in
+               _an_rx("sql-delete", r"delete\s+from\s+[^;]*").findall(low))
+
+
+def _method_delete(texts: List[str]) -> bool:
+    for k, t in enumerate(texts):
+        value = None
+        if t in ("-X", "--request", "--method") and k + 1 < len(texts):
+            value = texts[k + 1]
+        elif t.startswith(("-X", "--request=", "--method=")):
+            value = t.split("=", 1)[1] if "=" in t else t[2:]
+        if value is not None and value.upper() == "DELETE":
+            return True
+    return False
+
+
+def _ops(rest: List[str]) -> List[str]:
+    return [t for t in rest if not t.startswith("-")]
+
+
+_UNDO_TESTS: Dict[str, Callable[[List[str], List[str]], bool]] = {
+    # `checkout -- path`, `checkout .`, `checkout rev -- path`, -f
+    "checkout": lambda texts, rest: _has_word(rest, "-f") or _has_word(rest, "--force")
+    or "--" in rest[:-1] or "." in rest or ":/" in rest,
+    # Only --staged (the index) without --worktree loses nothing.
+    "restore": lambda texts, rest: bool(_ops(rest)) and not (
+        (_has_word(rest, "-S") or _has_word(rest, "--staged"))
+        and not (_has_word(rest, "-W") or _has_word(rest, "--worktree"))),
+    "branch-force": lambda texts, rest: (_has_word(rest, "-d") or _has_word(rest, "--delete")
+                                         or _has_word(rest, "-m") or _has_word(rest, "--move"))
+    and (_has_word(rest, "-f") or _has_word(rest, "--force")),
+    # `git -c clean.requireForce=false clean` deletes without -f.
+    "no-require-force": lambda texts, rest: any(
+        t.lower().replace(" ", "") == "clean.requireforce=false" for t in texts),
+    "prune-now": lambda texts, rest: any(t in ("--prune=now", "--prune=all") for t in rest),
+    "worktree-force": lambda texts, rest: rest[:1] == ["remove"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force")),
+    "deinit-force": lambda texts, rest: rest[:1] == ["deinit"] and (
+        _has_word(rest, "-f") or _has_word(rest, "--force") or "--all" in rest),
+    # `git push origin +main` forces, `git push origin :main` deletes.
+    "refspec": lambda texts, rest: any(t.startswith(("+", ":")) and len(t) > 1
+                                       for t in _ops(rest)[1:]),
+    "gh-delete": lambda texts, rest: bool(rest) and rest[0].startswith("delete"),
+    "http-delete": lambda texts, rest: _method_delete(texts),
+    # rm and rb always delete; sync and mirror only with their delete options.
+    "s3cmd": lambda texts, rest: _ops(texts)[:1] != ["sync"]
+    or _has_word(texts, "--delete-removed"),
+    "mc": lambda texts, rest: _ops(texts)[:1] != ["mirror"] or any(
+        _has_word(texts, w) for w in ("--remove", "--overwrite")),
+    # The command a container or pod is given names a destroying program.
+    "runs-gone": lambda texts, rest: _undo_unread(rest) is not None,
+    "dd-device": lambda texts, rest: any(
+        t.startswith("of=/dev/") and t[3:] not in _DEV_SINKS for t in texts),
+    "parted": lambda texts, rest: not any(t in ("print", "-l", "--list", "--help", "-h",
+                                                "--version", "-v") for t in texts)
+    and not any(t in ("p",) for t in texts[-1:]),
+    "aws-delete": lambda texts, rest: any(
+        t.startswith(("delete-", "batch-delete-", "terminate-", "remove-", "deregister-", "purge-",
+                      "disable-", "deactivate-", "release-", "revoke-", "cancel-",
+                      "empty-", "reset-", "stop-"))
+        for t in _ops(texts)[:3]),
+    "cloud-delete": lambda texts, rest: any(t in ("delete", "remove", "destroy", "purge",
+                                                  "stop", "rm", "d", "reset")
+                                            for t in _ops(texts)[:5]),
+    "sql": lambda texts, rest: _sql_gone("\n".join(texts)),
+    "redis": lambda texts, rest: any(t.lower() in ("flushall", "flushdb") for t in texts),
+    "mongo": lambda texts, rest: any(
+        _an_rx("mongo-gone", r"(?i)dropDatabase|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}"
+               r"|\.remove\s*\(\s*\{\s*\}").search(t) for t in texts),
+    "vault": lambda texts, rest: texts[:1] == ["delete"] or any(
+        t in ("delete", "destroy", "disable", "metadata") for t in _ops(texts)[1:3]),
+}
+
+
+def _undo_why(name: str, words: List[_W]) -> Optional[str]:
+    """The culprit text when `name words[1:]` is in _UNDO_ROWS: the
+    program, its subcommand and option as written, then why."""
+    rows = _undo_rows(name)
+    if not rows:
+        return None
+    texts = [w.text for w in words[1:]]
+    if "--help" in texts:
+        return None   # every CLI here only prints its usage then
+    for sub, test, why in rows:
+        start = _sub_at(texts, sub, name == "git")
+        if start is None or not _undo_holds(test, texts, texts[start:]):
+            continue
+        shown = [words[0].text] + texts[:start][-len(sub):] if sub else [words[0].text]
+        hit = next((w for w in test if not w.startswith(("!", "@")) and
+                    _has_word(texts[start:], w)), None)
+        if hit is not None:
+            hit = next((t for t in texts[start:] if t == hit or t.startswith(hit + "=")
+                        or (len(hit) == 2 and t[:1] == "-" and t[1:2] != "-"
+                            and hit[1] in t)), hit)
+            shown.append(hit)
+        return "`%s` %s" % (" ".join(shown)[:60], why)
+    return None
+
+
+def _git_alias_undo(texts: List[str]) -> Optional[str]:
+    """`git -c alias.x='reset --hard' x`: the alias given on the line is
+    judged as what it stands for; one taken from the environment
+    (--config-env) cannot be read and counts."""
+    start = _git_start(texts)
+    if start >= len(texts):
+        return None
+    sub = texts[start]
+    for k, t in enumerate(texts[:start]):
+        pair = texts[k + 1] if t == "-c" and k + 1 < start else (
+            t[2:] if t.startswith("-c") and t != "-c" else None)
+        env = t.startswith("--config-env=") or (t == "--config-env" and k + 1 < start)
+        if env:
+            pair = t.split("=", 1)[1] if "=" in t else texts[k + 1]
+        if pair is None or not pair.lower().startswith("alias.") or "=" not in pair:
+            continue
+        alias, value = pair[6:].split("=", 1)
+        if alias != sub:
+            continue
+        if env:
+            return "`git %s` runs an alias the guard cannot read: %s" % (sub, _UNDO_UNREAD)
+        if value.startswith("!"):
+            return _undo_unread([value[1:]])
+        return _undo_why("git", [_lit("git")] + [_lit(x) for x in value.split()]
+                         + [_lit(x) for x in texts[start + 1:]])
+    return None
+
+
+def _lose(v: _V, removes: bool = False) -> _V:
+    """Mark everything `v` writes as deleted, moved or overwritten.
+    removes: the program removes what it names (rm, mv, find -delete), so
+    a target it cannot establish counts too; a copy or a redirection to an
+    unknown place (`cp a "$d/"`, `> "$LOG"`) only counts where it is known."""
+    if v.targets or v.patterns or v.pending or (removes and v.opaque):
+        lost = v.lost = _V("write")
+        lost.targets = list(v.targets)
+        lost.patterns = list(v.patterns)
+        lost.pending = list(v.pending)   # (`~/x`, `$HOME/x`: named when placed)
+        if removes:
+            lost.opaque = v.opaque
+        else:
+            lost.reason = _UNDO_COPY
+    return v
+
+
+# The reason of a `lost` verdict whose words, left unnamed, do not count.
+_UNDO_COPY = "undo_copy"
+
+
+# Code that deletes or moves files: the call, and its first argument when it
+# is a string literal (a name built at run time is a target not established).
+_CODE_GONE = (r"(?:\b(?:shutil\.)?(?:rmtree|move)|\bos\.(?:remove|unlink|rmdir|removedirs"
+              r"|rename|replace)|\.(?:unlink|rmdir)|\bfs(?:\.promises)?\.(?:rm|rmdir|unlink"
+              r"|rename)(?:Sync)?|\.(?:rm|rmdir|unlink)Sync|\b(?:rimraf|del|remove_dir_all|remove_file|rm_rf|rm_r"
+              r"|remove_entry|remove_entry_secure)|\bFileUtils\.(?:rm\w*|remove\w*|mv)"
+              r"|\b(?:File|Dir)\.(?:delete|unlink)|\bunlink)\s*\(\s*"
+              r"(?:(['\"])([^'\"\n]*)\1\s*[,)]|())")
+
+
+def _code_loses(v: _V, code: str, ctx: _Ctx) -> None:
+    """Inline code that deletes files or hands a shell a destroying line."""
+    for m in _an_rx("code-gone", _CODE_GONE).finditer(code):
+        if v.lost is None:
+            v.lost = _V("write")
+        if m.group(2) is not None and m.group(2) and not m.group(2).startswith("~"):
+            v.lost.add(m.group(2), True)
+        elif m.group(2) is not None and m.group(2).startswith("~/"):
+            v.lost.add(m.group(2), True)
+        else:
+            v.lost.opaque = True
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    named = {t.rpartition("/")[2].lower()
+             for t in set(code.translate(_UNDO_SPLIT).replace(",", " ").split())}
+    if not (named & _UNDO_NAMES or named & _LOSES or named & _UNDO_BY_PROGRAM.keys()):
+        return   # no line of it can name a destroying program
+    if not _an_rx("code-runs", _CODE_RUNS).search(code):
+        return   # its strings are only text: printed, compared, written to a file
+    ticks = _an_rx("code-ticks", r"`([^`\n]+)`").findall(code) if "`" in code else []
+    for line in dict.fromkeys(_code_commands(code)[0] + ticks):
+        # Only a line that names a destroying program is worth a reading.
+        names = {t.rpartition("/")[2].lower() for t in line.translate(_UNDO_SPLIT).split()}
+        if not (names & _UNDO_NAMES or names & _LOSES or names & _UNDO_BY_PROGRAM.keys()):
+            continue
+        try:
+            inner = _analyze_bash(line, ctx.deeper())
+        except _Give:
+            continue
+        if inner.undo is not None and v.undo is None:
+            v.undo = inner.undo
+        if inner.lost is not None:
+            if v.lost is None:
+                v.lost = _V("write")
+            v.lost.join(inner.lost)
+
+
+# Calls that hand a string to a shell or start a program (os.system,
+# subprocess, child_process, system, exec, spawn, backticks, %x).
+_CODE_RUNS = (r"(?:\b(?:system|popen|Popen|run|call|check_call|check_output|getoutput"
+              r"|getstatusoutput|exec\w*|spawn\w*|shell_exec|passthru|proc_open|Command"
+              r"|capture\w*|pipeline)\s*[(\s'\"]|`|%x)")
+
+# Programs whose name alone, in a command the guard cannot read through,
+# makes it count: what they delete cannot be established.
+_UNDO_UNREAD = ("code or a line the guard cannot read, which may delete or overwrite anything: "
+                "what it destroys cannot be established")
+_UNDO_NAMES = frozenset(("rm", "rmdir", "unlink", "shred", "dd", "wipefs", "mkfs", "fdisk",
+                         "sfdisk", "parted", "blkdiscard", "truncate", "shutdown", "reboot",
+                         "halt", "poweroff", "mv", "srm"))
+_UNDO_SPLIT = str.maketrans("'\"`;&|(){}\n\\", " " * 12)
+
+
+def _undo_unread(texts: Any) -> Optional[str]:
+    """The culprit when text the guard cannot read word by word names a
+    destroying program, or a program and subcommand of _UNDO_ROWS."""
+    tokens: List[str] = []
+    for text in texts:
+        tokens.extend(text.translate(_UNDO_SPLIT).split())
+    if not _UNDO_BY_PROGRAM:
+        _undo_rows("")
+    names = {t.rpartition("/")[2].lower() for t in set(tokens)}
+    if not (names & _UNDO_NAMES or names & _UNDO_BY_PROGRAM.keys()
+            or any(n.startswith("mkfs.") for n in names)):
+        return None
+    for k, t in enumerate(tokens):
+        base = t.rpartition("/")[2].lower()
+        if _undo_rows(base):
+            # A program with rows is judged by them (`fdisk -l` only lists).
+            why = _undo_why(base, [_lit(x) for x in tokens[k:k + 12]])
+            if why is not None:
+                return why
+        elif base in _UNDO_NAMES:
+            return ("`%s` in a command the guard cannot read through: what it destroys "
+                    "cannot be established" % base)
+    return None
+
+
+def _undo_shown(command: str) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= 60 else line[:59].rstrip() + "…"
+
+
+def _undo_words(words: List[_W], ctx: _Ctx) -> List[_W]:
+    """The words with each expansion the line gives a value (`x=--hard; git
+    reset $x`) replaced by every value it may take."""
+    if all(w.static for w in words):
+        return words
+    out: List[_W] = []
+    for w in words:
+        forms = None if w.static else _word_paths(w, ctx)
+        out.extend([_lit(text) for text, _ in forms] if forms else [w])
+    return out
+
+
+def _judge_undo(v: _V, name: Optional[str], words: List[_W], ctx: _Ctx) -> None:
+    """Fill v.undo and v.lost for one program and its arguments."""
+    if name is None:
+        return
+    texts = [w.text for w in words[1:]]
+    if v.lost is None:
+        recursive = name in _LOSES_RECURSIVE and (
+            _has_word(texts, "-R") or _has_word(texts, "--recursive"))
+        keeps = any(_has_word(texts, w) for w in _KEEPS.get(name, ()))
+        if (name in _LOSES and not keeps) or recursive or (
+                name == "ln" and (_has_word(texts, "-f") or _has_word(texts, "--force"))):
+            _lose(v, recursive or name in _REMOVERS)
+            if name == "ln" and v.lost is not None and words[-1].static:
+                # ln -f replaces the link's own name, never what it points at.
+                last = words[-1].text.rstrip("/")
+                kept = [t for t in v.lost.targets + v.lost.patterns
+                        if t == last or t.startswith(last + "/")]
+                v.lost.targets = [t for t in v.lost.targets if t in kept]
+                v.lost.patterns = [t for t in v.lost.patterns if t in kept]
+    if v.undo is None:
+        v.undo = _undo_why(name, _undo_words(words, ctx) if _undo_rows(name) else words)
+    if v.undo is None and name == "git":
+        v.undo = _git_alias_undo(texts)
+    code = None
+    if v.undo is None and name in _INTERPRETERS:
+        found = _code_option(texts, _INLINE_CODE[_INTERPRETERS[name]][1]) \
+            if _INTERPRETERS[name] in _INLINE_CODE else None
+        if found is not None:
+            k, attached = found
+            code = attached if attached is not None else (
+                texts[k + 1] if k + 1 < len(texts) and words[k + 2].static else None)
+        if code is not None:
+            _code_loses(v, code, ctx)
+    if v.undo is None and v.lost is None and v.mut == "unknown" \
+            and name not in _UNDO_BY_PROGRAM and name not in _INTERPRETERS:
+        # A program that runs others in a way the guard cannot read (ssh,
+        # watch, docker exec, an option it does not know): the words still
+        # name what would run.
+        v.undo = _undo_unread([w.text for w in words if w.static])
+
+
 def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     """Classify one command line; shell is "bash", "powershell" or "unknown"."""
     if not isinstance(command, str) or not command.strip():
         return ShellAnalysis("unknown", "shell_syntax_unproven")
     if len(command) > _MAX_COMMAND:
-        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True)  # see below
+        return ShellAnalysis("unknown", "analysis_limit", True, True, [], True,  # see below
+                             irreversible=_UNDO_UNREAD)
     ctx = _Ctx(0, shell)
     try:
         v = _analyze_any(command, shell, ctx=ctx)
@@ -10787,8 +12567,15 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
             v.agent, v.resume = found
     seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
     patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    undo, lost = v.undo, v.lost
+    if lost is not None and undo is None and (lost.opaque or lost.pending):
+        undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
+            _undo_shown(command))
+    if reason == "analysis_limit" or (v.mut != "read" and v.agent == "?"):
+        undo = undo or _UNDO_UNREAD
     # A verdict with pending words never reached _Flow (PowerShell, cmd):
     # what they name is not established.
+    named = [p for p in dict.fromkeys(v.named) if p] if v.named and v.mut != "read" else []
     opaque = v.opaque or bool(v.pending)
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
@@ -10800,7 +12587,9 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
-                         runs if shell == "bash" else [])
+                         runs if shell == "bash" else [], undo,
+                         list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [],
+                         named)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -11636,6 +13425,17 @@ _HASH_RULES: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("crcmod", "passlib", "mmh3", "xxhash", "blake3", "crc32c"),
      r"(?:import|from)\s+(?:[\w.]+\s*,\s*){0,8}(?:crcmod|passlib|mmh3|xxhash|blake3|crc32c)\b"),
     (("password4j",), r"com\.password4j"),
+    # crypt(3) and its bindings (Python's crypt module, Perl's and PHP's
+    # crypt(), Ruby's String#crypt) hash a password; not decrypt(), bcrypt(...).
+    (("crypt",), r"(?<![\w$>:])crypt(?:_r)?\s*\(|\.\s*crypt\s*\(|(?:import|from)\s+crypt\b"
+                 r"|\bcrypt\s*\.\s*(?:mksalt|methods)\b"),
+    # OCaml's Digest module (`Digest.string s`, `Digest.file f`), Bun's hashers.
+    (("digest.",), r"\bdigest\s*\.\s*(?:string|file|bytes|substring|subbytes|channel|to_hex"
+                   r"|blake\w*|md5)\b"),
+    (("bun",), r"\bbun\s*\.\s*(?:hash|cryptohasher|sha|md4|md5|password)\b"),
+    # Name-based UUIDs are digests of their name: uuid3 (MD5), uuid5 (SHA-1).
+    (("uuid",), r"uuid[35]\s*\(|uuid\s*\.\s*(?:v[35]|newsha1|newmd5)\b|new_v[35]\s*\("
+                r"|nameuuidfrombytes|uuidv[35]\b|['\"]uuid/v[35]['\"]"),
     (("twox_hash", "seahash", "siphasher", "crc32fast", "xxhash_rust"),
      r"(?:extern\s+crate|use)\s+(?:twox_hash|seahash|siphasher|crc32fast|xxhash_rust)\b"),
     (("using sha",), r"using\s+sha\b"),
@@ -13788,6 +15588,14 @@ _TAMPER_NEXT = (
     "arms it again), or make the change themselves outside the agent: edit the file by "
     "hand, or run `python3 sts.py uninstall <host>` to unwire the guard from a host.")
 
+# What an agent stopped before an irreversible action does: ask, never work
+# around it.  The user's answer is one directive field.
+_UNDO_NEXT = (
+    "Do not run it, and do not reach the same result another way. Ask the user: say what "
+    "would be lost, and that it cannot be brought back. To allow it for this session the "
+    "user sends `$stop-that-shit undo=allow` as a prompt (`undo=ask` stops again); or the "
+    "user runs the command themselves.")
+
 _BUDGET_NEXT_UNKNOWN = (
     "Collect a supported completion result for the earlier delegation first; its outcome "
     "is unknown, so its units stay reserved.")
@@ -13805,8 +15613,9 @@ def outcome_result_kind(outcome: str) -> str:
 
 # Outcome rule -> (outcome while only watching, outcome when armed).  A guard
 # that only watches reports what it would stop; an armed one stops it.
-# "policy_when_armed" is resolved first, by the governing hash= or deps=
-# policy: `ask` asks the user, anything else denies.
+# "policy_when_armed" is resolved first, by the governing hash=, deps= or
+# undo= policy: `ask` asks the user, anything else denies (`allow` never
+# reaches here: the check does not match).
 _DECISION_OUTCOMES: Dict[str, Tuple[str, str]] = {
     "allow": ("allow", "allow"),
     "always_deny": ("deny_and_explain", "deny_and_explain"),
@@ -13855,34 +15664,6 @@ def state_busy_decision(contract: Optional[dict] = None) -> Decision:
 def _files_win_abs(text: str) -> bool:
     return ((len(text) >= 3 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
              and text[2] in "\\/") or text.startswith("\\\\"))
-
-
-def _files_normalize(path: str) -> str:
-    # Node's path.posix.normalize, as the hosts that send these paths use:
-    # unlike posixpath.normpath it keeps a trailing "/" and collapses a
-    # leading "//".
-    if path == "":
-        return "."
-    absolute = path.startswith("/")
-    parts: List[str] = []
-    for seg in path.split("/"):
-        if seg in ("", "."):
-            continue
-        if seg == "..":
-            if parts and parts[-1] != "..":
-                parts.pop()
-            elif not absolute:
-                parts.append("..")
-            continue
-        parts.append(seg)
-    out = "/".join(parts)
-    if absolute:
-        out = "/" + out
-    elif not out:
-        out = "."
-    if path.endswith("/") and out != "/":
-        out += "/"
-    return out
 
 
 def _boundary_form(raw: str, cwd: Optional[str]) -> str:
@@ -14126,7 +15907,42 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
         if not base or not os.path.isabs(base) or _files_win_abs(base):
             return None
         path = os.path.join(base, path)
+    if _proc_form(path) is not None or physical and _through_process(path):
+        return None    # the writer's own folder or descriptors, not the hook's
     return _files_realpath(path) if physical else os.path.normpath(path)
+
+
+def _through_process(path: str) -> bool:
+    """Whether resolving the absolute `path` as the kernel does passes
+    through /proc or the descriptor links (see _proc_form) at some step: a
+    symbolic link may lead there (`ln -s /proc/self/cwd l`), and the hook
+    would read its own process where the writer meant its own."""
+    done, todo, links = "", path.split("/")[::-1], 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = done[:done.rfind("/")]
+            continue
+        step = done + "/" + name
+        if _proc_form(step) is not None:
+            return True
+        try:
+            is_link = os.lstat(step).st_mode & _S_IFMT == _S_IFLNK
+            target = os.readlink(step) if is_link else None
+        except (OSError, ValueError):
+            is_link, target = False, None
+        if target is None:
+            done = step
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return True    # a loop: where it leads is not known
+        if target.startswith("/"):
+            done = ""
+        todo.extend(target.split("/")[::-1])
+    return False
 
 
 # ---- self-protection --------------------------------------------------------
@@ -14225,10 +16041,13 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
 
 def _tamper_unplaced(action: Action) -> List[str]:
     """Paths of `action` relative to a working folder the event does not give."""
+    def unplaced(raw: str) -> bool:
+        path = resolve_event_path(_glob_static_head(raw), action.cwd, physical=False)
+        # A link on the way to /proc/self or /dev/fd names the writer's folder.
+        return path is None or os.name != "nt" and _through_process(path)
+
     return [raw for raw in list(action.affected_paths) + list(action.shell_write_targets)
-            + list(action.shell_write_patterns)
-            if raw.strip() and resolve_event_path(_glob_static_head(raw), action.cwd,
-                                                  physical=False) is None]
+            + list(action.shell_write_patterns) if raw.strip() and unplaced(raw)]
 
 
 # A glob pattern is checked against the file system as well, since a
@@ -14311,7 +16130,11 @@ def _pattern_reach(pattern: str, cwd: Optional[str], roots: List[str]
     def walk(folder: str, rest_parts: List[str]) -> Optional[Tuple[str, str]]:
         if rest_parts[:1] == ["**"] and len(rest_parts) > 1:
             return None     # below any depth: names are read, links are not followed
+        if _proc_form(folder) is not None:
+            return (folder, roots[0])   # the writer's own folder: the hook cannot know it
         if not rest_parts or rest_parts[0] == "**":
+            if _through_process(folder):
+                return (folder, roots[0])
             real = _files_realpath(folder)
             root = next((r for r in roots if _tamper_within(real, r)
                          or _tamper_within(r, real)), None)
@@ -14384,6 +16207,37 @@ def _tamper_pattern_hits(action: Action, protected_paths: Any) -> List[Tuple[str
     return found
 
 
+def _tamper_named_hits(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
+    """(path, what it reaches, root) for the paths a command not proven read
+    names (ShellAnalysis.named_paths): such a program may write any of them.
+    A plain path is judged as a write target is (the working folder and its
+    ancestors are not taken to hold the guard's files: `git add .`); a
+    pattern, `black .`'s `./**` included, as a write pattern is."""
+    named = action.shell_named_paths
+    if not named or action.mutability == "read":
+        return []
+    plain = [p for p in named if _glob_literal_path(p) is not None]
+    as_targets = Action(name=action.name, mutability=action.mutability, cwd=action.cwd,
+                        shell_write_targets=[_glob_literal_path(p) for p in plain])
+    found = _tamper_matches(as_targets, protected_paths)
+    if found:
+        return found
+    roots = _tamper_roots(protected_paths)
+    for pattern in named if roots else ():
+        if pattern in plain:
+            continue
+        reached, root = _pattern_reach(pattern, action.cwd, roots)
+        if root is not None:
+            found.append((pattern, reached or pattern, root))
+    return found
+
+
+def _glob_literal_path(pattern: str) -> Optional[str]:
+    """The path a pattern with no wildcard stands for (see _glob_literal)."""
+    parts = [_glob_literal(part) for part in pattern.split("/")]
+    return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[misc]
+
+
 def protected_hits(action: Action, protected_paths: Any) -> List[str]:
     """Paths of `action` (affected or shell write targets) that reach a protected
     root, or else a host file of HOST_SETTINGS: the ones its denial is about."""
@@ -14397,6 +16251,8 @@ def _tamper_what(root: str) -> str:
         return "the guard's own code (the running sts.py)"
     if os.path.isdir(root):
         return "the guard's data folder (contracts, session state and audit log)"
+    if os.path.basename(root) == REPO_DEFAULT_FILE:
+        return "the repository's default contract for its sessions"
     return "a hook configuration or shim file that `sts.py install` wrote for a host"
 
 
@@ -14413,6 +16269,24 @@ def _tamper_detail(matches: List[Tuple[str, str, str]]) -> str:
     return ("This call would change the guard's own files: %s. Self-protection stops such "
             "writes in every mode while the guard is armed, change and open included."
             % "; ".join(parts))
+
+
+# The guard's own commands that change it: the user default and the wiring.
+# Run by the model they write the guard's files through a program the
+# analyzer does not read, so the command line itself is the tell.
+_GUARD_CLI_WRITES = frozenset(("default", "install", "uninstall"))
+
+
+def _guard_cli_hits(action: Action) -> List[str]:
+    """`sts.py <verb>` words of a shell line whose verb changes the guard.  Any
+    file named sts.py counts, wherever it lies: after a `cd` the folder is not
+    known, and a copy of the guard writes the same data folder."""
+    command = action.command
+    if not command or "sts.py" not in command:
+        return []
+    words = [w.strip("'\"") for w in command.split()]
+    return ["%s %s" % (word, verb) for word, verb in zip(words, words[1:])
+            if verb in _GUARD_CLI_WRITES and os.path.basename(word) == "sts.py"]
 
 
 # ---- host settings that decide whether the hook runs ------------------------
@@ -14572,6 +16446,31 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
          ("config.yaml", ".env", ".op.env", "shell-hooks-allowlist.json", "active_profile",
           "plugins/", "profiles/*/config.yaml", "profiles/*/.env", "profiles/*/plugins/")),
         ("Hermes' managed config", ("/etc/hermes", "$HERMES_MANAGED_DIR"), ("config.yaml", ".env")),
+    ),
+    "droid": (
+        ("a Factory Droid settings or hooks file (`hooksDisabled` turns every hook off)",
+         ("**",), (".factory/settings.json", ".factory/settings.local.json",
+                   ".factory/hooks.json")),
+        ("Factory Droid's plugin folder (a plugin brings its own hooks)", ("**",),
+         (".factory/plugins/",)),
+        ("Factory Droid's session transcripts (sts reads a headless run's prompt there)",
+         ("**",), (".factory/sessions/",)),
+        ("Factory Droid's per-session shell environment (CLAUDE_ENV_FILE)", ("**",),
+         (".factory/temp/env/",)),
+    ),
+    "kilo": (
+        ("a Kilo Code config file", ("**",),
+         ("kilo.json", "kilo.jsonc", ".kilo/kilo.json", ".kilo/kilo.jsonc",
+          ".kilocode/kilo.json", ".kilocode/kilo.jsonc", ".config/kilo/kilo.json",
+          ".config/kilo/kilo.jsonc", ".config/kilo/config.json")),
+        ("a folder of code Kilo Code loads into its own process", ("**",),
+         tuple(folder + entry for folder in (".kilo/", ".kilocode/", ".config/kilo/")
+               for entry in ("plugin/", "plugins/", "tool/", "tools/", "package.json"))),
+        ("a Kilo Code config file or plugin folder",
+         ("$XDG_CONFIG_HOME/kilo", "$KILO_CONFIG_DIR"),
+         ("kilo.json", "kilo.jsonc", "config.json", "plugin/", "plugins/", "tool/", "tools/",
+          "package.json")),
+        ("a Kilo Code config file", ("$KILO_CONFIG",), ("",)),
     ),
     # Not a host: the startup files of the shells every host's shell tool runs
     # (Codex and Claude Code start a login shell).  A line written there runs
@@ -15202,12 +17101,22 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
     matches = _tamper_matches(f.action, f.protected_paths)
     if matches:
         return (_tamper_detail(matches), None, None)
+    commands = _guard_cli_hits(f.action)
+    if commands:
+        return ("This call runs the guard's own command to change it (`%s`): the default "
+                "contract and the wiring are the user's to set. Self-protection stops this "
+                "in every mode while the guard is armed, change and open included."
+                % "`, `".join(commands), None, None)
     by_pattern = _tamper_pattern_hits(f.action, f.protected_paths)
     if by_pattern:
         return (_tamper_pattern_detail(by_pattern), None, None)
+    named = _tamper_named_hits(f.action, f.protected_paths)
+    if named:
+        return (_tamper_detail(named), None, None)
     settings = host_settings_matches(f.action, f.protected_paths)
-    settings += host_settings_pattern_matches(f.action.shell_write_patterns, f.action.cwd,
-                                              f.protected_paths)
+    settings += host_settings_pattern_matches(
+        list(f.action.shell_write_patterns) + list(f.action.shell_named_paths), f.action.cwd,
+        f.protected_paths)
     if settings:
         return (_host_settings_detail(settings), _HOST_SETTINGS_NEXT, None)
     if f.action.mutability != "read":
@@ -15257,6 +17166,132 @@ def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
         return (_with_analysis("The call is not proven read-only, which mode %s requires."
                                % f.mode, f.action), None, None)
     return None
+
+
+# Temporary folders: what is deleted there was put there to be thrown away.
+_TEMP_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp",
+               "/var/folders", "/private/var/folders")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _workspace_root(cwd: Optional[str]) -> Optional[str]:
+    """The repository the session works in (the nearest folder up from cwd
+    with a .git), else cwd; None when cwd is unknown, or is the home folder
+    or `/`, which are no workspace."""
+    base = resolve_event_path(cwd, None) if isinstance(cwd, str) and cwd.startswith("/") \
+        else None
+    if base is None:
+        return None
+    probe = base
+    while True:
+        if os.path.lexists(probe.rstrip("/") + "/.git"):
+            base = probe
+            break
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    return None if base in ("/", home) else base
+
+
+def _beyond_workspace(target: str, cwd: Optional[str], root: Optional[str]) -> bool:
+    """Whether deleting, moving or overwriting `target` (a path or pattern)
+    reaches past what version control and the temporary folders cover: it
+    lies outside the workspace, or is the workspace itself, its .git, the
+    home folder, a temporary root, or cannot be placed."""
+    # A pattern's fixed head is not itself at stake, what lies below it is;
+    # `X/**` is all of X (a tree removal: rm -r, find -delete).  A folder
+    # named alone is one written into (cp's destination), not one removed.
+    below = any(ch in target for ch in "*?[")
+    path = resolve_event_path(_glob_static_head(target) if below else target, cwd)
+    if path is None:
+        return True
+    if path in _DEV_SINKS:
+        return False   # `of=/dev/null` throws output away, it destroys nothing
+    tree = target.endswith("/**") and "*" not in target[:-3]
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    tmp = os.environ.get("TMPDIR")
+    temp = _TEMP_ROOTS + ((resolve_event_path(tmp, None) or "/",) if tmp and tmp != "/" else ())
+    if path in ("/", home):
+        return tree or below   # `~/*` reaches everything there, the workspace too
+    if path == root or path in temp:
+        return tree
+    if root is not None:
+        if _under(path, root.rstrip("/") + "/.git"):
+            return True
+        if _under(path, root):
+            return False
+    # The nearest folder decides: a home that lies in a temporary folder is
+    # still a home, a TMPDIR under home is still temporary.
+    inside = [t for t in temp if _under(path, t)]
+    if _under(path, home) and not any(_under(t, home) for t in inside):
+        return True
+    return not inside
+
+
+# Folders whose files the machine runs by itself (at login, at boot, on a
+# schedule): a file written there, new or not, acts beyond the workspace.
+_AUTOSTART = ("~/Library/LaunchAgents", "/Library/LaunchAgents", "/Library/LaunchDaemons",
+              "~/.config/autostart", "/etc/xdg/autostart", "~/.config/systemd", "/etc/systemd",
+              "/lib/systemd", "/usr/lib/systemd", "/etc/init.d", "/etc/rc.local", "/etc/cron.d",
+              "/etc/cron.hourly", "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly",
+              "/etc/crontab", "/var/spool/cron", "/etc/profile.d")
+_AUTOSTART_HINTS = ("Launch", "autostart", "systemd", "init.d", "rc.local", "cron", "profile.d")
+
+
+def _starts_programs(action: Action) -> Optional[str]:
+    """The first path the call writes inside an _AUTOSTART folder, or None."""
+    paths = action.affected_paths + action.shell_write_targets + action.shell_write_patterns
+    if not any(hint in p for p in paths for hint in _AUTOSTART_HINTS):
+        return None
+    home = resolve_event_path(os.environ.get("HOME") or "/", None) or "/"
+    roots = [resolve_event_path(home + r[1:] if r.startswith("~") else r, None) or r
+             for r in _AUTOSTART]
+    for p in paths:
+        below = any(ch in p for ch in "*?[")
+        path = resolve_event_path(_glob_static_head(p) if below else p, action.cwd)
+        if path is not None and any(_under(path, r) for r in roots):
+            return p
+    return None
+
+
+def irreversible_part(action: Action) -> Optional[str]:
+    """What in this call cannot be undone, as the Culprit says it, or None:
+    the analysis's own finding, else the first lost target beyond the
+    workspace (see _beyond_workspace)."""
+    if action.irreversible:
+        return action.irreversible
+    what = ("`%s`" % _undo_shown(action.command)) if isinstance(action.command, str) \
+        else "`%s`" % action.name
+    started = _starts_programs(action)
+    if started is not None:
+        return ("%s writes `%s`, in a folder the machine starts programs from, outside the "
+                "workspace" % (what, started))
+    if not action.lost_targets:
+        return None
+    root = _workspace_root(action.cwd)
+    for target in action.lost_targets:
+        if _beyond_workspace(target, action.cwd, root):
+            shown = target[:-3] if target.endswith("/**") and len(target) > 3 else target
+            return ("%s deletes, moves or overwrites `%s`, outside the workspace (or the "
+                    "workspace itself), where no version control keeps a copy" % (what, shown))
+    return None
+
+
+def _when_irreversible(f: _DecisionFacts) -> _CheckHit:
+    # undo=allow skips the row, so the later checks (hash, files=, deps)
+    # still judge the call; a damaged or missing value reads as the default.
+    policy = f.contract.get("undoPolicy") or DEFAULT_CONTRACT["undoPolicy"]
+    if policy == "allow" or f.action.mutability == "read" or not irreversible_part(f.action):
+        return None
+    if f.finite and f.action.starts_agent and f.action.irreversible == _UNDO_UNREAD:
+        return None   # a possible agent: under agents=N the budget stops it first
+    return ("The call does something that neither version control nor the file system can "
+            "bring back, while the contract says undo=%s." % policy, None, policy)
 
 
 def _when_hash(f: _DecisionFacts) -> _CheckHit:
@@ -15533,6 +17568,13 @@ DECISION_TABLE: Tuple[_DecisionRow, ...] = (
     _DecisionRow("MUTABILITY_UNPROVEN", "I", "approval_when_armed", _when_mode_unknown,
                  "Use a command that is plainly read-only, or ask the user for a change "
                  "contract."),
+    # Irreversible actions come after the mode rows (a read-only mode refuses
+    # every change, recoverable or not, and `undo=allow` would not lift that)
+    # and before hashing, files= and deps=: the damage cannot be repaired
+    # afterwards, so asking the user is the first thing the agent must do,
+    # and once allowed the later rows still judge the call.
+    _DecisionRow("IRREVERSIBLE_ACTION", "I", "policy_when_armed", _when_irreversible,
+                 _UNDO_NEXT),
     # Hashing outranks the file boundary: an H finding is reported as H.
     _DecisionRow("HASH_NOT_AUTHORIZED", "H", "policy_when_armed", _when_hash,
                  "Use a direct alternative, or get `hash=allow` from the user naming who "
@@ -15650,6 +17692,10 @@ def decision_culprit(action: Action, decision: Decision, allowed: Optional[List[
 def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List[str]],
                       protected_paths: Sequence[str]) -> str:
     code = decision.code
+    if code == "IRREVERSIBLE_ACTION":
+        part = irreversible_part(action)
+        if part:
+            return "Culprit: %s." % part.rstrip(".")
     if isinstance(action.command, str):
         paths: Sequence[str] = ()
         if code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN") and allowed is not None:
@@ -16139,6 +18185,82 @@ def session_key(session_id: str) -> str:
     return sha256_hex(data)[:24]
 
 
+USER_DEFAULT_FILE = "default.json"
+
+
+def read_user_default(root: str) -> Optional[str]:
+    """The user default's text (`review hash=ask`, `off`), or None when none is set.
+    A file that cannot be read as one reads as `?`: parse_default rejects it."""
+    try:
+        with open(os.path.join(root, USER_DEFAULT_FILE), "rb") as fh:
+            raw = json.loads(fh.read(65536).decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "?"
+    text = raw.get("contract") if isinstance(raw, dict) else None
+    return text if isinstance(text, str) else "?"
+
+
+def repo_default_path(folder: Optional[str]) -> Optional[str]:
+    """Where the repository holding `folder` keeps its default file (its root,
+    the nearest folder with a `.git`), whether or not the file exists; None
+    outside a repository."""
+    here = os.path.abspath(folder or os.getcwd())
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return os.path.join(here, REPO_DEFAULT_FILE)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def read_repo_default(path: str) -> Optional[str]:
+    """The directive line of a repository default file (the first line that is
+    neither blank nor a `#` comment), or None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return None
+
+
+def session_defaults(root: str, folder: Optional[str]) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The contract a new session starts with, and its repository default file's path.
+
+    The user default (None or `off`: only watched, as before defaults existed),
+    then the repository file's fields, each only where it is stricter.  A
+    default that does not parse gives nothing: `status` and `doctor` say so.
+    """
+    given = None
+    text = read_user_default(root)
+    if text is not None:
+        try:
+            given = parse_default(text)
+        except _DirectiveError:
+            given = None
+    contract = default_contract(given, "the user default")
+    repo_file = repo_default_path(folder)
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        try:
+            repo_given = parse_default(line)
+        except _DirectiveError:
+            repo_given = None
+        if repo_given:
+            origin = repo_file + (" over the user default" if given else "")
+            contract, ignored = tighten_contract(contract, repo_given, origin)
+            if ignored:
+                contract["origin"] = "%s (ignored as wider than the user default: %s)" % (
+                    origin, " ".join(ignored))
+    return contract, repo_file
+
+
 def default_state() -> dict:
     return {
         "schemaVersion": 4,
@@ -16165,7 +18287,7 @@ _STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor"
 _STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
 _STATE_POLICIES = frozenset(("deny", "ask", "allow"))
 _STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
-                      "recovery", "host"))
+                      "recovery", "host", "user-default", "repo-default"))
 _LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
 _STATE_DAMAGED_ADVICE = ("read-only recovery is active and the file is preserved. Restore a "
@@ -16264,10 +18386,16 @@ def _validate_contract(raw: Any) -> dict:
         if not ok(raw[name]):
             raise _damaged("contract.%s is out of range" % name)
     contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
+    # Optional: a session file written before undo= existed holds the default.
+    undo = contract.setdefault("undoPolicy", DEFAULT_CONTRACT["undoPolicy"])
+    if not _state_member(undo, _STATE_POLICIES):
+        raise _damaged("contract.undoPolicy is out of range")
     source = contract.get("source", "default")
     if not _state_member(source, _STATE_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
+    if "origin" in contract and not isinstance(contract["origin"], str):
+        raise _damaged("contract.origin is not text")
     if contract["allowedPaths"] is not None:
         contract["allowedPaths"] = list(contract["allowedPaths"])
     if contract["mode"] == "unconfirmed" and contract["level"] != "off":
@@ -16358,6 +18486,9 @@ def validate_state(obj: Any) -> dict:
     error = obj.get("directiveError")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("code"), str)):
         raise _damaged("directiveError is malformed")
+    path = obj.get("repoDefaultPath")
+    if path is not None and not isinstance(path, str):
+        raise _damaged("repoDefaultPath is malformed")
     for name in ("directiveWarning", "lastPromptContext"):
         value = obj.get(name)
         if value is not None and not isinstance(value, str):
@@ -16493,6 +18624,10 @@ class Store:
         # Keys whose damaged file was moved aside during the current update
         # (a valid directive in a damaged session starts it afresh).
         self._preserved: set = set()
+        # The folder of the event at hand (for a repository default), and the
+        # new sessions' states built from the defaults, not yet written.
+        self.folder: Optional[str] = None
+        self._fresh: Dict[str, str] = {}
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -16521,7 +18656,7 @@ class Store:
             with open(target, "rb") as fh:
                 raw = fh.read()
         except FileNotFoundError:
-            return Loaded(default_state())
+            return Loaded(self.fresh_state(key))
         except OSError as exc:
             error = _damaged("cannot read it: %s" % type(exc).__name__).storage_error
             return Loaded(recovery_state(error), error, True)
@@ -16535,6 +18670,40 @@ class Store:
             error = _damaged(why).storage_error
             return Loaded(recovery_state(error), error, True)
         return Loaded(state, None, True)
+
+    def fresh_state(self, key: str) -> dict:
+        """A new session's state, its contract from the defaults in force.  They
+        are read once: keep_fresh writes this state, so no later call reads them."""
+        kept = self._fresh.get(key)
+        if kept is None:
+            state = default_state()
+            state["contract"], state["repoDefaultPath"] = session_defaults(self.root, self.folder)
+            kept = self._fresh[key] = json.dumps(state)
+        return json.loads(kept)
+
+    def forget_fresh(self, key: str) -> None:
+        self._fresh.pop(key, None)
+
+    def keep_fresh(self, key: str) -> None:
+        """Write a new session's state built from the defaults, unless an update
+        did; best effort (a lost write only means reading the defaults again)."""
+        kept = self._fresh.pop(key, None)
+        if kept is None:
+            return
+        # Under the lock, and only while no state exists: an existence check,
+        # not a second read of the state.
+        target = self._state_path(key)
+        try:
+            owner = self._acquire(key)
+            if owner is None:
+                return   # a damaged lock: recovery, which never writes
+            try:
+                if not os.path.lexists(target):
+                    self._write_json(target, json.loads(kept))
+            finally:
+                self._release(owner)
+        except (LockTimeout, OSError):
+            pass
 
     # ---- locking ------------------------------------------------------------
 
@@ -16658,6 +18827,7 @@ class Store:
                                           and key in self._preserved)
             if new_state is not None and may_write:
                 self._write_json(self._state_path(key), new_state)
+                self._fresh.pop(key, None)
             return result
         finally:
             self._preserved.discard(key)
@@ -17828,7 +19998,11 @@ def handle_event(event: ControlEvent, store: Store,
     """Process one event for its governing session (event.session_id)."""
     key = session_key(event.session_id)
     handler = _KIND_HANDLERS[event.kind]
-    return handler(event, key, store, response_outcome)
+    action = event.action if event.kind == "action.before" else None
+    store.folder = getattr(action, "cwd", None)
+    result = handler(event, key, store, response_outcome)
+    store.keep_fresh(key)
+    return result
 
 
 def _armed(state: dict, storage_error: Optional[dict]) -> bool:
@@ -17888,6 +20062,8 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
     }
     if action.starts_agent:
         action_part["startsAgent"] = action.starts_agent
+    if action.irreversible:
+        action_part["irreversible"] = True   # never the text: the audit keeps no command
     if action.analysis_reason in ANALYSIS_REASONS:
         action_part["analysisReason"] = action.analysis_reason
     allowed = contract.get("allowedPaths")
@@ -17903,6 +20079,7 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "reservedUpperBound": summary.reserved,
             "countUnproven": bool(summary.unresolved_reasons),
             "hashPolicy": contract["hashPolicy"], "dependencyPolicy": contract["dependencyPolicy"],
+            "undoPolicy": contract.get("undoPolicy", DEFAULT_CONTRACT["undoPolicy"]),
             "allowedPathCount": None if allowed is None else len(allowed),
         },
         "decision": {
@@ -17919,7 +20096,8 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     declared = event.declared
     action_id = event.action_id
     needs_paths = bool(action.affected_paths or action.shell_write_targets
-                       or action.shell_write_patterns or action.unknown_write_target)
+                       or action.shell_write_patterns or action.shell_named_paths
+                       or action.unknown_write_target or "sts.py" in (action.command or ""))
     protected = _protected_paths(store) if needs_paths else []
     refusable = event.prompts_refusable is not False
 
@@ -17929,8 +20107,11 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         contract = loaded.state["contract"]
         active = contract["level"] != "off" and contract["mode"] != "unconfirmed"
         thrash = _thrash_repeats(store, key, action) if active else 0
+        # The repository's default file is the guard's own too, for this session.
+        repo_file = loaded.state.get("repoDefaultPath")
+        guarded = protected + [repo_file] if needs_paths and repo_file else protected
         return decide(action, loaded.state, action_id=action_id, declared=declared,
-                      storage_error=loaded.storage_error, protected_paths=protected,
+                      storage_error=loaded.storage_error, protected_paths=guarded,
                       thrash_repeats=thrash, prompts_refusable=refusable)
 
     if event.storage_error is not None:
@@ -18075,6 +20256,7 @@ def _promotes_editable_agent(state: dict, prompt: str) -> bool:
     no user text (plugin injections, `noReply` prompts): that is not the user.
     """
     return (state["contract"].get("mode") == "review" and not state.get("directiveError")
+            and state["contract"].get("source") not in DEFAULT_SOURCES
             and bool(prompt.strip()) and not has_directive_mention(prompt))
 
 
@@ -18090,6 +20272,7 @@ def _busy_prompt(key: str, store: Store, prompt: str) -> CoreResult:
     without the lock and nothing written."""
     if not has_directive_mention(prompt):
         contract = store.load(key).state["contract"]
+        store.forget_fresh(key)   # nothing is written mid-turn, a new session's defaults neither
         if interpret_prompt(contract, prompt).kind == "plain":
             return NO_RESULT
     return CoreResult("prompt-error", _NOT_IDLE_TEXT, "DIRECTIVE_NOT_IDLE")
@@ -18284,10 +20467,15 @@ class HookCall(Record):
     it cannot translate, such as an Oh My Pi child command).
     tool_call: the host will run a tool after this hook (fail-closed rules).
     render: whether a context result reaches the model on this host event.
+    prior: an event the core handles first, for a host that shows it no
+    other way (a prompt Factory Droid wrote only to its transcript); its
+    context goes out with the answer to `event`.
     """
 
-    __slots__ = FIELDS = ('host_event', 'event', 'answer', 'tool_call', 'render', 'session_id')
-    DEFAULTS = {'event': None, 'answer': None, 'tool_call': False, 'render': True, 'session_id': None}
+    __slots__ = FIELDS = ('host_event', 'event', 'answer', 'tool_call', 'render', 'session_id',
+                          'prior')
+    DEFAULTS = {'event': None, 'answer': None, 'tool_call': False, 'render': True, 'session_id': None,
+                'prior': None}
 
     host_event: str
     event: Optional[dict]
@@ -18295,6 +20483,7 @@ class HookCall(Record):
     tool_call: bool
     render: bool
     session_id: Optional[str]
+    prior: Optional[dict]
 
 
 def _clean_path(raw: str) -> str:
@@ -18443,18 +20632,25 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
+    keys = ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths", "lostTargets")
+    if not known and any(not (t.startswith(("/", "~")) or _is_windows_path(t))
+                         for t in action.get("lostTargets") or []):
+        # What it deletes lies in a folder the guard cannot name.
+        action["irreversible"] = action.get("irreversible") or (
+            "the call deletes, moves or overwrites a path in a folder the guard cannot "
+            "establish")
     if not known:
         if any(not (t.startswith(("/", "~")) or _is_windows_path(t))
-               for t in action.get("shellWriteTargets") or []):
+               for key in keys for t in action.get(key) or []):
             action["unknownWriteTarget"] = True  # relative targets in an unknown folder
         return action
-    targets = []
-    for target in action.get("shellWriteTargets") or []:
-        if target.startswith(("/", "~")) or _is_windows_path(target) or not folder:
-            targets.append(target)
-        else:
-            targets.append(os.path.join(folder, target))
-    action["shellWriteTargets"] = targets
+    for key in keys:
+        if not action.get(key):
+            continue
+        # Patterns (and named paths, which are patterns) join the folder escaped.
+        base = folder if key == "shellWriteTargets" else _glob_escape(folder or "")
+        action[key] = [t if t.startswith(("/", "~")) or _is_windows_path(t) or not folder
+                       else os.path.join(base, t) for t in action[key]]
     return action
 
 
@@ -18540,11 +20736,13 @@ def unlisted_action(name: str, tool_input: Any, mutability: str) -> dict:
         if ran is not None:
             # It may run this: the same intents as through the shell, and never
             # a better verdict than the name earned.
-            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget"):
+            for key in ("hashIntent", "dependencyIntent", "startsAgent", "unknownWriteTarget",
+                        "irreversible", "lostTargets"):
                 if ran.get(key):
                     action[key] = ran[key]
-            if ran.get("shellWriteTargets"):
-                action["shellWriteTargets"] = ran["shellWriteTargets"]
+            for key in ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths"):
+                if ran.get(key):
+                    action[key] = ran[key]
             if mutability == "read" and ran["mutability"] != "read":
                 action["mutability"] = ran["mutability"]
     if action["mutability"] != "read":
@@ -18597,6 +20795,10 @@ def code_action(name: str, language: str, code: Any) -> dict:
         action["hashIntent"] = action["hashIntent"] or ran.hash_intent
         action["dependencyIntent"] = action["dependencyIntent"] or ran.dependency_intent \
             or bool(ran.runs_packages)
+        if ran.irreversible and not action.get("irreversible"):
+            action["irreversible"] = ran.irreversible
+        if ran.lost_targets:
+            action["lostTargets"] = action.get("lostTargets", []) + list(ran.lost_targets)
         if ran.starts_agent and not action.get("startsAgent"):
             action["startsAgent"] = ran.starts_agent
     # Code can write any file it names: the literals that read like paths are
@@ -18827,6 +21029,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
               "shellWriteTargets": list(verdict.write_targets)}
     if verdict.write_patterns:
         action["shellWritePatterns"] = list(verdict.write_patterns)
+    if verdict.named_paths:
+        action["shellNamedPaths"] = list(verdict.named_paths)
     if verdict.unknown_target:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
@@ -18845,10 +21049,36 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
             action["shellWriteTargets"].append(_session_state_folder())
     if verdict.reason is not None:
         action["analysisReason"] = verdict.reason
+    if verdict.irreversible:
+        action["irreversible"] = verdict.irreversible
+    if verdict.lost_targets:
+        action["lostTargets"] = list(verdict.lost_targets)
     if isinstance(command, str):
         action["command"] = command
         if shell != "bash":
             action["shell"] = shell
+    return action
+
+
+def input_action(name: str, text: Any) -> dict:
+    """Text typed into a program the host keeps running (Codex `write_stdin`,
+    Copilot `write_bash`, Hermes `process` write/submit).  The hook is not
+    told which program reads it, and it may be a shell, so the text is read
+    as a shell line for every intent; and since it may as well be an
+    interpreter or a REPL, whose input the guard cannot read, it is unknown
+    wherever hashing, dependencies, agents or the guard's own files could be
+    touched.  Nothing typed (a poll), line ends and control keys carry no
+    new command: what they submit was typed, and judged, before."""
+    typed = text if isinstance(text, str) else ""
+    if not typed.strip(" \t\r\n\x03\x04\x1a\x1b"):
+        return {"name": name, "mutability": "unknown", "analysisReason": "shell_command_unproven"}
+    action = shell_action(name, typed.replace("\r", "\n"))
+    action.pop("command", None)   # not the host's shell line: never a thrash candidate
+    if action["mutability"] == "read":
+        action["mutability"] = "unknown"
+        action["analysisReason"] = "shell_command_unproven"
+    action["unknownWriteTarget"] = True
+    action.setdefault("startsAgent", "?")
     return action
 
 
@@ -18976,6 +21206,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
         "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
         "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
+        "process": ((), "input", ""),
         "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
         **{tool: ((), "", "") for tool in (
             "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
@@ -19091,6 +21322,22 @@ class Adapter:
     # False when the host cannot refuse a prompt: the turn of a rejected
     # directive runs, so the core pauses its tools (every action.before says so).
     PROMPTS_REFUSABLE = True
+
+    def _typed_input(self, name: str, tool_input: dict) -> dict:
+        """Input to a running program (see input_action); Hermes `process`
+        only writes with its `write` and `submit` actions."""
+        if not isinstance(tool_input, dict):
+            return input_action(name, None if tool_input in (None, "") else "?")
+        action = tool_input.get("action")
+        if name == "process" and action not in ("write", "submit", "send", "input", None):
+            return {"name": name, "mutability": "unknown"}   # list, poll, log, wait, kill
+        typed: Optional[str] = None
+        for key in ("chars", "input", "data", "text", "keys"):
+            if key in tool_input:
+                value = tool_input[key]
+                typed = value if isinstance(value, str) else "?"   # not text: unknown
+                break
+        return input_action(name, typed)
 
     def event_name(self, payload: dict) -> Optional[str]:
         name = payload.get("hook_event_name")
@@ -19208,6 +21455,7 @@ class _CommandHookAdapter(Adapter):
 
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
+
 
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
@@ -19335,7 +21583,7 @@ class CodexAdapter(_CommandHookAdapter):
         "send_input": "control", "resume_agent": "control", "followup_task": "control",
         "create_goal": "control", "update_goal": "control",
         "get_goal": "read",
-        "write_stdin": "unknown",  # feeds a running process: not provably anything
+        "write_stdin": "_typed_input",  # feeds a running process (see input_action)
     }
     LIFECYCLE_UNPROVEN = frozenset(("send_input", "resume_agent", "followup_task"))
 
@@ -19899,6 +22147,7 @@ class HermesAdapter(_HostBAdapter):
         "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
         "execute_code": "_execute_code", "cronjob": "_cronjob",
         "delegate_task": "_delegate", "clarify": "control", "todo": "control",
+        "process": "_typed_input",   # a background process: poll it, or type into it
     }
 
     def extra(self, payload: dict) -> dict:
@@ -21267,7 +23516,7 @@ class CopilotAdapter(_NewHostAdapter):
         "apply_patch": "_patch",
         _COPILOT_AGENT_TOOL: "delegate", "write_agent": "_wakes_agent",
         # Input to a running shell: what it does depends on that program.
-        "write_bash": "unknown", "write_powershell": "unknown",
+        "write_bash": "_typed_input", "write_powershell": "_typed_input",
         **{name: "read" for name in (
             "view", "grep", "glob", "read_bash", "read_powershell", "list_bash",
             "list_powershell", "lexical_code_search", "semantic_code_search", "web_fetch",
@@ -21586,6 +23835,277 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 
 
 ###############################################################################
+# Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe
+#
+# Four hosts added after the others, in a part of their own (see the split
+# cache at the end of the module): only their own hooks load it, so they add
+# nothing to the hook of any other host.  Their rows of the adapters table,
+# path rules and tilde rules are added here for the same reason.
+#
+# Kilo Code CLI 7.7 is a fork of OpenCode that loads the same plugins from
+# its own folders (~/.config/kilo, .kilo, .kilocode): the OpenCode shim runs
+# there unchanged but for the host name it sends, and KiloAdapter is
+# OpenCode's with Kilo's extra tools.
+#
+# Factory Droid 0.225 speaks Claude Code's hook format (~/.factory/hooks.json,
+# the same stdin and hookSpecificOutput answer), with its own tool names and
+# two differences: a PreToolUse payload carries no tool call id, and
+# `droid exec` fires no UserPromptSubmit, so the directive of a headless run
+# is read from the session transcript Droid wrote before the model's first
+# call (see DroidAdapter.transcript_prompt).
+###############################################################################
+
+ADAPTER_TOOLS.update({
+    "droid": {
+        "Create": (("file_path",), "", ""), "Edit": (("file_path",), "", ""),
+        "ApplyPatch": (("file_path", "patch: *** Add/Update/Delete File, *** Move to"), "", ""),
+        "NotebookEdit": (("notebook_path", "file_path"), "", ""),
+        "GenerateDroid": ((), "", ""), "GenerateImage": ((), "", ""),
+        "StageSettingsChanges": ((), "", ""), "slack_post_file": ((), "", ""),
+        "Execute": ((), "shell", ""), "Script": ((), "agent", ""),
+        "Task": ((), "agent", ""), "StartMissionRun": ((), "agent", ""),
+        "Loop": ((), "prompt", ""), "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
+        "Read": (("file_path",), "", ""), "LS": (("directory_path",), "", ""),
+        "Glob": (("folder",), "", ""), "Grep": (("path",), "", ""),
+        "NotebookRead": (("notebook_path",), "", ""),
+        "ConnectorSearch": ((), "", ""),
+        **{tool: ((), "", "") for tool in (
+            "FetchUrl", "WebSearch", "TaskOutput", "TaskStop", "WaitForScript", "TodoWrite",
+            "AskUser", "ExitSpecMode", "RecommendMission", "ExitMissionPlanning",
+            "ProposeMission", "DismissHandoffItems", "EndFeatureRun", "ToolSearch",
+            "ConnectApp")},
+    },
+})
+ADAPTER_TOOLS["kilo"] = dict(ADAPTER_TOOLS["opencode"], **{
+    "background_process": ((), "shell", "workdir"), "agent_manager": ((), "agent", ""),
+    "batch": ((), "agent", ""), "schedule_wakeup": ((), "prompt", ""),
+    "send_file": (("path",), "", ""), "kilo_memory_save": ((), "", ""),
+    **{tool: ((), "", "") for tool in (
+        "board_post", "browser_open", "board_read", "agent_manager_models", "kilo_memory_recall",
+        "todoread", "cancel_wakeup", "notify_user", "suggest")},
+})
+HOST_PATH_RULES.update({
+    "droid": "relative to the session folder; a leading `~` is judged both ways",
+    "kilo": HOST_PATH_RULES["opencode"],
+})
+_HOST_TILDE.update({"droid": "none", "kilo": _HOST_TILDE["opencode"]})
+
+# Droid's transcript: read backwards from its end, a window at a time, up to this.
+_TRANSCRIPT_CAP = 8 * 1024 * 1024
+
+
+def _last_user_prompt(path: Any) -> Optional[Tuple[str, str]]:
+    """(message id, text) of the last message the user typed in a Droid
+    session transcript (JSON lines), or None.  Droid's own entries in the
+    user role (hook results, reminders to the model, tool results) are not
+    the user's: they carry a visibility, a hook name or non-text parts."""
+    if not _is_text(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        window = 64 * 1024
+        while True:
+            start = max(0, size - window)
+            os.lseek(fd, start, 0)
+            data = b""
+            while len(data) < size - start:
+                chunk = os.read(fd, size - start - len(data))
+                if not chunk:
+                    break
+                data += chunk
+            lines = data.split(b"\n")
+            if start > 0:
+                lines = lines[1:]   # the first one may be cut
+            for line in reversed(lines):
+                found = _user_prompt_line(line)
+                if found is not None:
+                    return found
+            if start == 0 or window >= _TRANSCRIPT_CAP:
+                return None
+            window *= 4
+    finally:
+        os.close(fd)
+
+
+def _user_prompt_line(line: bytes) -> Optional[Tuple[str, str]]:
+    if b'"user"' not in line:
+        return None
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    message = entry.get("message") if isinstance(entry, dict) else None
+    if entry.get("type") != "message" or not isinstance(message, dict) \
+            or message.get("role") != "user" or "visibility" in message \
+            or "hookEventName" in message or not _is_text(entry.get("id")):
+        return None
+    parts = message.get("content")
+    if isinstance(parts, str):
+        return entry["id"], parts
+    if not isinstance(parts, list) or not parts or not all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in parts):
+        return None
+    return entry["id"], "\n".join(p["text"] for p in parts)
+
+
+class DroidAdapter(_NewHostAdapter):
+    """Factory Droid command hooks (~/.factory/hooks.json, Claude's format)."""
+
+    host = "droid"
+    family = "factory-droid"
+    EVENTS = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "PreToolUse": "on_pre_tool",
+        "PostToolUse": "on_post_tool",
+        "SessionEnd": "on_session_end",
+    }
+    CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "PreToolUse"))
+    TOOLS = {
+        "Create": "_create", "Edit": "_edit", "ApplyPatch": "_apply_patch",
+        "NotebookEdit": "_notebook",
+        # Each writes a file or sends one out whose place the call does not name.
+        "GenerateDroid": "write", "GenerateImage": "write", "slack_post_file": "write",
+        "StageSettingsChanges": "_settings_change",
+        "Execute": "_shell",
+        # Code that may call any tool, subagents too (allowSubagentsInScripts).
+        "Script": "_spawner",
+        "Task": "delegate", "StartMissionRun": "_unbounded",
+        "Loop": "_scheduled_prompt", "Skill": "_skill", "SlashCommand": "_scheduled_prompt",
+        "ConnectorSearch": "_connector",
+        **{name: "read" for name in (
+            "Read", "LS", "Glob", "Grep", "NotebookRead", "FetchUrl", "WebSearch",
+            "TaskOutput")},
+        **{name: "control" for name in (
+            "TaskStop", "WaitForScript", "TodoWrite", "AskUser", "ExitSpecMode",
+            "RecommendMission", "ExitMissionPlanning", "ProposeMission", "DismissHandoffItems",
+            "EndFeatureRun", "ToolSearch", "ConnectApp")},
+    }
+    STAMPED_IDS = True   # Droid's PreToolUse names no tool call
+    PROMPTS_REFUSABLE = False   # `droid exec` fires no prompt hook: its turn always runs
+
+    def _create(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("file_path"), tool_input.get("content"))
+
+    def _edit(self, name: str, tool_input: dict) -> dict:
+        return file_write_action(name, tool_input.get("file_path"), tool_input.get("new_str"),
+                                 tool_input.get("old_str"), whole_file=False)
+
+    def _apply_patch(self, name: str, tool_input: dict) -> dict:
+        action = patch_action(name, _first_text(tool_input, "patch", "input"))
+        path = tool_input.get("file_path")
+        if _is_text(path):
+            action["affectedPaths"] = [path] + [p for p in action.get("affectedPaths", [])
+                                                if p != path]
+            if action.get("mutability") == "read":
+                action["mutability"] = "write"
+        return action
+
+    def _notebook(self, name: str, tool_input: dict) -> dict:
+        action = file_write_action(name, _first_text(tool_input, "notebook_path", "file_path"),
+                                   tool_input.get("new_source"))
+        action["dependencyIntent"] = False
+        return action
+
+    def _settings_change(self, name: str, tool_input: dict) -> dict:
+        # Staged changes land in Droid's settings, which decide whether hooks run.
+        home = os.path.expanduser("~")
+        return {"name": name, "mutability": "write",
+                "affectedPaths": [os.path.join(home, ".factory", "settings.json")]}
+
+    def _connector(self, name: str, tool_input: dict) -> dict:
+        # Listing is a read; call_tool runs a third-party app's tool.
+        if tool_input.get("action") == "list_tools":
+            return {"name": name, "mutability": "read"}
+        return {"name": name, "mutability": "unknown"}
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        call = super().on_pre_tool(payload, store, name)
+        session = self.session_of(payload)
+        if call is not None and session is not None:
+            call.prior = self.transcript_prompt(payload, store, session)
+        return call
+
+    def transcript_prompt(self, payload: dict, store: Store, session: str) -> Optional[dict]:
+        """The user's last prompt from Droid's transcript, as a prompt.submit
+        the core handles before the tool call, once per prompt.
+
+        `droid exec` fires no UserPromptSubmit, but Droid writes the prompt
+        to the session transcript before the model runs; the first tool call
+        after it is the first moment a hook can read it.  A marker per
+        transcript message (created exclusively) makes each prompt count
+        once, however many hooks run at once.  The transcript folder is
+        self-protected, so while armed the model cannot add a prompt there."""
+        found = _last_user_prompt(payload.get("transcript_path"))
+        if found is None:
+            return None
+        message_id, text = found
+        marker = store.path("transcript-prompts", "%s.%s" % (
+            session_key(session), sha256_hex(message_id.encode("utf-8"))[:24]))
+        try:
+            _state_mkdirs(os.path.dirname(marker))
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return None   # this prompt was handed over already
+        return self.envelope("prompt.submit", session, prompt=text, turnId=message_id,
+                             host=self.host_meta(payload))
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        # Task returns when its subagent has finished unless told not to wait.
+        session = self.session_of(payload)
+        tool_input = payload.get("tool_input")
+        if session is None or payload.get("tool_name") != "Task":
+            return None
+        waits = not (isinstance(tool_input, dict) and tool_input.get("await") is False)
+        fact = {"id": _stamped_call_id(self.host, None, "Task", tool_input),
+                "stampUnknown": True, "lifecycle": "joined" if waits else "running"}
+        return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
+
+
+class KiloAdapter(OpenCodeAdapter):
+    """Kilo Code CLI 7.7: the OpenCode shim, Kilo's own folders and tools."""
+
+    host = "kilo"
+    family = "kilo-code"
+    TOOLS = dict(OpenCodeAdapter.TOOLS, **{
+        "background_process": "_shell",
+        # Starts and steers agents in worktrees, several at once: uncountable.
+        "agent_manager": "_unbounded",
+        # Runs a list of other tool calls, which the hook sees only as this one.
+        "batch": "_batch",
+        "schedule_wakeup": "_scheduled_prompt",
+        # Sends a file off the machine, posts to a shared board, opens a page:
+        # effects outside the file system that no argument proves harmless.
+        "send_file": "unknown", "board_post": "unknown", "browser_open": "unknown",
+        "kilo_memory_save": "unknown",
+        **{name: "read" for name in ("board_read", "agent_manager_models",
+                                     "kilo_memory_recall", "todoread")},
+        **{name: "control" for name in ("cancel_wakeup", "notify_user", "suggest")},
+    })
+
+    def _unbounded(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def _batch(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
+        # The wakeup's text comes back as a prompt: as on Claude Code.
+        return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
+
+
+HOST_ADAPTERS_D: Dict[str, Adapter] = {
+    "droid": DroidAdapter(),
+    "kilo": KiloAdapter(),
+}
+
+
+###############################################################################
 # Install, uninstall and doctor
 #
 # Owns wiring sts into each host's configuration: the import-form hook
@@ -21654,6 +24174,15 @@ _HOOK_EVENTS: Dict[str, Tuple[Tuple[str, Optional[str], int], ...]] = {
         ("SubagentStop", None, 5),
         ("SessionEnd", None, 5),
     ),
+    # Factory Droid counts seconds; "*" matches every tool.  `droid exec` fires
+    # no UserPromptSubmit (the adapter reads the transcript), the TUI does.
+    "droid": (
+        ("SessionStart", None, 5),
+        ("UserPromptSubmit", None, 5),
+        ("PreToolUse", "*", 10),
+        ("PostToolUse", "^Task$", 10),
+        ("SessionEnd", None, 5),
+    ),
 }
 
 # Copilot CLI: one hook file of its own (version 1, camelCase events), each
@@ -21671,6 +24200,8 @@ _COPILOT_HOOK_FILE = "stop-that-shit.json"
 _WIRE = ("stop-that-shit-wire.mjs", "stop-that-shit-wire.mjs")
 _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
+    # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
+    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
     "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
@@ -21714,6 +24245,11 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
              "config": "settings.json", "binary": "qwen"},
     "copilot": {"user": lambda: _env_dir("COPILOT_HOME", ".copilot"), "project": ".github",
                 "binary": "copilot"},
+    "kilo": {"user": lambda: os.environ.get("KILO_CONFIG_DIR") or _xdg_config("kilo"),
+             "project": ".kilo", "binary": "kilo"},
+    # Droid reads `hooks` from settings.json as Claude Code does (and hooks.json).
+    "droid": {"user": lambda: os.path.join(os.path.expanduser("~"), ".factory"),
+              "project": ".factory", "config": "settings.json", "binary": "droid"},
 }
 
 # A harmless event per host for doctor: nothing in it can arm, deny or change a
@@ -21728,6 +24264,9 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "opencode": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
                                   "payload": {"event": {"type": "session.created", "properties": {
                                       "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
+    "kilo": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
+                              "payload": {"event": {"type": "session.created", "properties": {
+                                  "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
     "pi": lambda sid, cwd: {"v": 1, "hook": "session_shutdown", "sessionId": sid, "cwd": cwd,
                             "payload": {"event": {"type": "session_shutdown"},
                                         "ctx": {"idle": True, "hasUI": False}}},
@@ -21735,6 +24274,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
                                 "source": "startup", "cwd": cwd},
     "qwen": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
                               "source": "startup", "cwd": cwd},
+    "droid": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
+                               "source": "startup", "cwd": cwd},
     "copilot": lambda sid, cwd: {"sessionId": sid, "timestamp": 0, "cwd": cwd, "source": "new",
                                  "initialPrompt": ""},
     "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
@@ -21745,7 +24286,7 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 }
 
 # Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
-_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot"))
+_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid"))
 
 _PIN_MARK = "sts install rewrites this line"
 # What marks a file install may replace: a shim's pinned line, the wire module's header.
@@ -21753,6 +24294,12 @@ _OWN_MARKS = (_PIN_MARK.encode(), b"Stop That Shit -- the wire module")
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
 _OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
+# Per shim host: (plugin package it npm-installs at start, version, the line
+# of the shim naming the host, as shipped and as installed).
+_SHIM_HOSTS: Dict[str, Tuple[str, str, str, str]] = {
+    "opencode": (_OPENCODE_PLUGIN_PKG, _OPENCODE_PLUGIN_VERSION, "", ""),
+    "kilo": ("@kilocode/plugin", "7.7.7", 'const HOST = "opencode";', 'const HOST = "kilo";'),
+}
 
 
 class InstallError(Exception):
@@ -22587,7 +25134,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
-        new = _pin_shim(dst, _text(source, raw_src), _sts_path()).encode("utf-8")
+        text = _pin_shim(dst, _text(source, raw_src), _sts_path())
+        shipped, renamed = _SHIM_HOSTS.get(host, ("", "", "", ""))[2:]
+        if shipped and dst.endswith(".js"):  # the shim names its host; the wire module does not
+            if text.count(shipped) != 1:
+                raise InstallError("the shim %s does not name its host in one line %r; this "
+                                   "copy of host_shims/ is damaged." % (source, shipped))
+            text = text.replace(shipped, renamed)
+        new = text.encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
         old = _install_read(dest)
         if old is not None and old != new and not any(m in old for m in _OWN_MARKS):
@@ -22601,8 +25155,8 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         _plan_copilot_hooks(plan, base, python, prior)
     for note in _TRUST_NOTES.get((host, scope), ()):
         plan.notes.append(note % {"root": _project_root(), "base": base})
-    if host == "opencode":
-        _plan_opencode_seed(plan, base, prior)
+    if host in _SHIM_HOSTS:
+        _plan_opencode_seed(plan, base, prior, host)
     if host == "hermes":
         _plan_hermes_enable(plan, os.path.join(_HOSTS["hermes"]["user"](), "config.yaml"), prior)
         if scope == "project":
@@ -22705,10 +25259,13 @@ def _plan_codex_features(plan: _Plan, toml: str, prior: Dict[str, dict]) -> None
                                                "no_final_newline": _no_final_newline(raw)}
 
 
-def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
+def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict],
+                        host: str = "opencode") -> None:
     """OpenCode npm-installs @opencode-ai/plugin before loading plugins (~70 s of retries
-    offline) unless node_modules/ exists and package-lock.json lists it.
+    offline) unless node_modules/ exists and package-lock.json lists it (Kilo Code the
+    same with @kilocode/plugin).
     sts seeds both only into a folder that has none of them, so it never edits npm's files."""
+    package, version = _SHIM_HOSTS[host][:2]
     pkg, lock, mods = (os.path.join(base, n) for n in ("package.json", "package-lock.json",
                                                       "node_modules"))
     seed = os.path.join(mods, ".sts-seed")
@@ -22718,14 +25275,15 @@ def _plan_opencode_seed(plan: _Plan, base: str, prior: Dict[str, dict]) -> None:
                 plan.files[p] = prior[p]
         return
     lock_raw = _install_read(lock)
-    if lock_raw is not None and _OPENCODE_PLUGIN_PKG.encode() in lock_raw and os.path.isdir(mods):
+    if lock_raw is not None and package.encode() in lock_raw and os.path.isdir(mods):
         return
     if lock_raw is not None or _install_read(pkg) is not None or os.path.exists(mods):
-        plan.notes.append("OpenCode will npm-install %s into %s on its first start (it needs the "
+        plan.notes.append("%s will npm-install %s into %s on its first start (it needs the "
                           "network once); sts leaves an existing package.json, package-lock.json "
-                          "or node_modules/ alone." % (_OPENCODE_PLUGIN_PKG, base))
+                          "or node_modules/ alone."
+                          % ({"kilo": "Kilo Code"}.get(host, "OpenCode"), package, base))
         return
-    deps = {_OPENCODE_PLUGIN_PKG: _OPENCODE_PLUGIN_VERSION}
+    deps = {package: version}
     files = {pkg: {"dependencies": deps},
              lock: {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}},
              seed: None}
@@ -23081,13 +25639,88 @@ def _report(plan: _Plan, dry: bool, out: Any) -> None:
             out.write("sts: dry run; nothing was written.\n")
 
 
+# What install sets when no default is set: ordinary work runs as before, an
+# action that cannot be undone is asked about first.  `open` alone would keep
+# hash= and deps= at their strict defaults, which stop ordinary work.
+INSTALL_DEFAULT = "open hash=allow deps=allow undo=ask"
+_DEFAULT_HOWTO = ('Change it with `python3 sts.py default "<fields>"` (e.g. `review`, '
+                  '`change files=src/**`), or `python3 sts.py default off` to only watch')
+
+
+def _checked_default(text: str) -> Optional[Dict[str, Any]]:
+    """The fields of a default the user gave, or InstallError with the
+    directive's own rejection words."""
+    try:
+        return parse_default(text)
+    except _DirectiveError as err:
+        raise InstallError("default rejected (%s): %s" % (err.info["code"], err.info["message"]))
+
+
+def _write_user_default(text: str, set_by: str) -> None:
+    root = data_dir()
+    _state_mkdirs(root)
+    body = text.strip()
+    mention = _rx("mention").match(body)
+    if mention is not None:
+        body = body[mention.end():].strip(" \t,:")
+    data = json.dumps({"contract": body, "setBy": set_by, "setAt": utc_now_iso()}) + "\n"
+    _replace_file(os.path.join(root, USER_DEFAULT_FILE), data.encode("utf-8"))
+
+
+def _default_summary(text: Optional[str]) -> str:
+    """How a stored default reads to a person: its text and the contract it gives."""
+    if text is None:
+        return "none set: a session without a directive is only watched"
+    try:
+        given = parse_default(text)
+    except _DirectiveError as err:
+        return "`%s` is invalid (%s: %s) and is ignored" % (
+            text, err.info["code"], err.info["message"])
+    if given is None:
+        return "off: a session without a directive is only watched"
+    return "`%s`: a session without a directive starts with %s" % (
+        text, contract_fields(default_contract(given, ""), 0, False))
+
+
+def cmd_default(args: List[str]) -> int:
+    """python3 sts.py default ["<fields>" | off]: show or set the user default."""
+    out = sys.stdout
+    root = data_dir()
+    if args:
+        text = " ".join(args)
+        try:
+            _checked_default(text)
+            _write_user_default(text, "user")
+        except InstallError as exc:
+            sys.stderr.write("sts: %s\n" % exc)
+            return 2
+        except OSError as exc:
+            sys.stderr.write("sts: the default could not be saved in %s: %s\n" % (root, exc))
+            return 1
+    stored = read_user_default(root)
+    out.write("user default: %s\n" % _default_summary(stored))
+    repo_file = repo_default_path(os.getcwd())
+    line = read_repo_default(repo_file) if repo_file else None
+    if line is not None:
+        contract, _ = session_defaults(root, os.getcwd())
+        out.write("repository default %s: `%s`\n" % (repo_file, line))
+        out.write("sessions in this folder start with %s (from %s)\n" % (
+            contract_fields(contract, 0, False), contract.get("origin", "no default")))
+    out.write("%s; a directive in a prompt replaces it for that session.\n" % _DEFAULT_HOWTO)
+    return 0
+
+
 def cmd_install(args: List[str]) -> int:
-    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]"""
+    """python3 sts.py install <host> [--scope user|project] [--dry-run] [--trust] [--python PY]
+    [--default "<fields>"|off]"""
     out = sys.stdout
     try:
         host, opts = _parse(args, {"--scope": True, "--python": True, "--dry-run": False,
-                                   "--trust": False})
+                                   "--trust": False, "--default": True})
         host = _host_arg(host, "install")
+        wanted_default = opts.get("--default")
+        if wanted_default is not None:
+            _checked_default(wanted_default)
         if opts.get("--trust") and host != "codex":
             raise InstallError("--trust is for codex only; %s has no hook trust step" % host)
         scope, python, dry = opts["--scope"], opts["--python"], bool(opts.get("--dry-run"))
@@ -23111,6 +25744,7 @@ def cmd_install(args: List[str]) -> int:
                 out.write("sts: %s is already installed; nothing changed.\n" % host)
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
+            _install_default(wanted_default, out)
         for note in plan.notes:
             out.write("note: %s\n" % note)
         if host == "codex" and not opts.get("--trust"):
@@ -23123,6 +25757,20 @@ def cmd_install(args: List[str]) -> int:
     except InstallError as exc:
         sys.stderr.write("sts: %s\n" % exc)
         return 2
+
+
+def _install_default(wanted: Optional[str], out: Any) -> None:
+    """Set the user default when none is set (or `--default` names one), and
+    say which default is in force and how to change it."""
+    stored = read_user_default(data_dir())
+    if wanted is not None or stored is None:
+        stored = wanted if wanted is not None else INSTALL_DEFAULT
+        try:
+            _write_user_default(stored, "install")
+        except OSError as exc:
+            raise InstallError("the default contract could not be saved: %s" % exc)
+    out.write("sts: default contract %s.\n" % _default_summary(stored))
+    out.write("sts: %s.\n" % _DEFAULT_HOWTO)
 
 
 def _install_trust(plan: _Plan, command: str, out: Any) -> None:
@@ -23320,6 +25968,8 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
             _doctor_codex(base, scope, command, fix_s, check)
         if host == "copilot":
             _doctor_copilot(base, python, fix_s, check)
+        if host == "droid":
+            _doctor_droid(base, check)
     if host == "copilot":
         command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
@@ -23392,6 +26042,20 @@ def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]
     if disabled:
         check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
               "remove disableAllHooks from it")
+
+
+def _doctor_droid(base: str, check: Callable[..., None]) -> None:
+    """Droid runs no hook at all while a settings layer says hooksDisabled."""
+    for name in ("settings.json", "settings.local.json"):
+        path = os.path.join(base, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                disabled = json.load(fh).get("hooksDisabled") is True
+        except (OSError, ValueError, AttributeError):
+            disabled = False
+        if disabled:
+            check("FAIL", "droid", "%s sets hooksDisabled, so no hook runs" % path,
+                  "remove hooksDisabled from it")
 
 
 def _codex_project_trusted(toml: str, root: str) -> Optional[bool]:
@@ -23477,6 +26141,14 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    stored = read_user_default(root)
+    try:
+        good = stored is None or parse_default(stored) is not None or stored.strip() != ""
+    except _DirectiveError:
+        good = False
+    check("OK" if good else "WARN", "sts", "default contract %s" % _default_summary(stored),
+          None if good and stored else 'python3 sts.py default "%s" (or review, change ...)'
+          % INSTALL_DEFAULT)
     if not hosts:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
@@ -23869,6 +26541,9 @@ class _StatusView:
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  fields,
                  "Authority source: %s" % contract.get("source")]
+        if isinstance(contract.get("origin"), str):
+            lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
+                                     else "Started from", contract["origin"]))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -24446,7 +27121,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
-CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen")
+CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
+              "droid", "kilo")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -24923,16 +27599,22 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         if call.event is None:
             return adapter.render(call.answer or NO_RESULT, call)
         event = ControlEvent.from_dict(call.event)
+        prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
     except EventError as exc:
         return _fail_open("EventError", str(exc))
     except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
         return _internal_error(adapter, call, payload, store, exc)
     try:
+        said = handle_event(prior, store, adapter.response_outcome) if prior else None
         result = handle_event(event, store, adapter.response_outcome)
     except LockTimeout as exc:
         return _fail_open("LockTimeout", str(exc))
     except Exception as exc:  # noqa: BLE001
         return _internal_error(adapter, call, payload, store, exc)
+    if said is not None and said.kind == "context" and said.text \
+            and result.kind in ("none", "context"):
+        text = "\n\n".join(t for t in (said.text, result.text) if t)
+        result = CoreResult("context", text, result.code, result.event_id)
     return adapter.render(result, call)
 
 
@@ -24985,8 +27667,9 @@ inspection:
   label EVT correct|incorrect|inconclusive
 
 setup:
-  install <host> [--scope user|project] [--dry-run]
+  install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
+  default ["<fields>" | off]            show or set the contract of sessions without a directive
   doctor
   demo                                  replay a short Codex session
   --help | --version
@@ -25120,6 +27803,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }
@@ -25144,6 +27828,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
 #   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
 #                                    Pi, Gemini, Copilot and Qwen, the same way
+#   __pycache__/sts.<tag>.more.pyc   the adapters added last (Factory Droid, ...)
 #   __pycache__/sts.<tag>.full.pyc   the whole module, as Python compiles it
 #
 # The loader runs the hot part in a hook process and the whole module in
@@ -25173,13 +27858,17 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # their hooks skip it, a hook of any other host loads it before it answers,
 # and so does the cold part (install names every host's tools).  Hot code
 # reaches its names only through ADAPTERS, which gains those hosts when the
-# part is loaded (tests/test_cli.py checks that too).
+# part is loaded (tests/test_cli.py checks that too).  The adapters added
+# last are a part of their own, "more", loaded after the hosts part by their
+# own hooks only, so a new host costs the other hosts' hooks nothing.
 
 _COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
 _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
                   "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
+_MORE_SECTIONS = ("Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe",)
 _OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
-_HOSTS_STATE = {"loaded": False}
+_MORE_HOSTS = ("droid", "kilo")           # hosts whose hooks also load the "more" part
+_HOSTS_STATE = {"loaded": False, "more": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from
 _COLD_LOCK = _thread.allocate_lock()
@@ -25249,24 +27938,28 @@ def _cold_range(lines: List[str], titles: Tuple[str, ...] = _COLD_SECTIONS) -> T
     return first, later[0]
 
 
-def _split_texts(source: str, stamp: Tuple[int, int]) -> Optional[Tuple[str, str, str]]:
-    """(hot text, cold text, hosts text) of this source, each with the
-    others' lines blank."""
+def _split_texts(source: str, stamp: Tuple[int, int]
+                 ) -> Optional[Tuple[str, str, str, str]]:
+    """(hot text, cold text, hosts text, more text) of this source, each
+    with the others' lines blank."""
     lines = source.split("\n")
     start, end = _cold_range(lines)
     first, last = _cold_range(lines, _HOST_SECTIONS)
-    if start == end or first == last or last > start:
+    more_first, more_last = _cold_range(lines, _MORE_SECTIONS)
+    if start == end or first == last or more_first == more_last or last != more_first \
+            or more_last > start:
         return None
-    hot = (lines[:first] + [""] * (last - first) + lines[last:start] + [""] * (end - start)
-           + lines[end:])
+    hot = (lines[:first] + [""] * (more_last - first) + lines[more_last:start]
+           + [""] * (end - start) + lines[end:])
     cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
     hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
+    more = [""] * more_first + lines[more_first:more_last] + [""] * (len(lines) - more_last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
                 hot[n] = new
-    return "\n".join(hot), "\n".join(cold), "\n".join(hosts)
+    return "\n".join(hot), "\n".join(cold), "\n".join(hosts), "\n".join(more)
 
 
 def _cold_cache_path(part: str = "cold") -> Optional[str]:
@@ -25373,11 +28066,16 @@ def _load_part(part: str, index: int) -> None:
     exec(code, globals())
 
 
-def _load_hosts_locked() -> None:
+def _load_hosts_locked(more: bool = True) -> None:
+    """Load the hosts part, and the "more" part after it when `more`."""
     if _SLIM and not _HOSTS_STATE["loaded"]:
         _load_part("hosts", 2)
         _HOSTS_STATE["loaded"] = True
         ADAPTERS.update(_other_adapters())
+    if _SLIM and more and not _HOSTS_STATE["more"]:
+        _load_part("more", 3)
+        _HOSTS_STATE["more"] = True
+        ADAPTERS.update(globals()["HOST_ADAPTERS_D"])
 
 
 def _load_cold() -> None:
@@ -25393,14 +28091,17 @@ def _load_cold() -> None:
 
 def _other_adapters() -> Dict[str, Any]:
     """The adapters of every host but Codex and Claude Code, in their order;
-    {} in a Codex or Claude Code hook that runs the hot part only."""
+    {} in a Codex or Claude Code hook that runs the hot part only, and
+    without the "more" part's in the hook of a host not in it."""
+    hook = sys.argv[1] if sys.argv[:1] == ["-c"] and sys.argv[1:2] else None
     if _SLIM and not _HOSTS_STATE["loaded"]:
-        if sys.argv[:1] == ["-c"] and sys.argv[1:2] and sys.argv[1] in _OWN_HOSTS:
+        if hook in _OWN_HOSTS:
             return {}
         with _COLD_LOCK:
-            _load_hosts_locked()
+            _load_hosts_locked(more=hook is None or hook in _MORE_HOSTS)
     names = globals()   # (by name: hot code never names the hosts part directly)
-    return dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
+    adapters = dict(names["HOST_ADAPTERS_B"], **names["HOST_ADAPTERS_C"])
+    return dict(adapters, **names.get("HOST_ADAPTERS_D", {}))
 
 
 def _whole_code(loader_path: str, header: bytes) -> Any:
@@ -25469,7 +28170,8 @@ def _split_already(loader_path: str) -> bool:
         if os.stat(loader_path).st_size >= 64 * 1024:
             return False   # Python's own bytecode of the whole module: not split
         heads = []
-        for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc"):
+        for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc",
+                     base + ".more.pyc"):
             with open(path, "rb") as fh:
                 heads.append(fh.read(16))
         with open(base + ".hot.pyc", "rb") as fh:
@@ -25501,6 +28203,7 @@ def _split_bytecode() -> bool:
     for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
                        (cold_path, _compile_part(texts[1])),
                        (_cold_cache_path("hosts"), _compile_part(texts[2])),
+                       (_cold_cache_path("more"), _compile_part(texts[3])),
                        (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
                        (loader_path, loader)):
         data = code if isinstance(code, bytes) else _pyc_bytes(code, stamp)

@@ -8,10 +8,20 @@ long commands of many shapes, each at the largest size the analyzer still
 reads in full (its work limit) and at the 64 KiB cap.
 
     python3 tests/bench.py [--runs N] [--python PATH ...] [--no-shapes] [--sts PATH]
-                           [--before PATH]
+                           [--before PATH] [--default] [--mode change]
 
-Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI and Qwen
-Code, each in its own payload shape, interleaved with the floor.
+--default arms this sts.py's session from the user default `review`, no
+directive.  --mode change arms a change session instead of a review, and
+times calls it allows: a read, a shell line that deletes inside the
+workspace (judged by undo=) and a file write.
+
+Last, the same read and write on Claude Code, Gemini CLI, Copilot CLI, Qwen
+Code and Factory Droid, each in its own payload shape, interleaved with the floor.
+
+--default arms this sts.py's session from a user default of `review` (set with
+`sts.py default review`; the prompt holds no directive) instead of the
+directive, so the rows show the cost with a default in force; a --before
+version is still armed by the directive.
 
 --sts times another sts.py (an older version, to compare) with the same
 command form.  --before PATH times another sts.py beside this one, run for
@@ -234,6 +244,13 @@ def _host_events(host):
         prompt = dict(base, prompt="$stop-that-shit review")
         read = dict(base, toolName="bash", toolArgs={"command": "git status", "description": "d"})
         write = dict(base, toolName="create", toolArgs={"path": "/repo/a.txt", "file_text": "x"})
+    elif host == "droid":   # a TUI prompt; a tool call names no id
+        base = {"session_id": SESSION, "cwd": "/repo", "permission_mode": "auto-low"}
+        prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review")
+        read = dict(base, hook_event_name="PreToolUse", tool_name="Execute",
+                    tool_input={"command": "git status", "summary": "s"})
+        write = dict(base, hook_event_name="PreToolUse", tool_name="Create",
+                     tool_input={"file_path": "/repo/a.txt", "content": "x"})
     else:  # qwen, and claude for reference
         base = {"session_id": SESSION, "cwd": "/repo", "prompt_id": "p"}
         prompt = dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review",
@@ -250,7 +267,7 @@ def _host_events(host):
 def bench_hosts(python, runs):
     """The hook's cost per host beside the floor, in one interleaved run."""
     floor_argv = [python, "-I", "-S", "-c", "pass"]
-    hosts = ("claude", "gemini", "copilot", "qwen")
+    hosts = ("claude", "gemini", "copilot", "qwen", "droid")
     samples = {"floor": ([], [])}
     plans = {}
     with tempfile.TemporaryDirectory(prefix="sts-bench-hosts-") as home:
@@ -304,7 +321,18 @@ def _worst(medians, prefix):
     return name, cpu / medians["floor"][0]
 
 
-def bench_python(python, runs, with_shapes, sts_path=None, before=None):
+# Payloads of an armed change session: every one is allowed.
+CHANGE_PAYLOADS = {
+    "read (allowed)": (event("Bash", {"command": "git status"}, "c-read"), None),
+    "shell delete (allowed)": (event("Bash", {"command": "rm -rf build dist && git status"},
+                                     "c-shell"), None),
+    "write (allowed)": (event("Write", {"file_path": "/repo/a.txt", "content": "x"},
+                              "c-write"), None),
+}
+
+
+def bench_python(python, runs, with_shapes, sts_path=None, before=None, mode="review",
+                 from_default=False):
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
     hook_argv = hook_argv_for(python, "claude", sts_path)
@@ -318,10 +346,18 @@ def bench_python(python, runs, with_shapes, sts_path=None, before=None):
             hooks.append(("before ", hook_argv_for(python, "claude", before),
                           dict(os.environ, STS_HOME=os.path.join(home, "before"))))
         prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
-                             "cwd": "/repo", "prompt": "$stop-that-shit review"}).encode()
-        for _, argv, env in hooks:
-            out = run_once(argv, prompt, env)[2]
-            if b"mode=review" not in out:
+                             "cwd": "/repo", "prompt": "$stop-that-shit " + mode}).encode()
+        plain = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION,
+                            "cwd": "/repo", "prompt": "look at the parser"}).encode()
+        if from_default:
+            print("    this sts.py's session is armed by the user default `%s`, no directive"
+                  % mode)
+            subprocess.run([python, os.path.join(sts_path and os.path.dirname(sts_path) or ROOT,
+                                                 "sts.py"), "default", mode],
+                           env=hooks[0][2], check=True, stdout=subprocess.DEVNULL)
+        for label, argv, env in hooks:
+            out = run_once(argv, plain if from_default and not label else prompt, env)[2]
+            if ("mode=" + mode).encode() not in out:
                 raise SystemExit("could not arm the session: %r" % out)
             run_once(argv, event("Bash", {"command": "ls"}, "warm"), env)  # warm the bytecode
         payloads = {
@@ -332,8 +368,10 @@ def bench_python(python, runs, with_shapes, sts_path=None, before=None):
             "shell (denied)": (event("Bash", {"command": "git status && rm -rf build"},
                                      "c-shell"), b'"deny"'),
         }
+        if mode == "change":
+            payloads = CHANGE_PAYLOADS
         base = measure(python, hooks, runs, payloads)
-        report("armed review session, %d runs each (median):" % runs, base)
+        report("armed %s session, %d runs each (median):" % (mode, runs), base)
         for _, _, env in hooks:
             populate(env["STS_HOME"], 1000, 100000)
         scaled = measure(python, hooks, runs, payloads)
@@ -379,7 +417,9 @@ def main():
             pythons.append(args[n + 1])
     other = args[args.index("--sts") + 1] if "--sts" in args else None
     before = args[args.index("--before") + 1] if "--before" in args else None
-    results = [bench_python(python, runs, "--no-shapes" not in args, other, before)
+    mode = args[args.index("--mode") + 1] if "--mode" in args else "review"
+    results = [bench_python(python, runs, "--no-shapes" not in args, other, before, mode,
+                            "--default" in args)
                for python in pythons or [sys.executable]]
     if len(results) > 1 or before is not None:
         print("=== summary (CPU ratio to the floor of the same Python, same run)")

@@ -521,6 +521,14 @@ ZSH_TEMPLATES = [
     "for d in src; do (cd $d && @L@); done", "@P@ $'a.txt'", "@P@ a.txt $'\\x2do' /tmp/PWN_o",
     "r", "fc -l", "dirs src; popd; @L@", "chdir src && @L@", "time @L@",
     "read x <<EOF\n$f[PATH=pbin]\nEOF\n@L@", "@L@ <<EOF\n$#f[PATH=pbin]\nEOF\nls",
+    # Paths of the writing process (issue 28): a descriptor left on a file
+    # opened for reading, then opened again by name for writing.
+    "@L@ 1<a.txt >/dev/stdout", "exec 1<a.txt; @L@ >/dev/stdout", "@L@ 3<a.txt >/dev/fd/3",
+    "exec 3<a.txt; @L@ >&3 >/dev/stdout", "{ @L@ >/dev/stdout; } 1<a.txt",
+    "@L@ | tee /dev/stdout 1<a.txt", "@L@ >/proc/self/cwd/PWN_p", "exec 3<src; @L@ >/dev/fd/3/PWN_p",
+    "cd /proc/self/cwd && @L@", "@P@ /proc/self/cwd/a.txt", "@P@ /dev/fd/0 <a.txt",
+    # Text typed into a running shell (Codex write_stdin): the line as a shell reads it.
+    "printf '%s\\n' @Q@ | bash", "bash <<'EOF'\n@L@\nEOF", "bash -s <<<@Q@",
 ]
 
 
@@ -530,7 +538,7 @@ DRESSED = set()     # the lines _zsh_form made, to count the claims among them
 def _zsh_form(line, rng):
     prog = line.split()[0] if line.split() else "ls"
     template = rng.choice(ZSH_TEMPLATES)
-    dressed = template.replace("@P@", prog).replace("@L@", line)
+    dressed = template.replace("@P@", prog).replace("@Q@", shlex.quote(line)).replace("@L@", line)
     DRESSED.add(dressed)
     return dressed
 

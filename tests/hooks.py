@@ -83,13 +83,14 @@ def claude_kit(kind="write"):
     return prompt, tool
 
 
-# Where the hosts that do not nest it like Codex, Claude and Qwen (deny_reason)
-# put a deny: (key, the value that means deny, the key of the STOP text).
+# Where the hosts that do not nest it like Codex, Claude, Qwen and Droid
+# (deny_reason) put a deny: (key, the value that means deny, the key of the STOP text).
 _DENY_SHAPES = {
     "gemini": ("decision", "deny", "reason"),
     "copilot": ("permissionDecision", "deny", "permissionDecisionReason"),
     "hermes": ("action", "block", "message"),
     "opencode": ("block", True, "reason"),
+    "kilo": ("block", True, "reason"),
     "pi": ("block", True, "reason"),
     "omp": ("block", True, "reason"),
 }

@@ -151,9 +151,7 @@ def test_a_scheduled_prompt_may_not_set_the_contract(store):
             ("ScheduleWakeup", "fix it"),
             ("ScheduleWakeup", "Continue.\n$stop-that-shit change")]):
         reason = deny_reason(hook("claude", _schedule(prompt, tool, text, "cron%d" % n), store))
-        if text.startswith("Continue"):
-            assert reason is None  # a mention after the first line is plain text
-            continue
+        # A mention below the first line too: it would come back rejected aloud.
         assert "Code: I/GUARD_SELF_PROTECTION" in reason, text
     assert sts.Store(store.root).load(sts.session_key(prompt["session_id"])) \
         .state["contract"]["mode"] == "review"

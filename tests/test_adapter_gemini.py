@@ -7,6 +7,8 @@ SessionStart and BeforeAgent.
 """
 import json
 
+import pytest
+
 import sts
 from hooks import denial, hook, kit_call, kit_calls
 
@@ -42,6 +44,22 @@ def test_real_read_passes_in_review_and_write_passes_in_change(store):
     hook("gemini", say(prompt, "$stop-that-shit change"), store)
     edit = next(t for t in tools if t["tool_name"] == "replace")
     assert hook("gemini", edit, store) is None
+
+
+@pytest.mark.parametrize("folder,command,code", [
+    ("/", "rm -rf srv", "IRREVERSIBLE_ACTION"),       # /srv, named from the tool's folder
+    ("/", "rm -rf ./media/*", "IRREVERSIBLE_ACTION"),
+    ("/", "rm -rf etc", "GUARD_SELF_PROTECTION"),     # it holds host settings too
+    ("$HOME", "rm -rf projects", "STOP"),             # a folder the guard cannot establish
+    (None, "rm -rf build", None),                     # the session's own folder: recoverable
+])
+def test_what_a_command_deletes_is_placed_in_its_dir_path(store, folder, command, code):
+    prompt, tools, _ = gemini_run("gemini-shell-allow")
+    hook("gemini", say(prompt, "$stop-that-shit change"), store)
+    call = next(t for t in tools if t["tool_name"] == "run_shell_command")
+    args = {"command": command} if folder is None else {"command": command, "dir_path": folder}
+    reason = denial("gemini", hook("gemini", dict(call, tool_input=args), store))
+    assert (reason is None) if code is None else (code in (reason or "")), reason
 
 
 def test_directive_context_reaches_the_model_on_before_agent(store):

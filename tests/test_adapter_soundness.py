@@ -441,7 +441,10 @@ PROTECTED_RUN = [
 @pytest.mark.parametrize("name,tool,key", PROTECTED_RUN)
 @pytest.mark.parametrize("command", ["echo x > installed.json", "rm -f installed.json",
                                      "cp /dev/null sessions/x.json", "touch new-file",
-                                     "mv installed.json elsewhere"])
+                                     "mv installed.json elsewhere",
+                                     # named by a program not modelled, or by a pattern
+                                     "black installed.json", "gcc -o installed.json a.c",
+                                     "rm -rf s*", "rm -rf ./*"])
 def test_a_command_in_the_guard_folder_by_its_own_folder_argument_is_stopped(
         name, tool, key, command, store, sts_home, work):
     """`echo x > installed.json` run with workdir=<guard data folder> writes the

@@ -375,6 +375,13 @@ def kit_fields():
     return seen
 
 
+# Events no recorded run holds, with the fields the host's installed source
+# sends: `droid exec` never fires UserPromptSubmit (Droid 0.225.2, its
+# executeUserPromptSubmitHooks).
+SOURCE_FIELDS = {
+    ("droid", "UserPromptSubmit"): {"session_id", "transcript_path", "cwd", "permission_mode",
+                                    "hook_event_name", "message_id", "prompt", "has_images"},
+}
 HERMES_STDIN = {"hook_event_name", "tool_name", "tool_input", "session_id", "cwd", "extra"}
 SHIM_REQUEST = {"v", "hook", "sessionId", "cwd", "payload"}
 
@@ -384,8 +391,9 @@ def test_case_payloads_only_use_fields_the_real_hosts_send():
     for case in load_all():
         for step in case.steps:
             event = step.payload
-            if case.host in ("codex", "claude", "gemini", "qwen"):
-                known = seen[(case.host, event["hook_event_name"])]
+            if case.host in ("codex", "claude", "gemini", "qwen", "droid"):
+                known = seen[(case.host, event["hook_event_name"])] or \
+                    SOURCE_FIELDS.get((case.host, event["hook_event_name"]), set())
                 assert set(event) <= known, (case.name, set(event) - known)
             elif case.host == "copilot":
                 # hook_event_name is what run_hook adds from the command line.
@@ -399,11 +407,12 @@ def test_case_payloads_only_use_fields_the_real_hosts_send():
                 assert set(event) == SHIM_REQUEST and event["v"] == 1, case.name
                 body = event["payload"]
                 assert isinstance(body.get("ctx"), dict), case.name
-                if case.host == "opencode" and event["hook"] == "event":
+                # Kilo Code runs OpenCode's shim: the same fields as OpenCode's.
+                if case.host in ("opencode", "kilo") and event["hook"] == "event":
                     # A bus event (session.created, ...) as the shim forwards it.
                     known = seen[("opencode", "event:" + body["event"]["type"])]
                     assert known and set(body["event"]) <= known, (case.name, body["event"])
-                elif case.host == "opencode":
+                elif case.host in ("opencode", "kilo"):
                     for part in ("input", "output"):
                         known = seen[("opencode", event["hook"], part)]
                         assert set(body[part]) <= known, (case.name, part, set(body[part]) - known)

@@ -199,10 +199,30 @@ def test_hot_code_reaches_cold_names_only_through_cold():
 def test_hot_code_reaches_the_other_hosts_only_through_adapters():
     """A Codex or Claude Code hook runs without the other hosts' part: no code
     outside it names what only it defines (cold code loads it first)."""
-    used, hosts_only = _hot_names_used_cold(sts._HOST_SECTIONS)
+    used, hosts_only = _hot_names_used_cold(sts._HOST_SECTIONS + sts._MORE_SECTIONS)
     assert used == []
-    assert {"HermesAdapter", "OmpAdapter", "GeminiAdapter", "QwenAdapter",
-            "HOST_ADAPTERS_B", "HOST_ADAPTERS_C"} <= hosts_only
+    assert {"HermesAdapter", "OmpAdapter", "GeminiAdapter", "QwenAdapter", "DroidAdapter",
+            "HOST_ADAPTERS_B", "HOST_ADAPTERS_C", "HOST_ADAPTERS_D"} <= hosts_only
+
+
+def test_nothing_outside_the_more_part_names_what_only_it_defines():
+    """The hooks of the older hosts run without the "more" part (the hosts
+    added last): no code outside it, the hosts part included, names its
+    definitions; they reach the rest through ADAPTERS."""
+    with open(os.path.join(ROOT, "sts.py"), encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    start, end = sts._cold_range(lines, sts._MORE_SECTIONS)
+    assert 0 < start < end < len(lines)
+    more, other, other_reads = set(), set(), set()
+    for index, defines, reads in _top_level_statements():
+        if start <= index < end:
+            more |= defines
+        else:
+            other |= defines
+            other_reads |= reads
+    only = more - other
+    assert {"DroidAdapter", "HOST_ADAPTERS_D"} <= only
+    assert sorted(other_reads & only) == []
 
 
 def _copy_sts(tmp_path, hooked=False):
@@ -229,8 +249,10 @@ def _run(folder, code, argv=(), stdin=b"", env=None):
 HOOK = "import sts; sys.exit(sts.main())"
 PROBE = ("import sts\nprint(sts._SLIM, 'cmd_install' in vars(sts), sts._SOURCE_STAMP is not None)")
 HOSTS_PROBE = ("import sts\nprint('HermesAdapter' in vars(sts), 'cmd_install' in vars(sts),"
-               " ','.join(sts.ADAPTERS), 'importlib.util' in sys.modules)")
-EVERY_HOST = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
+               " ','.join(sts.ADAPTERS), 'importlib.util' in sys.modules,"
+               " 'DroidAdapter' in vars(sts))")
+OLDER_HOSTS = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
+EVERY_HOST = ",".join((OLDER_HOSTS,) + sts._MORE_HOSTS)
 LEAN_PROBE = ("import sts\nprint(sts.decide.__doc__ is not None,"
               " bool(sts.decide.__annotations__),"
               " '__future__' in sys.modules,"
@@ -246,8 +268,8 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
                 .encode(), env).returncode == 0
     names = sorted(os.listdir(cache))
     assert [name.split(".", 2)[-1] for name in names] == [
-        "cold.pyc", "full.pyc", "hosts.pyc", "hot.pyc", "pyc"]
-    assert os.path.getsize(os.path.join(cache, names[4])) < 8000   # the loader alone
+        "cold.pyc", "full.pyc", "hosts.pyc", "hot.pyc", "more.pyc", "pyc"]
+    assert os.path.getsize(os.path.join(cache, names[5])) < 8000   # the loader alone
     # The whole module is the very bytecode Python's import wrote before the split.
     with open(os.path.join(cache, names[1]), "rb") as fh:
         whole = marshal.loads(fh.read()[16:])
@@ -256,12 +278,16 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     # A Codex or Claude Code hook: not even the other hosts' adapters; any
     # other host's hook: those, still without the cold part; anyone else: all.
     # (and no import of importlib.util on the way: it costs more than the part).
+    # The hosts added last (the "more" part) load only in their own hooks.
     for host in ("claude", "codex"):
-        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [b"False", b"False",
-                                                                     b"codex,claude", b"False"]
+        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [
+            b"False", b"False", b"codex,claude", b"False", b"False"]
     for host in ("hermes", "omp", "gemini", "qwen"):
-        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [b"True", b"False",
-                                                                     EVERY_HOST.encode(), b"False"]
+        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [
+            b"True", b"False", OLDER_HOSTS.encode(), b"False", b"False"]
+    for host in sts._MORE_HOSTS:
+        assert _run(folder, HOSTS_PROBE, [host]).stdout.split() == [
+            b"True", b"False", EVERY_HOST.encode(), b"False", b"True"]
     assert _run(folder, HOSTS_PROBE).stdout.split()[:3] == [b"True", b"True", EVERY_HOST.encode()]
     # A hook process: the hot part only, without what only a reader of the
     # code uses (docstrings and annotations of functions, the __future__

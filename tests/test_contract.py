@@ -53,13 +53,6 @@ def test_mention_recognized(text):
     '"' + D + ' review"',
     "`" + D + " review`",
     "```\n" + D + " review\n```",
-    "Example:\n" + D + " review",     # earlier line
-    "\u00a0" + D + " review",         # NBSP indentation
-    "$\u017ftop-that-shit review",     # long s folds to `s` only under Unicode case rules
-    "$stop-that-\u017fhit change",
-    "$STOP-THAT-\u017fHIT open",
-    "$stop-that-shit-x review",
-    "$stop-that-shitchange",
     "$" + D + " review",
     "please " + D + " review",
     "",
@@ -71,10 +64,62 @@ def test_mention_not_recognized_is_plain_text(text):
     assert outcome.error is None
 
 
-def test_unrecognized_mention_is_plain_and_unchanged():
+@pytest.mark.parametrize("text,code", [
+    ("Example:\n" + D + " review", "DIRECTIVE_NOT_FIRST_LINE"),     # a later line
+    ("Fix the parser.\n\n  " + D + " change files=src/**", "DIRECTIVE_NOT_FIRST_LINE"),
+    ("$\u017ftop-that-shit review", "DIRECTIVE_MISSPELT"),  # long s: `s` only under Unicode rules
+    ("$stop-that-\u017fhit change", "DIRECTIVE_MISSPELT"),
+    ("$STOP-THAT-\u017fHIT open", "DIRECTIVE_MISSPELT"),
+    ("$stop-that-shit-x review", "DIRECTIVE_MISSPELT"),
+    ("$stop-that-shitchange", "DIRECTIVE_MISSPELT"),
+    ("\uff04stop-that-shit review", "DIRECTIVE_MISSPELT"),   # full-width dollar sign
+    ("\ufe69stop-that-shit review", "DIRECTIVE_MISSPELT"),   # small dollar sign
+    ("$stop_that_shit review", "DIRECTIVE_MISSPELT"),
+    ("$ stop-that-shit review", "DIRECTIVE_MISSPELT"),
+    ("$stopthatshit review", "DIRECTIVE_MISSPELT"),
+    ("\uff04\uff53\uff54\uff4f\uff50\uff0d\uff54\uff48\uff41\uff54\uff0d\uff53\uff48\uff49\uff54"
+     " review", "DIRECTIVE_MISSPELT"),                   # full-width letters too
+    ("**$stop-that-shit review**", "DIRECTIVE_MISSPELT"),  # bold in Markdown
+    ("\u00a0" + D + " review", "DIRECTIVE_MISSPELT"),      # NBSP indentation
+    ("Please look.\n\uff04stop-that-shit review", "DIRECTIVE_MISSPELT"),
+])
+def test_a_line_meant_as_a_directive_is_rejected_aloud(text, code):
+    """Not the directive, but meant as one: rejected with a word, the contract kept."""
+    assert not sts.has_directive_mention(text)
+    previous = contract(mode="change", level="guard", source="directive")
+    outcome = run(text, previous)
+    assert outcome.kind == "error" and outcome.error["code"] == code
+    assert outcome.contract == previous
+    assert "directive rejected (%s)" % code in sts.directive_rejected_text(outcome.error)
+
+
+@pytest.mark.parametrize("text", [
+    "The docs say to type `" + D + " review` first.",
+    "```\nExample:\n" + D + " review\n```",
+    "Notes:\n> " + D + " review",
+    "Notes:\n    " + D + " review",
+    "costs $5 to stop that shit",
+])
+def test_a_directive_quoted_below_the_first_line_changes_nothing(text):
+    outcome = run(text, contract(mode="change", level="guard", source="directive"))
+    assert outcome.kind == "plain"
+
+
+@pytest.mark.parametrize("token,meant", [
+    ("on", "guard"), ("enable", "guard"), ("read-only", "review"), ("readonly", "review"),
+    ("edit", "change"), ("disable", "off"),
+])
+def test_a_word_for_a_field_says_which_field_was_meant(token, meant):
+    outcome = run(D + " " + token, contract(mode="change", level="guard", source="directive"))
+    assert outcome.kind == "error" and outcome.error["code"] == "INVALID_DIRECTIVE_TOKEN"
+    assert "did you mean `%s`" % meant in outcome.error["message"]
+
+
+def test_a_later_line_directive_never_applies():
+    """`off` below the first line neither turns the guard off nor passes in silence."""
     previous = contract(mode="change", level="guard", source="directive")
     outcome = run("Example:\n" + D + " off", previous)
-    assert outcome.kind == "plain"
+    assert outcome.kind == "error"
     assert outcome.contract == previous
     assert outcome.changed is False
 
@@ -226,6 +271,20 @@ def test_policies_any_case():
     assert out.contract["dependencyPolicy"] == "deny"
 
 
+def test_undo_field_parses_persists_and_defaults_to_ask():
+    assert run(D + " change").contract["undoPolicy"] == "ask"   # no undo= gives ask
+    out = run(D + " change UNDO=Allow")
+    assert out.contract["undoPolicy"] == "allow"
+    # Alone it changes only itself; a later directive without it keeps it.
+    only = run(D + " undo=deny", out.contract).contract
+    assert (only["mode"], only["undoPolicy"]) == ("change", "deny")
+    assert run(D + " review", only).contract["undoPolicy"] == "deny"
+    for bad in ("undo=yes", "undo=", "undo"):
+        assert run(D + " change " + bad).error["code"] == "INVALID_DIRECTIVE_TOKEN"
+    assert run(D + " undo=ask undo=allow").error["code"] == "CONFLICTING_DIRECTIVE"
+    assert "undo=deny;" in sts.contract_fields(only, 0, False)
+
+
 def test_files_value_keeps_case_and_splits():
     out = run(D + " FILES=Src/A.js|lib\\B.py||")
     assert out.contract["allowedPaths"] == ["Src/A.js", "lib/B.py"]
@@ -368,6 +427,28 @@ def test_stop_must_be_the_whole_text(text):
     ("不要修改任何东西", "review"),
     ("不要修改代码", "review"),
     ("不要修改文件", "review"),
+    # The grown list: orders not to change anything, in English and Chinese.
+    ("Don\u2019t edit anything", "review"),          # a typographic apostrophe
+    ("do not modify any files", "review"),
+    ("Please don't touch anything, just explain.", "review"),
+    ("never write to the repo", "review"),
+    ("Make no changes; tell me why it fails.", "review"),
+    ("Explain it without changing anything.", "review"),
+    ("Stay read-only.", "review"),
+    ("read-only mode: look at the logs", "review"),
+    ("只读", "review"),
+    ("请只读，看看这个 bug", "review"),
+    ("这次只读即可。", "review"),
+    ("不要改代码", "review"),
+    ("别改文件，先解释", "review"),
+    ("不许动代码", "review"),
+    ("禁止修改仓库", "review"),
+    ("只读不改", "review"),
+    ("仅审查", "review"),
+    ("Don't make any changes.", "review"),
+    ("do not make edits, just report", "review"),
+    ("测试不要修改。", "review"),
+    ("请勿编辑", "review"),
     ("Answer only.", "answer"),
     ("只回答问题", "answer"),
     ("monitor only", "monitor"),
@@ -386,7 +467,6 @@ def test_corrections(text, mode):
 
 
 @pytest.mark.parametrize("text", [
-    "Don\u2019t edit anything",          # curly apostrophe is not `don't`
     '"review only" is an example',
     "the phrase `review only` is code",
     "``review `only` here`` is code",
@@ -406,6 +486,14 @@ def test_corrections(text, mode):
     "don't edit anythingelse",
     "do not edit the repositoryx",
     "他说'只回答'",
+    # Words of the grown list used to describe, not to order.
+    "the file is read-only",
+    "这个文件是只读的",
+    "只读文件会被跳过",
+    "mount it read-only, then fix the parser",
+    "Modify?",
+    "Change: the parser",
+    "Do not modify? Why not.",
 ])
 def test_non_corrections(text):
     out = run(text)
@@ -627,7 +715,7 @@ def test_context_unconfirmed():
 def test_context_active_fields_and_ladder():
     c = contract(mode="review", level="guard", source="directive")
     text = sts.contract_context(c, 0, False)
-    fields = ("mode=review; agents=0/unlimited reserved; hash=deny; deps=ask; "
+    fields = ("mode=review; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; "
               "files=unbounded.")
     assert text.startswith("Stop That Shit (active): " + fields + " ")
     for needle in ("requested", "necessary", "reachable evidence", "acceptance",
@@ -638,15 +726,15 @@ def test_context_active_fields_and_ladder():
 
 @pytest.mark.parametrize("fields,reserved,unproven,expected", [
     (dict(mode="change", agentBudget=1), 1, True,
-     "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; files=unbounded."),
+     "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; undo=ask; files=unbounded."),
     (dict(mode="change", allowedPaths=[]), 0, False,
-     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; "
+     "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; "
      "files=(none: no path is writable)."),
     (dict(mode="review", allowedPaths=["src/**", "a.js"], hashPolicy="allow",
           dependencyPolicy="deny", agentBudget=3), 2, False,
-     "mode=review; agents=2/3 reserved; hash=allow; deps=deny; files=src/**|a.js."),
+     "mode=review; agents=2/3 reserved; hash=allow; deps=deny; undo=ask; files=src/**|a.js."),
     (dict(mode="open", agentBudget=True), 0, False,
-     "mode=open; agents=0/unlimited reserved; hash=deny; deps=ask; files=unbounded."),
+     "mode=open; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; files=unbounded."),
 ])
 def test_contract_fields(fields, reserved, unproven, expected):
     c = contract(level="guard", **fields)

@@ -86,6 +86,9 @@ REACHABLE = [
      "I", "deny_and_explain"),
     ("MUTABILITY_UNPROVEN", lambda: make_state("answer"), act("unknown"), {},
      "I", "require_user_approval"),
+    ("IRREVERSIBLE_ACTION", make_state,
+     act("write", irreversible="`git reset --hard` discards uncommitted changes"), {},
+     "I", "require_user_approval"),
     ("HASH_NOT_AUTHORIZED", make_state, act("write", hash_intent=True), {},
      "H", "deny_and_explain"),
     ("HYPOTHETICAL_UNREACHABLE", make_state, act("write", reachability="unreachable"), {},
@@ -199,6 +202,42 @@ def test_hash_and_dependency_policies():
     decision = run(write, make_state(hashPolicy="allow", dependencyPolicy="allow"))
     assert decision.code == "WITHIN_CONTRACT"
     assert "hash=ask" in run(write, make_state(hashPolicy="ask")).detail
+
+
+GONE = "`git clean -fdx` deletes untracked files, which git never had"
+
+
+def test_undo_policy_decides_an_irreversible_action():
+    """ask asks, deny denies, allow skips the row and the later rows judge the call."""
+    gone = act("write", irreversible=GONE, hash_intent=True)
+    assert run(gone, make_state()).outcome == "require_user_approval"   # the default: ask
+    assert run(gone, make_state(undoPolicy="ask")).outcome == "require_user_approval"
+    decision = run(gone, make_state(undoPolicy="deny"))
+    assert (decision.code, decision.outcome) == ("IRREVERSIBLE_ACTION", "deny_and_explain")
+    assert "undo=deny" in decision.detail and "undo=allow" in decision.next
+    assert run(gone, make_state(undoPolicy="allow")).code == "HASH_NOT_AUTHORIZED"
+    assert run(act("write", irreversible=GONE), make_state(undoPolicy="allow")).code \
+        == "WITHIN_CONTRACT"
+    # Recoverable work is not this row's business, whatever the policy.
+    assert run(act("write"), make_state(undoPolicy="deny")).code == "WITHIN_CONTRACT"
+    # In every armed mode that allows changes; a read-only mode answers first.
+    for mode in ("change", "open"):
+        assert run(gone, make_state(mode)).code == "IRREVERSIBLE_ACTION"
+    for mode in ("review", "answer", "monitor"):
+        assert run(gone, make_state(mode)).code == "MODE_FORBIDS_MUTATION"
+    # Unarmed: nothing to enforce (the original tool's behaviour without a directive).
+    assert run(gone, make_state("unconfirmed", "watch")).code == "CONTROL_INACTIVE"
+    assert run(gone, make_state(level="off")).code == "CONTROL_INACTIVE"
+
+
+def test_irreversible_outranks_the_boundary_and_names_its_culprit():
+    state = make_state(allowedPaths=["src/**"])
+    gone = act("write", irreversible=GONE, affected_paths=["lib/a.js"], command="git clean -fdx")
+    decision = run(gone, state)
+    assert decision.code == "IRREVERSIBLE_ACTION"
+    assert sts.decision_culprit(gone, decision, ["src/**"]) == "Culprit: %s." % GONE
+    state["contract"]["undoPolicy"] = "allow"
+    assert run(gone, state).code == "PATH_OUTSIDE_CONTRACT"
 
 
 def test_agents_zero_denies_count_one_but_passes_count_zero():

@@ -22,7 +22,8 @@ from hooks_shim import request
 from test_self_protection import prompt_event
 
 CODE = "GUARD_SELF_PROTECTION"
-HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes")
+HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes",
+         "droid", "kilo")
 _ids = itertools.count()
 
 # Every variable a row of HOST_SETTINGS reads: cleared, so the machine's own
@@ -82,6 +83,9 @@ def _tool_event(host, session, cwd, name, args):
         return {"session_id": session, "turn_id": "t1", "cwd": cwd,
                 "hook_event_name": "PreToolUse", "tool_name": name, "tool_input": args,
                 "tool_use_id": "call-%d" % n}
+    if host == "droid":   # Droid names no tool call
+        return {"session_id": session, "cwd": cwd, "permission_mode": "auto-low",
+                "hook_event_name": "PreToolUse", "tool_name": name, "tool_input": args}
     if host == "qwen":
         return {"session_id": session, "cwd": cwd, "hook_event_name": "PreToolUse",
                 "timestamp": "2026-12-01T14:08:59.727Z", "permission_mode": "yolo",
@@ -97,7 +101,7 @@ def _tool_event(host, session, cwd, name, args):
     if host == "hermes":
         return {"hook_event_name": "pre_tool_call", "tool_name": name, "tool_input": args,
                 "session_id": session, "cwd": cwd, "extra": {"tool_call_id": "c%d" % n}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return request("tool.execute.before", session, {
             "input": {"tool": name, "sessionID": session, "callID": "call_%d" % n},
             "output": {"args": args}}, cwd=cwd, ctx={"parentSessionId": None})
@@ -110,7 +114,7 @@ def _tool_event(host, session, cwd, name, args):
 
 
 def _prompt_event(host, session, cwd, text):
-    if host in ("codex", "claude"):
+    if host in ("codex", "claude", "droid"):
         return {"session_id": session, "turn_id": "t1", "cwd": cwd, "prompt_id": "p1",
                 "hook_event_name": "UserPromptSubmit", "prompt": text}
     if host == "qwen":
@@ -122,7 +126,8 @@ def _prompt_event(host, session, cwd, text):
     if host == "copilot":
         return {"sessionId": session, "timestamp": 1796133966498, "cwd": cwd, "prompt": text,
                 "hook_event_name": "userPromptSubmitted"}
-    return prompt_event(host, session, cwd, text)   # hermes, opencode, pi, omp
+    # hermes, opencode (and Kilo Code, its fork), pi, omp
+    return prompt_event("opencode" if host == "kilo" else host, session, cwd, text)
 
 
 # host -> (tool, args for a path): the main file tool and an edit tool.
@@ -137,6 +142,8 @@ WRITE = {
     "pi": ("write", lambda p: {"path": p, "content": "export default () => {}\n"}),
     "omp": ("write", lambda p: {"path": p, "content": "export default () => {}\n"}),
     "hermes": ("write_file", lambda p: {"path": p, "content": "plugins: {enabled: []}\n"}),
+    "droid": ("Create", lambda p: {"file_path": p, "content": '{"hooksDisabled": true}\n'}),
+    "kilo": ("write", lambda p: {"filePath": p, "content": "export default {}\n"}),
 }
 EDIT = {
     "claude": ("Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "{ "}),
@@ -149,6 +156,8 @@ EDIT = {
     "pi": ("edit", lambda p: {"path": p, "edits": [{"oldText": "{", "newText": "{ "}]}),
     "omp": ("edit", lambda p: {"path": p, "old_string": "{", "new_string": "{ "}),
     "hermes": ("patch", lambda p: {"path": p, "old_string": "{", "new_string": "{ "}),
+    "droid": ("Edit", lambda p: {"file_path": p, "old_str": "{", "new_str": "{ "}),
+    "kilo": ("edit", lambda p: {"filePath": p, "oldString": "{", "newString": "{ "}),
 }
 SHELL = {
     "claude": ("Bash", lambda c: {"command": c, "description": "d"}),
@@ -160,6 +169,8 @@ SHELL = {
     "pi": ("bash", lambda c: {"command": c}),
     "omp": ("bash", lambda c: {"command": c}),
     "hermes": ("terminal", lambda c: {"command": c}),
+    "droid": ("Execute", lambda c: {"command": c, "summary": "s"}),
+    "kilo": ("bash", lambda c: {"command": c, "description": "d"}),
 }
 READ = {
     "claude": ("Read", lambda p: {"file_path": p}),
@@ -171,6 +182,8 @@ READ = {
     "pi": ("read", lambda p: {"path": p}),
     "omp": ("read", lambda p: {"path": p}),
     "hermes": ("read_file", lambda p: {"path": p}),
+    "droid": ("Read", lambda p: {"file_path": p}),
+    "kilo": ("read", lambda p: {"filePath": p}),
 }
 
 
@@ -305,6 +318,26 @@ PROTECTED = {
         "project plugin": lambda w: w.p(".hermes", "plugins", "off", "__init__.py"),
         "HERMES_HOME config": _under("HERMES_HOME", "config.yaml"),
         "managed config": lambda w: "/etc/hermes/config.yaml",
+    },
+    "droid": {
+        "user settings": lambda w: w.h(".factory", "settings.json"),
+        "user hooks": lambda w: w.h(".factory", "hooks.json"),
+        "project settings": lambda w: w.p(".factory", "settings.json"),
+        "project local settings": lambda w: w.p(".factory", "settings.local.json"),
+        "project hooks": lambda w: w.p(".factory", "hooks.json"),
+        "plugin hooks": lambda w: w.h(".factory", "plugins", "p", "hooks", "hooks.json"),
+        "session transcript": lambda w: w.h(".factory", "sessions", "-w", "s1.jsonl"),
+        "session shell env": lambda w: w.h(".factory", "temp", "env", "droid-env-s1.sh"),
+    },
+    "kilo": {
+        "user config": lambda w: w.h(".config", "kilo", "kilo.json"),
+        "user plugin": lambda w: w.h(".config", "kilo", "plugin", "stop-that-shit.js"),
+        "project config": lambda w: w.p("kilo.jsonc"),
+        "project plugin": lambda w: w.p(".kilo", "plugins", "off.ts"),
+        "legacy project tool": lambda w: w.p(".kilocode", "tool", "t.js"),
+        "KILO_CONFIG_DIR plugin": _under("KILO_CONFIG_DIR", "plugin", "off.js"),
+        "KILO_CONFIG": lambda w: (w.monkeypatch.setenv("KILO_CONFIG", w.h("alt.json")),
+                                  w.h("alt.json"))[1],
     },
 }
 
@@ -572,8 +605,9 @@ def test_files_with_the_same_names_elsewhere_stay_writable(world, host):
         assert denial(host, got) is None, (rel, denial(host, got))
         got = use(world, host, session, SHELL, "echo x >> %s" % rel)
         assert denial(host, got) is None, (rel, denial(host, got))
+    # (`>>`: emptying a file outside the workspace first is a matter of undo=)
     for command in ("mkdir -p .claude/agents", "git add .", "touch src/app.py",
-                    "echo x > ~/notes.txt", "rm -rf build"):
+                    "echo x >> ~/notes.txt", "rm -rf build"):
         assert denial(host, use(world, host, session, SHELL, command)) is None, command
 
 
@@ -790,7 +824,9 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
-              "omp": "Oh My Pi", "hermes": "Hermes Agent", "shell": "Every host's shell",
+              "omp": "Oh My Pi", "hermes": "Hermes Agent", "droid": "Factory Droid",
+              "kilo": "Kilo Code",
+              "shell": "Every host's shell",
               "git": "git, on every host", "tools": "curl, wget, kubectl, gh, gpg"}
 
 

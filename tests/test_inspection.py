@@ -40,7 +40,7 @@ def test_status_of_a_fresh_session(store):
     assert text.split("\n") == [
         "Stop That Shit status",
         "State: OBSERVING / unconfirmed",
-        "mode=unconfirmed; agents=0/unlimited reserved; hash=deny; deps=ask; "
+        "mode=unconfirmed; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; "
         "files=unbounded.",
         "Authority source: default",
         "Host effect: unobserved",
@@ -56,7 +56,7 @@ def test_status_with_ledger_error_and_files(store):
     assert lines == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; files=unbounded.",
+        "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; undo=ask; files=unbounded.",
         "Authority source: directive",
         "Directive error: INVALID_DIRECTIVE_TOKEN: fix is not a directive field",
         "Unresolved activity: reused_action_id, unversioned_resume, legacy_protocol. Only a "
@@ -332,10 +332,11 @@ def test_cli_status_layout_counts_and_tables(store, capsys):
                                       at="2026-01-01T00:01:0%d.000Z" % n))
     lines = _status_out(store, capsys, "--session", "s1")
     # The status lines come first; an unlimited budget reads as a word.
-    assert lines[:6] == [
+    assert lines[:7] == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; files=unbounded.",
+        "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask;",
+        "  files=unbounded.",
         "Authority source: directive",
         "Host effect: unobserved",
         "Full counts: see runtime.",

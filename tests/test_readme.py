@@ -324,8 +324,10 @@ def test_codex_goal_tools_are_not_writes(store):
     hook("codex", dict(prompt, prompt="$stop-that-shit review -- look"), store)
     for name in ("get_goal", "create_goal", "update_goal"):
         assert hook("codex", dict(tool, tool_name=name, tool_input={"goal": "x"}), store) is None
+    # Typed into a program the hook cannot name: it may write anything, the
+    # guard's files included (see input_action), so self-protection stops it first.
     stdin = dict(tool, tool_name="write_stdin", tool_input={"chars": "y\n"})
-    assert reason(hook("codex", stdin, store)) == "MUTABILITY_UNPROVEN"
+    assert reason(hook("codex", stdin, store)) == "GUARD_SELF_PROTECTION"
 
 
 def hermes(hook_name, pred=None):

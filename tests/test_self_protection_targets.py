@@ -409,7 +409,8 @@ def test_git_hooks_and_settings_that_run_code(place, command, code):
     ("cp /tmp/evil.yaml ~/.kube/config", CODE),
     ("echo 'pager: sh' >> ~/.config/gh/config.yml", CODE),
     ("echo 'log-file /tmp/x' >> ~/.gnupg/gpg.conf", CODE),
-    ("echo 'x' > ~/notes.txt", None),
+    # (appended: `>` over a file outside the workspace is a matter of undo=)
+    ("echo 'x' >> ~/notes.txt", None),
 ])
 def test_tool_settings_that_make_reads_run_code(place, command, code):
     os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
@@ -464,7 +465,10 @@ def test_removing_the_folder_that_holds_the_guard_is_stopped(place, command):
     "sed -i 's/a/b/' *", "rm -rf \"$PWD\"",
 ])
 def test_the_same_removals_in_a_folder_without_guard_files_go_through(place, command):
-    assert_all(place, command, None, cwd=place.plain)
+    # (Removing or re-permissioning the workspace as a whole is irreversible,
+    # a matter of undo=: allowed here, so that only self-protection is asked.)
+    assert_all(place, command, None, cwd=place.plain,
+               directive="$stop-that-shit change undo=allow")
 
 
 def test_git_add_and_copies_into_the_working_folder_stay_allowed(place):
@@ -514,7 +518,8 @@ def test_linking_to_a_guard_file_is_stopped(place):
 ])
 def test_files_boundary_treats_unestablished_targets_as_outside(place, command, code):
     for host in HOSTS:
-        session = arm(place, host, "$stop-that-shit change files=src/**")
+        # undo=allow: a target outside the workspace is undo='s first, files= here.
+        session = arm(place, host, "$stop-that-shit change files=src/** undo=allow")
         got = denied_code(host, shell(place, host, session, command, place.plain))
         assert got == code, (host, command, got)
 

@@ -45,9 +45,10 @@ def test_data_dir_precedence(monkeypatch, tmp_path):
     assert sts.data_dir() == str(tmp_path / "x" / "stop-that-shit")
 
 
-def test_missing_file_is_default_and_load_creates_nothing(store, sts_home):
+def test_missing_file_is_default_and_load_creates_nothing(store, sts_home, tmp_path):
+    store.folder = str(tmp_path)   # no repository, no user default: the plain default
     loaded = store.load("k" * 24)
-    assert loaded.state == sts.default_state()
+    assert loaded.state == dict(sts.default_state(), repoDefaultPath=None)
     assert loaded.storage_error is None and not loaded.existed
     assert not sts_home.exists()
 
@@ -135,6 +136,10 @@ DAMAGED = {
         _valid()["contract"], mode=["review"]))).encode(),
     "paths not strings": json.dumps(dict(_valid(), contract=dict(
         _valid()["contract"], allowedPaths=[1]))).encode(),
+    "undo policy out of range": json.dumps(dict(_valid(), contract=dict(
+        _valid()["contract"], undoPolicy="sometimes"))).encode(),
+    "undo policy not text": json.dumps(dict(_valid(), contract=dict(
+        _valid()["contract"], undoPolicy=["allow"]))).encode(),
     "reservation over accepted": json.dumps(_valid()).replace(
         '"pendingCount": 1', '"pendingCount": 2').encode(),
     "reservation not accepted": json.dumps(_valid()).replace(
@@ -223,6 +228,14 @@ def test_validate_state_normalizes_in_memory():
     unconfirmed = _valid()
     unconfirmed["contract"].update(mode="unconfirmed", level="lock")
     assert sts.validate_state(unconfirmed)["contract"]["level"] == "watch"
+
+
+def test_a_state_written_before_undo_existed_reads_as_undo_ask():
+    raw = _valid()
+    raw["contract"].pop("undoPolicy", None)
+    assert sts.validate_state(raw)["contract"]["undoPolicy"] == "ask"
+    raw["contract"]["undoPolicy"] = "allow"
+    assert sts.validate_state(raw)["contract"]["undoPolicy"] == "allow"
 
 
 def test_legacy_keys_vanish_on_next_write(store):

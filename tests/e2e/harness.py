@@ -103,8 +103,19 @@ def child_main(spec_path: str) -> int:
                         scenario.directive if scenario.directive else "")
         with open(os.path.join(run.work, scenarios.LS_MARK), "w") as fh:
             fh.write("seed\n")
-        if scenario.git:
+        if scenario.git or scenario.repo_default:
             subprocess.run(["git", "init", "-q", run.work], check=True)
+        if scenario.repo_default:
+            os.makedirs(os.path.join(run.work, "src"), exist_ok=True)
+            with open(os.path.join(run.work, ".stop-that-shit"), "w") as fh:
+                fh.write(scenario.repo_default + "\n")
+        if scenario.user_default and scenario.wiring == "sts":
+            # Set as a user would, before install (which keeps a default already set).
+            subprocess.run(["python3", os.path.join(hosts.REPO, "sts.py"), "default",
+                            scenario.user_default], check=True, stdout=subprocess.DEVNULL,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                "STS_HOME": os.path.join(root, "sts-home"),
+                                "LANG": "C.UTF-8"})
         argv, env = hosts.configure(run)
         result["argv"] = argv
         with open(os.path.join(root, "host.stdout"), "wb") as out, \
@@ -320,12 +331,27 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         p.append("a subagent ran (%d model request(s) from it)" % len(sub_requests))
     if scenario.subagent_ran and not sub_requests:
         p.append("no subagent ran")
-    if scenario.wiring == "sts" and scenario.mode:
+    if scenario.wiring == "sts" and scenario.mode and res.host in scenarios.CONTEXT_UNSHOWN:
+        # The host gives a hook's context to no model request: that the
+        # directive armed the contract is proven by the audit instead.
+        armed = [e for e in audit_events(os.path.join(root, "sts-home"))
+                 if e.get("controlState") == "armed"
+                 and (e.get("contract") or {}).get("mode") == scenario.mode]
+        if not armed:
+            p.append("no audit event under an armed %s contract" % scenario.mode)
+        else:
+            res.notes.append("contract context: %s; armed %s proven by %d audit event(s)"
+                             % (scenarios.CONTEXT_UNSHOWN[res.host], scenario.mode, len(armed)))
+    elif scenario.wiring == "sts" and scenario.mode:
         # The directive must have armed the contract, and the model must have been
         # told: without this an allow case would pass with the guard inactive.
         marker = "mode=%s;" % scenario.mode
         if not any(marker in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
             p.append("the contract context (%s) never reached the model" % marker)
+    if scenario.wiring == "sts":
+        for text in scenario.model_sees:
+            if not any(text in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
+                p.append("%r never reached the model (the contract context)" % text)
     if scenario.wiring == "probe":
         probe = _read_jsonl(os.path.join(root, "sts-home", "probe.jsonl"))
         if not probe:

@@ -409,10 +409,74 @@ def configure_copilot(run: Run):
     return argv, env
 
 
+# ---------------------------------------------------------------------------
+# Factory Droid
+# ---------------------------------------------------------------------------
+
+DROID_EVENTS = (("SessionStart", None, 5), ("UserPromptSubmit", None, 5),
+                ("PreToolUse", "*", 10), ("PostToolUse", "^Task$", 10),
+                ("SubagentStop", None, 5), ("SessionEnd", None, 5))
+
+
+def configure_droid(run: Run):
+    folder = os.path.join(run.home, ".factory")
+    _write(os.path.join(folder, "settings.json"), json.dumps({
+        "customModels": [{"model": MODEL, "displayName": "Fake", "baseUrl": run.base_url,
+                          "apiKey": "sk-e2e", "provider": "generic-chat-completion-api",
+                          "maxOutputTokens": 4096}]}, indent=2))
+    if run.wiring != "install":
+        _write(os.path.join(folder, "hooks.json"),
+               json.dumps(_settings_hooks(run, "droid", DROID_EVENTS), indent=2))
+    env = base_env(run)
+    argv = [install.binary("droid"), "exec", "--skip-permissions-unsafe", "-m", "custom:Fake-0",
+            "-o", "json", "--cwd", run.work, run.prompt]
+    return argv, env
+
+
+# ---------------------------------------------------------------------------
+# Kilo Code CLI (a fork of OpenCode: the same shim, its own folders)
+# ---------------------------------------------------------------------------
+
+def configure_kilo(run: Run):
+    conf = os.path.join(run.xdg["config"], "kilo")
+    plugin_dir = os.path.join(conf, "plugin")
+    os.makedirs(plugin_dir, exist_ok=True)
+    if run.wiring == "probe":
+        shutil.copy(os.path.join(PROBE, "opencode-probe.js"), plugin_dir)
+    elif run.wiring == "direct":
+        with open(_shim("opencode/stop-that-shit.js"), encoding="utf-8") as fh:
+            text = fh.read().replace('const HOST = "opencode";', 'const HOST = "kilo";')
+        _write(os.path.join(plugin_dir, "stop-that-shit.js"), text)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), conf)  # imported from the folder above
+    if run.wiring != "install":  # (install seeds these itself)
+        # Kilo npm-installs @kilocode/plugin before it loads plugins (70 s offline).
+        os.makedirs(os.path.join(conf, "node_modules"), exist_ok=True)
+        deps = {"@kilocode/plugin": install.PINS["kilo"][2]}
+        _write(os.path.join(conf, "package.json"), json.dumps({"dependencies": deps}))
+        _write(os.path.join(conf, "package-lock.json"), json.dumps(
+            {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}}))
+    _write(os.path.join(conf, "kilo.json"), json.dumps({
+        "autoupdate": False, "share": "disabled",
+        "model": "fake/" + MODEL, "small_model": "fake/" + MODEL, "enabled_providers": ["fake"],
+        "permission": {"external_directory": "allow", "bash": "allow", "edit": "allow"},
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible", "name": "Fake",
+            "options": {"baseURL": run.base_url, "apiKey": "sk-e2e"},
+            "models": {MODEL: {"name": "Fake model", "tool_call": True,
+                               "limit": {"context": 128000, "output": 4096}}}}}}, indent=2))
+    env = base_env(run)
+    for flag in ("MODELS_FETCH", "AUTOUPDATE", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE",
+                 "CLAUDE_CODE", "SESSION_INGEST", "CODEBASE_INDEXING", "PRESENCE"):
+        env["KILO_DISABLE_" + flag] = "1"
+    argv = [install.binary("kilo"), "run", "--print-logs", "--log-level", "INFO", "--auto",
+            "-m", "fake/" + MODEL, run.prompt]
+    return argv, env
+
+
 CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
              "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
              "hermes": configure_hermes, "gemini": configure_gemini, "qwen": configure_qwen,
-             "copilot": configure_copilot}
+             "copilot": configure_copilot, "droid": configure_droid, "kilo": configure_kilo}
 
 
 def configure(run: Run):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Pinned installs of the nine real host CLIs into one cache folder.
+"""Pinned installs of the real host CLIs into one cache folder.
 
-    python3 tests/e2e/install.py [HOST ...]     # default: all nine, in parallel
+    python3 tests/e2e/install.py [HOST ...]     # default: all of them, in parallel
 
 The cache folder is STS_E2E_CACHE (default ~/.cache/sts-e2e).  Each host lives
 in <cache>/<host>-<version>/ and is reused when its stamp file says the
@@ -29,7 +29,14 @@ PINS = {
     "gemini": ("npm", ["@google/gemini-cli@0.61.0"], "0.61.0", "node_modules/.bin/gemini"),
     "copilot": ("npm", ["@github/copilot@1.0.102"], "1.0.102", "node_modules/.bin/copilot"),
     "qwen": ("npm", ["@qwen-code/qwen-code@0.24.4"], "0.24.4", "node_modules/.bin/qwen"),
+    # The wrapper names no platform package that exists for 0.225.1: the binary is 0.225.2's.
+    "droid": ("npm", ["@factory/cli-linux-x64@0.225.2", "@factory/cli@0.225.1"], "0.225.2",
+              "node_modules/@factory/cli-linux-x64/bin/droid"),
+    # 7.8.1's linux binary package is missing from the registry.
+    "kilo": ("npm", ["@kilocode/cli@7.7.7"], "7.7.7", "node_modules/.bin/kilo"),
 }
+# Hosts whose package needs a newer Python than the one running the tests.
+PYTHONS: dict = {}
 HOSTS = list(PINS)
 INSTALL_TIMEOUT = int(os.environ.get("STS_E2E_INSTALL_TIMEOUT", "900"))
 
@@ -141,7 +148,7 @@ def _install_locked(host: str, root: str) -> dict:
             _run(["npm", "install", "--prefix", tmp, "--no-audit", "--no-fund",
                   "--loglevel", "error"] + packages, log, env)
         else:
-            _run([sys.executable, "-m", "venv", os.path.join(tmp, "venv")], log, env)
+            _run([_python_for(host), "-m", "venv", os.path.join(tmp, "venv")], log, env)
             env["PIP_CACHE_DIR"] = os.path.join(root, "pip-cache")
             _run([os.path.join(tmp, "venv", "bin", "python"), "-m", "pip", "install",
                   "--quiet", "--disable-pip-version-check"] + packages, log, env)
@@ -167,6 +174,19 @@ def _install_locked(host: str, root: str) -> dict:
         raise
     return {"host": host, "version": version, "seconds": round(time.monotonic() - t0, 1),
             "cached": False}
+
+
+def _python_for(host: str) -> str:
+    """The interpreter a pip host's venv is made with."""
+    import glob
+    for name in PYTHONS.get(host, ()):
+        version = name[len("python"):]
+        for found in [shutil.which(name)] + sorted(glob.glob(os.path.expanduser(
+                "~/.pyenv/versions/%s*/bin/%s" % (version, name))), reverse=True):
+            # (a pyenv shim exists for every version but runs only the active one)
+            if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+                return found
+    return sys.executable
 
 
 def _fix_venv_paths(old: str, new: str) -> None:

@@ -18,9 +18,11 @@ def _write_call(host: str, path: str, content: str) -> dict:
     if host == "codex":
         return {"tool": "apply_patch",
                 "input": "*** Begin Patch\n*** Add File: %s\n+%s\n*** End Patch\n" % (path, content)}
+    if host == "droid":
+        return {"tool": "Create", "args": {"file_path": path, "content": content + "\n"}}
     if host == "claude":
         return {"tool": "Write", "args": {"file_path": path, "content": content + "\n"}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return {"tool": "write", "args": {"filePath": path, "content": content + "\n"}}
     if host == "hermes":
         return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
@@ -34,9 +36,11 @@ def _write_call(host: str, path: str, content: str) -> dict:
 def _shell_call(host: str, command: str) -> dict:
     if host == "codex":
         return {"tool": "exec_command", "args": {"cmd": command}}
+    if host == "droid":
+        return {"tool": "Execute", "args": {"command": command, "summary": "e2e step"}}
     if host == "claude":
         return {"tool": "Bash", "args": {"command": command, "description": "e2e step"}}
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return {"tool": "bash", "args": {"command": command, "description": "e2e step"}}
     if host == "hermes":
         return {"tool": "terminal", "args": {"command": command}}
@@ -52,11 +56,15 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
     target = os.path.join(work, "sub.txt")
     goal = "%s: write %s" % (SUBAGENT_MARK, target)
     child_write = dict(_write_call(host, target, "by-subagent"), **{"if": SUBAGENT_MARK})
+    if host == "droid":  # offline its Task fails, but the hook sees the call
+        return [{"tool": "Task", "unless": SUBAGENT_MARK,
+                 "args": {"subagent_type": "worker", "description": "e2e helper",
+                          "prompt": goal}}, child_write]
     if host == "claude":
         return [{"tool": "Agent", "unless": SUBAGENT_MARK,
                  "args": {"description": "e2e helper", "prompt": goal,
                           "subagent_type": "general-purpose"}}, child_write]
-    if host == "opencode":
+    if host in ("opencode", "kilo"):
         return [{"tool": "task", "unless": SUBAGENT_MARK,
                  "args": {"description": "e2e helper", "prompt": goal,
                           "subagent_type": "general"}}, child_write]
@@ -110,12 +118,19 @@ class Scenario:
     audit: Optional[str] = None      # "observed_blocked" | "observed_ran" (sts wiring)
     hosts: Optional[List[str]] = None  # None = every host that has the tool
     why_not: str = "the host has no built-in subagent tool"  # shown for the other hosts
+    # Default contracts: `sts.py default USER` before the host starts, and a
+    # `.stop-that-shit` holding REPO at the root of work/ (then a git repository).
+    user_default: Optional[str] = None
+    repo_default: Optional[str] = None
+    default_mode: Optional[str] = None   # the mode the defaults give (no directive)
+    model_sees: List[str] = field(default_factory=list)  # text that must reach the model
 
     @property
     def mode(self) -> Optional[str]:
-        """The contract mode the directive asks for (None: no directive)."""
+        """The contract mode the directive asks for (None: no directive), or
+        else the one the defaults give."""
         words = self.directive.split()
-        return words[0] if words and words[0] in MODES else None
+        return words[0] if words and words[0] in MODES else self.default_mode
 
     def prompt(self) -> str:
         if self.wiring == "probe" or not self.directive:
@@ -181,8 +196,16 @@ def _(host, work):
     return _agent_calls(host, work)
 
 
+# Hosts whose subagent tool the hook sees but whose subagent cannot run offline.
+NO_OFFLINE_SUBAGENT = {
+    "droid": "Droid's Task subagent needs its logged-in daemon, so none runs offline",
+}
+
+
 @_steps("agents-control")
 def _(host, work):
+    if host in NO_OFFLINE_SUBAGENT:
+        return None
     calls = _agent_calls(host, work)
     if calls and host == "hermes":
         # Hermes runs a top-level delegation in the background and `chat -q` does
@@ -207,6 +230,7 @@ def _(host, work):
 # reached that way there; the unit tests cover their adapters.
 _RUN_FOLDER_ARGS = {"codex": ("exec_command", "cmd", "workdir"),
                     "opencode": ("bash", "command", "workdir"),
+                    "kilo": ("bash", "command", "workdir"),
                     "hermes": ("terminal", "command", "workdir"),
                     "omp": ("bash", "command", "cwd")}
 GUARD_PROBE = "e2e-in-guard-folder.txt"
@@ -221,7 +245,7 @@ def _(host, work):
     tool, key, folder = _RUN_FOLDER_ARGS[host]
     args = {key: "echo x > %s" % GUARD_PROBE,
             folder: os.path.join(os.path.dirname(work), "sts-home")}
-    if host in ("opencode", "claude"):
+    if host in ("opencode", "kilo", "claude"):
         args["description"] = "e2e step"
     return [{"tool": tool, "args": args}]
 
@@ -267,9 +291,30 @@ def _(host, work):
     return [_write_call(host, os.path.join(work, "a.txt"), "written")]
 
 
+@_steps("default-review-write")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "a.txt"), "written")]
+
+
+@_steps("repo-default-outside")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "b.txt"), "outside")]
+
+
+@_steps("repo-default-inside")
+def _(host, work):
+    return [_write_call(host, os.path.join(work, "src", "a.txt"), "inside")]
+
+
+# Hosts that show a hook's context to the model in no request of a headless
+# run, with why; the audit proves the armed contract there instead.
+CONTEXT_UNSHOWN = {
+    "droid": "`droid exec` drops the additionalContext of every tool hook",
+}
+
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
-PROMPT_NOT_REFUSED = ["copilot", "hermes", "opencode"]
+PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode"]
 
 
 SCENARIOS = [
@@ -329,6 +374,21 @@ SCENARIOS = [
              hosts=PROMPT_NOT_REFUSED,
              why_not="the host refuses the prompt itself, so that turn never runs"),
 ]
+SCENARIOS += [
+    Scenario("default-review-write", "11. no directive under a user default of review, then "
+             "a write: blocked", task="please fix the parser and write a.txt",
+             user_default="review", absent=["a.txt"], deny_text="MODE_FORBIDS_MUTATION",
+             audit="observed_blocked", model_sees=["contract from the user default"]),
+    Scenario("repo-default-outside", "12. user default change, repository default "
+             "files=src/**, no directive, then a write to b.txt: blocked", task="write b.txt",
+             user_default="change", repo_default="files=src/**", absent=["b.txt"],
+             deny_text="PATH_OUTSIDE_CONTRACT", audit="observed_blocked",
+             model_sees=["files=src/**", "over the user default"]),
+    Scenario("repo-default-inside", "12b. the same defaults, then a write to src/a.txt: it "
+             "runs", task="write src/a.txt", user_default="change",
+             repo_default="files=src/**", default_mode="change", present=["src/a.txt"],
+             allow=True, audit="observed_ran", model_sees=["files=src/**"]),
+]
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
@@ -337,6 +397,13 @@ def script(scenario: Scenario, host: str, work: str) -> Optional[dict]:
     if steps is None:
         return None
     return {"steps": steps, "final_text": "E2E-DONE"}
+
+
+def why_not(scenario: Scenario, host: str) -> str:
+    """Why a scenario does not apply to a host."""
+    if scenario.name == "agents-control" and host in NO_OFFLINE_SUBAGENT:
+        return NO_OFFLINE_SUBAGENT[host]
+    return scenario.why_not
 
 
 def applicable(scenario: Scenario, host: str) -> bool:

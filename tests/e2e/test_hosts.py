@@ -19,7 +19,7 @@ for _host in install.HOSTS:
         if scenarios.applicable(_sc, _host):
             CASES.append((_host, _sc.name))
         else:
-            NOT_APPLICABLE.append((_host, _sc.name, _sc.why_not))
+            NOT_APPLICABLE.append((_host, _sc.name, scenarios.why_not(_sc, _host)))
 
 
 @pytest.mark.parametrize("host,scenario", CASES, ids=["%s-%s" % c for c in CASES])
