@@ -25409,13 +25409,16 @@ _COPILOT_EVENTS: Tuple[Tuple[str, int], ...] = (
 _COPILOT_HOOK_FILE = "stop-that-shit.json"
 
 # Shim files per in-process host: (source under host_shims/, destination under
-# the host's base folder).  Copies, not links: each copy pins this sts.py.
+# the host's base folder).  Copies, not links: each copy pins this sts.py.  The
+# JS shims import the wire module from the folder above their own, here and
+# in host_shims/ alike.
+_WIRE = ("stop-that-shit-wire.mjs", "stop-that-shit-wire.mjs")
 _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
-    "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
+    "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
     # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
-    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
-    "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"),),
-    "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"),),
+    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
+    "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
+    "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
                ("hermes/stop-that-shit/__init__.py", "plugins/stop-that-shit/__init__.py")),
 }
@@ -25501,6 +25504,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 _SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid"))
 
 _PIN_MARK = "sts install rewrites this line"
+# What marks a file install may replace: a shim's pinned line, the wire module's header.
+_OWN_MARKS = (_PIN_MARK.encode(), b"Stop That Shit -- the wire module")
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
 _OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
@@ -26205,6 +26210,16 @@ def _shims_dir() -> str:
     return os.path.join(os.path.dirname(_sts_path()), "host_shims")
 
 
+def _shim_source(src: str) -> str:
+    return os.path.join(_shims_dir(), *src.split("/"))
+
+
+def _copy_is_current(src: str, dest: str) -> bool:
+    """A file install copies as it is (no pinned line) still holds its source bytes."""
+    raw = _install_read(dest)
+    return raw is not None and raw == _install_read(_shim_source(src))
+
+
 def _pin_shim(name: str, text: str, sts_path: str) -> str:
     """Rewrite the shim's one marked line so the copy finds this sts.py."""
     import re
@@ -26344,14 +26359,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
                    os.path.join(_HOSTS["codex"]["user"](), "config.toml"),
                    json.dumps(_project_root(), ensure_ascii=False)))
     for src, dst in _SHIM_FILES.get(host, ()):
-        source = os.path.join(_shims_dir(), *src.split("/"))
+        source = _shim_source(src)
         raw_src = _install_read(source)
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
         text = _pin_shim(dst, _text(source, raw_src), _sts_path())
         shipped, renamed = _SHIM_HOSTS.get(host, ("", "", "", ""))[2:]
-        if shipped:
+        if shipped and dst.endswith(".js"):  # the shim names its host; the wire module does not
             if text.count(shipped) != 1:
                 raise InstallError("the shim %s does not name its host in one line %r; this "
                                    "copy of host_shims/ is damaged." % (source, shipped))
@@ -26359,7 +26374,7 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         new = text.encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
         old = _install_read(dest)
-        if old is not None and old != new and _PIN_MARK.encode() not in old:
+        if old is not None and old != new and not any(m in old for m in _OWN_MARKS):
             raise InstallError("%s exists and is not an sts shim; move it away and run install "
                                "again." % dest)
         _change(plan, dest, old, new)
@@ -26545,10 +26560,14 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     if host in _HOOK_EVENTS:  # without a record, still take out groups running this sts.py
         files.setdefault(os.path.join(base, _HOSTS[host]["config"]),
                          {"type": "hooks-json", "created_file": False, "created": []})
-    for src, dst in _SHIM_FILES.get(host, ()):
-        dest = os.path.join(base, *dst.split("/"))
-        if dest not in files and _shim_pinned_to(dest) == _sts_path():
-            files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    # Without a record: the copies pinned to this sts.py and, beside them, the
+    # files copied as they are (the wire module) while they are unchanged.
+    copies = [(src, os.path.join(base, *dst.split("/"))) for src, dst in _SHIM_FILES.get(host, ())]
+    pinned = [dest for _, dest in copies if dest not in files and _shim_pinned_to(dest) == _sts_path()]
+    verbatim = [dest for src, dest in copies if pinned and dest not in files and
+                not dest.endswith((".js", ".py")) and _copy_is_current(src, dest)]
+    for dest in pinned + verbatim:
+        files[dest] = {"type": "file", "created_file": True, "sha256": None}
     if host == "copilot":
         dest = _copilot_hook_path(base)
         if dest not in files and _install_read(dest) == _copilot_hooks_text(python).encode():
@@ -27157,12 +27176,13 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                       % (cfg, gone, _GUARD_GONE["hook"]), fix_s)
             ok, text = _json_hooks_wired(cfg, host, command)
             check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
-        for _, dst in _SHIM_FILES.get(host, ()):
+        for src, dst in _SHIM_FILES.get(host, ()):
             dest = os.path.join(base, *dst.split("/"))
-            if not dst.endswith((".js", ".py")):
-                ok = os.path.isfile(dest)
-                check("OK" if ok else "FAIL", host, "%s %s" % (dest, "present" if ok else
-                                                               "is missing"), None if ok else fix_s)
+            if not dst.endswith((".js", ".py")):  # copied as it is: the same bytes as the source
+                ok = _copy_is_current(src, dest)
+                check("OK" if ok else "FAIL", host, "%s %s" % (dest, "present" if ok else "is missing"
+                      if not os.path.isfile(dest) else "differs from the one in host_shims/"),
+                      None if ok else fix_s)
                 continue
             pinned = _shim_pinned_to(dest)
             if pinned and not os.path.isfile(pinned):

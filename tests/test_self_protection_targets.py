@@ -16,6 +16,7 @@ import tempfile
 import pytest
 
 import sts
+from hooks import hook
 from test_self_protection import (CODE, HOSTS, MAIN_WRITE, SHELL_TOOLS, TOOL_EVENTS,
                                   WRITE_TOOLS, _shell_tool, denial, denied_code,
                                   prompt_event)
@@ -69,8 +70,7 @@ def place(monkeypatch):
 
 
 def send(place, host, payload):
-    out = sts.run_hook(host, json.dumps(payload).encode(), place.store)
-    return json.loads(out) if out else None
+    return hook(host, payload, place.store)
 
 
 def arm(place, host, directive="$stop-that-shit change", cwd=None):
@@ -621,12 +621,11 @@ def test_resolve_event_path_by_the_rules_of_the_path(monkeypatch, tmp_path):
 # Their events come from the recorded runs, with the folder and the path swapped in.
 
 def _recorded(name, event, tool_key, tool):
-    from hooks import kit_calls
+    from hooks import kit_call, kit_calls
     calls = kit_calls(name)
     prompt = next(s for e, s in calls if e in ("BeforeAgent", "UserPromptSubmit",
                                                "userPromptSubmitted"))
-    call = next(s for e, s in calls if e == event and s.get(tool_key) == tool)
-    return prompt, call
+    return prompt, kit_call(calls, event, tool)
 
 
 NEW_HOSTS = {
@@ -640,20 +639,8 @@ NEW_HOSTS = {
 }
 
 
-def _new_host_denial(answer):
-    if not answer:
-        return None
-    if answer.get("decision") == "deny":
-        return answer.get("reason")
-    if answer.get("permissionDecision") == "deny":
-        return answer.get("permissionDecisionReason")
-    return answer.get("hookSpecificOutput", {}).get("permissionDecisionReason") \
-        if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny" else None
-
-
 def _new_host_send(place, host, event, payload):
-    out = sts.run_hook(host, json.dumps(payload).encode(), place.store, event=event)
-    return json.loads(out) if out else None
+    return hook(host, payload, place.store, event)
 
 
 def _new_host_session(place, host, cwd, directive):
@@ -681,7 +668,7 @@ def test_windows_paths_on_the_later_hosts(place, host, path, inside):
                                            "$stop-that-shit change files=lib/**")
     payload = dict(call, cwd=WIN_CWD, **{sid: session})
     payload[args_key] = dict(call[args_key], **{path_key: path})
-    text = _new_host_denial(_new_host_send(place, host, event, payload))
+    text = denial(host, _new_host_send(place, host, event, payload))
     assert (text is None) == inside, text
     if not inside:
         assert "PATH_OUTSIDE_CONTRACT" in text
@@ -696,7 +683,7 @@ def test_unknown_targets_and_removals_on_the_later_hosts(place, host):
                              ("rm -rf build/*", False), ('echo x > "$TMPDIR/x"', False)):
         payload = dict(call, cwd=place.project, **{sid: session, key: shell_tool,
                                                    args_key: {"command": command}})
-        text = _new_host_denial(_new_host_send(place, host, event, payload))
+        text = denial(host, _new_host_send(place, host, event, payload))
         assert (text is not None and CODE in text) == stopped, (host, command, text)
 
 
