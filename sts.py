@@ -1043,7 +1043,6 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
     "undoPolicy": "ask", "source": "default",
 }
 
-DIRECTIVE = "$stop-that-shit"
 # `unconfirmed` is where a session starts, not something a user can ask for.
 DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
 LEVELS = frozenset(("watch", "guard", "lock", "off"))
@@ -19370,25 +19369,6 @@ class Store:
         """Append to runtime/annotations.jsonl; raises OSError on failure."""
         self._append_line("runtime", "annotations.jsonl", record)
 
-    def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event; returns the line.
-
-        The hook itself always writes `unobserved` (a returned denial does not
-        prove the host skipped the call); a test or user that saw what the host
-        did says so here, in an annotation line, never by rewriting the log."""
-        event_id = event_id.lower() if isinstance(event_id, str) else event_id
-        if not event_id_ok(event_id):
-            raise ValueError("invalid event id: %r" % (event_id,))
-        if effect not in HOST_EFFECTS:
-            raise ValueError("invalid host effect: %r" % (effect,))
-        record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
-                  "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
-        found = find_event(self, event_id)
-        if found is not None:
-            record["sessionKey"] = found["sessionKey"]
-        self.append_annotation(record)
-        return record
-
     # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
@@ -19767,21 +19747,6 @@ def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]
             if damaged and counter is not None:
                 counter["damaged"] = counter.get("damaged", 0) + damaged
             if record is not None:
-                yield record
-
-
-def iter_audit(store: Store, key: Optional[str] = None, counter: Optional[dict] = None):
-    """Stream valid RuntimeEvent records of one session's log, or of every log.
-
-    A session's segments come first, oldest first, then its current log.
-    Lines that are unparseable or fail the shape checks are skipped and
-    counted in counter["damaged"] when a dict is given.  Records come in file
-    order; callers that need time order sort by occurredAt (stable).
-    """
-    files = audit_files(store, key)
-    for k in sorted(files):
-        for name in files[k]:
-            for record in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
                 yield record
 
 
@@ -26755,8 +26720,7 @@ class _StatusView:
     __slots__ = ("key", "loaded", "reserved", "reasons", "notes", "events", "tally", "damaged",
                  "effect")
 
-    def __init__(self, store: Store, key: str, with_events: bool,
-                 loaded: Optional[Loaded] = None) -> None:
+    def __init__(self, store: Store, key: str, loaded: Optional[Loaded] = None) -> None:
         self.key = key
         self.loaded = loaded if loaded is not None else store.load(key)
         self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
@@ -27132,7 +27096,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     """
     name = command[0] if command else ""
     if name == "status":
-        return "\n".join(_StatusView(store, key or "unknown", False, loaded).spec_lines())
+        return "\n".join(_StatusView(store, key or "unknown", loaded).spec_lines())
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
         summary = _runtime(store, None if scope == "all" else (key or "unknown"),
@@ -27275,7 +27239,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             if key is None:
                 raise _no_session(store)
         if command == "status":
-            view = _StatusView(store, key, with_events=True)
+            view = _StatusView(store, key)
             if as_json:
                 _inspect_json(view.json())
             else:

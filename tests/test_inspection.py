@@ -6,6 +6,7 @@ import time
 import pytest
 
 import sts
+from hooks import annotate_host_effect
 from test_audit import event
 
 KEY = sts.session_key("s1")
@@ -87,7 +88,7 @@ def test_status_in_recovery_shows_storage_line(store):
 def test_status_host_effect_shows_observed_value(store):
     rec = event(KEY)
     store.append_audit(KEY, rec)
-    store.annotate_host_effect(rec["eventId"], "observed_blocked")
+    annotate_host_effect(store, rec["eventId"], "observed_blocked")
     assert "Host effect: observed_blocked" in sts.inspection_response(("status",), store, KEY)
 
 
@@ -157,7 +158,7 @@ def test_explain_text_and_not_found(store):
                   family=None, outcome="allow", response="none", tool="Edit", mutability="write",
                   paths=2)
     store.append_audit(KEY, plain)
-    store.annotate_host_effect(plain["eventId"], "observed_ran")
+    annotate_host_effect(store, plain["eventId"], "observed_ran")
     sts.inspection_response(("label", plain["eventId"], "correct"), store, KEY)
     text = sts.inspection_response(("explain", plain["eventId"]), store, KEY).split("\n")
     assert text[1:] == ["State: OBSERVING / unconfirmed", "Action: Edit (write); paths=2",
@@ -450,7 +451,7 @@ def test_prompt_status_keeps_its_exact_lines_when_long(store):
 def test_cli_status_json_shape(store, capsys):
     _arm(store)
     ids = _fill(store)
-    store.annotate_host_effect(ids[3], "observed_blocked")
+    annotate_host_effect(store, ids[3], "observed_blocked")
     sts.inspection_response(("label", ids[3], "correct"), store, KEY)
     code, out, _ = _cli(store, capsys, "status", "--session", "s1", "--json")
     assert code == 0
@@ -568,7 +569,7 @@ def test_observed_blocked_shows_in_explain_and_status(store, capsys):
     store.append_audit(KEY, last)
     lines = _status_out(store, capsys, "--session", "s1")
     assert "Host effect: unobserved" in lines
-    store.annotate_host_effect(last["eventId"], "observed_blocked")
+    annotate_host_effect(store, last["eventId"], "observed_blocked")
     lines = _status_out(store, capsys, "--session", "s1")
     assert "Host effect: observed_blocked" in lines
     assert "    %s  host effect: observed_blocked" % last["eventId"] in lines
@@ -579,7 +580,7 @@ def test_observed_blocked_shows_in_explain_and_status(store, capsys):
     assert "Host effect: observed_blocked" in sts.inspection_response(
         ("explain", last["eventId"]), store, KEY)
     # The later annotation wins, and the log itself is never rewritten.
-    store.annotate_host_effect(last["eventId"], "observed_ran")
+    annotate_host_effect(store, last["eventId"], "observed_ran")
     assert "Host effect: observed_ran" in sts.inspection_response(("status",), store, KEY)
     with open(store.path("runtime", KEY + ".jsonl")) as fh:
         assert '"hostEffect":"unobserved"' in fh.read()

@@ -20,7 +20,7 @@ import pytest
 
 import sts
 from conftest import ram_dir
-from hooks import context_text, deny_reason, each_case_on_one_host
+from hooks import context_text, deny_reason, each_case_on_one_host, iter_audit
 from hooks_shim import block_reason, reason_code, request
 
 HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
@@ -348,7 +348,7 @@ def denied_code(host, got):
 
 
 def last_audit(world, host, session):
-    records = list(sts.iter_audit(world.store, sts.session_key(session)))
+    records = list(iter_audit(world.store, sts.session_key(session)))
     assert records, "no audit line for %s" % host
     return records[-1]["decision"]
 
