@@ -17385,7 +17385,7 @@ def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
             % "; ".join(parts))
 
 
-def _tamper_unknown_detail(action: Action, unplaced: List[str]) -> str:
+def _tamper_unknown_detail(unplaced: List[str]) -> str:
     if unplaced:
         why = ("it names %s relative to a working folder the event does not give"
                % ", ".join("`%s`" % p for p in unplaced))
@@ -17510,7 +17510,7 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
         # A write whose target could be a guard file is not let through.
         unplaced = _tamper_unplaced(f.action)
         if unplaced or f.action.unknown_write_target:
-            return (_tamper_unknown_detail(f.action, unplaced), _TAMPER_UNKNOWN_NEXT, None)
+            return (_tamper_unknown_detail(unplaced), _TAMPER_UNKNOWN_NEXT, None)
     return None
 
 
