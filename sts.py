@@ -102,9 +102,9 @@ Failures, where each goes and the answer it gets:
     session afresh.
   - A lock timeout: only a call that can change the delegation count takes
     the session lock; Store.update waits LOCK_WAIT_SECONDS, then raises
-    LockTimeout.  The engine (handle_event) answers STATE_BUSY, a deny
-    while armed, under a finite agents=N budget, and otherwise judges the
-    call without the lock.
+    LockTimeout.  The engine (_handle_action_before) answers STATE_BUSY, a
+    deny while armed, under a finite agents=N budget, and otherwise judges
+    the call without the lock.
   - An internal error, and every other failure: an exception in an adapter
     or the engine, input over 8 MiB or not UTF-8, an event that is not JSON
     or fails validation, a lock timeout the engine did not absorb.  The
