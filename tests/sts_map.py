@@ -10,7 +10,8 @@ banner to the next banner of the same or a higher level.  Standard library
 only and independent of sts.py itself, so it works on a broken file too;
 tests/test_style.py reads the same map, and checks that the size each Part
 banner states for a section (`#   Title   ~1,200`, rounded by stated_size)
-is near the real one; after a section grew or shrank, --update rewrites them.
+is near the real one; after a section grew, shrank or was added, --update
+rewrites those lines.
 """
 import os
 import re
@@ -127,12 +128,21 @@ def real(lines):
 
 
 def update(path):
+    """Rewrite each Part banner's contents: its sections as they are now, and
+    their sizes.  (A section added to a Part gets its line here too.)"""
     lines = source_lines(path)
-    sizes = real(lines)
-    for key, (n, _) in stated(lines).items():
-        if key in sizes:
-            head = CONTENTS.match(lines[n])
-            lines[n] = "#   %-58s ~%s" % (head.group(1), stated_size(sizes[key]))
+    for _ in range(2):   # the second pass sizes what the first one listed
+        _, parts = read_map(lines)
+        sizes = real(lines)
+        at = stated(lines)
+        for part in reversed(parts):
+            rows = sorted(n for key, (n, _) in at.items() if key[0] == part.title)
+            if not rows:
+                continue
+            names = [section.title for section in part.children] + [WHOLE]
+            lines[rows[0]:rows[-1] + 1] = [
+                "#   %-58s ~%s" % (name, stated_size(sizes[(part.title, name)]))
+                for name in names]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
 
@@ -144,7 +154,10 @@ def main(argv):
         update(paths[0] or os.path.join(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))), "sts.py"))
         return 0
-    print(render(source_lines(paths[0]), show_all))
+    try:
+        print(render(source_lines(paths[0]), show_all))
+    except BrokenPipeError:   # `make map | head`
+        pass
     return 0
 
 
