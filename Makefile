@@ -10,7 +10,7 @@ VENV := .venv
 # one in .venv.  Recursive (=), so it is evaluated after the `pytest` target ran.
 TEST_PYTHON = $(shell $(PYTHON) -c "import pytest" >/dev/null 2>&1 && echo "$(PYTHON)" || echo "$(VENV)/bin/python")
 
-.PHONY: test test-all demo bench e2e pytest
+.PHONY: test test-all demo bench e2e pytest map
 
 # The everyday command: every test but the slow ones (marked `slow`), in about
 # 45 to 55 s on two cores (tests/parallel.py runs two pytest processes), then
@@ -37,6 +37,11 @@ pytest:
 
 demo:
 	$(PYTHON) sts.py demo
+
+# The map of sts.py: its Parts, their sections and the lines of each, read
+# from the banners (`tests/sts_map.py --all` adds the `# ---- name ----` divisions).
+map:
+	@$(PYTHON) tests/sts_map.py
 
 # Timings live here, never in a unit test: the hook process against the bare
 # interpreter, then the analyzer's cost per command and on its largest inputs.

@@ -18,25 +18,57 @@ The plain form works too, only slower::
     python3 sts.py check [--host H] [--contract "review"] -- 'command'
     python3 sts.py demo | cases [DIR] | --help | --version
 
-The sections read top to bottom as layers: each uses only the sections above
-it, except three calls that reach down (the Decision reads the ledger summary,
-the Engine answers prompt commands through Inspection, Cases replay events
-through the CLI's hook runner).  Search for a title:
+The file reads top to bottom in seven Parts of layered sections: each
+section uses only the sections above it, except three calls that reach down
+(the Decision reads the ledger summary, the Engine answers prompt commands
+through Inspection, Cases replay events through the CLI's hook runner).  A
+Part's banner (rules of `=`) lists its sections and their sizes; a section's
+banner (rules of `#`) says what it owns; `# ---- name ----` lines divide a
+section.  `make map` prints the whole map.  (The split bytecode cache at the
+end of the CLI section has parts of its own, hot, cold, hosts and more; they
+are not these Parts.)  Search for a title:
 
+  Part 1: Runtime floor
     Fast os              the os of a hook process, without importing os
     Fast json            json.loads/dumps without the json package's start-up
+  Part 2: Protocol and contract
     Protocol types       ControlEvent v2 dataclasses and their validation
     Task contract        the $stop-that-shit directive, corrections, context
+  Part 3: Analysis
     Analysis             shell read-only proof, hash and dependency intent
+  Part 4: Decision and ledger
     Decision             DECISION_TABLE, the ordered checks, the STOP/WATCH message
     Delegation ledger    agents=N reservations and lifecycle facts
+  Part 5: State and engine
     State and audit      state files, locking, recovery, the audit log
     Engine               one event in, one result out
+  Part 6: Hosts
     Adapters             Codex, Claude Code, Hermes, OpenCode, Pi, Oh My Pi,
                          Gemini CLI, Copilot CLI, Qwen Code
     Install              install, uninstall, doctor
+  Part 7: Entry points
     Inspection           status, runtime, explain, label
     Cases, CLI           case replay, `check`, the hook runner and main()
+
+Where to look first:
+
+  - What a mode forbids: DECISION_TABLE (Decision, `---- the ordered
+    checks ----`), e.g. MODE_FORBIDS_MUTATION; the modes, levels and
+    policies themselves: DIRECTIVE_MODES, LEVELS, POLICIES (Task contract).
+  - Where one program is judged, e.g. `sed -i`: Part 3's banner names every
+    place; the registry (`---- the registry ----`) maps a program to its
+    judge.
+  - A corrupt or damaged state file, a lock timeout, a crash: Failures,
+    below.
+  - How a host's tool call becomes a ControlEvent, e.g. Gemini CLI's
+    `replace`: main() -> run_hook("gemini") -> Adapter.translate, which
+    looks the hook's event up in GeminiAdapter.EVENTS ("BeforeTool":
+    "on_pre_tool", a method name) -> _NewHostAdapter.on_pre_tool ->
+    pre_tool -> _CommandHookAdapter.classify, which looks the tool up in
+    GeminiAdapter.TOOLS ("replace": "_write_tool") -> _write_tool ->
+    file_write_action (Analysis reads the new text) -> place_call (its path
+    argument from ADAPTER_TOOLS["gemini"]) -> envelope("action.before") ->
+    ControlEvent.from_dict, back in run_hook.
 
 The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
 
@@ -56,6 +88,33 @@ The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
 Every host adapter only translates: host event -> ControlEvent v2 -> the one
 host-free decision core -> host response.  A rule lives in one place, so the
 same action gets the same answer on every host.
+
+Failures, where each goes and the answer it gets:
+
+  - A damaged state: a session file that is corrupt (not UTF-8, not JSON,
+    or failing validate_state) or unreadable, a foreign lock file, an
+    unreadable parent link.  Store.load (State and audit) does not raise:
+    it returns the recovery state with a storage error and writes nothing.
+    The decision table's recovery rows answer (Decision):
+    RECOVERY_READ_ONLY lets reads and plain controls through, STATE_DAMAGED
+    or STS_LOCK_DAMAGED denies everything else at every level and says how
+    to recover.  A valid directive moves a damaged file aside
+    (Store.preserve_damaged, `<file>.damaged-<UTC stamp>`) and starts the
+    session afresh.
+  - A lock timeout: only a call that can change the delegation count takes
+    the session lock; Store.update waits LOCK_WAIT_SECONDS, then raises
+    LockTimeout.  The engine (_handle_action_before) answers STATE_BUSY, a
+    deny while armed, under a finite agents=N budget, and otherwise judges
+    the call without the lock.
+  - An internal error, and every other failure: an exception in an adapter
+    or the engine, input over 8 MiB or not UTF-8, an event that is not JSON
+    or fails validation, a lock timeout the engine did not absorb.  The
+    hook runner (run_hook, CLI) catches each one, and a hook never shows a
+    traceback.  The rule: on a tool event of a session that is or may be
+    armed, any failure denies with a reason; elsewhere the host keeps
+    working (no answer, one `sts: failed open` line on stderr, exit 0).
+    When sts.py cannot answer at all, the shim hosts apply the same rule
+    from the session's armed marker (see _armed, Engine).
 """
 
 from __future__ import annotations
@@ -72,10 +131,25 @@ PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
 
 
-###############################################################################
-# Fast os: the os module of a hook, without the cost of importing it
+# =============================================================================
+# Part 1: Runtime floor
 #
-# Owns `os` as every other section sees it.  `import os` costs a fifth to a
+# Sections and their lines:
+#   Fast os                                                    ~200
+#   Fast json                                                  ~200
+#   (the whole Part)                                           ~420
+#
+# What every hook process stands on before it reads an event: `os` and
+# `json` as the rest of the file sees them, at a fraction of the cost of
+# importing them.  Nothing here knows a host, a contract or a command.
+# =============================================================================
+
+
+###############################################################################
+# Fast os
+#
+# Owns `os` as every other section sees it: the os module of a hook, without
+# the cost of importing it.  `import os` costs a fifth to a
 # third of an interpreter start-up (it imports _collections_abc for
 # os.environ, and stat and posixpath), more than any other single part of a
 # hook call, and the interpreter of a hook has not imported it.  The system
@@ -277,10 +351,11 @@ os = (_LeanOs() if _posix is not None and hasattr(_posix, "_path_normpath") and 
 
 
 ###############################################################################
-# Fast json: json.loads and json.dumps without the json package's start-up
+# Fast json
 #
 # Owns `json` as every other section sees it: `json.loads` and `json.dumps`
-# with the same results, bytes and exceptions as the standard library's.
+# without the json package's start-up, with the same results, bytes and
+# exceptions as the standard library's.
 # `import json` costs about a third of a hook call, because the package
 # imports `re` (and with it enum, functools and collections) to compile the
 # patterns of its pure-Python fallbacks.  The work itself is done by `_json`,
@@ -477,13 +552,29 @@ def _json_indented(value: Any, out: List[str], newline: str, step: str, text: An
 json = _FastJson()
 
 
-###############################################################################
-# Protocol types: ControlEvent v2
+# =============================================================================
+# Part 2: Protocol and contract
 #
-# Owns the vocabulary every other section speaks: the seven event kinds, the
-# five mutability buckets, analyzer reason codes, and the dataclasses that a
-# validated event becomes.  Validation checks the fields in a fixed order and
-# the first failure raises EventError naming the field and the bad value.
+# Sections and their lines:
+#   Protocol types                                             ~560
+#   Task contract                                              ~870
+#   (the whole Part)                                           ~1,400
+#
+# The words every later section speaks: the ControlEvent v2 types an
+# adapter fills in and ControlEvent.from_dict validates, and the task
+# contract a `$stop-that-shit` directive sets, with its modes, levels and
+# policies (DIRECTIVE_MODES, LEVELS, POLICIES).  Pure; no I/O.
+# =============================================================================
+
+
+###############################################################################
+# Protocol types
+#
+# Owns ControlEvent v2, the vocabulary every other section speaks: the seven
+# event kinds, the five mutability buckets, analyzer reason codes, and the
+# dataclasses that a validated event becomes.  Validation checks the fields
+# in a fixed order and the first failure raises EventError naming the field
+# and the bad value.
 ###############################################################################
 
 MAX_SAFE_INTEGER = 9007199254740991  # 2**53 - 1; as an agent budget it means "unlimited"
@@ -1048,7 +1139,6 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
     "undoPolicy": "ask", "source": "default",
 }
 
-DIRECTIVE = "$stop-that-shit"
 # `unconfirmed` is where a session starts, not something a user can ask for.
 DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
 LEVELS = frozenset(("watch", "guard", "lock", "off"))
@@ -1900,6 +1990,30 @@ def contract_context(contract: dict, reserved: int, count_unproven: bool,
     if origin:
         text = "Contract from %s. %s" % (origin, text)
     return "Warning: %s %s" % (warning, text) if warning else text
+
+
+# =============================================================================
+# Part 3: Analysis
+#
+# Sections and their lines:
+#   Analysis                                                   ~14,500
+#   (the whole Part)                                           ~14,500
+#
+# What a command, a patch or a file's new text does, as pure functions:
+# the read-only proof of a shell line (bash, zsh, dash; PowerShell and
+# cmd conservatively), hash, dependency and undo intent, and the culprit
+# a denial names.  Program knowledge is table rows with `#: LABEL |
+# COMMAND` examples; tests/analysis_corpus.txt holds the labelled lines.
+#
+# One program is often judged in several places.  `sed -i`, for example:
+# its options and the files it edits in `---- sed ----` (_sed,
+# _sed_whole); the commands its script runs in `---- commands held in
+# arguments ----` (_held_sed); a manifest it edits in `----
+# classification ----` (_SCRIPTED_WRITERS); a line beyond analysis that
+# names it in `---- drivers ----` (_unread); what it loses in `----
+# irreversible actions ----` (_LOSES); what a denial says of it in `----
+# culprits ----` (_why_text).  Part 4 then matches its targets with files=.
+# =============================================================================
 
 
 ###############################################################################
@@ -4530,7 +4644,7 @@ def _installer_by_path(name: str) -> Optional[str]:
     return None
 
 
-# ---- commands held in arguments ------------------------------------------------
+# ---- commands held in arguments ---------------------------------------------
 # Programs that run a command written in one of their arguments (or fed to
 # them): the text is read as its own shell line for every intent (hash,
 # dependencies, agents, writes); a command they run whose text cannot be
@@ -4950,7 +5064,7 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 ))
 
 
-# ---- option tables -----------------------------------------------------------
+# ---- option tables ----------------------------------------------------------
 #
 # Most programs are judged by a table of their options (`_Opts`), read by
 # one scanner (`_read_options`).  A table is one string, written the way --help
@@ -10634,7 +10748,7 @@ def _network_read(handler: Callable[[str, List[_W], "_Ctx"], _V]
     return wrapped
 
 
-# ---- programs judged by a table ----------------------------------------------
+# ---- programs judged by a table ---------------------------------------------
 #
 # Each row is the program's option table (see `_Opts` for the grammar) and,
 # above it, why it is what it is and a few examples (`#:` lines, checked
@@ -11319,7 +11433,7 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
     return handler
 
 
-# ---- the registry ------------------------------------------------------------
+# ---- the registry -----------------------------------------------------------
 # Program name -> its handler (name, words after it, context) -> verdict.
 # One literal: a name given twice keeps the later handler, so the few
 # programs only their `--version` proves (`_version_only`) come first and
@@ -16408,6 +16522,22 @@ def _analyze_patch_lines(lines: List[str], patch_text: str, v4a: bool) -> PatchS
     return PatchSummary(paths, "\n".join(added_all), hash_hit, dep_hit)
 
 
+# =============================================================================
+# Part 4: Decision and ledger
+#
+# Sections and their lines:
+#   Decision                                                   ~2,500
+#   Delegation ledger                                          ~360
+#   (the whole Part)                                           ~2,900
+#
+# From facts to an answer: DECISION_TABLE and its ordered checks (the
+# first that matches decides; MODE_FORBIDS_MUTATION is the row that
+# keeps an answer, review or monitor session from writing), files=
+# matching, self-protection, the STOP/WATCH message, and the agents=N
+# ledger the decision reads.  No I/O but resolving symlinks.
+# =============================================================================
+
+
 ###############################################################################
 # Decision
 #
@@ -18046,7 +18176,7 @@ def _tamper_pattern_detail(hits: List[Tuple[str, str, str]]) -> str:
             % "; ".join(parts))
 
 
-def _tamper_unknown_detail(action: Action, unplaced: List[str]) -> str:
+def _tamper_unknown_detail(unplaced: List[str]) -> str:
     if unplaced:
         why = ("it names %s relative to a working folder the event does not give"
                % ", ".join("`%s`" % p for p in unplaced))
@@ -18171,7 +18301,7 @@ def _when_tamper(f: _DecisionFacts) -> _CheckHit:
         # A write whose target could be a guard file is not let through.
         unplaced = _tamper_unplaced(f.action)
         if unplaced or f.action.unknown_write_target:
-            return (_tamper_unknown_detail(f.action, unplaced), _TAMPER_UNKNOWN_NEXT, None)
+            return (_tamper_unknown_detail(unplaced), _TAMPER_UNKNOWN_NEXT, None)
     return None
 
 
@@ -18787,7 +18917,7 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
-# ---- what the user types to allow it ---------------------------------------
+# ---- what the user types to allow it ----------------------------------------
 
 
 def _widened_files(action: Action, allowed: List[str]) -> str:
@@ -19244,6 +19374,23 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
     before = json.dumps(ledger, sort_keys=True, default=str)
     handler(ledger, event)
     return json.dumps(delegation, sort_keys=True, default=str) != before
+
+
+# =============================================================================
+# Part 5: State and engine
+#
+# Sections and their lines:
+#   State and audit                                            ~1,800
+#   Engine                                                     ~510
+#   (the whole Part)                                           ~2,300
+#
+# Everything on disk and the glue around it: state files, the session
+# lock, read-only recovery from a damaged (corrupt, unreadable) state
+# (Store.load, recovery_state, preserve_damaged), the audit log and its
+# index; then the engine, which runs one event under the right lock and
+# answers a lock timeout (STATE_BUSY).  The module docstring's Failures
+# paragraph says where each failure ends.
+# =============================================================================
 
 
 ###############################################################################
@@ -20224,25 +20371,6 @@ class Store:
         """Append to runtime/annotations.jsonl; raises OSError on failure."""
         self._append_line("runtime", "annotations.jsonl", record)
 
-    def annotate_host_effect(self, event_id: str, effect: str) -> dict:
-        """Record an observed host effect for an event; returns the line.
-
-        The hook itself always writes `unobserved` (a returned denial does not
-        prove the host skipped the call); a test or user that saw what the host
-        did says so here, in an annotation line, never by rewriting the log."""
-        event_id = event_id.lower() if isinstance(event_id, str) else event_id
-        if not event_id_ok(event_id):
-            raise ValueError("invalid event id: %r" % (event_id,))
-        if effect not in HOST_EFFECTS:
-            raise ValueError("invalid host effect: %r" % (effect,))
-        record = {"schemaVersion": 1, "annotationId": "ann_" + _uuid4_text(),
-                  "occurredAt": utc_now_iso(), "eventId": event_id, "hostEffect": effect}
-        found = find_event(self, event_id)
-        if found is not None:
-            record["sessionKey"] = found["sessionKey"]
-        self.append_annotation(record)
-        return record
-
     # ---- markers, links, hosts ----------------------------------------------
 
     def set_armed(self, key: str, armed: bool) -> bool:
@@ -20625,21 +20753,6 @@ def _iter_jsonl(path: str, check: Callable[[Any], bool], counter: Optional[dict]
             if damaged and counter is not None:
                 counter["damaged"] = counter.get("damaged", 0) + damaged
             if record is not None:
-                yield record
-
-
-def iter_audit(store: Store, key: Optional[str] = None, counter: Optional[dict] = None):
-    """Stream valid RuntimeEvent records of one session's log, or of every log.
-
-    A session's segments come first, oldest first, then its current log.
-    Lines that are unparseable or fail the shape checks are skipped and
-    counted in counter["damaged"] when a dict is given.  Records come in file
-    order; callers that need time order sort by occurredAt (stable).
-    """
-    files = audit_files(store, key)
-    for k in sorted(files):
-        for name in files[k]:
-            for record in _iter_jsonl(store.path("runtime", name), runtime_event_ok, counter):
                 yield record
 
 
@@ -21600,6 +21713,26 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
     if record and not record.get("writeSeen"):
         record["writeSeen"] = True
         _thrash_save(path, record)
+
+
+# =============================================================================
+# Part 6: Hosts
+#
+# Sections and their lines:
+#   Adapters: shared helpers                                   ~970
+#   Adapters: Codex and Claude Code                            ~490
+#   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
+#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~270
+#   Install, uninstall and doctor                              ~2,200
+#   (the whole Part)                                           ~6,000
+#
+# Every host's translation, event in and answer out (a host's EVENTS and
+# TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
+# arguments of each tool), then install, uninstall and doctor, which
+# wire sts into each host's configuration.  The module docstring follows
+# one Gemini CLI `replace` call through it.
+# =============================================================================
 
 
 ###############################################################################
@@ -22571,7 +22704,8 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Command hooks: JSON on stdin, JSON on stdout, exit 0.
+# Owns the adapters of Codex and Claude Code, and the base class of every
+# command-hook host.  Command hooks: JSON on stdin, JSON on stdout, exit 0.
 # Both hosts answer with the same hookSpecificOutput shapes, so they share
 # one rendering; their event and tool tables differ.
 ###############################################################################
@@ -23063,6 +23197,7 @@ class ClaudeAdapter(_CommandHookAdapter):
 ###############################################################################
 # Adapters: Hermes, OpenCode, Pi and Oh My Pi
 #
+# Owns the adapters of the hosts that run a plugin of ours (host_shims/).
 # Hermes speaks the native command-hook format (its plugin in host_shims/
 # builds the same envelope); OpenCode, Pi and Oh My Pi arrive through the
 # shims' wire protocol (see host_shims/README.md).
@@ -24532,6 +24667,8 @@ HOST_ADAPTERS_B: Dict[str, Adapter] = {
 ###############################################################################
 # Adapters: Gemini CLI, Copilot CLI and Qwen Code
 #
+# Owns the adapters of Gemini CLI, Copilot CLI and Qwen Code.
+#
 # Three command-hook hosts, each with its own answer format: Gemini CLI
 # 0.61 denies only with {"decision": "deny"} (a Claude-style
 # permissionDecision is ignored there), Copilot CLI 1.0 with a top-level
@@ -25051,6 +25188,9 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 
 ###############################################################################
 # Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe
+#
+# Owns the adapters of the hosts added last, with their rows of the shared
+# tables.
 #
 # Four hosts added after the others, in a part of their own (see the split
 # cache at the end of the module): only their own hooks load it, so they add
@@ -27549,6 +27689,22 @@ def cmd_doctor(args: List[str]) -> int:
     return 1 if counts["FAIL"] else 0
 
 
+# =============================================================================
+# Part 7: Entry points
+#
+# Sections and their lines:
+#   Inspection                                                 ~1,300
+#   Cases                                                      ~610
+#   CLI                                                        ~860
+#   (the whole Part)                                           ~2,800
+#
+# What people run and read: status, runtime, explain and label; the case
+# replay; and the CLI, whose hook runner (run_hook) is where every hook
+# process starts, and where a failure gets its answer.  The split
+# bytecode cache at its end is what keeps a hook process fast.
+# =============================================================================
+
+
 ###############################################################################
 # Inspection
 #
@@ -27574,7 +27730,7 @@ class InspectionError(Exception):
     """A lookup that found nothing or a bad argument: one stderr line, exit 1."""
 
 
-# ---- the summary of every session: `runtime all` without a thousand files -
+# ---- the summary of every session: `runtime all` without a thousand files ---
 #
 # runtime/index/all.json keeps, per session, what its row needs: the tally
 # (without labels and host effects, which readers add from the annotations),
@@ -27932,8 +28088,7 @@ class _StatusView:
     __slots__ = ("key", "loaded", "reserved", "reasons", "notes", "events", "tally", "damaged",
                  "effect")
 
-    def __init__(self, store: Store, key: str, with_events: bool,
-                 loaded: Optional[Loaded] = None) -> None:
+    def __init__(self, store: Store, key: str, loaded: Optional[Loaded] = None) -> None:
         self.key = key
         self.loaded = loaded if loaded is not None else store.load(key)
         self.reserved, self.reasons = _reserved_and_reasons(self.loaded.state)
@@ -28285,7 +28440,7 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
-# ---- log: the last decisions across sessions ---------------------------------
+# ---- log: the last decisions across sessions --------------------------------
 #
 # The newest N decisions of every session together, read from the ends of
 # the logs backwards.  Sessions are visited newest file first, and a session
@@ -28473,7 +28628,7 @@ def cmd_log(args: List[str], store: Store) -> int:
     return 0
 
 
-# ---- explain: one decision in words ------------------------------------------
+# ---- explain: one decision in words -----------------------------------------
 
 # hostEffect -> what a person reads.
 _EFFECT_WORDS = {"observed_blocked": "the host reported it blocked the call",
@@ -28644,7 +28799,7 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
     """
     name = command[0] if command else ""
     if name == "status":
-        return "\n".join(_StatusView(store, key or "unknown", False, loaded).spec_lines())
+        return "\n".join(_StatusView(store, key or "unknown", loaded).spec_lines())
     if name == "runtime":
         scope = command[1] if len(command) > 1 else "this"
         summary = _runtime(store, None if scope == "all" else (key or "unknown"),
@@ -28788,7 +28943,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             if key is None:
                 raise _no_session(store)
         if command == "status":
-            view = _StatusView(store, key, with_events=True)
+            view = _StatusView(store, key)
             if as_json:
                 _inspect_json(view.json())
             else:
@@ -29901,7 +30056,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 }
 
 
-# --- Cold sections: install, inspection and cases, loaded when first used -----
+# ---- cold sections: install, inspection and cases, loaded when first used ---
 #
 # A hook call reads this module's bytecode from __pycache__ before it runs a
 # line of it, and about a fifth of that bytecode is install, doctor,

@@ -162,3 +162,37 @@ def place_hooked_sts(dest):
     for name, data in files.items():
         with open(os.path.join(cache, name), "wb") as fh:
             fh.write(data)
+
+
+# ---- the audit log as tests read it -------------------------------------------
+# sts itself reads the log through its index (State and audit); these two
+# read and annotate it the plain way, which only tests need.
+
+def iter_audit(store, key=None, counter=None):
+    """The valid RuntimeEvent records of one session's log, or of every log:
+    a session's segments oldest first, then its current log, in file order.
+    Damaged lines are skipped and counted in counter["damaged"]."""
+    files = sts.audit_files(store, key)
+    for k in sorted(files):
+        for name in files[k]:
+            yield from sts._iter_jsonl(store.path("runtime", name), sts.runtime_event_ok, counter)
+
+
+def annotate_host_effect(store, event_id, effect):
+    """Record what a test saw the host do with an event; returns the line.
+
+    The hook always writes `unobserved` (a returned deny does not prove the
+    host skipped the call); a test that saw the host says so in an annotation
+    line, never by rewriting the log."""
+    event_id = event_id.lower() if isinstance(event_id, str) else event_id
+    if not sts.event_id_ok(event_id):
+        raise ValueError("invalid event id: %r" % (event_id,))
+    if effect not in sts.HOST_EFFECTS:
+        raise ValueError("invalid host effect: %r" % (effect,))
+    record = {"schemaVersion": 1, "annotationId": "ann_" + sts._uuid4_text(),
+              "occurredAt": sts.utc_now_iso(), "eventId": event_id, "hostEffect": effect}
+    found = sts.find_event(store, event_id)
+    if found is not None:
+        record["sessionKey"] = found["sessionKey"]
+    store.append_annotation(record)
+    return record

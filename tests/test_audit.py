@@ -7,6 +7,7 @@ import stat
 import pytest
 
 import sts
+from hooks import iter_audit, annotate_host_effect
 
 
 def event(key="k" * 24, *, tool="Bash", mutability="unknown", reason="MUTABILITY_UNPROVEN",
@@ -89,13 +90,13 @@ def test_readers_skip_blank_and_count_damaged_lines(store):
         fh.write(json.dumps(good[1]).encode() + b"\n")
     store.append_audit("b" * 24, good[2])
     counter = {}
-    assert list(sts.iter_audit(store, "a" * 24, counter)) == good[:2]
+    assert list(iter_audit(store, "a" * 24, counter)) == good[:2]
     assert counter["damaged"] == 3 + len(bad_shapes)
     everything = {}
-    assert [r["eventId"] for r in sts.iter_audit(store, None, everything)] == \
+    assert [r["eventId"] for r in iter_audit(store, None, everything)] == \
         [r["eventId"] for r in good]
     assert everything["damaged"] == 3 + len(bad_shapes)
-    assert list(sts.iter_audit(store, "c" * 24)) == []  # a missing log is empty
+    assert list(iter_audit(store, "c" * 24)) == []  # a missing log is empty
 
 
 def test_annotations_last_wins_and_count_damaged(store):
@@ -116,7 +117,7 @@ def test_annotations_last_wins_and_count_damaged(store):
         for line in lines:
             fh.write(json.dumps(line) + "\n")
         fh.write("garbage\n")
-    store.annotate_host_effect(evt.upper().replace("EVT_", "evt_"), "observed_blocked")
+    annotate_host_effect(store, evt.upper().replace("EVT_", "evt_"), "observed_blocked")
     notes = sts.read_annotations(store)
     assert notes.labels == {evt: "correct"}
     assert notes.host_effects == {evt: "observed_blocked"}
@@ -126,10 +127,10 @@ def test_annotations_last_wins_and_count_damaged(store):
 
 def test_annotate_host_effect_validates(store):
     with pytest.raises(ValueError):
-        store.annotate_host_effect(sts.new_event_id(), "ran")
+        annotate_host_effect(store, sts.new_event_id(), "ran")
     with pytest.raises(ValueError):
-        store.annotate_host_effect("evt_xyz", "observed_ran")
-    rec = store.annotate_host_effect(sts.new_event_id(), "observed_ran")
+        annotate_host_effect(store, "evt_xyz", "observed_ran")
+    rec = annotate_host_effect(store, sts.new_event_id(), "observed_ran")
     assert rec["annotationId"].startswith("ann_") and rec["hostEffect"] == "observed_ran"
 
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import sts
-from hooks import ROOT
+from hooks import ROOT, iter_audit
 
 PY = sys.executable
 
@@ -47,14 +47,14 @@ def all_lines(store):
         for name in names:
             with open(store.path("runtime", name), "rb") as fh:
                 data += fh.read()
-    ids = [record["eventId"] for record in sts.iter_audit(store)]
+    ids = [record["eventId"] for record in iter_audit(store)]
     return {event_id: data.count(event_id.encode()) for event_id in ids}
 
 
 def full_scan(store, key):
     """What the index must equal: a tally and the last events from every line."""
     tally, events, counter = sts._Tally(), [], {"damaged": 0}
-    for record in sts.iter_audit(store, key, counter):
+    for record in iter_audit(store, key, counter):
         tally.add(record, sts._NO_NOTES)
         events.append(record)
     return tally, sorted(events, key=lambda r: r["occurredAt"])[-5:], counter["damaged"]
@@ -91,7 +91,7 @@ def test_a_log_past_the_segment_size_becomes_dated_segments(store, small_audit):
         assert stamp.rstrip("0123456789").endswith("Z")   # then the process and a count
         assert os.path.getsize(store.path("runtime", name)) >= 32 * 1024
     # Every line once, in order, across the segments and the current log.
-    assert [r["eventId"] for r in sts.iter_audit(store, key)] == \
+    assert [r["eventId"] for r in iter_audit(store, key)] == \
         [event(key, n)["eventId"] for n in range(300)]
 
 

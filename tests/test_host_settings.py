@@ -17,7 +17,7 @@ import re
 import pytest
 
 import sts
-from hooks import denial, deny_reason, hook, hook_process, reason_code
+from hooks import denial, deny_reason, hook, hook_process, iter_audit, reason_code
 from hooks_shim import request
 from test_self_protection import prompt_event
 
@@ -391,7 +391,7 @@ def test_open_mode_and_every_mode_are_protected_watch_only_reports(world, host):
         assert_protected(host, use(world, host, session, WRITE, target))
     session = arm(world, host, "$stop-that-shit change watch")
     assert denial(host, use(world, host, session, WRITE, target)) is None
-    record = list(sts.iter_audit(world.store, sts.session_key(session)))[-1]["decision"]
+    record = list(iter_audit(world.store, sts.session_key(session)))[-1]["decision"]
     assert (record["reasonCode"], record["policyOutcome"]) == (CODE, "report_and_defer")
 
 

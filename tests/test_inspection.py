@@ -6,6 +6,7 @@ import time
 import pytest
 
 import sts
+from hooks import annotate_host_effect
 from test_audit import event
 
 KEY = sts.session_key("s1")
@@ -88,7 +89,7 @@ def test_status_in_recovery_shows_storage_line(store):
 def test_status_host_effect_shows_observed_value(store):
     rec = event(KEY)
     store.append_audit(KEY, rec)
-    store.annotate_host_effect(rec["eventId"], "observed_blocked")
+    annotate_host_effect(store, rec["eventId"], "observed_blocked")
     assert "Last call: the host reported it blocked the call" in \
         sts.inspection_response(("status",), store, KEY)
 
@@ -163,7 +164,7 @@ def test_explain_text_and_not_found(store):
                   family=None, outcome="allow", response="none", tool="Edit", mutability="write",
                   paths=2)
     store.append_audit(KEY, plain)
-    store.annotate_host_effect(plain["eventId"], "observed_ran")
+    annotate_host_effect(store, plain["eventId"], "observed_ran")
     sts.inspection_response(("label", plain["eventId"], "correct"), store, KEY)
     text = sts.inspection_response(("explain", plain["eventId"]), store, KEY).split("\n")
     assert text[3:] == ["Tool: Edit (write)", "Paths: 2 (not kept)",
@@ -467,7 +468,7 @@ def test_prompt_status_keeps_its_exact_lines_when_long(store):
 def test_cli_status_json_shape(store, capsys):
     _arm(store)
     ids = _fill(store)
-    store.annotate_host_effect(ids[3], "observed_blocked")
+    annotate_host_effect(store, ids[3], "observed_blocked")
     sts.inspection_response(("label", ids[3], "correct"), store, KEY)
     code, out, _ = _cli(store, capsys, "status", "--session", "s1", "--json")
     assert code == 0
@@ -583,7 +584,7 @@ def test_observed_blocked_shows_in_explain_and_status(store, capsys):
     store.append_audit(KEY, last)
     lines = _status_out(store, capsys, "--session", "s1")
     assert not any(line.startswith("Last call:") for line in lines)   # nothing to say
-    store.annotate_host_effect(last["eventId"], "observed_blocked")
+    annotate_host_effect(store, last["eventId"], "observed_blocked")
     lines = _status_out(store, capsys, "--session", "s1")
     blocked = "the host reported it blocked the call"
     assert "Last call: " + blocked in lines
@@ -595,7 +596,7 @@ def test_observed_blocked_shows_in_explain_and_status(store, capsys):
     assert "What the host did: " + blocked in sts.inspection_response(
         ("explain", last["eventId"]), store, KEY)
     # The later annotation wins, and the log itself is never rewritten.
-    store.annotate_host_effect(last["eventId"], "observed_ran")
+    annotate_host_effect(store, last["eventId"], "observed_ran")
     assert "Last call: the host reported it ran the call" in sts.inspection_response(
         ("status",), store, KEY)
     with open(store.path("runtime", KEY + ".jsonl")) as fh:

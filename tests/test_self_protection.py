@@ -20,7 +20,8 @@ import pytest
 
 import sts
 from conftest import ram_dir
-from hooks import context_text, denial, deny_reason, each_case_on_one_host, hook, reason_code
+from hooks import context_text, denial, deny_reason, each_case_on_one_host, hook, iter_audit, \
+    reason_code
 from hooks_shim import request
 
 HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
@@ -340,7 +341,7 @@ def denied_code(host, got):
 
 
 def last_audit(world, host, session):
-    records = list(sts.iter_audit(world.store, sts.session_key(session)))
+    records = list(iter_audit(world.store, sts.session_key(session)))
     assert records, "no audit line for %s" % host
     return records[-1]["decision"]
 

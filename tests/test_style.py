@@ -2,7 +2,9 @@
 
 sts.py is one module: a name defined twice at top level silently replaces the
 first, and a private name nothing reads is dead code.  Every comment stands
-alone: nothing in the repository cites a document that is not in it.
+alone: nothing in the repository cites a document that is not in it.  The
+banners make a map of the file (`make map`) that stays true, and the file
+grows only by decision (LINE_BUDGET).
 """
 import ast
 import collections
@@ -11,7 +13,22 @@ import os
 import re
 import pytest
 
+import sts_map
 from hooks import ROOT
+
+# The most lines sts.py and each of its Parts may have, as `make map` counts
+# them: growth is a decision.  Raising a budget is a one-line change here, in
+# the same commit as the growth, with its reason in the commit message.
+LINE_BUDGET = {   # lines when set, plus 3%
+    "sts.py":                           31_389,  # 30,474 lines when set
+    "Part 1: Runtime floor":               434,  # 421 lines when set
+    "Part 2: Protocol and contract":     1_484,  # 1,440 lines when set
+    "Part 3: Analysis":                 14_966,  # 14,530 lines when set
+    "Part 4: Decision and ledger":       2_940,  # 2,854 lines when set
+    "Part 5: State and engine":          2_410,  # 2,339 lines when set
+    "Part 6: Hosts":                     6_154,  # 5,974 lines when set
+    "Part 7: Entry points":              2_867,  # 2,783 lines when set
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -229,12 +246,22 @@ def _sections():
             if line == "#" * 79 and re.match(r"# [A-Z]", lines[number + 1])]
 
 
-def test_the_docstring_lists_the_sections_in_file_order():
-    listed = re.findall(r"^    ([A-Z][a-z]+(?: [a-z]+)*(?:, [A-Z]+)?)  ",
-                        ast.get_docstring(sts_tree()), re.M)
-    titles = list(dict.fromkeys(title for _, title in _sections()))
-    assert [t.split(",")[0] for t in titles] == \
-        [name for entry in listed for name in entry.split(", ")]
+def test_the_docstring_lists_the_parts_and_sections_in_file_order():
+    doc = ast.get_docstring(sts_tree()).split("\n")
+    first = next(n for n, line in enumerate(doc) if line.startswith("  Part 1: "))
+    listed = []   # (Part title, [section names])
+    for line in doc[first:doc.index("", first)]:
+        if line.startswith("  Part "):
+            listed.append((line.strip(), []))
+        else:
+            entry = re.match(r"^    ([A-Z][a-z]+(?: [a-z]+)*(?:, [A-Z]+)?)  ", line)
+            if entry:
+                listed[-1][1].extend(entry.group(1).split(", "))
+    _, parts = sts_map.read_map(sts_map.source_lines())
+    in_file = [(part.title, list(dict.fromkeys(
+        section.title.split(":")[0].split(",")[0] for section in part.children)))
+        for part in parts]
+    assert listed == in_file
 
 
 def test_each_section_uses_only_the_sections_above_it_but_the_named_three():
@@ -308,3 +335,98 @@ def test_the_adapters_never_judge_and_never_touch_the_session_state():
     # The one answer an adapter gives itself: Oh My Pi's `/sts` typed in a
     # child session, refused because it can never reach the root's contract.
     assert [name for _, name in found] == ["CoreResult(deny)"]
+
+
+# ---- banners: the map of the file -------------------------------------------
+#
+# Three levels, each with one form (tests/sts_map.py reads them):
+#   a Part: a rule of `=`, `# Part N: Title`, what the Part is, its sections
+#     and their sizes, a rule of `=`;
+#   a section: a rule of 79 `#`, `# Title`, `#`, `# Owns ...` and more lines,
+#     a rule of 79 `#`;
+#   a division: `# ---- name ---...`, exactly 79 wide.
+
+def _lines():
+    return sts_map.source_lines()
+
+
+def test_every_section_banner_has_one_form():
+    lines = _lines()
+    wrong = []
+    for n, line in enumerate(lines[:-1]):
+        if line != "#" * 79 or not re.match(r"# [A-Z]", lines[n + 1]):
+            continue
+        title = lines[n + 1][2:]
+        end = next(m for m in range(n + 1, len(lines)) if lines[m] == "#" * 79)
+        # A plain title; only the adapters' sections are one family, named after it.
+        plain = re.fullmatch(r"[A-Z][a-z]+(?: [a-z]+)*(?:, [a-z]+)*(?: and [a-z]+)?|CLI", title)
+        family = re.fullmatch(r"Adapters: [A-Za-z ,]+", title)
+        if not (plain or family) or lines[n + 2] != "#" \
+                or not lines[n + 3].startswith("# Owns ") \
+                or not all(text == "#" or text.startswith("# ") for text in lines[n + 1:end]):
+            wrong.append((n + 2, title))
+    assert wrong == []
+
+
+def test_every_division_is_79_wide():
+    wrong = [(n, line) for n, line in enumerate(_lines(), 1)
+             if re.match(r"\s*# -{3,}", line)
+             and (len(line) != 79 or not re.fullmatch(r" *# ---- \S.*? -+", line))]
+    assert wrong == []
+
+
+def test_the_parts_are_numbered_and_hold_every_section():
+    _, parts = sts_map.read_map(_lines())
+    assert len(parts) >= 5
+    assert [re.match(r"Part (\d+): ", part.title).group(1) for part in parts] == \
+        [str(n) for n in range(1, len(parts) + 1)]
+    in_parts = [section.title.split(":")[0] for part in parts for section in part.children]
+    assert in_parts == [title for _, title in _sections()]
+
+
+def test_each_part_banner_lists_its_sections_with_true_sizes():
+    """A banner's sizes are rounded, and may drift a little before someone
+    runs `python3 tests/sts_map.py --update`; a tenth off (at least 60
+    lines) is stale."""
+    lines = _lines()
+    _, parts = sts_map.read_map(lines)
+    stated = sts_map.stated(lines)
+    real = sts_map.real(lines)
+    for part in parts:
+        listed = sorted((key for key in stated if key[0] == part.title), key=stated.get)
+        assert [key[1] for key in listed] == \
+            [section.title for section in part.children] + [sts_map.WHOLE], part.title
+    stale = {key: (size, real[key]) for key, (_, size) in stated.items()
+             if abs(size - real[key]) > max(60, real[key] // 10)}
+    assert stale == {}, "run python3 tests/sts_map.py --update"
+
+
+def test_the_map_prints_every_part_and_section(tmp_path):
+    """`make map` on a small file of the same form: the size it prints is
+    the lines from a banner to the next one of its level or above."""
+    import subprocess
+    import sys
+    rule, part = "#" * 79, "# " + "=" * 77
+    text = ["x = 0", part, "# Part 1: One", part, rule, "# Alpha", "#", "# Owns a.", rule,
+            "a = 1", "# ---- inner ---", "b = 2", part, "# Part 2: Two", part, rule,
+            "# Beta", "#", "# Owns b.", rule, "c = 3"]
+    path = tmp_path / "sts.py"
+    path.write_text("\n".join(text) + "\n")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sts_map.py"), "--all",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    rows = [re.split(r"\s{2,}", row.strip()) for row in out.strip().split("\n")]
+    assert rows == [["sts.py", "21", "line"], ["(before Part 1: docstring, imports)", "1", "1"],
+                    ["Part 1: One", "11", "2"], ["Alpha", "8", "5"], ["inner", "2", "11"],
+                    ["Part 2: Two", "9", "13"], ["Beta", "6", "16"]]
+
+
+# ---- growth budget ----------------------------------------------------------
+
+def test_sts_stays_within_its_line_budget():
+    lines = _lines()
+    _, parts = sts_map.read_map(lines)
+    sizes = dict({"sts.py": len(lines)}, **{part.title: part.lines for part in parts})
+    assert set(LINE_BUDGET) == set(sizes), "a Part was added or renamed: give it a budget"
+    over = {name: (size, LINE_BUDGET[name]) for name, size in sizes.items()
+            if size > LINE_BUDGET[name]}
+    assert over == {}, "shrink, or raise its LINE_BUDGET row in the same commit, with the reason"

@@ -471,19 +471,8 @@ def denied_in_log(sts_home: str) -> List[str]:
 
 
 def annotate(sts_home: str, event_id: str, effect: str) -> None:
-    """The observed host effect: one line in runtime/annotations.jsonl, via sts when it can."""
-    try:
-        sys.path.insert(0, hosts.REPO)
-        import sts  # noqa: WPS433
-        store = sts.Store(sts_home)
-        if hasattr(store, "annotate_host_effect"):
-            store.annotate_host_effect(event_id, effect)
-            return
-    except Exception:  # noqa: BLE001 - fall back to the documented line format
-        pass
-    finally:
-        if sys.path and sys.path[0] == hosts.REPO:
-            sys.path.pop(0)
+    """The observed host effect: one line in runtime/annotations.jsonl, in its
+    documented format (tests/hooks.py annotate_host_effect writes the same)."""
     import datetime
     now = datetime.datetime.now(datetime.timezone.utc)
     line = {"schemaVersion": 1, "annotationId": "ann_%s" % uuid.uuid4(),
