@@ -1140,6 +1140,8 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
 }
 
 # `unconfirmed` is where a session starts, not something a user can ask for.
+# How a directive starts; a denial's Allow line and `check --contract` spell one.
+DIRECTIVE = "$stop-that-shit"
 DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
 LEVELS = frozenset(("watch", "guard", "lock", "off"))
 POLICIES = frozenset(("deny", "ask", "allow"))

@@ -430,3 +430,25 @@ def test_sts_stays_within_its_line_budget():
     over = {name: (size, LINE_BUDGET[name]) for name, size in sizes.items()
             if size > LINE_BUDGET[name]}
     assert over == {}, "shrink, or raise its LINE_BUDGET row in the same commit, with the reason"
+
+
+def test_every_name_sts_reads_is_defined_somewhere():
+    """A name read but bound nowhere in the module is a NameError waiting for
+    the call that reaches it (a constant removed as dead while a later change
+    came to use it)."""
+    import builtins
+    bound = set(dir(builtins)) | {"__file__"}
+    for node in ast.walk(sts_tree()):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    read = {n.id for n in ast.walk(sts_tree()) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    assert sorted(read - bound) == []
