@@ -16796,7 +16796,7 @@ _GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names
 
 
 def _glob_wild(name: str) -> bool:
-    return any(c in name for c in "*?[")
+    return "*" in name or "?" in name or "[" in name
 
 
 def _glob_name(name: str, pattern: str, fold: bool) -> bool:
@@ -16844,9 +16844,13 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
             if relation:
                 return relation, host, index, spelled
     if reading.absolute:
+        # Every entry of a base starts with the base's first name: one look
+        # at it rules out the whole row (what _glob_reach would find first).
+        first = q[0] if q and q[0] != "**" else None
         for head, shown, windows, host, index in (
                 b for bases in settings.bases.values() for b in bases):
-            if windows == reading.windows:
+            if windows == reading.windows and (
+                    first is None or not head or _glob_name(head[0], first, fold)):
                 for parts, folder, spelled in _settings_row(host, index):
                     relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
                     if relation:
