@@ -12119,7 +12119,10 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
 
 # Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
 _UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
-_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Program -> its rows of _UNDO_ROWS, as written until first asked for (a
+# hook reads the rows of two or three programs, not of all of them).
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[str, str, str, str]]] = {}
+_UNDO_READ: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
 # Writers whose targets are deleted, moved or overwritten (a new folder,
 # file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
 _LOSES = frozenset((
@@ -12140,16 +12143,17 @@ _KEEPS: Dict[str, Tuple[str, ...]] = {
 
 def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
     if not _UNDO_BY_PROGRAM:
-        for programs, sub, test, why in _UNDO_ROWS:
-            for program in programs.split():
-                _UNDO_BY_PROGRAM.setdefault(program, []).append(
-                    ([part.split("|") for part in sub.split()], test.split(), why))
-    rows = _UNDO_BY_PROGRAM.get(name)
+        for row in _UNDO_ROWS:
+            for program in row[0].split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(row)
+    if name not in _UNDO_BY_PROGRAM:
+        name = next((base for prefix, base in _UNDO_PREFIXES if name.startswith(prefix)), "")
+        if name not in _UNDO_BY_PROGRAM:
+            return []
+    rows = _UNDO_READ.get(name)
     if rows is None:
-        for prefix, base in _UNDO_PREFIXES:
-            if name.startswith(prefix):
-                return _UNDO_BY_PROGRAM.get(base, [])
-        return []
+        rows = _UNDO_READ[name] = [([part.split("|") for part in sub.split()], test.split(), why)
+                                   for _, sub, test, why in _UNDO_BY_PROGRAM[name]]
     return rows
 
 
