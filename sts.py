@@ -16514,7 +16514,10 @@ class HostSettings(Record):
 
 def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
     if not windows:
-        return tuple(p for p in path.split("/") if p and p != ".")
+        parts = path.split("/")
+        if "" in parts or "." in parts:
+            return tuple(p for p in parts if p and p != ".")
+        return tuple(parts)
     # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
     # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
     path = path.replace("\\", "/")
