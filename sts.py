@@ -27766,13 +27766,10 @@ def _stub_functions(tree: Any, text: str, lazy: List[bytes], flags: int) -> None
             keywords.append(ast.keyword(arg=None, value=name(node.args.kwarg.arg)))
         load = ast.Call(func=name("_unstub"), args=[name(node.name), ast.Constant("hot"),
                                                     ast.Constant(len(lazy))], keywords=[])
-        stub = ast.FunctionDef(name=node.name, args=node.args, decorator_list=[], returns=None,
-                               type_comment=None, body=[ast.Return(
-                                   value=ast.Call(func=load, args=args, keywords=keywords))])
-        ast.fix_missing_locations(ast.copy_location(stub, node))
-        for sub in ast.walk(stub):
-            if hasattr(sub, "lineno") and sub is not stub and sub not in ast.walk(node.args):
-                sub.lineno = sub.end_lineno = node.lineno
+        # Every field of the function (type_params too, from 3.12), its body aside.
+        stub = ast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
+        stub.body = [ast.Return(value=ast.Call(func=load, args=args, keywords=keywords))]
+        ast.fix_missing_locations(stub)   # (the new lines take the def's line)
         real = code_of(node)
         if len(real) < len(code_of(stub)) + 200:
             continue
