@@ -27683,10 +27683,11 @@ _LAZY_SECTIONS = ("package managers", "manifests read line by line", "Python, re
                   "Delegation ledger", "patches", "interpreters", "sed", "awk", "find",
                   "ripgrep", "network reads", "programs that read in some modes only",
                   "small programs", "code that installs packages", "Task contract",
-                  "default contracts", "wrappers")
+                  "default contracts", "wrappers", "commands held in arguments",
+                  "dependency intent", "hash intent", "patches")
 # Functions of those sections that nearly every call runs stay whole.
 _EAGER = frozenset(("ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
-                    "dependency_intent_in_change", "hash_intent_in_text"))
+                    "dependency_intent_in_change", "hash_intent_in_text", "_held_git"))
 
 
 def _stub_functions(tree: Any, text: str, lazy: List[bytes], flags: int) -> None:
