@@ -16901,7 +16901,11 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
 def _glob_tree(folder: str) -> Optional[_SettingsHit]:
     """An entry (of those under any folder) that exists directly in `folder`."""
     anywhere = _settings_anywhere()
-    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+    firsts = _SETTINGS_CACHE.get("firsts")
+    if firsts is None:   # (once per process: a line may name many trees)
+        firsts = _SETTINGS_CACHE["firsts"] = sorted(
+            {parts[0] for entries in anywhere.values() for parts, *_ in entries})
+    for first in firsts:
         if os.path.lexists(os.path.join(folder, first)):
             for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
                 if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
