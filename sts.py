@@ -130,6 +130,39 @@ VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
 LIFECYCLE_VERSION = 2
 
+# In the hot part of a split cache (see "Cold sections" near the end) the
+# functions of the sections few calls run (_LAZY_SECTIONS) start as stubs:
+# the first call of one reads its own code from the part's lazy file and
+# puts it in place, so a hook call unmarshals only those it runs.
+# _LAZY_HEADER is the split cache's header, in the hot part only.
+_LAZY_HEADER = None
+_LAZY_CODE: Dict[str, Any] = {}
+
+
+def _unstub(fn: Any, part: str, index: int) -> Any:
+    """`fn`, a stub of the hot part, with its own code (number `index` of
+    the part's lazy file) in place."""
+    data = _LAZY_CODE.get(part)
+    if data is None:
+        try:
+            with open(__cached__[:-len(".pyc")] + ".%s-lazy.pyc" % part, "rb") as fh:
+                data = fh.read()
+        except (OSError, TypeError, NameError):
+            data = b""
+        end = 20 + 4 * int.from_bytes(data[16:20], "little")
+        if data[:16] != _LAZY_HEADER or int.from_bytes(data[end:end + 4], "little") != len(data):
+            from_source = globals().get("_lazy_from_source")
+            if from_source is None:
+                raise ImportError("the lazy part of sts.py's cache is missing; run it again")
+            data = from_source(part)
+        data = _LAZY_CODE[part] = memoryview(data)
+    import marshal
+    where = 20 + 4 * index
+    start, end = (int.from_bytes(data[where:where + 4], "little"),
+                  int.from_bytes(data[where + 4:where + 8], "little"))
+    fn.__code__ = marshal.loads(data[start:end])
+    return fn
+
 
 # =============================================================================
 # Part 1: Runtime floor
@@ -13096,7 +13129,10 @@ _UNDO_ROWS: Tuple[Tuple[str, str, str, str], ...] = (
 
 # Names that lead to a row: `mkfs.ext4` is mkfs, `newfs_apfs` newfs.
 _UNDO_PREFIXES = (("mkfs.", "mkfs"), ("newfs_", "newfs"), ("mkfs", "mkfs"))
-_UNDO_BY_PROGRAM: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
+# Program -> its rows of _UNDO_ROWS, as written until first asked for (a
+# hook reads the rows of two or three programs, not of all of them).
+_UNDO_BY_PROGRAM: Dict[str, List[Tuple[str, str, str, str]]] = {}
+_UNDO_READ: Dict[str, List[Tuple[List[str], List[str], str]]] = {}
 # Writers whose targets are deleted, moved or overwritten (a new folder,
 # file or link loses nothing: mkdir, touch, mktemp; ln only with -f).
 _LOSES = frozenset((
@@ -13117,16 +13153,17 @@ _KEEPS: Dict[str, Tuple[str, ...]] = {
 
 def _undo_rows(name: str) -> List[Tuple[List[str], List[str], str]]:
     if not _UNDO_BY_PROGRAM:
-        for programs, sub, test, why in _UNDO_ROWS:
-            for program in programs.split():
-                _UNDO_BY_PROGRAM.setdefault(program, []).append(
-                    ([part.split("|") for part in sub.split()], test.split(), why))
-    rows = _UNDO_BY_PROGRAM.get(name)
+        for row in _UNDO_ROWS:
+            for program in row[0].split():
+                _UNDO_BY_PROGRAM.setdefault(program, []).append(row)
+    if name not in _UNDO_BY_PROGRAM:
+        name = next((base for prefix, base in _UNDO_PREFIXES if name.startswith(prefix)), "")
+        if name not in _UNDO_BY_PROGRAM:
+            return []
+    rows = _UNDO_READ.get(name)
     if rows is None:
-        for prefix, base in _UNDO_PREFIXES:
-            if name.startswith(prefix):
-                return _UNDO_BY_PROGRAM.get(base, [])
-        return []
+        rows = _UNDO_READ[name] = [([part.split("|") for part in sub.split()], test.split(), why)
+                                   for _, sub, test, why in _UNDO_BY_PROGRAM[name]]
     return rows
 
 
@@ -17721,7 +17758,10 @@ class HostSettings(Record):
 
 def _settings_parts(path: str, windows: bool) -> Tuple[str, ...]:
     if not windows:
-        return tuple(p for p in path.split("/") if p and p != ".")
+        parts = path.split("/")
+        if "" in parts or "." in parts:
+            return tuple(p for p in parts if p and p != ".")
+        return tuple(parts)
     # Windows drops trailing dots and spaces from a name and reads `name::$DATA`
     # or `name:stream` as the file itself; `\\?\` only turns off that parsing.
     path = path.replace("\\", "/")
@@ -18010,7 +18050,7 @@ _GLOB_LIST_LIMIT = 4096  # directory entries listed per pattern before the names
 
 
 def _glob_wild(name: str) -> bool:
-    return any(c in name for c in "*?[")
+    return "*" in name or "?" in name or "[" in name
 
 
 def _glob_name(name: str, pattern: str, fold: bool) -> bool:
@@ -18058,9 +18098,13 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
             if relation:
                 return relation, host, index, spelled
     if reading.absolute:
+        # Every entry of a base starts with the base's first name: one look
+        # at it rules out the whole row (what _glob_reach would find first).
+        first = q[0] if q and q[0] != "**" else None
         for head, shown, windows, host, index in (
                 b for bases in settings.bases.values() for b in bases):
-            if windows == reading.windows:
+            if windows == reading.windows and (
+                    first is None or not head or _glob_name(head[0], first, fold)):
                 for parts, folder, spelled in _settings_row(host, index):
                     relation = _glob_reach(q, 0, head + parts, 0, folder, fold, True)
                     if relation:
@@ -18071,7 +18115,11 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
 def _glob_tree(folder: str) -> Optional[_SettingsHit]:
     """An entry (of those under any folder) that exists directly in `folder`."""
     anywhere = _settings_anywhere()
-    for first in sorted({parts[0] for entries in anywhere.values() for parts, *_ in entries}):
+    firsts = _SETTINGS_CACHE.get("firsts")
+    if firsts is None:   # (once per process: a line may name many trees)
+        firsts = _SETTINGS_CACHE["firsts"] = sorted(
+            {parts[0] for entries in anywhere.values() for parts, *_ in entries})
+    for first in firsts:
         if os.path.lexists(os.path.join(folder, first)):
             for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
                 if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
@@ -30074,6 +30122,8 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 #                                    the header Python checks against sts.py
 #                                    (mtime and size), so `import sts` runs it
 #   __pycache__/sts.<tag>.hot.pyc    the hot part, under the same header
+#   __pycache__/sts.<tag>.hot-lazy.pyc  the code of the hot part's stubs
+#                                    (see _unstub), one function at a time
 #   __pycache__/sts.<tag>.cold.pyc   the cold sections, under the same header
 #   __pycache__/sts.<tag>.hosts.pyc  the adapters of Hermes, OpenCode, Pi, Oh My
 #                                    Pi, Gemini, Copilot and Qwen, the same way
@@ -30203,7 +30253,8 @@ def _split_texts(source: str, stamp: Tuple[int, int]
     cold = [""] * start + lines[start:end] + [""] * (len(lines) - end)
     hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
     more = [""] * more_first + lines[more_first:more_last] + [""] * (len(lines) - more_last)
-    marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,)}
+    marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,),
+             "_LAZY_HEADER = None": "_LAZY_HEADER = %r" % (_pyc_bytes(None, stamp)[:16],)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
@@ -30253,8 +30304,10 @@ def _source_and_stamp() -> Optional[Tuple[str, Tuple[int, int]]]:
     return data.decode("utf-8"), stamp
 
 
-def _compile_part(text: str, for_hooks: bool = True) -> Any:
-    """Bytecode of one part; for a hook, without what only a reader uses."""
+def _compile_part(text: str, for_hooks: bool = True, lazy: Optional[List[bytes]] = None) -> Any:
+    """Bytecode of one part; for a hook, without what only a reader uses.
+    With a `lazy` list, its functions become stubs (see _unstub) and the
+    list gets the bytecode of each, in order."""
     import __future__
     flags = __future__.annotations.compiler_flag
     if not for_hooks:
@@ -30268,7 +30321,142 @@ def _compile_part(text: str, for_hooks: bool = True) -> Any:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _strip_function(node)
+    if lazy is not None:
+        _stub_functions(tree, text, lazy, flags)
     return compile(tree, __file__, "exec", flags=flags, dont_inherit=True)
+
+
+# The parts of the hot code that a hook call runs only for some calls (a
+# package manager, a manifest, inline Python, PowerShell or cmd.exe, a
+# prompt's prose, a subagent's ledger): their functions are stubs there.
+_LAZY_SECTIONS = ("package managers", "manifests read line by line", "Python, read with ast",
+                  "PowerShell: a conservative subset",
+                  "cmd.exe: only enough to refuse what cmd would reinterpret",
+                  "Python inline code proven read-only with `ast`",
+                  "prose reduction: blank out code, quotes and quoted lines",
+                  "Delegation ledger", "patches", "interpreters", "sed", "awk", "find",
+                  "ripgrep", "network reads", "programs that read in some modes only",
+                  "small programs", "code that installs packages", "Task contract",
+                  "default contracts", "wrappers", "commands held in arguments",
+                  "dependency intent", "hash intent", "patches")
+# Functions of those sections that nearly every call runs stay whole.
+_EAGER = frozenset(("ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
+                    "dependency_intent_in_change", "hash_intent_in_text", "_held_git"))
+
+
+def _stub_functions(tree: Any, text: str, lazy: List[bytes], flags: int) -> None:
+    """Replace the hot part's functions by stubs that call _unstub, in place,
+    appending the bytecode of each function replaced to `lazy`.
+
+    A stub finds itself by its name, so a function is left whole when its
+    name is bound twice at the top of the module or is one of its own
+    parameters, and so are the hook runner and this machinery (the CLI
+    section: they must work when the lazy file does not) and the functions
+    whose code is hardly larger than a stub's."""
+    import ast
+    import marshal
+    lines = text.split("\n")
+    lazy_lines = set()   # the lines of _LAZY_SECTIONS
+    title = ""
+    for n, line in enumerate(lines):
+        if line.startswith("# ---- ") or (n and lines[n - 1].startswith("#" * 79)
+                                          and line.startswith("# ")):
+            title = line[2:].strip("- ").strip()
+        elif title in _LAZY_SECTIONS:
+            lazy_lines.add(n + 1)
+    bound: Dict[str, int] = {}
+    for node in tree.body:
+        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                bound[sub.id] = bound.get(sub.id, 0) + 1
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            bound[node.name] = bound.get(node.name, 0) + 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                bound[name] = bound.get(name, 0) + 1
+
+    # What the import itself calls stays whole (and what that calls in turn):
+    # the import must not need the lazy file.
+    defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    todo = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stack = [node]
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                todo.append(sub.func.id)
+            stack.extend(ast.iter_child_nodes(sub))
+    eager = set()
+    while todo:
+        called = todo.pop()
+        if called in defs and called not in eager:
+            eager.add(called)
+            todo.extend(sub.id for sub in ast.walk(defs[called]) if isinstance(sub, ast.Name))
+
+    def code_of(node: Any) -> bytes:
+        module = compile(ast.Module(body=[node], type_ignores=[]), __file__, "exec",
+                         flags=flags, dont_inherit=True)
+        return marshal.dumps(next(c for c in module.co_consts
+                                  if getattr(c, "co_name", None) == node.name))
+
+    for at, node in enumerate(tree.body):
+        if (not isinstance(node, ast.FunctionDef) or node.decorator_list
+                or node.lineno not in lazy_lines or node.name in _EAGER or node.name in eager):
+            continue
+        params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs + [
+            a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        if bound.get(node.name) != 1 or any(p.arg in (node.name, "_unstub") for p in params):
+            continue
+        name = lambda n: ast.Name(id=n, ctx=ast.Load())
+        args = [name(a.arg) for a in node.args.posonlyargs + node.args.args]
+        if node.args.vararg is not None:
+            args.append(ast.Starred(value=name(node.args.vararg.arg), ctx=ast.Load()))
+        keywords = [ast.keyword(arg=a.arg, value=name(a.arg)) for a in node.args.kwonlyargs]
+        if node.args.kwarg is not None:
+            keywords.append(ast.keyword(arg=None, value=name(node.args.kwarg.arg)))
+        load = ast.Call(func=name("_unstub"), args=[name(node.name), ast.Constant("hot"),
+                                                    ast.Constant(len(lazy))], keywords=[])
+        # Every field of the function (type_params too, from 3.12), its body aside.
+        stub = ast.FunctionDef(**{field: getattr(node, field, None) for field in node._fields})
+        stub.body = [ast.Return(value=ast.Call(func=load, args=args, keywords=keywords))]
+        ast.fix_missing_locations(stub)   # (the new lines take the def's line)
+        real = code_of(node)
+        if len(real) < len(code_of(stub)) + 200:
+            continue
+        lazy.append(real)
+        tree.body[at] = stub
+
+
+def _lazy_bytes(header: bytes, lazy: List[bytes]) -> bytes:
+    """The lazy file of a part: its header, the count, where each function's
+    bytecode starts (and where the last ends), then the bytecode."""
+    at = 20 + 4 * (len(lazy) + 1)
+    offsets = []
+    for code in lazy:
+        offsets.append(at)
+        at += len(code)
+    offsets.append(at)
+    return (header + len(lazy).to_bytes(4, "little")
+            + b"".join(n.to_bytes(4, "little") for n in offsets) + b"".join(lazy))
+
+
+def _lazy_from_source(part: str) -> bytes:
+    """The lazy file of the hot part, compiled from sts.py (when the cache
+    has none): only while sts.py is still the file the hot part came from."""
+    found = _source_and_stamp()
+    if found is None or found[1] != _SOURCE_STAMP:
+        raise ImportError("sts.py changed since this process loaded it; run it again")
+    texts = _split_texts(*found)
+    if texts is None:
+        raise ImportError("sts.py has lost the banners of its split sections")
+    lazy: List[bytes] = []
+    _compile_part(texts[0], lazy=lazy)
+    return _lazy_bytes(_pyc_bytes(None, found[1])[:16], lazy)
 
 
 def _strip_function(node: Any) -> None:
@@ -30420,7 +30608,7 @@ def _split_already(loader_path: str) -> bool:
             return False   # Python's own bytecode of the whole module: not split
         heads = []
         for path in (loader_path, base + ".full.pyc", base + ".cold.pyc", base + ".hosts.pyc",
-                     base + ".more.pyc"):
+                     base + ".more.pyc", base + ".hot-lazy.pyc"):
             with open(path, "rb") as fh:
                 heads.append(fh.read(16))
         with open(base + ".hot.pyc", "rb") as fh:
@@ -30448,12 +30636,15 @@ def _split_bytecode() -> bool:
     stamp = found[1]
     header = _pyc_bytes(None, stamp)[:16]
     loader = compile(_LOADER % (_HOOK_HOSTS, header), __file__, "exec", dont_inherit=True)
+    lazy: List[bytes] = []
+    hot = _compile_part(texts[0], lazy=lazy)
     # The loader last: until it is there, Python loads the whole module.
     for path, code in ((loader_path[:-len(".pyc")] + ".full.pyc", _whole_code(loader_path, header)),
                        (cold_path, _compile_part(texts[1])),
                        (_cold_cache_path("hosts"), _compile_part(texts[2])),
                        (_cold_cache_path("more"), _compile_part(texts[3])),
-                       (loader_path[:-len(".pyc")] + ".hot.pyc", _compile_part(texts[0])),
+                       (_cold_cache_path("hot-lazy"), _lazy_bytes(header, lazy)),
+                       (loader_path[:-len(".pyc")] + ".hot.pyc", hot),
                        (loader_path, loader)):
         data = code if isinstance(code, bytes) else _pyc_bytes(code, stamp)
         tmp = "%s.%d.tmp" % (path, os.getpid())

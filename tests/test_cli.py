@@ -284,8 +284,8 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
                 .encode(), env).returncode == 0
     names = sorted(os.listdir(cache))
     assert [name.split(".", 2)[-1] for name in names] == [
-        "cold.pyc", "full.pyc", "hosts.pyc", "hot.pyc", "more.pyc", "pyc"]
-    assert os.path.getsize(os.path.join(cache, names[5])) < 8000   # the loader alone
+        "cold.pyc", "full.pyc", "hosts.pyc", "hot-lazy.pyc", "hot.pyc", "more.pyc", "pyc"]
+    assert os.path.getsize(os.path.join(cache, names[6])) < 8000   # the loader alone
     # The whole module is the very bytecode Python's import wrote before the split.
     with open(os.path.join(cache, names[1]), "rb") as fh:
         whole = marshal.loads(fh.read()[16:])
@@ -438,6 +438,47 @@ def test_no_cache_at_all_only_means_no_split(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
     assert out.returncode == 0 and out.stderr == b""
     assert not os.path.exists(os.path.join(folder, "__pycache__"))
+
+
+LAZY_PROBE = ("import sts, types\n"
+              "def stubs(): return {n for n, v in vars(sts).items()"
+              " if isinstance(v, types.FunctionType) and '_unstub' in v.__code__.co_names}\n"
+              "before = stubs()\n"
+              "seen = sts._sed_script\n"
+              "answer = sts.run_hook('claude', sys.stdin.buffer.read())\n"
+              "print(len(before) > 50, '_sed_script' in before,"
+              " '_sed_script' in stubs(), seen is sts._sed_script)\n"
+              "print(answer)")
+
+
+@pytest.mark.parametrize("damage", ["kept", "missing", pytest.param(
+    "cut", marks=pytest.mark.slow)])
+def test_the_hot_parts_lazy_functions_load_on_first_call(tmp_path, damage):
+    """In a hook process the functions of the rarely run sections are stubs
+    until called; a call loads the function's code into the same function
+    object (from the lazy file, or compiled from sts.py when that file is
+    missing or cut short), and the answer is the whole module's."""
+    folder = _copy_sts(tmp_path, hooked=True)
+    lazy = os.path.join(folder, "__pycache__", "sts.%s.hot-lazy.pyc" % sys.implementation.cache_tag)
+    if damage == "missing":
+        os.unlink(lazy)
+    elif damage == "cut":
+        data = open(lazy, "rb").read()
+        with open(lazy, "wb") as fh:
+            fh.write(data[:200])
+    env = dict(os.environ, STS_HOME=str(tmp_path / "home"))
+    assert _run(folder, HOOK, ["claude"], json.dumps(dict(PROMPT, prompt="$stop-that-shit review"))
+                .encode(), env).returncode == 0
+    # A sed line runs the sed section (and npm the package managers').
+    payload = dict(WRITE, tool_name="Bash", tool_input={
+        "command": "sed -n 1p a.txt && npm install left-pad"})
+    out = _run(folder, LAZY_PROBE, ["claude"], json.dumps(payload).encode(), env)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    first, answer = out.stdout.decode().split("\n", 1)
+    assert first.split() == ["True", "True", "False", "True"]
+    whole = hook_process("claude", payload, tmp_path / "home")
+    strip = lambda text: "\n".join(line for line in text.split("\n") if "Event: " not in line)
+    assert strip(answer.strip()) == strip(whole.stdout.decode().strip())
 
 
 @pytest.mark.parametrize("damage", ["kept", "missing", pytest.param(
