@@ -20,14 +20,14 @@ from hooks import ROOT
 # them: growth is a decision.  Raising a budget is a one-line change here, in
 # the same commit as the growth, with its reason in the commit message.
 LINE_BUDGET = {   # lines when set, plus 3%
-    "sts.py":                           31_389,  # 30,474 lines when set
+    "sts.py":                           31_588,  # 30,667 lines when set
     "Part 1: Runtime floor":               434,  # 421 lines when set
-    "Part 2: Protocol and contract":     1_484,  # 1,440 lines when set
-    "Part 3: Analysis":                 14_966,  # 14,530 lines when set
-    "Part 4: Decision and ledger":       2_940,  # 2,854 lines when set
+    "Part 2: Protocol and contract":     1_486,  # 1,442 lines when set
+    "Part 3: Analysis":                 14_971,  # 14,534 lines when set
+    "Part 4: Decision and ledger":       2_951,  # 2,865 lines when set
     "Part 5: State and engine":          2_410,  # 2,339 lines when set
     "Part 6: Hosts":                     6_154,  # 5,974 lines when set
-    "Part 7: Entry points":              2_867,  # 2,783 lines when set
+    "Part 7: Entry points":              3_014,  # 2,926 lines when set
 }
 
 
@@ -437,7 +437,7 @@ def test_every_name_sts_reads_is_defined_somewhere():
     the call that reaches it (a constant removed as dead while a later change
     came to use it)."""
     import builtins
-    bound = set(dir(builtins)) | {"__file__"}
+    bound = set(dir(builtins)) | {"__file__", "__cached__"}
     for node in ast.walk(sts_tree()):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
