@@ -136,6 +136,10 @@ class OpenCode(Host):
                                               cwd=self.cwd, ctx={"parentSessionId": None})
 
 
+class Kilo(OpenCode):
+    name = "kilo"    # OpenCode's shim under another host name: the same wire
+
+
 class Pi(Host):
     name = "pi"
     SESSION = "pi-session-sound"
@@ -221,7 +225,8 @@ class Copilot(Host):
                                   cwd=self.cwd)
 
 
-HOSTS = {h.name: h for h in (Codex, Claude, Hermes, OpenCode, Pi, Omp, Gemini, Qwen, Copilot)}
+HOSTS = {h.name: h for h in (Codex, Claude, Hermes, OpenCode, Pi, Omp, Gemini, Qwen, Copilot,
+                             Kilo)}
 ALL = sorted(HOSTS)
 
 
@@ -584,7 +589,8 @@ def test_omp_suffix_recovery_in_a_workspace_too_large_to_search_is_unestablished
 # ==========================================================================
 
 MOVE_TOOL = {"codex": "mcp__fs__move_file", "claude": "mcp__fs__move_file",
-             "opencode": "fs_move_file", "hermes": "mcp_fs_move_file", "pi": "move_file",
+             "opencode": "fs_move_file", "kilo": "fs_move_file", "hermes": "mcp_fs_move_file",
+             "pi": "move_file",
              "omp": "move_file", "gemini": "move_file", "qwen": "mcp__fs__move_file",
              "copilot": "fs-move_file"}
 
