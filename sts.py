@@ -24198,6 +24198,10 @@ class ClineAdapter(PiAdapter):
             "team_task")},
     }
     COMPLETION_SCOPE = None
+    # Cline attaches plugins after a run has begun: the user's words reach the
+    # guard with the first hook that sees them, often a tool call, so a
+    # rejected directive pauses the tools instead of refusing the prompt.
+    PROMPTS_REFUSABLE = False
 
     def tool_key(self, name: str) -> str:
         return name

@@ -7,11 +7,11 @@
 //
 // Cline loads it from ~/.cline/plugins/ (or <repo>/.cline/plugins/) as an SDK
 // plugin with the "hooks" capability.  Hooks used:
-//   onEvent      the first user message of a run (the words the user typed);
-//   beforeModel  sends that message as `input` before the run's first model
-//                call: a refusal stops the run ({stop, reason});
-//   beforeTool   every tool call, as `tool_call`: a block skips that call
-//                ({skip: true, reason}) and the run goes on;
+//   beforeModel  the newest user message of a root agent's transcript, sent
+//                once as `input` (Cline attaches plugins after the run began,
+//                so the first hook to see the words may be beforeTool);
+//   beforeTool   the same, then every tool call as `tool_call`: a block skips
+//                that call ({skip: true, reason}) and the run goes on;
 //   afterTool    `tool_result` for spawn_agent (its subagent has ended).
 // Context goes back to the model as `appendContext`.
 //
@@ -275,12 +275,16 @@ function blockReasonOf(answer) {
 // Cline surface
 // ---------------------------------------------------------------------------
 
+// Cline runs plugins in a sandbox process and fails a hook that takes 3 s
+// (the run ends with an error): sts.py gets less, so that the failure rule
+// above (block while armed, else go on) decides instead.
+if (!process.env.STS_TIMEOUT_MS) process.env.STS_TIMEOUT_MS = "2500";
+
 // Subagents run in this process, each with its own agent and conversation id.
 // agentId -> the root conversation it answers to, learned from each agent's
 // own hooks (a parent always runs a hook before its spawn_agent starts a child).
 const rootOf = new Map();
-const runStarted = new Set(); // agentIds whose run started and whose input is not yet seen
-const pendingInput = new Map(); // agentId -> the user's text, sent before the first model call
+const sentInput = new Map(); // agentId -> id of the last user message sent as `input`
 const pendingContext = new Map(); // agentId -> context text for the next appendContext
 // The session's workspace (Cline's file tools resolve relative paths there),
 // from setup(); the process folder only when Cline gave none.
@@ -323,6 +327,35 @@ function takeContext(agentId) {
   return text || undefined;
 }
 
+// The newest message the user wrote in this agent's transcript: a user-role
+// message of text parts only, not one Cline made itself.  Cline attaches plugins after a run has begun,
+// so no hook sees the input arrive; the transcript of the first hook shows it.
+function latestUserInput(snapshot) {
+  const messages = snapshot && Array.isArray(snapshot.messages) ? snapshot.messages : [];
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const m = messages[i];
+    if (!m || m.role !== "user") continue;
+    // Cline's own user-role messages (reminders, hook context) carry userRunSpan.
+    if (m.metadata && typeof m.metadata === "object" && "userRunSpan" in m.metadata) continue;
+    const text = messageText(m);
+    if (text === null) continue;
+    return { id: typeof m.id === "string" ? m.id : `#${i}`, text };
+  }
+  return null;
+}
+
+// Sends a root agent's newest user message as `input` once; -> its answer or null.
+async function sendInput(facts, snapshot) {
+  if (!facts.agentId || facts.parentAgentId) return null; // a subagent's task is its parent's words
+  const found = latestUserInput(snapshot);
+  if (!found || sentInput.get(facts.agentId) === found.id) return null;
+  sentInput.set(facts.agentId, found.id);
+  const answer = await askSts("input", facts.sessionId, facts.cwd,
+    { event: { type: "input", text: found.text, source: "user" }, ctx: ctxOf(facts) });
+  addContext(facts.agentId, answer.context);
+  return answer;
+}
+
 export default {
   name: "stop-that-shit",
   manifest: { capabilities: ["hooks"] },
@@ -331,38 +364,17 @@ export default {
     if (typeof root === "string" && root) workspaceRoot = root;
   },
   hooks: {
-    // The run's input messages are added right after run-started: the first
-    // user message then is the one the user typed (reminders come later).
-    onEvent: async (event) => {
-      try {
-        if (!event || !event.snapshot) return;
-        const agentId = event.snapshot.agentId;
-        if (event.type === "run-started") {
-          runStarted.add(agentId);
-        } else if (event.type === "message-added" && runStarted.has(agentId)) {
-          runStarted.delete(agentId);
-          const text = messageText(event.message);
-          if (text !== null) pendingInput.set(agentId, text);
-        }
-      } catch {
-        // an event the shim cannot read changes nothing
-      }
-    },
     beforeModel: async (context) => {
-      const facts = factsOf(context && context.snapshot);
-      if (!facts.agentId || !pendingInput.has(facts.agentId)) return undefined;
-      const text = pendingInput.get(facts.agentId);
-      pendingInput.delete(facts.agentId);
-      if (facts.parentAgentId) return undefined; // a subagent's task is not the user's
-      const answer = await askSts("input", facts.sessionId, facts.cwd,
-        { event: { type: "input", text, source: "user" }, ctx: ctxOf(facts) });
+      const snapshot = context && context.snapshot;
+      const answer = await sendInput(factsOf(snapshot), snapshot);
       const reason = blockReasonOf(answer);
-      if (reason) return { stop: true, reason };
-      addContext(facts.agentId, answer.context);
-      return undefined;
+      return reason ? { stop: true, reason } : undefined;
     },
     beforeTool: async (context) => {
-      const facts = factsOf(context && context.snapshot);
+      const snapshot = context && context.snapshot;
+      const facts = factsOf(snapshot);
+      const refused = blockReasonOf(await sendInput(facts, snapshot));
+      if (refused) return { skip: true, reason: refused };
       const call = (context && context.toolCall) || {};
       const toolName = context && context.tool && typeof context.tool.name === "string"
         ? context.tool.name : (typeof call.toolName === "string" ? call.toolName : null);

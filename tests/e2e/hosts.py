@@ -490,6 +490,9 @@ def configure_cline(run: Run):
     os.makedirs(plugins, exist_ok=True)
     if run.wiring in ("probe", "direct"):  # the probe is sts.py's stand-in behind the same shim
         shutil.copy(_shim("cline/stop-that-shit.js"), plugins)
+    # Cline gives up loading plugins after 4 s and then runs without them; on a
+    # loaded machine the sandbox that imports them can take longer than that.
+    env["CLINE_PLUGIN_IMPORT_TIMEOUT_MS"] = "60000"
     argv = [cline, "--json", "-P", "openai-compatible", "-m", MODEL, "--auto-approve", "true",
             run.prompt]
     return argv, env
