@@ -24206,6 +24206,14 @@ class ClineAdapter(PiAdapter):
     def tool_key(self, name: str) -> str:
         return name
 
+    def normalize_prompt(self, text: str) -> str:
+        """Cline hands the agent what the user typed inside one
+        `<user_input mode="act">...</user_input>` wrapper: the directive is
+        the wrapper's content."""
+        found = _an_rx("cline_user_input",
+                       r'<user_input(?: [A-Za-z_]+="[^"<>]*")*>(.*)</user_input>', 16).fullmatch(text)
+        return super().normalize_prompt(found.group(1) if found else text)
+
     def _commands(self, name: str, tool_input: Any) -> dict:
         return shell_action(name, cline_commands(tool_input))
 
