@@ -24198,9 +24198,10 @@ class ClineAdapter(PiAdapter):
             "team_task")},
     }
     COMPLETION_SCOPE = None
-    # Cline attaches plugins after a run has begun: the user's words reach the
-    # guard with the first hook that sees them, often a tool call, so a
-    # rejected directive pauses the tools instead of refusing the prompt.
+    # The user's words reach no hook of their own: the shim finds them in the
+    # transcript at the next beforeModel (a refusal stops the run there) or,
+    # for words added while a tool runs, at the next beforeTool, where only
+    # that call can be refused: so a rejected directive also pauses the tools.
     PROMPTS_REFUSABLE = False
 
     def tool_key(self, name: str) -> str:

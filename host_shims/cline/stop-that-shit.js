@@ -8,8 +8,8 @@
 // Cline loads it from ~/.cline/plugins/ (or <repo>/.cline/plugins/) as an SDK
 // plugin with the "hooks" capability.  Hooks used:
 //   beforeModel  the newest user message of a root agent's transcript, sent
-//                once as `input` (Cline attaches plugins after the run began,
-//                so the first hook to see the words may be beforeTool);
+//                once as `input` (the words reach no hook of their own); a
+//                refusal stops the run ({stop, reason});
 //   beforeTool   the same, then every tool call as `tool_call`: a block skips
 //                that call ({skip: true, reason}) and the run goes on;
 //   afterTool    `tool_result` for spawn_agent (its subagent has ended).
@@ -328,8 +328,8 @@ function takeContext(agentId) {
 }
 
 // The newest message the user wrote in this agent's transcript: a user-role
-// message of text parts only, not one Cline made itself.  Cline attaches plugins after a run has begun,
-// so no hook sees the input arrive; the transcript of the first hook shows it.
+// message of text parts only, not one Cline made itself.  No hook sees the
+// input arrive; the transcript of the next hook shows it.
 function latestUserInput(snapshot) {
   const messages = snapshot && Array.isArray(snapshot.messages) ? snapshot.messages : [];
   for (let i = messages.length - 1; i >= 0; i -= 1) {

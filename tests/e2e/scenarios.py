@@ -321,7 +321,7 @@ CONTEXT_UNSHOWN = {
 
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
-PROMPT_NOT_REFUSED = ["cline", "copilot", "droid", "hermes", "kilo", "opencode"]
+PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode"]
 
 
 SCENARIOS = [
