@@ -174,3 +174,11 @@ def test_the_shim_is_plain_esm_that_node_can_load():
             % json.dumps("file://" + shim))
     out = subprocess.run(["node", "-e", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["stop-that-shit", "hooks", "afterTool,beforeModel,beforeTool"]
+
+
+@pytest.mark.parametrize("command", ["cline --json 'fix it' &", "npx cline -y 'go'",
+                                     "nohup cline -P openai-compatible 'go'"])
+def test_cline_started_from_the_shell_cannot_be_counted(store, command):
+    say(store, "conv_sh", "$stop-that-shit change agents=2 deps=allow -- go")
+    got = use(store, "conv_sh", "run_commands", {"commands": [command]})
+    assert got["block"] and "UNBOUNDED_DELEGATION" in got["reason"], got
