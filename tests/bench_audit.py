@@ -42,7 +42,14 @@ def line(rng, key, n, now):
                          "reservedUpperBound": 0, "countUnproven": False, "hashPolicy": "deny",
                          "dependencyPolicy": "ask", "allowedPathCount": None},
             "decision": {"policyOutcome": outcome, "family": family, "reasonCode": reason,
-                         "responseOutcome": "none", "hostEffect": "unobserved"}}
+                         "responseOutcome": "none", "hostEffect": "unobserved"},
+            "host": "claude-code",
+            # A denial or note also keeps what a person needs to see why (_audit_shown).
+            **({} if outcome == "allow" else {"shown": {
+                "sessionId": "sim-%s" % key[:8], "cwd": "/home/u/project",
+                "command": "git status && rm -rf build/%d" % (n % 1000),
+                "culprit": "Culprit: `rm -rf build`: `rm` removes `build`.",
+                "allow": "$stop-that-shit change"}})}
 
 
 def disk(root):

@@ -20,6 +20,11 @@ processes, interpreter start-up included, exactly as a user types them:
     python3 sts.py status --json
     python3 sts.py runtime            (the latest session)
     python3 sts.py explain EVT        (an event in the last log searched)
+    python3 sts.py explain EVT8       (the same by the first 8 hex digits of its id)
+    python3 sts.py status --session KEY8  (a session by the start of its key)
+    python3 sts.py log                (the last 20 decisions of every session)
+    python3 sts.py log --verdict deny (the last 20 denials)
+    python3 sts.py log 100 --json
 
 Prints the median and the best wall-clock time of --rounds runs (default 5)
 for each, and the median CPU time of the child process.
@@ -88,6 +93,13 @@ def _event(rng: random.Random, key: str, when: float, mode: str, level: str) -> 
                      "dependencyPolicy": "ask", "allowedPathCount": 0},
         "decision": {"policyOutcome": outcome, "family": family, "reasonCode": reason,
                      "responseOutcome": response, "hostEffect": "unobserved"},
+        "host": "claude-code",
+        # What a denial or note keeps for a person (see _audit_shown in sts.py).
+        **({} if outcome == "allow" else {"shown": {
+            "sessionId": "session-%s" % key[:8], "cwd": "/home/u/project",
+            "command": "git status && rm -rf build/%d" % rng.randrange(1000),
+            "culprit": "Culprit: `rm -rf build`: `rm` removes `build`.",
+            "allow": "$stop-that-shit change"}}),
     }
 
 
@@ -211,7 +223,9 @@ def main() -> int:
             plans.append((prefix, base, env, event_id))
         print("python: %s" % sys.version.split()[0])
         rows = [("--version",), ("runtime", "all"), ("runtime", "all", "--json"), ("status",),
-                ("status", "--json"), ("runtime",), ("explain", "EVT")]
+                ("status", "--json"), ("runtime",), ("explain", "EVT"), ("explain", "EVT8"),
+                ("status", "--session", "KEY8"), ("log",), ("log", "--verdict", "deny"),
+                ("log", "100", "--json")]
         print("load average: %.1f on %d CPUs" % (os.getloadavg()[0], os.cpu_count() or 1))
         print("%-31s %10s %10s %10s %11s  %s" % ("command", "median", "best", "cpu", "stdout",
                                                  "exit"))
@@ -219,7 +233,10 @@ def main() -> int:
             runs = {prefix: [] for prefix, _, _, _ in plans}
             for _ in range(args.rounds):   # the versions take turns
                 for prefix, base, env, event_id in plans:
-                    argv = base + [event_id if word == "EVT" else word for word in row]
+                    words = {"EVT": event_id, "EVT8": event_id[:12],
+                             "KEY8": min(os.listdir(os.path.join(env["STS_HOME"],
+                                                                 "sessions")))[:8]}
+                    argv = base + [words.get(word, word) for word in row]
                     runs[prefix].append(_time(argv, env, 1))
             for prefix, _, _, _ in plans:
                 got = runs[prefix]

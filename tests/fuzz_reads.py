@@ -21,7 +21,11 @@ Not a pytest module (the name does not start with test_).  Run it as root:
    scratch HOME.  Every file under the tmpfs mounts is snapshotted (type,
    size, mtime, mode, content hash) before and after; any difference is a
    candidate false read.  Marker payloads (`touch /tmp/PWN_...`, ./x, ./evil)
-   catch options that run a program.
+   catch options that run a program.  A listener on 127.0.0.1:LISTEN_PORT
+   (TCP and UDP, inside the sandbox's network namespace) takes every
+   connection: any during a claim's run is a finding too.  NETWORK_FORMS are
+   lines near the network, consuming and outliving forms (/dev/tcp, gawk's
+   /inet, gh api, a terminal, a background job) aimed at it.
 
 Output: DIR/claims.txt (every line run), DIR/findings.jsonl (line, shell,
 changed paths, exit status, stderr head) and DIR/runs.json (runs per shell),
@@ -239,6 +243,48 @@ def _reset():
     os.chmod("/tmp", 0o1777)
 
 
+LISTEN_PORT = 4747
+
+
+class _Listener:
+    """Notes every TCP connection and UDP datagram to 127.0.0.1:LISTEN_PORT."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.got = []
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind(("127.0.0.1", LISTEN_PORT))
+        self.tcp.listen(16)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", LISTEN_PORT))
+        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._datagram, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            self.got.append("tcp")
+            conn.close()
+
+    def _datagram(self):
+        while True:
+            try:
+                self.udp.recvfrom(4096)
+            except OSError:
+                return
+            self.got.append("udp")
+
+    def take(self):
+        time.sleep(0.05)    # a connection made as the claim exited is noted by now
+        got, self.got = self.got, []
+        return got
+
+
 def runner(infile, outfile, verbose=False):
     """Inside the namespaces, as root: mount, build, run every claim as nobody
     under each installed shell; DIR/runs-N.json counts the runs per shell."""
@@ -257,6 +303,8 @@ def runner(infile, outfile, verbose=False):
     subprocess.run(["mount", "-o", "remount,bind,ro", ROOT], check=True)
     _build_template()
     _reset()
+    subprocess.run(["ip", "link", "set", "lo", "up"], stderr=subprocess.DEVNULL)
+    listener = _Listener()
     # The fresh copy's own snapshot is the baseline; ignore directory mtimes
     # (they are in the listing) and keep everything else.
     for n, line in enumerate(lines):
@@ -279,6 +327,8 @@ def runner(infile, outfile, verbose=False):
             _kill_strays()
             after = _snapshot()
             changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            changed += ["connection to 127.0.0.1:%d (%s)" % (LISTEN_PORT, kind)
+                        for kind in sorted(set(listener.take()))]
             if changed:
                 detail = {k: [before.get(k), after.get(k)] for k in changed[:8]}
                 out.write(json.dumps({"line": line, "shell": shell, "changed": changed[:30],
@@ -557,6 +607,24 @@ def _wrap(line, rng):
     return line
 
 
+# Lines near the forms that reach the network, consume or outlive ({p}: the
+# listener's port); the analyzer proves some, and those must connect nowhere.
+NETWORK_FORMS = [
+    "cat a.txt 1</dev/tcp/127.0.0.1/{p}", "cat a.txt 3</dev/tcp/127.0.0.1/{p} >&3",
+    "cat a.txt 2</dev/udp/127.0.0.1/{p} >&2", "cat < /dev/tcp/127.0.0.1/{p}",
+    "cat a.txt /dev/tcp/127.0.0.1/{p}", "cat <<< /dev/tcp/127.0.0.1/{p}",
+    "cat a.txt 3>&1 >&3", "cat a.txt 3>&2 1>&3 2>/dev/null", "cat < ./dev/tcp/127.0.0.1/{p}",
+    "cat a.txt >&3", "cat <&3", "cat < /dev/fd/3",
+    "awk 1 /inet/tcp/0/127.0.0.1/{p}", "gawk 1 a.txt /inet4/tcp/0/127.0.0.1/{p}",
+    "awk 'BEGIN{{ARGV[1]=\"/in\" \"et/tcp/0/127.0.0.1/{p}\"; ARGC=2}} 1'",
+    "gawk '{{ARGV[ARGC++]=\"/inet/tcp/0/127.0.0.1/{p}\"}} 1' a.txt",
+    "awk '{{print $1}}' a.txt inet/tcp/0/127.0.0.1/{p}", "awk -v x={p} '{{print x}}' a.txt",
+    "gh api -X GET -F q=@a.txt http://127.0.0.1:{p}/c", "gh api http://127.0.0.1:{p}/c",
+    "echo x > /dev/tty", "cat a.txt & wait",
+    "sleep 1 &", "LC_ALL=C cat a.txt", "GREP=./x zgrep a a.txt.gz",
+]
+
+
 def generate(table, git_subs, rng, count, dress=0.2):
     out = []
     progs = [p for p in table if not p.startswith("git ") and p != "git"]
@@ -582,7 +650,7 @@ def generate(table, git_subs, rng, count, dress=0.2):
         elif r < 0.75:
             prog = rng.choices(progs, weights)[0]
             line = _simple(prog, list(table[prog].items()), rng)
-        elif corpus:
+        elif corpus and r < 0.92:
             base = shlex.split(rng.choice(corpus), posix=False) if rng.random() < 1 else []
             if not base:
                 continue
@@ -598,7 +666,7 @@ def generate(table, git_subs, rng, count, dress=0.2):
                 base[min(pos, len(base) - 1)] = _one_option(opts, rng)
             line = " ".join(base)
         else:
-            continue
+            line = rng.choice(NETWORK_FORMS).format(p=LISTEN_PORT)
         line = _wrap(line, rng) + rng.choice(SUFFIXES)
         if rng.random() < dress:
             line = _zsh_form(line, rng)

@@ -10,10 +10,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, "tests", "fixtures", "payloads")  # recorded by the host kit
 
 
-def hook(host, payload, store):
-    """Run one event through the in-process hook runner; parsed answer or None."""
+def hook(host, payload, store, event=None):
+    """Run one event through the in-process hook runner; parsed answer or None.
+    `event` names the event as the command line does, for Copilot's stdin,
+    which does not carry it."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    out = sts.run_hook(host, raw, store)
+    out = sts.run_hook(host, raw, store, event=event)
     return json.loads(out) if out else None
 
 
@@ -62,9 +64,54 @@ def kit_calls(name):
 
 def hook_event(host, event, payload, store):
     """One event through run_hook with the event name passed as the command line does."""
-    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    out = sts.run_hook(host, raw, store, event=event)
-    return json.loads(out) if out else None
+    return hook(host, payload, store, event)
+
+
+def kit_call(calls, event, tool=None):
+    """The stdin of the first (event, stdin) call of `event` in a recorded run, of
+    `tool` when given (named by `tool_name`, or Copilot's `toolName`)."""
+    return next(s for e, s in calls if e == event and
+                (tool is None or s.get("tool_name", s.get("toolName")) == tool))
+
+
+def claude_kit(kind="write"):
+    """(UserPromptSubmit, PreToolUse) stdin of the recorded Claude Code run
+    claude-<kind>-deny-json."""
+    events = kit_events("claude-%s-deny-json" % kind)
+    prompt = next(e for e in events if e["hook_event_name"] == "UserPromptSubmit")
+    tool = next(e for e in events if e["hook_event_name"] == "PreToolUse")
+    return prompt, tool
+
+
+# Where the hosts that do not nest it like Codex, Claude, Qwen and Droid
+# (deny_reason) put a deny: (key, the value that means deny, the key of the STOP text).
+_DENY_SHAPES = {
+    "gemini": ("decision", "deny", "reason"),
+    "copilot": ("permissionDecision", "deny", "permissionDecisionReason"),
+    "hermes": ("action", "block", "message"),
+    "opencode": ("block", True, "reason"),
+    "kilo": ("block", True, "reason"),
+    "cline": ("block", True, "reason"),
+    "pi": ("block", True, "reason"),
+    "omp": ("block", True, "reason"),
+}
+
+
+def denial(host, answer):
+    """The STOP text of any host's answer, or None when the call may run."""
+    if host not in _DENY_SHAPES:
+        return deny_reason(answer)
+    key, value, text = _DENY_SHAPES[host]
+    said = answer.get(key) if answer else None
+    return answer.get(text) if said == value and isinstance(said, type(value)) else None
+
+
+def reason_code(text):
+    """The code on the `Reason: <CODE>` line of a STOP message, or None."""
+    for line in (text or "").splitlines():
+        if line.startswith("Reason:"):
+            return line.split(":", 1)[1].strip().split()[0]
+    return None
 
 
 def each_case_on_one_host(hosts, cases):

@@ -68,28 +68,11 @@ def translate(host, payload, store):
     return sts.ADAPTERS[host].translate(payload, store)
 
 
-def block_reason(host, got):
-    """The denial text of any of the four hosts' answers, or None."""
-    if not got:
-        return None
-    if host == "hermes":
-        return got.get("message") if got.get("action") == "block" else None
-    return got.get("reason") if got.get("block") is True else None
-
-
 def audited(store, text):
     """The audit record of the event a denial names on its `Event:` line, or None."""
     for line in (text or "").splitlines():
         if line.startswith("Event:"):
             return sts.find_event(store, line.split(":", 1)[1].strip())
-    return None
-
-
-def reason_code(text):
-    """The `Reason: <CODE>` line of a STOP message."""
-    for line in (text or "").splitlines():
-        if line.startswith("Reason:"):
-            return line.split(":", 1)[1].strip().split()[0]
     return None
 
 

@@ -1,13 +1,6 @@
 """Claude Code adapter, driven with the payloads Claude Code 2.1.332 sent."""
 import sts
-from hooks import context_text, deny_reason, hook, kit_events
-
-
-def claude_run(kind):
-    events = kit_events("claude-%s-deny-json" % kind)
-    prompt = next(e for e in events if e["hook_event_name"] == "UserPromptSubmit")
-    tool = next(e for e in events if e["hook_event_name"] == "PreToolUse")
-    return prompt, tool
+from hooks import claude_kit as claude_run, context_text, deny_reason, hook
 
 
 def say(prompt_event, text):

@@ -157,6 +157,7 @@ def test_install_puts_the_pinned_plugin_in_clines_plugins_folder_and_doctor_chec
     assert out.returncode == 0, out.stderr
     shim = (tmp_path / ".cline" / "plugins" / "stop-that-shit.js").read_text()
     assert 'const HOST = "cline";' in shim and repr(sts_py)[1:-1] in shim
+    assert (tmp_path / ".cline" / "stop-that-shit-wire.mjs").is_file()   # imported from ../
     doctor = subprocess.run([sys.executable, sts_py, "doctor"], env=env, cwd=str(tmp_path),
                             capture_output=True, timeout=120, text=True)
     assert "cline" in doctor.stdout.lower()

@@ -128,12 +128,13 @@ def test_wait_agent_that_timed_out_releases_nothing(store):
     assert codex.translate(path_alias, store) is None
 
 
-def test_delegate_without_id_is_dropped(store):
+def test_delegate_without_id_cannot_be_counted_so_it_is_denied_while_armed(store):
     _, prompt, tool = codex_run("shell")
-    hook("codex", with_prompt(prompt, "$stop-that-shit change agents=0"), store)
     spawn = {k: v for k, v in tool.items() if k != "tool_use_id"}
     spawn.update(tool_name="spawn_agent", tool_input={})
-    assert hook("codex", spawn, store) is None
+    assert hook("codex", spawn, store) is None          # unarmed: the host keeps working
+    hook("codex", with_prompt(prompt, "$stop-that-shit change agents=0"), store)
+    assert "could not be read as a tool call" in deny_reason(hook("codex", spawn, store))
 
 
 def test_invalid_directive_blocks_the_prompt_and_keeps_the_contract(store):

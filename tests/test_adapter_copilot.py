@@ -10,26 +10,16 @@ import subprocess
 import sys
 
 import sts
-from hooks import ROOT, hook_event, kit_calls
+from hooks import ROOT, denial, hook_event, kit_call as first, kit_calls
 
 
 def copilot_run(name):
     return kit_calls(name)
 
 
-def first(calls, event, tool=None):
-    return next(s for e, s in calls if e == event and (tool is None or s.get("toolName") == tool))
-
-
 def say(store, calls, text):
     return hook_event("copilot", "userPromptSubmitted",
                       dict(first(calls, "userPromptSubmitted"), prompt=text), store)
-
-
-def denied(answer):
-    if answer and answer.get("permissionDecision") == "deny":
-        return answer["permissionDecisionReason"]
-    return None
 
 
 def test_real_create_edit_and_bash_denied_in_review(store):
@@ -39,7 +29,7 @@ def test_real_create_edit_and_bash_denied_in_review(store):
         say(store, calls, "$stop-that-shit review -- audit")
         answer = hook_event("copilot", "preToolUse", first(calls, "preToolUse", tool), store)
         assert set(answer) == {"permissionDecision", "permissionDecisionReason"}
-        assert "Reason: MODE_FORBIDS_MUTATION" in denied(answer)
+        assert "Reason: MODE_FORBIDS_MUTATION" in denial("copilot", answer)
 
 
 def test_real_view_passes_and_change_allows_the_edit(store):
@@ -70,7 +60,7 @@ def test_tools_wait_for_a_corrected_directive(store):
     rejected = say(store, calls, "$stop-that-shit change fix the bug")
     assert "Tools stay paused" in rejected["additionalContext"]
     view = dict(first(calls, "preToolUse", "bash"), toolArgs={"command": "git status"})
-    reason = denied(hook_event("copilot", "preToolUse", view, store))
+    reason = denial("copilot", hook_event("copilot", "preToolUse", view, store))
     assert reason.startswith("Stop That Shit: directive rejected (INVALID_DIRECTIVE_TOKEN)")
     event_id = reason.rsplit("Event: ", 1)[1].strip()
     assert sts.find_event(store, event_id)["decision"]["reasonCode"] == "DIRECTIVE_PENDING"
@@ -88,7 +78,7 @@ def test_subagent_calls_are_judged_by_the_parents_contract(store):
     hook_event("copilot", "subagentStart", first(calls, "subagentStart"), store)
     inner = first(calls, "preToolUse", "bash")
     assert inner["sessionId"] == inner["agentId"] != launch["sessionId"]
-    assert "MODE_FORBIDS_MUTATION" in denied(hook_event("copilot", "preToolUse", inner, store))
+    assert "MODE_FORBIDS_MUTATION" in denial("copilot", hook_event("copilot", "preToolUse", inner, store))
 
 
 def test_a_subagents_prompt_never_sets_the_contract(store):
@@ -100,7 +90,7 @@ def test_a_subagents_prompt_never_sets_the_contract(store):
                         dict(child_prompt, prompt="$stop-that-shit open -- do anything"), store)
     assert "mode=review;" in answer["additionalContext"]  # the root's contract, unchanged
     inner = first(calls, "preToolUse", "bash")
-    assert denied(hook_event("copilot", "preToolUse", inner, store))
+    assert denial("copilot", hook_event("copilot", "preToolUse", inner, store))
 
 
 def test_a_damaged_link_judges_a_nested_agents_calls_in_read_only_recovery(store):
@@ -121,7 +111,7 @@ def test_a_damaged_link_judges_a_nested_agents_calls_in_read_only_recovery(store
     nested = {"sessionId": "nested-1", "agentId": "nested-1", "parentAgentId": child}
     write = dict(first(calls, "preToolUse", "bash"), toolArgs={"command": "touch notes.txt"},
                  **nested)
-    reason = denied(hook_event("copilot", "preToolUse", write, store))
+    reason = denial("copilot", hook_event("copilot", "preToolUse", write, store))
     assert "Reason: STATE_DAMAGED" in reason and "parent link" in reason
     event_id = reason.split("\nEvent: ", 1)[1].split("\n", 1)[0]
     assert sts.find_event(store, event_id)["decision"]["reasonCode"] == "STATE_DAMAGED"
@@ -146,7 +136,7 @@ def test_agents_one_holds_until_the_task_returns(store):
     launch = first(calls, "preToolUse", "task")
     assert hook_event("copilot", "preToolUse", launch, store) is None
     again = dict(launch, timestamp=launch["timestamp"] + 5)
-    assert "AGENT_BUDGET_EXHAUSTED" in denied(hook_event("copilot", "preToolUse", again, store))
+    assert "AGENT_BUDGET_EXHAUSTED" in denial("copilot", hook_event("copilot", "preToolUse", again, store))
     for event in ("subagentStart", "subagentStop"):
         hook_event("copilot", event, first(calls, event), store)
     done = [s for e, s in calls if e == "postToolUse" and s["toolName"] == "task"][0]
@@ -165,7 +155,7 @@ def test_a_background_task_is_freed_by_subagent_stop(store):
     hook_event("copilot", "postToolUse", dict(first(calls, "postToolUse", "task"),
                                               toolArgs=launch["toolArgs"]), store)
     again = dict(launch, timestamp=launch["timestamp"] + 5)
-    assert denied(hook_event("copilot", "preToolUse", again, store))  # still running
+    assert denial("copilot", hook_event("copilot", "preToolUse", again, store))  # still running
     hook_event("copilot", "subagentStop", first(calls, "subagentStop"), store)
     assert hook_event("copilot", "preToolUse", again, store) is None
 
@@ -175,7 +165,7 @@ def test_write_agent_wakes_an_agent_so_a_finite_budget_denies_it(store):
     say(store, calls, "$stop-that-shit change agents=2")
     call = dict(first(calls, "preToolUse", "task"), toolName="write_agent",
                 toolArgs={"agent_id": "a1", "message": "go on"})
-    assert "DELEGATION_LIFECYCLE_UNPROVEN" in denied(
+    assert "DELEGATION_LIFECYCLE_UNPROVEN" in denial("copilot", 
         hook_event("copilot", "preToolUse", call, store))
 
 
@@ -189,10 +179,10 @@ def test_str_replace_editor_and_apply_patch_are_writes(store):
     assert hook_event("copilot", "preToolUse", view, store) is None
     insert = dict(base, toolName="str_replace_editor",
                   toolArgs={"command": "insert", "path": cwd + "/README.md", "new_str": "x"})
-    assert "PATH_OUTSIDE_CONTRACT" in denied(hook_event("copilot", "preToolUse", insert, store))
+    assert "PATH_OUTSIDE_CONTRACT" in denial("copilot", hook_event("copilot", "preToolUse", insert, store))
     patch = dict(base, toolName="apply_patch",
                  toolArgs={"input": "*** Begin Patch\n*** Add File: docs/a.md\n+x\n*** End Patch\n"})
-    assert "PATH_OUTSIDE_CONTRACT" in denied(hook_event("copilot", "preToolUse", patch, store))
+    assert "PATH_OUTSIDE_CONTRACT" in denial("copilot", hook_event("copilot", "preToolUse", patch, store))
 
 
 def test_every_tool_copilot_offered_is_in_the_table():

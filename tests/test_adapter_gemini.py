@@ -10,12 +10,12 @@ import json
 import pytest
 
 import sts
-from hooks import hook, kit_calls
+from hooks import denial, hook, kit_call, kit_calls
 
 
 def gemini_run(name):
     calls = kit_calls(name)
-    prompt = next(s for e, s in calls if e == "BeforeAgent")
+    prompt = kit_call(calls, "BeforeAgent")
     tools = [s for e, s in calls if e == "BeforeTool"]
     after = [s for e, s in calls if e == "AfterTool"]
     return prompt, tools, after
@@ -23,13 +23,6 @@ def gemini_run(name):
 
 def say(prompt, text):
     return dict(prompt, prompt=text)
-
-
-def denied(answer):
-    """The reason of a Gemini deny, or None; anything else is no deny."""
-    if answer and answer.get("decision") == "deny":
-        return answer["reason"]
-    return None
 
 
 def test_real_write_edit_and_shell_denied_in_review_with_the_gemini_shape(store):
@@ -40,7 +33,7 @@ def test_real_write_edit_and_shell_denied_in_review_with_the_gemini_shape(store)
         call = next(t for t in tools if t["tool_name"] == tool)
         answer = hook("gemini", call, store)
         assert set(answer) == {"decision", "reason"}, answer  # nothing Gemini would ignore
-        assert "Reason: MODE_FORBIDS_MUTATION" in denied(answer)
+        assert "Reason: MODE_FORBIDS_MUTATION" in denial("gemini", answer)
 
 
 def test_real_read_passes_in_review_and_write_passes_in_change(store):
@@ -65,7 +58,7 @@ def test_what_a_command_deletes_is_placed_in_its_dir_path(store, folder, command
     hook("gemini", say(prompt, "$stop-that-shit change"), store)
     call = next(t for t in tools if t["tool_name"] == "run_shell_command")
     args = {"command": command} if folder is None else {"command": command, "dir_path": folder}
-    reason = denied(hook("gemini", dict(call, tool_input=args), store))
+    reason = denial("gemini", hook("gemini", dict(call, tool_input=args), store))
     assert (reason is None) if code is None else (code in (reason or "")), reason
 
 
@@ -88,7 +81,7 @@ def test_subagent_calls_carry_the_parents_session_and_its_contract(store):
     launch, inner = tools
     assert launch["tool_name"] == "invoke_agent" and inner["session_id"] == launch["session_id"]
     assert hook("gemini", launch, store) is None  # delegation is allowed in review
-    assert "MODE_FORBIDS_MUTATION" in denied(hook("gemini", inner, store))
+    assert "MODE_FORBIDS_MUTATION" in denial("gemini", hook("gemini", inner, store))
 
 
 def test_agents_budget_counts_invoke_agent_and_after_tool_frees_it(store):
@@ -99,7 +92,7 @@ def test_agents_budget_counts_invoke_agent_and_after_tool_frees_it(store):
     assert hook("gemini", launch, store) is None
     # A second launch while the first runs (another timestamp: a call of its own).
     second = dict(launch, timestamp="2026-12-01T14:09:55.500Z")
-    assert "AGENT_BUDGET_EXHAUSTED" in denied(hook("gemini", second, store))
+    assert "AGENT_BUDGET_EXHAUSTED" in denial("gemini", hook("gemini", second, store))
     assert hook("gemini", done, store) is None  # invoke_agent returned: the agent ended
     third = dict(launch, timestamp="2026-12-01T14:10:30.000Z")
     assert hook("gemini", third, store) is None
@@ -109,7 +102,7 @@ def test_agents_zero_denies_the_launch(store):
     prompt, tools, _ = gemini_run("gemini-agent-allow")
     hook("gemini", say(prompt, "$stop-that-shit change agents=0"), store)
     launch = next(t for t in tools if t["tool_name"] == "invoke_agent")
-    assert "AGENT_BUDGET_EXHAUSTED" in denied(hook("gemini", launch, store))
+    assert "AGENT_BUDGET_EXHAUSTED" in denial("gemini", hook("gemini", launch, store))
 
 
 def test_after_tool_with_two_identical_open_launches_frees_nothing(store):
@@ -130,7 +123,7 @@ def test_shell_dir_path_is_where_the_command_runs(store, sts_home):
     shell = next(t for t in tools if t["tool_name"] == "run_shell_command")
     os_dir = str(sts_home)
     call = dict(shell, tool_input={"command": "rm -f sessions/x.json", "dir_path": os_dir})
-    assert "GUARD_SELF_PROTECTION" in denied(hook("gemini", call, store))
+    assert "GUARD_SELF_PROTECTION" in denial("gemini", hook("gemini", call, store))
     plain = dict(shell, tool_input={"command": "rm -f build.log"})
     assert hook("gemini", plain, store) is None
 
@@ -142,8 +135,8 @@ def test_unlisted_tools_use_the_name_fallback(store):
     mcp_write = dict(base, tool_name="mcp_github_create_issue", tool_input={"title": "t"})
     mcp_odd = dict(base, tool_name="mcp_x_frobnicate", tool_input={})
     mcp_read = dict(base, tool_name="mcp_fs_read_file", tool_input={"path": "a"})
-    assert "MODE_FORBIDS_MUTATION" in denied(hook("gemini", mcp_write, store))
-    assert "MUTABILITY_UNPROVEN" in denied(hook("gemini", mcp_odd, store))
+    assert "MODE_FORBIDS_MUTATION" in denial("gemini", hook("gemini", mcp_write, store))
+    assert "MUTABILITY_UNPROVEN" in denial("gemini", hook("gemini", mcp_odd, store))
     assert hook("gemini", mcp_read, store) is None
 
 
@@ -181,7 +174,7 @@ def test_installed_settings_file_is_protected(store, sts_home, tmp_path):
     hook("gemini", say(prompt, "$stop-that-shit change -- go"), store)
     write = next(t for t in tools if t["tool_name"] == "write_file")
     call = dict(write, tool_input={"file_path": str(settings), "content": "{}"})
-    assert "GUARD_SELF_PROTECTION" in denied(hook("gemini", call, store))
+    assert "GUARD_SELF_PROTECTION" in denial("gemini", hook("gemini", call, store))
 
 
 def test_session_start_context_in_front_of_the_prompt_does_not_hide_the_directive(store):
@@ -193,4 +186,4 @@ def test_session_start_context_in_front_of_the_prompt_does_not_hide_the_directiv
     answer = hook("gemini", say(prompt, text), store)
     assert "mode=review;" in answer["hookSpecificOutput"]["additionalContext"]
     write = next(t for t in tools if t["tool_name"] == "write_file")
-    assert "MODE_FORBIDS_MUTATION" in denied(hook("gemini", write, store))
+    assert "MODE_FORBIDS_MUTATION" in denial("gemini", hook("gemini", write, store))

@@ -4,9 +4,9 @@ import json
 import pytest
 
 import sts
-from hooks_shim import (BAD_DIRECTIVE, WORK, LinkStore, answer, audited, block_reason, first,
-                        get_state, hermes_envelope, host_events, reason_code, set_state,
-                        shim_raw, translate)
+from hooks import denial, reason_code
+from hooks_shim import (BAD_DIRECTIVE, WORK, LinkStore, answer, audited, first, get_state,
+                        hermes_envelope, set_state, shim_raw, translate)
 
 ROOT = "20261130_151252_8e1264"
 CHILD = "20261130_151257_2d5de2"
@@ -307,7 +307,7 @@ def test_garbage_is_ignored(store):
 def test_e2e_review_denies_write_change_allows(store):
     answer("hermes", prompt("$stop-that-shit review -- audit"), store)
     got = answer("hermes", write_call(), store)
-    assert reason_code(block_reason("hermes", got)) == "MODE_FORBIDS_MUTATION"
+    assert reason_code(denial("hermes", got)) == "MODE_FORBIDS_MUTATION"
     answer("hermes", prompt("$stop-that-shit change"), store)
     assert answer("hermes", write_call(), store) is None
 
@@ -322,14 +322,14 @@ def test_e2e_child_write_is_judged_by_the_parent_contract(store):
     answer("hermes", child_prompt, store)  # a child's text never changes the root contract
     child_write = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["session_id"] == CHILD)
     got = answer("hermes", child_write, store)
-    assert reason_code(block_reason("hermes", got)) == "MODE_FORBIDS_MUTATION"
+    assert reason_code(denial("hermes", got)) == "MODE_FORBIDS_MUTATION"
 
 
 def test_e2e_invalid_directive_pauses_tools_until_corrected(store):
     got = answer("hermes", prompt("$stop-that-shit change fix the bug"), store)
     assert "INVALID_DIRECTIVE_TOKEN" in got["context"] and "paused" in got["context"]
     read = tool("read_file", {"path": "a"}, session="20261130_151221_31274d")
-    assert "INVALID_DIRECTIVE_TOKEN" in block_reason("hermes", answer("hermes", read, store))
+    assert "INVALID_DIRECTIVE_TOKEN" in denial("hermes", answer("hermes", read, store))
     later = answer("hermes", prompt("what now?"), store)
     assert later["context"].startswith("Stop That Shit: directive rejected (")
     answer("hermes", prompt("$stop-that-shit change"), store)
@@ -340,18 +340,18 @@ def test_e2e_agents_zero_denies_delegate_task(store):
     answer("hermes", prompt("$stop-that-shit change agents=0", ROOT), store)
     delegate = real("hermes-deny-task", "pre_tool_call", lambda ev: ev["tool_name"] == "delegate_task")
     got = answer("hermes", delegate, store)
-    assert reason_code(block_reason("hermes", got)) == "AGENT_BUDGET_EXHAUSTED"
+    assert reason_code(denial("hermes", got)) == "AGENT_BUDGET_EXHAUSTED"
 
 
 def test_e2e_control_word_does_not_hide_a_delegation(store):
     answer("hermes", prompt("$stop-that-shit change agents=1", ROOT), store)
     batch = tool("delegate_task", {"action": "list", "tasks": [{"goal": "a"}, {"goal": "b"}]})
-    assert reason_code(block_reason("hermes", answer("hermes", batch, store))) == \
+    assert reason_code(denial("hermes", answer("hermes", batch, store))) == \
         "AGENT_BUDGET_EXHAUSTED"
     broken = tool("delegate_task", {"tasks": "[{", "goal": "g"}, call_id="call_y")
     assert answer("hermes", broken, store) is None  # one unit: the goal runs
     again = tool("delegate_task", {"tasks": "[{", "goal": "g"}, call_id="call_z")
-    assert reason_code(block_reason("hermes", answer("hermes", again, store))) == \
+    assert reason_code(denial("hermes", answer("hermes", again, store))) == \
         "AGENT_BUDGET_EXHAUSTED"
 
 
@@ -363,7 +363,7 @@ def test_e2e_finished_background_child_frees_its_slot(store):
     answer("hermes", real("hermes-deny-task", "post_tool_call",
                           lambda ev: ev["tool_name"] == "delegate_task"), store)
     second = dict(delegate, extra=dict(delegate["extra"], tool_call_id="call_next"))
-    assert reason_code(block_reason("hermes", answer("hermes", second, store))) == \
+    assert reason_code(denial("hermes", answer("hermes", second, store))) == \
         "AGENT_BUDGET_EXHAUSTED"
     answer("hermes", real("hermes-deny-task", "subagent_stop"), store)
     assert answer("hermes", second, store) is None

@@ -79,6 +79,9 @@ def test_install_gives_kilo_the_opencode_shim_naming_kilo_and_seeds_its_plugin(t
     assert 'const HOST = "kilo";' in shim and 'const HOST = "opencode";' not in shim
     assert "@kilocode/plugin" in (base / "package-lock.json").read_text()
     assert (base / "node_modules").is_dir()
+    # the wire module the shim imports, one folder above it, as it ships
+    assert (base / "stop-that-shit-wire.mjs").read_text() == \
+        open(os.path.join(ROOT, "host_shims", "stop-that-shit-wire.mjs"), encoding="utf-8").read()
 
 
 @pytest.mark.parametrize("command", ["kilo run --pure 'do it'", "npx @kilocode/cli run x",

@@ -5,8 +5,9 @@ import os
 import pytest
 
 import sts
-from hooks_shim import (LinkStore, answer, audited, block_reason, first, get_state, reason_code,
-                        request, set_state, translate)
+from hooks import denial, reason_code
+from hooks_shim import (LinkStore, answer, audited, first, get_state, request, set_state,
+                        translate)
 
 ROOT = "omp-root"
 CHILD = "omp-child"
@@ -265,7 +266,7 @@ def test_e2e_flag_arms_review_and_child_write_is_denied(store):
     assert "context" in got
     write_ev = first(RUN, "tool_call", lambda ev: ev["toolName"] == "write")
     got = answer("omp", req("tool_call", write_ev, CHILD, parentSessionId=ROOT), store)
-    assert reason_code(block_reason("omp", got)) == "MODE_FORBIDS_MUTATION"
+    assert reason_code(denial("omp", got)) == "MODE_FORBIDS_MUTATION"
 
 
 def test_e2e_bad_flag_is_a_visible_error(store):
@@ -288,7 +289,7 @@ def test_e2e_agents_one_and_lifecycle_release(store):
     assert answer("omp", tool("task", {"tasks": [{"task": "a"}]}, call_id="t1"), store) == {}
     answer("omp", lifecycle("started", "t1", "0-A"), store)
     denied = answer("omp", tool("task", {"tasks": [{"task": "b"}]}, call_id="t2"), store)
-    assert reason_code(block_reason("omp", denied)) == "AGENT_BUDGET_EXHAUSTED"
+    assert reason_code(denial("omp", denied)) == "AGENT_BUDGET_EXHAUSTED"
     answer("omp", lifecycle("completed", "t1", "0-A"), store)
     answer("omp", req("tool_result", {"type": "tool_result", "toolName": "task", "toolCallId": "t1",
                                       "content": [], "isError": False,
@@ -303,6 +304,6 @@ def test_e2e_damaged_link_denies_writes_allows_reads(store, tmp_path):
     with open(target, "w") as fh:
         fh.write("[]")
     write = tool("write", {"path": "a.txt", "content": "x"}, CHILD, sessionFile=session_file)
-    assert block_reason("omp", answer("omp", write, store))
+    assert denial("omp", answer("omp", write, store))
     read = tool("read", {"path": "a.txt"}, CHILD, sessionFile=session_file)
     assert answer("omp", read, store) == {}

@@ -4,8 +4,9 @@ import json
 import pytest
 
 import sts
-from hooks_shim import (BAD_DIRECTIVE, LinkStore, answer, audited, block_reason, first,
-                        get_state, reason_code, request, set_state, translate)
+from hooks import denial, reason_code
+from hooks_shim import (BAD_DIRECTIVE, LinkStore, answer, audited, first, get_state, request,
+                        set_state, translate)
 
 RUN = "opencode-deny-task"
 ROOT = "ses_dd2fc9112ffe0DhPowRIxLfkHV"
@@ -269,14 +270,14 @@ def test_e2e_review_denies_child_write(store):
     created = first(RUN, "event:session.created", lambda ev: "parentID" in ev["properties"]["info"])
     answer("opencode", request("event", CHILD, {"event": created}), store)
     got = answer("opencode", real_before(lambda ev: ev["input"]["tool"] == "write"), store)
-    assert reason_code(block_reason("opencode", got)) == "MODE_FORBIDS_MUTATION"
+    assert reason_code(denial("opencode", got)) == "MODE_FORBIDS_MUTATION"
     assert "before it ran" in got["reason"] or "execution" in got["reason"].lower()
 
 
 def test_e2e_editable_agent_turns_review_into_change(store):
     answer("opencode", message(text="$stop-that-shit review", ctx={"agentCanEdit": True}), store)
     write = before(ROOT, "write", {"filePath": "/tmp/run/work/a.txt", "content": "x"})
-    assert block_reason("opencode", answer("opencode", write, store))
+    assert denial("opencode", answer("opencode", write, store))
     answer("opencode", message(text="now do it", ctx={"agentCanEdit": True}), store)
     assert answer("opencode", write, store) == {}
 
@@ -284,7 +285,7 @@ def test_e2e_editable_agent_turns_review_into_change(store):
 def test_e2e_directive_error_pauses_then_clears(store):
     got = answer("opencode", message(text="$stop-that-shit change agents=x"), store)
     assert "INVALID_AGENT_LIMIT" in got["context"]
-    assert block_reason("opencode", answer("opencode", before(ROOT, "read"), store))
+    assert denial("opencode", answer("opencode", before(ROOT, "read"), store))
     answer("opencode", message(text="$stop-that-shit change"), store)
     assert answer("opencode", before(ROOT, "read", call_id="c2"), store) == {}
 
@@ -304,4 +305,4 @@ def test_e2e_task_continuation_denied_under_a_finite_budget(store):
     answer("opencode", message(text="$stop-that-shit change agents=2"), store)
     answer("opencode", created("ses_old"), store)
     got = answer("opencode", before(ROOT, "task", {"prompt": "p", "task_id": "ses_old"}), store)
-    assert reason_code(block_reason("opencode", got)) == "DELEGATION_LIFECYCLE_UNPROVEN"
+    assert reason_code(denial("opencode", got)) == "DELEGATION_LIFECYCLE_UNPROVEN"

@@ -5,7 +5,8 @@ import os
 import pytest
 
 import sts
-from hooks_shim import (answer, block_reason, first, get_state, reason_code, request, translate)
+from hooks import denial, reason_code
+from hooks_shim import answer, first, get_state, request, translate
 
 SESSION = "pi-session-1"
 
@@ -166,8 +167,8 @@ def test_unmapped_hooks_answer_an_empty_object(store):
 def test_e2e_review_denies_the_real_write(store):
     got = answer("pi", pi_input("/skill:stop-that-shit review -- audit"), store)
     assert "context" in got
-    assert reason_code(block_reason("pi", answer("pi", tool_call(), store))) == "MODE_FORBIDS_MUTATION"
-    assert reason_code(block_reason("pi", answer("pi", tool_call("pi-deny-bash"), store)))
+    assert reason_code(denial("pi", answer("pi", tool_call(), store))) == "MODE_FORBIDS_MUTATION"
+    assert reason_code(denial("pi", answer("pi", tool_call("pi-deny-bash"), store)))
 
 
 def test_e2e_directive_mid_turn_is_refused(store):
@@ -187,7 +188,7 @@ def test_e2e_subagent_budget(store):
     answer("pi", pi_input("$stop-that-shit change agents=1"), store)
     assert answer("pi", subagent({"agent": "a", "task": "b"}, "c1"), store) == {}
     got = answer("pi", subagent({"tasks": [{"agent": "a", "task": "x"}]}, "c2"), store)
-    assert reason_code(block_reason("pi", got)) == "AGENT_BUDGET_EXHAUSTED"
+    assert reason_code(denial("pi", got)) == "AGENT_BUDGET_EXHAUSTED"
     done = {"type": "tool_result", "toolName": "subagent", "toolCallId": "c1", "content": [],
             "isError": False, "details": {"mode": "single", "results": [{}]}}
     answer("pi", request("tool_result", SESSION, {"event": done}), store)

@@ -5,15 +5,11 @@ result Qwen fires UserPromptSubmit again with an empty prompt: that must never
 change the contract or repeat its context.
 """
 import sts
-from hooks import context_text, deny_reason, hook, kit_calls
+from hooks import context_text, deny_reason, hook, kit_call as first, kit_calls
 
 
 def qwen_run(name):
     return kit_calls(name)
-
-
-def first(calls, event, tool=None):
-    return next(s for e, s in calls if e == event and (tool is None or s.get("tool_name") == tool))
 
 
 def say(store, calls, text):

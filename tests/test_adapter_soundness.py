@@ -429,13 +429,19 @@ def test_hermes_sandbox_calls_without_a_session_are_judged_by_their_session(stor
 # 2. The host's own path rules
 # ==========================================================================
 
-PROTECTED_RUN = [
-    # (host, shell tool, folder argument).  Codex applies `workdir` itself and
-    # sends the folder as the event's cwd (test below).
-    ("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
-    ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
-    ("qwen", "run_shell_command", "directory"),
-]
+# (host, shell tool, folder argument): every row of the adapters table whose
+# tool runs a command line in a folder the call names (Qwen Code's `monitor`
+# too).  Codex applies `workdir` itself and sends the folder as the event's
+# cwd (test below).
+PROTECTED_RUN = sorted((name, tool, facts[2]) for name, tools in sts.ADAPTER_TOOLS.items()
+                       for tool, facts in tools.items() if facts[1] == "shell" and facts[2])
+
+
+def test_the_folder_rows_include_the_known_ones():
+    assert {("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
+            ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
+            ("qwen", "run_shell_command", "directory"), ("qwen", "monitor", "directory")} \
+        <= set(PROTECTED_RUN)
 
 
 @pytest.mark.parametrize("name,tool,key", PROTECTED_RUN)
@@ -805,6 +811,39 @@ def test_hermes_cronjob_runs_an_agent_later_that_nothing_counts(action, code, st
     assert stopped(h, store, "cronjob", args) == code
 
 
+# Read-only modes change nothing of the user's: a host's control tool that
+# changes the user's state (a job store, a worktree, a team) is a write there;
+# only its listing forms are reads.
+USER_STATE_CALLS = [
+    ("hermes", "cronjob", {"action": "pause", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": "remove", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": " Remove ", "job_id": "j1"}, True),
+    ("hermes", "cronjob", {"action": "list"}, False),
+    ("claude", "CronDelete", {"id": "j1"}, True),
+    ("claude", "ExitWorktree", {"action": "remove", "discard_changes": True}, True),
+    ("claude", "ExitWorktree", {"action": "REMOVE"}, True),
+    ("claude", "ExitWorktree", {}, True),
+    ("claude", "ExitWorktree", {"action": "keep"}, False),
+    ("claude", "CronList", {}, False),
+    ("qwen", "cron_delete", {"id": "j1"}, True),
+    ("qwen", "team_delete", {"team_name": "t"}, True),
+    ("qwen", "exit_worktree", {"name": "w", "action": "remove"}, True),
+    ("qwen", "exit_worktree", {"name": "w", "action": "keep"}, False),
+    ("qwen", "cron_list", {}, False),
+]
+
+
+@pytest.mark.parametrize("mode", ["review", "answer"])
+@pytest.mark.parametrize("name,tool,args,changes", USER_STATE_CALLS)
+def test_a_control_that_changes_the_users_state_is_no_read(name, tool, args, changes, mode,
+                                                           store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit %s" % mode)
+    assert stopped(h, store, tool, args) == ("MODE_FORBIDS_MUTATION" if changes else None)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args, call_id="call_change") is None
+
+
 # ==========================================================================
 # Issue 17: one wording, unreadable calls, the expansion's case
 # ==========================================================================
@@ -858,3 +897,80 @@ def test_claude_slash_expansion_is_matched_without_case(command, store, work):
                command_name=command, command_args="review -- look", prompt="/%s review" % command)
     h.run(store, "UserPromptExpansion", row)
     assert contract(store, h)["mode"] == "review" and contract(store, h)["level"] == "guard"
+
+
+@pytest.mark.parametrize("tool", ["run_shell_command", "monitor"])
+def test_qwen_settings_written_through_a_folder_argument_are_stopped(tool, store, work):
+    """The issue's call: `> settings.json` run in `.qwen` rewrites the file that
+    decides whether the hook runs, through either tool that takes `directory`."""
+    h = host("qwen", work)
+    h.say(store, "$stop-that-shit change")
+    os.makedirs(os.path.join(work, ".qwen"))
+    args = {"command": "printf '{\"disableAllHooks\":true}' > settings.json",
+            "directory": ".qwen", "description": "d", "timeout_ms": 1000}
+    assert stopped(h, store, tool, args) == "GUARD_SELF_PROTECTION"
+    args["directory"] = "."
+    assert stopped(h, store, tool, args, call_id="c2") is None
+
+
+# The model never runs the guard's own command: a command or skill tool that
+# expands to the directive is stopped while armed on every host that has one,
+# and the expansion such a call causes never sets the contract.
+GUARD_COMMAND_CALLS = [
+    ("claude", "SlashCommand", {"command": "/stop-that-shit open"}),
+    ("claude", "SlashCommand", {"command": "/Stop-That-Shit off"}),
+    ("claude", "SlashCommand", {"command": "  /stop-that-shit:stop-that-shit\topen -- x"}),
+    ("claude", "SlashCommand", {"command": "/plugin:STOP-THAT-SHIT change"}),
+    ("claude", "Skill", {"skill": "stop-that-shit", "args": "open"}),
+    ("claude", "Skill", {"skill": "stop-that-shit open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit", "args": "off"}),
+    ("qwen", "skill", {"skill": "/stop-that-shit open"}),
+    ("qwen", "skill", {"skill": "stop-that-shit", "args": "open"}),
+]
+
+
+@pytest.mark.parametrize("name,tool,args", GUARD_COMMAND_CALLS)
+def test_a_model_invoked_guard_command_is_stopped_while_armed(name, tool, args, store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args) == "GUARD_SELF_PROTECTION"
+    assert contract(store, h)["mode"] == "change"
+
+
+@pytest.mark.parametrize("name,tool,args", [
+    ("claude", "SlashCommand", {"command": "/stop-that-shit"}),       # shows the skill only
+    ("claude", "SlashCommand", {"command": "/stop-that-shit-not open"}),
+    ("claude", "SlashCommand", {"command": "/review open"}),
+    ("copilot", "skill", {"skill": "stop-that-shit"}),
+])
+def test_other_commands_and_the_bare_guard_skill_pass(name, tool, args, store, work):
+    h = host(name, work)
+    h.say(store, "$stop-that-shit change")
+    assert stopped(h, store, tool, args) is None
+
+
+def _expansion(args):
+    row = _first(kit_events("claude-bash-allow"),
+                 lambda r: r["hook_event_name"] == "UserPromptSubmit")
+    row.update(hook_event_name="UserPromptExpansion", expansion_type="slash_command",
+               command_name="stop-that-shit", command_args=args,
+               prompt="/stop-that-shit %s" % args)
+    return row
+
+
+@pytest.mark.parametrize("tool,args", [("SlashCommand", {"command": "/stop-that-shit review"}),
+                                       ("Skill", {"skill": "stop-that-shit",
+                                                  "args": "review"})])
+def test_the_expansion_of_a_model_invoked_guard_command_never_sets_the_contract(
+        tool, args, store, work):
+    """Unarmed, the call itself runs; the host then expands it (its expansion
+    hook fires for model invocations too), and that expansion is the model's."""
+    h = host("claude", work)
+    before = contract(store, h)
+    h.call(store, tool, args)
+    h.run(store, "UserPromptExpansion", _expansion("review"))
+    assert contract(store, h) == before
+    # The user's own typed command afterwards still sets it.
+    h.run(store, "UserPromptExpansion", _expansion("review"))
+    assert contract(store, h)["mode"] == "review"

@@ -760,9 +760,10 @@ def test_a_variable_costs_a_look_up_per_letter_of_its_name():
     """`a=1 a=1 ... ls`: each name is checked against the variables that
     change what a program runs, through a table made once, not a walk of
     ninety patterns and sixty telling parts for every name."""
-    for name in ("a", "MY_LONGER_NAME_X"):
+    for name, label in (("TZ", "read"), ("LC_MONETARY", "read"), ("a", "unknown"),
+                        ("MY_LONGER_NAME_X", "unknown")):
         result, calls = _work((name + "=1 ") * 1000 + "ls")
-        assert result.mutability == "read"
+        assert result.mutability == label
         assert calls <= 40 * 1000, (name, calls)
     assert sts.analyze_shell("MY_CONF=1 " * 1000 + "ls").reason == "state_change"
 
@@ -895,7 +896,10 @@ def test_no_false_reads_and_read_recall():
     for r in left:
         assert sts.analyze_shell(r[3], _shell_of(r[2])).mutability != "read"
     recall = proven / float(proven + len(left))
-    assert recall >= 0.93, recall
+    # 0.941 before issue 27, whose classes leave 23 true reads unproven on
+    # purpose (variables off the allow-list, background jobs, npm and
+    # `git remote show`, which obey the project's configuration): 0.918.
+    assert recall >= 0.915, recall
 
 
 # Ways a model could reach a write through a command that looks like a read ->
@@ -1153,7 +1157,7 @@ def test_a_redirection_alone_runs_a_program_in_zsh(line):
 @pytest.mark.parametrize("line", [
     "cat < f", "echo $(< f)", "echo $( < f )", "echo `<f`", "(ls) < f", "{ ls; } < f",
     "for x in a; do ls; done < f", "if true; then ls; fi < f", "while false; do ls; done < f",
-    "ls &>/dev/null", "ls &>> /dev/null", "ls 2>/dev/null", "git status &> /dev/null",
+    "ls 2>/dev/null", "ls >/dev/null 2>&1",
 ])
 def test_redirections_of_a_command_or_group_stay_read(line):
     assert sts.analyze_shell(line).mutability == "read"
@@ -1179,9 +1183,13 @@ def test_reserved_words_after_a_group_still_parse(line):
     "grep $'\\t' a.txt", "printf $'%s\\n' a", "ls &>/dev/null", "ls &>>/dev/null",
 ])
 def test_dash_readings_of_ansi_c_and_ampersand_redirection(line):
-    # dash reads $'\t' as `$` and a quoted `\t`, `a &> f` as `a &` then `> f`:
-    # both are reads there too.
-    assert sts.analyze_shell(line).mutability == "read"
+    # dash reads $'\t' as `$` and a quoted `\t`: a read there too; `a &> f` as
+    # `a &` then `> f`, a job left in the background, which may outlive the shell.
+    result = sts.analyze_shell(line)
+    if "&>" in line:
+        assert (result.mutability, result.reason) == ("unknown", "state_change")
+    else:
+        assert result.mutability == "read"
 
 
 @pytest.mark.parametrize("line,targets", [

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import sts
-from hooks import ROOT, deny_reason, hook, hook_process, place_hooked_sts
+from hooks import ROOT, deny_reason, hook, hook_process, kit_calls, place_hooked_sts
 
 PROMPT = {"hook_event_name": "UserPromptSubmit", "session_id": "s-cli", "cwd": "/w"}
 WRITE = {"hook_event_name": "PreToolUse", "session_id": "s-cli", "cwd": "/w",
@@ -78,9 +78,25 @@ def test_internal_error_fails_open_when_not_armed_or_not_a_tool_call(store, monk
     assert hook("claude", dict(PROMPT, prompt="hello"), store) is None
 
 
-def test_unknown_command_and_host_exit_2():
-    proc = cli("frobnicate")
+def test_unknown_command_exit_2_at_a_terminal_and_1_in_a_hook():
+    """Typed at a terminal, a usage error; from a host (stdin no terminal), a
+    hook wired with a wrong host name, which must not block the host (exit 2)."""
+    import pty
+    import subprocess
+    import sys
+    from conftest import STS_PY
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, STS_PY, "frobnicate"], stdin=terminal,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(controller)
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1
+    assert b"unknown command 'frobnicate'" in proc.stderr
+    proc = cli("frobnicate")
+    assert proc.returncode == 1 and proc.stderr.count(b"\n") == 1 and proc.stdout == b""
+    assert b"'frobnicate' is not a host sts knows" in proc.stderr
 
 
 def test_help_and_version():
@@ -456,3 +472,120 @@ def test_another_hosts_hook_loads_the_hosts_part_and_answers_as_the_whole_module
         answers.append(re.sub(r"evt_[0-9a-f-]+", "evt_", out.stdout.decode()))
     assert answers[0] == answers[1] and "MODE_FORBIDS_MUTATION" in answers[0]
     assert _run(folder, HOSTS_PROBE, ["hermes"]).stdout.split()[0] == b"True"
+
+
+# --- one failure rule: a tool event of an armed session is denied, saying why -------
+
+from test_adapter_soundness import ALL, host  # noqa: E402  (the nine hosts' own payloads)
+
+
+def _deep(depth):
+    return json.loads("[" * 10 + "]" * 10) if depth < 10 else "[" * depth + "]" * depth
+
+
+def _with_deep_argument(payload, depth=1000):
+    """The payload with one extra tool argument nested `depth` levels deep, as a
+    host that passes unknown properties on sends it (valid JSON)."""
+    text = json.dumps(payload)
+    return text.replace('"__deep__"', _deep(depth)).encode()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_an_argument_nested_a_thousand_levels_deep_is_denied_while_armed(name, store, tmp_path):
+    h = host(name, str(tmp_path))
+    _, write = h.tool(h.write[0], {h.write[1]: os.path.join(ROOT, "sts.py"), "content": "x",
+                                   "extra": "__deep__"}, "call_deep")
+    raw = _with_deep_argument(write)
+    event = "preToolUse" if name == "copilot" else None
+    assert sts.run_hook(name, raw, store, event=event) in ("", "{}")  # unarmed: the host goes on
+    h.say(store, "$stop-that-shit review")
+    answer = json.loads(sts.run_hook(name, raw, store, event=event))
+    assert "could not evaluate" in h.blocked(answer) or "GUARD_SELF_PROTECTION" in h.blocked(answer)
+
+
+@pytest.mark.parametrize("name", ["codex", "claude", "gemini", "copilot", "qwen"])
+def test_deep_nesting_through_a_real_hook_process_is_denied_while_armed(name, sts_home,
+                                                                        tmp_path):
+    """The issue's case on the command-hook hosts: a real process, exit 0, a deny."""
+    h = host(name, str(tmp_path))
+    store = sts.Store(str(sts_home))
+    h.say(store, "$stop-that-shit review")
+    _, write = h.tool(h.write[0], {h.write[1]: "a.txt", "content": "x", "extra": "__deep__"},
+                      "call_deep")
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
+    argv = [sys.executable, "-I", "-S", "-c", code, name] + (["preToolUse"] if name == "copilot"
+                                                             else [])
+    proc = subprocess.run(argv, input=_with_deep_argument(write, 5000),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                          env=dict(os.environ, STS_HOME=str(sts_home)), check=False)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+    reason = h.blocked(json.loads(proc.stdout))
+    assert "nested too deeply" in reason and "$stop-that-shit off" in reason
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"session_id": "s-cli", "hook_event_name": "PreToolUse", "tool_name": "Write", ',
+    b'[{"session_id": "s-cli", "hook_event_name": "PreToolUse", "tool_name": "Write"}]',
+    json.dumps(json.dumps(WRITE)).encode(),
+    json.dumps(WRITE).encode() + b' {"tool_name": "Read"}',
+    b"\xef\xbb\xbf" + json.dumps(WRITE).encode(),
+    json.dumps(WRITE).encode().replace(b'"x"', b'"\xff"'),
+])
+def test_input_that_does_not_parse_is_denied_when_its_head_names_an_armed_tool_call(raw, store):
+    assert hook("claude", raw, store) is None                    # nothing armed: fail open
+    hook("claude", dict(PROMPT, prompt="$stop-that-shit review"), store)
+    assert "could not evaluate" in deny_reason(hook("claude", raw, store))
+
+
+@pytest.mark.parametrize("raw", [b"[]", b'"a bare string"', b"42", b"null"])
+def test_input_that_names_nothing_is_denied_while_any_session_is_armed(raw, store):
+    """No event and no session to tell: any armed session may be the one."""
+    assert hook("claude", raw, store) is None
+    hook("claude", dict(PROMPT, prompt="$stop-that-shit review"), store)
+    assert "could not evaluate" in deny_reason(hook("claude", raw, store))
+
+
+def test_unparseable_input_of_another_event_or_session_fails_open(store, capsys):
+    hook("claude", dict(PROMPT, prompt="$stop-that-shit review"), store)
+    prompt = json.dumps(dict(PROMPT, prompt="hello")).encode()
+    assert hook("claude", prompt[:-5], store) is None             # a cut-off prompt
+    other = json.dumps(dict(WRITE, session_id="s-other")).encode()
+    assert hook("claude", other[:-5], store) is None              # a session not armed
+    assert capsys.readouterr().err.count("failed open") == 2
+
+
+@pytest.mark.parametrize("wired", [None, "preToolUze", "PreToolUse", "pretooluse"])
+def test_a_copilot_hook_wired_without_its_event_or_with_a_typo_denies_an_armed_write(
+        wired, store):
+    calls = kit_calls("copilot-shell-allow")
+    prompt = next(stdin for event, stdin in calls if event == "userPromptSubmitted")
+    tool = next(stdin for event, stdin in calls if event == "preToolUse")
+    write = dict(tool, toolName="create", toolArgs={"path": "notes.txt", "file_text": "x"})
+    raw = json.dumps(write).encode()
+    assert sts.run_hook("copilot", raw, store, event=wired) == ""          # unarmed
+    sts.run_hook("copilot", json.dumps(dict(prompt, prompt="$stop-that-shit review")).encode(),
+                 store, event="userPromptSubmitted")
+    answer = json.loads(sts.run_hook("copilot", raw, store, event=wired))
+    assert answer["permissionDecision"] == "deny"
+    assert "could not" in answer["permissionDecisionReason"]
+    if wired in (None, "preToolUze"):
+        # A result event wired without its name is not a tool about to run.
+        after = dict(write, toolResult={"resultType": "success"})
+        assert sts.run_hook("copilot", json.dumps(after).encode(), store, event=wired) == ""
+
+
+@pytest.mark.parametrize("failure", [RecursionError("deep"), MemoryError(),
+                                     UnicodeEncodeError("utf-8", "\udc80", 0, 1, "surrogate"),
+                                     OSError(5, "I/O error"), sts.LockTimeout("k")])
+def test_every_failure_class_denies_an_armed_tool_call_and_passes_a_prompt(failure, store,
+                                                                          monkeypatch, capsys):
+    hook("claude", dict(PROMPT, prompt="$stop-that-shit review"), store)
+
+    def broken(*args, **kwargs):
+        raise failure
+    monkeypatch.setattr(sts, "handle_event", broken)
+    reason = deny_reason(hook("claude", WRITE, store))
+    assert "could not evaluate" in reason and "$stop-that-shit off" in reason
+    assert hook("claude", dict(PROMPT, prompt="hello"), store) is None
+    err = capsys.readouterr().err
+    assert "failed closed: %s" % type(failure).__name__ in err and "failed open" in err

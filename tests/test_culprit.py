@@ -38,7 +38,26 @@ def quoted(line):
     ("git status && rm -rf build", "Culprit: `rm -rf build`: `rm` removes `build`."),
     ("dmesg -c", "Culprit: `dmesg -c` changes the state of the system."),
     ("gzip a.txt -c", "Culprit: `gzip` compresses files in place."),
-    ("systemctl restart nginx", "Culprit: `systemctl` controls services."),
+    ("systemctl restart nginx", "Culprit: `systemctl restart` controls services."),
+    # The option or verb that decides, where the program or subcommand alone reads.
+    ("git branch -D old", "Culprit: `-D` deletes branch `old`."),
+    ("git branch --delete old", "Culprit: `--delete` deletes branch `old`."),
+    ("git status; git branch feature", "Culprit: `git branch feature`: `git branch` creates "
+     "branch `feature`."),
+    ("git tag -d v1", "Culprit: `-d` deletes tag `v1`."),
+    ("git tag -a v2 -m x", "Culprit: `-a` creates tag `v2`."),
+    ("git stash drop", "Culprit: `drop` deletes a stash entry."),
+    ("git remote add up https://x/y.git", "Culprit: `add` adds remote `up`."),
+    ("git config user.name me", "Culprit: `git config` sets `user.name`."),
+    ("git config --unset user.name", "Culprit: `--unset` removes `user.name`."),
+    ("git worktree remove ../w", "Culprit: `remove` removes worktree `../w`."),
+    ("docker rm c1", "Culprit: `docker rm` controls containers."),
+    ("gh pr merge 12", "Culprit: `gh pr merge` changes something on GitHub."),
+    ("tar -xf a.tar", "Culprit: `tar -xf` writes `.`."),   # `tar -tf` only lists
+    ("tar --extract -f a.tar -C out", "Culprit: `tar --extract` writes `out`."),
+    ("kubectl delete pod p", "Culprit: `kubectl delete` controls a cluster."),
+    ("kubectl -n prod delete pod p", "Culprit: `kubectl -n prod delete` controls a cluster."),
+    ("systemctl --user stop x", "Culprit: `systemctl --user stop` controls services."),
     ("make test", "Culprit: `make` runs the project's build."),
     ("sed -i -n 1p x.txt", "Culprit: `sed -i` edits `x.txt` in place."),
     ("git diff --output=f", "Culprit: `--output=f` makes git write `f`."),
@@ -201,11 +220,12 @@ def test_a_real_deny_keeps_its_first_lines_and_adds_the_culprit_before_next(sts_
     assert lines[6].startswith("Event: evt_")
     assert lines[7] == "Culprit: `rm -rf build`: `rm` removes `build`."
     assert lines[8].startswith("Next: ")
-    # The audit log keeps no command text: the culprit is for the model only.
-    runtime = os.path.join(str(sts_home), "runtime")
-    for name in os.listdir(runtime):
-        with open(os.path.join(runtime, name), encoding="utf-8") as fh:
-            assert "rm -rf" not in fh.read()
+    assert lines[9] == "Allow: the user can send `$stop-that-shit change` as a prompt to allow this."
+    # The audit keeps, for a person's `explain`, the command and the culprit of a denial.
+    event = sts.find_event(sts.Store(str(sts_home)), lines[6][len("Event: "):])
+    assert event["shown"]["command"] == "git status && rm -rf build"
+    assert event["shown"]["culprit"] == lines[7]
+    assert event["shown"]["allow"] == "$stop-that-shit change"
 
 
 def _event(action, session="s-lazy"):

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import random
-import re
 import selectors
 import signal
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 
 import sts
 from conftest import ROOT, fake_clock
+from hooks import hook, reason_code
 
 PY = sys.executable
 HOOK_CODE = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
@@ -210,9 +210,6 @@ def omp_task(session, call_id, count):
 
 # --- reading answers -----------------------------------------------------------------
 
-_REASON = re.compile(r"^Reason: ([A-Z][A-Z_0-9]*)$", re.M)
-
-
 def claude_verdict(run):
     """("allow", None) or ("deny", reason code) for a Claude/Codex PreToolUse answer."""
     assert run.returncode == 0, run.stderr
@@ -222,8 +219,7 @@ def claude_verdict(run):
     spec = answer.get("hookSpecificOutput", {})
     if spec.get("permissionDecision") != "deny":
         return "allow", None  # a context answer (e.g. thrash) still lets the call run
-    found = _REASON.search(spec["permissionDecisionReason"])
-    return "deny", found.group(1) if found else None
+    return "deny", reason_code(spec["permissionDecisionReason"])
 
 
 def deny_text(run):
@@ -245,8 +241,7 @@ def verdict(run):
     text = deny_text(run)
     if text is None:
         return "allow", None
-    found = _REASON.search(text)
-    return "deny", found.group(1) if found else None
+    return "deny", reason_code(text)
 
 
 def audit_records(home, session):
@@ -274,8 +269,7 @@ def lock_path(home, session):
 
 def arm(host, payload, home):
     """Send one event through the in-process hook runner (setup, not under test)."""
-    out = sts.run_hook(host, json.dumps(payload).encode("utf-8"), sts.Store(str(home)))
-    return json.loads(out) if out else None
+    return hook(host, payload, sts.Store(str(home)))
 
 
 # --- (1) 32 parallel Agent calls under agents=4 ---------------------------------------------

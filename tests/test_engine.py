@@ -57,7 +57,7 @@ def test_inspection_commands_never_change_the_state(store):
     assert open(path, "rb").read() == before
 
 
-def test_every_checked_action_writes_one_audit_line_without_secrets(store):
+def test_every_checked_action_writes_one_audit_line_text_only_for_a_denial(store):
     act(store, affectedPaths=["secret/path.txt"], cwd="/home/u/proj")   # unconfirmed: observing
     prompt(store, "$stop-that-shit review")
     denied = act(store, affectedPaths=["secret/path.txt"], cwd="/home/u/proj")
@@ -67,7 +67,13 @@ def test_every_checked_action_writes_one_audit_line_without_secrets(store):
     assert lines[1]["eventId"] == denied.event_id and ("Event: %s" % denied.event_id) in denied.text
     assert lines[1]["decision"]["responseOutcome"] == "permission_deny_returned"
     raw = open(store.path("runtime", sts.session_key("s-engine") + ".jsonl")).read()
-    assert "secret" not in raw and "/home/u" not in raw and "s-engine" not in raw
+    allowed, kept = raw.splitlines()
+    # An allowed call keeps metadata only; a denied one what a person needs to see why.
+    assert "secret" not in allowed and "/home/u" not in allowed and "s-engine" not in allowed
+    assert "shown" not in lines[0]
+    assert lines[1]["shown"]["paths"] == ["secret/path.txt"]
+    assert lines[1]["shown"]["cwd"] == "/home/u/proj"
+    assert lines[1]["shown"]["sessionId"] == "s-engine"
 
 
 def test_off_is_not_audited(store):

@@ -226,9 +226,11 @@ def test_malformed_stdin_gets_json_s_message_and_fails_open(sts_home):
         try:
             json.loads(raw.decode("utf-8"))
         except ValueError as exc:
-            assert lines[0] == "sts: failed open: InvalidJSON: %s" % str(exc).split(":")[0]
+            assert lines[0] == "sts: failed open: InvalidJSON: the input is not JSON (%s)" % (
+                str(exc).split(":")[0])
         except RecursionError:
-            assert lines[0] == "sts: failed open: RecursionError: unexpected failure"
+            assert lines[0] == ("sts: failed open: RecursionError: the event is nested too "
+                                "deeply to read")
 
 
 def _run_all_kit_events(monkeypatch, tmp_path, codec):

@@ -17,7 +17,7 @@ import re
 import pytest
 
 import sts
-from hooks import deny_reason, hook_process
+from hooks import denial, deny_reason, hook, hook_process, reason_code
 from hooks_shim import request
 from test_self_protection import prompt_event
 
@@ -193,8 +193,7 @@ READ = {
 
 def send(world, host, payload):
     event = payload.pop("hook_event_name", None) if host == "copilot" else None
-    out = sts.run_hook(host, json.dumps(payload).encode(), world.store, event=event)
-    return json.loads(out) if out else None
+    return hook(host, payload, world.store, event)
 
 
 def arm(world, host, directive="$stop-that-shit change"):
@@ -213,31 +212,10 @@ def use(world, host, session, table, arg, cwd=None):
                                          build(arg)))
 
 
-def denial(host, got):
-    """The STOP text of a host's answer, or None when the call may run."""
-    if not got:
-        return None
-    if host in ("claude", "codex", "qwen", "droid"):
-        return deny_reason(got)
-    if host == "gemini":
-        return got.get("reason") if got.get("decision") == "deny" else None
-    if host == "copilot":
-        return (got.get("permissionDecisionReason")
-                if got.get("permissionDecision") == "deny" else None)
-    if host == "hermes":
-        return got.get("message") if got.get("action") == "block" else None
-    return got.get("reason") if got.get("block") is True else None
-
-
-def reason(text):
-    match = re.search(r"^Reason: (\S+)", text or "", re.M)
-    return match.group(1) if match else None
-
-
 def assert_protected(host, got, named=None):
     text = denial(host, got)
     assert text is not None, "%s let a write to a host settings file through: %r" % (host, got)
-    assert reason(text) == CODE, text
+    assert reason_code(text) == CODE, text
     if named is not None:
         assert named in text, text
     return text
@@ -770,7 +748,7 @@ def test_a_real_hook_process_protects_a_project_settings_file(world):
     proc = hook_process("claude", event, world.state)
     assert proc.returncode == 0, proc.stderr
     text = deny_reason(json.loads(proc.stdout))
-    assert reason(text) == CODE and target in text
+    assert reason_code(text) == CODE and target in text
 
 
 # --- glob patterns of shell targets ------------------------------------------------

@@ -9,6 +9,8 @@ show that -I keeps them out and that nothing is written.
 import os
 import subprocess
 import sys
+import tarfile
+import zipfile
 
 import pytest
 
@@ -115,7 +117,86 @@ TRICKS = [
     ("global x", "global x"),
     ("try:\n    pass\nexcept* ValueError:\n    pass", "try"),
     ("import json\ntry:\n    pass\nexcept Exception as json:\n    pass", "except"),
-    ("def f(): pass", "def f"),
+    # pathlib: a value that may be a path reaches no writer, whatever holds it
+    ("from pathlib import Path; Path('a').replace('b')", "replace"),
+    ("import pathlib; p = pathlib.Path('a'); p.replace('b')", "replace"),
+    ("from pathlib import Path; Path('a').copy('b')", "copy"),
+    ("from pathlib import Path; Path('a').write_text('x')", "write_text"),
+    ("from pathlib import Path; Path('a').write_bytes(b'x')", "write_bytes"),
+    ("from pathlib import Path; Path('a').unlink()", "unlink"),
+    ("from pathlib import Path; Path('d').mkdir()", "mkdir"),
+    ("from pathlib import Path; Path('d').rmdir()", "rmdir"),
+    ("from pathlib import Path; Path('a').rename('b')", "rename"),
+    ("from pathlib import Path; Path('a').touch()", "touch"),
+    ("from pathlib import Path; Path('a').chmod(0)", "chmod"),
+    ("from pathlib import Path; Path('a').symlink_to('b')", "symlink_to"),
+    ("from pathlib import Path; Path('a').hardlink_to('b')", "hardlink_to"),
+    ("from pathlib import Path; Path('a').open('w')", "open"),
+    ("from pathlib import Path; Path('a').open()", "open"),
+    ("from pathlib import Path; l = []; l.append(Path('a')); l[0].replace('b')", "replace"),
+    ("from pathlib import Path; d = {}; d['k'] = Path('a'); d['k'].replace('b')", "replace"),
+    ("from pathlib import Path; x = [p for p in Path('.').glob('*')][0]; x.replace('b')",
+     "replace"),
+    ("from pathlib import Path; list(map(Path, ['a']))[0].replace('b')", "replace"),
+    ("from pathlib import Path as P; q = P('a').parent; q.replace('b')", "replace"),
+    ("import pathlib\ndef f(x):\n    return pathlib.Path(x)\nf('a').replace('b')", "replace"),
+    ("from pathlib import Path\ntry:\n    raise ValueError(Path('a'))\n"
+     "except ValueError as e:\n    e.args[0].replace('b')", "replace"),
+    ("from pathlib import Path; sum([], Path('a')).replace('b')", "replace"),
+    ("from pathlib import Path; {'k': Path('a')}.get('k').replace('b')", "replace"),
+    ("from pathlib import Path; p = 'a'; p = Path(p); p.replace('b')", "replace"),
+    ("from pathlib import Path\nfor p in [Path('a')]:\n    pass\np.replace('b')", "replace"),
+    ("from pathlib import Path; sorted(['a'], key=lambda s: s.replace('b'))", "replace"),
+    ("import pathlib; pathlib.PosixPath('a')", "PosixPath"),
+    ("import pathlib; pathlib.os", "pathlib.os"),
+    # archives: read modes only, never extract, write or add
+    ("import zipfile; zipfile.ZipFile('a.zip').extractall()", "extractall"),
+    ("import zipfile; zipfile.ZipFile('a.zip').extract('x')", "extract"),
+    ("import zipfile; zipfile.ZipFile('a.zip', 'w')", "mode"),
+    ("import zipfile; zipfile.ZipFile('a.zip', mode='a')", "mode"),
+    ("import zipfile; m = 'r'; zipfile.ZipFile('a.zip', m)", "mode"),
+    ("import zipfile; zipfile.ZipFile('a.zip', 'r', mode='w')", "mode"),
+    ("import zipfile; zipfile.ZipFile('a.zip').open('x', 'w')", "open"),
+    ("import zipfile; zipfile.ZipFile('a.zip').open('x', mode='w')", "open"),
+    ("import zipfile; zipfile.ZipFile('a.zip').writestr('x', 'y')", "writestr"),
+    ("import zipfile; zipfile.ZipFile('a.zip').write('x')", "write"),
+    ("import zipfile; list(map(zipfile.ZipFile, ['a.zip'], ['w']))", "archive opener"),
+    ("from zipfile import ZipFile; list(map(ZipFile, ['a.zip'], ['w']))", "ZipFile"),
+    ("from zipfile import ZipFile; ZipFile('a.zip', 'w')", "mode"),
+    ("import zipfile; zipfile.Path('a.zip')", "zipfile.Path"),
+    ("import tarfile; tarfile.open('a.tar', 'w')", "mode"),
+    ("import tarfile; tarfile.open('a.tar', 'x:gz')", "mode"),
+    ("import tarfile; tarfile.open('a.tar', 'a')", "mode"),
+    ("import tarfile; tarfile.open('a.tar').extractall()", "extractall"),
+    ("import tarfile; tarfile.open('a.tar', fileobj=open('a', 'rb'))", "fileobj"),
+    ("import tarfile; tarfile.TarFile('a', 'w')", "TarFile"),
+    ("from tarfile import open", "open"),
+    ("import tarfile; t = tarfile.open; t('a', 'w')", "archive opener"),
+    # csv, pprint, ast: their readers and printers only
+    ("import csv; csv.writer(open('a', 'w'))", "writer"),
+    ("import csv; csv.DictWriter", "DictWriter"),
+    ("import csv; csv.field_size_limit(1)", "field_size_limit"),
+    ("import pprint; pprint.pprint(1, stream=1)", "stream"),
+    ("import pprint; pprint.PrettyPrinter()", "PrettyPrinter"),
+    ("import ast; ast.sys.path", "ast.sys"),
+    ("import ast; ast.main()", "ast.main"),
+    ("import ast; ast.NodeVisitor", "NodeVisitor"),
+    ("import ast; compile(ast.parse('1'), 'f', 'exec')", "compile"),
+    ("from ast import sys", "from ast import sys"),
+    # a local def: its body is proven, it is called by its one name only
+    ("def f(): return open('x', 'w')", "may write"),
+    ("def f(): pass\nf = print\nf(1)", "f(1)"),
+    ("def f(): pass\ndef f(): pass\nf()", "f()"),
+    ("def open(p, m): pass", "def open"),
+    ("def json(): pass", "def json"),
+    ("def f(json): pass", "def f(json)"),
+    ("def f():\n    yield 1", "yield"),
+    ("def f():\n    global x", "global"),
+    ("def f(x=open('a', 'w')): pass", "may write"),
+    ("def f(x: open('a', 'w')): pass", "may write"),
+    ("def f():\n    import os", "import os"),
+    ("def f(): pass\nf.__code__", "__code__"),
+    ("def f(): pass\nf(**{})", "**"),
     ("print((lambda: 1)())", "lambda"),
     ("with print: pass", "print"),
     ("\uff45\uff58\uff45\uff43('1')", "calls something outside"),  # NFKC: exec
@@ -169,6 +250,31 @@ PROVEN = [
     "print(open('data.json', 'rb').read()[:5])",
     "try:\n    print(int('x'))\nexcept ValueError:\n    print('no')",
     "print(str(3).zfill(4), int('ff', 16), float('1.5'), hex(255))",
+    # pathlib reads, ast, pprint, csv readers, archives listed and read, local def
+    "from pathlib import Path; print(Path('data.json').read_text())",
+    "import pathlib; print([p.name for p in pathlib.Path('.').glob('*.json')])",
+    "from pathlib import Path\n"
+    "for p in sorted(Path('.').rglob('*.json'), key=lambda p: p.stat().st_mtime):\n"
+    "    print(p, p.exists(), p.is_file(), p.is_dir(), p.read_text().replace('a', 'b'))",
+    "from pathlib import Path\ntext = Path('data.json').read_text()\nprint(text.replace('x', 'y'))",
+    "from pathlib import Path; print(sorted(Path('.').iterdir()), Path('data.json').read_bytes())",
+    "import ast\nt = ast.parse(open('data.json').read())\n"
+    "print([type(n).__name__ for n in ast.walk(t) if isinstance(n, ast.Expr)])",
+    "import ast; print(ast.dump(ast.parse('x = 1'), indent=2), ast.literal_eval('[1, 2]'))",
+    "from ast import parse, walk, Name\nprint([n.id for n in walk(parse('a + b')) "
+    "if isinstance(n, Name)])",
+    "import pprint; pprint.pprint({'a': [1, 2]}, width=20); print(pprint.pformat([1]))",
+    "import csv\nwith open('data.csv') as f:\n    for row in csv.DictReader(f):\n"
+    "        print(row['name'])",
+    "import csv; print([r for r in csv.reader(open('data.csv'), delimiter=',')])",
+    "import zipfile\nwith zipfile.ZipFile('data.zip') as z:\n    for i in z.infolist():\n"
+    "        print(i.filename, i.file_size, z.read(i.filename)[:10])\n"
+    "    print(z.namelist(), z.open('a.txt').read())",
+    "import zipfile; print(zipfile.ZipFile('data.zip', 'r').namelist())",
+    "import tarfile\nwith tarfile.open('data.tar.gz', 'r:gz') as t:\n"
+    "    print(t.getnames(), [m.name for m in t.getmembers()], t.extractfile('a.txt').read())",
+    "def double(x):\n    return x * 2\nprint(double(3), sorted([3, 1], key=double))",
+    "def f(): pass",
 ]
 
 
@@ -235,6 +341,12 @@ def planted(tmp_path):
         (tmp_path / (name + ".py")).write_text(
             "open(%r, 'w').close()\n" % str(tmp_path / ("RAN_" + name)))
     (tmp_path / "data.json").write_text('{"name": "demo"}\n')
+    (tmp_path / "data.csv").write_text("name,n\ndemo,1\n")
+    (tmp_path / "a.txt").write_text("a\n")
+    with zipfile.ZipFile(str(tmp_path / "data.zip"), "w") as z:
+        z.write(str(tmp_path / "a.txt"), "a.txt")
+    with tarfile.open(str(tmp_path / "data.tar.gz"), "w:gz") as t:
+        t.add(str(tmp_path / "a.txt"), "a.txt")
     return tmp_path
 
 

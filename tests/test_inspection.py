@@ -40,11 +40,10 @@ def test_status_of_a_fresh_session(store):
     assert text.split("\n") == [
         "Stop That Shit status",
         "State: OBSERVING / unconfirmed",
-        "mode=unconfirmed; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask; "
-        "files=unbounded.",
-        "Authority source: default",
-        "Host effect: unobserved",
-        "Full counts: see runtime.",
+        "Contract: none yet (a new session only watches until a directive sets one)",
+        "Set by: nobody yet (the start of every session)",
+        "Protection: none yet: no contract is set, so calls are only watched. Set one in a "
+        "prompt: `$stop-that-shit review -- <task>`.",
     ]
     assert not os.path.exists(store.path("sessions"))  # read-only
 
@@ -56,13 +55,13 @@ def test_status_with_ledger_error_and_files(store):
     assert lines == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "mode=change; agents=1/1 reserved; count unproven; hash=deny; deps=ask; undo=ask; files=unbounded.",
-        "Authority source: directive",
+        "Contract: change guard deps=ask hash=deny undo=ask agents=1",
+        "Set by: a $stop-that-shit directive in a prompt",
+        "Protection: on: calls outside this contract are stopped.",
+        "Subagents: 1 running or unconfirmed, 1 allowed at once",
         "Directive error: INVALID_DIRECTIVE_TOKEN: fix is not a directive field",
         "Unresolved activity: reused_action_id, unversioned_resume, legacy_protocol. Only a "
         "confirmed completion or a new host session clears this; never reset the ledger by hand.",
-        "Host effect: unobserved",
-        "Full counts: see runtime.",
     ]
     assert open(store.path("sessions", KEY + ".json"), "rb").read() == before
 
@@ -70,7 +69,8 @@ def test_status_with_ledger_error_and_files(store):
 @pytest.mark.parametrize("paths,shown", [([], "files=(none: no path is writable)"), (["src/**", "a.js"], "files=src/**|a.js")])
 def test_status_files_rendering(store, paths, shown):
     _arm(store, allowedPaths=paths)
-    assert shown + "." in sts.inspection_response(("status",), store, KEY).split("\n")[2]
+    line = sts.inspection_response(("status",), store, KEY).split("\n")[2]
+    assert line == "Contract: change guard %s deps=ask hash=deny undo=ask" % shown
 
 
 def test_status_in_recovery_shows_storage_line(store):
@@ -79,16 +79,18 @@ def test_status_in_recovery_shows_storage_line(store):
         fh.write("{")
     lines = sts.inspection_response(("status",), store, KEY).split("\n")
     assert lines[1] == "State: ARMED / review"
-    assert lines[3] == "Authority source: recovery"
-    assert lines[4].startswith("STATE_DAMAGED: Session state is unreadable")
-    assert lines[5].startswith("Unresolved activity: state_unavailable. ")
+    assert lines[3] == "Set by: read-only recovery (the session file is damaged)"
+    assert lines[4] == "Protection: read-only recovery: reads pass, anything else is stopped."
+    assert lines[5].startswith("STATE_DAMAGED: Session state is unreadable")
+    assert lines[6].startswith("Unresolved activity: state_unavailable. ")
 
 
 def test_status_host_effect_shows_observed_value(store):
     rec = event(KEY)
     store.append_audit(KEY, rec)
     store.annotate_host_effect(rec["eventId"], "observed_blocked")
-    assert "Host effect: observed_blocked" in sts.inspection_response(("status",), store, KEY)
+    assert "Last call: the host reported it blocked the call" in \
+        sts.inspection_response(("status",), store, KEY)
 
 
 def _fill(store):
@@ -145,12 +147,16 @@ def test_explain_text_and_not_found(store):
     assert sts.inspection_response(("explain", rec["eventId"].upper().replace("EVT_", "evt_")),
                                    store, None).split("\n") == [
         "Stop That Shit event %s" % rec["eventId"],
-        "State: ARMED / review",
-        "Action: Bash (unknown); paths=0",
+        "When: %s %s UTC" % (rec["occurredAt"][:10], rec["occurredAt"][11:19]),
+        "Host: -, session %s" % KEY,
+        "Tool: Bash (unknown)",
+        "Contract then: review guard deps=ask hash=deny agents=1 (armed)",
+        "Verdict: denied until the user approves, MUTABILITY_UNPROVEN",
         "Analysis: the program is not on the read-only list.",
-        "Decision: require_user_approval / MUTABILITY_UNPROVEN",
-        "Response: permission_deny_returned",
-        "Host effect: unobserved",
+        "Next: " + sts._DECISION_ROWS["MUTABILITY_UNPROVEN"].next,
+        "Kept: metadata only (written by an older sts); the audit keeps the command, "
+        "paths and culprit of denied and noted calls.",
+        "What the host did: not reported (the host does not say what it did after a hook)",
         "Label: unlabeled",
     ]
     plain = event(KEY, state="observing", mode="unconfirmed", reason="CONTROL_INACTIVE",
@@ -160,9 +166,14 @@ def test_explain_text_and_not_found(store):
     store.annotate_host_effect(plain["eventId"], "observed_ran")
     sts.inspection_response(("label", plain["eventId"], "correct"), store, KEY)
     text = sts.inspection_response(("explain", plain["eventId"]), store, KEY).split("\n")
-    assert text[1:] == ["State: OBSERVING / unconfirmed", "Action: Edit (write); paths=2",
-                        "Decision: allow / CONTROL_INACTIVE", "Response: none",
-                        "Host effect: observed_ran", "Label: correct"]
+    assert text[3:] == ["Tool: Edit (write)", "Paths: 2 (not kept)",
+                        "Contract then: none yet (a new session only watches until a "
+                        "directive sets one) (observing)",
+                        "Verdict: allowed, CONTROL_INACTIVE",
+                        "Kept: metadata only (an allowed call); the audit keeps the command, "
+                        "paths and culprit of denied and noted calls.",
+                        "What the host did: the host reported it ran the call",
+                        "Label: correct"]
     missing = "evt_00000000-0000-4000-8000-000000000000"
     assert sts.inspection_response(("explain", missing), store, KEY) == \
         "Stop That Shit runtime event not found: " + missing
@@ -206,8 +217,12 @@ def test_cli_status_uses_latest_session_or_session_flag(store, capsys):
     assert "no checked actions yet." in out
     code, out, _ = _cli(store, capsys, "status", "--session", "old")
     assert code == 0 and out.split("\n")[1] == "State: ARMED / review"
-    code, out, _ = _cli(store, capsys, "status", "--session=never-seen")
-    assert code == 0 and out.split("\n")[1] == "State: OBSERVING / unconfirmed"
+    code, out, err = _cli(store, capsys, "status", "--session=never-seen")
+    assert code == 1 and out == "" and "no session never-seen" in err   # not a made-up one
+    key = sts.session_key("old")   # the key `runtime all` lists, and a start of it
+    for given in (key, key[:8].upper()):
+        code, out, _ = _cli(store, capsys, "status", "--session", given)
+        assert code == 0 and out.split("\n")[1] == "State: ARMED / review"
 
 
 def test_cli_status_details_fit_80_columns(store, capsys):
@@ -331,15 +346,14 @@ def test_cli_status_layout_counts_and_tables(store, capsys):
                                       else "permission_deny_returned",
                                       at="2026-01-01T00:01:0%d.000Z" % n))
     lines = _status_out(store, capsys, "--session", "s1")
-    # The status lines come first; an unlimited budget reads as a word.
-    assert lines[:7] == [
+    # The status lines come first; an unlimited budget is not mentioned.
+    assert lines[:6] == [
         "Stop That Shit status",
         "State: ARMED / change",
-        "mode=change; agents=0/unlimited reserved; hash=deny; deps=ask; undo=ask;",
-        "  files=unbounded.",
-        "Authority source: directive",
-        "Host effect: unobserved",
-        "Full counts: see runtime.",
+        "Contract: change guard deps=ask hash=deny undo=ask",
+        "Set by: a $stop-that-shit directive in a prompt",
+        "Protection: on: calls outside this contract are stopped.",
+        "",
     ]
     assert "Session %s, last activity 2026-01-01 00:01 UTC" % KEY in lines
     assert "Checked actions: 8 (allowed 1, denied 5, watch notes 2)" in lines
@@ -368,23 +382,25 @@ def test_cli_status_layout_counts_and_tables(store, capsys):
         "  3. PATH_OUTSIDE_CONTRACT      1",
     ]
     recent = _section(lines, "Last 5 events")
-    assert len(recent) == 11 and recent[0].startswith("Last 5 events (oldest first, UTC;")
+    assert len(recent) == 12 and recent[0].startswith("Last 5 events (oldest first, UTC;")
+    assert recent[-1].startswith("Why: python3 sts.py explain <event>")
     # The latest five by time, not by file order: 00:00:04 was written fourth
     # and is in; 00:00:03, written first, is out.
-    assert recent[1] == "  2026-01-01 00:00:04  deny   Bash (unknown)  I/MODE_FORBIDS_MUTATION"
-    assert recent[2] == "    %s  host effect: unobserved" % ids[3]
-    assert recent[3] == "  2026-01-01 00:01:00  deny   Bash (unknown)  I/MODE_FORBIDS_MUTATION"
-    assert recent[9].endswith("  note   Bash (unknown)  T/REPEATED_WITHOUT_CHANGE")
+    assert recent[1] == "  2026-01-01 00:00:04  deny   %s  I/MODE_FORBIDS_MUTATION" % ids[3][:12]
+    assert recent[2] == "    Bash (unknown)"   # (these events keep no command: see test_ask)
+    assert recent[3].startswith("  2026-01-01 00:01:00  deny   evt_")
+    assert recent[9].endswith("  T/REPEATED_WITHOUT_CHANGE")
     assert all(len(line) <= 80 for line in lines)
 
 
-def test_cli_status_never_shows_paths_or_commands(store, capsys):
-    """The audit holds none, and the status adds none: only metadata reaches the screen."""
+def test_cli_status_shows_the_tool_of_an_event_that_keeps_no_text(store, capsys):
+    """An event of an older sts (or an allowed call) keeps no command or path:
+    the status names its tool and kind, and makes up nothing."""
     _arm(store, allowedPaths=["src/**"])
     store.append_audit(KEY, event(KEY, tool="Edit", mutability="write", paths=3))
     text = "\n".join(_status_out(store, capsys, "--session", "s1"))
-    assert "Edit (write)" in text
-    assert "files=src/**." in text  # the contract the user typed, as the fields line shows it
+    assert "\n    Edit (write)\n" in text
+    assert "Contract: change guard files=src/** deps=ask hash=deny undo=ask" in text
     assert text.count("src/") == 1
 
 
@@ -418,20 +434,21 @@ def test_cli_every_line_fits_80_columns_even_when_everything_is_long(store, caps
     text = "\n".join(lines)
     assert "\x1b" not in text  # control characters never reach the terminal
     # Wrapped lines keep their leading word and continue indented.
-    assert lines[2].startswith("mode=change; agents=0/3 reserved; count unproven;")
+    assert lines[2].startswith("Contract: change lock files=src/very/long/")
     assert lines[3].startswith("  ")
     assert any(line.startswith("Unresolved activity: reason_number_0_unproven") for line in lines)
     assert any(line.startswith("Directive error: INVALID_DIRECTIVE_TOKEN") for line in lines)
     # The fields text survives the wrapping, broken only between patterns.
-    fields = lines[2:lines.index("Authority source: directive")]
+    fields = lines[2:lines.index("Set by: a $stop-that-shit directive in a prompt")]
     spec = sts.inspection_response(("status",), store, KEY).split("\n")[2]
     assert "".join(fields).replace(" ", "") == spec.replace(" ", "")
     for n in range(6):
         assert any("src/very/long/directory/name/number/%d/**" % n in line for line in fields)
     # The event line keeps its reason visible and shortens the tool name.
     recent = _section(lines, "Last 3 events")
-    assert recent[1].startswith("  2026-01-01 00:00:00  deny   mcp__server__")
-    assert "...  S/" + reason[:20] in recent[1] and recent[1].endswith("...")
+    assert recent[1].startswith("  2026-01-01 00:00:00  deny   evt_")
+    assert "  S/" + reason[:20] in recent[1] and recent[1].endswith("...")
+    assert recent[2].startswith("    mcp__server__") and recent[2].endswith("...")
     top = _section(lines, "Top denied")
     assert top[1].startswith("  1. " + reason[:40]) and top[1].endswith("...      3")
     code, out, _ = _cli(store, capsys, "runtime", "all")
@@ -442,9 +459,9 @@ def test_prompt_status_keeps_its_exact_lines_when_long(store):
     """Only the terminal wraps; the prompt answer keeps each line whole."""
     _long_session(store)
     lines = sts.inspection_response(("status",), store, KEY).split("\n")
-    assert lines[2].startswith("mode=change; agents=0/3 reserved; count unproven; hash=deny; ")
-    assert lines[2].endswith("number/5/**.") and len(lines[2]) > 80
-    assert lines[3] == "Authority source: directive"
+    assert lines[2].startswith("Contract: change lock files=src/very/long/directory/")
+    assert lines[2].endswith("number/5/** deps=ask hash=deny undo=ask agents=3") and len(lines[2]) > 80
+    assert lines[3] == "Set by: a $stop-that-shit directive in a prompt"
 
 
 def test_cli_status_json_shape(store, capsys):
@@ -552,12 +569,10 @@ def test_cli_empty_data_dir(store, capsys, sts_home):
     code, out, _ = _cli(store, capsys, "runtime", "all", "--json")
     doc = json.loads(out)
     assert code == 0 and doc["events"] == [] and doc["sessions"] == []
-    # A named session that never ran is the default contract, not an error.
-    code, out, _ = _cli(store, capsys, "status", "--session", "fresh")
-    assert code == 0 and "no checked actions yet." in out
-    code, out, _ = _cli(store, capsys, "runtime", "--session", "fresh")
-    assert code == 0 and out.endswith(
-        "\nSession %s: no state and no audit log yet.\n" % sts.session_key("fresh"))
+    # A named session that never ran is an error, not a made-up empty session.
+    for command in ("status", "runtime"):
+        code, out, err = _cli(store, capsys, command, "--session", "fresh")
+        assert code == 1 and out == "" and "no session fresh" in err
 
 
 def test_observed_blocked_shows_in_explain_and_status(store, capsys):
@@ -567,20 +582,22 @@ def test_observed_blocked_shows_in_explain_and_status(store, capsys):
     store.append_audit(KEY, first)
     store.append_audit(KEY, last)
     lines = _status_out(store, capsys, "--session", "s1")
-    assert "Host effect: unobserved" in lines
+    assert not any(line.startswith("Last call:") for line in lines)   # nothing to say
     store.annotate_host_effect(last["eventId"], "observed_blocked")
     lines = _status_out(store, capsys, "--session", "s1")
-    assert "Host effect: observed_blocked" in lines
-    assert "    %s  host effect: observed_blocked" % last["eventId"] in lines
-    assert "    %s  host effect: unobserved" % first["eventId"] in lines
+    blocked = "the host reported it blocked the call"
+    assert "Last call: " + blocked in lines
+    assert "    Bash (unknown) (%s)" % blocked in lines
+    assert "    Bash (unknown)" in lines   # the first event: nothing reported
     code, out, _ = _cli(store, capsys, "explain", last["eventId"])
-    assert code == 0 and "\nHost effect: observed_blocked\n" in out
-    assert "Host effect: observed_blocked" in sts.inspection_response(("status",), store, KEY)
-    assert "Host effect: observed_blocked" in sts.inspection_response(
+    assert code == 0 and "\nWhat the host did: %s\n" % blocked in out
+    assert "Last call: " + blocked in sts.inspection_response(("status",), store, KEY)
+    assert "What the host did: " + blocked in sts.inspection_response(
         ("explain", last["eventId"]), store, KEY)
     # The later annotation wins, and the log itself is never rewritten.
     store.annotate_host_effect(last["eventId"], "observed_ran")
-    assert "Host effect: observed_ran" in sts.inspection_response(("status",), store, KEY)
+    assert "Last call: the host reported it ran the call" in sts.inspection_response(
+        ("status",), store, KEY)
     with open(store.path("runtime", KEY + ".jsonl")) as fh:
         assert '"hostEffect":"unobserved"' in fh.read()
 

@@ -31,6 +31,8 @@ def _make_shims(dest):
     if os.path.isdir(real):
         shutil.copytree(real, dest)
         return
+    with open(os.path.join(dest, "stop-that-shit-wire.mjs"), "w") as fh:
+        fh.write("// Stop That Shit -- the wire module (stand-in)\nexport function connect() {}\n")
     for host in ("opencode", "pi", "omp"):
         os.makedirs(os.path.join(dest, host))
         with open(os.path.join(dest, host, "stop-that-shit.js"), "w") as fh:
@@ -421,6 +423,57 @@ def test_js_shim_copy_pins_this_sts_py(env, host, rel):
     assert json.loads(literal) == env.sts_py
     assert literal.isascii()  # \u escapes: valid in every JS engine
     assert env.sts._shim_pinned_to(env.p(*rel)) == env.sts_py
+
+
+JS_SHIM_PATHS = {"opencode": (".config", "opencode", "plugin", "stop-that-shit.js"),
+                 "pi": (".pi", "agent", "extensions", "stop-that-shit.js"),
+                 "omp": (".omp", "agent", "extensions", "stop-that-shit.js")}
+
+
+def wire_of(env, host):
+    """Where the shim of `host` imports the wire module from: the folder above its own."""
+    return os.path.join(os.path.dirname(os.path.dirname(env.p(*JS_SHIM_PATHS[host]))),
+                        "stop-that-shit-wire.mjs")
+
+
+@pytest.mark.parametrize("host", sorted(JS_SHIM_PATHS))
+def test_js_shim_install_places_the_wire_module_it_imports(env, host):
+    assert env.run("install", host) == 0, env.err
+    source = str(env.app / "host_shims" / "stop-that-shit-wire.mjs")
+    assert read(wire_of(env, host)) == read(source)
+    assert "../stop-that-shit-wire.mjs" in read(str(env.app / "host_shims" / host / "stop-that-shit.js"))
+    env.run("doctor", host)
+    assert "OK   %s" % host in env.out and wire_of(env, host) + " present" in env.out
+
+
+def test_the_wire_module_of_an_older_install_is_replaced_a_foreign_file_is_not(env):
+    wire = wire_of(env, "pi")
+    write(wire, "// Stop That Shit -- the wire module, an older one\n")
+    assert env.run("install", "pi") == 0, env.err
+    assert read(wire) == read(str(env.app / "host_shims" / "stop-that-shit-wire.mjs"))
+    assert env.run("uninstall", "pi") == 0 and not os.path.exists(wire)
+    write(wire, "// somebody else's module\n")
+    assert env.run("install", "pi") == 2
+    assert wire in env.err and read(wire) == "// somebody else's module\n"
+
+
+def test_doctor_fails_on_a_missing_or_changed_wire_module(env):
+    assert env.run("install", "omp") == 0
+    wire = wire_of(env, "omp")
+    write(wire, read(wire) + "// changed\n")
+    assert env.run("doctor", "omp") == 1
+    assert "FAIL omp" in env.out and wire + " differs from the one in host_shims/" in env.out
+    os.unlink(wire)
+    assert env.run("doctor", "omp") == 1
+    assert wire + " is missing" in env.out and "install omp" in env.out
+
+
+def test_uninstall_without_a_record_removes_the_wire_module_beside_this_shim(env):
+    assert env.run("install", "opencode") == 0
+    os.unlink(str(env.state / "installed.json"))
+    wire = wire_of(env, "opencode")
+    assert env.run("uninstall", "opencode") == 0, env.err
+    assert not os.path.exists(env.p(*JS_SHIM_PATHS["opencode"])) and not os.path.exists(wire)
 
 
 def test_pi_agent_dir_override(env, monkeypatch):

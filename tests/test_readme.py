@@ -12,7 +12,8 @@ import re
 import pytest
 
 import sts
-from hooks import ROOT, context_text, deny_reason, hook, hook_process, kit_events
+from hooks import (ROOT, claude_kit, context_text, deny_reason, hook, hook_process, kit_events,
+                   reason_code)
 from hooks_shim import first, hermes_envelope
 
 SECTION_TITLE = "## Differences from the original tool"
@@ -53,20 +54,13 @@ def test_the_list_names_no_document_outside_the_repository():
 
 # ---- Claude Code events, as Claude Code 2.1.332 sent them --------------------
 
-def claude(kind="write"):
-    events = kit_events("claude-%s-deny-json" % kind)
-    prompt = next(e for e in events if e["hook_event_name"] == "UserPromptSubmit")
-    tool = next(e for e in events if e["hook_event_name"] == "PreToolUse")
-    return prompt, tool
-
-
 def say(store, text):
-    prompt, _ = claude()
+    prompt, _ = claude_kit()
     return hook("claude", dict(prompt, prompt=text), store)
 
 
 def call(store, tool_name, tool_input, call_id="toolu_t1"):
-    _, tool = claude()
+    _, tool = claude_kit()
     event = dict(tool, tool_name=tool_name, tool_input=tool_input, tool_use_id=call_id)
     return hook("claude", event, store)
 
@@ -76,14 +70,13 @@ def bash(store, command, call_id="toolu_t1"):
 
 
 def write(store, path="src/app.js", content="x\n"):
-    _, tool = claude()
+    _, tool = claude_kit()
     return call(store, "Write", {"file_path": os.path.join(tool["cwd"], path),
                                  "content": content})
 
 
 def reason(answer):
-    text = deny_reason(answer)
-    return text and re.search(r"^Reason: (\S+)$", text, re.M).group(1)
+    return reason_code(deny_reason(answer))
 
 
 # ---- task contract -------------------------------------------------------------
@@ -115,7 +108,7 @@ def test_a_task_notification_never_changes_the_contract(store):
 def test_a_turn_the_user_did_not_type_is_no_prompt(store):
     listed("A Claude Code turn whose `source` is not the user")
     say(store, "$stop-that-shit review -- look")
-    prompt, _ = claude()
+    prompt, _ = claude_kit()
     woken = dict(prompt, prompt="$stop-that-shit change -- go on", source="schedule_wakeup")
     assert hook("claude", woken, store) is None
     assert reason(write(store)) == "MODE_FORBIDS_MUTATION"
@@ -217,7 +210,7 @@ def test_a_patch_to_a_doc_file_is_not_scanned_for_hashing(store):
 def test_an_edit_that_keeps_a_hash_call_is_not_new_hashing(store):
     listed("An edit that keeps an existing hash call is not new hashing")
     say(store, "$stop-that-shit change -- fix the cache key")
-    _, tool = claude()
+    _, tool = claude_kit()
     path = os.path.join(tool["cwd"], "src/cache.js")
     kept = {"file_path": path, "old_string": "createHash('sha256').update(a)",
             "new_string": "createHash('sha256').update(b)"}
@@ -231,7 +224,7 @@ def test_an_edit_that_keeps_a_hash_call_is_not_new_hashing(store):
 def test_the_message_keeps_the_original_lines_and_adds_culprit_and_instead(sts_home):
     listed("The STOP/WATCH message adds `Culprit:` (the part of the call that decided) and, "
            "where a read-only way exists, `Instead:`, just before `Next:`")
-    prompt, tool = claude("bash")
+    prompt, tool = claude_kit("bash")
     # A real hook process, the way a host runs it.
     hook_process("claude", dict(prompt, prompt="$stop-that-shit review -- look"), sts_home)
     proc = hook_process("claude", dict(tool, tool_input={"command": "sed -i 's/a/b/' a.txt"}),
@@ -239,7 +232,9 @@ def test_the_message_keeps_the_original_lines_and_adds_culprit_and_instead(sts_h
     text = deny_reason(json.loads(proc.stdout))
     heads = [line.split(":")[0] if ":" in line else line for line in text.splitlines()]
     assert heads == ["STOP / INTENT", "The guard answered with a permission deny.", "Reason",
-                     "Detail", "Code", "State", "Event", "Culprit", "Instead", "Next"]
+                     "Detail", "Code", "State", "Event", "Culprit", "Instead", "Next", "Allow"]
+    assert text.splitlines()[-1] == ("Allow: the user can send `$stop-that-shit change` as a "
+                                     "prompt to allow this.")
     assert "`sed -i`" in text.splitlines()[7]
 
 
@@ -317,7 +312,7 @@ def test_an_agent_started_from_the_shell_cannot_be_counted(store):
 
 def test_claude_task_is_a_delegation(store):
     listed("Claude Code `Task` is a delegation, like `Agent`")
-    prompt, agent = claude("agent")
+    prompt, agent = claude_kit("agent")
     hook("claude", dict(prompt, prompt="$stop-that-shit change agents=0 -- go"), store)
     task = dict(agent, tool_name="Task", tool_use_id="toolu_task")
     assert reason(hook("claude", task, store)) == "AGENT_BUDGET_EXHAUSTED"

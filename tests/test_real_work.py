@@ -2,6 +2,8 @@
 that the analyzer names in full, and the look-alikes that must stay unproven.
 """
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -35,7 +37,21 @@ KNOWN = [
     ("unlink src/a", True),
     ("rmdir src/empty", True),
     ("for f in a.py b.py; do sed -i s/x/y/ \"src/$f\"; done", True),
-    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", False),   # src/**/*.py: see README
+    # find walks real folders only: src/**/*.py names what it reports
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", True),
+    ("find src -name x -exec rm {} +", True),
+    ("find src -name x -exec rm -r {} +", True),
+    ("find src -name '*.py' -exec mv {} out/ \\;", True),
+    ("find src -name x -exec chmod 600 {} +", False),            # follows a found link
+    ("find src -name x -exec touch {} +", False),
+    ("find src -name x -exec sed --follow-symlinks -i s/a/b/ {} +", False),
+    ("find src -follow -name x -exec sed -i s/a/b/ {} +", False),
+    ("find -L src -name x -exec sed -i s/a/b/ {} +", False),
+    ("find src -name x -execdir sed -i s/a/b/ {} +", False),
+    ("find src/*/ -name x -exec sed -i s/a/b/ {} +", False),     # the shell's glob may
+    ("find \"$D\" -name x -exec sed -i s/a/b/ {} +", False),       # lead through a link
+    ("sed -i s/a/b/ src/*/x; find src -name x -exec sed -i s/a/b/ {} +", False),
+    ("find src -name x -exec sed -i s/a/b/ {} src/*/y +", False),
     ("cd src && sed -i s/a/b/ a.py", True),
     ("find src -type f -exec sed -i s/a/b/ {} +", True),
     ("find src -exec chmod 600 {} +", False),
@@ -124,6 +140,10 @@ def proj(tmp_path):
     ("rm -rf src", ["src/*.py"], "PATH_OUTSIDE_CONTRACT"),
     ("make", ["src/**"], "WRITE_PATH_UNPROVEN"),
     ("echo x > src/a.py", [], "PATH_OUTSIDE_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["src/**"], "WITHIN_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["*.py"], "WITHIN_CONTRACT"),
+    ("find src -name '*.py' -exec sed -i s/a/b/ {} +", ["src/*.py"], "PATH_OUTSIDE_CONTRACT"),
+    ("find . -name '*.py' -exec sed -i s/a/b/ {} +", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
     # a link inside the boundary leads where it points
     ("echo x > src/link/t.py", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
     ("rm src/link/*.py", ["src/**"], "PATH_OUTSIDE_CONTRACT"),
@@ -434,3 +454,159 @@ def test_python_write_targets_that_do_not_follow_stay_unknown(code):
 
 def sts_quote(code):
     return "'" + code.replace("'", "'\"'\"'") + "'"
+
+
+# patch and git apply from a here-document: the diff's headers name every file.
+DIFF = "--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+def _fed(command, diff=DIFF):
+    return "%s <<'EOF'\n%sEOF" % (command, diff)
+
+
+@pytest.mark.parametrize("command,targets", [
+    (_fed("patch -p1"), ["src/a.py", "src/a.py.orig", "src/a.py.rej"]),
+    (_fed("patch --strip=1 --no-backup-if-mismatch -r -"), ["src/a.py", "src/a.py.orig"]),
+    (_fed("patch -p0"), ["a/src/a.py", "b/src/a.py"]),
+    (_fed("patch -p1 -d sub"), ["sub/src/a.py", "sub/src/a.py.rej"]),
+    (_fed("patch -p1 -o out.py"), ["out.py", "out.py.rej"]),
+    (_fed("patch -p1 -b -N -s"), ["src/a.py", "src/a.py.orig"]),
+    (_fed("git apply"), ["src/a.py"]),
+    (_fed("git apply -p1 -v --recount"), ["src/a.py"]),
+    (_fed("git apply --directory=lib"), ["lib/src/a.py"]),
+    (_fed("git apply --reject"), ["src/a.py", "src/a.py.rej"]),
+    # a wrapper runs the same patch in the same folder (intent survives wrappers)
+    (_fed("sudo patch -p1"), ["src/a.py", "src/a.py.orig", "src/a.py.rej"]),
+    # a removed line that reads like a header stays a line of the hunk
+    (_fed("patch -p1", "--- a/src/a.py\n+++ b/src/a.py\n@@ -1,2 +1,2 @@\n--- x\n"
+                       "+++ y\n-a\n+b\n"), ["src/a.py"]),
+    # GNU patch renames and changes modes from git's headers alone
+    (_fed("patch -p1", "diff --git a/x b/y\nsimilarity index 100%\nrename from x\n"
+                       "rename to y\n"), ["x", "y"]),
+])
+def test_a_patch_on_stdin_names_its_files(command, targets):
+    verdict = sts.analyze_shell(command)
+    assert verdict.mutability == "write" and verdict.writes_known, verdict
+    assert [t for t in targets if t not in verdict.write_targets] == []
+
+
+@pytest.mark.parametrize("command", [
+    "patch -p1 < fix.diff",                       # the diff is not on the line
+    "cat fix.diff | patch -p1",
+    _fed("patch"),                                # without -p patch picks base names
+    _fed("patch -p1 src/b.py"),                   # a file named on the line
+    _fed("patch -p1 -i other.diff"),
+    _fed("patch -p1 -B bak/"),                    # backups named elsewhere
+    _fed("patch -p1 -V numbered"),
+    _fed("patch -p1 -z .bak"),
+    _fed("patch -p1 -g 1"),                       # gets the file from RCS/SCCS
+    _fed("patch -p1 -o -"),
+    _fed("patch -p1 -p0"),
+    _fed("patch -p$N"),
+    "patch -p1 <<EOF\n--- a/$F\n+++ b/$F\n@@ -1 +1 @@\n-a\n+b\nEOF",
+    _fed("patch -p1", "1d\n"),                   # an ed script: patch runs ed
+    _fed("patch -p1", "*** a/src/a.py\n--- b/src/a.py\n"),   # a context diff
+    _fed("patch -p1", "Binary files a/x and b/x differ\n"),
+    _fed("patch -p1", "--- a/src/a b.py\n+++ b/src/a b.py\n@@ -1 +1 @@\n-a\n+b\n"),
+    _fed("patch -p1", '--- "a/src/a.py"\n+++ "b/src/a.py"\n@@ -1 +1 @@\n-a\n+b\n'),
+    _fed("patch -p1", DIFF + "-c\n"),             # a line past the hunk's count
+    _fed("patch -p1", "--- a/src/a.py\n+++ b/src/a.py\n@@ -1,3 +1,3 @@\n-a\n+b\n"),
+    _fed("patch -p3"),                            # as many parts as the name has
+    _fed("git apply --index"),
+    _fed("git apply --3way"),
+    _fed("git apply --unsafe-paths"),
+    _fed("git apply --include=src/*"),
+    _fed("git apply", "diff --git a/src/a.py b/src/a.py\n" + DIFF),  # names from the top level
+    _fed("git -C sub apply"),
+])
+def test_a_patch_that_may_write_unnamed_stays_unproven(command):
+    verdict = sts.analyze_shell(command)
+    assert verdict.mutability != "read" and not verdict.writes_known, (command, verdict)
+
+
+@pytest.mark.parametrize("command,allowed,code", [
+    (_fed("patch -p1"), ["src/**"], "WITHIN_CONTRACT"),
+    (_fed("git apply"), ["src/*.py"], "WITHIN_CONTRACT"),
+    (_fed("patch -p1"), ["src/a.py"], "PATH_OUTSIDE_CONTRACT"),   # a.py.rej beside it
+    (_fed("patch -p1 -d outside"), ["src/**"], "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "outside/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "src/../outside/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+    (_fed("patch -p1", DIFF.replace("src/a.py", "src/link/t.py")), ["src/**"],
+     "PATH_OUTSIDE_CONTRACT"),
+])
+def test_patch_under_files(proj, command, allowed, code):
+    (proj / "src" / "link").symlink_to(proj / "outside")
+    assert _decide(command, allowed, str(proj)).code == code
+
+
+@pytest.mark.skipif(shutil.which("patch") is None or shutil.which("git") is None,
+                    reason="GNU patch or git is not installed")
+@pytest.mark.parametrize("command", [
+    _fed("patch -p1"), _fed("patch -p1 -b"), _fed("git apply"),
+    _fed("patch -p1", DIFF.replace("-a\n", "-zzz\n")),     # rejected: .rej and .orig
+    _fed("patch -p1 -d src", DIFF.replace("src/a.py", "a.py")),
+])
+def test_a_patch_writes_only_what_it_names(tmp_path, command):
+    """Run for real: every file that appears or changes is one of the targets."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a\n")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=60, check=False)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    changed = sorted(str(p.relative_to(tmp_path)) for p in after
+                     if before.get(p) != after[p])
+    assert changed, command
+    targets = [os.path.normpath(t) for t in sts.analyze_shell(command).write_targets]
+    assert [c for c in changed if c not in targets] == []
+
+
+@pytest.mark.parametrize("command,read", [
+    ('for f in dist/*.zip; do unzip -l "$f"; done', True),
+    ("for f in a.zip b.zip; do unzip -l $f; done", True),
+    ('for f in ./[-]*.zip; do unzip -l "$f"; done', True),
+    ('for f in *.zip; do unzip -l "$f"; done', False),      # may match --t.zip
+    ("for f in dist/*.zip; do unzip -l $f; done", False),   # a name with spaces splits
+    ('for f in -t a.zip; do unzip -l "$f"; done', False),
+    ('for f in a.zip; do unzip -l "$f"; done; f=--t; unzip -l $f', False),
+    ('for f in dist; do unzip -l "$f"/*.zip; done', False),
+    ('for f in dist/*.zip; do unzip -l "$f" -x "$g"; done', False),
+    ('unzip -l "$f"', False),
+    ('read f; unzip -l "$f"', False),
+])
+def test_unzip_listing_of_a_loop_variable(command, read):
+    assert (sts.analyze_shell(command).mutability == "read") is read, command
+
+
+@pytest.mark.skipif(shutil.which("unzip") is None, reason="unzip is not installed")
+def test_a_listed_loop_leaves_the_folder_as_it_was(tmp_path):
+    import zipfile
+    (tmp_path / "dist").mkdir()
+    for name in ("a.zip", "b c.zip"):
+        with zipfile.ZipFile(str(tmp_path / "dist" / name), "w") as z:
+            z.writestr("inner.txt", "x")
+    command = 'for f in dist/*.zip; do unzip -l "$f"; done'
+    assert sts.analyze_shell(command).mutability == "read"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    done = subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60, check=False)
+    assert done.stdout.count(b"inner.txt") == 2
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_find_reports_no_path_through_a_linked_folder(tmp_path):
+    """Run for real: what `find src -name x -exec sed -i` edits lies in src's
+    real folders; a file behind a linked folder is left as it was."""
+    (tmp_path / "src" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "src" / "sub" / "x.py").write_text("a\n")
+    (tmp_path / "outside" / "x.py").write_text("a\n")
+    (tmp_path / "src" / "link").symlink_to(tmp_path / "outside")
+    command = "find src -name '*.py' -exec sed -i s/a/b/ {} +"
+    assert sts.analyze_shell(command).writes_known
+    subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=60, check=False)
+    assert (tmp_path / "src" / "sub" / "x.py").read_text() == "b\n"
+    assert (tmp_path / "outside" / "x.py").read_text() == "a\n"

@@ -6,7 +6,8 @@ line of the host's denial.  The codes must agree across hosts.
 """
 import pytest
 
-from hooks_shim import answer, block_reason, reason_code, request
+from hooks import denial, reason_code
+from hooks_shim import answer, request
 
 CWD = "/tmp/same/work"
 SESSION = "same-answer-session"
@@ -172,24 +173,12 @@ DRIVERS = {
 }
 
 
-def deny_text(host, got):
-    if host in ("codex", "claude", "qwen"):
-        from hooks import deny_reason
-        return deny_reason(got)
-    if host == "gemini":
-        return got.get("reason") if got and got.get("decision") == "deny" else None
-    if host == "copilot":
-        return got.get("permissionDecisionReason") \
-            if got and got.get("permissionDecision") == "deny" else None
-    return block_reason(host, got)
-
-
 def decision_code(host, directive, kind, arg, store):
     """Arm `directive` on a fresh session of `host`, send one action, read the code."""
     prompt, tool = DRIVERS[host]
     answer(host, prompt(directive), store)
     got = answer(host, tool(kind, arg, "call_same_1"), store)
-    text = deny_text(host, got)
+    text = denial(host, got)
     return reason_code(text) if text else None
 
 
@@ -316,7 +305,7 @@ def intent_codes(tmp_path, monkeypatch, directive, kind, path, old, new):
         monkeypatch.setenv("STS_HOME", str(home))
         store = sts.Store(str(home))
         answer(host, DRIVERS[host][0](directive), store)
-        text = deny_text(host, answer(host, payload, store))
+        text = denial(host, answer(host, payload, store))
         codes[host] = reason_code(text) if text else None
     return codes
 
@@ -403,7 +392,7 @@ def test_powershell_redirection_keeps_hash_intent(tmp_path, monkeypatch, host, t
             payload = _shim_call(host, tool, args, "call_ps_1")
         else:
             payload = _command_call(host, tool, args, "call_ps_1")
-        text = deny_text(host, answer(host, payload, store))
+        text = denial(host, answer(host, payload, store))
         assert (reason_code(text) if text else None) == expected, (host, command)
 
 
@@ -422,14 +411,14 @@ def test_a_rejected_directive_pauses_tools_wherever_its_turn_ran(tmp_path, monke
         prompt, tool = DRIVERS[host]
         answer(host, prompt("$stop-that-shit change"), store)
         answer(host, prompt("$stop-that-shit change fix the bug"), store)
-        text = deny_text(host, answer(host, tool("shell", "git status", "call_paused"), store))
+        text = denial(host, answer(host, tool("shell", "git status", "call_paused"), store))
         paused = bool(text) and text.startswith("Stop That Shit: directive rejected")
         # Everywhere else the previous contract judges the call, and only a
         # delegation is stopped while the directive is invalid.
-        agent = reason_code(deny_text(host, answer(host, tool("agent", "-", "call_agent"),
+        agent = reason_code(denial(host, answer(host, tool("agent", "-", "call_agent"),
                                                    store)))
         answer(host, prompt("$stop-that-shit change"), store)
-        again = deny_text(host, answer(host, tool("shell", "git status", "call_again"), store))
+        again = denial(host, answer(host, tool("shell", "git status", "call_again"), store))
         got[host] = (paused, agent, again)
     assert got == {host: (True, None, None) if host in PROMPT_NOT_REFUSED
                    else (False, "INVALID_DIRECTIVE", None) for host in HOSTS}

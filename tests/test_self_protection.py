@@ -20,8 +20,8 @@ import pytest
 
 import sts
 from conftest import ram_dir
-from hooks import context_text, deny_reason, each_case_on_one_host
-from hooks_shim import block_reason, reason_code, request
+from hooks import context_text, denial, deny_reason, each_case_on_one_host, hook, reason_code
+from hooks_shim import request
 
 HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp")
 CODE = "GUARD_SELF_PROTECTION"
@@ -316,8 +316,7 @@ SHELL_TOOLS = {
 # --- driving a host ---------------------------------------------------------------
 
 def send(world, host, payload):
-    out = sts.run_hook(host, json.dumps(payload).encode(), world.store)
-    return json.loads(out) if out else None
+    return hook(host, payload, world.store)
 
 
 def arm(world, host, directive="$stop-that-shit change", cwd=None):
@@ -333,13 +332,6 @@ def say(world, host, session, text, cwd=None):
 def use(world, host, session, tool, arg, cwd, table):
     name, build = table[(host, tool)]
     return send(world, host, TOOL_EVENTS[host](session, cwd, name, build(arg)))
-
-
-def denial(host, got):
-    """The STOP text of any host's answer, or None when the call may run."""
-    if host in ("codex", "claude"):
-        return deny_reason(got)
-    return block_reason(host, got)
 
 
 def denied_code(host, got):

@@ -16,6 +16,7 @@ import tempfile
 import pytest
 
 import sts
+from hooks import hook
 from test_self_protection import (CODE, HOSTS, MAIN_WRITE, SHELL_TOOLS, TOOL_EVENTS,
                                   WRITE_TOOLS, _shell_tool, denial, denied_code,
                                   prompt_event)
@@ -69,8 +70,7 @@ def place(monkeypatch):
 
 
 def send(place, host, payload):
-    out = sts.run_hook(host, json.dumps(payload).encode(), place.store)
-    return json.loads(out) if out else None
+    return hook(host, payload, place.store)
 
 
 def arm(place, host, directive="$stop-that-shit change", cwd=None):
@@ -621,12 +621,11 @@ def test_resolve_event_path_by_the_rules_of_the_path(monkeypatch, tmp_path):
 # Their events come from the recorded runs, with the folder and the path swapped in.
 
 def _recorded(name, event, tool_key, tool):
-    from hooks import kit_calls
+    from hooks import kit_call, kit_calls
     calls = kit_calls(name)
     prompt = next(s for e, s in calls if e in ("BeforeAgent", "UserPromptSubmit",
                                                "userPromptSubmitted"))
-    call = next(s for e, s in calls if e == event and s.get(tool_key) == tool)
-    return prompt, call
+    return prompt, kit_call(calls, event, tool)
 
 
 NEW_HOSTS = {
@@ -640,20 +639,8 @@ NEW_HOSTS = {
 }
 
 
-def _new_host_denial(answer):
-    if not answer:
-        return None
-    if answer.get("decision") == "deny":
-        return answer.get("reason")
-    if answer.get("permissionDecision") == "deny":
-        return answer.get("permissionDecisionReason")
-    return answer.get("hookSpecificOutput", {}).get("permissionDecisionReason") \
-        if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny" else None
-
-
 def _new_host_send(place, host, event, payload):
-    out = sts.run_hook(host, json.dumps(payload).encode(), place.store, event=event)
-    return json.loads(out) if out else None
+    return hook(host, payload, place.store, event)
 
 
 def _new_host_session(place, host, cwd, directive):
@@ -681,7 +668,7 @@ def test_windows_paths_on_the_later_hosts(place, host, path, inside):
                                            "$stop-that-shit change files=lib/**")
     payload = dict(call, cwd=WIN_CWD, **{sid: session})
     payload[args_key] = dict(call[args_key], **{path_key: path})
-    text = _new_host_denial(_new_host_send(place, host, event, payload))
+    text = denial(host, _new_host_send(place, host, event, payload))
     assert (text is None) == inside, text
     if not inside:
         assert "PATH_OUTSIDE_CONTRACT" in text
@@ -696,7 +683,7 @@ def test_unknown_targets_and_removals_on_the_later_hosts(place, host):
                              ("rm -rf build/*", False), ('echo x > "$TMPDIR/x"', False)):
         payload = dict(call, cwd=place.project, **{sid: session, key: shell_tool,
                                                    args_key: {"command": command}})
-        text = _new_host_denial(_new_host_send(place, host, event, payload))
+        text = denial(host, _new_host_send(place, host, event, payload))
         assert (text is not None and CODE in text) == stopped, (host, command, text)
 
 
@@ -715,3 +702,48 @@ def test_the_wire_carries_patterns_and_rejects_a_malformed_list(tmp_path):
     assert shell["shellWritesKnown"] is True
     assert "shellWritesKnown" not in sts.shell_action("Bash", "make")
     assert sts.shell_action("Bash", 'rm -f "$X"')["unknownWriteTarget"] is True
+
+
+# --- a name removed as itself: rm and unlink of a folder fail -------------------------
+
+@pytest.mark.parametrize("command,code", [
+    ("rm .git", None), ("rm -f .git", None), ("unlink .git", None), ("rm -d .git", None),
+    ("rm -fv -- .git", None), ("shred .git", None),
+    # below the name, the name of a guard folder itself, or another write to the name
+    ("rm -r .git", CODE), ("rm -rf .git", CODE), ("rm --recursive .git", CODE),
+    ("rmdir .git", CODE), ("chmod 000 .git", CODE), ("mv .git x", CODE),
+    ("rm .git/hooks", CODE), ("rm -f .git/hooks/pre-commit", CODE),
+    ("unzip -o a.zip -d .git", CODE), ("tar -xf a.tar -C .git", CODE),
+    ("rm .git; unzip -o a.zip -d .git", CODE), ("rm .git && tar -xf a.tar -C .git", CODE),
+    ("cp x .git", CODE), ("ln -sf x .git", CODE), ("cd .git && rm hooks", CODE),
+])
+def test_a_name_removed_as_itself_holds_no_guard_file(place, command, code):
+    # (what a removal cannot undo is a matter of undo=: allowed here, so that
+    # only self-protection is asked)
+    os.makedirs(os.path.join(place.project, ".git", "hooks"), exist_ok=True)
+    assert_all(place, command, code, cwd=place.project,
+               directive="$stop-that-shit change undo=allow")
+
+
+def test_the_flat_names_reach_the_wire_and_are_dropped_when_re_anchored(tmp_path):
+    assert sts.shell_action("Bash", "rm -f .git")["shellFlatTargets"] == [".git"]
+    for command in ("rm -rf .git", "rm .git; unzip a.zip -d .git", "cd sub && rm .git",
+                    "rm $X", "chmod 600 .git"):
+        assert "shellFlatTargets" not in sts.shell_action("Bash", command), command
+    moved = sts._in_run_folder(sts.shell_action("Bash", "rm .git"), "/elsewhere", True,
+                               str(tmp_path))
+    assert "shellFlatTargets" not in moved
+    with pytest.raises(sts.EventError):
+        sts.Action.from_dict({"name": "Bash", "mutability": "write", "shellFlatTargets": ".git"})
+
+
+def test_rm_without_recursion_leaves_a_folder_and_what_it_holds(tmp_path):
+    """Run for real in a scratch folder: the reason `rm .git` is spared."""
+    import subprocess
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("x\n")
+    for command in ("rm .git", "rm -f .git", "rm -d .git", "unlink .git"):
+        subprocess.run(command, shell=True, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60, check=False)
+        assert hook.read_text() == "x\n", command

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from hooks import each_case_on_one_host
+from hooks import each_case_on_one_host, place_hooked_sts
 
 import sts
 
@@ -41,6 +41,7 @@ JS_SHIMS = {
     "pi": os.path.join(SHIMS, "pi", "stop-that-shit.js"),
     "omp": os.path.join(SHIMS, "omp", "stop-that-shit.js"),
 }
+WIRE = os.path.join(SHIMS, "stop-that-shit-wire.mjs")
 HERMES_PLUGIN = os.path.join(SHIMS, "hermes", "stop-that-shit")
 NODE = shutil.which("node")
 # Node without its JIT compiler: the same JavaScript, started with about half
@@ -59,7 +60,7 @@ def fake(name):
 def on_one_host(everyday):
     """Every JS host as pytest params, `everyday` alone in `make test` (the
     others marked slow, for `make test-all`): for what the shared plumbing
-    does, the same code in every shim (test_shared_plumbing_is_identical_in_every_js_shim)."""
+    does, one module every shim imports (test_the_plumbing_is_written_once)."""
     return [pytest.param(host, marks=() if host == everyday else pytest.mark.slow)
             for host in sorted(JS_SHIMS)]
 
@@ -146,9 +147,9 @@ def _stop_the_driver():
     DRIVER_SERVER.stop()
 
 
-def run_driver(env, host, steps, init=None, timeout=60):
+def run_driver(env, host, steps, init=None, timeout=60, shim=None):
     """Run one scenario (see tests/shims/driver.mjs) under `env`; what the shim did."""
-    scenario = {"host": host, "shim": JS_SHIMS[host], "steps": steps, "init": init or {}}
+    scenario = {"host": host, "shim": shim or JS_SHIMS[host], "steps": steps, "init": init or {}}
     reply = DRIVER_SERVER.run(scenario, env, timeout)
     assert "error" not in reply, "driver failed:\n%s\n%s" % (reply["error"], reply["stderr"])
     record = reply["record"]
@@ -314,26 +315,32 @@ def test_shim_files_exist_with_install_lines():
         assert hook in yaml
 
 
-def test_js_shims_import_only_node_builtins():
+def imports(path):
+    return [line for line in open(path, encoding="utf-8") if line.startswith("import ")]
+
+
+def test_js_shims_import_the_wire_module_and_it_only_node_builtins():
     for path in JS_SHIMS.values():
-        for line in open(path, encoding="utf-8"):
-            if line.startswith("import "):
-                assert '"node:' in line, line
+        assert imports(path) and all(line.rstrip().endswith(' from "../stop-that-shit-wire.mjs";')
+                                     for line in imports(path)), path
+    assert imports(WIRE) and all(' from "node:' in line for line in imports(WIRE))
 
 
-def test_shared_plumbing_is_identical_in_every_js_shim():
-    blocks = []
+def test_the_plumbing_is_written_once():
+    """Starting sts.py, the armed markers, the timeouts and the failure answer
+    live in the wire module only; a shim holds its host's events."""
+    plumbing = ("spawn(", "createHash", "env.STS_PY ", "STS_PYTHON", "STS_TIMEOUT_MS", "STS_HOME",
+                '"armed"', "could not evaluate this call", "process.env", "node:")
+    wire = open(WIRE, encoding="utf-8").read()
+    assert [word for word in plumbing if word not in wire] == []
     for path in JS_SHIMS.values():
         text = open(path, encoding="utf-8").read()
-        start = text.index("// BEGIN shared shim plumbing")
-        end = text.index("// END shared shim plumbing")
-        blocks.append(text[start:end])
-    assert blocks[0] == blocks[1] == blocks[2]
+        assert [word for word in plumbing if word in text] == [], path
 
 
 @needs_node
 def test_js_shims_parse_under_node():
-    for path in JS_SHIMS.values():
+    for path in list(JS_SHIMS.values()) + [WIRE]:
         proc = subprocess.run([NODE, "--check", path], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
 
@@ -622,6 +629,7 @@ def test_default_sts_path_is_relative_to_the_shim(tmp_path, env, work):
     tree = tmp_path / "tree"
     (tree / "host_shims" / "pi").mkdir(parents=True)
     shutil.copy(JS_SHIMS["pi"], tree / "host_shims" / "pi" / "stop-that-shit.js")
+    shutil.copy(WIRE, tree / "host_shims")
     shutil.copy(fake("echo"), tree / "sts.py")
     scenario = {"host": "pi", "shim": str(tree / "host_shims" / "pi" / "stop-that-shit.js"),
                 "steps": [pi_write(work + "/a", pi_ctx("s", work))]}
@@ -644,6 +652,34 @@ def test_default_sts_path_is_relative_to_the_shim(tmp_path, env, work):
     proc = subprocess.run(RUN_NODE + [DRIVER, str(tmp_path / "sc.json")], env=dict(env, STS_PY=fake("echo")),
                           capture_output=True, text=True)
     assert proc.returncode == 0 and len(fake_log(env)) == 2
+
+
+INSTALLED_SHIM = {"opencode": (".config", "opencode", "plugin", "stop-that-shit.js"),
+                  "pi": (".pi", "agent", "extensions", "stop-that-shit.js"),
+                  "omp": (".omp", "agent", "extensions", "stop-that-shit.js")}
+
+
+@needs_node
+@pytest.mark.parametrize("host", on_one_host("pi"))
+def test_installed_shim_imports_the_installed_wire_module(tmp_path, env, work, host):
+    """`sts install` copies the shim and, one folder above it, the wire module
+    it imports; the copy runs the sts.py it was pinned to (here a fake put in
+    place of the installing sts.py afterwards), wherever the checkout is."""
+    app = tmp_path / "app"
+    app.mkdir()
+    place_hooked_sts(str(app / "sts.py"))
+    shutil.copytree(SHIMS, app / "host_shims")
+    install_env = {k: v for k, v in env.items() if k not in ("XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR")}
+    proc = subprocess.run([sys.executable, str(app / "sts.py"), "install", host], env=install_env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    shutil.rmtree(app / "host_shims")   # the copies must not need the checkout
+    shutil.copy(fake("echo"), app / "sts.py")
+    shim = os.path.join(env["HOME"], *INSTALLED_SHIM[host])
+    rec = run_driver(dict(echo_env(env), STS_PY=""), host, [tool_step(host, "ses_i", work, work + "/a")],
+                     shim=shim)
+    assert "Stop That Shit" not in rec["stderr"]   # (Node may warn about the seeded package.json)
+    assert [c["argv"] for c in fake_log(env)] == [[host]]
 
 
 @needs_node

@@ -457,24 +457,50 @@ def record_host_effect(res: CaseResult, scenario, root: str, tool_text: str,
         annotate(sts_home, event["eventId"], scenario.audit)
     res.notes.append("annotated %s: %s" % (scenario.audit,
                                            ", ".join(e["eventId"] for e in chosen)))
-    # Read the record back the way a user would: `sts.py explain` must show it.
-    shown = explain(sts_home, chosen[0]["eventId"])
-    if "Host effect: %s" % scenario.audit not in shown:
-        res.problems.append("`sts.py explain %s` does not show Host effect: %s (%s)"
-                            % (chosen[0]["eventId"], scenario.audit,
+    # Read the record back the way a user would: `sts.py explain` must show it,
+    # by the start of its id as `log` prints it, and a deny must be in `log`.
+    event_id = chosen[0]["eventId"]
+    shown = explain(sts_home, event_id[:12])
+    if EFFECT_SHOWN[scenario.audit] not in shown or event_id not in shown:
+        res.problems.append("`sts.py explain %s` does not show %s (%s)"
+                            % (event_id[:12], EFFECT_SHOWN[scenario.audit],
                                " ".join(shown.split())[:160] or "no output"))
+    if scenario.audit == "observed_blocked":
+        if "Verdict: denied" not in shown or not re.search(r"^(Command|Paths): ", shown, re.M):
+            res.problems.append("`sts.py explain %s` shows no denied command or paths (%s)"
+                                % (event_id[:12], " ".join(shown.split())[:160]))
+        if event_id not in denied_in_log(sts_home):
+            res.problems.append("`sts.py log --verdict deny` does not list %s" % event_id)
 
 
-def explain(sts_home: str, event_id: str) -> str:
+# What `sts.py explain` says of a recorded host effect.
+EFFECT_SHOWN = {"observed_blocked": "What the host did: the host reported it blocked the call",
+                "observed_ran": "What the host did: the host reported it ran the call"}
+
+
+def _sts_cli(sts_home: str, *args: str) -> str:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "STS_HOME": sts_home,
            "HOME": os.path.dirname(sts_home), "LANG": "C.UTF-8"}
     try:
-        proc = subprocess.run(["python3", os.path.join(hosts.REPO, "sts.py"), "explain", event_id],
+        proc = subprocess.run(["python3", os.path.join(hosts.REPO, "sts.py")] + list(args),
                               env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return "explain failed: %s" % exc
+        return "%s failed: %s" % (args[0], exc)
     return proc.stdout + proc.stderr
+
+
+def explain(sts_home: str, event_id: str) -> str:
+    return _sts_cli(sts_home, "explain", event_id)
+
+
+def denied_in_log(sts_home: str) -> List[str]:
+    """The event ids `sts.py log --verdict deny --json` lists."""
+    try:
+        doc = json.loads(_sts_cli(sts_home, "log", "100", "--verdict", "deny", "--json"))
+        return [e["eventId"] for e in doc["events"]]
+    except (ValueError, KeyError, TypeError):
+        return []
 
 
 def annotate(sts_home: str, event_id: str, effect: str) -> None:

@@ -212,6 +212,7 @@ def configure_opencode(run: Run):
         shutil.copy(os.path.join(PROBE, "opencode-probe.js"), plugin_dir)
     elif run.wiring == "direct":
         shutil.copy(_shim("opencode/stop-that-shit.js"), plugin_dir)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), conf)  # imported from the folder above
     # OpenCode npm-installs @opencode-ai/plugin into each config folder before it
     # loads plugins (a minute of retries offline) unless this is already there.
     os.makedirs(os.path.join(conf, "node_modules"), exist_ok=True)
@@ -446,6 +447,7 @@ def configure_kilo(run: Run):
         with open(_shim("opencode/stop-that-shit.js"), encoding="utf-8") as fh:
             text = fh.read().replace('const HOST = "opencode";', 'const HOST = "kilo";')
         _write(os.path.join(plugin_dir, "stop-that-shit.js"), text)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), conf)  # imported from the folder above
     if run.wiring != "install":  # (install seeds these itself)
         # Kilo npm-installs @kilocode/plugin before it loads plugins (70 s offline).
         os.makedirs(os.path.join(conf, "node_modules"), exist_ok=True)
@@ -490,6 +492,7 @@ def configure_cline(run: Run):
     os.makedirs(plugins, exist_ok=True)
     if run.wiring in ("probe", "direct"):  # the probe is sts.py's stand-in behind the same shim
         shutil.copy(_shim("cline/stop-that-shit.js"), plugins)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), os.path.dirname(plugins))  # (imported)
     # Cline gives up loading plugins after 4 s and then runs without them; on a
     # loaded machine the sandbox that imports them can take longer than that.
     env["CLINE_PLUGIN_IMPORT_TIMEOUT_MS"] = "60000"

@@ -167,17 +167,25 @@ def test_side_requests_get_plain_text(server):
 @pytest.fixture(autouse=True)
 def explain_reads_annotations(monkeypatch):
     """Stand-in for `sts.py explain`: shows the last annotated effect of the event."""
-    def explain(sts_home, event_id):
+    def explain(sts_home, event_id):   # event_id: a start of the id, as `log` prints it
         effect = "unobserved"
         path = os.path.join(sts_home, "runtime", "annotations.jsonl")
         if os.path.exists(path):
             with open(path) as fh:
                 for line in fh:
                     rec = json.loads(line)
-                    if rec.get("eventId") == event_id:
-                        effect = rec.get("hostEffect", effect)
-        return "Stop That Shit event %s\nHost effect: %s\n" % (event_id, effect)
+                    if rec.get("eventId", "").startswith(event_id):
+                        effect, event_id = rec.get("hostEffect", effect), rec["eventId"]
+        words = harness.EFFECT_SHOWN.get(effect, "What the host did: not reported")
+        return "Stop That Shit event %s\nCommand: x\nVerdict: denied, X\n%s\n" % (
+            event_id, words)
+
+    def denied_in_log(sts_home):
+        folder = os.path.join(sts_home, "runtime")
+        with open(os.path.join(folder, "abc.jsonl")) as fh:
+            return [json.loads(line)["eventId"] for line in fh if line.strip()]
     monkeypatch.setattr(harness, "explain", explain)
+    monkeypatch.setattr(harness, "denied_in_log", denied_in_log)
 
 
 def fake_run(tmp_path, host, scenario, tool_result, files=(), audit=(), rc=0):
@@ -236,9 +244,10 @@ def test_record_must_read_back_through_explain(tmp_path, monkeypatch):
     evt = "evt_5fdd4d6f-7ef7-4981-b42b-436080dc7a60"
     root = fake_run(tmp_path, "codex", "change-write", "Success.", files=["a.txt"], audit=[
         event(evt, "allow", "WITHIN_CONTRACT", "none")])
-    monkeypatch.setattr(harness, "explain", lambda home, e: "Host effect: unobserved")
+    monkeypatch.setattr(harness, "explain", lambda home, e: "What the host did: not reported")
     res = judged("codex", "change-write", root)
-    assert any("does not show Host effect: observed_ran" in p for p in res.problems)
+    assert any("does not show What the host did: the host reported it ran" in p
+               for p in res.problems)
 
 
 def test_write_that_happened_fails_and_records_nothing(tmp_path):
