@@ -25322,7 +25322,7 @@ class KiloAdapter(OpenCodeAdapter):
         return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
 
 
-# ---- Cline CLI ----------------------------------------------------------------
+# ---- Cline CLI --------------------------------------------------------------
 # Cline 3.0 (the SDK-based CLI) loads plugins from ~/.cline/plugins/ and
 # <repo>/.cline/plugins/ into its own process.  The shim host_shims/cline/
 # speaks Pi's wire protocol: `input` for the words of a run started by the
