@@ -21781,9 +21781,9 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 #   Adapters: Codex and Claude Code                            ~490
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
 #   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~270
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~430
 #   Install, uninstall and doctor                              ~2,200
-#   (the whole Part)                                           ~6,000
+#   (the whole Part)                                           ~6,100
 #
 # Every host's translation, event in and answer out (a host's EVENTS and
 # TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
