@@ -203,7 +203,7 @@ except ImportError:   # Windows
 
 # The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
 _HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-               "droid", "kilo")
+               "droid", "kilo", "cline")
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 _MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
 
@@ -17686,6 +17686,14 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
           "package.json")),
         ("a Kilo Code config file", ("$KILO_CONFIG",), ("",)),
     ),
+    # Cline 3.0 loads plugins (this guard's shim among them) from .cline/plugins/,
+    # and its settings there can switch a plugin off (disabledPlugins); hook files
+    # in .cline/hooks/ and .clinerules/hooks/ run before every tool.
+    "cline": (
+        ("Cline's settings, plugins and hook files (a setting can switch the guard's "
+         "plugin off)", ("**",), (".cline/",)),
+        ("a Cline hook file", ("**",), (".clinerules/hooks/",)),
+    ),
     # Not a host: the startup files of the shells every host's shell tool runs
     # (Codex and Claude Code start a login shell).  A line written there runs
     # before every later command, so an alias or a function could turn a proven
@@ -21773,9 +21781,9 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 #   Adapters: Codex and Claude Code                            ~490
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
 #   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~270
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~430
 #   Install, uninstall and doctor                              ~2,200
-#   (the whole Part)                                           ~6,000
+#   (the whole Part)                                           ~6,100
 #
 # Every host's translation, event in and answer out (a host's EVENTS and
 # TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
@@ -25504,9 +25512,165 @@ class KiloAdapter(OpenCodeAdapter):
         return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
 
 
+# ---- Cline CLI --------------------------------------------------------------
+# Cline 3.0 (the SDK-based CLI) loads plugins from ~/.cline/plugins/ and
+# <repo>/.cline/plugins/ into its own process.  The shim host_shims/cline/
+# speaks Pi's wire protocol: `input` for the words of a run started by the
+# user, `tool_call` from beforeTool (a block is `{skip: true, reason}`: that
+# call alone is skipped, the run goes on) and `tool_result` after spawn_agent.
+# A subagent runs in the same process with its own conversation id; the shim
+# names its root in ctx.rootSessionId (learned from the parent's own calls).
+
+ADAPTER_TOOLS["cline"] = {
+    "run_commands": ((), "shell", ""),
+    "editor": (("path",), "", ""),
+    "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+    # Writes a picture to a place the call does not name.
+    "image_generation": ((), "", ""),
+    "spawn_agent": ((), "agent", ""), "team_spawn_teammate": ((), "agent", ""),
+    "team_run_task": ((), "agent", ""),
+    "skills": ((), "prompt", ""),
+    "read_files": (("files[].path",), "", ""), "search_codebase": ((), "", ""),
+    **{tool: ((), "", "") for tool in (
+        "fetch_web_content", "web_search", "ask_question", "submit_and_exit",
+        "team_attach_outcome_fragment", "team_await_runs", "team_broadcast", "team_cancel_run",
+        "team_cleanup", "team_create_outcome", "team_finalize_outcome", "team_list_outcomes",
+        "team_list_runs", "team_mission_log", "team_read_mailbox",
+        "team_review_outcome_fragment", "team_send_message", "team_shutdown_teammate",
+        "team_status", "team_task")},
+}
+HOST_PATH_RULES["cline"] = "relative to the session folder; a leading `~` is judged both ways"
+_HOST_TILDE["cline"] = "none"
+
+
+def cline_commands(tool_input: Any) -> Optional[str]:
+    """The shell text of a Cline run_commands input, in every form its schema
+    takes: a string, a list, `{commands}`, `{command}` or `{cmd}`; an item may
+    be a shell line or `{command, args}` (a program started without a shell,
+    quoted here as the same argv).  None when any part cannot be read."""
+    import shlex
+
+    def one(item: Any) -> Optional[str]:
+        if isinstance(item, str):
+            return item
+        if isinstance(item, dict) and _is_text(item.get("command")):
+            args = item.get("args")
+            if args is None or (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+                return " ".join(shlex.quote(w) for w in [item["command"]] + list(args or []))
+        return None
+
+    value = tool_input
+    if isinstance(value, dict) and "args" not in value:
+        for key in ("commands", "command", "cmd"):
+            if key in value:
+                value = value[key]
+                break
+        else:
+            return None
+    items = value if isinstance(value, list) else [value]
+    lines = [one(item) for item in items]
+    if not items or any(line is None for line in lines):
+        return None
+    return "\n".join(lines)  # type: ignore[arg-type]
+
+
+class ClineAdapter(PiAdapter):
+    """Cline CLI 3.0 SDK plugin shim; subagents in-process, each its own conversation."""
+
+    host = "cline"
+    family = "cline"
+    EVENTS = {
+        "input": "on_input",
+        "tool_call": "on_tool_call",
+        "tool_result": "on_tool_result",
+    }
+    TOOLS = {
+        "run_commands": "_commands", "editor": "_editor", "apply_patch": "_patch",
+        "image_generation": "write",
+        # Waits for its subagent and returns its result (one child per call).
+        "spawn_agent": "delegate",
+        # Teammates live on after the call, and a run may go on in the background.
+        "team_spawn_teammate": "_unbounded", "team_run_task": "_unbounded",
+        "skills": "_skill",
+        **{name: "read" for name in ("read_files", "search_codebase", "fetch_web_content",
+                                     "web_search", "team_list_outcomes", "team_list_runs",
+                                     "team_read_mailbox", "team_status")},
+        **{name: "control" for name in (
+            "ask_question", "submit_and_exit", "team_attach_outcome_fragment",
+            "team_await_runs", "team_broadcast", "team_cancel_run", "team_cleanup",
+            "team_create_outcome", "team_finalize_outcome", "team_mission_log",
+            "team_review_outcome_fragment", "team_send_message", "team_shutdown_teammate",
+            "team_task")},
+    }
+    COMPLETION_SCOPE = None
+    # The user's words reach no hook of their own: the shim finds them in the
+    # transcript at the next beforeModel (a refusal stops the run there) or,
+    # for words added while a tool runs, at the next beforeTool, where only
+    # that call can be refused: so a rejected directive also pauses the tools.
+    PROMPTS_REFUSABLE = False
+
+    def tool_key(self, name: str) -> str:
+        return name
+
+    def normalize_prompt(self, text: str) -> str:
+        """Cline hands the agent what the user typed inside one
+        `<user_input mode="act">...</user_input>` wrapper: the directive is
+        the wrapper's content."""
+        found = _an_rx("cline_user_input",
+                       r'<user_input(?: [A-Za-z_]+="[^"<>]*")*>(.*)</user_input>', 16).fullmatch(text)
+        return super().normalize_prompt(found.group(1) if found else text)
+
+    def _commands(self, name: str, tool_input: Any) -> dict:
+        return shell_action(name, cline_commands(tool_input))
+
+    def _editor(self, name: str, args: dict) -> dict:
+        creates = args.get("old_text") is None and args.get("insert_line") is None
+        return file_write_action(name, args.get("path"), args.get("new_text"),
+                                 args.get("old_text"), whole_file=creates)
+
+    def _patch(self, name: str, args: dict) -> dict:
+        return patch_action(name, _first_text(args, "input"))
+
+    def _unbounded(self, name: str, args: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
+
+    def _skill(self, name: str, args: dict) -> dict:
+        return _CommandHookAdapter._skill(self, name, args)  # type: ignore[arg-type]
+
+    def classify(self, name: str, tool_input: Any) -> dict:
+        if name == "run_commands":  # its input may be a bare list or string
+            return self._commands(name, tool_input)
+        return super().classify(name, tool_input)
+
+    def session_and_root(self, payload: dict, body: dict, store: Store) -> Tuple[Optional[str], str]:
+        """A subagent (ctx.parentAgentId set) is judged by the root the shim
+        names; one whose root the shim could not learn is damaged ancestry."""
+        session = self.session_of(payload)
+        ctx = _ctx(body)
+        if session is None or not _is_text(ctx.get("parentAgentId")):
+            return session, session or ""
+        root = ctx.get("rootSessionId")
+        if not _is_text(root):
+            raise _LinkDamaged({"code": "PARENT_LINK_DAMAGED", "message": (
+                "This Cline subagent's root session is unknown to the plugin; read-only "
+                "recovery is active for its calls.")})
+        return session, root
+
+    def on_input(self, payload: dict, body: dict, store: Store, name: str) -> Optional[HookCall]:
+        if _is_text(_ctx(body).get("parentAgentId")):
+            return None   # a subagent's task is its parent's words, never the user's
+        return super().on_input(payload, body, store, name)
+
+    def result_fact(self, event: dict) -> Optional[dict]:
+        if event.get("toolName") != "spawn_agent":
+            return None
+        return {"lifecycle": "joined"}   # spawn_agent returns when its subagent ended
+
+
 HOST_ADAPTERS_D: Dict[str, Adapter] = {
     "droid": DroidAdapter(),
     "kilo": KiloAdapter(),
+    "cline": ClineAdapter(),
 }
 
 
@@ -25607,6 +25771,7 @@ _SHIM_FILES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "opencode": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
     # Kilo Code loads OpenCode's plugin as it is; install changes the host it names.
     "kilo": (("opencode/stop-that-shit.js", "plugin/stop-that-shit.js"), _WIRE),
+    "cline": (("cline/stop-that-shit.js", "plugins/stop-that-shit.js"), _WIRE),
     "pi": (("pi/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "omp": (("omp/stop-that-shit.js", "extensions/stop-that-shit.js"), _WIRE),
     "hermes": (("hermes/stop-that-shit/plugin.yaml", "plugins/stop-that-shit/plugin.yaml"),
@@ -25652,6 +25817,8 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
                 "binary": "copilot"},
     "kilo": {"user": lambda: os.environ.get("KILO_CONFIG_DIR") or _xdg_config("kilo"),
              "project": ".kilo", "binary": "kilo"},
+    "cline": {"user": lambda: os.path.join(os.path.expanduser("~"), ".cline"),
+              "project": ".cline", "binary": "cline"},
     # Droid reads `hooks` from settings.json as Claude Code does (and hooks.json).
     "droid": {"user": lambda: os.path.join(os.path.expanduser("~"), ".factory"),
               "project": ".factory", "config": "settings.json", "binary": "droid"},
@@ -25669,6 +25836,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
     "opencode": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
                                   "payload": {"event": {"type": "session.created", "properties": {
                                       "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
+    "cline": lambda sid, cwd: {"v": 1, "hook": "session_end", "sessionId": sid, "cwd": cwd,
+                               "payload": {"ctx": {}}},
     "kilo": lambda sid, cwd: {"v": 1, "hook": "event", "sessionId": sid, "cwd": cwd,
                               "payload": {"event": {"type": "session.created", "properties": {
                                   "sessionID": sid, "info": {"id": sid, "directory": cwd}}}}},
@@ -29076,7 +29245,7 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 # its own fresh data dir and working dir, so cases never see each other.
 
 CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-              "droid", "kilo")
+              "droid", "kilo", "cline")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -30166,7 +30335,7 @@ _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
                   "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
 _MORE_SECTIONS = ("Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe",)
 _OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
-_MORE_HOSTS = ("droid", "kilo")           # hosts whose hooks also load the "more" part
+_MORE_HOSTS = ("droid", "kilo", "cline")  # hosts whose hooks also load the "more" part
 _HOSTS_STATE = {"loaded": False, "more": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from

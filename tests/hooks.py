@@ -91,6 +91,7 @@ _DENY_SHAPES = {
     "hermes": ("action", "block", "message"),
     "opencode": ("block", True, "reason"),
     "kilo": ("block", True, "reason"),
+    "cline": ("block", True, "reason"),
     "pi": ("block", True, "reason"),
     "omp": ("block", True, "reason"),
 }

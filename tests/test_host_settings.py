@@ -23,7 +23,7 @@ from test_self_protection import prompt_event
 
 CODE = "GUARD_SELF_PROTECTION"
 HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes",
-         "droid", "kilo")
+         "droid", "kilo", "cline")
 _ids = itertools.count()
 
 # Every variable a row of HOST_SETTINGS reads: cleared, so the machine's own
@@ -144,6 +144,7 @@ WRITE = {
     "hermes": ("write_file", lambda p: {"path": p, "content": "plugins: {enabled: []}\n"}),
     "droid": ("Create", lambda p: {"file_path": p, "content": '{"hooksDisabled": true}\n'}),
     "kilo": ("write", lambda p: {"filePath": p, "content": "export default {}\n"}),
+    "cline": ("editor", lambda p: {"path": p, "new_text": '{"disabledPlugins": ["x"]}\n'}),
 }
 EDIT = {
     "claude": ("Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "{ "}),
@@ -158,6 +159,7 @@ EDIT = {
     "hermes": ("patch", lambda p: {"path": p, "old_string": "{", "new_string": "{ "}),
     "droid": ("Edit", lambda p: {"file_path": p, "old_str": "{", "new_str": "{ "}),
     "kilo": ("edit", lambda p: {"filePath": p, "oldString": "{", "newString": "{ "}),
+    "cline": ("editor", lambda p: {"path": p, "old_text": "{", "new_text": "{ "}),
 }
 SHELL = {
     "claude": ("Bash", lambda c: {"command": c, "description": "d"}),
@@ -171,6 +173,7 @@ SHELL = {
     "hermes": ("terminal", lambda c: {"command": c}),
     "droid": ("Execute", lambda c: {"command": c, "summary": "s"}),
     "kilo": ("bash", lambda c: {"command": c, "description": "d"}),
+    "cline": ("run_commands", lambda c: {"commands": [c]}),
 }
 READ = {
     "claude": ("Read", lambda p: {"file_path": p}),
@@ -184,6 +187,7 @@ READ = {
     "hermes": ("read_file", lambda p: {"path": p}),
     "droid": ("Read", lambda p: {"file_path": p}),
     "kilo": ("read", lambda p: {"filePath": p}),
+    "cline": ("read_files", lambda p: {"files": [{"path": p}]}),
 }
 
 
@@ -338,6 +342,13 @@ PROTECTED = {
         "KILO_CONFIG_DIR plugin": _under("KILO_CONFIG_DIR", "plugin", "off.js"),
         "KILO_CONFIG": lambda w: (w.monkeypatch.setenv("KILO_CONFIG", w.h("alt.json")),
                                   w.h("alt.json"))[1],
+    },
+    "cline": {
+        "user settings": lambda w: w.h(".cline", "data", "settings", "global-settings.json"),
+        "user plugin": lambda w: w.h(".cline", "plugins", "stop-that-shit.js"),
+        "user hook file": lambda w: w.h(".cline", "hooks", "PreToolUse"),
+        "project plugin": lambda w: w.p(".cline", "plugins", "off.js"),
+        "project hook file": lambda w: w.p(".clinerules", "hooks", "PreToolUse"),
     },
 }
 
@@ -825,7 +836,7 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
               "omp": "Oh My Pi", "hermes": "Hermes Agent", "droid": "Factory Droid",
-              "kilo": "Kilo Code",
+              "kilo": "Kilo Code", "cline": "Cline CLI",
               "shell": "Every host's shell",
               "git": "git, on every host", "tools": "curl, wget, kubectl, gh, gpg"}
 

@@ -37,9 +37,11 @@ from hooks import KIT
 from hooks_shim import hermes_envelope, request
 
 ARM = "$stop-that-shit review"
-# The shims also name the parent session (OpenCode, Kilo Code and Oh My Pi
-# `parentSessionId`): another value there is another governing session.
-SESSION_KEYS = ("session_id", "sessionId", "sessionID", "parent_session_id", "parentSessionId")
+# The shims also name the parent or root session (OpenCode, Kilo Code and Oh
+# My Pi `parentSessionId`, Cline `rootSessionId`): another value there is
+# another governing session.
+SESSION_KEYS = ("session_id", "sessionId", "sessionID", "parent_session_id", "parentSessionId",
+                "rootSessionId")
 SHIM_SESSION = {"pi": "pi-fuzz-session", "omp": "omp-fuzz-session"}
 
 
@@ -86,6 +88,13 @@ def _shim_payload(host, name, ev):
     if host == "opencode" and name == "chat.message":
         return request(name, ev["input"]["sessionID"], ev,
                        ctx={"parentSessionId": None, "agentCanEdit": True})
+    if host == "cline" and name == "beforeTool":
+        # The plugin's beforeTool, as the Cline shim puts it on the wire.
+        return request("tool_call", ev["session_id"], {"event": {
+            "toolName": ev["tool_name"], "toolCallId": ev["tool_call_id"],
+            "input": ev["tool_input"]}}, ctx={"agentId": ev["agent_id"],
+                                               "parentAgentId": ev["parent_agent_id"],
+                                               "rootSessionId": ev["session_id"]})
     if host in ("pi", "omp") and name in ("tool_call", "input"):
         ctx = {"idle": name == "input", "hasUI": False}
         if host == "omp":

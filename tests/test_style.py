@@ -20,13 +20,13 @@ from hooks import ROOT
 # them: growth is a decision.  Raising a budget is a one-line change here, in
 # the same commit as the growth, with its reason in the commit message.
 LINE_BUDGET = {   # lines when set, plus 3%
-    "sts.py":                           31_588,  # 30,667 lines when set
+    "sts.py":                           31_762,  # 30,836 lines when set
     "Part 1: Runtime floor":               434,  # 421 lines when set
     "Part 2: Protocol and contract":     1_486,  # 1,442 lines when set
     "Part 3: Analysis":                 14_971,  # 14,534 lines when set
-    "Part 4: Decision and ledger":       2_951,  # 2,865 lines when set
+    "Part 4: Decision and ledger":       2_960,  # 2,873 lines when set
     "Part 5: State and engine":          2_410,  # 2,339 lines when set
-    "Part 6: Hosts":                     6_154,  # 5,974 lines when set
+    "Part 6: Hosts":                     6_320,  # 6,135 lines when set
     "Part 7: Entry points":              3_014,  # 2,926 lines when set
 }
 

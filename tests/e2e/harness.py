@@ -80,6 +80,38 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def stop_leftovers(root: str) -> List[str]:
+    """Kill, one by one by pid, the processes a run left behind that name its
+    folder in their argv (Cline leaves a detached `cline --cline-hub-daemon
+    --cwd <run>/work` after every command, outside the host's process group).
+    This process and its ancestors are spared.  -> the lines killed."""
+    spared, pid = set(), os.getpid()
+    while pid > 1 and pid not in spared:
+        spared.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    killed = []
+    mark = (root.rstrip("/") + "/").encode()
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit() or int(name) in spared:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as fh:
+                argv = fh.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if mark in argv:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                killed.append("%s %s" % (name, argv[:200].decode("utf-8", "replace")))
+            except OSError:
+                pass
+    return killed
+
+
 # ---------------------------------------------------------------------------
 # Child: one host run
 # ---------------------------------------------------------------------------
@@ -144,6 +176,7 @@ def child_main(spec_path: str) -> int:
         result["error"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - recorded, judged by the parent
         result["error"] = "%s: %s" % (type(exc).__name__, exc)
+    result["leftovers_killed"] = stop_leftovers(root)
     with open(os.path.join(root, "result.json"), "w") as fh:
         json.dump(result, fh, indent=1)
     return 0

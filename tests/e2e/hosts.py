@@ -473,10 +473,39 @@ def configure_kilo(run: Run):
     return argv, env
 
 
+# ---------------------------------------------------------------------------
+# Cline CLI 3.x (the SDK-based CLI: a plugin in ~/.cline/plugins/)
+# ---------------------------------------------------------------------------
+
+def configure_cline(run: Run):
+    env = base_env(run)
+    cline = install.binary("cline")
+    # `cline auth` writes the provider into ~/.cline (no login needed).
+    with open(os.path.join(run.root, "cline-auth.out"), "wb") as out:
+        proc = subprocess.run([cline, "auth", "-p", "openai-compatible", "-k", "sk-e2e",
+                               "-b", run.base_url, "-m", MODEL], cwd=run.work, env=env,
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                              timeout=120, start_new_session=True)
+    if proc.returncode != 0:
+        raise WiringError("`cline auth` exited %d (see cline-auth.out)" % proc.returncode)
+    plugins = os.path.join(run.home, ".cline", "plugins")
+    os.makedirs(plugins, exist_ok=True)
+    if run.wiring in ("probe", "direct"):  # the probe is sts.py's stand-in behind the same shim
+        shutil.copy(_shim("cline/stop-that-shit.js"), plugins)
+        shutil.copy(_shim("stop-that-shit-wire.mjs"), os.path.dirname(plugins))  # (imported)
+    # Cline gives up loading plugins after 4 s and then runs without them; on a
+    # loaded machine the sandbox that imports them can take longer than that.
+    env["CLINE_PLUGIN_IMPORT_TIMEOUT_MS"] = "60000"
+    argv = [cline, "--json", "-P", "openai-compatible", "-m", MODEL, "--auto-approve", "true",
+            run.prompt]
+    return argv, env
+
+
 CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
              "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
              "hermes": configure_hermes, "gemini": configure_gemini, "qwen": configure_qwen,
-             "copilot": configure_copilot, "droid": configure_droid, "kilo": configure_kilo}
+             "copilot": configure_copilot, "droid": configure_droid, "kilo": configure_kilo,
+             "cline": configure_cline}
 
 
 def configure(run: Run):

@@ -34,6 +34,8 @@ PINS = {
               "node_modules/@factory/cli-linux-x64/bin/droid"),
     # 7.8.1's linux binary package is missing from the registry.
     "kilo": ("npm", ["@kilocode/cli@7.7.7"], "7.7.7", "node_modules/.bin/kilo"),
+    # The SDK-based 3.x line; its binary comes in the @cline/cli-linux-x64 package.
+    "cline": ("npm", ["cline@3.0.65"], "3.0.65", "node_modules/.bin/cline"),
 }
 # Hosts whose package needs a newer Python than the one running the tests.
 PYTHONS: dict = {}

@@ -15,6 +15,8 @@ LS_MARK = "e2e-seed-7f3c.txt"
 
 
 def _write_call(host: str, path: str, content: str) -> dict:
+    if host == "cline":
+        return {"tool": "editor", "args": {"path": path, "new_text": content + "\n"}}
     if host == "codex":
         return {"tool": "apply_patch",
                 "input": "*** Begin Patch\n*** Add File: %s\n+%s\n*** End Patch\n" % (path, content)}
@@ -34,6 +36,8 @@ def _write_call(host: str, path: str, content: str) -> dict:
 
 
 def _shell_call(host: str, command: str) -> dict:
+    if host == "cline":
+        return {"tool": "run_commands", "args": {"commands": [command]}}
     if host == "codex":
         return {"tool": "exec_command", "args": {"cmd": command}}
     if host == "droid":
@@ -56,6 +60,9 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
     target = os.path.join(work, "sub.txt")
     goal = "%s: write %s" % (SUBAGENT_MARK, target)
     child_write = dict(_write_call(host, target, "by-subagent"), **{"if": SUBAGENT_MARK})
+    if host == "cline":  # spawn_agent returns when its subagent has ended
+        return [{"tool": "spawn_agent", "unless": SUBAGENT_MARK,
+                 "args": {"systemPrompt": "You write files.", "task": goal}}, child_write]
     if host == "droid":  # offline its Task fails, but the hook sees the call
         return [{"tool": "Task", "unless": SUBAGENT_MARK,
                  "args": {"subagent_type": "worker", "description": "e2e helper",

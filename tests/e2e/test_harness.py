@@ -373,3 +373,26 @@ def test_private_network_namespace_has_only_a_working_loopback():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "lo"
+
+
+def test_leftovers_naming_the_run_folder_are_stopped_and_others_are_not(tmp_path):
+    """A detached process whose argv names the run folder (Cline's hub daemon)
+    is killed after the run; one that does not name it is left alone."""
+    import subprocess
+    run = tmp_path / "run"
+    (run / "work").mkdir(parents=True)
+    code = "import time; time.sleep(60)"
+    mine = subprocess.Popen([sys.executable, "-c", code, "--cwd", str(run / "work")],
+                            start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "elsewhere")],
+                             start_new_session=True)
+    try:
+        killed = harness.stop_leftovers(str(run))
+        assert mine.wait(timeout=10) is not None
+        assert [line.split()[0] for line in killed] == [str(mine.pid)]
+        assert other.poll() is None
+    finally:
+        for proc in (mine, other):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
