@@ -18894,7 +18894,10 @@ def _lock_text(allowed: Optional[List[str]]) -> str:
 
 def _changed_line(change: dict, intent: str) -> Tuple[str, str]:
     """(line, path) of a file tool's change that carries hash or dependency intent."""
-    if "patch" in change:
+    if "code" in change:   # a code tool's program: every line is new
+        path, old, new = None, "", change.get("code") or ""
+        lines = new.splitlines()
+    elif "patch" in change:
         text = change.get("patch")
         lines = [ln[1:] for ln in (text.splitlines() if isinstance(text, str) else [])
                  if ln.startswith("+") and not ln.startswith("+++")]
@@ -21391,10 +21394,15 @@ def _audit_shown(event: ControlEvent, action: Action, contract: dict, culprit: s
                  allow: str) -> dict:
     shown: Dict[str, Any] = {"sessionId": event.session_id, "cwd": action.cwd}
     command = action.command
+    code = next((c["code"] for c in action.changes if isinstance(c.get("code"), str)), None)
     if isinstance(command, str):
         shown["command"] = command[:_SHOWN_COMMAND_CAP]
         if len(command) > _SHOWN_COMMAND_CAP:
             shown["commandCut"] = len(command)
+    elif code is not None:   # a code tool's program, kept as a command is
+        shown["code"] = code[:_SHOWN_COMMAND_CAP]
+        if len(code) > _SHOWN_COMMAND_CAP:
+            shown["codeCut"] = len(code)
     if action.affected_paths:
         shown["paths"] = list(action.affected_paths[:_SHOWN_PATHS_CAP])
     allowed = contract.get("allowedPaths")
@@ -22128,6 +22136,9 @@ def code_action(name: str, language: str, code: Any) -> dict:
         interpreter, "-c")
     action = shell_action(name, "%s %s %s" % (interpreter, flag, shlex.quote(code)))
     action.pop("command", None)  # not a shell line: never a thrash candidate
+    # The code itself, in memory: a denial's Culprit quotes its line, and the
+    # audit keeps it for `explain` as it keeps a denied command.
+    action["changes"] = [{"code": code}]
     action.pop(_PYTHON_FOLDER_KEY, None)   # a kernel of the host's: never a read
     if action["mutability"] == "read":
         action["mutability"] = "unknown"
@@ -28951,6 +28962,10 @@ def _explain_text(event: dict, notes: "Annotations") -> str:
         cut = shown.get("commandCut")
         lines.append("Command: %s%s" % (shown["command"],
                                         " ... (%s characters in all)" % cut if cut else ""))
+    elif isinstance(shown.get("code"), str):
+        cut = shown.get("codeCut")
+        lines.append("Code: %s%s" % (shown["code"],
+                                     " ... (%s characters in all)" % cut if cut else ""))
     if isinstance(shown.get("paths"), list) and shown["paths"]:
         lines.append("Paths: %s" % ", ".join(str(p) for p in shown["paths"]))
     elif action.get("pathCount"):

@@ -395,3 +395,21 @@ def test_no_allow_line_where_no_contract_change_allows_it(tmp_path):
     home = tmp_path / "home"
     got = sts_cli(home, "check", "--contract", "change", "--", "rm -rf %s" % home)
     assert "GUARD_SELF_PROTECTION" in got.stdout and "\nAllow:" not in got.stdout
+
+
+def test_explain_shows_the_code_of_a_denied_code_tool_call(tmp_path):
+    """A code tool (Hermes execute_code) has no command line: the audit keeps
+    its program, `explain` shows it, and the Culprit quotes the line."""
+    from test_adapter_soundness import Hermes
+    home = tmp_path / "home"
+    store = sts.Store(str(home))
+    h = Hermes(str(tmp_path / "w"))
+    h.say(store, "$stop-that-shit change -- tidy up")
+    code = "import hashlib\nprint(hashlib.sha256(b'x').hexdigest())"
+    text = h.blocked(h.call(store, "execute_code", {"code": code}))
+    assert "HASH_NOT_AUTHORIZED" in text
+    assert "Culprit: `import hashlib` adds hashing." in text
+    event_id = next(ln[7:] for ln in text.splitlines() if ln.startswith("Event: "))
+    out = sts_cli(home, "explain", event_id[:12])
+    assert out.returncode == 0, out.stderr
+    assert "Code: " + code in out.stdout

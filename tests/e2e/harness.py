@@ -466,10 +466,10 @@ def record_host_effect(res: CaseResult, scenario, root: str, tool_text: str,
                             % (event_id[:12], EFFECT_SHOWN[scenario.audit],
                                " ".join(shown.split())[:160] or "no output"))
     if scenario.audit == "observed_blocked":
-        # A denied call names what it would have done: its command or paths,
-        # or, for an agent it would have started, the tool as a delegation.
+        # A denied call names what it would have done: its command, code or
+        # paths, or, for an agent it would have started, the tool as a delegation.
         if "Verdict: denied" not in shown or not re.search(
-                r"^(?:(?:Command|Paths): |Tool: .* \(delegate\)$)", shown, re.M):
+                r"^(?:(?:Command|Code|Paths): |Tool: .* \(delegate\)$)", shown, re.M):
             res.problems.append("`sts.py explain %s` shows no denied command or paths (%s)"
                                 % (event_id[:12], " ".join(shown.split())[:160]))
         if event_id not in denied_in_log(sts_home):
