@@ -13,6 +13,7 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
+    python3 sts.py droid|kilo|cline                                          < host-event.json
     python3 sts.py install <host> | uninstall <host> | doctor [--json]
     python3 sts.py status | runtime [all] | log | explain EVT | label EVT LABEL
     python3 sts.py check [--host H] [--contract "review"] -- 'command'
@@ -27279,7 +27280,7 @@ def _default_summary(text: Optional[str]) -> str:
     if given is None:
         return "off: a session without a directive is only watched"
     return "`%s`: a session without a directive starts with %s" % (
-        text, contract_fields(default_contract(given, ""), 0, False))
+        text, contract_fields(default_contract(given, ""), 0, False).rstrip("."))
 
 
 def cmd_default(args: List[str]) -> int:
@@ -30107,7 +30108,7 @@ def _read_stdin() -> bytes:
 _USAGE = """usage: sts.py <command> [args]
 
 hooks (read one host event on stdin):
-  codex | claude | hermes | opencode | pi | omp | gemini | qwen
+  codex | claude | hermes | opencode | pi | omp | gemini | qwen | droid | kilo | cline
   copilot EVENT                         (Copilot's stdin does not name the event)
 
 inspection:
