@@ -13,7 +13,7 @@ TEST_PYTHON = $(shell $(PYTHON) -c "import pytest" >/dev/null 2>&1 && echo "$(PY
 .PHONY: test test-all demo bench e2e pytest map
 
 # The everyday command: every test but the slow ones (marked `slow`), in about
-# 45 to 55 s on two cores (tests/parallel.py runs two pytest processes), then
+# two minutes on two cores (tests/parallel.py runs two pytest processes), then
 # the shipped cases.
 test: pytest
 	$(TEST_PYTHON) tests/parallel.py -q -m "not slow"
