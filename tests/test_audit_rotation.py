@@ -572,10 +572,15 @@ def kill_writers(store, rounds, min_killed, min_files):
 # the command install writes: spawned, held at its stdin read until all 32 of a
 # wave are there, then fed together, so they append, fold and rotate at once.
 
-def _hook_wave(session, home, count):
+def _hook_wave(session, home, count, kills=None):
+    """Start `count` Claude Code hooks, wait until each reads, then give each its
+    write.  `kills` maps a hook's number to a delay: that hook is SIGKILLed that
+    long after its input if it is still running.  Returns the hooks and how many
+    were killed."""
     from test_delegation_concurrency import spawn_hook, wait_until_reading
     procs = [spawn_hook("claude", home) for _ in range(count)]
     wait_until_reading(procs)
+    killed = 0
     for n, proc in enumerate(procs):
         payload = {"hook_event_name": "PreToolUse", "session_id": session, "cwd": "/repo",
                    "tool_name": "Write", "tool_use_id": "w%d" % n,
@@ -583,7 +588,12 @@ def _hook_wave(session, home, count):
         proc.stdin.write(json.dumps(payload).encode())
         proc.stdin.close()
         proc.stdin = None
-    return procs
+        if kills and n in kills:
+            time.sleep(kills[n])
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                killed += 1
+    return procs, killed
 
 
 def _acked(proc, timeout=120):
@@ -605,7 +615,7 @@ def test_32_concurrent_hook_processes_rotate_without_losing_or_doubling_a_line(
     key = sts.session_key(session)
     acked = []
     for _ in range(8):
-        acked += [_acked(proc) for proc in _hook_wave(session, store.root, 32)]
+        acked += [_acked(proc) for proc in _hook_wave(session, store.root, 32)[0]]
     assert None not in acked and len(acked) == 256
     lines = all_lines(store)
     assert sorted(lines) == sorted(acked)          # none lost, none extra
@@ -623,22 +633,17 @@ def test_hook_processes_killed_during_rotation_lose_or_double_no_line(store, mon
     _arm_review(store, session)
     key = sts.session_key(session)
     rng = random.Random(16)
-    # A first wave left alone says how long a wave takes here, from its input
-    # to its last answer: the kills are spread over that time.
-    procs = _hook_wave(session, store.root, 32)
+    # One hook alone says how long a hook takes here from its input to its
+    # answer: each victim is killed at a random moment within that time.
+    procs, _ = _hook_wave(session, store.root, 1)
     started = time.monotonic()
-    acked = [_acked(proc) for proc in procs]
+    acked = [_acked(procs[0])]
     window = time.monotonic() - started
     killed = 0
     for _ in range(8):
-        procs = _hook_wave(session, store.root, 32)
-        started = time.monotonic()
-        for when, _, proc in sorted((rng.uniform(0.0, window), n, proc)
-                                    for n, proc in enumerate(rng.sample(procs, 16))):
-            time.sleep(max(0.0, started + when - time.monotonic()))
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                killed += 1
+        kills = {n: rng.uniform(0.0, window) for n in rng.sample(range(32), 16)}
+        procs, wave_killed = _hook_wave(session, store.root, 32, kills)
+        killed += wave_killed
         acked += [event_id for event_id in map(_acked, procs) if event_id is not None]
     sys.stderr.write("%d hooks killed, %d answered\n" % (killed, len(acked)))
     assert killed >= 16
@@ -932,18 +937,19 @@ def test_runtime_all_under_concurrent_hooks_and_a_killed_reader(store):
                for _ in range(2)]
     rng = random.Random(3)
     killed = 0
-    while any(w.poll() is None for w in writers):
-        victim = subprocess.Popen([PY, "-c", READER, ROOT, store.root, "50"], env=env,
+    # Each victim reads without end, so it is always killed part-way through,
+    # at a random moment; at least one dies even if the writers finish first.
+    while killed == 0 or any(w.poll() is None for w in writers):
+        victim = subprocess.Popen([PY, "-c", READER, ROOT, store.root, "1000000"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(rng.uniform(0.05, 0.4))
-        if victim.poll() is None:
-            victim.send_signal(signal.SIGKILL)
-            killed += 1
+        assert victim.poll() is None, victim.communicate()[1].decode()[-2000:]
+        victim.send_signal(signal.SIGKILL)
+        killed += 1
         victim.communicate()
     for proc in writers + readers:
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err.decode()[-2000:]
-    assert killed > 0
     summary, rows, count = runtime_all(store)
     assert (summary, rows, count) == from_every_line(store)
     assert summary["checkedActions"] == 4 * 40 and count == 4
