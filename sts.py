@@ -55,7 +55,7 @@ Where to look first:
 
   - What a mode forbids: DECISION_TABLE (Decision, `---- the ordered
     checks ----`), e.g. MODE_FORBIDS_MUTATION; the modes, levels and
-    policies themselves: DIRECTIVE_MODES, LEVELS, POLICIES (Task contract).
+    policies themselves: MODES, LEVELS, POLICIES (Task contract).
   - Where one program is judged, e.g. `sed -i`: Part 3's banner names every
     place; the registry (`---- the registry ----`) maps a program to its
     judge.
@@ -125,7 +125,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs ~2 ms per hook
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Collection, Dict, List, Optional, Sequence, Tuple
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
@@ -597,7 +597,7 @@ json = _FastJson()
 # The words every later section speaks: the ControlEvent v2 types an
 # adapter fills in and ControlEvent.from_dict validates, and the task
 # contract a `$stop-that-shit` directive sets, with its modes, levels and
-# policies (DIRECTIVE_MODES, LEVELS, POLICIES).  Pure; no I/O.
+# policies (MODES, LEVELS, POLICIES).  Pure; no I/O.
 # =============================================================================
 
 
@@ -1173,17 +1173,59 @@ DEFAULT_CONTRACT: Dict[str, Any] = {
     "undoPolicy": "ask", "source": "default",
 }
 
-# `unconfirmed` is where a session starts, not something a user can ask for.
 # How a directive starts; a denial's Allow line and `check --contract` spell one.
 DIRECTIVE = "$stop-that-shit"
-DIRECTIVE_MODES = frozenset(("answer", "review", "change", "monitor", "open"))
-LEVELS = frozenset(("watch", "guard", "lock", "off"))
-POLICIES = frozenset(("deny", "ask", "allow"))
-# Modes that grant no write authority; only from these may a plain "fix it"
-# upgrade the contract to change (the one correction that widens authority).
-READ_ONLY_MODES = frozenset(("answer", "review", "monitor"))
-# Budget counters of older releases; the contract no longer has a usage count.
-_LEGACY_CONTRACT_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
+
+
+class ModeRow(Record):
+    """One row of MODES.  asked: a directive (or a default) may name it;
+    `unconfirmed` is only where a session starts.  read_only: it grants no
+    write authority (MODE_FORBIDS_MUTATION, MUTABILITY_UNPROVEN), and only
+    from such a mode does a plain "fix it" widen the contract to change.
+    rank: strictness, a higher rank allows less (a repository default may
+    raise it, never lower it)."""
+
+    __slots__ = FIELDS = ('asked', 'read_only', 'rank')
+
+    asked: bool
+    read_only: bool
+    rank: int
+
+
+# The one list of modes, levels and policies: the directive grammar, the
+# decision, the state file's validation and the defaults' merge read these.
+MODES: Dict[str, ModeRow] = {
+    "unconfirmed": ModeRow(asked=False, read_only=False, rank=0),
+    "open": ModeRow(asked=True, read_only=False, rank=1),
+    "change": ModeRow(asked=True, read_only=False, rank=2),
+    "monitor": ModeRow(asked=True, read_only=True, rank=3),
+    "review": ModeRow(asked=True, read_only=True, rank=3),
+    "answer": ModeRow(asked=True, read_only=True, rank=3),
+}
+DIRECTIVE_MODES = frozenset(mode for mode, row in MODES.items() if row.asked)
+READ_ONLY_MODES = frozenset(mode for mode, row in MODES.items() if row.read_only)
+# Level -> strictness rank.  Guard and above stop calls once a mode is
+# confirmed; watch only reports them, off does nothing at all.
+LEVELS: Dict[str, int] = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
+# A tuple, not a set: an unchecked contract's level may be any JSON value,
+# and a list would make a set lookup raise.
+ARMING_LEVELS = tuple(level for level, rank in LEVELS.items() if rank >= LEVELS["guard"])
+# Policy (hash=, deps=, undo=) -> strictness rank: a higher rank allows less.
+POLICIES: Dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+# contract["source"] -> who set the contract, in the words status shows.
+CONTRACT_SOURCES: Dict[str, str] = {
+    "default": "nobody yet (the start of every session)",
+    "directive": "a $stop-that-shit directive in a prompt",
+    "natural-explicit": "a plain-words correction in a prompt",
+    "explicit-stop": "\"stop\" in a prompt",
+    "recovery": "read-only recovery (the session file is damaged)",
+    "host": "the host (its agent may edit files)",
+    "user-default": "your default contract (python3 sts.py default)",
+    "repo-default": "the repository's default contract",
+}
+# Budget counters of older releases, dropped from a contract and from a
+# session file: the contract no longer has a usage count.
+_LEGACY_BUDGET_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 _PLACEHOLDER = "\ufffc"
 
 
@@ -1211,7 +1253,7 @@ def control_state(contract: dict) -> str:
     level = contract.get("level")
     if level == "off":
         return "OFF"
-    if level in ("guard", "lock") and contract.get("mode") != "unconfirmed":
+    if level in ARMING_LEVELS and contract.get("mode") != "unconfirmed":
         return "ARMED"
     return "OBSERVING"
 
@@ -1505,7 +1547,7 @@ def _normalized(contract: dict) -> Dict[str, Any]:
     """A fresh copy with every field present and legacy counters dropped."""
     merged = dict(DEFAULT_CONTRACT)
     merged.update(contract)
-    for key in _LEGACY_CONTRACT_KEYS:
+    for key in _LEGACY_BUDGET_KEYS:
         merged.pop(key, None)
     if isinstance(merged.get("allowedPaths"), list):
         merged["allowedPaths"] = list(merged["allowedPaths"])
@@ -1782,10 +1824,8 @@ def _missed_directive(text: str) -> Optional[Dict[str, str]]:
 
 REPO_DEFAULT_FILE = ".stop-that-shit"
 DEFAULT_SOURCES = frozenset(("user-default", "repo-default"))
-# Strictness: a higher rank allows less.  Equal ranks keep the user's value.
-_MODE_RANK = {"unconfirmed": 0, "open": 1, "change": 2, "monitor": 3, "review": 3, "answer": 3}
-_LEVEL_RANK = {"off": 0, "watch": 1, "guard": 2, "lock": 3}
-_POLICY_RANK = {"allow": 0, "ask": 1, "deny": 2}
+# Strictness is the rank in MODES, LEVELS and POLICIES: a higher rank allows
+# less.  Equal ranks keep the user's value.
 # Contract key -> the directive word, for the fields a repository asked to widen.
 _FIELD_WORDS = {"hashPolicy": "hash", "dependencyPolicy": "deps", "undoPolicy": "undo",
                 "agentBudget": "agents", "allowedPaths": "files"}
@@ -1881,14 +1921,14 @@ def tighten_contract(base: dict, given: Dict[str, Any], origin: str
     ignored: List[str] = []
     mode = given.get("mode")
     if mode is not None:
-        if _MODE_RANK[mode] > _MODE_RANK[result["mode"]]:
+        if MODES[mode].rank > MODES[result["mode"]].rank:
             result["mode"] = mode
         elif mode != result["mode"]:
             ignored.append(mode)
     # A mode alone arms, as in a directive.
     level = given.get("level", "guard" if mode is not None else None)
     if level is not None:
-        if _LEVEL_RANK[level] > _LEVEL_RANK[result["level"]]:
+        if LEVELS[level] > LEVELS[result["level"]]:
             result["level"] = level
         elif "level" in given and level != result["level"]:
             ignored.append(level)
@@ -1904,7 +1944,7 @@ def tighten_contract(base: dict, given: Dict[str, Any], origin: str
         elif key == "agentBudget":
             new = min(value, old) if _is_int(old) else value
         else:
-            new = value if _POLICY_RANK.get(value, 0) >= _POLICY_RANK.get(old, 0) else old
+            new = value if POLICIES.get(value, 0) >= POLICIES.get(old, 0) else old
         if new != value and key != "allowedPaths":
             ignored.append("%s=%s" % (word, value))
         result[key] = new
@@ -11221,14 +11261,14 @@ _HASH_WITH_OUTPUT = frozenset((
     "hashcat", "cfv"))
 
 _INERT = (
-    "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "stat", "du", "df", "ls",
+    "cat", "head", "tail", "wc", "nl", "od", "hexdump", "strings", "du", "df", "ls",
     "dir", "vdir", "realpath", "readlink", "basename", "dirname", "pwd", "echo", "true", "false",
     "which", "whereis", "type", "uname", "whoami", "id", "groups", "printenv",
     "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat", "xzcat", "cut", "tr", "paste",
     "column", "jq", "diff", "cmp", "comm", "seq", "expr", "sleep", "nproc", "tac", "rev",
     "fold", "fmt", "expand", "unexpand", "base32", "cal", "locale", "uptime", "free",
     "ps", "pgrep", "join", "look", "numfmt", "tty", "arch", "getconf", "lscpu", "sw_vers",
-    ":", "pushd", "popd", "dirs", "users", "who", "w", "last",
+    ":", "users", "who", "w", "last",
     "objdump", "readelf", "size", "colordiff", "pr", "ts", "yes", "factor",
     "logname", "tokei",
     "findstr", "where", "pstree", "lsblk", "findmnt", "vmstat", "iostat", "lsusb",
@@ -11471,17 +11511,13 @@ def _repository_code(inner: Optional[Callable[[str, List[_W], _Ctx], _V]]
 
 # ---- the registry -----------------------------------------------------------
 # Program name -> its handler (name, words after it, context) -> verdict.
-# One literal: a name given twice keeps the later handler, so the few
-# programs only their `--version` proves (`_version_only`) come first and
-# any fuller handler below replaces them.
+# One literal that names each program once (tests/test_style.py checks):
+# the programs only their `--version` proves (`_version_only`) come first.
 
 _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
-    **dict.fromkeys(("rustc", "rustup", "gcc", "g++", "clang", "cc", "java", "javac", "tsc",
-                     "kotlin", "swift", "docker", "kubectl", "cmake", "make", "gradle", "mvn",
-                     "helm", "psql", "sqlite3", "ruff", "black", "mypy", "pytest", "eslint",
-                     "prettier", "jest", "vitest", "bazel", "ninja", "zig", "ghc", "stack",
-                     "elixir", "mix", "erl", "lua", "php", "r", "julia", "scala", "sbt",
-                     "flutter", "dart", "nvm", "pyenv", "rbenv"), _version_only),
+    **dict.fromkeys(("gcc", "g++", "clang", "cc", "java", "javac", "tsc", "make", "gradle",
+                     "helm", "ruff", "black", "mypy", "eslint", "prettier", "jest", "vitest",
+                     "ninja", "zig", "ghc", "nvm", "pyenv", "rbenv"), _version_only),
     **dict.fromkeys(_INERT, _inert),
     "git": _git, "rg": _RG, "find": _find, "fd": _FD, "fdfind": _FD, "sed": _sed, "gsed": _sed,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
@@ -11505,7 +11541,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
                                            "yash", "mksh", "oksh", "ash", "rc", "es")},
     "eval": _w_eval, "pwsh": _w_pwsh, "powershell": _w_pwsh, "powershell.exe": _w_pwsh,
     "pwsh.exe": _w_pwsh, "cmd": _w_cmd, "cmd.exe": _w_cmd,
-    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items()},
+    **{prog: _interp(lang) for prog, lang in _INTERPRETERS.items() if prog not in _PYTHON_NAMES},
     **dict.fromkeys(_PYTHON_NAMES, _python),
     "npm": _network_read(_npm), "npx": _npm, "bunx": _npm, "bun": _bun,
     # yarn and pnpm (and pnpx) first run the release the project names.
@@ -11515,8 +11551,7 @@ _PROGRAMS: Dict[str, Callable[[str, List[_W], _Ctx], _V]] = {
     "pipx": _poetry, **dict.fromkeys(("conda", "mamba", "micromamba"), _network_read(_poetry)),
     "pdm": _poetry, "rye": _poetry,
     **{pm: _pm_table for pm in tuple(_PM_VERBS) + tuple(_PM_OPERAND_INSTALLS)
-       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno")},
-    "mvnw": _pm_table,
+       + tuple(_PM_INSTALL_FLAGS) if pm not in ("rye", "pdm", "deno", "mvn")},
     "cargo": _cargo, "go": _go, "gem": _network_read(_gem), "bundle": _gem, "bundler": _gem,
     "composer": _network_read(_composer), "dotnet": _dotnet,
     **dict.fromkeys(("apt", "apt-get", "brew", "dnf", "yum", "apk", "pacman", "zypper", "port",
@@ -16613,10 +16648,6 @@ _DECISION_RESULT_KINDS: Dict[str, str] = {
     "require_user_approval": "deny",
 }
 
-# The modes that authorize no repository change (MODE_FORBIDS_MUTATION and
-# MUTABILITY_UNPROVEN).
-_MUTATION_FREE_MODES = frozenset(("answer", "review", "monitor"))
-
 # A command repeated this many times with no write in between is thrash.
 # The engine counts; `decide` only compares.
 THRASH_REPEAT_LIMIT = 3
@@ -18392,14 +18423,14 @@ def _when_legacy(f: _DecisionFacts) -> _CheckHit:
 
 
 def _when_mode_write(f: _DecisionFacts) -> _CheckHit:
-    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "write":
+    if f.mode in READ_ONLY_MODES and f.action.mutability == "write":
         return (_with_analysis("Mode %s does not allow changes to the repository." % f.mode,
                                f.action), None, None)
     return None
 
 
 def _when_mode_unknown(f: _DecisionFacts) -> _CheckHit:
-    if f.mode in _MUTATION_FREE_MODES and f.action.mutability == "unknown":
+    if f.mode in READ_ONLY_MODES and f.action.mutability == "unknown":
         return (_with_analysis("The call is not proven read-only, which mode %s requires."
                                % f.mode, f.action), None, None)
     return None
@@ -19016,7 +19047,7 @@ def allow_directive(decision: Decision, action: Action, contract: dict) -> str:
     Fields persist, so the directive names only what changes."""
     code = decision.code
     if code in ("MODE_FORBIDS_MUTATION", "MUTABILITY_UNPROVEN") \
-            and contract.get("mode") in _MUTATION_FREE_MODES:
+            and contract.get("mode") in READ_ONLY_MODES:
         field = "change"
     elif code == "PATH_OUTSIDE_CONTRACT" and isinstance(contract.get("allowedPaths"), list) \
             and not isinstance(action.command, str) and action.affected_paths:
@@ -19603,12 +19634,6 @@ LINK_MAX_DEPTH = 32
 HOST_EFFECTS = ("observed_blocked", "observed_ran")
 LABELS = ("correct", "incorrect", "inconclusive")
 
-_STATE_MODES = frozenset(("unconfirmed", "answer", "review", "change", "monitor", "open"))
-_STATE_LEVELS = frozenset(("watch", "guard", "lock", "off"))
-_STATE_POLICIES = frozenset(("deny", "ask", "allow"))
-_STATE_SOURCES = frozenset(("default", "directive", "natural-explicit", "explicit-stop",
-                      "recovery", "host", "user-default", "repo-default"))
-_LEGACY_KEYS = ("agentsUsed", "totalAgentBudget", "concurrentAgentBudget")
 
 _STATE_DAMAGED_ADVICE = ("read-only recovery is active and the file is preserved. Restore a "
                          "known-good backup or start a new host session.")
@@ -19669,8 +19694,8 @@ def _state_int_ok(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
-def _state_member(value: Any, allowed: frozenset) -> bool:
-    # Guards the set lookup: unhashable JSON values (lists, objects) would raise.
+def _state_member(value: Any, allowed: Collection[str]) -> bool:
+    # Guards the lookup: unhashable JSON values (lists, objects) would raise.
     return isinstance(value, str) and value in allowed
 
 
@@ -19693,11 +19718,11 @@ def _unique_ids(value: Any, where: str) -> List[str]:
 def _validate_contract(raw: Any) -> dict:
     if not isinstance(raw, dict):
         raise _damaged("contract is not an object")
-    checks = (("mode", lambda v: _state_member(v, _STATE_MODES)),
-              ("level", lambda v: _state_member(v, _STATE_LEVELS)),
+    checks = (("mode", lambda v: _state_member(v, MODES)),
+              ("level", lambda v: _state_member(v, LEVELS)),
               ("agentBudget", _state_int_ok),
-              ("hashPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
-              ("dependencyPolicy", lambda v: _state_member(v, _STATE_POLICIES)),
+              ("hashPolicy", lambda v: _state_member(v, POLICIES)),
+              ("dependencyPolicy", lambda v: _state_member(v, POLICIES)),
               ("allowedPaths", lambda v: v is None or (isinstance(v, list) and
                                                        all(isinstance(p, str) for p in v))))
     for name, ok in checks:
@@ -19705,22 +19730,20 @@ def _validate_contract(raw: Any) -> dict:
             raise _damaged("contract.%s is missing" % name)
         if not ok(raw[name]):
             raise _damaged("contract.%s is out of range" % name)
-    contract = {k: v for k, v in raw.items() if k not in _LEGACY_KEYS}
+    contract = {k: v for k, v in raw.items() if k not in _LEGACY_BUDGET_KEYS}
     # Optional: a session file written before undo= existed holds the default.
     undo = contract.setdefault("undoPolicy", DEFAULT_CONTRACT["undoPolicy"])
-    if not _state_member(undo, _STATE_POLICIES):
+    if not _state_member(undo, POLICIES):
         raise _damaged("contract.undoPolicy is out of range")
     source = contract.get("source", "default")
-    if not _state_member(source, _STATE_SOURCES):
+    if not _state_member(source, CONTRACT_SOURCES):
         raise _damaged("contract.source is out of range")
     contract["source"] = source
     if "origin" in contract and not isinstance(contract["origin"], str):
         raise _damaged("contract.origin is not text")
     if contract["allowedPaths"] is not None:
         contract["allowedPaths"] = list(contract["allowedPaths"])
-    if contract["mode"] == "unconfirmed" and contract["level"] != "off":
-        contract["level"] = "watch"
-    return contract
+    return _hold_invariant(contract)
 
 
 _RESERVATION_BOOLS = ("observedRunning", "notStartedAmbiguous", "resultUnknown")
@@ -19800,7 +19823,7 @@ def validate_state(obj: Any) -> dict:
     if type(version) is not int or version != STATE_SCHEMA_VERSION:
         # sts never wrote schemas 1-3, and a future one cannot be read safely.
         raise _damaged("unsupported schemaVersion %s" % json.dumps(version, default=str)[:20])
-    state = {k: v for k, v in obj.items() if k not in _LEGACY_KEYS}
+    state = {k: v for k, v in obj.items() if k not in _LEGACY_BUDGET_KEYS}
     state["contract"] = _validate_contract(obj.get("contract"))
     state["delegation"] = _validate_delegation(obj.get("delegation"))
     error = obj.get("directiveError")
@@ -28285,17 +28308,6 @@ def _reserved_and_reasons(state: dict) -> Tuple[int, List[str]]:
     return reserved, reasons
 
 
-# contract["source"] -> who set the contract, in words.
-_SOURCE_WORDS = {"default": "nobody yet (the start of every session)",
-                 "directive": "a $stop-that-shit directive in a prompt",
-                 "natural-explicit": "a plain-words correction in a prompt",
-                 "explicit-stop": "\"stop\" in a prompt",
-                 "recovery": "read-only recovery (the session file is damaged)",
-                 "host": "the host (its agent may edit files)",
-                 "user-default": "your default contract (python3 sts.py default)",
-                 "repo-default": "the repository's default contract"}
-
-
 def _protection_line(contract: dict, storage_error: Optional[dict]) -> str:
     """Whether calls are stopped now, and if not why and what arms the guard."""
     if storage_error:
@@ -28340,8 +28352,8 @@ class _StatusView:
         lines = ["Stop That Shit status",
                  "State: %s / %s" % (control_state(contract), contract.get("mode")),
                  "Contract: %s" % contract_words(contract),
-                 "Set by: %s" % _SOURCE_WORDS.get(contract.get("source"),
-                                                  str(contract.get("source")))]
+                 "Set by: %s" % CONTRACT_SOURCES.get(contract.get("source"),
+                                                      str(contract.get("source")))]
         if isinstance(contract.get("origin"), str):
             lines.append("%s: %s" % ("Contract from" if contract.get("source") in DEFAULT_SOURCES
                                      else "Started from", contract["origin"]))
