@@ -4,7 +4,9 @@ sts.py is one module: a name defined twice at top level silently replaces the
 first, and a private name nothing reads is dead code.  Every comment stands
 alone: nothing in the repository cites a document that is not in it.  The
 banners make a map of the file (`make map`) that stays true, and the file
-grows only by decision (LINE_BUDGET).
+grows only by decision (LINE_BUDGET).  Each fact is written once: the
+program registry names a program once, and the modes, levels and policies
+are listed only in their tables.
 """
 import ast
 import collections
@@ -452,3 +454,108 @@ def test_every_name_sts_reads_is_defined_somewhere():
     read = {n.id for n in ast.walk(sts_tree()) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)}
     assert sorted(read - bound) == []
+
+
+# ---- each fact written once -------------------------------------------------
+
+def _top_level_value(name):
+    """The value node of the top-level assignment to `name` in sts.py."""
+    for node in sts_tree().body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name:
+            return node.value
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name
+                                                for t in node.targets):
+            return node.value
+    raise AssertionError("sts.py assigns no %s" % name)
+
+
+def _keys_named_twice(literal, namespace):
+    """Key -> the lines that name it, for every key a dict literal names more
+    than once.  A `**expression` entry names the keys of what the expression
+    evaluates to in `namespace` (the module), so a name in a `dict.fromkeys`
+    row or a comprehension counts as well as a plain `"name": handler`."""
+    lines = collections.defaultdict(list)
+    for key, value in zip(literal.keys, literal.values):
+        if key is not None:
+            lines[ast.literal_eval(key)].append(key.lineno)
+            continue
+        spread = eval(compile(ast.Expression(value), "sts.py", "eval"), namespace)
+        for name in spread:
+            lines[name].append(value.lineno)
+    return {name: found for name, found in lines.items() if len(found) > 1}
+
+
+def test_the_program_registry_names_each_program_once():
+    """In a dict literal a later entry silently replaces an earlier one, so a
+    program named twice has a handler nobody reads."""
+    import sts
+    twice = _keys_named_twice(_top_level_value("_PROGRAMS"), vars(sts))
+    assert twice == {}
+
+
+def test_the_twice_named_check_sees_every_kind_of_entry():
+    literal = ast.parse('{**dict.fromkeys(("a", "b"), 0), "b": 1, **{k: 2 for k in ("c", "a")},'
+                        ' "d": 3}', mode="eval").body
+    assert _keys_named_twice(literal, {}) == {"a": [1, 1], "b": [1, 1]}
+
+
+# name -> (the words, how many of them make a literal a list of them, whether
+# the literal must hold nothing else).  Policy words are also the hook's
+# verdict words (allow, deny, ask, note), so only a literal made of policy
+# words alone counts as a list of policies.
+_CONTRACT_WORDS = {
+    "MODES": (frozenset(("unconfirmed", "open", "change", "monitor", "review", "answer")), False),
+    "LEVELS": (frozenset(("off", "watch", "guard", "lock")), False),
+    "POLICIES": (frozenset(("allow", "ask", "deny")), True),
+}
+# Literals that name modes for another reason: the correction rules are named
+# after the mode each one sets.
+_NAMES_MODES_OTHERWISE = frozenset(("_PATTERNS",))
+
+
+def _word_lists(tree):
+    """(top-level name, line, words) for each tuple, list, set or dict-keys
+    literal of `tree` with two or more string constants."""
+    for statement in tree.body:
+        owner = getattr(statement, "name", None)
+        if isinstance(statement, ast.Assign):
+            owner = getattr(statement.targets[0], "id", None)
+        elif isinstance(statement, ast.AnnAssign):
+            owner = getattr(statement.target, "id", None)
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                items = node.elts
+            elif isinstance(node, ast.Dict):
+                items = [key for key in node.keys if key is not None]
+            else:
+                continue
+            words = [i.value for i in items
+                     if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+            if len(words) >= 2:
+                yield owner, node.lineno, frozenset(words)
+
+
+def _contract_word_lists(tree):
+    """(table, owner, line) for each literal outside a table that lists two
+    or more of the table's words."""
+    for owner, line, words in _word_lists(tree):
+        for table, (names, alone) in _CONTRACT_WORDS.items():
+            if owner == table or (table == "MODES" and owner in _NAMES_MODES_OTHERWISE):
+                continue
+            if len(words & names) >= 2 and (not alone or words <= names):
+                yield table, owner, line
+
+
+def test_modes_levels_and_policies_are_listed_only_in_their_tables():
+    """A second list of the modes (levels, policies) drifts from the first;
+    the others are derived from the table or look a row up in it."""
+    assert sorted(_contract_word_lists(sts_tree())) == []
+
+
+def test_the_list_check_finds_a_second_list():
+    tree = ast.parse('MODES = {"review": 1, "answer": 2}\n'
+                     'READ_ONLY = frozenset(("answer", "review"))\n'
+                     'def f(level):\n    return level in ("guard", "lock")\n'
+                     'VERDICTS = ("allow", "deny", "note")\nPOLICY = {"ask": 1, "deny": 2}\n')
+    assert sorted(_contract_word_lists(tree)) == [
+        ("LEVELS", "f", 4), ("MODES", "READ_ONLY", 2), ("POLICIES", "POLICY", 6)]
