@@ -1194,13 +1194,13 @@ class ModeRow(Record):
 
 # The one list of modes, levels and policies: the directive grammar, the
 # decision, the state file's validation and the defaults' merge read these.
-MODES: Dict[str, ModeRow] = {
-    "unconfirmed": ModeRow(asked=False, read_only=False, rank=0),
-    "open": ModeRow(asked=True, read_only=False, rank=1),
-    "change": ModeRow(asked=True, read_only=False, rank=2),
-    "monitor": ModeRow(asked=True, read_only=True, rank=3),
-    "review": ModeRow(asked=True, read_only=True, rank=3),
-    "answer": ModeRow(asked=True, read_only=True, rank=3),
+MODES: Dict[str, ModeRow] = {     # asked, read_only, rank
+    "unconfirmed": ModeRow(False, False, 0),
+    "open": ModeRow(True, False, 1),
+    "change": ModeRow(True, False, 2),
+    "monitor": ModeRow(True, True, 3),
+    "review": ModeRow(True, True, 3),
+    "answer": ModeRow(True, True, 3),
 }
 DIRECTIVE_MODES = frozenset(mode for mode, row in MODES.items() if row.asked)
 READ_ONLY_MODES = frozenset(mode for mode, row in MODES.items() if row.read_only)
