@@ -81,6 +81,26 @@ def test_the_quick_start_does_what_its_comments_say(tmp_path):
     assert (home / ".claude" / "settings.json").is_file()
 
 
+# ---- proven reads: pointers into the corpus ------------------------------------
+
+def test_every_corpus_section_the_readme_names_exists():
+    # The README lists no reads itself: it names sections of the labelled
+    # corpus, so each quoted name must open (or, ending in "…", start) one.
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    table = text.split("## Proven reads", 1)[1].split("\n\n| What |", 1)[1].split("\n\n", 1)[0]
+    names = re.findall(r'"([^"]+)"', "\n".join(row.split(" | ")[-1] for row in
+                                                 table.splitlines()[2:]))
+    with open(os.path.join(ROOT, "tests", "analysis_corpus.txt"), encoding="utf-8") as fh:
+        sections = [line[3:] for line in fh if line.startswith("## ")]
+    assert len(names) >= 10
+    for name in names:
+        start = name[:-1].rstrip() if name.endswith("…") else None
+        assert any(s.rstrip("\n") == name or (start and s.startswith(start))
+                   or (not start and s.startswith(name + ":")) or
+                   (not start and s.startswith(name + " ")) for s in sections), name
+
+
 # ---- the list itself ---------------------------------------------------------
 
 def test_every_line_says_what_and_why():
