@@ -125,7 +125,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations stay strings (PEP 563); importing typing costs ~2 ms per hook
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 VERSION = "0.1.0"
 PROTOCOL_VERSION = 2
@@ -17867,13 +17867,13 @@ def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettin
     bases: Dict[str, List[Tuple[Tuple[str, ...], str, bool, str, int]]] = {}
     for base in system + [b + (host, index) for spec, host, index in variable
                           for b in [_settings_base(spec, environ, home)] if b is not None]:
-        bases.setdefault(base[0][0].casefold(), []).append(base)
+        bases.setdefault(_tamper_fold(base[0][0]), []).append(base)
     return HostSettings(heads, bases)
 
 
 def _settings_name_match(name: str, want: str, fold: bool) -> bool:
-    if fold:
-        name, want = name.casefold(), want.casefold()
+    if fold:   # case and Unicode form: what a macOS or Windows folder ignores
+        name, want = _tamper_fold(name), _tamper_fold(want)
     if "*" in want:
         import fnmatch
         return fnmatch.fnmatchcase(name, want)
@@ -17967,7 +17967,7 @@ def _settings_scan(reading: _SettingsReading, settings: HostSettings
     """(the first entry the names reach in any letter case, whether that
     match is exact); an exact match wins over one found earlier in another case."""
     names = reading.parts
-    folded = [n.casefold() for n in names]
+    folded = [_tamper_fold(n) for n in names]
     other: Optional[_SettingsHit] = None
     if not settings.heads.isdisjoint(folded):
         anywhere = _settings_anywhere()
@@ -18021,7 +18021,8 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
     found = []
     flat = set(action.shell_flat_targets) - set(action.affected_paths)
     for raw in list(action.affected_paths) + list(action.shell_write_targets):
-        for reading in _settings_readings(raw, action.cwd, folders):
+        readings = _settings_readings(raw, action.cwd, folders)
+        for reading in readings:
             hit = _settings_reach(reading, settings)
             if hit is None:
                 continue
@@ -18035,7 +18036,88 @@ def host_settings_matches(action: Action, protected_paths: Any) -> List[Tuple[st
                     continue
             found.append((raw, reading.shown, hit))
             break
+        else:
+            linked = _settings_linked(readings, action.cwd, settings)
+            if linked is not None:
+                found.append((raw, linked[0], linked[1]))
     return found
+
+
+def _settings_linked(readings: List[_SettingsReading], cwd: Optional[str],
+                     settings: HostSettings) -> Optional[Tuple[str, _SettingsHit]]:
+    """(the host file, hit) when the path read as `readings` names an existing
+    file that is a host file under another name: a hard link made before the
+    session was armed (`ln .claude/settings.json notes/cfg.json`, then
+    `> notes/cfg.json`).  Only a regular file with more than one name is
+    looked up, so an ordinary write costs one stat."""
+    if not readings or not readings[-1].absolute or readings[-1].windows:
+        return None
+    try:
+        st = os.stat(readings[-1].shown)
+    except (OSError, ValueError):
+        return None
+    if st.st_mode & _S_IFMT != _S_IFREG or st.st_nlink < 2:
+        return None
+    for path, folder, hit in _settings_on_disk(cwd, settings):
+        if folder:
+            if _tamper_linked_into(st, [path]) is not None:
+                return path, hit
+            continue
+        try:
+            other = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return path, hit
+    return None
+
+
+def _settings_on_disk(cwd: Optional[str], settings: HostSettings
+                      ) -> Iterator[Tuple[str, bool, _SettingsHit]]:
+    """(path, folder?, hit) of the host files HOST_SETTINGS names here that
+    exist: the entries under any folder placed in the working folder, each
+    folder above it and the home folder (where hosts look for them), and the
+    entries under the fixed and variable folders.  A `*` in a name is
+    matched against the folder's listing."""
+    import fnmatch
+    anchors: List[str] = []
+    here = resolve_event_path(cwd, None) if cwd else None
+    while here:
+        anchors.append(here)
+        up = os.path.dirname(here)
+        here = None if up == here else up
+    anchors.append(os.path.expanduser("~"))
+    rows: List[Tuple[str, str, int, Tuple[str, ...], bool, str]] = []
+    for host, table in HOST_SETTINGS.items():
+        for index, (_, bases, _) in enumerate(table):
+            if "**" not in bases:
+                continue
+            entries = _settings_row(host, index)
+            # A name that applies under any folder is also looked for in the
+            # folders the row's other entries name (opencode.json in
+            # ~/.config/opencode/ beside its config.json).
+            heads = {parts[:k] for parts, _, _ in entries for k in range(len(parts))}
+            rows += [(os.path.join(anchor, *head), host, index, parts, folder, spelled)
+                     for anchor in anchors for head in heads
+                     for parts, folder, spelled in entries]
+    for bases in settings.bases.values():
+        for _, shown, windows, host, index in bases:
+            if not windows:
+                rows += [(shown, host, index, parts, folder, spelled)
+                         for parts, folder, spelled in _settings_row(host, index)]
+    seen = set()
+    for base, host, index, parts, folder, spelled in rows:
+        paths = [base]
+        for name in parts:
+            if "*" in name:
+                paths = [os.path.join(p, n) for p in paths if os.path.isdir(p)
+                         for n in sorted(os.listdir(p)) if fnmatch.fnmatchcase(n, name)]
+            else:
+                paths = [os.path.join(p, name) for p in paths]
+        for path in paths:
+            if path not in seen and os.path.lexists(path):
+                seen.add(path)
+                yield path, folder, ("is" if not folder else "in", host, index, spelled)
 
 
 # Glob patterns of shell write targets: `rm .claude/*.json`, `rm -rf d` (which

@@ -374,6 +374,32 @@ def test_file_tools_and_the_shell_cannot_write_a_host_settings_file(world, host)
 
 
 @pytest.mark.parametrize("host", HOSTS)
+def test_a_hard_link_to_a_host_settings_file_is_that_file(world, host):
+    """Made before the session was armed (a backup script, a checkout), another
+    name of a host file leads to the same bytes: `notes/cfg-N` is compared by
+    what it is, not by its name, whichever folder of the table it links into."""
+    session = arm(world, host)
+    notes = world.p("notes")
+    os.makedirs(notes)
+    for n, label in enumerate(PROTECTED[host]):
+        target = _target(world, host, label)
+        if target.startswith("/etc/"):
+            continue   # system folders: not made by a test
+        if os.path.isdir(target):
+            target = world.real(os.path.join(target, "inside.json"))
+        alias = os.path.join(notes, "cfg-%d.json" % n)
+        os.link(target, alias)
+        assert_protected(host, use(world, host, session, WRITE, alias))
+        assert_protected(host, use(world, host, session, SHELL,
+                                   "printf '{}' > notes/cfg-%d.json" % n))
+    # A file of the project with two names of its own is no host file.
+    plain = world.real(world.p("src", "twice.py"))
+    os.link(plain, os.path.join(notes, "twice.py"))
+    assert denial(host, use(world, host, session, WRITE, os.path.join(notes, "twice.py"))) is None
+    assert denial(host, use(world, host, session, SHELL, "printf x > notes/twice.py")) is None
+
+
+@pytest.mark.parametrize("host", HOSTS)
 def test_with_the_guard_off_the_same_writes_run(world, host):
     session = arm(world, host, "$stop-that-shit off")
     for label in PROTECTED[host]:
@@ -715,6 +741,21 @@ def test_host_settings_follow_the_environment(world, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", "relative/codex")
     assert all("relative" not in base[1] for bases in sts.host_settings().bases.values()
                for base in bases)
+
+
+def test_a_config_folder_in_another_unicode_form_is_it_where_the_folder_ignores_that(
+        world, monkeypatch):
+    """CLAUDE_CONFIG_DIR written composed (é), the call spelling it decomposed
+    (e + accent): one folder on macOS, whose file systems ignore the form; on a
+    folder that tells them apart, two folders."""
+    composed = str(world.tmp / "Caf\u00e9")
+    decomposed = str(world.tmp / "Cafe\u0301")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", composed)
+    action = _action([decomposed + "/settings.json"], cwd="/")
+    for folds, expected in ((True, [decomposed + "/settings.json"]), (False, [])):
+        monkeypatch.setattr(sts, "_tamper_case_insensitive", lambda path, folds=folds: folds)
+        hits = sts.host_settings_matches(action, [sts.host_settings()])
+        assert [raw for raw, _, _ in hits] == expected
 
 
 def test_relative_paths_without_a_working_folder_are_matched_by_name(world, monkeypatch):
