@@ -17542,7 +17542,7 @@ _OMP_CODE = ("extensions/", "hooks/pre/", "hooks/post/", "tools/")
 _OMP_AGENT = ("settings.json", "config.yml", "config.yaml", ".env") + _OMP_CODE
 
 # host -> ((what it is, where, entries), ...).  The one list of host files
-# self-protection guards beside the guard's own; README.md shows it as a table.
+# self-protection guards beside the guard's own; host_shims/README.md shows it as a table.
 HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...]] = {
     "claude": (
         ("a Claude Code settings file", ("**",),
@@ -22421,7 +22421,7 @@ def python_folder_clean(folder: str) -> bool:
     `_name` (a newer Python's start-up modules the hook's own list may lack),
     and no PYTHON* variable but the harmless ones is set.  One listing of
     the folder.  It assumes nothing writes the folder between this look and
-    the run (README: "Python in the working folder")."""
+    the run (README: "Proven reads")."""
     names = getattr(sys, "stdlib_module_names", None)
     if not names:
         return False   # Python 3.9: no list of the standard library to check against
