@@ -19443,7 +19443,7 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Sections and their lines:
 #   State and audit                                            ~1,800
-#   Engine                                                     ~510
+#   Engine                                                     ~520
 #   (the whole Part)                                           ~2,300
 #
 # Everything on disk and the glue around it: state files, the session
@@ -21786,13 +21786,13 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 # Part 6: Hosts
 #
 # Sections and their lines:
-#   Adapters: shared helpers                                   ~970
-#   Adapters: Codex and Claude Code                            ~490
+#   Adapters: shared helpers                                   ~850
+#   Adapters: Codex and Claude Code                            ~550
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
-#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~430
+#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~480
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~400
 #   Install, uninstall and doctor                              ~2,200
-#   (the whole Part)                                           ~6,100
+#   (the whole Part)                                           ~6,000
 #
 # Every host's translation, event in and answer out (a host's EVENTS and
 # TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
