@@ -21794,9 +21794,10 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 #   Install, uninstall and doctor                              ~2,200
 #   (the whole Part)                                           ~6,000
 #
-# Every host's translation, event in and answer out (a host's EVENTS and
-# TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
-# arguments of each tool), then install, uninstall and doctor, which
+# Every host's translation, event in and answer out (a host's EVENTS table
+# names the methods that translate its events; its TOOLS, the host's rows of
+# ADAPTER_TOOLS, how each tool is read, its path arguments and the folder it
+# runs in), then install, uninstall and doctor, which
 # wire sts into each host's configuration.  The module docstring follows
 # one Gemini CLI `replace` call through it.
 # =============================================================================
@@ -22651,10 +22652,13 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Owns the adapters of Codex and Claude Code, and the base class of every
-# command-hook host.  Command hooks: JSON on stdin, JSON on stdout, exit 0.
-# Both hosts answer with the same hookSpecificOutput shapes, so they share
-# one rendering; their event and tool tables differ.
+# Owns the adapters of Codex and Claude Code, and CommandHookAdapter, the
+# base class of every command-hook host with its one pre-tool path.  Command
+# hooks: JSON on stdin, JSON on stdout, exit 0.  Both hosts answer with the
+# same hookSpecificOutput shapes, so they share one rendering; their event
+# and tool tables differ.  Gemini CLI and Copilot CLI give a tool call no id:
+# a delegation is named by the host's timestamp and a digest of the call
+# (_stamped_call_id), here since the one pre-tool path needs it.
 ###############################################################################
 
 
