@@ -22678,8 +22678,8 @@ def _stamped_call_id(host: str, stamp: Any, tool: str, tool_input: Any) -> str:
 
 class CommandHookAdapter(Adapter):
     """The hosts that run `python3 sts.py <host>` as a command hook (Codex,
-    Claude Code, Gemini CLI, Copilot CLI, Qwen Code, Factory Droid): JSON in
-    on stdin, an answer on stdout, exit 0 always.  Every one of them goes
+    Claude Code, Gemini CLI, Copilot CLI, Qwen Code, Factory Droid): JSON on
+    stdin, an answer on stdout, exit 0 always.  Every one of them goes
     through the one pre-tool path below; hookSpecificOutput answers unless
     the host's own render says otherwise."""
 
