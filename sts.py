@@ -64,11 +64,11 @@ Where to look first:
   - How a host's tool call becomes a ControlEvent, e.g. Gemini CLI's
     `replace`: main() -> run_hook("gemini") -> Adapter.translate, which
     looks the hook's event up in GeminiAdapter.EVENTS ("BeforeTool":
-    "on_pre_tool", a method name) -> _NewHostAdapter.on_pre_tool ->
-    pre_tool -> _CommandHookAdapter.classify, which looks the tool up in
-    GeminiAdapter.TOOLS ("replace": "_write_tool") -> _write_tool ->
-    file_write_action (Analysis reads the new text) -> place_call (its path
-    argument from ADAPTER_TOOLS["gemini"]) -> envelope("action.before") ->
+    "on_pre_tool", a method name) -> CommandHookAdapter.on_pre_tool ->
+    pre_tool -> classify, which looks the tool up in GeminiAdapter.TOOLS,
+    its row of ADAPTER_TOOLS ("replace": ("_write_tool", ("file_path",),
+    ...)) -> _write_tool -> file_write_action (Analysis reads the new text)
+    -> place_call (the row's working-folder argument) -> envelope("action.before") ->
     ControlEvent.from_dict, back in run_hook.
 
 The life of one event, a Claude Code `PreToolUse` for `Edit src/a.py`:
@@ -17573,7 +17573,7 @@ _OMP_CODE = ("extensions/", "hooks/pre/", "hooks/post/", "tools/")
 _OMP_AGENT = ("settings.json", "config.yml", "config.yaml", ".env") + _OMP_CODE
 
 # host -> ((what it is, where, entries), ...).  The one list of host files
-# self-protection guards beside the guard's own; README.md shows it as a table.
+# self-protection guards beside the guard's own; host_shims/README.md shows it as a table.
 HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...]] = {
     "claude": (
         ("a Claude Code settings file", ("**",),
@@ -19556,7 +19556,7 @@ def apply_lifecycle_fact(delegation: dict, event: ControlEvent) -> bool:
 #
 # Sections and their lines:
 #   State and audit                                            ~1,800
-#   Engine                                                     ~510
+#   Engine                                                     ~520
 #   (the whole Part)                                           ~2,300
 #
 # Everything on disk and the glue around it: state files, the session
@@ -21891,17 +21891,18 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 # Part 6: Hosts
 #
 # Sections and their lines:
-#   Adapters: shared helpers                                   ~970
-#   Adapters: Codex and Claude Code                            ~490
+#   Adapters: shared helpers                                   ~850
+#   Adapters: Codex and Claude Code                            ~550
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
-#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~430
+#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~480
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~400
 #   Install, uninstall and doctor                              ~2,200
-#   (the whole Part)                                           ~6,100
+#   (the whole Part)                                           ~6,000
 #
-# Every host's translation, event in and answer out (a host's EVENTS and
-# TOOLS tables name the methods that translate; ADAPTER_TOOLS the path
-# arguments of each tool), then install, uninstall and doctor, which
+# Every host's translation, event in and answer out (a host's EVENTS table
+# names the methods that translate its events; its TOOLS, the host's rows of
+# ADAPTER_TOOLS, how each tool is read, its path arguments and the folder it
+# runs in), then install, uninstall and doctor, which
 # wire sts into each host's configuration.  The module docstring follows
 # one Gemini CLI `replace` call through it.
 # =============================================================================
@@ -22306,11 +22307,6 @@ def unreadable_call() -> dict:
     return {"name": _UNNAMED_TOOL, "mutability": "unknown"}
 
 
-def tool_facts(host: str, tool: str) -> Tuple[Tuple[str, ...], str, str]:
-    """(path arguments, runs, working-folder argument) of one tool (ADAPTER_TOOLS)."""
-    return ADAPTER_TOOLS.get(host, {}).get(tool, ((), "", ""))
-
-
 def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optional[str]) -> dict:
     """Apply the host's own path rules to an action before the core sees it:
     paths as the host resolves them, and a command's relative write targets in
@@ -22318,7 +22314,7 @@ def place_call(host: str, tool: str, action: dict, tool_input: Any, cwd: Optiona
     if action.get("affectedPaths"):
         action["affectedPaths"] = normalize_paths(
             [q for p in action["affectedPaths"] for q in host_paths(host, p)], cwd)
-    workdir = tool_facts(host, tool)[2]
+    workdir = ADAPTER_TOOLS.get(host, {}).get(tool, _NO_ROW)[3]
     folder, known = cwd, bool(cwd)
     if workdir and isinstance(tool_input, dict) and tool_input.get(workdir) not in (None, ""):
         folder, known = run_folder(host, cwd, tool_input.get(workdir))
@@ -22444,7 +22440,7 @@ def python_folder_clean(folder: str) -> bool:
     `_name` (a newer Python's start-up modules the hook's own list may lack),
     and no PYTHON* variable but the harmless ones is set.  One listing of
     the folder.  It assumes nothing writes the folder between this look and
-    the run (README: "Python in the working folder")."""
+    the run (README: "Proven reads")."""
     names = getattr(sys, "stdlib_module_names", None)
     if not names:
         return False   # Python 3.9: no list of the standard library to check against
@@ -22605,12 +22601,16 @@ def _as_object(value: Any) -> Any:
 
 
 # ---- the adapters table: every tool of every host ---------------------------
-# One place to read what each host's tools do with the file system: which
+# The one place a host's tools are listed: how a call is classified, which
 # arguments name paths, whether the tool runs code or programs, and where it
-# runs.  Each host's TOOLS (below) says how a call is classified; this table
-# says what it touches, and tests/test_adapters_table.py holds the two equal.
+# runs.  Each host's rows sit beside its adapter (so a split cache loads only
+# its own hosts' rows), and the adapter's TOOLS is its row of this table, the
+# same dict: classify, place_call and the tests all read it.
 #
-# host -> tool -> (path arguments, runs, working-folder argument)
+# host -> tool -> (handler, path arguments, runs, working-folder argument)
+#   handler: the mutability of every call ("read", "write", "control",
+#     "delegate", "unknown"), or the adapter method that reads the input
+#     ("_shell", "_write_tool", ...);
 #   path arguments: the input fields naming files or folders the tool touches
 #     (patch texts name theirs in `*** ... File:` headers, listed as such);
 #   runs: "" nothing; "shell"/"powershell" a command line (the shell
@@ -22624,130 +22624,8 @@ def _as_object(value: Any) -> Any:
 # OpenCode) or is unproven (Hermes, Pi, Oh My Pi); either way every argument
 # that looks like a path is a possible target (`path_arguments`), and a
 # `command`/`code` argument gets the shell's analysis (`unlisted_action`).
-ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[Tuple[str, ...], str, str]]] = {
-    "codex": {
-        # Codex resolves exec_command's `workdir` itself: the hook gets only the
-        # command, with the folder as the event's cwd (seen on 0.171.0).
-        "Bash": ((), "shell", ""), "exec_command": ((), "shell", ""),
-        "shell_command": ((), "shell", ""),
-        "apply_patch": (("command: *** Add/Update/Delete File, *** Move to",), "", ""),
-        "Edit": (("file_path", "path"), "", ""), "Write": (("file_path", "path"), "", ""),
-        "spawn_agent": ((), "agent", ""), "Agent": ((), "agent", ""),
-        "write_stdin": ((), "input", ""),
-        **{tool: ((), "", "") for tool in (
-            "update_plan", "request_user_input", "wait", "wait_agent", "interrupt_agent",
-            "close_agent", "list_agents", "send_message", "send_input", "resume_agent",
-            "followup_task", "create_goal", "update_goal", "get_goal")},
-    },
-    "claude": {
-        "Write": (("file_path", "path"), "", ""), "Edit": (("file_path", "path"), "", ""),
-        "MultiEdit": (("file_path", "path"), "", ""), "NotebookEdit": (("notebook_path",), "", ""), "EnterWorktree": ((), "", ""),
-        "Bash": ((), "shell", ""), "Monitor": ((), "shell", ""),
-        "PowerShell": ((), "powershell", ""),
-        "Agent": ((), "agent", ""), "Task": ((), "agent", ""), "Workflow": ((), "agent", ""),
-        "Read": (("file_path",), "", ""), "Glob": (("path",), "", ""), "Grep": (("path",), "", ""),
-        "LSP": (("filePath",), "", ""),
-        "CronCreate": ((), "prompt", ""), "ScheduleWakeup": ((), "prompt", ""),
-        "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
-        **{tool: ((), "", "") for tool in (
-            "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch",
-            "WebSearch", "AskUserQuestion", "CronDelete", "CronList", "EndConversation",
-            "EnterPlanMode", "ExitPlanMode", "ExitWorktree", "PushNotification",
-            "ReportFindings", "SendMessage", "TodoWrite", "TaskCreate", "TaskUpdate",
-            "TaskList", "TaskGet", "TaskOutput", "TaskStop", "ToolSearch", "WaitForMcpServers")},
-    },
-    "opencode": {
-        "write": (("filePath",), "", ""), "edit": (("filePath",), "", ""),
-        "apply_patch": (("patchText: *** Add/Update/Delete File, *** Move to",), "", ""),
-        "bash": ((), "shell", "workdir"), "task": ((), "agent", ""),
-        "read": (("filePath",), "", ""), "glob": (("path",), "", ""), "grep": (("path",), "", ""),
-        "lsp": (("filePath",), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "webfetch", "websearch", "plan_enter", "plan_exit", "question", "skill",
-            "todowrite")},
-    },
-    "hermes": {
-        "write_file": (("path",), "", ""), "patch": (("path", "patch: *** ... File:"), "", ""),
-        "terminal": ((), "shell", "workdir"), "execute_code": ((), "code", ""),
-        "delegate_task": ((), "agent", ""), "cronjob": ((), "prompt", ""),
-        "process": ((), "input", ""),
-        "read_file": (("path",), "", ""), "search_files": (("path",), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
-            "skills_list", "clarify", "todo")},
-    },
-    "pi": {
-        "write": (("path",), "", ""), "edit": (("path",), "", ""),
-        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
-        "subagent": ((), "agent", ""),
-        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
-        "ls": (("path",), "", ""),
-    },
-    "omp": {
-        "write": (("path",), "", ""),
-        "edit": (("path", "paths", "edits[].rename", "input: [PATH#TAG], *** Edit File:"), "", ""),
-        "bash": ((), "shell", "cwd"), "powershell": ((), "powershell", "cwd"),
-        "eval": ((), "code", ""), "hub": ((), "program", "cwd"),
-        "task": ((), "agent", ""), "subagent": ((), "agent", ""),
-        "read": (("path",), "", ""), "grep": (("path",), "", ""), "find": (("path",), "", ""),
-        "ls": (("path",), "", ""), "glob": (("path",), "", ""),
-        **{tool: ((), "", "") for tool in ("web_search", "ask", "todo", "yield")},
-    },
-    "gemini": {
-        "write_file": (("file_path",), "", ""), "replace": (("file_path",), "", ""),
-        "save_memory": ((), "", ""),
-        "run_shell_command": ((), "shell", "dir_path"),
-        **{tool: ((), "agent", "") for tool in (
-            "invoke_agent", "codebase_investigator", "cli_help", "generalist", "browser_agent")},
-        "read_file": (("file_path",), "", ""), "read_many_files": (("include",), "", ""),
-        "list_directory": (("dir_path",), "", ""), "glob": (("dir_path",), "", ""),
-        "grep_search": (("dir_path",), "", ""), "search_file_content": (("dir_path",), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "google_web_search", "web_fetch", "get_internal_docs", "read_mcp_resource",
-            "list_mcp_resources", "list_background_processes", "read_background_output",
-            "tracker_get_task", "tracker_list_tasks", "tracker_visualize", "take_snapshot",
-            "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
-            "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
-            "tracker_add_dependency")},
-    },
-    "copilot": {
-        "bash": ((), "shell", ""), "powershell": ((), "powershell", ""),
-        "create": (("path",), "", ""), "edit": (("path",), "", ""),
-        "str_replace_editor": (("path",), "", ""),
-        "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
-        "task": ((), "agent", ""), "write_agent": ((), "agent", ""),
-        "write_bash": ((), "input", ""), "write_powershell": ((), "input", ""),
-        "view": (("path",), "", ""), "grep": (("path",), "", ""), "glob": (("path",), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "read_bash", "read_powershell", "list_bash", "list_powershell",
-            "lexical_code_search", "semantic_code_search", "web_fetch",
-            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents",
-            "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
-            "report_intent", "update_todo")},
-        "skill": ((), "prompt", ""),
-    },
-    "qwen": {
-        "write_file": (("file_path",), "", ""), "edit": (("file_path",), "", ""),
-        "notebook_edit": (("notebook_path",), "", ""), "save_memory": ((), "", ""),
-        "enter_worktree": ((), "", ""),
-        "run_shell_command": ((), "shell", "directory"), "monitor": ((), "shell", "directory"),
-        "agent": ((), "agent", ""), "workflow": ((), "agent", ""),
-        "team_create": ((), "agent", ""), "create_sub_session": ((), "agent", ""),
-        "send_message": ((), "agent", ""), "exec": ((), "code", ""),
-        "tool_call": (("arguments: as the tool named",), "", ""),
-        "cron_create": ((), "prompt", ""), "loop_wakeup": ((), "prompt", ""),
-        "skill": ((), "prompt", ""),
-        "read_file": (("file_path",), "", ""), "glob": (("path",), "", ""),
-        "grep_search": (("path",), "", ""), "list_directory": (("path",), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
-            "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
-            "omni_recall_media_memory", "todo_write", "exit_plan_mode",
-            "enter_plan_mode", "ask_user_question", "cron_delete", "task_create", "task_update",
-            "task_stop", "structured_output", "report_findings", "update_goal", "propose_goal",
-            "request_shutdown", "team_delete", "team_plan_approval", "exit_worktree")},
-    },
-}
+ADAPTER_TOOLS: Dict[str, Dict[str, Tuple[str, Tuple[str, ...], str, str]]] = {}
+_NO_ROW = ("", (), "", "")   # a tool the table does not list
 
 # Host -> how its file tools resolve a path the model wrote (the functions that
 # apply it: `host_paths`, `pi_host_path`, `omp_host_path`, `omp_edit_candidates`).
@@ -22879,21 +22757,46 @@ class Adapter:
 ###############################################################################
 # Adapters: Codex and Claude Code
 #
-# Owns the adapters of Codex and Claude Code, and the base class of every
-# command-hook host.  Command hooks: JSON on stdin, JSON on stdout, exit 0.
-# Both hosts answer with the same hookSpecificOutput shapes, so they share
-# one rendering; their event and tool tables differ.
+# Owns the adapters of Codex and Claude Code, and CommandHookAdapter, the
+# base class of every command-hook host with its one pre-tool path.  Command
+# hooks: JSON on stdin, JSON on stdout, exit 0.  Both hosts answer with the
+# same hookSpecificOutput shapes, so they share one rendering; their event
+# and tool tables differ.  Gemini CLI and Copilot CLI give a tool call no id:
+# a delegation is named by the host's timestamp and a digest of the call
+# (_stamped_call_id), here since the one pre-tool path needs it.
 ###############################################################################
 
 
-class _CommandHookAdapter(Adapter):
-    """Codex and Claude Code: hookSpecificOutput answers, exit 0 always."""
+def _call_digest(tool: str, tool_input: Any) -> str:
+    """A short digest of one tool call's name and input (key order ignored)."""
+    text = json.dumps([tool, tool_input], sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"), default=str)
+    return sha256_hex(text.encode("utf-8"))[:16]
+
+
+def _stamped_call_id(host: str, stamp: Any, tool: str, tool_input: Any) -> str:
+    """The id of a delegation call on a host that gives none: host, its
+    timestamp and the digest, so two calls differ even with equal input."""
+    return "%s:%s:%s" % (host, stamp if isinstance(stamp, (str, int)) else "-",
+                         _call_digest(tool, tool_input))
+
+
+class CommandHookAdapter(Adapter):
+    """The hosts that run `python3 sts.py <host>` as a command hook (Codex,
+    Claude Code, Gemini CLI, Copilot CLI, Qwen Code, Factory Droid): JSON on
+    stdin, an answer on stdout, exit 0 always.  Every one of them goes
+    through the one pre-tool path below; hookSpecificOutput answers unless
+    the host's own render says otherwise."""
 
     # Host events whose context result is shown to the model.
     CONTEXT_EVENTS: frozenset = frozenset()
-    TOOLS: Dict[str, str] = {}
+    TOOLS: Dict[str, Tuple[str, Tuple[str, ...], str, str]] = {}   # the host's ADAPTER_TOOLS
     # Tools that can restart an agent without run identity (finite budget -> deny).
     LIFECYCLE_UNPROVEN: frozenset = frozenset()
+    # The host gives tool calls no id: a delegation is named by _stamped_call_id.
+    STAMPED_IDS = False
+    # Payload fields that name the turn, first non-empty wins.
+    TURN_KEYS: Tuple[str, ...] = ("turn_id", "prompt_id")
 
     def render(self, result: CoreResult, call: HookCall) -> str:
         if result.kind == "deny":
@@ -22918,9 +22821,10 @@ class _CommandHookAdapter(Adapter):
     def classify(self, name: str, tool_input: Any) -> dict:
         """Tool name and input -> action fields (without id and cwd)."""
         tool = self.canonical_tool(name)
-        bucket = self.TOOLS.get(tool)
-        if bucket is None:
+        row = self.TOOLS.get(tool)
+        if row is None:
             return self.classify_unlisted(name, tool_input)
+        bucket = row[0]
         if bucket.startswith("_"):
             return getattr(self, bucket)(name, tool_input if isinstance(tool_input, dict) else {})
         action = {"name": name, "mutability": bucket}
@@ -22936,9 +22840,20 @@ class _CommandHookAdapter(Adapter):
     def _shell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, _first_text(tool_input, "command", "cmd"))
 
-
     def _powershell(self, name: str, tool_input: dict) -> dict:
         return shell_action(name, tool_input.get("command"), powershell=True)
+
+    def _spawner(self, name: str, tool_input: dict) -> dict:
+        # Runs code that can call any tool, agents included.
+        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
+
+    def _wakes_agent(self, name: str, tool_input: dict) -> dict:
+        # A message to a running or idle agent starts a new turn the ledger
+        # cannot tell apart from the first.
+        return {"name": name, "mutability": "control", "delegationLifecycleUnproven": True}
+
+    def _unbounded(self, name: str, tool_input: dict) -> dict:
+        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
 
     def _skill(self, name: str, tool_input: dict) -> dict:
         """A control, unless it invokes this guard's own command or skill with
@@ -23005,25 +22920,40 @@ class _CommandHookAdapter(Adapter):
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         session = self.session_of(payload)
-        tool = payload.get("tool_name")
         if session is None:
             return None
-        tool_input = payload.get("tool_input")
-        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
         call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
+        return self.pre_tool(payload, name, session, session, payload.get("tool_name"),
+                             payload.get("tool_input"), call_id)
+
+    def pre_tool(self, payload: dict, name: str, session: str, root: str, tool: Any,
+                 tool_input: Any, call_id: Any) -> Optional[HookCall]:
+        """action.before for `root`, judged for `session` (a child when they
+        differ): the one pre-tool path of every command-hook host.  None when
+        a delegation has no id, since it could not hold a place in the ledger."""
+        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
+        if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
+            call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
         if _is_text(call_id):
             action["id"] = call_id
-        elif action["mutability"] == "delegate" or action.get("delegationLifecycleUnproven"):
-            return None  # a delegate call without id cannot be counted: dropped
+        elif _needs_call_id(action):
+            return None
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         if cwd:
             action["cwd"] = cwd
         if _is_text(tool):
+            # A shell tool's own folder argument (Gemini dir_path, Qwen
+            # directory) re-anchors its targets there; see ADAPTER_TOOLS.
             place_call(self.host, self.canonical_tool(tool), action, tool_input, cwd)
-        return HookCall(name, self.envelope("action.before", session, action=action,
-                                            turnId=payload.get("turn_id") or payload.get("prompt_id"),
-                                            host=self.host_meta(payload)),
-                        tool_call=True, session_id=session)
+        turn = None
+        for key in self.TURN_KEYS:
+            turn = payload.get(key)
+            if turn:
+                break
+        fields = {"sourceSessionId": session} if session != root else {}
+        event = self.envelope("action.before", root, action=action, turnId=turn,
+                              host=self.host_meta(payload), **fields)
+        return HookCall(name, event, tool_call=True, session_id=session)
 
 
 # Codex: the collaboration tool families arrive with a namespace glued on.
@@ -23042,7 +22972,7 @@ def _is_uuid(value: Any) -> bool:
             and [len(p) for p in value.split("-")] == [8, 4, 4, 4, 12])
 
 
-class CodexAdapter(_CommandHookAdapter):
+class CodexAdapter(CommandHookAdapter):
     """Codex CLI command hooks."""
 
     host = "codex"
@@ -23055,18 +22985,24 @@ class CodexAdapter(_CommandHookAdapter):
         "SessionEnd": "on_session_end",
     }
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "PreToolUse"))
-    TOOLS = {
-        "Bash": "_shell", "exec_command": "_shell", "shell_command": "_shell",
-        "apply_patch": "_patch",
-        "Edit": "_write_tool", "Write": "_write_tool",
-        "spawn_agent": "delegate", "Agent": "delegate",
-        "update_plan": "control", "request_user_input": "control", "wait": "control",
-        "wait_agent": "control", "interrupt_agent": "control", "close_agent": "control",
-        "list_agents": "control", "send_message": "control",
-        "send_input": "control", "resume_agent": "control", "followup_task": "control",
-        "create_goal": "control", "update_goal": "control",
-        "get_goal": "read",
-        "write_stdin": "_typed_input",  # feeds a running process (see input_action)
+    TOOLS = ADAPTER_TOOLS["codex"] = {
+        # The model's exec_command and shell_command take a `workdir`.  Codex
+        # 0.171 hands the hook such a call as `Bash` with the command alone and
+        # that folder as the event's cwd; a payload that names the tool itself
+        # carries `workdir`, and the command runs there.
+        "Bash": ("_shell", (), "shell", ""),
+        "exec_command": ("_shell", (), "shell", "workdir"),
+        "shell_command": ("_shell", (), "shell", "workdir"),
+        "apply_patch": ("_patch", ("command: *** Add/Update/Delete File, *** Move to",), "", ""),
+        "Edit": ("_write_tool", ("file_path", "path"), "", ""),
+        "Write": ("_write_tool", ("file_path", "path"), "", ""),
+        "spawn_agent": ("delegate", (), "agent", ""), "Agent": ("delegate", (), "agent", ""),
+        **{tool: ("control", (), "", "") for tool in (
+            "update_plan", "request_user_input", "wait", "wait_agent", "interrupt_agent",
+            "close_agent", "list_agents", "send_message", "send_input", "resume_agent",
+            "followup_task", "create_goal", "update_goal")},
+        "get_goal": ("read", (), "", ""),
+        "write_stdin": ("_typed_input", (), "input", ""),  # feeds a running process (input_action)
     }
     LIFECYCLE_UNPROVEN = frozenset(("send_input", "resume_agent", "followup_task"))
 
@@ -23192,7 +23128,7 @@ def parse_task_notification(prompt: str) -> Optional[Dict[str, Optional[str]]]:
     return {tag: _tag_text(block, tag) for tag in ("task-id", "tool-use-id", "status")}
 
 
-class ClaudeAdapter(_CommandHookAdapter):
+class ClaudeAdapter(CommandHookAdapter):
     """Claude Code command hooks."""
 
     host = "claude"
@@ -23210,26 +23146,31 @@ class ClaudeAdapter(_CommandHookAdapter):
     }
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "UserPromptExpansion",
                                 "SubagentStart", "PreToolUse"))
-    TOOLS = {
-        "Write": "_write_tool", "Edit": "_write_tool", "MultiEdit": "_multi_edit",
-        "NotebookEdit": "_notebook",
-        "EnterWorktree": "write",
-        "Bash": "_shell", "Monitor": "_monitor", "PowerShell": "_powershell",
-        "Agent": "delegate", "Task": "delegate", "Workflow": "_workflow",
-        **{name: "read" for name in (
-            "Read", "Glob", "Grep", "ListAgents", "ListMcpResourcesTool",
-            "ReadMcpResourceTool", "LSP", "WebFetch", "WebSearch")},
-        "CronCreate": "_scheduled_prompt", "ScheduleWakeup": "_scheduled_prompt",
-        "Skill": "_skill", "SlashCommand": "_skill",
+    TOOLS = ADAPTER_TOOLS["claude"] = {
+        "Write": ("_write_tool", ("file_path", "path"), "", ""),
+        "Edit": ("_write_tool", ("file_path", "path"), "", ""),
+        "MultiEdit": ("_multi_edit", ("file_path", "path"), "", ""),
+        "NotebookEdit": ("_notebook", ("notebook_path",), "", ""),
+        "EnterWorktree": ("write", (), "", ""),
+        "Bash": ("_shell", (), "shell", ""), "Monitor": ("_monitor", (), "shell", ""),
+        "PowerShell": ("_powershell", (), "powershell", ""),
+        "Agent": ("delegate", (), "agent", ""), "Task": ("delegate", (), "agent", ""),
+        "Workflow": ("_workflow", (), "agent", ""),
+        "Read": ("read", ("file_path",), "", ""), "Glob": ("read", ("path",), "", ""),
+        "Grep": ("read", ("path",), "", ""), "LSP": ("read", ("filePath",), "", ""),
+        **{tool: ("read", (), "", "") for tool in (
+            "ListAgents", "ListMcpResourcesTool", "ReadMcpResourceTool", "WebFetch", "WebSearch")},
+        "CronCreate": ("_scheduled_prompt", (), "prompt", ""),
+        "ScheduleWakeup": ("_scheduled_prompt", (), "prompt", ""),
+        "Skill": ("_skill", (), "prompt", ""), "SlashCommand": ("_skill", (), "prompt", ""),
         # Deleting a job changes what runs later (a durable one is a file of the
         # user's); removing a worktree deletes it and its branch.
-        "CronDelete": "write", "ExitWorktree": "_exit_worktree",
-        **{name: "control" for name in (
-            "AskUserQuestion", "CronList", "EndConversation",
-            "EnterPlanMode", "ExitPlanMode", "PushNotification",
-            "ReportFindings", "SendMessage", "TodoWrite",
-            "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop",
-            "ToolSearch", "WaitForMcpServers")},
+        "CronDelete": ("write", (), "", ""), "ExitWorktree": ("_exit_worktree", (), "", ""),
+        **{tool: ("control", (), "", "") for tool in (
+            "AskUserQuestion", "CronList", "EndConversation", "EnterPlanMode", "ExitPlanMode",
+            "PushNotification", "ReportFindings", "SendMessage", "TodoWrite", "TaskCreate",
+            "TaskUpdate", "TaskList", "TaskGet", "TaskOutput", "TaskStop", "ToolSearch",
+            "WaitForMcpServers")},
     }
     LIFECYCLE_UNPROVEN = frozenset(("SendMessage",))
 
@@ -23297,7 +23238,7 @@ class ClaudeAdapter(_CommandHookAdapter):
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
         call = super().on_pre_tool(payload, store, name)
         tool = payload.get("tool_name")
-        if call is not None and _is_text(tool) and self.TOOLS.get(tool) == "_skill" \
+        if call is not None and _is_text(tool) and self.TOOLS.get(tool, _NO_ROW)[0] == "_skill" \
                 and _guard_command_args(payload.get("tool_input")) is not None:
             # The expansion this call may cause is the model's, not the user's:
             # on_prompt_expansion reads this mark and sets nothing.
@@ -23468,19 +23409,21 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-class _HostBAdapter(Adapter):
-    """Common translation for Hermes, OpenCode, Pi and Oh My Pi.
+class PluginAdapter(Adapter):
+    """The hosts that call the hook from a plugin of ours (Hermes, and through
+    the shims OpenCode, Pi, Oh My Pi, Kilo Code and Cline).
 
     Child sessions are judged by their root: events carry sessionId = root and
     sourceSessionId = the child's own id (the core namespaces call ids).
     """
 
-    TOOLS: Dict[str, str] = {}
+    TOOLS: Dict[str, Tuple[str, Tuple[str, ...], str, str]] = {}   # the host's ADAPTER_TOOLS
 
     def classify(self, name: str, tool_input: Any) -> dict:
-        bucket = self.TOOLS.get(self.tool_key(name))
-        if bucket is None:
+        row = self.TOOLS.get(self.tool_key(name))
+        if row is None:
             return self.classify_unlisted(name, tool_input)
+        bucket = row[0]
         if bucket.startswith("_"):
             return getattr(self, bucket)(name, tool_input if isinstance(tool_input, dict) else {})
         action = {"name": name, "mutability": bucket}
@@ -23527,7 +23470,7 @@ class _HostBAdapter(Adapter):
         return HookCall(name, event, tool_call=True, session_id=session)
 
 
-class _ShimAdapter(_HostBAdapter):
+class PluginShimAdapter(PluginAdapter):
     """OpenCode, Pi, Oh My Pi: the shims' wire protocol (host_shims/README.md).
 
     The shim needs exactly one JSON object back, so every path answers at
@@ -23645,7 +23588,7 @@ _HERMES_TASK_LINK = "hermes-task:"
 _HERMES_NOTICE_HEADS = ("[IMPORTANT: ", "[ASYNC DELEGATION ")
 
 
-class HermesAdapter(_HostBAdapter):
+class HermesAdapter(PluginAdapter):
     """Hermes Agent: native command-hook stdin; the plugin builds the same envelope."""
 
     host = "hermes"
@@ -23660,14 +23603,20 @@ class HermesAdapter(_HostBAdapter):
         "subagent_stop": "on_subagent_stop",
         "on_session_end": "on_session_end",
     }
-    TOOLS = {
-        **{name: "read" for name in (
-            "read_file", "search_files", "web_search", "web_extract", "vision_analyze",
-            "session_search", "skill_view", "skills_list")},
-        "write_file": "_write_file", "patch": "_patch", "terminal": "_shell",
-        "execute_code": "_execute_code", "cronjob": "_cronjob",
-        "delegate_task": "_delegate", "clarify": "control", "todo": "control",
-        "process": "_typed_input",   # a background process: poll it, or type into it
+    TOOLS = ADAPTER_TOOLS["hermes"] = {
+        "read_file": ("read", ("path",), "", ""), "search_files": ("read", ("path",), "", ""),
+        **{tool: ("read", (), "", "") for tool in (
+            "web_search", "web_extract", "vision_analyze", "session_search", "skill_view",
+            "skills_list")},
+        "write_file": ("_write_file", ("path",), "", ""),
+        "patch": ("_patch", ("path", "patch: *** ... File:"), "", ""),
+        "terminal": ("_shell", (), "shell", "workdir"),
+        "execute_code": ("_execute_code", (), "code", ""),
+        "cronjob": ("_cronjob", (), "prompt", ""),
+        "delegate_task": ("_delegate", (), "agent", ""),
+        "clarify": ("control", (), "", ""), "todo": ("control", (), "", ""),
+        # A background process: poll it, or type into it.
+        "process": ("_typed_input", (), "input", ""),
     }
 
     def extra(self, payload: dict) -> dict:
@@ -23972,7 +23921,7 @@ def opencode_agent_can_edit(value: Any) -> Optional[bool]:
 _TASK_ID_KEYS = ("task_id", "taskId", "taskID")
 
 
-class OpenCodeAdapter(_ShimAdapter):
+class OpenCodeAdapter(PluginShimAdapter):
     """OpenCode 1.18 V1 plugin shim."""
 
     host = "opencode"
@@ -23987,12 +23936,16 @@ class OpenCodeAdapter(_ShimAdapter):
         "session.deleted": "on_event",
         "session.idle": "on_event",
     }
-    TOOLS = {
-        "write": "_write", "edit": "_edit", "apply_patch": "_apply_patch", "bash": "_shell",
-        "task": "_task",
-        **{name: "read" for name in ("glob", "grep", "lsp", "read", "webfetch", "websearch")},
-        **{name: "control" for name in ("plan_enter", "plan_exit", "question", "skill",
-                                        "todowrite")},
+    TOOLS = ADAPTER_TOOLS["opencode"] = {
+        "write": ("_write", ("filePath",), "", ""), "edit": ("_edit", ("filePath",), "", ""),
+        "apply_patch": ("_apply_patch", ("patchText: *** Add/Update/Delete File, *** Move to",),
+                        "", ""),
+        "bash": ("_shell", (), "shell", "workdir"), "task": ("_task", (), "agent", ""),
+        "read": ("read", ("filePath",), "", ""), "glob": ("read", ("path",), "", ""),
+        "grep": ("read", ("path",), "", ""), "lsp": ("read", ("filePath",), "", ""),
+        "webfetch": ("read", (), "", ""), "websearch": ("read", (), "", ""),
+        **{tool: ("control", (), "", "") for tool in (
+            "plan_enter", "plan_exit", "question", "skill", "todowrite")},
     }
 
     def tool_key(self, name: str) -> str:
@@ -24250,7 +24203,7 @@ def omp_host_path(path: Any) -> Any:
     return text
 
 
-class PiAdapter(_ShimAdapter):
+class PiAdapter(PluginShimAdapter):
     """Pi 0.73 extension shim; one session per process, no built-in children."""
 
     host = "pi"
@@ -24261,10 +24214,11 @@ class PiAdapter(_ShimAdapter):
         "tool_result": "on_tool_result",
         "session_shutdown": "on_session_end",
     }
-    TOOLS = {
-        **{name: "read" for name in ("read", "grep", "find", "ls")},
-        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
-        "subagent": "_subagent",
+    TOOLS = ADAPTER_TOOLS["pi"] = {
+        **{tool: ("read", ("path",), "", "") for tool in ("read", "grep", "find", "ls")},
+        "write": ("_write", ("path",), "", ""), "edit": ("_edit", ("path",), "", ""),
+        "bash": ("_shell", (), "shell", ""), "powershell": ("_powershell", (), "powershell", ""),
+        "subagent": ("_subagent", (), "agent", ""),
     }
     COMPLETION_SCOPE: Optional[str] = "call"  # Pi frees capacity per call, not per child
 
@@ -24581,12 +24535,16 @@ class OmpAdapter(PiAdapter):
         "tool_approval_resolved": "on_approval",
         "session_shutdown": "on_session_end",
     }
-    TOOLS = {
-        **{name: "read" for name in ("read", "grep", "find", "ls", "glob", "web_search")},
-        "write": "_write", "edit": "_edit", "bash": "_shell", "powershell": "_powershell",
-        "task": "_task", "hub": "_hub",
-        **{name: "control" for name in ("ask", "todo", "yield")},
-        "eval": "_eval", "subagent": "_spawner",
+    TOOLS = ADAPTER_TOOLS["omp"] = {
+        **{tool: ("read", ("path",), "", "") for tool in ("read", "grep", "find", "ls", "glob")},
+        "web_search": ("read", (), "", ""),
+        "write": ("_write", ("path",), "", ""),
+        "edit": ("_edit", ("path", "paths", "edits[].rename", "input: [PATH#TAG], *** Edit File:"),
+                 "", ""),
+        "bash": ("_shell", (), "shell", "cwd"), "powershell": ("_powershell", (), "powershell", "cwd"),
+        "task": ("_task", (), "agent", ""), "hub": ("_hub", (), "program", "cwd"),
+        **{tool: ("control", (), "", "") for tool in ("ask", "todo", "yield")},
+        "eval": ("_eval", (), "code", ""), "subagent": ("_spawner", (), "agent", ""),
     }
 
     def _shell(self, name: str, args: dict) -> dict:
@@ -24861,71 +24819,6 @@ HOST_ADAPTERS_B: Dict[str, Adapter] = {
 ###############################################################################
 
 
-def _call_digest(tool: str, tool_input: Any) -> str:
-    """A short digest of one tool call's name and input (key order ignored)."""
-    text = json.dumps([tool, tool_input], sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":"), default=str)
-    return sha256_hex(text.encode("utf-8"))[:16]
-
-
-def _stamped_call_id(host: str, stamp: Any, tool: str, tool_input: Any) -> str:
-    """The id of a delegation call on a host that gives none: host, its
-    timestamp and the digest, so two calls differ even with equal input."""
-    return "%s:%s:%s" % (host, stamp if isinstance(stamp, (str, int)) else "-",
-                         _call_digest(tool, tool_input))
-
-
-class _NewHostAdapter(_CommandHookAdapter):
-    """What Gemini CLI, Copilot CLI and Qwen Code share: the table-driven
-    classification of the command-hook hosts, a cwd that follows a shell
-    tool's own folder argument, and delegation ids for hosts that give none."""
-
-    STAMPED_IDS = False  # the host gives tool calls no id
-
-    def _spawner(self, name: str, tool_input: dict) -> dict:
-        # Runs code that can call any tool, agents included.
-        return {"name": name, "mutability": "unknown", "delegationLifecycleUnproven": True}
-
-    def _wakes_agent(self, name: str, tool_input: dict) -> dict:
-        # A message to a running or idle agent starts a new turn the ledger
-        # cannot tell apart from the first.
-        return {"name": name, "mutability": "control", "delegationLifecycleUnproven": True}
-
-    def _unbounded(self, name: str, tool_input: dict) -> dict:
-        return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
-
-    def pre_tool(self, payload: dict, store: Store, name: str, session: str, root: str,
-                 tool: Any, tool_input: Any, call_id: Any) -> Optional[HookCall]:
-        """action.before for `root`, judged for `session` (a child when they differ)."""
-        action = self.classify(tool, tool_input) if _is_text(tool) else unreadable_call()
-        if not _is_text(call_id) and self.STAMPED_IDS and _needs_call_id(action):
-            call_id = _stamped_call_id(self.host, payload.get("timestamp"), tool, tool_input)
-        if _is_text(call_id):
-            action["id"] = call_id
-        elif _needs_call_id(action):
-            return None  # a delegation without an id cannot hold a place in the ledger
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        if cwd:
-            action["cwd"] = cwd
-        if _is_text(tool):
-            # The shell tool's own folder argument (Gemini dir_path, Qwen
-            # directory) re-anchors its targets there; see ADAPTER_TOOLS.
-            place_call(self.host, tool, action, tool_input, cwd)
-        fields = {"sourceSessionId": session} if session != root else {}
-        event = self.envelope("action.before", root, action=action,
-                              turnId=payload.get("prompt_id"), host=self.host_meta(payload),
-                              **fields)
-        return HookCall(name, event, tool_call=True, session_id=session)
-
-    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session = self.session_of(payload)
-        if session is None:
-            return None
-        call_id = payload.get("tool_use_id") or payload.get("tool_call_id")
-        return self.pre_tool(payload, store, name, session, session, payload.get("tool_name"),
-                             payload.get("tool_input"), call_id)
-
-
 # ---- Gemini CLI 0.61 --------------------------------------------------------
 # The subagent tool is invoke_agent; a subagent's own calls arrive with the
 # parent's session id and no marker, so they are judged by the parent's
@@ -24935,7 +24828,7 @@ _GEMINI_AGENT_TOOLS = ("invoke_agent", "codebase_investigator", "cli_help", "gen
                        "browser_agent")
 
 
-class GeminiAdapter(_NewHostAdapter):
+class GeminiAdapter(CommandHookAdapter):
     """Gemini CLI command hooks (settings.json `hooks`)."""
 
     host = "gemini"
@@ -24950,22 +24843,27 @@ class GeminiAdapter(_NewHostAdapter):
     # Gemini adds additionalContext to the model's turn on these two only; a
     # watch note on BeforeTool is audited but not shown.
     CONTEXT_EVENTS = frozenset(("SessionStart", "BeforeAgent"))
-    TOOLS = {
-        "write_file": "_write_tool", "replace": "_write_tool", "save_memory": "write",
-        "run_shell_command": "_shell",
-        **{name: "delegate" for name in _GEMINI_AGENT_TOOLS},
-        **{name: "read" for name in (
-            "read_file", "read_many_files", "list_directory", "glob", "grep_search",
-            "search_file_content", "google_web_search", "web_fetch", "get_internal_docs",
-            "read_mcp_resource", "list_mcp_resources", "list_background_processes",
-            "read_background_output", "tracker_get_task", "tracker_list_tasks",
-            "tracker_visualize", "take_snapshot")},
-        **{name: "control" for name in (
+    TOOLS = ADAPTER_TOOLS["gemini"] = {
+        "write_file": ("_write_tool", ("file_path",), "", ""),
+        "replace": ("_write_tool", ("file_path",), "", ""),
+        "save_memory": ("write", (), "", ""),
+        "run_shell_command": ("_shell", (), "shell", "dir_path"),
+        **{tool: ("delegate", (), "agent", "") for tool in _GEMINI_AGENT_TOOLS},
+        "read_file": ("read", ("file_path",), "", ""),
+        "read_many_files": ("read", ("include",), "", ""),
+        **{tool: ("read", ("dir_path",), "", "") for tool in (
+            "list_directory", "glob", "grep_search", "search_file_content")},
+        **{tool: ("read", (), "", "") for tool in (
+            "google_web_search", "web_fetch", "get_internal_docs", "read_mcp_resource",
+            "list_mcp_resources", "list_background_processes", "read_background_output",
+            "tracker_get_task", "tracker_list_tasks", "tracker_visualize", "take_snapshot")},
+        **{tool: ("control", (), "", "") for tool in (
             "write_todos", "ask_user", "enter_plan_mode", "exit_plan_mode", "update_topic",
             "activate_skill", "complete_task", "tracker_create_task", "tracker_update_task",
             "tracker_add_dependency")},
     }
     STAMPED_IDS = True
+    TURN_KEYS = ("prompt_id",)
 
     def prompt_text(self, payload: dict) -> Optional[str]:
         # Gemini puts the SessionStart context in front of the first prompt as
@@ -25021,7 +24919,7 @@ def _copilot_patch_text(tool_input: Any) -> Any:
     return _first_text(tool_input, "input", "patch", "command", "content")
 
 
-class CopilotAdapter(_NewHostAdapter):
+class CopilotAdapter(CommandHookAdapter):
     """GitHub Copilot CLI command hooks (~/.copilot/hooks/*.json, camelCase events)."""
 
     host = "copilot"
@@ -25036,25 +24934,29 @@ class CopilotAdapter(_NewHostAdapter):
         "subagentStop": "on_subagent_stop",
     }
     CONTEXT_EVENTS = frozenset(("sessionStart", "userPromptSubmitted", "subagentStart"))
-    TOOLS = {
-        "bash": "_shell", "powershell": "_powershell",
-        "create": "_create", "edit": "_edit", "str_replace_editor": "_str_replace_editor",
-        "apply_patch": "_patch",
-        _COPILOT_AGENT_TOOL: "delegate", "write_agent": "_wakes_agent",
+    TOOLS = ADAPTER_TOOLS["copilot"] = {
+        "bash": ("_shell", (), "shell", ""), "powershell": ("_powershell", (), "powershell", ""),
+        "create": ("_create", ("path",), "", ""), "edit": ("_edit", ("path",), "", ""),
+        "str_replace_editor": ("_str_replace_editor", ("path",), "", ""),
+        "apply_patch": ("_patch", ("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+        _COPILOT_AGENT_TOOL: ("delegate", (), "agent", ""),
+        "write_agent": ("_wakes_agent", (), "agent", ""),
         # Input to a running shell: what it does depends on that program.
-        "write_bash": "_typed_input", "write_powershell": "_typed_input",
-        **{name: "read" for name in (
-            "view", "grep", "glob", "read_bash", "read_powershell", "list_bash",
-            "list_powershell", "lexical_code_search", "semantic_code_search", "web_fetch",
-            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent",
-            "list_agents")},
+        "write_bash": ("_typed_input", (), "input", ""),
+        "write_powershell": ("_typed_input", (), "input", ""),
+        **{tool: ("read", ("path",), "", "") for tool in ("view", "grep", "glob")},
+        **{tool: ("read", (), "", "") for tool in (
+            "read_bash", "read_powershell", "list_bash", "list_powershell",
+            "lexical_code_search", "semantic_code_search", "web_fetch",
+            "fetch_copilot_cli_documentation", "session_store_sql", "read_agent", "list_agents")},
         # sql works on the session's own SQLite database (todos), not the repository.
-        **{name: "control" for name in (
+        **{tool: ("control", (), "", "") for tool in (
             "stop_bash", "stop_powershell", "sql", "ask_user", "exit_plan_mode",
             "report_intent", "update_todo")},
-        "skill": "_skill",
+        "skill": ("_skill", (), "prompt", ""),
     }
     STAMPED_IDS = True
+    TURN_KEYS = ("prompt_id",)
 
     def event_name(self, payload: dict) -> Optional[str]:
         name = payload.get("hook_event_name")
@@ -25160,7 +25062,7 @@ class CopilotAdapter(_NewHostAdapter):
                                           None, exc.error)
         if session is None:
             return None
-        return self.pre_tool(payload, store, name, session, root, payload.get("toolName"),
+        return self.pre_tool(payload, name, session, root, payload.get("toolName"),
                              payload.get("toolArgs"), None)
 
     def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
@@ -25216,7 +25118,7 @@ class CopilotAdapter(_NewHostAdapter):
 _QWEN_BACKGROUND_HEAD = "Background agent launched successfully"
 
 
-class QwenAdapter(_NewHostAdapter):
+class QwenAdapter(CommandHookAdapter):
     """Qwen Code command hooks (settings.json `hooks`, Claude-style events)."""
 
     host = "qwen"
@@ -25233,29 +25135,38 @@ class QwenAdapter(_NewHostAdapter):
     }
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "SubagentStart",
                                 "PreToolUse"))
-    TOOLS = {
-        "write_file": "_write_tool", "edit": "_write_tool", "notebook_edit": "_notebook",
-        "save_memory": "write", "enter_worktree": "write",
-        "run_shell_command": "_shell", "monitor": "_monitor",
-        "agent": "delegate", "workflow": "_unbounded", "team_create": "_unbounded",
-        "create_sub_session": "_spawner", "exec": "_exec",
-        "send_message": "_wakes_agent", "tool_call": "_tool_call",
+    TOOLS = ADAPTER_TOOLS["qwen"] = {
+        "write_file": ("_write_tool", ("file_path",), "", ""),
+        "edit": ("_write_tool", ("file_path",), "", ""),
+        "notebook_edit": ("_notebook", ("notebook_path",), "", ""),
+        "save_memory": ("write", (), "", ""), "enter_worktree": ("write", (), "", ""),
+        "run_shell_command": ("_shell", (), "shell", "directory"),
+        "monitor": ("_monitor", (), "shell", "directory"),
+        "agent": ("delegate", (), "agent", ""), "workflow": ("_unbounded", (), "agent", ""),
+        "team_create": ("_unbounded", (), "agent", ""),
+        "create_sub_session": ("_spawner", (), "agent", ""),
+        "send_message": ("_wakes_agent", (), "agent", ""),
+        "exec": ("_exec", (), "code", ""),
+        "tool_call": ("_tool_call", ("arguments: as the tool named",), "", ""),
         # Text scheduled now comes back later as a prompt (as in Claude Code).
-        "cron_create": "_scheduled_prompt", "loop_wakeup": "_scheduled_prompt",
-        "skill": "_skill",
-        **{name: "read" for name in (
-            "read_file", "glob", "grep_search", "list_directory", "web_fetch", "web_search",
-            "lsp", "read_mcp_resource", "tool_search", "list_agents", "get_goal",
-            "zoom_image", "display_image", "cron_list", "task_list",
+        "cron_create": ("_scheduled_prompt", (), "prompt", ""),
+        "loop_wakeup": ("_scheduled_prompt", (), "prompt", ""),
+        "skill": ("_skill", (), "prompt", ""),
+        "read_file": ("read", ("file_path",), "", ""),
+        **{tool: ("read", ("path",), "", "") for tool in ("glob", "grep_search", "list_directory")},
+        **{tool: ("read", (), "", "") for tool in (
+            "web_fetch", "web_search", "lsp", "read_mcp_resource", "tool_search", "list_agents",
+            "get_goal", "zoom_image", "display_image", "cron_list", "task_list",
             "omni_recall_media_memory")},
         # As in Claude Code; team_delete removes a team's saved configuration.
-        "cron_delete": "write", "team_delete": "write", "exit_worktree": "_exit_worktree",
-        **{name: "control" for name in (
+        "cron_delete": ("write", (), "", ""), "team_delete": ("write", (), "", ""),
+        "exit_worktree": ("_exit_worktree", (), "", ""),
+        **{tool: ("control", (), "", "") for tool in (
             "todo_write", "exit_plan_mode", "enter_plan_mode", "ask_user_question",
-            "task_create", "task_update",
-            "task_stop", "structured_output", "report_findings", "update_goal",
-            "propose_goal", "request_shutdown", "team_plan_approval")},
+            "task_create", "task_update", "task_stop", "structured_output", "report_findings",
+            "update_goal", "propose_goal", "request_shutdown", "team_plan_approval")},
     }
+    TURN_KEYS = ("prompt_id",)
     _TOOL_CALL_DEPTH = 4
 
     def _notebook(self, name: str, tool_input: dict) -> dict:
@@ -25385,35 +25296,6 @@ HOST_ADAPTERS_C: Dict[str, Adapter] = {
 # call (see DroidAdapter.transcript_prompt).
 ###############################################################################
 
-ADAPTER_TOOLS.update({
-    "droid": {
-        "Create": (("file_path",), "", ""), "Edit": (("file_path",), "", ""),
-        "ApplyPatch": (("file_path", "patch: *** Add/Update/Delete File, *** Move to"), "", ""),
-        "NotebookEdit": (("notebook_path", "file_path"), "", ""),
-        "GenerateDroid": ((), "", ""), "GenerateImage": ((), "", ""),
-        "StageSettingsChanges": ((), "", ""), "slack_post_file": ((), "", ""),
-        "Execute": ((), "shell", ""), "Script": ((), "agent", ""),
-        "Task": ((), "agent", ""), "StartMissionRun": ((), "agent", ""),
-        "Loop": ((), "prompt", ""), "Skill": ((), "prompt", ""), "SlashCommand": ((), "prompt", ""),
-        "Read": (("file_path",), "", ""), "LS": (("directory_path",), "", ""),
-        "Glob": (("folder",), "", ""), "Grep": (("path",), "", ""),
-        "NotebookRead": (("notebook_path",), "", ""),
-        "ConnectorSearch": ((), "", ""),
-        **{tool: ((), "", "") for tool in (
-            "FetchUrl", "WebSearch", "TaskOutput", "TaskStop", "WaitForScript", "TodoWrite",
-            "AskUser", "ExitSpecMode", "RecommendMission", "ExitMissionPlanning",
-            "ProposeMission", "DismissHandoffItems", "EndFeatureRun", "ToolSearch",
-            "ConnectApp")},
-    },
-})
-ADAPTER_TOOLS["kilo"] = dict(ADAPTER_TOOLS["opencode"], **{
-    "background_process": ((), "shell", "workdir"), "agent_manager": ((), "agent", ""),
-    "batch": ((), "agent", ""), "schedule_wakeup": ((), "prompt", ""),
-    "send_file": (("path",), "", ""), "kilo_memory_save": ((), "", ""),
-    **{tool: ((), "", "") for tool in (
-        "board_post", "browser_open", "board_read", "agent_manager_models", "kilo_memory_recall",
-        "todoread", "cancel_wakeup", "notify_user", "suggest")},
-})
 HOST_PATH_RULES.update({
     "droid": "relative to the session folder; a leading `~` is judged both ways",
     "kilo": HOST_PATH_RULES["opencode"],
@@ -25483,7 +25365,7 @@ def _user_prompt_line(line: bytes) -> Optional[Tuple[str, str]]:
     return entry["id"], "\n".join(p["text"] for p in parts)
 
 
-class DroidAdapter(_NewHostAdapter):
+class DroidAdapter(CommandHookAdapter):
     """Factory Droid command hooks (~/.factory/hooks.json, Claude's format)."""
 
     host = "droid"
@@ -25496,27 +25378,33 @@ class DroidAdapter(_NewHostAdapter):
         "SessionEnd": "on_session_end",
     }
     CONTEXT_EVENTS = frozenset(("SessionStart", "UserPromptSubmit", "PreToolUse"))
-    TOOLS = {
-        "Create": "_create", "Edit": "_edit", "ApplyPatch": "_apply_patch",
-        "NotebookEdit": "_notebook",
+    TOOLS = ADAPTER_TOOLS["droid"] = {
+        "Create": ("_create", ("file_path",), "", ""), "Edit": ("_edit", ("file_path",), "", ""),
+        "ApplyPatch": ("_apply_patch",
+                       ("file_path", "patch: *** Add/Update/Delete File, *** Move to"), "", ""),
+        "NotebookEdit": ("_notebook", ("notebook_path", "file_path"), "", ""),
         # Each writes a file or sends one out whose place the call does not name.
-        "GenerateDroid": "write", "GenerateImage": "write", "slack_post_file": "write",
-        "StageSettingsChanges": "_settings_change",
-        "Execute": "_shell",
+        **{tool: ("write", (), "", "") for tool in (
+            "GenerateDroid", "GenerateImage", "slack_post_file")},
+        "StageSettingsChanges": ("_settings_change", (), "", ""),
+        "Execute": ("_shell", (), "shell", ""),
         # Code that may call any tool, subagents too (allowSubagentsInScripts).
-        "Script": "_spawner",
-        "Task": "delegate", "StartMissionRun": "_unbounded",
-        "Loop": "_scheduled_prompt", "Skill": "_skill", "SlashCommand": "_scheduled_prompt",
-        "ConnectorSearch": "_connector",
-        **{name: "read" for name in (
-            "Read", "LS", "Glob", "Grep", "NotebookRead", "FetchUrl", "WebSearch",
-            "TaskOutput")},
-        **{name: "control" for name in (
+        "Script": ("_spawner", (), "agent", ""),
+        "Task": ("delegate", (), "agent", ""), "StartMissionRun": ("_unbounded", (), "agent", ""),
+        "Loop": ("_scheduled_prompt", (), "prompt", ""), "Skill": ("_skill", (), "prompt", ""),
+        "SlashCommand": ("_scheduled_prompt", (), "prompt", ""),
+        "ConnectorSearch": ("_connector", (), "", ""),
+        "Read": ("read", ("file_path",), "", ""), "LS": ("read", ("directory_path",), "", ""),
+        "Glob": ("read", ("folder",), "", ""), "Grep": ("read", ("path",), "", ""),
+        "NotebookRead": ("read", ("notebook_path",), "", ""),
+        **{tool: ("read", (), "", "") for tool in ("FetchUrl", "WebSearch", "TaskOutput")},
+        **{tool: ("control", (), "", "") for tool in (
             "TaskStop", "WaitForScript", "TodoWrite", "AskUser", "ExitSpecMode",
             "RecommendMission", "ExitMissionPlanning", "ProposeMission", "DismissHandoffItems",
             "EndFeatureRun", "ToolSearch", "ConnectApp")},
     }
     STAMPED_IDS = True   # Droid's PreToolUse names no tool call
+    TURN_KEYS = ("prompt_id",)
     PROMPTS_REFUSABLE = False   # `droid exec` fires no prompt hook: its turn always runs
 
     def _create(self, name: str, tool_input: dict) -> dict:
@@ -25602,20 +25490,21 @@ class KiloAdapter(OpenCodeAdapter):
 
     host = "kilo"
     family = "kilo-code"
-    TOOLS = dict(OpenCodeAdapter.TOOLS, **{
-        "background_process": "_shell",
+    TOOLS = ADAPTER_TOOLS["kilo"] = dict(OpenCodeAdapter.TOOLS, **{
+        "background_process": ("_shell", (), "shell", "workdir"),
         # Starts and steers agents in worktrees, several at once: uncountable.
-        "agent_manager": "_unbounded",
+        "agent_manager": ("_unbounded", (), "agent", ""),
         # Runs a list of other tool calls, which the hook sees only as this one.
-        "batch": "_batch",
-        "schedule_wakeup": "_scheduled_prompt",
+        "batch": ("_batch", (), "agent", ""),
+        "schedule_wakeup": ("_scheduled_prompt", (), "prompt", ""),
         # Sends a file off the machine, posts to a shared board, opens a page:
         # effects outside the file system that no argument proves harmless.
-        "send_file": "unknown", "board_post": "unknown", "browser_open": "unknown",
-        "kilo_memory_save": "unknown",
-        **{name: "read" for name in ("board_read", "agent_manager_models",
-                                     "kilo_memory_recall", "todoread")},
-        **{name: "control" for name in ("cancel_wakeup", "notify_user", "suggest")},
+        "send_file": ("unknown", ("path",), "", ""),
+        **{tool: ("unknown", (), "", "") for tool in (
+            "board_post", "browser_open", "kilo_memory_save")},
+        **{tool: ("read", (), "", "") for tool in (
+            "board_read", "agent_manager_models", "kilo_memory_recall", "todoread")},
+        **{tool: ("control", (), "", "") for tool in ("cancel_wakeup", "notify_user", "suggest")},
     })
 
     def _unbounded(self, name: str, tool_input: dict) -> dict:
@@ -25626,7 +25515,7 @@ class KiloAdapter(OpenCodeAdapter):
 
     def _scheduled_prompt(self, name: str, tool_input: dict) -> dict:
         # The wakeup's text comes back as a prompt: as on Claude Code.
-        return _CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
+        return CommandHookAdapter._scheduled_prompt(self, name, tool_input)  # type: ignore
 
 
 # ---- Cline CLI --------------------------------------------------------------
@@ -25638,24 +25527,6 @@ class KiloAdapter(OpenCodeAdapter):
 # A subagent runs in the same process with its own conversation id; the shim
 # names its root in ctx.rootSessionId (learned from the parent's own calls).
 
-ADAPTER_TOOLS["cline"] = {
-    "run_commands": ((), "shell", ""),
-    "editor": (("path",), "", ""),
-    "apply_patch": (("input: *** Add/Update/Delete File, *** Move to",), "", ""),
-    # Writes a picture to a place the call does not name.
-    "image_generation": ((), "", ""),
-    "spawn_agent": ((), "agent", ""), "team_spawn_teammate": ((), "agent", ""),
-    "team_run_task": ((), "agent", ""),
-    "skills": ((), "prompt", ""),
-    "read_files": (("files[].path",), "", ""), "search_codebase": ((), "", ""),
-    **{tool: ((), "", "") for tool in (
-        "fetch_web_content", "web_search", "ask_question", "submit_and_exit",
-        "team_attach_outcome_fragment", "team_await_runs", "team_broadcast", "team_cancel_run",
-        "team_cleanup", "team_create_outcome", "team_finalize_outcome", "team_list_outcomes",
-        "team_list_runs", "team_mission_log", "team_read_mailbox",
-        "team_review_outcome_fragment", "team_send_message", "team_shutdown_teammate",
-        "team_status", "team_task")},
-}
 HOST_PATH_RULES["cline"] = "relative to the session folder; a leading `~` is judged both ways"
 _HOST_TILDE["cline"] = "none"
 
@@ -25701,18 +25572,23 @@ class ClineAdapter(PiAdapter):
         "tool_call": "on_tool_call",
         "tool_result": "on_tool_result",
     }
-    TOOLS = {
-        "run_commands": "_commands", "editor": "_editor", "apply_patch": "_patch",
-        "image_generation": "write",
+    TOOLS = ADAPTER_TOOLS["cline"] = {
+        "run_commands": ("_commands", (), "shell", ""),
+        "editor": ("_editor", ("path",), "", ""),
+        "apply_patch": ("_patch", ("input: *** Add/Update/Delete File, *** Move to",), "", ""),
+        # Writes a picture to a place the call does not name.
+        "image_generation": ("write", (), "", ""),
         # Waits for its subagent and returns its result (one child per call).
-        "spawn_agent": "delegate",
+        "spawn_agent": ("delegate", (), "agent", ""),
         # Teammates live on after the call, and a run may go on in the background.
-        "team_spawn_teammate": "_unbounded", "team_run_task": "_unbounded",
-        "skills": "_skill",
-        **{name: "read" for name in ("read_files", "search_codebase", "fetch_web_content",
-                                     "web_search", "team_list_outcomes", "team_list_runs",
-                                     "team_read_mailbox", "team_status")},
-        **{name: "control" for name in (
+        "team_spawn_teammate": ("_unbounded", (), "agent", ""),
+        "team_run_task": ("_unbounded", (), "agent", ""),
+        "skills": ("_skill", (), "prompt", ""),
+        "read_files": ("read", ("files[].path",), "", ""),
+        **{tool: ("read", (), "", "") for tool in (
+            "search_codebase", "fetch_web_content", "web_search", "team_list_outcomes",
+            "team_list_runs", "team_read_mailbox", "team_status")},
+        **{tool: ("control", (), "", "") for tool in (
             "ask_question", "submit_and_exit", "team_attach_outcome_fragment",
             "team_await_runs", "team_broadcast", "team_cancel_run", "team_cleanup",
             "team_create_outcome", "team_finalize_outcome", "team_mission_log",
@@ -25752,7 +25628,7 @@ class ClineAdapter(PiAdapter):
         return {"name": name, "mutability": "delegate", "unboundedDelegation": True}
 
     def _skill(self, name: str, args: dict) -> dict:
-        return _CommandHookAdapter._skill(self, name, args)  # type: ignore[arg-type]
+        return CommandHookAdapter._skill(self, name, args)  # type: ignore[arg-type]
 
     def classify(self, name: str, tool_input: Any) -> dict:
         if name == "run_commands":  # its input may be a bare list or string

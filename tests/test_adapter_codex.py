@@ -1,5 +1,6 @@
 """Codex CLI adapter, driven with the payloads Codex 0.171.0 really sent."""
 import json
+import os
 
 import pytest
 
@@ -64,6 +65,29 @@ def test_exec_command_with_cmd_is_analysed(store):
     assert hook("codex", read, store) is None
     write = dict(tool, tool_name="exec_command", tool_input={"cmd": "rm -rf build"})
     assert deny_reason(hook("codex", write, store))
+
+
+@pytest.mark.parametrize("tool_name,key", [("exec_command", "cmd"), ("shell_command", "command")])
+def test_a_write_in_the_folder_workdir_names_is_judged_in_that_folder(
+        store, sts_home, tmp_path, tool_name, key):
+    """exec_command and shell_command run in their `workdir`: a relative write
+    there lands in that folder, here the guard's own data folder, though the
+    event's cwd is an ordinary one."""
+    _, prompt, tool = codex_run("shell")
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    tool = dict(tool, cwd=str(work))
+    hook("codex", with_prompt(prompt, "$stop-that-shit change"), store)
+    sts_home.mkdir(parents=True, exist_ok=True)
+    for folder in (str(sts_home), os.path.relpath(str(sts_home), str(work))):
+        call = dict(tool, tool_name=tool_name,
+                    tool_input={key: "echo x > installed.json", "workdir": folder})
+        assert "GUARD_SELF_PROTECTION" in deny_reason(hook("codex", call, store)), folder
+    ordinary = dict(tool, tool_name=tool_name,
+                    tool_input={key: "echo x > installed.json", "workdir": "sub"})
+    assert hook("codex", ordinary, store) is None
+    action = sts.ADAPTERS["codex"].translate(ordinary, store).event["action"]
+    assert action["shellWriteTargets"] == [str(work / "sub" / "installed.json")]
 
 
 def test_tool_table_buckets():

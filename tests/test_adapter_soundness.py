@@ -436,14 +436,15 @@ def test_hermes_sandbox_calls_without_a_session_are_judged_by_their_session(stor
 
 # (host, shell tool, folder argument): every row of the adapters table whose
 # tool runs a command line in a folder the call names (Qwen Code's `monitor`
-# too).  Codex applies `workdir` itself and sends the folder as the event's
-# cwd (test below).
-PROTECTED_RUN = sorted((name, tool, facts[2]) for name, tools in sts.ADAPTER_TOOLS.items()
-                       for tool, facts in tools.items() if facts[1] == "shell" and facts[2])
+# too).  Codex 0.171 applies `workdir` itself and sends the folder as the
+# event's cwd (test below); a payload naming exec_command carries `workdir`.
+PROTECTED_RUN = sorted((name, tool, row[3]) for name, tools in sts.ADAPTER_TOOLS.items()
+                       for tool, row in tools.items() if row[2] == "shell" and row[3])
 
 
 def test_the_folder_rows_include_the_known_ones():
     assert {("opencode", "bash", "workdir"), ("hermes", "terminal", "workdir"),
+            ("codex", "exec_command", "workdir"), ("codex", "shell_command", "workdir"),
             ("omp", "bash", "cwd"), ("gemini", "run_shell_command", "dir_path"),
             ("qwen", "run_shell_command", "directory"), ("qwen", "monitor", "directory")} \
         <= set(PROTECTED_RUN)

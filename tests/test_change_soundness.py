@@ -198,6 +198,8 @@ def _have(command):
     word = command.split()[0]
     word = command.split()[2] if word in ("echo", "printf", "[[", "sudo") else word
     word = {"[[": "fallocate", "-f": "fallocate"}.get(word, word)
+    if word == "awk":   # `-i inplace` is GNU awk's: mawk refuses the option
+        return b"GNU Awk" in subprocess.run(["awk", "--version"], capture_output=True).stdout
     return shutil.which(word) is not None
 
 

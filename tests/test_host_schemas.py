@@ -32,15 +32,15 @@ WINDOW = 3000   # how far after a tool's name its schema is looked for
 
 
 def _runs_or_writes(host, tool):
-    paths, runs, _ = sts.ADAPTER_TOOLS[host][tool]
-    if sts.ADAPTERS[host].TOOLS.get(tool) == "read":
+    handler, paths, runs, _ = sts.ADAPTER_TOOLS[host][tool]
+    if handler == "read":
         return False
     return runs in ("shell", "powershell", "code", "program") or bool(paths)
 
 
 def mapped(host, tool):
     """The tool's parameters the table names: its working folder and its paths."""
-    paths, _, workdir = sts.ADAPTER_TOOLS[host][tool]
+    _, paths, _, workdir = sts.ADAPTER_TOOLS[host][tool]
     return {workdir} | {p.split(":")[0].split("[")[0] for p in paths}
 
 
@@ -121,7 +121,7 @@ def test_every_folder_parameter_of_a_tool_that_runs_or_writes_is_mapped(host):
         pytest.skip("%s %s is not installed in %s (python3 tests/e2e/install.py %s)" % (
             host, install.PINS[host][2], install.cache_root(), host))
     found = folder_parameters(host)
-    known = {tool for tool, facts in sts.ADAPTER_TOOLS[host].items() if facts[2]}
+    known = {tool for tool, row in sts.ADAPTER_TOOLS[host].items() if row[3]}
     if known and not known & set(found):
         # The table knows folder arguments the reader does not see: it cannot
         # read this package's schemas (a compiled binary, another schema
@@ -172,7 +172,7 @@ def test_the_reader_finds_an_unmapped_folder_parameter(tmp_path, monkeypatch):
     assert folder_parameters("qwen") == {"run_shell_command": {"directory"},
                                          "monitor": {"directory"}}
     test_every_folder_parameter_of_a_tool_that_runs_or_writes_is_mapped("qwen")
-    rows = dict(sts.ADAPTER_TOOLS["qwen"], monitor=((), "shell", ""))
+    rows = dict(sts.ADAPTER_TOOLS["qwen"], monitor=("_monitor", (), "shell", ""))
     monkeypatch.setitem(sts.ADAPTER_TOOLS, "qwen", rows)
     with pytest.raises(AssertionError, match="monitor"):
         test_every_folder_parameter_of_a_tool_that_runs_or_writes_is_mapped("qwen")

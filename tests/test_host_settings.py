@@ -883,7 +883,7 @@ HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
 
 
 def readme_table():
-    """HOST_SETTINGS as the README shows it, one line per row."""
+    """HOST_SETTINGS as host_shims/README.md shows it, one line per row."""
     lines = ["| Host | What | Where | Names |", "| --- | --- | --- | --- |"]
     for host, rows in sts.HOST_SETTINGS.items():
         for what, bases, entries in rows:
@@ -894,10 +894,11 @@ def readme_table():
 
 
 def test_the_readme_shows_the_table_as_it_is():
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "README.md"), encoding="utf-8") as fh:
+    # The host detail lives beside the shims; the main README points there.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "host_shims", "README.md"), encoding="utf-8") as fh:
         readme = fh.read()
-    assert readme_table() in readme, "update README.md with:\n" + readme_table()
+    assert readme_table() in readme, "update host_shims/README.md with:\n" + readme_table()
 
 
 # --- patterns through the shell --------------------------------------------------------

@@ -1,13 +1,18 @@
-"""README: "Differences from the original tool", kept honest.
+"""README: the Quick start and "Differences from the original tool", kept honest.
 
-People who move from the original JavaScript tool read that list first, so a
-line in it must stay true.  Each test below quotes the line it keeps (the
-quote must still be in the list) and shows the behaviour through the real
-hook runner, with events in the shape the hosts sent (tests/fixtures/payloads).
+The Quick start is the first thing a new user runs, so its commands run here
+on a fresh home and must answer as their comments say.  People who move from
+the original JavaScript tool read the list of differences first, so a line in
+it must stay true.  Each test below quotes the line it keeps (the quote must
+still be in the list) and shows the behaviour through the real hook runner,
+with events in the shape the hosts sent (tests/fixtures/payloads).
 """
 import json
 import os
 import re
+import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -35,6 +40,65 @@ def listed(quote):
 def rows():
     return [line for line in section().splitlines()
             if line.startswith("| ") and not line.startswith(("| sts |", "| --- |"))]
+
+
+# ---- the quick start ---------------------------------------------------------
+
+def quick_start_commands():
+    """The `python3 sts.py …` lines of the Quick start's first shell block."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    block = text.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("python3 sts.py ")]
+
+
+def test_the_quick_start_does_what_its_comments_say(tmp_path):
+    # A fresh machine: an empty home and data folder, and no host variables
+    # that would send `install` elsewhere.  Each line runs in order; a comment
+    # naming a reason code means the line is a denied `check` with that code.
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8",
+           "STS_HOME": str(tmp_path / "state")}
+    commands = quick_start_commands()
+    assert [c.split()[2] for c in commands] == ["demo", "check", "install", "doctor", "check",
+                                                "default", "check"]
+    # The import form, as the hooks run it: Python then loads cached bytecode
+    # instead of compiling sts.py for each line.
+    code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
+    for line in commands:
+        words = shlex.split(line, comments=True)
+        if words[2] == "demo":
+            continue   # tests/test_cli.py runs the demo
+        proc = subprocess.run([sys.executable, "-c", code] + words[2:],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        reason = re.search(r"#.*?\b([A-Z][A-Z_]{5,})\b", line)
+        if reason:
+            assert proc.returncode == 1 and ("Denied: " + reason.group(1)) in proc.stdout, line
+        else:
+            assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
+    assert (home / ".claude" / "settings.json").is_file()
+
+
+# ---- proven reads: pointers into the corpus ------------------------------------
+
+def test_every_corpus_section_the_readme_names_exists():
+    # The README lists no reads itself: it names sections of the labelled
+    # corpus, so each quoted name must open (or, ending in "…", start) one.
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    table = text.split("## Proven reads", 1)[1].split("\n\n| What |", 1)[1].split("\n\n", 1)[0]
+    names = re.findall(r'"([^"]+)"', "\n".join(row.split(" | ")[-1] for row in
+                                                 table.splitlines()[2:]))
+    with open(os.path.join(ROOT, "tests", "analysis_corpus.txt"), encoding="utf-8") as fh:
+        sections = [line[3:] for line in fh if line.startswith("## ")]
+    assert len(names) >= 10
+    for name in names:
+        start = name[:-1].rstrip() if name.endswith("…") else None
+        assert any(s.rstrip("\n") == name or (start and s.startswith(start))
+                   or (not start and s.startswith(name + ":")) or
+                   (not start and s.startswith(name + " ")) for s in sections), name
 
 
 # ---- the list itself ---------------------------------------------------------
