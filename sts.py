@@ -13953,205 +13953,324 @@ def _redirect_shown(op: str, dest: str, where: Any, command: str) -> str:
     return _quote(op, command)
 
 
+class _WhyFacts:
+    """What every step of _why_text reads about the judged piece: its words,
+    its program as written and by name, the verdict's why and reason, and the
+    target to name (those in `prefer` first)."""
+
+    __slots__ = ("where", "v", "command", "words", "prog", "name", "qprog", "why", "kind",
+                 "reason", "target", "qtarget")
+
+    def __init__(self, where: Any, v: _V, command: str, prefer: Sequence[str]) -> None:
+        self.where, self.v, self.command = where, v, command
+        self.words = words = _words_of(where)
+        self.prog = prog = words[0] if words else ""
+        self.name = (_program_name(_lit(prog)) or "") if prog else ""
+        self.qprog = _quote(prog, command)
+        self.why = why = v.why or ()
+        self.kind = why[0] if why else ""
+        self.reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
+        self.target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
+            next((t for t in v.targets if _quote(t, command)), "")
+        self.qtarget = _quote(self.target, command)
+
+
 def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tuple[str, str]:
     """(what the piece does, a read-only way to do the same or ""); prefer: the
-    targets to name first (those outside files=)."""
-    words = _words_of(where)
-    prog = words[0] if words else ""
-    name = (_program_name(_lit(prog)) or "") if prog else ""
-    qprog = _quote(prog, command)
-    why = v.why or ()
-    kind = why[0] if why else ""
-    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
-    target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
-        next((t for t in v.targets if _quote(t, command)), "")
-    qtarget = _quote(target, command)
-    if kind == "redir":
-        op, dest = why[1].replace("\x01", ""), why[2] or ""
-        shown = _redirect_shown(op, dest, where, command)
-        verb = "appends to" if op.endswith(">>") else "writes"
-        what = "%s %s %s" % (shown or "a redirection", verb,
-                             "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
-                             else _quote(dest, command))
-        instead = ""
-        if isinstance(where, _Cmd) and where.words and name not in _CONTENT_WRITERS:
-            bare = _Cmd(where.src)
-            bare.words, bare.assigns = where.words, where.assigns
-            if _explain_read(bare):
-                instead = "leave out %s and read the output directly" % (shown or "the redirection")
-                if name == "grep":
-                    instead = "`rg` prints the matches without a file; " + instead
-        return what, instead
-    if kind == "writer":
-        writer = _program_name(_lit(why[1])) or why[1]
-        verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
-        subject = _quote(why[1], command) or _quote(prog, command) or "the program"
-        return "%s %s %s" % (subject, verb, qtarget or obj), ""
-    if kind == "inplace":
-        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
-        if name in ("sed", "gsed"):
-            return ("%s edits %s in place" % (flag or "`-i`", qtarget or "files"),
-                    "`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
-                    "FILE` shows lines" % (name, why[1]))
-        return "%s edits %s in place" % (flag or "`-i`", qtarget or "files"), ""
-    if kind == "sed_script":
-        script = _quote(why[1], command) or "script"
-        if reason == "shell_execution_option":
-            return "the %s script %s runs a command" % (qprog or "sed", script), ""
-        return "the %s script %s writes %s" % (qprog or "sed", script, qtarget or "a file"), ""
-    if kind == "git":
-        sub = why[1]
-        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
-        if v.mut == "write" and len(why) == 5:
-            # The word that decided (`-D`), not `git branch`, which alone only lists.
-            word, effect, name = why[2], why[3], why[4]
-            subject = (_quote(word, command) if word else "") or shown
-            named = _quote(name, command)
-            if not named:
-                effect = effect.replace("branch {}", "the current branch")
-            return ("%s %s" % (subject, effect.replace("{}", named or "it")),
-                    _GIT_INSTEAD.get(sub, ""))
-        if v.mut == "write":
-            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
-        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
-    if kind == "gitglobal":
-        opt = why[1]
-        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
-        key = opt.split("=", 1)[0]
-        return ("%s %s" % (shown or qprog, _GIT_GLOBAL_WHY.get(
-            key, "is not a git option proven read-only")), _without(where, opt))
-    if kind == "option":
-        opt = why[1]
-        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
-        if v.mut == "write" and reason != "git_output_file":
-            verb = "removes files under" if opt == "-delete" else "writes"
-            return "%s %s %s" % (shown or qprog, verb, qtarget or "files"), _without(where, opt)
-        if reason == "git_output_file":
-            value = opt.split("=", 1)[1] if "=" in opt else target
-            sub = _subcommand(words)
-            return ("%s makes git write %s" % (shown or "`--output`",
-                                              _quote(value, command) or "a file"),
-                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
-                                                                     opt.split("=", 1)[0]))
-        if reason == "shell_execution_option":
-            return "%s runs another program" % (shown or qprog), _without(where, opt)
-        if reason == "option_value_missing":
-            return "%s lacks its value" % (shown or qprog), ""
-        if name == "git":
-            sub = _subcommand(words)
-            return ("%s is not proven read-only for %s" % (
-                _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
-                _without(where, opt))
-        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
-                _without(where, opt))
-    if kind == "spec":
-        spelled, value, effect = why[1], why[2], why[3]
-        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
-        if effect == "write":
-            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
-                    _without(where, spelled))
-        if effect == "state":
-            return ("%s changes the state of the system" % (shown or qprog),
-                    _without(where, spelled))
-        return "%s runs another program" % (shown or qprog), _without(where, spelled)
-    if kind in ("env", "assign"):
-        shown = _assignment_shown(why[1], where, command)
-        if kind == "assign":
-            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
-        bare = None
-        if isinstance(where, _Cmd):
-            bare = _Cmd(where.src)
-            bare.words, bare.redirs = where.words, where.redirs
-            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
-        runs = _quote(prog, command) if prog.upper() != prog or "=" not in prog else ""
-        return ("%s %s" % (shown or "a variable", _env_why(why[1], runs)),
-                "the same command without %s only reads" % shown
-                if shown and bare is not None and bare.words and _explain_read(bare) else "")
-    if kind == "path":
-        text = why[1]
-        if "/" not in text and "\\" not in text:
-            return "%s is not a known program name" % (_quote(text, command) or "the program"), ""
-        return "%s runs a program from a path, not a known system program" % (
-            _quote(text, command) or "the command"), ""
-    if kind == "dynamic":
-        first = _segment(where, command).split(" ", 1)[0] if where is not None else ""
-        return "%s names the program only when the command runs" % (
-            _quote(first, command) or "the command"), ""
-    if kind == "dash":
-        return "%s starts with a Unicode dash, not a plain hyphen" % (_quote(why[1], command)
-                                                           or "an argument"), ""
-    if kind == "opaque":
-        piece = _quote(why[1], command)
-        if not piece and where is not None:
-            tokens = _segment(where, command).split()
-            piece = next((_quote(t, command) for t in tokens[1:]
-                          if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
-        return ("%s may turn into an option or several words when the command runs"
-                % (piece or "an argument with an expansion, a glob or braces")), ""
-    if kind == "awk":
-        shown = _quote(why[1], command)
-        return ("the %s program %s %s" % (qprog or "awk", shown, why[2]) if shown
-                else "the %s program %s" % (qprog or "awk", why[2])), ""
-    if kind == "script_file":
-        return "%s runs a script from a file the guard does not read" % (
-            _quote(prog + " " + why[1], command) or _quote(why[1], command) or qprog), ""
-    if kind == "procsub":
-        return "%s sends output to commands whose use of it is not proven" % (
-            _quote(why[1], command) or "a process substitution"), ""
-    if kind == "heredoc":
-        return ("the here-document line %s holds an expansion the shell would run"
-                % (_quote(why[1].strip(), command) or "")).replace("line  holds", "holds"), ""
-    if kind == "cmdchar":
-        return "%s is special to cmd.exe" % (_quote(why[1], command) or "a character"), ""
-    if kind == "cmdquote":
-        first = command.lstrip(" \t").split(" ", 1)[0]
-        return ("%s starts the line with a quote, and cmd.exe then drops the first and "
-                "last quote of the line" % (_quote(first, command) or "the command")), ""
-    if kind == "pschar":
-        return "%s is special to PowerShell" % (_quote(why[1], command) or "a character"), ""
-    if kind == "heredoc_open":
-        return "the here-document %s has no end line" % (_quote(why[1], command) or ""), ""
-    if kind == "dyncode":
-        return "%s runs text that is only known when the command runs" % (
-            _quote(why[1], command) or "it"), ""
-    if kind in ("zsh", "sh"):
-        return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
-    if kind == "leaves":
-        return "%s %s" % (_quote(why[1], command) or "the line", why[2]), ""
-    if kind == "python":
-        return _python_why(why, prog, command)
-    if kind == "project":
-        # `sudo cargo -V`: name the program, not the wrapper in front of it
-        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
-                      and _quote(w, command)), "")
-        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
-                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
-        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
-    if kind == "pystdin":
-        return "%s reads its code from standard input" % (qprog or "python"), ""
-    shown, key = _program_phrase(words, command)
-    if kind == "unlisted" or (key and not kind and reason in (
+    targets to name first (those outside files=).  The verdict's why names a
+    kind of cause, and each kind has its step in _WHY_BY_KIND; a piece with
+    no why (or one no step reads) is explained by its program."""
+    facts = _WhyFacts(where, v, command, prefer)
+    return _WHY_BY_KIND.get(facts.kind, _why_program)(facts)
+
+
+def _why_redirect(f: _WhyFacts) -> Tuple[str, str]:
+    """`> out` writes out; instead, the command without it when that only reads."""
+    where, command = f.where, f.command
+    op, dest = f.why[1].replace("\x01", ""), f.why[2] or ""
+    shown = _redirect_shown(op, dest, where, command)
+    verb = "appends to" if op.endswith(">>") else "writes"
+    what = "%s %s %s" % (shown or "a redirection", verb,
+                         "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
+                         else _quote(dest, command))
+    instead = ""
+    if isinstance(where, _Cmd) and where.words and f.name not in _CONTENT_WRITERS:
+        bare = _Cmd(where.src)
+        bare.words, bare.assigns = where.words, where.assigns
+        if _explain_read(bare):
+            instead = "leave out %s and read the output directly" % (shown or "the redirection")
+            if f.name == "grep":
+                instead = "`rg` prints the matches without a file; " + instead
+    return what, instead
+
+
+def _why_writer(f: _WhyFacts) -> Tuple[str, str]:
+    writer = _program_name(_lit(f.why[1])) or f.why[1]
+    verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
+    subject = _quote(f.why[1], f.command) or f.qprog or "the program"
+    return "%s %s %s" % (subject, verb, f.qtarget or obj), ""
+
+
+def _why_in_place(f: _WhyFacts) -> Tuple[str, str]:
+    flag = _quote(f.prog + " " + f.why[1], f.command) or _quote(f.why[1], f.command)
+    what = "%s edits %s in place" % (flag or "`-i`", f.qtarget or "files")
+    if f.name in ("sed", "gsed"):
+        return what, ("`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
+                      "FILE` shows lines" % (f.name, f.why[1]))
+    return what, ""
+
+
+def _why_sed_script(f: _WhyFacts) -> Tuple[str, str]:
+    script = _quote(f.why[1], f.command) or "script"
+    if f.reason == "shell_execution_option":
+        return "the %s script %s runs a command" % (f.qprog or "sed", script), ""
+    return "the %s script %s writes %s" % (f.qprog or "sed", script, f.qtarget or "a file"), ""
+
+
+def _why_git(f: _WhyFacts) -> Tuple[str, str]:
+    why, command, mut = f.why, f.command, f.v.mut
+    sub = why[1]
+    shown = _quote("git " + sub, command) or _quote(sub, command) or f.qprog
+    if mut == "write" and len(why) == 5:
+        # The word that decided (`-D`), not `git branch`, which alone only lists.
+        word, effect, name = why[2], why[3], why[4]
+        subject = (_quote(word, command) if word else "") or shown
+        named = _quote(name, command)
+        if not named:
+            effect = effect.replace("branch {}", "the current branch")
+        return ("%s %s" % (subject, effect.replace("{}", named or "it")),
+                _GIT_INSTEAD.get(sub, ""))
+    if mut == "write":
+        return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
+    return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
+
+
+def _why_git_global(f: _WhyFacts) -> Tuple[str, str]:
+    opt = f.why[1]
+    shown = _quote(f.prog + " " + opt, f.command) or _quote(opt, f.command)
+    key = opt.split("=", 1)[0]
+    return ("%s %s" % (shown or f.qprog, _GIT_GLOBAL_WHY.get(
+        key, "is not a git option proven read-only")), _without(f.where, opt))
+
+
+def _why_option(f: _WhyFacts) -> Tuple[str, str]:
+    """An option that writes, runs a program, lacks its value or is not on the list."""
+    opt, command, where, qprog, reason = f.why[1], f.command, f.where, f.qprog, f.reason
+    shown = _quote(f.prog + " " + opt, command) or _quote(opt, command)
+    if f.v.mut == "write" and reason != "git_output_file":
+        verb = "removes files under" if opt == "-delete" else "writes"
+        return "%s %s %s" % (shown or qprog, verb, f.qtarget or "files"), _without(where, opt)
+    if reason == "git_output_file":
+        value = opt.split("=", 1)[1] if "=" in opt else f.target
+        sub = _subcommand(f.words)
+        return ("%s makes git write %s" % (shown or "`--output`",
+                                          _quote(value, command) or "a file"),
+                "`git %s` without `%s` prints to the terminal" % (sub or "diff",
+                                                                 opt.split("=", 1)[0]))
+    if reason == "shell_execution_option":
+        return "%s runs another program" % (shown or qprog), _without(where, opt)
+    if reason == "option_value_missing":
+        return "%s lacks its value" % (shown or qprog), ""
+    if f.name == "git":
+        sub = _subcommand(f.words)
+        return ("%s is not proven read-only for %s" % (
+            _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
+            _without(where, opt))
+    return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
+            _without(where, opt))
+
+
+def _why_spec(f: _WhyFacts) -> Tuple[str, str]:
+    """An option of a program's table that writes, changes the system or runs a program."""
+    spelled, value, effect = f.why[1], f.why[2], f.why[3]
+    shown = _quote(f.prog + " " + spelled, f.command) or _quote(spelled, f.command)
+    if effect == "write":
+        return ("%s writes %s" % (shown or f.qprog, _quote(value, f.command) or "a file"),
+                _without(f.where, spelled))
+    if effect == "state":
+        return ("%s changes the state of the system" % (shown or f.qprog),
+                _without(f.where, spelled))
+    return "%s runs another program" % (shown or f.qprog), _without(f.where, spelled)
+
+
+def _why_assignment(f: _WhyFacts) -> Tuple[str, str]:
+    shown = _assignment_shown(f.why[1], f.where, f.command)
+    return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
+
+
+def _why_env(f: _WhyFacts) -> Tuple[str, str]:
+    """`NAME=value cmd`; instead, the command without NAME when that only reads."""
+    name, where, prog = f.why[1], f.where, f.prog
+    shown = _assignment_shown(name, where, f.command)
+    bare = None
+    if isinstance(where, _Cmd):
+        bare = _Cmd(where.src)
+        bare.words, bare.redirs = where.words, where.redirs
+        bare.assigns = [(n, w) for n, w in where.assigns if n != name]
+    runs = _quote(prog, f.command) if prog.upper() != prog or "=" not in prog else ""
+    return ("%s %s" % (shown or "a variable", _env_why(name, runs)),
+            "the same command without %s only reads" % shown
+            if shown and bare is not None and bare.words and _explain_read(bare) else "")
+
+
+def _why_path(f: _WhyFacts) -> Tuple[str, str]:
+    text = f.why[1]
+    if "/" not in text and "\\" not in text:
+        return "%s is not a known program name" % (_quote(text, f.command) or "the program"), ""
+    return "%s runs a program from a path, not a known system program" % (
+        _quote(text, f.command) or "the command"), ""
+
+
+def _why_dynamic(f: _WhyFacts) -> Tuple[str, str]:
+    first = _segment(f.where, f.command).split(" ", 1)[0] if f.where is not None else ""
+    return "%s names the program only when the command runs" % (
+        _quote(first, f.command) or "the command"), ""
+
+
+def _why_opaque(f: _WhyFacts) -> Tuple[str, str]:
+    """An argument the shell may still split or turn into an option: the
+    first such word of the piece when the why names none that is quotable."""
+    command = f.command
+    piece = _quote(f.why[1], command)
+    if not piece and f.where is not None:
+        tokens = _segment(f.where, command).split()
+        piece = next((_quote(t, command) for t in tokens[1:]
+                      if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
+    return ("%s may turn into an option or several words when the command runs"
+            % (piece or "an argument with an expansion, a glob or braces")), ""
+
+
+def _why_awk(f: _WhyFacts) -> Tuple[str, str]:
+    shown = _quote(f.why[1], f.command)
+    return ("the %s program %s %s" % (f.qprog or "awk", shown, f.why[2]) if shown
+            else "the %s program %s" % (f.qprog or "awk", f.why[2])), ""
+
+
+def _why_script_file(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s runs a script from a file the guard does not read" % (
+        _quote(f.prog + " " + f.why[1], f.command) or _quote(f.why[1], f.command)
+        or f.qprog), ""
+
+
+def _why_heredoc(f: _WhyFacts) -> Tuple[str, str]:
+    return ("the here-document line %s holds an expansion the shell would run"
+            % (_quote(f.why[1].strip(), f.command) or "")).replace("line  holds", "holds"), ""
+
+
+def _why_cmd_quote(f: _WhyFacts) -> Tuple[str, str]:
+    first = f.command.lstrip(" \t").split(" ", 1)[0]
+    return ("%s starts the line with a quote, and cmd.exe then drops the first and "
+            "last quote of the line" % (_quote(first, f.command) or "the command")), ""
+
+
+def _why_shell_dialect(f: _WhyFacts) -> Tuple[str, str]:
+    """A construct zsh or sh reads otherwise than bash: why[2] names which."""
+    return "%s %s" % (_quote(f.why[1], f.command) or "the line", _ZSH_WHY[f.why[2]]), ""
+
+
+def _why_leaves(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s %s" % (_quote(f.why[1], f.command) or "the line", f.why[2]), ""
+
+
+def _why_python(f: _WhyFacts) -> Tuple[str, str]:
+    return _python_why(f.why, f.prog, f.command)
+
+
+def _why_project(f: _WhyFacts) -> Tuple[str, str]:
+    """A program that picks its own toolchain from the project; instead, the
+    variable that keeps it on the one at hand."""
+    # `sudo cargo -V`: name the program, not the wrapper in front of it
+    picker, command = f.why[1], f.command
+    shown = next((_quote(w, command) for w in f.words if _program_name(_lit(w)) == picker
+                  and _quote(w, command)), "")
+    pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == picker), "")
+    return "%s %s" % (shown or f.qprog or "it", _PROJECT_PICKS[picker]), pin
+
+
+def _why_python_stdin(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s reads its code from standard input" % (f.qprog or "python"), ""
+
+
+# Kinds whose sentence is why[1] as written (or a stand-in when it cannot be
+# quoted) put into a template.
+_WHY_OF_QUOTED: Dict[str, Tuple[str, str]] = {
+    "dash": ("%s starts with a Unicode dash, not a plain hyphen", "an argument"),
+    "procsub": ("%s sends output to commands whose use of it is not proven",
+                "a process substitution"),
+    "cmdchar": ("%s is special to cmd.exe", "a character"),
+    "pschar": ("%s is special to PowerShell", "a character"),
+    "heredoc_open": ("the here-document %s has no end line", ""),
+    "dyncode": ("%s runs text that is only known when the command runs", "it"),
+}
+
+
+def _why_quoted(f: _WhyFacts) -> Tuple[str, str]:
+    template, stand_in = _WHY_OF_QUOTED[f.kind]
+    return template % (_quote(f.why[1], f.command) or stand_in), ""
+
+
+def _why_program(f: _WhyFacts) -> Tuple[str, str]:
+    """No why that names a cause: the program, and what its name tells."""
+    shown, key = _program_phrase(f.words, f.command)
+    if f.kind == "unlisted" or (key and not f.kind and f.reason in (
             "shell_command_unproven", "interpreter_code")):
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
-    if not kind and v.mut == "write" and name == "gh":
-        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
-        sub = _subcommand(words)
-        rest = words[words.index(sub) + 1:] if sub in words else []
-        action = next((w for w in rest if not w.startswith("-")), "")
-        shown = (_quote("%s %s %s" % (prog, sub, action), command) if action else "") or shown
-        return "%s changes something on GitHub" % (shown or qprog), ""
-    if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
-        return "%s installs or changes packages" % (shown or qprog), ""
-    if not kind and v.mut == "write" and name in _WRITER_WHY:
-        verb, obj = _WRITER_WHY[name]
-        return "%s %s %s" % (shown or qprog, verb, qtarget or obj), ""
-    if not kind and v.mut == "write":
-        return "%s %s" % (shown or "it", "writes " + qtarget if qtarget else "changes files"), ""
-    phrase = _REASON_WHY.get(reason, "is not proven read-only")
-    if reason == "shell_command_unproven" and name in _PROGRAMS:
+    if not f.kind and f.v.mut == "write":
+        return _why_program_writes(f, shown), ""
+    phrase = _REASON_WHY.get(f.reason, "is not proven read-only")
+    if f.reason == "shell_command_unproven" and f.name in _PROGRAMS:
         phrase = "is not proven read-only with these arguments"
-    return "%s %s" % (shown or qprog or "it", phrase), ""
+    return "%s %s" % (shown or f.qprog or "it", phrase), ""
+
+
+def _why_program_writes(f: _WhyFacts, shown: str) -> str:
+    """A write no why explains: what programs of its kind change."""
+    name, qprog = f.name, f.qprog
+    if name == "gh":
+        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
+        sub = _subcommand(f.words)
+        rest = f.words[f.words.index(sub) + 1:] if sub in f.words else []
+        action = next((w for w in rest if not w.startswith("-")), "")
+        shown = (_quote("%s %s %s" % (f.prog, sub, action), f.command) if action else "") \
+            or shown
+        return "%s changes something on GitHub" % (shown or qprog)
+    if name in _PACKAGE_PROGRAMS:
+        return "%s installs or changes packages" % (shown or qprog)
+    if name in _WRITER_WHY:
+        verb, obj = _WRITER_WHY[name]
+        return "%s %s %s" % (shown or qprog, verb, f.qtarget or obj)
+    return "%s %s" % (shown or "it", "writes " + f.qtarget if f.qtarget else "changes files")
+
+
+# The verdict's why[0] -> the step that says what the piece does.
+_WHY_BY_KIND: Dict[str, Callable[[_WhyFacts], Tuple[str, str]]] = {
+    "redir": _why_redirect,
+    "writer": _why_writer,
+    "inplace": _why_in_place,
+    "sed_script": _why_sed_script,
+    "git": _why_git,
+    "gitglobal": _why_git_global,
+    "option": _why_option,
+    "spec": _why_spec,
+    "env": _why_env,
+    "assign": _why_assignment,
+    "path": _why_path,
+    "dynamic": _why_dynamic,
+    "opaque": _why_opaque,
+    "awk": _why_awk,
+    "script_file": _why_script_file,
+    "heredoc": _why_heredoc,
+    "cmdquote": _why_cmd_quote,
+    "zsh": _why_shell_dialect,
+    "sh": _why_shell_dialect,
+    "leaves": _why_leaves,
+    "python": _why_python,
+    "project": _why_project,
+    "pystdin": _why_python_stdin,
+    **{kind: _why_quoted for kind in _WHY_OF_QUOTED},
+}
 
 
 def _assignment_shown(name: str, where: Any, command: str) -> str:
