@@ -2685,9 +2685,17 @@ def _ansi_c(body: str) -> str:
 # aliases: a line that turns one on itself is refused (setopt, emulate).
 
 _META = " \t\n;&|()<>"
-_RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
-                            "while", "until"))
+# The reserved words the reader keeps as marks -> (a command ends with
+# them, a command must follow them).
+_RESERVED_MARKS: Dict[str, Tuple[bool, bool]] = {
+    "{": (False, True), "}": (True, False), "!": (False, True),
+    "if": (False, True), "then": (False, True), "elif": (False, True), "else": (False, True),
+    "fi": (True, False), "do": (False, True), "done": (True, False),
+    "while": (False, True), "until": (False, True),
+}
+_RESERVED_SKIP = frozenset(_RESERVED_MARKS)
 _RESERVED_REFUSE = frozenset(("case", "esac", "select", "function", "coproc", "[[", "]]", "in"))
+_RESERVED_ANY = _RESERVED_SKIP | _RESERVED_REFUSE | {"for"}
 _PARAM_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_#%:-/.*?@+^,")
 _ARITH_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%()<>!&|^~?:\t")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -2805,6 +2813,12 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
     return ("other",)
 
 
+def _names_descriptor(word: _W) -> bool:
+    """`{NAME}` before a redirection: bash stores the descriptor's number in NAME."""
+    return not word.quoted and word.static and word.text.startswith("{") \
+        and word.text.endswith("}") and _is_name(word.text[1:-1])
+
+
 def _run_of(s: str, j: int, stop: int, chars: str) -> int:
     """Where the run of `chars` from s[j] ends, at most at stop: 64
     characters at a time in C (a word may be 30,000 of them)."""
@@ -2856,7 +2870,12 @@ class _Bash:
         return self.items
 
     def _list(self, closer: Optional[str], nest: int) -> None:
-        """Read commands until `closer` (')' or '`' handled by callers) or the end."""
+        """Read commands until `closer` (')' or '`' handled by callers) or the end.
+
+        Each character that is no word's start has its step (the end or `)`,
+        a comment, a newline, `(`, an operator, a redirection); a word, the
+        common case, is read here, in command position after the checks of
+        what may stand there."""
         s, n = self.s, self.n
         cmd = _Cmd(s, self.i)
         need_cmd = False      # after | && || a command must follow
@@ -2872,87 +2891,34 @@ class _Bash:
             elif c == "\\" and s.startswith("\\\n", self.i):
                 self.i += 2
                 continue
-            elif c == "":
-                if closer is not None or need_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
+            elif c == "" or c == ")":
+                self._end_list(cmd, c, closer, need_cmd)
                 return
-            elif c == "#" :
-                while self.i < n and s[self.i] != "\n":
-                    self.i += 1
+            elif c == "#":
+                self._skip_comment()
                 continue
             elif c == "\n":
-                self._finish(cmd)
-                self.i += 1
-                cmd = _Cmd(s, self.i)
-                self._read_heredocs()
-                if not need_cmd:
-                    self.items.append(";")
-                had_cmd = had_cmd and need_cmd
-                at_start = True
+                cmd = self._newline(cmd, need_cmd)
+                had_cmd, at_start = had_cmd and need_cmd, True
                 continue
-            elif c == ")":
-                if closer != ")" or need_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
-                self.i += 1
-                return
             elif c == "(":
-                if not cmd.empty() or not at_start or cmd.attached:
-                    raise _Give("shell_syntax_unproven")
-                if s.startswith("((", self.i):
-                    raise _Give("shell_syntax_unproven")
-                if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
-                    raise _Give("analysis_limit")
-                self.i += 1
-                start = len(self.items)
-                self.items.append("(")
-                self._list(")", nest + 1)
-                if len(self.items) == start + 1:
-                    # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
-                    raise _Give("shell_syntax_unproven")
-                self.items.append(")")
-                # Redirections may follow the group; words may not.
-                cmd = _Cmd(s, self.i)
-                cmd.attached = True
-                at_start = False
-                had_cmd, need_cmd = True, False
+                cmd = self._subshell(cmd, at_start, nest)
+                at_start, had_cmd, need_cmd = False, True, False
                 continue
             elif c in ";&|":
-                end = self.i
-                op = self._operator()
-                if op in ("&>", "&>>") and self.dash:
-                    # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
-                    self.i -= len(op) - 1
-                    op = "&"
-                if op in ("&>", "&>>"):
-                    self._redirection(cmd, op)
+                op = self._separator(cmd, had_cmd)
+                if op is None:   # `&>` redirected cmd
                     at_start = False
-                    continue
-                if op == ";;" or op == ";&" or op == ";;&":
-                    raise _Give("shell_syntax_unproven")
-                if cmd.empty() and not had_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd, end)
-                self.items.append("|" if op == "|&" else op)
-                cmd = _Cmd(s, self.i)
-                had_cmd = False
-                need_cmd = op in ("|", "||", "&&", "|&")
-                at_start = True
+                else:
+                    cmd = _Cmd(s, self.i)
+                    at_start, had_cmd, need_cmd = True, False, op in ("|", "||", "&&", "|&")
                 continue
             elif c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
-                op = self._redir_op()
-                self._redirection(cmd, op)
+                self._redirection(cmd, self._redir_op())
                 at_start = False
                 continue
             if cmd.attached:
-                # After `)`, `}`, `fi` or `done` only a redirection, a separator or
-                # a reserved word may follow: `(ls) rm x` is no command.
-                save = self.i
-                word = self._word()
-                if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
-                    raise _Give("shell_syntax_unproven")
-                self.i = save
+                self._only_reserved_after_group()
                 at_start = True
             if at_start:
                 name = self._assignment_name()
@@ -2964,32 +2930,14 @@ class _Bash:
                     had_cmd, need_cmd = True, False
                     continue
             word = self._word()
-            if self.i < n and s[self.i] in "<>" and not word.quoted and word.static \
-                    and word.text.startswith("{") and word.text.endswith("}") \
-                    and _is_name(word.text[1:-1]):
+            if self.i < n and s[self.i] in "<>" and _names_descriptor(word):
                 # `{NAME}>&-` stores a descriptor number in NAME, and keeps it
                 # after a builtin: `true {PATH}<&0` makes PATH "10", a relative dir.
                 raise _Give("state_change")
-            if at_start and not word.quoted and word.static:
-                text = word.text
-                if text in _RESERVED_SKIP:
-                    if not cmd.empty():
-                        raise _Give("shell_syntax_unproven")
-                    self.items.append(text)
-                    had_cmd = text in ("}", "fi", "done")
-                    need_cmd = text in ("!", "if", "then", "elif", "else", "do", "while",
-                                        "until", "{")
-                    # Redirections after `}`, `fi` or `done` belong to the whole construct.
-                    cmd.attached = had_cmd
-                    continue
-                if text in _RESERVED_REFUSE:
-                    raise _Give("shell_syntax_unproven")
-                if text == "for":
-                    self.items.append("for")
-                    self._for_header()
-                    need_cmd, had_cmd = False, True
-                    continue
-            elif word.text == "}" and not word.quoted:
+            if at_start and not word.quoted and word.static and word.text in _RESERVED_ANY:
+                had_cmd, need_cmd = self._reserved_word(cmd, word.text)
+                continue
+            if word.text == "}" and not word.quoted:
                 # zsh ends a group at a lone `}` anywhere on the line, where bash
                 # sees an argument: `{ ls } always { rm x }` runs rm in zsh.
                 raise _Give("shell_syntax_unproven")
@@ -2998,6 +2946,99 @@ class _Bash:
             had_cmd, need_cmd = True, False
             while self.i < n and s[self.i] == " ":   # (the blank after a word: no pass above)
                 self.i += 1
+
+    def _end_list(self, cmd: _Cmd, c: str, closer: Optional[str], need_cmd: bool) -> None:
+        """The end of the line ("") or a `)`: it must be the closer the list
+        waits for, and come after a whole command."""
+        if need_cmd or closer != (c or None):
+            raise _Give("shell_syntax_unproven")
+        self._finish(cmd)
+        if c == ")":
+            self.i += 1
+
+    def _skip_comment(self) -> None:
+        end = self.s.find("\n", self.i)
+        self.i = self.n if end < 0 else end
+
+    def _newline(self, cmd: _Cmd, need_cmd: bool) -> _Cmd:
+        """A newline ends the command as `;` does (no mark when a command must
+        still follow `|`, `&&`...) and starts the bodies of the heredocs
+        opened on its line; returns the next command."""
+        self._finish(cmd)
+        self.i += 1
+        cmd = _Cmd(self.s, self.i)
+        self._read_heredocs()
+        if not need_cmd:
+            self.items.append(";")
+        return cmd
+
+    def _subshell(self, cmd: _Cmd, at_start: bool, nest: int) -> _Cmd:
+        """`( list )` in command position, between the marks `(` and `)`;
+        returns the command that holds the redirections that may follow."""
+        if not cmd.empty() or not at_start or cmd.attached:
+            raise _Give("shell_syntax_unproven")
+        if self.s.startswith("((", self.i):
+            raise _Give("shell_syntax_unproven")
+        if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
+            raise _Give("analysis_limit")
+        self.i += 1
+        start = len(self.items)
+        self.items.append("(")
+        self._list(")", nest + 1)
+        if len(self.items) == start + 1:
+            # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
+            raise _Give("shell_syntax_unproven")
+        self.items.append(")")
+        # Redirections may follow the group; words may not.
+        cmd = _Cmd(self.s, self.i)
+        cmd.attached = True
+        return cmd
+
+    def _separator(self, cmd: _Cmd, had_cmd: bool) -> Optional[str]:
+        """The operator at self.i: a separator ends cmd, its mark is kept (`|&`
+        as `|`) and it is returned; `&>` and `&>>` redirect cmd instead (None)."""
+        end = self.i
+        op = self._operator()
+        if op in ("&>", "&>>") and self.dash:
+            # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
+            self.i -= len(op) - 1
+            op = "&"
+        if op in ("&>", "&>>"):
+            self._redirection(cmd, op)
+            return None
+        if op == ";;" or op == ";&" or op == ";;&":
+            raise _Give("shell_syntax_unproven")
+        if cmd.empty() and not had_cmd:
+            raise _Give("shell_syntax_unproven")
+        self._finish(cmd, end)
+        self.items.append("|" if op == "|&" else op)
+        return op
+
+    def _only_reserved_after_group(self) -> None:
+        """After `)`, `}`, `fi` or `done` only a redirection, a separator or
+        a reserved word may follow: `(ls) rm x` is no command."""
+        save = self.i
+        word = self._word()
+        if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
+            raise _Give("shell_syntax_unproven")
+        self.i = save
+
+    def _reserved_word(self, cmd: _Cmd, text: str) -> Tuple[bool, bool]:
+        """A reserved word in command position (one of _RESERVED_ANY): its
+        mark is kept; returns (a command ended, a command must follow)."""
+        after = _RESERVED_MARKS.get(text)
+        if after is not None:
+            if not cmd.empty():
+                raise _Give("shell_syntax_unproven")
+            self.items.append(text)
+            # Redirections after `}`, `fi` or `done` belong to the whole construct.
+            cmd.attached = after[0]
+            return after
+        if text == "for":
+            self.items.append("for")
+            self._for_header()
+            return True, False
+        raise _Give("shell_syntax_unproven")   # one of _RESERVED_REFUSE
 
     def _assignment_name(self) -> Optional[str]:
         """At a word start: the NAME of an unquoted `NAME=`, consuming it; else None."""
