@@ -2813,6 +2813,15 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
     return ("other",)
 
 
+def _brace_expands(text: str) -> bool:
+    """Whether a word holding an unquoted "{" is a brace expansion, which
+    makes several words of it: a "," or ".." after its first "{"."""
+    if text in ("{", "{}"):
+        return False
+    tail = text[text.index("{"):] if "{" in text else ""
+    return "," in tail or ".." in tail
+
+
 def _names_descriptor(word: _W) -> bool:
     """`{NAME}` before a redirection: bash stores the descriptor's number in NAME."""
     return not word.quoted and word.static and word.text.startswith("{") \
@@ -3311,6 +3320,11 @@ class _Bash:
 
     # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
+        """One word from self.i: its text without the quoting, and what the
+        shell may still do to it (expand, split, glob).  Most words are one
+        run of characters that mean nothing in a word, up to a blank or an
+        operator: such a word is its text, read here at once; any other is
+        read piece by piece (_word_pieces)."""
         s, n = self.s, self.n
         start = self.i
         # A word costs a unit per 8 characters (charged at its end): past what
@@ -3322,8 +3336,6 @@ class _Bash:
         # of cmd (`==x` and a lone `=` fail or stay as they are).
         equals = s.startswith("=", start) and start + 1 < n \
             and s[start + 1] not in _META and s[start + 1] != "="
-        # Most words are one run of characters that mean nothing in a word,
-        # up to a blank or an operator: such a word is its text, read at once.
         j = start
         while j < stop and s[j] not in _WORD_SPECIAL:
             j += 1
@@ -3336,14 +3348,20 @@ class _Bash:
             if work[0] < 0:
                 raise _Give("analysis_limit")
             return _W(s[start:j], equals, False, False, s[start] != "-", False, [])
-        # Otherwise the run read so far is the word's first piece.
+        return self._word_pieces(start, j, equals, affordable, stop)
+
+    def _word_pieces(self, start: int, j: int, equals: bool, affordable: int,
+                     stop: int) -> _W:
+        """The word from `start` whose first plain run ends at j, piece by
+        piece: plain runs, globs, `[` and `{` are read here (a word may hold
+        30,000 of them); quotes and expansions by the methods they name."""
+        s, n = self.s, self.n
         out: List[str] = [s[start:j]] if j > start else []
         exp: List[Tuple[Any, bool]] = []
-        dyn = split = glob = quoted = False
+        dyn = split = glob = quoted = brace = False
         # Decided by the first piece: a static literal other than '-' (see _W.lead).
         lead: Optional[bool] = s[start] != "-" if j > start else None
-        brace = False
-        meta_end = close_at = -1      # see "[" below
+        meta_end = close_at = -1      # see _bracket
         # The position is kept in `i`, and in self.i only where a method reads
         # it or reading stops (a refusal names where): a word of 30,000
         # characters that each mean something walks here one at a time.
@@ -3354,8 +3372,7 @@ class _Bash:
                 raise _Give("analysis_limit")
             c = s[i]
             if c not in _WORD_SPECIAL:
-                # A run of characters that mean nothing here is taken whole:
-                # most words are one such run, and a long line is mostly words.
+                # A run of characters that mean nothing here is taken whole.
                 j = i + 1
                 while j < stop and s[j] not in _WORD_SPECIAL:
                     j += 1
@@ -3382,51 +3399,21 @@ class _Bash:
                 out.append(s[i:j])
                 i = j
                 continue
-            if c == "[":
-                # A pattern needs a "]" before the next unquoted-or-not shell
-                # metacharacter.  Both positions are found once and reused
-                # while the word walks past them: a fresh scan for every "["
-                # would make a line of "[" quadratic.
-                if meta_end < i:
-                    # The first metacharacter from here: near (the usual `[x]`
-                    # word) by a step at a time, farther each looked for in C
-                    # within a window that doubles, so that what is not there
-                    # is never searched for to the end of the line again and
-                    # again (`[aaaa...;[aaaa...;` would be quadratic).
-                    meta_end, near = i, min(n, i + 16)
-                    while meta_end < near and s[meta_end] not in _META:
-                        meta_end += 1
-                    width = 256
-                    while meta_end == near < n:
-                        meta_end = near = min(n, near + width)
-                        for ch in _META:
-                            k = s.find(ch, i, meta_end)
-                            if k >= 0:
-                                meta_end = k
-                        width *= 2
-                if close_at <= i:
-                    close_at = s.find("]", i + 1)
-                    close_at = n if close_at < 0 else close_at
-                if close_at < meta_end:
-                    glob = True
+            if c == "[" or c == "{":
+                if c == "[":
+                    pattern, meta_end, close_at = self._bracket(i, meta_end, close_at)
+                    glob = glob or pattern
                     if lead is None:
-                        lead = False
-                elif lead is None:
-                    lead = True
-                # The "[" that follow are read the same way (both positions lie past them).
+                        lead = not pattern
+                else:
+                    brace = True
+                    if lead is None:
+                        lead = True
+                # The "[" or "{" that follow are read the same way (for "[",
+                # both positions _bracket found lie past them).
                 j = i + 1
-                if j < stop and s[j] == "[":   # a run: read in C
-                    j = _run_of(s, j, stop, "[")
-                out.append(s[i:j])
-                i = j
-                continue
-            if c == "{":
-                brace = True
-                j = i + 1
-                if j < stop and s[j] == "{":   # a run: read in C
-                    j = _run_of(s, j, stop, "{")
-                if lead is None:
-                    lead = True
+                if j < stop and s[j] == c:   # a run: read in C
+                    j = _run_of(s, j, stop, c)
                 out.append(s[i:j])
                 i = j
                 continue
@@ -3466,62 +3453,81 @@ class _Bash:
                 dyn = dyn or d
                 i = self.i
                 continue
-            if c == "$":
-                nxt = s[i + 1] if i + 1 < n else ""
-                if nxt == "'" and self.dash:
-                    if lead is None:        # dash: a plain `$`, then a quoted string
-                        lead = True
-                    out.append("$")
-                    i += 1
-                    continue
-                if nxt == "'":
-                    end = i + 2
-                    while end < n and s[end] != "'":
-                        end += 2 if s[end] == "\\" else 1
-                    if end >= n:
-                        raise _Give("shell_syntax_unproven")
-                    piece = _ansi_c(s[i + 2:end])
-                    if piece and lead is None:
-                        lead = piece[0] != "-"
-                    out.append(piece)
-                    quoted = True
-                    i = end + 1
-                    continue
-                if nxt == '"':
-                    raise _Give("shell_syntax_unproven")
-                if self._dollar():
-                    if lead is None:
-                        lead = False
-                    out.append("\0")
-                    exp.append((self.exp, False))
-                    dyn = split = True
-                    i = self.i
-                    continue
+            if c == "`":
+                self._backtick()
+                piece, i, kind = "\0", self.i, "expansion"
+            else:
+                piece, i, kind = self._dollar_piece(i)
+            if kind == "expansion":
                 if lead is None:
-                    lead = True
-                out.append("$")
-                i += 1
-                continue
-            # c == "`"
-            self._backtick()
-            if lead is None:
-                lead = False
-            out.append("\0")
-            exp.append((self.exp, False))
-            dyn = split = True
-            i = self.i
+                    lead = False
+                exp.append((self.exp, False))
+                dyn = split = True
+            else:
+                if piece and lead is None:
+                    lead = piece[0] != "-"
+                quoted = quoted or kind == "quoted"
+            out.append(piece)
         self.i = i
         text = "".join(out)
-        if brace and not glob and text not in ("{", "{}"):
-            tail = text[text.index("{"):] if "{" in text else ""
-            if "," in tail or ".." in tail:
-                glob = True
-                if text.startswith("{"):
-                    lead = False
+        if brace and not glob and _brace_expands(text):
+            glob = True
+            if text.startswith("{"):
+                lead = False
         if lead is None:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
         return _W(text, dyn or equals, split, glob, lead, quoted, exp)
+
+    def _bracket(self, i: int, meta_end: int, close_at: int) -> Tuple[bool, int, int]:
+        """Whether the "[" at s[i] opens a pattern: a "]" comes before the next
+        shell metacharacter (quoted or not).  Returns that and both positions,
+        which the word passes back while it walks past them: a fresh scan for
+        every "[" would make a line of "[" quadratic."""
+        s, n = self.s, self.n
+        if meta_end < i:
+            # The first metacharacter from here: near (the usual `[x]`
+            # word) by a step at a time, farther each looked for in C
+            # within a window that doubles, so that what is not there
+            # is never searched for to the end of the line again and
+            # again (`[aaaa...;[aaaa...;` would be quadratic).
+            meta_end, near = i, min(n, i + 16)
+            while meta_end < near and s[meta_end] not in _META:
+                meta_end += 1
+            width = 256
+            while meta_end == near < n:
+                meta_end = near = min(n, near + width)
+                for ch in _META:
+                    k = s.find(ch, i, meta_end)
+                    if k >= 0:
+                        meta_end = k
+                width *= 2
+        if close_at <= i:
+            close_at = s.find("]", i + 1)
+            close_at = n if close_at < 0 else close_at
+        return close_at < meta_end, meta_end, close_at
+
+    def _dollar_piece(self, i: int) -> Tuple[str, int, str]:
+        """The piece a `$` at s[i] (= self.i) starts: (its text, where it ends,
+        its kind).  `$'...'` is "quoted" text with its escapes decoded (dash
+        reads a plain `$`, then a quoted string); `$name`, `${...}`, `$(...)`
+        are an "expansion" (self.exp, a NUL piece); any other `$` is "text"."""
+        s, n = self.s, self.n
+        nxt = s[i + 1] if i + 1 < n else ""
+        if nxt == "'":
+            if self.dash:
+                return "$", i + 1, "text"
+            end = i + 2
+            while end < n and s[end] != "'":
+                end += 2 if s[end] == "\\" else 1
+            if end >= n:
+                raise _Give("shell_syntax_unproven")
+            return _ansi_c(s[i + 2:end]), end + 1, "quoted"
+        if nxt == '"':
+            raise _Give("shell_syntax_unproven")
+        if self._dollar():
+            return "\0", self.i, "expansion"
+        return "$", i + 1, "text"
 
     def _run_end(self, j: int) -> None:
         """A run of plain characters stops at s[j]: refuse the extglob
