@@ -2725,9 +2725,17 @@ def _ansi_c(body: str) -> str:
 # aliases: a line that turns one on itself is refused (setopt, emulate).
 
 _META = " \t\n;&|()<>"
-_RESERVED_SKIP = frozenset(("{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done",
-                            "while", "until"))
+# The reserved words the reader keeps as marks -> (a command ends with
+# them, a command must follow them).
+_RESERVED_MARKS: Dict[str, Tuple[bool, bool]] = {
+    "{": (False, True), "}": (True, False), "!": (False, True),
+    "if": (False, True), "then": (False, True), "elif": (False, True), "else": (False, True),
+    "fi": (True, False), "do": (False, True), "done": (True, False),
+    "while": (False, True), "until": (False, True),
+}
+_RESERVED_SKIP = frozenset(_RESERVED_MARKS)
 _RESERVED_REFUSE = frozenset(("case", "esac", "select", "function", "coproc", "[[", "]]", "in"))
+_RESERVED_ANY = _RESERVED_SKIP | _RESERVED_REFUSE | {"for"}
 _PARAM_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_#%:-/.*?@+^,")
 _ARITH_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%()<>!&|^~?:\t")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -2845,6 +2853,21 @@ def _param_expansion(body: str) -> Tuple[Any, ...]:
     return ("other",)
 
 
+def _brace_expands(text: str) -> bool:
+    """Whether a word holding an unquoted "{" is a brace expansion, which
+    makes several words of it: a "," or ".." after its first "{"."""
+    if text in ("{", "{}"):
+        return False
+    tail = text[text.index("{"):] if "{" in text else ""
+    return "," in tail or ".." in tail
+
+
+def _names_descriptor(word: _W) -> bool:
+    """`{NAME}` before a redirection: bash stores the descriptor's number in NAME."""
+    return not word.quoted and word.static and word.text.startswith("{") \
+        and word.text.endswith("}") and _is_name(word.text[1:-1])
+
+
 def _run_of(s: str, j: int, stop: int, chars: str) -> int:
     """Where the run of `chars` from s[j] ends, at most at stop: 64
     characters at a time in C (a word may be 30,000 of them)."""
@@ -2896,7 +2919,12 @@ class _Bash:
         return self.items
 
     def _list(self, closer: Optional[str], nest: int) -> None:
-        """Read commands until `closer` (')' or '`' handled by callers) or the end."""
+        """Read commands until `closer` (')' or '`' handled by callers) or the end.
+
+        Each character that is no word's start has its step (the end or `)`,
+        a comment, a newline, `(`, an operator, a redirection); a word, the
+        common case, is read here, in command position after the checks of
+        what may stand there."""
         s, n = self.s, self.n
         cmd = _Cmd(s, self.i)
         need_cmd = False      # after | && || a command must follow
@@ -2912,87 +2940,34 @@ class _Bash:
             elif c == "\\" and s.startswith("\\\n", self.i):
                 self.i += 2
                 continue
-            elif c == "":
-                if closer is not None or need_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
+            elif c == "" or c == ")":
+                self._end_list(cmd, c, closer, need_cmd)
                 return
-            elif c == "#" :
-                while self.i < n and s[self.i] != "\n":
-                    self.i += 1
+            elif c == "#":
+                self._skip_comment()
                 continue
             elif c == "\n":
-                self._finish(cmd)
-                self.i += 1
-                cmd = _Cmd(s, self.i)
-                self._read_heredocs()
-                if not need_cmd:
-                    self.items.append(";")
-                had_cmd = had_cmd and need_cmd
-                at_start = True
+                cmd = self._newline(cmd, need_cmd)
+                had_cmd, at_start = had_cmd and need_cmd, True
                 continue
-            elif c == ")":
-                if closer != ")" or need_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd)
-                self.i += 1
-                return
             elif c == "(":
-                if not cmd.empty() or not at_start or cmd.attached:
-                    raise _Give("shell_syntax_unproven")
-                if s.startswith("((", self.i):
-                    raise _Give("shell_syntax_unproven")
-                if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
-                    raise _Give("analysis_limit")
-                self.i += 1
-                start = len(self.items)
-                self.items.append("(")
-                self._list(")", nest + 1)
-                if len(self.items) == start + 1:
-                    # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
-                    raise _Give("shell_syntax_unproven")
-                self.items.append(")")
-                # Redirections may follow the group; words may not.
-                cmd = _Cmd(s, self.i)
-                cmd.attached = True
-                at_start = False
-                had_cmd, need_cmd = True, False
+                cmd = self._subshell(cmd, at_start, nest)
+                at_start, had_cmd, need_cmd = False, True, False
                 continue
             elif c in ";&|":
-                end = self.i
-                op = self._operator()
-                if op in ("&>", "&>>") and self.dash:
-                    # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
-                    self.i -= len(op) - 1
-                    op = "&"
-                if op in ("&>", "&>>"):
-                    self._redirection(cmd, op)
+                op = self._separator(cmd, had_cmd)
+                if op is None:   # `&>` redirected cmd
                     at_start = False
-                    continue
-                if op == ";;" or op == ";&" or op == ";;&":
-                    raise _Give("shell_syntax_unproven")
-                if cmd.empty() and not had_cmd:
-                    raise _Give("shell_syntax_unproven")
-                self._finish(cmd, end)
-                self.items.append("|" if op == "|&" else op)
-                cmd = _Cmd(s, self.i)
-                had_cmd = False
-                need_cmd = op in ("|", "||", "&&", "|&")
-                at_start = True
+                else:
+                    cmd = _Cmd(s, self.i)
+                    at_start, had_cmd, need_cmd = True, False, op in ("|", "||", "&&", "|&")
                 continue
             elif c in "<>" or (c.isdigit() and self._fd_redirect_ahead()):
-                op = self._redir_op()
-                self._redirection(cmd, op)
+                self._redirection(cmd, self._redir_op())
                 at_start = False
                 continue
             if cmd.attached:
-                # After `)`, `}`, `fi` or `done` only a redirection, a separator or
-                # a reserved word may follow: `(ls) rm x` is no command.
-                save = self.i
-                word = self._word()
-                if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
-                    raise _Give("shell_syntax_unproven")
-                self.i = save
+                self._only_reserved_after_group()
                 at_start = True
             if at_start:
                 name = self._assignment_name()
@@ -3004,32 +2979,14 @@ class _Bash:
                     had_cmd, need_cmd = True, False
                     continue
             word = self._word()
-            if self.i < n and s[self.i] in "<>" and not word.quoted and word.static \
-                    and word.text.startswith("{") and word.text.endswith("}") \
-                    and _is_name(word.text[1:-1]):
+            if self.i < n and s[self.i] in "<>" and _names_descriptor(word):
                 # `{NAME}>&-` stores a descriptor number in NAME, and keeps it
                 # after a builtin: `true {PATH}<&0` makes PATH "10", a relative dir.
                 raise _Give("state_change")
-            if at_start and not word.quoted and word.static:
-                text = word.text
-                if text in _RESERVED_SKIP:
-                    if not cmd.empty():
-                        raise _Give("shell_syntax_unproven")
-                    self.items.append(text)
-                    had_cmd = text in ("}", "fi", "done")
-                    need_cmd = text in ("!", "if", "then", "elif", "else", "do", "while",
-                                        "until", "{")
-                    # Redirections after `}`, `fi` or `done` belong to the whole construct.
-                    cmd.attached = had_cmd
-                    continue
-                if text in _RESERVED_REFUSE:
-                    raise _Give("shell_syntax_unproven")
-                if text == "for":
-                    self.items.append("for")
-                    self._for_header()
-                    need_cmd, had_cmd = False, True
-                    continue
-            elif word.text == "}" and not word.quoted:
+            if at_start and not word.quoted and word.static and word.text in _RESERVED_ANY:
+                had_cmd, need_cmd = self._reserved_word(cmd, word.text)
+                continue
+            if word.text == "}" and not word.quoted:
                 # zsh ends a group at a lone `}` anywhere on the line, where bash
                 # sees an argument: `{ ls } always { rm x }` runs rm in zsh.
                 raise _Give("shell_syntax_unproven")
@@ -3038,6 +2995,99 @@ class _Bash:
             had_cmd, need_cmd = True, False
             while self.i < n and s[self.i] == " ":   # (the blank after a word: no pass above)
                 self.i += 1
+
+    def _end_list(self, cmd: _Cmd, c: str, closer: Optional[str], need_cmd: bool) -> None:
+        """The end of the line ("") or a `)`: it must be the closer the list
+        waits for, and come after a whole command."""
+        if need_cmd or closer != (c or None):
+            raise _Give("shell_syntax_unproven")
+        self._finish(cmd)
+        if c == ")":
+            self.i += 1
+
+    def _skip_comment(self) -> None:
+        end = self.s.find("\n", self.i)
+        self.i = self.n if end < 0 else end
+
+    def _newline(self, cmd: _Cmd, need_cmd: bool) -> _Cmd:
+        """A newline ends the command as `;` does (no mark when a command must
+        still follow `|`, `&&`...) and starts the bodies of the heredocs
+        opened on its line; returns the next command."""
+        self._finish(cmd)
+        self.i += 1
+        cmd = _Cmd(self.s, self.i)
+        self._read_heredocs()
+        if not need_cmd:
+            self.items.append(";")
+        return cmd
+
+    def _subshell(self, cmd: _Cmd, at_start: bool, nest: int) -> _Cmd:
+        """`( list )` in command position, between the marks `(` and `)`;
+        returns the command that holds the redirections that may follow."""
+        if not cmd.empty() or not at_start or cmd.attached:
+            raise _Give("shell_syntax_unproven")
+        if self.s.startswith("((", self.i):
+            raise _Give("shell_syntax_unproven")
+        if nest + 1 > _MAX_DEPTH or self.depth + nest + 1 > _MAX_DEPTH:
+            raise _Give("analysis_limit")
+        self.i += 1
+        start = len(self.items)
+        self.items.append("(")
+        self._list(")", nest + 1)
+        if len(self.items) == start + 1:
+            # `()` is no subshell: zsh reads `() { ... }` as a function it runs at once.
+            raise _Give("shell_syntax_unproven")
+        self.items.append(")")
+        # Redirections may follow the group; words may not.
+        cmd = _Cmd(self.s, self.i)
+        cmd.attached = True
+        return cmd
+
+    def _separator(self, cmd: _Cmd, had_cmd: bool) -> Optional[str]:
+        """The operator at self.i: a separator ends cmd, its mark is kept (`|&`
+        as `|`) and it is returned; `&>` and `&>>` redirect cmd instead (None)."""
+        end = self.i
+        op = self._operator()
+        if op in ("&>", "&>>") and self.dash:
+            # dash has no `&>`: `a &> f` runs a in the background, then `> f`.
+            self.i -= len(op) - 1
+            op = "&"
+        if op in ("&>", "&>>"):
+            self._redirection(cmd, op)
+            return None
+        if op == ";;" or op == ";&" or op == ";;&":
+            raise _Give("shell_syntax_unproven")
+        if cmd.empty() and not had_cmd:
+            raise _Give("shell_syntax_unproven")
+        self._finish(cmd, end)
+        self.items.append("|" if op == "|&" else op)
+        return op
+
+    def _only_reserved_after_group(self) -> None:
+        """After `)`, `}`, `fi` or `done` only a redirection, a separator or
+        a reserved word may follow: `(ls) rm x` is no command."""
+        save = self.i
+        word = self._word()
+        if not (word.static and not word.quoted and word.text in _RESERVED_SKIP):
+            raise _Give("shell_syntax_unproven")
+        self.i = save
+
+    def _reserved_word(self, cmd: _Cmd, text: str) -> Tuple[bool, bool]:
+        """A reserved word in command position (one of _RESERVED_ANY): its
+        mark is kept; returns (a command ended, a command must follow)."""
+        after = _RESERVED_MARKS.get(text)
+        if after is not None:
+            if not cmd.empty():
+                raise _Give("shell_syntax_unproven")
+            self.items.append(text)
+            # Redirections after `}`, `fi` or `done` belong to the whole construct.
+            cmd.attached = after[0]
+            return after
+        if text == "for":
+            self.items.append("for")
+            self._for_header()
+            return True, False
+        raise _Give("shell_syntax_unproven")   # one of _RESERVED_REFUSE
 
     def _assignment_name(self) -> Optional[str]:
         """At a word start: the NAME of an unquoted `NAME=`, consuming it; else None."""
@@ -3310,6 +3360,11 @@ class _Bash:
 
     # ---- words --------------------------------------------------------------
     def _word(self) -> _W:
+        """One word from self.i: its text without the quoting, and what the
+        shell may still do to it (expand, split, glob).  Most words are one
+        run of characters that mean nothing in a word, up to a blank or an
+        operator: such a word is its text, read here at once; any other is
+        read piece by piece (_word_pieces)."""
         s, n = self.s, self.n
         start = self.i
         # A word costs a unit per 8 characters (charged at its end): past what
@@ -3321,8 +3376,6 @@ class _Bash:
         # of cmd (`==x` and a lone `=` fail or stay as they are).
         equals = s.startswith("=", start) and start + 1 < n \
             and s[start + 1] not in _META and s[start + 1] != "="
-        # Most words are one run of characters that mean nothing in a word,
-        # up to a blank or an operator: such a word is its text, read at once.
         j = start
         while j < stop and s[j] not in _WORD_SPECIAL:
             j += 1
@@ -3335,14 +3388,20 @@ class _Bash:
             if work[0] < 0:
                 raise _Give("analysis_limit")
             return _W(s[start:j], equals, False, False, s[start] != "-", False, [])
-        # Otherwise the run read so far is the word's first piece.
+        return self._word_pieces(start, j, equals, affordable, stop)
+
+    def _word_pieces(self, start: int, j: int, equals: bool, affordable: int,
+                     stop: int) -> _W:
+        """The word from `start` whose first plain run ends at j, piece by
+        piece: plain runs, globs, `[` and `{` are read here (a word may hold
+        30,000 of them); quotes and expansions by the methods they name."""
+        s, n = self.s, self.n
         out: List[str] = [s[start:j]] if j > start else []
         exp: List[Tuple[Any, bool]] = []
-        dyn = split = glob = quoted = False
+        dyn = split = glob = quoted = brace = False
         # Decided by the first piece: a static literal other than '-' (see _W.lead).
         lead: Optional[bool] = s[start] != "-" if j > start else None
-        brace = False
-        meta_end = close_at = -1      # see "[" below
+        meta_end = close_at = -1      # see _bracket
         # The position is kept in `i`, and in self.i only where a method reads
         # it or reading stops (a refusal names where): a word of 30,000
         # characters that each mean something walks here one at a time.
@@ -3353,8 +3412,7 @@ class _Bash:
                 raise _Give("analysis_limit")
             c = s[i]
             if c not in _WORD_SPECIAL:
-                # A run of characters that mean nothing here is taken whole:
-                # most words are one such run, and a long line is mostly words.
+                # A run of characters that mean nothing here is taken whole.
                 j = i + 1
                 while j < stop and s[j] not in _WORD_SPECIAL:
                     j += 1
@@ -3381,51 +3439,21 @@ class _Bash:
                 out.append(s[i:j])
                 i = j
                 continue
-            if c == "[":
-                # A pattern needs a "]" before the next unquoted-or-not shell
-                # metacharacter.  Both positions are found once and reused
-                # while the word walks past them: a fresh scan for every "["
-                # would make a line of "[" quadratic.
-                if meta_end < i:
-                    # The first metacharacter from here: near (the usual `[x]`
-                    # word) by a step at a time, farther each looked for in C
-                    # within a window that doubles, so that what is not there
-                    # is never searched for to the end of the line again and
-                    # again (`[aaaa...;[aaaa...;` would be quadratic).
-                    meta_end, near = i, min(n, i + 16)
-                    while meta_end < near and s[meta_end] not in _META:
-                        meta_end += 1
-                    width = 256
-                    while meta_end == near < n:
-                        meta_end = near = min(n, near + width)
-                        for ch in _META:
-                            k = s.find(ch, i, meta_end)
-                            if k >= 0:
-                                meta_end = k
-                        width *= 2
-                if close_at <= i:
-                    close_at = s.find("]", i + 1)
-                    close_at = n if close_at < 0 else close_at
-                if close_at < meta_end:
-                    glob = True
+            if c == "[" or c == "{":
+                if c == "[":
+                    pattern, meta_end, close_at = self._bracket(i, meta_end, close_at)
+                    glob = glob or pattern
                     if lead is None:
-                        lead = False
-                elif lead is None:
-                    lead = True
-                # The "[" that follow are read the same way (both positions lie past them).
+                        lead = not pattern
+                else:
+                    brace = True
+                    if lead is None:
+                        lead = True
+                # The "[" or "{" that follow are read the same way (for "[",
+                # both positions _bracket found lie past them).
                 j = i + 1
-                if j < stop and s[j] == "[":   # a run: read in C
-                    j = _run_of(s, j, stop, "[")
-                out.append(s[i:j])
-                i = j
-                continue
-            if c == "{":
-                brace = True
-                j = i + 1
-                if j < stop and s[j] == "{":   # a run: read in C
-                    j = _run_of(s, j, stop, "{")
-                if lead is None:
-                    lead = True
+                if j < stop and s[j] == c:   # a run: read in C
+                    j = _run_of(s, j, stop, c)
                 out.append(s[i:j])
                 i = j
                 continue
@@ -3465,62 +3493,81 @@ class _Bash:
                 dyn = dyn or d
                 i = self.i
                 continue
-            if c == "$":
-                nxt = s[i + 1] if i + 1 < n else ""
-                if nxt == "'" and self.dash:
-                    if lead is None:        # dash: a plain `$`, then a quoted string
-                        lead = True
-                    out.append("$")
-                    i += 1
-                    continue
-                if nxt == "'":
-                    end = i + 2
-                    while end < n and s[end] != "'":
-                        end += 2 if s[end] == "\\" else 1
-                    if end >= n:
-                        raise _Give("shell_syntax_unproven")
-                    piece = _ansi_c(s[i + 2:end])
-                    if piece and lead is None:
-                        lead = piece[0] != "-"
-                    out.append(piece)
-                    quoted = True
-                    i = end + 1
-                    continue
-                if nxt == '"':
-                    raise _Give("shell_syntax_unproven")
-                if self._dollar():
-                    if lead is None:
-                        lead = False
-                    out.append("\0")
-                    exp.append((self.exp, False))
-                    dyn = split = True
-                    i = self.i
-                    continue
+            if c == "`":
+                self._backtick()
+                piece, i, kind = "\0", self.i, "expansion"
+            else:
+                piece, i, kind = self._dollar_piece(i)
+            if kind == "expansion":
                 if lead is None:
-                    lead = True
-                out.append("$")
-                i += 1
-                continue
-            # c == "`"
-            self._backtick()
-            if lead is None:
-                lead = False
-            out.append("\0")
-            exp.append((self.exp, False))
-            dyn = split = True
-            i = self.i
+                    lead = False
+                exp.append((self.exp, False))
+                dyn = split = True
+            else:
+                if piece and lead is None:
+                    lead = piece[0] != "-"
+                quoted = quoted or kind == "quoted"
+            out.append(piece)
         self.i = i
         text = "".join(out)
-        if brace and not glob and text not in ("{", "{}"):
-            tail = text[text.index("{"):] if "{" in text else ""
-            if "," in tail or ".." in tail:
-                glob = True
-                if text.startswith("{"):
-                    lead = False
+        if brace and not glob and _brace_expands(text):
+            glob = True
+            if text.startswith("{"):
+                lead = False
         if lead is None:
             lead = True
         _spend(self.work, 1 + (self.i - start) // 8)
         return _W(text, dyn or equals, split, glob, lead, quoted, exp)
+
+    def _bracket(self, i: int, meta_end: int, close_at: int) -> Tuple[bool, int, int]:
+        """Whether the "[" at s[i] opens a pattern: a "]" comes before the next
+        shell metacharacter (quoted or not).  Returns that and both positions,
+        which the word passes back while it walks past them: a fresh scan for
+        every "[" would make a line of "[" quadratic."""
+        s, n = self.s, self.n
+        if meta_end < i:
+            # The first metacharacter from here: near (the usual `[x]`
+            # word) by a step at a time, farther each looked for in C
+            # within a window that doubles, so that what is not there
+            # is never searched for to the end of the line again and
+            # again (`[aaaa...;[aaaa...;` would be quadratic).
+            meta_end, near = i, min(n, i + 16)
+            while meta_end < near and s[meta_end] not in _META:
+                meta_end += 1
+            width = 256
+            while meta_end == near < n:
+                meta_end = near = min(n, near + width)
+                for ch in _META:
+                    k = s.find(ch, i, meta_end)
+                    if k >= 0:
+                        meta_end = k
+                width *= 2
+        if close_at <= i:
+            close_at = s.find("]", i + 1)
+            close_at = n if close_at < 0 else close_at
+        return close_at < meta_end, meta_end, close_at
+
+    def _dollar_piece(self, i: int) -> Tuple[str, int, str]:
+        """The piece a `$` at s[i] (= self.i) starts: (its text, where it ends,
+        its kind).  `$'...'` is "quoted" text with its escapes decoded (dash
+        reads a plain `$`, then a quoted string); `$name`, `${...}`, `$(...)`
+        are an "expansion" (self.exp, a NUL piece); any other `$` is "text"."""
+        s, n = self.s, self.n
+        nxt = s[i + 1] if i + 1 < n else ""
+        if nxt == "'":
+            if self.dash:
+                return "$", i + 1, "text"
+            end = i + 2
+            while end < n and s[end] != "'":
+                end += 2 if s[end] == "\\" else 1
+            if end >= n:
+                raise _Give("shell_syntax_unproven")
+            return _ansi_c(s[i + 2:end]), end + 1, "quoted"
+        if nxt == '"':
+            raise _Give("shell_syntax_unproven")
+        if self._dollar():
+            return "\0", self.i, "expansion"
+        return "$", i + 1, "text"
 
     def _run_end(self, j: int) -> None:
         """A run of plain characters stops at s[j]: refuse the extglob
@@ -13988,205 +14035,324 @@ def _redirect_shown(op: str, dest: str, where: Any, command: str) -> str:
     return _quote(op, command)
 
 
+class _WhyFacts:
+    """What every step of _why_text reads about the judged piece: its words,
+    its program as written and by name, the verdict's why and reason, and the
+    target to name (those in `prefer` first)."""
+
+    __slots__ = ("where", "v", "command", "words", "prog", "name", "qprog", "why", "kind",
+                 "reason", "target", "qtarget")
+
+    def __init__(self, where: Any, v: _V, command: str, prefer: Sequence[str]) -> None:
+        self.where, self.v, self.command = where, v, command
+        self.words = words = _words_of(where)
+        self.prog = prog = words[0] if words else ""
+        self.name = (_program_name(_lit(prog)) or "") if prog else ""
+        self.qprog = _quote(prog, command)
+        self.why = why = v.why or ()
+        self.kind = why[0] if why else ""
+        self.reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
+        self.target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
+            next((t for t in v.targets if _quote(t, command)), "")
+        self.qtarget = _quote(self.target, command)
+
+
 def _why_text(where: Any, v: _V, command: str, prefer: Sequence[str] = ()) -> Tuple[str, str]:
     """(what the piece does, a read-only way to do the same or ""); prefer: the
-    targets to name first (those outside files=)."""
-    words = _words_of(where)
-    prog = words[0] if words else ""
-    name = (_program_name(_lit(prog)) or "") if prog else ""
-    qprog = _quote(prog, command)
-    why = v.why or ()
-    kind = why[0] if why else ""
-    reason = v.reason or ("shell_command_unproven" if v.mut == "unknown" else "")
-    target = next((t for t in v.targets if t in prefer and _quote(t, command)), "") or \
-        next((t for t in v.targets if _quote(t, command)), "")
-    qtarget = _quote(target, command)
-    if kind == "redir":
-        op, dest = why[1].replace("\x01", ""), why[2] or ""
-        shown = _redirect_shown(op, dest, where, command)
-        verb = "appends to" if op.endswith(">>") else "writes"
-        what = "%s %s %s" % (shown or "a redirection", verb,
-                             "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
-                             else _quote(dest, command))
-        instead = ""
-        if isinstance(where, _Cmd) and where.words and name not in _CONTENT_WRITERS:
-            bare = _Cmd(where.src)
-            bare.words, bare.assigns = where.words, where.assigns
-            if _explain_read(bare):
-                instead = "leave out %s and read the output directly" % (shown or "the redirection")
-                if name == "grep":
-                    instead = "`rg` prints the matches without a file; " + instead
-        return what, instead
-    if kind == "writer":
-        writer = _program_name(_lit(why[1])) or why[1]
-        verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
-        subject = _quote(why[1], command) or _quote(prog, command) or "the program"
-        return "%s %s %s" % (subject, verb, qtarget or obj), ""
-    if kind == "inplace":
-        flag = _quote(prog + " " + why[1], command) or _quote(why[1], command)
-        if name in ("sed", "gsed"):
-            return ("%s edits %s in place" % (flag or "`-i`", qtarget or "files"),
-                    "`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
-                    "FILE` shows lines" % (name, why[1]))
-        return "%s edits %s in place" % (flag or "`-i`", qtarget or "files"), ""
-    if kind == "sed_script":
-        script = _quote(why[1], command) or "script"
-        if reason == "shell_execution_option":
-            return "the %s script %s runs a command" % (qprog or "sed", script), ""
-        return "the %s script %s writes %s" % (qprog or "sed", script, qtarget or "a file"), ""
-    if kind == "git":
-        sub = why[1]
-        shown = _quote("git " + sub, command) or _quote(sub, command) or qprog
-        if v.mut == "write" and len(why) == 5:
-            # The word that decided (`-D`), not `git branch`, which alone only lists.
-            word, effect, name = why[2], why[3], why[4]
-            subject = (_quote(word, command) if word else "") or shown
-            named = _quote(name, command)
-            if not named:
-                effect = effect.replace("branch {}", "the current branch")
-            return ("%s %s" % (subject, effect.replace("{}", named or "it")),
-                    _GIT_INSTEAD.get(sub, ""))
-        if v.mut == "write":
-            return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
-        return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
-    if kind == "gitglobal":
-        opt = why[1]
-        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
-        key = opt.split("=", 1)[0]
-        return ("%s %s" % (shown or qprog, _GIT_GLOBAL_WHY.get(
-            key, "is not a git option proven read-only")), _without(where, opt))
-    if kind == "option":
-        opt = why[1]
-        shown = _quote(prog + " " + opt, command) or _quote(opt, command)
-        if v.mut == "write" and reason != "git_output_file":
-            verb = "removes files under" if opt == "-delete" else "writes"
-            return "%s %s %s" % (shown or qprog, verb, qtarget or "files"), _without(where, opt)
-        if reason == "git_output_file":
-            value = opt.split("=", 1)[1] if "=" in opt else target
-            sub = _subcommand(words)
-            return ("%s makes git write %s" % (shown or "`--output`",
-                                              _quote(value, command) or "a file"),
-                    "`git %s` without `%s` prints to the terminal" % (sub or "diff",
-                                                                     opt.split("=", 1)[0]))
-        if reason == "shell_execution_option":
-            return "%s runs another program" % (shown or qprog), _without(where, opt)
-        if reason == "option_value_missing":
-            return "%s lacks its value" % (shown or qprog), ""
-        if name == "git":
-            sub = _subcommand(words)
-            return ("%s is not proven read-only for %s" % (
-                _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
-                _without(where, opt))
-        return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
-                _without(where, opt))
-    if kind == "spec":
-        spelled, value, effect = why[1], why[2], why[3]
-        shown = _quote(prog + " " + spelled, command) or _quote(spelled, command)
-        if effect == "write":
-            return ("%s writes %s" % (shown or qprog, _quote(value, command) or "a file"),
-                    _without(where, spelled))
-        if effect == "state":
-            return ("%s changes the state of the system" % (shown or qprog),
-                    _without(where, spelled))
-        return "%s runs another program" % (shown or qprog), _without(where, spelled)
-    if kind in ("env", "assign"):
-        shown = _assignment_shown(why[1], where, command)
-        if kind == "assign":
-            return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
-        bare = None
-        if isinstance(where, _Cmd):
-            bare = _Cmd(where.src)
-            bare.words, bare.redirs = where.words, where.redirs
-            bare.assigns = [(n, w) for n, w in where.assigns if n != why[1]]
-        runs = _quote(prog, command) if prog.upper() != prog or "=" not in prog else ""
-        return ("%s %s" % (shown or "a variable", _env_why(why[1], runs)),
-                "the same command without %s only reads" % shown
-                if shown and bare is not None and bare.words and _explain_read(bare) else "")
-    if kind == "path":
-        text = why[1]
-        if "/" not in text and "\\" not in text:
-            return "%s is not a known program name" % (_quote(text, command) or "the program"), ""
-        return "%s runs a program from a path, not a known system program" % (
-            _quote(text, command) or "the command"), ""
-    if kind == "dynamic":
-        first = _segment(where, command).split(" ", 1)[0] if where is not None else ""
-        return "%s names the program only when the command runs" % (
-            _quote(first, command) or "the command"), ""
-    if kind == "dash":
-        return "%s starts with a Unicode dash, not a plain hyphen" % (_quote(why[1], command)
-                                                           or "an argument"), ""
-    if kind == "opaque":
-        piece = _quote(why[1], command)
-        if not piece and where is not None:
-            tokens = _segment(where, command).split()
-            piece = next((_quote(t, command) for t in tokens[1:]
-                          if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
-        return ("%s may turn into an option or several words when the command runs"
-                % (piece or "an argument with an expansion, a glob or braces")), ""
-    if kind == "awk":
-        shown = _quote(why[1], command)
-        return ("the %s program %s %s" % (qprog or "awk", shown, why[2]) if shown
-                else "the %s program %s" % (qprog or "awk", why[2])), ""
-    if kind == "script_file":
-        return "%s runs a script from a file the guard does not read" % (
-            _quote(prog + " " + why[1], command) or _quote(why[1], command) or qprog), ""
-    if kind == "procsub":
-        return "%s sends output to commands whose use of it is not proven" % (
-            _quote(why[1], command) or "a process substitution"), ""
-    if kind == "heredoc":
-        return ("the here-document line %s holds an expansion the shell would run"
-                % (_quote(why[1].strip(), command) or "")).replace("line  holds", "holds"), ""
-    if kind == "cmdchar":
-        return "%s is special to cmd.exe" % (_quote(why[1], command) or "a character"), ""
-    if kind == "cmdquote":
-        first = command.lstrip(" \t").split(" ", 1)[0]
-        return ("%s starts the line with a quote, and cmd.exe then drops the first and "
-                "last quote of the line" % (_quote(first, command) or "the command")), ""
-    if kind == "pschar":
-        return "%s is special to PowerShell" % (_quote(why[1], command) or "a character"), ""
-    if kind == "heredoc_open":
-        return "the here-document %s has no end line" % (_quote(why[1], command) or ""), ""
-    if kind == "dyncode":
-        return "%s runs text that is only known when the command runs" % (
-            _quote(why[1], command) or "it"), ""
-    if kind in ("zsh", "sh"):
-        return "%s %s" % (_quote(why[1], command) or "the line", _ZSH_WHY[why[2]]), ""
-    if kind == "leaves":
-        return "%s %s" % (_quote(why[1], command) or "the line", why[2]), ""
-    if kind == "python":
-        return _python_why(why, prog, command)
-    if kind == "project":
-        # `sudo cargo -V`: name the program, not the wrapper in front of it
-        shown = next((_quote(w, command) for w in words if _program_name(_lit(w)) == why[1]
-                      and _quote(w, command)), "")
-        pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
-                    for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == why[1]), "")
-        return "%s %s" % (shown or qprog or "it", _PROJECT_PICKS[why[1]]), pin
-    if kind == "pystdin":
-        return "%s reads its code from standard input" % (qprog or "python"), ""
-    shown, key = _program_phrase(words, command)
-    if kind == "unlisted" or (key and not kind and reason in (
+    targets to name first (those outside files=).  The verdict's why names a
+    kind of cause, and each kind has its step in _WHY_BY_KIND; a piece with
+    no why (or one no step reads) is explained by its program."""
+    facts = _WhyFacts(where, v, command, prefer)
+    return _WHY_BY_KIND.get(facts.kind, _why_program)(facts)
+
+
+def _why_redirect(f: _WhyFacts) -> Tuple[str, str]:
+    """`> out` writes out; instead, the command without it when that only reads."""
+    where, command = f.where, f.command
+    op, dest = f.why[1].replace("\x01", ""), f.why[2] or ""
+    shown = _redirect_shown(op, dest, where, command)
+    verb = "appends to" if op.endswith(">>") else "writes"
+    what = "%s %s %s" % (shown or "a redirection", verb,
+                         "a file" if shown.endswith(dest + "`") or not _quote(dest, command)
+                         else _quote(dest, command))
+    instead = ""
+    if isinstance(where, _Cmd) and where.words and f.name not in _CONTENT_WRITERS:
+        bare = _Cmd(where.src)
+        bare.words, bare.assigns = where.words, where.assigns
+        if _explain_read(bare):
+            instead = "leave out %s and read the output directly" % (shown or "the redirection")
+            if f.name == "grep":
+                instead = "`rg` prints the matches without a file; " + instead
+    return what, instead
+
+
+def _why_writer(f: _WhyFacts) -> Tuple[str, str]:
+    writer = _program_name(_lit(f.why[1])) or f.why[1]
+    verb, obj = _WRITER_WHY.get(writer, ("writes", "files"))
+    subject = _quote(f.why[1], f.command) or f.qprog or "the program"
+    return "%s %s %s" % (subject, verb, f.qtarget or obj), ""
+
+
+def _why_in_place(f: _WhyFacts) -> Tuple[str, str]:
+    flag = _quote(f.prog + " " + f.why[1], f.command) or _quote(f.why[1], f.command)
+    what = "%s edits %s in place" % (flag or "`-i`", f.qtarget or "files")
+    if f.name in ("sed", "gsed"):
+        return what, ("`%s` without `%s` prints the result and edits nothing; `sed -n '1,20p' "
+                      "FILE` shows lines" % (f.name, f.why[1]))
+    return what, ""
+
+
+def _why_sed_script(f: _WhyFacts) -> Tuple[str, str]:
+    script = _quote(f.why[1], f.command) or "script"
+    if f.reason == "shell_execution_option":
+        return "the %s script %s runs a command" % (f.qprog or "sed", script), ""
+    return "the %s script %s writes %s" % (f.qprog or "sed", script, f.qtarget or "a file"), ""
+
+
+def _why_git(f: _WhyFacts) -> Tuple[str, str]:
+    why, command, mut = f.why, f.command, f.v.mut
+    sub = why[1]
+    shown = _quote("git " + sub, command) or _quote(sub, command) or f.qprog
+    if mut == "write" and len(why) == 5:
+        # The word that decided (`-D`), not `git branch`, which alone only lists.
+        word, effect, name = why[2], why[3], why[4]
+        subject = (_quote(word, command) if word else "") or shown
+        named = _quote(name, command)
+        if not named:
+            effect = effect.replace("branch {}", "the current branch")
+        return ("%s %s" % (subject, effect.replace("{}", named or "it")),
+                _GIT_INSTEAD.get(sub, ""))
+    if mut == "write":
+        return "%s changes the repository" % shown, _GIT_INSTEAD.get(sub, "")
+    return "%s %s" % (shown, _REASON_WHY["git_arguments_unproven"]), ""
+
+
+def _why_git_global(f: _WhyFacts) -> Tuple[str, str]:
+    opt = f.why[1]
+    shown = _quote(f.prog + " " + opt, f.command) or _quote(opt, f.command)
+    key = opt.split("=", 1)[0]
+    return ("%s %s" % (shown or f.qprog, _GIT_GLOBAL_WHY.get(
+        key, "is not a git option proven read-only")), _without(f.where, opt))
+
+
+def _why_option(f: _WhyFacts) -> Tuple[str, str]:
+    """An option that writes, runs a program, lacks its value or is not on the list."""
+    opt, command, where, qprog, reason = f.why[1], f.command, f.where, f.qprog, f.reason
+    shown = _quote(f.prog + " " + opt, command) or _quote(opt, command)
+    if f.v.mut == "write" and reason != "git_output_file":
+        verb = "removes files under" if opt == "-delete" else "writes"
+        return "%s %s %s" % (shown or qprog, verb, f.qtarget or "files"), _without(where, opt)
+    if reason == "git_output_file":
+        value = opt.split("=", 1)[1] if "=" in opt else f.target
+        sub = _subcommand(f.words)
+        return ("%s makes git write %s" % (shown or "`--output`",
+                                          _quote(value, command) or "a file"),
+                "`git %s` without `%s` prints to the terminal" % (sub or "diff",
+                                                                 opt.split("=", 1)[0]))
+    if reason == "shell_execution_option":
+        return "%s runs another program" % (shown or qprog), _without(where, opt)
+    if reason == "option_value_missing":
+        return "%s lacks its value" % (shown or qprog), ""
+    if f.name == "git":
+        sub = _subcommand(f.words)
+        return ("%s is not proven read-only for %s" % (
+            _quote(opt, command) or "an option", _quote("git " + sub, command) or qprog),
+            _without(where, opt))
+    return ("%s is not proven read-only" % (shown or "an option of " + (qprog or "it")),
+            _without(where, opt))
+
+
+def _why_spec(f: _WhyFacts) -> Tuple[str, str]:
+    """An option of a program's table that writes, changes the system or runs a program."""
+    spelled, value, effect = f.why[1], f.why[2], f.why[3]
+    shown = _quote(f.prog + " " + spelled, f.command) or _quote(spelled, f.command)
+    if effect == "write":
+        return ("%s writes %s" % (shown or f.qprog, _quote(value, f.command) or "a file"),
+                _without(f.where, spelled))
+    if effect == "state":
+        return ("%s changes the state of the system" % (shown or f.qprog),
+                _without(f.where, spelled))
+    return "%s runs another program" % (shown or f.qprog), _without(f.where, spelled)
+
+
+def _why_assignment(f: _WhyFacts) -> Tuple[str, str]:
+    shown = _assignment_shown(f.why[1], f.where, f.command)
+    return "%s sets a variable that later commands see" % (shown or "an assignment"), ""
+
+
+def _why_env(f: _WhyFacts) -> Tuple[str, str]:
+    """`NAME=value cmd`; instead, the command without NAME when that only reads."""
+    name, where, prog = f.why[1], f.where, f.prog
+    shown = _assignment_shown(name, where, f.command)
+    bare = None
+    if isinstance(where, _Cmd):
+        bare = _Cmd(where.src)
+        bare.words, bare.redirs = where.words, where.redirs
+        bare.assigns = [(n, w) for n, w in where.assigns if n != name]
+    runs = _quote(prog, f.command) if prog.upper() != prog or "=" not in prog else ""
+    return ("%s %s" % (shown or "a variable", _env_why(name, runs)),
+            "the same command without %s only reads" % shown
+            if shown and bare is not None and bare.words and _explain_read(bare) else "")
+
+
+def _why_path(f: _WhyFacts) -> Tuple[str, str]:
+    text = f.why[1]
+    if "/" not in text and "\\" not in text:
+        return "%s is not a known program name" % (_quote(text, f.command) or "the program"), ""
+    return "%s runs a program from a path, not a known system program" % (
+        _quote(text, f.command) or "the command"), ""
+
+
+def _why_dynamic(f: _WhyFacts) -> Tuple[str, str]:
+    first = _segment(f.where, f.command).split(" ", 1)[0] if f.where is not None else ""
+    return "%s names the program only when the command runs" % (
+        _quote(first, f.command) or "the command"), ""
+
+
+def _why_opaque(f: _WhyFacts) -> Tuple[str, str]:
+    """An argument the shell may still split or turn into an option: the
+    first such word of the piece when the why names none that is quotable."""
+    command = f.command
+    piece = _quote(f.why[1], command)
+    if not piece and f.where is not None:
+        tokens = _segment(f.where, command).split()
+        piece = next((_quote(t, command) for t in tokens[1:]
+                      if any(ch in t for ch in "$*?[{`") and _quote(t, command)), "")
+    return ("%s may turn into an option or several words when the command runs"
+            % (piece or "an argument with an expansion, a glob or braces")), ""
+
+
+def _why_awk(f: _WhyFacts) -> Tuple[str, str]:
+    shown = _quote(f.why[1], f.command)
+    return ("the %s program %s %s" % (f.qprog or "awk", shown, f.why[2]) if shown
+            else "the %s program %s" % (f.qprog or "awk", f.why[2])), ""
+
+
+def _why_script_file(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s runs a script from a file the guard does not read" % (
+        _quote(f.prog + " " + f.why[1], f.command) or _quote(f.why[1], f.command)
+        or f.qprog), ""
+
+
+def _why_heredoc(f: _WhyFacts) -> Tuple[str, str]:
+    return ("the here-document line %s holds an expansion the shell would run"
+            % (_quote(f.why[1].strip(), f.command) or "")).replace("line  holds", "holds"), ""
+
+
+def _why_cmd_quote(f: _WhyFacts) -> Tuple[str, str]:
+    first = f.command.lstrip(" \t").split(" ", 1)[0]
+    return ("%s starts the line with a quote, and cmd.exe then drops the first and "
+            "last quote of the line" % (_quote(first, f.command) or "the command")), ""
+
+
+def _why_shell_dialect(f: _WhyFacts) -> Tuple[str, str]:
+    """A construct zsh or sh reads otherwise than bash: why[2] names which."""
+    return "%s %s" % (_quote(f.why[1], f.command) or "the line", _ZSH_WHY[f.why[2]]), ""
+
+
+def _why_leaves(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s %s" % (_quote(f.why[1], f.command) or "the line", f.why[2]), ""
+
+
+def _why_python(f: _WhyFacts) -> Tuple[str, str]:
+    return _python_why(f.why, f.prog, f.command)
+
+
+def _why_project(f: _WhyFacts) -> Tuple[str, str]:
+    """A program that picks its own toolchain from the project; instead, the
+    variable that keeps it on the one at hand."""
+    # `sudo cargo -V`: name the program, not the wrapper in front of it
+    picker, command = f.why[1], f.command
+    shown = next((_quote(w, command) for w in f.words if _program_name(_lit(w)) == picker
+                  and _quote(w, command)), "")
+    pin = next(("`%s=%s %s …` keeps it on the %s at hand" % (var, value, prog, prog)
+                for var, (prog, value) in _PICKS_PINNED_BY.items() if prog == picker), "")
+    return "%s %s" % (shown or f.qprog or "it", _PROJECT_PICKS[picker]), pin
+
+
+def _why_python_stdin(f: _WhyFacts) -> Tuple[str, str]:
+    return "%s reads its code from standard input" % (f.qprog or "python"), ""
+
+
+# Kinds whose sentence is why[1] as written (or a stand-in when it cannot be
+# quoted) put into a template.
+_WHY_OF_QUOTED: Dict[str, Tuple[str, str]] = {
+    "dash": ("%s starts with a Unicode dash, not a plain hyphen", "an argument"),
+    "procsub": ("%s sends output to commands whose use of it is not proven",
+                "a process substitution"),
+    "cmdchar": ("%s is special to cmd.exe", "a character"),
+    "pschar": ("%s is special to PowerShell", "a character"),
+    "heredoc_open": ("the here-document %s has no end line", ""),
+    "dyncode": ("%s runs text that is only known when the command runs", "it"),
+}
+
+
+def _why_quoted(f: _WhyFacts) -> Tuple[str, str]:
+    template, stand_in = _WHY_OF_QUOTED[f.kind]
+    return template % (_quote(f.why[1], f.command) or stand_in), ""
+
+
+def _why_program(f: _WhyFacts) -> Tuple[str, str]:
+    """No why that names a cause: the program, and what its name tells."""
+    shown, key = _program_phrase(f.words, f.command)
+    if f.kind == "unlisted" or (key and not f.kind and f.reason in (
             "shell_command_unproven", "interpreter_code")):
         return "%s %s" % (shown or "the program",
                           _PROGRAM_WHY.get(key, "is not on the read-only list")), ""
-    if not kind and v.mut == "write" and name == "gh":
-        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
-        sub = _subcommand(words)
-        rest = words[words.index(sub) + 1:] if sub in words else []
-        action = next((w for w in rest if not w.startswith("-")), "")
-        shown = (_quote("%s %s %s" % (prog, sub, action), command) if action else "") or shown
-        return "%s changes something on GitHub" % (shown or qprog), ""
-    if not kind and v.mut == "write" and name in _PACKAGE_PROGRAMS:
-        return "%s installs or changes packages" % (shown or qprog), ""
-    if not kind and v.mut == "write" and name in _WRITER_WHY:
-        verb, obj = _WRITER_WHY[name]
-        return "%s %s %s" % (shown or qprog, verb, qtarget or obj), ""
-    if not kind and v.mut == "write":
-        return "%s %s" % (shown or "it", "writes " + qtarget if qtarget else "changes files"), ""
-    phrase = _REASON_WHY.get(reason, "is not proven read-only")
-    if reason == "shell_command_unproven" and name in _PROGRAMS:
+    if not f.kind and f.v.mut == "write":
+        return _why_program_writes(f, shown), ""
+    phrase = _REASON_WHY.get(f.reason, "is not proven read-only")
+    if f.reason == "shell_command_unproven" and f.name in _PROGRAMS:
         phrase = "is not proven read-only with these arguments"
-    return "%s %s" % (shown or qprog or "it", phrase), ""
+    return "%s %s" % (shown or f.qprog or "it", phrase), ""
+
+
+def _why_program_writes(f: _WhyFacts, shown: str) -> str:
+    """A write no why explains: what programs of its kind change."""
+    name, qprog = f.name, f.qprog
+    if name == "gh":
+        # `gh pr merge`: the action after the group decides (`gh pr view` reads).
+        sub = _subcommand(f.words)
+        rest = f.words[f.words.index(sub) + 1:] if sub in f.words else []
+        action = next((w for w in rest if not w.startswith("-")), "")
+        shown = (_quote("%s %s %s" % (f.prog, sub, action), f.command) if action else "") \
+            or shown
+        return "%s changes something on GitHub" % (shown or qprog)
+    if name in _PACKAGE_PROGRAMS:
+        return "%s installs or changes packages" % (shown or qprog)
+    if name in _WRITER_WHY:
+        verb, obj = _WRITER_WHY[name]
+        return "%s %s %s" % (shown or qprog, verb, f.qtarget or obj)
+    return "%s %s" % (shown or "it", "writes " + f.qtarget if f.qtarget else "changes files")
+
+
+# The verdict's why[0] -> the step that says what the piece does.
+_WHY_BY_KIND: Dict[str, Callable[[_WhyFacts], Tuple[str, str]]] = {
+    "redir": _why_redirect,
+    "writer": _why_writer,
+    "inplace": _why_in_place,
+    "sed_script": _why_sed_script,
+    "git": _why_git,
+    "gitglobal": _why_git_global,
+    "option": _why_option,
+    "spec": _why_spec,
+    "env": _why_env,
+    "assign": _why_assignment,
+    "path": _why_path,
+    "dynamic": _why_dynamic,
+    "opaque": _why_opaque,
+    "awk": _why_awk,
+    "script_file": _why_script_file,
+    "heredoc": _why_heredoc,
+    "cmdquote": _why_cmd_quote,
+    "zsh": _why_shell_dialect,
+    "sh": _why_shell_dialect,
+    "leaves": _why_leaves,
+    "python": _why_python,
+    "project": _why_project,
+    "pystdin": _why_python_stdin,
+    **{kind: _why_quoted for kind in _WHY_OF_QUOTED},
+}
 
 
 def _assignment_shown(name: str, where: Any, command: str) -> str:
