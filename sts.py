@@ -5190,17 +5190,21 @@ class _Opts:
     """
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "parser", "_short", "_long",
-                 "_effects")
+                 "verbs", "max_operands", "write_operand", "check", "parser", "words",
+                 "numeric", "_short", "_long", "_effects")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
                  permute: bool = True, abbrev: bool = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
-                 parser: str = "getopt") -> None:
+                 parser: str = "getopt", words: str = "", numeric: str = "") -> None:
         self.text = text
         self.parser = parser
+        # Whole words that are flags of their own (git's `-uno`), and the
+        # short options whose attached value must be a count (git's `-n5`).
+        self.words = frozenset(words.split())
+        self.numeric = numeric
         self.write, self.runs, self.state = write, runs, state
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
@@ -5245,7 +5249,7 @@ class _Opts:
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
         v = _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
-        if self.parser != "getopt":
+        if self.parser not in ("getopt", "git"):
             # Other builds of the program (busybox's xxd, tree and fuser) use
             # getopt: both readings count.
             fail, operands, seen = _read_options(args, self, split_ok=True, parser="getopt")
@@ -5324,6 +5328,58 @@ def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int,
     return None, 0
 
 
+def _git_value_word(value: _W, spec: _Opts) -> Optional[_V]:
+    """A parser="git" value given as the next word.  git's tables guess some
+    arities, so a value that is an option word itself is also read as one
+    (`--author --output=f` is refused like `--output=f`), and a value that
+    may turn into an option word is unproven.  None: it is only a value."""
+    if value.opaque:
+        return _unknown("shell_syntax_unproven", "opaque", value.text)
+    if value.text.startswith("-") and value.text != "--":
+        return _read_options([value], spec)[0]
+    return None
+
+
+_GIT_COUNT_CHARS = frozenset("0123456789%")
+
+
+def _git_short_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
+                    spec: _Opts, seen: List[Tuple[str, Optional[_W], str]]
+                    ) -> Tuple[Optional[_V], int]:
+    """One short word of a parser="git" program, as git's own option loops
+    read it: a letter that takes a value comes first, its value attached or
+    the next word (a `numeric` one takes only a count attached: `-n5`); a
+    letter whose value is optional (`?`) takes only a count attached (`-U3`,
+    `-M50%`) unless it has an effect; a word of digits is a count (`-5`);
+    a word of `words` is a flag; else the word is a cluster of distinct flags.
+    Returns (failure or None, how many next words it took)."""
+    body = t[1:]
+    entry = short.get(body[0])
+    if entry is not None:
+        arity, opt = entry
+        rest = body[1:]
+        if arity == 1:
+            if rest:
+                if opt in spec.numeric and not rest.isdigit():
+                    return _unknown("shell_command_unproven", "option", t), 0
+                seen.append((opt, _lit(rest), t))
+                return None, 0
+            if i >= len(args):
+                return _unknown("option_value_missing", "option", t), 0
+            seen.append((opt, args[i], t))
+            return _git_value_word(args[i], spec), 1
+        if arity == 2 and (spec.effect(opt) is not None or _GIT_COUNT_CHARS.issuperset(rest)):
+            seen.append((opt, _lit(rest) if rest else None, t))
+            return None, 0
+    if body.isdigit() or t in spec.words:
+        seen.append((t, None, t))
+        return None, 0
+    if len(set(body)) < len(body) or any(short.get(ch, (1, ""))[0] for ch in body):
+        return _unknown("shell_command_unproven", "option", t), 0
+    seen.extend((ch, None, t) for ch in body)
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                   split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
@@ -5369,6 +5425,9 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
         if parser == "word":
             fail, took = _one_option_word(t, args, i, short, seen)
             i += took
+        elif parser == "git" and not t.startswith("--"):
+            fail, took = _git_short_word(t, args, i, short, spec, seen)
+            i += took
         elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(long, key, spec.abbrev)
@@ -5389,6 +5448,8 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     break
                 value = args[i]
                 i += 1
+                if parser == "git":
+                    fail = _git_value_word(value, spec)
             seen.append((opt, value, t))
         else:
             j = 1
@@ -6577,251 +6638,170 @@ _GIT_WRITE_SUBS = frozenset((
 ))
 _GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage", "clean"))
 
-# Options of the revision walk and diff machinery (log, show, diff, ...).
-# 0 = flag; 1 = value, attached with '=' or as the next word; 2 = '=value' only.
-_GIT_REV_LONG: Dict[str, int] = {}   # made from these on first use (_git_rev_longs)
-_GIT_REV_LONG_NAMES = (
-    ("short branch show-stash no-index numstat shortstat name-only name-status check summary "
-     "patch no-patch raw binary cached staged exit-code quiet no-color no-ext-diff no-textconv "
-     "ignore-all-space ignore-space-change ignore-space-at-eol ignore-cr-at-eol "
-     "ignore-blank-lines patience histogram minimal oneline all reverse first-parent no-merges "
-     "merges graph no-decorate topo-order date-order author-date-order no-renames pickaxe-all "
-     "pickaxe-regex no-prefix default-prefix full-index abbrev-commit no-abbrev-commit no-abbrev "
-     "follow full-history simplify-merges simplify-by-decoration ancestry-path left-right "
-     "left-only right-only cherry-pick cherry-mark cherry boundary relative-date log-size "
-     "parents children notes no-notes show-notes standard-notes no-standard-notes "
-     "show-signature source use-mailmap mailmap no-mailmap no-use-mailmap compact-summary "
-     "cumulative text ita-invisible-in-index ita-visible-in-index merge-base cc "
-     "combined-all-paths remerge-diff no-walk do-walk not branches tags remotes reflog "
-     "single-worktree bisect stdin count objects objects-edge in-commit-order no-object-names "
-     "dense sparse show-linear-break regexp-ignore-case basic-regexp extended-regexp "
-     "fixed-strings perl-regexp invert-grep all-match no-min-parents no-max-parents "
-     "walk-reflogs show-pulls full-diff irreversible-delete function-context no-relative "
-     "indent-heuristic no-indent-heuristic ws-error-highlight color-moved-ws no-color-moved "
-     "no-color-moved-ws long porcelain null renames ahead-behind no-ahead-behind "
-     "find-copies-harder no-stat", 0),
-    ("porcelain", 2),
-    ("stat color word-diff color-words relative unified abbrev find-renames find-copies "
-     "break-rewrites decorate pretty dirstat color-moved untracked-files ignored "
-     "ignore-submodules submodule diff-merges no-walk", 2),
-    ("format date encoding exclude glob min-parents max-parents", 2),
-    ("word-diff-regex src-prefix dst-prefix line-prefix output-indicator-new "
-     "output-indicator-old output-indicator-context diff-algorithm anchored "
-     "ignore-matching-lines diff-filter stat-width stat-name-width stat-graph-width stat-count "
-     "inter-hunk-context rotate-to skip-to find-object author committer grep since until "
-     "before after max-count skip max-age min-age since-as-filter grep-reflog decorate-refs "
-     "decorate-refs-exclude", 1),
-)
+# git's read-only subcommands are judged by tables in the grammar of _Opts,
+# read the way git's own option loops read them (parser="git", see
+# _git_short_word): long options are never abbreviated; a short letter that
+# takes a value comes first in its word; a letter whose value is optional
+# takes only a count attached (`-U3`, `-M50%`); a word of digits is a count
+# (`-5`); a value given as the next word that is itself an option word is
+# read as one too, as an arity guessed wrong must not hide an option.  In
+# every table --output writes its file, and --ext-diff and --textconv run
+# the programs the configuration names.  An option a table does not list
+# leaves the command unproven.
+_GIT_UNTRACKED_MODES = "-uno -unormal -uall"   # status's -u<mode>, taken in every table
 
 
-def _git_rev_longs() -> Dict[str, int]:
-    """_GIT_REV_LONG, made the first time a git command needs it: parsing the
-    table cost every hook's import 50 us, git or not."""
-    if not _GIT_REV_LONG:
-        for names, arity in _GIT_REV_LONG_NAMES:
-            for name in names.split():
-                _GIT_REV_LONG.setdefault(name, arity)
-        _GIT_REV_LONG["porcelain"] = 2
-    return _GIT_REV_LONG
+def _git_table(text: str, runs: str = "", numeric: str = "") -> _Opts:
+    return _Opts(text + " --output: --ext-diff? --textconv?", write="--output",
+                 runs="--ext-diff --textconv " + runs, abbrev=False, parser="git",
+                 words=_GIT_UNTRACKED_MODES, numeric=numeric)
 
 
-_GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
-                 "open-files-in-pager": "exec"}
-_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtvi"   # -i: --regexp-ignore-case
-_GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
-_GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
+# The revision walk and the diff machinery (log, show, diff, status, ...).
+#: read | git log -n5 --author alice -M50% -U3 -- src
+#: read | git status -uno -sb
+#: read | git log --stat=80 -S needle
+#: write >log.txt | git log --format=%H --output log.txt
+#: write >f | git log --author --output=f
+#: unknown =git_arguments_unproven | git log -nfoo
+#: unknown =git_arguments_unproven | git log -Ufoo
+#: unknown =git_arguments_unproven | git log -pp
+#: unknown =git_arguments_unproven | git log -pS foo
+#: unknown =git_arguments_unproven | git log --oneli
+#: unknown =shell_execution_option | git diff --ext-diff
+#: unknown =shell_execution_option | git log --open-files-in-pager=less
+#: notread | git log --author {x,--output=f}
+#: notread | git log --author "$x"
+_GIT_REV = _git_table(
+    "-pwsbzRuaWmcDqrtvi -SGOInL: -UMCBl? --short --branch --show-stash --no-index --numstat "
+    "--shortstat --name-only --name-status --check --summary --patch --no-patch --raw "
+    "--binary --cached --staged --exit-code --quiet --no-color --no-ext-diff --no-textconv "
+    "--ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-cr-at-eol "
+    "--ignore-blank-lines --patience --histogram --minimal --oneline --all --reverse "
+    "--first-parent --no-merges --merges --graph --no-decorate --topo-order --date-order "
+    "--author-date-order --no-renames --pickaxe-all --pickaxe-regex --no-prefix "
+    "--default-prefix --full-index --abbrev-commit --no-abbrev-commit --no-abbrev --follow "
+    "--full-history --simplify-merges --simplify-by-decoration --ancestry-path --left-right "
+    "--left-only --right-only --cherry-pick --cherry-mark --cherry --boundary "
+    "--relative-date --log-size --parents --children --notes --no-notes --show-notes "
+    "--standard-notes --no-standard-notes --show-signature --source --use-mailmap --mailmap "
+    "--no-mailmap --no-use-mailmap --compact-summary --cumulative --text "
+    "--ita-invisible-in-index --ita-visible-in-index --merge-base --cc --combined-all-paths "
+    "--remerge-diff --no-walk --do-walk --not --branches --tags --remotes --reflog "
+    "--single-worktree --bisect --stdin --count --objects --objects-edge --in-commit-order "
+    "--no-object-names --dense --sparse --show-linear-break --regexp-ignore-case "
+    "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --invert-grep "
+    "--all-match --no-min-parents --no-max-parents --walk-reflogs --show-pulls --full-diff "
+    "--irreversible-delete --function-context --no-relative --indent-heuristic "
+    "--no-indent-heuristic --ws-error-highlight --color-moved-ws --no-color-moved "
+    "--no-color-moved-ws --long --porcelain? --null --renames --ahead-behind "
+    "--no-ahead-behind --find-copies-harder --no-stat --stat? --color? --word-diff? "
+    "--color-words? --relative? --unified? --abbrev? --find-renames? --find-copies? "
+    "--break-rewrites? --decorate? --pretty? --dirstat? --color-moved? --untracked-files? "
+    "--ignored? --ignore-submodules? --submodule? --diff-merges? --format? --date? "
+    "--encoding? --exclude? --glob? --min-parents? --max-parents? --word-diff-regex: "
+    "--src-prefix: --dst-prefix: --line-prefix: --output-indicator-new: "
+    "--output-indicator-old: --output-indicator-context: --diff-algorithm: --anchored: "
+    "--ignore-matching-lines: --diff-filter: --stat-width: --stat-name-width: "
+    "--stat-graph-width: --stat-count: --inter-hunk-context: --rotate-to: --skip-to: "
+    "--find-object: --author: --committer: --grep: --since: --until: --before: --after: "
+    "--max-count: --skip: --max-age: --min-age: --since-as-filter: --grep-reflog: "
+    "--decorate-refs: --decorate-refs-exclude: --open-files-in-pager?",
+    runs="--open-files-in-pager", numeric="n")
 
-
-def _git_short_ok(t: str, flags: str, num: str) -> Optional[bool]:
-    """True when the short option word is an accepted flag cluster."""
-    body = t[1:]
-    if body.isdigit():
-        return True
-    if body[:1] in num and all(ch in "0123456789%" for ch in body[1:]):
-        return True
-    if t in ("-uno", "-unormal", "-uall"):
-        return True
-    return all(ch in flags for ch in body) and len(set(body)) == len(body)
-
-
-def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str,
-               num: str, deny: Dict[str, str], short_deny: str = "") -> _V:
-    """The query grammar: unknown options are unproven, --output writes.
-
-    A separate value that itself starts with '-' is also judged as an
-    option, so a wrong guess about arity cannot hide one (only '--' is
-    then taken as the value, which only ends option parsing for git).
-    """
-    result = _V()
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key, eq, val = t[2:].partition("=")
-            if key in deny:
-                if deny[key] == "write":
-                    value = _w_tail(w, len(key) + 3) if eq else (args[i] if i < n else None)
-                    return _write([value] if value is not None else [],
-                                  "git_output_file").blame("option", t)
-                return _unknown("shell_execution_option", "option", t)
-            arity = longs.get(key)
-            if arity is None:
-                return _unknown("git_arguments_unproven", "option", t)
-            if eq and arity == 0:
-                return _unknown("git_arguments_unproven", "option", t)
-            if not eq and arity == 1:
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                value_w = args[i]
-                i += 1
-                if value_w.opaque:
-                    return _unknown("shell_syntax_unproven")
-                if value_w.text.startswith("-") and value_w.text != "--":
-                    again = _git_query([value_w], longs, flags, short_val, num, deny, short_deny)
-                    if again.mut != "read":
-                        return again
-            continue
-        ch = t[1]
-        if ch in short_deny:
-            return _unknown("shell_execution_option", "option", t)
-        if ch in short_val:
-            if len(t) == 2 or (ch == "n" and not t[2:].isdigit() and len(t) > 2):
-                if len(t) > 2:
-                    return _unknown("git_arguments_unproven", "option", t)
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                value_w = args[i]
-                i += 1
-                if value_w.opaque:
-                    return _unknown("shell_syntax_unproven")
-                if value_w.text.startswith("-") and value_w.text != "--":
-                    again = _git_query([value_w], longs, flags, short_val, num, deny, short_deny)
-                    if again.mut != "read":
-                        return again
-            continue
-        if not _git_short_ok(t, flags, num):
-            return _unknown("git_arguments_unproven", "option", t)
-    # Words after '--' are pathspecs and revisions: data only.
-    return result
-
-
-def _git_rev(args: List[_W]) -> _V:
-    return _git_query(args, _git_rev_longs(), _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
-                      _GIT_REV_SHORT_NUM, _GIT_REV_DENY)
-
-
-# The long options of each read-only subcommand, "name:arity" (arity as in
-# _GIT_REV_LONG); parsed into _GIT_SIMPLE_LONG on first use (_git_simple_longs).
-_GIT_SIMPLE_SPECS: Dict[str, str] = {
-    "ls-files": "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
-                "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
-                "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
-                "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
-                "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0",
-    "ls-tree": "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
-               "abbrev:2 format:1",
-    "blame": "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
-             "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
-             "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
-             "first-parent:0 progress:0 no-progress:0 encoding:1",
-    "cat-file": "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
-                "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
-                "mailmap:0 path:1",
-    "rev-parse": "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
-                 "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
-                 "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
-                 "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
-                 "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
-                 "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
-                 "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
-                 "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
-                 "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1",
-    "describe": "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
-                "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2",
-    "show-ref": "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
-                "quiet:0 dereference:0 exclude-existing:2",
-    "for-each-ref": "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
-                    "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
-                    "omit-empty:0 exclude:1 include-root-refs:0 stdin:0",
-    "merge-base": "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0",
-    "name-rev": "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
-                "always:0 stdin:0",
-    "count-objects": "verbose:0 human-readable:0",
-    "check-ignore": "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0",
-    "check-attr": "all:0 cached:0 stdin:0 source:1",
-    "var": "list:0",
-    "cherry": "abbrev:2",
-    "grep": "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
-            "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
-            "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
-            "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
-            "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
-            "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
-            "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
-            "no-textconv:0 recursive:0 no-recursive:0 null:0",
-    "shortlog": "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0",
-    "range-diff": "creation-factor:1 no-dual-color:0 left-only:0 right-only:0",
-    "version": "build-options:0",
-}
-_GIT_SIMPLE_LONG: Dict[str, Dict[str, int]] = {}
-
-
-def _git_simple_longs(sub: str) -> Dict[str, int]:
-    """The long options of `sub`, parsed the first time it is read: all of
-    them cost every hook's import 110 us, git or not."""
-    longs = _GIT_SIMPLE_LONG.get(sub)
-    if longs is None:
-        longs = _GIT_SIMPLE_LONG[sub] = {
-            k: int(v) for k, v in (item.split(":") for item in _GIT_SIMPLE_SPECS[sub].split())}
-    return longs
-
-
-_GIT_SIMPLE_SHORT = {
-    # sub: (flags, short options taking a value, short options with optional digits)
-    "ls-files": ("cdmoiksutvfz", "x X", ""),
-    "ls-tree": ("rtdlz", "", ""),
-    "blame": ("bcflnpstwe", "L S", "MC"),
-    "cat-file": ("tsepZ", "", ""),
-    "rev-parse": ("q", "", ""),
-    "describe": ("", "", ""),
-    "show-ref": ("sdq", "", ""),
-    "for-each-ref": ("s", "", ""),
-    "merge-base": ("a", "", ""),
-    "name-rev": ("", "", ""),
-    "count-objects": ("vH", "", ""),
-    "check-ignore": ("qvnz", "", ""),
-    "check-attr": ("az", "", ""),
-    "var": ("l", "", ""),
-    "cherry": ("v", "", ""),
-    "grep": ("ivwnlLhHcazoqEFGPrI", "efmABC", ""),
-    "shortlog": ("nsec", "w", ""),
-    "range-diff": ("", "", ""),
-    "version": ("", "", ""),
+# The read-only subcommands, each by its table.
+_GIT_QUERIES: Dict[str, _Opts] = {
+    #: read | git ls-files -co --exclude-standard -x '*.o'
+    "ls-files": _git_table(
+        "-cdmoiksutvfz -xX: --cached --deleted --modified --others --ignored --stage --unmerged "
+        "--killed --directory --no-empty-directory --eol --exclude-standard --exclude: "
+        "--exclude-from: --exclude-per-directory: --error-unmatch --full-name "
+        "--recurse-submodules --abbrev? --debug --deduplicate --format: --with-tree: --sparse "
+        "--resolve-undo --no-recurse-submodules"),
+    "ls-tree": _git_table(
+        "-rtdlz --name-only --name-status --full-name --full-tree --object-only --long "
+        "--abbrev? --format:"),
+    #: read | git blame -L 10,20 -M -C50 a.py
+    "blame": _git_table(
+        "-bcflnpstwe -LS: -MC? --porcelain --line-porcelain --incremental --show-email "
+        "--show-number --show-name --root --reverse --date: --abbrev? --color-lines "
+        "--color-by-age --ignore-rev: --ignore-revs-file: --contents: --show-stats --minimal "
+        "--score-debug --first-parent --progress --no-progress --encoding:"),
+    "cat-file": _git_table(
+        "-tsepZ --batch? --batch-check? --batch-command? --batch-all-objects --follow-symlinks "
+        "--unordered --buffer --allow-unknown-type --use-mailmap --no-use-mailmap --mailmap "
+        "--path:"),
+    "rev-parse": _git_table(
+        "-q --abbrev-ref? --short? --verify --symbolic --symbolic-full-name --show-toplevel "
+        "--git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree "
+        "--is-inside-git-dir --is-bare-repository --is-shallow-repository --show-prefix "
+        "--show-cdup --show-superproject-working-tree --local-env-vars --git-path: --sq --quiet "
+        "--all --branches? --tags? --remotes? --default: --since: --until: --after: --before: "
+        "--show-object-format? --show-ref-format --revs-only --no-revs --flags --no-flags "
+        "--prefix: --sq-quote --not --glob: --exclude: --disambiguate: --resolve-git-dir: "
+        "--shared-index-path --path-format:"),
+    "describe": _git_table(
+        "--all --tags --contains --abbrev? --candidates: --exact-match --debug --long --match: "
+        "--exclude: --always --first-parent --dirty? --broken?"),
+    "show-ref": _git_table(
+        "-sdq --head --heads --branches --tags --verify --exists --hash? --abbrev? --quiet "
+        "--dereference --exclude-existing?"),
+    "for-each-ref": _git_table(
+        "-s --format: --sort: --count: --points-at: --merged? --no-merged? --contains? "
+        "--no-contains? --shell --perl --python --tcl --color? --ignore-case --omit-empty "
+        "--exclude: --include-root-refs --stdin"),
+    "merge-base": _git_table(
+        "-a --all --octopus --independent --is-ancestor --fork-point"),
+    "name-rev": _git_table(
+        "--tags --refs: --exclude: --all --annotate-stdin --name-only --no-undefined --always "
+        "--stdin"),
+    "count-objects": _git_table(
+        "-vH --verbose --human-readable"),
+    "check-ignore": _git_table(
+        "-qvnz --quiet --verbose --stdin --non-matching --no-index"),
+    "check-attr": _git_table(
+        "-az --all --cached --stdin --source:"),
+    "var": _git_table(
+        "-l --list"),
+    "cherry": _git_table(
+        "-v --abbrev?"),
+    #: read | git grep -n -e foo -C2 -- '*.py'
+    #: unknown =shell_execution_option | git grep -Oless foo
+    #: unknown =shell_execution_option | git grep --textconv foo
+    "grep": _git_table(
+        "-ivwnlLhHcazoqEFGPrI -efmABC: --cached --untracked --no-index --no-exclude-standard "
+        "--exclude-standard --recurse-submodules --text --ignore-case --word-regexp "
+        "--invert-match --full-name --extended-regexp --basic-regexp --perl-regexp "
+        "--fixed-strings --line-number --column --files-with-matches --name-only "
+        "--files-without-match --null --only-matching --count --color? --no-color --break "
+        "--heading --show-function --function-context --context: --after-context: "
+        "--before-context: --threads: --file: --and --or --not --all-match --quiet --max-depth: "
+        "--max-count: --no-textconv --recursive --no-recursive -O? --open-files-in-pager?",
+        runs="-O --open-files-in-pager"),
+    "shortlog": _git_table(
+        "-nsec -w: --numbered --summary --email --format: --group: --committer --c"),
+    "range-diff": _git_table(
+        "--creation-factor: --no-dual-color --left-only --right-only"),
+    "version": _git_table(
+        "--build-options"),
 }
 _GIT_REV_SUBS = frozenset(("diff", "log", "show", "whatchanged", "diff-tree", "diff-index",
                            "diff-files", "rev-list", "status"))
 
 
-def _git_simple(sub: str, args: List[_W]) -> _V:
-    flags, vals, num = _GIT_SIMPLE_SHORT[sub]
-    deny = {"output": "write", "textconv": "exec", "ext-diff": "exec",
-            "open-files-in-pager": "exec"}
-    if sub != "grep":
-        deny.pop("open-files-in-pager")
-    longs = _git_simple_longs(sub)
-    if sub in ("grep", "cat-file") and "textconv" in longs:
-        longs = dict(longs)
-        longs.pop("textconv")
-    short_deny = "O" if sub == "grep" else ""
-    return _git_query(args, longs, flags, vals.replace(" ", ""), num, deny, short_deny)
+def _git_query(table: _Opts, args: List[_W]) -> _V:
+    """A read-only subcommand judged by its table: git's own reasons for
+    an option it does not list and for the file --output writes."""
+    v = _read_options(args, table)[0] or _an_read()
+    if v.mut == "unknown" and v.reason == "shell_command_unproven":
+        v.reason = "git_arguments_unproven"
+    elif v.mut == "write" and v.reason is None:
+        v.reason = "git_output_file"
+    return v
+
+
+def _git_rev(args: List[_W]) -> _V:
+    return _git_query(_GIT_REV, args)
 
 
 # What the word that makes `git branch`, `tag`, `stash`, `config` or a
@@ -7045,7 +7025,7 @@ _GIT_READ_ACTIONS = {
 }
 
 
-_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_SPECS)
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_QUERIES)
                    | frozenset(_GIT_READ_ACTIONS)
                    | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
                                 "archive", "symbolic-ref", "help")))
@@ -7337,8 +7317,8 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return v
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
-    elif sub in _GIT_SIMPLE_SPECS:
-        v = _git_simple(sub, rest)
+    elif sub in _GIT_QUERIES:
+        v = _git_query(_GIT_QUERIES[sub], rest)
     elif sub == "branch":
         v = _git_branch(rest)
     elif sub == "tag":
