@@ -6859,104 +6859,91 @@ def _git_names(args: List[_W]) -> List[str]:
     return [w.text for w in args if w.static and not w.text.startswith("-")]
 
 
+def _git_unlisted(v: _V) -> _V:
+    """git's reason for an option its table does not list."""
+    if v.mut == "unknown" and v.reason == "shell_command_unproven":
+        v.reason = "git_arguments_unproven"
+    return v
+
+
+def _git_option_key(opt: str) -> str:
+    """The key of _GIT_WORD_EFFECTS for an option a scanner met: `d` or `--delete`."""
+    return opt if len(opt) == 1 else "--" + opt
+
+
+# git branch lists, unless an option of _GIT_BRANCH_WRITES, or a name
+# without a listing option, creates, deletes, moves or copies a branch.  A
+# value after a flag (`--all=x`) is refused by git, which then does nothing;
+# --color takes only its three modes.
+#: read | git branch -a --contains HEAD
+#: read | git branch --list 'feat*' --format '%(refname:short)'
+#: read | git branch -vv --color=always
+#: write | git branch -D old
+#: write | git branch --set-upstream-to origin/main
+#: write | git branch feature
+#: unknown =git_arguments_unproven | git branch --color
+#: notread | git branch --contains $x
+#: notread | git branch --points-at $x
+_GIT_BRANCH = _Opts(
+    "-dDmMcCf -alrvq --delete? --move? --copy? --force? --edit-description? "
+    "--set-upstream-to? --unset-upstream? --track? --no-track? --create-reflog? "
+    "--set-upstream? --recurse-submodules? --list? --contains? --no-contains? --merged? "
+    "--no-merged? --points-at: --format: --sort: --show-current? --all? --remotes? "
+    "--verbose? --no-color? --column? --no-column? --ignore-case? --omit-empty? "
+    "--no-abbrev? --quiet? --abbrev? --color?", abbrev=False)
+_GIT_BRANCH_WRITES = frozenset((
+    "d", "D", "m", "M", "c", "C", "f", "delete", "move", "copy", "force", "edit-description",
+    "set-upstream-to", "unset-upstream", "track", "no-track", "create-reflog", "set-upstream",
+    "recurse-submodules"))
+_GIT_BRANCH_LISTS = frozenset(("l", "list", "contains", "no-contains", "merged", "no-merged",
+                               "points-at"))
+_GIT_COLOR_WHEN = frozenset(("always", "never", "auto"))
+
+
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes."""
-    names = _git_names(args)
+    fail, operands, seen = _read_options(args, _GIT_BRANCH)
     listing = False
-    operand = False
-    i, n = 0, len(args)
-    write_long = ("--delete", "--move", "--copy", "--force", "--edit-description",
-                  "--set-upstream-to", "--unset-upstream", "--track", "--no-track",
-                  "--create-reflog", "--set-upstream", "--recurse-submodules")
-    flag_long = ("--show-current", "--all", "--remotes", "--verbose", "--no-color", "--column",
-                 "--no-column", "--ignore-case", "--omit-empty", "--no-abbrev", "--quiet")
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            if i < n:
-                operand = True
-            break
-        if not t.startswith("-") or t == "-":
-            operand = True
-            continue
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in write_long:
-                return _git_write("branch", t, names, key)
-            if key == "--list":
-                listing = True
-            elif key in ("--contains", "--no-contains", "--merged", "--no-merged"):
-                listing = True
-                if "=" not in t and i < n and not args[i].text.startswith("-"):
-                    i += 1
-            elif key in ("--points-at", "--format", "--sort"):
-                if key == "--points-at":
-                    listing = True
-                if "=" not in t:
-                    if i >= n:
-                        return _unknown("option_value_missing")
-                    i += 1
-            elif key in flag_long or t in ("--color=always", "--color=never", "--color=auto") \
-                    or key in ("--abbrev", "--column"):
-                pass
-            else:
-                return _unknown("git_arguments_unproven")
-            continue
-        body = t[1:]
-        if any(ch in "dDmMcCf" for ch in body):
-            return _git_write("branch", t, names, next(ch for ch in body if ch in "dDmMcCf"))
-        if body and all(ch in "alrvq" for ch in body):
-            listing = listing or "l" in body
-            continue
-        return _unknown("git_arguments_unproven")
-    if operand and not listing:
-        return _git_write("branch", "", names)
+    for opt, value, spelled in seen:
+        if opt in _GIT_BRANCH_WRITES:
+            return _git_write("branch", spelled, _git_names(args), _git_option_key(opt))
+        if opt == "color" and (value is None or value.text not in _GIT_COLOR_WHEN):
+            return _unknown("git_arguments_unproven")
+        listing = listing or opt in _GIT_BRANCH_LISTS
+    if fail is not None:
+        return _git_unlisted(fail)
+    if operands and not listing:
+        return _git_write("branch", "", _git_names(args))
     return _an_read()
 
 
+# git tag lists with a listing option, else makes the tag its operand names;
+# every option it does not list (-a, -s, -m, -d, -f, ...) makes, replaces or
+# deletes a tag.  --sort and --format only shape a listing.
+#: read | git tag -l 'v1.*' --sort=-creatordate
+#: read | git tag -n5 --contains HEAD
+#: read | git tag -li 'v1*'
+#: write | git tag v1.2
+#: write | git tag -nfoo v1
+#: write | git tag -uno v1
+#: notread | git tag --contains $x
+_GIT_TAG = _Opts(
+    "-liv -n? --list? --verify? --contains: --no-contains: --merged: --no-merged: "
+    "--points-at: --sort: --format: --column? --no-column? --ignore-case? --omit-empty? "
+    "--color? --no-color?", abbrev=False, parser="git")
+_GIT_TAG_LISTS = _GIT_BRANCH_LISTS | frozenset(("n", "v", "verify"))
+
+
 def _git_tag(args: List[_W]) -> _V:
-    names = _git_names(args)
-    listing = False
-    operand = False
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        key = t.split("=", 1)[0]
-        if t == "--":
-            operand = operand or i < n
-            break
-        if not t.startswith("-") or t == "-":
-            operand = True
-        elif key in ("-l", "--list"):
-            listing = True
-        elif t.startswith("-n") and (len(t) == 2 or t[2:].isdigit()):
-            listing = True
-        elif key in ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
-                     "--sort", "--format"):
-            # --sort and --format only shape a listing; they do not ask for one.
-            listing = listing or key not in ("--sort", "--format")
-            if "=" not in t:
-                if i >= n:
-                    return _unknown("option_value_missing")
-                i += 1
-        elif key in ("--column", "--no-column", "--ignore-case", "-i", "--omit-empty",
-                     "--color", "--no-color"):
-            pass
-        elif key in ("-v", "--verify"):
-            listing = True
-        else:
-            return _git_write("tag", t, names, key if key in ("-d", "--delete", "-f", "--force")
-                              else "")   # -a, -s, -m, ...: a tag is made
-    if operand and not listing:
-        return _git_write("tag", "", names)
+    fail, operands, seen = _read_options(args, _GIT_TAG)
+    if fail is not None and fail.reason == "shell_command_unproven":
+        spelled = fail.why[1] if fail.why else ""
+        key = spelled.split("=", 1)[0]
+        return _git_write("tag", spelled, _git_names(args),
+                          key if key in ("-d", "--delete", "-f", "--force") else "")
+    if fail is not None:
+        return fail
+    if operands and not any(opt in _GIT_TAG_LISTS for opt, _, _ in seen):
+        return _git_write("tag", "", _git_names(args))
     return _an_read()
 
 
