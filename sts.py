@@ -6947,46 +6947,49 @@ def _git_tag(args: List[_W]) -> _V:
     return _an_read()
 
 
+# git config reads with a reading option or one key, and with the `get` and
+# `list` actions; every option it does not list (--unset, --add, --edit,
+# --replace-all, ...), a key with a value and the other actions change the
+# configuration.  Options end at the first operand.  A word not written out
+# may be another option or a second operand (a value): unproven.  A value
+# after a flag (`--global=x`) is refused by git, which then does nothing.
+#: read | git config --get user.name
+#: read | git config --global -l --show-origin
+#: read | git config -f .gitmodules --get-regexp path
+#: read | git config user.email
+#: read | git config get --all user.name
+#: write | git config user.name alice
+#: write | git config --unset user.name
+#: write | git config set core.pager cat
+#: unknown =shell_syntax_unproven | git config --get "$key"
+#: notread | git config --file $f --get a.b
+_GIT_CONFIG = _Opts(
+    "-lz -f: --get? --get-all? --get-regexp? --list? --get-urlmatch? --get-color? "
+    "--get-colorbool? --global? --system? --local? --worktree? --show-origin? --show-scope? "
+    "--name-only? --null? --bool? --int? --path? --bool-or-int? --expiry-date? --includes? "
+    "--no-includes? --type: --file: --blob: --default:", permute=False, abbrev=False)
+_GIT_CONFIG_READS = frozenset(("l", "get", "get-all", "get-regexp", "list", "get-urlmatch",
+                               "get-color", "get-colorbool"))
+
+
 def _git_config(args: List[_W]) -> _V:
-    reads = ("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch",
-             "--get-color", "--get-colorbool")
-    neutral = ("--global", "--system", "--local", "--worktree", "--show-origin", "--show-scope",
-               "--name-only", "-z", "--null", "--bool", "--int", "--path", "--bool-or-int",
-               "--expiry-date", "--includes", "--no-includes")
-    operands = []
-    reading = False
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if not w.static:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        key = t.split("=", 1)[0]
-        if operands or t == "--":
-            # git config stops parsing options at the first operand.
-            if t != "--" or operands:
-                operands.append(t)
-            continue
-        if key in reads:
-            reading = True
-        elif key in neutral or key == "--type":
-            if key == "--type" and "=" not in t:
-                i += 1
-        elif key in ("--file", "-f", "--blob", "--default"):
-            if "=" not in t:
-                i += 1
-        elif t.startswith("-"):
-            return _git_write("config", t, _git_names(args[i:]), key)
-        else:
-            operands.append(t)
-    if operands and operands[0] in ("get", "list"):
+    written = next((k for k, w in enumerate(args) if not w.static), len(args))
+    fail, operands, seen = _read_options(args[:written], _GIT_CONFIG)
+    if fail is not None and fail.reason == "shell_command_unproven":
+        spelled = fail.why[1] if fail.why else ""
+        return _git_write("config", spelled, _git_names(args), spelled.split("=", 1)[0])
+    if written < len(args):
+        return _unknown("shell_syntax_unproven")
+    if fail is not None:
+        return fail
+    actions = [w.text for w in operands]
+    if actions[:1] in (["get"], ["list"]):
         return _an_read()
-    if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return _git_write("config", operands[0], operands[1:])
-    if reading or len(operands) == 1:
+    if actions[:1] in (["set"], ["unset"], ["rename-section"], ["remove-section"], ["edit"]):
+        return _git_write("config", actions[0], actions[1:])
+    if any(opt in _GIT_CONFIG_READS for opt, _, _ in seen) or len(actions) == 1:
         return _an_read()
-    return _git_write("config", "", operands)
+    return _git_write("config", "", actions)
 
 
 def _git_stash(args: List[_W]) -> _V:
