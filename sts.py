@@ -5380,6 +5380,30 @@ def _git_short_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, 
     return None, 0
 
 
+def _go_flag_word(t: str, args: List[_W], i: int, long: Dict[str, Tuple[int, str]],
+                  seen: List[Tuple[str, Optional[_W], str]]) -> Tuple[Optional[_V], int]:
+    """One word of a parser="go" program (Go's flag package): every option
+    is a long name after one dash or two (`-json`, `--json`), never
+    abbreviated; `=V` gives any option its value (`-json=true` too); one
+    that takes a value and has none attached takes the next word.
+    Returns (failure or None, how many next words it took)."""
+    key, eq, val = t[2 if t.startswith("--") else 1:].partition("=")
+    entry = long.get(key) if not key.startswith("-") else None
+    if entry is None:
+        return _unknown("shell_command_unproven", "option", t), 0
+    arity, opt = entry
+    if eq:
+        seen.append((opt, _lit(val), t))
+    elif arity == 1:
+        if i >= len(args):
+            return _unknown("option_value_missing", "option", t), 0
+        seen.append((opt, args[i], t))
+        return None, 1
+    else:
+        seen.append((opt, None, t))
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                   split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
@@ -5427,6 +5451,9 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             i += took
         elif parser == "git" and not t.startswith("--"):
             fail, took = _git_short_word(t, args, i, short, spec, seen)
+            i += took
+        elif parser == "go":
+            fail, took = _go_flag_word(t, args, i, long, seen)
             i += took
         elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
@@ -9606,34 +9633,30 @@ def _go_flag(text: str) -> str:
 
 # `go list` flags that only select or format; build flags such as -toolexec
 # (runs a program), -mod=mod (rewrites go.mod), -modfile, -overlay, -export and
-# -compiled (compile) are refused.
-_GO_LIST_FLAGS = frozenset(("json", "m", "e", "deps", "test", "find", "u", "versions",
-                            "retracted", "reuse"))
-_GO_LIST_VALUED = frozenset(("f", "tags", "C"))
+# -compiled (compile) are refused, and -mod takes only its read-only modes,
+# attached.  A word not written out may be any flag: unproven.
+#: unknown =repository_code ~read | go list -m -json all
+#: unknown =repository_code ~read | go list -f '{{.Dir}}' ./...
+#: unknown =repository_code ~read | go list --mod=readonly -deps -json=true .
+#: unknown | go list -toolexec ./x .
+#: unknown | go list -mod=mod all
+#: unknown | go list -mod readonly .
+_GO_LIST = _Opts("--json --m --e --deps --test --find --u --versions --retracted --reuse --f: "
+                 "--tags: --C: --mod:", abbrev=False, parser="go")
+_GO_LIST_MODES = frozenset(("readonly", "vendor"))
 
 
 def _go_list(args: List[_W]) -> _V:
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if not w.static:
-            return _unknown()
-        t = w.text
-        if t == "--":
-            break
-        name = _go_flag(t)
-        if not name:
-            continue
-        if name in _GO_LIST_FLAGS:
-            continue
-        if name in _GO_LIST_VALUED:
-            i += 0 if "=" in t else 1
-            continue
-        if name == "mod" and t.split("=", 1)[-1] in ("readonly", "vendor"):
-            continue
+    flags = args[:next((k for k, w in enumerate(args) if w.static and w.text == "--"),
+                       len(args))]
+    if not all(w.static for w in flags):
         return _unknown()
-    return _an_read()
+    fail, _, seen = _read_options(args, _GO_LIST)
+    if any(opt == "mod" and ("=" not in spelled or value is None
+                             or value.text not in _GO_LIST_MODES)
+           for opt, value, spelled in seen):
+        return _unknown()
+    return fail or _an_read()
 
 
 def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
