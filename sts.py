@@ -11287,7 +11287,7 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
              "run": ("view", "list"), "release": ("view", "list"), "workflow": ("view", "list"),
              "search": ("issues", "prs", "repos", "code", "commits"), "auth": ("status",)}
     if group == "api":
-        return _gh_api(texts[1:])
+        return _gh_api(args[1:])
     if verb in reads.get(group, ()):
         # --web opens a browser; pflag also takes `--web=true` and `-w` inside
         # a cluster of short flags (`-cw`).
@@ -11303,76 +11303,49 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, value-taking
-# letters last in a cluster), by long name -> its letter and whether it takes
-# a value.  A field is sent as a query string under GET, a body otherwise.
-_GH_API_OPTIONS: Dict[str, Tuple[str, bool]] = {
-    "--method": ("X", True), "--field": ("F", True), "--raw-field": ("f", True),
-    "--header": ("H", True), "--jq": ("q", True), "--template": ("t", True),
-    "--preview": ("p", True), "--input": ("", True), "--hostname": ("", True),
-    "--cache": ("", True), "--include": ("i", False), "--paginate": ("", False),
-    "--slurp": ("", False), "--silent": ("", False), "--verbose": ("", False),
-}
+# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, a letter that
+# takes a value ends its cluster, a flag takes `=true`).  A field is sent as
+# a query string under GET, a body otherwise.
+#: read | gh api repos/o/r/pulls -q '.[].title'
+#: read | gh api -XGET search/issues -f q=bug --paginate
+#: write | gh api -X POST repos/o/r/issues -f title=x
+#: write | gh api repos/o/r/issues -F title=x
+#: unknown =network_data_unproven | gh api -X GET repos/o/r -F=body=@.env
+#: unknown =network_data_unproven | gh api --input body.json repos/o/r
+#: unknown =shell_command_unproven | gh api --cache 1h repos/o/r
+_GH_API = _Opts("-i -XFfHqtp: --method=-X --field=-F --raw-field=-f --header=-H --jq=-q "
+                "--template=-t --preview=-p --input: --hostname: --cache: --include? "
+                "--paginate? --slurp? --silent? --verbose?", abbrev=False)
 
 
-def _gh_api(rest: List[str]) -> _V:
+def _gh_api(args: List[_W]) -> _V:
     """`gh api` reads only with the GET method in every spelling of the
     option, and, as any network request, only when all it sends is written
     out: a field value `@FILE` (or `@-`, standard input) sends the file even
     as a query string, `--input` sends a body whatever the method, a header
     `@…` is refused too, and an endpoint holding `://` goes to any host.
     `--cache` writes gh's cache."""
-    short = {letter: (name, valued) for name, (letter, valued) in _GH_API_OPTIONS.items()
-             if letter}
+    fail, operands, seen = _read_options(args, _GH_API)
+    if fail is not None:
+        return fail
     given: List[Tuple[str, str]] = []
-    operands: List[str] = []
-    k = 0
-    while k < len(rest):
-        t = rest[k]
-        k += 1
-        if t == "--":
-            operands.extend(rest[k:])
-            break
-        if t.startswith("--"):
-            name, eq, value = t.partition("=")
-            if name not in _GH_API_OPTIONS:
-                return _unknown("shell_command_unproven")
-            if _GH_API_OPTIONS[name][1] and not eq:
-                if k >= len(rest):
-                    return _unknown("option_value_missing")
-                value = rest[k]
-                k += 1
-            given.append((name, value))
-        elif t.startswith("-") and len(t) > 1:
-            for at, letter in enumerate(t[1:], 1):
-                if letter not in short:
-                    return _unknown("shell_command_unproven")
-                name, valued = short[letter]
-                if not valued:
-                    given.append((name, ""))
-                    continue
-                value = t[at + 1:]
-                value = value[1:] if value.startswith("=") else value
-                if not value:
-                    if k >= len(rest):
-                        return _unknown("option_value_missing")
-                    value = rest[k]
-                    k += 1
-                given.append((name, value))
-                break
-        else:
-            operands.append(t)
-    methods = [value.upper() for name, value in given if name == "--method"]
-    fields = any(name in ("--field", "--raw-field") for name, _ in given)
+    for opt, value, spelled in seen:
+        text = value.text if value is not None else ""
+        if not spelled.startswith("--") and text.startswith("=") \
+                and not any(value is w for w in args):
+            text = text[1:]   # pflag drops the `=` of `-F=k=v`
+        given.append((opt, text))
+    methods = [value.upper() for opt, value in given if opt == "X"]
+    fields = any(opt in ("F", "f") for opt, _ in given)
     method = methods[-1] if methods else "POST" if fields else "GET"
-    for name, value in given:
-        sent = value.partition(":" if name == "--header" else "=")[2].lstrip()
-        if name == "--input" or name in ("--field", "--raw-field", "--header") \
+    for opt, value in given:
+        sent = value.partition(":" if opt == "H" else "=")[2].lstrip()
+        if opt == "input" or opt in ("F", "f", "H") \
                 and (sent.startswith("@") or value.startswith("@")):
             return _unknown("network_data_unproven")
-        if name == "--cache":
+        if opt == "cache":
             return _unknown("shell_command_unproven")
-    if any("://" in t for t in operands):
+    if any("://" in w.text for w in operands):
         return _unknown("network_data_unproven")
     return _an_read() if method == "GET" else _write()
 
