@@ -6824,6 +6824,8 @@ def _git_query(table: _Opts, args: List[_W]) -> _V:
         v.reason = "git_arguments_unproven"
     elif v.mut == "write" and v.reason is None:
         v.reason = "git_output_file"
+    if v.why is not None and v.why[0] == "spec":
+        v.why = ("option", v.why[1])   # the culprit quotes the option as written
     return v
 
 
