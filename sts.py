@@ -5118,7 +5118,11 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # table is `open`: then they are plain flags).  GNU programs take any unique
 # prefix of a long option (--out for --output), and so does the scanner
 # unless `abbrev=False`.  Options may follow operands unless `permute=False`
-# (then the first operand ends them, as for xxd and every wrapper).
+# (then the first operand ends them, as for xxd and every wrapper).  A
+# program whose parser is not getopt names it: `word` (xxd), `next` (tree,
+# fuser), `git` (git's own loops, see _git_short_word: with `words`, whole
+# words that are flags, and `numeric`, letters whose attached value is a
+# count) and `go` (Go's flag package: `-name` or `--name`).
 #
 # What an option does besides shaping the output is its effect, named by
 # keyword: `write` (writes the file its value names, or some file when it
@@ -5134,11 +5138,13 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # dmesg, sysctl, fuser, iconv, stty, mount, lsb_release, crontab, ss,
 # netstat, ifconfig, yq, ulimit, umask, history, shopt, declare, nm, diff3,
 # date, rg, fd, tar's listings, the wrappers time, nice, timeout, stdbuf,
-# nohup, xargs and sudo, sed's own options and the modes of the
-# compressors and kill.
-# Programs that keep code of their own, and why: git, find, awk, tar, unzip,
-# patch and curl have a grammar beyond options (subcommands, expressions,
-# a program text, mode letters, old-style clusters) or read the values
+# nohup, xargs and sudo, sed's own options, the modes of the compressors
+# and kill, git's read-only subcommands, git branch, tag and config, go
+# list and gh api (the last five with a small judge of the options met).
+# Programs that keep code of their own, and why: find, awk, tar, unzip,
+# patch, curl and git's other subcommands have a grammar beyond options
+# (subcommands, expressions, a program text, mode letters, old-style
+# clusters, curl's words read before its options) or read the values
 # themselves (curl's -w and -H, tar's --use-compress-program); env mixes
 # NAME=VALUE words with its options; base64, lsof and stat refuse a letter
 # anywhere in a cluster, as GNU and other builds disagree on which letters
@@ -6820,10 +6826,9 @@ def _git_query(table: _Opts, args: List[_W]) -> _V:
     """A read-only subcommand judged by its table: git's own reasons for
     an option it does not list and for the file --output writes."""
     v = _read_options(args, table)[0] or _an_read()
-    if v.mut == "unknown" and v.reason == "shell_command_unproven":
-        v.reason = "git_arguments_unproven"
-    elif v.mut == "write" and v.reason is None:
+    if v.mut == "write" and v.reason is None:
         v.reason = "git_output_file"
+    _git_unlisted(v)
     if v.why is not None and v.why[0] == "spec":
         v.why = ("option", v.why[1])   # the culprit quotes the option as written
     return v
