@@ -5205,7 +5205,11 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # table is `open`: then they are plain flags).  GNU programs take any unique
 # prefix of a long option (--out for --output), and so does the scanner
 # unless `abbrev=False`.  Options may follow operands unless `permute=False`
-# (then the first operand ends them, as for xxd and every wrapper).
+# (then the first operand ends them, as for xxd and every wrapper).  A
+# program whose parser is not getopt names it: `word` (xxd), `next` (tree,
+# fuser), `git` (git's own loops, see _git_short_word: with `words`, whole
+# words that are flags, and `numeric`, letters whose attached value is a
+# count) and `go` (Go's flag package: `-name` or `--name`).
 #
 # What an option does besides shaping the output is its effect, named by
 # keyword: `write` (writes the file its value names, or some file when it
@@ -5221,11 +5225,13 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # dmesg, sysctl, fuser, iconv, stty, mount, lsb_release, crontab, ss,
 # netstat, ifconfig, yq, ulimit, umask, history, shopt, declare, nm, diff3,
 # date, rg, fd, tar's listings, the wrappers time, nice, timeout, stdbuf,
-# nohup, xargs and sudo, sed's own options and the modes of the
-# compressors and kill.
-# Programs that keep code of their own, and why: git, find, awk, tar, unzip,
-# patch and curl have a grammar beyond options (subcommands, expressions,
-# a program text, mode letters, old-style clusters) or read the values
+# nohup, xargs and sudo, sed's own options, the modes of the compressors
+# and kill, git's read-only subcommands, git branch, tag and config, go
+# list and gh api (the last five with a small judge of the options met).
+# Programs that keep code of their own, and why: find, awk, tar, unzip,
+# patch, curl and git's other subcommands have a grammar beyond options
+# (subcommands, expressions, a program text, mode letters, old-style
+# clusters, curl's words read before its options) or read the values
 # themselves (curl's -w and -H, tar's --use-compress-program); env mixes
 # NAME=VALUE words with its options; base64, lsof and stat refuse a letter
 # anywhere in a cluster, as GNU and other builds disagree on which letters
@@ -5277,17 +5283,21 @@ class _Opts:
     """
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "parser", "_short", "_long",
-                 "_effects")
+                 "verbs", "max_operands", "write_operand", "check", "parser", "words",
+                 "numeric", "_short", "_long", "_effects")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
                  permute: bool = True, abbrev: bool = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
-                 parser: str = "getopt") -> None:
+                 parser: str = "getopt", words: str = "", numeric: str = "") -> None:
         self.text = text
         self.parser = parser
+        # Whole words that are flags of their own (git's `-uno`), and the
+        # short options whose attached value must be a count (git's `-n5`).
+        self.words = frozenset(words.split())
+        self.numeric = numeric
         self.write, self.runs, self.state = write, runs, state
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
@@ -5332,7 +5342,7 @@ class _Opts:
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
         v = _unsplit(self._judge(args, fail, operands, seen), _split_value(seen))
-        if self.parser != "getopt":
+        if self.parser not in ("getopt", "git"):
             # Other builds of the program (busybox's xxd, tree and fuser) use
             # getopt: both readings count.
             fail, operands, seen = _read_options(args, self, split_ok=True, parser="getopt")
@@ -5411,6 +5421,82 @@ def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int,
     return None, 0
 
 
+def _git_value_word(value: _W, spec: _Opts) -> Optional[_V]:
+    """A parser="git" value given as the next word.  git's tables guess some
+    arities, so a value that is an option word itself is also read as one
+    (`--author --output=f` is refused like `--output=f`), and a value that
+    may turn into an option word is unproven.  None: it is only a value."""
+    if value.opaque:
+        return _unknown("shell_syntax_unproven", "opaque", value.text)
+    if value.text.startswith("-") and value.text != "--":
+        return _read_options([value], spec)[0]
+    return None
+
+
+_GIT_COUNT_CHARS = frozenset("0123456789%")
+
+
+def _git_short_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
+                    spec: _Opts, seen: List[Tuple[str, Optional[_W], str]]
+                    ) -> Tuple[Optional[_V], int]:
+    """One short word of a parser="git" program, as git's own option loops
+    read it: a letter that takes a value comes first, its value attached or
+    the next word (a `numeric` one takes only a count attached: `-n5`); a
+    letter whose value is optional (`?`) takes only a count attached (`-U3`,
+    `-M50%`) unless it has an effect; a word of digits is a count (`-5`);
+    a word of `words` is a flag; else the word is a cluster of distinct flags.
+    Returns (failure or None, how many next words it took)."""
+    body = t[1:]
+    entry = short.get(body[0])
+    if entry is not None:
+        arity, opt = entry
+        rest = body[1:]
+        if arity == 1:
+            if rest:
+                if opt in spec.numeric and not rest.isdigit():
+                    return _unknown("shell_command_unproven", "option", t), 0
+                seen.append((opt, _lit(rest), t))
+                return None, 0
+            if i >= len(args):
+                return _unknown("option_value_missing", "option", t), 0
+            seen.append((opt, args[i], t))
+            return _git_value_word(args[i], spec), 1
+        if arity == 2 and (spec.effect(opt) is not None or _GIT_COUNT_CHARS.issuperset(rest)):
+            seen.append((opt, _lit(rest) if rest else None, t))
+            return None, 0
+    if body.isdigit() or t in spec.words:
+        seen.append((t, None, t))
+        return None, 0
+    if len(set(body)) < len(body) or any(short.get(ch, (1, ""))[0] for ch in body):
+        return _unknown("shell_command_unproven", "option", t), 0
+    seen.extend((ch, None, t) for ch in body)
+    return None, 0
+
+
+def _go_flag_word(t: str, args: List[_W], i: int, long: Dict[str, Tuple[int, str]],
+                  seen: List[Tuple[str, Optional[_W], str]]) -> Tuple[Optional[_V], int]:
+    """One word of a parser="go" program (Go's flag package): every option
+    is a long name after one dash or two (`-json`, `--json`), never
+    abbreviated; `=V` gives any option its value (`-json=true` too); one
+    that takes a value and has none attached takes the next word.
+    Returns (failure or None, how many next words it took)."""
+    key, eq, val = t[2 if t.startswith("--") else 1:].partition("=")
+    entry = long.get(key) if not key.startswith("-") else None
+    if entry is None:
+        return _unknown("shell_command_unproven", "option", t), 0
+    arity, opt = entry
+    if eq:
+        seen.append((opt, _lit(val), t))
+    elif arity == 1:
+        if i >= len(args):
+            return _unknown("option_value_missing", "option", t), 0
+        seen.append((opt, args[i], t))
+        return None, 1
+    else:
+        seen.append((opt, None, t))
+    return None, 0
+
+
 def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                   split_ok: bool = False, parser: Optional[str] = None
                   ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
@@ -5456,6 +5542,12 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
         if parser == "word":
             fail, took = _one_option_word(t, args, i, short, seen)
             i += took
+        elif parser == "git" and not t.startswith("--"):
+            fail, took = _git_short_word(t, args, i, short, spec, seen)
+            i += took
+        elif parser == "go":
+            fail, took = _go_flag_word(t, args, i, long, seen)
+            i += took
         elif t.startswith("--"):
             key, eq, val = t[2:].partition("=")
             canon = _resolve_long(long, key, spec.abbrev)
@@ -5476,6 +5568,8 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                     break
                 value = args[i]
                 i += 1
+                if parser == "git":
+                    fail = _git_value_word(value, spec)
             seen.append((opt, value, t))
         else:
             j = 1
@@ -6664,251 +6758,171 @@ _GIT_WRITE_SUBS = frozenset((
 ))
 _GIT_TARGET_SUBS = frozenset(("checkout", "restore", "rm", "mv", "add", "stage", "clean"))
 
-# Options of the revision walk and diff machinery (log, show, diff, ...).
-# 0 = flag; 1 = value, attached with '=' or as the next word; 2 = '=value' only.
-_GIT_REV_LONG: Dict[str, int] = {}   # made from these on first use (_git_rev_longs)
-_GIT_REV_LONG_NAMES = (
-    ("short branch show-stash no-index numstat shortstat name-only name-status check summary "
-     "patch no-patch raw binary cached staged exit-code quiet no-color no-ext-diff no-textconv "
-     "ignore-all-space ignore-space-change ignore-space-at-eol ignore-cr-at-eol "
-     "ignore-blank-lines patience histogram minimal oneline all reverse first-parent no-merges "
-     "merges graph no-decorate topo-order date-order author-date-order no-renames pickaxe-all "
-     "pickaxe-regex no-prefix default-prefix full-index abbrev-commit no-abbrev-commit no-abbrev "
-     "follow full-history simplify-merges simplify-by-decoration ancestry-path left-right "
-     "left-only right-only cherry-pick cherry-mark cherry boundary relative-date log-size "
-     "parents children notes no-notes show-notes standard-notes no-standard-notes "
-     "show-signature source use-mailmap mailmap no-mailmap no-use-mailmap compact-summary "
-     "cumulative text ita-invisible-in-index ita-visible-in-index merge-base cc "
-     "combined-all-paths remerge-diff no-walk do-walk not branches tags remotes reflog "
-     "single-worktree bisect stdin count objects objects-edge in-commit-order no-object-names "
-     "dense sparse show-linear-break regexp-ignore-case basic-regexp extended-regexp "
-     "fixed-strings perl-regexp invert-grep all-match no-min-parents no-max-parents "
-     "walk-reflogs show-pulls full-diff irreversible-delete function-context no-relative "
-     "indent-heuristic no-indent-heuristic ws-error-highlight color-moved-ws no-color-moved "
-     "no-color-moved-ws long porcelain null renames ahead-behind no-ahead-behind "
-     "find-copies-harder no-stat", 0),
-    ("porcelain", 2),
-    ("stat color word-diff color-words relative unified abbrev find-renames find-copies "
-     "break-rewrites decorate pretty dirstat color-moved untracked-files ignored "
-     "ignore-submodules submodule diff-merges no-walk", 2),
-    ("format date encoding exclude glob min-parents max-parents", 2),
-    ("word-diff-regex src-prefix dst-prefix line-prefix output-indicator-new "
-     "output-indicator-old output-indicator-context diff-algorithm anchored "
-     "ignore-matching-lines diff-filter stat-width stat-name-width stat-graph-width stat-count "
-     "inter-hunk-context rotate-to skip-to find-object author committer grep since until "
-     "before after max-count skip max-age min-age since-as-filter grep-reflog decorate-refs "
-     "decorate-refs-exclude", 1),
-)
+# git's read-only subcommands are judged by tables in the grammar of _Opts,
+# read the way git's own option loops read them (parser="git", see
+# _git_short_word): long options are never abbreviated; a short letter that
+# takes a value comes first in its word; a letter whose value is optional
+# takes only a count attached (`-U3`, `-M50%`); a word of digits is a count
+# (`-5`); a value given as the next word that is itself an option word is
+# read as one too, as an arity guessed wrong must not hide an option.  In
+# every table --output writes its file, and --ext-diff and --textconv run
+# the programs the configuration names.  An option a table does not list
+# leaves the command unproven.
+_GIT_UNTRACKED_MODES = "-uno -unormal -uall"   # status's -u<mode>, taken in every table
 
 
-def _git_rev_longs() -> Dict[str, int]:
-    """_GIT_REV_LONG, made the first time a git command needs it: parsing the
-    table cost every hook's import 50 us, git or not."""
-    if not _GIT_REV_LONG:
-        for names, arity in _GIT_REV_LONG_NAMES:
-            for name in names.split():
-                _GIT_REV_LONG.setdefault(name, arity)
-        _GIT_REV_LONG["porcelain"] = 2
-    return _GIT_REV_LONG
+def _git_table(text: str, runs: str = "", numeric: str = "") -> _Opts:
+    return _Opts(text + " --output: --ext-diff? --textconv?", write="--output",
+                 runs="--ext-diff --textconv " + runs, abbrev=False, parser="git",
+                 words=_GIT_UNTRACKED_MODES, numeric=numeric)
 
 
-_GIT_REV_DENY = {"output": "write", "ext-diff": "exec", "textconv": "exec",
-                 "open-files-in-pager": "exec"}
-_GIT_REV_SHORT_FLAGS = "pwsbzRuaWmcDqrtvi"   # -i: --regexp-ignore-case
-_GIT_REV_SHORT_VAL = "SGOInL"       # value attached or next word
-_GIT_REV_SHORT_NUM = "UMCBl"       # optional attached digits/percent
+# The revision walk and the diff machinery (log, show, diff, status, ...).
+#: read | git log -n5 --author alice -M50% -U3 -- src
+#: read | git status -uno -sb
+#: read | git log --stat=80 -S needle
+#: write >log.txt | git log --format=%H --output log.txt
+#: write >f | git log --author --output=f
+#: unknown =git_arguments_unproven | git log -nfoo
+#: unknown =git_arguments_unproven | git log -Ufoo
+#: unknown =git_arguments_unproven | git log -pp
+#: unknown =git_arguments_unproven | git log -pS foo
+#: unknown =git_arguments_unproven | git log --oneli
+#: unknown =shell_execution_option | git diff --ext-diff
+#: unknown =shell_execution_option | git log --open-files-in-pager=less
+#: notread | git log --author {x,--output=f}
+#: notread | git log --author "$x"
+_GIT_REV = _git_table(
+    "-pwsbzRuaWmcDqrtvi -SGOInL: -UMCBl? --short --branch --show-stash --no-index --numstat "
+    "--shortstat --name-only --name-status --check --summary --patch --no-patch --raw "
+    "--binary --cached --staged --exit-code --quiet --no-color --no-ext-diff --no-textconv "
+    "--ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-cr-at-eol "
+    "--ignore-blank-lines --patience --histogram --minimal --oneline --all --reverse "
+    "--first-parent --no-merges --merges --graph --no-decorate --topo-order --date-order "
+    "--author-date-order --no-renames --pickaxe-all --pickaxe-regex --no-prefix "
+    "--default-prefix --full-index --abbrev-commit --no-abbrev-commit --no-abbrev --follow "
+    "--full-history --simplify-merges --simplify-by-decoration --ancestry-path --left-right "
+    "--left-only --right-only --cherry-pick --cherry-mark --cherry --boundary "
+    "--relative-date --log-size --parents --children --notes --no-notes --show-notes "
+    "--standard-notes --no-standard-notes --show-signature --source --use-mailmap --mailmap "
+    "--no-mailmap --no-use-mailmap --compact-summary --cumulative --text "
+    "--ita-invisible-in-index --ita-visible-in-index --merge-base --cc --combined-all-paths "
+    "--remerge-diff --no-walk --do-walk --not --branches --tags --remotes --reflog "
+    "--single-worktree --bisect --stdin --count --objects --objects-edge --in-commit-order "
+    "--no-object-names --dense --sparse --show-linear-break --regexp-ignore-case "
+    "--basic-regexp --extended-regexp --fixed-strings --perl-regexp --invert-grep "
+    "--all-match --no-min-parents --no-max-parents --walk-reflogs --show-pulls --full-diff "
+    "--irreversible-delete --function-context --no-relative --indent-heuristic "
+    "--no-indent-heuristic --ws-error-highlight --color-moved-ws --no-color-moved "
+    "--no-color-moved-ws --long --porcelain? --null --renames --ahead-behind "
+    "--no-ahead-behind --find-copies-harder --no-stat --stat? --color? --word-diff? "
+    "--color-words? --relative? --unified? --abbrev? --find-renames? --find-copies? "
+    "--break-rewrites? --decorate? --pretty? --dirstat? --color-moved? --untracked-files? "
+    "--ignored? --ignore-submodules? --submodule? --diff-merges? --format? --date? "
+    "--encoding? --exclude? --glob? --min-parents? --max-parents? --word-diff-regex: "
+    "--src-prefix: --dst-prefix: --line-prefix: --output-indicator-new: "
+    "--output-indicator-old: --output-indicator-context: --diff-algorithm: --anchored: "
+    "--ignore-matching-lines: --diff-filter: --stat-width: --stat-name-width: "
+    "--stat-graph-width: --stat-count: --inter-hunk-context: --rotate-to: --skip-to: "
+    "--find-object: --author: --committer: --grep: --since: --until: --before: --after: "
+    "--max-count: --skip: --max-age: --min-age: --since-as-filter: --grep-reflog: "
+    "--decorate-refs: --decorate-refs-exclude: --open-files-in-pager?",
+    runs="--open-files-in-pager", numeric="n")
 
-
-def _git_short_ok(t: str, flags: str, num: str) -> Optional[bool]:
-    """True when the short option word is an accepted flag cluster."""
-    body = t[1:]
-    if body.isdigit():
-        return True
-    if body[:1] in num and all(ch in "0123456789%" for ch in body[1:]):
-        return True
-    if t in ("-uno", "-unormal", "-uall"):
-        return True
-    return all(ch in flags for ch in body) and len(set(body)) == len(body)
-
-
-def _git_query(args: List[_W], longs: Dict[str, int], flags: str, short_val: str,
-               num: str, deny: Dict[str, str], short_deny: str = "") -> _V:
-    """The query grammar: unknown options are unproven, --output writes.
-
-    A separate value that itself starts with '-' is also judged as an
-    option, so a wrong guess about arity cannot hide one (only '--' is
-    then taken as the value, which only ends option parsing for git).
-    """
-    result = _V()
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key, eq, val = t[2:].partition("=")
-            if key in deny:
-                if deny[key] == "write":
-                    value = _w_tail(w, len(key) + 3) if eq else (args[i] if i < n else None)
-                    return _write([value] if value is not None else [],
-                                  "git_output_file").blame("option", t)
-                return _unknown("shell_execution_option", "option", t)
-            arity = longs.get(key)
-            if arity is None:
-                return _unknown("git_arguments_unproven", "option", t)
-            if eq and arity == 0:
-                return _unknown("git_arguments_unproven", "option", t)
-            if not eq and arity == 1:
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                value_w = args[i]
-                i += 1
-                if value_w.opaque:
-                    return _unknown("shell_syntax_unproven")
-                if value_w.text.startswith("-") and value_w.text != "--":
-                    again = _git_query([value_w], longs, flags, short_val, num, deny, short_deny)
-                    if again.mut != "read":
-                        return again
-            continue
-        ch = t[1]
-        if ch in short_deny:
-            return _unknown("shell_execution_option", "option", t)
-        if ch in short_val:
-            if len(t) == 2 or (ch == "n" and not t[2:].isdigit() and len(t) > 2):
-                if len(t) > 2:
-                    return _unknown("git_arguments_unproven", "option", t)
-                if i >= n:
-                    return _unknown("option_value_missing", "option", t)
-                value_w = args[i]
-                i += 1
-                if value_w.opaque:
-                    return _unknown("shell_syntax_unproven")
-                if value_w.text.startswith("-") and value_w.text != "--":
-                    again = _git_query([value_w], longs, flags, short_val, num, deny, short_deny)
-                    if again.mut != "read":
-                        return again
-            continue
-        if not _git_short_ok(t, flags, num):
-            return _unknown("git_arguments_unproven", "option", t)
-    # Words after '--' are pathspecs and revisions: data only.
-    return result
-
-
-def _git_rev(args: List[_W]) -> _V:
-    return _git_query(args, _git_rev_longs(), _GIT_REV_SHORT_FLAGS, _GIT_REV_SHORT_VAL,
-                      _GIT_REV_SHORT_NUM, _GIT_REV_DENY)
-
-
-# The long options of each read-only subcommand, "name:arity" (arity as in
-# _GIT_REV_LONG); parsed into _GIT_SIMPLE_LONG on first use (_git_simple_longs).
-_GIT_SIMPLE_SPECS: Dict[str, str] = {
-    "ls-files": "cached:0 deleted:0 modified:0 others:0 ignored:0 stage:0 unmerged:0 killed:0 "
-                "directory:0 no-empty-directory:0 eol:0 exclude-standard:0 exclude:1 "
-                "exclude-from:1 exclude-per-directory:1 error-unmatch:0 full-name:0 "
-                "recurse-submodules:0 abbrev:2 debug:0 deduplicate:0 format:1 with-tree:1 "
-                "sparse:0 resolve-undo:0 no-recurse-submodules:0 sparse:0",
-    "ls-tree": "name-only:0 name-status:0 full-name:0 full-tree:0 object-only:0 long:0 "
-               "abbrev:2 format:1",
-    "blame": "porcelain:0 line-porcelain:0 incremental:0 show-email:0 show-number:0 "
-             "show-name:0 root:0 reverse:0 date:1 abbrev:2 color-lines:0 color-by-age:0 "
-             "ignore-rev:1 ignore-revs-file:1 contents:1 show-stats:0 minimal:0 score-debug:0 "
-             "first-parent:0 progress:0 no-progress:0 encoding:1",
-    "cat-file": "batch:2 batch-check:2 batch-command:2 batch-all-objects:0 follow-symlinks:0 "
-                "unordered:0 buffer:0 allow-unknown-type:0 use-mailmap:0 no-use-mailmap:0 "
-                "mailmap:0 path:1",
-    "rev-parse": "abbrev-ref:2 short:2 verify:0 symbolic:0 symbolic-full-name:0 "
-                 "show-toplevel:0 git-dir:0 absolute-git-dir:0 git-common-dir:0 "
-                 "is-inside-work-tree:0 is-inside-git-dir:0 is-bare-repository:0 "
-                 "is-shallow-repository:0 show-prefix:0 show-cdup:0 "
-                 "show-superproject-working-tree:0 local-env-vars:0 git-path:1 sq:0 quiet:0 "
-                 "all:0 branches:2 tags:2 remotes:2 default:1 since:1 until:1 after:1 "
-                 "before:1 show-object-format:2 show-ref-format:0 revs-only:0 no-revs:0 "
-                 "flags:0 no-flags:0 prefix:1 sq-quote:0 not:0 glob:1 exclude:1 "
-                 "disambiguate:1 resolve-git-dir:1 shared-index-path:0 path-format:1",
-    "describe": "all:0 tags:0 contains:0 abbrev:2 candidates:1 exact-match:0 debug:0 long:0 "
-                "match:1 exclude:1 always:0 first-parent:0 dirty:2 broken:2",
-    "show-ref": "head:0 heads:0 branches:0 tags:0 verify:0 exists:0 hash:2 abbrev:2 "
-                "quiet:0 dereference:0 exclude-existing:2",
-    "for-each-ref": "format:1 sort:1 count:1 points-at:1 merged:2 no-merged:2 contains:2 "
-                    "no-contains:2 shell:0 perl:0 python:0 tcl:0 color:2 ignore-case:0 "
-                    "omit-empty:0 exclude:1 include-root-refs:0 stdin:0",
-    "merge-base": "all:0 octopus:0 independent:0 is-ancestor:0 fork-point:0",
-    "name-rev": "tags:0 refs:1 exclude:1 all:0 annotate-stdin:0 name-only:0 no-undefined:0 "
-                "always:0 stdin:0",
-    "count-objects": "verbose:0 human-readable:0",
-    "check-ignore": "quiet:0 verbose:0 stdin:0 non-matching:0 no-index:0",
-    "check-attr": "all:0 cached:0 stdin:0 source:1",
-    "var": "list:0",
-    "cherry": "abbrev:2",
-    "grep": "cached:0 untracked:0 no-index:0 no-exclude-standard:0 exclude-standard:0 "
-            "recurse-submodules:0 text:0 textconv:0 ignore-case:0 word-regexp:0 invert-match:0 "
-            "full-name:0 extended-regexp:0 basic-regexp:0 perl-regexp:0 fixed-strings:0 "
-            "line-number:0 column:0 files-with-matches:0 name-only:0 files-without-match:0 "
-            "null:0 only-matching:0 count:0 color:2 no-color:0 break:0 heading:0 "
-            "show-function:0 function-context:0 context:1 after-context:1 before-context:1 "
-            "threads:1 file:1 and:0 or:0 not:0 all-match:0 quiet:0 max-depth:1 max-count:1 "
-            "no-textconv:0 recursive:0 no-recursive:0 null:0",
-    "shortlog": "numbered:0 summary:0 email:0 format:1 group:1 committer:0 c:0",
-    "range-diff": "creation-factor:1 no-dual-color:0 left-only:0 right-only:0",
-    "version": "build-options:0",
-}
-_GIT_SIMPLE_LONG: Dict[str, Dict[str, int]] = {}
-
-
-def _git_simple_longs(sub: str) -> Dict[str, int]:
-    """The long options of `sub`, parsed the first time it is read: all of
-    them cost every hook's import 110 us, git or not."""
-    longs = _GIT_SIMPLE_LONG.get(sub)
-    if longs is None:
-        longs = _GIT_SIMPLE_LONG[sub] = {
-            k: int(v) for k, v in (item.split(":") for item in _GIT_SIMPLE_SPECS[sub].split())}
-    return longs
-
-
-_GIT_SIMPLE_SHORT = {
-    # sub: (flags, short options taking a value, short options with optional digits)
-    "ls-files": ("cdmoiksutvfz", "x X", ""),
-    "ls-tree": ("rtdlz", "", ""),
-    "blame": ("bcflnpstwe", "L S", "MC"),
-    "cat-file": ("tsepZ", "", ""),
-    "rev-parse": ("q", "", ""),
-    "describe": ("", "", ""),
-    "show-ref": ("sdq", "", ""),
-    "for-each-ref": ("s", "", ""),
-    "merge-base": ("a", "", ""),
-    "name-rev": ("", "", ""),
-    "count-objects": ("vH", "", ""),
-    "check-ignore": ("qvnz", "", ""),
-    "check-attr": ("az", "", ""),
-    "var": ("l", "", ""),
-    "cherry": ("v", "", ""),
-    "grep": ("ivwnlLhHcazoqEFGPrI", "efmABC", ""),
-    "shortlog": ("nsec", "w", ""),
-    "range-diff": ("", "", ""),
-    "version": ("", "", ""),
+# The read-only subcommands, each by its table.
+_GIT_QUERIES: Dict[str, _Opts] = {
+    #: read | git ls-files -co --exclude-standard -x '*.o'
+    "ls-files": _git_table(
+        "-cdmoiksutvfz -xX: --cached --deleted --modified --others --ignored --stage --unmerged "
+        "--killed --directory --no-empty-directory --eol --exclude-standard --exclude: "
+        "--exclude-from: --exclude-per-directory: --error-unmatch --full-name "
+        "--recurse-submodules --abbrev? --debug --deduplicate --format: --with-tree: --sparse "
+        "--resolve-undo --no-recurse-submodules"),
+    "ls-tree": _git_table(
+        "-rtdlz --name-only --name-status --full-name --full-tree --object-only --long "
+        "--abbrev? --format:"),
+    #: read | git blame -L 10,20 -M -C50 a.py
+    "blame": _git_table(
+        "-bcflnpstwe -LS: -MC? --porcelain --line-porcelain --incremental --show-email "
+        "--show-number --show-name --root --reverse --date: --abbrev? --color-lines "
+        "--color-by-age --ignore-rev: --ignore-revs-file: --contents: --show-stats --minimal "
+        "--score-debug --first-parent --progress --no-progress --encoding:"),
+    "cat-file": _git_table(
+        "-tsepZ --batch? --batch-check? --batch-command? --batch-all-objects --follow-symlinks "
+        "--unordered --buffer --allow-unknown-type --use-mailmap --no-use-mailmap --mailmap "
+        "--path:"),
+    "rev-parse": _git_table(
+        "-q --abbrev-ref? --short? --verify --symbolic --symbolic-full-name --show-toplevel "
+        "--git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree "
+        "--is-inside-git-dir --is-bare-repository --is-shallow-repository --show-prefix "
+        "--show-cdup --show-superproject-working-tree --local-env-vars --git-path: --sq --quiet "
+        "--all --branches? --tags? --remotes? --default: --since: --until: --after: --before: "
+        "--show-object-format? --show-ref-format --revs-only --no-revs --flags --no-flags "
+        "--prefix: --sq-quote --not --glob: --exclude: --disambiguate: --resolve-git-dir: "
+        "--shared-index-path --path-format:"),
+    "describe": _git_table(
+        "--all --tags --contains --abbrev? --candidates: --exact-match --debug --long --match: "
+        "--exclude: --always --first-parent --dirty? --broken?"),
+    "show-ref": _git_table(
+        "-sdq --head --heads --branches --tags --verify --exists --hash? --abbrev? --quiet "
+        "--dereference --exclude-existing?"),
+    "for-each-ref": _git_table(
+        "-s --format: --sort: --count: --points-at: --merged? --no-merged? --contains? "
+        "--no-contains? --shell --perl --python --tcl --color? --ignore-case --omit-empty "
+        "--exclude: --include-root-refs --stdin"),
+    "merge-base": _git_table(
+        "-a --all --octopus --independent --is-ancestor --fork-point"),
+    "name-rev": _git_table(
+        "--tags --refs: --exclude: --all --annotate-stdin --name-only --no-undefined --always "
+        "--stdin"),
+    "count-objects": _git_table(
+        "-vH --verbose --human-readable"),
+    "check-ignore": _git_table(
+        "-qvnz --quiet --verbose --stdin --non-matching --no-index"),
+    "check-attr": _git_table(
+        "-az --all --cached --stdin --source:"),
+    "var": _git_table(
+        "-l --list"),
+    "cherry": _git_table(
+        "-v --abbrev?"),
+    #: read | git grep -n -e foo -C2 -- '*.py'
+    #: unknown =shell_execution_option | git grep -Oless foo
+    #: unknown =shell_execution_option | git grep --textconv foo
+    "grep": _git_table(
+        "-ivwnlLhHcazoqEFGPrI -efmABC: --cached --untracked --no-index --no-exclude-standard "
+        "--exclude-standard --recurse-submodules --text --ignore-case --word-regexp "
+        "--invert-match --full-name --extended-regexp --basic-regexp --perl-regexp "
+        "--fixed-strings --line-number --column --files-with-matches --name-only "
+        "--files-without-match --null --only-matching --count --color? --no-color --break "
+        "--heading --show-function --function-context --context: --after-context: "
+        "--before-context: --threads: --file: --and --or --not --all-match --quiet --max-depth: "
+        "--max-count: --no-textconv --recursive --no-recursive -O? --open-files-in-pager?",
+        runs="-O --open-files-in-pager"),
+    "shortlog": _git_table(
+        "-nsec -w: --numbered --summary --email --format: --group: --committer --c"),
+    "range-diff": _git_table(
+        "--creation-factor: --no-dual-color --left-only --right-only"),
+    "version": _git_table(
+        "--build-options"),
 }
 _GIT_REV_SUBS = frozenset(("diff", "log", "show", "whatchanged", "diff-tree", "diff-index",
                            "diff-files", "rev-list", "status"))
 
 
-def _git_simple(sub: str, args: List[_W]) -> _V:
-    flags, vals, num = _GIT_SIMPLE_SHORT[sub]
-    deny = {"output": "write", "textconv": "exec", "ext-diff": "exec",
-            "open-files-in-pager": "exec"}
-    if sub != "grep":
-        deny.pop("open-files-in-pager")
-    longs = _git_simple_longs(sub)
-    if sub in ("grep", "cat-file") and "textconv" in longs:
-        longs = dict(longs)
-        longs.pop("textconv")
-    short_deny = "O" if sub == "grep" else ""
-    return _git_query(args, longs, flags, vals.replace(" ", ""), num, deny, short_deny)
+def _git_query(table: _Opts, args: List[_W]) -> _V:
+    """A read-only subcommand judged by its table: git's own reasons for
+    an option it does not list and for the file --output writes."""
+    v = _read_options(args, table)[0] or _an_read()
+    if v.mut == "write" and v.reason is None:
+        v.reason = "git_output_file"
+    _git_unlisted(v)
+    if v.why is not None and v.why[0] == "spec":
+        v.why = ("option", v.why[1])   # the culprit quotes the option as written
+    return v
+
+
+def _git_rev(args: List[_W]) -> _V:
+    return _git_query(_GIT_REV, args)
 
 
 # What the word that makes `git branch`, `tag`, `stash`, `config` or a
@@ -6966,147 +6980,137 @@ def _git_names(args: List[_W]) -> List[str]:
     return [w.text for w in args if w.static and not w.text.startswith("-")]
 
 
+def _git_unlisted(v: _V) -> _V:
+    """git's reason for an option its table does not list."""
+    if v.mut == "unknown" and v.reason == "shell_command_unproven":
+        v.reason = "git_arguments_unproven"
+    return v
+
+
+def _git_option_key(opt: str) -> str:
+    """The key of _GIT_WORD_EFFECTS for an option a scanner met: `d` or `--delete`."""
+    return opt if len(opt) == 1 else "--" + opt
+
+
+# git branch lists, unless an option of _GIT_BRANCH_WRITES, or a name
+# without a listing option, creates, deletes, moves or copies a branch.  A
+# value after a flag (`--all=x`) is refused by git, which then does nothing;
+# --color takes only its three modes.
+#: read | git branch -a --contains HEAD
+#: read | git branch --list 'feat*' --format '%(refname:short)'
+#: read | git branch -vv --color=always
+#: write | git branch -D old
+#: write | git branch --set-upstream-to origin/main
+#: write | git branch feature
+#: unknown =git_arguments_unproven | git branch --color
+#: notread | git branch --contains $x
+#: notread | git branch --points-at $x
+_GIT_BRANCH = _Opts(
+    "-dDmMcCf -alrvq --delete? --move? --copy? --force? --edit-description? "
+    "--set-upstream-to? --unset-upstream? --track? --no-track? --create-reflog? "
+    "--set-upstream? --recurse-submodules? --list? --contains? --no-contains? --merged? "
+    "--no-merged? --points-at: --format: --sort: --show-current? --all? --remotes? "
+    "--verbose? --no-color? --column? --no-column? --ignore-case? --omit-empty? "
+    "--no-abbrev? --quiet? --abbrev? --color?", abbrev=False)
+_GIT_BRANCH_WRITES = frozenset((
+    "d", "D", "m", "M", "c", "C", "f", "delete", "move", "copy", "force", "edit-description",
+    "set-upstream-to", "unset-upstream", "track", "no-track", "create-reflog", "set-upstream",
+    "recurse-submodules"))
+_GIT_BRANCH_LISTS = frozenset(("l", "list", "contains", "no-contains", "merged", "no-merged",
+                               "points-at"))
+_GIT_COLOR_WHEN = frozenset(("always", "never", "auto"))
+
+
 def _git_branch(args: List[_W]) -> _V:
-    """git branch: listing is read, creation/deletion/moves are writes."""
-    names = _git_names(args)
+    fail, operands, seen = _read_options(args, _GIT_BRANCH)
     listing = False
-    operand = False
-    i, n = 0, len(args)
-    write_long = ("--delete", "--move", "--copy", "--force", "--edit-description",
-                  "--set-upstream-to", "--unset-upstream", "--track", "--no-track",
-                  "--create-reflog", "--set-upstream", "--recurse-submodules")
-    flag_long = ("--show-current", "--all", "--remotes", "--verbose", "--no-color", "--column",
-                 "--no-column", "--ignore-case", "--omit-empty", "--no-abbrev", "--quiet")
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            if i < n:
-                operand = True
-            break
-        if not t.startswith("-") or t == "-":
-            operand = True
-            continue
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in write_long:
-                return _git_write("branch", t, names, key)
-            if key == "--list":
-                listing = True
-            elif key in ("--contains", "--no-contains", "--merged", "--no-merged"):
-                listing = True
-                if "=" not in t and i < n and not args[i].text.startswith("-"):
-                    i += 1
-            elif key in ("--points-at", "--format", "--sort"):
-                if key == "--points-at":
-                    listing = True
-                if "=" not in t:
-                    if i >= n:
-                        return _unknown("option_value_missing")
-                    i += 1
-            elif key in flag_long or t in ("--color=always", "--color=never", "--color=auto") \
-                    or key in ("--abbrev", "--column"):
-                pass
-            else:
-                return _unknown("git_arguments_unproven")
-            continue
-        body = t[1:]
-        if any(ch in "dDmMcCf" for ch in body):
-            return _git_write("branch", t, names, next(ch for ch in body if ch in "dDmMcCf"))
-        if body and all(ch in "alrvq" for ch in body):
-            listing = listing or "l" in body
-            continue
-        return _unknown("git_arguments_unproven")
-    if operand and not listing:
-        return _git_write("branch", "", names)
+    for opt, value, spelled in seen:
+        if opt in _GIT_BRANCH_WRITES:
+            return _git_write("branch", spelled, _git_names(args), _git_option_key(opt))
+        if opt == "color" and (value is None or value.text not in _GIT_COLOR_WHEN):
+            return _unknown("git_arguments_unproven")
+        listing = listing or opt in _GIT_BRANCH_LISTS
+    if fail is not None:
+        return _git_unlisted(fail)
+    if operands and not listing:
+        return _git_write("branch", "", _git_names(args))
     return _an_read()
+
+
+# git tag lists with a listing option, else makes the tag its operand names;
+# every option it does not list (-a, -s, -m, -d, -f, ...) makes, replaces or
+# deletes a tag.  --sort and --format only shape a listing.
+#: read | git tag -l 'v1.*' --sort=-creatordate
+#: read | git tag -n5 --contains HEAD
+#: read | git tag -li 'v1*'
+#: write | git tag v1.2
+#: write | git tag -nfoo v1
+#: write | git tag -uno v1
+#: notread | git tag --contains $x
+_GIT_TAG = _Opts(
+    "-liv -n? --list? --verify? --contains: --no-contains: --merged: --no-merged: "
+    "--points-at: --sort: --format: --column? --no-column? --ignore-case? --omit-empty? "
+    "--color? --no-color?", abbrev=False, parser="git")
+_GIT_TAG_LISTS = _GIT_BRANCH_LISTS | frozenset(("n", "v", "verify"))
 
 
 def _git_tag(args: List[_W]) -> _V:
-    names = _git_names(args)
-    listing = False
-    operand = False
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        key = t.split("=", 1)[0]
-        if t == "--":
-            operand = operand or i < n
-            break
-        if not t.startswith("-") or t == "-":
-            operand = True
-        elif key in ("-l", "--list"):
-            listing = True
-        elif t.startswith("-n") and (len(t) == 2 or t[2:].isdigit()):
-            listing = True
-        elif key in ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at",
-                     "--sort", "--format"):
-            # --sort and --format only shape a listing; they do not ask for one.
-            listing = listing or key not in ("--sort", "--format")
-            if "=" not in t:
-                if i >= n:
-                    return _unknown("option_value_missing")
-                i += 1
-        elif key in ("--column", "--no-column", "--ignore-case", "-i", "--omit-empty",
-                     "--color", "--no-color"):
-            pass
-        elif key in ("-v", "--verify"):
-            listing = True
-        else:
-            return _git_write("tag", t, names, key if key in ("-d", "--delete", "-f", "--force")
-                              else "")   # -a, -s, -m, ...: a tag is made
-    if operand and not listing:
-        return _git_write("tag", "", names)
+    fail, operands, seen = _read_options(args, _GIT_TAG)
+    if fail is not None and fail.reason == "shell_command_unproven":
+        spelled = fail.why[1] if fail.why else ""
+        key = spelled.split("=", 1)[0]
+        return _git_write("tag", spelled, _git_names(args),
+                          key if key in ("-d", "--delete", "-f", "--force") else "")
+    if fail is not None:
+        return fail
+    if operands and not any(opt in _GIT_TAG_LISTS for opt, _, _ in seen):
+        return _git_write("tag", "", _git_names(args))
     return _an_read()
 
 
+# git config reads with a reading option or one key, and with the `get` and
+# `list` actions; every option it does not list (--unset, --add, --edit,
+# --replace-all, ...), a key with a value and the other actions change the
+# configuration.  Options end at the first operand.  A word not written out
+# may be another option or a second operand (a value): unproven.  A value
+# after a flag (`--global=x`) is refused by git, which then does nothing.
+#: read | git config --get user.name
+#: read | git config --global -l --show-origin
+#: read | git config -f .gitmodules --get-regexp path
+#: read | git config user.email
+#: read | git config get --all user.name
+#: write | git config user.name alice
+#: write | git config --unset user.name
+#: write | git config set core.pager cat
+#: unknown =shell_syntax_unproven | git config --get "$key"
+#: notread | git config --file $f --get a.b
+_GIT_CONFIG = _Opts(
+    "-lz -f: --get? --get-all? --get-regexp? --list? --get-urlmatch? --get-color? "
+    "--get-colorbool? --global? --system? --local? --worktree? --show-origin? --show-scope? "
+    "--name-only? --null? --bool? --int? --path? --bool-or-int? --expiry-date? --includes? "
+    "--no-includes? --type: --file: --blob: --default:", permute=False, abbrev=False)
+_GIT_CONFIG_READS = frozenset(("l", "get", "get-all", "get-regexp", "list", "get-urlmatch",
+                               "get-color", "get-colorbool"))
+
+
 def _git_config(args: List[_W]) -> _V:
-    reads = ("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch",
-             "--get-color", "--get-colorbool")
-    neutral = ("--global", "--system", "--local", "--worktree", "--show-origin", "--show-scope",
-               "--name-only", "-z", "--null", "--bool", "--int", "--path", "--bool-or-int",
-               "--expiry-date", "--includes", "--no-includes")
-    operands = []
-    reading = False
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if not w.static:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        key = t.split("=", 1)[0]
-        if operands or t == "--":
-            # git config stops parsing options at the first operand.
-            if t != "--" or operands:
-                operands.append(t)
-            continue
-        if key in reads:
-            reading = True
-        elif key in neutral or key == "--type":
-            if key == "--type" and "=" not in t:
-                i += 1
-        elif key in ("--file", "-f", "--blob", "--default"):
-            if "=" not in t:
-                i += 1
-        elif t.startswith("-"):
-            return _git_write("config", t, _git_names(args[i:]), key)
-        else:
-            operands.append(t)
-    if operands and operands[0] in ("get", "list"):
+    written = next((k for k, w in enumerate(args) if not w.static), len(args))
+    fail, operands, seen = _read_options(args[:written], _GIT_CONFIG)
+    if fail is not None and fail.reason == "shell_command_unproven":
+        spelled = fail.why[1] if fail.why else ""
+        return _git_write("config", spelled, _git_names(args), spelled.split("=", 1)[0])
+    if written < len(args):
+        return _unknown("shell_syntax_unproven")
+    if fail is not None:
+        return fail
+    actions = [w.text for w in operands]
+    if actions[:1] in (["get"], ["list"]):
         return _an_read()
-    if operands and operands[0] in ("set", "unset", "rename-section", "remove-section", "edit"):
-        return _git_write("config", operands[0], operands[1:])
-    if reading or len(operands) == 1:
+    if actions[:1] in (["set"], ["unset"], ["rename-section"], ["remove-section"], ["edit"]):
+        return _git_write("config", actions[0], actions[1:])
+    if any(opt in _GIT_CONFIG_READS for opt, _, _ in seen) or len(actions) == 1:
         return _an_read()
-    return _git_write("config", "", operands)
+    return _git_write("config", "", actions)
 
 
 def _git_stash(args: List[_W]) -> _V:
@@ -7132,7 +7136,7 @@ _GIT_READ_ACTIONS = {
 }
 
 
-_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_SIMPLE_SPECS)
+_GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_QUERIES)
                    | frozenset(_GIT_READ_ACTIONS)
                    | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
                                 "archive", "symbolic-ref", "help")))
@@ -7424,8 +7428,8 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return v
     if sub in _GIT_REV_SUBS:
         v = _git_rev(rest)
-    elif sub in _GIT_SIMPLE_SPECS:
-        v = _git_simple(sub, rest)
+    elif sub in _GIT_QUERIES:
+        v = _git_query(_GIT_QUERIES[sub], rest)
     elif sub == "branch":
         v = _git_branch(rest)
     elif sub == "tag":
@@ -9723,34 +9727,30 @@ def _go_flag(text: str) -> str:
 
 # `go list` flags that only select or format; build flags such as -toolexec
 # (runs a program), -mod=mod (rewrites go.mod), -modfile, -overlay, -export and
-# -compiled (compile) are refused.
-_GO_LIST_FLAGS = frozenset(("json", "m", "e", "deps", "test", "find", "u", "versions",
-                            "retracted", "reuse"))
-_GO_LIST_VALUED = frozenset(("f", "tags", "C"))
+# -compiled (compile) are refused, and -mod takes only its read-only modes,
+# attached.  A word not written out may be any flag: unproven.
+#: unknown =repository_code ~read | go list -m -json all
+#: unknown =repository_code ~read | go list -f '{{.Dir}}' ./...
+#: unknown =repository_code ~read | go list --mod=readonly -deps -json=true .
+#: unknown | go list -toolexec ./x .
+#: unknown | go list -mod=mod all
+#: unknown | go list -mod readonly .
+_GO_LIST = _Opts("--json --m --e --deps --test --find --u --versions --retracted --reuse --f: "
+                 "--tags: --C: --mod:", abbrev=False, parser="go")
+_GO_LIST_MODES = frozenset(("readonly", "vendor"))
 
 
 def _go_list(args: List[_W]) -> _V:
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if not w.static:
-            return _unknown()
-        t = w.text
-        if t == "--":
-            break
-        name = _go_flag(t)
-        if not name:
-            continue
-        if name in _GO_LIST_FLAGS:
-            continue
-        if name in _GO_LIST_VALUED:
-            i += 0 if "=" in t else 1
-            continue
-        if name == "mod" and t.split("=", 1)[-1] in ("readonly", "vendor"):
-            continue
+    flags = args[:next((k for k, w in enumerate(args) if w.static and w.text == "--"),
+                       len(args))]
+    if not all(w.static for w in flags):
         return _unknown()
-    return _an_read()
+    fail, _, seen = _read_options(args, _GO_LIST)
+    if any(opt == "mod" and ("=" not in spelled or value is None
+                             or value.text not in _GO_LIST_MODES)
+           for opt, value, spelled in seen):
+        return _unknown()
+    return fail or _an_read()
 
 
 def _go(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -11381,7 +11381,7 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
              "run": ("view", "list"), "release": ("view", "list"), "workflow": ("view", "list"),
              "search": ("issues", "prs", "repos", "code", "commits"), "auth": ("status",)}
     if group == "api":
-        return _gh_api(texts[1:])
+        return _gh_api(args[1:])
     if verb in reads.get(group, ()):
         # --web opens a browser; pflag also takes `--web=true` and `-w` inside
         # a cluster of short flags (`-cw`).
@@ -11397,76 +11397,49 @@ def _gh(name: str, args: List[_W], ctx: _Ctx) -> _V:
     return _unknown()
 
 
-# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, value-taking
-# letters last in a cluster), by long name -> its letter and whether it takes
-# a value.  A field is sent as a query string under GET, a body otherwise.
-_GH_API_OPTIONS: Dict[str, Tuple[str, bool]] = {
-    "--method": ("X", True), "--field": ("F", True), "--raw-field": ("f", True),
-    "--header": ("H", True), "--jq": ("q", True), "--template": ("t", True),
-    "--preview": ("p", True), "--input": ("", True), "--hostname": ("", True),
-    "--cache": ("", True), "--include": ("i", False), "--paginate": ("", False),
-    "--slurp": ("", False), "--silent": ("", False), "--verbose": ("", False),
-}
+# `gh api`'s options (pflag: `-Fk=v`, `-F=k=v`, `--field=k=v`, a letter that
+# takes a value ends its cluster, a flag takes `=true`).  A field is sent as
+# a query string under GET, a body otherwise.
+#: read | gh api repos/o/r/pulls -q '.[].title'
+#: read | gh api -XGET search/issues -f q=bug --paginate
+#: write | gh api -X POST repos/o/r/issues -f title=x
+#: write | gh api repos/o/r/issues -F title=x
+#: unknown =network_data_unproven | gh api -X GET repos/o/r -F=body=@.env
+#: unknown =network_data_unproven | gh api --input body.json repos/o/r
+#: unknown =shell_command_unproven | gh api --cache 1h repos/o/r
+_GH_API = _Opts("-i -XFfHqtp: --method=-X --field=-F --raw-field=-f --header=-H --jq=-q "
+                "--template=-t --preview=-p --input: --hostname: --cache: --include? "
+                "--paginate? --slurp? --silent? --verbose?", abbrev=False)
 
 
-def _gh_api(rest: List[str]) -> _V:
+def _gh_api(args: List[_W]) -> _V:
     """`gh api` reads only with the GET method in every spelling of the
     option, and, as any network request, only when all it sends is written
     out: a field value `@FILE` (or `@-`, standard input) sends the file even
     as a query string, `--input` sends a body whatever the method, a header
     `@…` is refused too, and an endpoint holding `://` goes to any host.
     `--cache` writes gh's cache."""
-    short = {letter: (name, valued) for name, (letter, valued) in _GH_API_OPTIONS.items()
-             if letter}
+    fail, operands, seen = _read_options(args, _GH_API)
+    if fail is not None:
+        return fail
     given: List[Tuple[str, str]] = []
-    operands: List[str] = []
-    k = 0
-    while k < len(rest):
-        t = rest[k]
-        k += 1
-        if t == "--":
-            operands.extend(rest[k:])
-            break
-        if t.startswith("--"):
-            name, eq, value = t.partition("=")
-            if name not in _GH_API_OPTIONS:
-                return _unknown("shell_command_unproven")
-            if _GH_API_OPTIONS[name][1] and not eq:
-                if k >= len(rest):
-                    return _unknown("option_value_missing")
-                value = rest[k]
-                k += 1
-            given.append((name, value))
-        elif t.startswith("-") and len(t) > 1:
-            for at, letter in enumerate(t[1:], 1):
-                if letter not in short:
-                    return _unknown("shell_command_unproven")
-                name, valued = short[letter]
-                if not valued:
-                    given.append((name, ""))
-                    continue
-                value = t[at + 1:]
-                value = value[1:] if value.startswith("=") else value
-                if not value:
-                    if k >= len(rest):
-                        return _unknown("option_value_missing")
-                    value = rest[k]
-                    k += 1
-                given.append((name, value))
-                break
-        else:
-            operands.append(t)
-    methods = [value.upper() for name, value in given if name == "--method"]
-    fields = any(name in ("--field", "--raw-field") for name, _ in given)
+    for opt, value, spelled in seen:
+        text = value.text if value is not None else ""
+        if not spelled.startswith("--") and text.startswith("=") \
+                and not any(value is w for w in args):
+            text = text[1:]   # pflag drops the `=` of `-F=k=v`
+        given.append((opt, text))
+    methods = [value.upper() for opt, value in given if opt == "X"]
+    fields = any(opt in ("F", "f") for opt, _ in given)
     method = methods[-1] if methods else "POST" if fields else "GET"
-    for name, value in given:
-        sent = value.partition(":" if name == "--header" else "=")[2].lstrip()
-        if name == "--input" or name in ("--field", "--raw-field", "--header") \
+    for opt, value in given:
+        sent = value.partition(":" if opt == "H" else "=")[2].lstrip()
+        if opt == "input" or opt in ("F", "f", "H") \
                 and (sent.startswith("@") or value.startswith("@")):
             return _unknown("network_data_unproven")
-        if name == "--cache":
+        if opt == "cache":
             return _unknown("shell_command_unproven")
-    if any("://" in t for t in operands):
+    if any("://" in w.text for w in operands):
         return _unknown("network_data_unproven")
     return _an_read() if method == "GET" else _write()
 

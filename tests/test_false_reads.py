@@ -378,8 +378,8 @@ def test_forms_their_parsers_read_otherwise_are_not_proven(line):
 
 def test_every_table_names_a_parser_the_scanner_knows():
     tables = [v for v in vars(sts).values() if isinstance(v, sts._Opts)]
-    assert tables and {t.parser for t in tables} <= {"getopt", "word", "next"}
-    assert {t.parser for t in tables} == {"getopt", "word", "next"}
+    assert tables and {t.parser for t in tables} <= {"getopt", "word", "next", "git", "go"}
+    assert {t.parser for t in tables} == {"getopt", "word", "next", "git", "go"}
 
 
 # ---- network reads that obey the project's configuration ---------------------------
