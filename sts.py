@@ -194,7 +194,8 @@ def _unstub(fn: Any, part: str, index: int) -> Any:
 # posixpath gives; anything else is asked of the real os, imported then.
 # Every other process (tests that change os.environ, the CLI), a Python
 # before 3.11 (no posix._path_normpath) and Windows (no posix) get the real
-# os from the start.
+# os from the start.  It pays: with the real os a hook call runs 10% more
+# instructions on 3.11 (callgrind), 0.2 of the interpreter's floor, ~2.5 ms.
 ###############################################################################
 
 try:
@@ -390,7 +391,8 @@ os = (_LeanOs() if _posix is not None and hasattr(_posix, "_path_normpath") and 
 # Owns `json` as every other section sees it: `json.loads` and `json.dumps`
 # without the json package's start-up, with the same results, bytes and
 # exceptions as the standard library's.
-# `import json` costs about a third of a hook call, because the package
+# `import json` costs about a third of a hook call (+50% instructions, a
+# whole floor, measured on 3.11), because the package
 # imports `re` (and with it enum, functools and collections) to compile the
 # patterns of its pure-Python fallbacks.  The work itself is done by `_json`,
 # the C accelerator json uses when present; called directly it gives the same
@@ -30345,6 +30347,13 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
 # part is loaded (tests/test_cli.py checks that too).  The adapters added
 # last are a part of their own, "more", loaded after the hosts part by their
 # own hooks only, so a new host costs the other hosts' hooks nothing.
+#
+# What each piece saves a Claude Code hook call on 3.11, in instructions
+# (callgrind, each piece turned off alone; the floor `python3 -I -S -c pass`
+# is 27.7 M): the split as a whole 28-32% (0.6 floor), the collector off
+# and frozen 7-9% (0.16), the hosts part 6-7% (0.13), the lazy stubs 3%
+# (0.06), no docstrings or annotations 2.5% (0.05), no __future__ import 1%
+# (0.02).  Leaving out column positions saved 0.1%: they stay.
 
 _COLD_SECTIONS = ("Install, uninstall and doctor", "Inspection", "Cases")
 _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
@@ -30500,7 +30509,7 @@ def _compile_part(text: str, for_hooks: bool = True, lazy: Optional[List[bytes]]
     import ast
     tree = ast.parse(text)
     # The flag alone gives string annotations; the statement would also
-    # import the __future__ module when the part runs (a thirtieth of a hook).
+    # import the __future__ module when the part runs (1% of a hook call).
     tree.body = [node for node in tree.body if not (
         isinstance(node, ast.ImportFrom) and node.module == "__future__")]
     for node in ast.walk(tree):
@@ -30662,7 +30671,7 @@ def _strip_function(node: Any) -> None:
     """Drop a function's docstring and annotations, in place.
 
     A hook never reads them, and they are about a tenth of the bytecode it
-    loads.  Class bodies keep theirs: the dataclasses read the annotations
+    loads (2.5% of a hook call's instructions).  Class bodies keep theirs: the dataclasses read the annotations
     of their fields, and their docstrings spare them a costly signature."""
     import ast
     body = node.body
