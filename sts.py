@@ -30399,8 +30399,9 @@ try:
 finally:
     if _loader_gc_on:
         _loader_gc.enable()
-for _loader_name in [n for n in globals() if n.startswith("_loader_")]:
-    del globals()[_loader_name]
+for _loader_name in ("_loader_gc", "_loader_sys", "_loader_gc_on", "_loader_argv", "_loader_part",
+                     "_loader_fh", "_loader_data", "_loader_code", "_loader_marshal"):
+    globals().pop(_loader_name, None)   # (by name: a scan of every global cost 2.5 percent)
 del _loader_name
 """
 
