@@ -137,32 +137,47 @@ LIFECYCLE_VERSION = 2
 # puts it in place, so a hook call unmarshals only those it runs.
 # _LAZY_HEADER is the split cache's header, in the hot part only.
 _LAZY_HEADER = None
-_LAZY_CODE: Dict[str, Any] = {}
+_LAZY_CODE: Dict[str, Any] = {}   # part -> read(start, end) of its lazy file
+_LAZY_LOCK = _thread.allocate_lock()
 
 
 def _unstub(fn: Any, part: str, index: int) -> Any:
     """`fn`, a stub of the hot part, with its own code (number `index` of
     the part's lazy file) in place."""
-    data = _LAZY_CODE.get(part)
-    if data is None:
-        try:
-            with open(__cached__[:-len(".pyc")] + ".%s-lazy.pyc" % part, "rb") as fh:
-                data = fh.read()
-        except (OSError, TypeError, NameError):
-            data = b""
-        end = 20 + 4 * int.from_bytes(data[16:20], "little")
-        if data[:16] != _LAZY_HEADER or int.from_bytes(data[end:end + 4], "little") != len(data):
-            from_source = globals().get("_lazy_from_source")
-            if from_source is None:
-                raise ImportError("the lazy part of sts.py's cache is missing; run it again")
-            data = from_source(part)
-        data = _LAZY_CODE[part] = memoryview(data)
+    with _LAZY_LOCK:
+        read = _LAZY_CODE.get(part)
+        if read is None:
+            read = _LAZY_CODE[part] = _lazy_reader(part)
+        where = read(20 + 4 * index, 28 + 4 * index)
+        code = read(int.from_bytes(where[:4], "little"), int.from_bytes(where[4:], "little"))
     import marshal
-    where = 20 + 4 * index
-    start, end = (int.from_bytes(data[where:where + 4], "little"),
-                  int.from_bytes(data[where + 4:where + 8], "little"))
-    fn.__code__ = marshal.loads(data[start:end])
+    fn.__code__ = marshal.loads(code)
     return fn
+
+
+def _lazy_reader(part: str) -> Any:
+    """read(start, end) of the part's lazy file, a function's bytes at a time
+    (reading the whole file made a hook fault in a hundred more pages), or of
+    the same bytes compiled from sts.py when the file is missing or damaged."""
+    try:
+        fh = open(__cached__[:-len(".pyc")] + ".%s-lazy.pyc" % part, "rb")
+    except (OSError, TypeError, NameError):
+        fh = None
+    if fh is not None:
+        head = fh.read(20)
+        fh.seek(20 + 4 * int.from_bytes(head[16:20], "little"))
+        last = int.from_bytes(fh.read(4), "little")
+        if head[:16] == _LAZY_HEADER and len(head) == 20 and last == fh.seek(0, 2):
+            def read(start: int, end: int) -> bytes:
+                fh.seek(start)
+                return fh.read(end - start)
+            return read
+        fh.close()
+    from_source = globals().get("_lazy_from_source")
+    if from_source is None:
+        raise ImportError("the lazy part of sts.py's cache is missing; run it again")
+    data = memoryview(from_source(part))
+    return lambda start, end: data[start:end]
 
 
 # =============================================================================
