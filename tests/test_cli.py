@@ -271,9 +271,7 @@ OLDER_HOSTS = "codex,claude,hermes,opencode,pi,omp,gemini,copilot,qwen"
 EVERY_HOST = ",".join((OLDER_HOSTS,) + sts._MORE_HOSTS)
 LEAN_PROBE = ("import sts\nprint(sts.decide.__doc__ is not None,"
               " bool(sts.decide.__annotations__),"
-              " '__future__' in sys.modules,"
-              " any(p[2] is not None for p in sts.decide.__code__.co_positions())"
-              " if hasattr(sts.decide.__code__, 'co_positions') else True)")
+              " '__future__' in sys.modules)")
 
 
 def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path):
@@ -307,13 +305,12 @@ def test_a_hook_splits_the_cache_and_later_hooks_load_only_the_hot_part(tmp_path
     assert _run(folder, HOSTS_PROBE).stdout.split()[:3] == [b"True", b"True", EVERY_HOST.encode()]
     # A hook process: the hot part only, without what only a reader of the
     # code uses (docstrings and annotations of functions, the __future__
-    # import, the column positions of each instruction).
+    # import).
     assert _run(folder, PROBE, ["claude"]).stdout.split() == [b"True", b"False", b"True"]
-    assert _run(folder, LEAN_PROBE, ["claude"]).stdout.split() == (
-        [b"False", b"False", b"False", b"False" if sys.version_info >= (3, 11) else b"True"])
+    assert _run(folder, LEAN_PROBE, ["claude"]).stdout.split() == [b"False", b"False", b"False"]
     # Anyone else: the whole module, exactly as Python's import gives it.
     assert _run(folder, PROBE).stdout.split() == [b"False", b"True", b"False"]
-    assert _run(folder, LEAN_PROBE).stdout.split() == [b"True", b"True", b"True", b"True"]
+    assert _run(folder, LEAN_PROBE).stdout.split() == [b"True", b"True", b"True"]
     assert _run(folder, "from sts import cmd_doctor, find_event; print('ok')").stdout == b"ok\n"
     # The same answers as the whole module gives, including those that need a
     # cold section (a status typed in the prompt).

@@ -148,7 +148,7 @@ def test_a_hook_process_runs_without_os_and_answers_as_the_real_os_does(tmp_path
              "    sys.stderr.flush()\n"
              "    real_exit(code)\n"
              "sts.os._exit = leave\n"
-             "sts._split_bytecode_lean = lambda: None\n"   # (the first hook after a change splits the cache)
+             "sts._split_bytecode = lambda: None\n"   # (the first hook after a change splits the cache)
              "sts.main()" % ROOT)
     base = {"session_id": "lean", "cwd": str(tmp_path), "tool_use_id": "t"}
     events = [dict(base, hook_event_name="UserPromptSubmit", prompt="$stop-that-shit review"),
