@@ -381,7 +381,18 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         marker = "mode=%s;" % scenario.mode
         if not any(marker in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
             p.append("the contract context (%s) never reached the model" % marker)
-    if scenario.wiring == "sts":
+    if scenario.wiring == "sts" and res.host in scenarios.CONTEXT_UNSHOWN:
+        # No context reaches the model there: a `files=` lock is proven by the
+        # audit's judged files; the wording of the context cannot be shown.
+        events = audit_events(os.path.join(root, "sts-home"))
+        for text in scenario.model_sees:
+            if text.startswith("files="):
+                if not any(text[len("files="):] in ((e.get("shown") or {}).get("files") or [])
+                           for e in events):
+                    p.append("no audit event judged under %s" % text)
+            else:
+                res.notes.append("context %r: not shown on this host" % text)
+    elif scenario.wiring == "sts":
         for text in scenario.model_sees:
             if not any(text in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
                 p.append("%r never reached the model (the contract context)" % text)

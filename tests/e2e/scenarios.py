@@ -15,6 +15,8 @@ LS_MARK = "e2e-seed-7f3c.txt"
 
 
 def _write_call(host: str, path: str, content: str) -> dict:
+    if host == "vibe":
+        return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
     if host == "cline":
         return {"tool": "editor", "args": {"path": path, "new_text": content + "\n"}}
     if host == "codex":
@@ -38,6 +40,8 @@ def _write_call(host: str, path: str, content: str) -> dict:
 def _shell_call(host: str, command: str) -> dict:
     if host == "cline":
         return {"tool": "run_commands", "args": {"commands": [command]}}
+    if host == "vibe":
+        return {"tool": "bash", "args": {"command": command}}
     if host == "codex":
         return {"tool": "exec_command", "args": {"cmd": command}}
     if host == "droid":
@@ -317,11 +321,12 @@ def _(host, work):
 # run, with why; the audit proves the armed contract there instead.
 CONTEXT_UNSHOWN = {
     "droid": "`droid exec` drops the additionalContext of every tool hook",
+    "vibe": "Vibe has no prompt hook, and a pre_tool answer carries no context for the model",
 }
 
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
-PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode"]
+PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode", "vibe"]
 
 
 SCENARIOS = [
@@ -410,7 +415,16 @@ def why_not(scenario: Scenario, host: str) -> str:
     """Why a scenario does not apply to a host."""
     if scenario.name == "agents-control" and host in NO_OFFLINE_SUBAGENT:
         return NO_OFFLINE_SUBAGENT[host]
+    if scenario.name.startswith("agents-") and host in NO_SUBAGENT_TOOL:
+        return NO_SUBAGENT_TOOL[host]
     return scenario.why_not
+
+
+# Hosts with a subagent tool the e2e model is not offered, with why.
+NO_SUBAGENT_TOOL = {
+    "vibe": "Vibe 3.0 offers the model no subagent tool by default: agents.spawn is a deferred "
+            "tool behind search_tool_functions, and no agent config exists offline",
+}
 
 
 def applicable(scenario: Scenario, host: str) -> bool:
