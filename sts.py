@@ -29549,7 +29549,8 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 #            {"send": <payload>, "expect": {...}} to check that event too
 #   expect   {"result": deny|context|allow|prompt-error, "code": CODE|null,
 #            optional "audit": CODE|null}: the answer to the LAST event
-# Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
+# Strings in payloads may hold {STS_HOME}, {CWD}, {STS_PY} and {CASE_DIR} (the
+# case file's folder: Vibe cases name session journals kept there); each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
 CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
@@ -29714,7 +29715,7 @@ def load_cases(folder: str) -> Tuple[List[Case], List[Tuple[str, str]]]:
 
 
 def _case_fill(value: Any, places: Dict[str, str]) -> Any:
-    """Replace {STS_HOME}, {CWD}, {STS_PY} in every string of a payload."""
+    """Replace {STS_HOME}, {CWD}, {STS_PY}, {CASE_DIR} in every string of a payload."""
     if isinstance(value, str):
         for mark, real in places.items():
             value = value.replace(mark, real)
@@ -29831,7 +29832,8 @@ def replay_case(case: Case) -> CaseOutcome:
         # files=): a symlinked temp dir must not make a case pass or fail.
         home, work = os.path.realpath(home), os.path.realpath(work)
         places = {"{STS_HOME}": home, "{CWD}": work,
-                  "{STS_PY}": os.path.realpath(os.path.abspath(__file__))}
+                  "{STS_PY}": os.path.realpath(os.path.abspath(__file__)),
+                  "{CASE_DIR}": os.path.dirname(os.path.realpath(case.path))}
         # Code that builds its own Store() must find the same fresh data dir.
         os.environ["STS_HOME"] = home
         try:

@@ -383,11 +383,15 @@ def judge(res: CaseResult, scenario, root: str) -> None:
             p.append("the contract context (%s) never reached the model" % marker)
     if scenario.wiring == "sts" and res.host in scenarios.CONTEXT_UNSHOWN:
         # No context reaches the model there: a `files=` lock is proven by the
-        # audit's judged files; the wording of the context cannot be shown.
+        # audit (a deny shows the judged files; an allow counts the lock's
+        # patterns); the wording of the context cannot be shown.
         events = audit_events(os.path.join(root, "sts-home"))
         for text in scenario.model_sees:
             if text.startswith("files="):
-                if not any(text[len("files="):] in ((e.get("shown") or {}).get("files") or [])
+                patterns = text[len("files="):].split(",")
+                if not any(patterns == (e.get("shown") or {}).get("files")
+                           or (e.get("controlState") == "armed" and
+                               (e.get("contract") or {}).get("allowedPathCount") == len(patterns))
                            for e in events):
                     p.append("no audit event judged under %s" % text)
             else:
