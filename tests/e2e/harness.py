@@ -348,7 +348,15 @@ def judge(res: CaseResult, scenario, root: str) -> None:
     for name in scenario.present:
         if not os.path.exists(os.path.join(work, name)):
             p.append("%s does not exist (the action did not run)" % name)
-    if scenario.deny_text and scenario.deny_text not in joined:
+    hidden = scenarios.REASON_HIDDEN.get((res.host, scenario.name))
+    if scenario.deny_text and hidden:
+        # The host shows the model a fixed text for this deny, never the
+        # reason: that text must come back, and the audit holds the reason.
+        if hidden[0] not in joined:
+            p.append("the host's own deny text %r never reached the model" % hidden[0])
+        else:
+            res.notes.append("deny reason: %s" % hidden[1])
+    elif scenario.deny_text and scenario.deny_text not in joined:
         seen = " | ".join(_gist(t) for t in results if t.strip())
         p.append("deny text %s never reached the model as a tool result (it saw: %s)"
                  % (scenario.deny_text, seen or "no tool result"))

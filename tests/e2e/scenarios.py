@@ -5,6 +5,7 @@ A scenario is host-neutral: a directive, a task, an action ("write a file",
 file system and the request log.  `HOST_TOOLS` turns an action into each
 host's own tool call; `script()` builds the fake model's script for a run.
 """
+import json
 import os
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -64,6 +65,13 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
     target = os.path.join(work, "sub.txt")
     goal = "%s: write %s" % (SUBAGENT_MARK, target)
     child_write = dict(_write_call(host, target, "by-subagent"), **{"if": SUBAGENT_MARK})
+    if host == "vibe":  # agents.spawn is deferred: the code tool calls it
+        code = ("const r = await tools.agents.spawn({name: 'helper', message: %s}); "
+                "console.log(JSON.stringify(r)); "
+                "console.log(JSON.stringify(await tools.self.wait({timeout_ms: 60000})));"
+                % json.dumps(goal))
+        return [{"tool": "run_typescript", "unless": SUBAGENT_MARK, "args": {"code": code}},
+                child_write]
     if host == "cline":  # spawn_agent returns when its subagent has ended
         return [{"tool": "spawn_agent", "unless": SUBAGENT_MARK,
                  "args": {"systemPrompt": "You write files.", "task": goal}}, child_write]
@@ -284,6 +292,11 @@ _HASH_CODE = {
                                         "hashlib.sha256(b'x').hexdigest())"}),
     "omp": ("eval", {"language": "js", "code": "require('fs').writeFileSync(%r, require('crypto')"
                                               ".createHash('sha256').update('x').digest('hex'))"}),
+    # Vibe's code tool reaches the file system only through the other tools,
+    # each of which passes the hook on its own.
+    "vibe": ("run_typescript", {"code": "const r = await tools.file_system.bash({command: "
+                                        "'sha256sum %s > ' + %%r}); console.log(JSON.stringify(r));"
+                                        % LS_MARK}),
 }
 
 
@@ -421,9 +434,19 @@ def why_not(scenario: Scenario, host: str) -> str:
 
 
 # Hosts with a subagent tool the e2e model is not offered, with why.
-NO_SUBAGENT_TOOL = {
-    "vibe": "Vibe 3.0 offers the model no subagent tool by default: agents.spawn is a deferred "
-            "tool behind search_tool_functions, and no agent config exists offline",
+NO_SUBAGENT_TOOL: dict = {}
+
+# (host, scenario) -> (the text the host shows the model for the deny instead
+# of its reason, why).  The audit event must still hold the reason code.
+REASON_HIDDEN = {
+    ("vibe", "agents-zero"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds AGENT_BUDGET_EXHAUSTED"),
+    ("vibe", "code-hash"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds HASH_NOT_AUTHORIZED"),
 }
 
 
