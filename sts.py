@@ -25827,13 +25827,35 @@ class VibeAdapter(DroidAdapter):
             return {"name": name, "mutability": "control"}
         return {"name": name, "mutability": "unknown"}
 
-    def session_and_root(self, payload: dict) -> Tuple[Optional[str], Optional[str]]:
+    def _session_and_root(self, payload: dict, store: Store) -> Tuple[Optional[str], str]:
+        """A subagent's payload names only its parent: the root is the
+        parent's own root when the parent is a subagent seen before (its
+        calls reach the hook before any agent it spawns), else the parent.
+        Each subagent's root is kept in the data folder, one file each."""
         session = self.session_of(payload)
         parent = payload.get("parent_session_id")
-        return session, (parent if _is_text(parent) else session)
+        if session is None or not _is_text(parent):
+            return session, session or ""
+        root = parent
+        try:
+            with open(store.path("vibe-roots", session_key(parent)), encoding="utf-8") as fh:
+                root = fh.read().strip() or parent
+        except OSError:
+            pass
+        mine = store.path("vibe-roots", session_key(session))
+        try:
+            _state_mkdirs(os.path.dirname(mine))
+            fd = os.open(mine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, root.encode("utf-8"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass   # written before (or unwritable: the parent is the root then)
+        return session, root
 
     def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
-        session, root = self.session_and_root(payload)
+        session, root = self._session_and_root(payload, store)
         if session is None:
             return None
         call = self.pre_tool(payload, store, name, session, root, payload.get("tool_name"),

@@ -105,6 +105,18 @@ def test_a_subagent_is_judged_by_its_parent_and_its_task_is_not_a_prompt(tmp_pat
     assert deny and "MODE_FORBIDS_MUTATION" in text
 
 
+def test_a_subagent_of_a_subagent_is_judged_by_the_root(tmp_path, store):
+    folder = journal(tmp_path, turn("turn-1", "$stop-that-shit review -- look"))
+    assert denied(answer(store, pre_tool(folder, *WRITE)))[0]
+    # The child's first call (spawning the grandchild) names the root as parent.
+    answer(store, pre_tool(str(tmp_path / "c"), "agents.list", {}, call_id="c1",
+                           parent=SID, sid="child-1"))
+    got = answer(store, pre_tool(str(tmp_path / "g"), *WRITE, call_id="g1",
+                                 parent="child-1", sid="child-2"))
+    deny, text = denied(got)
+    assert deny and "MODE_FORBIDS_MUTATION" in text
+
+
 def test_nested_calls_of_the_code_tool_are_judged_one_by_one(tmp_path, store):
     folder = journal(tmp_path, turn("turn-1", "$stop-that-shit change -- go"))
     got = answer(store, pre_tool(folder, "file_system.bash",
