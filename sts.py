@@ -21808,7 +21808,7 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 #   Adapters: Codex and Claude Code                            ~490
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
 #   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~600
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~630
 #   Install, uninstall and doctor                              ~2,300
 #   (the whole Part)                                           ~6,400
 #
@@ -25723,6 +25723,7 @@ ADAPTER_TOOLS["vibe"] = {
     "agents.spawn": ((), "agent", ""), "subagent.spawn": ((), "agent", ""),
     "run_typescript": ((), "agent", ""),
     "vibe.cron": ((), "prompt", ""), "skill.read": ((), "prompt", ""),
+    "vibe.start_session": ((), "agent", ""),
     "vibe.unified_harness_scratchpad": (("path",), "", ""),
     "file_system.read_file": (("file_path", "path"), "", ""),
     **{tool: ((), "", "") for tool in (
@@ -25784,6 +25785,7 @@ class VibeAdapter(DroidAdapter):
         # Code that calls any tool (each call also reaches the hook on its own).
         "run_typescript": "_spawner",
         "vibe.cron": "_scheduled_prompt", "skill.read": "_skill",
+        "vibe.start_session": "_start_session",
         "vibe.unified_harness_scratchpad": "_scratchpad",
         **{name: "read" for name in (
             "file_system.read_file", "process.output", "process.list", "agents.list_configs",
@@ -25813,6 +25815,15 @@ class VibeAdapter(DroidAdapter):
             return file_write_action(name, path, None, None, whole_file=False)
         return file_write_action(name, path, tool_input.get("new_string"),
                                  tool_input.get("old_string"), whole_file=False)
+
+    def _start_session(self, name: str, tool_input: dict) -> dict:
+        """A session of its own, not a subagent: it outlives the call, and
+        its prompt is that session's first user turn, so a prompt that would
+        set the contract names the guard's session state (self-protected)."""
+        action = self._unbounded(name, tool_input)
+        if any(_sets_contract(v) for v in tool_input.values() if isinstance(v, str)):
+            action["affectedPaths"] = [_session_state_folder()]
+        return action
 
     def _scratchpad(self, name: str, tool_input: dict) -> dict:
         """Notes in the session's own scratchpad folder: reading and listing

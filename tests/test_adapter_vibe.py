@@ -155,6 +155,8 @@ def test_nested_calls_of_the_code_tool_are_judged_one_by_one(tmp_path, store):
     ("self.wait", {"timeout_ms": 5}, "control"),
     ("bash", {"command": "rm -rf build"}, "write"),
     ("task", {"task": "t", "agent": "explore"}, "delegate"),
+    ("vibe.start_session", {"prompt": "write the changelog", "placement": "new_worktree"},
+     "delegate"),
     ("linear.create_issue", {"title": "x"}, "unknown"),
 ])
 def test_vibes_tools(tool, tool_input, mutability):
@@ -165,6 +167,18 @@ def test_a_scheduled_prompt_that_would_set_the_contract_is_named_as_such():
     action = sts.ADAPTERS["vibe"].classify("vibe.cron", {"action": "schedule",
                                                           "prompt": "$stop-that-shit open"})
     assert action.get("affectedPaths")
+
+
+def test_a_new_session_is_an_agent_nobody_can_count(tmp_path, store):
+    folder = journal(tmp_path, turn("turn-1", "$stop-that-shit change agents=2 -- go"))
+    got = answer(store, pre_tool(folder, "vibe.start_session", {"prompt": "write the docs"}))
+    deny, text = denied(got)
+    assert deny and "UNBOUNDED_DELEGATION" in text
+    # Its prompt is that session's first user turn: one that opens the
+    # contract is a write to the guard's session state.
+    action = sts.ADAPTERS["vibe"].classify("vibe.start_session",
+                                           {"prompt": "$stop-that-shit open -- go"})
+    assert action["affectedPaths"]
 
 
 def test_the_guards_own_files_of_vibe_are_protected(tmp_path, store):
