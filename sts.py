@@ -30199,7 +30199,7 @@ STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _cannot_answe
 # compared without case: a hook wired as `pretooluse` is still one.
 _TOOL_HOOK_NAMES = frozenset(name.lower() for name in (
     "PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call", "BeforeTool",
-    "preToolUse"))
+    "preToolUse", "pre_tool"))
 # Top-level fields by which a payload whose event name is missing or unknown
 # (a Copilot hook wired without its event, or `preToolUze`) shows that a tool
 # is about to run, and those that show it already ran.

@@ -117,6 +117,16 @@ def test_a_subagent_of_a_subagent_is_judged_by_the_root(tmp_path, store):
     assert deny and "MODE_FORBIDS_MUTATION" in text
 
 
+def test_a_pre_tool_event_that_cannot_be_read_fails_closed_while_armed(tmp_path, store):
+    folder = journal(tmp_path, turn("turn-1", "$stop-that-shit review -- look"))
+    assert denied(answer(store, pre_tool(folder, *WRITE)))[0]
+    raw = json.dumps(pre_tool(folder, "file_system.bash", {"command": "__X__"}, call_id="c2"))
+    raw = raw.replace('"__X__"', "[" * 5000 + "]" * 5000).encode()
+    got = json.loads(sts.run_hook("vibe", raw, store) or "{}")
+    deny, text = denied(got)
+    assert deny and "CANNOT_EVALUATE" in text
+
+
 def test_nested_calls_of_the_code_tool_are_judged_one_by_one(tmp_path, store):
     folder = journal(tmp_path, turn("turn-1", "$stop-that-shit change -- go"))
     got = answer(store, pre_tool(folder, "file_system.bash",
