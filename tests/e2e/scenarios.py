@@ -259,6 +259,12 @@ GUARD_PROBE = "e2e-in-guard-folder.txt"
 def _(host, work):
     """`echo x > FILE` with the shell tool's own folder argument pointing at the
     guard's data folder (the run's STS_HOME): the event's cwd is elsewhere."""
+    if host == "vibe":   # process.start is deferred: the code tool calls it
+        guard = os.path.join(os.path.dirname(work), "sts-home")
+        code = ("const r = await tools.process.start({command: %s, cwd: %s}); "
+                "console.log(JSON.stringify(r));"
+                % (json.dumps("echo x > %s" % GUARD_PROBE), json.dumps(guard)))
+        return [{"tool": "run_typescript", "args": {"code": code}}]
     if host not in _RUN_FOLDER_ARGS:
         return None
     tool, key, folder = _RUN_FOLDER_ARGS[host]
@@ -380,7 +386,7 @@ SCENARIOS = [
              "guard's data folder: blocked", directive="change", task="write the probe",
              absent=[os.path.join("..", "sts-home", GUARD_PROBE)],
              deny_text="GUARD_SELF_PROTECTION", audit="observed_blocked",
-             hosts=sorted(_RUN_FOLDER_ARGS),
+             hosts=sorted(_RUN_FOLDER_ARGS) + ["vibe"],
              why_not="no working-folder argument, or the host refuses one outside its "
                      "workspace itself"),
     Scenario("opencode-task-root", "8. review, then task resumes the root session with "
@@ -447,6 +453,10 @@ REASON_HIDDEN = {
         "Tool execution was skipped by Runtime policy",
         "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
         "hook's reason; the audit holds HASH_NOT_AUTHORIZED"),
+    ("vibe", "workdir-guard"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds GUARD_SELF_PROTECTION"),
 }
 
 
