@@ -13,7 +13,7 @@ the bytecode cached)::
 The plain form works too, only slower::
 
     python3 sts.py codex|claude|hermes|opencode|pi|omp|gemini|copilot|qwen   < host-event.json
-    python3 sts.py droid|kilo|cline                                          < host-event.json
+    python3 sts.py droid|kilo|cline|vibe                                     < host-event.json
     python3 sts.py install <host> | uninstall <host> | doctor [--json]
     python3 sts.py status | runtime [all] | log | explain EVT | label EVT LABEL
     python3 sts.py check [--host H] [--contract "review"] -- 'command'
@@ -220,7 +220,7 @@ except ImportError:   # Windows
 
 # The hosts whose hooks run as `python3 -c ... <host>` (ADAPTERS' keys; a test checks).
 _HOOK_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-               "droid", "kilo", "cline")
+               "droid", "kilo", "cline", "vibe")
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 _MAX_LINKS = 40   # followed by _LeanPath.realpath; more (or a loop) is posixpath's to answer
 
@@ -11678,6 +11678,8 @@ _AGENT_CLIS: Dict[str, Tuple[frozenset, frozenset]] = {
                         "acp"))),
     "cline": (frozenset(("auth", "config", "instance", "version")),
               frozenset(("task", "-T", "--taskId"))),
+    "vibe": (frozenset(("mcp", "help", "--setup", "--check-upgrade")),
+             frozenset(("-c", "--continue", "--resume"))),
     "auggie": (frozenset(("login", "logout", "mcp", "tokens")),
                frozenset(("-c", "--continue", "-r", "--resume"))),
     "kimi": (frozenset(("login", "logout", "mcp")), frozenset(("-C", "--continue", "-S", "--session"))),
@@ -11697,7 +11699,7 @@ _AGENT_PACKAGES: Dict[str, str] = {
     "@charmland/crush": "crush", "@augmentcode/auggie": "auggie", "kimi-cli": "kimi",
     "@qodo/command": "qodo", "openhands-ai": "openhands", "@continuedev/cli": "cn",
     "goose-ai": "goose", "cline": "cline", "droid": "droid", "@factory/cli": "droid",
-    "@kilocode/cli": "kilo",
+    "@kilocode/cli": "kilo", "mistral-vibe": "vibe",
 }
 # Programs whose operands can start another program (wrappers the analyzer
 # may not see through, schedulers, terminal multiplexers, interpreters with
@@ -17882,6 +17884,22 @@ HOST_SETTINGS: Dict[str, Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...
          "plugin off)", ("**",), (".cline/",)),
         ("a Cline hook file", ("**",), (".clinerules/hooks/",)),
     ),
+    # Mistral Vibe runs the hooks of ~/.vibe/hooks.toml and of a trusted
+    # project's .vibe/hooks.toml, where a hook of the same name wins over the
+    # user's (so a project file could replace the guard); plugins bring hook
+    # files of their own; sts reads the user's words in the session journals.
+    "vibe": (
+        ("a Mistral Vibe hooks, config or trusted-folders file (a project hook of the "
+         "guard's name replaces it)", ("**",),
+         (".vibe/hooks.toml", ".vibe/config.toml", ".vibe/trusted_folders.toml")),
+        ("Mistral Vibe's plugin and agent folders (a plugin brings its own hooks)", ("**",),
+         (".vibe/plugins/", ".vibe/agents/")),
+        ("Mistral Vibe's session journals (sts reads the user's words there)", ("**",),
+         (".vibe/logs/session/",)),
+        ("Mistral Vibe's hooks, config, plugins or session journals", ("$VIBE_HOME",),
+         ("hooks.toml", "config.toml", "trusted_folders.toml", "plugins/", "agents/",
+          "logs/session/")),
+    ),
     # Not a host: the startup files of the shells every host's shell tool runs
     # (Codex and Claude Code start a login shell).  A line written there runs
     # before every later command, so an alias or a function could turn a proven
@@ -22050,10 +22068,10 @@ def _thrash_note_write(store: Store, key: str, action: Action, decision: Decisio
 #   Adapters: shared helpers                                   ~850
 #   Adapters: Codex and Claude Code                            ~550
 #   Adapters: Hermes, OpenCode, Pi and Oh My Pi                ~1,500
-#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~480
-#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~400
-#   Install, uninstall and doctor                              ~2,200
-#   (the whole Part)                                           ~6,000
+#   Adapters: Gemini CLI, Copilot CLI and Qwen Code            ~520
+#   Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe ~630
+#   Install, uninstall and doctor                              ~2,300
+#   (the whole Part)                                           ~6,400
 #
 # Every host's translation, event in and answer out (a host's EVENTS table
 # names the methods that translate its events; its TOOLS, the host's rows of
@@ -25462,11 +25480,13 @@ _HOST_TILDE.update({"droid": "none", "kilo": _HOST_TILDE["opencode"]})
 _TRANSCRIPT_CAP = 8 * 1024 * 1024
 
 
-def _last_user_prompt(path: Any) -> Optional[Tuple[str, str]]:
+def _last_user_prompt(path: Any, prompt_line: Any = None) -> Optional[Tuple[str, str]]:
     """(message id, text) of the last message the user typed in a Droid
     session transcript (JSON lines), or None.  Droid's own entries in the
     user role (hook results, reminders to the model, tool results) are not
-    the user's: they carry a visibility, a hook name or non-text parts."""
+    the user's: they carry a visibility, a hook name or non-text parts.
+    `prompt_line` reads another host's journal lines the same way."""
+    prompt_line = prompt_line or _user_prompt_line
     if not _is_text(path):
         return None
     try:
@@ -25489,7 +25509,7 @@ def _last_user_prompt(path: Any) -> Optional[Tuple[str, str]]:
             if start > 0:
                 lines = lines[1:]   # the first one may be cut
             for line in reversed(lines):
-                found = _user_prompt_line(line)
+                found = prompt_line(line)
                 if found is not None:
                     return found
             if start == 0 or window >= _TRANSCRIPT_CAP:
@@ -25605,6 +25625,9 @@ class DroidAdapter(CommandHookAdapter):
             call.prior = self.transcript_prompt(payload, store, session)
         return call
 
+    def last_prompt(self, payload: dict) -> Optional[Tuple[str, str]]:
+        return _last_user_prompt(payload.get("transcript_path"))
+
     def transcript_prompt(self, payload: dict, store: Store, session: str) -> Optional[dict]:
         """The user's last prompt from Droid's transcript, as a prompt.submit
         the core handles before the tool call, once per prompt.
@@ -25615,7 +25638,7 @@ class DroidAdapter(CommandHookAdapter):
         transcript message (created exclusively) makes each prompt count
         once, however many hooks run at once.  The transcript folder is
         self-protected, so while armed the model cannot add a prompt there."""
-        found = _last_user_prompt(payload.get("transcript_path"))
+        found = self.last_prompt(payload)
         if found is None:
             return None
         message_id, text = found
@@ -25816,10 +25839,207 @@ class ClineAdapter(PiAdapter):
         return {"lifecycle": "joined"}   # spawn_agent returns when its subagent ended
 
 
+# ---- Mistral Vibe -----------------------------------------------------------
+# Vibe 3.0 (PyPI mistral-vibe: a Python CLI around a Rust core) runs the
+# `[[hooks]]` of ~/.vibe/hooks.toml (or $VIBE_HOME) and of a trusted
+# project's .vibe/hooks.toml.  Only tool hooks exist (pre_tool, post_tool,
+# post_agent): no prompt or session event.  A pre_tool hook answers
+# {"decision": "deny", "reason"} with exit 0; a crash or a non-zero exit lets
+# the call run unless the hook says `strict = true` (install does).  Tool
+# names arrive qualified (`file_system.bash`), and the calls that the code
+# tool run_typescript makes reach the hook one by one (run_typescript itself
+# does not).  The user's words are read from the session journal
+# (transcript_path/journal/*.jsonl), like Droid's transcript.  A subagent
+# runs as a session of its own whose payload names its parent_session_id.
+
+ADAPTER_TOOLS["vibe"] = {
+    "file_system.write_file": (("file_path", "path"), "", ""),
+    "file_system.search_replace": (("file_path", "path"), "", ""),
+    "file_system.bash": ((), "shell", ""),
+    "process.start": ((), "shell", "cwd"), "process.write": ((), "input", ""),
+    "agents.spawn": ((), "agent", ""), "subagent.spawn": ((), "agent", ""),
+    "run_typescript": ((), "agent", ""),
+    "vibe.cron": ((), "prompt", ""), "skill.read": ((), "prompt", ""),
+    "vibe.start_session": ((), "agent", ""),
+    "vibe.unified_harness_scratchpad": (("path",), "", ""),
+    "file_system.read_file": (("file_path", "path"), "", ""),
+    **{tool: ((), "", "") for tool in (
+        "process.output", "process.list", "process.stop", "agents.list_configs", "agents.list",
+        "agents.send_message", "agents.interrupt", "subagent.list", "subagent.send_message",
+        "subagent.interrupt", "subagent.wait", "subagent.stop", "self.wait", "self.sleep",
+        "vibe.todo", "ui.ask_user_question", "connector_web_search.web_search",
+        "connector_web_search.open_url", "search_tool_functions")},
+    # The names of Vibe's older runtime, which its docs still use.
+    "write_file": (("file_path", "path"), "", ""), "search_replace": (("file_path", "path"), "", ""),
+    "bash": ((), "shell", ""), "task": ((), "agent", ""),
+    "read_file": (("file_path", "path"), "", ""), "grep": (("path",), "", ""),
+    **{tool: ((), "", "") for tool in ("web_search", "web_fetch", "todo", "ask_user_question")},
+}
+HOST_PATH_RULES["vibe"] = "relative to the session folder; a leading `~` is judged both ways"
+_HOST_TILDE["vibe"] = "none"
+
+
+def _vibe_prompt_line(line: bytes) -> Optional[Tuple[str, str]]:
+    """(command id, text) of a journal line that starts a turn with words
+    the user typed: a turn/start whose message is not injected (Vibe marks
+    the messages it adds itself) and is text only."""
+    if b'"turn/start"' not in line:
+        return None
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    payload = entry.get("payload") if isinstance(entry, dict) else None
+    params = payload.get("params") if isinstance(payload, dict) else None
+    if not isinstance(params, dict) or payload.get("method") != "turn/start" \
+            or params.get("injected") is not False \
+            or not _is_text(payload.get("client_command_id")):
+        return None
+    parts = params.get("message")
+    if not isinstance(parts, list) or not parts or not all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in parts):
+        return None
+    return payload["client_command_id"], "\n".join(p["text"] for p in parts)
+
+
+class VibeAdapter(DroidAdapter):
+    """Mistral Vibe 3.0 pre_tool command hooks (~/.vibe/hooks.toml)."""
+
+    host = "vibe"
+    family = "mistral-vibe"
+    EVENTS = {"pre_tool": "on_pre_tool", "post_tool": "on_post_tool"}
+    # A pre_tool answer has no field the model reads but the deny reason.
+    CONTEXT_EVENTS: frozenset = frozenset()
+    TOOLS = {
+        "file_system.write_file": "_write_tool", "file_system.search_replace": "_edit_tool",
+        "file_system.bash": "_shell", "process.start": "_shell",
+        # Types into a program already running: a command the hook cannot read.
+        "process.write": "unknown",
+        # Spawned agents run on after the call, and a message wakes an idle one.
+        "agents.spawn": "delegate", "subagent.spawn": "delegate",
+        "agents.send_message": "_wakes_agent", "subagent.send_message": "_wakes_agent",
+        # Code that calls any tool (each call also reaches the hook on its own).
+        "run_typescript": "_spawner",
+        "vibe.cron": "_scheduled_prompt", "skill.read": "_skill",
+        "vibe.start_session": "_start_session",
+        "vibe.unified_harness_scratchpad": "_scratchpad",
+        **{name: "read" for name in (
+            "file_system.read_file", "process.output", "process.list", "agents.list_configs",
+            "agents.list", "subagent.list", "connector_web_search.web_search",
+            "connector_web_search.open_url", "search_tool_functions")},
+        **{name: "control" for name in (
+            "process.stop", "agents.interrupt", "subagent.interrupt", "subagent.wait",
+            "subagent.stop", "self.wait", "self.sleep", "vibe.todo", "ui.ask_user_question")},
+        "write_file": "_write_tool", "search_replace": "_edit_tool", "bash": "_shell",
+        "task": "delegate",
+        **{name: "read" for name in ("read_file", "grep", "web_search", "web_fetch")},
+        **{name: "control" for name in ("todo", "ask_user_question")},
+    }
+    STAMPED_IDS = False   # every call carries tool_call_id
+    PROMPTS_REFUSABLE = False   # no prompt hook: a rejected directive stops the tools
+
+    def render(self, result: CoreResult, call: HookCall) -> str:
+        if result.kind == "deny":
+            return _json({"decision": "deny",
+                          "reason": result.text or "Stop That Shit denied this call."})
+        return ""
+
+    def _edit_tool(self, name: str, tool_input: dict) -> dict:
+        # One edit comes flat (old_string/new_string); several stay in `content`.
+        path = _first_text(tool_input, "file_path", "path")
+        if "content" in tool_input:
+            return file_write_action(name, path, None, None, whole_file=False)
+        return file_write_action(name, path, tool_input.get("new_string"),
+                                 tool_input.get("old_string"), whole_file=False)
+
+    def _start_session(self, name: str, tool_input: dict) -> dict:
+        """A session of its own, not a subagent: it outlives the call, and
+        its prompt is that session's first user turn, so a prompt that would
+        set the contract names the guard's session state (self-protected)."""
+        action = self._unbounded(name, tool_input)
+        if any(_sets_contract(v) for v in tool_input.values() if isinstance(v, str)):
+            action["affectedPaths"] = [_session_state_folder()]
+        return action
+
+    def _scratchpad(self, name: str, tool_input: dict) -> dict:
+        """Notes in the session's own scratchpad folder: reading and listing
+        are reads, writing a plain relative name is the agent's bookkeeping.
+        A path that could climb out (`..`, absolute, `~`) may reach the
+        session journal beside it, where the user's words are read."""
+        if tool_input.get("action") in ("read", "list"):
+            return {"name": name, "mutability": "read"}
+        path = tool_input.get("path")
+        if _is_text(path) and not path.startswith(("/", "~", "\\")) \
+                and ".." not in path.replace("\\", "/").split("/"):
+            return {"name": name, "mutability": "control"}
+        return {"name": name, "mutability": "unknown"}
+
+    def _session_and_root(self, payload: dict, store: Store) -> Tuple[Optional[str], str]:
+        """A subagent's payload names only its parent: the root is the
+        parent's own root when the parent is a subagent seen before (its
+        calls reach the hook before any agent it spawns), else the parent.
+        Each subagent's root is kept in the data folder, one file each."""
+        session = self.session_of(payload)
+        parent = payload.get("parent_session_id")
+        if session is None or not _is_text(parent):
+            return session, session or ""
+        root = parent
+        try:
+            with open(store.path("vibe-roots", session_key(parent)), encoding="utf-8") as fh:
+                root = fh.read().strip() or parent
+        except OSError:
+            pass
+        mine = store.path("vibe-roots", session_key(session))
+        try:
+            _state_mkdirs(os.path.dirname(mine))
+            fd = os.open(mine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, root.encode("utf-8"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass   # written before (or unwritable: the parent is the root then)
+        return session, root
+
+    def on_pre_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        session, root = self._session_and_root(payload, store)
+        if session is None:
+            return None
+        call = self.pre_tool(payload, store, name, session, root, payload.get("tool_name"),
+                             payload.get("tool_input"), payload.get("tool_call_id"))
+        if call is not None and session == root:
+            # A subagent's journal opens with its parent's words, never the user's.
+            call.prior = self.transcript_prompt(payload, store, session)
+        return call
+
+    def last_prompt(self, payload: dict) -> Optional[Tuple[str, str]]:
+        """The newest user turn in the session journal: its files are read
+        newest first (a journal rolls over to a new file as it grows)."""
+        folder = payload.get("transcript_path")
+        if not _is_text(folder):
+            return None
+        journal = os.path.join(folder, "journal")
+        try:
+            names = sorted((n for n in os.listdir(journal) if n.endswith(".jsonl")),
+                           reverse=True)
+        except OSError:
+            return None
+        for name in names:
+            found = _last_user_prompt(os.path.join(journal, name), _vibe_prompt_line)
+            if found is not None:
+                return found
+        return None
+
+    def on_post_tool(self, payload: dict, store: Store, name: str) -> Optional[HookCall]:
+        return None   # install wires no post_tool hook: spawned agents run on
+
+
 HOST_ADAPTERS_D: Dict[str, Adapter] = {
     "droid": DroidAdapter(),
     "kilo": KiloAdapter(),
     "cline": ClineAdapter(),
+    "vibe": VibeAdapter(),
 }
 
 
@@ -25971,6 +26191,9 @@ _HOSTS: Dict[str, Dict[str, Any]] = {
     # Droid reads `hooks` from settings.json as Claude Code does (and hooks.json).
     "droid": {"user": lambda: os.path.join(os.path.expanduser("~"), ".factory"),
               "project": ".factory", "config": "settings.json", "binary": "droid"},
+    # Vibe's hooks.toml gets a block of its own (see _plan_vibe_hooks).
+    "vibe": {"user": lambda: _env_dir("VIBE_HOME", ".vibe"), "project": ".vibe",
+             "binary": "vibe"},
 }
 
 # A harmless event per host for doctor: nothing in it can arm, deny or change a
@@ -25999,6 +26222,10 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
                               "source": "startup", "cwd": cwd},
     "droid": lambda sid, cwd: {"session_id": sid, "hook_event_name": "SessionStart",
                                "source": "startup", "cwd": cwd},
+    "vibe": lambda sid, cwd: {"session_id": sid, "hook_event_name": "pre_tool", "cwd": cwd,
+                              "transcript_path": "", "parent_session_id": None,
+                              "tool_name": "vibe.todo", "tool_call_id": "sts-doctor",
+                              "tool_input": {}},
     "copilot": lambda sid, cwd: {"sessionId": sid, "timestamp": 0, "cwd": cwd, "source": "new",
                                  "initialPrompt": ""},
     "omp": lambda sid, cwd: {"v": 1, "hook": "before_agent_start", "sessionId": sid, "cwd": cwd,
@@ -26009,7 +26236,8 @@ _PROBE_EVENTS: Dict[str, Callable[[str, str], dict]] = {
 }
 
 # Hosts whose hook may answer with empty stdout; the JS shims need one JSON object.
-_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid"))
+_SILENT_OK = frozenset(("codex", "claude", "hermes", "gemini", "qwen", "copilot", "droid",
+                        "vibe"))
 
 _PIN_MARK = "sts install rewrites this line"
 # What marks a file install may replace: a shim's pinned line, the wire module's header.
@@ -26891,6 +27119,8 @@ def _plan_install(host: str, scope: str, python: str, entry: dict) -> _Plan:
         plan.files[dest] = rec
     if host == "copilot":
         _plan_copilot_hooks(plan, base, python, prior)
+    if host == "vibe":
+        _plan_vibe_hooks(plan, base, python, prior)
     for note in _TRUST_NOTES.get((host, scope), ()):
         plan.notes.append(note % {"root": _project_root(), "base": base})
     if host in _SHIM_HOSTS:
@@ -26923,7 +27153,75 @@ _TRUST_NOTES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("copilot", "project"): (
         "Copilot CLI runs the hooks in %(base)s/hooks only in a trusted folder: trust %(root)s when copilot "
         "asks, or start it with --trust-folder.",),
+    ("vibe", "project"): (
+        "Mistral Vibe runs %(base)s/hooks.toml only in a trusted folder: trust %(root)s when "
+        "vibe asks (or start it with --trust).",),
 }
+
+
+# ---- Mistral Vibe: a block of its own in hooks.toml -------------------------
+# The user's hooks.toml may hold hooks of its own, so install adds one marked
+# block (a `[[hooks]]` table appended last) and uninstall takes out exactly
+# that block.  `strict = true` makes Vibe deny the call when the hook crashes,
+# times out or exits non-zero; without it such a failure lets the call run.
+_VIBE_OPEN = "# >>> stop-that-shit: `sts.py install vibe` manages the lines down to the end mark"
+_VIBE_CLOSE = "# <<< stop-that-shit"
+
+
+def _vibe_hooks_path(base: str) -> str:
+    return os.path.join(base, "hooks.toml")
+
+
+def _vibe_block(command: str) -> str:
+    # JSON's string escapes are valid in a TOML basic string.
+    return "\n".join((_VIBE_OPEN, "[[hooks]]", 'name = "stop-that-shit"', 'type = "pre_tool"',
+                      "command = %s" % json.dumps(command), "timeout = 30.0", "strict = true",
+                      _VIBE_CLOSE)) + "\n"
+
+
+def _vibe_without_block(path: str, text: str) -> str:
+    """The text with sts's block taken out (ends in one newline, or is empty)."""
+    lines = text.split("\n")
+    if _VIBE_OPEN in lines:
+        start = lines.index(_VIBE_OPEN)
+        if _VIBE_CLOSE not in lines[start:]:
+            raise _Manual("its stop-that-shit block has no end mark")
+        end = lines.index(_VIBE_CLOSE, start)
+        lines = lines[:start] + lines[end + 1:]
+    rest = "\n".join(lines).rstrip("\n")
+    return rest + "\n" if rest else ""
+
+
+def _vibe_sts_hook(text: str, command: Optional[str] = None) -> Optional[dict]:
+    """The stop-that-shit pre_tool entry of a hooks.toml text (the one that
+    runs `command`, if given), or None; needs tomllib (Python 3.11+)."""
+    try:
+        import tomllib
+        hooks = tomllib.loads(text).get("hooks")
+    except (ImportError, ValueError):
+        return None
+    for hook in hooks if isinstance(hooks, list) else ():
+        if isinstance(hook, dict) and hook.get("name") == "stop-that-shit" \
+                and (command is None or hook.get("command") == command):
+            return hook
+    return None
+
+
+def _plan_vibe_hooks(plan: _Plan, base: str, python: str, prior: Dict[str, dict]) -> None:
+    dest = _vibe_hooks_path(base)
+    raw = _install_read(dest)
+    command = hook_command("vibe", python)
+    try:
+        rest = _vibe_without_block(dest, _text(dest, raw))
+    except _Manual as why:
+        raise InstallError("%s: %s; fix or remove that block and run install again."
+                           % (dest, why))
+    new = (rest + "\n" if rest else "") + _vibe_block(command)
+    if sys.version_info >= (3, 11) and _vibe_sts_hook(new, command) is None:
+        raise InstallError("%s does not read as TOML with sts's [[hooks]] added (is `hooks` "
+                           "set another way there?); it was left unchanged." % dest)
+    _change(plan, dest, raw, new.encode("utf-8"))
+    plan.files[dest] = prior.get(dest) or {"type": "vibe-hooks", "created_file": raw is None}
 
 
 def _copilot_commands(python: str, sts_path: Optional[str] = None) -> Dict[str, str]:
@@ -27080,6 +27378,8 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
         dest = _copilot_hook_path(base)
         if dest not in files and _install_read(dest) == _copilot_hooks_text(python).encode():
             files[dest] = {"type": "file", "created_file": True, "sha256": None}
+    if host == "vibe":   # without a record, still take out sts's marked block
+        files.setdefault(_vibe_hooks_path(base), {"type": "vibe-hooks", "created_file": False})
     for path, rec in files.items():
         raw = _install_read(path)
         if raw is None:
@@ -27101,6 +27401,9 @@ def _plan_uninstall(host: str, scope: str, python: str, entry: dict) -> _Plan:
                 empty = not new.strip()
             elif kind == "yaml-enable":
                 new = _yaml_disable(text, rec.get("what", ""))
+                empty = not new.strip()
+            elif kind == "vibe-hooks":
+                new = _vibe_without_block(path, text)
                 empty = not new.strip()
             else:
                 continue
@@ -27708,6 +28011,8 @@ def _doctor_host(host: str, entries: List[dict], check: Callable[..., None]) -> 
             _doctor_copilot(base, python, fix_s, check)
         if host == "droid":
             _doctor_droid(base, check)
+        if host == "vibe":
+            _doctor_vibe(base, command, fix_s, check)
     if host == "copilot":
         command = _copilot_commands(python)["sessionStart"]
     if host == "hermes":
@@ -27780,6 +28085,26 @@ def _doctor_copilot(base: str, python: str, fix: str, check: Callable[..., None]
     if disabled:
         check("FAIL", "copilot", "%s sets disableAllHooks, so no hook runs" % settings,
               "remove disableAllHooks from it")
+
+
+def _doctor_vibe(base: str, command: str, fix: str, check: Callable[..., None]) -> None:
+    """Vibe runs the block's hook on every tool call, failing closed only when strict."""
+    dest = _vibe_hooks_path(base)
+    for gone in _missing_sts_refs(dest):
+        check("FAIL", "vibe", "GUARD MISSING: %s runs %s, which does not exist; %s"
+              % (dest, gone, _GUARD_GONE["hook"]), fix)
+    hook = _vibe_sts_hook(_text(dest, _install_read(dest)), command)
+    if hook is None:
+        check("FAIL", "vibe", "%s has no stop-that-shit pre_tool hook running this sts.py"
+              % dest, fix)
+    elif hook.get("type") != "pre_tool" or hook.get("match") not in (None, "*"):
+        check("FAIL", "vibe", "%s: the stop-that-shit hook is not a pre_tool hook for every "
+              "tool" % dest, fix)
+    elif hook.get("strict") is not True:
+        check("FAIL", "vibe", "%s: the stop-that-shit hook is not strict, so a crash or a "
+              "timeout lets the call run" % dest, fix)
+    else:
+        check("OK", "vibe", "wired: %s runs sts before every tool call (strict)" % dest)
 
 
 def _doctor_droid(base: str, check: Callable[..., None]) -> None:
@@ -29383,11 +29708,12 @@ def cmd_inspect(args: List[str], store: Store) -> int:
 #            {"send": <payload>, "expect": {...}} to check that event too
 #   expect   {"result": deny|context|allow|prompt-error, "code": CODE|null,
 #            optional "audit": CODE|null}: the answer to the LAST event
-# Strings in payloads may hold {STS_HOME}, {CWD} and {STS_PY}; each case gets
+# Strings in payloads may hold {STS_HOME}, {CWD}, {STS_PY} and {CASE_DIR} (the
+# case file's folder: Vibe cases name session journals kept there); each case gets
 # its own fresh data dir and working dir, so cases never see each other.
 
 CASE_HOSTS = ("codex", "claude", "hermes", "opencode", "pi", "omp", "gemini", "copilot", "qwen",
-              "droid", "kilo", "cline")
+              "droid", "kilo", "cline", "vibe")
 CASE_FAMILIES = ("I", "H", "S", "T")
 CASE_RESULTS = ("deny", "context", "allow", "prompt-error")
 CASE_ROLES = ("bad", "good")
@@ -29548,7 +29874,7 @@ def load_cases(folder: str) -> Tuple[List[Case], List[Tuple[str, str]]]:
 
 
 def _case_fill(value: Any, places: Dict[str, str]) -> Any:
-    """Replace {STS_HOME}, {CWD}, {STS_PY} in every string of a payload."""
+    """Replace {STS_HOME}, {CWD}, {STS_PY}, {CASE_DIR} in every string of a payload."""
     if isinstance(value, str):
         for mark, real in places.items():
             value = value.replace(mark, real)
@@ -29665,7 +29991,8 @@ def replay_case(case: Case) -> CaseOutcome:
         # files=): a symlinked temp dir must not make a case pass or fail.
         home, work = os.path.realpath(home), os.path.realpath(work)
         places = {"{STS_HOME}": home, "{CWD}": work,
-                  "{STS_PY}": os.path.realpath(os.path.abspath(__file__))}
+                  "{STS_PY}": os.path.realpath(os.path.abspath(__file__)),
+                  "{CASE_DIR}": os.path.dirname(os.path.realpath(case.path))}
         # Code that builds its own Store() must find the same fresh data dir.
         os.environ["STS_HOME"] = home
         try:
@@ -29998,7 +30325,7 @@ STDIN_CAP = 8 * 1024 * 1024      # larger input is not parsed (see _cannot_answe
 # compared without case: a hook wired as `pretooluse` is still one.
 _TOOL_HOOK_NAMES = frozenset(name.lower() for name in (
     "PreToolUse", "pre_tool_call", "tool.execute.before", "tool_call", "BeforeTool",
-    "preToolUse"))
+    "preToolUse", "pre_tool"))
 # Top-level fields by which a payload whose event name is missing or unknown
 # (a Copilot hook wired without its event, or `preToolUze`) shows that a tool
 # is about to run, and those that show it already ran.
@@ -30234,7 +30561,7 @@ def _read_stdin() -> bytes:
 _USAGE = """usage: sts.py <command> [args]
 
 hooks (read one host event on stdin):
-  codex | claude | hermes | opencode | pi | omp | gemini | qwen | droid | kilo | cline
+  codex | claude | hermes | opencode | pi | omp | gemini | qwen | droid | kilo | cline | vibe
   copilot EVENT                         (Copilot's stdin does not name the event)
 
 inspection:
@@ -30484,7 +30811,7 @@ _HOST_SECTIONS = ("Adapters: Hermes, OpenCode, Pi and Oh My Pi",
                   "Adapters: Gemini CLI, Copilot CLI and Qwen Code")
 _MORE_SECTIONS = ("Adapters: Factory Droid, Kilo Code, Cline and Mistral Vibe",)
 _OWN_HOSTS = ("codex", "claude")   # hosts whose hooks do not load the hosts part
-_MORE_HOSTS = ("droid", "kilo", "cline")  # hosts whose hooks also load the "more" part
+_MORE_HOSTS = ("droid", "kilo", "cline", "vibe")  # hosts whose hooks also load the "more" part
 _HOSTS_STATE = {"loaded": False, "more": False}
 _SLIM = False          # True only in the hot part of a split cache (see above)
 _SOURCE_STAMP = None   # (mtime, size) of the sts.py a split cache came from

@@ -87,6 +87,7 @@ def claude_kit(kind="write"):
 # (deny_reason) put a deny: (key, the value that means deny, the key of the STOP text).
 _DENY_SHAPES = {
     "gemini": ("decision", "deny", "reason"),
+    "vibe": ("decision", "deny", "reason"),
     "copilot": ("permissionDecision", "deny", "permissionDecisionReason"),
     "hermes": ("action", "block", "message"),
     "opencode": ("block", True, "reason"),

@@ -225,8 +225,41 @@ class Copilot(Host):
                                   cwd=self.cwd)
 
 
+class Vibe(Host):
+    """Mistral Vibe 3.0: no prompt event; the user's words are a turn in the
+    session journal, read at the next pre_tool call (here a harmless one)."""
+
+    name = "vibe"
+    shell = ("file_system.bash", "command")
+    write = ("file_system.write_file", "file_path")
+
+    def __init__(self, cwd):
+        super().__init__(cwd)
+        self.session = os.path.join(os.path.dirname(cwd), "vibe-session")
+        self.turns = 0
+
+    def _event(self, tool, args, call_id):
+        return "pre_tool", {"session_id": "vibe-session-sound", "transcript_path": self.session,
+                            "cwd": self.cwd, "parent_session_id": None,
+                            "hook_event_name": "pre_tool", "tool_name": tool,
+                            "tool_call_id": call_id, "tool_input": args}
+
+    def prompt(self, text):
+        self.turns += 1
+        os.makedirs(os.path.join(self.session, "journal"), exist_ok=True)
+        line = {"payload": {"method": "turn/start", "client_command_id": "turn-%d" % self.turns,
+                            "params": {"injected": False,
+                                       "message": [{"type": "text", "text": text}]}}}
+        with open(os.path.join(self.session, "journal", "1.jsonl"), "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        return self._event("vibe.todo", {"action": "read"}, "turn-%d-read" % self.turns)
+
+    def tool(self, tool, args, call_id):
+        return self._event(tool, args, call_id)
+
+
 HOSTS = {h.name: h for h in (Codex, Claude, Hermes, OpenCode, Pi, Omp, Gemini, Qwen, Copilot,
-                             Kilo)}
+                             Kilo, Vibe)}
 ALL = sorted(HOSTS)
 
 
@@ -593,7 +626,7 @@ MOVE_TOOL = {"codex": "mcp__fs__move_file", "claude": "mcp__fs__move_file",
              "opencode": "fs_move_file", "kilo": "fs_move_file", "hermes": "mcp_fs_move_file",
              "pi": "move_file",
              "omp": "move_file", "gemini": "move_file", "qwen": "mcp__fs__move_file",
-             "copilot": "fs-move_file"}
+             "copilot": "fs-move_file", "vibe": "fs.move_file"}
 
 
 def _arg_shapes(target):

@@ -391,7 +391,7 @@ def test_case_payloads_only_use_fields_the_real_hosts_send():
     for case in load_all():
         for step in case.steps:
             event = step.payload
-            if case.host in ("codex", "claude", "gemini", "qwen", "droid"):
+            if case.host in ("codex", "claude", "gemini", "qwen", "droid", "vibe"):
                 known = seen[(case.host, event["hook_event_name"])] or \
                     SOURCE_FIELDS.get((case.host, event["hook_event_name"]), set())
                 assert set(event) <= known, (case.name, set(event) - known)

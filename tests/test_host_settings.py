@@ -23,7 +23,7 @@ from test_self_protection import prompt_event
 
 CODE = "GUARD_SELF_PROTECTION"
 HOSTS = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "pi", "omp", "hermes",
-         "droid", "kilo", "cline")
+         "droid", "kilo", "cline", "vibe")
 _ids = itertools.count()
 
 # Every variable a row of HOST_SETTINGS reads: cleared, so the machine's own
@@ -101,6 +101,10 @@ def _tool_event(host, session, cwd, name, args):
     if host == "hermes":
         return {"hook_event_name": "pre_tool_call", "tool_name": name, "tool_input": args,
                 "session_id": session, "cwd": cwd, "extra": {"tool_call_id": "c%d" % n}}
+    if host == "vibe":
+        return {"session_id": session, "transcript_path": _VIBE_JOURNALS.get(session, ""),
+                "cwd": cwd, "parent_session_id": None, "hook_event_name": "pre_tool",
+                "tool_name": name, "tool_call_id": "call_%d" % n, "tool_input": args}
     if host in ("opencode", "kilo"):
         return request("tool.execute.before", session, {
             "input": {"tool": name, "sessionID": session, "callID": "call_%d" % n},
@@ -113,7 +117,26 @@ def _tool_event(host, session, cwd, name, args):
         cwd=cwd, ctx=ctx)
 
 
+# Vibe has no prompt event: the user's words are a turn in the session's
+# journal, read at the session's next tool call (here a harmless one).
+_VIBE_JOURNALS = {}
+
+
+def _vibe_prompt(session, cwd, text):
+    folder = _VIBE_JOURNALS.setdefault(
+        session, os.path.join(os.path.dirname(cwd), "vibe-journals", session))
+    os.makedirs(os.path.join(folder, "journal"), exist_ok=True)
+    n = next(_ids)
+    with open(os.path.join(folder, "journal", "1.jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"payload": {"method": "turn/start", "client_command_id": "t%d" % n,
+                                         "params": {"injected": False, "message": [
+                                             {"type": "text", "text": text}]}}}) + "\n")
+    return _tool_event("vibe", session, cwd, "vibe.todo", {"action": "read"})
+
+
 def _prompt_event(host, session, cwd, text):
+    if host == "vibe":
+        return _vibe_prompt(session, cwd, text)
     if host in ("codex", "claude", "droid"):
         return {"session_id": session, "turn_id": "t1", "cwd": cwd, "prompt_id": "p1",
                 "hook_event_name": "UserPromptSubmit", "prompt": text}
@@ -145,6 +168,7 @@ WRITE = {
     "droid": ("Create", lambda p: {"file_path": p, "content": '{"hooksDisabled": true}\n'}),
     "kilo": ("write", lambda p: {"filePath": p, "content": "export default {}\n"}),
     "cline": ("editor", lambda p: {"path": p, "new_text": '{"disabledPlugins": ["x"]}\n'}),
+    "vibe": ("file_system.write_file", lambda p: {"file_path": p, "content": "[[hooks]]\n"}),
 }
 EDIT = {
     "claude": ("Edit", lambda p: {"file_path": p, "old_string": "{", "new_string": "{ "}),
@@ -160,6 +184,8 @@ EDIT = {
     "droid": ("Edit", lambda p: {"file_path": p, "old_str": "{", "new_str": "{ "}),
     "kilo": ("edit", lambda p: {"filePath": p, "oldString": "{", "newString": "{ "}),
     "cline": ("editor", lambda p: {"path": p, "old_text": "{", "new_text": "{ "}),
+    "vibe": ("file_system.search_replace", lambda p: {"file_path": p, "old_string": "true",
+                                                       "new_string": "false"}),
 }
 SHELL = {
     "claude": ("Bash", lambda c: {"command": c, "description": "d"}),
@@ -174,6 +200,7 @@ SHELL = {
     "droid": ("Execute", lambda c: {"command": c, "summary": "s"}),
     "kilo": ("bash", lambda c: {"command": c, "description": "d"}),
     "cline": ("run_commands", lambda c: {"commands": [c]}),
+    "vibe": ("file_system.bash", lambda c: {"command": c}),
 }
 READ = {
     "claude": ("Read", lambda p: {"file_path": p}),
@@ -188,6 +215,7 @@ READ = {
     "droid": ("Read", lambda p: {"file_path": p}),
     "kilo": ("read", lambda p: {"filePath": p}),
     "cline": ("read_files", lambda p: {"files": [{"path": p}]}),
+    "vibe": ("file_system.read_file", lambda p: {"file_path": p}),
 }
 
 
@@ -349,6 +377,16 @@ PROTECTED = {
         "user hook file": lambda w: w.h(".cline", "hooks", "PreToolUse"),
         "project plugin": lambda w: w.p(".cline", "plugins", "off.js"),
         "project hook file": lambda w: w.p(".clinerules", "hooks", "PreToolUse"),
+    },
+    "vibe": {
+        "user hooks": lambda w: w.h(".vibe", "hooks.toml"),
+        "user config": lambda w: w.h(".vibe", "config.toml"),
+        "trusted folders": lambda w: w.h(".vibe", "trusted_folders.toml"),
+        "project hooks": lambda w: w.p(".vibe", "hooks.toml"),
+        "plugin hooks": lambda w: w.h(".vibe", "plugins", "p", "ai.mistral.vibe", "hooks.toml"),
+        "session journal": lambda w: w.h(".vibe", "logs", "session", "unified", "s1", "journal",
+                                         "0000000000000001.jsonl"),
+        "VIBE_HOME hooks": _under("VIBE_HOME", "hooks.toml"),
     },
 }
 
@@ -877,7 +915,7 @@ def test_every_host_has_project_or_user_rows_and_clean_entries():
 HOST_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
               "qwen": "Qwen Code", "copilot": "Copilot CLI", "opencode": "OpenCode", "pi": "Pi",
               "omp": "Oh My Pi", "hermes": "Hermes Agent", "droid": "Factory Droid",
-              "kilo": "Kilo Code", "cline": "Cline CLI",
+              "kilo": "Kilo Code", "cline": "Cline CLI", "vibe": "Mistral Vibe",
               "shell": "Every host's shell",
               "git": "git, on every host", "tools": "curl, wget, kubectl, gh, gpg"}
 

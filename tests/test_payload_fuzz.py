@@ -105,7 +105,7 @@ def _shim_payload(host, name, ev):
 
 SEEDS = seeds()
 TOOL_EVENTS = {name.lower() for name in ("PreToolUse", "pre_tool_call", "tool.execute.before",
-                                         "tool_call", "BeforeTool", "preToolUse")}
+                                         "tool_call", "BeforeTool", "preToolUse", "pre_tool")}
 
 
 def is_tool_seed(event, payload):

@@ -348,7 +348,15 @@ def judge(res: CaseResult, scenario, root: str) -> None:
     for name in scenario.present:
         if not os.path.exists(os.path.join(work, name)):
             p.append("%s does not exist (the action did not run)" % name)
-    if scenario.deny_text and scenario.deny_text not in joined:
+    hidden = scenarios.REASON_HIDDEN.get((res.host, scenario.name))
+    if scenario.deny_text and hidden:
+        # The host shows the model a fixed text for this deny, never the
+        # reason: that text must come back, and the audit holds the reason.
+        if hidden[0] not in joined:
+            p.append("the host's own deny text %r never reached the model" % hidden[0])
+        else:
+            res.notes.append("deny reason: %s" % hidden[1])
+    elif scenario.deny_text and scenario.deny_text not in joined:
         seen = " | ".join(_gist(t) for t in results if t.strip())
         p.append("deny text %s never reached the model as a tool result (it saw: %s)"
                  % (scenario.deny_text, seen or "no tool result"))
@@ -381,7 +389,22 @@ def judge(res: CaseResult, scenario, root: str) -> None:
         marker = "mode=%s;" % scenario.mode
         if not any(marker in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
             p.append("the contract context (%s) never reached the model" % marker)
-    if scenario.wiring == "sts":
+    if scenario.wiring == "sts" and res.host in scenarios.CONTEXT_UNSHOWN:
+        # No context reaches the model there: a `files=` lock is proven by the
+        # audit (a deny shows the judged files; an allow counts the lock's
+        # patterns); the wording of the context cannot be shown.
+        events = audit_events(os.path.join(root, "sts-home"))
+        for text in scenario.model_sees:
+            if text.startswith("files="):
+                patterns = text[len("files="):].split(",")
+                if not any(patterns == (e.get("shown") or {}).get("files")
+                           or (e.get("controlState") == "armed" and
+                               (e.get("contract") or {}).get("allowedPathCount") == len(patterns))
+                           for e in events):
+                    p.append("no audit event judged under %s" % text)
+            else:
+                res.notes.append("context %r: not shown on this host" % text)
+    elif scenario.wiring == "sts":
         for text in scenario.model_sees:
             if not any(text in json.dumps(r.get("body"), ensure_ascii=False) for r in model_posts):
                 p.append("%r never reached the model (the contract context)" % text)

@@ -501,11 +501,38 @@ def configure_cline(run: Run):
     return argv, env
 
 
+# ---------------------------------------------------------------------------
+# Mistral Vibe 3.x (hooks.toml command hooks; its Python CLI drives a Rust core)
+# ---------------------------------------------------------------------------
+
+def vibe_hooks_toml(command: str) -> str:
+    """The hand-written wiring: one strict pre_tool hook for every tool (a
+    crash or a non-zero exit denies instead of letting the call through)."""
+    return ('[[hooks]]\nname = "stop-that-shit"\ntype = "pre_tool"\ncommand = %s\n'
+            'timeout = 30.0\nstrict = true\n' % json.dumps(command))
+
+
+def configure_vibe(run: Run):
+    folder = os.path.join(run.home, ".vibe")
+    _write(os.path.join(folder, "config.toml"), (
+        'active_model = "fake"\nenable_telemetry = false\nenable_update_checks = false\n\n'
+        '[[providers]]\nname = "fake"\napi_base = "%s"\napi_key_env_var = "FAKE_API_KEY"\n'
+        'api_style = "openai"\nbackend = "generic"\n\n'
+        '[[models]]\nname = "%s"\nprovider = "fake"\nalias = "fake"\n') % (run.base_url, MODEL))
+    if run.wiring != "install":
+        _write(os.path.join(folder, "hooks.toml"), vibe_hooks_toml(hook_command(run)))
+    env = base_env(run)
+    env.update({"FAKE_API_KEY": "sk-e2e", "VIBE_HOME": folder})
+    argv = [install.binary("vibe"), "-p", run.prompt, "--auto-approve", "--trust",
+            "--output", "json"]
+    return argv, env
+
+
 CONFIGURE = {"codex": configure_codex, "claude": configure_claude,
              "opencode": configure_opencode, "pi": configure_pi, "omp": configure_omp,
              "hermes": configure_hermes, "gemini": configure_gemini, "qwen": configure_qwen,
              "copilot": configure_copilot, "droid": configure_droid, "kilo": configure_kilo,
-             "cline": configure_cline}
+             "cline": configure_cline, "vibe": configure_vibe}
 
 
 def configure(run: Run):

@@ -36,9 +36,18 @@ PINS = {
     "kilo": ("npm", ["@kilocode/cli@7.7.7"], "7.7.7", "node_modules/.bin/kilo"),
     # The SDK-based 3.x line; its binary comes in the @cline/cli-linux-x64 package.
     "cline": ("npm", ["cline@3.0.65"], "3.0.65", "node_modules/.bin/cline"),
+    # Needs Python 3.12 or later (see PYTHONS and BUILT_PYTHON).
+    "vibe": ("pip", ["mistral-vibe==3.0.2"], "3.0.2", "venv/bin/vibe"),
 }
 # Hosts whose package needs a newer Python than the one running the tests.
-PYTHONS: dict = {}
+PYTHONS: dict = {"vibe": ("python3.13", "python3.12")}
+# When no such Python is on the machine, one is built once from Debian's own
+# source package (Debian's archive is reachable where python.org is not):
+# (version, tarball URL, its sha256).  It goes into ~/.pyenv/versions/<version>,
+# where the search for an installed one finds it the next time.
+BUILT_PYTHON = ("3.13.5",
+                "http://deb.debian.org/debian/pool/main/p/python3.13/python3.13_3.13.5.orig.tar.xz",
+                "93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640")
 HOSTS = list(PINS)
 INSTALL_TIMEOUT = int(os.environ.get("STS_E2E_INSTALL_TIMEOUT", "900"))
 
@@ -179,16 +188,76 @@ def _install_locked(host: str, root: str) -> dict:
 
 
 def _python_for(host: str) -> str:
-    """The interpreter a pip host's venv is made with."""
+    """The interpreter a pip host's venv is made with: an installed one of
+    the versions the host needs, or else one built from Debian's source."""
+    if host not in PYTHONS:
+        return sys.executable
+    return _installed_python(PYTHONS[host]) or _build_python(PYTHONS[host])
+
+
+def _installed_python(names) -> str:
     import glob
-    for name in PYTHONS.get(host, ()):
+    for name in names:
         version = name[len("python"):]
         for found in [shutil.which(name)] + sorted(glob.glob(os.path.expanduser(
                 "~/.pyenv/versions/%s*/bin/%s" % (version, name))), reverse=True):
-            # (a pyenv shim exists for every version but runs only the active one)
-            if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+            # (a pyenv shim exists for every version but runs only the active one;
+            # a Python without ssl cannot run pip)
+            if found and subprocess.run([found, "-c", "import ssl, sqlite3"],
+                                        capture_output=True).returncode == 0:
                 return found
-    return sys.executable
+    return ""
+
+
+def _build_python(names) -> str:
+    """Build BUILT_PYTHON into ~/.pyenv/versions/<version> (once: a second
+    call finds it installed).  It needs a C compiler and the -dev packages
+    of ssl, zlib, ffi, sqlite, bz2, lzma, readline, ncurses and uuid."""
+    import fcntl
+    import hashlib
+    import tarfile
+    import tempfile
+    import urllib.request
+    version, url, digest = BUILT_PYTHON
+    prefix = os.path.expanduser("~/.pyenv/versions/%s" % version)
+    root = cache_root()
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "python-build.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _installed_python(names)
+        if found:
+            return found
+        tarball = os.path.join(root, os.path.basename(url))
+        if not os.path.exists(tarball):
+            urllib.request.urlretrieve(url, tarball + ".part")
+            os.rename(tarball + ".part", tarball)
+        with open(tarball, "rb") as fh:
+            if hashlib.sha256(fh.read()).hexdigest() != digest:
+                os.remove(tarball)
+                raise InstallError("%s: sha256 is not %s" % (tarball, digest))
+        log = os.path.join(root, "install-python-%s.log" % version)
+        build = tempfile.mkdtemp(prefix="sts-e2e-python-")
+        try:
+            with tarfile.open(tarball) as tar:
+                tar.extractall(build)
+            (source,) = [os.path.join(build, d) for d in os.listdir(build)]
+            jobs = str(max(1, min(4, os.cpu_count() or 1)))
+            for cmd in (["./configure", "--prefix=" + prefix], ["make", "-j" + jobs],
+                        ["make", "install"]):
+                with open(log, "ab") as out:
+                    out.write(("$ %s\n" % " ".join(cmd)).encode())
+                    proc = subprocess.run(cmd, cwd=source, stdout=out, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, timeout=3 * INSTALL_TIMEOUT)
+                if proc.returncode != 0:
+                    raise InstallError("building Python %s: %s exited %d; log %s"
+                                       % (version, cmd[0], proc.returncode, log))
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+        found = _installed_python(names)
+        if not found:
+            raise InstallError("Python %s built into %s but does not run (ssl or sqlite "
+                               "missing?); log %s" % (version, prefix, log))
+        return found
 
 
 def _fix_venv_paths(old: str, new: str) -> None:

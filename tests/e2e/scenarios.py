@@ -5,6 +5,7 @@ A scenario is host-neutral: a directive, a task, an action ("write a file",
 file system and the request log.  `HOST_TOOLS` turns an action into each
 host's own tool call; `script()` builds the fake model's script for a run.
 """
+import json
 import os
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -15,6 +16,8 @@ LS_MARK = "e2e-seed-7f3c.txt"
 
 
 def _write_call(host: str, path: str, content: str) -> dict:
+    if host == "vibe":
+        return {"tool": "write_file", "args": {"path": path, "content": content + "\n"}}
     if host == "cline":
         return {"tool": "editor", "args": {"path": path, "new_text": content + "\n"}}
     if host == "codex":
@@ -38,6 +41,8 @@ def _write_call(host: str, path: str, content: str) -> dict:
 def _shell_call(host: str, command: str) -> dict:
     if host == "cline":
         return {"tool": "run_commands", "args": {"commands": [command]}}
+    if host == "vibe":
+        return {"tool": "bash", "args": {"command": command}}
     if host == "codex":
         return {"tool": "exec_command", "args": {"cmd": command}}
     if host == "droid":
@@ -60,6 +65,13 @@ def _agent_calls(host: str, work: str) -> Optional[List[dict]]:
     target = os.path.join(work, "sub.txt")
     goal = "%s: write %s" % (SUBAGENT_MARK, target)
     child_write = dict(_write_call(host, target, "by-subagent"), **{"if": SUBAGENT_MARK})
+    if host == "vibe":  # agents.spawn is deferred: the code tool calls it
+        code = ("const r = await tools.agents.spawn({name: 'helper', message: %s}); "
+                "console.log(JSON.stringify(r)); "
+                "console.log(JSON.stringify(await tools.self.wait({timeout_ms: 60000})));"
+                % json.dumps(goal))
+        return [{"tool": "run_typescript", "unless": SUBAGENT_MARK, "args": {"code": code}},
+                child_write]
     if host == "cline":  # spawn_agent returns when its subagent has ended
         return [{"tool": "spawn_agent", "unless": SUBAGENT_MARK,
                  "args": {"systemPrompt": "You write files.", "task": goal}}, child_write]
@@ -247,6 +259,12 @@ GUARD_PROBE = "e2e-in-guard-folder.txt"
 def _(host, work):
     """`echo x > FILE` with the shell tool's own folder argument pointing at the
     guard's data folder (the run's STS_HOME): the event's cwd is elsewhere."""
+    if host == "vibe":   # process.start is deferred: the code tool calls it
+        guard = os.path.join(os.path.dirname(work), "sts-home")
+        code = ("const r = await tools.process.start({command: %s, cwd: %s}); "
+                "console.log(JSON.stringify(r));"
+                % (json.dumps("echo x > %s" % GUARD_PROBE), json.dumps(guard)))
+        return [{"tool": "run_typescript", "args": {"code": code}}]
     if host not in _RUN_FOLDER_ARGS:
         return None
     tool, key, folder = _RUN_FOLDER_ARGS[host]
@@ -280,6 +298,11 @@ _HASH_CODE = {
                                         "hashlib.sha256(b'x').hexdigest())"}),
     "omp": ("eval", {"language": "js", "code": "require('fs').writeFileSync(%r, require('crypto')"
                                               ".createHash('sha256').update('x').digest('hex'))"}),
+    # Vibe's code tool reaches the file system only through the other tools,
+    # each of which passes the hook on its own.
+    "vibe": ("run_typescript", {"code": "const r = await tools.file_system.bash({command: "
+                                        "'sha256sum %s > ' + %%r}); console.log(JSON.stringify(r));"
+                                        % LS_MARK}),
 }
 
 
@@ -317,11 +340,12 @@ def _(host, work):
 # run, with why; the audit proves the armed contract there instead.
 CONTEXT_UNSHOWN = {
     "droid": "`droid exec` drops the additionalContext of every tool hook",
+    "vibe": "Vibe has no prompt hook, and a pre_tool answer carries no context for the model",
 }
 
 # The hosts whose prompt hook cannot refuse a prompt: the turn of a rejected
 # directive runs there.  Everywhere else the prompt itself is refused.
-PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode"]
+PROMPT_NOT_REFUSED = ["copilot", "droid", "hermes", "kilo", "opencode", "vibe"]
 
 
 SCENARIOS = [
@@ -362,7 +386,7 @@ SCENARIOS = [
              "guard's data folder: blocked", directive="change", task="write the probe",
              absent=[os.path.join("..", "sts-home", GUARD_PROBE)],
              deny_text="GUARD_SELF_PROTECTION", audit="observed_blocked",
-             hosts=sorted(_RUN_FOLDER_ARGS),
+             hosts=sorted(_RUN_FOLDER_ARGS) + ["vibe"],
              why_not="no working-folder argument, or the host refuses one outside its "
                      "workspace itself"),
     Scenario("opencode-task-root", "8. review, then task resumes the root session with "
@@ -410,7 +434,30 @@ def why_not(scenario: Scenario, host: str) -> str:
     """Why a scenario does not apply to a host."""
     if scenario.name == "agents-control" and host in NO_OFFLINE_SUBAGENT:
         return NO_OFFLINE_SUBAGENT[host]
+    if scenario.name.startswith("agents-") and host in NO_SUBAGENT_TOOL:
+        return NO_SUBAGENT_TOOL[host]
     return scenario.why_not
+
+
+# Hosts with a subagent tool the e2e model is not offered, with why.
+NO_SUBAGENT_TOOL: dict = {}
+
+# (host, scenario) -> (the text the host shows the model for the deny instead
+# of its reason, why).  The audit event must still hold the reason code.
+REASON_HIDDEN = {
+    ("vibe", "agents-zero"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds AGENT_BUDGET_EXHAUSTED"),
+    ("vibe", "code-hash"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds HASH_NOT_AUTHORIZED"),
+    ("vibe", "workdir-guard"): (
+        "Tool execution was skipped by Runtime policy",
+        "Vibe reports a call denied inside run_typescript as tool_skipped, without the "
+        "hook's reason; the audit holds GUARD_SELF_PROTECTION"),
+}
 
 
 def applicable(scenario: Scenario, host: str) -> bool:

@@ -4,7 +4,7 @@
     python3 probe_sts.py HOST < event.json
 
 It denies every tool call whose input mentions `e2e-deny` and allows the rest.
-Codex, Claude Code and Qwen Code get their native PreToolUse deny, Gemini CLI
+Codex, Claude Code and Qwen Code get their native PreToolUse deny, Gemini CLI and Mistral Vibe
 {"decision": "deny"} and Copilot CLI a top-level permissionDecision (its event
 name comes as the second argument); the probe shims for
 OpenCode, Pi, Oh My Pi and Hermes get the shim answer {"block": true, "reason"}.  Every event is appended to $STS_HOME/probe.jsonl, so a test
@@ -17,6 +17,7 @@ import sys
 REASON = ("E2E_PROBE_DENY: the end-to-end probe hook blocked this call. "
           "Do not retry it.")
 TOOL_HOOKS = ("PreToolUse", "tool.execute.before", "tool_call", "pre_tool_call", "BeforeTool",
+              "pre_tool",
               "preToolUse")
 
 
@@ -38,7 +39,7 @@ def main() -> int:
     native = isinstance(event, dict) and "hook_event_name" in event
     hook = event.get("hook_event_name") if native else event.get("hook")
     deny = hook in TOOL_HOOKS and "e2e-deny" in json.dumps(event)
-    if native and host == "gemini":
+    if native and host in ("gemini", "vibe"):
         if deny:  # Gemini ignores permissionDecision
             print(json.dumps({"decision": "deny", "reason": REASON}))
         return 0
