@@ -25852,29 +25852,6 @@ class ClineAdapter(PiAdapter):
 # (transcript_path/journal/*.jsonl), like Droid's transcript.  A subagent
 # runs as a session of its own whose payload names its parent_session_id.
 
-ADAPTER_TOOLS["vibe"] = {
-    "file_system.write_file": (("file_path", "path"), "", ""),
-    "file_system.search_replace": (("file_path", "path"), "", ""),
-    "file_system.bash": ((), "shell", ""),
-    "process.start": ((), "shell", "cwd"), "process.write": ((), "input", ""),
-    "agents.spawn": ((), "agent", ""), "subagent.spawn": ((), "agent", ""),
-    "run_typescript": ((), "agent", ""),
-    "vibe.cron": ((), "prompt", ""), "skill.read": ((), "prompt", ""),
-    "vibe.start_session": ((), "agent", ""),
-    "vibe.unified_harness_scratchpad": (("path",), "", ""),
-    "file_system.read_file": (("file_path", "path"), "", ""),
-    **{tool: ((), "", "") for tool in (
-        "process.output", "process.list", "process.stop", "agents.list_configs", "agents.list",
-        "agents.send_message", "agents.interrupt", "subagent.list", "subagent.send_message",
-        "subagent.interrupt", "subagent.wait", "subagent.stop", "self.wait", "self.sleep",
-        "vibe.todo", "ui.ask_user_question", "connector_web_search.web_search",
-        "connector_web_search.open_url", "search_tool_functions")},
-    # The names of Vibe's older runtime, which its docs still use.
-    "write_file": (("file_path", "path"), "", ""), "search_replace": (("file_path", "path"), "", ""),
-    "bash": ((), "shell", ""), "task": ((), "agent", ""),
-    "read_file": (("file_path", "path"), "", ""), "grep": (("path",), "", ""),
-    **{tool: ((), "", "") for tool in ("web_search", "web_fetch", "todo", "ask_user_question")},
-}
 HOST_PATH_RULES["vibe"] = "relative to the session folder; a leading `~` is judged both ways"
 _HOST_TILDE["vibe"] = "none"
 
@@ -25911,30 +25888,41 @@ class VibeAdapter(DroidAdapter):
     EVENTS = {"pre_tool": "on_pre_tool", "post_tool": "on_post_tool"}
     # A pre_tool answer has no field the model reads but the deny reason.
     CONTEXT_EVENTS: frozenset = frozenset()
-    TOOLS = {
-        "file_system.write_file": "_write_tool", "file_system.search_replace": "_edit_tool",
-        "file_system.bash": "_shell", "process.start": "_shell",
+    TOOLS = ADAPTER_TOOLS["vibe"] = {
+        "file_system.write_file": ("_write_tool", ("file_path", "path"), "", ""),
+        "file_system.search_replace": ("_edit_tool", ("file_path", "path"), "", ""),
+        "file_system.bash": ("_shell", (), "shell", ""),
+        "process.start": ("_shell", (), "shell", "cwd"),
         # Types into a program already running: a command the hook cannot read.
-        "process.write": "unknown",
+        "process.write": ("unknown", (), "input", ""),
         # Spawned agents run on after the call, and a message wakes an idle one.
-        "agents.spawn": "delegate", "subagent.spawn": "delegate",
-        "agents.send_message": "_wakes_agent", "subagent.send_message": "_wakes_agent",
+        "agents.spawn": ("delegate", (), "agent", ""),
+        "subagent.spawn": ("delegate", (), "agent", ""),
+        "agents.send_message": ("_wakes_agent", (), "", ""),
+        "subagent.send_message": ("_wakes_agent", (), "", ""),
         # Code that calls any tool (each call also reaches the hook on its own).
-        "run_typescript": "_spawner",
-        "vibe.cron": "_scheduled_prompt", "skill.read": "_skill",
-        "vibe.start_session": "_start_session",
-        "vibe.unified_harness_scratchpad": "_scratchpad",
-        **{name: "read" for name in (
-            "file_system.read_file", "process.output", "process.list", "agents.list_configs",
-            "agents.list", "subagent.list", "connector_web_search.web_search",
+        "run_typescript": ("_spawner", (), "agent", ""),
+        "vibe.cron": ("_scheduled_prompt", (), "prompt", ""),
+        "skill.read": ("_skill", (), "prompt", ""),
+        "vibe.start_session": ("_start_session", (), "agent", ""),
+        "vibe.unified_harness_scratchpad": ("_scratchpad", ("path",), "", ""),
+        "file_system.read_file": ("read", ("file_path", "path"), "", ""),
+        **{name: ("read", (), "", "") for name in (
+            "process.output", "process.list", "agents.list_configs", "agents.list",
+            "subagent.list", "connector_web_search.web_search",
             "connector_web_search.open_url", "search_tool_functions")},
-        **{name: "control" for name in (
+        **{name: ("control", (), "", "") for name in (
             "process.stop", "agents.interrupt", "subagent.interrupt", "subagent.wait",
             "subagent.stop", "self.wait", "self.sleep", "vibe.todo", "ui.ask_user_question")},
-        "write_file": "_write_tool", "search_replace": "_edit_tool", "bash": "_shell",
-        "task": "delegate",
-        **{name: "read" for name in ("read_file", "grep", "web_search", "web_fetch")},
-        **{name: "control" for name in ("todo", "ask_user_question")},
+        # The names of Vibe's older runtime, which its docs still use.
+        "write_file": ("_write_tool", ("file_path", "path"), "", ""),
+        "search_replace": ("_edit_tool", ("file_path", "path"), "", ""),
+        "bash": ("_shell", (), "shell", ""),
+        "task": ("delegate", (), "agent", ""),
+        "read_file": ("read", ("file_path", "path"), "", ""),
+        "grep": ("read", ("path",), "", ""),
+        **{name: ("read", (), "", "") for name in ("web_search", "web_fetch")},
+        **{name: ("control", (), "", "") for name in ("todo", "ask_user_question")},
     }
     STAMPED_IDS = False   # every call carries tool_call_id
     PROMPTS_REFUSABLE = False   # no prompt hook: a rejected directive stops the tools
@@ -26006,7 +25994,7 @@ class VibeAdapter(DroidAdapter):
         session, root = self._session_and_root(payload, store)
         if session is None:
             return None
-        call = self.pre_tool(payload, store, name, session, root, payload.get("tool_name"),
+        call = self.pre_tool(payload, name, session, root, payload.get("tool_name"),
                              payload.get("tool_input"), payload.get("tool_call_id"))
         if call is not None and session == root:
             # A subagent's journal opens with its parent's words, never the user's.

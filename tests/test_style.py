@@ -23,14 +23,14 @@ from hooks import ROOT
 # them: growth is a decision.  Raising a budget is a one-line change here, in
 # the same commit as the growth, with its reason in the commit message.
 LINE_BUDGET = {   # lines when set, plus 3%
-    "sts.py":                           31_762,  # 30,836 lines when set
-    "Part 1: Runtime floor":               434,  # 421 lines when set
-    "Part 2: Protocol and contract":     1_486,  # 1,442 lines when set
-    "Part 3: Analysis":                 14_971,  # 14,534 lines when set
-    "Part 4: Decision and ledger":       2_960,  # 2,873 lines when set
-    "Part 5: State and engine":          2_410,  # 2,339 lines when set
-    "Part 6: Hosts":                     6_450,  # 6,135 lines when set; Mistral Vibe's adapter and journal reader
-    "Part 7: Entry points":              3_014,  # 2,926 lines when set
+    "sts.py":                            32_231,  # 31,292 lines when set
+    "Part 1: Runtime floor":                436,  # 423 lines when set
+    "Part 2: Protocol and contract":      1_527,  # 1,482 lines when set
+    "Part 3: Analysis":                  15_111,  # 14,670 lines when set
+    "Part 4: Decision and ledger":        3_060,  # 2,970 lines when set
+    "Part 5: State and engine":           2_407,  # 2,336 lines when set
+    "Part 6: Hosts":                      6_499,  # 6,309 lines when set
+    "Part 7: Entry points":               3_008,  # 2,920 lines when set
 }
 
 # The most lines one function of sts.py may span, from its `def` to its last
