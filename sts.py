@@ -5527,7 +5527,10 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     split into several (see _may_split; split_ok: the caller judges it, as
     the wrappers do).  Operands are every word that is no option.
     """
-    short, long = spec.table()
+    # The table is parsed on the first option met: a line with none
+    # (`git status`) spares parsing hundreds of entries.
+    short: Optional[Dict[str, Tuple[int, str]]] = None
+    long: Dict[str, Tuple[int, str]] = {}
     permute = spec.permute if permute is None else permute
     parser = spec.parser if parser is None else parser
     operands: List[_W] = []
@@ -5555,6 +5558,8 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             operands.append(w)
             dd = not permute
             continue
+        if short is None:
+            short, long = spec.table()
         start = len(seen)
         if parser == "word":
             fail, took = _one_option_word(t, args, i, short, seen)
