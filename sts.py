@@ -18002,12 +18002,52 @@ def _settings_base(spec: str, environ: Any, home: str
 
 # HOST_SETTINGS parsed once per process, on first need.
 _SETTINGS_CACHE: Dict[Any, Any] = {}
+# In the hot part of a split cache: the larger tables below as the process
+# that split it parsed them, each as marshal bytes of its own, beside the
+# os.name they were parsed under (see _settings_snapshot).  Loading one
+# costs a fifth to a tenth of parsing it again; together they were a
+# quarter of the bytecodes a shell line runs.  The rows are parsed one at
+# a time, as a path reaches them (loading all of them cost more).
+_SETTINGS_PRECOMPUTED = None
+_SETTINGS_SNAPSHOT_KEYS = ("static", "anywhere", "firsts")
+
+
+def _settings_cached(key: str) -> Any:
+    """_SETTINGS_CACHE[key], from the split cache's tables when they hold
+    it, parsed on this kind of system; else None."""
+    value = _SETTINGS_CACHE.get(key)
+    tables = _SETTINGS_PRECOMPUTED
+    if value is None and tables is not None and tables.get("os.name") == os.name \
+            and key in tables:
+        import marshal
+        value = _SETTINGS_CACHE[key] = marshal.loads(tables[key])
+    return value
+
+
+def _settings_snapshot() -> Dict[str, Any]:
+    """The value of _SETTINGS_PRECOMPUTED: the tables parsed afresh."""
+    import marshal
+    global _SETTINGS_PRECOMPUTED
+    saved, loaded = dict(_SETTINGS_CACHE), _SETTINGS_PRECOMPUTED
+    _SETTINGS_CACHE.clear()
+    _SETTINGS_PRECOMPUTED = None   # (parse, never load)
+    try:
+        _settings_static()
+        _settings_firsts()
+        tables: Dict[str, Any] = {"os.name": os.name}
+        for key in _SETTINGS_SNAPSHOT_KEYS:
+            tables[key] = marshal.dumps(_SETTINGS_CACHE[key])
+        return tables
+    finally:
+        _SETTINGS_CACHE.clear()
+        _SETTINGS_CACHE.update(saved)
+        _SETTINGS_PRECOMPUTED = loaded
 
 
 def _settings_static() -> Tuple["frozenset[str]", list, list]:
     """(first names of the entries under any folder, fixed system folders,
     bases an environment variable or the home folder decides)."""
-    cached = _SETTINGS_CACHE.get("static")
+    cached = _settings_cached("static")
     if cached is None:
         heads, system, variable = set(), [], []
         for host, rows in HOST_SETTINGS.items():
@@ -18038,7 +18078,7 @@ def _settings_row(host: str, index: int) -> List[Tuple[Tuple[str, ...], bool, st
 def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str, int]]]:
     """First name (case-folded) -> (names, folder?, as written, host, row) of
     every entry that applies under any folder."""
-    table = _SETTINGS_CACHE.get("anywhere")
+    table = _settings_cached("anywhere")
     if table is None:
         table = _SETTINGS_CACHE["anywhere"] = {}
         for host, rows in HOST_SETTINGS.items():
@@ -18395,14 +18435,20 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
     return None
 
 
+def _settings_firsts() -> List[str]:
+    """The first names of the entries under any folder, as written, sorted
+    (once per process: a line may name many trees)."""
+    firsts = _settings_cached("firsts")
+    if firsts is None:
+        firsts = _SETTINGS_CACHE["firsts"] = sorted(
+            {parts[0] for entries in _settings_anywhere().values() for parts, *_ in entries})
+    return firsts
+
+
 def _glob_tree(folder: str) -> Optional[_SettingsHit]:
     """An entry (of those under any folder) that exists directly in `folder`."""
     anywhere = _settings_anywhere()
-    firsts = _SETTINGS_CACHE.get("firsts")
-    if firsts is None:   # (once per process: a line may name many trees)
-        firsts = _SETTINGS_CACHE["firsts"] = sorted(
-            {parts[0] for entries in anywhere.values() for parts, *_ in entries})
-    for first in firsts:
+    for first in _settings_firsts():
         if os.path.lexists(os.path.join(folder, first)):
             for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
                 if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
@@ -30578,7 +30624,8 @@ def _split_texts(source: str, stamp: Tuple[int, int]
     hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
     more = [""] * more_first + lines[more_first:more_last] + [""] * (len(lines) - more_last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,),
-             "_LAZY_HEADER = None": "_LAZY_HEADER = %r" % (_pyc_bytes(None, stamp)[:16],)}
+             "_LAZY_HEADER = None": "_LAZY_HEADER = %r" % (_pyc_bytes(None, stamp)[:16],),
+             "_SETTINGS_PRECOMPUTED = None": "_SETTINGS_PRECOMPUTED = %r" % (_settings_snapshot(),)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
