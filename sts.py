@@ -11964,8 +11964,8 @@ def _proc_form(path: str) -> Optional[Tuple[str, ...]]:
     relative to it; ("process",) for any other path through /proc or the
     descriptor links.  Checked component by component before any `..` is
     applied (`/dev/fd/..` is /proc/self), so a `..` only counts after it."""
-    if not path.startswith("/"):
-        return None
+    if not path.startswith("/") or ("/proc" not in path and "/dev" not in path):
+        return None   # (each name follows a slash: no /proc or /dev name, no process path)
     parts = path.split("/")
     stack: List[str] = []
     climbed = False
