@@ -30709,10 +30709,20 @@ _LAZY_SECTIONS = ("package managers", "manifests read line by line", "Python, re
                   "ripgrep", "network reads", "programs that read in some modes only",
                   "small programs", "code that installs packages", "Task contract",
                   "default contracts", "wrappers", "commands held in arguments",
-                  "dependency intent", "hash intent", "patches")
+                  "dependency intent", "hash intent", "patches",
+                  "files= matching", "contract context", "programs judged by a table", "git",
+                  "culprits")
 # Functions of those sections that nearly every call runs stay whole.
-_EAGER = frozenset(("ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
-                    "dependency_intent_in_change", "hash_intent_in_text", "_held_git"))
+_EAGER = frozenset((
+    "ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
+    "dependency_intent_in_change", "hash_intent_in_text", "_held_git",
+    "_files_win_abs", "_files_realpath",
+    "_git_table", "_git_query", "_git_rev", "_git_unlisted", "_git_targets", "_git_dry_run", "_git",
+    "_git_brings_code", "_git_command",
+    # what names the culprit of a stopped shell line
+    "_invisible", "_quote", "_segment", "_words_of", "_subcommand", "_program_phrase",
+    "_redirect_shown", "_why_text", "_why_redirect", "_why_writer", "_why_git", "_why_program",
+    "shell_culprit"))
 
 
 def _stub_functions(tree: Any, text: str, lazy: List[bytes], flags: int) -> None:
