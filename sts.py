@@ -17191,6 +17191,25 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
     - physical: symbolic links and `..` are resolved through the existing
       part of the path, as the kernel would, when the path is native here.
     """
+    memo = _RESOLVED_IN_CALL
+    if memo is not None and memo[0] == _thread.get_ident():
+        key = (raw, cwd, physical)
+        if key in memo[1]:
+            return memo[1][key]
+        memo[1][key] = found = _resolve_event_path(raw, cwd, physical)
+        return found
+    return _resolve_event_path(raw, cwd, physical)
+
+
+# (thread, {(raw, cwd, physical): path}) while run_hook judges one call in
+# that thread: the checks resolve the same few paths (the call's targets,
+# its folder, the home folder) five times each, and the guard itself
+# makes no link while it judges.  None between calls, so that nothing
+# outlives the call the files were looked at for.
+_RESOLVED_IN_CALL: Optional[Tuple[int, Dict[Tuple[Any, Any, bool], Optional[str]]]] = None
+
+
+def _resolve_event_path(raw: str, cwd: Optional[str], physical: bool) -> Optional[str]:
     text = raw.strip() if isinstance(raw, str) else ""
     if not text:
         return None
@@ -30214,7 +30233,9 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
     except Exception:  # noqa: BLE001 - doctor's hint only
         pass
     seen: List[Any] = [None, None]   # the payload and the translated call, once known
+    global _RESOLVED_IN_CALL
     try:
+        _RESOLVED_IN_CALL = (_thread.get_ident(), {})
         return _judge_hook(adapter, raw, store, event, seen)
     except _CannotAnswer as exc:
         error, why = exc.error, exc.why
@@ -30222,6 +30243,8 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         error = type(exc).__name__
         why = next(text for kind, text in _FAILURE_WHY if isinstance(exc, kind))
         why = why.format(name=error, text=str(exc)[:200] or error)
+    finally:
+        _RESOLVED_IN_CALL = None
     return _cannot_answer(adapter, raw, store, event, seen[0], seen[1], error, why)
 
 
