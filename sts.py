@@ -18443,8 +18443,14 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
         # Every entry of a base starts with the base's first name: one look
         # at it rules out the whole row (what _glob_reach would find first).
         first = q[0] if q and q[0] != "**" else None
+        # A plain first name rules a base out by its letters alone (what
+        # _glob_name finds, without a call per base).
+        plain = first.casefold() if first is not None and not _glob_wild(first) else None
         for head, shown, windows, host, index in (
                 b for bases in settings.bases.values() for b in bases):
+            if plain is not None and head and "*" not in head[0] \
+                    and head[0].casefold() != plain:
+                continue
             if windows == reading.windows and (
                     first is None or not head or _glob_name(head[0], first, fold)):
                 for parts, folder, spelled in _settings_row(host, index):
