@@ -5527,7 +5527,10 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
     split into several (see _may_split; split_ok: the caller judges it, as
     the wrappers do).  Operands are every word that is no option.
     """
-    short, long = spec.table()
+    # The table is parsed on the first option met: a line with none
+    # (`git status`) spares parsing hundreds of entries.
+    short: Optional[Dict[str, Tuple[int, str]]] = None
+    long: Dict[str, Tuple[int, str]] = {}
     permute = spec.permute if permute is None else permute
     parser = spec.parser if parser is None else parser
     operands: List[_W] = []
@@ -5555,6 +5558,8 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
             operands.append(w)
             dd = not permute
             continue
+        if short is None:
+            short, long = spec.table()
         start = len(seen)
         if parser == "word":
             fail, took = _one_option_word(t, args, i, short, seen)
@@ -11961,8 +11966,8 @@ def _proc_form(path: str) -> Optional[Tuple[str, ...]]:
     relative to it; ("process",) for any other path through /proc or the
     descriptor links.  Checked component by component before any `..` is
     applied (`/dev/fd/..` is /proc/self), so a `..` only counts after it."""
-    if not path.startswith("/"):
-        return None
+    if not path.startswith("/") or ("/proc" not in path and "/dev" not in path):
+        return None   # (each name follows a slash: no /proc or /dev name, no process path)
     parts = path.split("/")
     stack: List[str] = []
     climbed = False
@@ -17188,6 +17193,25 @@ def resolve_event_path(raw: str, cwd: Optional[str], *, physical: bool = True) -
     - physical: symbolic links and `..` are resolved through the existing
       part of the path, as the kernel would, when the path is native here.
     """
+    memo = _RESOLVED_IN_CALL
+    if memo is not None and memo[0] == _thread.get_ident():
+        key = (raw, cwd, physical)
+        if key in memo[1]:
+            return memo[1][key]
+        memo[1][key] = found = _resolve_event_path(raw, cwd, physical)
+        return found
+    return _resolve_event_path(raw, cwd, physical)
+
+
+# (thread, {(raw, cwd, physical): path}) while run_hook judges one call in
+# that thread: the checks resolve the same few paths (the call's targets,
+# its folder, the home folder) five times each, and the guard itself
+# makes no link while it judges.  None between calls, so that nothing
+# outlives the call the files were looked at for.
+_RESOLVED_IN_CALL: Optional[Tuple[int, Dict[Tuple[Any, Any, bool], Optional[str]]]] = None
+
+
+def _resolve_event_path(raw: str, cwd: Optional[str], physical: bool) -> Optional[str]:
     text = raw.strip() if isinstance(raw, str) else ""
     if not text:
         return None
@@ -18015,12 +18039,52 @@ def _settings_base(spec: str, environ: Any, home: str
 
 # HOST_SETTINGS parsed once per process, on first need.
 _SETTINGS_CACHE: Dict[Any, Any] = {}
+# In the hot part of a split cache: the larger tables below as the process
+# that split it parsed them, each as marshal bytes of its own, beside the
+# os.name they were parsed under (see _settings_snapshot).  Loading one
+# costs a fifth to a tenth of parsing it again; together they were a
+# quarter of the bytecodes a shell line runs.  The rows are parsed one at
+# a time, as a path reaches them (loading all of them cost more).
+_SETTINGS_PRECOMPUTED = None
+_SETTINGS_SNAPSHOT_KEYS = ("static", "anywhere", "firsts")
+
+
+def _settings_cached(key: str) -> Any:
+    """_SETTINGS_CACHE[key], from the split cache's tables when they hold
+    it, parsed on this kind of system; else None."""
+    value = _SETTINGS_CACHE.get(key)
+    tables = _SETTINGS_PRECOMPUTED
+    if value is None and tables is not None and tables.get("os.name") == os.name \
+            and key in tables:
+        import marshal
+        value = _SETTINGS_CACHE[key] = marshal.loads(tables[key])
+    return value
+
+
+def _settings_snapshot() -> Dict[str, Any]:
+    """The value of _SETTINGS_PRECOMPUTED: the tables parsed afresh."""
+    import marshal
+    global _SETTINGS_PRECOMPUTED
+    saved, loaded = dict(_SETTINGS_CACHE), _SETTINGS_PRECOMPUTED
+    _SETTINGS_CACHE.clear()
+    _SETTINGS_PRECOMPUTED = None   # (parse, never load)
+    try:
+        _settings_static()
+        _settings_firsts()
+        tables: Dict[str, Any] = {"os.name": os.name}
+        for key in _SETTINGS_SNAPSHOT_KEYS:
+            tables[key] = marshal.dumps(_SETTINGS_CACHE[key])
+        return tables
+    finally:
+        _SETTINGS_CACHE.clear()
+        _SETTINGS_CACHE.update(saved)
+        _SETTINGS_PRECOMPUTED = loaded
 
 
 def _settings_static() -> Tuple["frozenset[str]", list, list]:
     """(first names of the entries under any folder, fixed system folders,
     bases an environment variable or the home folder decides)."""
-    cached = _SETTINGS_CACHE.get("static")
+    cached = _settings_cached("static")
     if cached is None:
         heads, system, variable = set(), [], []
         for host, rows in HOST_SETTINGS.items():
@@ -18051,7 +18115,7 @@ def _settings_row(host: str, index: int) -> List[Tuple[Tuple[str, ...], bool, st
 def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str, int]]]:
     """First name (case-folded) -> (names, folder?, as written, host, row) of
     every entry that applies under any folder."""
-    table = _SETTINGS_CACHE.get("anywhere")
+    table = _settings_cached("anywhere")
     if table is None:
         table = _SETTINGS_CACHE["anywhere"] = {}
         for host, rows in HOST_SETTINGS.items():
@@ -18397,8 +18461,14 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
         # Every entry of a base starts with the base's first name: one look
         # at it rules out the whole row (what _glob_reach would find first).
         first = q[0] if q and q[0] != "**" else None
+        # A plain first name rules a base out by its letters alone (what
+        # _glob_name finds, without a call per base).
+        plain = first.casefold() if first is not None and not _glob_wild(first) else None
         for head, shown, windows, host, index in (
                 b for bases in settings.bases.values() for b in bases):
+            if plain is not None and head and "*" not in head[0] \
+                    and head[0].casefold() != plain:
+                continue
             if windows == reading.windows and (
                     first is None or not head or _glob_name(head[0], first, fold)):
                 for parts, folder, spelled in _settings_row(host, index):
@@ -18408,14 +18478,20 @@ def _glob_by_name(reading: _SettingsReading, settings: HostSettings) -> Optional
     return None
 
 
+def _settings_firsts() -> List[str]:
+    """The first names of the entries under any folder, as written, sorted
+    (once per process: a line may name many trees)."""
+    firsts = _settings_cached("firsts")
+    if firsts is None:
+        firsts = _SETTINGS_CACHE["firsts"] = sorted(
+            {parts[0] for entries in _settings_anywhere().values() for parts, *_ in entries})
+    return firsts
+
+
 def _glob_tree(folder: str) -> Optional[_SettingsHit]:
     """An entry (of those under any folder) that exists directly in `folder`."""
     anywhere = _settings_anywhere()
-    firsts = _SETTINGS_CACHE.get("firsts")
-    if firsts is None:   # (once per process: a line may name many trees)
-        firsts = _SETTINGS_CACHE["firsts"] = sorted(
-            {parts[0] for entries in anywhere.values() for parts, *_ in entries})
-    for first in firsts:
+    for first in _settings_firsts():
         if os.path.lexists(os.path.join(folder, first)):
             for parts, _, spelled, host, index in anywhere.get(first.casefold(), ()):
                 if "*" in spelled or os.path.lexists(os.path.join(folder, *parts)):
@@ -30478,7 +30554,9 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
     except Exception:  # noqa: BLE001 - doctor's hint only
         pass
     seen: List[Any] = [None, None]   # the payload and the translated call, once known
+    global _RESOLVED_IN_CALL
     try:
+        _RESOLVED_IN_CALL = (_thread.get_ident(), {})
         return _judge_hook(adapter, raw, store, event, seen)
     except _CannotAnswer as exc:
         error, why = exc.error, exc.why
@@ -30486,6 +30564,8 @@ def run_hook(host: str, raw: bytes, store: Optional[Store] = None,
         error = type(exc).__name__
         why = next(text for kind, text in _FAILURE_WHY if isinstance(exc, kind))
         why = why.format(name=error, text=str(exc)[:200] or error)
+    finally:
+        _RESOLVED_IN_CALL = None
     return _cannot_answer(adapter, raw, store, event, seen[0], seen[1], error, why)
 
 
@@ -30888,7 +30968,8 @@ def _split_texts(source: str, stamp: Tuple[int, int]
     hosts = [""] * first + lines[first:last] + [""] * (len(lines) - last)
     more = [""] * more_first + lines[more_first:more_last] + [""] * (len(lines) - more_last)
     marks = {"_SLIM = False": "_SLIM = True", "_SOURCE_STAMP = None": "_SOURCE_STAMP = %r" % (stamp,),
-             "_LAZY_HEADER = None": "_LAZY_HEADER = %r" % (_pyc_bytes(None, stamp)[:16],)}
+             "_LAZY_HEADER = None": "_LAZY_HEADER = %r" % (_pyc_bytes(None, stamp)[:16],),
+             "_SETTINGS_PRECOMPUTED = None": "_SETTINGS_PRECOMPUTED = %r" % (_settings_snapshot(),)}
     for n, line in enumerate(hot):
         for old, new in marks.items():
             if line.startswith(old + " ") or line == old:
@@ -30972,10 +31053,20 @@ _LAZY_SECTIONS = ("package managers", "manifests read line by line", "Python, re
                   "ripgrep", "network reads", "programs that read in some modes only",
                   "small programs", "code that installs packages", "Task contract",
                   "default contracts", "wrappers", "commands held in arguments",
-                  "dependency intent", "hash intent", "patches")
+                  "dependency intent", "hash intent", "patches",
+                  "files= matching", "contract context", "programs judged by a table", "git",
+                  "culprits")
 # Functions of those sections that nearly every call runs stay whole.
-_EAGER = frozenset(("ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
-                    "dependency_intent_in_change", "hash_intent_in_text", "_held_git"))
+_EAGER = frozenset((
+    "ledger_summary", "manifest_kind", "_in_dir", "_code_declares", "_hash_intent",
+    "dependency_intent_in_change", "hash_intent_in_text", "_held_git",
+    "_files_win_abs", "_files_realpath",
+    "_git_table", "_git_query", "_git_rev", "_git_unlisted", "_git_targets", "_git_dry_run", "_git",
+    "_git_brings_code", "_git_command",
+    # what names the culprit of a stopped shell line
+    "_invisible", "_quote", "_segment", "_words_of", "_subcommand", "_program_phrase",
+    "_redirect_shown", "_why_text", "_why_redirect", "_why_writer", "_why_git", "_why_program",
+    "shell_culprit"))
 
 
 def _stub_functions(tree: Any, text: str, lazy: List[bytes], flags: int) -> None:

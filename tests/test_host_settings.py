@@ -997,6 +997,33 @@ def test_shell_startup_files_named_by_the_environment_are_protected(world, monke
         assert_protected("claude", use(world, "claude", session, WRITE, target), named=target)
 
 
+def test_tables_carried_by_a_split_cache_are_the_tables_parsed(monkeypatch):
+    # A split cache carries the parsed tables; a hook loads them instead of
+    # parsing HOST_SETTINGS again.  They must be what parsing gives, and
+    # tables parsed under another kind of system must not be used.
+    snapshot = sts._settings_snapshot()
+    monkeypatch.setattr(sts, "_SETTINGS_CACHE", {})
+    parsed = (sts._settings_static(), sts._settings_anywhere(), sts._settings_firsts())
+    assert parsed[0][0] and parsed[1] and parsed[2]
+    monkeypatch.setattr(sts, "_SETTINGS_CACHE", {})
+    monkeypatch.setattr(sts, "_SETTINGS_PRECOMPUTED", snapshot)
+    loaded = (sts._settings_static(), sts._settings_anywhere(), sts._settings_firsts())
+    assert loaded == parsed
+    assert sts.host_settings({}, "/home/u") == host_settings_parsed({}, "/home/u", monkeypatch)
+    # Another system's tables (a stand-in that holds nothing) are ignored.
+    foreign = dict(snapshot, **{"os.name": "other", "static": __import__("marshal").dumps(
+        (frozenset(), [], []))})
+    monkeypatch.setattr(sts, "_SETTINGS_CACHE", {})
+    monkeypatch.setattr(sts, "_SETTINGS_PRECOMPUTED", foreign)
+    assert sts._settings_static() == parsed[0]
+
+
+def host_settings_parsed(environ, home, monkeypatch):
+    monkeypatch.setattr(sts, "_SETTINGS_PRECOMPUTED", None)
+    monkeypatch.setattr(sts, "_SETTINGS_CACHE", {})
+    return sts.host_settings(environ, home)
+
+
 def test_startup_file_names_elsewhere_stay_writable(world):
     session = arm(world, "claude")
     for rel in ("dotfiles/.bashrc", ".zshrc", "docs/.profile"):

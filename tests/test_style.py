@@ -23,14 +23,14 @@ from hooks import ROOT
 # them: growth is a decision.  Raising a budget is a one-line change here, in
 # the same commit as the growth, with its reason in the commit message.
 LINE_BUDGET = {   # lines when set, plus 3%
-    "sts.py":                            32_231,  # 31,292 lines when set
+    "sts.py":                            32_325,  # 31,383 lines when set
     "Part 1: Runtime floor":                436,  # 423 lines when set
     "Part 2: Protocol and contract":      1_527,  # 1,482 lines when set
-    "Part 3: Analysis":                  15_111,  # 14,670 lines when set
-    "Part 4: Decision and ledger":        3_060,  # 2,970 lines when set
+    "Part 3: Analysis":                  15_116,  # 14,675 lines when set
+    "Part 4: Decision and ledger":        3_133,  # 3,041 lines when set
     "Part 5: State and engine":           2_407,  # 2,336 lines when set
     "Part 6: Hosts":                      6_499,  # 6,309 lines when set
-    "Part 7: Entry points":               3_008,  # 2,920 lines when set
+    "Part 7: Entry points":               3_024,  # 2,935 lines when set
 }
 
 # The most lines one function of sts.py may span, from its `def` to its last
