@@ -4078,33 +4078,28 @@ _GIT_CODE_SECTIONS = ("alias.", "includeif.", "include.", "pager.", "filter.", "
 def _git_config_target(words: List[_W]) -> Optional[str]:
     """The config file `git config` writes when it sets a key that names a
     program git runs (core.fsmonitor, alias.x = !cmd, include.path ...);
-    None for other keys and for reads."""
+    None for other keys, for removals and for reads.  Read by the row of
+    git config (_GIT_CONFIG_SETS); a word not written out stays a name."""
     texts = [w.text for w in words]
     if "config" not in texts[1:6]:
         return None
     rest = texts[texts.index("config") + 1:]
+    if any(t in ("--unset", "--unset-all", "--remove-section") for t in rest):
+        return None
+    # Words after a `--` are read as options too: a key found past it is
+    # still named (the wider reading).
+    _, operands, seen = _read_options([_lit(t) for t in rest if t != "--"], _GIT_CONFIG_SETS)
     target = ".git/config"
-    keys = []
-    skip = False
-    for k, t in enumerate(rest):
-        if skip:
-            skip = False
-            continue
-        if t in ("--global",):
-            target = "~/.gitconfig"
-        elif t in ("--system",):
-            target = "/etc/gitconfig"
-        elif t in ("-f", "--file", "--blob"):
-            target = rest[k + 1] if k + 1 < len(rest) else target
-            skip = True
-        elif t.startswith("--file="):
-            target = t.split("=", 1)[1]
-        elif t in ("--get", "--get-all", "--get-regexp", "--list", "-l", "--unset",
-                   "--unset-all", "get", "list", "unset", "--remove-section", "--show-origin",
-                   "--get-urlmatch", "--name-only"):
+    for opt, value, _ in seen:
+        if opt in _GIT_CONFIG_READS or opt in ("show-origin", "name-only"):
             return None
-        elif not t.startswith("-") and t not in ("set",):
-            keys.append(t)
+        if opt in ("f", "file", "blob") and value is not None:
+            target = value.text
+        target = _GIT_CONFIG_FILES.get(opt, target)
+    keys = [w.text for w in operands]
+    if keys[:1] in (["get"], ["list"], ["unset"]):
+        return None
+    keys = keys[1:] if keys[:1] == ["set"] else keys
     if not keys:
         return None
     key = keys[0].lower()
@@ -7109,6 +7104,12 @@ _GIT_CONFIG = _Opts(
     "--no-includes? --type: --file: --blob: --default:", permute=False, abbrev=False)
 _GIT_CONFIG_READS = frozenset(("l", "get", "get-all", "get-regexp", "list", "get-urlmatch",
                                "get-color", "get-colorbool"))
+# The same options, to name the file a setting lands in (_git_config_target)
+# once the line is known to write: read anywhere, as `set` takes its own
+# after it, and an option the table does not list (--add, --replace-all)
+# taken as a flag.
+_GIT_CONFIG_SETS = _Opts(_GIT_CONFIG.text, abbrev=False, open=True)
+_GIT_CONFIG_FILES = {"global": "~/.gitconfig", "system": "/etc/gitconfig"}
 
 
 def _git_config(args: List[_W]) -> _V:
