@@ -10766,9 +10766,9 @@ def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
 # curl prints what it fetches.  Its options are read as getopt reads short
 # ones (`-sSLo f`, `-XGET`, `--` ends them), with two differences the row
 # leaves to the judge or to `abbrev`: a long option takes its value only as
-# the next word (curl knows no `--max-time=5`: it stops at it), and builds
-# before 8.x take any unique prefix of a long option among all of theirs,
-# which the row cannot know (abbrev=False: `--user-a` is unproven).  The
+# the next word (curl knows no `--max-time=5`: it stops at it), and curl
+# 7.88 takes any unique prefix of a long option among all of its
+# own, which the row cannot know (abbrev=False: `--user-a` is unproven).  The
 # options that write are looked for in every word (_curl_writes); the rest
 # of the row is what a plain request may carry.
 #: read | curl -sSL https://example.com/a.json
