@@ -27871,6 +27871,12 @@ def cmd_install(args: List[str]) -> int:
             else:
                 out.write("sts: installed for %s (%s scope).\n" % (host, scope))
             _install_default(wanted_default, out)
+            # The first hook compiles sts.py and splits its bytecode cache (seconds
+            # of CPU): done here, so the host's first call answers within its timeout.
+            ok, why = _probe(host, command)
+            out.write("sts: a test run of the hook: %s.\n" % why if ok else
+                      "note: a test run of the hook failed (%s); `python3 sts.py doctor` "
+                      "says more.\n" % why)
         for note in plan.notes:
             out.write("note: %s\n" % note)
         if host == "codex" and not opts.get("--trust"):
