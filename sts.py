@@ -27279,17 +27279,41 @@ def _vibe_without_block(path: str, text: str) -> str:
 
 def _vibe_sts_hook(text: str, command: Optional[str] = None) -> Optional[dict]:
     """The stop-that-shit pre_tool entry of a hooks.toml text (the one that
-    runs `command`, if given), or None; needs tomllib (Python 3.11+)."""
+    runs `command`, if given), or None.  Read with tomllib where Python has
+    it (3.11+); before, sts's own marked block is read line by line."""
     try:
         import tomllib
-        hooks = tomllib.loads(text).get("hooks")
-    except (ImportError, ValueError):
-        return None
+    except ImportError:
+        hooks = [_vibe_block_fields(text)]
+    else:
+        try:
+            hooks = tomllib.loads(text).get("hooks")
+        except ValueError:
+            return None
     for hook in hooks if isinstance(hooks, list) else ():
         if isinstance(hook, dict) and hook.get("name") == "stop-that-shit" \
                 and (command is None or hook.get("command") == command):
             return hook
     return None
+
+
+def _vibe_block_fields(text: str) -> Optional[dict]:
+    """The keys of sts's marked block as it writes them (`key = <JSON value>`
+    a line), or None when the block is missing or reads otherwise."""
+    lines = text.split("\n")
+    if _VIBE_OPEN not in lines or _VIBE_CLOSE not in lines[lines.index(_VIBE_OPEN):]:
+        return None
+    start = lines.index(_VIBE_OPEN)
+    fields: Dict[str, Any] = {}
+    for line in lines[start + 2:lines.index(_VIBE_CLOSE, start)]:
+        key, sep, value = line.partition(" = ")
+        try:
+            fields[key.strip()] = json.loads(value)
+        except ValueError:
+            return None
+        if not sep:
+            return None
+    return fields
 
 
 def _plan_vibe_hooks(plan: _Plan, base: str, python: str, prior: Dict[str, dict]) -> None:
@@ -27302,7 +27326,11 @@ def _plan_vibe_hooks(plan: _Plan, base: str, python: str, prior: Dict[str, dict]
         raise InstallError("%s: %s; fix or remove that block and run install again."
                            % (dest, why))
     new = (rest + "\n" if rest else "") + _vibe_block(command)
-    if sys.version_info >= (3, 11) and _vibe_sts_hook(new, command) is None:
+    # `hooks = …` as a plain key leaves no room for [[hooks]] (TOML refuses
+    # both); tomllib (3.11+) checks the rest.
+    flat = any(line.split("=", 1)[0].strip() == "hooks" for line in rest.split("\n")
+               if "=" in line and not line.lstrip().startswith("#"))
+    if flat or _vibe_sts_hook(new, command) is None:
         raise InstallError("%s does not read as TOML with sts's [[hooks]] added (is `hooks` "
                            "set another way there?); it was left unchanged." % dest)
     _change(plan, dest, raw, new.encode("utf-8"))

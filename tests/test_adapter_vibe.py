@@ -121,7 +121,7 @@ def test_a_pre_tool_event_that_cannot_be_read_fails_closed_while_armed(tmp_path,
     folder = journal(tmp_path, turn("turn-1", "$stop-that-shit review -- look"))
     assert denied(answer(store, pre_tool(folder, *WRITE)))[0]
     raw = json.dumps(pre_tool(folder, "file_system.bash", {"command": "__X__"}, call_id="c2"))
-    raw = raw.replace('"__X__"', "[" * 5000 + "]" * 5000).encode()
+    raw = raw.replace('"__X__"', "[" * 100000 + "]" * 100000).encode()
     got = json.loads(sts.run_hook("vibe", raw, store) or "{}")
     deny, text = denied(got)
     assert deny and "could not evaluate this call" in text
@@ -225,12 +225,19 @@ def test_install_adds_a_strict_block_once_and_uninstall_takes_only_it_out(tmp_pa
     first = (home / ".vibe" / "hooks.toml").read_text()
     assert run_sts(home, "install", "vibe").returncode == 0
     assert (home / ".vibe" / "hooks.toml").read_text() == first
-    import tomllib
-    hooks = tomllib.loads(first)["hooks"]
-    ours = [h for h in hooks if h["name"] == "stop-that-shit"]
-    assert len(hooks) == 2 and len(ours) == 1
-    assert ours[0]["type"] == "pre_tool" and ours[0]["strict"] is True
-    assert ours[0]["command"].endswith(" vibe") and "sts.main()" in ours[0]["command"]
+    try:
+        import tomllib   # Python 3.11+: the file read as Vibe reads it
+    except ImportError:
+        tomllib = None
+    if tomllib is not None:
+        hooks = tomllib.loads(first)["hooks"]
+        ours = [h for h in hooks if h["name"] == "stop-that-shit"]
+        assert len(hooks) == 2 and len(ours) == 1
+        assert ours[0]["type"] == "pre_tool" and ours[0]["strict"] is True
+        assert ours[0]["command"].endswith(" vibe") and "sts.main()" in ours[0]["command"]
+    else:
+        assert first.startswith(mine) and first.count("[[hooks]]") == 2
+        assert 'type = "pre_tool"' in first and "strict = true" in first
     doctor = run_sts(home, "doctor")
     assert "OK   vibe     wired:" in doctor.stdout and "(strict)" in doctor.stdout
     assert run_sts(home, "uninstall", "vibe").returncode == 0
