@@ -1,5 +1,6 @@
 """The hook runner and CLI: a hook fails open, except on a tool call in an armed
 session (internal error, input too large or not UTF-8), where it fails closed."""
+import dis
 import functools
 import json
 import marshal
@@ -390,9 +391,10 @@ def test_a_cold_part_keeps_its_line_numbers(tmp_path):
         wanted = [n for n, line in enumerate(fh, 1) if line.startswith("def cmd_install(")]
     # In a hook process, whose parts are compiled without docstrings: every
     # line of the hot and the cold part still names its line in sts.py.
-    lines = lambda code: sorted({n for _, _, n in code.co_lines() if n is not None})
-    out = _run(folder, "import sts\nprint(sts._SLIM, sts._cold('cmd_install').__code__.co_firstlineno,"
-                       " (lambda c: sorted({n for _, _, n in c.co_lines() if n is not None}))"
+    # (dis.findlinestarts: co_lines is 3.10+)
+    lines = lambda code: sorted({n for _, n in dis.findlinestarts(code) if n is not None})
+    out = _run(folder, "import sts, dis\nprint(sts._SLIM, sts._cold('cmd_install').__code__.co_firstlineno,"
+                       " (lambda c: sorted({n for _, n in dis.findlinestarts(c) if n is not None}))"
                        "(sts.decide.__code__) == %r)" % (lines(sts.decide.__code__),), ["claude"])
     assert out.stdout.split() == [b"True", str(wanted[0]).encode(), b"True"], out.stderr
 
@@ -521,15 +523,17 @@ def _deep(depth):
     return json.loads("[" * 10 + "]" * 10) if depth < 10 else "[" * depth + "]" * depth
 
 
-def _with_deep_argument(payload, depth=1000):
+def _with_deep_argument(payload, depth=100_000):
     """The payload with one extra tool argument nested `depth` levels deep, as a
-    host that passes unknown properties on sends it (valid JSON)."""
+    host that passes unknown properties on sends it (valid JSON).  A thousand
+    levels already stop json before 3.13; 3.13's decoder reads those and gives
+    up further down, so the tests nest deeper than any of them reads."""
     text = json.dumps(payload)
     return text.replace('"__deep__"', _deep(depth)).encode()
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_an_argument_nested_a_thousand_levels_deep_is_denied_while_armed(name, store, tmp_path):
+def test_an_argument_nested_too_deep_to_read_is_denied_while_armed(name, store, tmp_path):
     h = host(name, str(tmp_path))
     _, write = h.tool(h.write[0], {h.write[1]: os.path.join(ROOT, "sts.py"), "content": "x",
                                    "extra": "__deep__"}, "call_deep")
@@ -553,7 +557,7 @@ def test_deep_nesting_through_a_real_hook_process_is_denied_while_armed(name, st
     code = "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % ROOT
     argv = [sys.executable, "-I", "-S", "-c", code, name] + (["preToolUse"] if name == "copilot"
                                                              else [])
-    proc = subprocess.run(argv, input=_with_deep_argument(write, 5000),
+    proc = subprocess.run(argv, input=_with_deep_argument(write),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
                           env=dict(os.environ, STS_HOME=str(sts_home)), check=False)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr
