@@ -3839,7 +3839,7 @@ class _Ctx:
     (where, verdict): a _Cmd, a _Spot or None, and its _V."""
 
     __slots__ = ("depth", "shell", "seen", "vars", "vars_unknown", "globs_unknown", "work",
-                 "std_moved", "written", "stdin_now", "top")
+                 "std_moved", "std_looked", "written", "stdin_now", "top")
 
     def __init__(self, depth: int, shell: str, seen: Optional[list] = None,
                  work: Optional[List[int]] = None) -> None:
@@ -3855,6 +3855,9 @@ class _Ctx:
         # Standard output or error may be a file opened for reading (`1<f`,
         # `>&3`), which /dev/stdout then opens again for writing.
         self.std_moved = False
+        # The line last searched for such a move: every command of a line
+        # shares its text, which is searched once, not once per command.
+        self.std_looked: Optional[str] = None
         # Paths the commands before this one in the line write, as written
         # (a requirements file written and then installed from is not the project's).
         self.written: List[str] = []
@@ -3883,9 +3886,10 @@ _STD_SINKS = frozenset(("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"))
 
 def _classify_cmd(cmd: _Cmd, ctx: _Ctx) -> _V:
     v = _redirs_verdict(cmd)
-    if not ctx.std_moved and ("<" in cmd.src or ">&" in cmd.src) \
-            and _an_rx("std_moves", _STD_MOVES).search(cmd.src):
-        ctx.std_moved = True    # the whole line, `exec 1<f` and `{ ...; } 1<f` included
+    if not ctx.std_moved and cmd.src != ctx.std_looked and ("<" in cmd.src or ">&" in cmd.src):
+        ctx.std_looked = cmd.src
+        # the whole line, `exec 1<f` and `{ ...; } 1<f` included
+        ctx.std_moved = _an_rx("std_moves", _STD_MOVES).search(cmd.src) is not None
     for w in cmd.words[1:]:
         if _consumed(w):
             v.join(_unknown("state_change", "leaves", w.text, _CONSUMED_WHY))
