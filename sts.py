@@ -7293,60 +7293,51 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     return _an_read()
 
 
+# git hash-object prints an object's id; -w stores the object.  git refuses
+# a type other than the four (an old git took any with --literally, newer
+# ones none) and the pairs its usage forbids (_git_hash_object): unproven.
+#: read | git hash-object -t blob --path src/a.txt a.txt
+#: read | git hash-object --stdin-paths --no-filters
+#: write | git hash-object -wt blob a.txt
+#: unknown =git_arguments_unproven | git hash-object -tw blob a.txt
+#: unknown =git_arguments_unproven | git hash-object --stdin --stdin
+_GIT_HASH_OBJECT = _git_opts("-w -t: --stdin --stdin-paths --no-filters --literally --path:")
+_GIT_OBJECT_TYPES = frozenset(("blob", "commit", "tree", "tag"))
+
+
 def _git_hash_object(args: List[_W]) -> _V:
-    """hash-object prints an id; -w (also inside a cluster) stores the object."""
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-"):
-            continue
-        if t.startswith("--"):
-            if t in ("--stdin", "--stdin-paths", "--no-filters", "--literally"):
-                continue
-            if t.startswith("--path="):
-                continue
-            if t == "--path" and i < len(args):
-                i += 1
-                continue
-            return _unknown("git_arguments_unproven")
-        if "w" in t:
-            return _write()
-        if t == "-t" and i < len(args):
-            i += 1
-            continue
-        if t.startswith("-t"):
-            continue
+    fail, operands, seen = _read_options(args, _GIT_HASH_OBJECT)
+    options = [opt for opt, _, _ in seen]
+    if "w" in options:
+        return _write()
+    if fail is not None:
+        return _git_unlisted(fail)
+    paths = "stdin-paths" in options
+    if any(opt == "t" and not (value.static and value.text in _GIT_OBJECT_TYPES)
+           for opt, value, _ in seen) or options.count("stdin") > 1 \
+            or (paths and ("stdin" in options or "path" in options or operands)) \
+            or (not paths and "path" in options and "no-filters" in options):
         return _unknown("git_arguments_unproven")
     return _an_read()
 
 
+# git symbolic-ref NAME prints where the ref points; -d/--delete, or a
+# second operand, changes it.  git wants one operand or two.
+#: read | git symbolic-ref --short -q HEAD
+#: read | git symbolic-ref --no-recurse refs/remotes/origin/HEAD
+#: write | git symbolic-ref -m moving HEAD refs/heads/x
+#: write | git symbolic-ref -qd refs/remotes/origin/HEAD
+#: unknown =git_arguments_unproven | git symbolic-ref --short
+_GIT_SYMBOLIC_REF = _git_opts("-qd -m: --quiet --delete --short --recurse --no-recurse")
+
+
 def _git_symbolic_ref(args: List[_W]) -> _V:
-    """symbolic-ref NAME reads; -d/--delete or a second operand changes the ref."""
-    operands = 0
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t in ("-d", "--delete"):
-            return _write()
-        if t == "-m":
-            i += 1      # the reflog message of an update
-        elif t in ("-q", "--quiet", "--short", "--recurse", "--no-recurse"):
-            pass
-        elif t.startswith("-"):
-            return _unknown("git_arguments_unproven")
-        else:
-            operands += 1
-    return _an_read() if operands <= 1 else _write()
+    fail, operands, seen = _read_options(args, _GIT_SYMBOLIC_REF)
+    if any(opt in ("d", "delete") for opt, _, _ in seen) or (fail is None and len(operands) > 1):
+        return _write()
+    if fail is not None:
+        return _git_unlisted(fail)
+    return _an_read() if operands else _unknown("git_arguments_unproven")
 
 
 def _git_targets(sub: str, args: List[_W]) -> List[_W]:
