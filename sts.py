@@ -7152,16 +7152,90 @@ def _git_stash(args: List[_W]) -> _V:
     return _git_write("stash", sub if not sub.startswith("-") else "", [])
 
 
-_GIT_READ_ACTIONS = {
-    "remote": (("", "-v", "--verbose", "get-url", "show"), ("add", "remove", "rm", "rename",
-               "set-url", "set-head", "set-branches", "prune", "update")),
-    "worktree": (("list",), ("add", "remove", "prune", "move", "lock", "unlock", "repair")),
-    "reflog": (("", "show", "exists"), ("expire", "delete")),
-    "notes": (("", "list", "show"), ("add", "copy", "append", "edit", "merge", "remove",
-              "prune")),
-    "submodule": (("", "status", "summary"), ("add", "init", "deinit", "update", "sync",
-                  "absorbgitdirs", "set-branch", "set-url")),
+def _git_opts(text: str = "", **more: Any) -> _Opts:
+    """A table copied whole from git's own option parser, arities and all:
+    read as getopt reads it (a cluster's last letter may take a value, `-wt
+    blob`), with no guessed arity and no count word (`-5` is refused)."""
+    return _Opts(text, abbrev=False, **more)
+
+
+# git remote, worktree, reflog, notes and submodule take an action as their
+# first operand.  Per subcommand, row "" holds the options that may come
+# before the action (they end at it), and each reading action has the
+# options git's own table gives it; the actions of _GIT_WRITE_ACTIONS
+# change the repository, and any other word is unproven (a newer git may
+# know it, or autocorrect it to an action).  submodule is a shell script
+# that matches whole words only, options first.
+#: read | git remote -v
+#: read | git notes --ref review show HEAD
+#: read | git submodule --quiet --cached
+#: write | git notes --ref=review add -m hi
+#: write | git reflog drop main
+#: unknown =git_arguments_unproven | git remote -v frob
+#: unknown =git_arguments_unproven | git remote -- add x /tmp/other
+#: unknown =git_arguments_unproven | git worktree
+_GIT_READ_ACTIONS: Dict[str, Dict[str, _Opts]] = {
+    "remote": {
+        "": _git_opts("-v --verbose", permute=False),
+        # `show NAME` connects to the remote unless -n (see _git_action).
+        #: read | git remote show -n origin upstream
+        #: unknown =git_arguments_unproven | git remote show -v origin
+        "show": _git_opts("-n"),
+        #: read | git remote get-url --push --all origin
+        #: unknown =git_arguments_unproven | git remote get-url origin upstream
+        "get-url": _git_opts("--push --all", max_operands=1),
+    },
+    "worktree": {
+        "": _git_opts(permute=False),
+        #: read | git worktree list --porcelain -z
+        #: read | git worktree list -v --expire 2.weeks.ago
+        #: unknown =git_arguments_unproven | git worktree list ../wt
+        "list": _git_opts("-vz --porcelain --verbose --expire:", max_operands=0),
+    },
+    # No action, an option first, or `show`: git log's grammar (_git_action).
+    "reflog": {
+        "": _git_opts(permute=False),
+        #: read | git reflog exists refs/heads/main
+        #: read | git reflog list
+        #: unknown =git_arguments_unproven | git reflog exists -q main
+        "exists": _git_opts(),
+        "list": _git_opts(max_operands=0),
+    },
+    "notes": {
+        "": _git_opts("--ref:", permute=False),
+        #: read | git notes list HEAD
+        #: unknown =git_arguments_unproven | git notes show HEAD main
+        "list": _git_opts(max_operands=1),
+        "show": _git_opts(max_operands=1),
+        #: read | git notes get-ref
+        "get-ref": _git_opts(max_operands=0),
+    },
+    "submodule": {
+        "": _git_opts("-q --quiet --cached", permute=False),
+        #: read | git submodule status --recursive -- vendor
+        #: unknown =git_arguments_unproven | git submodule status -qq
+        "status": _git_opts("-q --quiet --cached --recursive", permute=False),
+        # Older releases check the summary limit with shell arithmetic, which
+        # runs the command an array subscript holds: only digits are proven.
+        #: read | git submodule summary --files -n 3 HEAD~2
+        #: unknown =git_arguments_unproven | git submodule summary -n 'a[$(id)]'
+        #: unknown =git_arguments_unproven | git submodule summary -n3
+        "summary": _git_opts("-n: --cached --files --for-status --summary-limit:",
+                             permute=False),
+    },
 }
+_GIT_WRITE_ACTIONS = {
+    "remote": frozenset(("add", "remove", "rm", "rename", "set-url", "set-head",
+                         "set-branches", "prune", "update")),
+    "worktree": frozenset(("add", "remove", "prune", "move", "lock", "unlock", "repair")),
+    "reflog": frozenset(("expire", "delete", "drop", "write")),
+    "notes": frozenset(("add", "copy", "append", "edit", "merge", "remove", "prune")),
+    "submodule": frozenset(("add", "init", "deinit", "update", "sync", "absorbgitdirs",
+                            "set-branch", "set-url")),
+}
+# Without an action these list the remotes, list the notes, show the
+# submodules' status (reflog: above; worktree wants one).
+_GIT_ACTION_DEFAULTS = frozenset(("remote", "notes", "submodule"))
 
 
 _GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_QUERIES)
@@ -7170,39 +7244,52 @@ _GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_QUERIES)
                                 "archive", "symbolic-ref", "help")))
 
 
+def _git_action_options(sub: str, table: _Opts, args: List[_W]
+                        ) -> Tuple[Optional[_V], List[_W], List[Tuple[str, Optional[_W], str]]]:
+    """The options of an action subcommand read by `table`: (failure or
+    None, operands, options met)."""
+    fail, operands, seen = _read_options(args, table)
+    if fail is None and table.max_operands is not None and len(operands) > table.max_operands:
+        fail = _unknown("git_arguments_unproven")
+    if fail is None and sub == "submodule" and any(
+            spelled.split("=", 1)[0] != ("-" if len(opt) == 1 else "--") + opt
+            or (value is not None and not (value.static and value.text.isdigit()))
+            for opt, value, spelled in seen):
+        # A cluster, an attached value or a limit other than digits.
+        fail = _unknown("git_arguments_unproven")
+    return (_git_unlisted(fail) if fail is not None else None), operands, seen
+
+
 def _git_action(sub: str, args: List[_W]) -> _V:
-    reads, writes = _GIT_READ_ACTIONS[sub]
-    if sub == "remote":
-        # `git remote -v add x url` adds a remote: -v is an option of every
-        # action, so the action is the first word after it.
-        k = 0
-        while k < len(args) and args[k].static and args[k].text in ("-v", "--verbose"):
-            k += 1
-        if k == len(args):
-            return _an_read()
-        args = args[k:]
-    action = args[0].text if args else ""
-    if sub == "reflog" and action.startswith("-"):
-        return _git_rev(args)
-    if args and not args[0].static:
+    """A subcommand of _GIT_READ_ACTIONS: the options before the action,
+    then the action's own."""
+    if sub == "reflog" and (not args or args[0].text.startswith("-")
+                            or args[0].text == "show"):
+        return _git_rev(args[1:] if args and args[0].text == "show" else args)
+    tables = _GIT_READ_ACTIONS[sub]
+    fail, operands, _ = _git_action_options(sub, tables[""], args)
+    if fail is not None:
+        return fail
+    if not operands:
+        return _an_read() if sub in _GIT_ACTION_DEFAULTS else _unknown("git_arguments_unproven")
+    at = next(k for k, w in enumerate(args) if w is operands[0])
+    action, rest = operands[0].text, args[at + 1:]
+    if not operands[0].static:
         return _unknown("shell_syntax_unproven")
-    if action in writes:
-        return _git_write(sub, action, _git_names(args[1:]))
-    if action not in reads:
-        if action.startswith("-") and "" in reads and sub in ("remote",):
-            return _an_read() if all(w.text in ("-v", "--verbose") for w in args) else \
-                _unknown("git_arguments_unproven")
+    if any(w.text == "--" for w in args[:at]):
+        return _unknown("git_arguments_unproven")   # git wants the action before `--`
+    if action in _GIT_WRITE_ACTIONS[sub]:
+        return _git_write(sub, action, _git_names(rest))
+    table = tables.get(action) if action else None
+    if table is None:
         return _unknown("git_arguments_unproven")
-    if sub == "reflog":
-        return _git_rev(args[1:] if action else args)
-    if sub == "remote" and action == "show" and not all(w.static for w in args):
+    show = sub == "remote" and action == "show"
+    if show and not all(w.static for w in rest):
         return _unknown("network_data_unproven")   # it connects to the remote it names
-    for w in args[1:]:
-        if w.opaque or (w.text.startswith("-") and w.text not in ("-v", "--verbose",
-                                                                   "--recursive", "-n")):
-            return _unknown("git_arguments_unproven")
-    if sub == "remote" and action == "show" and not any(w.text == "-n" for w in args[1:]) \
-            and any(not w.text.startswith("-") for w in args[1:]):
+    fail, operands, seen = _git_action_options(sub, table, rest)
+    if fail is not None:
+        return fail
+    if show and operands and not any(opt == "n" for opt, _, _ in seen):
         # It connects: the repository's configuration picks the address (a
         # URL written out too, through insteadOf), the credential helper and
         # the ssh command it connects with.  `-n` asks nobody.
@@ -7210,60 +7297,51 @@ def _git_action(sub: str, args: List[_W]) -> _V:
     return _an_read()
 
 
+# git hash-object prints an object's id; -w stores the object.  git refuses
+# a type other than the four (an old git took any with --literally, newer
+# ones none) and the pairs its usage forbids (_git_hash_object): unproven.
+#: read | git hash-object -t blob --path src/a.txt a.txt
+#: read | git hash-object --stdin-paths --no-filters
+#: write | git hash-object -wt blob a.txt
+#: unknown =git_arguments_unproven | git hash-object -tw blob a.txt
+#: unknown =git_arguments_unproven | git hash-object --stdin --stdin
+_GIT_HASH_OBJECT = _git_opts("-w -t: --stdin --stdin-paths --no-filters --literally --path:")
+_GIT_OBJECT_TYPES = frozenset(("blob", "commit", "tree", "tag"))
+
+
 def _git_hash_object(args: List[_W]) -> _V:
-    """hash-object prints an id; -w (also inside a cluster) stores the object."""
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-"):
-            continue
-        if t.startswith("--"):
-            if t in ("--stdin", "--stdin-paths", "--no-filters", "--literally"):
-                continue
-            if t.startswith("--path="):
-                continue
-            if t == "--path" and i < len(args):
-                i += 1
-                continue
-            return _unknown("git_arguments_unproven")
-        if "w" in t:
-            return _write()
-        if t == "-t" and i < len(args):
-            i += 1
-            continue
-        if t.startswith("-t"):
-            continue
+    fail, operands, seen = _read_options(args, _GIT_HASH_OBJECT)
+    options = [opt for opt, _, _ in seen]
+    if "w" in options:
+        return _write()
+    if fail is not None:
+        return _git_unlisted(fail)
+    paths = "stdin-paths" in options
+    if any(opt == "t" and not (value.static and value.text in _GIT_OBJECT_TYPES)
+           for opt, value, _ in seen) or options.count("stdin") > 1 \
+            or (paths and ("stdin" in options or "path" in options or operands)) \
+            or (not paths and "path" in options and "no-filters" in options):
         return _unknown("git_arguments_unproven")
     return _an_read()
 
 
+# git symbolic-ref NAME prints where the ref points; -d/--delete, or a
+# second operand, changes it.  git wants one operand or two.
+#: read | git symbolic-ref --short -q HEAD
+#: read | git symbolic-ref --no-recurse refs/remotes/origin/HEAD
+#: write | git symbolic-ref -m moving HEAD refs/heads/x
+#: write | git symbolic-ref -qd refs/remotes/origin/HEAD
+#: unknown =git_arguments_unproven | git symbolic-ref --short
+_GIT_SYMBOLIC_REF = _git_opts("-qd -m: --quiet --delete --short --recurse --no-recurse")
+
+
 def _git_symbolic_ref(args: List[_W]) -> _V:
-    """symbolic-ref NAME reads; -d/--delete or a second operand changes the ref."""
-    operands = 0
-    i = 0
-    while i < len(args):
-        w = args[i]
-        i += 1
-        if w.opaque:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t in ("-d", "--delete"):
-            return _write()
-        if t == "-m":
-            i += 1      # the reflog message of an update
-        elif t in ("-q", "--quiet", "--short", "--recurse", "--no-recurse"):
-            pass
-        elif t.startswith("-"):
-            return _unknown("git_arguments_unproven")
-        else:
-            operands += 1
-    return _an_read() if operands <= 1 else _write()
+    fail, operands, seen = _read_options(args, _GIT_SYMBOLIC_REF)
+    if any(opt in ("d", "delete") for opt, _, _ in seen) or (fail is None and len(operands) > 1):
+        return _write()
+    if fail is not None:
+        return _git_unlisted(fail)
+    return _an_read() if operands else _unknown("git_arguments_unproven")
 
 
 def _git_targets(sub: str, args: List[_W]) -> List[_W]:
