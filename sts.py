@@ -30657,16 +30657,21 @@ def _cannot_answer(adapter: Adapter, raw: bytes, store: Store, event: Optional[s
         tool = True
     if tool:
         sessions = [call.session_id] if call is not None and call.session_id else []
+        # An event object that does not name its own session (a Cline call
+        # without `sessionId`) may be any session's: a parent's id, or one
+        # written inside the tool's arguments, does not say which.
+        unnamed = isinstance(payload, dict) and not sessions
         try:
             if isinstance(payload, dict) and adapter.session_of(payload):
                 sessions.append(adapter.session_of(payload))
+                unnamed = False
             for text in ([raw] + ([payload] if isinstance(payload, str) else [])):
                 sessions.extend(s for s in _scan_all(text, _SESSION_FIELDS) if s not in sessions)
         except Exception:  # noqa: BLE001 - the sessions found so far, or none
             pass
         if any("\ufffd" in s for s in sessions):
             sessions = []   # an id cut by bytes that are not UTF-8 is no id: any session may be meant
-        if _may_be_armed(store, sessions):
+        if _may_be_armed(store, sessions) or (unnamed and _may_be_armed(store, [])):
             sys.stderr.write("sts: failed closed: %s: %s\n" % (error, why))
             result = CoreResult("deny", _CANNOT_ANSWER_REASON.format(why=why), "CANNOT_EVALUATE")
             name = call.host_event if call is not None else event or "PreToolUse"

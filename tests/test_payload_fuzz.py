@@ -10,10 +10,11 @@ each mutation of it runs through the real hook runner.  What must hold:
   and always answers with nothing or one JSON object;
 - a tool call of the armed session is never allowed, unless the unmutated
   payload was allowed and the mutation keeps its meaning.  Per kind of
-  mutation: input the guard cannot read as the host's event (nested too
-  deep, over 8 MiB, not UTF-8, a second value, not an object, an event name
-  in another case) is denied whatever the seed was; a changed, retyped,
-  dropped or added value keeps a denied call denied; an unknown top-level
+  mutation: input the guard cannot read as the host's event (nested deeper
+  than this Python reads, over 8 MiB, not UTF-8, a second value, not an
+  object, an event name in another case) is denied whatever the seed was; a
+  changed, retyped, dropped or added value (nesting this Python reads
+  included) keeps a denied call denied; an unknown top-level
   field or a duplicate key whose last value is the original gives the
   seed's own answer.  A duplicate key whose last value differs is another
   call (the hosts' JSON readers keep the last one): only "no traceback".
@@ -367,7 +368,7 @@ def broken_bytes(payload, rng):
 
 # What each kind of mutation must give (see the module docstring).
 MUTATIONS = {
-    deep_list: "unreadable", deep_object: "unreadable", oversize: "unreadable",
+    deep_list: "deep", deep_object: "deep", oversize: "unreadable",
     second_value: "unreadable", wrapped: "unreadable", broken_bytes: "unreadable",
     event_case: "unreadable",
     long_string: "value", huge_number: "value", lone_surrogate: "value", retype: "value",
@@ -393,6 +394,8 @@ def fuzz_seed(host, event, payload, rng, rounds, capsys, tally):
             if made is None:
                 continue
             raw = made[0]
+            if kind == "deep":
+                kind = "value" if _json_reads(raw) else "unreadable"
             verdict = run_armed(host, event, payload, raw, capsys)
             tally[0] += 1
             expected = {"unreadable": "deny", "value": "deny" if before == "deny" else None,
@@ -401,6 +404,16 @@ def fuzz_seed(host, event, payload, rng, rounds, capsys, tally):
                 return "%s (%s) gave %s for a tool call of an armed session; unmutated: " \
                     "%s: %r" % (mutate.__name__, kind, verdict, before, raw[:300])
     return None
+
+
+def _json_reads(raw):
+    """Whether this Python reads the nesting: 3.13 reads 5,000 levels, 3.11
+    not 1,000.  What it reads is a changed value, judged as one."""
+    try:
+        json.loads(raw)
+    except RecursionError:
+        return False
+    return True
 
 
 def run_armed(host, event, payload, raw, capsys):
@@ -463,3 +476,16 @@ def test_long_fuzz_of_every_recorded_payload(seed, capsys):
     with capsys.disabled():
         print("\nfuzz seed %d: %d payloads, %d mutated runs" % (seed, len(SEEDS), tally[0]))
     assert not found, "\n".join(found[:10])
+
+
+def test_a_call_that_does_not_name_its_own_session_is_denied_while_one_is_armed(capsys):
+    # A Cline call without its `sessionId` still names the agent and its
+    # parent (ctx.parentAgentId): those say nothing about which session it
+    # is, so while any session is armed the call cannot run unjudged.
+    name, host, event, payload = next(s for s in SEEDS if s[1] == "cline" and
+                                      "run_commands" in json.dumps(s[3]))
+    assert run_armed(host, event, payload, _dump(payload), capsys) == "deny"
+    dropped = copy.deepcopy(payload)
+    dropped.pop("sessionId")
+    assert "parentAgentId" in json.dumps(dropped)
+    assert run_armed(host, event, payload, _dump(dropped), capsys) == "deny"
