@@ -7262,25 +7262,31 @@ def _git_symbolic_ref(args: List[_W]) -> _V:
     return _an_read() if operands <= 1 else _write()
 
 
-def _git_targets(sub: str, args: List[_W]) -> List[_W]:
-    if sub not in _GIT_TARGET_SUBS:
-        return []
-    texts = [w.text if w.static else None for w in args]
-    if "--" in texts:
-        return list(args[texts.index("--") + 1:])
-    if sub in ("restore", "rm", "add", "stage", "mv"):
-        return [w for w in args if not (w.static and w.text.startswith("-"))]
-    if sub == "clean":
-        out, skip = [], False
-        for w in args:
-            if skip:
-                skip = False
-            elif w.static and w.text in ("-e", "--exclude"):
-                skip = True
-            elif not (w.static and w.text.startswith("-")):
-                out.append(w)
-        return out
-    return []
+def _git_targets(sub: str, args: List[_W]) -> Tuple[List[_W], bool]:
+    """The paths `git sub` changes, and whether they are all it changes.
+    A subcommand of _GIT_PATHS changes its operands (never an option's
+    value), unless a file names them (--pathspec-from-file).  Where its
+    table cannot read the words, every word that is no option (each one
+    after `--`) may be a path, but clean's -e pattern; and an option the
+    table does not list (git takes a prefix: `clean --exc x`) leaves the
+    rest unknown.  checkout changes the paths after `--`."""
+    table = _GIT_PATHS.get(sub)
+    if table is None:
+        texts = [w.text if w.static else None for w in args]
+        dd = texts.index("--") + 1 if sub == "checkout" and "--" in texts else len(args)
+        return list(args[dd:]), True
+    fail, operands, seen = _read_options(args, table)
+    if fail is None:
+        return operands, all(opt != "pathspec-from-file" for opt, _, _ in seen)
+    loose: List[_W] = []
+    after, skip = False, False
+    for w in args:
+        option = w.static and w.text.startswith("-") and not after
+        if not option and not skip:
+            loose.append(w)
+        skip = option and sub == "clean" and w.text in ("-e", "--exclude")
+        after = after or (w.static and w.text == "--")
+    return loose, fail.reason == "shell_syntax_unproven"
 
 
 def _git_option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
@@ -7315,17 +7321,68 @@ _GIT_HELP_FLAGS = frozenset(("-a", "--all", "-g", "--guides", "-c", "--config", 
                              "--user-interfaces", "--developer-interfaces", "--verbose",
                              "--no-external-commands", "--no-aliases"))
 
-# Subcommands whose -n/--dry-run only shows what they would do:
-# sub -> (short flags in a cluster, long flags, options that take a value).
-_GIT_DRY_RUNS: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
-    "clean": ("ndxXqf", ("--dry-run", "--quiet", "--force"), ("-e", "--exclude")),
-    "add": ("nvfAu", ("--dry-run", "--verbose", "--force", "--all", "--update", "--no-all",
-                      "--ignore-removal", "--no-ignore-removal", "--ignore-errors",
-                      "--ignore-missing", "--sparse"), ()),
-    "rm": ("nrfq", ("--dry-run", "--cached", "--quiet", "--force", "--ignore-unmatch",
-                    "--sparse"), ()),
-    "mv": ("nfkv", ("--dry-run", "--force", "--verbose", "--sparse"), ()),
+# Subcommands whose -n/--dry-run only shows what they would do, each by the
+# options that only shape what it shows (read as git reads them, as the
+# tables of _GIT_QUERIES are).  Any other option leaves it a write: clean
+# -i asks and cleans, add -p, -e and -i stage hunks, --refresh, --chmod and
+# -N change the index whatever -n says.
+#: read | git clean -nfd -e build
+#: read | git clean -nd -ebuild --exclude=dist
+#: read | git add --dry-run -A --ignore-missing
+#: read | git rm -n -r --cached -- build
+#: read | git mv -nk a b
+#: write | git clean -n -i
+#: write | git add -n -p
+#: write | git add -n --chmod=+x a
+#: write | git rm -n --pathspec-from-file=list
+#: write | git clean -e -n
+#: write | git add --dry --all
+#: notread | git clean -n $FLAGS
+#: notread | git clean -n *
+#: notread | git clean -n {a,-i}
+_GIT_DRY_RUNS: Dict[str, _Opts] = {
+    "clean": _Opts("-qnfdxX -e: --quiet --dry-run --force --exclude:", abbrev=False,
+                   parser="git"),
+    "add": _Opts("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
+                 "--no-ignore-removal --ignore-errors --ignore-missing --sparse", abbrev=False,
+                 parser="git"),
+    "rm": _Opts("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse",
+                abbrev=False, parser="git"),
+    "mv": _Opts("-nfkv --dry-run --force --verbose --sparse", abbrev=False, parser="git"),
 }
+# What add (and stage), rm, mv, clean and restore change (_git_targets):
+# the same options and every other one git lists for them.
+#: write >a.txt >-other | git restore -s other a.txt
+#: write >a >b | git restore --source=HEAD~1 --staged --worktree a -- b
+#: write >a.txt >-x | git restore --conflict merge -U 3 a.txt --ours
+#: write >src | git rm -r --cached -q src
+#: write >build >-dist | git clean -fdx -e dist build
+#: write >. >-dist | git clean -f --exclude dist
+#: write >a >-+x | git add --chmod +x a
+#: write >a >b | git mv -k a b
+#: write >b | git stage -v -- b
+#: write >? | git rm --pathspec-from-file=list
+#: write >? | git clean -f --exc dist
+#: write >? | git restore --sour other a
+_GIT_PATHS: Dict[str, _Opts] = {
+    "clean": _Opts(_GIT_DRY_RUNS["clean"].text + " -i --interactive", abbrev=False,
+                   parser="git"),
+    "add": _Opts(_GIT_DRY_RUNS["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
+                 "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
+                 "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
+                 "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
+                 abbrev=False, parser="git", numeric="U"),
+    "rm": _Opts(_GIT_DRY_RUNS["rm"].text + " --pathspec-from-file: --pathspec-file-nul",
+                abbrev=False, parser="git"),
+    "mv": _GIT_DRY_RUNS["mv"],
+    "restore": _Opts(
+        "-qmpSW23 -sU: --source: --staged --worktree --ignore-unmerged --overlay --no-overlay "
+        "--quiet --recurse-submodules? --no-recurse-submodules --progress --no-progress "
+        "--merge --conflict: --ours --theirs --patch --unified: --inter-hunk-context: "
+        "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul", abbrev=False,
+        parser="git", numeric="U"),
+}
+_GIT_PATHS["stage"] = _GIT_PATHS["add"]
 
 
 def _git_help(args: List[_W]) -> _V:
@@ -7343,37 +7400,11 @@ def _git_help(args: List[_W]) -> _V:
 
 
 def _git_dry_run(sub: str, args: List[_W]) -> bool:
-    """Whether this add/rm/mv/clean only shows what it would do (-n or --dry-run)."""
-    flags, longs, valued = _GIT_DRY_RUNS[sub]
-    dry = False
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if not w.static or w.glob:
-            return False   # may turn into an option such as -i (interactive)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in valued:
-                i += 0 if "=" in t else 1
-                continue
-            if t not in longs:
-                return False
-            dry = dry or t == "--dry-run"
-            continue
-        for k, ch in enumerate(t[1:], 1):
-            if "-" + ch in valued:
-                i += 0 if t[k + 1:] else 1
-                break
-            if ch not in flags:
-                return False
-            dry = dry or ch == "n"
-    return dry and i <= n
+    """Whether this add/rm/mv/clean only shows what it would do (-n or
+    --dry-run): every word read by its table, a word that may turn into
+    an option (such as -i) refused there."""
+    fail, _, seen = _read_options(args, _GIT_DRY_RUNS[sub])
+    return fail is None and any(opt in ("n", "dry-run") for opt, _, _ in seen)
 
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
@@ -7443,7 +7474,9 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return _an_read()
     if sub in _GIT_WRITE_SUBS:
         # A path git removes (rm, mv, clean) goes with everything under it.
-        v = _write(_git_targets(sub, rest), tree=sub in ("rm", "mv", "clean")).blame("git", sub)
+        targets, known = _git_targets(sub, rest)
+        v = _write(targets, tree=sub in ("rm", "mv", "clean")).blame("git", sub)
+        v.opaque = v.opaque or not known
         if sub in ("clean", "stash") and not v.targets and not v.pending and (
                 sub == "clean" or any(w.text in ("-u", "--include-untracked", "-a", "--all")
                                       for w in rest)):
