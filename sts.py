@@ -7289,31 +7289,71 @@ def _git_targets(sub: str, args: List[_W]) -> Tuple[List[_W], bool]:
     return loose, fail.reason == "shell_syntax_unproven"
 
 
-def _git_option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
-    """The values of `-o X`, `-oX`, `--output X`, `--output=X` style options."""
-    out = []
-    for k, w in enumerate(args):
-        for option in options:
-            if w.text == option and k + 1 < len(args):
-                out.append(args[k + 1])
-            elif option.startswith("--") and w.text.startswith(option + "="):
-                out.append(_w_tail(w, len(option) + 1))
-            elif not option.startswith("--") and w.text.startswith(option) \
-                    and len(w.text) > len(option) and not w.text.startswith("--"):
-                out.append(_w_tail(w, len(option)))
-    return out
+# format-patch writes a file for each patch, in -o DIR or else the working
+# folder; --stdout prints them instead (a read, judged like log) and
+# --output writes them all to its one file.  It reads its own options
+# before the revision walk's, so its letters win (-n numbers, -v takes the
+# reroll count: `-v --stdout` writes files).
+#: read | git format-patch -1 --stdout
+#: read | git format-patch -v 2 --stdout -k --thread=deep HEAD~1
+#: write >. | git format-patch -3 --cover-letter
+#: write >out >-HEAD~3 | git format-patch -o out HEAD~3
+#: write >notes.txt | git format-patch --stdout --output=notes.txt HEAD~1
+#: write >all.mbox >-. | git format-patch --output all.mbox HEAD~2
+#: write >. | git format-patch -1 -v --stdout
+#: write >. | git format-patch --to --stdout -1
+#: unknown =git_arguments_unproven | git format-patch --stdou -1
+#: unknown =shell_syntax_unproven | git format-patch $x HEAD~1
+_GIT_FORMAT_PATCH = _Opts(
+    _GIT_REV.text + " -nNskpq -vo: --numbered --no-numbered --signoff --stdout --cover-letter "
+    "--no-cover-letter --commit-list-format: --numbered-files --suffix: --start-number: "
+    "--reroll-count: --filename-max-length: --rfc? --cover-from-description: "
+    "--description-file: --subject-prefix: --output-directory: --keep-subject --no-binary "
+    "--zero-commit --ignore-if-in-upstream --add-header: --to: --cc: --from? --in-reply-to: "
+    "--attach? --no-attach --inline? --thread? --no-thread --signature: --no-signature "
+    "--base: --signature-file: --quiet --progress --interdiff: --range-diff: "
+    "--creation-factor: --force-in-body-from", write="--output", runs=_GIT_REV.runs,
+    abbrev=False, parser="git", words=_GIT_UNTRACKED_MODES)
 
 
-def _format_patch_stdout(head: List[_W]) -> bool:
-    """Whether --stdout really is an option of format-patch: right after an
-    option that takes a value (`-v --stdout`, `--to --stdout`) it is that
-    value, and the patches are written to files."""
-    for k, w in enumerate(head):
-        if w.text == "--stdout":
-            prev = head[k - 1].text if k else ""
-            if not prev.startswith("-") or prev == "-" or prev[1:].isdigit():
-                return True
-    return False
+def _git_format_patch(args: List[_W]) -> _V:
+    v = _git_query(_GIT_FORMAT_PATCH, args)
+    if v.mut == "unknown":
+        return v
+    seen = _read_options(args, _GIT_FORMAT_PATCH)[2]
+    if any(opt in ("stdout", "output") for opt, _, _ in seen):
+        return v
+    folders = [value for opt, value, _ in seen if opt in ("o", "output-directory") and value]
+    return _write(folders or [_lit(".")])
+
+
+# archive reads -o, --remote and --exec first, as git prefixes them, and
+# takes every other word for later: -o FILE is made then, whatever comes
+# after.  --remote (and --exec, the command it runs there) runs programs.
+# Without -o the archive is printed: left unproven.
+#: write >out.zip | git archive -o out.zip HEAD
+#: write >out.tar | git archive --format=tar --prefix x/ --output out.tar HEAD
+#: write >a.tgz | git archive --bogus -oa.tgz HEAD
+#: write >a.tgz | git archive --out=a.tgz HEAD
+#: write >? | git archive -o a.zip HEAD $x
+#: unknown =shell_execution_option | git archive --remote=x HEAD
+#: unknown =shell_execution_option | git archive -o a.zip --exec=/bin/x --remote x HEAD
+#: unknown =git_arguments_unproven | git archive --format=zip HEAD
+#: notread | git archive -o "$f" HEAD
+_GIT_ARCHIVE = _Opts("-o: --output=-o --remote: --exec:", write="-o", runs="--remote --exec",
+                     open=True)
+
+
+def _git_archive(args: List[_W]) -> _V:
+    v, _, seen = _read_options(args, _GIT_ARCHIVE)
+    if any(opt in ("remote", "exec") for opt, _, _ in seen):
+        return _unknown("shell_execution_option")
+    if v is None or v.mut != "write":
+        return v or _unknown("git_arguments_unproven")
+    # A word not written out may be another -o: the last one is made.
+    v.opaque = v.opaque or not (v.targets or v.pending) or any(w.opaque for w in args)
+    v.why = None
+    return v
 
 
 # `git help` options that only print (-w opens a browser, -i runs info: left out).
@@ -7501,22 +7541,9 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         v = _git_hash_object(rest)
         v.hash = True   # it computes the object's digest, whether or not it stores it
     elif sub == "format-patch":
-        # --stdout prints the patches, but the diff options still apply:
-        # `--stdout --output=f` truncates f before git refuses the pair.
-        head = rest[:next((k for k, w in enumerate(rest) if w.text == "--"), len(rest))]
-        if _format_patch_stdout(head):
-            v = _git_rev([w for w in rest if w.text != "--stdout"])
-        else:
-            # The patches land in -o DIR, else in the working folder.
-            v = _write(_git_option_values(rest, ("-o", "--output-directory")) or [_lit(".")])
+        v = _git_format_patch(rest)
     elif sub == "archive":
-        if any(w.text.startswith(("--remote", "--exec")) for w in rest):
-            v = _unknown("shell_execution_option")
-        elif any(w.text.startswith(("--output", "-o")) for w in rest):
-            v = _write(_git_option_values(rest, ("-o", "--output")))
-            v.opaque = v.opaque or not (v.targets or v.pending)
-        else:
-            v = _unknown("git_arguments_unproven")
+        v = _git_archive(rest)
     elif sub == "bundle" and rest and rest[0].text == "create":
         v = _write(rest[1:2])
     elif sub == "symbolic-ref":
