@@ -6762,9 +6762,34 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # ---- git --------------------------------------------------------------------
 
-_GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
-                               "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
-                               "--icase-pathspecs", "--no-advice"))
+# git's own options, before the subcommand, read as git reads them: each a
+# word of its own (a cluster such as `-Pv` is refused; `-Cdir` is taken as
+# -C dir), never a prefix, and no `--`.  -C moves where git works and
+# writes.  --version, -v, --help and -h name the version and help
+# commands.  The others are left out, so they leave the line unproven:
+# -c and --config-env set configuration that runs programs (core.pager,
+# alias.x=!cmd), --git-dir, --work-tree, --bare and --namespace pick
+# another repository, --exec-path the programs git runs, -p the pager.
+#: read | git --no-pager -P log -5
+#: read | git -C sub -C inner status
+#: read | git -C "$d" --no-optional-locks status
+#: read | git --no-pager --version
+#: write >sub/a | git -C sub checkout -- a
+#: unknown =git_arguments_unproven | git --version log
+#: unknown =git_arguments_unproven | git -Pv
+#: unknown =git_arguments_unproven | git -- status
+#: unknown =git_arguments_unproven | git --no-pag log
+#: unknown =git_arguments_unproven | git -c core.pager=cat log
+#: unknown =git_arguments_unproven | git --config-env=core.pager=X log
+#: unknown =git_arguments_unproven | git --git-dir x status
+#: unknown =git_arguments_unproven | git --bare log
+#: unknown =option_value_missing | git -C
+#: notread | git -C $d log
+_GIT_GLOBALS = _Opts("-Pvh -C: --no-pager --literal-pathspecs --no-optional-locks "
+                     "--no-replace-objects --glob-pathspecs --noglob-pathspecs "
+                     "--icase-pathspecs --no-advice --version --help", permute=False,
+                     abbrev=False)
+_GIT_STOPS = frozenset(("v", "version", "h", "help"))
 _GIT_WRITE_SUBS = frozenset((
     "add", "commit", "push", "merge", "rebase", "checkout", "switch", "reset", "restore", "clean",
     "rm", "mv", "cherry-pick", "revert", "am", "apply", "init", "clone", "fetch", "pull", "gc",
@@ -7448,34 +7473,31 @@ def _git_dry_run(sub: str, args: List[_W]) -> bool:
 
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    i, n = 0, len(args)
-    folders: List[_W] = []
-    while i < n:
-        w = args[i]
-        if not w.static:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t in _GIT_GLOBAL_FLAGS:
-            i += 1
-        elif t == "-C":
-            if i + 1 >= n:
-                return _unknown("option_value_missing")
-            folders.append(args[i + 1])     # git works (and writes) from there
-            i += 2
-        elif t.startswith("-C"):
-            folders.append(_lit(t[2:]))     # -Cdir, the same as -C dir
-            i += 1
-        elif t in ("--version", "-v", "--help", "-h"):
-            return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
-        else:
-            break
-    if i >= n:
-        return _unknown("git_arguments_unproven")
-    split = next((w for w in folders if _may_split(w)), None)
-    v = _git_command(args[i].text, args[i + 1:])
-    if v.mut != "read" and _git_brings_code(args[i].text, args[i + 1:]):
+    fail, operands, seen = _read_options(args, _GIT_GLOBALS, split_ok=True)
+    if fail is not None:
+        if fail.reason != "shell_command_unproven":
+            return fail
+        return _unknown("git_arguments_unproven", "gitglobal", fail.why[1] if fail.why else "")
+    for opt, value, spelled in seen:
+        if len(spelled) > 2 and spelled[1] != "-" and not (opt == "C" and spelled[1] == "C"):
+            return _unknown("git_arguments_unproven", "gitglobal", spelled)   # a cluster
+    stops = [k for k, (opt, _, _) in enumerate(seen) if opt in _GIT_STOPS]
+    if stops:
+        return _an_read() if stops == [len(seen) - 1] and not operands \
+            else _unknown("git_arguments_unproven")
+    ended = args[len(args) - len(operands) - 1] if operands and len(operands) < len(args) \
+        else None
+    if not operands or (ended is not None and ended.text == "--"
+                        and all(value is not ended for _, value, _ in seen)):
+        return _unknown("git_arguments_unproven")   # none, or after a `--` git refuses
+    sub, rest = operands[0], operands[1:]
+    if not sub.static:
+        return _unknown("shell_syntax_unproven")
+    folders = [value for opt, value, _ in seen if opt == "C" and value is not None]
+    v = _git_command(sub.text, rest)
+    if v.mut != "read" and _git_brings_code(sub.text, rest):
         v.dep = True
-    return _unsplit(_in_dir(v, folders), split)
+    return _unsplit(_in_dir(v, folders), _split_value(seen))
 
 
 # Subcommands that bring another repository's code into the project: a
