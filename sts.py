@@ -7348,7 +7348,8 @@ def _git_format_patch(args: List[_W]) -> _V:
     seen = _read_options(args, _GIT_FORMAT_PATCH)[2]
     if any(opt in ("stdout", "output") for opt, _, _ in seen):
         return v
-    folders = [value for opt, value, _ in seen if opt in ("o", "output-directory") and value]
+    folders = [value for opt, value, _ in seen
+               if opt in ("o", "output-directory") and value is not None]
     return _write(folders or [_lit(".")])
 
 
@@ -7485,11 +7486,12 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
     if stops:
         return _an_read() if stops == [len(seen) - 1] and not operands \
             else _unknown("git_arguments_unproven")
-    ended = args[len(args) - len(operands) - 1] if operands and len(operands) < len(args) \
-        else None
-    if not operands or (ended is not None and ended.text == "--"
-                        and all(value is not ended for _, value, _ in seen)):
-        return _unknown("git_arguments_unproven")   # none, or after a `--` git refuses
+    # The operands are the words after the last option (or its value), or
+    # after a `--`, which git refuses.
+    before = args[len(args) - len(operands) - 1] if 0 < len(operands) < len(args) else None
+    if not operands or (before is not None and before.text == "--"
+                        and all(value is not before for _, value, _ in seen)):
+        return _unknown("git_arguments_unproven")
     sub, rest = operands[0], operands[1:]
     if not sub.static:
         return _unknown("shell_syntax_unproven")
