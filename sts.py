@@ -6766,9 +6766,34 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # ---- git --------------------------------------------------------------------
 
-_GIT_GLOBAL_FLAGS = frozenset(("--no-pager", "-P", "--literal-pathspecs", "--no-optional-locks",
-                               "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
-                               "--icase-pathspecs", "--no-advice"))
+# git's own options, before the subcommand, read as git reads them: each a
+# word of its own (a cluster such as `-Pv` is refused; `-Cdir` is taken as
+# -C dir), never a prefix, and no `--`.  -C moves where git works and
+# writes.  --version, -v, --help and -h name the version and help
+# commands.  The others are left out, so they leave the line unproven:
+# -c and --config-env set configuration that runs programs (core.pager,
+# alias.x=!cmd), --git-dir, --work-tree, --bare and --namespace pick
+# another repository, --exec-path the programs git runs, -p the pager.
+#: read | git --no-pager -P log -5
+#: read | git -C sub -C inner status
+#: read | git -C "$d" --no-optional-locks status
+#: read | git --no-pager --version
+#: write >sub/a | git -C sub checkout -- a
+#: unknown =git_arguments_unproven | git --version log
+#: unknown =git_arguments_unproven | git -Pv
+#: unknown =git_arguments_unproven | git -- status
+#: unknown =git_arguments_unproven | git --no-pag log
+#: unknown =git_arguments_unproven | git -c core.pager=cat log
+#: unknown =git_arguments_unproven | git --config-env=core.pager=X log
+#: unknown =git_arguments_unproven | git --git-dir x status
+#: unknown =git_arguments_unproven | git --bare log
+#: unknown =option_value_missing | git -C
+#: notread | git -C $d log
+_GIT_GLOBALS = _Opts("-Pvh -C: --no-pager --literal-pathspecs --no-optional-locks "
+                     "--no-replace-objects --glob-pathspecs --noglob-pathspecs "
+                     "--icase-pathspecs --no-advice --version --help", permute=False,
+                     abbrev=False)
+_GIT_STOPS = frozenset(("v", "version", "h", "help"))
 _GIT_WRITE_SUBS = frozenset((
     "add", "commit", "push", "merge", "rebase", "checkout", "switch", "reset", "restore", "clean",
     "rm", "mv", "cherry-pick", "revert", "am", "apply", "init", "clone", "fetch", "pull", "gc",
@@ -7344,52 +7369,99 @@ def _git_symbolic_ref(args: List[_W]) -> _V:
     return _an_read() if operands else _unknown("git_arguments_unproven")
 
 
-def _git_targets(sub: str, args: List[_W]) -> List[_W]:
-    if sub not in _GIT_TARGET_SUBS:
-        return []
-    texts = [w.text if w.static else None for w in args]
-    if "--" in texts:
-        return list(args[texts.index("--") + 1:])
-    if sub in ("restore", "rm", "add", "stage", "mv"):
-        return [w for w in args if not (w.static and w.text.startswith("-"))]
-    if sub == "clean":
-        out, skip = [], False
-        for w in args:
-            if skip:
-                skip = False
-            elif w.static and w.text in ("-e", "--exclude"):
-                skip = True
-            elif not (w.static and w.text.startswith("-")):
-                out.append(w)
-        return out
-    return []
+def _git_targets(sub: str, args: List[_W]) -> Tuple[List[_W], bool]:
+    """The paths `git sub` changes, and whether they are all it changes.
+    A subcommand of _GIT_PATHS changes its operands (never an option's
+    value), unless a file names them (--pathspec-from-file).  Where its
+    table cannot read the words, every word that is no option (each one
+    after `--`) may be a path, but clean's -e pattern; and an option the
+    table does not list (git takes a prefix: `clean --exc x`) leaves the
+    rest unknown.  checkout changes the paths after `--`."""
+    table = _GIT_PATHS.get(sub)
+    if table is None:
+        texts = [w.text if w.static else None for w in args]
+        dd = texts.index("--") + 1 if sub == "checkout" and "--" in texts else len(args)
+        return list(args[dd:]), True
+    fail, operands, seen = _read_options(args, table)
+    if fail is None:
+        return operands, all(opt != "pathspec-from-file" for opt, _, _ in seen)
+    loose: List[_W] = []
+    after, skip = False, False
+    for w in args:
+        option = w.static and w.text.startswith("-") and not after
+        if not option and not skip:
+            loose.append(w)
+        skip = option and sub == "clean" and w.text in ("-e", "--exclude")
+        after = after or (w.static and w.text == "--")
+    return loose, fail.reason == "shell_syntax_unproven"
 
 
-def _git_option_values(args: List[_W], options: Tuple[str, ...]) -> List[_W]:
-    """The values of `-o X`, `-oX`, `--output X`, `--output=X` style options."""
-    out = []
-    for k, w in enumerate(args):
-        for option in options:
-            if w.text == option and k + 1 < len(args):
-                out.append(args[k + 1])
-            elif option.startswith("--") and w.text.startswith(option + "="):
-                out.append(_w_tail(w, len(option) + 1))
-            elif not option.startswith("--") and w.text.startswith(option) \
-                    and len(w.text) > len(option) and not w.text.startswith("--"):
-                out.append(_w_tail(w, len(option)))
-    return out
+# format-patch writes a file for each patch, in -o DIR or else the working
+# folder; --stdout prints them instead (a read, judged like log) and
+# --output writes them all to its one file.  It reads its own options
+# before the revision walk's, so its letters win (-n numbers, -v takes the
+# reroll count: `-v --stdout` writes files).
+#: read | git format-patch -1 --stdout
+#: read | git format-patch -v 2 --stdout -k --thread=deep HEAD~1
+#: write >. | git format-patch -3 --cover-letter
+#: write >out >-HEAD~3 | git format-patch -o out HEAD~3
+#: write >notes.txt | git format-patch --stdout --output=notes.txt HEAD~1
+#: write >all.mbox >-. | git format-patch --output all.mbox HEAD~2
+#: write >. | git format-patch -1 -v --stdout
+#: write >. | git format-patch --to --stdout -1
+#: unknown =git_arguments_unproven | git format-patch --stdou -1
+#: unknown =shell_syntax_unproven | git format-patch $x HEAD~1
+_GIT_FORMAT_PATCH = _Opts(
+    _GIT_REV.text + " -nNskpq -vo: --numbered --no-numbered --signoff --stdout --cover-letter "
+    "--no-cover-letter --commit-list-format: --numbered-files --suffix: --start-number: "
+    "--reroll-count: --filename-max-length: --rfc? --cover-from-description: "
+    "--description-file: --subject-prefix: --output-directory: --keep-subject --no-binary "
+    "--zero-commit --ignore-if-in-upstream --add-header: --to: --cc: --from? --in-reply-to: "
+    "--attach? --no-attach --inline? --thread? --no-thread --signature: --no-signature "
+    "--base: --signature-file: --quiet --progress --interdiff: --range-diff: "
+    "--creation-factor: --force-in-body-from", write="--output", runs=_GIT_REV.runs,
+    abbrev=False, parser="git", words=_GIT_UNTRACKED_MODES)
 
 
-def _format_patch_stdout(head: List[_W]) -> bool:
-    """Whether --stdout really is an option of format-patch: right after an
-    option that takes a value (`-v --stdout`, `--to --stdout`) it is that
-    value, and the patches are written to files."""
-    for k, w in enumerate(head):
-        if w.text == "--stdout":
-            prev = head[k - 1].text if k else ""
-            if not prev.startswith("-") or prev == "-" or prev[1:].isdigit():
-                return True
-    return False
+def _git_format_patch(args: List[_W]) -> _V:
+    v = _git_query(_GIT_FORMAT_PATCH, args)
+    if v.mut == "unknown":
+        return v
+    seen = _read_options(args, _GIT_FORMAT_PATCH)[2]
+    if any(opt in ("stdout", "output") for opt, _, _ in seen):
+        return v
+    folders = [value for opt, value, _ in seen
+               if opt in ("o", "output-directory") and value is not None]
+    return _write(folders or [_lit(".")])
+
+
+# archive reads -o, --remote and --exec first, as git prefixes them, and
+# takes every other word for later: -o FILE is made then, whatever comes
+# after.  --remote (and --exec, the command it runs there) runs programs.
+# Without -o the archive is printed: left unproven.
+#: write >out.zip | git archive -o out.zip HEAD
+#: write >out.tar | git archive --format=tar --prefix x/ --output out.tar HEAD
+#: write >a.tgz | git archive --bogus -oa.tgz HEAD
+#: write >a.tgz | git archive --out=a.tgz HEAD
+#: write >? | git archive -o a.zip HEAD $x
+#: unknown =shell_execution_option | git archive --remote=x HEAD
+#: unknown =shell_execution_option | git archive -o a.zip --exec=/bin/x --remote x HEAD
+#: unknown =git_arguments_unproven | git archive --format=zip HEAD
+#: notread | git archive -o "$f" HEAD
+_GIT_ARCHIVE = _Opts("-o: --output=-o --remote: --exec:", write="-o", runs="--remote --exec",
+                     open=True)
+
+
+def _git_archive(args: List[_W]) -> _V:
+    v, _, seen = _read_options(args, _GIT_ARCHIVE)
+    if any(opt in ("remote", "exec") for opt, _, _ in seen):
+        return _unknown("shell_execution_option")
+    if v is None or v.mut != "write":
+        return v or _unknown("git_arguments_unproven")
+    # A word not written out may be another -o: the last one is made.
+    v.opaque = v.opaque or not (v.targets or v.pending) or any(w.opaque for w in args)
+    v.why = None
+    return v
 
 
 # `git help` options that only print (-w opens a browser, -i runs info: left out).
@@ -7397,17 +7469,68 @@ _GIT_HELP_FLAGS = frozenset(("-a", "--all", "-g", "--guides", "-c", "--config", 
                              "--user-interfaces", "--developer-interfaces", "--verbose",
                              "--no-external-commands", "--no-aliases"))
 
-# Subcommands whose -n/--dry-run only shows what they would do:
-# sub -> (short flags in a cluster, long flags, options that take a value).
-_GIT_DRY_RUNS: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
-    "clean": ("ndxXqf", ("--dry-run", "--quiet", "--force"), ("-e", "--exclude")),
-    "add": ("nvfAu", ("--dry-run", "--verbose", "--force", "--all", "--update", "--no-all",
-                      "--ignore-removal", "--no-ignore-removal", "--ignore-errors",
-                      "--ignore-missing", "--sparse"), ()),
-    "rm": ("nrfq", ("--dry-run", "--cached", "--quiet", "--force", "--ignore-unmatch",
-                    "--sparse"), ()),
-    "mv": ("nfkv", ("--dry-run", "--force", "--verbose", "--sparse"), ()),
+# Subcommands whose -n/--dry-run only shows what they would do, each by the
+# options that only shape what it shows (read as git reads them, as the
+# tables of _GIT_QUERIES are).  Any other option leaves it a write: clean
+# -i asks and cleans, add -p, -e and -i stage hunks, --refresh, --chmod and
+# -N change the index whatever -n says.
+#: read | git clean -nfd -e build
+#: read | git clean -nd -ebuild --exclude=dist
+#: read | git add --dry-run -A --ignore-missing
+#: read | git rm -n -r --cached -- build
+#: read | git mv -nk a b
+#: write | git clean -n -i
+#: write | git add -n -p
+#: write | git add -n --chmod=+x a
+#: write | git rm -n --pathspec-from-file=list
+#: write | git clean -e -n
+#: write | git add --dry --all
+#: notread | git clean -n $FLAGS
+#: notread | git clean -n *
+#: notread | git clean -n {a,-i}
+_GIT_DRY_RUNS: Dict[str, _Opts] = {
+    "clean": _Opts("-qnfdxX -e: --quiet --dry-run --force --exclude:", abbrev=False,
+                   parser="git"),
+    "add": _Opts("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
+                 "--no-ignore-removal --ignore-errors --ignore-missing --sparse", abbrev=False,
+                 parser="git"),
+    "rm": _Opts("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse",
+                abbrev=False, parser="git"),
+    "mv": _Opts("-nfkv --dry-run --force --verbose --sparse", abbrev=False, parser="git"),
 }
+# What add (and stage), rm, mv, clean and restore change (_git_targets):
+# the same options and every other one git lists for them.
+#: write >a.txt >-other | git restore -s other a.txt
+#: write >a >b | git restore --source=HEAD~1 --staged --worktree a -- b
+#: write >a.txt >-x | git restore --conflict merge -U 3 a.txt --ours
+#: write >src | git rm -r --cached -q src
+#: write >build >-dist | git clean -fdx -e dist build
+#: write >. >-dist | git clean -f --exclude dist
+#: write >a >-+x | git add --chmod +x a
+#: write >a >b | git mv -k a b
+#: write >b | git stage -v -- b
+#: write >? | git rm --pathspec-from-file=list
+#: write >? | git clean -f --exc dist
+#: write >? | git restore --sour other a
+_GIT_PATHS: Dict[str, _Opts] = {
+    "clean": _Opts(_GIT_DRY_RUNS["clean"].text + " -i --interactive", abbrev=False,
+                   parser="git"),
+    "add": _Opts(_GIT_DRY_RUNS["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
+                 "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
+                 "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
+                 "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
+                 abbrev=False, parser="git", numeric="U"),
+    "rm": _Opts(_GIT_DRY_RUNS["rm"].text + " --pathspec-from-file: --pathspec-file-nul",
+                abbrev=False, parser="git"),
+    "mv": _GIT_DRY_RUNS["mv"],
+    "restore": _Opts(
+        "-qmpSW23 -sU: --source: --staged --worktree --ignore-unmerged --overlay --no-overlay "
+        "--quiet --recurse-submodules? --no-recurse-submodules --progress --no-progress "
+        "--merge --conflict: --ours --theirs --patch --unified: --inter-hunk-context: "
+        "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul", abbrev=False,
+        parser="git", numeric="U"),
+}
+_GIT_PATHS["stage"] = _GIT_PATHS["add"]
 
 
 def _git_help(args: List[_W]) -> _V:
@@ -7425,68 +7548,40 @@ def _git_help(args: List[_W]) -> _V:
 
 
 def _git_dry_run(sub: str, args: List[_W]) -> bool:
-    """Whether this add/rm/mv/clean only shows what it would do (-n or --dry-run)."""
-    flags, longs, valued = _GIT_DRY_RUNS[sub]
-    dry = False
-    i, n = 0, len(args)
-    while i < n:
-        w = args[i]
-        i += 1
-        if not w.static or w.glob:
-            return False   # may turn into an option such as -i (interactive)
-        t = w.text
-        if t == "--":
-            break
-        if not t.startswith("-") or t == "-":
-            continue
-        if t.startswith("--"):
-            key = t.split("=", 1)[0]
-            if key in valued:
-                i += 0 if "=" in t else 1
-                continue
-            if t not in longs:
-                return False
-            dry = dry or t == "--dry-run"
-            continue
-        for k, ch in enumerate(t[1:], 1):
-            if "-" + ch in valued:
-                i += 0 if t[k + 1:] else 1
-                break
-            if ch not in flags:
-                return False
-            dry = dry or ch == "n"
-    return dry and i <= n
+    """Whether this add/rm/mv/clean only shows what it would do (-n or
+    --dry-run): every word read by its table, a word that may turn into
+    an option (such as -i) refused there."""
+    fail, _, seen = _read_options(args, _GIT_DRY_RUNS[sub])
+    return fail is None and any(opt in ("n", "dry-run") for opt, _, _ in seen)
 
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    i, n = 0, len(args)
-    folders: List[_W] = []
-    while i < n:
-        w = args[i]
-        if not w.static:
-            return _unknown("shell_syntax_unproven")
-        t = w.text
-        if t in _GIT_GLOBAL_FLAGS:
-            i += 1
-        elif t == "-C":
-            if i + 1 >= n:
-                return _unknown("option_value_missing")
-            folders.append(args[i + 1])     # git works (and writes) from there
-            i += 2
-        elif t.startswith("-C"):
-            folders.append(_lit(t[2:]))     # -Cdir, the same as -C dir
-            i += 1
-        elif t in ("--version", "-v", "--help", "-h"):
-            return _an_read() if i + 1 == n else _unknown("git_arguments_unproven")
-        else:
-            break
-    if i >= n:
+    fail, operands, seen = _read_options(args, _GIT_GLOBALS, split_ok=True)
+    if fail is not None:
+        if fail.reason != "shell_command_unproven":
+            return fail
+        return _unknown("git_arguments_unproven", "gitglobal", fail.why[1] if fail.why else "")
+    for opt, value, spelled in seen:
+        if len(spelled) > 2 and spelled[1] != "-" and not (opt == "C" and spelled[1] == "C"):
+            return _unknown("git_arguments_unproven", "gitglobal", spelled)   # a cluster
+    stops = [k for k, (opt, _, _) in enumerate(seen) if opt in _GIT_STOPS]
+    if stops:
+        return _an_read() if stops == [len(seen) - 1] and not operands \
+            else _unknown("git_arguments_unproven")
+    # The operands are the words after the last option (or its value), or
+    # after a `--`, which git refuses.
+    before = args[len(args) - len(operands) - 1] if 0 < len(operands) < len(args) else None
+    if not operands or (before is not None and before.text == "--"
+                        and all(value is not before for _, value, _ in seen)):
         return _unknown("git_arguments_unproven")
-    split = next((w for w in folders if _may_split(w)), None)
-    v = _git_command(args[i].text, args[i + 1:])
-    if v.mut != "read" and _git_brings_code(args[i].text, args[i + 1:]):
+    sub, rest = operands[0], operands[1:]
+    if not sub.static:
+        return _unknown("shell_syntax_unproven")
+    folders = [value for opt, value, _ in seen if opt == "C" and value is not None]
+    v = _git_command(sub.text, rest)
+    if v.mut != "read" and _git_brings_code(sub.text, rest):
         v.dep = True
-    return _unsplit(_in_dir(v, folders), split)
+    return _unsplit(_in_dir(v, folders), _split_value(seen))
 
 
 # Subcommands that bring another repository's code into the project: a
@@ -7525,7 +7620,9 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return _an_read()
     if sub in _GIT_WRITE_SUBS:
         # A path git removes (rm, mv, clean) goes with everything under it.
-        v = _write(_git_targets(sub, rest), tree=sub in ("rm", "mv", "clean")).blame("git", sub)
+        targets, known = _git_targets(sub, rest)
+        v = _write(targets, tree=sub in ("rm", "mv", "clean")).blame("git", sub)
+        v.opaque = v.opaque or not known
         if sub in ("clean", "stash") and not v.targets and not v.pending and (
                 sub == "clean" or any(w.text in ("-u", "--include-untracked", "-a", "--all")
                                       for w in rest)):
@@ -7550,22 +7647,9 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         v = _git_hash_object(rest)
         v.hash = True   # it computes the object's digest, whether or not it stores it
     elif sub == "format-patch":
-        # --stdout prints the patches, but the diff options still apply:
-        # `--stdout --output=f` truncates f before git refuses the pair.
-        head = rest[:next((k for k, w in enumerate(rest) if w.text == "--"), len(rest))]
-        if _format_patch_stdout(head):
-            v = _git_rev([w for w in rest if w.text != "--stdout"])
-        else:
-            # The patches land in -o DIR, else in the working folder.
-            v = _write(_git_option_values(rest, ("-o", "--output-directory")) or [_lit(".")])
+        v = _git_format_patch(rest)
     elif sub == "archive":
-        if any(w.text.startswith(("--remote", "--exec")) for w in rest):
-            v = _unknown("shell_execution_option")
-        elif any(w.text.startswith(("--output", "-o")) for w in rest):
-            v = _write(_git_option_values(rest, ("-o", "--output")))
-            v.opaque = v.opaque or not (v.targets or v.pending)
-        else:
-            v = _unknown("git_arguments_unproven")
+        v = _git_archive(rest)
     elif sub == "bundle" and rest and rest[0].text == "create":
         v = _write(rest[1:2])
     elif sub == "symbolic-ref":
