@@ -10848,12 +10848,12 @@ def _curl_long_names() -> str:
     )
 
 
-# curl prints what it fetches.  Its options are read as getopt reads short
-# ones (`-sSLo f`, `-XGET`, `--` ends them), with two differences the row
-# leaves to the judge or to `abbrev`: a long option takes its value only as
-# the next word (curl before 8.16 knows no `--max-time=5`: it stops at it),
-# and curl before 8.6 takes any unique prefix of a long option among all
-# of its own (8.6 looks names up whole), an exact name winning.  So the row
+# curl prints what it fetches.  Its options are read as getopt reads them
+# (`-sSLo f`, `-XGET`, `--` ends them, `--max-time=5` as curl 8.16 reads
+# it: older releases stop at it, which only reads too), with one difference
+# the row leaves to `abbrev`: curl before 8.6 takes any unique prefix of a
+# long option among all of its own (8.6 looks names up whole), an exact
+# name winning.  So the row
 # resolves a prefix among every long name any release has had
 # (_curl_long_names), then judges the option it names: `--user-a` is -A,
 # `--trace-a f` writes f, and `--tra` (trace, trace-ascii, trace-config,
@@ -10893,8 +10893,10 @@ def _curl_long_names() -> str:
 #: unknown | curl --trace-time https://example.com
 #: unknown | curl --USER-AGENT x https://example.com
 #: unknown | curl --no-sil https://example.com
-#: unknown ~read | curl --max-time=5 https://example.com
-#: unknown ~read | curl --request=GET https://example.com
+#: read | curl --max-time=5 https://example.com
+#: read | curl --request=GET --output=- https://example.com
+#: unknown | curl --request=POST https://example.com
+#: write >f | curl --output=f https://example.com
 #: unknown =option_value_missing ~read | curl https://example.com -m
 #: unknown | curl -u user:pass https://example.com
 _CURL = _Opts(
@@ -10970,8 +10972,6 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     fail, operands, seen = _read_options(args, _CURL, split_ok=True)
     for opt, value, spelled in seen:
         text = value.text if value is not None else ""
-        if spelled.startswith("--") and "=" in spelled:
-            return _unknown("shell_command_unproven", "option", spelled)
         if opt == "X" and text not in _CURL_ASKS:
             return _unknown("shell_command_unproven", "option", spelled)
         # curl 8.3+ writes the rest of -w to a file after %output{FILE};
