@@ -10849,23 +10849,23 @@ def _curl_long_names() -> str:
 
 
 # curl prints what it fetches.  Its options are read as getopt reads them
-# (`-sSLo f`, `-XGET`, `--` ends them, `--max-time=5` as curl 8.16 reads
-# it: older releases stop at it, which only reads too), with one difference
-# the row leaves to `abbrev`: curl before 8.6 takes any unique prefix of a
-# long option among all of its own (8.6 looks names up whole), an exact
-# name winning.  So the row
-# resolves a prefix among every long name any release has had
-# (_curl_long_names), then judges the option it names: `--user-a` is -A,
-# `--trace-a f` writes f, and `--tra` (trace, trace-ascii, trace-config,
-# ...) or a prefix of an option the row does not list stays unproven, as
-# does an upper-case one (older curl ignored case) or `--no-X`.  A name a
-# later release adds that abbreviates one of the row's would be misread
-# (curl added seven such names up to 7.55, none since): add it to the list.
-# The options that write are looked for in every word (_curl_writes); the
-# rest of the row is what a plain request may carry.  A write to `-` is
-# stdout, and the trace's to `%` stderr (since 7.14): no file.  --hsts,
-# --alt-svc and --ssl-sessions read their file and write it back; -D %
-# writes a file named % before 8.10 and --stderr % always does.
+# (`-sSLo f`, `-XGET`, `--` ends them; `--max-time=5` as curl 8.16 reads
+# it, where older releases refuse the word and do nothing), but for one
+# difference left to `abbrev`: curl before 8.6 takes any prefix of a long
+# option that is unique among all of its own, an exact name winning (8.6
+# looks names up whole).  So the row resolves a prefix among every long
+# name any release has had (_curl_long_names), then judges the option it
+# names: `--user-a` is -A, `--trace-a f` writes f; an ambiguous prefix
+# (`--tra`: trace, trace-ascii, trace-config, ...), one of an option the
+# row does not list, an upper-case one (older curl ignored case) and
+# `--no-X` stay unproven.  A name a later release adds that abbreviates
+# one of the row's would be misread (curl added seven such names up to
+# 7.55, none since): add it to the list.  The options that write are
+# looked for in every word (_curl_writes); the rest of the row is what a
+# plain request may carry.  A write to `-` is stdout, and a trace to `%`
+# stderr (since 7.14): no file.  --hsts, --alt-svc and --ssl-sessions read
+# their file and write it back; -D % writes a file named % before 8.10,
+# --stderr % always does.
 #: read | curl -sSL https://example.com/a.json
 #: read | curl -sXGET -m5 https://example.com
 #: read | curl -s -- https://example.com
