@@ -5220,7 +5220,9 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # Options the table does not list leave the command unproven (unless the
 # table is `open`: then they are plain flags).  GNU programs take any unique
 # prefix of a long option (--out for --output), and so does the scanner
-# unless `abbrev=False`.  Options may follow operands unless `permute=False`
+# unless `abbrev=False`; a program that takes a prefix unique among more
+# options than its table lists gives `abbrev` a function that returns all
+# of their names (curl).  Options may follow operands unless `permute=False`
 # (then the first operand ends them, as for xxd and every wrapper).  A
 # program whose parser is not getopt names it: `word` (xxd), `next` (tree,
 # fuser), `git` (git's own loops, see _git_short_word: with `words`, whole
@@ -5230,7 +5232,10 @@ _WRITE_OPTION_PROGRAMS = frozenset((
 # What an option does besides shaping the output is its effect, named by
 # keyword: `write` (writes the file its value names, or some file when it
 # takes none), `runs` (runs another program or loads code) and `state`
-# (changes the system or the shell).  An effect met before a word the
+# (changes the system or the shell).  `streams` lists the values that make
+# a write option name a stream rather than a file (`-o=- --trace=-,%`:
+# curl's `-o -` prints, `--trace %` goes to stderr): no effect then.  An
+# effect met before a word the
 # scanner cannot read still counts: `sort -o f --new-flag` names f.  A
 # value given as the next word that may split into several words (an
 # unquoted expansion, a pattern, a brace list) leaves the command unproven,
@@ -5301,27 +5306,29 @@ class _Opts:
 
     __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
                  "verbs", "max_operands", "write_operand", "check", "parser", "words",
-                 "numeric", "_short", "_long", "_effects")
+                 "numeric", "streams", "_short", "_long", "_effects", "_streams")
 
     def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
-                 permute: bool = True, abbrev: bool = True, open: bool = False,
+                 permute: bool = True, abbrev: Any = True, open: bool = False,
                  needs: str = "", verbs: Optional[frozenset] = None,
                  max_operands: Optional[int] = None, write_operand: Optional[int] = None,
                  check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
-                 parser: str = "getopt", words: str = "", numeric: str = "") -> None:
+                 parser: str = "getopt", words: str = "", numeric: str = "",
+                 streams: str = "") -> None:
         self.text = text
         self.parser = parser
         # Whole words that are flags of their own (git's `-uno`), and the
         # short options whose attached value must be a count (git's `-n5`).
         self.words = frozenset(words.split())
         self.numeric = numeric
-        self.write, self.runs, self.state = write, runs, state
+        self.write, self.runs, self.state, self.streams = write, runs, state, streams
         self.permute, self.abbrev, self.open = permute, abbrev, open
         self.needs, self.verbs, self.check = needs, verbs, check
         self.max_operands, self.write_operand = max_operands, write_operand
         self._short: Optional[Dict[str, Tuple[int, str]]] = None
         self._long: Dict[str, Tuple[int, str]] = {}
         self._effects: Dict[str, str] = {}
+        self._streams: Dict[str, Tuple[str, ...]] = {}
 
     def table(self) -> Tuple[Dict[str, Tuple[int, str]], Dict[str, Tuple[int, str]]]:
         """(short letter -> (arity, name), long name -> (arity, name)); arity
@@ -5345,6 +5352,9 @@ class _Opts:
             for effect in ("write", "runs", "state"):
                 for option in getattr(self, effect).split():
                     self._effects[self._entry(option, short, long)[1]] = effect
+            for entry in self.streams.split():
+                option, _, values = entry.partition("=")
+                self._streams[self._entry(option, short, long)[1]] = tuple(values.split(","))
             self._short = short
         return self._short, self._long
 
@@ -5353,8 +5363,14 @@ class _Opts:
                long: Dict[str, Tuple[int, str]]) -> Tuple[int, str]:
         return long[option[2:]] if option.startswith("--") else short[option[1:]]
 
-    def effect(self, name: str) -> Optional[str]:
-        return self._effects.get(name)
+    def effect(self, name: str, value: Optional[_W] = None) -> Optional[str]:
+        """The effect of option `name` given `value`: none for a write
+        whose value, written out, names a stream (`streams`)."""
+        effect = self._effects.get(name)
+        if effect == "write" and value is not None and value.static \
+                and value.text in self._streams.get(name, ()):
+            return None
+        return effect
 
     def __call__(self, name: str, args: List[_W], ctx: _Ctx) -> _V:
         fail, operands, seen = _read_options(args, self, split_ok=True)
@@ -5401,13 +5417,23 @@ class _Opts:
         return _an_read()
 
 
-def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: bool) -> Optional[str]:
+# Every long option name of a program whose `abbrev` is a function, split
+# the first time a word abbreviates one of them.
+_EVERY_LONG: Dict[Any, List[str]] = {}
+
+
+def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: Any) -> Optional[str]:
+    """The option of the table `long` that `--key` names: itself, or the one
+    it abbreviates, unique among the table's names (abbrev True) or among
+    all that `abbrev()` returns, where a name given whole wins."""
     if key in long:
         return key
     if not abbrev:
         return None
-    hits = [k for k in long if k.startswith(key)]
-    return hits[0] if len(hits) == 1 else None
+    names = long if abbrev is True else \
+        _EVERY_LONG.get(abbrev) or _EVERY_LONG.setdefault(abbrev, abbrev().split())
+    hits = [k for k in names if k.startswith(key)]
+    return hits[0] if len(hits) == 1 and hits[0] in long else None
 
 
 def _one_option_word(t: str, args: List[_W], i: int, short: Dict[str, Tuple[int, str]],
@@ -5629,7 +5655,7 @@ def _read_options(args: List[_W], spec: _Opts, permute: Optional[bool] = None,
                 seen.append((opt, None, t))
                 j += 1
         for opt, value, spelled in seen[start:]:
-            effect = spec.effect(opt)
+            effect = spec.effect(opt, value)
             if effect is not None:
                 v = _write([value] if value is not None else []) if effect == "write" \
                     else _unknown(_EFFECT_REASONS[effect])
@@ -10934,22 +10960,105 @@ def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
     return list(dict.fromkeys(targets))
 
 
-# curl prints what it fetches.  Its options are read as getopt reads short
-# ones (`-sSLo f`, `-XGET`, `--` ends them), with two differences the row
-# leaves to the judge or to `abbrev`: a long option takes its value only as
-# the next word (curl knows no `--max-time=5`: it stops at it), and curl
-# 7.88 takes any unique prefix of a long option among all of its
-# own, which the row cannot know (abbrev=False: `--user-a` is unproven).  The
-# options that write are looked for in every word (_curl_writes); the rest
-# of the row is what a plain request may carry.
+def _curl_long_names() -> str:
+    """Every long option name of every curl release (6.5 to 8.21 and the
+    names added since), for resolving a prefix as curl before 8.6 did."""
+    return (
+        "3p-quote 3p-url 3p-user abstract-unix-socket alpn alt-svc anyauth append aws-sigv4 "
+        "basic buffer ca-native cacert capath cert cert-status cert-type ciphers clobber "
+        "compressed compressed-ssh config connect-timeout connect-to continue continue-at "
+        "cookie cookie-jar create-dirs create-file-mode crlf crlfile curves data data-ascii "
+        "data-binary data-raw data-urlencode delegation digest disable disable-eprt "
+        "disable-epsv disallow-username-in-url dns-interface dns-ipv4-addr dns-ipv6-addr "
+        "dns-servers doh-cert-status doh-insecure doh-url dump-ca-embed dump-header ech "
+        "egd-file engine environment eprt epsv etag-compare etag-save expect100-timeout fail "
+        "fail-early fail-with-body false-start follow form form-escape form-string "
+        "ftp-account ftp-alternative-to-user ftp-ascii ftp-create-dirs ftp-method ftp-pasv "
+        "ftp-port ftp-pret ftp-skip-pasv-ip ftp-ssl ftp-ssl-ccc ftp-ssl-ccc-mode "
+        "ftp-ssl-control ftp-ssl-reqd ftpport get globoff happy-eyeballs-timeout-ms "
+        "haproxy-clientip haproxy-protocol head header help hostpubmd5 hostpubsha256 hsts "
+        "http-request http0.9 http1.0 http1.1 http2 http2-prior-knowledge http2.0 http3 "
+        "http3-only httpsig-algo httpsig-headers httpsig-key httpsig-keyid "
+        "ignore-content-length include insecure interface ip-tos ipfs-gateway ipv4 ipv6 json "
+        "junk-session-cookies keepalive keepalive-cnt keepalive-time key key-type knownhosts "
+        "krb krb4 libcurl limit-rate list-only local-port location location-trusted "
+        "login-options mail-auth mail-from mail-rcpt mail-rcpt-allowfails manual "
+        "max-filesize max-redirs max-time metalink mptcp negotiate netrc netrc-file "
+        "netrc-optional next no-buffer no-keepalive no-sessionid noproxy npn ntlm ntlm-wb "
+        "oauth2-bearer out-null output output-dir parallel parallel-immediate parallel-max "
+        "parallel-max-host pass path-as-is pinnedpubkey port post301 post302 post303 "
+        "preproxy progress-bar progress-meter proto proto-default proto-redir proxy "
+        "proxy-anyauth proxy-basic proxy-ca-native proxy-cacert proxy-capath proxy-cert "
+        "proxy-cert-type proxy-ciphers proxy-crlfile proxy-digest proxy-header proxy-http2 "
+        "proxy-http3 proxy-insecure proxy-key proxy-key-type proxy-negotiate proxy-ntlm "
+        "proxy-pass proxy-pinnedpubkey proxy-service-name proxy-ssl-allow-beast "
+        "proxy-ssl-auto-client-cert proxy-tls13-ciphers proxy-tlsauthtype proxy-tlspassword "
+        "proxy-tlsuser proxy-tlsv1 proxy-user proxy1.0 proxytunnel pubkey quote random-file "
+        "range rate raw referer remote-header-name remote-name remote-name-all remote-time "
+        "remove-on-error request request-target resolve retry retry-all-errors "
+        "retry-connrefused retry-delay retry-max-time sasl-authzid sasl-ir service-name "
+        "sessionid show-error show-headers sigalgs silent skip-existing socks socks4 socks4a "
+        "socks5 socks5-basic socks5-gssapi socks5-gssapi-nec socks5-gssapi-service "
+        "socks5-hostname speed-limit speed-time ssl ssl-allow-beast ssl-auto-client-cert "
+        "ssl-no-revoke ssl-reqd ssl-revoke-best-effort ssl-sessions sslv2 sslv3 stderr "
+        "styled-output suppress-connect-headers tcp-fastopen tcp-nodelay telnet-option "
+        "telnet-options test-duphandle test-event tftp-blksize tftp-no-options time-cond "
+        "tls-earlydata tls-max tls13-ciphers tlsauthtype tlspassword tlsuser tlsv1 tlsv1.0 "
+        "tlsv1.1 tlsv1.2 tlsv1.3 tr-encoding trace trace-ascii trace-config trace-ids "
+        "trace-time unix-socket upload upload-file upload-flags url url-query use-ascii user "
+        "user-agent variable verbose version vlan-priority wdebug write-out xattr"
+    )
+
+
+# curl prints what it fetches.  Its options are read as getopt reads them
+# (`-sSLo f`, `-XGET`, `--` ends them; `--max-time=5` as curl 8.16 reads
+# it, where older releases refuse the word and do nothing), but for one
+# difference left to `abbrev`: curl before 8.6 takes any prefix of a long
+# option that is unique among all of its own, an exact name winning (8.6
+# looks names up whole).  So the row resolves a prefix among every long
+# name any release has had (_curl_long_names), then judges the option it
+# names: `--user-a` is -A, `--trace-a f` writes f; an ambiguous prefix
+# (`--tra`: trace, trace-ascii, trace-config, ...), one of an option the
+# row does not list, an upper-case one (older curl ignored case) and
+# `--no-X` stay unproven.  A name a later release adds that abbreviates
+# one of the row's would be misread (curl added seven such names up to
+# 7.55, none since): add it to the list.  The options that write are
+# looked for in every word (_curl_writes); the rest of the row is what a
+# plain request may carry.  A write to `-` is stdout, and a trace to `%`
+# stderr (since 7.14): no file.  --hsts, --alt-svc and --ssl-sessions read
+# their file and write it back; -D % writes a file named % before 8.10,
+# --stderr % always does.
 #: read | curl -sSL https://example.com/a.json
 #: read | curl -sXGET -m5 https://example.com
 #: read | curl -s -- https://example.com
 #: write >f | curl "$url" -o f
 #: write >out.txt | curl -sSLo out.txt https://example.com
 #: write >a >jar | curl -o a -c jar https://example.com
-#: unknown ~read | curl --max-time=5 https://example.com
-#: unknown ~read | curl --request=GET https://example.com
+#: write >trace.log | curl --trace trace.log https://example.com
+#: write >t.txt | curl -s --trace-ascii t.txt https://example.com
+#: write >prog.c | curl --libcurl prog.c https://example.com
+#: write >etag | curl --etag-save etag https://example.com
+#: write >hsts.txt >alt.txt | curl --hsts hsts.txt --alt-svc alt.txt https://example.com
+#: write >err.log | curl --stderr err.log https://example.com
+#: write >% | curl --stderr % https://example.com
+#: write >% | curl -D % https://example.com
+#: write >tickets | curl --ssl-sessions tickets https://example.com
+#: write >d/f | curl --create-dirs -o d/f https://example.com
+#: write >f | curl --trace-a f https://example.com
+#: write >jar | curl --cookie-j jar https://example.com
+#: read | curl --trace - https://example.com
+#: read | curl --trace-ascii % -sD - https://example.com
+#: read | curl --stderr - -o - https://example.com
+#: read | curl -c - --etag-save - --libcurl - https://example.com
+#: read | curl --user-a x --max-t 5 --sil https://example.com
+#: unknown | curl --tra f https://example.com
+#: unknown | curl --trace-time https://example.com
+#: unknown | curl --USER-AGENT x https://example.com
+#: unknown | curl --no-sil https://example.com
+#: read | curl --max-time=5 https://example.com
+#: read | curl --request=GET --output=- https://example.com
+#: unknown | curl --request=POST https://example.com
+#: write >f | curl --output=f https://example.com
 #: unknown =option_value_missing ~read | curl https://example.com -m
 #: unknown | curl -u user:pass https://example.com
 _CURL = _Opts(
@@ -10958,8 +11067,14 @@ _CURL = _Opts(
     "--remote-name=-O --header=-H --user-agent=-A --max-time=-m --referer=-e "
     "--write-out=-w --range=-r --proxy=-x --request=-X --output=-o --dump-header=-D "
     "--cookie-jar=-c --compressed --http1.1 --http2 --no-progress-meter --fail-with-body "
-    "--connect-timeout: --retry: --noproxy: --output-dir: --remote-name-all",
-    write="-o -D -c -O -J --output-dir --remote-name-all", abbrev=False)
+    "--connect-timeout: --retry: --noproxy: --output-dir: --remote-name-all --create-dirs "
+    "--trace: --trace-ascii: --libcurl: --etag-save: --hsts: --alt-svc: --stderr: "
+    "--ssl-sessions:",
+    write="-o -D -c -O -J --output-dir --remote-name-all --trace --trace-ascii --libcurl "
+          "--etag-save --hsts --alt-svc --stderr --ssl-sessions",
+    streams="-o=- -D=- -c=- --trace=-,% --trace-ascii=-,% --libcurl=- --etag-save=- "
+            "--stderr=-",
+    abbrev=_curl_long_names)
 # Methods that only ask; any other (POST, PUT, DELETE, a lower-case `get`,
 # which a server need not read as GET) stays unproven.
 #: read | curl -X GET https://example.com/api
@@ -10982,7 +11097,7 @@ def _curl_writes(args: List[_W]) -> Optional[_V]:
         if fail is not None and fail.reason == "option_value_missing" and k + 1 < len(args):
             _, _, seen = _read_options(word + args[k + 1:k + 2], _CURL, split_ok=True)
         for opt, value, spelled in seen:
-            if _CURL.effect(opt) != "write":
+            if _CURL.effect(opt, value) != "write":
                 continue
             if value is None:
                 v = _curl_remote_names(args)
@@ -11019,8 +11134,6 @@ def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
     fail, operands, seen = _read_options(args, _CURL, split_ok=True)
     for opt, value, spelled in seen:
         text = value.text if value is not None else ""
-        if spelled.startswith("--") and "=" in spelled:
-            return _unknown("shell_command_unproven", "option", spelled)
         if opt == "X" and text not in _CURL_ASKS:
             return _unknown("shell_command_unproven", "option", spelled)
         # curl 8.3+ writes the rest of -w to a file after %output{FILE};
