@@ -11089,6 +11089,8 @@ def _curl_writes(args: List[_W]) -> Optional[_V]:
     before it leaves the request unproven (`curl "$url" -o f` writes f) or
     is another option's value.  None: no word writes."""
     found: Optional[_V] = None
+    folders: List[_W] = []
+    outputs: List[_W] = []
     for k, w in enumerate(args):
         if not w.text.startswith("-"):
             continue
@@ -11100,23 +11102,35 @@ def _curl_writes(args: List[_W]) -> Optional[_V]:
             if _CURL.effect(opt, value) != "write":
                 continue
             if value is None:
-                v = _curl_remote_names(args)
-            elif k + 1 < len(args) and value is args[k + 1]:
-                v = _write([value])
+                names = _curl_remote_names(args)
+                outputs += names
+                v = _write(names)
             else:
-                v = _write([_w_tail(w, len(w.text) - len(value.text))])
+                if not (k + 1 < len(args) and value is args[k + 1]):
+                    value = _w_tail(w, len(w.text) - len(value.text))
+                (folders if opt == "output-dir" else outputs if opt == "o" else []).append(value)
+                v = _write([value])
             v.blame("option", spelled)
             found = v if found is None else found.join(v)
+    if found is not None and folders:
+        # The saved files land inside --output-dir: `--output-dir d -o f` writes d/f.
+        found.opaque = found.opaque or not all(w.static for w in folders + outputs)
+        found.targets += [d.text.rstrip("/") + "/" + f.text for d in folders for f in outputs
+                          if d.static and f.static and not f.text.startswith("/")]
+    if found is not None and any("#" in f.text for f in outputs) and any(
+            ch in w.text for w in args for ch in "{[") and not any(
+            w.text in ("-g", "--globoff") for w in args):
+        found.opaque = True     # `-o f_#1` names each file after the URL's glob
     return found
 
 
-def _curl_remote_names(args: List[_W]) -> _V:
+def _curl_remote_names(args: List[_W]) -> List[_W]:
     """-O, --remote-name-all and -J save a file named after the URL (or by
-    the server): in the working folder."""
-    return _write([_lit(".")] + [_lit("./" + u.rstrip("/").rpartition("/")[2])
-                                 for u in (w.text for w in args)
-                                 if u.startswith(("http://", "https://"))
-                                 and u.rstrip("/").count("/") > 2])
+    the server): the working folder, then each name the URLs give."""
+    return [_lit(".")] + [_lit("./" + u.rstrip("/").rpartition("/")[2])
+                          for u in (w.text for w in args)
+                          if u.startswith(("http://", "https://"))
+                          and u.rstrip("/").count("/") > 2]
 
 
 def _curl(name: str, args: List[_W], ctx: _Ctx) -> _V:
