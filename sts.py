@@ -5304,31 +5304,35 @@ class _Opts:
     verdict refuses them).
     """
 
-    __slots__ = ("text", "write", "runs", "state", "permute", "abbrev", "open", "needs",
-                 "verbs", "max_operands", "write_operand", "check", "parser", "words",
-                 "numeric", "streams", "_short", "_long", "_effects", "_streams")
+    # Every field's default; a row sets only the fields it names, so the
+    # 120 rows a hook process builds at import cost a dict each, not twenty
+    # stores.  words: whole words that are flags of their own (git's `-uno`);
+    # numeric: the short options whose attached value must be a count (git's
+    # `-n5`); streams: option values that name a stream, not a file.
+    FIELDS = frozenset(("write", "runs", "state", "permute", "abbrev", "open", "needs", "verbs",
+                        "max_operands", "write_operand", "check", "parser", "words", "numeric",
+                        "streams"))
+    write = runs = state = needs = numeric = streams = ""
+    permute = True
+    abbrev: Any = True
+    open = False
+    verbs: Optional[frozenset] = None
+    max_operands: Optional[int] = None
+    write_operand: Optional[int] = None
+    check: Optional[Callable[[List[_W]], Optional[_V]]] = None
+    parser = "getopt"
+    words: frozenset = frozenset()
+    _short: Optional[Dict[str, Tuple[int, str]]] = None
+    _long: Dict[str, Tuple[int, str]] = {}
+    _effects: Dict[str, str] = {}
+    _streams: Dict[str, Tuple[str, ...]] = {}
 
-    def __init__(self, text: str = "", write: str = "", runs: str = "", state: str = "",
-                 permute: bool = True, abbrev: Any = True, open: bool = False,
-                 needs: str = "", verbs: Optional[frozenset] = None,
-                 max_operands: Optional[int] = None, write_operand: Optional[int] = None,
-                 check: Optional[Callable[[List[_W]], Optional[_V]]] = None,
-                 parser: str = "getopt", words: str = "", numeric: str = "",
-                 streams: str = "") -> None:
+    def __init__(self, text: str = "", **fields: Any) -> None:
         self.text = text
-        self.parser = parser
-        # Whole words that are flags of their own (git's `-uno`), and the
-        # short options whose attached value must be a count (git's `-n5`).
-        self.words = frozenset(words.split())
-        self.numeric = numeric
-        self.write, self.runs, self.state, self.streams = write, runs, state, streams
-        self.permute, self.abbrev, self.open = permute, abbrev, open
-        self.needs, self.verbs, self.check = needs, verbs, check
-        self.max_operands, self.write_operand = max_operands, write_operand
-        self._short: Optional[Dict[str, Tuple[int, str]]] = None
-        self._long: Dict[str, Tuple[int, str]] = {}
-        self._effects: Dict[str, str] = {}
-        self._streams: Dict[str, Tuple[str, ...]] = {}
+        if fields:
+            if "words" in fields:
+                fields["words"] = frozenset(fields["words"].split())
+            self.__dict__.update(fields)
 
     def table(self) -> Tuple[Dict[str, Tuple[int, str]], Dict[str, Tuple[int, str]]]:
         """(short letter -> (arity, name), long name -> (arity, name)); arity
@@ -5348,7 +5352,7 @@ class _Opts:
                 else:
                     for ch in body[1:]:
                         short[ch] = (arity, ch)
-            self._long = long
+            self._long, self._effects, self._streams = long, {}, {}
             for effect in ("write", "runs", "state"):
                 for option in getattr(self, effect).split():
                     self._effects[self._entry(option, short, long)[1]] = effect
@@ -7490,10 +7494,16 @@ def _git_archive(args: List[_W]) -> _V:
     return v
 
 
-# `git help` options that only print (-w opens a browser, -i runs info: left out).
-_GIT_HELP_FLAGS = frozenset(("-a", "--all", "-g", "--guides", "-c", "--config", "-m", "--man",
-                             "--user-interfaces", "--developer-interfaces", "--verbose",
-                             "--no-external-commands", "--no-aliases"))
+# `git help [NAME]` prints a list or shows a manual page, as `git log`
+# shows its pager; its options print (-w opens a browser and -i runs info:
+# left out, so unproven).
+#: read | git help log
+#: read | git help -a --verbose
+#: unknown =git_arguments_unproven | git help -w log
+#: unknown =git_arguments_unproven | git help log commit
+#: unknown =shell_syntax_unproven | git help "$page"
+_GIT_HELP = _Opts("-agcm --all --guides --config --man --user-interfaces --developer-interfaces "
+                  "--verbose --no-external-commands --no-aliases", abbrev=False)
 
 # Subcommands whose -n/--dry-run only shows what they would do, each by the
 # options that only shape what it shows (read as git reads them, as the
@@ -7560,17 +7570,10 @@ _GIT_PATHS["stage"] = _GIT_PATHS["add"]
 
 
 def _git_help(args: List[_W]) -> _V:
-    """`git help [name]` prints or shows a manual page, like `git log` shows its pager."""
-    names = 0
-    for w in args:
-        if not w.static:
-            return _unknown("shell_syntax_unproven", "opaque", w.text)
-        if w.text.startswith("-"):
-            if w.text not in _GIT_HELP_FLAGS:
-                return _unknown("git_arguments_unproven", "option", w.text)
-        else:
-            names += 1
-    return _an_read() if names <= 1 else _unknown("git_arguments_unproven", "git", "help")
+    fail, operands, _ = _read_options(args, _GIT_HELP)
+    if fail is not None:
+        return _git_unlisted(fail)
+    return _an_read() if len(operands) <= 1 else _unknown("git_arguments_unproven", "git", "help")
 
 
 def _git_dry_run(sub: str, args: List[_W]) -> bool:

@@ -110,6 +110,20 @@ def test_every_table_has_examples():
     assert sorted(tables - shown) == []
 
 
+def test_every_table_names_only_fields_the_class_knows():
+    """A row sets only the fields it names (the others are the class's
+    defaults), so a misspelt field would be ignored without a word: none is."""
+    import gc
+    rows = [o for o in gc.get_objects() if type(o) is sts._Opts]
+    assert len(rows) > 100
+    inner = {"text", "_short", "_long", "_effects", "_streams"}
+    assert [sorted(set(vars(row)) - sts._Opts.FIELDS - inner) for row in rows
+            if set(vars(row)) - sts._Opts.FIELDS - inner] == []
+    with pytest.raises(AssertionError):   # what the check above would find
+        row = sts._Opts("-a", permutte=False)
+        assert not set(vars(row)) - sts._Opts.FIELDS - inner
+
+
 def check_label(label, tags, command):
     result = sts.analyze_shell(command, _shell_of(tags))
     assert result.mutability in ("read", "write", "unknown")
