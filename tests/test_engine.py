@@ -2,7 +2,11 @@
 import json
 import os
 
+import pytest
+
 import sts
+from conftest import calls_made
+from hooks import hook
 
 
 def event(kind, session="s-engine", **fields):
@@ -318,3 +322,40 @@ def test_a_prompt_whose_governing_session_is_unknown_is_told_why_and_changes_not
     assert told.text == "PARENT_LINK_DAMAGED: The parent link is unreadable."
     assert open(path, "rb").read() == before  # the contract stays review
     assert store.armed_marker(sts.session_key("s-engine"))  # a shim fails closed meanwhile
+
+
+# ---- the cost of one long call through the whole hook ----------------------
+# The analyzer counts its own work; the steps around it (the denial's
+# culprit, the paths a command not proven read names, the code it may run)
+# must grow with the command as linearly.  Inline Python whose 31 KB named
+# paths were unescaped a letter at a time took 140 ms in the hook.
+
+# name -> (the command at size n, calls the hook may make per byte of it:
+# about twice today's count; a letter-at-a-time loop makes ten or more).
+LONG_SHAPES = {
+    "inline Python": (lambda n: "python3 -I -c 'print(1)" + "; print(1)" * n + "'", 1.5),
+    "Python on a heredoc": (lambda n: "python3 -I - <<'EOF'\n" + "print(1)\n" * n + "EOF", 0.3),
+    "here-documents": (lambda n: "cat <<EOF\nline\nEOF\n" * (n // 4), 6),
+    "tiny unknown commands": (lambda n: ";".join("a" for _ in range(n // 4)), 160),
+    "an agent named in a string": (lambda n: 'tmux new "' + "claude mcp " * (n // 4) + '"', 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_SHAPES))
+def test_a_long_call_costs_the_hook_linear_work(name, sts_home):
+    store = sts.Store(str(sts_home))
+    base = {"session_id": "s-long", "cwd": "/repo"}
+    hook("claude", dict(base, hook_event_name="UserPromptSubmit",
+                        prompt="$stop-that-shit review"), store)
+
+    make, per_byte = LONG_SHAPES[name]
+
+    def cost(n):
+        call = dict(base, hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="t%d" % n,
+                    tool_input={"command": make(n)})
+        return calls_made(hook, "claude", call, store)[1]
+
+    cost(200)   # the first call builds the caches a hook process builds
+    small, large = cost(800), cost(1600)
+    assert large <= 2.5 * small + 200, (small, large)
+    assert large <= per_byte * len(make(1600)), (large, len(make(1600)))
