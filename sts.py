@@ -7622,6 +7622,9 @@ def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
 #: write -D | git submodule update --init
 #: write +D | git clone https://example.com/x.git
 #: write -D | git clone https://example.com/x.git /tmp/x
+#: write -D | git clone --depth 1 -b main https://example.com/x.git /tmp/x
+#: write +D | git clone --depth 1 https://example.com/x.git
+#: write +D | git clone --frobnicate https://example.com/x.git /tmp/x
 def _git_brings_code(sub: str, rest: List[_W]) -> bool:
     words = [w.text for w in rest]
     plain = [t for t in words if not t.startswith("-")]
@@ -7630,9 +7633,25 @@ def _git_brings_code(sub: str, rest: List[_W]) -> bool:
     if sub == "subtree":
         return plain[:1] in (["add"], ["pull"], ["merge"])
     if sub == "clone":
-        dest = plain[1] if len(plain) > 1 else "."
+        fail, operands, _ = _read_options(rest, _GIT_CLONE)
+        if fail is not None or not operands or not all(w.static for w in operands[:2]):
+            return True   # where it lands cannot be read: it may be the project
+        dest = operands[1].text if len(operands) > 1 else "."
         return not (dest.startswith(("/", "~")) or dest == ".." or dest.startswith("../"))
     return False
+
+
+# git clone's options (its own table), to find the folder it clones into.
+_GIT_CLONE = _Opts(
+    "-vqnls46 -j: -o: -b: -u: -c: --verbose --quiet --progress --reject-shallow "
+    "--no-reject-shallow --no-checkout --checkout --bare --mirror --local --no-local "
+    "--no-hardlinks --hardlinks --shared --recurse-submodules? --recursive? --jobs: --template: "
+    "--reference: --reference-if-able: --dissociate --origin: --branch: --revision: "
+    "--upload-pack: --depth: --shallow-since: --shallow-exclude: --single-branch "
+    "--no-single-branch --tags --no-tags --shallow-submodules --no-shallow-submodules "
+    "--separate-git-dir: --ref-format: --config: --server-option: --ipv4 --ipv6 --filter: "
+    "--also-filter-submodules --remote-submodules --no-remote-submodules --sparse "
+    "--bundle-uri:", abbrev=False)
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
