@@ -10,7 +10,7 @@ VENV := .venv
 # one in .venv.  Recursive (=), so it is evaluated after the `pytest` target ran.
 TEST_PYTHON = $(shell $(PYTHON) -c "import pytest" >/dev/null 2>&1 && echo "$(PYTHON)" || echo "$(VENV)/bin/python")
 
-.PHONY: test test-all demo bench e2e pytest map
+.PHONY: test test-all demo bench bench-instructions e2e pytest map
 
 # The everyday command: every test but the slow ones (marked `slow`), in about
 # two minutes on two cores (tests/parallel.py runs two pytest processes), then
@@ -53,6 +53,10 @@ map:
 bench:
 	$(PYTHON) tests/bench.py $(foreach p,$(BENCH_PYTHONS),--python $(p)) $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE)) $(if $(BENCH_DEFAULT),--default) $(if $(BENCH_MODE),--mode $(BENCH_MODE))
 	$(PYTHON) tests/bench_analysis.py
+
+# The same calls counted in instructions (valgrind): steady on a busy machine.
+bench-instructions:
+	$(PYTHON) tests/bench_instructions.py $(or $(BENCH_PYTHONS),$(PYTHON))
 
 e2e: pytest
 	$(TEST_PYTHON) -m pytest -q tests/e2e

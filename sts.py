@@ -7214,6 +7214,20 @@ def _git_opts(text: str = "", **more: Any) -> _Opts:
     return _Opts(text, abbrev=False, **more)
 
 
+_ROWS: Dict[str, Any] = {}
+
+
+def _rows(build: Callable[[], Any]) -> Any:
+    """The rows `build` returns, made on their first use and kept.  The rows
+    of subcommands few calls meet are returned by a function of a lazy
+    section, so a hook that never meets them neither loads nor builds them
+    (built at import, they cost 0.4% of every hook call's instructions)."""
+    rows = _ROWS.get(build.__name__)
+    if rows is None:
+        rows = _ROWS[build.__name__] = build()
+    return rows
+
+
 # git remote, worktree, reflog, notes and submodule take an action as their
 # first operand.  Per subcommand, row "" holds the options that may come
 # before the action (they end at it), and each reading action has the
@@ -7229,56 +7243,59 @@ def _git_opts(text: str = "", **more: Any) -> _Opts:
 #: unknown =git_arguments_unproven | git remote -v frob
 #: unknown =git_arguments_unproven | git remote -- add x /tmp/other
 #: unknown =git_arguments_unproven | git worktree
-_GIT_READ_ACTIONS: Dict[str, Dict[str, _Opts]] = {
-    "remote": {
-        "": _git_opts("-v --verbose", permute=False),
-        # `show NAME` connects to the remote unless -n (see _git_action).
-        #: read | git remote show -n origin upstream
-        #: unknown =git_arguments_unproven | git remote show -v origin
-        "show": _git_opts("-n"),
-        #: read | git remote get-url --push --all origin
-        #: unknown =git_arguments_unproven | git remote get-url origin upstream
-        "get-url": _git_opts("--push --all", max_operands=1),
-    },
-    "worktree": {
-        "": _git_opts(permute=False),
-        #: read | git worktree list --porcelain -z
-        #: read | git worktree list -v --expire 2.weeks.ago
-        #: unknown =git_arguments_unproven | git worktree list ../wt
-        "list": _git_opts("-vz --porcelain --verbose --expire:", max_operands=0),
-    },
-    # No action, an option first, or `show`: git log's grammar (_git_action).
-    "reflog": {
-        "": _git_opts(permute=False),
-        #: read | git reflog exists refs/heads/main
-        #: read | git reflog list
-        #: unknown =git_arguments_unproven | git reflog exists -q main
-        "exists": _git_opts(),
-        "list": _git_opts(max_operands=0),
-    },
-    "notes": {
-        "": _git_opts("--ref:", permute=False),
-        #: read | git notes list HEAD
-        #: unknown =git_arguments_unproven | git notes show HEAD main
-        "list": _git_opts(max_operands=1),
-        "show": _git_opts(max_operands=1),
-        #: read | git notes get-ref
-        "get-ref": _git_opts(max_operands=0),
-    },
-    "submodule": {
-        "": _git_opts("-q --quiet --cached", permute=False),
-        #: read | git submodule status --recursive -- vendor
-        #: unknown =git_arguments_unproven | git submodule status -qq
-        "status": _git_opts("-q --quiet --cached --recursive", permute=False),
-        # Older releases check the summary limit with shell arithmetic, which
-        # runs the command an array subscript holds: only digits are proven.
-        #: read | git submodule summary --files -n 3 HEAD~2
-        #: unknown =git_arguments_unproven | git submodule summary -n 'a[$(id)]'
-        #: unknown =git_arguments_unproven | git submodule summary -n3
-        "summary": _git_opts("-n: --cached --files --for-status --summary-limit:",
-                             permute=False),
-    },
-}
+def _git_read_actions() -> Dict[str, Dict[str, _Opts]]:
+    return {
+        "remote": {
+            "": _git_opts("-v --verbose", permute=False),
+            # `show NAME` connects to the remote unless -n (see _git_action).
+            #: read | git remote show -n origin upstream
+            #: unknown =git_arguments_unproven | git remote show -v origin
+            "show": _git_opts("-n"),
+            #: read | git remote get-url --push --all origin
+            #: unknown =git_arguments_unproven | git remote get-url origin upstream
+            "get-url": _git_opts("--push --all", max_operands=1),
+        },
+        "worktree": {
+            "": _git_opts(permute=False),
+            #: read | git worktree list --porcelain -z
+            #: read | git worktree list -v --expire 2.weeks.ago
+            #: unknown =git_arguments_unproven | git worktree list ../wt
+            "list": _git_opts("-vz --porcelain --verbose --expire:", max_operands=0),
+        },
+        # No action, an option first, or `show`: git log's grammar (_git_action).
+        "reflog": {
+            "": _git_opts(permute=False),
+            #: read | git reflog exists refs/heads/main
+            #: read | git reflog list
+            #: unknown =git_arguments_unproven | git reflog exists -q main
+            "exists": _git_opts(),
+            "list": _git_opts(max_operands=0),
+        },
+        "notes": {
+            "": _git_opts("--ref:", permute=False),
+            #: read | git notes list HEAD
+            #: unknown =git_arguments_unproven | git notes show HEAD main
+            "list": _git_opts(max_operands=1),
+            "show": _git_opts(max_operands=1),
+            #: read | git notes get-ref
+            "get-ref": _git_opts(max_operands=0),
+        },
+        "submodule": {
+            "": _git_opts("-q --quiet --cached", permute=False),
+            #: read | git submodule status --recursive -- vendor
+            #: unknown =git_arguments_unproven | git submodule status -qq
+            "status": _git_opts("-q --quiet --cached --recursive", permute=False),
+            # Older releases check the summary limit with shell arithmetic, which
+            # runs the command an array subscript holds: only digits are proven.
+            #: read | git submodule summary --files -n 3 HEAD~2
+            #: unknown =git_arguments_unproven | git submodule summary -n 'a[$(id)]'
+            #: unknown =git_arguments_unproven | git submodule summary -n3
+            "summary": _git_opts("-n: --cached --files --for-status --summary-limit:",
+                                 permute=False),
+        },
+    }
+
+
 _GIT_WRITE_ACTIONS = {
     "remote": frozenset(("add", "remove", "rm", "rename", "set-url", "set-head",
                          "set-branches", "prune", "update")),
@@ -7294,7 +7311,7 @@ _GIT_ACTION_DEFAULTS = frozenset(("remote", "notes", "submodule"))
 
 
 _GIT_KNOWN_SUBS = (_GIT_WRITE_SUBS | _GIT_REV_SUBS | frozenset(_GIT_QUERIES)
-                   | frozenset(_GIT_READ_ACTIONS)
+                   | frozenset(_GIT_WRITE_ACTIONS)
                    | frozenset(("branch", "tag", "config", "stash", "hash-object", "format-patch",
                                 "archive", "symbolic-ref", "help")))
 
@@ -7316,12 +7333,12 @@ def _git_action_options(sub: str, table: _Opts, args: List[_W]
 
 
 def _git_action(sub: str, args: List[_W]) -> _V:
-    """A subcommand of _GIT_READ_ACTIONS: the options before the action,
+    """A subcommand of _git_read_actions: the options before the action,
     then the action's own."""
     if sub == "reflog" and (not args or args[0].text.startswith("-")
                             or args[0].text == "show"):
         return _git_rev(args[1:] if args and args[0].text == "show" else args)
-    tables = _GIT_READ_ACTIONS[sub]
+    tables = _rows(_git_read_actions)[sub]
     fail, operands, _ = _git_action_options(sub, tables[""], args)
     if fail is not None:
         return fail
@@ -7360,12 +7377,15 @@ def _git_action(sub: str, args: List[_W]) -> _V:
 #: write | git hash-object -wt blob a.txt
 #: unknown =git_arguments_unproven | git hash-object -tw blob a.txt
 #: unknown =git_arguments_unproven | git hash-object --stdin --stdin
-_GIT_HASH_OBJECT = _git_opts("-w -t: --stdin --stdin-paths --no-filters --literally --path:")
+def _git_hash_object_row() -> _Opts:
+    return _git_opts("-w -t: --stdin --stdin-paths --no-filters --literally --path:")
+
+
 _GIT_OBJECT_TYPES = frozenset(("blob", "commit", "tree", "tag"))
 
 
 def _git_hash_object(args: List[_W]) -> _V:
-    fail, operands, seen = _read_options(args, _GIT_HASH_OBJECT)
+    fail, operands, seen = _read_options(args, _rows(_git_hash_object_row))
     options = [opt for opt, _, _ in seen]
     if "w" in options:
         return _write()
@@ -7387,11 +7407,12 @@ def _git_hash_object(args: List[_W]) -> _V:
 #: write | git symbolic-ref -m moving HEAD refs/heads/x
 #: write | git symbolic-ref -qd refs/remotes/origin/HEAD
 #: unknown =git_arguments_unproven | git symbolic-ref --short
-_GIT_SYMBOLIC_REF = _git_opts("-qd -m: --quiet --delete --short --recurse --no-recurse")
+def _git_symbolic_ref_row() -> _Opts:
+    return _git_opts("-qd -m: --quiet --delete --short --recurse --no-recurse")
 
 
 def _git_symbolic_ref(args: List[_W]) -> _V:
-    fail, operands, seen = _read_options(args, _GIT_SYMBOLIC_REF)
+    fail, operands, seen = _read_options(args, _rows(_git_symbolic_ref_row))
     if any(opt in ("d", "delete") for opt, _, _ in seen) or (fail is None and len(operands) > 1):
         return _write()
     if fail is not None:
@@ -7401,13 +7422,13 @@ def _git_symbolic_ref(args: List[_W]) -> _V:
 
 def _git_targets(sub: str, args: List[_W]) -> Tuple[List[_W], bool]:
     """The paths `git sub` changes, and whether they are all it changes.
-    A subcommand of _GIT_PATHS changes its operands (never an option's
+    A subcommand of _git_path_rows changes its operands (never an option's
     value), unless a file names them (--pathspec-from-file).  Where its
     table cannot read the words, every word that is no option (each one
     after `--`) may be a path, but clean's -e pattern; and an option the
     table does not list (git takes a prefix: `clean --exc x`) leaves the
     rest unknown.  checkout changes the paths after `--`."""
-    table = _GIT_PATHS.get(sub)
+    table = _rows(_git_path_rows)[1].get(sub) if sub in _GIT_TARGET_SUBS else None
     if table is None:
         texts = [w.text if w.static else None for w in args]
         dd = texts.index("--") + 1 if sub == "checkout" and "--" in texts else len(args)
@@ -7441,23 +7462,24 @@ def _git_targets(sub: str, args: List[_W]) -> Tuple[List[_W], bool]:
 #: write >. | git format-patch --to --stdout -1
 #: unknown =git_arguments_unproven | git format-patch --stdou -1
 #: unknown =shell_syntax_unproven | git format-patch $x HEAD~1
-_GIT_FORMAT_PATCH = _Opts(
-    _GIT_REV.text + " -nNskpq -vo: --numbered --no-numbered --signoff --stdout --cover-letter "
-    "--no-cover-letter --commit-list-format: --numbered-files --suffix: --start-number: "
-    "--reroll-count: --filename-max-length: --rfc? --cover-from-description: "
-    "--description-file: --subject-prefix: --output-directory: --keep-subject --no-binary "
-    "--zero-commit --ignore-if-in-upstream --add-header: --to: --cc: --from? --in-reply-to: "
-    "--attach? --no-attach --inline? --thread? --no-thread --signature: --no-signature "
-    "--base: --signature-file: --quiet --progress --interdiff: --range-diff: "
-    "--creation-factor: --force-in-body-from", write="--output", runs=_GIT_REV.runs,
-    abbrev=False, parser="git", words=_GIT_UNTRACKED_MODES)
+def _git_format_patch_row() -> _Opts:
+    return _Opts(
+        _GIT_REV.text + " -nNskpq -vo: --numbered --no-numbered --signoff --stdout --cover-letter "
+        "--no-cover-letter --commit-list-format: --numbered-files --suffix: --start-number: "
+        "--reroll-count: --filename-max-length: --rfc? --cover-from-description: "
+        "--description-file: --subject-prefix: --output-directory: --keep-subject --no-binary "
+        "--zero-commit --ignore-if-in-upstream --add-header: --to: --cc: --from? --in-reply-to: "
+        "--attach? --no-attach --inline? --thread? --no-thread --signature: --no-signature "
+        "--base: --signature-file: --quiet --progress --interdiff: --range-diff: "
+        "--creation-factor: --force-in-body-from", write="--output", runs=_GIT_REV.runs,
+        abbrev=False, parser="git", words=_GIT_UNTRACKED_MODES)
 
 
 def _git_format_patch(args: List[_W]) -> _V:
-    v = _git_query(_GIT_FORMAT_PATCH, args)
+    v = _git_query(_rows(_git_format_patch_row), args)
     if v.mut == "unknown":
         return v
-    seen = _read_options(args, _GIT_FORMAT_PATCH)[2]
+    seen = _read_options(args, _rows(_git_format_patch_row))[2]
     if any(opt in ("stdout", "output") for opt, _, _ in seen):
         return v
     folders = [value for opt, value, _ in seen
@@ -7478,12 +7500,13 @@ def _git_format_patch(args: List[_W]) -> _V:
 #: unknown =shell_execution_option | git archive -o a.zip --exec=/bin/x --remote x HEAD
 #: unknown =git_arguments_unproven | git archive --format=zip HEAD
 #: notread | git archive -o "$f" HEAD
-_GIT_ARCHIVE = _Opts("-o: --output=-o --remote: --exec:", write="-o", runs="--remote --exec",
-                     open=True)
+def _git_archive_row() -> _Opts:
+    return _Opts("-o: --output=-o --remote: --exec:", write="-o", runs="--remote --exec",
+                 open=True)
 
 
 def _git_archive(args: List[_W]) -> _V:
-    v, _, seen = _read_options(args, _GIT_ARCHIVE)
+    v, _, seen = _read_options(args, _rows(_git_archive_row))
     if any(opt in ("remote", "exec") for opt, _, _ in seen):
         return _unknown("shell_execution_option")
     if v is None or v.mut != "write":
@@ -7502,8 +7525,9 @@ def _git_archive(args: List[_W]) -> _V:
 #: unknown =git_arguments_unproven | git help -w log
 #: unknown =git_arguments_unproven | git help log commit
 #: unknown =shell_syntax_unproven | git help "$page"
-_GIT_HELP = _Opts("-agcm --all --guides --config --man --user-interfaces --developer-interfaces "
-                  "--verbose --no-external-commands --no-aliases", abbrev=False)
+def _git_help_row() -> _Opts:
+    return _Opts("-agcm --all --guides --config --man --user-interfaces --developer-interfaces "
+                 "--verbose --no-external-commands --no-aliases", abbrev=False)
 
 # Subcommands whose -n/--dry-run only shows what they would do, each by the
 # options that only shape what it shows (read as git reads them, as the
@@ -7524,53 +7548,56 @@ _GIT_HELP = _Opts("-agcm --all --guides --config --man --user-interfaces --devel
 #: notread | git clean -n $FLAGS
 #: notread | git clean -n *
 #: notread | git clean -n {a,-i}
-_GIT_DRY_RUNS: Dict[str, _Opts] = {
-    "clean": _Opts("-qnfdxX -e: --quiet --dry-run --force --exclude:", abbrev=False,
-                   parser="git"),
-    "add": _Opts("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
-                 "--no-ignore-removal --ignore-errors --ignore-missing --sparse", abbrev=False,
-                 parser="git"),
-    "rm": _Opts("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse",
-                abbrev=False, parser="git"),
-    "mv": _Opts("-nfkv --dry-run --force --verbose --sparse", abbrev=False, parser="git"),
-}
-# What add (and stage), rm, mv, clean and restore change (_git_targets):
-# the same options and every other one git lists for them.
-#: write >a.txt >-other | git restore -s other a.txt
-#: write >a >b | git restore --source=HEAD~1 --staged --worktree a -- b
-#: write >a.txt >-x | git restore --conflict merge -U 3 a.txt --ours
-#: write >src | git rm -r --cached -q src
-#: write >build >-dist | git clean -fdx -e dist build
-#: write >. >-dist | git clean -f --exclude dist
-#: write >a >-+x | git add --chmod +x a
-#: write >a >b | git mv -k a b
-#: write >b | git stage -v -- b
-#: write >? | git rm --pathspec-from-file=list
-#: write >? | git clean -f --exc dist
-#: write >? | git restore --sour other a
-_GIT_PATHS: Dict[str, _Opts] = {
-    "clean": _Opts(_GIT_DRY_RUNS["clean"].text + " -i --interactive", abbrev=False,
-                   parser="git"),
-    "add": _Opts(_GIT_DRY_RUNS["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
-                 "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
-                 "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
-                 "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
-                 abbrev=False, parser="git", numeric="U"),
-    "rm": _Opts(_GIT_DRY_RUNS["rm"].text + " --pathspec-from-file: --pathspec-file-nul",
-                abbrev=False, parser="git"),
-    "mv": _GIT_DRY_RUNS["mv"],
-    "restore": _Opts(
-        "-qmpSW23 -sU: --source: --staged --worktree --ignore-unmerged --overlay --no-overlay "
-        "--quiet --recurse-submodules? --no-recurse-submodules --progress --no-progress "
-        "--merge --conflict: --ours --theirs --patch --unified: --inter-hunk-context: "
-        "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul", abbrev=False,
-        parser="git", numeric="U"),
-}
-_GIT_PATHS["stage"] = _GIT_PATHS["add"]
+def _git_path_rows() -> Tuple[Dict[str, _Opts], Dict[str, _Opts]]:
+    """(dry-run rows, path rows) of add, rm, mv, clean and restore."""
+    dry: Dict[str, _Opts] = {
+        "clean": _Opts("-qnfdxX -e: --quiet --dry-run --force --exclude:", abbrev=False,
+                       parser="git"),
+        "add": _Opts("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
+                     "--no-ignore-removal --ignore-errors --ignore-missing --sparse", abbrev=False,
+                     parser="git"),
+        "rm": _Opts("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse",
+                    abbrev=False, parser="git"),
+        "mv": _Opts("-nfkv --dry-run --force --verbose --sparse", abbrev=False, parser="git"),
+    }
+    # What add (and stage), rm, mv, clean and restore change (_git_targets):
+    # the same options and every other one git lists for them.
+    #: write >a.txt >-other | git restore -s other a.txt
+    #: write >a >b | git restore --source=HEAD~1 --staged --worktree a -- b
+    #: write >a.txt >-x | git restore --conflict merge -U 3 a.txt --ours
+    #: write >src | git rm -r --cached -q src
+    #: write >build >-dist | git clean -fdx -e dist build
+    #: write >. >-dist | git clean -f --exclude dist
+    #: write >a >-+x | git add --chmod +x a
+    #: write >a >b | git mv -k a b
+    #: write >b | git stage -v -- b
+    #: write >? | git rm --pathspec-from-file=list
+    #: write >? | git clean -f --exc dist
+    #: write >? | git restore --sour other a
+    paths: Dict[str, _Opts] = {
+        "clean": _Opts(dry["clean"].text + " -i --interactive", abbrev=False,
+                       parser="git"),
+        "add": _Opts(dry["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
+                     "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
+                     "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
+                     "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
+                     abbrev=False, parser="git", numeric="U"),
+        "rm": _Opts(dry["rm"].text + " --pathspec-from-file: --pathspec-file-nul",
+                    abbrev=False, parser="git"),
+        "mv": dry["mv"],
+        "restore": _Opts(
+            "-qmpSW23 -sU: --source: --staged --worktree --ignore-unmerged --overlay --no-overlay "
+            "--quiet --recurse-submodules? --no-recurse-submodules --progress --no-progress "
+            "--merge --conflict: --ours --theirs --patch --unified: --inter-hunk-context: "
+            "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul", abbrev=False,
+            parser="git", numeric="U"),
+    }
+    paths["stage"] = paths["add"]
+    return dry, paths
 
 
 def _git_help(args: List[_W]) -> _V:
-    fail, operands, _ = _read_options(args, _GIT_HELP)
+    fail, operands, _ = _read_options(args, _rows(_git_help_row))
     if fail is not None:
         return _git_unlisted(fail)
     return _an_read() if len(operands) <= 1 else _unknown("git_arguments_unproven", "git", "help")
@@ -7580,12 +7607,18 @@ def _git_dry_run(sub: str, args: List[_W]) -> bool:
     """Whether this add/rm/mv/clean only shows what it would do (-n or
     --dry-run): every word read by its table, a word that may turn into
     an option (such as -i) refused there."""
-    fail, _, seen = _read_options(args, _GIT_DRY_RUNS[sub])
+    table = _rows(_git_path_rows)[0].get(sub)
+    if table is None:
+        return False
+    fail, _, seen = _read_options(args, table)
     return fail is None and any(opt in ("n", "dry-run") for opt, _, _ in seen)
 
 
 def _git(name: str, args: List[_W], ctx: _Ctx) -> _V:
-    fail, operands, seen = _read_options(args, _GIT_GLOBALS, split_ok=True)
+    if args and args[0].static and not args[0].glob and not args[0].text.startswith("-"):
+        fail, operands, seen = None, args, []   # `git status`: no option to read
+    else:
+        fail, operands, seen = _read_options(args, _GIT_GLOBALS, split_ok=True)
     if fail is not None:
         if fail.reason != "shell_command_unproven":
             return fail
@@ -7633,7 +7666,7 @@ def _git_brings_code(sub: str, rest: List[_W]) -> bool:
     if sub == "subtree":
         return plain[:1] in (["add"], ["pull"], ["merge"])
     if sub == "clone":
-        fail, operands, _ = _read_options(rest, _GIT_CLONE)
+        fail, operands, _ = _read_options(rest, _rows(_git_clone_row))
         if fail is not None or not operands or not all(w.static for w in operands[:2]):
             return True   # where it lands cannot be read: it may be the project
         dest = operands[1].text if len(operands) > 1 else "."
@@ -7642,16 +7675,17 @@ def _git_brings_code(sub: str, rest: List[_W]) -> bool:
 
 
 # git clone's options (its own table), to find the folder it clones into.
-_GIT_CLONE = _Opts(
-    "-vqnls46 -j: -o: -b: -u: -c: --verbose --quiet --progress --reject-shallow "
-    "--no-reject-shallow --no-checkout --checkout --bare --mirror --local --no-local "
-    "--no-hardlinks --hardlinks --shared --recurse-submodules? --recursive? --jobs: --template: "
-    "--reference: --reference-if-able: --dissociate --origin: --branch: --revision: "
-    "--upload-pack: --depth: --shallow-since: --shallow-exclude: --single-branch "
-    "--no-single-branch --tags --no-tags --shallow-submodules --no-shallow-submodules "
-    "--separate-git-dir: --ref-format: --config: --server-option: --ipv4 --ipv6 --filter: "
-    "--also-filter-submodules --remote-submodules --no-remote-submodules --sparse "
-    "--bundle-uri:", abbrev=False)
+def _git_clone_row() -> _Opts:
+    return _Opts(
+        "-vqnls46 -j: -o: -b: -u: -c: --verbose --quiet --progress --reject-shallow "
+        "--no-reject-shallow --no-checkout --checkout --bare --mirror --local --no-local "
+        "--no-hardlinks --hardlinks --shared --recurse-submodules? --recursive? --jobs: "
+        "--template: --reference: --reference-if-able: --dissociate --origin: --branch: "
+        "--revision: --upload-pack: --depth: --shallow-since: --shallow-exclude: --single-branch "
+        "--no-single-branch --tags --no-tags --shallow-submodules --no-shallow-submodules "
+        "--separate-git-dir: --ref-format: --config: --server-option: --ipv4 --ipv6 --filter: "
+        "--also-filter-submodules --remote-submodules --no-remote-submodules --sparse "
+        "--bundle-uri:", abbrev=False)
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -7662,7 +7696,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         return _an_read()   # usage, or `git help SUB`; an alias never shadows a builtin
     if sub == "help":
         return _git_help(rest)
-    if sub in _GIT_DRY_RUNS and _git_dry_run(sub, rest):
+    if sub in _GIT_TARGET_SUBS and _git_dry_run(sub, rest):
         return _an_read()
     if sub == "bisect" and [w.text for w in rest] == ["log"]:
         return _an_read()
@@ -7689,7 +7723,7 @@ def _git_command(sub: str, rest: List[_W]) -> _V:
         v = _git_config(rest)
     elif sub == "stash":
         v = _git_stash(rest)
-    elif sub in _GIT_READ_ACTIONS:
+    elif sub in _GIT_WRITE_ACTIONS:
         v = _git_action(sub, rest)
     elif sub == "hash-object":
         v = _git_hash_object(rest)
