@@ -8974,484 +8974,491 @@ class _PyUnproven(Exception):
         self.why = why
 
 
-class _PyProof:
-    """Walks a parsed module and raises _PyUnproven at the first node outside the subset."""
+def _py_proof_class() -> Any:
+    """The prover's class, defined on its first use: its 35 KB of code are
+    read from the lazy part only by a line that holds Python to prove."""
 
-    def __init__(self, ast_mod: Any, tree: Any) -> None:
-        import builtins
-        self.ast = ast_mod
-        self.builtin_names = frozenset(dir(builtins))
-        self.modules: Dict[str, str] = {}     # alias -> module
-        self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
-        self.bound: set = set()
-        self.binds: Dict[str, int] = {}
-        self.calling: Any = None   # the callee being checked (an archive opener may stand there)
-        self.count = 0
-        self.collect(tree)
-        # A local def is called by name only when nothing else binds that name.
-        self.functions = frozenset(
-            n.name for n in ast_mod.walk(tree)
-            if isinstance(n, ast_mod.FunctionDef) and self.binds.get(n.name) == 1)
-        self.paths(tree)
+    class _PyProof:
+        """Walks a parsed module and raises _PyUnproven at the first node outside the subset."""
 
-    def collect(self, tree: Any) -> None:
-        """Names the code binds (assignment, loop, with, except, import, def)."""
-        ast = self.ast
-        for node in ast.walk(tree):
-            name = None
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                name = node.id
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                name = node.name
-            elif isinstance(node, ast.arg):   # a lambda's or a def's parameters
-                name = node.arg
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = node.name
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:   # bound in stmt(), counted here
-                    name = alias.asname or alias.name.split(".")[0]
+        def __init__(self, ast_mod: Any, tree: Any) -> None:
+            import builtins
+            self.ast = ast_mod
+            self.builtin_names = frozenset(dir(builtins))
+            self.modules: Dict[str, str] = {}     # alias -> module
+            self.imported: Dict[str, str] = {}    # `from m import f as g`: g -> f
+            self.bound: set = set()
+            self.binds: Dict[str, int] = {}
+            # The callee being checked (an archive opener may stand there).
+            self.calling: Any = None
+            self.count = 0
+            self.collect(tree)
+            # A local def is called by name only when nothing else binds that name.
+            self.functions = frozenset(
+                n.name for n in ast_mod.walk(tree)
+                if isinstance(n, ast_mod.FunctionDef) and self.binds.get(n.name) == 1)
+            self.paths(tree)
+
+        def collect(self, tree: Any) -> None:
+            """Names the code binds (assignment, loop, with, except, import, def)."""
+            ast = self.ast
+            for node in ast.walk(tree):
+                name = None
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    name = node.id
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    name = node.name
+                elif isinstance(node, ast.arg):   # a lambda's or a def's parameters
+                    name = node.arg
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    name = node.name
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:   # bound in stmt(), counted here
+                        name = alias.asname or alias.name.split(".")[0]
+                        self.binds[name] = self.binds.get(name, 0) + 1
+                    continue
+                if name is not None:
+                    self.bind(node, name)
                     self.binds[name] = self.binds.get(name, 0) + 1
-                continue
-            if name is not None:
-                self.bind(node, name)
-                self.binds[name] = self.binds.get(name, 0) + 1
 
-    def paths(self, tree: Any) -> None:
-        """The names that may hold a pathlib path, or a container or function
-        of one: Path.replace renames where str.replace does not, so a value is
-        judged by what it may be.  Without pathlib no value is a path; with it,
-        every binding whose value may be a path taints its names, and so does
-        a method call handing one to a container, until nothing changes.
-        Parameters and caught exceptions may carry one."""
-        ast = self.ast
-        self.path_makers: set = set()
-        self.path_modules: set = set()
-        self.pathy: set = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
-                self.path_makers.update(a.asname or a.name for a in node.names)
-            elif isinstance(node, ast.Import):
-                self.path_modules.update(a.asname or a.name for a in node.names
-                                         if a.name == "pathlib")
-        if not (self.path_makers or self.path_modules):
-            return
-        names = lambda target: [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
-        sites: List[Tuple[List[str], List[Any]]] = []   # (names bound, values that taint them)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign):
-                sites.append(([n for t in node.targets for n in names(t)], [node.value]))
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                sites.append((names(node.target), [node.value]))
-            elif isinstance(node, (ast.For, ast.comprehension)):
-                sites.append((names(node.target), [node.iter]))
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                sites.append((names(node.optional_vars), [node.context_expr]))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                sites.append((names(node.func.value),
-                              node.args + [k.value for k in node.keywords]))
-            elif isinstance(node, ast.arg):
-                self.pathy.add(node.arg)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                self.pathy.add(node.name)
-        # Each round taints at least one more name; a chain longer than a few
-        # rounds is not worth following (every bound name may then be a path).
-        for _ in range(8):
-            before = len(self.pathy)
-            for bound, values in sites:
-                if any(self.may_path(v) for v in values):
-                    self.pathy.update(bound)
-            if len(self.pathy) == before:
+        def paths(self, tree: Any) -> None:
+            """The names that may hold a pathlib path, or a container or function
+            of one: Path.replace renames where str.replace does not, so a value is
+            judged by what it may be.  Without pathlib no value is a path; with it,
+            every binding whose value may be a path taints its names, and so does
+            a method call handing one to a container, until nothing changes.
+            Parameters and caught exceptions may carry one."""
+            ast = self.ast
+            self.path_makers: set = set()
+            self.path_modules: set = set()
+            self.pathy: set = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module == "pathlib":
+                    self.path_makers.update(a.asname or a.name for a in node.names)
+                elif isinstance(node, ast.Import):
+                    self.path_modules.update(a.asname or a.name for a in node.names
+                                             if a.name == "pathlib")
+            if not (self.path_makers or self.path_modules):
                 return
-        self.pathy.update(self.bound)
+            names = lambda target: [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+            sites: List[Tuple[List[str], List[Any]]] = []   # (names bound, values that taint them)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign):
+                    sites.append(([n for t in node.targets for n in names(t)], [node.value]))
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                    sites.append((names(node.target), [node.value]))
+                elif isinstance(node, (ast.For, ast.comprehension)):
+                    sites.append((names(node.target), [node.iter]))
+                elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                    sites.append((names(node.optional_vars), [node.context_expr]))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    sites.append((names(node.func.value),
+                                  node.args + [k.value for k in node.keywords]))
+                elif isinstance(node, ast.arg):
+                    self.pathy.add(node.arg)
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    self.pathy.add(node.name)
+            # Each round taints at least one more name; a chain longer than a few
+            # rounds is not worth following (every bound name may then be a path).
+            for _ in range(8):
+                before = len(self.pathy)
+                for bound, values in sites:
+                    if any(self.may_path(v) for v in values):
+                        self.pathy.update(bound)
+                if len(self.pathy) == before:
+                    return
+            self.pathy.update(self.bound)
 
-    def may_path(self, node: Any) -> bool:
-        """Whether the expression may be a path (or hold or make one)."""
-        ast = self.ast
-        if not (self.path_makers or self.path_modules):
-            return False
-        if isinstance(node, ast.Name):
-            return node.id in self.pathy or node.id in self.path_makers or \
-                node.id in self.path_modules
-        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare)):
-            return False
-        if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id in self.path_modules:
-                return True
-            return self.may_path(node.value) and node.attr not in _PY_PATH_PLAIN
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and self.may_path(func.value):
-                return func.attr not in _PY_PATH_PLAIN
-            if isinstance(func, ast.Name):
-                if func.id in self.path_makers or func.id in self.functions:
+        def may_path(self, node: Any) -> bool:
+            """Whether the expression may be a path (or hold or make one)."""
+            ast = self.ast
+            if not (self.path_makers or self.path_modules):
+                return False
+            if isinstance(node, ast.Name):
+                return node.id in self.pathy or node.id in self.path_makers or \
+                    node.id in self.path_modules
+            if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare)):
+                return False
+            if isinstance(node, ast.Attribute):
+                if isinstance(node.value, ast.Name) and node.value.id in self.path_modules:
                     return True
-                if func.id in _PY_PLAIN_CALLS and func.id not in self.bound:
-                    return False
-            return any(self.may_path(a) for a in node.args + [k.value for k in node.keywords])
-        if isinstance(node, ast.Lambda):
-            return True
-        return any(self.may_path(child) for child in ast.iter_child_nodes(node))
+                return self.may_path(node.value) and node.attr not in _PY_PATH_PLAIN
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and self.may_path(func.value):
+                    return func.attr not in _PY_PATH_PLAIN
+                if isinstance(func, ast.Name):
+                    if func.id in self.path_makers or func.id in self.functions:
+                        return True
+                    if func.id in _PY_PLAIN_CALLS and func.id not in self.bound:
+                        return False
+                return any(self.may_path(a) for a in node.args + [k.value for k in node.keywords])
+            if isinstance(node, ast.Lambda):
+                return True
+            return any(self.may_path(child) for child in ast.iter_child_nodes(node))
 
-    def module_has(self, module: str, attr: str) -> bool:
-        allowed = _PY_MODULE_ATTRS[module]
-        if allowed is None or attr in allowed:
-            return True
-        # ast's node classes (FunctionDef, Name, ...): data, for isinstance and walk
-        node_class = getattr(self.ast, attr, None) if module == "ast" and attr[:1].isupper() \
-            else None
-        return isinstance(node_class, type) and issubclass(node_class, self.ast.AST)
+        def module_has(self, module: str, attr: str) -> bool:
+            allowed = _PY_MODULE_ATTRS[module]
+            if allowed is None or attr in allowed:
+                return True
+            # ast's node classes (FunctionDef, Name, ...): data, for isinstance and walk
+            node_class = getattr(self.ast, attr, None) if module == "ast" and attr[:1].isupper() \
+                else None
+            return isinstance(node_class, type) and issubclass(node_class, self.ast.AST)
 
-    def bind(self, node: Any, name: str) -> None:
-        # Rebinding a builtin is harmless here: a name that is a builtin is
-        # only ever loaded when it is a safe one, whatever it holds.
-        if name.startswith("__"):
-            raise _PyUnproven(node, "binds a dunder name")
-        self.bound.add(name)
-
-    def fail(self, node: Any, why: str) -> None:
-        raise _PyUnproven(node, why)
-
-    # ---- statements ---------------------------------------------------------
-    def body(self, stmts: List[Any]) -> None:
-        for stmt in stmts:
-            self.stmt(stmt)
-
-    def stmt(self, node: Any) -> None:
-        ast = self.ast
-        self.count += 1
-        if self.count > _PY_MAX_NODES:
-            self.fail(node, "is too long to prove")
-        if isinstance(node, ast.Expr):
-            self.expr(node.value)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                self.target(target)
-            self.expr(node.value)
-        elif isinstance(node, ast.AugAssign):
-            self.target(node.target)
-            self.expr(node.value)
-        elif isinstance(node, ast.AnnAssign):
-            self.target(node.target)
-            self.expr(node.annotation)
-            if node.value is not None:
-                self.expr(node.value)
-        elif isinstance(node, (ast.For, ast.While, ast.If)):
-            if isinstance(node, ast.For):
-                self.target(node.target)
-                self.expr(node.iter, shared_ok=True)
-            else:
-                self.expr(node.test)
-            self.body(node.body)
-            self.body(node.orelse)
-        elif isinstance(node, ast.With):
-            for item in node.items:
-                call = item.context_expr
-                if not (isinstance(call, ast.Call) and (
-                        isinstance(call.func, ast.Name) and call.func.id == "open"
-                        or self.archive_opener(call.func) is not None
-                        or isinstance(call.func, ast.Attribute) and call.func.attr == "open")):
-                    self.fail(call, "is a context manager other than open()")
-                self.expr(call)
-                if item.optional_vars is not None:
-                    self.target(item.optional_vars)
-            self.body(node.body)
-        elif isinstance(node, ast.Try):
-            self.body(node.body)
-            for handler in node.handlers:
-                if handler.name in self.modules:
-                    self.fail(handler, "rebinds a module")
-                if handler.type is not None:
-                    self.expr(handler.type)
-                self.body(handler.body)
-            self.body(node.orelse)
-            self.body(node.finalbody)
-        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
-            pass
-        elif isinstance(node, ast.FunctionDef):
-            # A local function: its body is proven here like the rest, and it
-            # is called by name only where nothing else binds the name.
-            if node.decorator_list or getattr(node, "type_params", None):
-                self.fail(node, "decorates a function or gives it type parameters")
-            if node.name in self.builtin_names or node.name in _PY_MODULE_ATTRS:
-                self.fail(node, "names a function like a builtin or a module")
-            self.parameters(node, node.args)
-            for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
-                if arg.annotation is not None:
-                    self.expr(arg.annotation)
-            if node.returns is not None:
-                self.expr(node.returns)
-            self.body(node.body)
-        elif isinstance(node, ast.Return):
-            if node.value is not None:
-                self.expr(node.value)
-        elif isinstance(node, ast.Assert):
-            self.expr(node.test)
-            if node.msg is not None:
-                self.expr(node.msg)
-        elif isinstance(node, ast.Raise):
-            if node.exc is not None:
-                self.expr(node.exc)
-            if node.cause is not None:
-                self.expr(node.cause)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name not in _PY_MODULE_ATTRS:
-                    self.fail(node, "imports a module outside the proven subset")
-                name = alias.asname or alias.name
-                if name in self.builtin_names:
-                    self.fail(node, "names a module like a builtin")
-                self.bind(node, name)
-                self.modules[name] = alias.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level or node.module not in _PY_MODULE_ATTRS:
-                self.fail(node, "imports a module outside the proven subset")
-            for alias in node.names:
-                if alias.name == "*" or alias.name.startswith("_") or \
-                        alias.name in _PY_SHARED_LISTS or \
-                        not self.module_has(node.module, alias.name):
-                    self.fail(node, "imports a name outside the proven subset")
-                if (alias.asname or alias.name) in self.builtin_names:
-                    # `from re import compile` under `if 0:` would leave the builtin
-                    self.fail(node, "imports a name like a builtin")
-                self.bind(node, alias.asname or alias.name)
-                self.imported[alias.asname or alias.name] = alias.name
-        else:
-            self.fail(node, "is a statement outside the proven subset")
-
-    def target(self, node: Any) -> None:
-        ast = self.ast
-        if isinstance(node, ast.Name):
-            if node.id in self.modules:
-                self.fail(node, "rebinds a module")
-            return
-        if isinstance(node, (ast.Tuple, ast.List)):
-            for elt in node.elts:
-                self.target(elt)
-            return
-        if isinstance(node, ast.Starred):
-            self.target(node.value)
-            return
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                and node.value.id in self.bound and node.value.id not in self.modules:
-            self.expr(node.slice)
-            return
-        self.fail(node, "writes an attribute or an item it does not own")
-
-    # ---- expressions --------------------------------------------------------
-    def expr(self, node: Any, shared_ok: bool = False) -> None:
-        """Check one expression; shared_ok: `sys.path` may stand here, since
-        the place only reads it (a loop, a comparison, an index, a copy)."""
-        ast = self.ast
-        self.count += 1
-        if self.count > _PY_MAX_NODES:
-            self.fail(node, "is too long to prove")
-        if isinstance(node, ast.Constant):
-            return
-        if isinstance(node, ast.Name):
-            name = node.id
+        def bind(self, node: Any, name: str) -> None:
+            # Rebinding a builtin is harmless here: a name that is a builtin is
+            # only ever loaded when it is a safe one, whatever it holds.
             if name.startswith("__"):
-                self.fail(node, "reaches a dunder name")
-            if name in self.modules:
-                self.fail(node, "uses a module as a value")
-            if name == "open" or self.imported.get(name) == "ZipFile":
-                self.fail(node, "passes open itself around")
-            if name in _PY_SAFE_NAMES:
-                return
-            if name in self.bound and name not in self.builtin_names:
-                return
-            self.fail(node, "is not in the proven subset")
-        if isinstance(node, ast.Attribute):
-            self.attribute(node, shared_ok)
-            return
-        if isinstance(node, ast.Call):
-            self.call(node)
-            return
-        if isinstance(node, (ast.BinOp,)):
-            self.expr(node.left)
-            self.expr(node.right)
-        elif isinstance(node, ast.UnaryOp):
-            self.expr(node.operand)
-        elif isinstance(node, ast.BoolOp):
-            for value in node.values:
-                self.expr(value)
-        elif isinstance(node, ast.Compare):
-            self.expr(node.left, shared_ok=True)
-            for value in node.comparators:
-                self.expr(value, shared_ok=True)
-        elif isinstance(node, ast.IfExp):
-            self.expr(node.test)
-            self.expr(node.body)
-            self.expr(node.orelse)
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            for elt in node.elts:
-                self.expr(elt)
-        elif isinstance(node, ast.Dict):
-            for key in node.keys:
-                if key is not None:
-                    self.expr(key)
-            for value in node.values:
-                self.expr(value)
-        elif isinstance(node, ast.Starred):
-            self.expr(node.value)
-        elif isinstance(node, ast.Subscript):
-            self.expr(node.value, shared_ok=True)
-            self.expr(node.slice)
-        elif isinstance(node, ast.Slice):
-            for part in (node.lower, node.upper, node.step):
-                if part is not None:
-                    self.expr(part)
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            for gen in node.generators:
-                if gen.is_async:
-                    self.fail(node, "is asynchronous")
-                self.target(gen.target)
-                self.expr(gen.iter, shared_ok=True)
-                for cond in gen.ifs:
-                    self.expr(cond)
-            if isinstance(node, ast.DictComp):
-                self.expr(node.key)
+                raise _PyUnproven(node, "binds a dunder name")
+            self.bound.add(name)
+
+        def fail(self, node: Any, why: str) -> None:
+            raise _PyUnproven(node, why)
+
+        # ---- statements -----------------------------------------------------
+        def body(self, stmts: List[Any]) -> None:
+            for stmt in stmts:
+                self.stmt(stmt)
+
+        def stmt(self, node: Any) -> None:
+            ast = self.ast
+            self.count += 1
+            if self.count > _PY_MAX_NODES:
+                self.fail(node, "is too long to prove")
+            if isinstance(node, ast.Expr):
                 self.expr(node.value)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self.target(target)
+                self.expr(node.value)
+            elif isinstance(node, ast.AugAssign):
+                self.target(node.target)
+                self.expr(node.value)
+            elif isinstance(node, ast.AnnAssign):
+                self.target(node.target)
+                self.expr(node.annotation)
+                if node.value is not None:
+                    self.expr(node.value)
+            elif isinstance(node, (ast.For, ast.While, ast.If)):
+                if isinstance(node, ast.For):
+                    self.target(node.target)
+                    self.expr(node.iter, shared_ok=True)
+                else:
+                    self.expr(node.test)
+                self.body(node.body)
+                self.body(node.orelse)
+            elif isinstance(node, ast.With):
+                for item in node.items:
+                    call = item.context_expr
+                    if not (isinstance(call, ast.Call) and (
+                            isinstance(call.func, ast.Name) and call.func.id == "open"
+                            or self.archive_opener(call.func) is not None
+                            or isinstance(call.func, ast.Attribute) and call.func.attr == "open")):
+                        self.fail(call, "is a context manager other than open()")
+                    self.expr(call)
+                    if item.optional_vars is not None:
+                        self.target(item.optional_vars)
+                self.body(node.body)
+            elif isinstance(node, ast.Try):
+                self.body(node.body)
+                for handler in node.handlers:
+                    if handler.name in self.modules:
+                        self.fail(handler, "rebinds a module")
+                    if handler.type is not None:
+                        self.expr(handler.type)
+                    self.body(handler.body)
+                self.body(node.orelse)
+                self.body(node.finalbody)
+            elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+                pass
+            elif isinstance(node, ast.FunctionDef):
+                # A local function: its body is proven here like the rest, and it
+                # is called by name only where nothing else binds the name.
+                if node.decorator_list or getattr(node, "type_params", None):
+                    self.fail(node, "decorates a function or gives it type parameters")
+                if node.name in self.builtin_names or node.name in _PY_MODULE_ATTRS:
+                    self.fail(node, "names a function like a builtin or a module")
+                self.parameters(node, node.args)
+                for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+                    if arg.annotation is not None:
+                        self.expr(arg.annotation)
+                if node.returns is not None:
+                    self.expr(node.returns)
+                self.body(node.body)
+            elif isinstance(node, ast.Return):
+                if node.value is not None:
+                    self.expr(node.value)
+            elif isinstance(node, ast.Assert):
+                self.expr(node.test)
+                if node.msg is not None:
+                    self.expr(node.msg)
+            elif isinstance(node, ast.Raise):
+                if node.exc is not None:
+                    self.expr(node.exc)
+                if node.cause is not None:
+                    self.expr(node.cause)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name not in _PY_MODULE_ATTRS:
+                        self.fail(node, "imports a module outside the proven subset")
+                    name = alias.asname or alias.name
+                    if name in self.builtin_names:
+                        self.fail(node, "names a module like a builtin")
+                    self.bind(node, name)
+                    self.modules[name] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                if node.level or node.module not in _PY_MODULE_ATTRS:
+                    self.fail(node, "imports a module outside the proven subset")
+                for alias in node.names:
+                    if alias.name == "*" or alias.name.startswith("_") or \
+                            alias.name in _PY_SHARED_LISTS or \
+                            not self.module_has(node.module, alias.name):
+                        self.fail(node, "imports a name outside the proven subset")
+                    if (alias.asname or alias.name) in self.builtin_names:
+                        # `from re import compile` under `if 0:` would leave the builtin
+                        self.fail(node, "imports a name like a builtin")
+                    self.bind(node, alias.asname or alias.name)
+                    self.imported[alias.asname or alias.name] = alias.name
             else:
-                self.expr(node.elt)
-        elif isinstance(node, ast.JoinedStr):
-            for value in node.values:
-                self.expr(value)
-        elif isinstance(node, ast.FormattedValue):
-            self.expr(node.value, shared_ok=True)
-            if node.format_spec is not None:
-                self.expr(node.format_spec)
-        elif isinstance(node, ast.Lambda):
-            # A function of values the subset makes: its body is proven like any
-            # expression, and it is only called by what takes a key or a
-            # function (sorted, map, re.sub): calling a bound name fails.
-            self.parameters(node, node.args)
-            self.expr(node.body)
-        elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
-            self.expr(node.value)   # Python 3.8 wraps subscripts
-        else:
-            self.fail(node, "is an expression outside the proven subset")
+                self.fail(node, "is a statement outside the proven subset")
 
-    def parameters(self, node: Any, a: Any) -> None:
-        """A lambda's or a def's parameters and their defaults."""
-        for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
-                                                              if x is not None]:
-            if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
-                self.fail(node, "names a parameter like a module")
-        for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-            self.expr(default)
-
-    def archive_opener(self, func: Any) -> Optional[Tuple[str, ...]]:
-        """The read modes of an archive-opening call (zipfile.ZipFile,
-        tarfile.open, an imported ZipFile), or None for any other callee."""
-        ast = self.ast
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in self.modules:
-            return _PY_ARCHIVE_OPENERS.get((self.modules[func.value.id], func.attr))
-        if isinstance(func, ast.Name) and self.imported.get(func.id) == "ZipFile":
-            return _PY_ARCHIVE_OPENERS[("zipfile", "ZipFile")]
-        return None
-
-    def attribute(self, node: Any, shared_ok: bool) -> None:
-        ast = self.ast
-        attr = node.attr
-        if attr.startswith("_") and attr != "__name__":
-            self.fail(node, "reaches a private or dunder attribute")
-        base = node.value
-        if not (isinstance(base, ast.Name) and base.id in self.modules):
-            self.expr(base)   # the receiver first: it is the likelier culprit
-        if isinstance(base, ast.Name) and base.id in self.modules:
-            module = self.modules[base.id]
-            if (module, attr) in _PY_ARCHIVE_OPENERS and node is not self.calling:
-                self.fail(node, "passes an archive opener around")
-            if not self.module_has(module, attr):
-                self.fail(node, "is not a proven part of `%s`" % module)
-            if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
-                self.fail(node, "could change or alias `sys.%s`" % attr)
-            return
-        if attr in _PY_PATH_WRITERS and self.may_path(base):
-            self.fail(node, "may be a path, whose `%s` writes" % attr)
-        if attr not in _PY_SAFE_ATTRS:
-            self.fail(node, "is not a proven method or attribute")
-        if attr in ("format", "format_map") and not (
-                isinstance(base, ast.Constant) and isinstance(base.value, str)
-                and "__" not in base.value):
-            self.fail(node, "formats with a template that is not a plain literal")
-
-    def call(self, node: Any) -> None:
-        ast = self.ast
-        func = node.func
-        if isinstance(func, ast.Name):
-            name = func.id
-            keywords = _PY_SAFE_CALLS.get(name)
-            if name in self.functions:
-                keywords = ("*",)   # its own parameters: the body is proven
-            elif name in self.imported:
-                # A name the code imported from a module of the subset (any
-                # later value of it is one the subset makes too).
-                keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
-            elif keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
-                self.fail(node, "calls something outside the proven subset")
-            if name == "open":
-                self.open_call(node)
+        def target(self, node: Any) -> None:
+            ast = self.ast
+            if isinstance(node, ast.Name):
+                if node.id in self.modules:
+                    self.fail(node, "rebinds a module")
                 return
-            if name == "type" and (len(node.args) != 1 or node.keywords):
-                self.fail(node, "calls type() to make a class")
-        elif isinstance(func, ast.Attribute) and func.attr == "open" and not (
-                isinstance(func.value, ast.Name) and func.value.id in self.modules):
-            # A zip archive's member by name (ZipFile.open(name) reads); a
-            # path's open, or one given a mode, is not proven.
-            if self.may_path(func.value) or len(node.args) != 1 or node.keywords or \
-                    isinstance(node.args[0], ast.Starred):
-                self.fail(node, "opens with a mode or on what may be a path")
-            self.expr(func.value)
-            self.expr(node.args[0])
-            return
-        elif isinstance(func, ast.Attribute):
-            self.calling = func
-            self.expr(func)
-            keywords = ("*",)
-            if isinstance(func.value, ast.Name) and func.value.id in self.modules:
-                keywords = _PY_MODULE_KEYWORDS.get(func.attr, ())
-        else:
-            self.fail(node, "calls the result of an expression")
-            return
-        modes = self.archive_opener(func)
-        if modes is not None:
-            given = [k.value for k in node.keywords if k.arg == "mode"] + node.args[1:2]
-            if len(node.args) > 2 or len(given) > 1 or any(
-                    isinstance(a, ast.Starred) for a in node.args) or any(
-                    not (isinstance(g, ast.Constant) and g.value in modes) for g in given):
-                self.fail(node, "opens an archive in a mode that may write")
-        copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
-        for arg in node.args:
-            self.expr(arg, shared_ok=copies)
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                self.fail(node, "passes keyword arguments with **")
-            if "*" not in keywords and keyword.arg not in keywords:
-                self.fail(node, "passes `%s=`, which the proof does not accept" % keyword.arg)
-            self.expr(keyword.value)
+            if isinstance(node, (ast.Tuple, ast.List)):
+                for elt in node.elts:
+                    self.target(elt)
+                return
+            if isinstance(node, ast.Starred):
+                self.target(node.value)
+                return
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                    and node.value.id in self.bound and node.value.id not in self.modules:
+                self.expr(node.slice)
+                return
+            self.fail(node, "writes an attribute or an item it does not own")
 
-    def open_call(self, node: Any) -> None:
-        ast = self.ast
-        args = list(node.args)
-        mode: Any = "r"
-        if any(isinstance(a, ast.Starred) for a in args) or len(args) not in (1, 2):
-            self.fail(node, "calls open() with other than a path and a mode")
-        if not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
-            self.fail(node, "opens a path that is not a literal")
-        if len(args) == 2:
-            mode = args[1].value if isinstance(args[1], ast.Constant) else None
-        for keyword in node.keywords:
-            if keyword.arg not in _PY_SAFE_CALLS["open"] or \
-                    not isinstance(keyword.value, ast.Constant):
-                self.fail(node, "calls open() with a keyword the proof does not accept")
-            if keyword.arg == "mode":
-                if len(args) == 2:
-                    self.fail(node, "gives open() two modes")
-                mode = keyword.value.value
-        if mode not in _PY_READ_MODES:
-            self.fail(node, "opens a file in a mode that may write")
+        # ---- expressions ----------------------------------------------------
+        def expr(self, node: Any, shared_ok: bool = False) -> None:
+            """Check one expression; shared_ok: `sys.path` may stand here, since
+            the place only reads it (a loop, a comparison, an index, a copy)."""
+            ast = self.ast
+            self.count += 1
+            if self.count > _PY_MAX_NODES:
+                self.fail(node, "is too long to prove")
+            if isinstance(node, ast.Constant):
+                return
+            if isinstance(node, ast.Name):
+                name = node.id
+                if name.startswith("__"):
+                    self.fail(node, "reaches a dunder name")
+                if name in self.modules:
+                    self.fail(node, "uses a module as a value")
+                if name == "open" or self.imported.get(name) == "ZipFile":
+                    self.fail(node, "passes open itself around")
+                if name in _PY_SAFE_NAMES:
+                    return
+                if name in self.bound and name not in self.builtin_names:
+                    return
+                self.fail(node, "is not in the proven subset")
+            if isinstance(node, ast.Attribute):
+                self.attribute(node, shared_ok)
+                return
+            if isinstance(node, ast.Call):
+                self.call(node)
+                return
+            if isinstance(node, (ast.BinOp,)):
+                self.expr(node.left)
+                self.expr(node.right)
+            elif isinstance(node, ast.UnaryOp):
+                self.expr(node.operand)
+            elif isinstance(node, ast.BoolOp):
+                for value in node.values:
+                    self.expr(value)
+            elif isinstance(node, ast.Compare):
+                self.expr(node.left, shared_ok=True)
+                for value in node.comparators:
+                    self.expr(value, shared_ok=True)
+            elif isinstance(node, ast.IfExp):
+                self.expr(node.test)
+                self.expr(node.body)
+                self.expr(node.orelse)
+            elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                for elt in node.elts:
+                    self.expr(elt)
+            elif isinstance(node, ast.Dict):
+                for key in node.keys:
+                    if key is not None:
+                        self.expr(key)
+                for value in node.values:
+                    self.expr(value)
+            elif isinstance(node, ast.Starred):
+                self.expr(node.value)
+            elif isinstance(node, ast.Subscript):
+                self.expr(node.value, shared_ok=True)
+                self.expr(node.slice)
+            elif isinstance(node, ast.Slice):
+                for part in (node.lower, node.upper, node.step):
+                    if part is not None:
+                        self.expr(part)
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for gen in node.generators:
+                    if gen.is_async:
+                        self.fail(node, "is asynchronous")
+                    self.target(gen.target)
+                    self.expr(gen.iter, shared_ok=True)
+                    for cond in gen.ifs:
+                        self.expr(cond)
+                if isinstance(node, ast.DictComp):
+                    self.expr(node.key)
+                    self.expr(node.value)
+                else:
+                    self.expr(node.elt)
+            elif isinstance(node, ast.JoinedStr):
+                for value in node.values:
+                    self.expr(value)
+            elif isinstance(node, ast.FormattedValue):
+                self.expr(node.value, shared_ok=True)
+                if node.format_spec is not None:
+                    self.expr(node.format_spec)
+            elif isinstance(node, ast.Lambda):
+                # A function of values the subset makes: its body is proven like any
+                # expression, and it is only called by what takes a key or a
+                # function (sorted, map, re.sub): calling a bound name fails.
+                self.parameters(node, node.args)
+                self.expr(node.body)
+            elif getattr(ast, "Index", None) is not None and isinstance(node, ast.Index):
+                self.expr(node.value)   # Python 3.8 wraps subscripts
+            else:
+                self.fail(node, "is an expression outside the proven subset")
+
+        def parameters(self, node: Any, a: Any) -> None:
+            """A lambda's or a def's parameters and their defaults."""
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg)
+                                                                  if x is not None]:
+                if arg.arg in _PY_MODULE_ATTRS or arg.arg in self.modules:
+                    self.fail(node, "names a parameter like a module")
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self.expr(default)
+
+        def archive_opener(self, func: Any) -> Optional[Tuple[str, ...]]:
+            """The read modes of an archive-opening call (zipfile.ZipFile,
+            tarfile.open, an imported ZipFile), or None for any other callee."""
+            ast = self.ast
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in self.modules:
+                return _PY_ARCHIVE_OPENERS.get((self.modules[func.value.id], func.attr))
+            if isinstance(func, ast.Name) and self.imported.get(func.id) == "ZipFile":
+                return _PY_ARCHIVE_OPENERS[("zipfile", "ZipFile")]
+            return None
+
+        def attribute(self, node: Any, shared_ok: bool) -> None:
+            ast = self.ast
+            attr = node.attr
+            if attr.startswith("_") and attr != "__name__":
+                self.fail(node, "reaches a private or dunder attribute")
+            base = node.value
+            if not (isinstance(base, ast.Name) and base.id in self.modules):
+                self.expr(base)   # the receiver first: it is the likelier culprit
+            if isinstance(base, ast.Name) and base.id in self.modules:
+                module = self.modules[base.id]
+                if (module, attr) in _PY_ARCHIVE_OPENERS and node is not self.calling:
+                    self.fail(node, "passes an archive opener around")
+                if not self.module_has(module, attr):
+                    self.fail(node, "is not a proven part of `%s`" % module)
+                if module == "sys" and attr in _PY_SHARED_LISTS and not shared_ok:
+                    self.fail(node, "could change or alias `sys.%s`" % attr)
+                return
+            if attr in _PY_PATH_WRITERS and self.may_path(base):
+                self.fail(node, "may be a path, whose `%s` writes" % attr)
+            if attr not in _PY_SAFE_ATTRS:
+                self.fail(node, "is not a proven method or attribute")
+            if attr in ("format", "format_map") and not (
+                    isinstance(base, ast.Constant) and isinstance(base.value, str)
+                    and "__" not in base.value):
+                self.fail(node, "formats with a template that is not a plain literal")
+
+        def call(self, node: Any) -> None:
+            ast = self.ast
+            func = node.func
+            if isinstance(func, ast.Name):
+                name = func.id
+                keywords = _PY_SAFE_CALLS.get(name)
+                if name in self.functions:
+                    keywords = ("*",)   # its own parameters: the body is proven
+                elif name in self.imported:
+                    # A name the code imported from a module of the subset (any
+                    # later value of it is one the subset makes too).
+                    keywords = _PY_MODULE_KEYWORDS.get(self.imported[name], ())
+                elif keywords is None or (name in self.bound and name not in _PY_SAFE_NAMES):
+                    self.fail(node, "calls something outside the proven subset")
+                if name == "open":
+                    self.open_call(node)
+                    return
+                if name == "type" and (len(node.args) != 1 or node.keywords):
+                    self.fail(node, "calls type() to make a class")
+            elif isinstance(func, ast.Attribute) and func.attr == "open" and not (
+                    isinstance(func.value, ast.Name) and func.value.id in self.modules):
+                # A zip archive's member by name (ZipFile.open(name) reads); a
+                # path's open, or one given a mode, is not proven.
+                if self.may_path(func.value) or len(node.args) != 1 or node.keywords or \
+                        isinstance(node.args[0], ast.Starred):
+                    self.fail(node, "opens with a mode or on what may be a path")
+                self.expr(func.value)
+                self.expr(node.args[0])
+                return
+            elif isinstance(func, ast.Attribute):
+                self.calling = func
+                self.expr(func)
+                keywords = ("*",)
+                if isinstance(func.value, ast.Name) and func.value.id in self.modules:
+                    keywords = _PY_MODULE_KEYWORDS.get(func.attr, ())
+            else:
+                self.fail(node, "calls the result of an expression")
+                return
+            modes = self.archive_opener(func)
+            if modes is not None:
+                given = [k.value for k in node.keywords if k.arg == "mode"] + node.args[1:2]
+                if len(node.args) > 2 or len(given) > 1 or any(
+                        isinstance(a, ast.Starred) for a in node.args) or any(
+                        not (isinstance(g, ast.Constant) and g.value in modes) for g in given):
+                    self.fail(node, "opens an archive in a mode that may write")
+            copies = isinstance(func, ast.Name) and func.id in _PY_COPYING
+            for arg in node.args:
+                self.expr(arg, shared_ok=copies)
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    self.fail(node, "passes keyword arguments with **")
+                if "*" not in keywords and keyword.arg not in keywords:
+                    self.fail(node, "passes `%s=`, which the proof does not accept" % keyword.arg)
+                self.expr(keyword.value)
+
+        def open_call(self, node: Any) -> None:
+            ast = self.ast
+            args = list(node.args)
+            mode: Any = "r"
+            if any(isinstance(a, ast.Starred) for a in args) or len(args) not in (1, 2):
+                self.fail(node, "calls open() with other than a path and a mode")
+            if not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+                self.fail(node, "opens a path that is not a literal")
+            if len(args) == 2:
+                mode = args[1].value if isinstance(args[1], ast.Constant) else None
+            for keyword in node.keywords:
+                if keyword.arg not in _PY_SAFE_CALLS["open"] or \
+                        not isinstance(keyword.value, ast.Constant):
+                    self.fail(node, "calls open() with a keyword the proof does not accept")
+                if keyword.arg == "mode":
+                    if len(args) == 2:
+                        self.fail(node, "gives open() two modes")
+                    mode = keyword.value.value
+            if mode not in _PY_READ_MODES:
+                self.fail(node, "opens a file in a mode that may write")
+
+    return _PyProof
 
 
 def _py_code_proof(code: str, work: Optional[List[int]] = None) -> Tuple[bool, str]:
@@ -9469,7 +9476,7 @@ def _py_code_proof(code: str, work: Optional[List[int]] = None) -> Tuple[bool, s
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             return False, ""
     try:
-        proof = _PyProof(ast, tree)
+        proof = _rows(_py_proof_class)(ast, tree)
         proof.body(tree.body)
     except _PyUnproven as exc:
         try:
@@ -30771,6 +30778,63 @@ def cmd_check(args: List[str], store: Optional[Store] = None) -> int:
     return 1 if answer["verdict"] == "deny" else 0
 
 
+
+def cmd_demo(args: List[str]) -> int:
+    """Replay a short scripted Codex session through the real hook command."""
+    import subprocess
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory(prefix="sts-demo-") as tmp:
+        env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        session = "demo-session-1"
+        base = {"session_id": session, "cwd": work, "model": "demo-model",
+                "permission_mode": "default"}
+        steps = [
+            ("User types", "$stop-that-shit review -- look for the bug in parser.py",
+             dict(base, hook_event_name="UserPromptSubmit",
+                  prompt="$stop-that-shit review -- look for the bug in parser.py")),
+            ("Agent reads", "Bash: grep -n TODO parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="call_1",
+                  tool_input={"command": "grep -n TODO parser.py"})),
+            ("Agent edits", "apply_patch: Update File parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
+                  tool_use_id="call_2",
+                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
+                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
+            ("User types", "$stop-that-shit change -- fix it",
+             dict(base, hook_event_name="UserPromptSubmit",
+                  prompt="$stop-that-shit change -- fix it")),
+            ("Agent edits", "apply_patch: Update File parser.py",
+             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
+                  tool_use_id="call_3",
+                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
+                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
+        ]
+        command = [sys.executable, "-I", "-S", "-c",
+                   "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % here,
+                   "codex"]
+        for who, what, payload in steps:
+            proc = subprocess.run(command, input=json.dumps(payload).encode(), env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+            sys.stdout.write("--- %s: %s\n" % (who, what))
+            out = proc.stdout.decode("utf-8", "replace").strip()
+            if not out:
+                sys.stdout.write("    (no output: allowed)\n")
+                continue
+            answer = json.loads(out)
+            spec = answer.get("hookSpecificOutput", {})
+            if spec.get("permissionDecision") == "deny":
+                sys.stdout.write("    DENIED. The model is told:\n")
+                body = spec.get("permissionDecisionReason", "")
+            else:
+                sys.stdout.write("    context for the model:\n")
+                body = spec.get("additionalContext") or answer.get("reason", "")
+            for line in body.splitlines():
+                sys.stdout.write("      " + line + "\n")
+    return 0
+
 ###############################################################################
 # CLI
 #
@@ -31153,63 +31217,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
 
 
-def cmd_demo(args: List[str]) -> int:
-    """Replay a short scripted Codex session through the real hook command."""
-    import subprocess
-    import tempfile
-    here = os.path.dirname(os.path.abspath(__file__))
-    with tempfile.TemporaryDirectory(prefix="sts-demo-") as tmp:
-        env = dict(os.environ, STS_HOME=os.path.join(tmp, "state"))
-        work = os.path.join(tmp, "work")
-        os.makedirs(work)
-        session = "demo-session-1"
-        base = {"session_id": session, "cwd": work, "model": "demo-model",
-                "permission_mode": "default"}
-        steps = [
-            ("User types", "$stop-that-shit review -- look for the bug in parser.py",
-             dict(base, hook_event_name="UserPromptSubmit",
-                  prompt="$stop-that-shit review -- look for the bug in parser.py")),
-            ("Agent reads", "Bash: grep -n TODO parser.py",
-             dict(base, hook_event_name="PreToolUse", tool_name="Bash", tool_use_id="call_1",
-                  tool_input={"command": "grep -n TODO parser.py"})),
-            ("Agent edits", "apply_patch: Update File parser.py",
-             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
-                  tool_use_id="call_2",
-                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
-                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
-            ("User types", "$stop-that-shit change -- fix it",
-             dict(base, hook_event_name="UserPromptSubmit",
-                  prompt="$stop-that-shit change -- fix it")),
-            ("Agent edits", "apply_patch: Update File parser.py",
-             dict(base, hook_event_name="PreToolUse", tool_name="apply_patch",
-                  tool_use_id="call_3",
-                  tool_input={"command": "*** Begin Patch\n*** Update File: parser.py\n"
-                                         "@@\n-    return None\n+    return []\n*** End Patch\n"})),
-        ]
-        command = [sys.executable, "-I", "-S", "-c",
-                   "import sys; sys.path.insert(0, %r); import sts; sys.exit(sts.main())" % here,
-                   "codex"]
-        for who, what, payload in steps:
-            proc = subprocess.run(command, input=json.dumps(payload).encode(), env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-            sys.stdout.write("--- %s: %s\n" % (who, what))
-            out = proc.stdout.decode("utf-8", "replace").strip()
-            if not out:
-                sys.stdout.write("    (no output: allowed)\n")
-                continue
-            answer = json.loads(out)
-            spec = answer.get("hookSpecificOutput", {})
-            if spec.get("permissionDecision") == "deny":
-                sys.stdout.write("    DENIED. The model is told:\n")
-                body = spec.get("permissionDecisionReason", "")
-            else:
-                sys.stdout.write("    context for the model:\n")
-                body = spec.get("additionalContext") or answer.get("reason", "")
-            for line in body.splitlines():
-                sys.stdout.write("      " + line + "\n")
-    return 0
-
-
 _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "status": lambda rest: _cold("cmd_inspect")(["status"] + rest, Store()),
     "runtime": lambda rest: _cold("cmd_inspect")(["runtime"] + rest, Store()),
@@ -31221,7 +31228,7 @@ _COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "doctor": lambda rest: _cold("cmd_doctor")(rest),
     "check": lambda rest: _cold("cmd_check")(rest),
     "default": lambda rest: _cold("cmd_default")(rest),
-    "demo": cmd_demo,
+    "demo": lambda rest: _cold("cmd_demo")(rest),
     "cases": lambda rest: _cold("cmd_cases")(rest),
 }
 

@@ -1,17 +1,22 @@
 """Instructions of one hook call, as a ratio to the bare interpreter.
 
-    python3 tests/bench_instructions.py [PYTHON ...]
+    python3 tests/bench_instructions.py [--runs N] [PYTHON ...]
 
 Counts what `make bench` times, with valgrind's callgrind instead of a
 clock: the installed hook command (the import form) on one call of an armed
 review session (a read allowed, a write denied, a shell line denied) and of
 an armed change session (a shell line that deletes in the workspace,
 allowed), each over `PYTHON -I -S -c pass`.  A count is the same on a busy
-machine, so it shows changes of a few percent that CPU time hides.  Each
+machine, so it shows changes of a few percent that CPU time hides; it
+still moves by a few tenths of a percent from run to run (each process
+hashes strings with a seed of its own, and `-I` keeps PYTHONHASHSEED out),
+so each figure is the median of --runs processes (default 5).  Each
 Python runs this checkout's sts.py from a bytecode cache warmed first.
 """
+import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +57,11 @@ def instructions(argv, data, env):
     raise SystemExit("callgrind wrote no total")
 
 
-def main(pythons):
+def median_of(runs, argv, data, env):
+    return statistics.median(instructions(argv, data, env) for _ in range(runs))
+
+
+def main(pythons, runs):
     for python in pythons:
         hook = [python, "-I", "-S", "-c", "import sys; sys.path.insert(0, %r); import sts; "
                 "sys.exit(sts.main())" % ROOT, "claude"]
@@ -66,12 +75,16 @@ def main(pythons):
                                check=True)
                 subprocess.run(hook, input=event("Bash", {"command": "ls"}, "warm"), env=env,
                                capture_output=True, check=True)
-                floor = instructions([python, "-I", "-S", "-c", "pass"], b"", env)
+                floor = median_of(runs, [python, "-I", "-S", "-c", "pass"], b"", env)
                 for name, data in calls:
-                    count = instructions(hook, data, env)
-                    print("  %-6s %-24s %5.2fx  (%d over %d)" % (mode, name, count / floor,
-                                                                count, floor))
+                    count = median_of(runs, hook, data, env)
+                    print("  %-6s %-24s %6.3fx  (%d over %d)" % (mode, name, count / floor,
+                                                                 count, floor))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or [sys.executable])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("pythons", nargs="*")
+    options = parser.parse_args()
+    main(options.pythons or [sys.executable], options.runs)
