@@ -30,6 +30,16 @@ def hook_process(host, payload, sts_home, timeout=20):
     return proc
 
 
+def json_nodes(value):
+    """Every value inside a JSON value, itself first, depth first: the
+    objects, lists and strings a recorded payload holds anywhere."""
+    yield value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
+        else ()
+    for item in items:
+        yield from json_nodes(item)
+
+
 def kit_events(name):
     """The stdin objects a real host sent in one recorded run of the host kit."""
     path = os.path.join(KIT, name, "hook-stdin.jsonl")

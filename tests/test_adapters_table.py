@@ -11,7 +11,7 @@ import re
 import pytest
 
 import sts
-from hooks import KIT
+from hooks import KIT, json_nodes
 
 HOSTS = sorted(sts.ADAPTERS)
 MUTABILITIES = ("read", "write", "control", "delegate", "unknown")
@@ -45,32 +45,22 @@ def test_every_row_names_a_handler_the_adapter_has_and_known_kinds(host):
 def _tool_names(value, found):
     """Every tool name a recorded host event carries: `tool_name`/`toolName`,
     or `tool` beside the call's id or input (OpenCode, the Hermes probe)."""
-    if isinstance(value, dict):
-        for key in ("tool_name", "toolName"):
-            if isinstance(value.get(key), str):
-                found.add(value[key])
-        if isinstance(value.get("tool"), str) and ("callID" in value or "input" in value):
-            found.add(value["tool"])
-        for item in value.values():
-            _tool_names(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _tool_names(item, found)
+    for node in json_nodes(value):
+        if isinstance(node, dict):
+            found.update(node[key] for key in ("tool_name", "toolName")
+                         if isinstance(node.get(key), str))
+            if isinstance(node.get("tool"), str) and ("callID" in node or "input" in node):
+                found.add(node["tool"])
     return found
 
 
 def _offered_in_prompt(value, found):
     """The tools Pi lists to the model under "Available tools:" in the system
     prompt it recorded (`- name: what it does`)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            _offered_in_prompt(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _offered_in_prompt(item, found)
-    elif isinstance(value, str) and "Available tools:" in value:
-        listing = value.split("Available tools:", 1)[1].split("\n\n", 1)[0]
-        found.update(re.findall(r"^- ([\w-]+):", listing, re.M))
+    for node in json_nodes(value):
+        if isinstance(node, str) and "Available tools:" in node:
+            listing = node.split("Available tools:", 1)[1].split("\n\n", 1)[0]
+            found.update(re.findall(r"^- ([\w-]+):", listing, re.M))
     return found
 
 

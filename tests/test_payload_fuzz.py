@@ -34,7 +34,7 @@ import pytest
 
 import sts
 from conftest import ram_dir
-from hooks import KIT
+from hooks import KIT, json_nodes
 from hooks_shim import hermes_envelope, request
 
 ARM = "$stop-that-shit review"
@@ -116,16 +116,12 @@ def is_tool_seed(event, payload):
 
 # --- running one payload ----------------------------------------------------------
 
-def sessions_in(value, found=None):
-    found = [] if found is None else found
-    if isinstance(value, dict):
-        for key, item in value.items():
+def sessions_in(value):
+    found = []
+    for node in json_nodes(value):
+        for key, item in node.items() if isinstance(node, dict) else ():
             if key in SESSION_KEYS and isinstance(item, str) and item and item not in found:
                 found.append(item)
-            sessions_in(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            sessions_in(item, found)
     return found
 
 
