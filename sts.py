@@ -2231,7 +2231,21 @@ def _limited(ctx: _Ctx, verdict: Optional[_V] = None) -> _V:
     return verdict if verdict is not None else _unknown("analysis_limit")
 
 _RANK = {"read": 0, "unknown": 1, "write": 2}
+# Patterns compiled by _an_rx (by key) and tables built by _rows (by the
+# name of the function that builds them, which starts with `_`).
 _RE_CACHE: Dict[str, Any] = {}
+
+
+def _rows(build: Callable[[], Any]) -> Any:
+    """What `build` returns, made on its first use and kept, as _an_rx keeps
+    a pattern.  The tables of programs and subcommands few calls meet are
+    returned by a function of a lazy section, so a hook that never meets
+    them neither loads nor builds them (built at import, they cost 0.4% of
+    every hook call's instructions)."""
+    rows = _RE_CACHE.get(build.__name__)
+    if rows is None:
+        rows = _RE_CACHE[build.__name__] = build()
+    return rows
 
 
 def _an_rx(key: str, pattern: str, flags: int = 0) -> Any:
@@ -5421,11 +5435,6 @@ class _Opts:
         return _an_read()
 
 
-# Every long option name of a program whose `abbrev` is a function, split
-# the first time a word abbreviates one of them.
-_EVERY_LONG: Dict[Any, List[str]] = {}
-
-
 def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: Any) -> Optional[str]:
     """The option of the table `long` that `--key` names: itself, or the one
     it abbreviates, unique among the table's names (abbrev True) or among
@@ -5434,8 +5443,7 @@ def _resolve_long(long: Dict[str, Tuple[int, str]], key: str, abbrev: Any) -> Op
         return key
     if not abbrev:
         return None
-    names = long if abbrev is True else \
-        _EVERY_LONG.get(abbrev) or _EVERY_LONG.setdefault(abbrev, abbrev().split())
+    names = long if abbrev is True else _rows(abbrev)
     hits = [k for k in names if k.startswith(key)]
     return hits[0] if len(hits) == 1 and hits[0] in long else None
 
@@ -6796,6 +6804,14 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
 
 # ---- git --------------------------------------------------------------------
 
+def _git_opts(text: str = "", **more: Any) -> _Opts:
+    """A table copied whole from one of git's own option parsers, arities and
+    all, so no prefix is guessed: read as getopt reads it (a cluster's last
+    letter may take a value, `-wt blob`; `-5` is refused) unless `parser`
+    says "git" (its counts and value-first words, see _git_short_word)."""
+    return _Opts(text, abbrev=False, **more)
+
+
 # git's own options, before the subcommand, read as git reads them: each a
 # word of its own (a cluster such as `-Pv` is refused; `-Cdir` is taken as
 # -C dir), never a prefix, and no `--`.  -C moves where git works and
@@ -6819,10 +6835,9 @@ def _w_sudo(name: str, args: List[_W], ctx: _Ctx) -> _V:
 #: unknown =git_arguments_unproven | git --bare log
 #: unknown =option_value_missing | git -C
 #: notread | git -C $d log
-_GIT_GLOBALS = _Opts("-Pvh -C: --no-pager --literal-pathspecs --no-optional-locks "
-                     "--no-replace-objects --glob-pathspecs --noglob-pathspecs "
-                     "--icase-pathspecs --no-advice --version --help", permute=False,
-                     abbrev=False)
+_GIT_GLOBALS = _git_opts("-Pvh -C: --no-pager --literal-pathspecs --no-optional-locks "
+                         "--no-replace-objects --glob-pathspecs --noglob-pathspecs "
+                         "--icase-pathspecs --no-advice --version --help", permute=False)
 _GIT_STOPS = frozenset(("v", "version", "h", "help"))
 _GIT_WRITE_SUBS = frozenset((
     "add", "commit", "push", "merge", "rebase", "checkout", "switch", "reset", "restore", "clean",
@@ -7207,27 +7222,6 @@ def _git_stash(args: List[_W]) -> _V:
     return _git_write("stash", sub if not sub.startswith("-") else "", [])
 
 
-def _git_opts(text: str = "", **more: Any) -> _Opts:
-    """A table copied whole from git's own option parser, arities and all:
-    read as getopt reads it (a cluster's last letter may take a value, `-wt
-    blob`), with no guessed arity and no count word (`-5` is refused)."""
-    return _Opts(text, abbrev=False, **more)
-
-
-_ROWS: Dict[str, Any] = {}
-
-
-def _rows(build: Callable[[], Any]) -> Any:
-    """The rows `build` returns, made on their first use and kept.  The rows
-    of subcommands few calls meet are returned by a function of a lazy
-    section, so a hook that never meets them neither loads nor builds them
-    (built at import, they cost 0.4% of every hook call's instructions)."""
-    rows = _ROWS.get(build.__name__)
-    if rows is None:
-        rows = _ROWS[build.__name__] = build()
-    return rows
-
-
 # git remote, worktree, reflog, notes and submodule take an action as their
 # first operand.  Per subcommand, row "" holds the options that may come
 # before the action (they end at it), and each reading action has the
@@ -7526,8 +7520,9 @@ def _git_archive(args: List[_W]) -> _V:
 #: unknown =git_arguments_unproven | git help log commit
 #: unknown =shell_syntax_unproven | git help "$page"
 def _git_help_row() -> _Opts:
-    return _Opts("-agcm --all --guides --config --man --user-interfaces --developer-interfaces "
-                 "--verbose --no-external-commands --no-aliases", abbrev=False)
+    return _git_opts("-agcm --all --guides --config --man --user-interfaces "
+                     "--developer-interfaces --verbose --no-external-commands --no-aliases")
+
 
 # Subcommands whose -n/--dry-run only shows what they would do, each by the
 # options that only shape what it shows (read as git reads them, as the
@@ -7549,16 +7544,17 @@ def _git_help_row() -> _Opts:
 #: notread | git clean -n *
 #: notread | git clean -n {a,-i}
 def _git_path_rows() -> Tuple[Dict[str, _Opts], Dict[str, _Opts]]:
-    """(dry-run rows, path rows) of add, rm, mv, clean and restore."""
+    """(dry-run rows, path rows) of add, rm, mv, clean and restore, read as
+    git's own loops read them (counts, value first)."""
+    def row(text: str, **more: Any) -> _Opts:
+        return _git_opts(text, parser="git", **more)
+
     dry: Dict[str, _Opts] = {
-        "clean": _Opts("-qnfdxX -e: --quiet --dry-run --force --exclude:", abbrev=False,
-                       parser="git"),
-        "add": _Opts("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
-                     "--no-ignore-removal --ignore-errors --ignore-missing --sparse", abbrev=False,
-                     parser="git"),
-        "rm": _Opts("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse",
-                    abbrev=False, parser="git"),
-        "mv": _Opts("-nfkv --dry-run --force --verbose --sparse", abbrev=False, parser="git"),
+        "clean": row("-qnfdxX -e: --quiet --dry-run --force --exclude:"),
+        "add": row("-nvfAu --dry-run --verbose --force --all --update --no-all --ignore-removal "
+                   "--no-ignore-removal --ignore-errors --ignore-missing --sparse"),
+        "rm": row("-nrfq --dry-run --cached --quiet --force --ignore-unmatch --sparse"),
+        "mv": row("-nfkv --dry-run --force --verbose --sparse"),
     }
     # What add (and stage), rm, mv, clean and restore change (_git_targets):
     # the same options and every other one git lists for them.
@@ -7575,22 +7571,20 @@ def _git_path_rows() -> Tuple[Dict[str, _Opts], Dict[str, _Opts]]:
     #: write >? | git clean -f --exc dist
     #: write >? | git restore --sour other a
     paths: Dict[str, _Opts] = {
-        "clean": _Opts(dry["clean"].text + " -i --interactive", abbrev=False,
-                       parser="git"),
-        "add": _Opts(dry["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
-                     "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
-                     "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
-                     "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
-                     abbrev=False, parser="git", numeric="U"),
-        "rm": _Opts(dry["rm"].text + " --pathspec-from-file: --pathspec-file-nul",
-                    abbrev=False, parser="git"),
+        "clean": row(dry["clean"].text + " -i --interactive"),
+        "add": row(dry["add"].text + " -ipeN -U: --interactive --patch --auto-advance "
+                   "--no-auto-advance --unified: --inter-hunk-context: --edit --renormalize "
+                   "--resolved --intent-to-add --refresh --chmod: --warn-embedded-repo "
+                   "--no-warn-embedded-repo --pathspec-from-file: --pathspec-file-nul",
+                   numeric="U"),
+        "rm": row(dry["rm"].text + " --pathspec-from-file: --pathspec-file-nul"),
         "mv": dry["mv"],
-        "restore": _Opts(
+        "restore": row(
             "-qmpSW23 -sU: --source: --staged --worktree --ignore-unmerged --overlay --no-overlay "
             "--quiet --recurse-submodules? --no-recurse-submodules --progress --no-progress "
             "--merge --conflict: --ours --theirs --patch --unified: --inter-hunk-context: "
-            "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul", abbrev=False,
-            parser="git", numeric="U"),
+            "--ignore-skip-worktree-bits --pathspec-from-file: --pathspec-file-nul",
+            numeric="U"),
     }
     paths["stage"] = paths["add"]
     return dry, paths
@@ -7676,7 +7670,7 @@ def _git_brings_code(sub: str, rest: List[_W]) -> bool:
 
 # git clone's options (its own table), to find the folder it clones into.
 def _git_clone_row() -> _Opts:
-    return _Opts(
+    return _git_opts(
         "-vqnls46 -j: -o: -b: -u: -c: --verbose --quiet --progress --reject-shallow "
         "--no-reject-shallow --no-checkout --checkout --bare --mirror --local --no-local "
         "--no-hardlinks --hardlinks --shared --recurse-submodules? --recursive? --jobs: "
@@ -7685,7 +7679,7 @@ def _git_clone_row() -> _Opts:
         "--no-single-branch --tags --no-tags --shallow-submodules --no-shallow-submodules "
         "--separate-git-dir: --ref-format: --config: --server-option: --ipv4 --ipv6 --filter: "
         "--also-filter-submodules --remote-submodules --no-remote-submodules --sparse "
-        "--bundle-uri:", abbrev=False)
+        "--bundle-uri:")
 
 
 def _git_command(sub: str, rest: List[_W]) -> _V:
@@ -11023,7 +11017,7 @@ def _patch_whole(cmd: _Cmd) -> Optional[List[str]]:
     return list(dict.fromkeys(targets))
 
 
-def _curl_long_names() -> str:
+def _curl_long_names() -> List[str]:
     """Every long option name of every curl release (6.5 to 8.21 and the
     names added since), for resolving a prefix as curl before 8.6 did."""
     return (
@@ -11070,7 +11064,7 @@ def _curl_long_names() -> str:
         "tlsv1.1 tlsv1.2 tlsv1.3 tr-encoding trace trace-ascii trace-config trace-ids "
         "trace-time unix-socket upload upload-file upload-flags url url-query use-ascii user "
         "user-agent variable verbose version vlan-priority wdebug write-out xattr"
-    )
+    ).split()
 
 
 # curl prints what it fetches.  Its options are read as getopt reads them
@@ -18500,13 +18494,20 @@ def _settings_anywhere() -> Dict[str, List[Tuple[Tuple[str, ...], bool, str, str
     table = _settings_cached("anywhere")
     if table is None:
         table = _SETTINGS_CACHE["anywhere"] = {}
-        for host, rows in HOST_SETTINGS.items():
-            for index, (_, bases, _) in enumerate(rows):
-                if "**" in bases:
-                    for parts, folder, spelled in _settings_row(host, index):
-                        table.setdefault(parts[0].casefold(), []).append(
-                            (parts, folder, spelled, host, index))
+        for host, index, entries in _settings_anywhere_rows():
+            for parts, folder, spelled in entries:
+                table.setdefault(parts[0].casefold(), []).append(
+                    (parts, folder, spelled, host, index))
     return table
+
+
+def _settings_anywhere_rows() -> Iterator[Tuple[str, int, List[Tuple[Any, ...]]]]:
+    """(host, row index, entries) of each HOST_SETTINGS row that applies
+    under any folder."""
+    for host, rows in HOST_SETTINGS.items():
+        for index, (_, bases, _) in enumerate(rows):
+            if "**" in bases:
+                yield host, index, _settings_row(host, index)
 
 
 def host_settings(environ: Any = None, home: Optional[str] = None) -> HostSettings:
@@ -18739,18 +18740,14 @@ def _settings_on_disk(cwd: Optional[str], settings: HostSettings
         here = None if up == here else up
     anchors.append(os.path.expanduser("~"))
     rows: List[Tuple[str, str, int, Tuple[str, ...], bool, str]] = []
-    for host, table in HOST_SETTINGS.items():
-        for index, (_, bases, _) in enumerate(table):
-            if "**" not in bases:
-                continue
-            entries = _settings_row(host, index)
-            # A name that applies under any folder is also looked for in the
-            # folders the row's other entries name (opencode.json in
-            # ~/.config/opencode/ beside its config.json).
-            heads = {parts[:k] for parts, _, _ in entries for k in range(len(parts))}
-            rows += [(os.path.join(anchor, *head), host, index, parts, folder, spelled)
-                     for anchor in anchors for head in heads
-                     for parts, folder, spelled in entries]
+    for host, index, entries in _settings_anywhere_rows():
+        # A name that applies under any folder is also looked for in the
+        # folders the row's other entries name (opencode.json in
+        # ~/.config/opencode/ beside its config.json).
+        heads = {parts[:k] for parts, _, _ in entries for k in range(len(parts))}
+        rows += [(os.path.join(anchor, *head), host, index, parts, folder, spelled)
+                 for anchor in anchors for head in heads
+                 for parts, folder, spelled in entries]
     for bases in settings.bases.values():
         for _, shown, windows, host, index in bases:
             if not windows:
